@@ -1,0 +1,35 @@
+"""Where artifacts go: one runs directory, one sub-directory per scale and step.
+
+``NBKIT_RUNS_DIR`` overrides the default ``runs/`` in the working directory
+(the container mounts a volume there). Layout::
+
+    runs/<scale>/tokenizer/   transformers-loadable tokenizer + stats.json
+    runs/<scale>/mlm/         checkpoints/, model/, metrics.json
+    runs/<scale>/sentiment/   metrics.json, confusion matrix PNG
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def runs_dir() -> Path:
+    """Return the root runs directory (created if missing).
+
+    Reads ``NBKIT_RUNS_DIR``; defaults to ``./runs`` relative to the current
+    working directory.
+    """
+    root = Path(os.environ.get("NBKIT_RUNS_DIR", "runs")).expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def step_dir(scale: str, step: str) -> Path:
+    """Return ``runs/<scale>/<step>`` (created if missing).
+
+    ``step`` is one of ``tokenizer``, ``mlm``, ``sentiment``, ``profiling``
+    or any other name a notebook chooses.
+    """
+    path = runs_dir() / scale / step
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job, headless: set up .venv and execute notebooks 00-04 in order.
+# Executed copies land in $NBKIT_RUNS_DIR/<scale>/executed/ (default runs/).
+#   NBKIT_SCALE=smoke|cpu|gpu   (default: gpu if CUDA is usable, else cpu)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "${NBKIT_SKIP_SETUP:-0}" = 1 ] || scripts/setup.sh
+export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
+.venv/bin/python -m nbkit.cli run-notebooks "$@"
