@@ -18,7 +18,5 @@ c.ServerApp.trust_xheaders = True
 # No news or update checks: the container usually has no internet access.
 c.LabApp.news_url = None
 c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
-# Render all cells so widgets and plots below the fold exist in the DOM.
-c.LabApp.user_settings_dir = os.environ.get("JUPYTERLAB_SETTINGS_DIR", c.LabApp.user_settings_dir if hasattr(c.LabApp, "user_settings_dir") else "")
 # Widgets and plots from background threads flush promptly.
 c.ZMQChannelsWebsocketConnection.iopub_msg_rate_limit = 10000
