@@ -159,7 +159,13 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         model = BertForSequenceClassification(config)
         return model, f"from scratch: preset {preset!r}, random init ({count_parameters(model):,} parameters)"
 
-    path = Path(source)
+    path = Path(source).expanduser()
+    text = str(source)
+    if not path.exists() and (text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text):
+        raise ConfigError(
+            f"no directory {text!r} (resolved: {path.resolve()}); check the path to the model saved by "
+            "notebook 02, or use source=None with preset=... to train from scratch"
+        )
     if path.is_dir() and not (path / "config.json").is_file():
         raise CheckpointError(
             f"{path} has no config.json; pass the directory written by model.save_pretrained(...) "
@@ -169,7 +175,7 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     try:
         with _quiet_transformers():
             model, info = BertForSequenceClassification.from_pretrained(
-                str(source), attn_implementation=ATTN_IMPLEMENTATION, output_loading_info=True, **label_kwargs
+                str(path) if path.is_dir() else text, attn_implementation=ATTN_IMPLEMENTATION, output_loading_info=True, **label_kwargs
             )
     except OSError as exc:
         where = ("HF_HUB_OFFLINE=1 forbids downloading and it is not in the local cache" if _offline()

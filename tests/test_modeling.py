@@ -88,6 +88,13 @@ def test_classifier_dir_without_config_is_checkpoint_error(tmp_path):
         build_classifier(tmp_path, 2, ID2LABEL)
 
 
+def test_classifier_missing_local_path_says_so(tmp_path):
+    with pytest.raises(ConfigError, match="no directory"):
+        build_classifier(str(tmp_path / "runs" / "mlm" / "model"), 2, ID2LABEL)
+    with pytest.raises(ConfigError, match="no directory"):
+        build_classifier("./not-here", 2, ID2LABEL)
+
+
 def test_classifier_hub_name_offline_is_clear_config_error(monkeypatch):
     import huggingface_hub.constants as hc
 
