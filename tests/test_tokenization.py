@@ -105,3 +105,13 @@ def test_bad_input_raises_nbkit_errors(tmp_path):
         train_wordpiece(["我们"], 3, tmp_path, 128)
     with pytest.raises(ConfigError):
         train_wordpiece(["我们"], 1000, tmp_path, 2)
+
+
+def test_accepts_a_datasets_column(tmp_path):
+    from datasets import Dataset
+
+    ds = Dataset.from_dict({"text": ["我们在北京", "你们好", ""]})
+    tok = train_wordpiece(ds["text"], 100, tmp_path, 64)
+    assert len(tok) == 5 + len(set("我们在北京你们好"))  # specials + every character, nothing else
+    st = tokenizer_stats(tok, ds["text"])
+    assert st["n_texts"] == 2 and st["unk_rate"] == 0.0
