@@ -232,7 +232,7 @@ def encode_classification(dataset, tokenizer, max_length: int, text_column: str 
 
     Raises:
         ConfigError: ``max_length`` above ``tokenizer.model_max_length`` or below 3.
-        DataError: a missing text/label column, or an empty dataset.
+        DataError: a missing text/label column, non-integer labels, or an empty dataset.
     """
     import numpy as np
 
@@ -247,6 +247,10 @@ def encode_classification(dataset, tokenizer, max_length: int, text_column: str 
                             "pass text_column=... / label_column=...")
     if len(dataset) == 0:
         raise DataError("encode_classification got an empty dataset")
+    first = dataset[0][label_column]
+    if isinstance(first, bool) or not isinstance(first, int):
+        raise DataError(f"labels in {label_column!r} must be class ids (int), got {first!r}; "
+                        "map names to ids first, e.g. with LabeledData.label2id")
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
 
     def encode(batch):

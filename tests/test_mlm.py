@@ -148,3 +148,6 @@ def test_encode_classification_reports_truncation(tok):
         encode_classification(ds, tok, max_length=512, text_column="review", label_column="y")
     with pytest.raises(DataError, match="label_column"):
         encode_classification(ds, tok, max_length=32, text_column="review")
+    named = Dataset.from_dict({"text": ["好"], "label": ["positive"]})
+    with pytest.raises(DataError, match="label2id"):
+        encode_classification(named, tok, max_length=32)
