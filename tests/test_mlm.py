@@ -151,3 +151,23 @@ def test_encode_classification_reports_truncation(tok):
     named = Dataset.from_dict({"text": ["好"], "label": ["positive"]})
     with pytest.raises(DataError, match="label2id"):
         encode_classification(named, tok, max_length=32)
+
+
+def test_blocks_and_collator_feed_the_tiny_model(tok, corpus):
+    import math
+
+    from nbkit.modeling import build_mlm_model
+
+    torch.manual_seed(0)
+    model = build_mlm_model("tiny", tok, block_size=64)
+    blocks = make_blocks(corpus.select(range(60)), tok, block_size=64,
+                         max_position_embeddings=model.config.max_position_embeddings)
+    batch = MLMCollator(tok, seed=0)([blocks[i] for i in range(8)])
+    out = model(**batch)  # transformers' MLM loss: mean cross-entropy over label tokens
+    logits = out.logits  # (B, T, V)
+    mine = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
+    assert torch.allclose(out.loss, mine)
+    # an untrained model is close to uniform: loss ~ ln(V)
+    assert abs(out.loss.item() - math.log(len(tok))) < 0.5
+    out.loss.backward()
+    assert model.bert.embeddings.word_embeddings.weight.grad.abs().sum() > 0
