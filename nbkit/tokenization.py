@@ -11,9 +11,15 @@ The pipeline is BERT's (Devlin et al. 2019; the layout of ``bert-base-chinese``)
 
 Pitfall this module avoids: ``tokenizers``' ``BertWordPieceTokenizer.train``
 defaults to ``limit_alphabet=1000``, which keeps only the 1,000 most frequent
-characters. On People's Daily (about 5,000 distinct characters) that gives a
-1,820-token vocabulary and every rarer character becomes ``[UNK]``. Here
-``limit_alphabet=None`` keeps every character seen in training.
+characters. On People's Daily (4,687 distinct characters) that gives a
+1,821-token vocabulary instead of 5,736, and every rarer character becomes
+``[UNK]``: 7.65% of held-out tokens vs 0.03% (95/5 split by line, measured
+with ``bench/tokenizer_alphabet.py``). Here ``limit_alphabet=None`` keeps every
+character seen in training.
+
+Because each CJK character is its own word, WordPiece can only merge inside
+Latin words and digit runs: on this corpus the vocabulary saturates near
+5,700 tokens whatever ``vocab_size`` asks for.
 
 Artifacts in ``out_dir``: the ``transformers`` tokenizer files
 (``tokenizer.json``, ``tokenizer_config.json``), ``training.json`` (what was
