@@ -59,6 +59,10 @@ class LabeledData:
         """Number of classes (``len(label2id)``)."""
         return len(self.label2id)
 
+    def summary(self) -> dict[str, Any]:
+        """The flat counts of ``report`` (``n_*`` and scalars) for a ``metrics.json``."""
+        return {k: v for k, v in self.report.items() if not isinstance(v, dict)}
+
 
 def normalize_text(text: str) -> str:
     """The deduplication key: whitespace runs collapsed to one space, stripped."""
