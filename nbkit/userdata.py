@@ -117,6 +117,8 @@ def _load_table(path: Path, encoding: str) -> "datasets.Dataset":
             return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache,
                                          keep_in_memory=True, encoding=encoding, **extra)
         except Exception as err:  # DatasetGenerationError wraps the parser's error
+            if "corresponds to no data" in str(err):  # a CSV with only a header row
+                raise DataError(f"{path} has no rows; add data (a CSV needs rows below its header).") from err
             cause = err.__cause__ or err
             reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
             raise DataError(f"Could not read {path} as {builder.upper()} ({type(cause).__name__}: {reason}). "
