@@ -134,9 +134,10 @@ def _stratified_take(keys: list[str], ids: list[int], size: float | int, seed: i
     try:
         rest, taken = train_test_split(keys, test_size=size, stratify=ids, random_state=seed, shuffle=True)
     except ValueError as err:  # too few examples of a class for a stratified split
-        raise DataError(
-            f"Cannot draw a stratified {what} split ({err}). Add examples of the rare classes, "
-            f"lower the {what} fraction, or pass a separate {what} file.") from err
+        fix = ("raise max_train to at least the number of classes" if what == "max_train" else
+               f"lower the {what} fraction, or pass a separate {what} file")
+        raise DataError(f"Cannot draw a stratified {what} split ({err}). Add examples of the rare "
+                        f"classes, or {fix}.") from err
     return rest, taken
 
 

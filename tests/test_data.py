@@ -146,3 +146,14 @@ def test_sentiment_max_train_subsamples_training_only(sentiment):
     pos = small.report["class_counts"]["train"]["positive"]
     full = sentiment.report["class_counts"]["train"]
     assert abs(pos - 200 * full["positive"] / sum(full.values())) <= 1
+
+
+def test_importing_data_modules_stays_cheap():
+    import subprocess
+    import sys
+
+    code = ("import sys, nbkit.data, nbkit.userdata, nbkit.labeled, nbkit.evaluation, nbkit.baseline; "
+            "print(sorted(m for m in ('datasets', 'torch', 'sklearn', 'pandas', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parent.parent)
+    assert out.stdout.strip() == "[]"
