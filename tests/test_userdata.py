@@ -216,3 +216,14 @@ def test_txt_has_no_labels_and_bad_json_is_reported(tmp_path):
 def test_directory_instead_of_file(tmp_path):
     with pytest.raises(DataError, match="is a directory"):
         load_text_file(tmp_path)
+
+
+def test_missing_labels_dropped_and_int_labels_survive_pandas_floats(tmp_path):
+    path = tmp_path / "r.csv"  # an empty label cell turns pandas' int column into floats
+    path.write_text("text,label\n" + "".join(f"文{i},{i % 2}\n" for i in range(20)) + "无标签,\n",
+                    encoding="utf-8")
+    d = load_labeled_files(path)
+    assert d.report["n_empty_dropped"] == 1
+    assert d.label2id == {"0": 0, "1": 1}
+    for text, label in zip(d.splits["train"]["text"][:], d.splits["train"]["label"][:]):
+        assert int(text[1:]) % 2 == label
