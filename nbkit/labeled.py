@@ -117,6 +117,10 @@ def _label_maps(labels: list, label2id: dict[str, int] | None) -> tuple[dict[str
     as classification heads and cross-entropy need. Strings are sorted.
     """
     if label2id is not None:
+        unknown = sorted({str(v) for v in labels} - set(label2id))
+        if unknown:
+            raise DataError(f"Labels {unknown} are not in the given label2id {dict(label2id)}; "
+                            "fix the labels or pass a label2id that includes them.")
         return dict(label2id), lambda raw: label2id[str(raw)]
     values = set(labels)
     if all(isinstance(v, int) and not isinstance(v, bool) for v in values):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -227,3 +226,8 @@ def test_missing_labels_dropped_and_int_labels_survive_pandas_floats(tmp_path):
     assert d.label2id == {"0": 0, "1": 1}
     for text, label in zip(d.splits["train"]["text"][:], d.splits["train"]["label"][:]):
         assert int(text[1:]) % 2 == label
+
+
+def test_fixed_label2id_rejects_other_labels():
+    with pytest.raises(DataError, match=r"Labels \['maybe'\] are not in the given label2id"):
+        build_labeled_data({"train": (["a", "b", "c"], ["yes", "no", "maybe"])}, label2id={"no": 0, "yes": 1})
