@@ -124,10 +124,11 @@ def _label_maps(labels: list, label2id: dict[str, int] | None) -> tuple[dict[str
         return dict(label2id), lambda raw: label2id[str(raw)]
     values = set(labels)
     if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        ordered = sorted(values)
-        mapping = {v: i for i, v in enumerate(ordered)}
-        return {str(v): i for v, i in mapping.items()}, lambda raw: mapping[raw]
-    names = {str(v): i for i, v in enumerate(sorted({str(v) for v in values}))}
+        ordered = [str(v) for v in sorted(values)]  # numeric order: 2 before 10
+    else:
+        ordered = sorted({str(v) for v in values})
+    names = {name: i for i, name in enumerate(ordered)}
+    # Look-ups go through str() so a "1" in a JSON validation file matches a CSV's 1.
     return names, lambda raw: names[str(raw)]
 
 

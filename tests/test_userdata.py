@@ -231,3 +231,11 @@ def test_missing_labels_dropped_and_int_labels_survive_pandas_floats(tmp_path):
 def test_fixed_label2id_rejects_other_labels():
     with pytest.raises(DataError, match=r"Labels \['maybe'\] are not in the given label2id"):
         build_labeled_data({"train": (["a", "b", "c"], ["yes", "no", "maybe"])}, label2id={"no": 0, "yes": 1})
+
+
+def test_integer_labels_match_across_file_formats(tmp_path):
+    train = _write_csv(tmp_path / "train.csv", _reviews(10, (10, 2)))  # numeric order: 2 < 10
+    val = _write_jsonl(tmp_path / "val.jsonl", [{"text": "新评论", "label": "10"}, {"text": "旧评论", "label": 2}])
+    d = load_labeled_files(train, validation=val)
+    assert d.label2id == {"2": 0, "10": 1}
+    assert d.splits["validation"]["label"][:] == [1, 0]
