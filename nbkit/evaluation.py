@@ -9,6 +9,15 @@ so the result can go straight into ``metrics.json``.
 Macro-F1 is the unweighted mean of the per-class F1 scores: on the bundled
 reviews (52 % negative) it punishes a model that favours one class, which
 accuracy hides.
+
+Notebook 03 in short::
+
+    data = load_sentiment(seed=scale.seed, max_train=scale.sentiment_max_train)
+    test = data.splits["test"]
+    pred = tfidf_baseline(data.splits["train"]["text"][:], data.splits["train"]["label"][:], test["text"][:])
+    base = classification_report(test["label"][:], pred, data.id2label)
+    plot_confusion_matrix(base["confusion_matrix"], base["labels"], title="TF-IDF baseline")
+    compare_reports({"TF-IDF baseline": base, "BERT": bert_report})
 """
 from __future__ import annotations
 
