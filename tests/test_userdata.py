@@ -1,0 +1,241 @@
+"""User files: loaders, dedup/conflicts, label mapping and every bad-input error."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from nbkit import userdata
+from nbkit.data import load_labeled_files, load_text_file
+from nbkit.errors import DataError
+from nbkit.labeled import build_labeled_data, normalize_text
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _write_csv(path: Path, rows, header=("text", "label")) -> Path:
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def _write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _reviews(n_per_class=10, labels=("好", "差")):
+    return [(f"评论{label}{i}号", label) for label in labels for i in range(n_per_class)]
+
+
+# --- dedup, conflicts, splits ----------------------------------------------------------
+
+def test_fixture_duplicates_conflicts_and_empties_are_counted():
+    d = load_labeled_files(FIXTURES / "reviews_dups.csv", val_fraction=0.2, test_fraction=0.2)
+    r = d.report
+    assert (r["n_raw"], r["n_empty_dropped"], r["n_duplicates_dropped"], r["n_conflicts_dropped"]) == (34, 2, 5, 2)
+    texts = [t for s in ("train", "validation", "test") for t in d.splits[s]["text"][:]]
+    keys = [normalize_text(t) for t in texts]
+    assert len(texts) == 25 and len(set(keys)) == 25
+    assert "还行吧" not in keys and "一般 般" not in keys  # contradictions gone entirely
+    assert all(t == t.strip() and t for t in texts)
+    assert d.label2id == {"negative": 0, "positive": 1}
+    assert sum(r["class_counts"][s]["negative"] for s in r["class_counts"]) == 13
+
+
+def test_split_is_deterministic_per_seed(tmp_path):
+    path = _write_csv(tmp_path / "r.csv", _reviews(20))
+    a = load_labeled_files(path, seed=3)
+    b = load_labeled_files(path, seed=3)
+    c = load_labeled_files(path, seed=4)
+    assert a.splits["test"]["text"][:] == b.splits["test"]["text"][:]
+    assert a.splits["test"]["text"][:] != c.splits["test"]["text"][:]
+    assert a.report["class_counts"]["test"] == {"好": 2, "差": 2}  # stratified: 10 % of each class
+
+
+def test_given_validation_and_test_files_lose_texts_seen_in_training(tmp_path):
+    train = _write_csv(tmp_path / "train.csv", _reviews(10))
+    val = _write_csv(tmp_path / "val.csv", [("评论好0号", "好"), ("新的好评", "好"), ("新的差评", "差")])
+    test = _write_jsonl(tmp_path / "test.jsonl", [{"text": "评论差3号", "label": "差"}, {"text": "另一条", "label": "差"}])
+    d = load_labeled_files(train, validation=val, test=test)
+    assert d.splits["validation"]["text"][:] == ["新的好评", "新的差评"]
+    assert d.splits["test"]["text"][:] == ["另一条"]
+    assert d.report["n_overlap_dropped"] == 2
+    assert d.report["n_train"] == 20  # nothing drawn from training when both files are given
+    assert d.report["files"]["test"].endswith("test.jsonl")
+
+
+def test_unseen_labels_in_validation_are_listed(tmp_path):
+    train = _write_csv(tmp_path / "train.csv", _reviews(10))
+    val = _write_csv(tmp_path / "val.csv", [("甲", "好"), ("乙", "中性"), ("丙", "未知")])
+    with pytest.raises(DataError, match=r"\['中性', '未知'\]"):
+        load_labeled_files(train, validation=val)
+
+
+# --- label mapping ------------------------------------------------------------------
+
+def test_string_labels_sorted_ids(tmp_path):
+    path = _write_jsonl(tmp_path / "r.jsonl", [{"text": t, "label": lab} for t, lab in _reviews(10, ("zeta", "alpha", "mid"))])
+    d = load_labeled_files(path)
+    assert d.label2id == {"alpha": 0, "mid": 1, "zeta": 2}
+    train = d.splits["train"]
+    for text, label in zip(train["text"][:6], train["label"][:6]):
+        assert d.id2label[label] in text  # "评论zeta3号" carries its label name
+
+
+def test_integer_labels_kept(tmp_path):
+    path = _write_csv(tmp_path / "r.csv", _reviews(10, (1, 0)))
+    d = load_labeled_files(path)
+    assert d.label2id == {"0": 0, "1": 1}
+    for text, label in zip(d.splits["train"]["text"][:], d.splits["train"]["label"][:]):
+        assert text.startswith(f"评论{label}")
+
+
+def test_non_contiguous_integer_labels_renumbered_in_order(tmp_path):
+    path = _write_csv(tmp_path / "r.csv", _reviews(10, (5, 1, 3)))
+    d = load_labeled_files(path)
+    assert d.label2id == {"1": 0, "3": 1, "5": 2}
+    assert d.id2label == {0: "1", 1: "3", 2: "5"}
+    for text, label in zip(d.splits["train"]["text"][:], d.splits["train"]["label"][:]):
+        assert text.startswith(f"评论{d.id2label[label]}")
+
+
+def test_single_class_is_an_error():
+    with pytest.raises(DataError, match="single class"):
+        build_labeled_data({"train": (["a", "b", "c"], ["x", "x", "x"])})
+
+
+def test_class_too_rare_to_stratify_names_the_fix():
+    texts = [f"t{i}" for i in range(20)] + ["rare"]
+    with pytest.raises(DataError, match="separate validation file|separate test file"):
+        build_labeled_data({"train": (texts, ["a"] * 20 + ["b"])})
+
+
+# --- text files ---------------------------------------------------------------------
+
+def test_load_text_file_each_format(tmp_path):
+    (tmp_path / "c.txt").write_text("第一行\n\n  第二行  \n", encoding="utf-8")
+    _write_jsonl(tmp_path / "c.jsonl", [{"body": "甲"}, {"body": ""}, {"body": "乙"}])
+    _write_csv(tmp_path / "c.csv", [("丙", 1), ("123", 0)], header=("content", "x"))
+    assert load_text_file(tmp_path / "c.txt")["text"][:] == ["第一行", "第二行"]
+    assert load_text_file(tmp_path / "c.jsonl", text_column="body")["text"][:] == ["甲", "乙"]
+    ds = load_text_file(tmp_path / "c.csv", text_column="content")
+    assert ds.column_names == ["text"] and ds["text"][:] == ["丙", "123"]  # digits stay text
+
+
+def test_utf8_bom_csv_header_is_clean(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufefftext,label\n好,1\n差,0\n".encode("utf-8"))
+    assert load_text_file(path)["text"][:] == ["好", "差"]
+
+
+def test_no_cache_in_data_dir_and_edits_are_seen(tmp_path):
+    path = tmp_path / "c.jsonl"
+    _write_jsonl(path, [{"text": "旧"}])
+    assert load_text_file(path)["text"][:] == ["旧"]
+    _write_jsonl(path, [{"text": "新"}, {"text": "更新"}])
+    assert load_text_file(path)["text"][:] == ["新", "更新"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]
+
+
+# --- bad input ----------------------------------------------------------------------
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DataError, match="File not found.*Check the path"):
+        load_text_file(tmp_path / "missing.txt")
+
+
+def test_unsupported_extension(tmp_path):
+    path = tmp_path / "data.xlsx"
+    path.write_bytes(b"PK\x03\x04")
+    with pytest.raises(DataError, match=r"unsupported extension '\.xlsx'.*\.csv"):
+        load_text_file(path)
+
+
+def test_empty_file_and_header_only_and_blank_only(tmp_path):
+    (tmp_path / "e.txt").write_bytes(b"")
+    with pytest.raises(DataError, match="empty"):
+        load_text_file(tmp_path / "e.txt")
+    (tmp_path / "h.csv").write_text("text,label\n", encoding="utf-8")
+    with pytest.raises(DataError, match="no rows"):
+        load_labeled_files(tmp_path / "h.csv")
+    (tmp_path / "b.txt").write_text("\n  \n\n", encoding="utf-8")
+    with pytest.raises(DataError, match="only blank"):
+        load_text_file(tmp_path / "b.txt")
+    blanks = _write_csv(tmp_path / "b.csv", [("  ", "x"), ("", "y")])
+    with pytest.raises(DataError, match="No training examples left"):
+        load_labeled_files(blanks)
+
+
+def test_missing_column_lists_existing_columns(tmp_path):
+    path = _write_csv(tmp_path / "r.csv", _reviews(3), header=("review", "stars"))
+    with pytest.raises(DataError, match=r"no column 'text'.*\['review', 'stars'\].*text_column="):
+        load_labeled_files(path)
+    with pytest.raises(DataError, match=r"no column 'label'.*label_column="):
+        load_labeled_files(path, text_column="review")
+
+
+def test_gbk_bytes_report_file_offset_and_iconv():
+    path = FIXTURES / "reviews_gbk.csv"
+    with pytest.raises(DataError) as info:
+        load_labeled_files(path)
+    msg = str(info.value)
+    assert "reviews_gbk.csv is not UTF-8" in msg
+    assert "offset 11 (line 2)" in msg and "0xd6" in msg
+    assert "iconv -f GBK -t UTF-8" in msg
+
+
+def test_utf8_offset_exact_across_chunk_boundaries(tmp_path, monkeypatch):
+    monkeypatch.setattr(userdata, "_CHUNK", 4)  # split multi-byte characters between reads
+    good = "第一\n第二行\n".encode("utf-8")
+    path = tmp_path / "x.txt"
+    path.write_bytes(good + b"\xff" + "尾".encode("utf-8"))
+    with pytest.raises(DataError, match=rf"offset {len(good)} \(line 3\)"):
+        userdata.check_utf8(path)
+    path.write_bytes(good + "尾".encode("utf-8")[:2])  # truncated last character
+    with pytest.raises(DataError, match=rf"offset {len(good)} \(line 3\)"):
+        userdata.check_utf8(path)
+    path.write_bytes(good)
+    assert userdata.check_utf8(path) == "utf-8"
+
+
+def test_txt_has_no_labels_and_bad_json_is_reported(tmp_path):
+    (tmp_path / "l.txt").write_text("好\n", encoding="utf-8")
+    with pytest.raises(DataError, match="no label column.*csv or .jsonl"):
+        load_labeled_files(tmp_path / "l.txt")
+    (tmp_path / "bad.jsonl").write_text('{"text": "好", "label": 1}\n{"text": \n', encoding="utf-8")
+    with pytest.raises(DataError, match="Could not read .*bad.jsonl as JSON"):
+        load_text_file(tmp_path / "bad.jsonl")
+
+
+def test_directory_instead_of_file(tmp_path):
+    with pytest.raises(DataError, match="is a directory"):
+        load_text_file(tmp_path)
+
+
+def test_missing_labels_dropped_and_int_labels_survive_pandas_floats(tmp_path):
+    path = tmp_path / "r.csv"  # an empty label cell turns pandas' int column into floats
+    path.write_text("text,label\n" + "".join(f"文{i},{i % 2}\n" for i in range(20)) + "无标签,\n",
+                    encoding="utf-8")
+    d = load_labeled_files(path)
+    assert d.report["n_empty_dropped"] == 1
+    assert d.label2id == {"0": 0, "1": 1}
+    for text, label in zip(d.splits["train"]["text"][:], d.splits["train"]["label"][:]):
+        assert int(text[1:]) % 2 == label
+
+
+def test_fixed_label2id_rejects_other_labels():
+    with pytest.raises(DataError, match=r"Labels \['maybe'\] are not in the given label2id"):
+        build_labeled_data({"train": (["a", "b", "c"], ["yes", "no", "maybe"])}, label2id={"no": 0, "yes": 1})
+
+
+def test_integer_labels_match_across_file_formats(tmp_path):
+    train = _write_csv(tmp_path / "train.csv", _reviews(10, (10, 2)))  # numeric order: 2 < 10
+    val = _write_jsonl(tmp_path / "val.jsonl", [{"text": "新评论", "label": "10"}, {"text": "旧评论", "label": 2}])
+    d = load_labeled_files(train, validation=val)
+    assert d.label2id == {"2": 0, "10": 1}
+    assert d.splits["validation"]["label"][:] == [1, 0]
