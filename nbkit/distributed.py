@@ -202,6 +202,22 @@ def all_reduce_dict(values: dict[str, float]) -> dict[str, float]:
     return dict(zip(keys, t.tolist()))
 
 
+def all_gather_object(obj) -> list:
+    """Every rank's ``obj`` (picklable), as a list indexed by rank; ``[obj]`` for one process.
+
+    For per-rank state a checkpoint must hold, e.g. RNG states: dropout and MLM masking
+    draw different numbers on each rank, so exact resume needs all of them
+    (``states = all_gather_object(capture_rng())``; rank 0 saves ``states``; on resume
+    rank r restores ``states[r]`` when the world size is unchanged, else reseeds).
+    """
+    d = _dist()
+    if d is None:
+        return [obj]
+    out = [None] * d.get_world_size()
+    d.all_gather_object(out, obj)
+    return out
+
+
 def global_label_tokens(local_label_tokens: int) -> int:
     """Label tokens (labels != -100) in the accumulation window, summed over ranks.
 
@@ -268,14 +284,14 @@ def cleanup() -> None:
 
 def make_sampler(dataset, shuffle: bool = True, seed: int = 0, dist_info: DistInfo | None = None,
                  drop_last: bool = False):
-    """A resumable sampler for this rank; see ``nbkit.sampler.ResumableDistributedSampler``.
+    """A resumable sampler for this rank; see ``nbkit.ddp_sampler.ResumableDistributedSampler``.
 
     ``dataset`` is a sized dataset or its length. Use it for one process too
     (``dist_info=None`` means rank 0 of 1): the single-process order is then the
     same global order N processes share, which is what lets checkpoints move
     between 1 and N processes.
     """
-    from nbkit.sampler import ResumableDistributedSampler
+    from nbkit.ddp_sampler import ResumableDistributedSampler
 
     info = dist_info or DistInfo()
     n = dataset if isinstance(dataset, int) else len(dataset)

@@ -178,11 +178,11 @@ class LaunchHandle:
                 self.metrics.append(m)
                 if self._sink:
                     self._sink(m)
-            else:
-                self.lines.append(line)
-                got_lines = True
-                if self._show and not _in_kernel():
-                    print(line, flush=True)
+                    continue  # plotted; without a sink it is shown like any other line
+            self.lines.append(line)
+            got_lines = True
+            if self._show and not _in_kernel():
+                print(line, flush=True)
         if got_lines and self._show and _in_kernel():
             self._draw(force=False)
         return self.proc.poll() if self._reader_done else None

@@ -7,7 +7,7 @@ import torch
 from nbkit import distributed as D
 from nbkit.errors import CheckpointError, ConfigError
 from nbkit.jobs.common import checkpoint_name, resolve_resume
-from nbkit.sampler import ResumableDistributedSampler
+from nbkit.ddp_sampler import ResumableDistributedSampler
 
 
 # --- DistInfo ------------------------------------------------------------------------------
@@ -38,7 +38,7 @@ def test_single_process_helpers_are_noops(monkeypatch):
     info = D.init_distributed()
     assert info.world_size == 1 and D.is_main_process()
     assert D.all_reduce_sum(2.5) == 2.5 and D.global_label_tokens(7) == 7
-    assert D.all_reduce_dict({"a": 1}) == {"a": 1.0}
+    assert D.all_reduce_dict({"a": 1}) == {"a": 1.0} and D.all_gather_object(5) == [5]
     model = torch.nn.Linear(2, 2)
     assert D.wrap_ddp(model, info) is model and D.unwrap_model(model) is model
     D.barrier()
@@ -56,6 +56,7 @@ def test_reductions_and_no_sync_in_a_one_rank_gloo_group(tmp_path):
         t = torch.tensor([1.0, 2.0])
         assert torch.equal(D.all_reduce_sum(t), t)
         assert D.all_reduce_dict({"x": 2, "y": 0.5}) == {"x": 2.0, "y": 0.5}
+        assert D.all_gather_object({"rng": [1, 2]}) == [{"rng": [1, 2]}]
         info = D.DistInfo(world_size=2, backend="gloo")  # pretend: forces the DDP wrap
         ddp = D.wrap_ddp(torch.nn.Linear(2, 1), info)
         assert D.unwrap_model(ddp) is ddp.module
@@ -141,6 +142,18 @@ def test_state_roundtrip_keeps_position_and_rolls_over_finished_epoch():
     assert t.epoch == 4 and list(t) == t.global_order(4)
     t.set_epoch(5)
     assert t.start == 0 and len(t) == 10
+
+
+def test_explicit_start_as_the_single_process_loop_passes_it():
+    """The loop's call ``set_epoch(epoch, start=global_samples_consumed)`` positions every rank."""
+    ranks = [ResumableDistributedSampler(20, 2, r, seed=3) for r in range(2)]
+    for s in ranks:
+        s.set_epoch(1, start=6)
+    order = ranks[0].order(1)
+    assert sorted(list(ranks[0]) + list(ranks[1])) == sorted(order[6:])
+    assert list(ranks[1]) == order[6:][1::2]
+    with pytest.raises(ConfigError, match="global samples"):
+        ranks[0].set_epoch(1, start=21)
 
 
 def test_state_from_other_data_is_rejected():

@@ -173,3 +173,12 @@ def test_metrics_protocol_and_sinks():
     assert p.seen == [{"step": 1}] and c.seen == [(None, {"step": 1})] and plain == [{"step": 1}]
     with pytest.raises(ConfigError):
         L._metrics_sink(42)
+
+
+def test_function_runner_calls_module_function(capsys):
+    from nbkit.jobs import call
+
+    assert call.main(["builtins:print", "hello", "rank"]) == 0
+    assert capsys.readouterr().out == "hello rank\n"
+    assert call.main(["nbkit.nowhere:fn"]) == 2
+    assert call.main(["no-colon"]) == 2

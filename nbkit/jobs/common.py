@@ -12,7 +12,7 @@ def job_parser(description: str) -> argparse.ArgumentParser:
     ``None`` means "the scale preset's value" (``nbkit.scale.get_scale``).
     ``--resume`` takes ``auto`` (newest complete checkpoint in ``--output-dir``, if any),
     ``none`` (start fresh) or a checkpoint directory, possibly written under
-    another world size (see ``nbkit.sampler``).
+    another world size (see ``nbkit.ddp_sampler``).
     """
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--scale", default=None, help="smoke | cpu | gpu (default: $NBKIT_SCALE, else by hardware)")

@@ -92,13 +92,28 @@ class ResumableDistributedSampler(DistributedSampler):
         return self._remaining_total() // self.num_replicas
 
     # --- position ------------------------------------------------------------------------
-    def set_epoch(self, epoch: int) -> None:
-        """Select epoch ``epoch``'s order. A new epoch starts at its beginning; calling it
-        with the epoch just restored by ``load_state_dict`` keeps the restored position."""
-        if epoch != self.epoch:
+    def set_epoch(self, epoch: int, start: int | None = None) -> None:
+        """Select epoch ``epoch``'s order.
+
+        ``start`` (global samples of the epoch already consumed by the whole job, e.g.
+        ``batch_in_epoch * batch_size * world_size``) positions the sampler explicitly,
+        as ``nbkit.sampler.ResumableSampler.set_epoch(epoch, start)`` does for one process.
+        Without it, a new epoch starts at its beginning, and the epoch just restored by
+        ``load_state_dict`` keeps its restored position.
+        """
+        if start is not None:
+            if not 0 <= start <= self.dataset_size:
+                raise ConfigError(f"start={start} is outside [0, {self.dataset_size}]; it counts "
+                                  "global samples (all ranks) consumed in the epoch")
+            self.start, self.local_consumed = int(start), 0
+        elif epoch != self.epoch:
             self.start = 0
             self.local_consumed = 0
         super().set_epoch(epoch)
+
+    def order(self, epoch: int) -> list[int]:
+        """Alias of ``global_order`` (the name ``nbkit.sampler.ResumableSampler`` uses)."""
+        return self.global_order(epoch)
 
     def advance(self, n_local: int) -> None:
         """Record that this rank consumed ``n_local`` more samples (one micro-batch)."""
