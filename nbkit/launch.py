@@ -26,13 +26,12 @@ import subprocess
 import sys
 import threading
 import time
-import weakref
 from pathlib import Path
 
 from nbkit.errors import ConfigError
 
 METRICS_PREFIX = "NBKIT_METRICS "
-_RUNNING: "weakref.WeakSet[LaunchHandle]" = weakref.WeakSet()
+_RUNNING: set = set()  # strong refs: a job whose handle was dropped is still stopped at exit
 
 
 def emit_metrics(metrics: dict, file=None) -> None:
@@ -123,12 +122,12 @@ class LaunchHandle:
     ``lines`` (last ``keep_lines``), ``returncode``, ``pids`` (every process seen), ``log_path``."""
 
     def __init__(self, cmd: list[str], env: dict, on_metrics=None, log_path: Path | None = None,
-                 show: bool | str = "auto", throttle_s: float = 0.5, keep_lines: int = 200):
+                 show: bool = True, throttle_s: float = 0.5, keep_lines: int = 200):
         self.cmd, self.log_path, self.throttle_s = cmd, log_path, throttle_s
         self.metrics: list[dict] = []
         self.lines: collections.deque[str] = collections.deque(maxlen=keep_lines)
         self._sink = _metrics_sink(on_metrics)
-        self._show = _in_kernel() if show == "auto" else bool(show)
+        self._show = bool(show)
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._display, self._last_draw, self._reader_done = None, 0.0, False
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
@@ -220,6 +219,7 @@ class LaunchHandle:
         finally:
             if self._show and _in_kernel() and self.lines:
                 self._draw(force=True)
+        _RUNNING.discard(self)
         if self._log:
             self._log.close()
         if check and rc != 0:
@@ -285,7 +285,7 @@ def _terminate_all() -> None:
 
 def launch(target, nproc_per_node: int = 1, args=(), env: dict | None = None, on_metrics=None,
            log_dir: str | Path | None = None, device: str = "auto", torchrun_args=(),
-           show: bool | str = "auto") -> LaunchHandle:
+           show: bool = True) -> LaunchHandle:
     """Start ``target`` under torchrun with ``nproc_per_node`` processes; return a ``LaunchHandle``.
 
     Args:

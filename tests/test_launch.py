@@ -58,6 +58,7 @@ def no_process_left(handle):
 
 
 @pytest.mark.multiproc
+@pytest.mark.slow
 def test_two_gloo_ranks_match_one_process_and_checkpoint_moves_to_one(tmp_path, single_run):
     got = []
     h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2, args=synthetic_args(tmp_path / "ddp"),
@@ -76,6 +77,7 @@ def test_two_gloo_ranks_match_one_process_and_checkpoint_moves_to_one(tmp_path, 
 
 
 @pytest.mark.multiproc
+@pytest.mark.slow
 def test_single_process_checkpoint_resumes_under_two_gloo_ranks(tmp_path, single_run):
     ckpt = single_run / checkpoint_name(CKPT_AT)
     h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2, device="cpu", show=False,
@@ -86,6 +88,7 @@ def test_single_process_checkpoint_resumes_under_two_gloo_ranks(tmp_path, single
 
 
 @pytest.mark.multiproc
+@pytest.mark.slow
 def test_interrupt_terminates_torchrun_and_its_workers(tmp_path):
     def interrupt_on_first_metrics(m):
         raise KeyboardInterrupt  # what "interrupt kernel" raises in the cell running wait()
@@ -101,6 +104,7 @@ def test_interrupt_terminates_torchrun_and_its_workers(tmp_path):
 
 
 @pytest.mark.multiproc
+@pytest.mark.slow
 def test_terminate_stops_a_running_job(tmp_path):
     h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2,
                  device="cpu", show=False,
