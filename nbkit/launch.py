@@ -321,6 +321,9 @@ def launch(target, nproc_per_node: int = 1, args=(), env: dict | None = None, on
             "which sets CUDA_VISIBLE_DEVICES='' for the workers")
     cmd = build_command(target, nproc_per_node, args, torchrun_args)
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    # workers import nbkit even when it is not installed (a notebook's cwd is notebooks/)
+    root = str(Path(__file__).resolve().parent.parent)
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, child_env.get("PYTHONPATH")) if p)
     if device == "cpu":
         child_env["CUDA_VISIBLE_DEVICES"] = ""
     log_path = None

@@ -89,7 +89,9 @@ def test_single_process_checkpoint_resumes_under_two_gloo_ranks(tmp_path, single
 
 @pytest.mark.multiproc
 @pytest.mark.slow
-def test_interrupt_terminates_torchrun_and_its_workers(tmp_path):
+def test_interrupt_terminates_torchrun_and_its_workers(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # as in a notebook: workers still import nbkit (PYTHONPATH)
+
     def interrupt_on_first_metrics(m):
         raise KeyboardInterrupt  # what "interrupt kernel" raises in the cell running wait()
 
