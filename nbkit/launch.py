@@ -34,9 +34,33 @@ METRICS_PREFIX = "NBKIT_METRICS "
 _RUNNING: set = set()  # strong refs: a job whose handle was dropped is still stopped at exit
 
 
+def _jsonable(value):
+    try:
+        return float(value)  # numpy / 0-d tensor numbers
+    except (TypeError, ValueError):
+        return str(value)
+
+
 def emit_metrics(metrics: dict, file=None) -> None:
-    """Print one metrics line (``NBKIT_METRICS {json}``) and flush; call it on rank 0 only."""
-    print(METRICS_PREFIX + json.dumps(metrics), file=file or sys.stdout, flush=True)
+    """Print one metrics line (``NBKIT_METRICS {json}``) and flush; call it on rank 0 only.
+
+    Values JSON cannot encode become floats (numpy or 0-d tensor numbers) or strings.
+    """
+    print(METRICS_PREFIX + json.dumps(metrics, default=_jsonable), file=file or sys.stdout, flush=True)
+
+
+class MetricsPrinter:
+    """Loop callback that prints each log dict as a metrics line (``on_log`` -> ``emit_metrics``).
+
+    Add it to ``Loop(callbacks=[...])`` in job scripts so ``launch`` can plot them; the loop
+    calls callbacks on the main process only. Also forwards ``on_evaluate`` metrics.
+    """
+
+    def on_log(self, loop, logs: dict) -> None:
+        emit_metrics(logs)
+
+    def on_evaluate(self, loop, metrics: dict) -> None:
+        emit_metrics(metrics)
 
 
 def parse_metrics_line(line: str) -> dict | None:

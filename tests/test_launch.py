@@ -188,3 +188,20 @@ def test_function_runner_calls_module_function(capsys):
     assert capsys.readouterr().out == "hello rank\n"
     assert call.main(["nbkit.nowhere:fn"]) == 2
     assert call.main(["no-colon"]) == 2
+
+
+def test_emit_metrics_roundtrip_and_printer_callback(capsys):
+    import numpy as np
+
+    L.emit_metrics({"loss": torch.tensor(2.5), "lr": np.float32(0.5), "device": "cpu"})
+    L.MetricsPrinter().on_log(None, {"step": 7})
+    lines = capsys.readouterr().out.splitlines()
+    assert [L.parse_metrics_line(x) for x in lines] == [{"loss": 2.5, "lr": 0.5, "device": "cpu"}, {"step": 7}]
+
+
+def test_job_scripts_parse_flags_and_say_what_is_not_wired_yet(capsys, tmp_path):
+    from nbkit.jobs import finetune, pretrain
+
+    assert pretrain.main(["--scale", "smoke", "--output-dir", str(tmp_path), "--max-steps", "3"]) == 2
+    assert finetune.main(["--scale", "smoke", "--output-dir", str(tmp_path), "--resume", "none"]) == 2
+    assert "--synthetic" in capsys.readouterr().err

@@ -38,6 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pretrained", default=None, help="checkpoint directory from pretraining, or a local model")
     p.add_argument("--epochs", type=float, default=None, help="passes over the training split")
     a = p.parse_args(argv)
+    try:
+        return _run(a)
+    except NotImplementedError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(a) -> int:
     from nbkit.runs import step_dir
     from nbkit.scale import get_scale
 

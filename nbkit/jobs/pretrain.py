@@ -42,10 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-samples", type=int, default=64, help="(--synthetic) dataset size")
     p.add_argument("--step-sleep", type=float, default=0.0, help="(--synthetic) seconds to sleep per step")
     a = p.parse_args(argv)
+    try:
+        return _run(a)
+    except NotImplementedError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(a) -> int:
     resume = resolve_resume(a.resume, a.output_dir)
     if a.synthetic:
         from nbkit.jobs.synthetic import run_synthetic
-
         from nbkit.runs import runs_dir
 
         out = a.output_dir or runs_dir() / "synthetic"
