@@ -233,11 +233,12 @@ def maybe_no_sync(model, is_last_microbatch: bool):
     """Context for one micro-batch's backward: skip DDP's gradient all-reduce except on the last.
 
     Gradients accumulate locally for micro-batches 1..k-1 (``DistributedDataParallel.no_sync``)
-    and are all-reduced once, during the backward of micro-batch k. For a model
-    that is not DDP-wrapped this is a null context.
+    and are all-reduced once, during the backward of micro-batch k. ``model`` may be
+    ``torch.compile(ddp_model)``. For a model that is not DDP-wrapped this is a null context.
     """
-    if not is_last_microbatch and hasattr(model, "no_sync") and _is_ddp(model):
-        return model.no_sync()
+    inner = getattr(model, "_orig_mod", model)  # torch.compile(DDP(model)) keeps DDP inside
+    if not is_last_microbatch and _is_ddp(inner):
+        return inner.no_sync()
     return contextlib.nullcontext()
 
 

@@ -64,6 +64,11 @@ def test_reductions_and_no_sync_in_a_one_rank_gloo_group(tmp_path):
             assert ddp.require_backward_grad_sync is False
         with D.maybe_no_sync(ddp, is_last_microbatch=True):
             assert ddp.require_backward_grad_sync is True
+        compiled = type("OptimizedModule", (), {"_orig_mod": ddp})()  # what torch.compile returns
+        with D.maybe_no_sync(compiled, is_last_microbatch=False):
+            assert ddp.require_backward_grad_sync is False
+        with D.maybe_no_sync(torch.nn.Linear(1, 1), is_last_microbatch=False):
+            pass  # not DDP: null context
     finally:
         dist.destroy_process_group()
 
