@@ -11,14 +11,17 @@ Where a loop calls what (the contract for ``nbkit.train``):
 
 - start: ``info = init_distributed()``; ``model = wrap_ddp(model.to(info.device), info)``
 - data: ``sampler = make_sampler(len(ds), shuffle=True, seed=cfg.seed, dist_info=info)``;
-  ``sampler.set_epoch(epoch)`` at each epoch; ``sampler.advance(local_batch_size)`` after
-  each consumed micro-batch; ``sampler.state_dict()`` into the checkpoint.
+  ``sampler.set_epoch(epoch)`` at each epoch, or ``set_epoch(epoch, start=g)`` with ``g`` the
+  *global* samples already consumed in it; ``sampler.advance(local_batch_size)`` after each
+  consumed micro-batch; ``sampler.state_dict()`` into the checkpoint (any world size resumes it).
 - accumulation window: ``n = global_label_tokens(local_label_tokens)``; each micro-batch
   ``loss = loss_sum * info.world_size / n`` (DDP *averages* gradients over ranks, so the
   factor ``world_size`` turns the average back into "sum over all label tokens / n");
   backward inside ``maybe_no_sync(model, is_last_microbatch)``.
-- logging: ``all_reduce_dict({"loss_sum": .., "tokens": ..})``; only
-  ``is_main_process()`` prints, plots and writes checkpoints; ``barrier()`` after a save.
+- logging: ``all_reduce_dict({"loss_sum": .., "tokens": ..})`` *before* deciding whether a
+  loss is finite, so every rank skips or steps together; only ``is_main_process()`` prints,
+  plots and writes checkpoints; ``barrier()`` on all ranks after a save. Per-rank state
+  (RNG) is collected with ``all_gather_object`` on all ranks before rank 0 saves.
 - end: ``cleanup()``.
 
 Heavy imports (torch) happen inside functions: ``import nbkit`` stays cheap.
