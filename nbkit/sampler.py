@@ -51,6 +51,7 @@ class Sampler(Generic[T]):
         self.listeners: list[Callable[[T], Any]] = []
         self.count = 0            # samples taken since construction
         self.errors = 0           # reads or listeners that raised
+        self.busy_s = 0.0         # CPU seconds (thread_time) spent in read() and listeners
         self.last_error: BaseException | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -68,11 +69,13 @@ class Sampler(Generic[T]):
 
     def sample_once(self) -> T | None:
         """Read one sample now on the caller's thread, store it and notify listeners."""
+        t0 = time.thread_time()  # CPU time of this thread: waiting for the GIL is not counted
         try:
             s = self.read()
         except Exception as exc:
             self.errors += 1
             self.last_error = exc
+            self.busy_s += time.thread_time() - t0
             return None
         with self._lock:
             self.history.append(s)
@@ -83,6 +86,7 @@ class Sampler(Generic[T]):
             except Exception as exc:  # a broken view must not kill sampling
                 self.errors += 1
                 self.last_error = exc
+        self.busy_s += time.thread_time() - t0
         return s
 
     def _run(self) -> None:

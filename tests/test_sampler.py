@@ -31,6 +31,17 @@ def test_bounded_history_and_order():
     assert not s.running
 
 
+def test_busy_time_counts_cpu_not_sleep():
+    def read():
+        time.sleep(0.02)  # waiting costs no CPU
+        return sum(range(20000))  # a little real work
+
+    s = Sampler(read, interval=0.01)
+    for _ in range(5):
+        s.sample_once()
+    assert 0 < s.busy_s < 5 * 0.02
+
+
 def test_interval_is_respected():
     s = Sampler(time.monotonic, interval=0.05, maxlen=100)
     s.start()
