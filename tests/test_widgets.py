@@ -74,3 +74,33 @@ def test_live_updates_from_thread_real_no_gpu_path():
 def test_sparkline():
     assert sparkline([0, 50, 100, None]) == "▁▅█ "
     assert sparkline([200, -5]) == "█▁"
+
+
+@pytest.mark.slow
+def test_thread_updates_reach_the_frontend_in_a_real_kernel():
+    """In the installed ipykernel (7.x here), trait updates from the sampler thread are sent
+    as comm messages while another cell is still running."""
+    import os
+
+    from jupyter_client.manager import start_new_kernel
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    km, kc = start_new_kernel(kernel_name="python3", env=env)
+    try:
+        kc.execute_interactive("from nbkit.widgets import GpuMonitor\n"
+                               "m = GpuMonitor(interval=0.1)\ndisplay(m)", timeout=60)
+        updates = []
+
+        def hook(msg):
+            if msg["msg_type"] == "comm_msg" and msg["content"]["data"].get("method") == "update":
+                updates.append(msg["content"]["data"]["state"])
+
+        kc.execute_interactive("import time; time.sleep(1.5)", timeout=60, output_hook=hook)
+        reply = kc.execute_interactive("m.stop(); print(m.sampler.errors)", timeout=60)
+        assert reply["content"]["status"] == "ok"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    headers = [s["value"] for s in updates if "sample " in str(s.get("value", ""))]
+    assert len(headers) >= 5, updates[:3]
