@@ -143,9 +143,25 @@ class GpuMonitor(w.VBox):
         self.sampler.stop()
 
     def close(self) -> None:
-        """Stop sampling, release the sampler and close the widgets."""
+        """Stop sampling, release the sampler and close this widget and all its parts."""
         self.sampler.close()
+        parts = [self.header, self.reason, self.cpu, self.ram, self.cpu_spark]
+        for r in self._rows:
+            parts += [r.title, r.util, r.mem, r.details, r.spark, r.procs, r.box]
+            parts += list(r.box.children)
+        for part in parts:
+            part.close()
         super().close()
+
+    def telemetry(self, verbose: bool = True):
+        """A :class:`nbkit.telemetry.TelemetryCallback` recording this monitor's samples.
+
+        Pass it to the loop (``Loop(..., callbacks=[monitor.telemetry()])``) to get GPU
+        utilisation and memory on the loss's time axis, and the input-bound advice.
+        """
+        from nbkit.telemetry import TelemetryCallback
+
+        return TelemetryCallback(self, verbose=verbose)
 
     @property
     def samples(self) -> list[Sample]:

@@ -78,3 +78,15 @@ def test_sample_row_skips_mig_and_missing():
     s = _sample(10.0, None, None, None)
     r = sample_row(s, 4.0)
     assert r["elapsed_s"] == 6.0 and r["util_pct"] is None and r["cpu_pct"] == 50.0
+
+
+def test_monitor_telemetry_shortcut():
+    from nbkit.widgets import GpuMonitor
+
+    m = GpuMonitor(interval=0.01, nvml=Nvml(lib=FakeNvml([FakeGpu()])), autostart=False)
+    cb = m.telemetry(verbose=False)
+    cb.on_train_begin(None)
+    time.sleep(0.08)
+    cb.on_train_end(None, None)
+    assert cb.sampler is m.sampler and len(cb.rows) >= 2 and not m.sampler.running
+    m.close()
