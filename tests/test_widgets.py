@@ -85,7 +85,8 @@ def test_thread_updates_reach_the_frontend_in_a_real_kernel():
     from jupyter_client.manager import start_new_kernel
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=root)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p))
     km, kc = start_new_kernel(kernel_name="python3", env=env)
     try:
         kc.execute_interactive("from nbkit.widgets import GpuMonitor\n"
@@ -97,8 +98,12 @@ def test_thread_updates_reach_the_frontend_in_a_real_kernel():
                 updates.append(msg["content"]["data"]["state"])
 
         kc.execute_interactive("import time; time.sleep(1.5)", timeout=60, output_hook=hook)
-        reply = kc.execute_interactive("m.stop(); print(m.sampler.errors)", timeout=60)
+        out = []
+        reply = kc.execute_interactive(
+            "import ipykernel; m.stop(); print(ipykernel.__version__, m.sampler.errors)", timeout=60,
+            output_hook=lambda msg: out.append(msg["content"].get("text", "")))
         assert reply["content"]["status"] == "ok"
+        print("kernel ipykernel, sampler errors:", "".join(out).strip())
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
