@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import time
+import weakref
 from typing import Any
 
 import ipywidgets as w
@@ -102,6 +103,7 @@ class GpuMonitor(w.VBox):
     """
 
     SPARK_POINTS = 60
+    _live: "weakref.WeakSet[GpuMonitor]" = weakref.WeakSet()
 
     def __init__(self, interval: float = 1.0, history: int = 600, nvml: Nvml | None = None,
                  autostart: bool = True, **kwargs: Any):
@@ -134,7 +136,15 @@ class GpuMonitor(w.VBox):
 
     # ---- control
     def start(self) -> "GpuMonitor":
-        """Start sampling on the background thread; returns self."""
+        """Start sampling on the background thread; returns self.
+
+        Other monitors in this kernel are stopped first: re-running the cell that
+        creates a monitor must not pile up sampler threads.
+        """
+        for other in list(GpuMonitor._live):
+            if other is not self:
+                other.stop()
+        GpuMonitor._live.add(self)
         self.sampler.start()
         return self
 

@@ -64,6 +64,15 @@ def test_cpu_wheel_on_gpu_machine_fails(tmp_path):
     assert not torch.cuda.is_initialized()
 
 
+def test_cuda_probe_fails_when_torch_cannot_see_the_gpus(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine where torch sees no GPU")
+    r = _by_name(env.report(cuda=True, nvml=Nvml(lib=FakeNvml([FakeGpu()])), env=GOOD_ENV,
+                            dev_root=_dev(tmp_path)))
+    assert r["CUDA context"].status == "FAIL" and "CUDA_VISIBLE_DEVICES" in r["CUDA context"].fix
+
+
 def test_container_lines(tmp_path):
     e = dict(GOOD_ENV, NVIDIA_VISIBLE_DEVICES="all", NVIDIA_DRIVER_CAPABILITIES="utility")
     no_nodes = tmp_path / "empty"

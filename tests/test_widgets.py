@@ -71,6 +71,15 @@ def test_live_updates_from_thread_real_no_gpu_path():
     m.close()
 
 
+def test_rerunning_the_cell_does_not_pile_up_threads():
+    m1 = GpuMonitor(interval=0.05, nvml=Nvml(lib=_fake()))
+    m2 = GpuMonitor(interval=0.05, nvml=Nvml(lib=_fake()))
+    assert m2.sampler.running and not m1.sampler.running
+    m1.close()
+    m2.close()
+    assert not m2.sampler.running
+
+
 def test_sparkline():
     assert sparkline([0, 50, 100, None]) == "▁▅█ "
     assert sparkline([200, -5]) == "█▁"
