@@ -94,9 +94,9 @@ class FakeNvml:
 
     # ---- devices (handles are the FakeGpu objects)
     def nvmlDeviceGetHandleByIndex(self, i: int) -> FakeGpu:
-        self._call("nvmlDeviceGetHandleByIndex")
         if not self.initialised:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_UNINITIALIZED)
+        self._call("nvmlDeviceGetHandleByIndex", self.gpus[i])
         return self.gpus[i]
 
     def nvmlDeviceGetName(self, g: FakeGpu) -> str:

@@ -79,6 +79,13 @@ def test_mig_instances_listed_after_parent(tmp_path):
     assert child.mig and child.util_gpu_pct is None and child.mem_total_mib == 10 * 1024
 
 
+def test_lost_gpu_does_not_hide_the_others():
+    lost = FakeGpu(fail={"nvmlDeviceGetHandleByIndex": 15})  # NVML_ERROR_GPU_IS_LOST (Xid 79)
+    snaps = Nvml(lib=FakeNvml([lost, FakeGpu()])).sample()
+    assert snaps[0].unavailable == {"device": "GPU lost"} and snaps[0].util_gpu_pct is None
+    assert snaps[1].util_gpu_pct == 87
+
+
 @pytest.mark.parametrize("code,name", [
     (LIB_RM_VERSION_MISMATCH, "version_mismatch"),
     (DRIVER_NOT_LOADED, "driver_not_loaded"),

@@ -21,11 +21,12 @@ def _busy(stop: threading.Event, n: int = 8192) -> None:
         torch.cuda.synchronize()
 
 
-def test_monitor_alone_creates_no_cuda_context():
+def test_monitor_and_report_create_no_cuda_context():
     import subprocess
     import sys
-    code = ("import torch; from nbkit.gpu import Nvml, take_sample; nv = Nvml(); "
-            "[take_sample(nv) for _ in range(3)]; assert nv.state.ok, nv.state; "
+    code = ("import torch; from nbkit.gpu import Nvml, take_sample; from nbkit import env; "
+            "nv = Nvml(); [take_sample(nv) for _ in range(3)]; assert nv.state.ok, nv.state; "
+            "r = env.report(cuda=False); assert r.ok, r.text(); "
             "print(torch.cuda.is_initialized())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
