@@ -1,0 +1,129 @@
+"""Environment report: fake machines, the real no-GPU path, a broken torch, the CLI."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nbkit import env
+from nbkit.gpu import Nvml
+from nbkit.nvml_fake import LIB_RM_VERSION_MISMATCH, FakeGpu, FakeNvml, h100_mig_child
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOOD_ENV = {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+
+
+def _dev(tmp_path, n=1):
+    d = tmp_path / "dev"
+    d.mkdir()
+    for i in range(n):
+        (d / f"nvidia{i}").write_text("")
+    return str(d)
+
+
+def _by_name(r):
+    return {c.name: c for c in r.checks}
+
+
+def test_every_line_has_status_and_fix_when_not_ok(tmp_path):
+    r = env.report(nvml=Nvml(lib=FakeNvml([FakeGpu()])), env=GOOD_ENV, dev_root=_dev(tmp_path))
+    assert {c.status for c in r.checks} <= {"OK", "WARN", "FAIL"}
+    assert all(c.fix for c in r.checks if c.status != "OK")
+    layers = {c.layer for c in r.checks}
+    assert {"os", "container", "python", "torch", "cuda", "nvml", "gpu", "jupyter", "hf"} <= layers
+
+
+def test_driver_library_mismatch_fails_with_fix(tmp_path):
+    r = env.report(nvml=Nvml(lib=FakeNvml([FakeGpu()], init_error=LIB_RM_VERSION_MISMATCH)),
+                   env=GOOD_ENV, dev_root=_dev(tmp_path))
+    line = _by_name(r)["NVML"]
+    assert line.status == "FAIL" and "reboot" in line.fix
+    assert not r.ok
+
+
+def test_gpu_lines_from_nvml(tmp_path):
+    fake = FakeNvml([FakeGpu(cc=(9, 0)), FakeGpu(name="Tesla T4", cc=(7, 5)),
+                     FakeGpu(mig_mode=1, mig_children=[h100_mig_child()])])
+    r = _by_name(env.report(nvml=Nvml(lib=fake), env=GOOD_ENV, dev_root=_dev(tmp_path, 3)))
+    assert r["GPU 0"].status == "OK" and "sm_90" in r["GPU 0"].value and "bf16 yes" in r["GPU 0"].value
+    assert r["GPU 1"].status == "WARN" and "bf16 no" in r["GPU 1"].value and "GradScaler" in r["GPU 1"].fix
+    assert "MIG instance" in r["GPU 2 MIG 0"].value
+
+
+def test_cpu_wheel_on_gpu_machine_fails(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.version.cuda is not None:
+        pytest.skip("needs the CPU-only torch wheel")
+    r = env.report(nvml=Nvml(lib=FakeNvml([FakeGpu()], cuda=12060)), env=GOOD_ENV,
+                   dev_root=_dev(tmp_path))
+    line = _by_name(r)["torch"]
+    assert line.status == "FAIL" and "whl/cu126" in line.fix
+    assert not torch.cuda.is_initialized()
+
+
+def test_cuda_probe_fails_when_torch_cannot_see_the_gpus(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine where torch sees no GPU")
+    r = _by_name(env.report(cuda=True, nvml=Nvml(lib=FakeNvml([FakeGpu()])), env=GOOD_ENV,
+                            dev_root=_dev(tmp_path)))
+    assert r["CUDA context"].status == "FAIL" and "CUDA_VISIBLE_DEVICES" in r["CUDA context"].fix
+
+
+def test_container_lines(tmp_path):
+    e = dict(GOOD_ENV, NVIDIA_VISIBLE_DEVICES="all", NVIDIA_DRIVER_CAPABILITIES="utility")
+    no_nodes = tmp_path / "empty"
+    no_nodes.mkdir()
+    r = _by_name(env.report(nvml=Nvml(lib=FakeNvml([])), env=e, dev_root=str(no_nodes)))
+    assert r["GPU device nodes"].status == "FAIL" and "--gpus all" in r["GPU device nodes"].fix
+    assert r["NVIDIA_DRIVER_CAPABILITIES"].status == "FAIL"
+    assert "compute" in r["NVIDIA_DRIVER_CAPABILITIES"].fix
+    assert r["TOKENIZERS_PARALLELISM"].status == "OK"
+    r2 = _by_name(env.report(nvml=Nvml(lib=FakeNvml([])), env={}, dev_root=str(no_nodes)))
+    assert r2["TOKENIZERS_PARALLELISM"].status == "WARN"
+    assert r2["GPU device nodes"].status == "WARN"
+
+
+def test_real_machine_report_no_cuda_context():
+    r = env.report()
+    names = _by_name(r)
+    assert "NVML" in names and "torch" in names and "/dev/shm" in names
+    torch = pytest.importorskip("torch")
+    assert not torch.cuda.is_initialized()
+    d = r.to_dict()
+    assert d["counts"]["FAIL"] == sum(c["status"] == "FAIL" for c in d["checks"])
+    assert "<table>" in r._repr_html_() and r.text().endswith("FAIL")
+
+
+def test_doctor_json_cli_exit_code():
+    out = subprocess.run([sys.executable, "-m", "nbkit.cli", "doctor", "--json"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    data = json.loads(out.stdout)
+    assert out.returncode == (0 if data["ok"] else 1)
+    assert data["checks"] and all(c["status"] in ("OK", "WARN", "FAIL") for c in data["checks"])
+
+
+def test_broken_torch_is_a_fail_line_not_a_crash(tmp_path):
+    broken = tmp_path / "torch"
+    broken.mkdir()
+    (broken / "__init__.py").write_text(
+        "raise OSError('libcudart.so.12: cannot open shared object file')\n")
+    pp = os.pathsep.join([str(tmp_path), ROOT])
+    out = subprocess.run([sys.executable, "-m", "nbkit.cli", "doctor", "--json"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=pp))
+    assert out.returncode == 1, out.stderr
+    line = [c for c in json.loads(out.stdout)["checks"] if c["name"] == "torch"][0]
+    assert line["status"] == "FAIL" and "libcudart" in line["value"] and "pip install" in line["fix"]
+
+
+def test_matmul_throughput_cpu():
+    pytest.importorskip("torch")
+    m = env.matmul_throughput("cpu", n=64, repeats=3)
+    assert m["seconds"] > 0 and m["gflops"] == pytest.approx(2 * 64**3 / m["seconds"] / 1e9)
+    from nbkit.errors import ConfigError
+    with pytest.raises(ConfigError, match="dtype"):
+        env.matmul_throughput("cpu", n=8, dtype="float99")

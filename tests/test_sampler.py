@@ -1,0 +1,108 @@
+"""Sampler thread: fixed interval, bounded history, start/stop/close, errors survive."""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+import pytest
+
+from nbkit.errors import ConfigError
+from nbkit.gpu import Nvml, take_sample
+from nbkit.nvml_fake import FakeGpu, FakeNvml, NOT_SUPPORTED
+from nbkit.sampler import Sampler
+
+
+def _wait(cond, timeout=3.0):
+    end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.005)
+    return cond()
+
+
+def test_bounded_history_and_order():
+    counter = itertools.count()
+    s = Sampler(lambda: next(counter), interval=0.01, maxlen=5)
+    s.start()
+    assert _wait(lambda: s.count >= 12)
+    s.stop()
+    h = s.snapshot()
+    assert len(h) == 5 and h == sorted(h) and h[-1] == s.count - 1
+    assert not s.running
+
+
+def test_busy_time_counts_cpu_not_sleep():
+    def read():
+        time.sleep(0.02)  # waiting costs no CPU
+        return sum(range(20000))  # a little real work
+
+    s = Sampler(read, interval=0.01)
+    for _ in range(5):
+        s.sample_once()
+    assert 0 < s.busy_s < 5 * 0.02
+
+
+def test_interval_is_respected():
+    s = Sampler(time.monotonic, interval=0.05, maxlen=100)
+    s.start()
+    time.sleep(0.5)
+    s.stop()
+    n = s.count
+    assert 5 <= n <= 13, n  # ~10 ticks in 0.5 s; generous for 2 shared cores
+    gaps = [b - a for a, b in zip(s.history, list(s.history)[1:])]
+    assert min(gaps) > 0.02  # never bunched
+
+
+def test_stop_start_close():
+    s = Sampler(lambda: 1, interval=0.01)
+    s.start()
+    s.start()  # idempotent: still one thread
+    assert sum(t.name == "nbkit-sampler" and t.is_alive() for t in threading.enumerate()) >= 1
+    s.stop()
+    n = s.count
+    time.sleep(0.05)
+    assert s.count == n  # stopped means no more ticks
+    s.start()
+    assert _wait(lambda: s.count > n)
+    s.close()
+    s.close()
+    assert not s.running
+    with pytest.raises(ConfigError, match="new one"):
+        s.start()
+
+
+def test_failing_read_and_listener_do_not_kill_the_thread():
+    calls = itertools.count()
+
+    def read():
+        if next(calls) % 2:
+            raise RuntimeError("flaky")
+        return "ok"
+
+    seen = []
+    s = Sampler(read, interval=0.01)
+    s.listeners.append(lambda x: (_ for _ in ()).throw(ValueError("bad view")))
+    s.listeners.append(seen.append)
+    with s:
+        assert _wait(lambda: len(seen) >= 3)
+    assert s.errors >= 3 and isinstance(s.last_error, (RuntimeError, ValueError))
+    assert not s.running
+
+
+def test_bad_arguments():
+    with pytest.raises(ConfigError, match="interval"):
+        Sampler(lambda: 0, interval=0)
+    with pytest.raises(ConfigError, match="maxlen"):
+        Sampler(lambda: 0, maxlen=0)
+
+
+def test_samples_fake_gpus_without_cuda_context():
+    fake = FakeNvml([FakeGpu(), FakeGpu(fail={"nvmlDeviceGetUtilizationRates": NOT_SUPPORTED})])
+    nv = Nvml(lib=fake)
+    with Sampler(lambda: take_sample(nv), interval=0.01, maxlen=10) as s:
+        assert _wait(lambda: s.count >= 3)
+    last = s.snapshot()[-1]
+    assert [d.util_gpu_pct for d in last.devices] == [87, None]
+    assert fake.calls["nvmlInit"] == 1
+    torch = pytest.importorskip("torch")
+    assert not torch.cuda.is_initialized()

@@ -1,0 +1,120 @@
+"""GpuMonitor widget state against fake NVML and the real no-GPU path."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from nbkit.gpu import HOST_PID_NOTE, Nvml, take_sample
+from nbkit.nvml_fake import (DRIVER_NOT_LOADED, GIB, NO_PERMISSION, NOT_SUPPORTED, FakeGpu,
+                             FakeNvml)
+from nbkit.widgets import GpuMonitor, sparkline
+
+
+def _fake():
+    return FakeNvml([
+        FakeGpu(mem_used=40 * GIB, processes=[(2**22 + 7, 1 * GIB)]),  # a PID no /proc has
+        FakeGpu(fail={"nvmlDeviceGetUtilizationRates": NOT_SUPPORTED,
+                      "nvmlDeviceGetComputeRunningProcesses": NO_PERMISSION}),
+    ])
+
+
+def test_bars_and_text_follow_samples():
+    m = GpuMonitor(nvml=Nvml(lib=_fake()), autostart=False)
+    m.sampler.sample_once()
+    row0, row1 = m._rows
+    assert row0.util.value == 87 and row0.mem.max == 80 * 1024 and row0.mem.value == 40 * 1024
+    assert "412 W" in row0.details.value and "61 °C" in row0.details.value
+    assert HOST_PID_NOTE in row0.procs.value
+    assert row1.util.description == "util n/a" and row1.util.value == 0
+    assert "n/a (not supported)" in row1.details.value
+    assert "n/a (no permission)" in row1.procs.value
+    assert "sample 1" in m.header.value
+    m.sampler.sample_once()
+    assert "sample 2" in m.header.value and "▇▇" in row0.spark.value
+    m.close()
+
+
+def test_repr_is_stable():
+    m = GpuMonitor(nvml=Nvml(lib=_fake()), autostart=False)
+    before = repr(m)
+    for _ in range(3):
+        m.sampler.sample_once()
+    assert repr(m) == before == "GpuMonitor(devices=2, interval=1s)"
+    assert m._repr_mimebundle_()["text/plain"] == before
+    m.close()
+
+
+def test_no_gpu_shows_reason_cpu_and_ram():
+    m = GpuMonitor(nvml=Nvml(lib=FakeNvml([FakeGpu()], init_error=DRIVER_NOT_LOADED)),
+                   autostart=False)
+    assert repr(m) == "GpuMonitor(no GPU: driver_not_loaded, interval=1s)"
+    assert "modprobe" in m.reason.value and m.reason in m.children
+    m.sampler.sample_once()
+    assert m.ram.max > 0 and 0 < m.ram.value <= m.ram.max
+    assert "CPU" in m.cpu_spark.value
+    m.close()
+
+
+def test_live_updates_from_thread_real_no_gpu_path():
+    m = GpuMonitor(interval=0.02)  # real NVML as on this machine; autostart
+    end = time.monotonic() + 3
+    while m.sampler.count < 3 and time.monotonic() < end:
+        time.sleep(0.01)
+    m.stop()
+    assert m.sampler.count >= 3 and m.sampler.errors == 0
+    assert f"sample {m.sampler.count}" in m.header.value
+    if not m.state.ok:
+        assert repr(m).startswith("GpuMonitor(no GPU: ")
+    torch = pytest.importorskip("torch")
+    assert not torch.cuda.is_initialized()
+    m.close()
+
+
+def test_rerunning_the_cell_does_not_pile_up_threads():
+    m1 = GpuMonitor(interval=0.05, nvml=Nvml(lib=_fake()))
+    m2 = GpuMonitor(interval=0.05, nvml=Nvml(lib=_fake()))
+    assert m2.sampler.running and not m1.sampler.running
+    m1.close()
+    m2.close()
+    assert not m2.sampler.running
+
+
+def test_sparkline():
+    assert sparkline([0, 50, 100, None]) == "▁▅█ "
+    assert sparkline([200, -5]) == "█▁"
+
+
+@pytest.mark.slow
+def test_thread_updates_reach_the_frontend_in_a_real_kernel():
+    """In the installed ipykernel (7.x here), trait updates from the sampler thread are sent
+    as comm messages while another cell is still running."""
+    import os
+
+    from jupyter_client.manager import start_new_kernel
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    km, kc = start_new_kernel(kernel_name="python3", env=env)
+    try:
+        kc.execute_interactive("from nbkit.widgets import GpuMonitor\n"
+                               "m = GpuMonitor(interval=0.1)\ndisplay(m)", timeout=60)
+        updates = []
+
+        def hook(msg):
+            if msg["msg_type"] == "comm_msg" and msg["content"]["data"].get("method") == "update":
+                updates.append(msg["content"]["data"]["state"])
+
+        kc.execute_interactive("import time; time.sleep(1.5)", timeout=60, output_hook=hook)
+        out = []
+        reply = kc.execute_interactive(
+            "import ipykernel; m.stop(); print(ipykernel.__version__, m.sampler.errors)", timeout=60,
+            output_hook=lambda msg: out.append(msg["content"].get("text", "")))
+        assert reply["content"]["status"] == "ok"
+        print("kernel ipykernel, sampler errors:", "".join(out).strip())
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    headers = [s["value"] for s in updates if "sample " in str(s.get("value", ""))]
+    assert len(headers) >= 5, updates[:3]
