@@ -69,10 +69,10 @@ class RunResult:
     name: str
     open_s: float = 0.0  # page load until the kernel reads Idle
     run_s: float = 0.0  # Run All until no cell is queued or running
-    samples: list[Sample] = field(default_factory=list)
-    probe_samples: list[Sample] = field(default_factory=list)  # while an appended sleep cell ran
-    final: dict = field(default_factory=dict)  # last snapshot, after the run
-    saved: dict = field(default_factory=dict)  # notebook JSON as saved by the frontend
+    samples: list[Sample] = field(default_factory=list, repr=False)
+    probe_samples: list[Sample] = field(default_factory=list, repr=False)  # while an appended sleep cell ran
+    final: dict = field(default_factory=dict, repr=False)  # last snapshot, after the run
+    saved: dict = field(default_factory=dict, repr=False)  # notebook JSON as saved by the frontend
     screenshot: Path | None = None
     extra_shots: dict[str, Path] = field(default_factory=dict)
 
@@ -114,7 +114,7 @@ def problems(result: RunResult) -> list[str]:
             out.append(f"cell {i} did not run (Run All stops at the first error)")
     f = result.final
     out += [f"traceback shown: {t!r}" for t in f.get("tracebacks", [])]
-    out += [f"widget failed to render: {t!r}" for t in f.get("widget_errors", [])]
+    out += [f"widget failed to render (error box or 'Loading widget...'): {t!r}" for t in f.get("widget_errors", [])]
     out += [f"widget shown as text fallback: {t[:120]!r}" for t in f.get("text_plain", []) if WIDGET_REPR.match(t)]
     n_saved = sum(WIDGET_MIME in o.get("data", {}) for o in result.outputs())
     if len(f.get("widgets", [])) < n_saved:
@@ -255,8 +255,11 @@ def run_probe_cell(page, result: RunResult, source: str, timeout_s: float = 60.0
 
 
 def screenshot_output_of(page, cell_index: int, path: Path) -> Path:
-    """Screenshot the output area of the ``cell_index``-th cell (all cells counted, as in the .ipynb)."""
+    """Screenshot the last image in the output of the ``cell_index``-th cell (all cells counted, as in
+    the .ipynb), or its whole output area if it shows no image."""
     area = page.locator(".jp-Notebook .jp-Cell").nth(cell_index).locator(".jp-OutputArea")
+    if area.locator("img").count():
+        area = area.locator("img").last
     area.scroll_into_view_if_needed()
     path.parent.mkdir(parents=True, exist_ok=True)
     area.screenshot(path=str(path))
