@@ -80,19 +80,38 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=missing))
 
 
-_cleanups: list = []
+_servers: list[LabServer] = []
+_temp_dirs: list[str] = []  # removed by the signal handler; fixtures remove them normally
 
 
-def _run_cleanups() -> None:
-    while _cleanups:
-        try:
-            _cleanups.pop()()
-        except Exception:
-            pass
+def _mkdtemp(prefix: str) -> str:
+    d = tempfile.mkdtemp(prefix=prefix)
+    _temp_dirs.append(d)
+    return d
 
 
 def _on_signal(signum, frame):
-    _run_cleanups()
+    """SIGTERM/SIGHUP: stop servers and kernels by recorded PID, kill our own child tree, then die.
+
+    Playwright calls are not safe inside a signal handler, so the browser (the
+    Playwright driver and its Chromium, both our descendants) is killed by PID.
+    """
+    for server in _servers:
+        try:
+            server.stop(grace_s=2)
+        except Exception:
+            pass
+    import psutil
+
+    kids = psutil.Process().children(recursive=True)
+    for p in kids:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(kids, timeout=3)
+    for d in _temp_dirs:
+        shutil.rmtree(d, ignore_errors=True)
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
@@ -100,7 +119,7 @@ def _on_signal(signum, frame):
 @pytest.fixture(scope="session")
 def lab_root():
     """Temporary server root: ``notebooks/`` (a copy) and ``selftest/`` (generated)."""
-    root = Path(tempfile.mkdtemp(prefix="nbkit-browser-root-"))
+    root = Path(_mkdtemp("nbkit-browser-root-"))
     src = REPO / "notebooks"
     if src.is_dir():
         shutil.copytree(src, root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
@@ -116,14 +135,14 @@ def lab_root():
 @pytest.fixture(scope="session")
 def lab_server(lab_root):
     """A running `LabServer` (the container's config) on 127.0.0.1 with smoke-scale kernels."""
-    runs = Path(tempfile.mkdtemp(prefix="nbkit-browser-runs-"))
+    runs = Path(_mkdtemp("nbkit-browser-runs-"))
     server = LabServer(
         lab_root,
         env={"NBKIT_SCALE": "smoke", "NBKIT_RUNS_DIR": str(runs), "MPLBACKEND": "module://matplotlib_inline.backend_inline"},
     )
-    _cleanups.append(server.stop)
+    _servers.append(server)
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
-    atexit.register(_run_cleanups)
+    atexit.register(server.stop)  # e.g. pytest -x exiting oddly; stop() is idempotent
     try:
         yield server.start()
     finally:
@@ -140,7 +159,7 @@ def browser(lab_server):
     """Headless Debian Chromium driven by Playwright (never Playwright's own browser download)."""
     from playwright.sync_api import sync_playwright
 
-    profile = tempfile.mkdtemp(prefix="nbkit-chromium-")
+    profile = _mkdtemp("nbkit-chromium-")
     pw = sync_playwright().start()
     # A persistent context gives Chromium a fresh user-data-dir we own and delete.
     context = pw.chromium.launch_persistent_context(
@@ -155,7 +174,6 @@ def browser(lab_server):
                 pass
         shutil.rmtree(profile, ignore_errors=True)
 
-    _cleanups.append(close)
     yield context
     close()
 

@@ -99,15 +99,9 @@ def test_selftest_live_widget_and_plot_pass(run_notebook):
     assert changed_in_place(result.probe_samples, "widgets") == [], "the thread stopped; nothing may change"
 
 
-def test_selftest_error_is_detected(run_notebook):
-    result = run_notebook("selftest/error.ipynb")
-    found = problems(result)
-    assert any("RuntimeError: raised on purpose" in p for p in found), found
-    assert any(re.match(r"cell 2 did not run", p) for p in found), found
-    assert any(p.startswith("traceback shown") for p in found), found
-
-
-def test_selftest_broken_widget_is_detected(run_notebook):
-    result = run_notebook("selftest/broken_widget.ipynb")
-    found = problems(result)
+def test_selftest_broken_widget_error_and_unrun_cell_are_detected(run_notebook):
+    found = problems(run_notebook("selftest/broken.ipynb"))
     assert any(p.startswith("widget failed to render") for p in found), found
+    assert any("RuntimeError: raised on purpose" in p for p in found), found
+    assert any(p.startswith("traceback shown") for p in found), found
+    assert any(re.match(r"cell 2 did not run", p) for p in found), found
