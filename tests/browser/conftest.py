@@ -196,7 +196,7 @@ def run_notebook(lab_server, browser):
     - a notebook that displayed a widget gets a probe cell ``time.sleep(3)``
       appended and run, sampled as ``probe_samples`` (widget updates while a
       cell runs, whatever the notebook's own cells do);
-    - the second in-place update of an output image triggers a viewport
+    - in-place updates of an output image while a cell runs refresh a viewport
       screenshot ``<name>-midrun.png`` centred on it (README image of 02);
     - a cell whose source mentions "confusion" and shows a PNG gets its output
       area saved as ``<name>-confusion.png`` (README image of 03).
@@ -213,21 +213,23 @@ def run_notebook(lab_server, browser):
         result = RunResult(name)
         page = browser.new_page()
         first_hash: dict[int, str] = {}
-        n_updates = [0]
+        last_shot = [-1e9]
 
         def midrun_shot(sample):
-            if name + "-midrun" in result.extra_shots or not sample.busy:
+            # Each in-place image update while busy refreshes <name>-midrun.png (at most every 2 s),
+            # so the file ends up showing the latest state before training finished.
+            if not sample.busy:
                 return
             for i, im in enumerate(sample.snap["images"]):
                 if first_hash.setdefault(i, im["hash"]) != im["hash"]:
                     first_hash[i] = im["hash"]
-                    n_updates[0] += 1
-                    if n_updates[0] >= 2:
+                    if sample.t - last_shot[0] >= 2.0:
                         img = page.locator(".jp-Notebook .jp-OutputArea-output img").nth(i)
                         img.evaluate("e => e.scrollIntoView({block: 'center'})")
                         shot = out / f"{name}-midrun.png"
                         page.screenshot(path=str(shot))
                         result.extra_shots[name + "-midrun"] = shot
+                        last_shot[0] = sample.t
                     return
 
         try:

@@ -171,7 +171,10 @@ def run_all(page, result: RunResult, timeout_s: float, start_timeout_s: float = 
         else:
             idle_polls = 0
         if not started and t > start_timeout_s:
-            raise TimeoutError(f"Run All: no cell started within {start_timeout_s:.0f} s (status {snap['status']!r})")
+            dialog = page.locator(".jp-Dialog").all_inner_texts()  # e.g. "Select Kernel"
+            raise TimeoutError(
+                f"Run All: no cell started within {start_timeout_s:.0f} s (status {snap['status']!r}, dialog {dialog})"
+            )
         if t > timeout_s:
             raise TimeoutError(f"Run All: still running after {timeout_s:.0f} s (prompts {snap['prompts']})")
         time.sleep(POLL_S)

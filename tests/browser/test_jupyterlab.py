@@ -76,7 +76,11 @@ def test_gpu_monitor_widget_renders_and_updates(run_notebook):
     assert result.final["widgets"], "no widget rendered in the DOM"
     assert not [p for p in problems(result) if "widget" in p], problems(result)
     updated = changed_in_place(result.samples, "widgets") or changed_in_place(result.probe_samples, "widgets")
-    assert updated, "no widget changed while a cell ran (sampled every 0.25 s, incl. a 3 s sleep cell)"
+    assert updated, (
+        "no widget changed while a cell ran (DOM sampled every 0.25 s during Run All "
+        f"({sum(s.busy for s in result.samples)} busy samples) and during an appended 3 s sleep cell "
+        f"({sum(s.busy for s in result.probe_samples)} busy samples)); last widget states: {result.final['widgets']}"
+    )
 
 
 def test_live_loss_plot_renders_and_changes_during_training(run_notebook):
@@ -84,7 +88,10 @@ def test_live_loss_plot_renders_and_changes_during_training(run_notebook):
     result = run_notebook(_notebook("02"))
     images = result.final["images"]
     assert images and all(im["width"] > 0 for im in images), f"images in the DOM: {images}"
-    assert changed_in_place(result.samples, "images"), "no output image changed while a cell ran"
+    assert changed_in_place(result.samples, "images"), (
+        f"no output image changed in place while a cell ran ({sum(s.busy for s in result.samples)} busy samples, "
+        "every 0.25 s): LivePlot must display once and update its display handle during training"
+    )
 
 
 # --- self-tests: the checks above can go red ----------------------------------------------
