@@ -24,4 +24,4 @@ fi
 if ! "$PY" -c "import playwright.sync_api" 2>/dev/null; then
     "$PY" -m pip install -q "playwright>=1.45"
 fi
-/usr/bin/chromium --version
+/usr/bin/chromium --version 2>/dev/null  # the Debian wrapper may print a harmless "[: unexpected operator"

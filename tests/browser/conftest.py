@@ -1,4 +1,5 @@
-"""Fixtures for the browser suite: one JupyterLab server and one headless Chromium per session.
+"""Fixtures for the browser suite: one JupyterLab server and one headless Chromium per test module
+(torn down before the nbval notebooks run in the same pytest session).
 
 The server serves a temporary directory holding a copy of ``notebooks/`` (so
 running them never edits the repository) and the self-test notebooks built by
@@ -8,8 +9,9 @@ running them never edits the repository) and the self-test notebooks built by
 
 Missing Chromium or Playwright skips the suite with the fix in the reason,
 unless ``NBKIT_REQUIRE_BROWSER=1`` (set by ``.ci/run``), which makes it fail.
-Cleanup of the server, its kernels and the browser runs at session end, on
-failure, and on SIGTERM/SIGINT (the handler stops recorded PIDs, then exits).
+Cleanup of the server, its kernels and the browser runs at session end (also
+after failures and Ctrl-C), at exit, and on SIGTERM/SIGHUP (the handler stops
+recorded PIDs and our own child processes, then exits by the same signal).
 """
 from __future__ import annotations
 
@@ -116,7 +118,7 @@ def _on_signal(signum, frame):
     os.kill(os.getpid(), signum)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab_root():
     """Temporary server root: ``notebooks/`` (a copy) and ``selftest/`` (generated)."""
     root = Path(_mkdtemp("nbkit-browser-root-"))
@@ -132,7 +134,7 @@ def lab_root():
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab_server(lab_root):
     """A running `LabServer` (the container's config) on 127.0.0.1 with smoke-scale kernels."""
     runs = Path(_mkdtemp("nbkit-browser-runs-"))
@@ -154,7 +156,7 @@ def lab_server(lab_root):
         assert not leftover, f"processes left after stopping the server: {leftover}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(lab_server):
     """Headless Debian Chromium driven by Playwright (never Playwright's own browser download)."""
     from playwright.sync_api import sync_playwright
@@ -186,9 +188,9 @@ def page(browser):
     p.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def run_notebook(lab_server, browser):
-    """``run_notebook(path) -> RunResult``; each path runs once per session (failures too).
+    """``run_notebook(path) -> RunResult``; each path runs once per module (failures too).
 
     Opens the notebook in a fresh tab and workspace, runs all cells from the
     menu while sampling the DOM, saves and re-reads it, screenshots the whole
