@@ -89,11 +89,15 @@ class RunResult:
         return any(m in o.get("data", {}) for o in self.outputs() for m in IMAGE_MIMES)
 
     def cell_index(self, pattern: str, mime: str = "image/png") -> int | None:
-        """Index (among all cells) of the first code cell whose source matches ``pattern`` and that shows ``mime``."""
-        for i, c in enumerate(self.saved.get("cells", [])):
-            if c["cell_type"] == "code" and re.search(pattern, c.get("source", ""), re.I):
-                if any(mime in o.get("data", {}) for o in c.get("outputs", [])):
-                    return i
+        """Index (among all cells) of the first code cell that shows ``mime`` and whose source,
+        or the markdown cell just before it, matches ``pattern`` (case-insensitive)."""
+        cells = self.saved.get("cells", [])
+        for i, c in enumerate(cells):
+            if c["cell_type"] != "code" or not any(mime in o.get("data", {}) for o in c.get("outputs", [])):
+                continue
+            before = cells[i - 1]["source"] if i and cells[i - 1]["cell_type"] == "markdown" else ""
+            if re.search(pattern, c.get("source", ""), re.I) or re.search(pattern, before, re.I):
+                return i
         return None
 
 
