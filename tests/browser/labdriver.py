@@ -185,19 +185,39 @@ def run_all(page, result: RunResult, timeout_s: float, start_timeout_s: float = 
     result.run_s = time.monotonic() - t0
 
 
-def save_and_read(page, server, path: str) -> dict:
-    """Save the notebook from the UI (Ctrl+S) and return the JSON the server stored."""
+def save_and_read(page, server, path: str, timeout_s: float = 20.0) -> dict:
+    """Save the notebook from the UI and return the JSON the server stored.
+
+    Presses Ctrl+S and waits for the file's ``last_modified`` (contents API) to
+    change; if it does not within ``timeout_s``, tries File > Save Notebook.
+    Raises ``TimeoutError`` if neither saved (reading the old file would report
+    every cell as unrun).
+    """
+
+    def model(content: bool) -> dict:
+        url = server.url(f"api/contents/{path}?type=notebook&content={int(content)}")
+        with urllib.request.urlopen(url, timeout=20) as r:
+            return json.load(r)
+
+    before = model(False)["last_modified"]
+
+    def saved() -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if model(False)["last_modified"] != before:
+                return True
+            time.sleep(POLL_S)
+        return False
+
     page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
     page.keyboard.press("Escape")
     page.keyboard.press("Control+s")
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        # the dirty marker on the tab disappears once the save completed
-        if not page.locator(".jp-mod-current.jp-mod-dirty, .lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count():
-            break
-        time.sleep(POLL_S)
-    with urllib.request.urlopen(server.url(f"api/contents/{path}?content=1&type=notebook"), timeout=20) as r:
-        return json.load(r)["content"]
+    if not saved():
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).first.click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Save Notebook$")).first.click()
+        if not saved():
+            raise TimeoutError(f"could not save {path} from the UI (Ctrl+S, then File > Save Notebook)")
+    return model(True)["content"]
 
 
 def shutdown_kernels(server) -> None:
