@@ -240,12 +240,17 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
         peak_memory_mib=peak, memory_snapshot_path=snap_path, notes=notes)
 
 
-def make_step_fn(model, loader, precision: str = "fp32", device=None, lr: float = 1e-4):
+def make_step_fn(model, loader, precision: str = "fp32", device=None, lr: float = 1e-4,
+                 compile: bool = False):
     """A zero-argument training step over ``loader`` (cycled), for :func:`profile_steps`.
 
     Same step as :func:`nbkit.stepanalysis.measure_steps` (autocast for
     ``bf16``, cross-entropy over ``labels != -100``, AdamW, fused on CUDA) but
-    without per-phase synchronisation, so the trace shows the natural overlap.
+    without per-phase synchronisation, so the trace shows the natural overlap
+    and ``nbkit.microbench.time_fn(step)`` gives the unperturbed step time.
+    ``itertools.cycle`` keeps the loader's batches after the first pass, so
+    later steps cost no data loading. ``compile`` wraps the model in
+    ``torch.compile`` (inductor).
     """
     import itertools
 
@@ -257,12 +262,13 @@ def make_step_fn(model, loader, precision: str = "fp32", device=None, lr: float 
     device = resolve_device(device)
     model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True if device.type == "cuda" else None)
+    run = torch.compile(model) if compile else model
     batches = itertools.cycle(loader)
 
     def step():
         batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
         with _autocast(device, precision):
-            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            logits = run(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         labels = batch["labels"]  # (B, T)
         loss = torch.nn.functional.cross_entropy(
             logits.float().view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100)

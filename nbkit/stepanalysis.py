@@ -132,6 +132,11 @@ def _autocast(device, precision: str):
 
 
 def _compile_counts() -> tuple[int, int]:
+    """(graphs compiled, graph breaks) so far; (0, 0) when dynamo never loaded."""
+    import sys
+
+    if "torch._dynamo" not in sys.modules:  # importing dynamo costs seconds: only if used
+        return 0, 0
     from torch._dynamo.utils import counters
 
     return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
@@ -273,3 +278,86 @@ def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
         del model, loader
         gc.collect()
     return rows
+
+
+# Standard compact BERT sizes (Turc et al. 2019, "Well-Read Students Learn
+# Better", google-research/bert README): layers, hidden, heads. Used only
+# while nbkit.modeling is unavailable; its PRESETS win when present.
+_FALLBACK_PRESETS = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
+                     "base": (12, 768, 12)}
+
+
+def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):
+    """Return ``(factory, how)``: ``factory()`` gives a fresh ``BertForMaskedLM``.
+
+    With ``model_dir`` an existing directory (notebook 02's
+    ``runs/<scale>/mlm/model``), each call loads that checkpoint
+    (``AutoModelForMaskedLM.from_pretrained``); otherwise it builds ``preset``
+    from config with random weights (timings depend on shapes, not weights).
+    ``how`` says which, for the notebook to show.
+
+    Raises:
+        ConfigError: unknown preset.
+    """
+    from pathlib import Path
+
+    import transformers
+
+    if model_dir is not None and Path(model_dir).is_dir():
+        return (lambda: transformers.AutoModelForMaskedLM.from_pretrained(model_dir),
+                f"checkpoint from notebook 02: {model_dir}")
+    try:
+        from nbkit.modeling import build_config
+        config = build_config(preset, vocab_size, max_position_embeddings=block_size)
+    except ImportError:
+        if preset not in _FALLBACK_PRESETS:
+            raise ConfigError(f"unknown preset {preset!r}; use one of {sorted(_FALLBACK_PRESETS)}") from None
+        layers, hidden, heads = _FALLBACK_PRESETS[preset]
+        config = transformers.BertConfig(vocab_size=vocab_size, hidden_size=hidden,
+                                         num_hidden_layers=layers, num_attention_heads=heads,
+                                         intermediate_size=4 * hidden,
+                                         max_position_embeddings=max(block_size, 512))
+    return (lambda: transformers.BertForMaskedLM(config),
+            f"no checkpoint found, built BERT-{preset} from config with random weights")
+
+
+def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05):
+    """Run ``fn()`` while sampling NVML; return ``(fn(), telemetry or None)``.
+
+    ``telemetry``: ``gpu_util_pct`` (mean of ``nvmlDeviceGetUtilizationRates
+    .gpu``, % of time a kernel ran, as ``nvidia-smi
+    --query-gpu=utilization.gpu``) and ``memory_used_pct`` (max of used/total
+    memory, %). None when NVML is unavailable (CPU machines, no permission).
+    """
+    import threading
+
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+    except Exception:  # no NVML: no telemetry, the diagnosis uses the rest
+        return fn(), None
+    util, mem, stop = [], [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            try:
+                util.append(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+                info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+                mem.append(100.0 * info.used / info.total)
+            except Exception:
+                return
+            stop.wait(interval_s)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        result = fn()
+    finally:
+        stop.set()
+        thread.join()
+        pynvml.nvmlShutdown()
+    if not util:
+        return result, None
+    return result, {"gpu_util_pct": sum(util) / len(util), "memory_used_pct": max(mem)}

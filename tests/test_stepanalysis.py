@@ -71,6 +71,7 @@ def test_ablation_rows_speedup_relative_to_first_value():
     assert rows[1]["attn"] == "eager" and rows[1]["factor"] == "attn"
 
 
+@pytest.mark.slow  # torch._dynamo import + tracing: ~10 s on 2 cores
 def test_compile_counts_graphs_and_recompiles_on_shape_change():
     # A loader whose sequence length changes after the first batch forces dynamo
     # to compile again: that must show up as a recompilation.
