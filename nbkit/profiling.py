@@ -27,16 +27,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Operator names (aten, without "aten::") whose cost is moving bytes, not
-# FLOPs: elementwise, normalisation, softmax, dropout, copies, embedding
-# gathers, fused optimizer foreach ops. Their share of time feeds the
-# memory-bound rule in nbkit.diagnosis.
+# Operator names (aten, without "aten::" and without the in-place "_" suffix)
+# whose cost is moving bytes, not FLOPs: elementwise, normalisation, softmax,
+# dropout, copies, embedding gathers, and the optimizer's per-parameter math
+# (``_foreach_*`` ops count too). Their share of time feeds the memory-bound
+# rule in nbkit.diagnosis.
 MEMORY_BOUND_OPS = (
-    "add", "mul", "div", "sub", "gelu", "tanh", "relu", "silu", "dropout", "native_dropout",
-    "layer_norm", "native_layer_norm", "softmax", "_softmax", "log_softmax", "_log_softmax",
-    "copy_", "to", "_to_copy", "fill_", "zero_", "masked_fill", "where", "embedding",
-    "embedding_dense_backward", "cat", "clone", "contiguous", "pow", "sqrt", "rsqrt",
-    "nll_loss", "nll_loss_forward", "nll_loss_backward", "sum", "mean",
+    "add", "mul", "div", "sub", "gelu", "gelu_backward", "tanh", "relu", "silu", "dropout",
+    "native_dropout", "native_dropout_backward", "layer_norm", "native_layer_norm",
+    "native_layer_norm_backward", "softmax", "_softmax", "_softmax_backward_data", "log_softmax",
+    "_log_softmax", "_log_softmax_backward_data", "copy", "to", "_to_copy", "fill", "zero",
+    "masked_fill", "where", "embedding", "embedding_dense_backward", "cat", "clone", "contiguous",
+    "pow", "sqrt", "rsqrt", "addcmul", "addcdiv", "lerp", "nll_loss", "nll_loss_forward",
+    "nll_loss_backward", "nll_loss2d_forward", "sum", "mean",
 )
 MATMUL_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear",
               "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
@@ -173,7 +176,12 @@ def op_stats(averages, active_steps: int, device_type: str) -> dict:
     aten = [(e.key[len("aten::"):], time_of(e)) for e in averages
             if e.key.startswith("aten::") and not _is_device_event(e)]
     total = sum(t for _, t in aten)
-    out["memory_bound_share"] = sum(t for n, t in aten if n in MEMORY_BOUND_OPS) / total if total else None
+
+    def memory_bound(name: str) -> bool:
+        base = name[:-1] if name.endswith("_") and not name.startswith("_foreach") else name
+        return base in MEMORY_BOUND_OPS or name.startswith("_foreach_")
+
+    out["memory_bound_share"] = sum(t for n, t in aten if memory_bound(n)) / total if total else None
     out["matmul_share"] = sum(t for n, t in aten if n in MATMUL_OPS) / total if total else None
     return out
 

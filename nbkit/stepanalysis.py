@@ -269,7 +269,7 @@ def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
         vs = vocab_size or model.config.vocab_size
         n_batches = cfg.warmup + cfg.steps
         loader = (loader_factory or (lambda c, n: random_mlm_loader(vs, c, n)))(cfg, n_batches)
-        if factor == "compile":
+        if factor == "compile" and value:
             torch._dynamo.reset()  # count this variant's compilations only
         row = measure_steps(model, loader, cfg, device=device)
         row.update(factor=factor, value=value)

@@ -20,6 +20,8 @@ CUDA_RUN = [
     evt("aten::native_layer_norm", 12, 300.0, 800.0),
     evt("aten::add", 40, 400.0, 1200.0),
     evt("aten::_softmax", 6, 100.0, 500.0),
+    evt("aten::mul_", 10, 50.0, 0.0),
+    evt("aten::_foreach_addcdiv_", 2, 50.0, 0.0),
     evt("Optimizer.step#AdamW.step", 3, 2500.0, 0.0),
     evt("sm90_xmma_gemm_bf16bf16", 30, 0.0, 6000.0, "DeviceType.CUDA"),
     evt("vectorized_elementwise_kernel", 58, 0.0, 2500.0, "DeviceType.CUDA"),
@@ -73,7 +75,8 @@ def test_op_stats_kernel_sizes_and_memory_share():
     assert stats["matmul_share"] == pytest.approx(6000.0 / 8500)
     cpu = pf.op_stats(CUDA_RUN, active_steps=2, device_type="cpu")
     assert cpu["kernels_per_step"] is None
-    assert cpu["memory_bound_share"] == pytest.approx(800.0 / 1700)
+    # CPU times: addmm 900, layer_norm 300, add 400, softmax 100, mul_ 50, _foreach_addcdiv_ 50
+    assert cpu["memory_bound_share"] == pytest.approx(900.0 / 1800)
 
 
 def test_profile_steps_real_cpu_run(tmp_path):
