@@ -122,6 +122,8 @@ def main(argv=None) -> int:
                                   compile_backend="inductor" if cuda else "eager")
 
     def headline(compiled: bool):
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
         model = make_model()
         flops = bert_flops_per_token(model.config, seq)
         loader = stepanalysis.random_mlm_loader(vocab, cfg, 4)
@@ -220,9 +222,11 @@ def render_summary(res: dict) -> str:
     lines = [f"device {env['device']}  torch {env['torch']}  precision {env['precision']}"
              f"  quick={env['quick']}  total {res.get('total_s')} s"]
     for r in res.get("matmul") or []:
-        if r["status"] == "ok":
-            lines.append(f"matmul n={r['n']:<5} {r['precision']:<4} {_fmt(r['tflops'], '.2f'):>8} TFLOP/s"
-                         f"  peak {_fmt(r['peak_tflops'], '.0f')}  ({_fmt(r['pct_of_peak'])} %)")
+        if r["status"] == "ok" and r["peak_tflops"]:
+            lines.append(f"matmul n={r['n']:<5} {r['precision']:<4} {r['tflops']:8.1f} TFLOP/s"
+                         f"  peak {r['peak_tflops']:.0f}  ({_fmt(r['pct_of_peak'])} %)")
+        elif r["status"] == "ok":  # CPU or unknown GPU: no peak, GFLOP/s reads better
+            lines.append(f"matmul n={r['n']:<5} {r['precision']:<4} {r['gflops']:8.1f} GFLOP/s  peak unknown")
     for r in res.get("sdpa") or []:
         lines.append(f"sdpa T={r['seq_len']:<4} {r['backend']:<9} {_fmt(r['ms'], '.3f')} ms "
                      f"x{_fmt(r['speedup_vs_math'], '.2f')} vs math  {r['status'][:60]}")
