@@ -265,7 +265,7 @@ def make_step_fn(model, loader, precision: str = "fp32", device=None, lr: float 
     import torch
 
     from nbkit.microbench import resolve_device
-    from nbkit.stepanalysis import _autocast
+    from nbkit.stepanalysis import _autocast, to_device
 
     device = resolve_device(device)
     model.to(device).train()
@@ -274,9 +274,9 @@ def make_step_fn(model, loader, precision: str = "fp32", device=None, lr: float 
     batches = itertools.cycle(loader)
 
     def step():
-        batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
+        batch = to_device(next(batches), device)
         with _autocast(device, precision):
-            logits = run(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            logits = run(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask")).logits
         labels = batch["labels"]  # (B, T)
         loss = torch.nn.functional.cross_entropy(
             logits.float().view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100)

@@ -113,6 +113,20 @@ def random_mlm_loader(vocab_size: int, cfg: StepConfig, n_batches: int, seed: in
                       pin_memory=cfg.pin_memory, persistent_workers=cfg.num_workers > 0)
 
 
+def to_device(batch: dict, device) -> dict:
+    """Copy a batch to ``device`` (``non_blocking``), dropping an all-ones attention mask.
+
+    A batch without padding needs no mask; checking on the host before the
+    copy costs no GPU sync, and without a mask transformers' SDPA path can use
+    the flash kernel (with one, it must build a 4-D mask, and under
+    ``torch.compile`` it cannot prove the mask is all ones).
+    """
+    mask = batch.get("attention_mask")
+    if mask is not None and mask.device.type == "cpu" and bool(mask.all()):
+        batch = {k: v for k, v in batch.items() if k != "attention_mask"}
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
 def _sync(device) -> None:
     import torch
 
@@ -147,7 +161,8 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
 
     ``model``: a Hugging Face masked-LM (``logits`` of shape ``(B, T, V)``),
     moved to ``device``. ``loader`` yields dicts with ``input_ids``,
-    ``attention_mask`` and ``labels`` of shape ``(B, T)``; it must hold at least
+    ``attention_mask`` and ``labels`` of shape ``(B, T)`` (see :func:`to_device`
+    for the mask); it must hold at least
     ``warmup + steps`` batches. Returns a dict with per-step means in seconds
     (``data_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``step_s``),
     ``*_share`` (fraction of ``step_s``), ``tokens_per_s`` (input tokens
@@ -191,11 +206,11 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
         except StopIteration:
             raise ConfigError(f"the loader ran out after {i} batches; give it at least "
                               f"warmup + steps = {cfg.warmup + cfg.steps}") from None
-        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        batch = to_device(batch, device)
         _sync(device)
         t1 = time.perf_counter()
         with _autocast(device, cfg.precision):
-            logits = run(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            logits = run(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask")).logits
         labels = batch["labels"]                                  # (B, T)
         loss = torch.nn.functional.cross_entropy(
             logits.float().view(-1, logits.size(-1)), labels.view(-1),  # (B*T, V), (B*T,)

@@ -86,3 +86,24 @@ def test_compile_counts_graphs_and_recompiles_on_shape_change():
                        loader_factory=loader_factory)
     assert rows[0]["compiled_graphs"] == 0
     assert rows[1]["compiled_graphs"] >= 2 and rows[1]["recompiles"] >= 1
+
+
+def test_to_device_drops_only_an_all_ones_mask():
+    full = {"input_ids": torch.ones(2, 4, dtype=torch.long), "attention_mask": torch.ones(2, 4)}
+    assert set(sa.to_device(full, "cpu")) == {"input_ids"}
+    padded = {"input_ids": torch.ones(2, 4, dtype=torch.long),
+              "attention_mask": torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])}
+    out = sa.to_device(padded, "cpu")
+    assert torch.equal(out["attention_mask"], padded["attention_mask"])
+
+
+@pytest.mark.gpu
+def test_cuda_bf16_step_reports_memory_and_mfu_when_peak_known():
+    from nbkit.microbench import device_name
+    from nbkit.flops import peak_tflops
+
+    cfg = BASE.replace(precision="bf16", batch_size=32, seq_len=32)
+    out = sa.measure_steps(tiny_bert(), sa.random_mlm_loader(VOCAB, cfg, 4), cfg, device="cuda")
+    assert out["peak_memory_mib"] > 0 and out["device"] == "cuda"
+    if peak_tflops(device_name("cuda"), "bf16"):
+        assert 0 < out["mfu"] < 1
