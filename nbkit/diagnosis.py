@@ -185,7 +185,8 @@ def diagnose(step: dict, ops: dict | None = None, telemetry: dict | None = None,
     for factor, action in SUGGESTIONS[bound]:
         if factor is not None and factor in tried:
             continue
-        if factor == "precision" and step.get("precision") in ("bf16", "fp16"):
-            continue
+        if factor == "precision" and (step.get("precision") in ("bf16", "fp16")
+                                      or step.get("device") == "cpu"):
+            continue  # already reduced precision, or a CPU without bf16 matmul units
         changes.append(Change(action, factor, None))
     return Verdict(bound, evidence, changes[:max_changes])

@@ -53,6 +53,8 @@ def test_memory_bound_from_op_mix_and_suggestions_skip_bf16_when_already_bf16():
     assert [c.factor for c in v.changes] == ["compile", "attn"]
     v32 = dg.diagnose(step(precision="fp32"), ops, {"gpu_util_pct": 95.0})
     assert [c.factor for c in v32.changes] == ["compile", "attn", "precision"]
+    cpu = dg.diagnose(step(precision="fp32", device="cpu", mfu=None), ops)
+    assert [c.factor for c in cpu.changes] == ["compile", "attn"]
 
 
 def test_cpu_run_with_matmul_heavy_ops_is_compute_bound():

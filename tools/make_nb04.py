@@ -1,3 +1,7 @@
+"""Write notebooks/04_gpu_profiling.ipynb (no stored outputs) with nbformat.
+
+Edit the cells here and rerun: python tools/make_nb04.py
+"""
 import nbformat as nbf
 
 cells = []
@@ -41,7 +45,8 @@ worker_values = (0, 1) if smoke else (0, 2, 4)
 compile_values = (False,) if smoke else (False, True)   # smoke: compile is covered by unit tests
 """, tags=["parameters"])
 md("""
-**Derived values.** Device and precision (bf16 on GPUs with compute capability 8.0+, else fp32), where results go,
+**Derived values.** Device and precision (bf16 on GPUs with compute capability 8.0+, fp16 with a loss scaler
+on older GPUs, fp32 on a CPU), where results go,
 and the model: the checkpoint notebook 02 saved, or, if there is none, the same architecture built from config.
 """)
 code("""
@@ -50,15 +55,15 @@ import json
 import pandas as pd
 import torch
 
-from nbkit.runs import step_dir
+from nbkit.runs import runs_dir, step_dir
 from nbkit.stepanalysis import StepConfig, model_factory, random_mlm_loader
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 bf16_ok = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8
-precision = "bf16" if bf16_ok else "fp32"
+precision = "bf16" if bf16_ok else ("fp16" if device.type == "cuda" else "fp32")
 out_dir = step_dir(scale.name, "profiling")
 make_model, how = model_factory(scale.model, scale.vocab_size, seq_len,
-                                step_dir(scale.name, "mlm") / "model")
+                                runs_dir() / scale.name / "mlm" / "model")
 vocab_size = make_model().config.vocab_size
 # torch.compile: inductor (real kernel fusion) on a GPU; the 'eager' backend elsewhere
 # only exercises tracing and recompilation counting (inductor's C++ build is minutes on 2 cores).
@@ -167,7 +172,8 @@ cols = ["value", "step_s", "data_share", "tokens_per_s", "mfu", "speedup"]
 tables = {
     "num_workers": ablation(make_model, base, "num_workers", worker_values, device=device),
     "batch_size": ablation(make_model, base, "batch_size", (max(batch_size // 2, 1), batch_size), device=device),
-    "precision": ablation(make_model, base, "precision", ("fp32", "bf16"), device=device),
+    "precision": ablation(make_model, base, "precision",
+                          ("fp32", "bf16" if precision == "fp32" else precision), device=device),
     "attn": ablation(make_model, base, "attn", ("sdpa", "eager"), device=device),
 }
 for name, rows in tables.items():
@@ -224,5 +230,6 @@ nb = nbf.v4.new_notebook()
 nb.cells = cells
 nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
 nb.metadata["language_info"] = {"name": "python"}
-nbf.write(nb, "notebooks/04_gpu_profiling.ipynb")
+import pathlib
+nbf.write(nb, pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "04_gpu_profiling.ipynb")
 n_md = sum(c.cell_type == "markdown" for c in cells); print(n_md, len(cells) - n_md)
