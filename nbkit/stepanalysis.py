@@ -288,7 +288,8 @@ def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
             torch._dynamo.reset()  # count this variant's compilations only
         row = measure_steps(model, loader, cfg, device=device)
         row.update(factor=factor, value=value)
-        row["speedup"] = row["tokens_per_s"] / rows[0]["tokens_per_s"] if rows else 1.0
+        ref = rows[0]["tokens_per_s"] if rows else None
+        row["speedup"] = row["tokens_per_s"] / ref if ref else 1.0
         rows.append(row)
         del model, loader
         gc.collect()
