@@ -28,6 +28,10 @@ from dataclasses import dataclass
 
 from nbkit.errors import ConfigError
 from nbkit.flops import bert_flops_per_token, mfu, peak_tflops
+from nbkit.stepdata import MaskingCollator, RandomMLMDataset, model_factory, random_mlm_loader
+
+__all__ = ["PHASES", "StepConfig", "measure_steps", "ablation", "to_device", "gpu_utilization_during",
+           "MaskingCollator", "RandomMLMDataset", "model_factory", "random_mlm_loader"]
 
 PHASES = ("data", "forward", "backward", "optimizer")
 
@@ -60,57 +64,6 @@ class StepConfig:
     def replace(self, **changes) -> "StepConfig":
         """Copy with some fields changed."""
         return dataclasses.replace(self, **changes)
-
-
-class RandomMLMDataset:
-    """``n`` random token sequences ``(seq_len,)`` for timing without a corpus.
-
-    Token ids are drawn from ``[5, vocab_size)`` (ids 0-4 are the special
-    tokens in nbkit's WordPiece vocabularies), reproducibly from ``seed``.
-    """
-
-    def __init__(self, vocab_size: int, seq_len: int, n: int, seed: int = 0):
-        import torch
-
-        gen = torch.Generator().manual_seed(seed)
-        self.ids = torch.randint(5, vocab_size, (n, seq_len), generator=gen)  # (n, T)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def __getitem__(self, i):
-        return {"input_ids": self.ids[i]}
-
-
-class MaskingCollator:
-    """Stack examples and mask 15 % of tokens (BERT's rate): labels -100 elsewhere.
-
-    Masked positions get ``mask_id`` (no 80/10/10 split: this collator only
-    has to cost what a real one costs). Picklable, so it works with
-    ``num_workers > 0``.
-    """
-
-    def __init__(self, mask_id: int = 4, probability: float = 0.15):
-        self.mask_id, self.probability = mask_id, probability
-
-    def __call__(self, examples):
-        import torch
-
-        ids = torch.stack([e["input_ids"] for e in examples])  # (B, T)
-        chosen = torch.rand(ids.shape) < self.probability       # (B, T) bool
-        labels = torch.where(chosen, ids, torch.full_like(ids, -100))
-        inputs = torch.where(chosen, torch.full_like(ids, self.mask_id), ids)
-        return {"input_ids": inputs, "attention_mask": torch.ones_like(ids), "labels": labels}
-
-
-def random_mlm_loader(vocab_size: int, cfg: StepConfig, n_batches: int, seed: int = 0):
-    """DataLoader of random MLM batches shaped ``(cfg.batch_size, cfg.seq_len)``."""
-    from torch.utils.data import DataLoader
-
-    data = RandomMLMDataset(vocab_size, cfg.seq_len, cfg.batch_size * n_batches, seed)
-    return DataLoader(data, batch_size=cfg.batch_size, shuffle=False, drop_last=True,
-                      collate_fn=MaskingCollator(), num_workers=cfg.num_workers,
-                      pin_memory=cfg.pin_memory, persistent_workers=cfg.num_workers > 0)
 
 
 def to_device(batch: dict, device) -> dict:
@@ -294,47 +247,6 @@ def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
         del model, loader
         gc.collect()
     return rows
-
-
-# Standard compact BERT sizes (Turc et al. 2019, "Well-Read Students Learn
-# Better", google-research/bert README): layers, hidden, heads. Used only
-# while nbkit.modeling is unavailable; its PRESETS win when present.
-_FALLBACK_PRESETS = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
-                     "base": (12, 768, 12)}
-
-
-def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):
-    """Return ``(factory, how)``: ``factory()`` gives a fresh ``BertForMaskedLM``.
-
-    With ``model_dir`` an existing directory (notebook 02's
-    ``runs/<scale>/mlm/model``), each call loads that checkpoint
-    (``AutoModelForMaskedLM.from_pretrained``); otherwise it builds ``preset``
-    from config with random weights (timings depend on shapes, not weights).
-    ``how`` says which, for the notebook to show.
-
-    Raises:
-        ConfigError: unknown preset.
-    """
-    from pathlib import Path
-
-    import transformers
-
-    if model_dir is not None and Path(model_dir).is_dir():
-        return (lambda: transformers.AutoModelForMaskedLM.from_pretrained(model_dir),
-                f"checkpoint from notebook 02: {model_dir}")
-    try:
-        from nbkit.modeling import build_config
-        config = build_config(preset, vocab_size, max_position_embeddings=block_size)
-    except ImportError:
-        if preset not in _FALLBACK_PRESETS:
-            raise ConfigError(f"unknown preset {preset!r}; use one of {sorted(_FALLBACK_PRESETS)}") from None
-        layers, hidden, heads = _FALLBACK_PRESETS[preset]
-        config = transformers.BertConfig(vocab_size=vocab_size, hidden_size=hidden,
-                                         num_hidden_layers=layers, num_attention_heads=heads,
-                                         intermediate_size=4 * hidden,
-                                         max_position_embeddings=max(block_size, 512))
-    return (lambda: transformers.BertForMaskedLM(config),
-            f"no checkpoint found, built BERT-{preset} from config with random weights")
 
 
 def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05):
