@@ -101,3 +101,25 @@ def mfu(tokens_per_s: float, flops_per_token: float, peak: float | None) -> floa
     if not peak:
         return None
     return tokens_per_s * flops_per_token / (peak * 1e12)
+
+
+# Host-to-device copy peak in GB/s (1e9 bytes/s) per direction for a PCIe
+# link, from the PCI-SIG base specifications: Gen3 8 GT/s and Gen4 16 GT/s and
+# Gen5 32 GT/s per lane, all with 128b/130b encoding, so per lane
+# 0.985 / 1.969 / 3.938 GB/s; an x16 link gives 15.75 / 31.5 / 63.0 GB/s.
+# Measured pinned copies usually reach 80-90 % of this (TLP/packet overhead);
+# pageable copies go through a staging buffer and reach far less.
+PCIE_LANE_GBPS: dict[int, float] = {3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8, 5: 32 * 128 / 130 / 8}
+
+
+def pcie_peak_gbps(generation: int | None, width: int | None = 16) -> float | None:
+    """Theoretical one-direction PCIe bandwidth in GB/s for ``generation`` x ``width``.
+
+    ``generation`` and ``width`` are what NVML reports as the current link
+    (``nvmlDeviceGetCurrPcieLinkGeneration`` / ``...Width``; ``nvidia-smi
+    --query-gpu=pcie.link.gen.current,pcie.link.width.current``). Returns None
+    for unknown generations (older than Gen3 or missing).
+    """
+    if generation not in PCIE_LANE_GBPS or not width:
+        return None
+    return PCIE_LANE_GBPS[generation] * width

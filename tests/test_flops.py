@@ -40,3 +40,28 @@ def test_peak_lookup_longest_match_and_unknown():
 def test_mfu():
     assert mfu(1e6, 1e6, 1.0) == pytest.approx(1.0)
     assert mfu(1e6, 1e6, None) is None
+
+
+def test_formula_matches_torch_flop_counter_on_real_tiny_bert():
+    # Independent check: torch's FlopCounterMode counts every matmul (mm, addmm,
+    # bmm) the real BertForMaskedLM runs; eager attention so QK^T and PV are bmm.
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from nbkit.flops import pcie_peak_gbps
+
+    cfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2,
+                                  num_attention_heads=2, intermediate_size=32,
+                                  max_position_embeddings=16)
+    model = transformers.BertForMaskedLM(cfg).eval()
+    model.set_attn_implementation("eager")
+    batch, seq = 3, 8
+    ids = torch.randint(0, 50, (batch, seq))
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(input_ids=ids)
+    expected = bert_flops_per_token(cfg, seq, training=False) * batch * seq
+    assert counter.get_total_flops() == expected
+    assert pcie_peak_gbps(4, 16) == pytest.approx(31.5, rel=1e-3)
+    assert pcie_peak_gbps(5, 16) == pytest.approx(63.0, rel=1e-3)
+    assert pcie_peak_gbps(2, 16) is None

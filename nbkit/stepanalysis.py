@@ -1,0 +1,291 @@
+"""Where a training step's time goes, and what each knob changes, measured.
+
+:func:`measure_steps` runs a small explicit MLM training step on any Hugging
+Face masked-LM model and times four phases separately:
+
+- data: ``next(iterator)`` on the DataLoader plus the host-to-device copy,
+- forward: model forward + cross-entropy loss,
+- backward: ``loss.backward()``,
+- optimizer: ``optimizer.step()`` + ``zero_grad``.
+
+On CUDA each phase ends with ``torch.cuda.synchronize()`` (otherwise the
+asynchronous launch returns at once and the time lands in the next phase);
+this removes the overlap of data loading with GPU work, so the sum is a
+slight upper bound on an unsynchronised step. On CPU wall time is exact.
+
+The loss is the loop's (``nbkit.train``): cross-entropy summed over label
+tokens (``labels != -100``) divided by their count.
+
+:func:`ablation` re-measures with one knob changed at a time (``num_workers``,
+batch size, precision, attention implementation, ``torch.compile``) and
+reports tokens/s, MFU and the speedup over the first value.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+from nbkit.errors import ConfigError
+from nbkit.flops import bert_flops_per_token, mfu, peak_tflops
+from nbkit.stepdata import MaskingCollator, RandomMLMDataset, model_factory, random_mlm_loader
+
+__all__ = ["PHASES", "StepConfig", "measure_steps", "ablation", "to_device", "gpu_utilization_during",
+           "MaskingCollator", "RandomMLMDataset", "model_factory", "random_mlm_loader"]
+
+PHASES = ("data", "forward", "backward", "optimizer")
+
+
+@dataclass
+class StepConfig:
+    """One point in the ablation space (what :func:`measure_steps` runs).
+
+    ``precision``: ``fp32``, ``bf16`` (autocast, no scaler) or ``fp16``
+    (autocast + GradScaler, CUDA only). ``attn``: ``sdpa`` or ``eager``
+    (``model.set_attn_implementation``). ``compile``: wrap the model in
+    ``torch.compile(backend=compile_backend)``. ``steps`` are timed after
+    ``warmup`` untimed steps (the first steps pay for cuBLAS heuristics,
+    allocator growth and compilation).
+    """
+
+    batch_size: int = 16
+    seq_len: int = 128
+    precision: str = "fp32"
+    attn: str = "sdpa"
+    num_workers: int = 0
+    pin_memory: bool = False
+    compile: bool = False
+    compile_backend: str = "inductor"
+    fused_optimizer: bool = True
+    lr: float = 1e-4
+    steps: int = 5
+    warmup: int = 2
+
+    def replace(self, **changes) -> "StepConfig":
+        """Copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+def to_device(batch: dict, device) -> dict:
+    """Copy a batch to ``device`` (``non_blocking``), dropping an all-ones attention mask.
+
+    A batch without padding needs no mask; checking on the host before the
+    copy costs no GPU sync, and without a mask transformers' SDPA path can use
+    the flash kernel (with one, it must build a 4-D mask, and under
+    ``torch.compile`` it cannot prove the mask is all ones).
+    """
+    mask = batch.get("attention_mask")
+    if mask is not None and mask.device.type == "cpu" and bool(mask.all()):
+        batch = {k: v for k, v in batch.items() if k != "attention_mask"}
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _autocast(device, precision: str):
+    import contextlib
+
+    import torch
+
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def _compile_counts() -> tuple[int, int]:
+    """(graphs compiled, graph breaks) so far; (0, 0) when dynamo never loaded."""
+    import sys
+
+    if "torch._dynamo" not in sys.modules:  # importing dynamo costs seconds: only if used
+        return 0, 0
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
+
+
+def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -> dict:
+    """Run ``cfg.warmup + cfg.steps`` training steps and time each phase.
+
+    ``model``: a Hugging Face masked-LM (``logits`` of shape ``(B, T, V)``),
+    moved to ``device``. ``loader`` yields dicts with ``input_ids``,
+    ``attention_mask`` and ``labels`` of shape ``(B, T)`` (see :func:`to_device`
+    for the mask); it must hold at least
+    ``warmup + steps`` batches. Returns a dict with per-step means in seconds
+    (``data_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``step_s``),
+    ``*_share`` (fraction of ``step_s``), ``tokens_per_s`` (input tokens
+    ``B*T`` per second, padding included since it costs the same compute),
+    ``flops_per_token`` (:func:`nbkit.flops.bert_flops_per_token`, MLM,
+    training), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
+    (CUDA only), ``compiled_graphs`` and ``recompiles`` (graphs compiled after
+    the first step: shape or guard changes), ``graph_breaks``.
+
+    Raises:
+        ConfigError: unknown precision, fp16 on CPU, or a loader that runs out.
+    """
+    import torch
+
+    from nbkit.microbench import device_name, resolve_device
+
+    if cfg.precision not in ("fp32", "bf16", "fp16"):
+        raise ConfigError(f"precision {cfg.precision!r}: use fp32, bf16 or fp16")
+    device = resolve_device(device)
+    if cfg.precision == "fp16" and device.type != "cuda":
+        raise ConfigError("fp16 training needs a CUDA GPU; use bf16 or fp32 on CPU")
+    model.to(device).train()
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(cfg.attn)
+    run = torch.compile(model, backend=cfg.compile_backend) if cfg.compile else model
+    if optimizer is None:
+        fused = cfg.fused_optimizer and device.type == "cuda"
+        optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, fused=fused or None)
+    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    graphs0, breaks0 = _compile_counts()
+    graphs_after_first = None
+    totals = dict.fromkeys(PHASES, 0.0)
+    tokens = 0
+    it = iter(loader)
+    for i in range(cfg.warmup + cfg.steps):
+        t0 = time.perf_counter()
+        try:
+            batch = next(it)
+        except StopIteration:
+            raise ConfigError(f"the loader ran out after {i} batches; give it at least "
+                              f"warmup + steps = {cfg.warmup + cfg.steps}") from None
+        batch = to_device(batch, device)
+        _sync(device)
+        t1 = time.perf_counter()
+        with _autocast(device, cfg.precision):
+            logits = run(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask")).logits
+        labels = batch["labels"]                                  # (B, T)
+        loss = torch.nn.functional.cross_entropy(
+            logits.float().view(-1, logits.size(-1)), labels.view(-1),  # (B*T, V), (B*T,)
+            ignore_index=-100, reduction="sum") / (labels != -100).sum().clamp(min=1)
+        _sync(device)
+        t2 = time.perf_counter()
+        (scaler.scale(loss) if scaler else loss).backward()
+        _sync(device)
+        t3 = time.perf_counter()
+        if scaler:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        _sync(device)
+        t4 = time.perf_counter()
+        if i == 0:
+            graphs_after_first = _compile_counts()[0]
+        if i >= cfg.warmup:
+            for phase, dt in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                totals[phase] += dt
+            tokens += batch["input_ids"].numel()
+    graphs, breaks = _compile_counts()
+    n = max(cfg.steps, 1)
+    out = {f"{p}_s": totals[p] / n for p in PHASES}
+    out["step_s"] = sum(totals.values()) / n
+    for p in PHASES:
+        out[f"{p}_share"] = out[f"{p}_s"] / out["step_s"] if out["step_s"] else 0.0
+    out["tokens_per_s"] = tokens / sum(totals.values()) if tokens else 0.0
+    cfg_model = getattr(model, "config", None)
+    out["flops_per_token"] = bert_flops_per_token(cfg_model, cfg.seq_len) if cfg_model else None
+    peak = peak_tflops(device_name(device), cfg.precision) if device.type == "cuda" else None
+    out["peak_tflops"] = peak
+    out["mfu"] = mfu(out["tokens_per_s"], out["flops_per_token"], peak) if out["flops_per_token"] else None
+    out["peak_memory_mib"] = (torch.cuda.max_memory_allocated(device) / 2 ** 20
+                              if device.type == "cuda" else None)
+    out["compiled_graphs"] = graphs - graphs0
+    out["recompiles"] = graphs - (graphs_after_first if graphs_after_first is not None else graphs)
+    out["graph_breaks"] = breaks - breaks0
+    out.update(device=device.type, **{k: getattr(cfg, k) for k in
+               ("batch_size", "seq_len", "precision", "attn", "num_workers", "compile")})
+    return out
+
+
+def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
+             loader_factory=None, vocab_size: int | None = None) -> list[dict]:
+    """Measure ``base`` with ``factor`` set to each of ``values`` in turn.
+
+    ``model_factory()`` returns a fresh model (each variant gets its own, so
+    optimizer state and compilation do not leak between rows).
+    ``loader_factory(cfg, n_batches)`` returns a DataLoader for a config; by
+    default :func:`random_mlm_loader` with ``vocab_size`` (or the model's).
+    Rows carry the :func:`measure_steps` fields plus ``factor``, ``value`` and
+    ``speedup`` (tokens/s over the first value's; 1.0 for the first).
+
+    Raises:
+        ConfigError: ``factor`` is not a :class:`StepConfig` field.
+    """
+    import gc
+
+    import torch
+
+    if factor not in {f.name for f in dataclasses.fields(StepConfig)}:
+        raise ConfigError(f"unknown factor {factor!r}; use a StepConfig field such as "
+                          "num_workers, batch_size, precision, attn or compile")
+    rows = []
+    for value in values:
+        cfg = base.replace(**{factor: value})
+        model = model_factory()
+        vs = vocab_size or model.config.vocab_size
+        n_batches = cfg.warmup + cfg.steps
+        loader = (loader_factory or (lambda c, n: random_mlm_loader(vs, c, n)))(cfg, n_batches)
+        if factor == "compile" and value:
+            torch._dynamo.reset()  # count this variant's compilations only
+        row = measure_steps(model, loader, cfg, device=device)
+        row.update(factor=factor, value=value)
+        ref = rows[0]["tokens_per_s"] if rows else None
+        row["speedup"] = row["tokens_per_s"] / ref if ref else 1.0
+        rows.append(row)
+        del model, loader
+        gc.collect()
+    return rows
+
+
+def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05):
+    """Run ``fn()`` while sampling NVML; return ``(fn(), telemetry or None)``.
+
+    ``telemetry``: ``gpu_util_pct`` (mean of ``nvmlDeviceGetUtilizationRates
+    .gpu``, % of time a kernel ran, as ``nvidia-smi
+    --query-gpu=utilization.gpu``) and ``memory_used_pct`` (max of used/total
+    memory, %). None when NVML is unavailable (CPU machines, no permission).
+    """
+    import threading
+
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+    except Exception:  # no NVML: no telemetry, the diagnosis uses the rest
+        return fn(), None
+    util, mem, stop = [], [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            try:
+                util.append(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+                info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+                mem.append(100.0 * info.used / info.total)
+            except Exception:
+                return
+            stop.wait(interval_s)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        result = fn()
+    finally:
+        stop.set()
+        thread.join()
+        pynvml.nvmlShutdown()
+    if not util:
+        return result, None
+    return result, {"gpu_util_pct": sum(util) / len(util), "memory_used_pct": max(mem)}

@@ -1,0 +1,106 @@
+"""Inputs for timing training steps: random MLM batches and the model to time.
+
+Timings depend on tensor shapes, not on which tokens or weights: random token
+ids and (without a notebook-02 checkpoint) randomly initialised BERT presets
+measure the same step time as real ones. Re-exported by
+:mod:`nbkit.stepanalysis`.
+"""
+from __future__ import annotations
+
+from nbkit.errors import ConfigError
+
+
+class RandomMLMDataset:
+    """``n`` random token sequences ``(seq_len,)`` for timing without a corpus.
+
+    Token ids are drawn from ``[5, vocab_size)`` (ids 0-4 are the special
+    tokens in nbkit's WordPiece vocabularies), reproducibly from ``seed``.
+    """
+
+    def __init__(self, vocab_size: int, seq_len: int, n: int, seed: int = 0):
+        import torch
+
+        gen = torch.Generator().manual_seed(seed)
+        self.ids = torch.randint(5, vocab_size, (n, seq_len), generator=gen)  # (n, T)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i]}
+
+
+class MaskingCollator:
+    """Stack examples and mask 15 % of tokens (BERT's rate): labels -100 elsewhere.
+
+    Masked positions get ``mask_id`` (no 80/10/10 split: this collator only
+    has to cost what a real one costs). Picklable, so it works with
+    ``num_workers > 0``.
+    """
+
+    def __init__(self, mask_id: int = 4, probability: float = 0.15):
+        self.mask_id, self.probability = mask_id, probability
+
+    def __call__(self, examples):
+        import torch
+
+        ids = torch.stack([e["input_ids"] for e in examples])  # (B, T)
+        chosen = torch.rand(ids.shape) < self.probability       # (B, T) bool
+        labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+        inputs = torch.where(chosen, torch.full_like(ids, self.mask_id), ids)
+        return {"input_ids": inputs, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+
+def random_mlm_loader(vocab_size: int, cfg, n_batches: int, seed: int = 0):
+    """DataLoader of random MLM batches shaped ``(cfg.batch_size, cfg.seq_len)``.
+
+    ``cfg`` is a :class:`nbkit.stepanalysis.StepConfig` (batch_size, seq_len,
+    num_workers, pin_memory are read).
+    """
+    from torch.utils.data import DataLoader
+
+    data = RandomMLMDataset(vocab_size, cfg.seq_len, cfg.batch_size * n_batches, seed)
+    return DataLoader(data, batch_size=cfg.batch_size, shuffle=False, drop_last=True,
+                      collate_fn=MaskingCollator(), num_workers=cfg.num_workers,
+                      pin_memory=cfg.pin_memory, persistent_workers=cfg.num_workers > 0)
+
+
+# Standard compact BERT sizes (Turc et al. 2019, "Well-Read Students Learn
+# Better", google-research/bert README): layers, hidden, heads. Used only
+# while nbkit.modeling is unavailable; its PRESETS win when present.
+_FALLBACK_PRESETS = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
+                     "base": (12, 768, 12)}
+
+
+def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):
+    """Return ``(factory, how)``: ``factory()`` gives a fresh ``BertForMaskedLM``.
+
+    With ``model_dir`` an existing directory (notebook 02's
+    ``runs/<scale>/mlm/model``), each call loads that checkpoint
+    (``AutoModelForMaskedLM.from_pretrained``); otherwise it builds ``preset``
+    from config with random weights (timings depend on shapes, not weights).
+    ``how`` says which, for the notebook to show.
+
+    Raises:
+        ConfigError: unknown preset.
+    """
+    from pathlib import Path
+
+    import transformers
+
+    if model_dir is not None and Path(model_dir).is_dir():
+        return (lambda: transformers.AutoModelForMaskedLM.from_pretrained(model_dir),
+                f"checkpoint from notebook 02: {model_dir}")
+    try:
+        from nbkit.modeling import build_config
+        config = build_config(preset, vocab_size, max_position_embeddings=block_size)
+    except ImportError:
+        if preset not in _FALLBACK_PRESETS:
+            raise ConfigError(f"unknown preset {preset!r}; use one of {sorted(_FALLBACK_PRESETS)}") from None
+        layers, hidden, heads = _FALLBACK_PRESETS[preset]
+        config = transformers.BertConfig(vocab_size=vocab_size, hidden_size=hidden,
+                                         num_hidden_layers=layers, num_attention_heads=heads,
+                                         intermediate_size=4 * hidden,
+                                         max_position_embeddings=max(block_size, 512))
+    return (lambda: transformers.BertForMaskedLM(config),
+            f"no checkpoint found, built BERT-{preset} from config with random weights")
