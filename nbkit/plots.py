@@ -83,7 +83,7 @@ class LivePlot:
         self.closed = False
 
     # ----- data ------------------------------------------------------------------------
-    def update(self, step: int, **metrics) -> None:
+    def update(self, step: int, /, **metrics) -> None:
         """Record metrics at ``step``; redraw if ``min_interval_s`` has passed since the last draw."""
         self.step = step
         for panel in _PANELS:
