@@ -179,3 +179,43 @@ def load_model_weights(model, model_dir) -> None:
     if untied or unexpected:
         raise CheckpointError(f"checkpoint {model_dir} does not match this model (missing {untied[:3]}, "
                               f"unexpected {list(unexpected)[:3]}); use the same model config or a new output_dir.")
+
+
+def loop_state(loop) -> dict:
+    """Everything besides the weights that exact resume needs, from an ``nbkit.train.Loop``.
+
+    Optimizer, scheduler and (fp16) GradScaler state dicts, RNG states of
+    Python/NumPy/torch CPU/CUDA, the sampler position (epoch, batches consumed
+    in it), step and skip counters, the full log history and the config.
+    """
+    import dataclasses
+
+    from nbkit.sampler import capture_rng
+
+    st = loop.state
+    return {"step": st.step, "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch,
+            "skipped_steps": st.skipped_steps, "consecutive_nonfinite": st.consecutive_nonfinite,
+            "train_tokens": st.train_tokens, "history": st.history,
+            "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
+            "scaler": loop.scaler.state_dict() if loop.scaler else None, "rng": capture_rng(),
+            "config": dataclasses.asdict(loop.config), "precision": loop.precision.name}
+
+
+def restore_loop(loop, found: Checkpoint) -> None:
+    """Inverse of :func:`loop_state` plus the weights: put ``loop`` exactly where ``found`` was saved.
+
+    The state is loaded on CPU; ``Optimizer.load_state_dict`` moves it to the
+    parameters' device. Raises ``CheckpointError`` if the weights do not fit.
+    """
+    from nbkit.sampler import restore_rng
+
+    load_model_weights(loop.model, found.model_dir)
+    s = found.load_state()
+    loop.optimizer.load_state_dict(s["optimizer"])
+    loop.scheduler.load_state_dict(s["scheduler"])
+    if loop.scaler is not None and s.get("scaler"):
+        loop.scaler.load_state_dict(s["scaler"])
+    for k in ("step", "epoch", "batch_in_epoch", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
+        setattr(loop.state, k, s[k])
+    loop.state.history = list(s["history"])
+    restore_rng(s["rng"])

@@ -16,9 +16,9 @@ DDP slots in at four small methods: ``_make_sampler``, ``_backward_context``,
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from nbkit.errors import ConfigError, DataError, NonFiniteLossError
 from nbkit.flops import bert_flops_per_token, mfu, peak_tflops
 from nbkit.optim import build_optimizer, build_scheduler
 from nbkit.precision import choose_precision, matmul_precision_name
-from nbkit.sampler import ResumableSampler, capture_rng, isolated_rng, restore_rng
+from nbkit.sampler import ResumableSampler
 
 
 @dataclass
@@ -152,7 +152,7 @@ class Loop:
         return contextlib.nullcontext()  # DDP: model.no_sync() for micro < n_micro - 1
 
     def _reduce(self, values: torch.Tensor) -> torch.Tensor:
-        return values  # DDP: all_reduce(SUM) of (loss_sum, label tokens, samples, tokens)
+        return values  # DDP: all_reduce(SUM) of the window's loss sum (and token counts for logs)
 
     def _is_main(self) -> bool:
         return True  # DDP: rank == 0
@@ -212,7 +212,7 @@ class Loop:
             self.scaler.unscale_(self.optimizer)
         max_norm = self.config.max_grad_norm or float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
-        loss_v, norm_v = torch.stack([loss_sum, grad_norm.float()]).tolist()  # the one sync per step
+        loss_v, norm_v = torch.stack([self._reduce(loss_sum), grad_norm.float()]).tolist()  # the one sync/step
         lr = self.optimizer.param_groups[0]["lr"]
         finite = math.isfinite(loss_v) and (self.scaler is not None or math.isfinite(norm_v))
         if finite:
@@ -224,7 +224,9 @@ class Loop:
         if self.scaler:
             self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()
+        with warnings.catch_warnings():  # a skipped first step makes torch warn; the schedule stays on step
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
+            self.scheduler.step()
         return {"loss_sum": loss_v if finite else 0.0, "n_label": n_label if finite else 0, "finite": finite,
                 "grad_norm": norm_v, "lr": lr, "samples": sum(len(b["labels"]) for b in window),
                 "tokens": tokens, "flops": seq_flops}
@@ -254,8 +256,7 @@ class Loop:
         bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self._is_main()),
                    desc="train", unit="step")
         batches = self._micro_batches()
-        win = {"loss_sum": 0.0, "n_label": 0, "samples": 0, "tokens": 0, "flops": 0.0}
-        run_time, run_tokens, run_samples, run_flops = 0.0, 0, 0, 0.0
+        self._win, self._run = dict.fromkeys(_SUMS, 0), dict.fromkeys(_SUMS, 0)  # this log window, whole run
         frames0 = None
         t0 = time.perf_counter()
         self.model.train()
@@ -263,109 +264,74 @@ class Loop:
             out = self._step([next(batches) for _ in range(cfg.grad_accum_steps)])
             st.step += 1
             st.train_tokens += out["tokens"]
-            for k in win:
-                win[k] += out[k]
+            for k in _SUMS[:-1]:
+                self._win[k] += out[k]
             self._check_nonfinite()
             if frames0 is None and cfg.compile:
-                frames0 = _dynamo_frames()
+                frames0 = _dynamo_frames()  # after the first step's compile
             bar.update(1)
             self._emit("on_step_end")
             if st.step % cfg.log_every == 0 or st.step == cfg.max_steps:
-                dt = time.perf_counter() - t0
-                logs = self._log(out, win, dt)
-                run_time, run_tokens, run_samples, run_flops = (run_time + dt, run_tokens + win["tokens"],
-                                                                run_samples + win["samples"], run_flops + win["flops"])
+                logs = self._log(out, time.perf_counter() - t0)
                 bar.set_postfix(loss=f"{logs['loss']:.4f}", lr=f"{logs['lr']:.2e}")
-                win = dict.fromkeys(win, 0)
-                win["flops"] = 0.0
                 t0 = time.perf_counter()
-            extra = False
             if self.eval_data is not None and cfg.eval_every and st.step % cfg.eval_every == 0:
                 self._record_eval(self.evaluate())
-                extra = True
+                t0 = time.perf_counter()  # keep eval time out of throughput
             if cfg.checkpoint_every and st.step % cfg.checkpoint_every == 0:
                 self.save()
-                extra = True
-            if extra:  # keep eval/save time out of throughput
                 t0 = time.perf_counter()
         bar.close()
         if frames0 is not None:
             self.recompilations = _dynamo_frames() - frames0
-        metrics = {"steps": st.step, "train_tokens": st.train_tokens, "skipped_steps": st.skipped_steps,
-                   "precision": self.precision.name, "device": str(self.device),
-                   "tokens_per_s": run_tokens / run_time if run_time else None,
-                   "samples_per_s": run_samples / run_time if run_time else None,
-                   "mfu": mfu(run_flops / run_time, 1.0, self._peak) if run_time and run_flops else None,
-                   "recompilations": self.recompilations}
-        losses = [h["loss"] for h in st.history if "loss" in h]
-        metrics["train_loss"] = losses[-1] if losses else None
-        if self.eval_data is not None:
-            if not (st.history and st.history[-1].get("step") == st.step and "eval_loss" in st.history[-1]):
-                self._record_eval(self.evaluate())
-            metrics.update({k: v for k, v in st.history[-1].items() if k.startswith("eval_")})
-        if cfg.output_dir is not None and (self.last_checkpoint is None or not
-                                           self.last_checkpoint.name.endswith(f"{st.step:06d}")):
+        if self.eval_data is not None and not (st.history and "eval_loss" in st.history[-1]
+                                               and st.history[-1]["step"] == st.step):
+            self._record_eval(self.evaluate())
+        if cfg.output_dir is not None and (self.last_checkpoint is None
+                                           or not self.last_checkpoint.name.endswith(f"{st.step:06d}")):
             self.save()
-        result = TrainResult(history=list(st.history), metrics=metrics, checkpoint=self.last_checkpoint)
+        result = TrainResult(history=list(st.history), metrics=self._summary(), checkpoint=self.last_checkpoint)
         self._emit("on_train_end", result)
         return result
 
-    def _log(self, out: dict, win: dict, dt: float) -> dict:
-        st = self.state
+    def _rates(self, sums: dict) -> dict:
+        dt = sums["time"]
+        return {"samples_per_s": sums["samples"] / dt if dt else None,
+                "tokens_per_s": sums["tokens"] / dt if dt else None,
+                "mfu": mfu(sums["flops"] / dt, 1.0, self._peak) if dt and sums["flops"] else None}
+
+    def _log(self, out: dict, dt: float) -> dict:
+        st, win = self.state, self._win
+        win["time"] = dt
         logs = {"step": st.step, "epoch": st.epoch + st.batch_in_epoch * self.config.batch_size / len(self.train_data),
                 "loss": win["loss_sum"] / win["n_label"] if win["n_label"] else float("nan"),
-                "lr": out["lr"], "grad_norm": out["grad_norm"],
-                "samples_per_s": win["samples"] / dt, "tokens_per_s": win["tokens"] / dt,
-                "mfu": mfu(win["flops"] / dt, 1.0, self._peak) if win["flops"] else None,
+                "lr": out["lr"], "grad_norm": out["grad_norm"], **self._rates(win),
                 "elapsed_s": dt, "skipped_steps": st.skipped_steps}
+        for k in _SUMS:
+            self._run[k] += win[k]
+        self._win = dict.fromkeys(_SUMS, 0)
         st.history.append(logs)
         self._emit("on_log", logs)
         return logs
+
+    def _summary(self) -> dict:
+        st = self.state
+        losses = [h["loss"] for h in st.history if "loss" in h]
+        evals = [h for h in st.history if "eval_loss" in h]
+        return {"steps": st.step, "train_tokens": st.train_tokens, "skipped_steps": st.skipped_steps,
+                "train_loss": losses[-1] if losses else None, "precision": self.precision.name,
+                "device": str(self.device), **self._rates(self._run), "recompilations": self.recompilations,
+                **({k: v for k, v in evals[-1].items() if k != "step"} if evals else {})}
 
     def _record_eval(self, metrics: dict) -> None:
         self.state.history.append({"step": self.state.step, **metrics})
         self._emit("on_evaluate", metrics)
 
-    @torch.no_grad()
     def evaluate(self, max_batches: int | None = None) -> dict:
-        """Held-out metrics; never moves the training RNG (runs under ``isolated_rng(seed)``).
+        """Held-out metrics (see ``nbkit.evaluation.evaluate``); never moves the training RNG."""
+        from nbkit.evaluation import evaluate
 
-        Returns ``eval_loss`` (mean CE per label token, nats), ``eval_tokens``
-        (label tokens scored), ``eval_perplexity`` = exp(eval_loss) for MLM
-        (2-D labels), ``eval_accuracy`` for classification (1-D labels).
-        ``max_batches`` defaults to ``config.eval_batches`` (None = all).
-        Raises ``ConfigError`` when the loop has no eval_data.
-        """
-        if self.eval_data is None:
-            raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
-        max_batches = max_batches or self.config.eval_batches
-        was_training = self.model.training
-        self.model.eval()
-        loss_sum, n, correct, mlm = torch.zeros((), device=self.device), 0, torch.zeros((), device=self.device), True
-        with isolated_rng(self.config.seed):
-            loader = torch.utils.data.DataLoader(self.eval_data, batch_size=self.config.batch_size,
-                                                 collate_fn=self.collate_fn, num_workers=self.config.num_workers)
-            for i, raw in enumerate(loader):
-                if max_batches and i >= max_batches:
-                    break
-                batch = self._prepare(raw)
-                labels = batch.pop("labels")
-                with self.precision.autocast():
-                    logits = self.model(**batch).logits
-                    loss_sum += token_loss_sum(logits, labels)
-                mask = labels != -100
-                n += int(mask.sum())
-                mlm = labels.dim() == 2
-                correct += ((logits.argmax(-1) == labels) & mask).sum()
-        if was_training:
-            self.model.train()
-        loss = loss_sum.item() / max(n, 1)
-        metrics = {"eval_loss": loss, "eval_tokens": n}
-        if mlm:
-            metrics["eval_perplexity"] = math.exp(min(loss, 700.0))
-        else:
-            metrics["eval_accuracy"] = correct.item() / max(n, 1)
-        return metrics
+        return evaluate(self, max_batches)
 
     # ----- checkpoints -------------------------------------------------------------------
     def save(self) -> Path | None:
@@ -374,14 +340,8 @@ class Loop:
             raise ConfigError("save() needs a directory: set TrainConfig(output_dir=...).")
         if not self._is_main():
             return None
-        st = self.state
-        state = {"step": st.step, "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch,
-                 "skipped_steps": st.skipped_steps, "consecutive_nonfinite": st.consecutive_nonfinite,
-                 "train_tokens": st.train_tokens, "history": st.history,
-                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                 "scaler": self.scaler.state_dict() if self.scaler else None, "rng": capture_rng(),
-                 "config": dataclasses.asdict(self.config), "precision": self.precision.name}
-        self.last_checkpoint = ckpt.save_checkpoint(self.config.output_dir, st.step, self.model, state,
+        state = ckpt.loop_state(self)
+        self.last_checkpoint = ckpt.save_checkpoint(self.config.output_dir, self.state.step, self.model, state,
                                                     keep_last=self.config.keep_last)
         self._emit("on_save", self.last_checkpoint)
         return self.last_checkpoint
@@ -390,19 +350,9 @@ class Loop:
         found = ckpt.load_latest(self.config.output_dir)
         if found is None:
             return
-        ckpt.load_model_weights(self.model, found.model_dir)
-        s = found.load_state()  # CPU; load_state_dict moves optimizer state to the params' device
-        self.optimizer.load_state_dict(s["optimizer"])
-        self.scheduler.load_state_dict(s["scheduler"])
-        if self.scaler and s.get("scaler"):
-            self.scaler.load_state_dict(s["scaler"])
-        st = self.state
-        for k in ("step", "epoch", "batch_in_epoch", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
-            setattr(st, k, s[k])
-        st.history = list(s["history"])
-        restore_rng(s["rng"])
+        ckpt.restore_loop(self, found)
         self.last_checkpoint = found.path
-        print(f"resumed from {found.path} (step {st.step})")
+        print(f"resumed from {found.path} (step {self.state.step})")
 
     def _emit(self, event: str, *args) -> None:
         if not self._is_main():
@@ -411,6 +361,9 @@ class Loop:
             fn = getattr(cb, event, None)
             if fn is not None:
                 fn(self, *args)
+
+
+_SUMS = ("loss_sum", "n_label", "samples", "tokens", "flops", "time")  # summed per log window
 
 
 def _dynamo_frames() -> int:

@@ -20,9 +20,9 @@ def _grads_of_one_step(model, window):
     loop = Loop(model, _cfg(max_grad_norm=None), token_data(8))
     seen = {}
 
-    def capture(*a, **k):
+    def capture(opt, args, kwargs):
         seen["grads"] = [p.grad.clone() for p in loop.model.parameters() if p.grad is not None]
-    loop.optimizer.step = capture
+    loop.optimizer.register_step_pre_hook(capture)
     loop.model.train()
     out = loop._step(window)
     return seen["grads"], out
