@@ -152,3 +152,22 @@ def test_compile_pads_to_static_shapes_without_recompiling():
                 collate_fn=ragged)
     res = loop.fit()
     assert res.metrics["recompilations"] == 0
+
+
+def test_grad_scaler_path_skips_overflow_and_backs_off(tmp_path):
+    """The fp16 code path (unscale, clip, scaler.step/update) on CPU: bf16 autocast + a CPU GradScaler."""
+    from nbkit.precision import Precision
+
+    loop = Loop(NaNAt(tiny_mlm(), bad={2}), _cfg(max_steps=4), token_data(), collate_fn=mlm_collate)
+    loop.precision = Precision("bf16", "cpu", use_scaler=True, reason="test: scaler on CPU")
+    loop.scaler = loop.precision.make_scaler()
+    scales = []
+
+    class Scale:
+        def on_step_end(self, loop):
+            scales.append(loop.scaler.get_scale())
+    loop.callbacks.append(Scale())
+    res = loop.fit()
+    assert res.metrics["skipped_steps"] == 1
+    assert scales[1] == scales[0] / 2          # the NaN step halved the loss scale
+    assert all(math.isfinite(h["loss"]) for i, h in enumerate(res.history) if i != 1)
