@@ -1,5 +1,3 @@
-import pytest
-
 from loop_helpers import mlm_collate, tiny_mlm, token_data
 from nbkit.callbacks import Callback, TrainerBridge
 from nbkit.plots import LivePlot
