@@ -1,4 +1,4 @@
-"""Seeded, resumable data order and RNG state capture, for exact resume.
+"""Seeded, resumable data order, batching and RNG state capture, for exact resume.
 
 Exact resume needs three things restored at an optimizer-step boundary:
 the data order (a permutation fixed by ``seed`` and ``epoch``), the position
@@ -18,6 +18,9 @@ import random
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+
+from nbkit.errors import DataError
 
 
 class ResumableSampler(torch.utils.data.Sampler[int]):
@@ -84,3 +87,47 @@ def isolated_rng(seed: int):
         yield
     finally:
         restore_rng(saved)
+
+
+def micro_batches(data, sampler: ResumableSampler, state, config, collate_fn=None, pin_memory: bool = False):
+    """Endless micro-batches over epochs, advancing ``state.epoch`` / ``state.batch_in_epoch``.
+
+    Starts at ``state``'s position (so a restored state resumes mid-epoch).
+    ``config`` gives batch_size, num_workers, pin_memory (None = ``pin_memory``
+    argument), seed and compile (a compiled model drops the last partial batch
+    to keep shapes static). The DataLoader gets its own seeded generator so
+    creating an iterator never draws from the global RNG. Raises
+    ``DataError`` when the data cannot fill one batch.
+    """
+    pin = config.pin_memory if config.pin_memory is not None else pin_memory
+    while True:
+        sampler.set_epoch(state.epoch, start=state.batch_in_epoch * config.batch_size)
+        loader = torch.utils.data.DataLoader(
+            data, batch_size=config.batch_size, sampler=sampler, collate_fn=collate_fn,
+            num_workers=config.num_workers, pin_memory=pin, drop_last=bool(config.compile),
+            generator=torch.Generator().manual_seed(config.seed))
+        got = False
+        for batch in loader:
+            got = True
+            state.batch_in_epoch += 1
+            yield batch
+        if not got and state.batch_in_epoch == 0:
+            raise DataError(f"the training data gives no batch of {config.batch_size} "
+                            f"({len(data)} examples); add data or lower batch_size.")
+        state.epoch, state.batch_in_epoch = state.epoch + 1, 0
+
+
+def prepare_batch(batch: dict, device, pad_multiple: int | None = None, pad_id: int = 0) -> dict:
+    """Pad 2-D tensors (B, T) on T to a multiple of ``pad_multiple`` and move all to ``device``.
+
+    Padding values: ``labels`` -100 (ignored by the loss), ``input_ids``
+    ``pad_id``, everything else (attention_mask, token_type_ids) 0. Static
+    shapes let ``torch.compile`` reuse one graph.
+    """
+    out = {}
+    for k, v in batch.items():
+        if pad_multiple and v.dim() == 2 and v.shape[1] % pad_multiple:
+            fill = {"labels": -100, "input_ids": pad_id}.get(k, 0)
+            v = F.pad(v, (0, pad_multiple - v.shape[1] % pad_multiple), value=fill)
+        out[k] = v.to(device, non_blocking=True)
+    return out

@@ -26,11 +26,11 @@ import torch
 import torch.nn.functional as F
 
 from nbkit import checkpoint as ckpt
-from nbkit.errors import ConfigError, DataError, NonFiniteLossError
+from nbkit.errors import ConfigError, NonFiniteLossError
 from nbkit.flops import bert_flops_per_token, mfu, peak_tflops
 from nbkit.optim import build_optimizer, build_scheduler
 from nbkit.precision import choose_precision, matmul_precision_name
-from nbkit.sampler import ResumableSampler
+from nbkit.sampler import ResumableSampler, micro_batches, prepare_batch
 
 
 @dataclass
@@ -152,41 +152,21 @@ class Loop:
         return contextlib.nullcontext()  # DDP: model.no_sync() for micro < n_micro - 1
 
     def _reduce(self, values: torch.Tensor) -> torch.Tensor:
-        return values  # DDP: all_reduce(SUM) of the window's loss sum (and token counts for logs)
+        # DDP: all_reduce(SUM). Also needed for n_label before the first backward (global token count;
+        # then scale by world size, since DDP averages gradients over ranks).
+        return values
 
     def _is_main(self) -> bool:
         return True  # DDP: rank == 0
 
     # ----- data --------------------------------------------------------------------------
     def _micro_batches(self):
-        cfg, st = self.config, self.state
-        pin = cfg.pin_memory if cfg.pin_memory is not None else self.device.type == "cuda"
-        while True:
-            self.sampler.set_epoch(st.epoch, start=st.batch_in_epoch * cfg.batch_size)
-            loader = torch.utils.data.DataLoader(
-                self.train_data, batch_size=cfg.batch_size, sampler=self.sampler, collate_fn=self.collate_fn,
-                num_workers=cfg.num_workers, pin_memory=pin, drop_last=bool(cfg.compile),
-                generator=torch.Generator().manual_seed(cfg.seed))  # keeps the global RNG untouched
-            got = False
-            for batch in loader:
-                got = True
-                st.batch_in_epoch += 1
-                yield batch
-            if not got and st.batch_in_epoch == 0:
-                raise DataError(f"the training data gives no batch of {cfg.batch_size} "
-                                f"({len(self.train_data)} examples); add data or lower batch_size.")
-            st.epoch, st.batch_in_epoch = st.epoch + 1, 0
+        return micro_batches(self.train_data, self.sampler, self.state, self.config, self.collate_fn,
+                             pin_memory=self.device.type == "cuda")
 
     def _prepare(self, batch: dict) -> dict:
-        """Pad the sequence dim to a multiple (static shapes for compile), move to the device."""
-        m = self._pad_multiple
-        out = {}
-        for k, v in batch.items():
-            if m and v.dim() == 2 and v.shape[1] % m:
-                fill = {"labels": -100, "input_ids": getattr(self.model.config, "pad_token_id", 0) or 0}.get(k, 0)
-                v = F.pad(v, (0, m - v.shape[1] % m), value=fill)
-            out[k] = v.to(self.device, non_blocking=True)
-        return out
+        pad_id = getattr(getattr(self.model, "config", None), "pad_token_id", 0) or 0
+        return prepare_batch(batch, self.device, self._pad_multiple, pad_id)
 
     # ----- one optimizer step ------------------------------------------------------------
     def _step(self, window: list[dict]) -> dict:
