@@ -171,3 +171,18 @@ def test_grad_scaler_path_skips_overflow_and_backs_off(tmp_path):
     assert res.metrics["skipped_steps"] == 1
     assert scales[1] == scales[0] / 2          # the NaN step halved the loss scale
     assert all(math.isfinite(h["loss"]) for i, h in enumerate(res.history) if i != 1)
+
+
+@pytest.mark.gpu
+def test_cuda_run_uses_auto_precision_and_reports_mfu_when_peak_known():
+    from nbkit.flops import peak_tflops
+    from nbkit.precision import matmul_precision_name
+
+    loop = Loop(tiny_mlm(), _cfg(max_steps=3, precision="auto"), token_data(), collate_fn=mlm_collate, device="cuda")
+    expected = "bf16" if torch.cuda.get_device_capability() >= (8, 0) else "fp16"
+    assert loop.precision.name == expected and (loop.scaler is not None) == (expected == "fp16")
+    res = loop.fit()
+    assert all(math.isfinite(h["loss"]) for h in res.history)
+    known = peak_tflops(torch.cuda.get_device_name(), matmul_precision_name(loop.precision)) is not None
+    assert (res.metrics["mfu"] is not None) == known
+    assert res.metrics["mfu"] is None or 0 < res.metrics["mfu"] < 1
