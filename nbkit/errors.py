@@ -20,3 +20,7 @@ class ConfigError(NbkitError):
 
 class CheckpointError(NbkitError):
     """A checkpoint is missing, incomplete or does not match the model."""
+
+
+class NonFiniteLossError(NbkitError):
+    """Training produced non-finite losses or gradients too many steps in a row."""

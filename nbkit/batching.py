@@ -1,0 +1,133 @@
+"""Seeded, resumable data order, batching and RNG state capture, for exact resume.
+
+Exact resume needs three things restored at an optimizer-step boundary:
+the data order (a permutation fixed by ``seed`` and ``epoch``), the position
+in the epoch, and every RNG that later steps draw from (dropout and the MLM
+masking collator use torch's global RNG; user code may use ``random`` or
+NumPy). With ``num_workers=0`` the DataLoader fetches lazily in the main
+process, so the global RNG state at a step boundary fully determines the
+masks of the next batches. With worker processes, each worker seeds itself
+from a base seed drawn when the iterator starts, so a resumed run gets
+different (equally random) masks: resume is then statistically, not bitwise,
+the same.
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from nbkit.errors import DataError
+
+
+class ResumableSampler(torch.utils.data.Sampler[int]):
+    """Indices of ``n`` examples in a per-epoch order, starting at a position.
+
+    The order for epoch ``e`` is ``torch.randperm(n)`` from a generator seeded
+    with ``seed + e`` (or ``range(n)`` with ``shuffle=False``), so it depends
+    on nothing but ``(seed, epoch)``. :meth:`set_epoch` picks the epoch and the
+    first example to yield; the loop stores ``(epoch, position)`` in each
+    checkpoint. DDP can subclass this and stride the order by rank.
+    """
+
+    def __init__(self, n: int, seed: int = 0, shuffle: bool = True):
+        self.n, self.seed, self.shuffle = n, seed, shuffle
+        self.epoch, self.start = 0, 0
+
+    def set_epoch(self, epoch: int, start: int = 0) -> None:
+        """Use the order of ``epoch`` and begin at example ``start`` (0-based)."""
+        self.epoch, self.start = epoch, start
+
+    def order(self, epoch: int) -> list[int]:
+        """The full index order of ``epoch`` (length n)."""
+        if not self.shuffle:
+            return list(range(self.n))
+        g = torch.Generator().manual_seed(self.seed + epoch)
+        return torch.randperm(self.n, generator=g).tolist()
+
+    def __iter__(self):
+        return iter(self.order(self.epoch)[self.start:])
+
+    def __len__(self) -> int:
+        return max(self.n - self.start, 0)
+
+
+def capture_rng() -> dict:
+    """States of Python's ``random``, NumPy's global RNG, torch CPU and every CUDA device."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict) -> None:
+    """Inverse of :func:`capture_rng` (CUDA states only if saved and CUDA is present)."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+@contextlib.contextmanager
+def isolated_rng(seed: int):
+    """Run a block with all RNGs seeded by ``seed``, then restore the previous states.
+
+    Evaluation runs inside this so it draws the same masks every time and
+    never moves the training RNG (which would break exact resume).
+    """
+    saved = capture_rng()
+    try:
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)  # seeds CUDA devices too
+        yield
+    finally:
+        restore_rng(saved)
+
+
+def micro_batches(data, sampler: ResumableSampler, state, config, collate_fn=None, pin_memory: bool = False):
+    """Endless micro-batches over epochs, advancing ``state.epoch`` / ``state.batch_in_epoch``.
+
+    Starts at ``state``'s position (so a restored state resumes mid-epoch).
+    ``config`` gives batch_size, num_workers, pin_memory (None = ``pin_memory``
+    argument), seed and compile (a compiled model drops the last partial batch
+    to keep shapes static). The DataLoader gets its own seeded generator so
+    creating an iterator never draws from the global RNG. Raises
+    ``DataError`` when the data cannot fill one batch.
+    """
+    pin = config.pin_memory if config.pin_memory is not None else pin_memory
+    while True:
+        sampler.set_epoch(state.epoch, start=state.batch_in_epoch * config.batch_size)
+        loader = torch.utils.data.DataLoader(
+            data, batch_size=config.batch_size, sampler=sampler, collate_fn=collate_fn,
+            num_workers=config.num_workers, pin_memory=pin, drop_last=bool(config.compile),
+            generator=torch.Generator().manual_seed(config.seed))
+        got = False
+        for batch in loader:
+            got = True
+            state.batch_in_epoch += 1
+            yield batch
+        if not got and state.batch_in_epoch == 0:
+            raise DataError(f"the training data gives no batch of {config.batch_size} "
+                            f"({len(data)} examples); add data or lower batch_size.")
+        state.epoch, state.batch_in_epoch = state.epoch + 1, 0
+
+
+def prepare_batch(batch: dict, device, pad_multiple: int | None = None, pad_id: int = 0) -> dict:
+    """Pad 2-D tensors (B, T) on T to a multiple of ``pad_multiple`` and move all to ``device``.
+
+    Padding values: ``labels`` -100 (ignored by the loss), ``input_ids``
+    ``pad_id``, everything else (attention_mask, token_type_ids) 0. Static
+    shapes let ``torch.compile`` reuse one graph.
+    """
+    out = {}
+    for k, v in batch.items():
+        if pad_multiple and v.dim() == 2 and v.shape[1] % pad_multiple:
+            fill = {"labels": -100, "input_ids": pad_id}.get(k, 0)
+            v = F.pad(v, (0, pad_multiple - v.shape[1] % pad_multiple), value=fill)
+        out[k] = v.to(device, non_blocking=True)
+    return out

@@ -1,0 +1,221 @@
+"""Atomic checkpoints that survive a kill at any moment, and exact resume.
+
+Layout (``output_dir/checkpoints/``)::
+
+    step-000120/
+        model/             save_pretrained (config.json + model.safetensors):
+                           loadable with from_pretrained on its own
+        trainer_state.pt   optimizer, scheduler, scaler, RNG states, sampler
+                           position, step, history (torch.save)
+        COMPLETE           marker, written last
+
+Atomicity: everything, marker included, is written into
+``step-000120.tmp-<pid>/``; each file and the directory are fsync'ed, then
+the directory is renamed to ``step-000120`` (``os.rename`` is atomic on POSIX
+within one file system) and the parent directory is fsync'ed. A final name
+therefore only ever appears complete; a kill mid-write leaves a ``.tmp-``
+directory, which :func:`load_latest` skips with a warning and the next save
+removes. A ``step-*`` directory without ``COMPLETE`` (e.g. copied by hand)
+is also skipped with a warning.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbkit.errors import CheckpointError
+
+MARKER = "COMPLETE"
+STATE_FILE = "trainer_state.pt"
+_NAME = re.compile(r"^step-(\d+)$")
+
+
+@dataclass
+class Checkpoint:
+    """A complete checkpoint on disk: ``path`` (the step dir), ``step``, ``model_dir``."""
+
+    path: Path
+    step: int
+
+    @property
+    def model_dir(self) -> Path:
+        return self.path / "model"
+
+    def load_state(self, map_location="cpu") -> dict:
+        """The ``trainer_state.pt`` dict. Uses ``weights_only=False`` because it
+        holds NumPy/Python RNG states; only load checkpoints you wrote."""
+        import torch
+
+        return torch.load(self.path / STATE_FILE, map_location=map_location, weights_only=False)
+
+
+def checkpoints_dir(output_dir) -> Path:
+    return Path(output_dir) / "checkpoints"
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            _fsync_file(Path(dirpath) / name)
+        _fsync_dir(Path(dirpath))
+
+
+def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | None = 2) -> Path:
+    """Write a checkpoint for ``step`` atomically and keep the newest ``keep_last``.
+
+    model: a ``transformers.PreTrainedModel`` (saved with ``save_pretrained``,
+        safetensors) -- pass the uncompiled module.
+    state: a picklable dict (optimizer/scheduler/scaler state dicts, RNG
+        states, sampler position, history, ...), saved with ``torch.save``.
+    keep_last: complete checkpoints to keep (None or 0 keeps all).
+    Returns the final directory. Stale ``.tmp-`` directories from killed
+    writers are removed first.
+    """
+    import torch
+
+    root = checkpoints_dir(output_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_tmp(root)
+    final = root / f"step-{step:06d}"
+    tmp = root / f"{final.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    model.save_pretrained(tmp / "model")
+    torch.save(state, tmp / STATE_FILE)
+    (tmp / MARKER).write_text(f"step {step}\n")
+    _fsync_tree(tmp)
+    if final.exists():  # re-save of the same step (e.g. final save right after a periodic one)
+        old = root / f"{final.name}.old-{os.getpid()}"
+        os.rename(final, old)
+        os.rename(tmp, final)
+        shutil.rmtree(old)
+    else:
+        os.rename(tmp, final)
+    _fsync_dir(root)
+    if keep_last:
+        for ckpt in list_checkpoints(output_dir, warn=False)[:-keep_last]:
+            shutil.rmtree(ckpt.path, ignore_errors=True)
+    return final
+
+
+def _remove_stale_tmp(root: Path) -> None:
+    for p in root.iterdir():
+        if ".tmp-" in p.name or ".old-" in p.name:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def list_checkpoints(output_dir, warn: bool = True) -> list[Checkpoint]:
+    """Complete checkpoints under ``output_dir/checkpoints``, oldest first.
+
+    With ``warn``, each incomplete directory (``.tmp-`` left by a killed
+    writer, or a ``step-*`` without ``COMPLETE``) triggers a ``UserWarning``
+    naming it.
+    """
+    root = checkpoints_dir(output_dir)
+    if not root.is_dir():
+        return []
+    found = []
+    for p in sorted(root.iterdir()):
+        m = _NAME.match(p.name)
+        if m and (p / MARKER).is_file():
+            found.append(Checkpoint(p, int(m.group(1))))
+        elif warn and p.is_dir():
+            warnings.warn(f"ignoring incomplete checkpoint {p} (a run was probably killed while saving); "
+                          "it is removed at the next save.", UserWarning, stacklevel=3)
+    return sorted(found, key=lambda c: c.step)
+
+
+def load_latest(output_dir) -> Checkpoint | None:
+    """The newest complete checkpoint, or None when there is none.
+
+    Warns (``UserWarning``) about incomplete checkpoints it skips.
+    """
+    ckpts = list_checkpoints(output_dir, warn=True)
+    return ckpts[-1] if ckpts else None
+
+
+def load_model_weights(model, model_dir) -> None:
+    """Load ``model_dir/model.safetensors`` into ``model`` in place.
+
+    Keys missing from the file are accepted only when they are tied to a
+    loaded tensor (BERT's MLM decoder weight is the word-embedding matrix;
+    ``save_pretrained`` stores it once). Raises ``CheckpointError`` when the
+    file is missing or the architecture does not match.
+    """
+    from safetensors.torch import load_file
+
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        raise CheckpointError(f"no *.safetensors in {model_dir}; point resume at a checkpoint written by nbkit.")
+    weights = {}
+    for f in files:
+        weights.update(load_file(str(f)))
+    try:
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+    except RuntimeError as e:  # shape mismatch
+        raise CheckpointError(f"checkpoint {model_dir} does not match this model ({e}); "
+                              "build the model with the same config, or start a new output_dir.") from None
+    sd = model.state_dict()
+    loaded_ptrs = {sd[k].data_ptr() for k in weights if k in sd}
+    untied = [k for k in missing if sd[k].data_ptr() not in loaded_ptrs]
+    if untied or unexpected:
+        raise CheckpointError(f"checkpoint {model_dir} does not match this model (missing {untied[:3]}, "
+                              f"unexpected {list(unexpected)[:3]}); use the same model config or a new output_dir.")
+
+
+def loop_state(loop) -> dict:
+    """Everything besides the weights that exact resume needs, from an ``nbkit.train.Loop``.
+
+    Optimizer, scheduler and (fp16) GradScaler state dicts, RNG states of
+    Python/NumPy/torch CPU/CUDA, the sampler position (epoch, batches consumed
+    in it), step and skip counters, the full log history and the config.
+    """
+    import dataclasses
+
+    from nbkit.batching import capture_rng
+
+    st = loop.state
+    return {"step": st.step, "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch,
+            "skipped_steps": st.skipped_steps, "consecutive_nonfinite": st.consecutive_nonfinite,
+            "train_tokens": st.train_tokens, "history": st.history,
+            "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
+            "scaler": loop.scaler.state_dict() if loop.scaler else None, "rng": capture_rng(),
+            "config": dataclasses.asdict(loop.config), "precision": loop.precision.name}
+
+
+def restore_loop(loop, found: Checkpoint) -> None:
+    """Inverse of :func:`loop_state` plus the weights: put ``loop`` exactly where ``found`` was saved.
+
+    The state is loaded on CPU; ``Optimizer.load_state_dict`` moves it to the
+    parameters' device. Raises ``CheckpointError`` if the weights do not fit.
+    """
+    from nbkit.batching import restore_rng
+
+    load_model_weights(loop.model, found.model_dir)
+    s = found.load_state()
+    loop.optimizer.load_state_dict(s["optimizer"])
+    loop.scheduler.load_state_dict(s["scheduler"])
+    if loop.scaler is not None and s.get("scaler"):
+        loop.scaler.load_state_dict(s["scaler"])
+    for k in ("step", "epoch", "batch_in_epoch", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
+        setattr(loop.state, k, s[k])
+    loop.state.history = list(s["history"])
+    restore_rng(s["rng"])

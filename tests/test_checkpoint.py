@@ -1,0 +1,96 @@
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import loop_helpers
+from nbkit import checkpoint
+from nbkit.errors import CheckpointError
+
+HELPER = Path(loop_helpers.__file__)
+
+
+def _state(step):
+    return {"step": step, "rng": torch.get_rng_state()}
+
+
+def test_save_is_loadable_with_from_pretrained_and_keeps_last_n(tmp_path):
+    from transformers import BertForMaskedLM
+
+    model = loop_helpers.tiny_mlm()
+    for step in (1, 2, 3):
+        path = checkpoint.save_checkpoint(tmp_path, step, model, _state(step), keep_last=2)
+    assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [2, 3]
+    assert path.name == "step-000003" and (path / checkpoint.MARKER).is_file()
+    again = BertForMaskedLM.from_pretrained(path / "model")
+    for a, b in zip(model.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)
+    assert checkpoint.load_latest(tmp_path).load_state()["step"] == 3
+
+
+def test_load_model_weights_restores_tied_decoder_and_rejects_other_shapes(tmp_path):
+    src, dst = loop_helpers.tiny_mlm(seed=1), loop_helpers.tiny_mlm(seed=2)
+    path = checkpoint.save_checkpoint(tmp_path, 1, src, _state(1))
+    checkpoint.load_model_weights(dst, path / "model")
+    assert torch.equal(dst.cls.predictions.decoder.weight, src.cls.predictions.decoder.weight)
+    with pytest.raises(CheckpointError, match="same config"):
+        checkpoint.load_model_weights(loop_helpers.tiny_mlm(hidden_size=16), path / "model")
+
+
+def test_incomplete_checkpoints_are_skipped_with_a_warning(tmp_path):
+    model = loop_helpers.tiny_mlm()
+    checkpoint.save_checkpoint(tmp_path, 4, model, _state(4))
+    root = checkpoint.checkpoints_dir(tmp_path)
+    (root / "step-000008.tmp-99999").mkdir()          # a writer killed mid-save
+    (root / "step-000009").mkdir()                    # no COMPLETE marker
+    with pytest.warns(UserWarning, match="incomplete checkpoint") as rec:
+        assert checkpoint.load_latest(tmp_path).step == 4
+    assert len(rec) == 2
+    checkpoint.save_checkpoint(tmp_path, 5, model, _state(5))   # removes the stale tmp dir
+    assert not (root / "step-000008.tmp-99999").exists()
+
+
+def _run_helper(out, *args, wait=True):
+    cmd = [sys.executable, str(HELPER), str(out), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240) if wait else subprocess.Popen(cmd)
+
+
+def _history(out):
+    return [(h["step"], h["loss"], h["lr"]) for h in json.loads(Path(out, "history.json").read_text())]
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_reproduces_every_loss_and_lr(tmp_path):
+    loop_helpers.main([str(tmp_path / "full")])                  # uninterrupted, in this process
+    killed = _run_helper(tmp_path / "cut", "--kill-after", "5")  # checkpoint at 3, killed after 5
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert [c.step for c in checkpoint.list_checkpoints(tmp_path / "cut")] == [3]
+    loop_helpers.main([str(tmp_path / "cut")])                   # resumes from step 3
+    full, resumed = _history(tmp_path / "full"), _history(tmp_path / "cut")
+    assert [s for s, _, _ in resumed] == list(range(1, 9))
+    assert resumed == full                                       # bitwise: same losses and LR, step for step
+
+
+@pytest.mark.slow
+def test_sigkill_during_save_keeps_previous_checkpoint(tmp_path):
+    out, marker = tmp_path / "run", tmp_path / "hanging"
+    proc = _run_helper(out, "--hang-in-save", "6", "--marker", str(marker), wait=False)
+    try:
+        deadline = time.time() + 200
+        while not marker.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), "the helper never reached the save of step 6"
+    finally:
+        proc.kill()                                              # SIGKILL while writing step 6
+        proc.wait()
+    with pytest.warns(UserWarning, match="incomplete checkpoint"):
+        assert checkpoint.load_latest(out).step == 3
+    with pytest.warns(UserWarning, match="incomplete checkpoint"):
+        loop_helpers.main([str(out)])                            # resume picks step 3 and finishes
+    assert [s for s, _, _ in _history(out)] == list(range(1, 9))
+    assert [c.step for c in checkpoint.list_checkpoints(out)] == [6, 8]

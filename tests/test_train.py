@@ -1,0 +1,188 @@
+import math
+
+import pytest
+import torch
+
+from loop_helpers import cls_collate, cls_data, mlm_collate, tiny_classifier, tiny_mlm, token_data
+from nbkit.errors import ConfigError, DataError, NonFiniteLossError
+from nbkit.optim import param_groups
+from nbkit.train import Loop, TrainConfig
+
+
+def _cfg(**kw):
+    base = dict(max_steps=4, batch_size=4, log_every=1, progress=False, precision="fp32")
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def _grads_of_one_step(model, window):
+    """Run Loop._step on `window` and return the gradients the optimizer saw."""
+    loop = Loop(model, _cfg(max_grad_norm=None), token_data(8))
+    seen = {}
+
+    def capture(opt, args, kwargs):
+        seen["grads"] = [p.grad.clone() for p in loop.model.parameters() if p.grad is not None]
+    loop.optimizer.register_step_pre_hook(capture)
+    loop.model.train()
+    out = loop._step(window)
+    return seen["grads"], out
+
+
+def _micro(ids, n_labels):
+    labels = torch.full_like(ids, -100)
+    flat = labels.view(-1)
+    flat[:n_labels] = ids.view(-1)[:n_labels]
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+
+def test_accumulation_matches_one_big_batch_with_uneven_label_counts():
+    torch.manual_seed(1)
+    ids = [torch.randint(5, 60, (2, 16)) for _ in range(3)]
+    micro = [_micro(x, n) for x, n in zip(ids, (2, 11, 30))]   # very different label counts
+    big = {k: torch.cat([m[k] for m in micro]) for k in micro[0]}
+    kw = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    g_acc, out_acc = _grads_of_one_step(tiny_mlm(**kw), micro)
+    g_big, out_big = _grads_of_one_step(tiny_mlm(**kw), [big])
+    for a, b in zip(g_acc, g_big):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert out_acc["n_label"] == out_big["n_label"] == 43
+    assert out_acc["loss_sum"] / out_acc["n_label"] == pytest.approx(out_big["loss_sum"] / out_big["n_label"], rel=1e-5)
+    # the common mistake (mean per micro-batch / k) gives a different gradient: the test can fail
+    model = tiny_mlm(**kw)
+    for m in micro:
+        logits = model(input_ids=m["input_ids"]).logits
+        (torch.nn.functional.cross_entropy(logits.view(-1, 60), m["labels"].view(-1)) / 3).backward()
+    naive = [p.grad for p in model.parameters() if p.grad is not None]
+    assert max((a - b).abs().max().item() for a, b in zip(naive, g_big)) > 1e-3
+
+
+def test_fit_mlm_logs_every_step_and_schedule_warms_up_then_decays():
+    res = Loop(tiny_mlm(), _cfg(max_steps=8, warmup_ratio=0.25, lr=1e-3), token_data(),
+               eval_data=token_data(8, seed=1), collate_fn=mlm_collate).fit()
+    logs = [h for h in res.history if "loss" in h]
+    assert [h["step"] for h in logs] == list(range(1, 9))
+    lrs = [h["lr"] for h in logs]
+    # transformers' linear warmup: lr(step s) = lr * s / warmup for s < warmup (step 1 uses s = 0)
+    assert lrs[:3] == pytest.approx([0.0, 5e-4, 1e-3])
+    assert all(a > b for a, b in zip(lrs[2:], lrs[3:]))                       # linear decay
+    assert all(h["tokens_per_s"] > 0 and h["samples_per_s"] > 0 and h["mfu"] is None for h in logs)
+    assert res.metrics["eval_perplexity"] == pytest.approx(math.exp(res.metrics["eval_loss"]))
+    assert res.metrics["train_tokens"] == 8 * 4 * 16 and res.metrics["skipped_steps"] == 0
+
+
+def test_classification_eval_reports_accuracy():
+    loop = Loop(tiny_classifier(), _cfg(max_steps=3), cls_data(), eval_data=cls_data(16, seed=2),
+                collate_fn=cls_collate)
+    res = loop.fit()
+    assert 0.0 <= res.metrics["eval_accuracy"] <= 1.0
+    assert res.metrics["eval_tokens"] == 16 and "eval_perplexity" not in res.metrics
+
+
+def test_evaluate_leaves_training_rng_untouched_and_is_repeatable():
+    loop = Loop(tiny_mlm(), _cfg(), token_data(), eval_data=token_data(8, seed=1), collate_fn=mlm_collate)
+    before = torch.get_rng_state()
+    first = loop.evaluate()
+    assert torch.equal(before, torch.get_rng_state())
+    assert loop.evaluate() == first
+
+
+def test_no_weight_decay_on_bias_and_layernorm():
+    model = tiny_mlm()
+    decay, no_decay = param_groups(model, 0.01)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert all(n.endswith("bias") or "LayerNorm" in n for n in map(names.get, map(id, no_decay["params"])))
+    assert all(not n.endswith("bias") and "LayerNorm" not in n for n in map(names.get, map(id, decay["params"])))
+    assert no_decay["weight_decay"] == 0.0 and decay["weight_decay"] == 0.01
+
+
+class NaNAt(torch.nn.Module):
+    """Wraps a model; forward calls whose index is in `bad` return NaN logits."""
+
+    def __init__(self, model, bad):
+        super().__init__()
+        self.inner, self.bad, self.calls = model, set(bad), 0
+
+    def forward(self, **batch):
+        out = self.inner(**batch)
+        self.calls += 1
+        if self.calls in self.bad or "all" in self.bad:
+            out.logits = out.logits * float("nan")
+        return out
+
+
+def test_nonfinite_steps_are_skipped_counted_and_leave_weights_unchanged():
+    model = NaNAt(tiny_mlm(), bad={3})  # 3rd forward = step 3 with grad_accum 1
+    snapshots = []
+
+    class Snap:
+        def on_step_end(self, loop):
+            snapshots.append(loop.model.inner.bert.embeddings.word_embeddings.weight.detach().clone())
+    res = Loop(model, _cfg(max_steps=5), token_data(), collate_fn=mlm_collate, callbacks=[Snap()]).fit()
+    assert res.metrics["skipped_steps"] == 1
+    assert torch.equal(snapshots[1], snapshots[2])          # step 3 did not update
+    assert not torch.equal(snapshots[2], snapshots[3])      # step 4 did
+    assert math.isnan(res.history[2]["loss"]) and math.isfinite(res.history[3]["loss"])
+
+
+def test_consecutive_nonfinite_steps_abort_with_advice():
+    loop = Loop(NaNAt(tiny_mlm(), bad={"all"}), _cfg(max_steps=10, max_consecutive_nonfinite=3), token_data(),
+                collate_fn=mlm_collate)
+    with pytest.raises(NonFiniteLossError, match="Lower lr"):
+        loop.fit()
+    assert loop.state.step == 3 and loop.state.skipped_steps == 3
+
+
+def test_bad_config_and_data_errors_name_the_fix():
+    with pytest.raises(ConfigError, match="output_dir"):
+        TrainConfig(max_steps=2, batch_size=2, checkpoint_every=1)
+    with pytest.raises(ConfigError, match="grad_accum_steps"):
+        TrainConfig(max_steps=2, batch_size=2, grad_accum_steps=0)
+    loop = Loop(tiny_mlm(), _cfg(batch_size=8, compile="eager"), token_data(4), collate_fn=mlm_collate)
+    with pytest.raises(DataError, match="batch_size"):
+        loop.fit()
+
+
+def test_compile_pads_to_static_shapes_without_recompiling():
+    import random
+
+    def ragged(examples):  # a different sequence length every batch
+        n = random.randint(8, 16)
+        return mlm_collate([{"input_ids": e["input_ids"][:n]} for e in examples])
+    loop = Loop(tiny_mlm(), _cfg(max_steps=4, compile="eager", pad_to_multiple_of=16), token_data(),
+                collate_fn=ragged)
+    res = loop.fit()
+    assert res.metrics["recompilations"] == 0
+
+
+def test_grad_scaler_path_skips_overflow_and_backs_off(tmp_path):
+    """The fp16 code path (unscale, clip, scaler.step/update) on CPU: bf16 autocast + a CPU GradScaler."""
+    from nbkit.precision import Precision
+
+    loop = Loop(NaNAt(tiny_mlm(), bad={2}), _cfg(max_steps=4), token_data(), collate_fn=mlm_collate)
+    loop.precision = Precision("bf16", "cpu", use_scaler=True, reason="test: scaler on CPU")
+    loop.scaler = loop.precision.make_scaler()
+    scales = []
+
+    class Scale:
+        def on_step_end(self, loop):
+            scales.append(loop.scaler.get_scale())
+    loop.callbacks.append(Scale())
+    res = loop.fit()
+    assert res.metrics["skipped_steps"] == 1
+    assert scales[1] == scales[0] / 2          # the NaN step halved the loss scale
+    assert all(math.isfinite(h["loss"]) for i, h in enumerate(res.history) if i != 1)
+
+
+@pytest.mark.gpu
+def test_cuda_run_uses_auto_precision_and_reports_mfu_when_peak_known():
+    from nbkit.flops import peak_tflops
+    from nbkit.precision import matmul_precision_name
+
+    loop = Loop(tiny_mlm(), _cfg(max_steps=3, precision="auto"), token_data(), collate_fn=mlm_collate, device="cuda")
+    expected = "bf16" if torch.cuda.get_device_capability() >= (8, 0) else "fp16"
+    assert loop.precision.name == expected and (loop.scaler is not None) == (expected == "fp16")
+    res = loop.fit()
+    assert all(math.isfinite(h["loss"]) for h in res.history)
+    known = peak_tflops(torch.cuda.get_device_name(), matmul_precision_name(loop.precision)) is not None
+    assert (res.metrics["mfu"] is not None) == known
+    assert res.metrics["mfu"] is None or 0 < res.metrics["mfu"] < 1
