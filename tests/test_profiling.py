@@ -93,7 +93,8 @@ def test_profile_steps_real_cpu_run(tmp_path):
         opt.step()
         opt.zero_grad()
 
-    res = pf.profile_steps(step, tmp_path, wait=1, warmup=1, active=2, device="cpu", top=5)
+    # top=50 keeps every op of this tiny step: which op is slowest varies with machine load.
+    res = pf.profile_steps(step, tmp_path, wait=1, warmup=1, active=2, device="cpu", top=50)
     assert len(calls) == 4
     assert res.device == "cpu" and res.active_steps == 2
     assert res.trace_path is not None and res.trace_path.stat().st_size > 0
