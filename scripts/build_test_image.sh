@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Build the nbkit image for the container test without any container registry and
+# with no network during `docker build`:
+#   1. base image: debootstrap a minimal Debian root filesystem (python3, python3-venv,
+#      tini, openssh-server) and `docker import` it;
+#   2. wheelhouse: `pip wheel` nbkit's dependencies (incl. the CPU torch wheel) on the
+#      host, which has the same Python 3.11 / glibc as the base;
+#   3. `docker build --network none --build-arg BASE_IMAGE=<base>` with the wheelhouse
+#      in the build context (docker/wheelhouse/ of a staged copy of the repo).
+# Base image and wheelhouse are cached, keyed on their inputs, so a second run only
+# rebuilds the layers whose files changed. Prints the image tag on its last line and
+# the time of each stage on stderr. Needs root (debootstrap) and a running Docker
+# engine (scripts/docker_engine.sh).
+#   NBKIT_TEST_IMAGE   tag of the result (default nbkit:test-cpu)
+#   NBKIT_DOCKER_CACHE cache folder (default /tmp/nbkit-docker/cache)
+#   TORCH_SPEC         torch requirement for the wheelhouse (default torch==2.13.0)
+#   NBKIT_PYTHON       Python 3.11 used for `pip wheel` (default: python3 of the venv
+#                      running this, else python3)
+#   DEBIAN_MIRROR      debootstrap mirror (default http://deb.debian.org/debian)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+
+IMAGE=${NBKIT_TEST_IMAGE:-nbkit:test-cpu}
+CACHE=${NBKIT_DOCKER_CACHE:-/tmp/nbkit-docker/cache}
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+PY=${NBKIT_PYTHON:-python3}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SUITE=bookworm
+INCLUDE=python3,python3-venv,ca-certificates,tini,openssh-server,procps
+mkdir -p "$CACHE"
+
+die() { echo "build_test_image.sh: $*" >&2; exit 1; }
+stage_start() { T0=$(date +%s.%N); }
+stage_end() { printf 'stage %-10s %6.1f s  %s\n' "$1" "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" "$2" >&2; }
+key() { sha256sum | cut -c1-12; }
+
+docker info >/dev/null 2>&1 || die "no Docker engine answers: run scripts/docker_engine.sh first"
+"$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null \
+    || die "$PY is not Python 3.11 (the base's python3): set NBKIT_PYTHON"
+
+# --- 1. base image --------------------------------------------------------------
+BASE_KEY=$(printf '%s\n' "$SUITE" "$INCLUDE" "$MIRROR" "base-v1" | key)
+BASE=nbkit-testbase:$SUITE-py311-$BASE_KEY
+stage_start
+if docker image inspect "$BASE" >/dev/null 2>&1; then
+    stage_end base "cached $BASE"
+else
+    [ "$(id -u)" = 0 ] || die "debootstrap needs root"
+    command -v debootstrap >/dev/null || die "debootstrap missing: run scripts/docker_engine.sh"
+    ROOTFS=$CACHE/rootfs-$BASE_KEY
+    rm -rf "$ROOTFS"
+    debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$ROOTFS" "$MIRROR" \
+        >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed"; }
+    # No host keys baked into the image: the entrypoint makes them per container.
+    rm -f "$ROOTFS"/etc/ssh/ssh_host_*
+    rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
+    tar -C "$ROOTFS" -c . | docker import -c 'ENV LANG=C.UTF-8' - "$BASE" >/dev/null
+    rm -rf "$ROOTFS"
+    stage_end base "built $BASE"
+fi
+
+# --- 2. wheelhouse --------------------------------------------------------------
+DEPS=$("$PY" -c 'import tomllib,sys; print("\n".join(tomllib.load(open("pyproject.toml","rb"))["project"]["dependencies"]))')
+WH_KEY=$(printf '%s\n' "$DEPS" "$TORCH_SPEC" "setuptools>=68" "wheel" "wh-v1" | key)
+WH=$CACHE/wheelhouse-$WH_KEY
+stage_start
+if [ -f "$WH/.complete" ]; then
+    stage_end wheelhouse "cached $WH ($(ls "$WH" | wc -l) wheels)"
+else
+    rm -rf "$WH" && mkdir -p "$WH"
+    # shellcheck disable=SC2086
+    printf '%s\n' "$TORCH_SPEC" "setuptools>=68" "wheel" "$DEPS" >"$WH/requirements.txt"
+    "$PY" -m pip wheel -q --wheel-dir "$WH" -r "$WH/requirements.txt" >"$CACHE/wheelhouse.log" 2>&1 \
+        || { tail -20 "$CACHE/wheelhouse.log" >&2; die "pip wheel failed"; }
+    if ls "$WH" | grep -q '^nvidia_'; then
+        die "the wheelhouse pulled CUDA wheels: set TORCH_SPEC to a CPU build (e.g. torch==2.13.0+cpu)"
+    fi
+    touch "$WH/.complete"
+    stage_end wheelhouse "built $WH ($(ls "$WH" | wc -l) wheels, $(du -sh "$WH" | cut -f1))"
+fi
+
+# --- 3. docker build ------------------------------------------------------------
+stage_start
+CTX=$CACHE/context
+rm -rf "$CTX" && mkdir -p "$CTX/notebooks"
+# Only what the Dockerfile copies; .dockerignore filters caches inside these.
+for p in pyproject.toml README.md .dockerignore nbkit notebooks docker; do
+    [ -e "$p" ] && cp -a "$p" "$CTX/"
+done
+mkdir -p "$CTX/docker/wheelhouse"
+# Hard links when the cache shares the file system (no copy), else a copy.
+cp -al "$WH"/*.whl "$CTX/docker/wheelhouse/" 2>/dev/null || cp -a "$WH"/*.whl "$CTX/docker/wheelhouse/"
+DOCKER_BUILDKIT=0 docker build -q --network none \
+    --build-arg BASE_IMAGE="$BASE" \
+    -f "$CTX/docker/Dockerfile" -t "$IMAGE" "$CTX" >"$CACHE/build.log" 2>&1 \
+    || { tail -40 "$CACHE/build.log" >&2; die "docker build failed (log: $CACHE/build.log)"; }
+rm -rf "$CTX"
+stage_end build "$IMAGE"
+echo "$IMAGE"
