@@ -97,12 +97,15 @@ fi
 export JUPYTER_TOKEN
 
 # --- optional SSH for remote IDEs (key-only) -----------------------------------------
+SSH_KEYS=${NBKIT_SSH_AUTHORIZED_KEYS:-$HOME/.ssh/authorized_keys}
+SSHD=${NBKIT_SSHD:-/usr/sbin/sshd}
+if [ "${NBKIT_SSH:-0}" = 1 ]; then
+    [ -s "$SSH_KEYS" ] || die "NBKIT_SSH=1 but $SSH_KEYS is missing or empty. Fix: mount your public key, e.g. -v ~/.ssh/id_ed25519.pub:/home/jovyan/.ssh/authorized_keys:ro (password login is disabled)."
+    [ -x "$SSHD" ] || die "NBKIT_SSH=1 but $SSHD is missing. Fix: install openssh-server in the image."
+fi
 start_sshd() {
-    local keys=${NBKIT_SSH_AUTHORIZED_KEYS:-$HOME/.ssh/authorized_keys}
+    local keys=$SSH_KEYS sshd=$SSHD
     local dir=${NBKIT_SSH_DIR:-${TMPDIR:-/tmp}/nbkit-sshd-$UID_NOW}
-    local sshd=${NBKIT_SSHD:-/usr/sbin/sshd}
-    [ -x "$sshd" ] || die "NBKIT_SSH=1 but $sshd is missing. Fix: install openssh-server in the image."
-    [ -s "$keys" ] || die "NBKIT_SSH=1 but $keys is missing or empty. Fix: mount your public key, e.g. -v ~/.ssh/id_ed25519.pub:/home/jovyan/.ssh/authorized_keys:ro (password login is disabled)."
     mkdir -p "$dir" && chmod 700 "$dir"
     # Our own copy with strict modes: a mounted file may belong to another host user.
     cp "$keys" "$dir/authorized_keys" && chmod 600 "$dir/authorized_keys"
