@@ -14,8 +14,9 @@
 #   NBKIT_TEST_IMAGE   tag of the result (default nbkit:test-cpu)
 #   NBKIT_DOCKER_CACHE cache folder (default /tmp/nbkit-docker/cache)
 #   TORCH_SPEC         torch requirement for the wheelhouse (default torch==2.13.0)
-#   NBKIT_PYTHON       Python 3.11 used for `pip wheel` (default: python3 of the venv
-#                      running this, else python3)
+#   NBKIT_PYTHON       Python that runs `pip wheel`; must be the base's exact version
+#                      (default /usr/bin/python3: Debian bookworm's 3.11.2, as in the base;
+#                      a newer 3.11.x would pick wheels that need Python >= 3.11.5)
 #   DEBIAN_MIRROR      debootstrap mirror (default http://deb.debian.org/debian)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ REPO=$PWD
 IMAGE=${NBKIT_TEST_IMAGE:-nbkit:test-cpu}
 CACHE=${NBKIT_DOCKER_CACHE:-/tmp/nbkit-docker/cache}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
-PY=${NBKIT_PYTHON:-python3}
+PY=${NBKIT_PYTHON:-/usr/bin/python3}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 INCLUDE=python3,python3-venv,ca-certificates,tini,openssh-server,procps
@@ -36,8 +37,7 @@ stage_end() { printf 'stage %-10s %6.1f s  %s\n' "$1" "$(awk -v a="$T0" -v b="$(
 key() { sha256sum | cut -c1-12; }
 
 docker info >/dev/null 2>&1 || die "no Docker engine answers: run scripts/docker_engine.sh first"
-"$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null \
-    || die "$PY is not Python 3.11 (the base's python3): set NBKIT_PYTHON"
+"$PY" -m pip --version >/dev/null 2>&1 || die "$PY has no pip: apt-get install python3-pip (scripts/docker_engine.sh does)"
 
 # --- 1. base image --------------------------------------------------------------
 BASE_KEY=$(printf '%s\n' "$SUITE" "$INCLUDE" "$MIRROR" "base-v1" | key)
@@ -61,8 +61,11 @@ else
 fi
 
 # --- 2. wheelhouse --------------------------------------------------------------
+PYV=$("$PY" -c 'import sys; print(sys.version.split()[0])')
+BASE_PYV=$(docker run --rm --network none "$BASE" python3 -c 'import sys; print(sys.version.split()[0])')
+[ "$PYV" = "$BASE_PYV" ] || die "$PY is Python $PYV but the base has $BASE_PYV: set NBKIT_PYTHON to a Python $BASE_PYV with pip"
 DEPS=$("$PY" -c 'import tomllib,sys; print("\n".join(tomllib.load(open("pyproject.toml","rb"))["project"]["dependencies"]))')
-WH_KEY=$(printf '%s\n' "$DEPS" "$TORCH_SPEC" "setuptools>=68" "wheel" "wh-v1" | key)
+WH_KEY=$(printf '%s\n' "$DEPS" "$TORCH_SPEC" "setuptools>=68" "wheel" "$PYV" "wh-v2" | key)
 WH=$CACHE/wheelhouse-$WH_KEY
 stage_start
 if [ -f "$WH/.complete" ]; then
@@ -71,12 +74,14 @@ else
     rm -rf "$WH" && mkdir -p "$WH"
     # shellcheck disable=SC2086
     printf '%s\n' "$TORCH_SPEC" "setuptools>=68" "wheel" "$DEPS" >"$WH/requirements.txt"
-    "$PY" -m pip wheel -q --wheel-dir "$WH" -r "$WH/requirements.txt" >"$CACHE/wheelhouse.log" 2>&1 \
+    "$PY" -m pip wheel -q --wheel-dir "$WH" --find-links "$WH" -r "$WH/requirements.txt" >"$CACHE/wheelhouse.log" 2>&1 \
         || { tail -20 "$CACHE/wheelhouse.log" >&2; die "pip wheel failed"; }
-    if ls "$WH" | grep -q '^nvidia_'; then
+    if ls "$WH" | grep '^nvidia_' | grep -qv '^nvidia_ml_py'; then
         die "the wheelhouse pulled CUDA wheels: set TORCH_SPEC to a CPU build (e.g. torch==2.13.0+cpu)"
     fi
     touch "$WH/.complete"
+    # Keep one wheelhouse (~450 MB): drop those of older inputs.
+    find "$CACHE" -maxdepth 1 -name 'wheelhouse-*' ! -path "$WH" -exec rm -rf {} +
     stage_end wheelhouse "built $WH ($(ls "$WH" | wc -l) wheels, $(du -sh "$WH" | cut -f1))"
 fi
 
@@ -91,7 +96,7 @@ done
 mkdir -p "$CTX/docker/wheelhouse"
 # Hard links when the cache shares the file system (no copy), else a copy.
 cp -al "$WH"/*.whl "$CTX/docker/wheelhouse/" 2>/dev/null || cp -a "$WH"/*.whl "$CTX/docker/wheelhouse/"
-DOCKER_BUILDKIT=0 docker build -q --network none \
+DOCKER_BUILDKIT=0 docker build --network none \
     --build-arg BASE_IMAGE="$BASE" \
     -f "$CTX/docker/Dockerfile" -t "$IMAGE" "$CTX" >"$CACHE/build.log" 2>&1 \
     || { tail -40 "$CACHE/build.log" >&2; die "docker build failed (log: $CACHE/build.log)"; }

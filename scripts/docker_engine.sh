@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make a local Docker engine available for the container test (tests/docker/).
 # Idempotent; needs root and apt:
-#   1. installs Debian's docker.io and debootstrap if they are missing (one apt-get update),
+#   1. installs Debian's docker.io, debootstrap and python3-pip if missing (one apt-get update),
 #   2. starts dockerd with its data and exec roots under /tmp if no engine answers,
 #   3. waits until `docker info` works (up to NBKIT_DOCKER_WAIT_S, default 60 s).
 # Prints `started <pid>` when it started dockerd (the caller stops it), else `running`.
@@ -26,6 +26,8 @@ command -v apt-get >/dev/null || die "apt-get not found: install a Docker engine
 missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+# Debian's python3 (the base image's exact version) builds the wheelhouse.
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "installing ${missing[*]} from Debian" >&2
     apt-get update -qq
