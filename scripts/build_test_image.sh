@@ -33,6 +33,7 @@ mkdir -p "$CACHE"
 
 die() { echo "build_test_image.sh: $*" >&2; exit 1; }
 stage_start() { T0=$(date +%s.%N); }
+# T0 is per shell: the two stages below run in separate (sub)shells.
 stage_end() { printf 'stage %-10s %6.1f s  %s\n' "$1" "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" "$2" >&2; }
 key() { sha256sum | cut -c1-12; }
 
@@ -42,37 +43,38 @@ docker info >/dev/null 2>&1 || die "no Docker engine answers: run scripts/docker
 # --- 1. base image --------------------------------------------------------------
 BASE_KEY=$(printf '%s\n' "$SUITE" "$INCLUDE" "$MIRROR" "base-v1" | key)
 BASE=nbkit-testbase:$SUITE-py311-$BASE_KEY
-stage_start
-if docker image inspect "$BASE" >/dev/null 2>&1; then
-    stage_end base "cached $BASE"
-else
+build_base() {
+    stage_start
+    if docker image inspect "$BASE" >/dev/null 2>&1; then
+        stage_end base "cached $BASE"
+        return
+    fi
     [ "$(id -u)" = 0 ] || die "debootstrap needs root"
     command -v debootstrap >/dev/null || die "debootstrap missing: run scripts/docker_engine.sh"
-    ROOTFS=$CACHE/rootfs-$BASE_KEY
-    rm -rf "$ROOTFS"
-    debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$ROOTFS" "$MIRROR" \
+    local rootfs=$CACHE/rootfs-$BASE_KEY
+    rm -rf "$rootfs"
+    debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$rootfs" "$MIRROR" \
         >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed"; }
     # No host keys baked into the image: the entrypoint makes them per container.
-    rm -f "$ROOTFS"/etc/ssh/ssh_host_*
-    rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
-    tar -C "$ROOTFS" -c . | docker import -c 'ENV LANG=C.UTF-8' - "$BASE" >/dev/null
-    rm -rf "$ROOTFS"
+    rm -f "$rootfs"/etc/ssh/ssh_host_*
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    tar -C "$rootfs" -c . | docker import -c 'ENV LANG=C.UTF-8' - "$BASE" >/dev/null
+    rm -rf "$rootfs"
     stage_end base "built $BASE"
-fi
+}
 
 # --- 2. wheelhouse --------------------------------------------------------------
 PYV=$("$PY" -c 'import sys; print(sys.version.split()[0])')
-BASE_PYV=$(docker run --rm --network none "$BASE" python3 -c 'import sys; print(sys.version.split()[0])')
-[ "$PYV" = "$BASE_PYV" ] || die "$PY is Python $PYV but the base has $BASE_PYV: set NBKIT_PYTHON to a Python $BASE_PYV with pip"
 DEPS=$("$PY" -c 'import tomllib,sys; print("\n".join(tomllib.load(open("pyproject.toml","rb"))["project"]["dependencies"]))')
 WH_KEY=$(printf '%s\n' "$DEPS" "$TORCH_SPEC" "setuptools>=68" "wheel" "$PYV" "wh-v2" | key)
 WH=$CACHE/wheelhouse-$WH_KEY
-stage_start
-if [ -f "$WH/.complete" ]; then
-    stage_end wheelhouse "cached $WH ($(ls "$WH" | wc -l) wheels)"
-else
+build_wheelhouse() {
+    stage_start
+    if [ -f "$WH/.complete" ]; then
+        stage_end wheelhouse "cached $WH ($(ls "$WH" | wc -l) wheels)"
+        return
+    fi
     rm -rf "$WH" && mkdir -p "$WH"
-    # shellcheck disable=SC2086
     printf '%s\n' "$TORCH_SPEC" "setuptools>=68" "wheel" "$DEPS" >"$WH/requirements.txt"
     "$PY" -m pip wheel -q --wheel-dir "$WH" --find-links "$WH" -r "$WH/requirements.txt" >"$CACHE/wheelhouse.log" 2>&1 \
         || { tail -20 "$CACHE/wheelhouse.log" >&2; die "pip wheel failed"; }
@@ -83,7 +85,15 @@ else
     # Keep one wheelhouse (~450 MB): drop those of older inputs.
     find "$CACHE" -maxdepth 1 -name 'wheelhouse-*' ! -path "$WH" -exec rm -rf {} +
     stage_end wheelhouse "built $WH ($(ls "$WH" | wc -l) wheels, $(du -sh "$WH" | cut -f1))"
-fi
+}
+
+# Both download (Debian / PyPI) and mostly wait on I/O: run them side by side.
+build_wheelhouse &
+WH_PID=$!
+build_base
+wait "$WH_PID" || die "wheelhouse stage failed"
+BASE_PYV=$(docker run --rm --network none "$BASE" python3 -c 'import sys; print(sys.version.split()[0])')
+[ "$PYV" = "$BASE_PYV" ] || die "$PY is Python $PYV but the base has $BASE_PYV: set NBKIT_PYTHON to a Python $BASE_PYV with pip"
 
 # --- 3. docker build ------------------------------------------------------------
 stage_start
@@ -97,7 +107,7 @@ mkdir -p "$CTX/docker/wheelhouse"
 # Hard links when the cache shares the file system (no copy), else a copy.
 cp -al "$WH"/*.whl "$CTX/docker/wheelhouse/" 2>/dev/null || cp -a "$WH"/*.whl "$CTX/docker/wheelhouse/"
 DOCKER_BUILDKIT=0 docker build --network none \
-    --build-arg BASE_IMAGE="$BASE" \
+    --build-arg BASE_IMAGE="$BASE" --build-arg PIP_COMPILE=0 \
     -f "$CTX/docker/Dockerfile" -t "$IMAGE" "$CTX" >"$CACHE/build.log" 2>&1 \
     || { tail -40 "$CACHE/build.log" >&2; die "docker build failed (log: $CACHE/build.log)"; }
 rm -rf "$CTX"
