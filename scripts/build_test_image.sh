@@ -106,7 +106,7 @@ done
 mkdir -p "$CTX/docker/wheelhouse"
 # Hard links when the cache shares the file system (no copy), else a copy.
 cp -al "$WH"/*.whl "$CTX/docker/wheelhouse/" 2>/dev/null || cp -a "$WH"/*.whl "$CTX/docker/wheelhouse/"
-DOCKER_BUILDKIT=0 docker build --network none \
+DOCKER_BUILDKIT=0 docker build --force-rm --network none \
     --build-arg BASE_IMAGE="$BASE" --build-arg PIP_COMPILE=0 \
     -f "$CTX/docker/Dockerfile" -t "$IMAGE" "$CTX" >"$CACHE/build.log" 2>&1 \
     || { tail -40 "$CACHE/build.log" >&2; die "docker build failed (log: $CACHE/build.log)"; }
