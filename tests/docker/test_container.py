@@ -225,6 +225,22 @@ def test_image_has_no_secrets_or_passwords(image):
     assert keys.stdout.strip() == "0", "SSH host keys baked into the image"
 
 
+def test_another_uid_with_group_100_can_run_the_server(image):
+    # docker-stacks' remapping: `--user <uid>:100` needs no rebuild (group-writable home).
+    name = f"nbkit-remap-{uuid.uuid4().hex[:8]}"
+    sh("docker", "run", "-d", "--name", name, "--user", "1234:100", "--health-interval", "2s", image)
+    try:
+        status, t0 = "", time.monotonic()
+        while status != "healthy" and time.monotonic() - t0 < 120:
+            time.sleep(1)
+            status = sh("docker", "inspect", "-f", "{{.State.Health.Status}}", name).stdout.strip()
+        assert status == "healthy", sh("docker", "logs", name).stderr[-3000:]
+        out = sh("docker", "exec", name, "sh", "-c", "id -u; touch ~/runs/x ~/data/x ~/notebooks/x && echo writable")
+        assert out.stdout.split() == ["1234", "writable"]
+    finally:
+        sh("docker", "rm", "-f", "-v", name, check=False)
+
+
 def test_unwritable_volume_prints_the_uid_fix(image, tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir(mode=0o755)  # owned by root on the host: UID 1000 cannot write
