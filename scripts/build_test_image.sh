@@ -111,5 +111,8 @@ DOCKER_BUILDKIT=0 docker build --force-rm --network none \
     -f "$CTX/docker/Dockerfile" -t "$IMAGE" "$CTX" >"$CACHE/build.log" 2>&1 \
     || { tail -40 "$CACHE/build.log" >&2; die "docker build failed (log: $CACHE/build.log)"; }
 rm -rf "$CTX"
+# Earlier builds of $IMAGE are now untagged (~2.5 GB each): drop them, keep the cache
+# of the current one.
+docker image prune -f >/dev/null
 stage_end build "$IMAGE"
 echo "$IMAGE"
