@@ -112,3 +112,109 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
         out["table"] = pd.DataFrame({"review": texts, "prediction": [id2label[i] for i in labels],
                                      "confidence": [round(p, 3) for p in probs]})
     return out
+
+
+def mlm_blocks(scale: Scale, tokenizer, block_size: int | None = None) -> dict:
+    """People's Daily as MLM blocks: ``{"train": Dataset, "validation": Dataset}``.
+
+    Same 95/5 split by line as notebook 01 (so the tokenizer never saw the
+    validation lines). Blocks carry ``word_ids`` from the corpus' word
+    boundaries, so :class:`nbkit.mlm.MLMCollator` masks whole words (as
+    Chinese BERT-wwm does). Each block holds ``block_size`` tokens including
+    ``[CLS]`` and ``[SEP]``.
+    """
+    from nbkit import data, mlm
+
+    block_size = block_size or scale.block_size
+    corpus = data.split_corpus(data.load_peoples_daily(max_lines=scale.corpus_lines),
+                               eval_fraction=0.05, seed=scale.seed)
+    return {split: mlm.make_blocks(corpus[split], tokenizer, block_size, words_column="words")
+            for split in ("train", "validation")}
+
+
+def pretrain_config(scale: Scale, output_dir: Path, **overrides):
+    """The scale's :class:`nbkit.train.TrainConfig` for MLM pretraining; ``overrides`` win."""
+    from nbkit.train import TrainConfig
+
+    knobs = dict(max_steps=scale.mlm_steps, batch_size=scale.mlm_batch_size,
+                 grad_accum_steps=scale.mlm_grad_accum, lr=scale.mlm_lr, warmup_ratio=0.06,
+                 scheduler="linear", eval_every=scale.mlm_eval_every,
+                 checkpoint_every=scale.mlm_eval_every, keep_last=2, output_dir=output_dir,
+                 seed=scale.seed, num_workers=scale.num_workers,
+                 log_every=max(1, min(10, scale.mlm_steps // 20)))
+    knobs.update(overrides)
+    return TrainConfig(**knobs)
+
+
+def first_and_last_eval(history: list) -> tuple[dict | None, dict | None]:
+    """The first and last evaluation entries (dicts with ``eval_loss``) of a loop's history."""
+    evals = [h for h in history if "eval_loss" in h]
+    return (evals[0], evals[-1]) if evals else (None, None)
+
+
+def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale) -> dict:
+    """Save the pretrained model + tokenizer to ``out_dir/model`` and write ``metrics.json``.
+
+    ``out_dir/model`` loads with ``AutoModelForMaskedLM.from_pretrained`` and
+    ``AutoTokenizer.from_pretrained``; notebook 03 starts from it. Returns the
+    metrics dict (``scale``, ``steps``, ``train_tokens``, ``eval_loss``,
+    ``eval_perplexity``, ``first_eval_loss``, ``tokens_per_s``, ``mfu``,
+    ``device``, ``precision``, ``parameters``, ...).
+    """
+    from nbkit.modeling import count_parameters
+
+    model_dir = Path(out_dir) / "model"
+    loop.model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    first, last = first_and_last_eval(result.history)
+    cfg = loop.model.config
+    metrics = {"scale": scale.name, "model": scale.model, "parameters": count_parameters(loop.model),
+               "hidden_size": cfg.hidden_size, "layers": cfg.num_hidden_layers,
+               "block_size": loop.train_data[0]["input_ids"].__len__(),
+               "batch_size": loop.config.batch_size, "grad_accum_steps": loop.config.grad_accum_steps,
+               **result.metrics,
+               "first_eval_loss": first["eval_loss"] if first else None,
+               "first_eval_step": first["step"] if first else None,
+               "model_dir": str(model_dir), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if last:
+        metrics.update(eval_loss=last["eval_loss"], eval_perplexity=last.get("eval_perplexity"))
+    return write_json(Path(out_dir) / "metrics.json", metrics)
+
+
+def finetune_config(scale: Scale, output_dir: Path, n_train: int, **overrides):
+    """The scale's :class:`nbkit.train.TrainConfig` for sentiment fine-tuning; ``overrides`` win.
+
+    Steps come from ``scale.cls_epochs`` passes over ``n_train`` examples; the
+    loop evaluates four times and checkpoints twice per run.
+    """
+    from nbkit.train import TrainConfig
+
+    steps = steps_for_epochs(n_train, scale.cls_batch_size, scale.cls_epochs)
+    knobs = dict(max_steps=steps, batch_size=scale.cls_batch_size, lr=scale.cls_lr, warmup_ratio=0.1,
+                 eval_every=max(steps // 4, 1), checkpoint_every=max(steps // 2, 1), keep_last=1,
+                 output_dir=output_dir, seed=scale.seed, num_workers=scale.num_workers,
+                 log_every=max(1, min(10, steps // 20)))
+    knobs.update(overrides)
+    return TrainConfig(**knobs)
+
+
+def save_sentiment_metrics(out_dir: Path, scale: Scale, report: dict, base_report: dict, data_report: dict,
+                           truncation: dict, how: str, result) -> dict:
+    """Write ``out_dir/metrics.json`` for notebook 03 and return it.
+
+    Keys: ``test_accuracy``, ``test_macro_f1``, ``baseline_accuracy``,
+    ``baseline_macro_f1``, ``n_train``, ``n_val``, ``n_test``,
+    ``n_duplicates_dropped``, ``n_conflicts_dropped``, ``truncated_fraction``
+    per split, ``per_class``, ``confusion_matrix``, ``init`` (how the model
+    was initialised) and the loop's summary under ``train``.
+    """
+    flat = {k: v for k, v in data_report.items() if k.startswith("n_")}
+    metrics = {"scale": scale.name, "init": how,
+               "test_accuracy": report["accuracy"], "test_macro_f1": report["macro_f1"],
+               "baseline_accuracy": base_report["accuracy"], "baseline_macro_f1": base_report["macro_f1"],
+               **flat,
+               "truncated_fraction": {k: v["truncated_fraction"] for k, v in truncation.items()},
+               "max_length": next(iter(truncation.values()))["max_length"] if truncation else None,
+               "per_class": report["per_class"], "confusion_matrix": report["confusion_matrix"],
+               "train": result.metrics, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    return write_json(Path(out_dir) / "metrics.json", metrics)
