@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# Set up .venv and run every test: unit tests, then the notebooks under nbval at smoke scale.
-# Extra arguments go to pytest (e.g. scripts/test.sh -k data).
+# Set up everything and run every test: unit tests, notebooks under nbval at smoke scale,
+# the JupyterLab browser suite (Debian's chromium) and the container test (local dockerd).
+# Extra arguments go to pytest, e.g.:  scripts/test.sh -m "not docker and not browser"
+#   NBKIT_REQUIRE_BROWSER=1   a missing chromium fails the browser tests instead of skipping them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Chromium (apt) and Playwright's Python package; never `playwright install`.
+if [ "$(id -u)" = 0 ] || [ -x /usr/bin/chromium ]; then
+    PYTHON=.venv/bin/python scripts/browser_deps.sh
+else
+    echo "test.sh: not root and no /usr/bin/chromium: browser tests will skip (sudo apt-get install chromium)"
+fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export NBKIT_SCALE=smoke
 export NBKIT_RUNS_DIR=${NBKIT_RUNS_DIR:-$(mktemp -d)/runs}
 export MPLBACKEND=Agg
-.venv/bin/python -m pytest --nbval -p no:cacheprovider tests notebooks "$@"
+.venv/bin/python -m pytest --nbval -p no:cacheprovider --durations=15 tests notebooks "$@"
