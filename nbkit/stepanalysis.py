@@ -249,43 +249,36 @@ def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
     return rows
 
 
-def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05):
+def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05, nvml=None):
     """Run ``fn()`` while sampling NVML; return ``(fn(), telemetry or None)``.
 
-    ``telemetry``: ``gpu_util_pct`` (mean of ``nvmlDeviceGetUtilizationRates
-    .gpu``, % of time a kernel ran, as ``nvidia-smi
-    --query-gpu=utilization.gpu``) and ``memory_used_pct`` (max of used/total
-    memory, %). None when NVML is unavailable (CPU machines, no permission).
+    Uses nbkit's own telemetry (:class:`nbkit.gpu.Nvml` read by a
+    :class:`nbkit.sampler.Sampler` thread every ``interval_s`` seconds), so no
+    CUDA context is created and every NVML failure is a named state.
+    ``telemetry``: ``gpu_util_pct`` (mean of NVML's utilisation.gpu over the
+    run, % of time a kernel ran) and ``memory_used_pct`` (max of
+    memory.used / memory.total, %) of GPU ``device_index``. None when NVML is
+    unavailable (CPU machines, no permission) or reported nothing.
     """
-    import threading
+    from nbkit.gpu import Nvml
+    from nbkit.sampler import Sampler
 
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
-    except Exception:  # no NVML: no telemetry, the diagnosis uses the rest
+    nv = nvml if nvml is not None else Nvml(pcie=False)
+    if nv.state.name != "ok":
         return fn(), None
-    util, mem, stop = [], [], threading.Event()
 
-    def sample():
-        while not stop.is_set():
-            try:
-                util.append(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
-                info = pynvml.nvmlDeviceGetMemoryInfo(handle)
-                mem.append(100.0 * info.used / info.total)
-            except Exception:
-                return
-            stop.wait(interval_s)
+    def read():
+        return next((d for d in nv.sample() if d.index == device_index and not d.mig), None)
 
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
+    sampler = Sampler(read, interval=interval_s, maxlen=100_000).start()
     try:
         result = fn()
     finally:
-        stop.set()
-        thread.join()
-        pynvml.nvmlShutdown()
+        sampler.stop()
+    snaps = [d for d in sampler.snapshot() if d is not None]
+    util = [d.util_gpu_pct for d in snaps if d.util_gpu_pct is not None]
+    mem = [100.0 * d.mem_used_mib / d.mem_total_mib for d in snaps
+           if d.mem_used_mib is not None and d.mem_total_mib]
     if not util:
         return result, None
-    return result, {"gpu_util_pct": sum(util) / len(util), "memory_used_pct": max(mem)}
+    return result, {"gpu_util_pct": sum(util) / len(util), "memory_used_pct": max(mem) if mem else None}

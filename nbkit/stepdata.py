@@ -7,7 +7,6 @@ measure the same step time as real ones. Re-exported by
 """
 from __future__ import annotations
 
-from nbkit.errors import ConfigError
 
 
 class RandomMLMDataset:
@@ -65,13 +64,6 @@ def random_mlm_loader(vocab_size: int, cfg, n_batches: int, seed: int = 0):
                       pin_memory=cfg.pin_memory, persistent_workers=cfg.num_workers > 0)
 
 
-# Standard compact BERT sizes (Turc et al. 2019, "Well-Read Students Learn
-# Better", google-research/bert README): layers, hidden, heads. Used only
-# while nbkit.modeling is unavailable; its PRESETS win when present.
-_FALLBACK_PRESETS = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
-                     "base": (12, 768, 12)}
-
-
 def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):
     """Return ``(factory, how)``: ``factory()`` gives a fresh ``BertForMaskedLM``.
 
@@ -91,16 +83,8 @@ def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None)
     if model_dir is not None and Path(model_dir).is_dir():
         return (lambda: transformers.AutoModelForMaskedLM.from_pretrained(model_dir),
                 f"checkpoint from notebook 02: {model_dir}")
-    try:
-        from nbkit.modeling import build_config
-        config = build_config(preset, vocab_size, max_position_embeddings=block_size)
-    except ImportError:
-        if preset not in _FALLBACK_PRESETS:
-            raise ConfigError(f"unknown preset {preset!r}; use one of {sorted(_FALLBACK_PRESETS)}") from None
-        layers, hidden, heads = _FALLBACK_PRESETS[preset]
-        config = transformers.BertConfig(vocab_size=vocab_size, hidden_size=hidden,
-                                         num_hidden_layers=layers, num_attention_heads=heads,
-                                         intermediate_size=4 * hidden,
-                                         max_position_embeddings=max(block_size, 512))
+    from nbkit.modeling import build_config
+
+    config = build_config(preset, vocab_size, max_position_embeddings=block_size)  # ConfigError if unknown
     return (lambda: transformers.BertForMaskedLM(config),
             f"no checkpoint found, built BERT-{preset} from config with random weights")

@@ -107,3 +107,26 @@ def test_cuda_bf16_step_reports_memory_and_mfu_when_peak_known():
     assert out["peak_memory_mib"] > 0 and out["device"] == "cuda"
     if peak_tflops(device_name("cuda"), "bf16"):
         assert 0 < out["mfu"] < 1
+
+
+def test_gpu_utilization_during_reads_nbkit_telemetry():
+    from nbkit.gpu import Nvml
+    from nbkit.nvml_fake import FakeGpu, FakeNvml
+    from nbkit.stepanalysis import gpu_utilization_during
+
+    fake = FakeNvml([FakeGpu(util=(73, 20), mem_used=4 * 2**30, mem_total=8 * 2**30)])
+    result, tel = gpu_utilization_during(lambda: __import__("time").sleep(0.2) or 7,
+                                         interval_s=0.02, nvml=Nvml(lib=fake))
+    assert result == 7
+    assert tel["gpu_util_pct"] == 73 and tel["memory_used_pct"] == 50.0
+
+
+def test_gpu_utilization_during_without_nvml_runs_fn():
+    import pynvml
+
+    from nbkit.gpu import Nvml
+    from nbkit.nvml_fake import FakeNvml
+    from nbkit.stepanalysis import gpu_utilization_during
+
+    result, tel = gpu_utilization_during(lambda: 3, nvml=Nvml(lib=FakeNvml([], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)))
+    assert result == 3 and tel is None
