@@ -118,9 +118,9 @@ def matmul_throughput(device: str = "cpu", n: int = 1024, dtype: str = "float32"
     """Time ``repeats`` square ``(n, n) @ (n, n)`` matmuls on ``device``.
 
     FLOPs per matmul = 2 n³ (one multiply and one add per inner-product term).
-    On CUDA this creates a context, warms up once and synchronises after each
-    timed matmul. Returns ``{"device", "n", "dtype", "seconds" (fastest of
-    ``repeats``, per matmul),
+    On CUDA this creates a context. Timed with :func:`nbkit.microbench.time_fn`
+    (one warm-up, then the median of ``repeats`` single matmuls; CUDA events
+    on GPUs). Returns ``{"device", "n", "dtype", "seconds" (per matmul),
     "tflops" (TFLOP/s), "gflops" (GFLOP/s)}``.
 
     Raises:
@@ -138,16 +138,9 @@ def matmul_throughput(device: str = "cpu", n: int = 1024, dtype: str = "float32"
         b = torch.randn(n, n, device=device).to(dt)  # (n, n)
     except (RuntimeError, AssertionError) as exc:
         raise ConfigError(f"device {device!r} is not usable ({exc}); see nbkit.env.report()") from exc
-    sync = torch.cuda.synchronize if a.is_cuda else (lambda: None)
-    a @ b  # warm-up: kernel selection, lazy allocations
-    sync()
-    times = []
-    for _ in range(max(1, repeats)):
-        t0 = time.perf_counter()
-        a @ b  # (n, n)
-        sync()
-        times.append(time.perf_counter() - t0)
-    sec = min(times)  # timeit's advice: the fastest run is the least disturbed by other load
+    from nbkit.microbench import time_fn  # the same timer as notebook 04 (CUDA events on GPUs)
+
+    sec = time_fn(lambda: a @ b, a.device, warmup=1, iters=1, repeats=max(1, repeats))  # (n, n)
     tflops = 2 * n**3 / sec / 1e12
     return {"device": str(device), "n": n, "dtype": dtype, "seconds": sec,
             "tflops": tflops, "gflops": tflops * 1e3}
