@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import json
-import time
 from dataclasses import asdict
 from typing import Any
 
