@@ -98,7 +98,10 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
-    model.save_pretrained(tmp / "model")
+    from nbkit.modeling import quiet_transformers
+
+    with quiet_transformers():
+        model.save_pretrained(tmp / "model")
     torch.save(state, tmp / STATE_FILE)
     (tmp / MARKER).write_text(f"step {step}\n")
     _fsync_tree(tmp)

@@ -106,16 +106,21 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> in
 
 
 @contextlib.contextmanager
-def _quiet_transformers():
-    """Silence transformers' load report table; :func:`build_classifier` summarises it in ``how``."""
+def quiet_transformers():
+    """Silence transformers' load report and its per-call progress bars ("Loading weights",
+    "Writing model shards"), which would print one widget per checkpoint in a notebook.
+    :func:`build_classifier` summarises the load report in ``how`` instead."""
     from transformers.utils import logging as hf_logging
 
-    level = hf_logging.get_verbosity()
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     try:
         yield
     finally:
         hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _offline() -> bool:
@@ -173,7 +178,7 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         )
     local = path.is_dir()
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             model, info = BertForSequenceClassification.from_pretrained(
                 str(path) if path.is_dir() else text, attn_implementation=ATTN_IMPLEMENTATION, output_loading_info=True, **label_kwargs
             )

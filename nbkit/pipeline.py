@@ -161,10 +161,11 @@ def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale) -> di
     ``eval_perplexity``, ``first_eval_loss``, ``tokens_per_s``, ``mfu``,
     ``device``, ``precision``, ``parameters``, ...).
     """
-    from nbkit.modeling import count_parameters
+    from nbkit.modeling import count_parameters, quiet_transformers
 
     model_dir = Path(out_dir) / "model"
-    loop.model.save_pretrained(model_dir)
+    with quiet_transformers():
+        loop.model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     first, last = first_and_last_eval(result.history)
     cfg = loop.model.config
