@@ -55,7 +55,7 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
     """
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
 
     from nbkit.runs import runs_dir
     from nbkit.scale import get_scale
@@ -79,10 +79,12 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
         print(f"  {path.name} ...", end=" ", flush=True)
         try:
             client.execute()
-        except CellExecutionError as exc:
+        except (CellExecutionError, DeadKernelError, AssertionError) as exc:
+            # AssertionError: nbclient's own cleanup after a dead kernel (km already gone)
             nbformat.write(nb, out_dir / path.name)
             print("FAILED", flush=True)
-            print(str(exc)[-3000:], file=sys.stderr)
+            what = "the kernel died (out of memory? killed?)" if not isinstance(exc, CellExecutionError) else ""
+            print(what or str(exc)[-3000:], file=sys.stderr)
             print(f"executed copy (up to the failing cell): {out_dir / path.name}", file=sys.stderr)
             return 1
         nbformat.write(nb, out_dir / path.name)
