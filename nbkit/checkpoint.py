@@ -185,15 +185,19 @@ def loop_state(loop) -> dict:
     """Everything besides the weights that exact resume needs, from an ``nbkit.train.Loop``.
 
     Optimizer, scheduler and (fp16) GradScaler state dicts, RNG states of
-    Python/NumPy/torch CPU/CUDA, the sampler position (epoch, batches consumed
-    in it), step and skip counters, the full log history and the config.
+    Python/NumPy/torch CPU/CUDA (this process; under DDP the loop adds every rank's
+    as ``rng_per_rank``), the data position (epoch, ``epoch_start``, local batches
+    consumed, ``world_size``: see ``nbkit.distributed.global_position``), step and
+    skip counters, the full log history and the config.
     """
     import dataclasses
 
     from nbkit.batching import capture_rng
 
     st = loop.state
+    dist = getattr(loop, "dist", None)
     return {"step": st.step, "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch,
+            "epoch_start": getattr(st, "epoch_start", 0), "world_size": dist.world_size if dist else 1,
             "skipped_steps": st.skipped_steps, "consecutive_nonfinite": st.consecutive_nonfinite,
             "train_tokens": st.train_tokens, "history": st.history,
             "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
@@ -206,8 +210,13 @@ def restore_loop(loop, found: Checkpoint) -> None:
 
     The state is loaded on CPU; ``Optimizer.load_state_dict`` moves it to the
     parameters' device. Raises ``CheckpointError`` if the weights do not fit.
+    Works across world sizes (every rank of a DDP run calls it): the data position
+    becomes global samples consumed in the epoch; rank r restores its own RNG states
+    when the world size is unchanged, else rank 0 restores the saved (rank-0) states
+    and the other ranks get fresh per-rank streams.
     """
     from nbkit.batching import restore_rng
+    from nbkit.distributed import DistInfo, global_position, seed_rank_streams
 
     load_model_weights(loop.model, found.model_dir)
     s = found.load_state()
@@ -215,7 +224,15 @@ def restore_loop(loop, found: Checkpoint) -> None:
     loop.scheduler.load_state_dict(s["scheduler"])
     if loop.scaler is not None and s.get("scaler"):
         loop.scaler.load_state_dict(s["scaler"])
-    for k in ("step", "epoch", "batch_in_epoch", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
+    for k in ("step", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
         setattr(loop.state, k, s[k])
+    loop.state.epoch, loop.state.epoch_start = global_position(s, len(loop.train_data))
+    loop.state.batch_in_epoch = 0
     loop.state.history = list(s["history"])
-    restore_rng(s["rng"])
+    info = getattr(loop, "dist", None) or DistInfo()
+    per_rank = s.get("rng_per_rank")
+    if per_rank is not None and len(per_rank) == info.world_size:
+        restore_rng(per_rank[info.rank])
+    else:
+        restore_rng(s["rng"])
+        seed_rank_streams(loop.config.seed + loop.state.step, info)  # no-op on rank 0

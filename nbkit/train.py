@@ -9,13 +9,20 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
     non-finite? skip the update and count it; else optimizer step
     scheduler step; log / eval / checkpoint on their intervals
 
-DDP slots in at four small methods: ``_make_sampler``, ``_backward_context``,
-``_reduce`` and ``_is_main``. Views subscribe via callbacks (see
-``nbkit.callbacks.Callback``); the loop knows nothing about Jupyter.
+Under ``torchrun`` with several processes the same loop runs DistributedDataParallel
+(``nbkit.distributed``; one process needs no process group and behaves as in a
+notebook): each rank reads its shard of one shared global order; ``n`` is summed over
+ranks before the first backward and each rank's loss is scaled by ``world_size / n``
+(DDP *averages* gradients, so the result is the one-process gradient of the global
+batch); backward skips DDP's all-reduce (``no_sync``) on all but the last micro-batch;
+loss, token and sample sums are all-reduced before the non-finite check, so all ranks
+skip or step together. Rank 0 alone logs, calls callbacks and writes checkpoints (every
+rank waits at a barrier after a save); evaluation is sharded by batch and summed.
+Global batch = ``world_size * batch_size * grad_accum_steps`` sequences. Views subscribe
+via callbacks (see ``nbkit.callbacks.Callback``); the loop knows nothing about Jupyter.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 import warnings
@@ -26,18 +33,20 @@ import torch
 import torch.nn.functional as F
 
 from nbkit import checkpoint as ckpt
+from nbkit import distributed as D
 from nbkit.errors import ConfigError, NonFiniteLossError
 from nbkit.flops import bert_flops_per_token, mfu, peak_tflops
 from nbkit.optim import build_optimizer, build_scheduler
 from nbkit.precision import choose_precision, matmul_precision_name
-from nbkit.batching import ResumableSampler, micro_batches, prepare_batch
+from nbkit.batching import micro_batches, prepare_batch
 
 
 @dataclass
 class TrainConfig:
     """Every knob of a run. Steps are optimizer steps; a batch is ``batch_size`` sequences.
 
-    Effective batch = ``batch_size * grad_accum_steps``. ``compile`` is False,
+    Effective batch = ``batch_size * grad_accum_steps`` (times ``world_size`` under
+    torchrun: ``batch_size`` is per process). ``compile`` is False,
     True (inductor) or a ``torch.compile`` backend name; with it, sequences are
     padded to a multiple of ``pad_to_multiple_of`` (64 when unset) and the last
     partial batch is dropped, so shapes stay static. ``log_every``,
@@ -78,11 +87,18 @@ class TrainConfig:
 
 @dataclass
 class TrainState:
-    """Where the run is: optimizer ``step``, data ``epoch`` and ``batch_in_epoch``, counters."""
+    """Where the run is: optimizer ``step``, data ``epoch`` and position, counters.
+
+    The data position in the epoch is ``epoch_start + batch_in_epoch * batch_size *
+    world_size`` global samples: ``epoch_start`` is what was consumed before this
+    process started counting its local micro-batches (set on resume, so a checkpoint
+    moves between world sizes). ``train_tokens`` counts input tokens of all ranks.
+    """
 
     step: int = 0
     epoch: int = 0
     batch_in_epoch: int = 0
+    epoch_start: int = 0
     skipped_steps: int = 0
     consecutive_nonfinite: int = 0
     train_tokens: int = 0
@@ -118,15 +134,21 @@ class Loop:
     callbacks: objects with any of ``on_train_begin(loop)``, ``on_log(loop, logs)``,
         ``on_evaluate(loop, metrics)``, ``on_save(loop, path)``,
         ``on_step_end(loop)``, ``on_train_end(loop, result)``.
-    device: default CUDA when available, else CPU.
+    device: default CUDA when available, else CPU (under torchrun: ``cuda:LOCAL_RANK``).
+    Under torchrun with ``WORLD_SIZE`` > 1 it joins the process group
+    (``nbkit.distributed.init_distributed``: NCCL on CUDA, gloo on CPU); every rank
+    must build the same model and data and call ``fit()``.
     """
 
     def __init__(self, model, config: TrainConfig, train_data, eval_data=None, collate_fn=None,
                  callbacks=(), device=None):
         self.config, self.train_data, self.eval_data = config, train_data, eval_data
         self.collate_fn, self.callbacks = collate_fn, list(callbacks)
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model = model.to(self.device)
+        self.dist = D.init_distributed() if D.launched_by_torchrun() else D.DistInfo()
+        default = self.dist.device if self.dist.is_distributed else ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = torch.device(device or default)
+        self.model = model.to(self.device)  # the plain module: eval, clipping, checkpoints
+        D.seed_rank_streams(config.seed, self.dist)
         self.precision = choose_precision(config.precision, self.device)
         self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
         self.scheduler = build_scheduler(self.optimizer, config.scheduler, config.max_steps, config.warmup_ratio)
@@ -135,10 +157,14 @@ class Loop:
         self.state = TrainState()
         self.last_checkpoint: Path | None = None
         self.recompilations: int | None = None
-        self._forward = self.model
+        self._forward = self.model  # the module training forwards through: DDP-wrapped, compiled
+        if self.dist.is_distributed:
+            import dataclasses
+
+            self._forward = D.wrap_ddp(self.model, dataclasses.replace(self.dist, device=str(self.device)))
         if config.compile:
             backend = config.compile if isinstance(config.compile, str) else "inductor"
-            self._forward = torch.compile(self.model, backend=backend, dynamic=False)
+            self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
         self._pad_multiple = config.pad_to_multiple_of or (64 if config.compile else None)
         self._is_bert = getattr(getattr(model, "config", None), "model_type", None) == "bert"
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
@@ -146,18 +172,18 @@ class Loop:
 
     # ----- points where DDP plugs in -----------------------------------------------------
     def _make_sampler(self):
-        return ResumableSampler(len(self.train_data), seed=self.config.seed, shuffle=True)
+        # one global order per epoch (seed + epoch), rank r reads every W-th: for W = 1 the same
+        # order as ResumableSampler, so checkpoints move between 1 and N processes
+        return D.make_sampler(len(self.train_data), shuffle=True, seed=self.config.seed, dist_info=self.dist)
 
     def _backward_context(self, micro: int, n_micro: int):
-        return contextlib.nullcontext()  # DDP: model.no_sync() for micro < n_micro - 1
+        return D.maybe_no_sync(self._forward, is_last_microbatch=micro == n_micro - 1)
 
     def _reduce(self, values: torch.Tensor) -> torch.Tensor:
-        # DDP: all_reduce(SUM). Also needed for n_label before the first backward (global token count;
-        # then scale by world size, since DDP averages gradients over ranks).
-        return values
+        return D.all_reduce_sum(values)  # sum over ranks; identity for one process
 
     def _is_main(self) -> bool:
-        return True  # DDP: rank == 0
+        return self.dist.is_main
 
     # ----- data --------------------------------------------------------------------------
     def _micro_batches(self):
@@ -170,7 +196,9 @@ class Loop:
 
     # ----- one optimizer step ------------------------------------------------------------
     def _step(self, window: list[dict]) -> dict:
-        n_label = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
+        n_local = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
+        n_label = D.global_label_tokens(n_local)       # all ranks' label tokens in the window
+        norm = self.dist.world_size / max(n_label, 1)  # DDP averages grads over ranks: * W undoes it
         loss_sum = torch.zeros((), device=self.device)
         tokens, seq_flops = 0, 0.0
         for i, raw in enumerate(window):
@@ -180,7 +208,7 @@ class Loop:
                 with self.precision.autocast():
                     logits = self._forward(**batch).logits                  # (B, T, V) or (B, C)
                     loss = token_loss_sum(logits, labels)                    # scalar, fp32
-                scaled = loss / max(n_label, 1)
+                scaled = loss * norm
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()
             loss_sum += loss.detach()
             ids = batch["input_ids"]                                         # (B, T)
@@ -192,7 +220,12 @@ class Loop:
             self.scaler.unscale_(self.optimizer)
         max_norm = self.config.max_grad_norm or float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
-        loss_v, norm_v = torch.stack([self._reduce(loss_sum), grad_norm.float()]).tolist()  # the one sync/step
+        samples = sum(len(b["labels"]) for b in window)
+        local = torch.cat([loss_sum.double().reshape(1),                      # (4,): loss, tokens,
+                           torch.tensor([tokens, samples, seq_flops], dtype=torch.float64, device=self.device)])
+        vals = torch.cat([self._reduce(local), grad_norm.double().reshape(1)]).tolist()  # the one sync/step
+        loss_v, tokens, samples, seq_flops, norm_v = vals  # sums over ranks; grad norm equal on all ranks
+        tokens, samples = int(tokens), int(samples)
         lr = self.optimizer.param_groups[0]["lr"]
         finite = math.isfinite(loss_v) and (self.scaler is not None or math.isfinite(norm_v))
         if finite:
@@ -208,8 +241,7 @@ class Loop:
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
             self.scheduler.step()
         return {"loss_sum": loss_v if finite else 0.0, "n_label": n_label if finite else 0, "finite": finite,
-                "grad_norm": norm_v, "lr": lr, "samples": sum(len(b["labels"]) for b in window),
-                "tokens": tokens, "flops": seq_flops}
+                "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops}
 
     def _check_nonfinite(self) -> None:
         st, limit = self.state, self.config.max_consecutive_nonfinite
@@ -278,12 +310,14 @@ class Loop:
         dt = sums["time"]
         return {"samples_per_s": sums["samples"] / dt if dt else None,
                 "tokens_per_s": sums["tokens"] / dt if dt else None,
-                "mfu": mfu(sums["flops"] / dt, 1.0, self._peak) if dt and sums["flops"] else None}
+                "mfu": mfu(sums["flops"] / dt, 1.0, self._peak and self._peak * self.dist.world_size)
+                if dt and sums["flops"] else None}  # flops of all ranks / (peak per GPU x GPUs)
 
     def _log(self, out: dict, dt: float) -> dict:
         st, win = self.state, self._win
         win["time"] = dt
-        logs = {"step": st.step, "epoch": st.epoch + st.batch_in_epoch * self.config.batch_size / len(self.train_data),
+        pos = st.epoch_start + st.batch_in_epoch * self.config.batch_size * self.dist.world_size
+        logs = {"step": st.step, "epoch": st.epoch + min(pos, len(self.train_data)) / len(self.train_data),
                 "loss": win["loss_sum"] / win["n_label"] if win["n_label"] else float("nan"),
                 "lr": out["lr"], "grad_norm": out["grad_norm"], **self._rates(win),
                 "elapsed_s": dt, "skipped_steps": st.skipped_steps}
@@ -314,17 +348,28 @@ class Loop:
         return evaluate(self, max_batches)
 
     # ----- checkpoints -------------------------------------------------------------------
-    def save(self) -> Path | None:
-        """Write an atomic checkpoint of everything needed to resume exactly (main process only)."""
+    def save(self) -> Path:
+        """Write an atomic checkpoint of everything needed to resume exactly; returns its directory.
+
+        Under DDP every rank must call it: the ranks' RNG states are gathered, rank 0
+        writes, and all ranks wait at a barrier until the checkpoint is complete.
+        """
         if self.config.output_dir is None:
             raise ConfigError("save() needs a directory: set TrainConfig(output_dir=...).")
-        if not self._is_main():
-            return None
-        state = ckpt.loop_state(self)
-        self.last_checkpoint = ckpt.save_checkpoint(self.config.output_dir, self.state.step, self.model, state,
-                                                    keep_last=self.config.keep_last)
-        self._emit("on_save", self.last_checkpoint)
-        return self.last_checkpoint
+        from nbkit.batching import capture_rng
+
+        rngs = D.all_gather_object(capture_rng()) if self.dist.is_distributed else None
+        path = ckpt.checkpoints_dir(self.config.output_dir) / f"step-{self.state.step:06d}"
+        if self._is_main():
+            state = ckpt.loop_state(self)
+            if rngs is not None:
+                state["rng_per_rank"] = rngs
+            path = ckpt.save_checkpoint(self.config.output_dir, self.state.step, self.model, state,
+                                        keep_last=self.config.keep_last)
+        D.barrier()  # no rank goes on (or resumes, or exits) before the checkpoint is complete
+        self.last_checkpoint = path
+        self._emit("on_save", path)
+        return path
 
     def _resume(self) -> None:
         found = ckpt.load_latest(self.config.output_dir)
@@ -332,7 +377,8 @@ class Loop:
             return
         ckpt.restore_loop(self, found)
         self.last_checkpoint = found.path
-        print(f"resumed from {found.path} (step {self.state.step})")
+        if self._is_main():
+            print(f"resumed from {found.path} (step {self.state.step}, world size {self.dist.world_size})")
 
     def _emit(self, event: str, *args) -> None:
         if not self._is_main():
