@@ -205,6 +205,30 @@ def loop_state(loop) -> dict:
             "config": dataclasses.asdict(loop.config), "precision": loop.precision.name}
 
 
+def save_loop(loop) -> Path:
+    """Checkpoint ``loop`` (an ``nbkit.train.Loop``) at its current step; returns the directory.
+
+    Under DDP every rank calls this: the ranks' RNG states are gathered into
+    ``rng_per_rank``, rank 0 alone writes (:func:`save_checkpoint`), and every rank
+    waits at a barrier until the checkpoint is complete, so no rank resumes from,
+    or exits before, a half-written one. One process: a plain save.
+    """
+    from nbkit import distributed as D
+    from nbkit.batching import capture_rng
+
+    info = getattr(loop, "dist", None) or D.DistInfo()
+    rngs = D.all_gather_object(capture_rng()) if info.is_distributed else None
+    path = checkpoints_dir(loop.config.output_dir) / f"step-{loop.state.step:06d}"
+    if info.is_main:
+        state = loop_state(loop)
+        if rngs is not None:
+            state["rng_per_rank"] = rngs
+        path = save_checkpoint(loop.config.output_dir, loop.state.step, loop.model, state,
+                               keep_last=loop.config.keep_last)
+    D.barrier()
+    return path
+
+
 def restore_loop(loop, found: Checkpoint) -> None:
     """Inverse of :func:`loop_state` plus the weights: put ``loop`` exactly where ``found`` was saved.
 

@@ -321,6 +321,13 @@ def launched_by_torchrun(env: dict | None = None) -> bool:
         return False
 
 
+def replace_device(info: DistInfo, device) -> DistInfo:
+    """``info`` with ``device`` (a ``torch.device`` or string) in place of its own."""
+    import dataclasses
+
+    return dataclasses.replace(info, device=str(device))
+
+
 def seed_rank_streams(seed: int, info: DistInfo) -> None:
     """Give ranks 1..W-1 their own RNG streams (Python, NumPy, torch, CUDA); rank 0 keeps its own.
 

@@ -9,17 +9,12 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
     non-finite? skip the update and count it; else optimizer step
     scheduler step; log / eval / checkpoint on their intervals
 
-Under ``torchrun`` with several processes the same loop runs DistributedDataParallel
-(``nbkit.distributed``; one process needs no process group and behaves as in a
-notebook): each rank reads its shard of one shared global order; ``n`` is summed over
-ranks before the first backward and each rank's loss is scaled by ``world_size / n``
-(DDP *averages* gradients, so the result is the one-process gradient of the global
-batch); backward skips DDP's all-reduce (``no_sync``) on all but the last micro-batch;
-loss, token and sample sums are all-reduced before the non-finite check, so all ranks
-skip or step together. Rank 0 alone logs, calls callbacks and writes checkpoints (every
-rank waits at a barrier after a save); evaluation is sharded by batch and summed.
-Global batch = ``world_size * batch_size * grad_accum_steps`` sequences. Views subscribe
-via callbacks (see ``nbkit.callbacks.Callback``); the loop knows nothing about Jupyter.
+Under ``torchrun`` (W > 1 processes) the same loop runs DDP through ``nbkit.distributed``
+(whose docstring lists each point): sharded global order, ``n`` summed over ranks and the
+loss scaled by ``W / n`` (DDP averages gradients), ``no_sync`` but on the last micro-batch,
+sums all-reduced before the non-finite check, rank-0-only logs/callbacks/checkpoints with a
+barrier after saves, evaluation sharded by batch and summed. Global batch = ``W *
+batch_size * grad_accum_steps``. Views subscribe via callbacks (``nbkit.callbacks``).
 """
 from __future__ import annotations
 
@@ -89,10 +84,8 @@ class TrainConfig:
 class TrainState:
     """Where the run is: optimizer ``step``, data ``epoch`` and position, counters.
 
-    The data position in the epoch is ``epoch_start + batch_in_epoch * batch_size *
-    world_size`` global samples: ``epoch_start`` is what was consumed before this
-    process started counting its local micro-batches (set on resume, so a checkpoint
-    moves between world sizes). ``train_tokens`` counts input tokens of all ranks.
+    Position in the epoch = ``epoch_start + batch_in_epoch * batch_size * world_size``
+    global samples (``epoch_start`` is set on resume, under any world size).
     """
 
     step: int = 0
@@ -157,11 +150,9 @@ class Loop:
         self.state = TrainState()
         self.last_checkpoint: Path | None = None
         self.recompilations: int | None = None
-        self._forward = self.model  # the module training forwards through: DDP-wrapped, compiled
+        self._forward = self.model  # what training forwards through: DDP-wrapped, compiled
         if self.dist.is_distributed:
-            import dataclasses
-
-            self._forward = D.wrap_ddp(self.model, dataclasses.replace(self.dist, device=str(self.device)))
+            self._forward = D.wrap_ddp(self.model, D.replace_device(self.dist, self.device))
         if config.compile:
             backend = config.compile if isinstance(config.compile, str) else "inductor"
             self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
@@ -351,25 +342,13 @@ class Loop:
     def save(self) -> Path:
         """Write an atomic checkpoint of everything needed to resume exactly; returns its directory.
 
-        Under DDP every rank must call it: the ranks' RNG states are gathered, rank 0
-        writes, and all ranks wait at a barrier until the checkpoint is complete.
+        Under DDP every rank must call it (see ``nbkit.checkpoint.save_loop``): rank 0 writes.
         """
         if self.config.output_dir is None:
             raise ConfigError("save() needs a directory: set TrainConfig(output_dir=...).")
-        from nbkit.batching import capture_rng
-
-        rngs = D.all_gather_object(capture_rng()) if self.dist.is_distributed else None
-        path = ckpt.checkpoints_dir(self.config.output_dir) / f"step-{self.state.step:06d}"
-        if self._is_main():
-            state = ckpt.loop_state(self)
-            if rngs is not None:
-                state["rng_per_rank"] = rngs
-            path = ckpt.save_checkpoint(self.config.output_dir, self.state.step, self.model, state,
-                                        keep_last=self.config.keep_last)
-        D.barrier()  # no rank goes on (or resumes, or exits) before the checkpoint is complete
-        self.last_checkpoint = path
-        self._emit("on_save", path)
-        return path
+        self.last_checkpoint = ckpt.save_loop(self)
+        self._emit("on_save", self.last_checkpoint)
+        return self.last_checkpoint
 
     def _resume(self) -> None:
         found = ckpt.load_latest(self.config.output_dir)
