@@ -49,9 +49,10 @@ def run_finetune(scale, output_dir: Path, *, pretrained: str | Path | None = Non
     steps = max_steps or pipeline.steps_for_epochs(n_train, bs * accum * info.world_size,
                                                    scale.cls_epochs if epochs is None else epochs)
     config = pipeline.finetune_config(scale, Path(output_dir), n_train=n_train, resume=resume, progress=False,
-                                      **_overrides(max_steps=steps, batch_size=bs, grad_accum_steps=accum,
-                                                   lr=lr, seed=seed, checkpoint_every=checkpoint_every,
-                                                   log_every=log_every))
+                                      eval_every=max(steps // 4, 1), checkpoint_every=checkpoint_every
+                                      or max(steps // 2, 1), **_overrides(
+                                          max_steps=steps, batch_size=bs, grad_accum_steps=accum, lr=lr,
+                                          seed=seed, log_every=log_every))
     loop = Loop(model, config, encoded["train"], encoded["validation"],
                 collate_fn=mlm.classification_collator(tokenizer), callbacks=[MetricsPrinter()])
     result = loop.fit()
