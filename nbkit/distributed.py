@@ -365,7 +365,8 @@ def global_position(state: dict, dataset_size: int) -> tuple[int, int]:
     return epoch, consumed
 
 
-def eval_shard(n_examples: int, batch_size: int, max_batches: int | None, info: DistInfo) -> list[tuple[int, list[int]]]:
+def eval_shard(n_examples: int, batch_size: int, max_batches: int | None,
+               info: DistInfo) -> list[tuple[int, list[int]]]:
     """This rank's evaluation batches: ``[(batch_index, example indices), ...]``.
 
     The eval set is cut into the same consecutive batches a single process uses

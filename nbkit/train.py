@@ -2,9 +2,9 @@
 
 One optimizer step (``grad_accum_steps`` = k micro-batches)::
 
-    n = label tokens (labels != -100) in all k micro-batches  # counted on CPU, no GPU sync
+    n = label tokens (labels != -100) in all k micro-batches  # counted on CPU (+ summed over ranks)
     for each micro-batch:  loss_sum = CE(logits, labels, reduction="sum")
-                           backward(loss_sum / n)              # = one batch of k x the size
+                           backward(loss_sum * W / n)          # = one batch of k x the size (W ranks)
     unscale (fp16) -> clip grad norm -> one host sync (loss, grad norm)
     non-finite? skip the update and count it; else optimizer step
     scheduler step; log / eval / checkpoint on their intervals
@@ -189,7 +189,6 @@ class Loop:
     def _step(self, window: list[dict]) -> dict:
         n_local = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
         n_label = D.global_label_tokens(n_local)       # all ranks' label tokens in the window
-        norm = self.dist.world_size / max(n_label, 1)  # DDP averages grads over ranks: * W undoes it
         loss_sum = torch.zeros((), device=self.device)
         tokens, seq_flops = 0, 0.0
         for i, raw in enumerate(window):
@@ -199,7 +198,7 @@ class Loop:
                 with self.precision.autocast():
                     logits = self._forward(**batch).logits                  # (B, T, V) or (B, C)
                     loss = token_loss_sum(logits, labels)                    # scalar, fp32
-                scaled = loss * norm
+                scaled = loss * self.dist.world_size / max(n_label, 1)  # DDP averages grads: * W undoes it
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()
             loss_sum += loss.detach()
             ids = batch["input_ids"]                                         # (B, T)
@@ -212,7 +211,7 @@ class Loop:
         max_norm = self.config.max_grad_norm or float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
         samples = sum(len(b["labels"]) for b in window)
-        local = torch.cat([loss_sum.double().reshape(1),                      # (4,): loss, tokens,
+        local = torch.cat([loss_sum.double().reshape(1),            # (4,): loss sum, tokens, samples, FLOPs
                            torch.tensor([tokens, samples, seq_flops], dtype=torch.float64, device=self.device)])
         vals = torch.cat([self._reduce(local), grad_norm.double().reshape(1)]).tolist()  # the one sync/step
         loss_v, tokens, samples, seq_flops, norm_v = vals  # sums over ranks; grad norm equal on all ranks
