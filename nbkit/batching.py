@@ -92,7 +92,9 @@ def isolated_rng(seed: int):
 def micro_batches(data, sampler: ResumableSampler, state, config, collate_fn=None, pin_memory: bool = False):
     """Endless micro-batches over epochs, advancing ``state.epoch`` / ``state.batch_in_epoch``.
 
-    Starts at ``state``'s position (so a restored state resumes mid-epoch).
+    Starts at ``state``'s position (so a restored state resumes mid-epoch): global
+    sample ``state.epoch_start + state.batch_in_epoch * batch_size * W`` of the epoch's
+    order, where ``W`` is the sampler's ``num_replicas`` (1 for one process).
     ``config`` gives batch_size, num_workers, pin_memory (None = ``pin_memory``
     argument), seed and compile (a compiled model drops the last partial batch
     to keep shapes static). The DataLoader gets its own seeded generator so
@@ -100,8 +102,10 @@ def micro_batches(data, sampler: ResumableSampler, state, config, collate_fn=Non
     ``DataError`` when the data cannot fill one batch.
     """
     pin = config.pin_memory if config.pin_memory is not None else pin_memory
+    world = getattr(sampler, "num_replicas", 1)
     while True:
-        sampler.set_epoch(state.epoch, start=state.batch_in_epoch * config.batch_size)
+        start = getattr(state, "epoch_start", 0) + state.batch_in_epoch * config.batch_size * world
+        sampler.set_epoch(state.epoch, start=min(start, len(data)))
         loader = torch.utils.data.DataLoader(
             data, batch_size=config.batch_size, sampler=sampler, collate_fn=collate_fn,
             num_workers=config.num_workers, pin_memory=pin, drop_last=bool(config.compile),
@@ -111,10 +115,12 @@ def micro_batches(data, sampler: ResumableSampler, state, config, collate_fn=Non
             got = True
             state.batch_in_epoch += 1
             yield batch
-        if not got and state.batch_in_epoch == 0:
+        if not got and start == 0:
             raise DataError(f"the training data gives no batch of {config.batch_size} "
                             f"({len(data)} examples); add data or lower batch_size.")
         state.epoch, state.batch_in_epoch = state.epoch + 1, 0
+        if hasattr(state, "epoch_start"):
+            state.epoch_start = 0
 
 
 def prepare_batch(batch: dict, device, pad_multiple: int | None = None, pad_id: int = 0) -> dict:

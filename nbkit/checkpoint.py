@@ -188,15 +188,19 @@ def loop_state(loop) -> dict:
     """Everything besides the weights that exact resume needs, from an ``nbkit.train.Loop``.
 
     Optimizer, scheduler and (fp16) GradScaler state dicts, RNG states of
-    Python/NumPy/torch CPU/CUDA, the sampler position (epoch, batches consumed
-    in it), step and skip counters, the full log history and the config.
+    Python/NumPy/torch CPU/CUDA (this process; under DDP the loop adds every rank's
+    as ``rng_per_rank``), the data position (epoch, ``epoch_start``, local batches
+    consumed, ``world_size``: see ``nbkit.distributed.global_position``), step and
+    skip counters, the full log history and the config.
     """
     import dataclasses
 
     from nbkit.batching import capture_rng
 
     st = loop.state
+    dist = getattr(loop, "dist", None)
     return {"step": st.step, "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch,
+            "epoch_start": getattr(st, "epoch_start", 0), "world_size": dist.world_size if dist else 1,
             "skipped_steps": st.skipped_steps, "consecutive_nonfinite": st.consecutive_nonfinite,
             "train_tokens": st.train_tokens, "history": st.history,
             "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
@@ -204,13 +208,42 @@ def loop_state(loop) -> dict:
             "config": dataclasses.asdict(loop.config), "precision": loop.precision.name}
 
 
+def save_loop(loop) -> Path:
+    """Checkpoint ``loop`` (an ``nbkit.train.Loop``) at its current step; returns the directory.
+
+    Under DDP every rank calls this: the ranks' RNG states are gathered into
+    ``rng_per_rank``, rank 0 alone writes (:func:`save_checkpoint`), and every rank
+    waits at a barrier until the checkpoint is complete, so no rank resumes from,
+    or exits before, a half-written one. One process: a plain save.
+    """
+    from nbkit import distributed as D
+    from nbkit.batching import capture_rng
+
+    info = getattr(loop, "dist", None) or D.DistInfo()
+    rngs = D.all_gather_object(capture_rng()) if info.is_distributed else None
+    path = checkpoints_dir(loop.config.output_dir) / f"step-{loop.state.step:06d}"
+    if info.is_main:
+        state = loop_state(loop)
+        if rngs is not None:
+            state["rng_per_rank"] = rngs
+        path = save_checkpoint(loop.config.output_dir, loop.state.step, loop.model, state,
+                               keep_last=loop.config.keep_last)
+    D.barrier()
+    return path
+
+
 def restore_loop(loop, found: Checkpoint) -> None:
     """Inverse of :func:`loop_state` plus the weights: put ``loop`` exactly where ``found`` was saved.
 
     The state is loaded on CPU; ``Optimizer.load_state_dict`` moves it to the
     parameters' device. Raises ``CheckpointError`` if the weights do not fit.
+    Works across world sizes (every rank of a DDP run calls it): the data position
+    becomes global samples consumed in the epoch; rank r restores its own RNG states
+    when the world size is unchanged, else rank 0 restores the saved (rank-0) states
+    and the other ranks get fresh per-rank streams.
     """
     from nbkit.batching import restore_rng
+    from nbkit.distributed import DistInfo, global_position, seed_rank_streams
 
     load_model_weights(loop.model, found.model_dir)
     s = found.load_state()
@@ -218,7 +251,15 @@ def restore_loop(loop, found: Checkpoint) -> None:
     loop.scheduler.load_state_dict(s["scheduler"])
     if loop.scaler is not None and s.get("scaler"):
         loop.scaler.load_state_dict(s["scaler"])
-    for k in ("step", "epoch", "batch_in_epoch", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
+    for k in ("step", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
         setattr(loop.state, k, s[k])
+    loop.state.epoch, loop.state.epoch_start = global_position(s, len(loop.train_data))
+    loop.state.batch_in_epoch = 0
     loop.state.history = list(s["history"])
-    restore_rng(s["rng"])
+    info = getattr(loop, "dist", None) or DistInfo()
+    per_rank = s.get("rng_per_rank")
+    if per_rank is not None and len(per_rank) == info.world_size:
+        restore_rng(per_rank[info.rank])
+    else:
+        restore_rng(s["rng"])
+        seed_rank_streams(loop.config.seed + loop.state.step, info)  # no-op on rank 0

@@ -53,14 +53,16 @@ class MetricsPrinter:
     """Loop callback that prints each log dict as a metrics line (``on_log`` -> ``emit_metrics``).
 
     Add it to ``Loop(callbacks=[...])`` in job scripts so ``launch`` can plot them; the loop
-    calls callbacks on the main process only. Also forwards ``on_evaluate`` metrics.
+    calls callbacks on the main process only. Also forwards ``on_evaluate`` metrics, with the
+    loop's ``step`` added (a ``LivePlot`` places them on the step axis).
     """
 
     def on_log(self, loop, logs: dict) -> None:
         emit_metrics(logs)
 
     def on_evaluate(self, loop, metrics: dict) -> None:
-        emit_metrics(metrics)
+        step = getattr(getattr(loop, "state", None), "step", None)
+        emit_metrics({"step": step, **metrics} if step is not None else metrics)
 
 
 def parse_metrics_line(line: str) -> dict | None:

@@ -24,40 +24,49 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
     (label tokens scored), ``eval_perplexity`` = exp(eval_loss) for MLM
     (labels (B, T)), ``eval_accuracy`` for classification (labels (B,)).
     ``max_batches`` defaults to ``loop.config.eval_batches`` (None = all).
+    Batch ``i`` is collated under ``isolated_rng(seed + i)``, so its masks do not
+    depend on which batches came before. Under DDP every rank must call it: rank r
+    scores batches r, r+W, ... (``nbkit.distributed.eval_shard``) with the plain
+    module (no DDP collectives) and the sums are all-reduced, so the result equals
+    the one-process result up to float summation order.
     Raises ``ConfigError`` when the loop has no eval_data.
     """
+    from nbkit import distributed as D
     from nbkit.train import token_loss_sum
 
     if loop.eval_data is None:
         raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
     cfg, model = loop.config, loop.model
     max_batches = max_batches or cfg.eval_batches
+    collate = loop.collate_fn or torch.utils.data.default_collate
     was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), device=loop.device)
     correct = torch.zeros((), device=loop.device)
-    n, mlm = 0, True
-    with isolated_rng(cfg.seed):
-        loader = torch.utils.data.DataLoader(loop.eval_data, batch_size=cfg.batch_size,
-                                             collate_fn=loop.collate_fn, num_workers=cfg.num_workers)
-        for i, raw in enumerate(loader):
-            if max_batches and i >= max_batches:
-                break
-            batch = loop._prepare(raw)
-            labels = batch.pop("labels")                                  # (B, T) or (B,)
-            with loop.precision.autocast():
-                logits = model(**batch).logits                            # (B, T, V) or (B, C)
-                loss_sum += token_loss_sum(logits, labels)
-            mask = labels != -100
-            n += int(mask.sum())
-            mlm = labels.dim() == 2
-            correct += ((logits.argmax(-1) == labels) & mask).sum()
+    n, n_mlm, n_batches = 0, 0, 0
+    info = getattr(loop, "dist", None) or D.DistInfo()
+    for i, idx in D.eval_shard(len(loop.eval_data), cfg.batch_size, max_batches, info):
+        with isolated_rng(cfg.seed + i):
+            raw = collate([loop.eval_data[j] for j in idx])
+        batch = loop._prepare(raw)
+        labels = batch.pop("labels")                                  # (B, T) or (B,)
+        with loop.precision.autocast():
+            logits = model(**batch).logits                            # (B, T, V) or (B, C)
+            loss_sum += token_loss_sum(logits, labels)
+        mask = labels != -100
+        n += int(mask.sum())
+        n_mlm += labels.dim() == 2
+        n_batches += 1
+        correct += ((logits.argmax(-1) == labels) & mask).sum()
     if was_training:
         model.train()
-    loss = loss_sum.item() / max(n, 1)
+    tot = D.all_reduce_dict({"loss_sum": loss_sum.item(), "n": n, "correct": correct.item(),
+                             "n_mlm": n_mlm, "n_batches": n_batches})   # sums over ranks
+    n = int(tot["n"])
+    loss = tot["loss_sum"] / max(n, 1)
     metrics = {"eval_loss": loss, "eval_tokens": n}
-    if mlm:
+    if tot["n_mlm"] > 0 or tot["n_batches"] == 0:
         metrics["eval_perplexity"] = math.exp(min(loss, 700.0))  # exp overflows float64 above ~709
     else:
-        metrics["eval_accuracy"] = correct.item() / max(n, 1)
+        metrics["eval_accuracy"] = tot["correct"] / max(n, 1)
     return metrics

@@ -83,8 +83,16 @@ class LivePlot:
         self.closed = False
 
     # ----- data ------------------------------------------------------------------------
-    def update(self, step: int, /, **metrics) -> None:
-        """Record metrics at ``step``; redraw if ``min_interval_s`` has passed since the last draw."""
+    def update(self, step: int | dict, /, **metrics) -> None:
+        """Record metrics at ``step``; redraw if ``min_interval_s`` has passed since the last draw.
+
+        Also takes one dict with a ``"step"`` key (``update({"step": 3, "loss": 2.1})``), the
+        form ``nbkit.launch`` hands over for each ``NBKIT_METRICS`` line of a torchrun job;
+        a dict without ``"step"`` is recorded at the last step seen.
+        """
+        if isinstance(step, dict):
+            metrics = {**step, **metrics}
+            step = metrics.pop("step", self.step)
         self.step = step
         for panel in _PANELS:
             for key in panel[1]:

@@ -2,20 +2,22 @@
 
 One optimizer step (``grad_accum_steps`` = k micro-batches)::
 
-    n = label tokens (labels != -100) in all k micro-batches  # counted on CPU, no GPU sync
+    n = label tokens (labels != -100) in all k micro-batches  # counted on CPU (+ summed over ranks)
     for each micro-batch:  loss_sum = CE(logits, labels, reduction="sum")
-                           backward(loss_sum / n)              # = one batch of k x the size
+                           backward(loss_sum * W / n)          # = one batch of k x the size (W ranks)
     unscale (fp16) -> clip grad norm -> one host sync (loss, grad norm)
     non-finite? skip the update and count it; else optimizer step
     scheduler step; log / eval / checkpoint on their intervals
 
-DDP slots in at four small methods: ``_make_sampler``, ``_backward_context``,
-``_reduce`` and ``_is_main``. Views subscribe via callbacks (see
-``nbkit.callbacks.Callback``); the loop knows nothing about Jupyter.
+Under ``torchrun`` (W > 1 processes) the same loop runs DDP through ``nbkit.distributed``
+(whose docstring lists each point): sharded global order, ``n`` summed over ranks and the
+loss scaled by ``W / n`` (DDP averages gradients), ``no_sync`` but on the last micro-batch,
+sums all-reduced before the non-finite check, rank-0-only logs/callbacks/checkpoints with a
+barrier after saves, evaluation sharded by batch and summed. Global batch = ``W *
+batch_size * grad_accum_steps``. Views subscribe via callbacks (``nbkit.callbacks``).
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 import warnings
@@ -26,18 +28,20 @@ import torch
 import torch.nn.functional as F
 
 from nbkit import checkpoint as ckpt
+from nbkit import distributed as D
 from nbkit.errors import ConfigError, NonFiniteLossError
 from nbkit.flops import bert_flops_per_token, mfu, peak_tflops
 from nbkit.optim import build_optimizer, build_scheduler
 from nbkit.precision import choose_precision, matmul_precision_name
-from nbkit.batching import ResumableSampler, micro_batches, prepare_batch
+from nbkit.batching import micro_batches, prepare_batch
 
 
 @dataclass
 class TrainConfig:
     """Every knob of a run. Steps are optimizer steps; a batch is ``batch_size`` sequences.
 
-    Effective batch = ``batch_size * grad_accum_steps``. ``compile`` is False,
+    Effective batch = ``batch_size * grad_accum_steps`` (times ``world_size`` under
+    torchrun: ``batch_size`` is per process). ``compile`` is False,
     True (inductor) or a ``torch.compile`` backend name; with it, sequences are
     padded to a multiple of ``pad_to_multiple_of`` (64 when unset) and the last
     partial batch is dropped, so shapes stay static. ``log_every``,
@@ -78,11 +82,16 @@ class TrainConfig:
 
 @dataclass
 class TrainState:
-    """Where the run is: optimizer ``step``, data ``epoch`` and ``batch_in_epoch``, counters."""
+    """Where the run is: optimizer ``step``, data ``epoch`` and position, counters.
+
+    Position in the epoch = ``epoch_start + batch_in_epoch * batch_size * world_size``
+    global samples (``epoch_start`` is set on resume, under any world size).
+    """
 
     step: int = 0
     epoch: int = 0
     batch_in_epoch: int = 0
+    epoch_start: int = 0
     skipped_steps: int = 0
     consecutive_nonfinite: int = 0
     train_tokens: int = 0
@@ -118,15 +127,21 @@ class Loop:
     callbacks: objects with any of ``on_train_begin(loop)``, ``on_log(loop, logs)``,
         ``on_evaluate(loop, metrics)``, ``on_save(loop, path)``,
         ``on_step_end(loop)``, ``on_train_end(loop, result)``.
-    device: default CUDA when available, else CPU.
+    device: default CUDA when available, else CPU (under torchrun: ``cuda:LOCAL_RANK``).
+    Under torchrun with ``WORLD_SIZE`` > 1 it joins the process group
+    (``nbkit.distributed.init_distributed``: NCCL on CUDA, gloo on CPU); every rank
+    must build the same model and data and call ``fit()``.
     """
 
     def __init__(self, model, config: TrainConfig, train_data, eval_data=None, collate_fn=None,
                  callbacks=(), device=None):
         self.config, self.train_data, self.eval_data = config, train_data, eval_data
         self.collate_fn, self.callbacks = collate_fn, list(callbacks)
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model = model.to(self.device)
+        self.dist = D.init_distributed() if D.launched_by_torchrun() else D.DistInfo()
+        default = self.dist.device if self.dist.is_distributed else ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = torch.device(device or default)
+        self.model = model.to(self.device)  # the plain module: eval, clipping, checkpoints
+        D.seed_rank_streams(config.seed, self.dist)
         self.precision = choose_precision(config.precision, self.device)
         self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
         self.scheduler = build_scheduler(self.optimizer, config.scheduler, config.max_steps, config.warmup_ratio)
@@ -135,10 +150,12 @@ class Loop:
         self.state = TrainState()
         self.last_checkpoint: Path | None = None
         self.recompilations: int | None = None
-        self._forward = self.model
+        self._forward = self.model  # what training forwards through: DDP-wrapped, compiled
+        if self.dist.is_distributed:
+            self._forward = D.wrap_ddp(self.model, D.replace_device(self.dist, self.device))
         if config.compile:
             backend = config.compile if isinstance(config.compile, str) else "inductor"
-            self._forward = torch.compile(self.model, backend=backend, dynamic=False)
+            self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
         self._pad_multiple = config.pad_to_multiple_of or (64 if config.compile else None)
         self._is_bert = getattr(getattr(model, "config", None), "model_type", None) == "bert"
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
@@ -146,18 +163,18 @@ class Loop:
 
     # ----- points where DDP plugs in -----------------------------------------------------
     def _make_sampler(self):
-        return ResumableSampler(len(self.train_data), seed=self.config.seed, shuffle=True)
+        # one global order per epoch (seed + epoch), rank r reads every W-th: for W = 1 the same
+        # order as ResumableSampler, so checkpoints move between 1 and N processes
+        return D.make_sampler(len(self.train_data), shuffle=True, seed=self.config.seed, dist_info=self.dist)
 
     def _backward_context(self, micro: int, n_micro: int):
-        return contextlib.nullcontext()  # DDP: model.no_sync() for micro < n_micro - 1
+        return D.maybe_no_sync(self._forward, is_last_microbatch=micro == n_micro - 1)
 
     def _reduce(self, values: torch.Tensor) -> torch.Tensor:
-        # DDP: all_reduce(SUM). Also needed for n_label before the first backward (global token count;
-        # then scale by world size, since DDP averages gradients over ranks).
-        return values
+        return D.all_reduce_sum(values)  # sum over ranks; identity for one process
 
     def _is_main(self) -> bool:
-        return True  # DDP: rank == 0
+        return self.dist.is_main
 
     # ----- data --------------------------------------------------------------------------
     def _micro_batches(self):
@@ -170,7 +187,8 @@ class Loop:
 
     # ----- one optimizer step ------------------------------------------------------------
     def _step(self, window: list[dict]) -> dict:
-        n_label = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
+        n_local = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
+        n_label = D.global_label_tokens(n_local)       # all ranks' label tokens in the window
         loss_sum = torch.zeros((), device=self.device)
         tokens, seq_flops = 0, 0.0
         for i, raw in enumerate(window):
@@ -180,7 +198,7 @@ class Loop:
                 with self.precision.autocast():
                     logits = self._forward(**batch).logits                  # (B, T, V) or (B, C)
                     loss = token_loss_sum(logits, labels)                    # scalar, fp32
-                scaled = loss / max(n_label, 1)
+                scaled = loss * self.dist.world_size / max(n_label, 1)  # DDP averages grads: * W undoes it
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()
             loss_sum += loss.detach()
             ids = batch["input_ids"]                                         # (B, T)
@@ -192,7 +210,12 @@ class Loop:
             self.scaler.unscale_(self.optimizer)
         max_norm = self.config.max_grad_norm or float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
-        loss_v, norm_v = torch.stack([self._reduce(loss_sum), grad_norm.float()]).tolist()  # the one sync/step
+        samples = sum(len(b["labels"]) for b in window)
+        local = torch.cat([loss_sum.double().reshape(1),            # (4,): loss sum, tokens, samples, FLOPs
+                           torch.tensor([tokens, samples, seq_flops], dtype=torch.float64, device=self.device)])
+        vals = torch.cat([self._reduce(local), grad_norm.double().reshape(1)]).tolist()  # the one sync/step
+        loss_v, tokens, samples, seq_flops, norm_v = vals  # sums over ranks; grad norm equal on all ranks
+        tokens, samples = int(tokens), int(samples)
         lr = self.optimizer.param_groups[0]["lr"]
         finite = math.isfinite(loss_v) and (self.scaler is not None or math.isfinite(norm_v))
         if finite:
@@ -208,8 +231,7 @@ class Loop:
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
             self.scheduler.step()
         return {"loss_sum": loss_v if finite else 0.0, "n_label": n_label if finite else 0, "finite": finite,
-                "grad_norm": norm_v, "lr": lr, "samples": sum(len(b["labels"]) for b in window),
-                "tokens": tokens, "flops": seq_flops}
+                "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops}
 
     def _check_nonfinite(self) -> None:
         st, limit = self.state, self.config.max_consecutive_nonfinite
@@ -278,12 +300,14 @@ class Loop:
         dt = sums["time"]
         return {"samples_per_s": sums["samples"] / dt if dt else None,
                 "tokens_per_s": sums["tokens"] / dt if dt else None,
-                "mfu": mfu(sums["flops"] / dt, 1.0, self._peak) if dt and sums["flops"] else None}
+                "mfu": mfu(sums["flops"] / dt, 1.0, self._peak and self._peak * self.dist.world_size)
+                if dt and sums["flops"] else None}  # flops of all ranks / (peak per GPU x GPUs)
 
     def _log(self, out: dict, dt: float) -> dict:
         st, win = self.state, self._win
         win["time"] = dt
-        logs = {"step": st.step, "epoch": st.epoch + st.batch_in_epoch * self.config.batch_size / len(self.train_data),
+        pos = st.epoch_start + st.batch_in_epoch * self.config.batch_size * self.dist.world_size
+        logs = {"step": st.step, "epoch": st.epoch + min(pos, len(self.train_data)) / len(self.train_data),
                 "loss": win["loss_sum"] / win["n_label"] if win["n_label"] else float("nan"),
                 "lr": out["lr"], "grad_norm": out["grad_norm"], **self._rates(win),
                 "elapsed_s": dt, "skipped_steps": st.skipped_steps}
@@ -314,15 +338,14 @@ class Loop:
         return evaluate(self, max_batches)
 
     # ----- checkpoints -------------------------------------------------------------------
-    def save(self) -> Path | None:
-        """Write an atomic checkpoint of everything needed to resume exactly (main process only)."""
+    def save(self) -> Path:
+        """Write an atomic checkpoint of everything needed to resume exactly; returns its directory.
+
+        Under DDP every rank must call it (see ``nbkit.checkpoint.save_loop``): rank 0 writes.
+        """
         if self.config.output_dir is None:
             raise ConfigError("save() needs a directory: set TrainConfig(output_dir=...).")
-        if not self._is_main():
-            return None
-        state = ckpt.loop_state(self)
-        self.last_checkpoint = ckpt.save_checkpoint(self.config.output_dir, self.state.step, self.model, state,
-                                                    keep_last=self.config.keep_last)
+        self.last_checkpoint = ckpt.save_loop(self)
         self._emit("on_save", self.last_checkpoint)
         return self.last_checkpoint
 
@@ -332,7 +355,8 @@ class Loop:
             return
         ckpt.restore_loop(self, found)
         self.last_checkpoint = found.path
-        print(f"resumed from {found.path} (step {self.state.step})")
+        if self._is_main():
+            print(f"resumed from {found.path} (step {self.state.step}, world size {self.dist.world_size})")
 
     def _emit(self, event: str, *args) -> None:
         if not self._is_main():

@@ -199,9 +199,25 @@ def test_emit_metrics_roundtrip_and_printer_callback(capsys):
     assert [L.parse_metrics_line(x) for x in lines] == [{"loss": 2.5, "lr": 0.5, "device": "cpu"}, {"step": 7}]
 
 
-def test_job_scripts_parse_flags_and_say_what_is_not_wired_yet(capsys, tmp_path):
+def test_job_scripts_reject_a_resume_path_and_name_the_accepted_values(tmp_path):
+    from nbkit.errors import ConfigError
     from nbkit.jobs import finetune, pretrain
+    from nbkit.jobs.common import loop_resume
 
-    assert pretrain.main(["--scale", "smoke", "--output-dir", str(tmp_path), "--max-steps", "3"]) == 2
-    assert finetune.main(["--scale", "smoke", "--output-dir", str(tmp_path), "--resume", "none"]) == 2
-    assert "--synthetic" in capsys.readouterr().err
+    assert loop_resume("auto") is True and loop_resume("none") is False
+    for main in (pretrain.main, finetune.main):
+        with pytest.raises(ConfigError, match="'auto'.*'none'"):
+            main(["--scale", "smoke", "--output-dir", str(tmp_path), "--resume", str(tmp_path)])
+
+
+def test_live_plot_takes_the_launchers_dicts_and_eval_lines_carry_the_step(capsys):
+    from types import SimpleNamespace
+
+    from nbkit.plots import LivePlot
+
+    L.MetricsPrinter().on_evaluate(SimpleNamespace(state=SimpleNamespace(step=5)), {"eval_loss": 2.0})
+    plot = LivePlot(mode="none")
+    sink = L._metrics_sink(plot)
+    for line in ['NBKIT_METRICS {"step": 4, "loss": 3.0}', *capsys.readouterr().out.splitlines()]:
+        sink(L.parse_metrics_line(line))
+    assert plot.series["loss"].x == [4] and plot.series["eval_loss"].x == [5] and plot.step == 5

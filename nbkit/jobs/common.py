@@ -23,8 +23,10 @@ def job_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=None, help="peak learning rate")
     p.add_argument("--seed", type=int, default=None, help="data order and init seed (same on every rank)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints")
-    p.add_argument("--log-every", type=int, default=1, help="steps between NBKIT_METRICS lines")
-    p.add_argument("--resume", default="auto", help="auto | none | PATH to a checkpoint directory")
+    p.add_argument("--log-every", type=int, default=None,
+                   help="steps between NBKIT_METRICS lines (default: the preset's; --synthetic: 1)")
+    p.add_argument("--resume", default="auto",
+                   help="auto | none (--synthetic also: PATH to a checkpoint directory)")
     p.add_argument("--backend", default=None, choices=("nccl", "gloo"),
                    help="process-group backend (default: nccl on CUDA, gloo on CPU)")
     return p
@@ -62,3 +64,23 @@ def resolve_resume(resume: str | Path | None, output_dir: Path | None) -> Path |
         raise CheckpointError(f"no checkpoint directory at {path}; pass --resume auto, none, "
                               "or an existing checkpoint-NNNNNNN directory")
     return path
+
+
+def loop_resume(resume: str | None) -> bool:
+    """``--resume`` for the ``nbkit.train.Loop`` jobs: ``auto`` -> True, ``none`` -> False.
+
+    The loop resumes from the newest complete checkpoint under its ``--output-dir``
+    (``checkpoints/step-NNNNNN``), so a path is not accepted.
+
+    Raises:
+        nbkit.errors.ConfigError: anything else, naming the two accepted values.
+    """
+    from nbkit.errors import ConfigError
+
+    value = "none" if resume is None else str(resume).lower()
+    if value in ("auto", "yes", "true"):
+        return True
+    if value in ("none", "no", "false", ""):
+        return False
+    raise ConfigError(f"--resume {resume!r}: the pretraining and fine-tuning jobs take 'auto' (newest "
+                      "checkpoint under --output-dir) or 'none'; point --output-dir at the run to resume")

@@ -7,30 +7,66 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from nbkit.jobs.common import job_parser, resolve_resume
+from nbkit.jobs.common import job_parser, loop_resume
 
 
 def run_finetune(scale, output_dir: Path, *, pretrained: str | Path | None = None,
                  max_steps: int | None = None, epochs: float | None = None,
                  batch_size: int | None = None, grad_accum: int | None = None, lr: float | None = None,
                  seed: int | None = None, checkpoint_every: int | None = None,
-                 resume: Path | None = None, log_every: int = 10, backend: str | None = None) -> dict:
+                 resume: bool = True, log_every: int | None = None, backend: str | None = None) -> dict:
     """Fine-tune a sentiment classifier at ``scale`` and return ``metrics.json``'s dict.
 
-    ``pretrained``: notebook 02's checkpoint directory, a local model, or ``None``
-    (build from config). ``None`` arguments take the preset's value (``cls_epochs``,
-    ``cls_batch_size`` per process, ``cls_lr``, ``seed``). Test accuracy and macro-F1
-    are computed on rank 0 after ``barrier()``.
-
-    Planned body: ``data.load_sentiment(seed, max_train=scale.sentiment_max_train)`` ->
-    ``mlm.encode_classification`` -> ``modeling.build_classifier(pretrained, ...)`` ->
-    ``train.Loop(...).fit()`` -> evaluation on the test split.
-
-    Raises:
-        NotImplementedError: until the integrator wires the merged modules in.
+    Notebook 03's code path: ``data.load_sentiment`` -> ``pipeline.load_tokenizer`` ->
+    ``mlm.encode_classification`` -> ``modeling.build_classifier`` (from ``pretrained``,
+    else notebook 02's ``pipeline.pretrained_model_dir(scale)``, else from config) ->
+    ``pipeline.finetune_config`` -> ``train.Loop(...).fit()``; then, on rank 0 only, test
+    predictions, the TF-IDF baseline and ``pipeline.save_sentiment_metrics``.
+    ``None`` arguments take the preset's value (``cls_batch_size`` *per process*,
+    ``cls_lr``, ``seed``); steps default to ``epochs`` (``cls_epochs``) passes over the
+    training split with the *global* batch ``world_size * batch_size * grad_accum``.
+    Non-main ranks return the loop's summary.
     """
-    raise NotImplementedError(
-        "nbkit.jobs.finetune needs nbkit.data/mlm/modeling/train (not merged yet)")
+    from nbkit import baseline, data, evaluation, mlm, modeling, pipeline
+    from nbkit import distributed as D
+    from nbkit.jobs.pretrain import _overrides, _seed_all, _tokenizer_rank0_first
+    from nbkit.launch import MetricsPrinter
+    from nbkit.train import Loop
+
+    info = D.init_distributed(backend)
+    sentiment = data.load_sentiment(seed=scale.seed, max_train=scale.sentiment_max_train)
+    splits = sentiment.splits
+    tokenizer = _tokenizer_rank0_first(scale, info)
+    encoded, trunc = {}, {}
+    for split in ("train", "validation", "test"):
+        encoded[split], trunc[split] = mlm.encode_classification(splits[split], tokenizer, scale.cls_max_length)
+    source = pretrained or pipeline.pretrained_model_dir(scale)
+    _seed_all(scale.seed if seed is None else seed)  # the same classifier head on every rank
+    model, how = modeling.build_classifier(source, num_labels=len(sentiment.label2id),
+                                           id2label=sentiment.id2label, tokenizer=tokenizer, preset=scale.model)
+    bs, accum = batch_size or scale.cls_batch_size, grad_accum or 1
+    n_train = len(encoded["train"])
+    steps = max_steps or pipeline.steps_for_epochs(n_train, bs * accum * info.world_size,
+                                                   scale.cls_epochs if epochs is None else epochs)
+    config = pipeline.finetune_config(scale, Path(output_dir), n_train=n_train, resume=resume, progress=False,
+                                      eval_every=max(steps // 4, 1), checkpoint_every=checkpoint_every
+                                      or max(steps // 2, 1), **_overrides(
+                                          max_steps=steps, batch_size=bs, grad_accum_steps=accum, lr=lr,
+                                          seed=seed, log_every=log_every))
+    loop = Loop(model, config, encoded["train"], encoded["validation"],
+                collate_fn=mlm.classification_collator(tokenizer), callbacks=[MetricsPrinter()])
+    result = loop.fit()
+    metrics = dict(result.metrics)
+    if info.is_main:
+        labels = sentiment.id2label
+        pred = pipeline.predict(loop.model, tokenizer, splits["test"]["text"], max_length=scale.cls_max_length)
+        report = evaluation.classification_report(splits["test"]["label"], pred["label"], labels)
+        base = baseline.tfidf_baseline(splits["train"]["text"], splits["train"]["label"], splits["test"]["text"])
+        base_report = evaluation.classification_report(splits["test"]["label"], base, labels)
+        metrics = pipeline.save_sentiment_metrics(Path(output_dir), scale, report, base_report, sentiment.report,
+                                                  trunc, how, result)
+    D.barrier()
+    return metrics
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,22 +74,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pretrained", default=None, help="checkpoint directory from pretraining, or a local model")
     p.add_argument("--epochs", type=float, default=None, help="passes over the training split")
     a = p.parse_args(argv)
-    try:
-        return _run(a)
-    except NotImplementedError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
-
-def _run(a) -> int:
+    from nbkit.distributed import cleanup
     from nbkit.runs import step_dir
     from nbkit.scale import get_scale
 
     scale = get_scale(a.scale)
-    run_finetune(scale, a.output_dir or step_dir(scale.name, "sentiment"), pretrained=a.pretrained,
-                 max_steps=a.max_steps, epochs=a.epochs, batch_size=a.batch_size,
-                 grad_accum=a.grad_accum, lr=a.lr, seed=a.seed, checkpoint_every=a.checkpoint_every,
-                 resume=resolve_resume(a.resume, a.output_dir), log_every=a.log_every, backend=a.backend)
+    try:
+        run_finetune(scale, a.output_dir or step_dir(scale.name, "sentiment"), pretrained=a.pretrained,
+                     max_steps=a.max_steps, epochs=a.epochs, batch_size=a.batch_size,
+                     grad_accum=a.grad_accum, lr=a.lr, seed=a.seed, checkpoint_every=a.checkpoint_every,
+                     resume=loop_resume(a.resume), log_every=a.log_every, backend=a.backend)
+    finally:
+        cleanup()
     return 0
 
 

@@ -9,31 +9,71 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from nbkit.jobs.common import job_parser, resolve_resume
+from nbkit.jobs.common import job_parser, loop_resume, resolve_resume
 
 
 def run_pretrain(scale, output_dir: Path, *, max_steps: int | None = None, batch_size: int | None = None,
                  grad_accum: int | None = None, lr: float | None = None, seed: int | None = None,
-                 checkpoint_every: int | None = None, resume: Path | None = None,
-                 log_every: int = 10, backend: str | None = None) -> dict:
+                 checkpoint_every: int | None = None, resume: bool = True,
+                 log_every: int | None = None, backend: str | None = None) -> dict:
     """Pretrain a BERT MLM at ``scale`` (``nbkit.scale.Scale``) and return ``metrics.json``'s dict.
 
-    ``None`` arguments take the preset's value (``mlm_steps``, ``mlm_batch_size`` per
-    process, ``mlm_grad_accum``, ``mlm_lr``, ``seed``, ``mlm_eval_every``). Under
-    torchrun every rank calls this; only rank 0 writes ``output_dir``.
-
-    Planned body (the integrator wires it once ``data``, ``tokenization``, ``mlm``,
-    ``modeling`` and ``train`` are merged): ``data.load_peoples_daily(scale.corpus_lines)``
-    -> ``data.split_corpus`` -> tokenizer from the runs directory (notebook 01's output)
-    -> ``mlm.make_blocks`` -> ``modeling.build_mlm_model`` -> ``train.Loop(...).fit()``
-    with a ``TrainConfig`` built from these arguments; the loop calls ``nbkit.distributed``.
-
-    Raises:
-        NotImplementedError: until that wiring lands; use ``--synthetic``.
+    Notebook 02's code path: ``pipeline.load_tokenizer`` -> ``pipeline.mlm_blocks`` ->
+    ``mlm.MLMCollator`` -> ``modeling.build_mlm_model`` -> ``pipeline.pretrain_config`` ->
+    ``train.Loop(...).fit()`` -> ``pipeline.save_pretraining`` (rank 0). ``None``
+    arguments take the preset's value (``mlm_steps``, ``mlm_batch_size`` *per process*,
+    ``mlm_grad_accum``, ``mlm_lr``, ``seed``, checkpoints every ``mlm_eval_every``).
+    ``resume``: continue from the newest complete checkpoint in ``output_dir`` (written
+    under any number of processes). Under torchrun every rank calls this; rank 0 trains
+    the tokenizer first if notebook 01 has not run (the others wait), prints one
+    ``NBKIT_METRICS`` line per log/eval (``launch.MetricsPrinter``) and writes
+    ``output_dir``. Non-main ranks return the loop's summary.
     """
-    raise NotImplementedError(
-        "nbkit.jobs.pretrain needs nbkit.train/mlm/modeling (not merged yet); "
-        "run with --synthetic to exercise the launcher and DDP")
+    from nbkit import distributed as D
+    from nbkit import mlm, modeling, pipeline
+    from nbkit.launch import MetricsPrinter
+    from nbkit.train import Loop
+
+    info = D.init_distributed(backend)
+    tokenizer = _tokenizer_rank0_first(scale, info)
+    blocks = pipeline.mlm_blocks(scale, tokenizer, scale.block_size)
+    collator = mlm.MLMCollator(tokenizer, mlm_probability=0.15)
+    _seed_all(scale.seed if seed is None else seed)  # the same initial weights on every rank
+    model = modeling.build_mlm_model(scale.model, tokenizer, scale.block_size)
+    config = pipeline.pretrain_config(scale, Path(output_dir), resume=resume, progress=False, **_overrides(
+        max_steps=max_steps, batch_size=batch_size, grad_accum_steps=grad_accum, lr=lr, seed=seed,
+        checkpoint_every=checkpoint_every, log_every=log_every))
+    loop = Loop(model, config, blocks["train"], blocks["validation"], collate_fn=collator,
+                callbacks=[MetricsPrinter()])
+    result = loop.fit()
+    metrics = dict(result.metrics)
+    if info.is_main:
+        metrics = pipeline.save_pretraining(loop, result, tokenizer, Path(output_dir), scale)
+        metrics["world_size"] = info.world_size
+        pipeline.write_json(Path(output_dir) / "metrics.json", metrics)
+    D.barrier()
+    return metrics
+
+
+def _tokenizer_rank0_first(scale, info):
+    """Rank 0 loads (or trains and saves) the tokenizer; the others wait, then load it."""
+    from nbkit import distributed as D
+    from nbkit import pipeline
+
+    tok = pipeline.load_tokenizer(scale) if info.is_main else None
+    D.barrier()
+    return tok if tok is not None else pipeline.load_tokenizer(scale)
+
+
+def _seed_all(seed: int) -> None:
+    import torch
+
+    torch.manual_seed(seed)
+
+
+def _overrides(**knobs) -> dict:
+    """The knobs given on the command line (``None`` = keep the preset's value)."""
+    return {k: v for k, v in knobs.items() if v is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,15 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-samples", type=int, default=64, help="(--synthetic) dataset size")
     p.add_argument("--step-sleep", type=float, default=0.0, help="(--synthetic) seconds to sleep per step")
     a = p.parse_args(argv)
+    from nbkit.distributed import cleanup
+
     try:
         return _run(a)
-    except NotImplementedError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    finally:
+        cleanup()
 
 
 def _run(a) -> int:
-    resume = resolve_resume(a.resume, a.output_dir)
     if a.synthetic:
         from nbkit.jobs.synthetic import run_synthetic
         from nbkit.runs import runs_dir
@@ -58,8 +98,9 @@ def _run(a) -> int:
         out = a.output_dir or runs_dir() / "synthetic"
         run_synthetic(out, max_steps=a.max_steps or 6, batch_size=a.batch_size or 4,
                       grad_accum=a.grad_accum or 2, lr=a.lr or 0.2, seed=a.seed or 0,
-                      checkpoint_every=a.checkpoint_every, resume=resume, log_every=a.log_every,
-                      num_samples=a.num_samples, step_sleep=a.step_sleep, backend=a.backend)
+                      checkpoint_every=a.checkpoint_every, resume=resolve_resume(a.resume, a.output_dir),
+                      log_every=a.log_every or 1, num_samples=a.num_samples, step_sleep=a.step_sleep,
+                      backend=a.backend)
         return 0
     from nbkit.runs import step_dir
     from nbkit.scale import get_scale
@@ -67,7 +108,7 @@ def _run(a) -> int:
     scale = get_scale(a.scale)
     run_pretrain(scale, a.output_dir or step_dir(scale.name, "mlm"), max_steps=a.max_steps,
                  batch_size=a.batch_size, grad_accum=a.grad_accum, lr=a.lr, seed=a.seed,
-                 checkpoint_every=a.checkpoint_every, resume=resume, log_every=a.log_every,
+                 checkpoint_every=a.checkpoint_every, resume=loop_resume(a.resume), log_every=a.log_every,
                  backend=a.backend)
     return 0
 
