@@ -29,7 +29,8 @@ class Callback:
 
     def on_log(self, loop, logs: dict) -> None:
         """Every ``log_every`` steps: step, epoch, loss, lr, grad_norm, samples_per_s,
-        tokens_per_s, mfu (None when the peak is unknown), elapsed_s, skipped_steps."""
+        tokens_per_s, mfu (None when the peak is unknown), elapsed_s (s since fit() began),
+        window_s (s this log window trained), skipped_steps."""
 
     def on_evaluate(self, loop, metrics: dict) -> None:
         """After an evaluation: eval_loss, eval_tokens, eval_perplexity or eval_accuracy."""

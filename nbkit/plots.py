@@ -57,6 +57,8 @@ class LivePlot:
     out_dir: where ``close()`` saves ``loss.png`` (default: the loop's
         ``config.output_dir``; None = no file).
     min_interval_s: seconds between redraws (s); updates in between only record.
+    max_overhead: largest fraction of wall time spent drawing (default 5 %): when one
+        draw takes ``c`` seconds, the next waits at least ``c / max_overhead``.
     max_points: points kept per series (memory bound).
     mode: ``"auto"`` (notebook when inside an IPython kernel, else text),
         ``"notebook"``, ``"text"`` or ``"none"``.
@@ -66,13 +68,14 @@ class LivePlot:
     """
 
     def __init__(self, out_dir=None, min_interval_s: float = 1.0, max_points: int = 1000,
-                 mode: str = "auto", clock=time.monotonic):
+                 mode: str = "auto", clock=time.monotonic, max_overhead: float = 0.05):
         if mode not in ("auto", "notebook", "text", "none"):
             from nbkit.errors import ConfigError
 
             raise ConfigError(f"mode={mode!r}; use 'auto', 'notebook', 'text' or 'none'.")
         self.out_dir = Path(out_dir) if out_dir else None
         self.min_interval_s, self.max_points, self.clock = min_interval_s, max_points, clock
+        self.max_overhead, self.draw_cost_s = max_overhead, 0.0
         self.mode = ("notebook" if _in_notebook() else "text") if mode == "auto" else mode
         self.series: dict[str, _Series] = {}
         self.last: dict[str, float] = {}
@@ -101,9 +104,15 @@ class LivePlot:
                     self.series.setdefault(key, _Series(self.max_points)).add(step, float(v))
                     self.last[key] = float(v)
         now = self.clock()
-        if self._last_draw is None or now - self._last_draw >= self.min_interval_s:
+        if self._last_draw is None or now - self._last_draw >= self.interval_s():
             self._last_draw = now
             self._show()
+            self.draw_cost_s = self.clock() - now
+
+    def interval_s(self) -> float:
+        """Seconds until the next redraw: ``min_interval_s``, stretched so drawing stays
+        under ``max_overhead`` of the time (a 0.5 s draw on a busy CPU waits 10 s at 5 %)."""
+        return max(self.min_interval_s, self.draw_cost_s / self.max_overhead)
 
     def text(self) -> str:
         """One line with the latest values, e.g. ``step 120 | loss 3.2100 | lr 4.00e-04 | tokens/s 12,345``."""

@@ -129,9 +129,9 @@ class TelemetryCallback:
             self.sampler.start()
 
     def on_log(self, loop: Any, logs: dict[str, Any]) -> None:
-        """Keep the log row; ``elapsed_s`` from the loop if given, else measured here."""
+        """Keep the log row, timed on this callback's clock (the sampler rows' origin)."""
         row = dict(logs)
-        row.setdefault("elapsed_s", self._elapsed())
+        row["elapsed_s"] = self._elapsed()
         self.logs.append(row)
 
     def on_evaluate(self, loop: Any, metrics: dict[str, Any]) -> None:

@@ -260,7 +260,7 @@ class Loop:
         batches = self._micro_batches()
         self._win, self._run = dict.fromkeys(_SUMS, 0), dict.fromkeys(_SUMS, 0)  # this log window, whole run
         frames0 = None
-        t0 = time.perf_counter()
+        t0 = self._t_start = time.perf_counter()
         self.model.train()
         while st.step < cfg.max_steps:
             out = self._step([next(batches) for _ in range(cfg.grad_accum_steps)])
@@ -310,7 +310,8 @@ class Loop:
         logs = {"step": st.step, "epoch": st.epoch + min(pos, len(self.train_data)) / len(self.train_data),
                 "loss": win["loss_sum"] / win["n_label"] if win["n_label"] else float("nan"),
                 "lr": out["lr"], "grad_norm": out["grad_norm"], **self._rates(win),
-                "elapsed_s": dt, "skipped_steps": st.skipped_steps}
+                "elapsed_s": time.perf_counter() - self._t_start, "window_s": dt,
+                "skipped_steps": st.skipped_steps}
         for k in _SUMS:
             self._run[k] += win[k]
         self._win = dict.fromkeys(_SUMS, 0)

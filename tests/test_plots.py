@@ -32,6 +32,23 @@ def test_redraws_are_throttled_by_time_plus_a_final_draw(tmp_path, capsys):
     assert plot.close() is None          # idempotent
 
 
+def test_slow_draws_stretch_the_interval_to_bound_overhead(monkeypatch):
+    clock = FakeClock()
+    plot = LivePlot(mode="text", min_interval_s=1.0, max_overhead=0.05, clock=clock)
+
+    def slow_show():                     # each draw costs 0.5 s of (fake) wall time
+        plot.draws += 1
+        clock.t += 0.5
+
+    monkeypatch.setattr(plot, "_show", slow_show)
+    for step in range(1, 301):           # 300 updates, 0.1 s apart = 30 s of training
+        plot.update(step, loss=1.0)
+        clock.t += 0.1
+    assert plot.interval_s() == pytest.approx(10.0)   # 0.5 s / 5 %
+    assert plot.draws == 4               # t = 0, 10.5, 21, 31.5: not one per second
+    assert (plot.draws - 1) * 0.5 / clock.t <= 0.05   # after the first (unthrottled) draw
+
+
 def test_text_line_and_repr_are_stable():
     plot = LivePlot(mode="none", clock=FakeClock())
     plot.update(120, loss=3.21, eval_loss=3.4, lr=4e-4, tokens_per_s=12345.6, grad_norm=1.0)

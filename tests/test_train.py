@@ -68,6 +68,10 @@ def test_fit_mlm_logs_every_step_and_schedule_warms_up_then_decays():
     assert all(h["tokens_per_s"] > 0 and h["samples_per_s"] > 0 and h["mfu"] is None for h in logs)
     assert res.metrics["eval_perplexity"] == pytest.approx(math.exp(res.metrics["eval_loss"]))
     assert res.metrics["train_tokens"] == 8 * 4 * 16 and res.metrics["skipped_steps"] == 0
+    # elapsed_s is time since fit() began (a time axis for telemetry), window_s the log window's share
+    elapsed = [h["elapsed_s"] for h in logs]
+    assert all(b >= a for a, b in zip(elapsed, elapsed[1:]))
+    assert sum(h["window_s"] for h in logs) <= elapsed[-1] + 1e-6
 
 
 def test_classification_eval_reports_accuracy():
