@@ -152,14 +152,15 @@ def first_and_last_eval(history: list) -> tuple[dict | None, dict | None]:
     return (evals[0], evals[-1]) if evals else (None, None)
 
 
-def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale) -> dict:
+def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale, untrained: dict | None = None) -> dict:
     """Save the pretrained model + tokenizer to ``out_dir/model`` and write ``metrics.json``.
 
     ``out_dir/model`` loads with ``AutoModelForMaskedLM.from_pretrained`` and
     ``AutoTokenizer.from_pretrained``; notebook 03 starts from it. Returns the
     metrics dict (``scale``, ``steps``, ``train_tokens``, ``eval_loss``,
     ``eval_perplexity``, ``first_eval_loss``, ``tokens_per_s``, ``mfu``,
-    ``device``, ``precision``, ``parameters``, ...).
+    ``device``, ``precision``, ``parameters``, ``untrained_eval_loss`` when
+    ``untrained`` (``loop.evaluate()`` before training) is given, ...).
     """
     from nbkit.modeling import count_parameters, quiet_transformers
 
@@ -174,6 +175,7 @@ def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale) -> di
                "block_size": loop.train_data[0]["input_ids"].__len__(),
                "batch_size": loop.config.batch_size, "grad_accum_steps": loop.config.grad_accum_steps,
                **result.metrics,
+               "untrained_eval_loss": untrained["eval_loss"] if untrained else None,
                "first_eval_loss": first["eval_loss"] if first else None,
                "first_eval_step": first["step"] if first else None,
                "model_dir": str(model_dir), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}

@@ -90,6 +90,7 @@ plot = LivePlot(out_dir=out_dir)                 # also saved as loss.png
 telemetry = monitor.telemetry()          # GPU samples on the loop's time axis
 loop = Loop(model, config, blocks["train"], blocks["validation"], collate_fn=collator,
             callbacks=[plot, telemetry])
+untrained = loop.evaluate()                      # held-out loss before any training, for comparison
 result = loop.fit()
 """),
 ("md", """
@@ -98,6 +99,7 @@ Perplexity = exp(loss) on the masked tokens of held-out blocks. A model that lea
 """),
 ("code", """
 first, last = pipeline.first_and_last_eval(result.history)
+print(f"step     0: eval loss {untrained['eval_loss']:.3f}  perplexity {untrained['eval_perplexity']:8.1f}")
 print(f"step {first['step']:>5}: eval loss {first['eval_loss']:.3f}  perplexity {first['eval_perplexity']:8.1f}")
 print(f"step {last['step']:>5}: eval loss {last['eval_loss']:.3f}  perplexity {last['eval_perplexity']:8.1f}")
 print(f"uniform guess over {len(tokenizer):,} tokens: perplexity {len(tokenizer):,}")
@@ -115,8 +117,9 @@ print(telemetry.advice or "No sign of an input-bound run (or no GPU samples to j
 The model directory loads with `from_pretrained`; `metrics.json` is the machine-readable summary.
 """),
 ("code", """
-summary = pipeline.save_pretraining(loop, result, tokenizer, out_dir, scale)
-{k: summary[k] for k in ("steps", "train_tokens", "eval_loss", "eval_perplexity", "tokens_per_s", "device", "precision")}
+summary = pipeline.save_pretraining(loop, result, tokenizer, out_dir, scale, untrained=untrained)
+{k: summary[k] for k in ("steps", "train_tokens", "untrained_eval_loss", "eval_loss", "eval_perplexity",
+                         "tokens_per_s", "device", "precision")}
 """),
 ("md", """
 ## 6. Optional: several GPUs with `torchrun`
