@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -143,3 +144,26 @@ def matmul_throughput(device: str = "cpu", n: int = 1024, dtype: str = "float32"
     tflops = 2 * n**3 / sec / 1e12
     return {"device": str(device), "n": n, "dtype": dtype, "seconds": sec,
             "tflops": tflops, "gflops": tflops * 1e3}
+
+
+def keep_busy(device: str = "cpu", seconds: float = 3.0, n: int = 512) -> dict[str, Any]:
+    """Run back-to-back ``(n, n) @ (n, n)`` matmuls on ``device`` for ``seconds`` (s).
+
+    Notebook 00 calls it so the live monitor visibly moves (utilisation, SM
+    clock and power on a GPU; CPU % without one). Returns ``{"device",
+    "matmuls", "seconds", "gflops"}`` (GFLOP/s over the whole period, 2 n³ FLOPs
+    per matmul). On CUDA this creates a context.
+    """
+    import torch
+
+    a = torch.randn(n, n, device=device)  # (n, n)
+    done, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(8):
+            a = (a @ a).clamp_(-1, 1)  # (n, n); clamp keeps values finite
+        if a.is_cuda:
+            torch.cuda.synchronize(a.device)
+        done += 8
+    elapsed = time.perf_counter() - t0
+    return {"device": str(device), "matmuls": done, "seconds": elapsed,
+            "gflops": 2 * n**3 * done / elapsed / 1e9}

@@ -127,3 +127,10 @@ def test_matmul_throughput_cpu():
     from nbkit.errors import ConfigError
     with pytest.raises(ConfigError, match="dtype"):
         env.matmul_throughput("cpu", n=8, dtype="float99")
+
+
+def test_keep_busy_runs_for_the_requested_time():
+    from nbkit.env import keep_busy
+
+    r = keep_busy("cpu", seconds=0.3, n=64)
+    assert r["seconds"] >= 0.3 and r["matmuls"] >= 8 and r["gflops"] > 0

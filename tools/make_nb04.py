@@ -36,12 +36,13 @@ smoke = scale.name == "smoke"              # CI: every code path, tiny sizes, se
 profile_steps = scale.profile_steps        # active profiler steps
 bench_sizes = scale.bench_sizes            # square matmul sizes n (n x n @ n x n)
 seq_len = 32 if smoke else scale.block_size         # tokens per sequence (notebook 02: block size)
-batch_size = 4 if smoke else scale.mlm_batch_size   # sequences per step
-timing_steps = 2 if smoke else 10          # timed steps per measurement (after warm-up)
+gpu = scale.name == "gpu"                  # cpu scale: fewer, smaller steps (each costs seconds on 2 cores)
+batch_size = 4 if smoke else (scale.mlm_batch_size if gpu else 8)   # sequences per step
+timing_steps = 2 if smoke else (10 if gpu else 3)   # timed steps per measurement (after warm-up)
 sdpa_seq_lens = (128, 512)                 # attention lengths to compare
 sdpa_batch, sdpa_heads = (32, 12) if scale.name == "gpu" else (1, 2)
 h2d_mib = 256 if scale.name == "gpu" else 8
-worker_values = (0, 1) if smoke else (0, 2, 4)
+worker_values = (0, 1) if smoke else ((0, 2, 4) if gpu else (0, 2))
 compile_values = (False,) if smoke else (False, True)   # smoke: compile is covered by unit tests
 """, tags=["parameters"])
 md("""
