@@ -14,16 +14,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from nethelpers import free_port, http_status
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
@@ -33,11 +32,6 @@ IS_ROOT = os.geteuid() == 0
 AS_USER = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] if IS_ROOT else []
 ROOT_OK = {"NBKIT_ALLOW_ROOT": "1"} if IS_ROOT else {}
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_base() -> Path:
@@ -74,16 +68,6 @@ def run_entry(base: Path, *args: str, as_user: bool = True, **extra: str) -> sub
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
 
 
-def get(url: str, token: str | None = None) -> int:
-    req = urllib.request.Request(url)
-    if token is not None:
-        req.add_header("Authorization", f"token {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status
-    except urllib.error.HTTPError as err:
-        return err.code
-
 
 @pytest.fixture(scope="module")
 def server():
@@ -99,7 +83,7 @@ def server():
         while time.monotonic() < deadline:
             assert proc.poll() is None, f"server exited:\n{log.read_text()}"
             try:
-                if get(url + "api") == 200:
+                if http_status(url + "api") == 200:
                     break
             except OSError:
                 pass
@@ -126,15 +110,15 @@ def test_generated_token_is_long_and_random(server):
 
 def test_requests_without_or_with_a_wrong_token_get_403(server):
     url, token, _, _ = server
-    assert get(url + "api/contents") == 403
-    assert get(url + "api/contents", token="0" * 48) == 403
-    assert get(url + "api/kernels") == 403
+    assert http_status(url + "api/contents") == 403
+    assert http_status(url + "api/contents", token="0" * 48) == 403
+    assert http_status(url + "api/kernels") == 403
 
 
 def test_requests_with_the_token_are_accepted(server):
     url, token, _, _ = server
-    assert get(url + "api/contents", token=token) == 200
-    assert get(url + f"api/status?token={token}") == 200
+    assert http_status(url + "api/contents", token=token) == 200
+    assert http_status(url + f"api/status?token={token}") == 200
 
 
 def test_healthcheck_passes_against_the_running_server(server):

@@ -23,7 +23,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,8 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+
+from nethelpers import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_CONFIG = REPO / "docker" / "jupyter_server_config.py"
@@ -46,13 +47,6 @@ OVERRIDES = {
         "checkForUpdates": False,
     },
 }
-
-
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LabServer:

@@ -14,18 +14,17 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from nethelpers import free_port, http_status
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -41,21 +40,6 @@ def sh(*cmd: str, timeout: float = 120, check: bool = True, **kw) -> subprocess.
     return res
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_status(url: str, token: str | None = None) -> int:
-    req = urllib.request.Request(url)
-    if token:
-        req.add_header("Authorization", f"token {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status
-    except urllib.error.HTTPError as err:
-        return err.code
 
 
 def record(line: str) -> None:
