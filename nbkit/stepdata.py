@@ -80,11 +80,15 @@ def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None)
 
     import transformers
 
-    if model_dir is not None and Path(model_dir).is_dir():
-        return (lambda: transformers.AutoModelForMaskedLM.from_pretrained(model_dir),
-                f"checkpoint from notebook 02: {model_dir}")
-    from nbkit.modeling import build_config
+    from nbkit.modeling import build_config, quiet_transformers
 
+    if model_dir is not None and Path(model_dir).is_dir():
+        def load():
+            with quiet_transformers():  # no "Loading weights" bar per ablation row
+                return transformers.AutoModelForMaskedLM.from_pretrained(model_dir)
+
+        return (load,
+                f"checkpoint from notebook 02: {model_dir}")
     config = build_config(preset, vocab_size, max_position_embeddings=block_size)  # ConfigError if unknown
     return (lambda: transformers.BertForMaskedLM(config),
             f"no checkpoint found, built BERT-{preset} from config with random weights")
