@@ -1,4 +1,4 @@
-"""Seeded, resumable data order, batching and RNG state capture, for exact resume.
+"""Resumable batching and RNG state capture, for exact resume (the data order: ``nbkit.ddp_sampler``).
 
 Exact resume needs three things restored at an optimizer-step boundary:
 the data order (a permutation fixed by ``seed`` and ``epoch``), the position
@@ -21,38 +21,6 @@ import torch
 import torch.nn.functional as F
 
 from nbkit.errors import DataError
-
-
-class ResumableSampler(torch.utils.data.Sampler[int]):
-    """Indices of ``n`` examples in a per-epoch order, starting at a position.
-
-    The order for epoch ``e`` is ``torch.randperm(n)`` from a generator seeded
-    with ``seed + e`` (or ``range(n)`` with ``shuffle=False``), so it depends
-    on nothing but ``(seed, epoch)``. :meth:`set_epoch` picks the epoch and the
-    first example to yield; the loop stores ``(epoch, position)`` in each
-    checkpoint. DDP can subclass this and stride the order by rank.
-    """
-
-    def __init__(self, n: int, seed: int = 0, shuffle: bool = True):
-        self.n, self.seed, self.shuffle = n, seed, shuffle
-        self.epoch, self.start = 0, 0
-
-    def set_epoch(self, epoch: int, start: int = 0) -> None:
-        """Use the order of ``epoch`` and begin at example ``start`` (0-based)."""
-        self.epoch, self.start = epoch, start
-
-    def order(self, epoch: int) -> list[int]:
-        """The full index order of ``epoch`` (length n)."""
-        if not self.shuffle:
-            return list(range(self.n))
-        g = torch.Generator().manual_seed(self.seed + epoch)
-        return torch.randperm(self.n, generator=g).tolist()
-
-    def __iter__(self):
-        return iter(self.order(self.epoch)[self.start:])
-
-    def __len__(self) -> int:
-        return max(self.n - self.start, 0)
 
 
 def capture_rng() -> dict:
@@ -89,7 +57,8 @@ def isolated_rng(seed: int):
         restore_rng(saved)
 
 
-def micro_batches(data, sampler: ResumableSampler, state, config, collate_fn=None, pin_memory: bool = False):
+def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: bool = False):
+    # sampler: nbkit.ddp_sampler.ResumableDistributedSampler (from distributed.make_sampler)
     """Endless micro-batches over epochs, advancing ``state.epoch`` / ``state.batch_in_epoch``.
 
     Starts at ``state``'s position (so a restored state resumes mid-epoch): global

@@ -96,8 +96,7 @@ class ResumableDistributedSampler(DistributedSampler):
         """Select epoch ``epoch``'s order.
 
         ``start`` (global samples of the epoch already consumed by the whole job, e.g.
-        ``batch_in_epoch * batch_size * world_size``) positions the sampler explicitly,
-        as ``nbkit.batching.ResumableSampler.set_epoch(epoch, start)`` does for one process.
+        ``batch_in_epoch * batch_size * world_size``) positions the sampler explicitly.
         Without it, a new epoch starts at its beginning, and the epoch just restored by
         ``load_state_dict`` keeps its restored position.
         """
@@ -112,7 +111,7 @@ class ResumableDistributedSampler(DistributedSampler):
         super().set_epoch(epoch)
 
     def order(self, epoch: int) -> list[int]:
-        """Alias of ``global_order`` (the name ``nbkit.batching.ResumableSampler`` uses)."""
+        """Alias of ``global_order``: the full index order of ``epoch``."""
         return self.global_order(epoch)
 
     def advance(self, n_local: int) -> None:

@@ -163,8 +163,8 @@ class Loop:
 
     # ----- points where DDP plugs in -----------------------------------------------------
     def _make_sampler(self):
-        # one global order per epoch (seed + epoch), rank r reads every W-th: for W = 1 the same
-        # order as ResumableSampler, so checkpoints move between 1 and N processes
+        # one global order per epoch (seed + epoch), rank r reads every W-th; the consumed part is
+        # a prefix of that order for any W, so checkpoints move between 1 and N processes
         return D.make_sampler(len(self.train_data), shuffle=True, seed=self.config.seed, dist_info=self.dist)
 
     def _backward_context(self, micro: int, n_micro: int):
