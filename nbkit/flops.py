@@ -123,3 +123,15 @@ def pcie_peak_gbps(generation: int | None, width: int | None = 16) -> float | No
     if generation not in PCIE_LANE_GBPS or not width:
         return None
     return PCIE_LANE_GBPS[generation] * width
+
+
+def mlm_head_flops(config, training: bool = True) -> float:
+    """Model FLOPs of the masked-LM head for one scored position.
+
+    Transform ``d x d`` + decoder ``d x V``: ``2 (d^2 + d V)`` forward, three
+    times that when ``training``. Used when the head runs on the masked
+    positions only (``nbkit.mlm_head``); add it to
+    ``bert_flops_per_token(config, T, "encoder")`` per token.
+    """
+    forward = 2 * (bert_matmul_params(config, "mlm") - bert_matmul_params(config, "encoder"))
+    return float(3 * forward if training else forward)

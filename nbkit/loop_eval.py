@@ -32,6 +32,7 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
     Raises ``ConfigError`` when the loop has no eval_data.
     """
     from nbkit import distributed as D
+    from nbkit.mlm_head import forward_logits, uses_sparse_head
     from nbkit.train import token_loss_sum
 
     if loop.eval_data is None:
@@ -39,6 +40,7 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
     cfg, model = loop.config, loop.model
     max_batches = max_batches or cfg.eval_batches
     collate = loop.collate_fn or torch.utils.data.default_collate
+    sparse = uses_sparse_head(model, False)  # eval runs the plain module, never compiled
     was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), device=loop.device)
@@ -50,12 +52,12 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
             raw = collate([loop.eval_data[j] for j in idx])
         batch = loop._prepare(raw)
         labels = batch.pop("labels")                                  # (B, T) or (B,)
+        n_mlm += labels.dim() == 2
         with loop.precision.autocast():
-            logits = model(**batch).logits                            # (B, T, V) or (B, C)
+            logits, labels = forward_logits(model, batch, labels, sparse)  # (B, T, V) or (N, V) or (B, C)
             loss_sum += token_loss_sum(logits, labels)
         mask = labels != -100
         n += int(mask.sum())
-        n_mlm += labels.dim() == 2
         n_batches += 1
         correct += ((logits.argmax(-1) == labels) & mask).sum()
     if was_training:

@@ -20,6 +20,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
 
 from nbkit.errors import CheckpointError, ConfigError
+from nbkit.mlm_head import SparseHeadBertForMaskedLM
 
 #: BertConfig kwargs per preset. Parameter counts (vocab 8,000, 512 positions
 #: unless noted) from :func:`count_parameters` on the MLM model: tiny (128
@@ -81,7 +82,8 @@ def build_mlm_model(preset: str, tokenizer, block_size: int, **overrides) -> Ber
 
     ``vocab_size = len(tokenizer)``; pad/cls/sep ids come from the tokenizer.
     The model maps ``input_ids`` (B, T) with T <= block_size to ``logits``
-    (B, T, vocab_size).
+    (B, T, vocab_size). It is a :class:`~nbkit.mlm_head.SparseHeadBertForMaskedLM`,
+    so the nbkit loop can run the head on masked positions only.
 
     Raises:
         ConfigError: unknown preset, or ``block_size`` above the position
@@ -97,7 +99,7 @@ def build_mlm_model(preset: str, tokenizer, block_size: int, **overrides) -> Ber
         )
     if block_size <= 2:
         raise ConfigError(f"block_size={block_size} must exceed 2 ([CLS] and [SEP]); use e.g. 128")
-    return BertForMaskedLM(config)
+    return SparseHeadBertForMaskedLM(config)
 
 
 def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:

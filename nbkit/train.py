@@ -30,7 +30,8 @@ import torch.nn.functional as F
 from nbkit import checkpoint as ckpt
 from nbkit import distributed as D
 from nbkit.errors import ConfigError, NonFiniteLossError
-from nbkit.flops import bert_flops_per_token, mfu, peak_tflops
+from nbkit.flops import bert_flops_per_token, mfu, mlm_head_flops, peak_tflops
+from nbkit.mlm_head import forward_logits, uses_sparse_head
 from nbkit.optim import build_optimizer, build_scheduler
 from nbkit.precision import choose_precision, matmul_precision_name
 from nbkit.batching import micro_batches, prepare_batch
@@ -158,6 +159,7 @@ class Loop:
             self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
         self._pad_multiple = config.pad_to_multiple_of or (64 if config.compile else None)
         self._is_bert = getattr(getattr(model, "config", None), "model_type", None) == "bert"
+        self._sparse_head = uses_sparse_head(model, config.compile)  # MLM head on masked positions only
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
         self._peak = peak_tflops(peak_name, matmul_precision_name(self.precision)) if peak_name else None
 
@@ -196,16 +198,22 @@ class Loop:
             labels = batch.pop("labels")
             with self._backward_context(i, len(window)):
                 with self.precision.autocast():
-                    logits = self._forward(**batch).logits                  # (B, T, V) or (B, C)
-                    loss = token_loss_sum(logits, labels)                    # scalar, fp32
+                    logits, scored = forward_logits(self._forward, batch, labels, self._sparse_head)
+                    loss = token_loss_sum(logits, scored)                    # scalar, fp32
                 scaled = loss * self.dist.world_size / max(n_label, 1)  # DDP averages grads: * W undoes it
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()
             loss_sum += loss.detach()
             ids = batch["input_ids"]                                         # (B, T)
             tokens += ids.numel()
             if self._is_bert:
-                task = "mlm" if labels.dim() == 2 else "encoder"
-                seq_flops += ids.numel() * bert_flops_per_token(self.model.config, ids.shape[1], task)
+                cfg = self.model.config
+                if labels.dim() == 1:    # classification: encoder only
+                    seq_flops += ids.numel() * bert_flops_per_token(cfg, ids.shape[1], "encoder")
+                elif self._sparse_head:  # MLM head on the scored positions only
+                    seq_flops += (ids.numel() * bert_flops_per_token(cfg, ids.shape[1], "encoder")
+                                  + scored.numel() * mlm_head_flops(cfg))
+                else:
+                    seq_flops += ids.numel() * bert_flops_per_token(cfg, ids.shape[1], "mlm")
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
         max_norm = self.config.max_grad_norm or float("inf")
