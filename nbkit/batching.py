@@ -106,3 +106,27 @@ def prepare_batch(batch: dict, device, pad_multiple: int | None = None, pad_id: 
             v = F.pad(v, (0, pad_multiple - v.shape[1] % pad_multiple), value=fill)
         out[k] = v.to(device, non_blocking=True)
     return out
+
+
+def input_lengths(data) -> list[int]:
+    """Tokens per example (``len(input_ids)``) for length-grouped batching.
+
+    ``data``: a ``datasets.Dataset`` with an ``input_ids`` column (read as one
+    column, without decoding other fields) or any sequence of dicts with
+    ``input_ids``.
+
+    Raises:
+        DataError: the examples have no ``input_ids`` (tokenize first, or set
+            ``TrainConfig(group_by_length=False)``).
+    """
+    names = getattr(data, "column_names", None)
+    if names is not None:
+        if "input_ids" not in names:
+            raise DataError(f"group_by_length needs an 'input_ids' column; the dataset has {names}. "
+                            "Tokenize first, or set TrainConfig(group_by_length=False).")
+        return [len(ids) for ids in data["input_ids"]]
+    try:
+        return [len(data[i]["input_ids"]) for i in range(len(data))]
+    except (KeyError, TypeError, IndexError) as err:
+        raise DataError("group_by_length needs examples with 'input_ids'; tokenize first, or set "
+                        "TrainConfig(group_by_length=False).") from err

@@ -44,6 +44,12 @@ class ResumableDistributedSampler(DistributedSampler):
         seed: the same on every rank (it defines the shared global order).
         drop_last: drop the epoch's tail that does not divide evenly by ``W``
             instead of padding it.
+        lengths: per-sample lengths (tokens); with ``shuffle`` the epoch's order
+            groups similar lengths (``transformers.trainer_pt_utils.get_length_grouped_indices``,
+            the ``Trainer(group_by_length=True)`` recipe: shuffle, sort mega-batches of
+            ``50 * group_size`` by length, longest batch first), so padded batches waste
+            less compute. Still a function of ``seed + epoch`` only, so resume stays exact.
+        group_size: samples per global micro-batch (``batch_size * W``); used with ``lengths``.
 
     Raises:
         ConfigError: ``dataset_size < 1``, or ``rank`` outside ``[0, W)``.
@@ -54,7 +60,7 @@ class ResumableDistributedSampler(DistributedSampler):
     """
 
     def __init__(self, dataset_size: int, num_replicas: int = 1, rank: int = 0, shuffle: bool = True,
-                 seed: int = 0, drop_last: bool = False):
+                 seed: int = 0, drop_last: bool = False, lengths=None, group_size: int = 1):
         if dataset_size < 1:
             raise ConfigError("the dataset is empty; give at least one sample (check the data split)")
         if not 0 <= rank < num_replicas:
@@ -62,7 +68,12 @@ class ResumableDistributedSampler(DistributedSampler):
                               "from nbkit.distributed.init_distributed()")
         super().__init__(range(dataset_size), num_replicas=num_replicas, rank=rank,
                          shuffle=shuffle, seed=seed, drop_last=drop_last)
+        if lengths is not None and len(lengths) != dataset_size:
+            raise ConfigError(f"{len(lengths)} lengths for a dataset of {dataset_size} samples; "
+                              "give one length per sample")
         self.dataset_size = dataset_size
+        self.lengths = None if lengths is None else [int(n) for n in lengths]
+        self.group_size = max(int(group_size), 1)
         self.start = 0           # global samples of this epoch consumed before this run resumed
         self.local_consumed = 0  # samples this rank consumed since `start`
 
@@ -74,6 +85,10 @@ class ResumableDistributedSampler(DistributedSampler):
             return list(range(self.dataset_size))
         g = torch.Generator()
         g.manual_seed(self.seed + epoch)
+        if self.lengths is not None:
+            from transformers.trainer_pt_utils import get_length_grouped_indices
+
+            return get_length_grouped_indices(self.lengths, self.group_size, generator=g)
         return torch.randperm(self.dataset_size, generator=g).tolist()
 
     def _remaining_total(self) -> int:
@@ -132,7 +147,7 @@ class ResumableDistributedSampler(DistributedSampler):
         dataset_size, world_size (informational: any world size may resume it)."""
         return {"epoch": int(self.epoch), "consumed": int(self.consumed), "seed": int(self.seed),
                 "shuffle": bool(self.shuffle), "dataset_size": int(self.dataset_size),
-                "world_size": int(self.num_replicas)}
+                "world_size": int(self.num_replicas), "grouped": self.lengths is not None}
 
     def load_state_dict(self, state: dict) -> None:
         """Continue where ``state`` left off (written under any world size).
@@ -140,11 +155,11 @@ class ResumableDistributedSampler(DistributedSampler):
         A finished epoch (``consumed == dataset_size``) resumes at the start of the next.
 
         Raises:
-            CheckpointError: the checkpoint was written for another dataset size, seed or
-                shuffle setting, so its position means nothing here.
+            CheckpointError: the checkpoint was written for another dataset size, seed,
+                shuffle or length-grouping setting, so its position means nothing here.
         """
         for key, mine in (("dataset_size", self.dataset_size), ("seed", self.seed),
-                          ("shuffle", self.shuffle)):
+                          ("shuffle", self.shuffle), ("grouped", self.lengths is not None)):
             if key in state and state[key] != mine:
                 raise CheckpointError(
                     f"sampler state has {key}={state[key]!r} but this run has {mine!r}; resume with "

@@ -291,8 +291,11 @@ def cleanup() -> None:
 
 
 def make_sampler(dataset, shuffle: bool = True, seed: int = 0, dist_info: DistInfo | None = None,
-                 drop_last: bool = False):
+                 drop_last: bool = False, lengths=None, batch_size: int = 1):
     """A resumable sampler for this rank; see ``nbkit.ddp_sampler.ResumableDistributedSampler``.
+
+    ``lengths`` (one per sample) groups similar lengths into the same global
+    micro-batch of ``batch_size * world_size`` samples.
 
     ``dataset`` is a sized dataset or its length. Use it for one process too
     (``dist_info=None`` means rank 0 of 1): the single-process order is then the
@@ -304,7 +307,8 @@ def make_sampler(dataset, shuffle: bool = True, seed: int = 0, dist_info: DistIn
     info = dist_info or DistInfo()
     n = dataset if isinstance(dataset, int) else len(dataset)
     return ResumableDistributedSampler(n, num_replicas=info.world_size, rank=info.rank,
-                                       shuffle=shuffle, seed=seed, drop_last=drop_last)
+                                       shuffle=shuffle, seed=seed, drop_last=drop_last,
+                                       lengths=lengths, group_size=batch_size * info.world_size)
 
 
 # ----- loop-side mechanics used by nbkit.train.Loop ------------------------------------------

@@ -87,7 +87,9 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
     Returns ``{"label": list[int], "prob": list[float] (probability of the
     predicted class), "table": pandas.DataFrame}`` (``table`` only with
     ``id2label``). Runs in eval mode under ``torch.inference_mode`` on the
-    model's device; truncates to ``max_length`` tokens.
+    model's device; truncates to ``max_length`` tokens. Batches are formed in
+    order of text length (results come back in input order), so each batch
+    pads to a similar length.
     """
     import torch
 
@@ -95,15 +97,17 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
-    labels, probs = [], []
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    labels, probs = [0] * len(texts), [0.0] * len(texts)
     with torch.inference_mode():
         for i in range(0, len(texts), batch_size):
-            enc = tokenizer(texts[i:i + batch_size], truncation=True, max_length=max_length,
+            rows = order[i:i + batch_size]
+            enc = tokenizer([texts[j] for j in rows], truncation=True, max_length=max_length,
                             padding=True, return_tensors="pt").to(device)
             p = model(**enc).logits.float().softmax(-1)      # (B, num_labels)
             conf, idx = p.max(-1)
-            labels += idx.tolist()
-            probs += conf.tolist()
+            for j, label, prob in zip(rows, idx.tolist(), conf.tolist()):
+                labels[j], probs[j] = label, prob
     model.train(was_training)
     out = {"label": labels, "prob": probs}
     if id2label is not None:
@@ -188,7 +192,9 @@ def finetune_config(scale: Scale, output_dir: Path, n_train: int, **overrides):
     """The scale's :class:`nbkit.train.TrainConfig` for sentiment fine-tuning; ``overrides`` win.
 
     Steps come from ``scale.cls_epochs`` passes over ``n_train`` examples; the
-    loop evaluates four times and checkpoints twice per run.
+    loop evaluates four times and checkpoints twice per run. Batches group
+    reviews of similar length (``group_by_length``): reviews range from a few
+    tokens to ``max_length``, so random batches are mostly padding.
     """
     from nbkit.train import TrainConfig
 
@@ -196,7 +202,7 @@ def finetune_config(scale: Scale, output_dir: Path, n_train: int, **overrides):
     knobs = dict(max_steps=steps, batch_size=scale.cls_batch_size, lr=scale.cls_lr, warmup_ratio=0.1,
                  eval_every=max(steps // 4, 1), checkpoint_every=max(steps // 2, 1), keep_last=1,
                  output_dir=output_dir, seed=scale.seed, num_workers=scale.num_workers,
-                 log_every=max(1, min(10, steps // 20)))
+                 log_every=max(1, min(10, steps // 20)), group_by_length=True)
     knobs.update(overrides)
     return TrainConfig(**knobs)
 

@@ -34,7 +34,7 @@ from nbkit.flops import bert_flops_per_token, mfu, mlm_head_flops, peak_tflops
 from nbkit.mlm_head import forward_logits, uses_sparse_head
 from nbkit.optim import build_optimizer, build_scheduler
 from nbkit.precision import choose_precision, matmul_precision_name
-from nbkit.batching import micro_batches, prepare_batch
+from nbkit.batching import input_lengths, micro_batches, prepare_batch
 
 
 @dataclass
@@ -45,7 +45,9 @@ class TrainConfig:
     torchrun: ``batch_size`` is per process). ``compile`` is False,
     True (inductor) or a ``torch.compile`` backend name; with it, sequences are
     padded to a multiple of ``pad_to_multiple_of`` (64 when unset) and the last
-    partial batch is dropped, so shapes stay static. ``log_every``,
+    partial batch is dropped, so shapes stay static. ``group_by_length`` puts
+    examples of similar ``input_ids`` length into the same batch (less padding;
+    ``nbkit.ddp_sampler``), as ``Trainer(group_by_length=True)`` does. ``log_every``,
     ``eval_every`` and ``checkpoint_every`` count optimizer steps.
     """
 
@@ -71,6 +73,7 @@ class TrainConfig:
     max_consecutive_nonfinite: int = 5
     resume: bool = True
     pad_to_multiple_of: int | None = None
+    group_by_length: bool = False
     progress: bool = True
 
     def __post_init__(self):
@@ -167,7 +170,9 @@ class Loop:
     def _make_sampler(self):
         # one global order per epoch (seed + epoch), rank r reads every W-th; the consumed part is
         # a prefix of that order for any W, so checkpoints move between 1 and N processes
-        return D.make_sampler(len(self.train_data), shuffle=True, seed=self.config.seed, dist_info=self.dist)
+        lengths = input_lengths(self.train_data) if self.config.group_by_length else None
+        return D.make_sampler(len(self.train_data), shuffle=True, seed=self.config.seed, dist_info=self.dist,
+                              lengths=lengths, batch_size=self.config.batch_size)
 
     def _backward_context(self, micro: int, n_micro: int):
         return D.maybe_no_sync(self._forward, is_last_microbatch=micro == n_micro - 1)
