@@ -13,8 +13,9 @@ tests and a results file can be re-diagnosed later:
 - ``ablations``: rows of :func:`nbkit.stepanalysis.ablation` (any factors).
 
 The verdict is the first rule that fires, in the order below; changes are
-ranked by the speedup measured in the ablation tables, then rule-of-thumb
-suggestions for the verdict that were not measured.
+ranked by the speedup measured in the ablation tables (gains larger than
+Amdahl's law allows for the phase a change acts on are dropped as noise), then
+rule-of-thumb suggestions for the verdict that were not measured.
 """
 from __future__ import annotations
 
@@ -41,6 +42,10 @@ LOW_UTIL_PCT = 60.0
 MEMORY_BOUND_SHARE = 0.40
 # Speedups below this are within the run-to-run noise of short measurements.
 MIN_GAIN = 1.03
+# Factors that can only shorten one phase of the step. By Amdahl's law a change
+# that removes a phase with share s of the step speeds it up at most 1 / (1 - s);
+# a measured gain above that (times MIN_GAIN) is noise, not the change.
+PHASE_OF_FACTOR = {"num_workers": "data", "pin_memory": "data"}
 MAX_CHANGES = 3
 
 BOUNDS = ("input-bound", "compute-bound", "launch-overhead-bound", "memory-bound", "mixed")
@@ -133,12 +138,39 @@ def classify(step: dict, ops: dict | None = None, telemetry: dict | None = None)
     return "mixed", ["no single rule fired: time is spread over data, matmuls and other ops"]
 
 
-def measured_changes(ablations: list[dict], current: dict | None = None) -> list[Change]:
+def amdahl_limit(share: float) -> float:
+    """Largest speedup from removing a phase that takes ``share`` (0-1) of the step: 1 / (1 - share)."""
+    return float("inf") if share >= 1.0 else 1.0 / (1.0 - max(share, 0.0))
+
+
+def implausible_gain(factor: str, gain: float, step: dict) -> str | None:
+    """Why a measured ``gain`` for ``factor`` cannot be real, or None when it can.
+
+    Only for factors in :data:`PHASE_OF_FACTOR` with that phase's ``<phase>_share``
+    in ``step``: the gain must not exceed :func:`amdahl_limit` of the share
+    (times :data:`MIN_GAIN` for noise).
+    """
+    phase = PHASE_OF_FACTOR.get(factor)
+    share = step.get(f"{phase}_share") if phase else None
+    if share is None:
+        return None
+    limit = amdahl_limit(share)
+    if gain <= limit * MIN_GAIN:
+        return None
+    return (f"{factor}: measured x{gain:.2f}, but {phase} loading is {share:.1%} of the step, so it can "
+            f"give at most x{limit:.2f} (Amdahl's law): run-to-run noise, not the change")
+
+
+def measured_changes(ablations: list[dict], current: dict | None = None,
+                     rejected: list[str] | None = None) -> list[Change]:
     """Best measured value per factor, as :class:`Change` s ranked by speedup.
 
     For each ``factor`` in ``ablations`` the reference row is the one whose
     ``value`` equals ``current[factor]`` (the configuration being diagnosed),
-    else the table's first row. Changes below :data:`MIN_GAIN` are dropped.
+    else the table's first row. Changes below :data:`MIN_GAIN` are dropped, and
+    so are gains larger than the factor's phase allows (:func:`implausible_gain`,
+    judged against ``current``'s phase shares); the reason for each of those is
+    appended to ``rejected`` when given.
     """
     current = current or {}
     by_factor: dict[str, list[dict]] = {}
@@ -152,8 +184,14 @@ def measured_changes(ablations: list[dict], current: dict | None = None) -> list
         ref = next((r for r in rows if factor in current and r["value"] == current[factor]), rows[0])
         best = max(rows, key=lambda r: r["tokens_per_s"])
         gain = best["tokens_per_s"] / ref["tokens_per_s"]
-        if gain >= MIN_GAIN and best is not ref:
-            changes.append(Change(_action(factor, best["value"]), factor, gain))
+        if gain < MIN_GAIN or best is ref:
+            continue
+        why = implausible_gain(factor, gain, current)
+        if why:
+            if rejected is not None:
+                rejected.append(why)
+            continue
+        changes.append(Change(_action(factor, best["value"]), factor, gain))
     changes.sort(key=lambda c: c.speedup, reverse=True)
     return changes
 
@@ -176,10 +214,12 @@ def diagnose(step: dict, ops: dict | None = None, telemetry: dict | None = None,
 
     Unmeasured suggestions for the verdict follow, skipping factors the
     ablations already measured (a measured "no gain" beats a rule of thumb).
+    Measured gains larger than their phase allows are left out, with the
+    reason added to the evidence.
     On CPU the launch-overhead and MFU rules cannot fire (no kernels, no peak).
     """
     bound, evidence = classify(step, ops, telemetry)
-    measured = measured_changes(ablations or [], step)
+    measured = measured_changes(ablations or [], step, rejected=evidence)
     tried = {r["factor"] for r in ablations or []}
     changes = list(measured)
     for factor, action in SUGGESTIONS[bound]:

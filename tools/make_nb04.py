@@ -195,7 +195,9 @@ md("""
 ## 5. Verdict
 
 The rules in `nbkit.diagnosis` (thresholds are named constants with their source) combine the phase split,
-the operator mix, the GPU telemetry and the measured tables. Changes are ranked by measured speedup first.
+the operator mix, the GPU telemetry and the measured tables. Changes are ranked by measured speedup first;
+a speedup larger than the phase it acts on allows (Amdahl's law: removing a phase with share *s* gives at most
+1 / (1 − *s*)) is listed in the evidence as noise, not recommended.
 """)
 code("""
 from nbkit.diagnosis import diagnose
