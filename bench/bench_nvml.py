@@ -92,7 +92,7 @@ def _train(seconds: float, monitor) -> float:
 
 
 def bench_training(runs: int, seconds: float, interval: float, fake: bool) -> None:
-    from nbkit.gpu import Nvml, take_sample
+    from nbkit.gpu import Nvml
     from nbkit.nvml_fake import FakeGpu, FakeNvml
     from nbkit.widgets import GpuMonitor
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from nbkit.gpu import HOST_PID_NOTE, Nvml, take_sample
+from nbkit.gpu import HOST_PID_NOTE, Nvml
 from nbkit.nvml_fake import (DRIVER_NOT_LOADED, GIB, NO_PERMISSION, NOT_SUPPORTED, FakeGpu,
                              FakeNvml)
 from nbkit.widgets import GpuMonitor, sparkline

@@ -34,7 +34,7 @@ eval_every = scale.mlm_eval_every
 precision = "auto"                  # auto / bf16 / fp16 / fp32
 """),
 ("code", """
-from nbkit import data, mlm, modeling, pipeline, runs
+from nbkit import mlm, modeling, pipeline, runs
 
 tokenizer = pipeline.load_tokenizer(scale)      # from notebook 01 (trained now if missing)
 out_dir = runs.step_dir(scale.name, "mlm")
