@@ -1,7 +1,10 @@
 """Chinese-aware WordPiece tokenizer training and held-out statistics.
 
-The pipeline is BERT's (Devlin et al. 2019; the layout of ``bert-base-chinese``):
+The pipeline is BERT's (Devlin et al. 2019; the layout of ``bert-base-chinese``),
+with Unicode NFKC normalisation in front:
 
+- ``NFKC``: folds width variants to one form (full-width ``ＧＤＰ７．８％`` ->
+  ``GDP7.8%``, half-width katakana, compatibility ideographs);
 - ``BertNormalizer(clean_text, handle_chinese_chars=True, lowercase=True)``: puts
   spaces around every CJK ideograph, so each Chinese character is its own "word";
 - ``BertPreTokenizer``: splits on whitespace and punctuation;
@@ -16,6 +19,15 @@ characters. On People's Daily (4,687 distinct characters) that gives a
 ``[UNK]``: 7.65% of held-out tokens vs 0.03% (95/5 split by line, measured
 with ``bench/tokenizer_alphabet.py``). Here ``limit_alphabet=None`` keeps every
 character seen in training.
+
+Second pitfall: People's Daily writes Latin letters and digits full-width
+(``ＧＤＰ``, ``７．８％``) while reviews and most user text use ASCII. Without
+NFKC the vocabulary holds no ASCII letter or digit and about 4 % of review
+tokens become ``[UNK]`` (1 review in 3 has one); with it the full-width corpus
+teaches the ASCII forms (``bench/tokenizer_alphabet.py`` prints both rates).
+The saved tokenizer keeps the NFKC step: it loads as ``TokenizersBackend``
+(``transformers``' generic fast tokenizer, built from ``tokenizer.json``),
+because ``BertTokenizer`` rebuilds its own normalizer on load and would drop it.
 
 Because each CJK character is its own word, WordPiece can only merge inside
 Latin words and digit runs: on this corpus the vocabulary saturates near
@@ -39,17 +51,25 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _BATCH = 1000  # texts handed to the Rust trainer per batch
 
 
-def _build_backend(strip_accents: bool, lowercase: bool):
+def _build_backend(strip_accents: bool, lowercase: bool, nfkc: bool = True):
     """An untrained BERT-style ``tokenizers.Tokenizer`` (normalizer, pre-tokenizer, decoder)."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
-    tok.normalizer = normalizers.BertNormalizer(
+    bert = normalizers.BertNormalizer(
         clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents, lowercase=lowercase
     )
+    tok.normalizer = with_nfkc(bert) if nfkc else bert
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
     return tok
+
+
+def with_nfkc(normalizer):
+    """``normalizers.Sequence([NFKC(), normalizer])``: width variants folded first."""
+    from tokenizers import normalizers
+
+    return normalizers.Sequence([normalizers.NFKC(), normalizer])
 
 
 class _CountingBatches:
@@ -95,6 +115,7 @@ def train_wordpiece(
     min_frequency: int = 2,
     strip_accents: bool = False,
     lowercase: bool = True,
+    nfkc: bool = True,
 ):
     """Train a BERT-style WordPiece tokenizer on Chinese text and save it.
 
@@ -116,17 +137,20 @@ def train_wordpiece(
             default follows ``lowercase``; it is off here so decoding gives the
             text back (it does not affect CJK characters).
         lowercase: lowercase Latin text, as ``bert-base-chinese`` does.
+        nfkc: fold width variants with Unicode NFKC first (see the module
+            docstring); False keeps BERT's normalizer alone.
 
     Returns:
-        A fast ``transformers.BertTokenizer`` (``TokenizersBackend``) that
-        ``AutoTokenizer.from_pretrained(out_dir)`` loads back identically.
+        A fast ``transformers`` tokenizer (``TokenizersBackend``: NFKC + BERT's
+        normalizer, pre-tokenizer, WordPiece and ``[CLS] A [SEP]`` templates)
+        that ``AutoTokenizer.from_pretrained(out_dir)`` loads back identically.
 
     Raises:
         ConfigError: ``vocab_size`` or ``model_max_length`` not positive.
         DataError: no non-empty text, or a non-string item.
     """
     from tokenizers import trainers
-    from transformers import BertTokenizer
+    from transformers import BertTokenizer, PreTrainedTokenizerFast
 
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ConfigError(f"vocab_size={vocab_size} is too small; use at least a few thousand for Chinese")
@@ -135,7 +159,7 @@ def train_wordpiece(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    backend = _build_backend(strip_accents=strip_accents, lowercase=lowercase)
+    backend = _build_backend(strip_accents=strip_accents, lowercase=lowercase, nfkc=nfkc)
     if limit_alphabet is not None and limit_alphabet < 1:
         raise ConfigError(f"limit_alphabet={limit_alphabet} must be positive, or None to keep every character")
     # The Python binding rejects limit_alphabet=None but leaves the Rust
@@ -157,16 +181,19 @@ def train_wordpiece(
         raise DataError("train_wordpiece got no non-empty text; check the corpus column and filters")
 
     vocab = backend.get_vocab()
-    # The trained backend defines the vocabulary; BertTokenizer rebuilds the
-    # same normalizer/pre-tokenizer/decoder/template around it, which is also
-    # what AutoTokenizer does when it loads the directory.
-    tokenizer = BertTokenizer(
-        vocab=vocab,
-        do_lower_case=lowercase,
-        strip_accents=strip_accents,
-        tokenize_chinese_chars=True,
-        model_max_length=model_max_length,
-    )
+    # The trained backend defines the vocabulary; BertTokenizer builds BERT's
+    # normalizer/pre-tokenizer/decoder/[CLS]-[SEP] templates around it. NFKC goes
+    # in front, and the result is saved as a generic fast tokenizer so that
+    # loading keeps tokenizer.json's pipeline (BertTokenizer would rebuild it).
+    bert = BertTokenizer(vocab=vocab, do_lower_case=lowercase, strip_accents=strip_accents,
+                         tokenize_chinese_chars=True, model_max_length=model_max_length)
+    pipeline = bert.backend_tokenizer
+    if nfkc:
+        pipeline.normalizer = with_nfkc(pipeline.normalizer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=pipeline, model_max_length=model_max_length,
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],  # BERT's, segment ids included
+        **{f"{role}_token": tok for role, tok in zip(("pad", "unk", "cls", "sep", "mask"), SPECIAL_TOKENS)})
     tokenizer.save_pretrained(str(out_dir))
     info = {
         "n_texts": stream.n_texts,
@@ -176,6 +203,7 @@ def train_wordpiece(
         "vocab_size": len(vocab),
         "limit_alphabet": limit_alphabet,
         "min_frequency": min_frequency,
+        "nfkc": nfkc,
         "model_max_length": model_max_length,
         "train_seconds": round(seconds, 3),
     }

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import pytest
 
@@ -43,7 +44,7 @@ def test_round_trip_up_to_normalisation_spaces(trained):
     for text in TRAIN[:50] + ["hello world, bert 模型 2026 年。"]:
         ids = tok(text)["input_ids"]
         assert tok.unk_token_id not in ids
-        assert _squash(tok.decode(ids, skip_special_tokens=True)) == _squash(text.lower())
+        assert _squash(tok.decode(ids, skip_special_tokens=True)) == _squash(unicodedata.normalize("NFKC", text).lower())
 
 
 def test_autotokenizer_loads_fast_bert_with_position_limit(trained):
@@ -51,7 +52,7 @@ def test_autotokenizer_loads_fast_bert_with_position_limit(trained):
 
     tok, out = trained
     loaded = AutoTokenizer.from_pretrained(out)
-    assert loaded.is_fast and type(loaded).__name__ == "BertTokenizer"
+    assert loaded.is_fast and loaded.backend_tokenizer.normalizer.__getstate__() == tok.backend_tokenizer.normalizer.__getstate__()
     assert loaded.model_max_length == 128
     assert loaded.get_vocab() == tok.get_vocab()
     assert [loaded.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
@@ -115,3 +116,17 @@ def test_accepts_a_datasets_column(tmp_path):
     assert len(tok) == 5 + len(set("我们在北京你们好"))  # specials + every character, nothing else
     st = tokenizer_stats(tok, ds["text"])
     assert st["n_texts"] == 2 and st["unk_rate"] == 0.0
+
+
+def test_full_width_corpus_teaches_ascii_text_and_reload_keeps_nfkc(tmp_path):
+    """People's Daily writes ＧＤＰ and ７．８％; reviews write GDP and 7.8%: same tokens after NFKC."""
+    from transformers import AutoTokenizer
+
+    full_width = ["今年ＧＤＰ增长７．８％，ｉＰｈｏｎｅ售价９９９元。"] * 5 + texts(50)
+    tok = train_wordpiece(full_width, vocab_size=3000, out_dir=tmp_path, model_max_length=64)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    for t in (tok, loaded):
+        ascii_ids = t("iPhone 售价999元, GDP 增长7.8%")["input_ids"]
+        assert t.unk_token_id not in ascii_ids, t.convert_ids_to_tokens(ascii_ids)
+        assert t.tokenize("ＧＤＰ７．８％") == t.tokenize("GDP7.8%")
+    assert not any("\uff01" <= c <= "\uff5e" for t in tok.get_vocab() for c in t)  # no full-width ASCII left

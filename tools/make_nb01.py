@@ -58,14 +58,17 @@ print({k: len(v) for k, v in splits.items()}, f"training characters: {n_chars:,}
 ("md", """
 ## 2. Train the WordPiece tokenizer
 `train_wordpiece` keeps **every character it has seen** in the alphabet. The `tokenizers` default, `limit_alphabet=1000`, silently maps rarer Chinese characters to `[UNK]`; we compare both below.
+It also applies Unicode **NFKC** first: People's Daily writes Latin letters and digits full-width (`ＧＤＰ７．８％`), reviews write them in ASCII (`GDP7.8%`); NFKC makes them the same tokens.
 """),
 ("code", """
 tokenizer = tokenization.train_wordpiece(
     splits["train"]["text"], vocab_size=vocab_size, out_dir=out_dir, model_max_length=max_positions
 )
-print(type(tokenizer).__name__, "vocabulary:", len(tokenizer))
+print(f"asked for vocab_size={vocab_size:,}, got {len(tokenizer):,} tokens")
 """),
 ("md", """
+The vocabulary is not the size we asked for: every character seen is kept (so it can be larger), and because each Chinese character is its own word, WordPiece can only merge inside Latin words and digit runs (so it saturates near 5,700 on the full corpus, whatever the target).
+
 What does it do to a sentence? Chinese characters become one token each; Latin words and numbers are split into WordPiece sub-words (`##` marks a continuation).
 """),
 ("code", """
@@ -98,6 +101,14 @@ print(f"full alphabet:      vocab {stats['vocab_size']:>6,}  [UNK] rate {stats['
 print(f"limit_alphabet=1000: vocab {limited_stats['vocab_size']:>6,}  [UNK] rate {limited_stats['unk_rate']:.3%}")
 """),
 ("md", """
+Held-out news is the text the tokenizer was built for. The text notebook 03 classifies is different (product and book reviews, ASCII brand names and prices), so measure coverage there too.
+"""),
+("code", """
+sentiment = data.load_sentiment(seed=scale.seed)   # deduplicated reviews, split as notebook 03 does
+review_stats = tokenization.tokenizer_stats(tokenizer, sentiment.splits["test"]["text"])
+print(f"[UNK] rate on held-out news {stats['unk_rate']:.3%}, on reviews {review_stats['unk_rate']:.3%}")
+"""),
+("md", """
 ## 4. How long are the reviews we will classify?
 Notebook 03 truncates reviews to a fixed number of tokens. The distribution below shows what that cut costs.
 """),
@@ -105,7 +116,7 @@ Notebook 03 truncates reviews to a fixed number of tokens. The distribution belo
 import matplotlib.pyplot as plt
 import numpy as np
 
-reviews = data.load_sentiment(seed=scale.seed).splits["train"]["text"]
+reviews = sentiment.splits["train"]["text"]
 lengths = np.array([len(ids) for ids in tokenizer(list(reviews), verbose=False)["input_ids"]])
 fig, ax = plt.subplots(figsize=(6, 2.5))
 ax.hist(np.minimum(lengths, 512), bins=60)

@@ -93,7 +93,7 @@ result = loop.fit()
 """),
 ("md", """
 ## 6. Test-set evaluation
-The test split was used for nothing so far.
+The test split was used for nothing so far. At `smoke` scale (a tiny model, a few dozen steps) expect chance-level predictions: that scale checks the code paths, not the model.
 """),
 ("code", """
 test_pred = pipeline.predict(loop.model, tokenizer, splits["test"]["text"], max_length=max_length)["label"]
