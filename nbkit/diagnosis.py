@@ -161,18 +161,36 @@ def implausible_gain(factor: str, gain: float, step: dict) -> str | None:
             f"give at most x{limit:.2f} (Amdahl's law): run-to-run noise, not the change")
 
 
+def noise_ratio(ablations: list[dict], current: dict) -> float:
+    """Run-to-run spread of the configuration being diagnosed: max / min tokens/s (1.0 = no estimate).
+
+    Every ablation table re-measures ``current`` in the row whose ``value``
+    equals ``current[factor]``; with ``current["tokens_per_s"]`` those are
+    repeated measurements of one configuration, so their spread is the noise
+    any claimed gain has to beat.
+    """
+    rates = [r["tokens_per_s"] for r in ablations
+             if r.get("tokens_per_s") and r["factor"] in current and r["value"] == current[r["factor"]]]
+    if current.get("tokens_per_s"):
+        rates.append(current["tokens_per_s"])
+    return max(rates) / min(rates) if len(rates) >= 2 else 1.0
+
+
 def measured_changes(ablations: list[dict], current: dict | None = None,
                      rejected: list[str] | None = None) -> list[Change]:
     """Best measured value per factor, as :class:`Change` s ranked by speedup.
 
     For each ``factor`` in ``ablations`` the reference row is the one whose
     ``value`` equals ``current[factor]`` (the configuration being diagnosed),
-    else the table's first row. Changes below :data:`MIN_GAIN` are dropped, and
-    so are gains larger than the factor's phase allows (:func:`implausible_gain`,
-    judged against ``current``'s phase shares); the reason for each of those is
+    else the table's first row. Changes below :data:`MIN_GAIN` are dropped, as
+    are gains within the measured noise (:func:`noise_ratio`: the same
+    configuration measured several times varied that much) and gains larger
+    than the factor's phase allows (:func:`implausible_gain`, judged against
+    ``current``'s phase shares); the reason for each of the last two is
     appended to ``rejected`` when given.
     """
     current = current or {}
+    noise = noise_ratio(ablations, current)
     by_factor: dict[str, list[dict]] = {}
     for row in ablations:
         by_factor.setdefault(row["factor"], []).append(row)
@@ -187,6 +205,9 @@ def measured_changes(ablations: list[dict], current: dict | None = None,
         if gain < MIN_GAIN or best is ref:
             continue
         why = implausible_gain(factor, gain, current)
+        if why is None and gain <= noise:
+            why = (f"{_action(factor, best['value'])}: measured x{gain:.2f}, but the unchanged "
+                   f"configuration itself varied x{noise:.2f} between measurements: within noise")
         if why:
             if rejected is not None:
                 rejected.append(why)

@@ -97,3 +97,20 @@ def test_verdict_text_lists_ranked_changes():
     text = v.text()
     assert text.startswith("Verdict: input-bound")
     assert "1. DataLoader num_workers=4" in text and "x2.00" in text
+
+
+def test_gains_within_the_measured_noise_of_the_base_configuration_are_dropped():
+    # smoke scale on a loaded machine: the base configuration (sdpa, batch 8, fp32, 0 workers)
+    # was measured at 90..1100 tokens/s across the tables, so "eager x11.85" is noise
+    base = {"tokens_per_s": 1000.0, "attn": "sdpa", "batch_size": 8, "num_workers": 0,
+            "data_share": 0.3, "mfu": None, "device": "cpu", "precision": "fp32"}
+    ablations = rows("attn", [("sdpa", 90.0), ("eager", 1066.5)]) + \
+        rows("batch_size", [(4, 500.0), (8, 1100.0)]) + rows("num_workers", [(0, 95.0), (2, 101.0)])
+    assert dg.noise_ratio(ablations, base) == 1100.0 / 90.0
+    v = dg.diagnose(base, ablations=ablations)
+    assert not [c for c in v.changes if c.speedup]
+    assert any("eager" in e and "x11.85" in e and "within noise" in e for e in v.evidence)
+    # the same gain counts when repeated measurements agree
+    quiet = rows("attn", [("sdpa", 1000.0), ("eager", 1500.0)]) + rows("batch_size", [(4, 600.0), (8, 1010.0)])
+    assert [c.factor for c in dg.measured_changes(quiet, base)] == ["attn"]
+    assert dg.noise_ratio([], {"tokens_per_s": 5.0}) == 1.0

@@ -196,8 +196,9 @@ md("""
 
 The rules in `nbkit.diagnosis` (thresholds are named constants with their source) combine the phase split,
 the operator mix, the GPU telemetry and the measured tables. Changes are ranked by measured speedup first;
-a speedup larger than the phase it acts on allows (Amdahl's law: removing a phase with share *s* gives at most
-1 / (1 − *s*)) is listed in the evidence as noise, not recommended.
+two kinds of measured speedup are listed in the evidence as noise instead of recommended: one no larger than the
+spread of the unchanged configuration (every table re-measures it), and one larger than the phase it acts on
+allows (Amdahl's law: removing a phase with share *s* gives at most 1 / (1 − *s*)).
 """)
 code("""
 from nbkit.diagnosis import diagnose
