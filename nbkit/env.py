@@ -119,8 +119,10 @@ def matmul_throughput(device: str = "cpu", n: int = 1024, dtype: str = "float32"
 
     FLOPs per matmul = 2 n³ (one multiply and one add per inner-product term).
     On CUDA this creates a context. Timed with :func:`nbkit.microbench.time_fn`
-    (one warm-up, then the median of ``repeats`` single matmuls; CUDA events
-    on GPUs). Returns ``{"device", "n", "dtype", "seconds" (per matmul),
+    (warm-up, then the median of ``repeats`` timings; CUDA events on GPUs).
+    Each timing runs enough back-to-back matmuls for about 0.5 GFLOP (one for
+    n >= 512, 120 at n = 128), so small sizes measure the matmul rather than the
+    few-ms wake-up of CPU threads. Returns ``{"device", "n", "dtype", "seconds" (per matmul),
     "tflops" (TFLOP/s), "gflops" (GFLOP/s)}``.
 
     Raises:
@@ -140,7 +142,8 @@ def matmul_throughput(device: str = "cpu", n: int = 1024, dtype: str = "float32"
         raise ConfigError(f"device {device!r} is not usable ({exc}); see nbkit.env.report()") from exc
     from nbkit.microbench import time_fn  # the same timer as notebook 04 (CUDA events on GPUs)
 
-    sec = time_fn(lambda: a @ b, a.device, warmup=1, iters=1, repeats=max(1, repeats))  # (n, n)
+    iters = max(1, min(1000, int(5e8 // (2 * n**3))))   # ~0.5 GFLOP per timing
+    sec = time_fn(lambda: a @ b, a.device, warmup=2, iters=iters, repeats=max(1, repeats))  # per matmul
     tflops = 2 * n**3 / sec / 1e12
     return {"device": str(device), "n": n, "dtype": dtype, "seconds": sec,
             "tflops": tflops, "gflops": tflops * 1e3}
