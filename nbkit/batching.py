@@ -4,12 +4,12 @@ Exact resume needs three things restored at an optimizer-step boundary:
 the data order (a permutation fixed by ``seed`` and ``epoch``), the position
 in the epoch, and every RNG that later steps draw from (dropout and the MLM
 masking collator use torch's global RNG; user code may use ``random`` or
-NumPy). With ``num_workers=0`` the DataLoader fetches lazily in the main
-process, so the global RNG state at a step boundary fully determines the
-masks of the next batches. With worker processes, each worker seeds itself
-from a base seed drawn when the iterator starts, so a resumed run gets
-different (equally random) masks: resume is then statistically, not bitwise,
-the same.
+NumPy). The collate function (where the MLM collator draws its masks) runs
+under :func:`isolated_rng` seeded by the run's seed, the epoch and the
+batch's sample indices (:class:`SeededCollate`), so a batch's masks depend only
+on which samples it holds: the same in the main process or any DataLoader
+worker, before or after a resume, with any ``num_workers``; and collating never
+moves the global RNG that dropout draws from.
 """
 from __future__ import annotations
 
@@ -57,6 +57,39 @@ def isolated_rng(seed: int):
         restore_rng(saved)
 
 
+class IndexedDataset(torch.utils.data.Dataset):
+    """``data`` whose items come with their index: ``ds[i] == (i, data[i])``."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return i, self.data[i]
+
+
+class SeededCollate:
+    """Collate ``(index, example)`` pairs with every RNG seeded from (seed, epoch, indices).
+
+    ``collate_fn`` (default ``torch.utils.data.default_collate``) sees the plain
+    examples. The seed comes from ``numpy.random.SeedSequence([seed, epoch,
+    *indices])``, so random choices inside collation (MLM masks) are a function
+    of the batch's content, not of process or call order. Picklable, for workers.
+    """
+
+    def __init__(self, collate_fn, seed: int, epoch: int):
+        self.collate_fn = collate_fn or torch.utils.data.default_collate
+        self.seed, self.epoch = int(seed), int(epoch)
+
+    def __call__(self, items: list):
+        indices = [int(i) for i, _ in items]
+        batch_seed = int(np.random.SeedSequence([self.seed, self.epoch, *indices]).generate_state(1)[0])
+        with isolated_rng(batch_seed):
+            return self.collate_fn([example for _, example in items])
+
+
 def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: bool = False):
     # sampler: nbkit.ddp_sampler.ResumableDistributedSampler (from distributed.make_sampler)
     """Endless micro-batches over epochs, advancing ``state.epoch`` / ``state.batch_in_epoch``.
@@ -67,8 +100,9 @@ def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: boo
     ``config`` gives batch_size, num_workers, pin_memory (None = ``pin_memory``
     argument), seed and compile (a compiled model drops the last partial batch
     to keep shapes static). The DataLoader gets its own seeded generator so
-    creating an iterator never draws from the global RNG. Raises
-    ``DataError`` when the data cannot fill one batch.
+    creating an iterator never draws from the global RNG, and ``collate_fn``
+    runs inside :class:`SeededCollate`. Raises ``DataError`` when the data
+    cannot fill one batch.
     """
     pin = config.pin_memory if config.pin_memory is not None else pin_memory
     world = getattr(sampler, "num_replicas", 1)
@@ -76,7 +110,8 @@ def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: boo
         start = getattr(state, "epoch_start", 0) + state.batch_in_epoch * config.batch_size * world
         sampler.set_epoch(state.epoch, start=min(start, len(data)))
         loader = torch.utils.data.DataLoader(
-            data, batch_size=config.batch_size, sampler=sampler, collate_fn=collate_fn,
+            IndexedDataset(data), batch_size=config.batch_size, sampler=sampler,
+            collate_fn=SeededCollate(collate_fn, config.seed, state.epoch),
             num_workers=config.num_workers, pin_memory=pin, drop_last=bool(config.compile),
             generator=torch.Generator().manual_seed(config.seed))
         got = False
