@@ -47,8 +47,11 @@ def fit_tfidf_baseline(train_texts: Sequence[str], train_labels: Sequence[int], 
     from sklearn.pipeline import make_pipeline
 
     texts, labels = list(train_texts), list(train_labels)
-    if len(texts) != len(labels) or not texts:
-        raise DataError(f"Got {len(texts)} texts and {len(labels)} labels; pass one label per text, at least one.")
+    if not texts:
+        raise DataError("The baseline got no training texts; pass a non-empty training split "
+                        "(check LabeledData.report['n_train'] and the training file).")
+    if len(texts) != len(labels):
+        raise DataError(f"Got {len(texts)} texts and {len(labels)} labels; pass one label per text.")
     if len(set(labels)) < 2:
         raise DataError(f"Training labels hold a single class {sorted(set(labels))}; a classifier needs two.")
     model = make_pipeline(
@@ -69,5 +72,14 @@ def tfidf_baseline(train_texts: Sequence[str], train_labels: Sequence[int], eval
 
     Returns:
         Predicted label ids, shape ``(M,)``.
+
+    Raises:
+        DataError: no evaluation texts (checked before fitting), or any
+            error of :func:`fit_tfidf_baseline`.
     """
-    return fit_tfidf_baseline(train_texts, train_labels, **kwargs).predict(list(eval_texts))
+    eval_texts = list(eval_texts)
+    if not eval_texts:
+        raise DataError("The baseline got no evaluation texts; pass a non-empty validation/test split "
+                        "(check LabeledData.report['n_val'] / ['n_test'], e.g. val_fraction=0 leaves "
+                        "validation empty).")
+    return fit_tfidf_baseline(train_texts, train_labels, **kwargs).predict(eval_texts)

@@ -12,7 +12,8 @@ with ``importlib.resources`` (``shared/design.md`` §3):
   splits by unique text (see :mod:`nbkit.labeled`).
 
 User files (``load_text_file``, ``load_labeled_files``) live in
-:mod:`nbkit.userdata` and are re-exported here. ``datasets`` is imported inside
+:mod:`nbkit.userdata` and are re-exported here as the functions themselves
+(so ``help(data.load_text_file)`` shows the full docstring). ``datasets`` is imported inside
 the functions so that ``import nbkit.data`` stays cheap.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from nbkit.errors import ConfigError, DataError
 from nbkit.labeled import LabeledData, build_labeled_data, normalize_text
+from nbkit.userdata import load_labeled_files, load_text_file
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -186,18 +188,3 @@ def load_sentiment(seed: int = 0, val_fraction: float = 0.1, test_fraction: floa
         labels += [name] * len(lines)
     return build_labeled_data({"train": (texts, labels)}, seed=seed, val_fraction=val_fraction,
                               test_fraction=test_fraction, max_train=max_train, label2id=SENTIMENT_LABELS)
-
-
-def load_text_file(path, text_column: str = "text"):
-    """Re-export of :func:`nbkit.userdata.load_text_file`."""
-    from nbkit.userdata import load_text_file as impl
-
-    return impl(path, text_column=text_column)
-
-
-def load_labeled_files(train, validation=None, test=None, text_column: str = "text",
-                       label_column: str = "label", seed: int = 0, **kwargs) -> LabeledData:
-    """Re-export of :func:`nbkit.userdata.load_labeled_files`."""
-    from nbkit.userdata import load_labeled_files as impl
-
-    return impl(train, validation, test, text_column=text_column, label_column=label_column, seed=seed, **kwargs)

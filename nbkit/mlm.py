@@ -20,15 +20,31 @@ from nbkit.errors import ConfigError, DataError
 IGNORE_INDEX = -100  # label value that cross-entropy ignores
 
 
-def _check_block_size(tokenizer, block_size: int, max_position_embeddings: int | None) -> None:
-    limits = {"tokenizer.model_max_length": tokenizer.model_max_length}
+def check_length(name: str, value: int, tokenizer=None, max_position_embeddings: int | None = None) -> None:
+    """Check a sequence length in tokens (``block_size``, ``max_length``) against the limits.
+
+    Args:
+        name: the argument's name, used in the message (``"max_length"``).
+        value: the requested length in tokens, ``[CLS]`` and ``[SEP]`` included.
+        tokenizer: if given, ``value`` must not exceed ``tokenizer.model_max_length``.
+        max_position_embeddings: if given (``model.config.max_position_embeddings``),
+            ``value`` must not exceed it: BERT has no position embedding beyond
+            it and fails with a raw size-mismatch ``RuntimeError``.
+
+    Raises:
+        ConfigError: ``value`` above a limit (names both numbers and the fix),
+            or below 3 (no room between ``[CLS]`` and ``[SEP]``).
+    """
+    limits = {}
+    if tokenizer is not None:
+        limits["tokenizer.model_max_length"] = tokenizer.model_max_length
     if max_position_embeddings is not None:
-        limits["max_position_embeddings"] = max_position_embeddings
-    for name, limit in limits.items():
-        if block_size > limit:
-            raise ConfigError(f"block_size={block_size} exceeds {name}={limit}; use block_size <= {limit}")
-    if block_size < 3:
-        raise ConfigError(f"block_size={block_size} leaves no room between [CLS] and [SEP]; use e.g. 128")
+        limits["the model's max_position_embeddings"] = max_position_embeddings
+    for what, limit in sorted(limits.items(), key=lambda item: item[1]):  # the binding limit first
+        if value > limit:
+            raise ConfigError(f"{name}={value} exceeds {what}={limit}; use {name} <= {limit}")
+    if value < 3:
+        raise ConfigError(f"{name}={value} leaves no room for text between [CLS] and [SEP]; use e.g. 128")
 
 
 def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
@@ -63,7 +79,7 @@ def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
             ``max_position_embeddings``, or below 3.
         DataError: a missing column, or too little text for one block.
     """
-    _check_block_size(tokenizer, block_size, max_position_embeddings)
+    check_length("block_size", block_size, tokenizer, max_position_embeddings)
     source = words_column or text_column
     if source not in dataset.column_names:
         raise DataError(f"column {source!r} not in dataset columns {dataset.column_names}; pass text_column=...")
@@ -236,11 +252,7 @@ def encode_classification(dataset, tokenizer, max_length: int, text_column: str 
     """
     import numpy as np
 
-    if max_length > tokenizer.model_max_length:
-        raise ConfigError(f"max_length={max_length} exceeds tokenizer.model_max_length="
-                          f"{tokenizer.model_max_length}; use max_length <= {tokenizer.model_max_length}")
-    if max_length < 3:
-        raise ConfigError(f"max_length={max_length} leaves no room for text; use e.g. 128")
+    check_length("max_length", max_length, tokenizer)
     for col in (text_column, label_column):
         if col not in dataset.column_names:
             raise DataError(f"column {col!r} not in dataset columns {dataset.column_names}; "

@@ -84,16 +84,37 @@ def write_json(path: Path, payload: dict) -> dict:
 def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2label=None) -> dict:
     """Classify ``texts`` with a sequence-classification model.
 
+    Args:
+        model: a ``transformers`` sequence-classification model (its
+            ``config.max_position_embeddings`` bounds ``max_length``).
+        tokenizer: the model's tokenizer.
+        texts: the texts to classify, any iterable of str. A single ``str`` is
+            one text (not an iterable of characters): ``predict(m, t, "质量很好", ...)``
+            returns one label.
+        max_length: tokens per text, ``[CLS]`` and ``[SEP]`` included; longer
+            texts are truncated.
+        batch_size: texts per forward pass.
+        id2label: label id -> name; adds ``table``.
+
     Returns ``{"label": list[int], "prob": list[float] (probability of the
     predicted class), "table": pandas.DataFrame}`` (``table`` only with
-    ``id2label``). Runs in eval mode under ``torch.inference_mode`` on the
-    model's device; truncates to ``max_length`` tokens. Batches are formed in
+    ``id2label``), one entry per text in input order. Runs in eval mode under
+    ``torch.inference_mode`` on the model's device. Batches are formed in
     order of text length (results come back in input order), so each batch
     pads to a similar length.
+
+    Raises:
+        ConfigError: ``max_length`` above the model's ``max_position_embeddings``
+            or the tokenizer's ``model_max_length``, or below 3
+            (:func:`nbkit.mlm.check_length`).
     """
     import torch
 
-    texts = list(texts)
+    from nbkit.mlm import check_length
+
+    check_length("max_length", max_length, tokenizer,
+                 getattr(getattr(model, "config", None), "max_position_embeddings", None))
+    texts = [texts] if isinstance(texts, str) else list(texts)
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()

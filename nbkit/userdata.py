@@ -9,16 +9,20 @@ written next to the user's data and an edited file is never served stale from
 the Hugging Face cache.
 
 Every mistake a user can make with a file becomes a :class:`DataError` that
-names the fix: missing file, unsupported extension, empty file, non-UTF-8
-bytes (file, byte offset and line, plus an ``iconv`` command; GBK is the
-usual culprit with Chinese text), unparsable content, missing column (the
-existing columns are listed), nothing left after cleaning, a single class,
-labels in validation/test unseen in training.
+names the fix: missing file, unsupported extension, empty file, UTF-16/UTF-32
+text (Excel's "Unicode text"; an ``iconv -f UTF-16`` command), other non-UTF-8
+bytes (file, byte offset and line, plus an ``iconv -f GBK`` command; GBK is
+the usual culprit with Chinese text), unparsable content (JSON: the 1-based
+line), missing column (the existing columns are listed; a tab-separated
+``.csv`` is recognised), nothing left after cleaning, a single class, labels
+in validation/test unseen in training, an empty split.
 """
 from __future__ import annotations
 
 import codecs
 import contextlib
+import json
+import logging
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +42,38 @@ FORMATS: dict[str, tuple[str, dict]] = {
     ".tsv": ("csv", {"sep": "\t"}),
 }
 _CHUNK = 1 << 20  # 1 MiB read size for the UTF-8 check
+_SNIFF = 4096  # bytes inspected for UTF-16/UTF-32 (BOM or NUL bytes)
+
+#: byte order mark -> (iconv encoding name, description); UTF-32 first (its LE BOM starts like UTF-16's)
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32", "UTF-32 (little-endian, byte order mark FF FE 00 00)"),
+    (codecs.BOM_UTF32_BE, "UTF-32", "UTF-32 (big-endian, byte order mark 00 00 FE FF)"),
+    (codecs.BOM_UTF16_LE, "UTF-16", "UTF-16 (little-endian, byte order mark FF FE)"),
+    (codecs.BOM_UTF16_BE, "UTF-16", "UTF-16 (big-endian, byte order mark FE FF)"),
+)
+
+
+def sniff_wide_encoding(head: bytes) -> tuple[str, str] | None:
+    """``(iconv name, description)`` if ``head`` looks UTF-16/UTF-32, else None.
+
+    A byte order mark decides. Without one, UTF-16 is recognised by its NUL
+    bytes: every ASCII character (delimiters, quotes, newlines, a CSV header)
+    has a zero high byte, at odd offsets in little-endian and even offsets in
+    big-endian text. Text files in UTF-8 or GBK hold no NUL bytes.
+
+    Args:
+        head: the first bytes of the file (a few KiB suffice).
+    """
+    for bom, name, desc in _WIDE_BOMS:
+        if head.startswith(bom):
+            return name, desc
+    pairs = len(head) // 2
+    even, odd = head[0:2 * pairs:2].count(0), head[1:2 * pairs:2].count(0)
+    if odd >= max(1, pairs / 10) and even <= odd / 4:
+        return "UTF-16LE", "UTF-16 little-endian without a byte order mark (NUL bytes at odd offsets)"
+    if even >= max(1, pairs / 10) and odd <= even / 4:
+        return "UTF-16BE", "UTF-16 big-endian without a byte order mark (NUL bytes at even offsets)"
+    return None
 
 
 def check_utf8(path: Path) -> str:
@@ -48,13 +84,22 @@ def check_utf8(path: Path) -> str:
     a byte order mark (Excel's "CSV UTF-8" export), else ``"utf-8"``.
 
     Raises:
-        DataError: a byte sequence is not UTF-8; the message gives the byte
-            offset (0-based), the line (1-based) and the ``iconv`` fix.
+        DataError: the file is UTF-16/UTF-32 (see :func:`sniff_wide_encoding`;
+            the fix is ``iconv -f UTF-16 -t UTF-8``), or a byte sequence is not
+            UTF-8; the message gives the byte offset (0-based), the line
+            (1-based) and the ``iconv -f GBK`` fix.
     """
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = newlines = 0
+    converted = path.with_suffix(".utf8" + path.suffix)
     with open(path, "rb") as f:
-        head = f.read(3)
+        head = f.read(_SNIFF)
+        wide = sniff_wide_encoding(head)
+        if wide:
+            raise DataError(
+                f"{path} is {wide[1]}, not UTF-8 (Excel's \"Unicode text\" export writes UTF-16). "
+                f"Convert it with `iconv -f {wide[0]} -t UTF-8 '{path}' > '{converted}'` and load the "
+                "converted copy, or save it from Excel as \"CSV UTF-8\".")
         f.seek(0)
         while True:
             chunk = f.read(_CHUNK)
@@ -68,13 +113,13 @@ def check_utf8(path: Path) -> str:
                 raise DataError(
                     f"{path} is not UTF-8: byte 0x{byte:02x} at offset {bad} (line {line}) cannot be decoded. "
                     f"Chinese text is often GBK-encoded; convert the file with "
-                    f"`iconv -f GBK -t UTF-8 '{path}' > '{path.with_suffix('.utf8' + path.suffix)}'` "
+                    f"`iconv -f GBK -t UTF-8 '{path}' > '{converted}'` "
                     "and load the converted copy.") from err
             if not chunk:
                 break
             offset += len(chunk)
             newlines += chunk.count(b"\n")
-    return "utf-8-sig" if head == codecs.BOM_UTF8 else "utf-8"
+    return "utf-8-sig" if head.startswith(codecs.BOM_UTF8) else "utf-8"
 
 
 def _check_file(path: str | Path) -> tuple[Path, str]:
@@ -94,31 +139,109 @@ def _check_file(path: str | Path) -> tuple[Path, str]:
 
 
 @contextlib.contextmanager
-def _quiet_datasets():
-    """Hide ``datasets``' "Generating train split" bars; restore the setting after."""
+def _quiet_datasets(builder: str):
+    """Hide ``datasets``' "Generating train split" bars and its builder's log lines.
+
+    The ``json`` builder logs "Failed to load JSON from file ..." before it
+    raises; nbkit turns that failure into a :class:`DataError`, so the log line
+    would only repeat it in worse words. Both settings are restored after.
+    """
     import datasets
 
     was_enabled = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
+    log = logging.getLogger(f"datasets.packaged_modules.{builder}.{builder}")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
+        log.setLevel(level)
         if was_enabled:
             datasets.enable_progress_bars()
 
 
+def _json_kind(value) -> str:
+    """JSON type name of a parsed value (int and float are both "number")."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
+
+
+def locate_json_error(path: Path, encoding: str = "utf-8") -> str | None:
+    """Where a JSON file breaks, in words with a 1-based line number, or None.
+
+    ``.jsonl``: the first line that is not valid JSON or not a JSON object;
+    if none, the first line whose field has another JSON type than on the
+    field's first line (Arrow needs one type per column). ``.json``: the parser's line and column.
+    Reads the file line by line (constant memory for ``.jsonl``).
+    """
+    if path.suffix.lower() == ".json":
+        text = path.read_text(encoding=encoding)
+        if text.lstrip()[:1] != "[":  # not an array: JSON lines saved as .json
+            return _scan_json_lines(path, encoding)
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as err:
+            return f"line {err.lineno}, column {err.colno}: {err.msg}"
+        return None
+    return _scan_json_lines(path, encoding)
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
+def _scan_json_lines(path: Path, encoding: str) -> str | None:
+    """The first invalid or non-object line; else the first field whose JSON type changes."""
+    first_kind: dict[str, tuple[str, int]] = {}  # field -> (JSON type, line where first seen)
+    type_change = None
+    with open(path, encoding=encoding) as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                return f"line {lineno} is not valid JSON ({err.msg} at column {err.colno})"
+            if not isinstance(row, dict):
+                return (f"line {lineno} is {_a('JSON ' + _json_kind(row))}, "
+                        'not an object like {"text": ..., "label": ...}')
+            for key, value in row.items():
+                kind = _json_kind(value)
+                if kind == "null" or type_change:
+                    continue
+                seen = first_kind.setdefault(key, (kind, lineno))
+                if seen[0] != kind:
+                    type_change = (f"line {lineno}: field {key!r} is {_a(kind)} but {_a(seen[0])} on line "
+                                   f"{seen[1]}; use one type per field")
+    return type_change
+
+
 def _load_table(path: Path, encoding: str) -> "datasets.Dataset":
-    """Read one checked file with ``datasets``' local loader, cached nowhere persistent."""
+    """Read one checked file with ``datasets``' local loader, cached nowhere persistent.
+
+    Raises:
+        DataError: no rows, or the loader fails; for JSON the message gives the
+            first bad line (1-based, :func:`locate_json_error`).
+    """
     import datasets
 
     builder, extra = FORMATS[path.suffix.lower()]
-    with tempfile.TemporaryDirectory(prefix="nbkit-datasets-") as cache, _quiet_datasets():
+    with tempfile.TemporaryDirectory(prefix="nbkit-datasets-") as cache, _quiet_datasets(builder):
         try:
             return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache,
                                          keep_in_memory=True, encoding=encoding, **extra)
         except Exception as err:  # DatasetGenerationError wraps the parser's error
             if "corresponds to no data" in str(err):  # a CSV with only a header row
                 raise DataError(f"{path} has no rows; add data (a CSV needs rows below its header).") from err
+            where = locate_json_error(path, encoding) if builder == "json" else None
+            if where:
+                raise DataError(f"Could not read {path} as JSON: {where}. Fix that line; a {path.suffix} file "
+                                "needs " + ("one JSON object per line." if path.suffix.lower() == ".jsonl" else
+                                            "an array of objects, or one object per line.")) from err
             cause = err.__cause__ or err
             reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
             raise DataError(f"Could not read {path} as {builder.upper()} ({type(cause).__name__}: {reason}). "
@@ -127,12 +250,26 @@ def _load_table(path: Path, encoding: str) -> "datasets.Dataset":
 
 
 def _column(ds: "datasets.Dataset", name: str, path: Path, role: str) -> list:
-    """One column as a Python list (read from the Arrow table, not row by row)."""
+    """One column as a Python list (read from the Arrow table, not row by row).
+
+    Raises:
+        DataError: no rows, or no such column (the existing ones are listed; a
+            single header holding tabs or semicolons means another delimiter).
+    """
     if len(ds) == 0:
         raise DataError(f"{path} has no rows; add data (a CSV needs rows below its header).")
     if name not in ds.column_names:
         arg = "text_column" if role == "text" else "label_column"
-        raise DataError(f"{path} has no column {name!r}; its columns are {ds.column_names}. "
+        columns = ds.column_names
+        if len(columns) == 1 and path.suffix.lower() == ".csv":
+            if "\t" in columns[0]:
+                raise DataError(f"{path} looks tab-separated: its single column is {columns[0]!r}. Rename it "
+                                f"to {path.with_suffix('.tsv').name} (nbkit reads .tsv files with tab "
+                                "delimiters), or save it comma-separated.")
+            if ";" in columns[0]:
+                raise DataError(f"{path} looks semicolon-separated: its single column is {columns[0]!r}. "
+                                "Save it comma-separated (Excel: \"CSV UTF-8 (comma delimited)\").")
+        raise DataError(f"{path} has no column {name!r}; its columns are {columns}. "
                         f"Pass {arg}= one of those.")
     return ds.data.column(name).to_pylist()
 
@@ -204,7 +341,9 @@ def load_labeled_files(
         text_column, label_column: column names in every file.
         seed: split/subsample seed; same files and seed, same splits.
         val_fraction, test_fraction: shares of the unique training texts used
-            when the split's file is not given.
+            when the split's file is not given; exactly 0 means "no such split"
+            (e.g. ``val_fraction=0`` with a separate test file and no
+            validation), a positive share that rounds to 0 examples is an error.
         max_train: stratified cap on the training split (smoke runs).
 
     Returns:
@@ -212,7 +351,12 @@ def load_labeled_files(
 
     Raises:
         DataError: any bad file (see the module docstring), a single class,
-            labels in validation/test unseen in training (listed).
+            labels in validation/test unseen in training (listed), a split left
+            empty (e.g. every test text also occurs in training).
+
+    Warns:
+        UserWarning: labels that differ only in case or width ("Positive" and
+            "positive"), which would become separate classes.
     """
     sources: dict[str, tuple[list, list]] = {}
     files: dict[str, str] = {}

@@ -102,3 +102,8 @@ def test_tfidf_baseline_input_errors():
         fit_tfidf_baseline(["好", "棒"], [1, 1])
     with pytest.raises(DataError, match="one label per text"):
         fit_tfidf_baseline(["好", "棒"], [1])
+    with pytest.raises(DataError, match="no training texts.*n_train"):
+        fit_tfidf_baseline([], [])
+    texts, labels = _toy_reviews(10)
+    with pytest.raises(DataError, match="no evaluation texts.*n_test"):  # not sklearn's raw ValueError
+        tfidf_baseline(texts, labels, [])

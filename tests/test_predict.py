@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from nbkit import pipeline
+from nbkit.errors import ConfigError
 from nbkit.tokenization import train_wordpiece
-from tests._corpus import texts
+from tests._corpus import char_tokenizer, texts
 
 
 def test_predict_returns_input_order_whatever_the_batching(tmp_path):
@@ -25,3 +26,32 @@ def test_predict_returns_input_order_whatever_the_batching(tmp_path):
     assert batched["prob"] == [pytest.approx(o["prob"][0], abs=1e-5) for o in one_by_one]
     assert list(batched["table"]["review"]) == reviews
     assert len({round(p, 4) for p in batched["prob"]}) > 5  # answers differ per review: order matters
+
+
+def _tiny_classifier(tok, max_positions):
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    return BertForSequenceClassification(BertConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=max_positions, num_labels=2,
+        pad_token_id=tok.pad_token_id))
+
+
+def test_predict_takes_a_single_string_as_one_text():
+    tok = char_tokenizer(50)
+    model = _tiny_classifier(tok, 64)
+    one = pipeline.predict(model, tok, "质量很好", max_length=64, id2label={0: "neg", 1: "pos"})
+    listed = pipeline.predict(model, tok, ["质量很好"], max_length=64)
+    assert len(one["label"]) == 1 and one["label"] == listed["label"]  # not one answer per character
+    assert list(one["table"]["review"]) == ["质量很好"]
+
+
+def test_predict_max_length_above_position_embeddings_names_both_numbers():
+    tok = char_tokenizer(50, model_max_length=512)  # the tokenizer would allow it; the model cannot
+    model = _tiny_classifier(tok, 64)
+    with pytest.raises(ConfigError, match=r"max_length=1000 exceeds the model's max_position_embeddings=64; "
+                                          r"use max_length <= 64"):
+        pipeline.predict(model, tok, ["质量很好"], max_length=1000)
+    with pytest.raises(ConfigError, match="max_length=48 exceeds tokenizer.model_max_length=32"):
+        pipeline.predict(model, char_tokenizer(50, model_max_length=32), ["好"], max_length=48)

@@ -1,8 +1,10 @@
 """User files: loaders, dedup/conflicts, label mapping and every bad-input error."""
 from __future__ import annotations
 
+import codecs
 import csv
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -239,3 +241,124 @@ def test_integer_labels_match_across_file_formats(tmp_path):
     d = load_labeled_files(train, validation=val)
     assert d.label2id == {"2": 0, "10": 1}
     assert d.splits["validation"]["label"][:] == [1, 0]
+
+
+# --- empty splits -------------------------------------------------------------------
+
+def test_test_file_that_repeats_training_is_an_error_not_an_empty_split(tmp_path):
+    path = _write_csv(tmp_path / "train.csv", _reviews(50), header=("review", "stars"))
+    with pytest.raises(DataError, match=r"test split is empty: all 100 rows of the test file were dropped "
+                                        r"\(100 that also occur in training\).*test file with other texts"):
+        load_labeled_files(path, test=path, text_column="review", label_column="stars")
+
+
+def test_fraction_rounding_to_zero_is_an_error_but_zero_means_no_split(tmp_path):
+    path = _write_csv(tmp_path / "r.csv", [("好书", "好"), ("烂书", "差"), ("一般", "差")])
+    with pytest.raises(DataError, match=r"test split would be empty: test_fraction=0.1 of 3 unique training "
+                                        r"texts rounds to 0.*at least 15 unique texts.*test_fraction=0"):
+        load_labeled_files(path)
+    d = load_labeled_files(path, val_fraction=0, test_fraction=0)  # asked for: no validation, no test
+    assert (d.report["n_train"], d.report["n_val"], d.report["n_test"]) == (3, 0, 0)
+    with pytest.raises(DataError, match=r"gives 1 for 2 classes; raise test_fraction"):
+        build_labeled_data({"train": ([f"t{i}" for i in range(10)], ["x", "y"] * 5)}, test_fraction=0.1)
+    with pytest.raises(DataError, match="leaves no training examples"):
+        build_labeled_data({"train": (["a", "b", "c", "d"], ["x", "y", "x", "y"])},
+                           test_fraction=0.5, val_fraction=0.45)
+
+
+# --- labels that differ only in case or width ---------------------------------------
+
+def test_labels_differing_in_case_or_width_warn_and_list_them(tmp_path):
+    rows = [(f"好评{i}", "Positive") for i in range(5)] + [(f"好{i}", "positive") for i in range(5)]
+    rows += [(f"差评{i}", "ｎｅｇ") for i in range(5)] + [(f"差{i}", "neg") for i in range(5)]
+    path = _write_csv(tmp_path / "r.csv", rows)
+    with pytest.warns(UserWarning, match=r"case or character width.*\['Positive', 'positive'\].*"
+                                         r"\['neg', 'ｎｅｇ'\].*normalise the label column"):
+        d = load_labeled_files(path, val_fraction=0.2, test_fraction=0.2)
+    assert d.num_labels == 4  # still loaded as given: the user decides
+
+
+def test_clean_labels_do_not_warn(tmp_path, recwarn):
+    load_labeled_files(_write_csv(tmp_path / "r.csv", _reviews(10, ("pos", "neg"))))
+    assert not [w for w in recwarn if "case or character width" in str(w.message)]
+
+
+def test_unseen_label_that_differs_only_in_case_says_so(tmp_path):
+    train = _write_csv(tmp_path / "train.csv", _reviews(10, ("pos", "neg")))
+    val = _write_csv(tmp_path / "val.csv", [("新的", "POS")])
+    with pytest.raises(DataError, match=r"\['POS'\] \('POS' vs 'pos' differ only in case/width\)"):
+        load_labeled_files(train, validation=val)
+
+
+# --- encodings, delimiters, JSON lines ----------------------------------------------
+
+@pytest.mark.parametrize("encoding, iconv", [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16BE"),
+                                             ("utf-16-le", "UTF-16LE"), ("utf-32", "UTF-32")])
+def test_utf16_and_utf32_files_get_the_right_iconv(tmp_path, encoding, iconv):
+    path = tmp_path / "excel.csv"
+    data = "text,label\n好评,1\n差评,0\n".encode(encoding)
+    if encoding == "utf-16-be":  # Excel writes a BOM; big-endian with one too
+        data = codecs.BOM_UTF16_BE + data
+        iconv = "UTF-16"
+    path.write_bytes(data)
+    with pytest.raises(DataError) as info:
+        load_labeled_files(path)
+    msg = str(info.value)
+    assert f"iconv -f {iconv} -t UTF-8" in msg and "GBK" not in msg and "not UTF-8" in msg
+
+
+def test_tab_separated_csv_suggests_tsv_and_tsv_loads(tmp_path):
+    content = "review\tstars\n" + "".join(f"评论{i}\t{i % 2}\n" for i in range(20))
+    (tmp_path / "r.csv").write_text(content, encoding="utf-8")
+    with pytest.raises(DataError, match=r"r.csv looks tab-separated.*'review\\tstars'.*Rename it to r.tsv"):
+        load_labeled_files(tmp_path / "r.csv", text_column="review", label_column="stars")
+    (tmp_path / "r.tsv").write_text(content, encoding="utf-8")
+    d = load_labeled_files(tmp_path / "r.tsv", text_column="review", label_column="stars")
+    assert d.report["n_raw"] == 20 and d.label2id == {"0": 0, "1": 1}
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def test_bad_json_line_is_reported_1_based_without_datasets_log(tmp_path):
+    rows = [json.dumps({"text": f"文本{i}", "label": i % 2}, ensure_ascii=False) for i in range(12)]
+    rows[9] = '{"text": "坏", "label": '
+    (tmp_path / "bad.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"bad.jsonl as JSON: line 10 is not valid JSON"):
+        load_labeled_files(tmp_path / "bad.jsonl")
+    rows[9] = "[1, 2]"  # datasets logs "Failed to load JSON ..." on this one
+    (tmp_path / "bad.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    records = _Records()  # datasets' loggers do not propagate to the root: listen on theirs
+    logging.getLogger("datasets").addHandler(records)
+    try:
+        with pytest.raises(DataError, match=r"line 10 is a JSON array, not an object"):
+            load_labeled_files(tmp_path / "bad.jsonl")
+    finally:
+        logging.getLogger("datasets").removeHandler(records)
+    assert not [m for m in records.messages if "Failed to load JSON" in m]
+    (tmp_path / "bad.json").write_text('[{"text": "a", "label": 1},\n{"text": ]', encoding="utf-8")
+    with pytest.raises(DataError, match=r"line 2, column 10"):
+        load_labeled_files(tmp_path / "bad.json")
+
+
+def test_data_reexports_carry_the_real_docstrings():
+    from nbkit import data
+
+    for name in ("load_text_file", "load_labeled_files"):
+        assert getattr(data, name).__doc__ == getattr(userdata, name).__doc__
+        assert "Re-export" not in getattr(data, name).__doc__ and "Raises:" in getattr(data, name).__doc__
+
+
+def test_locate_json_error_prefers_syntax_errors_to_type_changes(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"label": 1}\n{"label": {"x": 1}}\n{"label": 2}\n', encoding="utf-8")
+    assert userdata.locate_json_error(path) == ("line 2: field 'label' is an object but a number on line 1; "
+                                                "use one type per field")
+    path.write_text('{"label": 1}\n{"label": "one"}\n\n{"label": \n', encoding="utf-8")
+    assert userdata.locate_json_error(path).startswith("line 4 is not valid JSON")  # blank lines counted
