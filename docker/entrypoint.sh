@@ -7,6 +7,9 @@
 #   JUPYTER_TOKEN          token; unset -> a random 48-hex-digit one is generated.
 #                          Set but empty means "no authentication": refused unless
 #                          NBKIT_ALLOW_NO_AUTH=1.
+#   NBKIT_JUPYTER_IP       address JupyterLab listens on (default 0.0.0.0 here, so the
+#                          published port reaches it; the config file alone defaults
+#                          to 127.0.0.1)
 #   NBKIT_HOST_PORT        host port published for 8888 (for the printed URL; default 8888)
 #   NBKIT_HOST_ADDR        host address in the printed URL (default 127.0.0.1)
 #   NBKIT_NOTEBOOK_DIR, NBKIT_DATA_DIR, NBKIT_RUNS_DIR
@@ -26,6 +29,7 @@ CONFIG=${NBKIT_JUPYTER_CONFIG:-$HERE/jupyter_server_config.py}
 PORT=${NBKIT_JUPYTER_PORT:-8888}
 HOST_PORT=${NBKIT_HOST_PORT:-$PORT}
 HOST_ADDR=${NBKIT_HOST_ADDR:-127.0.0.1}
+export NBKIT_JUPYTER_IP=${NBKIT_JUPYTER_IP:-0.0.0.0}
 UID_NOW=$(id -u)
 GID_NOW=$(id -g)
 
@@ -145,7 +149,7 @@ if [ $# -eq 0 ] || [ "${1:0:1}" = "-" ]; then
     URL="http://$HOST_ADDR:$HOST_PORT/lab"
     [ -n "$JUPYTER_TOKEN" ] && URL="$URL?token=$JUPYTER_TOKEN"
     cat >&2 <<MSG
-[nbkit] JupyterLab listens on 0.0.0.0:$PORT inside the container. Open on the host:
+[nbkit] JupyterLab listens on $NBKIT_JUPYTER_IP:$PORT inside the container. Open on the host:
 [nbkit]
 [nbkit]     $URL
 [nbkit]

@@ -1,19 +1,44 @@
-# JupyterLab server configuration shared by the container (docker/entrypoint.sh)
-# and the browser tests (tests/browser/), so both exercise the same server.
-# Token authentication stays on: the token comes from $JUPYTER_TOKEN (set by the
-# entrypoint or the test harness), never from this file.
+# JupyterLab server configuration shared by the container (docker/entrypoint.sh),
+# a local `jupyter lab --config docker/jupyter_server_config.py` and the browser
+# tests (tests/browser/), so all of them run the same server.
+#
+# Authentication stays on whoever starts it (tests/test_server_config.py):
+#   JUPYTER_TOKEN unset      -> Jupyter's own random token, printed in the
+#                               `http://127.0.0.1:8888/lab?token=...` line of the log
+#   JUPYTER_TOKEN=<value>    -> that token (the entrypoint and the tests set one)
+#   JUPYTER_TOKEN=""         -> refused (SystemExit) unless NBKIT_ALLOW_NO_AUTH=1
+# The token never comes from this file.
+#   NBKIT_JUPYTER_IP         address to listen on; default 127.0.0.1 (this machine
+#                            only). The image sets 0.0.0.0: inside a container the
+#                            published port is reached through the container's network.
+#   NBKIT_JUPYTER_PORT       port (default 8888); NBKIT_NOTEBOOK_DIR: root folder (default cwd)
 import os
 
 c = get_config()  # noqa: F821  (provided by Jupyter when it loads this file)
 
-c.ServerApp.ip = os.environ.get("NBKIT_JUPYTER_IP", "0.0.0.0")
+c.ServerApp.ip = os.environ.get("NBKIT_JUPYTER_IP", "127.0.0.1")
 c.ServerApp.port = int(os.environ.get("NBKIT_JUPYTER_PORT", "8888"))
 c.ServerApp.open_browser = False
 c.ServerApp.root_dir = os.environ.get("NBKIT_NOTEBOOK_DIR", os.getcwd())
-c.IdentityProvider.token = os.environ.get("JUPYTER_TOKEN", "")
-# An empty token would disable auth; the entrypoint refuses that unless
-# NBKIT_ALLOW_NO_AUTH=1, and then we also refuse remote access without a password.
-c.ServerApp.allow_remote_access = True
+
+_token = os.environ.get("JUPYTER_TOKEN")
+if _token:
+    c.IdentityProvider.token = _token
+elif _token is not None:  # set but empty: Jupyter would run without authentication
+    if os.environ.get("NBKIT_ALLOW_NO_AUTH", "0") != "1":
+        raise SystemExit(
+            "nbkit: JUPYTER_TOKEN is set but empty, which would start JupyterLab without "
+            "authentication. Fix: `unset JUPYTER_TOKEN` (Jupyter then generates a token and "
+            "prints the URL with it) or set a long random value; to really run without "
+            "authentication set NBKIT_ALLOW_NO_AUTH=1."
+        )
+    c.IdentityProvider.token = ""
+# else: unset -> leave the token alone; Jupyter generates a random one (or reads
+# JUPYTER_TOKEN_FILE) and prints the URL with it.
+
+# allow_remote_access is left to Jupyter: True when listening on 0.0.0.0 (the
+# container), False on 127.0.0.1, where the Host-header check guards against DNS
+# rebinding.
 c.ServerApp.trust_xheaders = True
 # No news or update checks: the container usually has no internet access.
 c.LabApp.news_url = None

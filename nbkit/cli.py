@@ -2,6 +2,8 @@
 
 Each sub-command lives in the module of its concern; this file only parses
 arguments and dispatches, so ``nbkit doctor`` works even when torch is broken.
+Exit codes: 0 success, 1 a FAIL line / a failed notebook, 2 bad input (one
+line on stderr naming the fix, no traceback).
 """
 from __future__ import annotations
 
@@ -17,8 +19,24 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def _run_notebooks(args: argparse.Namespace) -> int:
     from nbkit import notebooks
+    from nbkit.errors import ConfigError
 
-    return notebooks.run_all(scale=args.scale, only=args.only, timeout=args.timeout)
+    try:
+        return notebooks.run_all(scale=args.scale, only=args.only, timeout=args.timeout)
+    except ConfigError as exc:  # bad input: one line, like argparse's own errors
+        print(f"nbkit run-notebooks: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _seconds(text: str) -> int:
+    """argparse type: a whole number of seconds > 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number of seconds")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("run-notebooks", help="execute the notebooks in order, headless")
     p.add_argument("--scale", default=None, help="smoke, cpu or gpu (default: $NBKIT_SCALE)")
     p.add_argument("--only", nargs="*", default=None, help="notebook name prefixes, e.g. 01 02")
-    p.add_argument("--timeout", type=int, default=3600, help="seconds per cell")
+    p.add_argument("--timeout", type=_seconds, default=3600,
+                   help="seconds allowed per cell (default 3600)")
     p.set_defaults(func=_run_notebooks)
 
     args = parser.parse_args(argv)

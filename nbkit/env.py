@@ -6,7 +6,8 @@ against the highest CUDA version the driver supports (NVML), cuDNN, NCCL,
 scaled-dot-product-attention backends, NVML health, each GPU (name, compute
 capability, memory, bf16/TF32), ipywidgets vs the JupyterLab widget extension,
 the deprecated ``pynvml`` package, ``TOKENIZERS_PARALLELISM``, Hugging Face
-offline mode and cache. The checks live in :mod:`nbkit.env_checks`.
+offline mode and cache, nbkit's ``NBKIT_SCALE`` and ``NBKIT_RUNS_DIR``. The
+checks live in :mod:`nbkit.env_checks`.
 
 It works when ``import torch`` fails (that becomes a FAIL line) and creates no
 CUDA context unless ``cuda=True`` is asked for.

@@ -13,6 +13,7 @@ import glob
 import os
 import platform
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -26,7 +27,7 @@ OK, WARN, FAIL = "OK", "WARN", "FAIL"
 class Check:
     """One report line: ``status`` is OK, WARN or FAIL; ``fix`` is one line ("" when OK)."""
 
-    layer: str      # os, container, python, torch, cuda, gpu, nvml, jupyter, hf
+    layer: str      # os, container, python, torch, cuda, gpu, nvml, jupyter, hf, nbkit
     name: str
     status: str
     value: str
@@ -262,4 +263,33 @@ def check_hf(ctx: Context) -> list[Check]:
     return out
 
 
-ALL_CHECKS = (check_os, check_python, check_torch, check_gpus, check_jupyter, check_hf)
+def check_nbkit(ctx: Context) -> list[Check]:
+    """nbkit's own settings: ``NBKIT_SCALE`` is a known preset; ``NBKIT_RUNS_DIR`` can be written."""
+    from nbkit.scale import SCALES
+
+    e = ctx.env
+    raw = e.get("NBKIT_SCALE", "")
+    if not raw:
+        scale = Check("nbkit", "NBKIT_SCALE", OK, "unset (gpu when CUDA is usable, else cpu)")
+    elif raw.strip().lower() in SCALES:
+        scale = Check("nbkit", "NBKIT_SCALE", OK, raw)
+    else:
+        scale = Check("nbkit", "NBKIT_SCALE", FAIL, f"{raw!r} is not a scale: every notebook stops",
+                      f"`export NBKIT_SCALE=cpu` (one of {', '.join(SCALES)}) or unset it")
+    runs = e.get("NBKIT_RUNS_DIR")
+    if not runs:
+        return [scale, Check("nbkit", "NBKIT_RUNS_DIR", OK, "unset (runs/ in the working directory)")]
+    probe = os.path.abspath(os.path.expanduser(runs))
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)  # the folder that `mkdir -p` would create it in
+    try:  # a real attempt: access() says yes to root even on /proc
+        os.rmdir(tempfile.mkdtemp(prefix=".nbkit-doctor-", dir=probe))
+        writable = True
+    except OSError:
+        writable = False
+    return [scale, Check("nbkit", "NBKIT_RUNS_DIR", OK if writable else FAIL,
+                         runs + ("" if writable else f" (cannot create or write: {probe} is not a writable folder)"),
+                         "" if writable else "set NBKIT_RUNS_DIR to a writable folder, or unset it for ./runs")]
+
+
+ALL_CHECKS = (check_os, check_python, check_torch, check_gpus, check_jupyter, check_hf, check_nbkit)

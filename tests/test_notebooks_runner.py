@@ -1,9 +1,14 @@
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from nbkit import notebooks
+from nbkit import cli, notebooks
+from nbkit.errors import ConfigError
 
 
 def test_select_by_prefix_sorted():
@@ -37,3 +42,104 @@ def test_run_all_executes_in_order_and_stops_at_failure(tmp_path, monkeypatch, r
     executed = runs_tmp / "smoke" / "executed"
     assert (executed / "00_ok.ipynb").exists() and (executed / "01_bad.ipynb").exists()
     assert notebooks.run_all(scale="smoke", only=["00"]) == 0
+
+
+# --- failures while executing: partial copy saved, one line naming notebook, cell and fix
+
+
+def _nbdir(tmp_path, monkeypatch, notebooks: dict[str, list[str]]):
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir()
+    for name, cells in notebooks.items():
+        _write(nbdir / name, cells)
+    monkeypatch.setenv("NBKIT_NOTEBOOKS_DIR", str(nbdir))
+    return nbdir
+
+
+def _outputs(path):
+    return ["".join(o.get("text", "") for o in c.outputs) for c in nbformat.read(path, as_version=4).cells]
+
+
+@pytest.mark.slow
+def test_cell_timeout_saves_the_partial_copy_and_names_the_fix(tmp_path, monkeypatch, runs_tmp):
+    # A real `nbkit run-notebooks` process: the killed kernel's own output must stay off the console too.
+    _nbdir(tmp_path, monkeypatch, {"00_slow.ipynb": ["print('first done')", "import time\ntime.sleep(60)",
+                                                      "print('never')"]})
+    res = subprocess.run([sys.executable, "-m", "nbkit.cli", "run-notebooks", "--scale", "smoke", "--timeout", "3"],
+                         cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=180)
+    assert res.returncode == 1, res.stderr
+    err = res.stderr.strip().splitlines()
+    assert "00_slow.ipynb cell 2 ('import time')" in err[0] and "within 3 s" in err[0], res.stderr
+    assert "raise --timeout" in err[0] and len(err) == 2 and "Traceback" not in res.stderr
+    copy = runs_tmp / "smoke" / "executed" / "00_slow.ipynb"
+    assert _outputs(copy) == ["first done\n", "", ""]
+    assert (runs_tmp / "smoke" / "executed" / "00_slow.kernel.log").exists()
+
+
+@pytest.mark.slow
+def test_cell_error_is_one_line_with_the_exception(tmp_path, monkeypatch, runs_tmp, capsys):
+    _nbdir(tmp_path, monkeypatch, {"00_ok.ipynb": ["1"], "01_bad.ipynb": ["x = 1", "# load\nraise KeyError('col')"]})
+    assert cli.main(["run-notebooks", "--scale", "smoke", "--timeout", "60"]) == 1
+    err = capsys.readouterr().err
+    assert "01_bad.ipynb cell 2 ('# load') raised KeyError: 'col'" in err and "Traceback" not in err
+    assert (runs_tmp / "smoke" / "executed" / "01_bad.ipynb").exists()
+
+
+@pytest.mark.slow
+def test_dead_kernel_is_reported_not_raised(tmp_path, monkeypatch, runs_tmp, capsys):
+    _nbdir(tmp_path, monkeypatch, {"00_dies.ipynb": ["import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"]})
+    assert notebooks.run_all(scale="smoke", timeout=60) == 1
+    err = capsys.readouterr().err
+    assert "00_dies.ipynb cell 1" in err and "kernel died" in err and "Fix:" in err
+    assert "Traceback" not in err
+    assert (runs_tmp / "smoke" / "executed" / "00_dies.ipynb").exists()
+
+
+@pytest.mark.slow
+def test_kernels_get_offline_hub_and_tokenizer_settings_unless_set(tmp_path, monkeypatch, runs_tmp):
+    cell = ("import os, json\nkeys = ['HF_HUB_OFFLINE', 'TOKENIZERS_PARALLELISM', 'NBKIT_SCALE', 'NBKIT_RUNS_DIR']\n"
+            "json.dump({k: os.environ.get(k) for k in keys}, open(os.environ['NBKIT_RUNS_DIR'] + '/env.json', 'w'))")
+    _nbdir(tmp_path, monkeypatch, {"00_env.ipynb": [cell]})
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")  # the user's choice is kept
+    monkeypatch.setenv("NBKIT_SCALE", "cpu")
+    assert notebooks.run_all(scale="smoke", timeout=60) == 0
+    seen = json.loads((runs_tmp / "env.json").read_text())
+    assert seen == {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "true", "NBKIT_SCALE": "smoke",
+                    "NBKIT_RUNS_DIR": str(runs_tmp.resolve())}
+    assert "HF_HUB_OFFLINE" not in os.environ, "the caller's environment is left alone"
+
+
+# --- bad inputs: exit code 2 and one line, before any kernel starts
+
+
+@pytest.mark.parametrize("args, env, expect", [
+    (["--scale", "small"], {}, "unknown scale 'small' (--scale); use one of smoke, cpu, gpu"),
+    ([], {"NBKIT_SCALE": "small"}, "unknown scale 'small' (NBKIT_SCALE); use one of smoke, cpu, gpu"),
+    (["--scale", "smoke", "--only", "05"], {}, "no notebook matches ['05']; available: 00_a.ipynb"),
+    (["--scale", "smoke"], {"NBKIT_RUNS_DIR": "/proc/nope"}, "set NBKIT_RUNS_DIR to a writable folder"),
+])
+def test_bad_inputs_exit_2_with_one_line(tmp_path, monkeypatch, runs_tmp, capsys, args, env, expect):
+    _nbdir(tmp_path, monkeypatch, {"00_a.ipynb": ["1"]})
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["run-notebooks", *args]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nbkit run-notebooks: error: ") and expect in lines[0]
+    assert not (runs_tmp / "smoke" / "executed" / "00_a.ipynb").exists()
+
+
+def test_read_only_runs_dir_is_a_bad_input(tmp_path, monkeypatch):
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(locked))
+    with pytest.raises(ConfigError, match="NBKIT_RUNS_DIR"):
+        notebooks.plan("smoke")
+
+
+def test_non_positive_timeout_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["run-notebooks", "--timeout", "0"])
+    assert info.value.code == 2 and "positive whole number of seconds" in capsys.readouterr().err

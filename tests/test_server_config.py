@@ -1,0 +1,126 @@
+"""docker/jupyter_server_config.py keeps authentication on, whoever starts the server.
+
+The README's local command (`jupyter lab --config docker/jupyter_server_config.py`)
+runs without the container entrypoint, so the config file itself must never turn
+the token off by accident and must listen on loopback unless told otherwise. The
+unit tests load the file with traitlets' PyFileConfigLoader, which is how Jupyter
+reads `--config` files; two tests start a real server to check that Jupyter does
+what the loaded config promises.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from nethelpers import free_port, http_status
+
+CONFIG = Path(__file__).resolve().parents[1] / "docker" / "jupyter_server_config.py"
+NBKIT_VARS = ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "NBKIT_ALLOW_NO_AUTH", "NBKIT_JUPYTER_IP",
+              "NBKIT_JUPYTER_PORT")
+
+
+def load(monkeypatch, **env: str) -> Config:
+    """The config Jupyter would build from the file under exactly ``env`` (others unset)."""
+    for name in NBKIT_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return PyFileConfigLoader(CONFIG.name, path=str(CONFIG.parent)).load_config()
+
+
+def test_unset_token_leaves_jupyters_random_token_on(monkeypatch):
+    cfg = load(monkeypatch)
+    assert "token" not in cfg.IdentityProvider, "an explicit token would replace Jupyter's random one"
+    assert "token" not in cfg.ServerApp and "password" not in cfg.PasswordIdentityProvider
+
+
+def test_a_set_token_is_used(monkeypatch):
+    assert load(monkeypatch, JUPYTER_TOKEN="from-env-0123456789").IdentityProvider.token == "from-env-0123456789"
+
+
+def test_empty_token_is_refused_with_the_fix(monkeypatch):
+    with pytest.raises(SystemExit) as info:
+        load(monkeypatch, JUPYTER_TOKEN="")
+    msg = str(info.value.code)
+    assert "unset JUPYTER_TOKEN" in msg and "NBKIT_ALLOW_NO_AUTH=1" in msg
+    with pytest.raises(SystemExit):
+        load(monkeypatch, JUPYTER_TOKEN="", NBKIT_ALLOW_NO_AUTH="yes")  # only "1" counts
+
+
+def test_empty_token_with_allow_no_auth_disables_the_token(monkeypatch):
+    # What docker/entrypoint.sh passes on after its own warning.
+    assert load(monkeypatch, JUPYTER_TOKEN="", NBKIT_ALLOW_NO_AUTH="1").IdentityProvider.token == ""
+
+
+def test_listens_on_loopback_unless_told(monkeypatch):
+    cfg = load(monkeypatch)
+    assert cfg.ServerApp.ip == "127.0.0.1" and cfg.ServerApp.port == 8888
+    # Left to Jupyter, which turns the Host-header (DNS rebinding) check off only off loopback.
+    assert "allow_remote_access" not in cfg.ServerApp
+    cfg = load(monkeypatch, NBKIT_JUPYTER_IP="0.0.0.0", NBKIT_JUPYTER_PORT="9999")
+    assert cfg.ServerApp.ip == "0.0.0.0" and cfg.ServerApp.port == 9999
+
+
+def test_the_image_and_the_entrypoint_listen_on_all_interfaces():
+    docker = CONFIG.parent
+    assert re.search(r"^\s+NBKIT_JUPYTER_IP=0\.0\.0\.0 \\$", (docker / "Dockerfile").read_text(), re.M)
+    assert "export NBKIT_JUPYTER_IP=${NBKIT_JUPYTER_IP:-0.0.0.0}" in (docker / "entrypoint.sh").read_text()
+
+
+def _jupyter(tmp_path: Path, port: int, **env: str) -> subprocess.Popen:
+    """``jupyter lab --config=<ours>`` in a throwaway Jupyter home; output in tmp_path/log."""
+    base = {k: v for k, v in os.environ.items() if k not in NBKIT_VARS}
+    base.update(HOME=str(tmp_path), JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+                JUPYTER_DATA_DIR=str(tmp_path / "data"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+                NBKIT_JUPYTER_PORT=str(port), NBKIT_NOTEBOOK_DIR=str(tmp_path), **env)
+    cmd = [sys.executable, "-m", "jupyterlab", f"--config={CONFIG}"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    with open(tmp_path / "log", "w") as log:
+        return subprocess.Popen(cmd, env=base, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@pytest.mark.slow
+def test_real_server_refuses_an_empty_token(tmp_path):
+    proc = _jupyter(tmp_path, free_port(), JUPYTER_TOKEN="")
+    try:
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    out = (tmp_path / "log").read_text()
+    assert proc.returncode != 0 and "NBKIT_ALLOW_NO_AUTH=1" in out, out
+
+
+@pytest.mark.slow
+def test_real_server_without_jupyter_token_requires_the_printed_token(tmp_path):
+    port = free_port()
+    proc = _jupyter(tmp_path, port)
+    token = None
+    try:
+        deadline = time.monotonic() + 120
+        while token is None and time.monotonic() < deadline:
+            log = (tmp_path / "log").read_text()
+            assert proc.poll() is None, f"server exited:\n{log}"
+            found = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=([0-9a-f]+)", log)
+            token = found and found.group(1)
+            time.sleep(0.3)
+        assert token and len(token) >= 32, f"no URL with a token printed:\n{(tmp_path / 'log').read_text()}"
+        url = f"http://127.0.0.1:{port}/api/contents"
+        assert http_status(url) == 403
+        assert http_status(url, token=token) == 200
+    finally:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
