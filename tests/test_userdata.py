@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nbkit import userdata
+from nbkit import filecheck, userdata
 from nbkit.data import load_labeled_files, load_text_file
 from nbkit.errors import DataError
 from nbkit.labeled import build_labeled_data, normalize_text
@@ -192,7 +192,7 @@ def test_gbk_bytes_report_file_offset_and_iconv():
 
 
 def test_utf8_offset_exact_across_chunk_boundaries(tmp_path, monkeypatch):
-    monkeypatch.setattr(userdata, "_CHUNK", 4)  # split multi-byte characters between reads
+    monkeypatch.setattr(filecheck, "_CHUNK", 4)  # split multi-byte characters between reads
     good = "第一\n第二行\n".encode("utf-8")
     path = tmp_path / "x.txt"
     path.write_bytes(good + b"\xff" + "尾".encode("utf-8"))
