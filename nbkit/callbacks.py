@@ -33,7 +33,7 @@ class Callback:
         window_s (s this log window trained), skipped_steps."""
 
     def on_evaluate(self, loop, metrics: dict) -> None:
-        """After an evaluation: eval_loss, eval_tokens, eval_perplexity or eval_accuracy."""
+        """After an evaluation: eval_loss, eval_tokens, eval_perplexity or eval_accuracy + eval_examples."""
 
     def on_save(self, loop, path) -> None:
         """After a complete checkpoint was written to ``path``."""

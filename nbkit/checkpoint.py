@@ -171,17 +171,43 @@ def load_model_weights(model, model_dir) -> None:
     weights = {}
     for f in files:
         weights.update(load_file(str(f)))
-    try:
-        missing, unexpected = model.load_state_dict(weights, strict=False)
-    except RuntimeError as e:  # shape mismatch
-        raise CheckpointError(f"checkpoint {model_dir} does not match this model ({e}); "
-                              "build the model with the same config, or start a new output_dir.") from None
     sd = model.state_dict()
+    shapes = [f"{k} {tuple(v.shape)} in the checkpoint, {tuple(sd[k].shape)} in the model"
+              for k, v in weights.items() if k in sd and v.shape != sd[k].shape]
+    if shapes:
+        raise CheckpointError(_mismatch(model_dir, model, f"{len(shapes)} weight shapes differ", shapes))
+    missing, unexpected = model.load_state_dict(weights, strict=False)
     loaded_ptrs = {sd[k].data_ptr() for k in weights if k in sd}
     untied = [k for k in missing if sd[k].data_ptr() not in loaded_ptrs]
     if untied or unexpected:
-        raise CheckpointError(f"checkpoint {model_dir} does not match this model (missing {untied[:3]}, "
-                              f"unexpected {list(unexpected)[:3]}); use the same model config or a new output_dir.")
+        details = [f"missing from the checkpoint: {k}" for k in untied] + [f"not in the model: {k}" for k in unexpected]
+        raise CheckpointError(_mismatch(model_dir, model, f"{len(untied)} weights missing, {len(unexpected)} "
+                                        "unexpected", details))
+
+
+#: config.json fields shown when a checkpoint does not fit the model (what a preset changes).
+_SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                 "max_position_embeddings", "type_vocab_size")
+
+
+def _mismatch(model_dir, model, summary: str, details: list[str], show: int = 5) -> str:
+    """The CheckpointError text: one-line summary and fix first, then at most ``show`` details."""
+    import json
+
+    changed = ""
+    try:
+        saved = json.loads((Path(model_dir) / "config.json").read_text())
+        now = model.config.to_dict()
+        diffs = [f"{k} {saved[k]} -> {now[k]}" for k in _SHAPE_FIELDS
+                 if k in saved and k in now and saved[k] != now[k]]
+        changed = f" (config.json vs this model: {', '.join(diffs)})" if diffs else ""
+    except (OSError, ValueError, AttributeError):
+        pass
+    more = f"; and {len(details) - show} more" if len(details) > show else ""
+    return (f"checkpoint {model_dir} does not match this model: {summary}{changed}. Fix: build the model "
+            "with the same config as the checkpoint (e.g. the same preset and tokenizer), or start fresh "
+            f"with a new output_dir or TrainConfig(resume=False). First differences: {'; '.join(details[:show])}"
+            f"{more}.")
 
 
 def loop_state(loop) -> dict:
@@ -205,7 +231,8 @@ def loop_state(loop) -> dict:
             "train_tokens": st.train_tokens, "history": st.history,
             "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
             "scaler": loop.scaler.state_dict() if loop.scaler else None, "rng": capture_rng(),
-            "config": dataclasses.asdict(loop.config), "precision": loop.precision.name}
+            "config": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(loop.config).items()},
+            "precision": loop.precision.name}
 
 
 def save_loop(loop) -> Path:
@@ -232,7 +259,7 @@ def save_loop(loop) -> Path:
     return path
 
 
-def restore_loop(loop, found: Checkpoint) -> None:
+def restore_loop(loop, found: Checkpoint) -> dict:
     """Inverse of :func:`loop_state` plus the weights: put ``loop`` exactly where ``found`` was saved.
 
     The state is loaded on CPU; ``Optimizer.load_state_dict`` moves it to the
@@ -241,12 +268,24 @@ def restore_loop(loop, found: Checkpoint) -> None:
     becomes global samples consumed in the epoch; rank r restores its own RNG states
     when the world size is unchanged, else rank 0 restores the saved (rank-0) states
     and the other ranks get fresh per-rank streams.
+
+    The optimizer and LR schedule are the checkpoint's: when the loop's schedule
+    (``nbkit.optim.build_scheduler``'s ``nbkit_schedule``: scheduler, max_steps,
+    warmup_ratio) differs from the saved one, ``loop.scheduler`` is rebuilt with the
+    saved one, so the LR continues on the same curve
+    (``nbkit.loop_checks.warn_resume_changes`` says so). Returns the loaded state dict (``config``: the saved TrainConfig as
+    plain data).
     """
     from nbkit.batching import restore_rng
     from nbkit.distributed import DistInfo, global_position, seed_rank_streams
+    from nbkit.optim import build_scheduler
 
     load_model_weights(loop.model, found.model_dir)
     s = found.load_state()
+    shape = s["scheduler"].get("nbkit_schedule")  # absent before nbkit recorded it: keep the loop's
+    if shape and shape != getattr(loop.scheduler, "nbkit_schedule", None):
+        # before the optimizer state: building a LambdaLR sets the groups' lr, which that state then restores
+        loop.scheduler = build_scheduler(loop.optimizer, shape["scheduler"], shape["max_steps"], shape["warmup_ratio"])
     loop.optimizer.load_state_dict(s["optimizer"])
     loop.scheduler.load_state_dict(s["scheduler"])
     if loop.scaler is not None and s.get("scaler"):
@@ -263,3 +302,4 @@ def restore_loop(loop, found: Checkpoint) -> None:
     else:
         restore_rng(s["rng"])
         seed_rank_streams(loop.config.seed + loop.state.step, info)  # no-op on rank 0
+    return s

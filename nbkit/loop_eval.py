@@ -9,10 +9,11 @@ and the training RNG untouched (exact resume).
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 
-from nbkit.errors import ConfigError
+from nbkit.errors import ConfigError, DataError
 from nbkit.batching import isolated_rng
 
 
@@ -22,14 +23,18 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
 
     Returns ``eval_loss`` (mean CE per label token, nats), ``eval_tokens``
     (label tokens scored), ``eval_perplexity`` = exp(eval_loss) for MLM
-    (labels (B, T)), ``eval_accuracy`` for classification (labels (B,)).
+    (labels (B, T)); for classification (labels (B,)) ``eval_accuracy`` (fraction)
+    and ``eval_examples`` (examples scored; ``eval_tokens`` equals it, kept for
+    compatibility). With 0 labels scored the metrics are NaN (and a warning says
+    why), never loss 0 / perplexity 1.
     ``max_batches`` defaults to ``loop.config.eval_batches`` (None = all).
     Batch ``i`` is collated under ``isolated_rng(seed + i)``, so its masks do not
     depend on which batches came before. Under DDP every rank must call it: rank r
     scores batches r, r+W, ... (``nbkit.distributed.eval_shard``) with the plain
     module (no DDP collectives) and the sums are all-reduced, so the result equals
     the one-process result up to float summation order.
-    Raises ``ConfigError`` when the loop has no eval_data.
+    Raises ``ConfigError`` when the loop has no eval_data, ``DataError`` when it
+    gives no batch (empty).
     """
     from nbkit import distributed as D
     from nbkit.mlm_head import forward_logits, uses_sparse_head
@@ -64,11 +69,19 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
         model.train()
     tot = D.all_reduce_dict({"loss_sum": loss_sum.item(), "n": n, "correct": correct.item(),
                              "n_mlm": n_mlm, "n_batches": n_batches})   # sums over ranks
+    if tot["n_batches"] == 0:
+        raise DataError(f"evaluation got no batch: eval_data has {len(loop.eval_data)} examples; pass a "
+                        "non-empty eval_data (or eval_data=None to train without evaluation).")
     n = int(tot["n"])
-    loss = tot["loss_sum"] / max(n, 1)
+    if n == 0:  # no score from nothing: NaN, not loss 0 / perplexity 1
+        warnings.warn(f"evaluation scored 0 labels in {int(tot['n_batches'])} batches (every label is -100); "
+                      "its metrics are NaN. Check that collate_fn sets labels for eval_data.",
+                      UserWarning, stacklevel=3)
+    loss = tot["loss_sum"] / n if n else math.nan
     metrics = {"eval_loss": loss, "eval_tokens": n}
-    if tot["n_mlm"] > 0 or tot["n_batches"] == 0:
+    if tot["n_mlm"] > 0:
         metrics["eval_perplexity"] = math.exp(min(loss, 700.0))  # exp overflows float64 above ~709
-    else:
-        metrics["eval_accuracy"] = tot["correct"] / max(n, 1)
+    else:  # one label per example: eval_tokens kept (= examples) for existing readers
+        metrics["eval_examples"] = n
+        metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan
     return metrics

@@ -129,6 +129,41 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
 
 
+#: Files ``tokenizer.save_pretrained`` writes that hold the vocabulary.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+
+
+def check_tokenizer_matches(tokenizer, vocab_size: int, model_dir: Path | None, name: str) -> None:
+    """Raise ``ConfigError`` unless ``tokenizer`` is the one the model was trained with.
+
+    ``vocab_size``: rows of the model's embedding table. When ``model_dir`` holds
+    the tokenizer saved with the model (:data:`TOKENIZER_FILES`, as nbkit's
+    pretraining writes), the vocabularies (token -> id) must be equal; otherwise
+    ``len(tokenizer)`` must equal ``vocab_size``. A different tokenizer would
+    feed ids that mean other tokens to the pretrained embeddings, silently.
+    """
+    fix = f"use the tokenizer saved with the model: AutoTokenizer.from_pretrained({name!r})"
+    if model_dir is not None and any((model_dir / f).is_file() for f in TOKENIZER_FILES):
+        from transformers import AutoTokenizer
+
+        saved = AutoTokenizer.from_pretrained(str(model_dir)).get_vocab()
+        given = tokenizer.get_vocab()
+        if saved != given:
+            wrong = [t for t in sorted(set(saved) | set(given), key=lambda t: saved.get(t, len(saved)))
+                     if saved.get(t) != given.get(t)]
+            examples = ", ".join(f"{t!r}: {saved.get(t)} vs {given.get(t)}" for t in wrong[:3])
+            raise ConfigError(
+                f"the tokenizer does not match the one saved with the model in {model_dir}: "
+                f"{len(given)} vs {len(saved)} tokens, {len(wrong)} tokens with other ids (saved vs given: "
+                f"{examples}); {fix}")
+        if len(tokenizer) <= vocab_size:
+            return
+    if len(tokenizer) != vocab_size:
+        raise ConfigError(
+            f"tokenizer has {len(tokenizer)} tokens but the model's embedding table has {vocab_size}, "
+            f"so it is not the tokenizer the model was trained with; {fix}")
+
+
 def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
                      tokenizer=None, preset: str | None = None):
     """A ``BertForSequenceClassification`` plus a one-line note saying where it came from.
@@ -140,7 +175,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         num_labels: number of classes; ``logits`` are (B, num_labels).
         id2label: class id -> name, stored in the config for readable outputs.
         tokenizer: required when ``source`` is None (vocabulary size and pad
-            id); otherwise used to check its vocabulary fits the embedding table.
+            id); otherwise checked to be the model's own (same size as the
+            embedding table; same vocabulary as a tokenizer saved in ``source``).
         preset: a :data:`PRESETS` name, required when ``source`` is None.
 
     Returns:
@@ -151,7 +187,7 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     Raises:
         ConfigError: missing preset/tokenizer for ``source=None``; a hub name
             that is not available offline or cannot be downloaded; a tokenizer
-            whose ids do not fit the model's vocabulary.
+            that is not the model's (:func:`check_tokenizer_matches`).
         CheckpointError: a local directory without ``config.json``.
     """
     id2label = {int(k): str(v) for k, v in id2label.items()}
@@ -194,11 +230,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
             f"once with network access and HF_HUB_OFFLINE unset. ({type(exc).__name__}: {str(exc)[:200]})"
         ) from exc
 
-    if tokenizer is not None and len(tokenizer) > model.config.vocab_size:
-        raise ConfigError(
-            f"tokenizer has {len(tokenizer)} tokens but the model's embedding table has "
-            f"{model.config.vocab_size}; use the tokenizer saved with this model"
-        )
+    if tokenizer is not None:
+        check_tokenizer_matches(tokenizer, model.config.vocab_size, path if local else None, text)
     new = sorted({k.rsplit(".", 1)[0] for k in info["missing_keys"]})
     kind = "local checkpoint" if local else "hub model"
     how = f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} ({num_labels} labels)"

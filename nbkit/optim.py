@@ -67,11 +67,16 @@ def build_scheduler(optimizer: torch.optim.Optimizer, name: str, max_steps: int,
 
     The schedule is a ``LambdaLR`` stepped once per optimizer step; its state
     (``last_epoch``) is checkpointed so a resumed run continues the same curve.
+    Its shape is kept as ``nbkit_schedule`` (``scheduler``, ``max_steps``,
+    ``warmup_ratio``), which ``state_dict()`` includes: the lambda itself is not
+    saved, so a resume can rebuild the checkpoint's schedule from it.
     Raises ``ConfigError`` for an unknown name.
     """
     from transformers import get_scheduler
 
     if name not in SCHEDULERS:
         raise ConfigError(f"scheduler={name!r} is unknown; use one of {', '.join(SCHEDULERS)}.")
-    return get_scheduler(name, optimizer, num_warmup_steps=warmup_steps(max_steps, warmup_ratio),
-                         num_training_steps=max_steps)
+    sched = get_scheduler(name, optimizer, num_warmup_steps=warmup_steps(max_steps, warmup_ratio),
+                          num_training_steps=max_steps)
+    sched.nbkit_schedule = {"scheduler": name, "max_steps": max_steps, "warmup_ratio": warmup_ratio}
+    return sched

@@ -39,12 +39,7 @@ class Sampler(Generic[T]):
     """
 
     def __init__(self, read: Callable[[], T], interval: float = 1.0, maxlen: int = 600):
-        from nbkit.errors import ConfigError
-
-        if not interval > 0:
-            raise ConfigError(f"interval must be > 0 seconds, got {interval!r}; use e.g. 1.0")
-        if maxlen < 1:
-            raise ConfigError(f"maxlen must be >= 1, got {maxlen!r}; use e.g. 600")
+        self.check_args(interval, maxlen)
         self.read = read
         self.interval = float(interval)
         self.history: deque[T] = deque(maxlen=maxlen)
@@ -61,6 +56,17 @@ class Sampler(Generic[T]):
         ref = weakref.ref(self)
         self._atexit = lambda: (s := ref()) is not None and s.close()
         atexit.register(self._atexit)
+
+    @staticmethod
+    def check_args(interval: float, maxlen: int) -> None:
+        """Raise ``nbkit.errors.ConfigError`` unless interval > 0 (seconds) and maxlen >= 1
+        (callers that build other objects first, e.g. a widget, check before doing so)."""
+        from nbkit.errors import ConfigError
+
+        if not interval > 0:
+            raise ConfigError(f"interval must be > 0 seconds, got {interval!r}; use e.g. 1.0")
+        if maxlen < 1:
+            raise ConfigError(f"maxlen must be >= 1, got {maxlen!r}; use e.g. 600")
 
     @property
     def running(self) -> bool:

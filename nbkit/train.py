@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from nbkit import checkpoint as ckpt
 from nbkit import distributed as D
+from nbkit import loop_checks as checks
 from nbkit.errors import ConfigError, NonFiniteLossError
 from nbkit.flops import bert_flops_per_token, mfu, mlm_head_flops, peak_tflops
 from nbkit.mlm_head import forward_logits, uses_sparse_head
@@ -58,6 +59,8 @@ class Loop:
         ``on_evaluate(loop, metrics)``, ``on_save(loop, path)``,
         ``on_step_end(loop)``, ``on_train_end(loop, result)``.
     device: default CUDA when available, else CPU (under torchrun: ``cuda:LOCAL_RANK``).
+    Raises ``ConfigError`` (unusable device or output_dir) or ``DataError`` (empty data)
+    here, before any work (``nbkit.loop_checks``); ``fit()`` checks batches have labels.
     Under torchrun with ``WORLD_SIZE`` > 1 it joins the process group
     (``nbkit.distributed.init_distributed``: NCCL on CUDA, gloo on CPU); every rank
     must build the same model and data and call ``fit()``.
@@ -70,6 +73,11 @@ class Loop:
         self.dist = D.init_distributed() if D.launched_by_torchrun() else D.DistInfo()
         default = self.dist.device if self.dist.is_distributed else ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(device or default)
+        checks.check_device(self.device)            # each raises naming the fix, before any work
+        checks.check_output_dir(config.output_dir)
+        checks.check_not_empty(train_data, "train_data")
+        if eval_data is not None:
+            checks.check_not_empty(eval_data, "eval_data")
         self.model = model.to(self.device)  # the plain module: eval, clipping, checkpoints
         D.seed_rank_streams(config.seed, self.dist)
         self.precision = choose_precision(config.precision, self.device)
@@ -186,11 +194,17 @@ class Loop:
         """Train to ``max_steps`` (resuming from ``output_dir`` when possible) and return a TrainResult.
 
         Raises ``NonFiniteLossError`` after ``max_consecutive_nonfinite``
-        skipped steps in a row, ``DataError`` when the data yields no batch.
+        skipped steps in a row, ``DataError`` when the data yields no batch or batches lack
+        ``labels``/``input_ids`` (checked before the first step). On resume
+        it warns when the config differs from the checkpoint's (the optimizer and LR
+        schedule continue from the checkpoint) or the checkpoint is at/after max_steps.
         """
         from tqdm.auto import tqdm
 
         cfg, st = self.config, self.state
+        checks.check_batches(self.train_data, self.collate_fn, cfg.seed, "train_data")  # before any step
+        if self.eval_data is not None:
+            checks.check_batches(self.eval_data, self.collate_fn, cfg.seed, "eval_data")
         if cfg.resume and cfg.output_dir is not None:
             self._resume()
         self._emit("on_train_begin")
@@ -293,10 +307,11 @@ class Loop:
         found = ckpt.load_latest(self.config.output_dir)
         if found is None:
             return
-        ckpt.restore_loop(self, found)
+        saved = ckpt.restore_loop(self, found)
         self.last_checkpoint = found.path
         if self._is_main():
             print(f"resumed from {found.path} (step {self.state.step}, world size {self.dist.world_size})")
+            checks.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
 
     def _emit(self, event: str, *args) -> None:
         if not self._is_main():

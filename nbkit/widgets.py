@@ -94,6 +94,9 @@ class GpuMonitor(w.VBox):
             uses the real NVML, initialised now (not at import).
         autostart: start sampling at construction.
 
+    Raises:
+        nbkit.errors.ConfigError: interval <= 0 or history < 1 (before any widget is built).
+
     Attributes:
         sampler: the :class:`~nbkit.sampler.Sampler`; its ``history`` holds
             :class:`~nbkit.gpu.Sample` objects (used by :mod:`nbkit.telemetry`).
@@ -107,6 +110,7 @@ class GpuMonitor(w.VBox):
 
     def __init__(self, interval: float = 1.0, history: int = 600, nvml: Nvml | None = None,
                  autostart: bool = True, **kwargs: Any):
+        Sampler.check_args(interval, history)  # before the widget exists: a half-built one warns at exit
         super().__init__(**kwargs)
         self.nvml = nvml if nvml is not None else Nvml()
         self.state = self.nvml.init()
@@ -153,10 +157,15 @@ class GpuMonitor(w.VBox):
         self.sampler.stop()
 
     def close(self) -> None:
-        """Stop sampling, release the sampler and close this widget and all its parts."""
-        self.sampler.close()
-        parts = [self.header, self.reason, self.cpu, self.ram, self.cpu_spark]
-        for r in self._rows:
+        """Stop sampling, release the sampler and close this widget and all its parts.
+
+        Safe on a monitor whose construction failed part-way (``Widget.__del__`` calls it)."""
+        sampler = getattr(self, "sampler", None)
+        if sampler is not None:
+            sampler.close()
+        parts = [p for p in (getattr(self, n, None) for n in ("header", "reason", "cpu", "ram", "cpu_spark"))
+                 if p is not None]
+        for r in getattr(self, "_rows", []):
             parts += [r.title, r.util, r.mem, r.details, r.spark, r.procs, r.box]
             parts += list(r.box.children)
         for part in parts:

@@ -83,6 +83,25 @@ def test_classifier_checks_tokenizer_fits(tok, tmp_path):
         build_classifier(tmp_path, 2, ID2LABEL, tokenizer=tok)
 
 
+def test_classifier_rejects_a_tokenizer_that_is_not_the_models(tok, tmp_path):
+    from transformers import BertTokenizer
+
+    build_mlm_model("tiny", tok, block_size=64).save_pretrained(tmp_path)   # no tokenizer saved
+    smaller = BertTokenizer(vocab={t: i for t, i in tok.get_vocab().items() if i < len(tok) - 1},
+                            do_lower_case=True)
+    with pytest.raises(ConfigError, match=r"has \d+ tokens but .*embedding table.*AutoTokenizer.from_pretrained"):
+        build_classifier(tmp_path, 2, ID2LABEL, tokenizer=smaller)   # fits the table, yet not the model's
+    tok.save_pretrained(tmp_path)                                      # now the model dir has its own tokenizer
+    vocab = tok.get_vocab()
+    a, b = sorted(vocab, key=vocab.get)[10:12]
+    swapped = BertTokenizer(vocab={**vocab, a: vocab[b], b: vocab[a]}, do_lower_case=True)
+    assert len(swapped) == len(tok)                                    # same size: only the vocab check sees it
+    with pytest.raises(ConfigError, match=r"does not match the one saved with the model.*2 tokens with other ids"):
+        build_classifier(tmp_path, 2, ID2LABEL, tokenizer=swapped)
+    model, _ = build_classifier(tmp_path, 2, ID2LABEL, tokenizer=tok)   # its own tokenizer is fine
+    assert model.config.vocab_size == len(tok)
+
+
 def test_classifier_dir_without_config_is_checkpoint_error(tmp_path):
     with pytest.raises(CheckpointError, match="config.json"):
         build_classifier(tmp_path, 2, ID2LABEL)

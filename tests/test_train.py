@@ -79,7 +79,8 @@ def test_classification_eval_reports_accuracy():
                 collate_fn=cls_collate)
     res = loop.fit()
     assert 0.0 <= res.metrics["eval_accuracy"] <= 1.0
-    assert res.metrics["eval_tokens"] == 16 and "eval_perplexity" not in res.metrics
+    assert res.metrics["eval_examples"] == res.metrics["eval_tokens"] == 16
+    assert "eval_perplexity" not in res.metrics
 
 
 def test_evaluate_leaves_training_rng_untouched_and_is_repeatable():
@@ -190,3 +191,51 @@ def test_cuda_run_uses_auto_precision_and_reports_mfu_when_peak_known():
     known = peak_tflops(torch.cuda.get_device_name(), matmul_precision_name(loop.precision)) is not None
     assert (res.metrics["mfu"] is not None) == known
     assert res.metrics["mfu"] is None or 0 < res.metrics["mfu"] < 1
+
+
+# ----- mistakes caught before any work (nbkit.loop_checks) --------------------------------------
+
+def test_empty_eval_data_is_rejected_at_construction_and_zero_labels_never_score_perfectly():
+    with pytest.raises(DataError, match="eval_data is empty.*eval_data=None"):
+        Loop(tiny_mlm(), _cfg(eval_every=1), token_data(), eval_data=[], collate_fn=mlm_collate)
+
+    def no_labels(examples):  # every eval label ignored: nothing to score
+        b = mlm_collate(examples)
+        return {**b, "labels": torch.full_like(b["labels"], -100)}
+    loop = Loop(tiny_mlm(), _cfg(), token_data(), eval_data=token_data(8, seed=1), collate_fn=no_labels)
+    with pytest.warns(UserWarning, match="0 labels"):
+        m = loop.evaluate()
+    assert m["eval_tokens"] == 0 and math.isnan(m["eval_loss"]) and math.isnan(m["eval_perplexity"])
+    loop.eval_data = []   # emptied after construction: an error, not loss 0 / perplexity 1
+    with pytest.raises(DataError, match="no batch"):
+        loop.evaluate()
+
+
+def test_batches_without_labels_fail_before_the_first_step():
+    loop = Loop(tiny_mlm(), _cfg(), token_data())        # no collate_fn: batches have input_ids only
+    with pytest.raises(DataError, match=r"no 'labels'.*-100.*MLMCollator\(tokenizer\)"):
+        loop.fit()
+    assert loop.state.step == 0
+    before = torch.get_rng_state()
+    loop = Loop(tiny_mlm(), _cfg(), token_data(), eval_data=token_data(4), collate_fn=mlm_collate)
+    loop.collate_fn = lambda ex: {"input_ids": mlm_collate(ex)["input_ids"]}
+    with pytest.raises(DataError, match="batches of train_data have no 'labels'"):
+        loop.fit()
+    assert torch.equal(before, torch.get_rng_state())     # the check collates under isolated_rng
+
+
+def test_cuda_device_without_cuda_is_a_config_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ConfigError, match=r"device='cuda'.*device='cpu'.*nbkit doctor"):
+        Loop(tiny_mlm(), _cfg(), token_data(), collate_fn=mlm_collate, device="cuda")
+
+
+def test_unusable_output_dir_fails_at_construction(tmp_path, monkeypatch):
+    (tmp_path / "afile").write_text("x")
+    for bad in (tmp_path / "afile", tmp_path / "afile" / "run"):
+        with pytest.raises(ConfigError, match="afile is a file"):
+            Loop(tiny_mlm(), _cfg(output_dir=bad), token_data(), collate_fn=mlm_collate)
+    import nbkit.loop_checks as lc
+    monkeypatch.setattr(lc.os, "access", lambda path, mode: False)   # tests run as root: fake a read-only dir
+    with pytest.raises(ConfigError, match="not writable.*Choose a directory"):
+        Loop(tiny_mlm(), _cfg(output_dir=tmp_path / "new" / "run"), token_data(), collate_fn=mlm_collate)

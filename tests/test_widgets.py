@@ -118,3 +118,32 @@ def test_thread_updates_reach_the_frontend_in_a_real_kernel():
         km.shutdown_kernel(now=True)
     headers = [s["value"] for s in updates if "sample " in str(s.get("value", ""))]
     assert len(headers) >= 5, updates[:3]
+
+
+def test_bad_interval_is_a_config_error_without_a_half_built_widget_at_exit():
+    import gc
+    import sys
+
+    from nbkit.errors import ConfigError
+
+    def attempt():  # the traceback (and any half-built widget in it) is dropped on return
+        try:
+            GpuMonitor(interval=0, nvml=Nvml(lib=_fake()), autostart=False)
+        except ConfigError as err:
+            return str(err)
+
+    from ipywidgets.widgets.widget import _instances
+
+    live_before = set(_instances)  # ipywidgets keeps every built widget until exit
+    seen = []
+    old, sys.unraisablehook = sys.unraisablehook, seen.append
+    try:
+        assert "interval must be > 0" in attempt()
+        gc.collect()
+    finally:
+        sys.unraisablehook = old
+    assert [str(u.exc_value) for u in seen] == []   # no "Exception ignored in Widget.__del__"
+    left = [v for k, v in _instances.items() if k not in live_before]
+    assert not [v for v in left if isinstance(v, GpuMonitor)]  # nothing half-built left for exit to close
+    half = GpuMonitor.__new__(GpuMonitor)  # construction failed before any attribute was set
+    half.close()                           # close() copes
