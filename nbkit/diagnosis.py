@@ -50,21 +50,21 @@ MAX_CHANGES = 3
 
 BOUNDS = ("input-bound", "compute-bound", "launch-overhead-bound", "memory-bound", "mixed")
 
-# Rule-of-thumb changes per verdict: (factor it maps to or None, action).
+# Rule-of-thumb changes per verdict: (factor it maps to or None, action, needs a CUDA GPU).
 SUGGESTIONS = {
-    "input-bound": [("num_workers", "more DataLoader workers (num_workers=4) with pin_memory=True"),
-                    (None, "pre-tokenise and pre-block the corpus once (datasets.map, saved to disk)")],
-    "launch-overhead-bound": [("batch_size", "a larger batch (fewer, larger kernels)"),
-                              ("compile", "torch.compile the model (fuses small kernels)"),
-                              (None, "CUDA graphs (torch.compile mode='reduce-overhead')")],
-    "memory-bound": [("compile", "torch.compile the model (fuses elementwise ops)"),
-                     ("attn", "SDPA attention (fused softmax, no T x T matrix in memory)"),
-                     ("precision", "bf16 autocast (halves bytes moved)")],
-    "compute-bound": [("precision", "bf16 autocast if still in fp32"),
-                      (None, "TF32 matmuls for what stays fp32 (torch.backends.cuda.matmul.allow_tf32)"),
-                      (None, "fused AdamW (torch.optim.AdamW(fused=True))")],
-    "mixed": [("compile", "torch.compile the model"),
-              ("batch_size", "a larger batch")],
+    "input-bound": [("num_workers", "more DataLoader workers (num_workers=4) with pin_memory=True", False),
+                    (None, "pre-tokenise and pre-block the corpus once (datasets.map, saved to disk)", False)],
+    "launch-overhead-bound": [("batch_size", "a larger batch (fewer, larger kernels)", False),
+                              ("compile", "torch.compile the model (fuses small kernels)", False),
+                              (None, "CUDA graphs (torch.compile mode='reduce-overhead')", True)],
+    "memory-bound": [("compile", "torch.compile the model (fuses elementwise ops)", False),
+                     ("attn", "SDPA attention (fused softmax, no T x T matrix in memory)", False),
+                     ("precision", "bf16 autocast (halves bytes moved)", False)],
+    "compute-bound": [("precision", "bf16 autocast if still in fp32", False),
+                      (None, "TF32 matmuls for what stays fp32 (torch.backends.cuda.matmul.allow_tf32)", True),
+                      (None, "fused AdamW (torch.optim.AdamW(fused=True))", True)],
+    "mixed": [("compile", "torch.compile the model", False),
+              ("batch_size", "a larger batch", False)],
 }
 
 
@@ -243,9 +243,11 @@ def diagnose(step: dict, ops: dict | None = None, telemetry: dict | None = None,
     measured = measured_changes(ablations or [], step, rejected=evidence)
     tried = {r["factor"] for r in ablations or []}
     changes = list(measured)
-    for factor, action in SUGGESTIONS[bound]:
+    for factor, action, cuda_only in SUGGESTIONS[bound]:
         if factor is not None and factor in tried:
             continue
+        if cuda_only and step.get("device") == "cpu":
+            continue  # TF32, fused AdamW, CUDA graphs: nothing to gain on a CPU
         if factor == "precision" and (step.get("precision") in ("bf16", "fp16")
                                       or step.get("device") == "cpu"):
             continue  # already reduced precision, or a CPU without bf16 matmul units

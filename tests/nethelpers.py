@@ -23,3 +23,18 @@ def http_status(url: str, token: str | None = None) -> int:
             return resp.status
     except urllib.error.HTTPError as err:
         return err.code
+
+
+def stop_group(proc, timeout: float = 20.0) -> None:
+    """SIGTERM the process group ``proc`` leads (started with ``start_new_session=True``),
+    SIGKILL it after ``timeout`` seconds, and reap ``proc``."""
+    import os
+    import signal
+    import subprocess
+
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -63,6 +63,14 @@ def test_cpu_run_with_matmul_heavy_ops_is_compute_bound():
     assert v.bound == "compute-bound"
 
 
+def test_cpu_runs_get_no_cuda_only_suggestions():
+    cpu = dg.diagnose(step(mfu=None, device="cpu", precision="fp32"), {"matmul_share": 0.7})
+    gpu = dg.diagnose(step(mfu=0.5, device="cuda", precision="bf16"))
+    assert cpu.bound == gpu.bound == "compute-bound"
+    assert not any("TF32" in c.action or "fused AdamW" in c.action for c in cpu.changes)
+    assert any("TF32" in c.action for c in gpu.changes) and any("fused AdamW" in c.action for c in gpu.changes)
+
+
 def test_mixed_when_nothing_fires():
     assert dg.classify(step(), {"memory_bound_share": 0.3, "matmul_share": 0.4})[0] == "mixed"
 

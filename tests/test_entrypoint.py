@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from nethelpers import free_port, http_status
+from nethelpers import free_port, http_status, stop_group
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
@@ -94,12 +94,7 @@ def server():
         assert found, f"no URL with token printed:\n{log.read_text()}"
         yield url, found.group(1), base, log
     finally:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+        stop_group(proc)
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -20,7 +20,7 @@ import pytest
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from nethelpers import free_port, http_status
+from nethelpers import free_port, http_status, stop_group
 
 CONFIG = Path(__file__).resolve().parents[1] / "docker" / "jupyter_server_config.py"
 NBKIT_VARS = ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "NBKIT_ALLOW_NO_AUTH", "NBKIT_JUPYTER_IP",
@@ -118,9 +118,4 @@ def test_real_server_without_jupyter_token_requires_the_printed_token(tmp_path):
         assert http_status(url) == 403
         assert http_status(url, token=token) == 200
     finally:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+        stop_group(proc)
