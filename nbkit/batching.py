@@ -69,6 +69,13 @@ class IndexedDataset(torch.utils.data.Dataset):
     def __getitem__(self, i):
         return i, self.data[i]
 
+    def __getitems__(self, indices: list) -> list:
+        # DataLoader fetches a whole batch at once when the dataset can (datasets.Dataset can:
+        # one Arrow read per batch instead of one per example); keep that fast path.
+        fetch = getattr(self.data, "__getitems__", None)
+        examples = fetch(indices) if fetch else [self.data[i] for i in indices]
+        return list(zip(indices, examples))
+
 
 class SeededCollate:
     """Collate ``(index, example)`` pairs with every RNG seeded from (seed, epoch, indices).

@@ -67,9 +67,9 @@ PRESETS: dict[str, Scale] = {
     "cpu": Scale(
         name="cpu", corpus_lines=None, vocab_size=8000,
         model="mini", block_size=64, mlm_batch_size=32, mlm_grad_accum=1,
-        mlm_steps=300, mlm_lr=1e-3, mlm_eval_every=100,
+        mlm_steps=300, mlm_lr=3e-4, mlm_eval_every=100,
         sentiment_max_train=None, cls_max_length=64, cls_batch_size=32,
-        cls_epochs=1.0, cls_lr=1e-4,
+        cls_epochs=1.0, cls_lr=5e-4,
         profile_steps=5, bench_sizes=(256, 512, 1024),
     ),
     "gpu": Scale(

@@ -55,3 +55,22 @@ def test_seeded_collate_depends_on_the_samples_only_and_leaves_the_global_rng_al
     other_batch = collate([(i, data[i]) for i in (3, 5, 6)])
     assert not torch.equal(other_epoch["labels"], a["labels"])
     assert not torch.equal(other_batch["labels"][:2], a["labels"][:2])
+
+
+def test_indexed_dataset_keeps_the_batched_fetch_of_datasets():
+    from datasets import Dataset
+
+    from nbkit.batching import IndexedDataset
+
+    calls = []
+
+    class Spy(Dataset):
+        def __getitems__(self, keys):
+            calls.append(list(keys))
+            return super().__getitems__(keys)
+
+    base = Dataset.from_dict({"input_ids": [[i, i + 1] for i in range(6)]})
+    ds = IndexedDataset(Spy(base.data))
+    assert ds.__getitems__([4, 1]) == [(4, {"input_ids": [4, 5]}), (1, {"input_ids": [1, 2]})]
+    assert calls == [[4, 1]]                                    # one batched read, not one per example
+    assert IndexedDataset([{"a": 1}, {"a": 2}]).__getitems__([1]) == [(1, {"a": 2})]

@@ -69,7 +69,8 @@ print(f"reviews longer than {max_length} tokens (truncated): "
 """),
 ("md", """
 ## 4. Start from the pretrained checkpoint
-If notebook 02 saved a model for this scale we start from it; otherwise the cell says so and the classifier starts from random weights (expect worse results). A model you have locally, or on the Hub when online, works too: pass its path or name as `source`.
+If notebook 02 saved a model for this scale we start from it; otherwise the cell says so and the classifier starts from random weights. A model you have locally, or on the Hub when online, works too: pass its path or name as `source`.
+Does pretraining help? Only if it went well past the unigram plateau: `bench/finetune_init.py` fine-tunes the checkpoint and a randomly initialised model the same way and prints both accuracies (the `cpu` numbers are in the README).
 """),
 ("code", """
 source = pipeline.pretrained_model_dir(scale)    # None if notebook 02 has not run
