@@ -226,6 +226,8 @@ def _action(factor: str, value) -> str:
         "attn": f"attention implementation {value!r} (model.set_attn_implementation)",
         "compile": "torch.compile the model" if value else "run without torch.compile",
         "pin_memory": f"pin_memory={value}",
+        "mlm_head": ("the MLM head on masked positions only (nbkit.mlm_head; the nbkit loop does this "
+                     "in eager mode)" if value == "masked" else f"mlm_head={value!r}"),
     }.get(factor, f"{factor}={value}")
 
 

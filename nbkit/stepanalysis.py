@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from nbkit.errors import ConfigError
-from nbkit.flops import bert_flops_per_token, mfu, peak_tflops
+from nbkit.flops import bert_flops_per_token, mfu, mlm_head_flops, peak_tflops
 from nbkit.stepdata import MaskingCollator, RandomMLMDataset, model_factory, random_mlm_loader
 
 __all__ = ["PHASES", "StepConfig", "measure_steps", "ablation", "to_device", "gpu_utilization_during",
@@ -45,7 +45,10 @@ class StepConfig:
     (``model.set_attn_implementation``). ``compile``: wrap the model in
     ``torch.compile(backend=compile_backend)``. ``steps`` are timed after
     ``warmup`` untimed steps (the first steps pay for cuBLAS heuristics,
-    allocator growth and compilation).
+    allocator growth and compilation). ``mlm_head``: ``all`` (the head and
+    softmax on every position, as ``BertForMaskedLM`` does) or ``masked`` (only
+    the positions with a label, as the nbkit loop does in eager mode; needs a
+    model with ``supports_predict_mask``, see :mod:`nbkit.mlm_head`).
     """
 
     batch_size: int = 16
@@ -57,6 +60,7 @@ class StepConfig:
     compile: bool = False
     compile_backend: str = "inductor"
     fused_optimizer: bool = True
+    mlm_head: str = "all"
     lr: float = 1e-4
     steps: int = 5
     warmup: int = 2
@@ -121,7 +125,7 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
     ``*_share`` (fraction of ``step_s``), ``tokens_per_s`` (input tokens
     ``B*T`` per second, padding included since it costs the same compute),
     ``flops_per_token`` (:func:`nbkit.flops.bert_flops_per_token`, MLM,
-    training), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
+    training; with ``mlm_head="masked"`` the head counts for scored tokens only), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
     (CUDA only), ``compiled_graphs`` and ``recompiles`` (graphs compiled after
     the first step: shape or guard changes), ``graph_breaks``.
 
@@ -131,9 +135,14 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
     import torch
 
     from nbkit.microbench import device_name, resolve_device
+    from nbkit.mlm_head import forward_logits
 
     if cfg.precision not in ("fp32", "bf16", "fp16"):
         raise ConfigError(f"precision {cfg.precision!r}: use fp32, bf16 or fp16")
+    masked_head = cfg.mlm_head == "masked"
+    if cfg.mlm_head not in ("all", "masked") or (masked_head and not getattr(model, "supports_predict_mask", False)):
+        raise ConfigError(f"mlm_head={cfg.mlm_head!r}: use 'all', or 'masked' with a model that supports it "
+                          "(nbkit.mlm_head.SparseHeadBertForMaskedLM, what modeling.build_mlm_model returns)")
     device = resolve_device(device)
     if cfg.precision == "fp16" and device.type != "cuda":
         raise ConfigError("fp16 training needs a CUDA GPU; use bf16 or fp32 on CPU")
@@ -150,7 +159,7 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
     graphs0, breaks0 = _compile_counts()
     graphs_after_first = None
     totals = dict.fromkeys(PHASES, 0.0)
-    tokens = 0
+    tokens = scored_tokens = 0
     it = iter(loader)
     for i in range(cfg.warmup + cfg.steps):
         t0 = time.perf_counter()
@@ -162,11 +171,13 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
         batch = to_device(batch, device)
         _sync(device)
         t1 = time.perf_counter()
-        with _autocast(device, cfg.precision):
-            logits = run(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask")).logits
         labels = batch["labels"]                                  # (B, T)
+        with _autocast(device, cfg.precision):
+            logits, scored = forward_logits(run, {"input_ids": batch["input_ids"],
+                                                  "attention_mask": batch.get("attention_mask")},
+                                            labels, sparse=masked_head)  # (B, T, V) or (N, V)
         loss = torch.nn.functional.cross_entropy(
-            logits.float().view(-1, logits.size(-1)), labels.view(-1),  # (B*T, V), (B*T,)
+            logits.float().reshape(-1, logits.size(-1)), scored.reshape(-1),  # (B*T or N, V)
             ignore_index=-100, reduction="sum") / (labels != -100).sum().clamp(min=1)
         _sync(device)
         t2 = time.perf_counter()
@@ -187,6 +198,7 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
             for phase, dt in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 totals[phase] += dt
             tokens += batch["input_ids"].numel()
+            scored_tokens += int((labels != -100).sum())
     graphs, breaks = _compile_counts()
     n = max(cfg.steps, 1)
     out = {f"{p}_s": totals[p] / n for p in PHASES}
@@ -195,7 +207,13 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
         out[f"{p}_share"] = out[f"{p}_s"] / out["step_s"] if out["step_s"] else 0.0
     out["tokens_per_s"] = tokens / sum(totals.values()) if tokens else 0.0
     cfg_model = getattr(model, "config", None)
-    out["flops_per_token"] = bert_flops_per_token(cfg_model, cfg.seq_len) if cfg_model else None
+    if cfg_model is None:
+        out["flops_per_token"] = None
+    elif masked_head:  # encoder on every token, head on the scored share of them
+        out["flops_per_token"] = (bert_flops_per_token(cfg_model, cfg.seq_len, "encoder")
+                                  + scored_tokens / max(tokens, 1) * mlm_head_flops(cfg_model))
+    else:
+        out["flops_per_token"] = bert_flops_per_token(cfg_model, cfg.seq_len)
     peak = peak_tflops(device_name(device), cfg.precision) if device.type == "cuda" else None
     out["peak_tflops"] = peak
     out["mfu"] = mfu(out["tokens_per_s"], out["flops_per_token"], peak) if out["flops_per_token"] else None
@@ -205,7 +223,7 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
     out["recompiles"] = graphs - (graphs_after_first if graphs_after_first is not None else graphs)
     out["graph_breaks"] = breaks - breaks0
     out.update(device=device.type, **{k: getattr(cfg, k) for k in
-               ("batch_size", "seq_len", "precision", "attn", "num_workers", "compile")})
+               ("batch_size", "seq_len", "precision", "attn", "num_workers", "compile", "mlm_head")})
     return out
 
 

@@ -65,11 +65,12 @@ def random_mlm_loader(vocab_size: int, cfg, n_batches: int, seed: int = 0):
 
 
 def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):
-    """Return ``(factory, how)``: ``factory()`` gives a fresh ``BertForMaskedLM``.
+    """Return ``(factory, how)``: ``factory()`` gives a fresh ``BertForMaskedLM``
+    (a :class:`~nbkit.mlm_head.SparseHeadBertForMaskedLM`, so ``mlm_head="masked"`` works).
 
     With ``model_dir`` an existing directory (notebook 02's
     ``runs/<scale>/mlm/model``), each call loads that checkpoint
-    (``AutoModelForMaskedLM.from_pretrained``); otherwise it builds ``preset``
+    (``SparseHeadBertForMaskedLM.from_pretrained``); otherwise it builds ``preset``
     from config with random weights (timings depend on shapes, not weights).
     ``how`` says which, for the notebook to show.
 
@@ -78,17 +79,16 @@ def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None)
     """
     from pathlib import Path
 
-    import transformers
-
+    from nbkit.mlm_head import SparseHeadBertForMaskedLM
     from nbkit.modeling import build_config, quiet_transformers
 
     if model_dir is not None and Path(model_dir).is_dir():
         def load():
             with quiet_transformers():  # no "Loading weights" bar per ablation row
-                return transformers.AutoModelForMaskedLM.from_pretrained(model_dir)
+                return SparseHeadBertForMaskedLM.from_pretrained(model_dir)
 
         return (load,
                 f"checkpoint from notebook 02: {model_dir}")
     config = build_config(preset, vocab_size, max_position_embeddings=block_size)  # ConfigError if unknown
-    return (lambda: transformers.BertForMaskedLM(config),
+    return (lambda: SparseHeadBertForMaskedLM(config),
             f"no checkpoint found, built BERT-{preset} from config with random weights")

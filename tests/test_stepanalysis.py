@@ -130,3 +130,21 @@ def test_gpu_utilization_during_without_nvml_runs_fn():
 
     result, tel = gpu_utilization_during(lambda: 3, nvml=Nvml(lib=FakeNvml([], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)))
     assert result == 3 and tel is None
+
+
+def test_mlm_head_masked_counts_head_flops_on_scored_tokens_only():
+    from nbkit.flops import mlm_head_flops
+    from nbkit.mlm_head import SparseHeadBertForMaskedLM
+
+    model = SparseHeadBertForMaskedLM(tiny_bert().config)
+    cfg = BASE.replace(mlm_head="masked")
+    out = sa.measure_steps(model, sa.random_mlm_loader(VOCAB, cfg, n_batches=4), cfg, device="cpu")
+    enc = bert_flops_per_token(model.config, 16, "encoder")
+    share = (out["flops_per_token"] - enc) / mlm_head_flops(model.config)   # scored fraction of tokens
+    assert 0.02 < share < 0.5 and out["mlm_head"] == "masked"
+    assert out["flops_per_token"] < bert_flops_per_token(model.config, 16)
+    rows = sa.ablation(lambda: SparseHeadBertForMaskedLM(tiny_bert().config), BASE, "mlm_head",
+                       ("all", "masked"), device="cpu")
+    assert [r["value"] for r in rows] == ["all", "masked"] and rows[1]["speedup"] > 0
+    with pytest.raises(ConfigError, match="supports it"):
+        sa.measure_steps(tiny_bert(), sa.random_mlm_loader(VOCAB, cfg, n_batches=4), cfg, device="cpu")

@@ -165,6 +165,8 @@ Each table changes one setting and keeps the rest; `speedup` is tokens/s relativ
 At smoke scale (two timed steps of a tiny model on a shared CPU) the numbers are mostly noise: the point is that
 the code runs. At `cpu` and `gpu` scale each row averages ten steps after warm-up.
 Compilation counts come from TorchDynamo: `recompiles` > 0 means shapes or guards changed after the first step.
+`mlm_head`: `all` runs the MLM head and softmax on every position (as `BertForMaskedLM` does), `masked` only on
+the ~15 % of positions that carry a label (what the nbkit loop does; same loss and gradients).
 """)
 code("""
 from nbkit.stepanalysis import ablation
@@ -176,6 +178,7 @@ tables = {
     "precision": ablation(make_model, base, "precision",
                           ("fp32", "bf16" if precision == "fp32" else precision), device=device),
     "attn": ablation(make_model, base, "attn", ("sdpa", "eager"), device=device),
+    "mlm_head": ablation(make_model, base, "mlm_head", ("all", "masked"), device=device),
 }
 for name, rows in tables.items():
     print(f"--- {name}")
