@@ -162,7 +162,8 @@ def main(argv=None) -> int:
     for factor, values, est in (("precision", ("fp32", precision), 40),
                                 ("attn", ("sdpa", "eager"), 30),
                                 ("batch_size", (small.batch_size // 2, small.batch_size, bs), 40),
-                                ("num_workers", (0, 4), 30)):
+                                ("num_workers", (0, 4), 30),
+                                ("mlm_head", ("all", "masked"), 30)):
         if factor == "precision" and precision == "fp32":
             continue
         base = small if factor != "batch_size" else small.replace(batch_size=bs)
