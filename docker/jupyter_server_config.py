@@ -16,6 +16,10 @@ import os
 
 c = get_config()  # noqa: F821  (provided by Jupyter when it loads this file)
 
+# Kernels inherit the server's environment: the Hugging Face tokenizers' Rust thread pool
+# must not meet DataLoader worker forks (it warns and may deadlock); `nbkit doctor` checks it.
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
 c.ServerApp.ip = os.environ.get("NBKIT_JUPYTER_IP", "127.0.0.1")
 c.ServerApp.port = int(os.environ.get("NBKIT_JUPYTER_PORT", "8888"))
 c.ServerApp.open_browser = False

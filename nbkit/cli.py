@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("run-notebooks", help="execute the notebooks in order, headless")
     p.add_argument("--scale", default=None, help="smoke, cpu or gpu (default: $NBKIT_SCALE)")
-    p.add_argument("--only", nargs="*", default=None, help="notebook name prefixes, e.g. 01 02")
+    p.add_argument("--only", nargs="+", default=None, help="notebook name prefixes, e.g. 01 02")
     p.add_argument("--timeout", type=_seconds, default=3600,
                    help="seconds allowed per cell (default 3600)")
     p.set_defaults(func=_run_notebooks)

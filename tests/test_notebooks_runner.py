@@ -143,3 +143,12 @@ def test_non_positive_timeout_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit) as info:
         cli.main(["run-notebooks", "--timeout", "0"])
     assert info.value.code == 2 and "positive whole number of seconds" in capsys.readouterr().err
+
+
+def test_bare_only_is_an_error_not_all_notebooks():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "nbkit", "run-notebooks", "--scale", "smoke", "--only"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--only" in out.stderr and "expected at least one argument" in out.stderr

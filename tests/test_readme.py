@@ -31,6 +31,6 @@ def test_readme_own_data_pipeline_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "README.md", "exec"), {})
     out = capsys.readouterr().out
-    assert "review" in out and "prediction" in out            # the predictions table was printed
+    assert "fine-tuned BERT" in out and "TF-IDF + LR baseline" in out and "macro_f1" in out  # the comparison
     assert (tmp_path / "runs/mine/mlm/model/config.json").exists()
     assert list((tmp_path / "runs/mine/cls/checkpoints").iterdir())

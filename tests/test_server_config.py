@@ -24,7 +24,7 @@ from nethelpers import free_port, http_status, stop_group
 
 CONFIG = Path(__file__).resolve().parents[1] / "docker" / "jupyter_server_config.py"
 NBKIT_VARS = ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "NBKIT_ALLOW_NO_AUTH", "NBKIT_JUPYTER_IP",
-              "NBKIT_JUPYTER_PORT")
+              "NBKIT_JUPYTER_PORT", "TOKENIZERS_PARALLELISM")
 
 
 def load(monkeypatch, **env: str) -> Config:
@@ -40,6 +40,15 @@ def test_unset_token_leaves_jupyters_random_token_on(monkeypatch):
     cfg = load(monkeypatch)
     assert "token" not in cfg.IdentityProvider, "an explicit token would replace Jupyter's random one"
     assert "token" not in cfg.ServerApp and "password" not in cfg.PasswordIdentityProvider
+
+
+def test_kernels_inherit_tokenizers_parallelism_off_unless_set(monkeypatch):
+    import os
+
+    load(monkeypatch)
+    assert os.environ["TOKENIZERS_PARALLELISM"] == "false"
+    load(monkeypatch, TOKENIZERS_PARALLELISM="true")
+    assert os.environ["TOKENIZERS_PARALLELISM"] == "true"
 
 
 def test_a_set_token_is_used(monkeypatch):
