@@ -135,3 +135,16 @@ def mlm_head_flops(config, training: bool = True) -> float:
     """
     forward = 2 * (bert_matmul_params(config, "mlm") - bert_matmul_params(config, "encoder"))
     return float(3 * forward if training else forward)
+
+
+def bert_batch_flops(config, n_tokens: int, seq_len: int, head_positions: int) -> float:
+    """Training model FLOPs of one BERT batch (forward + backward).
+
+    The encoder runs on ``n_tokens`` input tokens (padding included) at sequence
+    length ``seq_len``; the masked-LM head runs on ``head_positions`` of them:
+    every token for ``BertForMaskedLM`` (then this equals ``n_tokens *
+    bert_flops_per_token(config, seq_len, "mlm")``), the scored ones for the
+    masked-positions head (``nbkit.mlm_head``), 0 for classification.
+    """
+    return (n_tokens * bert_flops_per_token(config, seq_len, "encoder")
+            + head_positions * mlm_head_flops(config))

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from nbkit.errors import ConfigError
-from nbkit.flops import bert_flops_per_token, mfu, mlm_head_flops, peak_tflops
+from nbkit.flops import bert_batch_flops, bert_flops_per_token, mfu, peak_tflops
 from nbkit.stepdata import MaskingCollator, RandomMLMDataset, model_factory, random_mlm_loader
 
 __all__ = ["PHASES", "StepConfig", "measure_steps", "ablation", "to_device", "gpu_utilization_during",
@@ -124,7 +124,7 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
     (``data_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``step_s``),
     ``*_share`` (fraction of ``step_s``), ``tokens_per_s`` (input tokens
     ``B*T`` per second, padding included since it costs the same compute),
-    ``flops_per_token`` (:func:`nbkit.flops.bert_flops_per_token`, MLM,
+    ``flops_per_token`` (:func:`nbkit.flops.bert_batch_flops` per token, MLM,
     training; with ``mlm_head="masked"`` the head counts for scored tokens only), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
     (CUDA only), ``compiled_graphs`` and ``recompiles`` (graphs compiled after
     the first step: shape or guard changes), ``graph_breaks``.
@@ -159,7 +159,7 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
     graphs0, breaks0 = _compile_counts()
     graphs_after_first = None
     totals = dict.fromkeys(PHASES, 0.0)
-    tokens = scored_tokens = 0
+    tokens = head_rows = 0
     it = iter(loader)
     for i in range(cfg.warmup + cfg.steps):
         t0 = time.perf_counter()
@@ -198,7 +198,7 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
             for phase, dt in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 totals[phase] += dt
             tokens += batch["input_ids"].numel()
-            scored_tokens += int((labels != -100).sum())
+            head_rows += scored.numel()        # rows the MLM head ran on: B*T, or the scored ones
     graphs, breaks = _compile_counts()
     n = max(cfg.steps, 1)
     out = {f"{p}_s": totals[p] / n for p in PHASES}
@@ -209,10 +209,9 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
     cfg_model = getattr(model, "config", None)
     if cfg_model is None:
         out["flops_per_token"] = None
-    elif masked_head:  # encoder on every token, head on the scored share of them
-        out["flops_per_token"] = (bert_flops_per_token(cfg_model, cfg.seq_len, "encoder")
-                                  + scored_tokens / max(tokens, 1) * mlm_head_flops(cfg_model))
-    else:
+    elif tokens:  # what ran: the head on every position, or on the scored ones (mlm_head="masked")
+        out["flops_per_token"] = bert_batch_flops(cfg_model, tokens, cfg.seq_len, head_rows) / tokens
+    else:         # nothing timed (steps=0): the full-head figure, as before
         out["flops_per_token"] = bert_flops_per_token(cfg_model, cfg.seq_len)
     peak = peak_tflops(device_name(device), cfg.precision) if device.type == "cuda" else None
     out["peak_tflops"] = peak

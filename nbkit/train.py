@@ -30,7 +30,7 @@ from nbkit import checkpoint as ckpt
 from nbkit import distributed as D
 from nbkit import loop_checks as checks
 from nbkit.errors import ConfigError, NonFiniteLossError
-from nbkit.flops import bert_flops_per_token, mfu, mlm_head_flops, peak_tflops
+from nbkit.flops import bert_batch_flops, mfu, peak_tflops
 from nbkit.mlm_head import forward_logits, uses_sparse_head
 from nbkit.optim import build_optimizer, build_scheduler
 from nbkit.precision import choose_precision, matmul_precision_name
@@ -144,15 +144,9 @@ class Loop:
             loss_sum += loss.detach()
             ids = batch["input_ids"]                                         # (B, T)
             tokens += ids.numel()
-            if self._is_bert:
-                cfg = self.model.config
-                if labels.dim() == 1:    # classification: encoder only
-                    seq_flops += ids.numel() * bert_flops_per_token(cfg, ids.shape[1], "encoder")
-                elif self._sparse_head:  # MLM head on the scored positions only
-                    seq_flops += (ids.numel() * bert_flops_per_token(cfg, ids.shape[1], "encoder")
-                                  + scored.numel() * mlm_head_flops(cfg))
-                else:
-                    seq_flops += ids.numel() * bert_flops_per_token(cfg, ids.shape[1], "mlm")
+            if self._is_bert:  # MLM head rows: every position, or the scored ones (sparse); none for classification
+                head_rows = scored.numel() if labels.dim() == 2 else 0
+                seq_flops += bert_batch_flops(self.model.config, ids.numel(), ids.shape[1], head_rows)
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
         max_norm = self.config.max_grad_norm or float("inf")

@@ -65,3 +65,12 @@ def test_formula_matches_torch_flop_counter_on_real_tiny_bert():
     assert pcie_peak_gbps(4, 16) == pytest.approx(31.5, rel=1e-3)
     assert pcie_peak_gbps(5, 16) == pytest.approx(63.0, rel=1e-3)
     assert pcie_peak_gbps(2, 16) is None
+
+
+def test_batch_flops_full_head_equals_per_token_mlm_and_zero_head_the_encoder():
+    from nbkit.flops import bert_batch_flops
+
+    cfg = tiny_config()
+    assert bert_batch_flops(cfg, 12, 3, 12) == 12 * bert_flops_per_token(cfg, 3, "mlm")
+    assert bert_batch_flops(cfg, 12, 3, 0) == 12 * bert_flops_per_token(cfg, 3, "encoder")
+    assert bert_batch_flops(cfg, 12, 3, 12) > bert_batch_flops(cfg, 12, 3, 2) > bert_batch_flops(cfg, 12, 3, 0)
