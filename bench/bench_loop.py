@@ -59,8 +59,9 @@ def stack(examples):
 
 
 def run_hand(a, data):
-    from nbkit.optim import build_optimizer
     from transformers import get_scheduler
+
+    from nbkit.train.optim import build_optimizer
 
     model = make_model(a).train()
     opt = build_optimizer(model, a.lr, 0.01)

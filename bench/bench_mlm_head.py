@@ -1,7 +1,7 @@
 """Benchmark: MLM training step with the head on every position vs on masked positions only.
 
-Same model, same batches, same ``nbkit.train.Loop._step``; only
-``loop._sparse_head`` differs (``nbkit.mlm_head``). Rounds alternate full and
+Same model, same batches, same ``nbkit.train.loop.Loop._step``; only
+``loop._sparse_head`` differs (``nbkit.models.mlm_head``). Rounds alternate full and
 sparse so drift in machine load hits both; prints the median step time of each,
 their ratio, and the model FLOPs per step the loop counts for each.
 
@@ -22,8 +22,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 
 import torch  # noqa: E402
 
-from nbkit.mlm_head import SparseHeadBertForMaskedLM  # noqa: E402
-from nbkit.modeling import build_config  # noqa: E402
+from nbkit.models.bert import build_config  # noqa: E402
+from nbkit.models.mlm_head import SparseHeadBertForMaskedLM  # noqa: E402
 from nbkit.train import Loop, TrainConfig  # noqa: E402
 
 

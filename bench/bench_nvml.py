@@ -1,10 +1,10 @@
 """Benchmark: cost of GPU telemetry, measured side by side in one run.
 
-1. One NVML sample of every metric (``nbkit.gpu.Nvml.sample``) vs one
+1. One NVML sample of every metric (``nbkit.gpu.nvml.Nvml.sample``) vs one
    ``nvidia-smi --query-gpu=...`` subprocess call with the same fields: median
    wall time of each and their ratio. Without a GPU (or nvidia-smi) the real
    comparison is skipped with a message and the sample time of the fake NVML
-   (``nbkit.nvml_fake``, pure-Python overhead of building snapshots) is shown
+   (``nbkit.gpu.nvml_fake``, pure-Python overhead of building snapshots) is shown
    instead, labelled as the fake.
 2. Training throughput (tokens/s) of a tiny BERT MLM with the monitor sampling
    at ``--interval`` (default 1 s) vs without, alternating A/B runs so drift in
@@ -34,8 +34,8 @@ def _median_time(fn, n: int) -> float:
 
 
 def bench_sampling(n: int) -> None:
-    from nbkit.gpu import Nvml
-    from nbkit.nvml_fake import FakeGpu, FakeNvml, h100_mig_child
+    from nbkit.gpu.nvml import Nvml
+    from nbkit.gpu.nvml_fake import FakeGpu, FakeNvml, h100_mig_child
 
     nv = Nvml()
     smi = shutil.which("nvidia-smi")
@@ -92,9 +92,9 @@ def _train(seconds: float, monitor) -> float:
 
 
 def bench_training(runs: int, seconds: float, interval: float, fake: bool) -> None:
-    from nbkit.gpu import Nvml
-    from nbkit.nvml_fake import FakeGpu, FakeNvml
-    from nbkit.widgets import GpuMonitor
+    from nbkit.gpu.nvml import Nvml
+    from nbkit.gpu.nvml_fake import FakeGpu, FakeNvml
+    from nbkit.gpu.widgets import GpuMonitor
 
     nv = Nvml(lib=FakeNvml([FakeGpu(), FakeGpu()])) if fake else Nvml()
     if fake:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 
-from nbkit.launch import launch
+from nbkit.train.launch import launch
 
 
 def samples_per_s(nproc: int, device: str, steps: int, batch: int) -> float:

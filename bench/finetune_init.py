@@ -18,8 +18,11 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from nbkit import data, mlm, modeling, pipeline  # noqa: E402
-from nbkit.scale import get_scale  # noqa: E402
+from nbkit.data import corpora as data
+from nbkit.models import bert as modeling
+from nbkit.pipeline import steps as pipeline  # noqa: E402
+from nbkit.pipeline.scale import get_scale  # noqa: E402
+from nbkit.text import mlm
 from nbkit.train import Loop  # noqa: E402
 
 

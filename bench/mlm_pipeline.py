@@ -24,8 +24,8 @@ import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from tokenizer_alphabet import peoples_daily_lines  # noqa: E402
 
-from nbkit.mlm import MLMCollator, make_blocks  # noqa: E402
-from nbkit.tokenization import train_wordpiece  # noqa: E402
+from nbkit.text.mlm import MLMCollator, make_blocks  # noqa: E402
+from nbkit.text.tokenizer import train_wordpiece  # noqa: E402
 
 
 def main():

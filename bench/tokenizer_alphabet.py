@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from nbkit.tokenization import tokenizer_stats, train_wordpiece  # noqa: E402
+from nbkit.text.tokenizer import tokenizer_stats, train_wordpiece  # noqa: E402
 
 
 def peoples_daily_lines(max_lines=None, with_words=False):
@@ -51,7 +51,7 @@ def main():
     n_eval = max(1, len(lines) // 20)
     heldout, train = lines[:n_eval], lines[n_eval:]
     print(f"corpus: {len(lines)} lines, {sum(map(len, lines)):,} chars; train {len(train)}, held-out {len(heldout)}")
-    from nbkit.data import load_sentiment
+    from nbkit.data.corpora import load_sentiment
 
     reviews = load_sentiment(seed=0).splits["test"]["text"]
     rows = {}

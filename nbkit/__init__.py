@@ -13,11 +13,11 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it (imported on first use)
 _LAZY = {
-    "get_scale": "nbkit.scale",
-    "Scale": "nbkit.scale",
-    "runs_dir": "nbkit.runs",
-    "GpuMonitor": "nbkit.widgets",
-    "LivePlot": "nbkit.plots",
+    "get_scale": "nbkit.pipeline.scale",
+    "Scale": "nbkit.pipeline.scale",
+    "runs_dir": "nbkit.pipeline.runs",
+    "GpuMonitor": "nbkit.gpu.widgets",
+    "LivePlot": "nbkit.pipeline.plots",
 }
 
 

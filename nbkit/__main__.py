@@ -1,6 +1,6 @@
 """``python -m nbkit`` = the ``nbkit`` command (``nbkit doctor``, ``nbkit run-notebooks``)."""
 import sys
 
-from nbkit.cli import main
+from nbkit.cli.main import main
 
 sys.exit(main())

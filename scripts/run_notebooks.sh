@@ -8,4 +8,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${NBKIT_SKIP_SETUP:-0}" = 1 ] || scripts/setup.sh
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
-.venv/bin/python -m nbkit.cli run-notebooks "$@"
+.venv/bin/python -m nbkit.cli.main run-notebooks "$@"

@@ -16,4 +16,8 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export NBKIT_SCALE=smoke
 export NBKIT_RUNS_DIR=${NBKIT_RUNS_DIR:-$(mktemp -d)/runs}
 export MPLBACKEND=Agg
+# the repository's own checks, as pre-commit runs them: ruff, notebook outputs stripped, jupytext pairs in sync
+if [ -d .git ]; then
+    PATH="$PWD/.venv/bin:$PATH" .venv/bin/pre-commit run --all-files --show-diff-on-failure
+fi
 .venv/bin/python -m pytest --nbval -p no:cacheprovider --durations=15 tests notebooks "$@"

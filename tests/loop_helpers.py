@@ -74,8 +74,7 @@ def cls_collate(examples: list[dict]) -> dict:
 
 
 def main(argv=None):
-    from nbkit import checkpoint
-    from nbkit.train import Loop, TrainConfig
+    from nbkit.train import Loop, TrainConfig, checkpoint
 
     ap = argparse.ArgumentParser()
     ap.add_argument("out")

@@ -1,7 +1,8 @@
 from loop_helpers import mlm_collate, tiny_mlm, token_data
-from nbkit.callbacks import Callback, TrainerBridge
-from nbkit.plots import LivePlot
+
+from nbkit.pipeline.plots import LivePlot
 from nbkit.train import Loop, TrainConfig
+from nbkit.train.callbacks import Callback, TrainerBridge
 
 
 class Recorder(Callback):

@@ -5,12 +5,12 @@ import sys
 import time
 from pathlib import Path
 
+import loop_helpers
 import pytest
 import torch
 
-import loop_helpers
-from nbkit import checkpoint
 from nbkit.errors import CheckpointError
+from nbkit.train import checkpoint
 
 HELPER = Path(loop_helpers.__file__)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nbkit import data
+from nbkit.data import corpora as data
+from nbkit.data.labeled import normalize_text
 from nbkit.errors import ConfigError, DataError
-from nbkit.labeled import normalize_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -152,7 +152,7 @@ def test_importing_data_modules_stays_cheap():
     import subprocess
     import sys
 
-    code = ("import sys, nbkit.data, nbkit.userdata, nbkit.labeled, nbkit.evaluation, nbkit.baseline; "
+    code = ("import sys, nbkit.data.corpora, nbkit.data.userfiles, nbkit.data.labeled, nbkit.pipeline.evaluation, nbkit.pipeline.baseline; "
             "print(sorted(m for m in ('datasets', 'torch', 'sklearn', 'pandas', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parent.parent)

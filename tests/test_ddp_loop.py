@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from ddp_loop_job import run
 
 JOB = str(Path(__file__).with_name("ddp_loop_job.py"))
@@ -20,8 +19,8 @@ pytestmark = pytest.mark.multiproc
 
 
 def launch_two(out, *args):
-    """2 processes through nbkit.launch (gloo on CPU); returns the streamed metrics dicts."""
-    from nbkit.launch import launch
+    """2 processes through nbkit.train.launch (gloo on CPU); returns the streamed metrics dicts."""
+    from nbkit.train.launch import launch
 
     seen = []
     job = launch(JOB, nproc_per_node=2, args=[str(out), "--batch-size", "4", *args], device="cpu",

@@ -1,5 +1,5 @@
 """Diagnosis rules fed with recorded measurements (dicts as measure_steps/op_stats give)."""
-from nbkit import diagnosis as dg
+from nbkit.profiling import diagnosis as dg
 
 
 def step(**kw):

@@ -4,10 +4,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nbkit import distributed as D
 from nbkit.errors import CheckpointError, ConfigError
 from nbkit.jobs.common import checkpoint_name, resolve_resume
-from nbkit.ddp_sampler import ResumableDistributedSampler
+from nbkit.train import ddp_loop
+from nbkit.train import distributed as D
+from nbkit.train.ddp_sampler import ResumableDistributedSampler
 
 
 # --- DistInfo ------------------------------------------------------------------------------
@@ -170,7 +171,7 @@ def test_state_from_other_data_is_rejected():
 
 
 def test_make_sampler_uses_dist_info_and_rejects_bad_rank():
-    s = D.make_sampler(list(range(9)), shuffle=False, dist_info=D.DistInfo(rank=1, world_size=3))
+    s = ddp_loop.make_sampler(list(range(9)), shuffle=False, dist_info=D.DistInfo(rank=1, world_size=3))
     assert list(s) == [1, 4, 7]
     with pytest.raises(ConfigError):
         ResumableDistributedSampler(5, num_replicas=2, rank=2)

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from nethelpers import free_port, http_status, stop_group
 
 REPO = Path(__file__).resolve().parents[1]

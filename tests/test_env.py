@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from nbkit import env
-from nbkit.gpu import Nvml
-from nbkit.nvml_fake import LIB_RM_VERSION_MISMATCH, FakeGpu, FakeNvml, h100_mig_child
+from nbkit.env import doctor as env
+from nbkit.gpu.nvml import Nvml
+from nbkit.gpu.nvml_fake import LIB_RM_VERSION_MISMATCH, FakeGpu, FakeNvml, h100_mig_child
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOOD_ENV = {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
@@ -100,7 +100,7 @@ def test_real_machine_report_no_cuda_context():
 
 
 def test_doctor_json_cli_exit_code():
-    out = subprocess.run([sys.executable, "-m", "nbkit.cli", "doctor", "--json"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "nbkit.cli.main", "doctor", "--json"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     data = json.loads(out.stdout)
     assert out.returncode == (0 if data["ok"] else 1)
@@ -113,7 +113,7 @@ def test_broken_torch_is_a_fail_line_not_a_crash(tmp_path):
     (broken / "__init__.py").write_text(
         "raise OSError('libcudart.so.12: cannot open shared object file')\n")
     pp = os.pathsep.join([str(tmp_path), ROOT])
-    out = subprocess.run([sys.executable, "-m", "nbkit.cli", "doctor", "--json"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "nbkit.cli.main", "doctor", "--json"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHONPATH=pp))
     assert out.returncode == 1, out.stderr
@@ -131,7 +131,7 @@ def test_matmul_throughput_cpu():
 
 
 def test_keep_busy_runs_for_the_requested_time():
-    from nbkit.env import keep_busy
+    from nbkit.env.doctor import keep_busy
 
     r = keep_busy("cpu", seconds=0.3, n=64)
     assert r["seconds"] >= 0.3 and r["matmuls"] >= 8 and r["gflops"] > 0
@@ -160,6 +160,6 @@ def test_nbkit_runs_dir_must_be_creatable(tmp_path):
 
 
 def test_doctor_cli_fails_on_a_bad_scale():
-    out = subprocess.run([sys.executable, "-m", "nbkit.cli", "doctor"], cwd=ROOT, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "nbkit.cli.main", "doctor"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, env=dict(os.environ, NBKIT_SCALE="small"))
     assert out.returncode == 1 and re.search(r"FAIL\s+NBKIT_SCALE\s+'small'", out.stdout), out.stdout

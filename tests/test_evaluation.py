@@ -10,10 +10,9 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from nbkit.baseline import fit_tfidf_baseline, tfidf_baseline  # noqa: E402
 from nbkit.errors import DataError  # noqa: E402
-from nbkit.evaluation import (  # noqa: E402
-    classification_report, compare_reports, format_report, plot_confusion_matrix)
+from nbkit.pipeline.baseline import fit_tfidf_baseline, tfidf_baseline  # noqa: E402
+from nbkit.pipeline.evaluation import classification_report, compare_reports, format_report, plot_confusion_matrix  # noqa: E402
 
 ID2LABEL = {0: "negative", 1: "positive", 2: "neutral"}
 

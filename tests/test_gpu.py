@@ -5,10 +5,19 @@ import os
 
 import pytest
 
-from nbkit import gpu
-from nbkit.gpu import Nvml, take_sample
-from nbkit.nvml_fake import (DRIVER_NOT_LOADED, GIB, LIB_RM_VERSION_MISMATCH, LIBRARY_NOT_FOUND,
-                             NO_PERMISSION, NOT_SUPPORTED, FakeGpu, FakeNvml, h100_mig_child)
+from nbkit.gpu import nvml as gpu
+from nbkit.gpu.nvml import Nvml, take_sample
+from nbkit.gpu.nvml_fake import (
+    DRIVER_NOT_LOADED,
+    GIB,
+    LIB_RM_VERSION_MISMATCH,
+    LIBRARY_NOT_FOUND,
+    NO_PERMISSION,
+    NOT_SUPPORTED,
+    FakeGpu,
+    FakeNvml,
+    h100_mig_child,
+)
 
 
 def _machine(tmp_path):
@@ -137,7 +146,7 @@ def test_no_cuda_context():
 def test_import_is_lazy():
     import subprocess
     import sys
-    code = ("import sys, nbkit, nbkit.gpu, nbkit.sampler, nbkit.env, nbkit.telemetry; "
+    code = ("import sys, nbkit, nbkit.gpu.nvml, nbkit.gpu.sampler, nbkit.env.doctor, nbkit.gpu.telemetry; "
             "print('torch' in sys.modules, 'pynvml' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(__file__)), check=True)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from nbkit.gpu import Nvml
+from nbkit.gpu.nvml import Nvml
 
 pytestmark = pytest.mark.gpu
 
@@ -24,7 +24,7 @@ def _busy(stop: threading.Event, n: int = 8192) -> None:
 def test_monitor_and_report_create_no_cuda_context():
     import subprocess
     import sys
-    code = ("import torch; from nbkit.gpu import Nvml, take_sample; from nbkit import env; "
+    code = ("import torch; from nbkit.gpu.nvml import Nvml, take_sample; from nbkit import env; "
             "nv = Nvml(); [take_sample(nv) for _ in range(3)]; assert nv.state.ok, nv.state; "
             "r = env.report(cuda=False); "
             "print(torch.cuda.is_initialized())")
@@ -65,7 +65,7 @@ def test_busy_matmul_drives_utilisation_and_memory_matches_torch():
 
 
 def test_report_on_gpu_machine():
-    from nbkit import env
+    from nbkit.env import doctor as env
 
     r = env.report(cuda=True)
     names = {c.name: c for c in r.checks}

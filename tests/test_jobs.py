@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from nbkit.launch import parse_metrics_line
+from nbkit.train.launch import parse_metrics_line
 
 
 def test_pretrain_job_smoke_writes_model_metrics_and_metrics_lines(runs_tmp, tmp_path, capsys):

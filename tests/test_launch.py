@@ -1,4 +1,4 @@
-"""nbkit.launch and DDP end to end: 2 gloo processes under torchrun on CPU vs one process."""
+"""nbkit.train.launch and DDP end to end: 2 gloo processes under torchrun on CPU vs one process."""
 from __future__ import annotations
 
 import json
@@ -10,9 +10,9 @@ import psutil
 import pytest
 import torch
 
-from nbkit import launch as L
 from nbkit.errors import ConfigError
 from nbkit.jobs.common import checkpoint_name
+from nbkit.train import launch as L
 
 # Per rank: batch 4 x accumulation 2; with 2 ranks the global batch is 16 sequences,
 # which the single-process reference gets as batch 8 x accumulation 2.
@@ -213,7 +213,7 @@ def test_job_scripts_reject_a_resume_path_and_name_the_accepted_values(tmp_path)
 def test_live_plot_takes_the_launchers_dicts_and_eval_lines_carry_the_step(capsys):
     from types import SimpleNamespace
 
-    from nbkit.plots import LivePlot
+    from nbkit.pipeline.plots import LivePlot
 
     L.MetricsPrinter().on_evaluate(SimpleNamespace(state=SimpleNamespace(step=5)), {"eval_loss": 2.0})
     plot = LivePlot(mode="none")

@@ -1,13 +1,13 @@
 """Length-grouped batches: same samples, less padding, still exactly resumable."""
 import pytest
 import torch
-
 from loop_helpers import VOCAB, tiny_classifier
-from nbkit import distributed as D
-from nbkit.batching import input_lengths
-from nbkit.ddp_sampler import ResumableDistributedSampler
+
 from nbkit.errors import CheckpointError, ConfigError, DataError
-from nbkit.train import Loop, TrainConfig
+from nbkit.train import Loop, TrainConfig, ddp_loop
+from nbkit.train import distributed as D
+from nbkit.train.batching import input_lengths
+from nbkit.train.ddp_sampler import ResumableDistributedSampler
 
 
 def _lengths(n=400, seed=0):
@@ -37,7 +37,7 @@ def test_grouped_order_is_a_seeded_permutation_with_far_less_padding():
 
 def test_grouped_order_is_shared_by_ranks_and_resumes_under_another_world_size():
     lengths = _lengths(50)
-    ranks = [D.make_sampler(50, seed=1, dist_info=D.DistInfo(rank=r, world_size=2), lengths=lengths,
+    ranks = [ddp_loop.make_sampler(50, seed=1, dist_info=D.DistInfo(rank=r, world_size=2), lengths=lengths,
                             batch_size=3) for r in range(2)]
     assert ranks[0].group_size == 6
     seen = []
@@ -46,7 +46,7 @@ def test_grouped_order_is_shared_by_ranks_and_resumes_under_another_world_size()
         s.advance(4)
     state = ranks[0].state_dict()
     assert state["grouped"] and sorted(seen) == sorted(ranks[0].global_order()[:8])
-    one = D.make_sampler(50, seed=1, lengths=lengths, batch_size=6)
+    one = ddp_loop.make_sampler(50, seed=1, lengths=lengths, batch_size=6)
     one.load_state_dict(state)
     assert list(one) == ranks[0].global_order()[8:]
 

@@ -1,8 +1,8 @@
 """Microbenchmarks at tiny sizes on CPU; GPU-marked checks against the peak."""
 import pytest
 
-from nbkit import microbench as mb
 from nbkit.errors import ConfigError
+from nbkit.profiling import microbench as mb
 
 
 def test_time_fn_calls_warmup_plus_iters_times_repeats():

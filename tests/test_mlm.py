@@ -6,7 +6,7 @@ import torch
 from datasets import Dataset
 
 from nbkit.errors import ConfigError, DataError
-from nbkit.mlm import MLMCollator, classification_collator, encode_classification, make_blocks
+from nbkit.text.mlm import MLMCollator, classification_collator, encode_classification, make_blocks
 from tests._corpus import char_tokenizer, peoples_daily
 
 
@@ -156,7 +156,7 @@ def test_encode_classification_reports_truncation(tok):
 def test_blocks_and_collator_feed_the_tiny_model(tok, corpus):
     import math
 
-    from nbkit.modeling import build_mlm_model
+    from nbkit.models.bert import build_mlm_model
 
     torch.manual_seed(0)
     model = build_mlm_model("tiny", tok, block_size=64)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.modeling import PRESETS, build_classifier, build_config, build_mlm_model, count_parameters
+from nbkit.models.bert import PRESETS, build_classifier, build_config, build_mlm_model, count_parameters
 from tests._corpus import char_tokenizer
 
 ID2LABEL = {0: "negative", 1: "positive"}

@@ -7,7 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbkit import cli, notebooks
+from nbkit.cli import main as cli
+from nbkit.cli import run_notebooks as notebooks
 from nbkit.errors import ConfigError
 
 
@@ -65,7 +66,7 @@ def test_cell_timeout_saves_the_partial_copy_and_names_the_fix(tmp_path, monkeyp
     # A real `nbkit run-notebooks` process: the killed kernel's own output must stay off the console too.
     _nbdir(tmp_path, monkeypatch, {"00_slow.ipynb": ["print('first done')", "import time\ntime.sleep(60)",
                                                       "print('never')"]})
-    res = subprocess.run([sys.executable, "-m", "nbkit.cli", "run-notebooks", "--scale", "smoke", "--timeout", "3"],
+    res = subprocess.run([sys.executable, "-m", "nbkit.cli.main", "run-notebooks", "--scale", "smoke", "--timeout", "3"],
                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=180)
     assert res.returncode == 1, res.stderr
     err = res.stderr.strip().splitlines()

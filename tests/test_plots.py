@@ -1,13 +1,13 @@
 import gc
-import weakref
 import tracemalloc
+import weakref
 
 import matplotlib.pyplot as plt
 import pytest
 from matplotlib.figure import Figure
 
 from nbkit.errors import ConfigError
-from nbkit.plots import LivePlot
+from nbkit.pipeline.plots import LivePlot
 
 
 class FakeClock:

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from nbkit.errors import ConfigError
-from nbkit.precision import choose_precision, matmul_precision_name
+from nbkit.train.precision import choose_precision, matmul_precision_name
 
 
 def test_auto_on_cpu_is_fp32_and_prints_reason(capsys):

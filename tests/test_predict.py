@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from nbkit import pipeline
 from nbkit.errors import ConfigError
-from nbkit.tokenization import train_wordpiece
+from nbkit.pipeline import steps as pipeline
+from nbkit.text.tokenizer import train_wordpiece
 from tests._corpus import char_tokenizer, texts
 
 

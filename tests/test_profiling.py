@@ -3,8 +3,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from nbkit import profiling as pf
 from nbkit.errors import ConfigError
+from nbkit.profiling import profiler as pf
 
 
 def evt(key, count, self_cpu_us, self_dev_us=0.0, device_type="DeviceType.CPU"):

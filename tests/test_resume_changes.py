@@ -9,11 +9,10 @@ import warnings
 
 import pytest
 import torch
-
 from loop_helpers import mlm_collate, tiny_mlm, token_data
-from nbkit import checkpoint
+
 from nbkit.errors import CheckpointError
-from nbkit.train import Loop, TrainConfig
+from nbkit.train import Loop, TrainConfig, checkpoint
 
 
 def _fit(out, **kw):

@@ -1,9 +1,9 @@
 """Masks are a function of the batch's samples: exact resume with DataLoader workers too."""
 import pytest
-
 from loop_helpers import mlm_collate, tiny_mlm, token_data
-from nbkit.batching import SeededCollate
+
 from nbkit.train import Loop, TrainConfig
+from nbkit.train.batching import SeededCollate
 
 
 class Interrupt(Exception):
@@ -60,7 +60,7 @@ def test_seeded_collate_depends_on_the_samples_only_and_leaves_the_global_rng_al
 def test_indexed_dataset_keeps_the_batched_fetch_of_datasets():
     from datasets import Dataset
 
-    from nbkit.batching import IndexedDataset
+    from nbkit.train.batching import IndexedDataset
 
     calls = []
 

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from nbkit.errors import ConfigError
-from nbkit.gpu import Nvml, take_sample
-from nbkit.nvml_fake import FakeGpu, FakeNvml, NOT_SUPPORTED
-from nbkit.sampler import Sampler
+from nbkit.gpu.nvml import Nvml, take_sample
+from nbkit.gpu.nvml_fake import NOT_SUPPORTED, FakeGpu, FakeNvml
+from nbkit.gpu.sampler import Sampler
 
 
 def _wait(cond, timeout=3.0):

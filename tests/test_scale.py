@@ -1,7 +1,7 @@
 import pytest
 
-from nbkit import runs
-from nbkit.scale import PRESETS, get_scale
+from nbkit.pipeline import runs
+from nbkit.pipeline.scale import PRESETS, get_scale
 
 
 def test_env_var_picks_preset(monkeypatch):
@@ -18,7 +18,7 @@ def test_unknown_scale_names_the_choices(monkeypatch):
 
 def test_default_without_cuda_is_cpu(monkeypatch):
     monkeypatch.delenv("NBKIT_SCALE", raising=False)
-    monkeypatch.setattr("nbkit.scale.cuda_usable", lambda: False)
+    monkeypatch.setattr("nbkit.pipeline.scale.cuda_usable", lambda: False)
     assert get_scale().name == "cpu"
 
 

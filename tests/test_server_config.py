@@ -17,10 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
+from nethelpers import free_port, http_status, stop_group
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
-
-from nethelpers import free_port, http_status, stop_group
 
 CONFIG = Path(__file__).resolve().parents[1] / "docker" / "jupyter_server_config.py"
 NBKIT_VARS = ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "NBKIT_ALLOW_NO_AUTH", "NBKIT_JUPYTER_IP",

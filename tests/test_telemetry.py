@@ -4,11 +4,11 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from nbkit.gpu import DeviceSnapshot, HostSnapshot, Nvml, Sample
-from nbkit.nvml_fake import FakeGpu, FakeNvml, GIB
-from nbkit.nvml_state import ok_state
-from nbkit.sampler import Sampler
-from nbkit.telemetry import TelemetryCallback, input_bound_advice, sample_row
+from nbkit.gpu.nvml import DeviceSnapshot, HostSnapshot, Nvml, Sample
+from nbkit.gpu.nvml_fake import GIB, FakeGpu, FakeNvml
+from nbkit.gpu.nvml_state import ok_state
+from nbkit.gpu.sampler import Sampler
+from nbkit.gpu.telemetry import TelemetryCallback, input_bound_advice, sample_row
 
 
 def _sample(t, util, used_mib, total_mib=80 * 1024):
@@ -40,7 +40,7 @@ def test_warmup_is_ignored():
 def test_callback_records_on_the_loop_time_axis(capsys):
     fake = FakeNvml([FakeGpu(util=(12, 3), mem_used=2 * GIB)])
     nv = Nvml(lib=fake)
-    from nbkit.gpu import take_sample
+    from nbkit.gpu.nvml import take_sample
     sampler = Sampler(lambda: take_sample(nv), interval=0.01)
     cb = TelemetryCallback(sampler)
     loop = SimpleNamespace(config=None, state=SimpleNamespace(step=0), device="cuda")
@@ -81,7 +81,7 @@ def test_sample_row_skips_mig_and_missing():
 
 
 def test_monitor_telemetry_shortcut():
-    from nbkit.widgets import GpuMonitor
+    from nbkit.gpu.widgets import GpuMonitor
 
     m = GpuMonitor(interval=0.01, nvml=Nvml(lib=FakeNvml([FakeGpu()])), autostart=False)
     cb = m.telemetry(verbose=False)

@@ -7,7 +7,7 @@ import unicodedata
 import pytest
 
 from nbkit.errors import ConfigError, DataError
-from nbkit.tokenization import SPECIAL_TOKENS, save_stats, tokenizer_stats, train_wordpiece
+from nbkit.text.tokenizer import SPECIAL_TOKENS, save_stats, tokenizer_stats, train_wordpiece
 from tests._corpus import texts
 
 RARE = "齉"  # "nasal voice": not in the first 300 People's Daily lines

@@ -2,11 +2,11 @@ import math
 
 import pytest
 import torch
-
 from loop_helpers import cls_collate, cls_data, mlm_collate, tiny_classifier, tiny_mlm, token_data
+
 from nbkit.errors import ConfigError, DataError, NonFiniteLossError
-from nbkit.optim import param_groups
 from nbkit.train import Loop, TrainConfig
+from nbkit.train.optim import param_groups
 
 
 def _cfg(**kw):
@@ -161,7 +161,7 @@ def test_compile_pads_to_static_shapes_without_recompiling():
 
 def test_grad_scaler_path_skips_overflow_and_backs_off(tmp_path):
     """The fp16 code path (unscale, clip, scaler.step/update) on CPU: bf16 autocast + a CPU GradScaler."""
-    from nbkit.precision import Precision
+    from nbkit.train.precision import Precision
 
     loop = Loop(NaNAt(tiny_mlm(), bad={2}), _cfg(max_steps=4), token_data(), collate_fn=mlm_collate)
     loop.precision = Precision("bf16", "cpu", use_scaler=True, reason="test: scaler on CPU")
@@ -180,8 +180,8 @@ def test_grad_scaler_path_skips_overflow_and_backs_off(tmp_path):
 
 @pytest.mark.gpu
 def test_cuda_run_uses_auto_precision_and_reports_mfu_when_peak_known():
-    from nbkit.flops import peak_tflops
-    from nbkit.precision import matmul_precision_name
+    from nbkit.profiling.flops import peak_tflops
+    from nbkit.train.precision import matmul_precision_name
 
     loop = Loop(tiny_mlm(), _cfg(max_steps=3, precision="auto"), token_data(), collate_fn=mlm_collate, device="cuda")
     expected = "bf16" if torch.cuda.get_device_capability() >= (8, 0) else "fp16"
@@ -193,7 +193,7 @@ def test_cuda_run_uses_auto_precision_and_reports_mfu_when_peak_known():
     assert res.metrics["mfu"] is None or 0 < res.metrics["mfu"] < 1
 
 
-# ----- mistakes caught before any work (nbkit.loop_checks) --------------------------------------
+# ----- mistakes caught before any work (nbkit.train.checks) --------------------------------------
 
 def test_empty_eval_data_is_rejected_at_construction_and_zero_labels_never_score_perfectly():
     with pytest.raises(DataError, match="eval_data is empty.*eval_data=None"):
@@ -235,7 +235,7 @@ def test_unusable_output_dir_fails_at_construction(tmp_path, monkeypatch):
     for bad in (tmp_path / "afile", tmp_path / "afile" / "run"):
         with pytest.raises(ConfigError, match="afile is a file"):
             Loop(tiny_mlm(), _cfg(output_dir=bad), token_data(), collate_fn=mlm_collate)
-    import nbkit.loop_checks as lc
+    import nbkit.train.checks as lc
     monkeypatch.setattr(lc.os, "access", lambda path, mode: False)   # tests run as root: fake a read-only dir
     with pytest.raises(ConfigError, match="not writable.*Choose a directory"):
         Loop(tiny_mlm(), _cfg(output_dir=tmp_path / "new" / "run"), token_data(), collate_fn=mlm_collate)

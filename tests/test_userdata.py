@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from nbkit import filecheck, userdata
-from nbkit.data import load_labeled_files, load_text_file
+from nbkit.data import filecheck
+from nbkit.data import userfiles as userdata
+from nbkit.data.corpora import load_labeled_files, load_text_file
+from nbkit.data.labeled import build_labeled_data, normalize_text
 from nbkit.errors import DataError
-from nbkit.labeled import build_labeled_data, normalize_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -348,7 +349,7 @@ def test_bad_json_line_is_reported_1_based_without_datasets_log(tmp_path):
 
 
 def test_data_reexports_carry_the_real_docstrings():
-    from nbkit import data
+    from nbkit.data import corpora as data
 
     for name in ("load_text_file", "load_labeled_files"):
         assert getattr(data, name).__doc__ == getattr(userdata, name).__doc__

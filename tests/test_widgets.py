@@ -5,10 +5,9 @@ import time
 
 import pytest
 
-from nbkit.gpu import HOST_PID_NOTE, Nvml
-from nbkit.nvml_fake import (DRIVER_NOT_LOADED, GIB, NO_PERMISSION, NOT_SUPPORTED, FakeGpu,
-                             FakeNvml)
-from nbkit.widgets import GpuMonitor, sparkline
+from nbkit.gpu.nvml import HOST_PID_NOTE, Nvml
+from nbkit.gpu.nvml_fake import DRIVER_NOT_LOADED, GIB, NO_PERMISSION, NOT_SUPPORTED, FakeGpu, FakeNvml
+from nbkit.gpu.widgets import GpuMonitor, sparkline
 
 
 def _fake():
@@ -98,7 +97,7 @@ def test_thread_updates_reach_the_frontend_in_a_real_kernel():
         p for p in (root, os.environ.get("PYTHONPATH")) if p))
     km, kc = start_new_kernel(kernel_name="python3", env=env)
     try:
-        kc.execute_interactive("from nbkit.widgets import GpuMonitor\n"
+        kc.execute_interactive("from nbkit.gpu.widgets import GpuMonitor\n"
                                "m = GpuMonitor(interval=0.1)\ndisplay(m)", timeout=60)
         updates = []
 

@@ -6,5 +6,5 @@
 Both parse the same core flags (``nbkit.jobs.common.job_parser``) and call a plain
 function (``run_pretrain`` / ``run_finetune``) that notebooks can call too. Rank 0
 reports progress as ``NBKIT_METRICS {json}`` lines on stdout, which
-``nbkit.launch`` streams back into a notebook. See ``docs/distributed.md``.
+``nbkit.train.launch`` streams back into a notebook. See ``docs/distributed.md``.
 """

@@ -1,6 +1,6 @@
 """Call ``module:function`` with string arguments: ``python -m nbkit.jobs.call pkg.mod:fn [args...]``.
 
-This is how ``nbkit.launch`` runs a *function* under torchrun: each worker imports
+This is how ``nbkit.train.launch`` runs a *function* under torchrun: each worker imports
 the module and calls ``fn(*args)``; a non-zero int return becomes the exit code.
 """
 from __future__ import annotations

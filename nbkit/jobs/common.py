@@ -9,10 +9,10 @@ from pathlib import Path
 def job_parser(description: str) -> argparse.ArgumentParser:
     """An ``argparse`` parser with the flags every job takes.
 
-    ``None`` means "the scale preset's value" (``nbkit.scale.get_scale``).
+    ``None`` means "the scale preset's value" (``nbkit.pipeline.scale.get_scale``).
     ``--resume`` takes ``auto`` (newest complete checkpoint in ``--output-dir``, if any),
     ``none`` (start fresh) or a checkpoint directory, possibly written under
-    another world size (see ``nbkit.ddp_sampler``).
+    another world size (see ``nbkit.train.ddp_sampler``).
     """
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--scale", default=None, help="smoke | cpu | gpu (default: $NBKIT_SCALE, else by hardware)")
@@ -67,7 +67,7 @@ def resolve_resume(resume: str | Path | None, output_dir: Path | None) -> Path |
 
 
 def loop_resume(resume: str | None) -> bool:
-    """``--resume`` for the ``nbkit.train.Loop`` jobs: ``auto`` -> True, ``none`` -> False.
+    """``--resume`` for the ``nbkit.train.loop.Loop`` jobs: ``auto`` -> True, ``none`` -> False.
 
     The loop resumes from the newest complete checkpoint under its ``--output-dir``
     (``checkpoints/step-NNNNNN``), so a path is not accepted.

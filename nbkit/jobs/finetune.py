@@ -27,11 +27,15 @@ def run_finetune(scale, output_dir: Path, *, pretrained: str | Path | None = Non
     training split with the *global* batch ``world_size * batch_size * grad_accum``.
     Non-main ranks return the loop's summary.
     """
-    from nbkit import baseline, data, evaluation, mlm, modeling, pipeline
-    from nbkit import distributed as D
+    from nbkit.data import corpora as data
     from nbkit.jobs.pretrain import _overrides, _seed_all, _tokenizer_rank0_first
-    from nbkit.launch import MetricsPrinter
+    from nbkit.models import bert as modeling
+    from nbkit.pipeline import baseline, evaluation
+    from nbkit.pipeline import steps as pipeline
+    from nbkit.text import mlm
     from nbkit.train import Loop
+    from nbkit.train import distributed as D
+    from nbkit.train.metrics_stream import MetricsPrinter
 
     info = D.init_distributed(backend)
     sentiment = data.load_sentiment(seed=scale.seed, max_train=scale.sentiment_max_train)
@@ -74,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pretrained", default=None, help="checkpoint directory from pretraining, or a local model")
     p.add_argument("--epochs", type=float, default=None, help="passes over the training split")
     a = p.parse_args(argv)
-    from nbkit.distributed import cleanup
-    from nbkit.runs import step_dir
-    from nbkit.scale import get_scale
+    from nbkit.pipeline.runs import step_dir
+    from nbkit.pipeline.scale import get_scale
+    from nbkit.train.distributed import cleanup
 
     scale = get_scale(a.scale)
     try:

@@ -16,7 +16,7 @@ def run_pretrain(scale, output_dir: Path, *, max_steps: int | None = None, batch
                  grad_accum: int | None = None, lr: float | None = None, seed: int | None = None,
                  checkpoint_every: int | None = None, resume: bool = True,
                  log_every: int | None = None, backend: str | None = None) -> dict:
-    """Pretrain a BERT MLM at ``scale`` (``nbkit.scale.Scale``) and return ``metrics.json``'s dict.
+    """Pretrain a BERT MLM at ``scale`` (``nbkit.pipeline.scale.Scale``) and return ``metrics.json``'s dict.
 
     Notebook 02's code path: ``pipeline.load_tokenizer`` -> ``pipeline.mlm_blocks`` ->
     ``mlm.MLMCollator`` -> ``modeling.build_mlm_model`` -> ``pipeline.pretrain_config`` ->
@@ -29,10 +29,12 @@ def run_pretrain(scale, output_dir: Path, *, max_steps: int | None = None, batch
     ``NBKIT_METRICS`` line per log/eval (``launch.MetricsPrinter``) and writes
     ``output_dir``. Non-main ranks return the loop's summary.
     """
-    from nbkit import distributed as D
-    from nbkit import mlm, modeling, pipeline
-    from nbkit.launch import MetricsPrinter
+    from nbkit.models import bert as modeling
+    from nbkit.pipeline import steps as pipeline
+    from nbkit.text import mlm
     from nbkit.train import Loop
+    from nbkit.train import distributed as D
+    from nbkit.train.metrics_stream import MetricsPrinter
 
     info = D.init_distributed(backend)
     tokenizer = _tokenizer_rank0_first(scale, info)
@@ -57,8 +59,8 @@ def run_pretrain(scale, output_dir: Path, *, max_steps: int | None = None, batch
 
 def _tokenizer_rank0_first(scale, info):
     """Rank 0 loads (or trains and saves) the tokenizer; the others wait, then load it."""
-    from nbkit import distributed as D
-    from nbkit import pipeline
+    from nbkit.pipeline import steps as pipeline
+    from nbkit.train import distributed as D
 
     tok = pipeline.load_tokenizer(scale) if info.is_main else None
     D.barrier()
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-samples", type=int, default=64, help="(--synthetic) dataset size")
     p.add_argument("--step-sleep", type=float, default=0.0, help="(--synthetic) seconds to sleep per step")
     a = p.parse_args(argv)
-    from nbkit.distributed import cleanup
+    from nbkit.train.distributed import cleanup
 
     try:
         return _run(a)
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(a) -> int:
     if a.synthetic:
         from nbkit.jobs.synthetic import run_synthetic
-        from nbkit.runs import runs_dir
+        from nbkit.pipeline.runs import runs_dir
 
         out = a.output_dir or runs_dir() / "synthetic"
         run_synthetic(out, max_steps=a.max_steps or 6, batch_size=a.batch_size or 4,
@@ -102,8 +104,8 @@ def _run(a) -> int:
                       log_every=a.log_every or 1, num_samples=a.num_samples, step_sleep=a.step_sleep,
                       backend=a.backend)
         return 0
-    from nbkit.runs import step_dir
-    from nbkit.scale import get_scale
+    from nbkit.pipeline.runs import step_dir
+    from nbkit.pipeline.scale import get_scale
 
     scale = get_scale(a.scale)
     run_pretrain(scale, a.output_dir or step_dir(scale.name, "mlm"), max_steps=a.max_steps,

@@ -1,6 +1,6 @@
 """A tiny built-in token-prediction job: exercises DDP, the launcher and resume end to end on CPU.
 
-It uses every DDP point the real loop needs (``nbkit.distributed``), with a plain
+It uses every DDP point the real loop needs (``nbkit.train.distributed``), with a plain
 loop of about 60 lines: resumable sharded sampler, accumulation normalised by the
 label tokens of the whole window *across ranks*, ``no_sync`` on all but the last
 micro-batch, metrics reduced over ranks, rank-0-only checkpoints and metrics lines.
@@ -23,8 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nbkit import distributed as D
 from nbkit.jobs.common import checkpoint_name
+from nbkit.train import ddp_loop
+from nbkit.train import distributed as D
 
 VOCAB, SEQ_LEN, DIM = 32, 8, 16
 
@@ -77,7 +78,7 @@ def run_synthetic(output_dir: Path, max_steps: int = 6, batch_size: int = 4, gra
     at the end, ``final.pt`` (unwrapped ``state_dict``) and ``metrics.json``.
     ``step_sleep`` (s) slows each step down, for interrupt tests. Returns the final metrics.
     """
-    from nbkit.launch import emit_metrics
+    from nbkit.train.metrics_stream import emit_metrics
 
     info = D.init_distributed(backend)
     output_dir = Path(output_dir)
@@ -85,7 +86,7 @@ def run_synthetic(output_dir: Path, max_steps: int = 6, batch_size: int = 4, gra
     model = TinyTokenModel()
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     data = synthetic_dataset(num_samples, seed)
-    sampler = D.make_sampler(len(data), shuffle=True, seed=seed, dist_info=info)
+    sampler = ddp_loop.make_sampler(len(data), shuffle=True, seed=seed, dist_info=info)
     step = 0
     if resume is not None:
         state = torch.load(Path(resume) / "state.pt", map_location="cpu", weights_only=True)

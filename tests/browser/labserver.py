@@ -32,7 +32,6 @@ import urllib.request
 from pathlib import Path
 
 import psutil
-
 from nethelpers import free_port
 
 REPO = Path(__file__).resolve().parents[2]

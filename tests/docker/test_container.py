@@ -22,7 +22,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from nethelpers import free_port, http_status
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -156,7 +155,7 @@ def smoke_notebook() -> str:
     """Stand-in for notebook 00 until the repository has it: import nbkit and report."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        nbformat.v4.new_code_cell("from nbkit.scale import get_scale\nscale = get_scale()"),
+        nbformat.v4.new_code_cell("from nbkit.pipeline.scale import get_scale\nscale = get_scale()"),
         nbformat.v4.new_code_cell("import os, nbkit, torch\n"
                                   "print('nbkit', nbkit.__version__, 'scale', scale.name, 'uid', os.getuid(),"
                                   " 'torch', torch.__version__)"),

@@ -1,0 +1,203 @@
+"""Run the guided notebooks headless, in order, keeping the executed copies.
+
+``nbkit run-notebooks`` (and ``scripts/run_notebooks.sh``) is the main job
+without a browser: it executes ``notebooks/NN_*.ipynb`` with nbclient in
+their own directory, one kernel per notebook, and writes each executed copy
+to ``<runs>/<scale>/executed/`` (with ``NN_name.kernel.log``, the kernel
+process's own output). Bad inputs (scale, ``--only``, runs
+directory) are :class:`nbkit.errors.ConfigError` before any kernel starts; a
+failing, timed-out or killed cell stops the run with one line naming the
+notebook, the cell and the fix, and the executed copy up to that cell is saved.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def notebooks_dir() -> Path:
+    """The ``notebooks/`` folder: ``$NBKIT_NOTEBOOKS_DIR``, else beside the package, else ``./notebooks``.
+
+    Raises:
+        FileNotFoundError: none of those exists.
+    """
+    candidates = [os.environ.get("NBKIT_NOTEBOOKS_DIR"),
+                  Path(__file__).resolve().parents[2] / "notebooks",
+                  Path.cwd() / "notebooks"]
+    for c in candidates:
+        if c and Path(c).is_dir():
+            return Path(c).resolve()
+    raise FileNotFoundError(
+        "no notebooks/ folder found; run from the nbkit checkout or set NBKIT_NOTEBOOKS_DIR"
+    )
+
+
+def select(paths: list[Path], only: list[str] | None) -> list[Path]:
+    """Keep the notebooks whose file name starts with one of ``only`` (all when None), sorted."""
+    paths = sorted(paths)
+    if not only:
+        return paths
+    chosen = [p for p in paths if any(p.name.startswith(o) for o in only)]
+    if not chosen:
+        names = ", ".join(p.name for p in paths)
+        raise ValueError(f"no notebook matches {only}; available: {names}")
+    return chosen
+
+
+KERNEL_ENV_DEFAULTS = {
+    # Nothing is downloaded from a model or dataset hub (as in scripts/run_notebooks.sh).
+    "HF_HUB_OFFLINE": "1",
+    # DataLoader workers fork after the Rust tokenizer used threads (nbkit doctor warns).
+    "TOKENIZERS_PARALLELISM": "false",
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What :func:`run_all` will do: the preset name, the notebooks, where copies go, the kernel env."""
+
+    scale: str
+    notebooks: list[Path]
+    src: Path          # folder the kernels run in
+    out_dir: Path      # <runs>/<scale>/executed
+    env: dict[str, str]
+
+
+def plan(scale: str | None = None, only: list[str] | None = None,
+         environ: dict[str, str] | None = None) -> Plan:
+    """Check the inputs of a run and return its :class:`Plan`; runs nothing.
+
+    The kernels get ``environ`` (default ``os.environ``) plus ``NBKIT_SCALE``, an
+    absolute ``NBKIT_RUNS_DIR`` and :data:`KERNEL_ENV_DEFAULTS` where unset.
+
+    Raises:
+        nbkit.errors.ConfigError: unknown scale, no notebook matching ``only``, no
+            notebooks folder, or a runs directory that cannot be created or written.
+            The message names the fix.
+    """
+    from nbkit.errors import ConfigError
+    from nbkit.pipeline.scale import SCALES, get_scale
+
+    env = dict(os.environ if environ is None else environ)
+    try:
+        preset = get_scale(scale or env.get("NBKIT_SCALE") or None)
+    except ValueError as exc:
+        source = "--scale" if scale else "NBKIT_SCALE"
+        raise ConfigError(f"unknown scale {(scale or env.get('NBKIT_SCALE'))!r} ({source}); "
+                          f"use one of {', '.join(SCALES)}") from exc
+    try:
+        src = notebooks_dir()
+        todo = select(list(src.glob("[0-9][0-9]_*.ipynb")), only)
+    except (ValueError, FileNotFoundError) as exc:
+        raise ConfigError(str(exc)) from exc
+    if not todo:
+        raise ConfigError(f"no NN_*.ipynb notebooks in {src}; set NBKIT_NOTEBOOKS_DIR to the notebooks/ folder")
+    # Kernels run inside notebooks/: pin the runs dir to the caller's choice first.
+    runs = Path(env.get("NBKIT_RUNS_DIR") or "runs").expanduser().resolve()
+    out_dir = runs / preset.name / "executed"
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / f".nbkit-write-test.{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        where = "NBKIT_RUNS_DIR" if env.get("NBKIT_RUNS_DIR") else "the default ./runs"
+        raise ConfigError(
+            f"cannot write executed notebooks to {out_dir} ({where}): {exc.strerror or exc}; "
+            "set NBKIT_RUNS_DIR to a writable folder"
+        ) from exc
+    env.update(NBKIT_SCALE=preset.name, NBKIT_RUNS_DIR=str(runs))
+    for name, value in KERNEL_ENV_DEFAULTS.items():
+        env.setdefault(name, value)
+    return Plan(preset.name, todo, src, out_dir, env)
+
+
+def _first_line(cell: dict | None) -> str:
+    line = next((ln.strip() for ln in (cell or {}).get("source", "").splitlines() if ln.strip()), "")
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: dict | None,
+                 timeout: int) -> str:
+    """One line: which notebook and cell failed, how, and the fix.
+
+    ``cell_index`` counts all cells from 0 (as nbclient does); the line shows it
+    1-based, as "cell 3", with the cell's first source line.
+    """
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    where = f"{name} cell {cell_index + 1} ({_first_line(cell)!r})" if cell_index is not None else name
+    if isinstance(exc, CellTimeoutError):
+        return (f"{where} did not finish within {timeout} s. Fix: raise --timeout (seconds per cell) "
+                "or run a smaller NBKIT_SCALE.")
+    if isinstance(exc, (DeadKernelError, AssertionError)):
+        # AssertionError: nbclient's own cleanup after a dead kernel (km already gone)
+        return (f"{where}: the kernel died (out of memory? killed?). Fix: run a smaller NBKIT_SCALE "
+                "or free memory; `dmesg | grep -i oom` shows out-of-memory kills.")
+    if isinstance(exc, CellExecutionError):
+        what = f"{exc.ename}: {exc.evalue}".strip().splitlines()
+        return f"{where} raised {what[0][:300] if what else 'an error'}. Fix: see the traceback in the executed copy."
+    if isinstance(exc, NoSuchKernel):
+        return (f"{name}: no Jupyter kernel named {exc.name!r}. Fix: "
+                f"`{sys.executable} -m ipykernel install --sys-prefix --name {exc.name}`.")
+    if isinstance(exc, KeyboardInterrupt):
+        return f"{where}: interrupted."
+    return f"{where} failed: {type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def run_all(scale: str | None = None, only: list[str] | None = None, timeout: int = 3600,
+            kernel_name: str = "python3") -> int:
+    """Execute the notebooks in order; return 0 when all ran, 1 at the first failure (130: Ctrl-C).
+
+    Whatever stops a notebook (a cell error, a cell over ``timeout``, a dead
+    kernel, a missing kernel) ends the run with one line on stderr naming the
+    notebook, the cell and the fix; the executed copy up to that cell is saved.
+
+    Args:
+        scale: ``smoke``, ``cpu`` or ``gpu``; exported as ``NBKIT_SCALE`` for the
+            kernels (default: the environment's, see :func:`nbkit.pipeline.scale.get_scale`).
+        only: file-name prefixes (``["01", "02"]``) to run a subset.
+        timeout: seconds allowed per cell.
+
+    Raises:
+        nbkit.errors.ConfigError: bad inputs, before anything runs (see :func:`plan`).
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    p = plan(scale, only)
+    print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)
+    for path in p.notebooks:
+        nb = nbformat.read(path, as_version=4)
+        current: dict = {}  # the cell being executed, for the failure line
+
+        def track(cell, cell_index, current=current):
+            current.update(cell=cell, index=cell_index)
+
+        client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
+                                resources={"metadata": {"path": str(p.src)}}, on_cell_execute=track)
+        t0 = time.perf_counter()
+        print(f"  {path.name} ...", end=" ", flush=True)
+        # The kernel process's own output (not the cells': those are in the notebook)
+        # goes to a log beside the copy, so a killed kernel's traceback stays off the console.
+        kernel_log = p.out_dir / f"{path.stem}.kernel.log"
+        try:
+            with open(kernel_log, "w") as log:
+                client.execute(env=p.env, stdout=log, stderr=log)
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001  (each is reported, none re-raised)
+            nbformat.write(nb, p.out_dir / path.name)
+            print("FAILED", flush=True)
+            print(failure_line(path.name, exc, current.get("index"), current.get("cell"), timeout),
+                  file=sys.stderr)
+            print(f"executed copy (up to the failing cell): {p.out_dir / path.name}; "
+                  f"kernel log: {kernel_log}", file=sys.stderr)
+            return 130 if isinstance(exc, KeyboardInterrupt) else 1
+        nbformat.write(nb, p.out_dir / path.name)
+        print(f"ok ({time.perf_counter() - t0:.0f} s)", flush=True)
+    print(f"executed copies: {p.out_dir}")
+    return 0

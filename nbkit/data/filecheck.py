@@ -1,0 +1,157 @@
+"""Diagnose a user's file before loading it: encoding, and where JSON breaks.
+
+- :func:`check_utf8` reads the file in 1 MiB chunks and raises a
+  :class:`~nbkit.errors.DataError` with the byte offset, line and an ``iconv``
+  command for non-UTF-8 bytes (GBK for Chinese text; UTF-16/UTF-32 recognised by
+  their byte order mark or NUL bytes, :func:`sniff_wide_encoding`).
+- :func:`locate_json_error` finds the first bad line (1-based) of a JSON-lines
+  file, or the first field whose type changes, so the error can point at it.
+
+Used by :mod:`nbkit.data.userfiles`, which re-exports both checks.
+"""
+from __future__ import annotations
+
+import codecs
+import json
+from pathlib import Path
+
+from nbkit.errors import DataError
+
+_CHUNK = 1 << 20  # 1 MiB read size for the UTF-8 check
+_SNIFF = 4096  # bytes inspected for UTF-16/UTF-32 (BOM or NUL bytes)
+
+#: byte order mark -> (iconv encoding name, description); UTF-32 first (its LE BOM starts like UTF-16's)
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32", "UTF-32 (little-endian, byte order mark FF FE 00 00)"),
+    (codecs.BOM_UTF32_BE, "UTF-32", "UTF-32 (big-endian, byte order mark 00 00 FE FF)"),
+    (codecs.BOM_UTF16_LE, "UTF-16", "UTF-16 (little-endian, byte order mark FF FE)"),
+    (codecs.BOM_UTF16_BE, "UTF-16", "UTF-16 (big-endian, byte order mark FE FF)"),
+)
+
+
+def sniff_wide_encoding(head: bytes) -> tuple[str, str] | None:
+    """``(iconv name, description)`` if ``head`` looks UTF-16/UTF-32, else None.
+
+    A byte order mark decides. Without one, UTF-16 is recognised by its NUL
+    bytes: every ASCII character (delimiters, quotes, newlines, a CSV header)
+    has a zero high byte, at odd offsets in little-endian and even offsets in
+    big-endian text. Text files in UTF-8 or GBK hold no NUL bytes.
+
+    Args:
+        head: the first bytes of the file (a few KiB suffice).
+    """
+    for bom, name, desc in _WIDE_BOMS:
+        if head.startswith(bom):
+            return name, desc
+    pairs = len(head) // 2
+    even, odd = head[0:2 * pairs:2].count(0), head[1:2 * pairs:2].count(0)
+    if odd >= max(1, pairs / 10) and even <= odd / 4:
+        return "UTF-16LE", "UTF-16 little-endian without a byte order mark (NUL bytes at odd offsets)"
+    if even >= max(1, pairs / 10) and odd <= even / 4:
+        return "UTF-16BE", "UTF-16 big-endian without a byte order mark (NUL bytes at even offsets)"
+    return None
+
+
+def check_utf8(path: Path) -> str:
+    """Check that ``path`` is UTF-8 and return the codec to read it with.
+
+    Reads the file in 1 MiB chunks with an incremental decoder (constant
+    memory on big corpora). Returns ``"utf-8-sig"`` when the file starts with
+    a byte order mark (Excel's "CSV UTF-8" export), else ``"utf-8"``.
+
+    Raises:
+        DataError: the file is UTF-16/UTF-32 (see :func:`sniff_wide_encoding`;
+            the fix is ``iconv -f UTF-16 -t UTF-8``), or a byte sequence is not
+            UTF-8; the message gives the byte offset (0-based), the line
+            (1-based) and the ``iconv -f GBK`` fix.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = newlines = 0
+    converted = path.with_suffix(".utf8" + path.suffix)
+    with open(path, "rb") as f:
+        head = f.read(_SNIFF)
+        wide = sniff_wide_encoding(head)
+        if wide:
+            raise DataError(
+                f"{path} is {wide[1]}, not UTF-8 (Excel's \"Unicode text\" export writes UTF-16). "
+                f"Convert it with `iconv -f {wide[0]} -t UTF-8 '{path}' > '{converted}'` and load the "
+                "converted copy, or save it from Excel as \"CSV UTF-8\".")
+        f.seek(0)
+        while True:
+            chunk = f.read(_CHUNK)
+            pending = len(decoder.getstate()[0])  # bytes of a split character held back
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as err:
+                bad = offset - pending + err.start
+                line = newlines + chunk[: max(0, err.start - pending)].count(b"\n") + 1
+                byte = err.object[err.start]
+                raise DataError(
+                    f"{path} is not UTF-8: byte 0x{byte:02x} at offset {bad} (line {line}) cannot be decoded. "
+                    f"Chinese text is often GBK-encoded; convert the file with "
+                    f"`iconv -f GBK -t UTF-8 '{path}' > '{converted}'` "
+                    "and load the converted copy.") from err
+            if not chunk:
+                break
+            offset += len(chunk)
+            newlines += chunk.count(b"\n")
+    return "utf-8-sig" if head.startswith(codecs.BOM_UTF8) else "utf-8"
+
+
+def _json_kind(value) -> str:
+    """JSON type name of a parsed value (int and float are both "number")."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
+
+
+def locate_json_error(path: Path, encoding: str = "utf-8") -> str | None:
+    """Where a JSON file breaks, in words with a 1-based line number, or None.
+
+    ``.jsonl``: the first line that is not valid JSON or not a JSON object;
+    if none, the first line whose field has another JSON type than on the
+    field's first line (Arrow needs one type per column). ``.json``: the parser's line and column.
+    Reads the file line by line (constant memory for ``.jsonl``).
+    """
+    if path.suffix.lower() == ".json":
+        text = path.read_text(encoding=encoding)
+        if text.lstrip()[:1] != "[":  # not an array: JSON lines saved as .json
+            return _scan_json_lines(path, encoding)
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as err:
+            return f"line {err.lineno}, column {err.colno}: {err.msg}"
+        return None
+    return _scan_json_lines(path, encoding)
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
+def _scan_json_lines(path: Path, encoding: str) -> str | None:
+    """The first invalid or non-object line; else the first field whose JSON type changes."""
+    first_kind: dict[str, tuple[str, int]] = {}  # field -> (JSON type, line where first seen)
+    type_change = None
+    with open(path, encoding=encoding) as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                return f"line {lineno} is not valid JSON ({err.msg} at column {err.colno})"
+            if not isinstance(row, dict):
+                return (f"line {lineno} is {_a('JSON ' + _json_kind(row))}, "
+                        'not an object like {"text": ..., "label": ...}')
+            for key, value in row.items():
+                kind = _json_kind(value)
+                if kind == "null" or type_change:
+                    continue
+                seen = first_kind.setdefault(key, (kind, lineno))
+                if seen[0] != kind:
+                    type_change = (f"line {lineno}: field {key!r} is {_a(kind)} but {_a(seen[0])} on line "
+                                   f"{seen[1]}; use one type per field")
+    return type_change

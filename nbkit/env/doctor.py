@@ -1,0 +1,173 @@
+"""Environment report (``nbkit doctor``): every layer from OS to Hugging Face, OK/WARN/FAIL + fix.
+
+Layers, in order: OS and container (GPU device nodes, ``NVIDIA_DRIVER_CAPABILITIES``,
+``/dev/shm`` size), Python, torch build (CPU-only wheel?), ``torch.version.cuda``
+against the highest CUDA version the driver supports (NVML), cuDNN, NCCL,
+scaled-dot-product-attention backends, NVML health, each GPU (name, compute
+capability, memory, bf16/TF32), ipywidgets vs the JupyterLab widget extension,
+the deprecated ``pynvml`` package, ``TOKENIZERS_PARALLELISM``, Hugging Face
+offline mode and cache, nbkit's ``NBKIT_SCALE`` and ``NBKIT_RUNS_DIR``. The
+checks live in :mod:`nbkit.env.checks`.
+
+It works when ``import torch`` fails (that becomes a FAIL line) and creates no
+CUDA context unless ``cuda=True`` is asked for.
+"""
+from __future__ import annotations
+
+import html
+import json
+import time
+from dataclasses import asdict
+from typing import Any
+
+from nbkit.env.checks import ALL_CHECKS, FAIL, OK, WARN, Check, Context
+from nbkit.gpu.nvml import Nvml
+
+__all__ = ["Check", "Report", "report", "doctor_main", "matmul_throughput", "OK", "WARN", "FAIL"]
+
+
+class Report:
+    """The list of :class:`Check` lines with text, JSON and HTML views."""
+
+    def __init__(self, checks: list[Check]):
+        self.checks = checks
+
+    @property
+    def ok(self) -> bool:
+        """True when no line is FAIL."""
+        return not any(c.status == FAIL for c in self.checks)
+
+    @property
+    def problems(self) -> list[Check]:
+        """The FAIL lines first, then the WARN lines."""
+        return ([c for c in self.checks if c.status == FAIL]
+                + [c for c in self.checks if c.status == WARN])
+
+    def counts(self) -> dict[str, int]:
+        """``{"OK": n, "WARN": n, "FAIL": n}``."""
+        return {s: sum(c.status == s for c in self.checks) for s in (OK, WARN, FAIL)}
+
+    def text(self) -> str:
+        """Aligned plain-text table, one line per check, the fix indented below."""
+        w = max(len(c.name) for c in self.checks)
+        lines = []
+        for c in self.checks:
+            lines.append(f"{c.status:<4}  {c.name:<{w}}  {c.value}")
+            if c.fix:
+                lines.append(f"{'':<4}  {'':<{w}}  fix: {c.fix}")
+        n = self.counts()
+        lines.append(f"{n[OK]} OK, {n[WARN]} WARN, {n[FAIL]} FAIL")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{"ok": bool, "counts": {...}, "checks": [{layer, name, status, value, fix}]}``."""
+        return {"ok": self.ok, "counts": self.counts(), "checks": [asdict(c) for c in self.checks]}
+
+    def _repr_html_(self) -> str:
+        colour = {OK: "#1a7f37", WARN: "#9a6700", FAIL: "#cf222e"}
+        rows = "".join(
+            f"<tr><td style='color:{colour[c.status]};font-weight:bold'>{c.status}</td>"
+            f"<td>{html.escape(c.layer)}</td><td>{html.escape(c.name)}</td>"
+            f"<td style='text-align:left'>{html.escape(c.value)}</td>"
+            f"<td style='text-align:left'>{html.escape(c.fix)}</td></tr>" for c in self.checks)
+        return ("<table><tr><th>status</th><th>layer</th><th>check</th><th>value</th>"
+                f"<th>fix</th></tr>{rows}</table>")
+
+    def __repr__(self) -> str:
+        n = self.counts()
+        return f"Report({n[OK]} OK, {n[WARN]} WARN, {n[FAIL]} FAIL)"
+
+
+def report(cuda: bool = False, nvml: Nvml | None = None, env: dict[str, str] | None = None,
+           dev_root: str = "/dev") -> Report:
+    """Run every check and return the :class:`Report`. Never raises.
+
+    Args:
+        cuda: also create a CUDA context and launch one tiny kernel per process.
+        nvml: an :class:`nbkit.gpu.nvml.Nvml` (inject a fake in tests); default real NVML.
+        env: environment variables to judge (default ``os.environ``).
+        dev_root: where device nodes live (``/dev``; tests point elsewhere).
+    """
+    ctx = Context(nvml=nvml if nvml is not None else Nvml(), cuda=cuda, dev_root=dev_root)
+    if env is not None:
+        ctx.env = dict(env)
+    try:
+        import torch
+
+        ctx.torch = torch
+    except Exception as exc:  # ImportError, OSError (missing libcudart), anything
+        ctx.torch_error = exc
+    checks: list[Check] = []
+    for fn in ALL_CHECKS:
+        try:
+            checks.extend(fn(ctx))
+        except Exception as exc:  # a check bug must not hide the other lines
+            checks.append(Check("internal", fn.__name__, WARN, f"check crashed: {exc!r}",
+                                "report this as an nbkit bug"))
+    return Report(checks)
+
+
+def doctor_main(as_json: bool = False, cuda: bool = False) -> int:
+    """``nbkit doctor [--json] [--cuda]``: print the report; exit code 1 if any line FAILs."""
+    r = report(cuda=cuda)
+    print(json.dumps(r.to_dict(), indent=2) if as_json else r.text())
+    return 0 if r.ok else 1
+
+
+def matmul_throughput(device: str = "cpu", n: int = 1024, dtype: str = "float32",
+                      repeats: int = 10) -> dict[str, Any]:
+    """Time ``repeats`` square ``(n, n) @ (n, n)`` matmuls on ``device``.
+
+    FLOPs per matmul = 2 n³ (one multiply and one add per inner-product term).
+    On CUDA this creates a context. Timed with :func:`nbkit.profiling.microbench.time_fn`
+    (warm-up, then the median of ``repeats`` timings; CUDA events on GPUs).
+    Each timing runs enough back-to-back matmuls for about 0.5 GFLOP (one for
+    n >= 512, 120 at n = 128), so small sizes measure the matmul rather than the
+    few-ms wake-up of CPU threads. Returns ``{"device", "n", "dtype", "seconds" (per matmul),
+    "tflops" (TFLOP/s), "gflops" (GFLOP/s)}``.
+
+    Raises:
+        nbkit.errors.ConfigError: unknown dtype or unusable device.
+    """
+    import torch
+
+    from nbkit.errors import ConfigError
+
+    dt = getattr(torch, dtype, None)
+    if not isinstance(dt, torch.dtype):
+        raise ConfigError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
+    try:
+        a = torch.randn(n, n, device=device).to(dt)  # (n, n)
+        b = torch.randn(n, n, device=device).to(dt)  # (n, n)
+    except (RuntimeError, AssertionError) as exc:
+        raise ConfigError(f"device {device!r} is not usable ({exc}); see nbkit.env.doctor.report()") from exc
+    from nbkit.profiling.microbench import time_fn  # the same timer as notebook 04 (CUDA events on GPUs)
+
+    iters = max(1, min(1000, int(5e8 // (2 * n**3))))   # ~0.5 GFLOP per timing
+    sec = time_fn(lambda: a @ b, a.device, warmup=2, iters=iters, repeats=max(1, repeats))  # per matmul
+    tflops = 2 * n**3 / sec / 1e12
+    return {"device": str(device), "n": n, "dtype": dtype, "seconds": sec,
+            "tflops": tflops, "gflops": tflops * 1e3}
+
+
+def keep_busy(device: str = "cpu", seconds: float = 3.0, n: int = 512) -> dict[str, Any]:
+    """Run back-to-back ``(n, n) @ (n, n)`` matmuls on ``device`` for ``seconds`` (s).
+
+    Notebook 00 calls it so the live monitor visibly moves (utilisation, SM
+    clock and power on a GPU; CPU % without one). Returns ``{"device",
+    "matmuls", "seconds", "gflops"}`` (GFLOP/s over the whole period, 2 n³ FLOPs
+    per matmul). On CUDA this creates a context.
+    """
+    import torch
+
+    a = torch.randn(n, n, device=device)  # (n, n)
+    done, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(8):
+            a = (a @ a).clamp_(-1, 1)  # (n, n); clamp keeps values finite
+        if a.is_cuda:
+            torch.cuda.synchronize(a.device)
+        done += 8
+    elapsed = time.perf_counter() - t0
+    return {"device": str(device), "matmuls": done, "seconds": elapsed,
+            "gflops": 2 * n**3 * done / elapsed / 1e9}

@@ -1,0 +1,220 @@
+"""``GpuMonitor``: a live ipywidgets view of every GPU (or of CPU and RAM without one).
+
+The view only renders :class:`nbkit.gpu.nvml.Sample` objects that a
+:class:`nbkit.gpu.sampler.Sampler` reads on its own thread. Updates set widget traits
+(``bar.value = ...``), which ipykernel 6 and 7 both forward to the frontend from
+any thread, so the widget changes in place while other cells run; nothing is
+printed and nothing is cleared. A header with a sample counter and the clock
+changes every tick, so a frontend test can see it is alive even without a GPU.
+
+The text repr (``text/plain``, what nbval and consoles see) is stable:
+``GpuMonitor(devices=2, interval=1s)`` or
+``GpuMonitor(no GPU: library_not_found, interval=1s)``.
+"""
+from __future__ import annotations
+
+import html
+import time
+import weakref
+from typing import Any
+
+import ipywidgets as w
+
+from nbkit.gpu.nvml import DeviceSnapshot, Nvml, Sample, take_sample
+from nbkit.gpu.sampler import Sampler
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float | None], lo: float = 0.0, hi: float = 100.0) -> str:
+    """Unicode block sparkline of ``values`` scaled to [lo, hi]; ``None`` -> space."""
+    span = max(hi - lo, 1e-9)
+    out = []
+    for v in values:
+        if v is None:
+            out.append(" ")
+        else:
+            k = int((min(max(v, lo), hi) - lo) / span * (len(BLOCKS) - 1) + 0.5)
+            out.append(BLOCKS[k])
+    return "".join(out)
+
+
+def _bar(description: str, maximum: float = 100.0) -> w.FloatProgress:
+    return w.FloatProgress(value=0.0, min=0.0, max=maximum, description=description,
+                           layout=w.Layout(width="340px"))
+
+
+class _DeviceRow:
+    """Widgets of one GPU: title, utilisation and memory bars, details, sparkline, processes."""
+
+    def __init__(self) -> None:
+        self.title = w.HTML()
+        self.util = _bar("util %")
+        self.mem = _bar("mem MiB")
+        self.details = w.HTML()
+        self.spark = w.HTML()
+        self.procs = w.HTML()
+        self.box = w.VBox([self.title, w.HBox([self.util, self.mem]), self.details,
+                           self.spark, self.procs])
+
+    def update(self, d: DeviceSnapshot, util_hist: list[float | None]) -> None:
+        kind = " (MIG instance)" if d.mig else (" (MIG enabled)" if d.mig_mode else "")
+        self.title.value = f"<b>{html.escape(d.label)}: {html.escape(d.name)}{kind}</b>"
+        self.util.value = d.util_gpu_pct or 0.0
+        self.util.description = "util %" if d.util_gpu_pct is not None else "util n/a"
+        if d.mem_total_mib:
+            self.mem.max = d.mem_total_mib
+        self.mem.value = min(d.mem_used_mib or 0.0, self.mem.max)
+        self.details.value = html.escape(
+            f"util {d.fmt('util_gpu_pct')} · mem {d.fmt('mem_used_mib')} / "
+            f"{d.fmt('mem_total_mib')} · {d.fmt('temperature_c')} · "
+            f"{d.fmt('power_w')} / {d.fmt('power_limit_w')} · SM {d.fmt('sm_clock_mhz')} · "
+            f"mem clk {d.fmt('mem_clock_mhz')} · PCIe tx {d.fmt('pcie_tx_mib_s')} "
+            f"rx {d.fmt('pcie_rx_mib_s')}")
+        self.spark.value = ("<code>util " + html.escape(sparkline(util_hist)) + "</code>")
+        if d.processes is None:
+            reason = d.unavailable.get("processes", "n/a")
+            self.procs.value = f"processes: n/a ({html.escape(reason)})"
+        elif not d.processes:
+            self.procs.value = "processes: none"
+        else:
+            self.procs.value = "processes: " + ", ".join(html.escape(
+                f"{p.pid} {p.name} "
+                + (f"{p.used_mib:.0f} MiB" if p.used_mib is not None else "n/a MiB"))
+                for p in d.processes)
+
+
+class GpuMonitor(w.VBox):
+    """Live per-GPU bars and sparklines; CPU and RAM with the reason when there is no GPU.
+
+    Args:
+        interval: seconds between samples (default 1 s).
+        history: samples kept (and drawn in the sparkline, last 60).
+        nvml: an :class:`nbkit.gpu.nvml.Nvml` (inject a test double here); default
+            uses the real NVML, initialised now (not at import).
+        autostart: start sampling at construction.
+
+    Raises:
+        nbkit.errors.ConfigError: interval <= 0 or history < 1 (before any widget is built).
+
+    Attributes:
+        sampler: the :class:`~nbkit.gpu.sampler.Sampler`; its ``history`` holds
+            :class:`~nbkit.gpu.nvml.Sample` objects (used by :mod:`nbkit.gpu.telemetry`).
+        state: the :class:`~nbkit.gpu.nvml_state.NvmlState` found at construction.
+
+    Never creates a CUDA context.
+    """
+
+    SPARK_POINTS = 60
+    _live: "weakref.WeakSet[GpuMonitor]" = weakref.WeakSet()
+
+    def __init__(self, interval: float = 1.0, history: int = 600, nvml: Nvml | None = None,
+                 autostart: bool = True, **kwargs: Any):
+        Sampler.check_args(interval, history)  # before the widget exists: a half-built one warns at exit
+        super().__init__(**kwargs)
+        self.nvml = nvml if nvml is not None else Nvml()
+        self.state = self.nvml.init()
+        self.sampler: Sampler[Sample] = Sampler(lambda: take_sample(self.nvml), interval, history)
+        self.sampler.listeners.append(self.update)
+        self.header = w.HTML()
+        self.reason = w.HTML()
+        self.cpu = _bar("CPU %")
+        self.ram = _bar("RAM MiB")
+        self.cpu_spark = w.HTML()
+        self._rows: list[_DeviceRow] = []
+        self._layout_for(self.nvml.device_count() if self.state.ok else 0)
+        self.header.value = "<b>nbkit GPU monitor</b> · waiting for the first sample"
+        if autostart:
+            self.start()
+
+    def _layout_for(self, n_devices: int) -> None:
+        if n_devices:
+            self._rows = [_DeviceRow() for _ in range(n_devices)]
+            self.children = [self.header] + [r.box for r in self._rows] + [self.cpu, self.ram]
+        else:
+            self.reason.value = (f"<b>No GPU</b>: {html.escape(self.state.detail)}<br>"
+                                 f"<b>Fix</b>: {html.escape(self.state.fix)}")
+            self._rows = []
+            self.children = [self.header, self.reason, w.HBox([self.cpu, self.ram]),
+                             self.cpu_spark]
+
+    # ---- control
+    def start(self) -> "GpuMonitor":
+        """Start sampling on the background thread; returns self.
+
+        Other monitors in this kernel are stopped first: re-running the cell that
+        creates a monitor must not pile up sampler threads.
+        """
+        for other in list(GpuMonitor._live):
+            if other is not self:
+                other.stop()
+        GpuMonitor._live.add(self)
+        self.sampler.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop sampling; the widget keeps its last reading."""
+        self.sampler.stop()
+
+    def close(self) -> None:
+        """Stop sampling, release the sampler and close this widget and all its parts.
+
+        Safe on a monitor whose construction failed part-way (``Widget.__del__`` calls it)."""
+        sampler = getattr(self, "sampler", None)
+        if sampler is not None:
+            sampler.close()
+        parts = [p for p in (getattr(self, n, None) for n in ("header", "reason", "cpu", "ram", "cpu_spark"))
+                 if p is not None]
+        for r in getattr(self, "_rows", []):
+            parts += [r.title, r.util, r.mem, r.details, r.spark, r.procs, r.box]
+            parts += list(r.box.children)
+        for part in parts:
+            part.close()
+        super().close()
+
+    def telemetry(self, verbose: bool = True):
+        """A :class:`nbkit.gpu.telemetry.TelemetryCallback` recording this monitor's samples.
+
+        Pass it to the loop (``Loop(..., callbacks=[monitor.telemetry()])``) to get GPU
+        utilisation and memory on the loss's time axis, and the input-bound advice.
+        """
+        from nbkit.gpu.telemetry import TelemetryCallback
+
+        return TelemetryCallback(self, verbose=verbose)
+
+    @property
+    def samples(self) -> list[Sample]:
+        """A copy of the sample history, oldest first."""
+        return self.sampler.snapshot()
+
+    # ---- rendering (runs on the sampler thread)
+    def update(self, sample: Sample) -> None:
+        """Render one sample in place (called for every tick; callable directly in tests)."""
+        hist = self.sampler.snapshot()[-self.SPARK_POINTS:]
+        n = self.sampler.count
+        self.header.value = (f"<b>nbkit GPU monitor</b> · sample {n} · "
+                             f"{time.strftime('%H:%M:%S', time.localtime(sample.wall_time))} · "
+                             f"every {self.sampler.interval:g} s")
+        if len(sample.devices) != len(self._rows) and sample.devices:
+            self._layout_for(len(sample.devices))
+        for i, (row, d) in enumerate(zip(self._rows, sample.devices)):
+            util_hist = [s.devices[i].util_gpu_pct if i < len(s.devices) else None for s in hist]
+            row.update(d, util_hist)
+        if sample.host is not None:
+            self.cpu.value = sample.host.cpu_pct
+            self.ram.max = sample.host.ram_total_mib
+            self.ram.value = min(sample.host.ram_used_mib, self.ram.max)
+            cpu_hist = [s.host.cpu_pct if s.host else None for s in hist]
+            self.cpu_spark.value = ("<code>CPU " + html.escape(sparkline(cpu_hist)) + "</code>"
+                                    f" {sample.host.cpu_pct:.0f} % · RAM "
+                                    f"{sample.host.ram_used_mib:.0f} / "
+                                    f"{sample.host.ram_total_mib:.0f} MiB")
+
+    # ---- stable text
+    def __repr__(self) -> str:
+        what = (f"devices={len(self._rows)}" if self._rows
+                else f"no GPU: {self.state.name}")
+        return f"GpuMonitor({what}, interval={self.sampler.interval:g}s)"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))

@@ -1,0 +1,238 @@
+"""BERT presets and model construction: MLM from config, classifier from a checkpoint or from scratch.
+
+Presets follow Turc et al. 2019 ("Well-Read Students Learn Better", the
+BERT-Tiny/Mini/Small/Medium family; nbkit's ``tiny`` is narrower still so CI
+runs in seconds) and the original BERT-base (Devlin et al. 2019). Attention uses
+PyTorch's fused ``scaled_dot_product_attention`` (``attn_implementation="sdpa"``).
+
+Nothing is downloaded implicitly: a hub name works only if the user has it
+cached or has network access; with ``HF_HUB_OFFLINE=1`` and nothing cached,
+:func:`build_classifier` raises :class:`~nbkit.errors.ConfigError` saying how to
+proceed.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import torch
+from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
+
+from nbkit.errors import CheckpointError, ConfigError
+from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
+
+#: BertConfig kwargs per preset. Parameter counts (vocab 8,000, 512 positions
+#: unless noted) from :func:`count_parameters` on the MLM model: tiny (128
+#: positions) ~0.63 M, mini ~5.4 M, small ~17 M, base ~92 M.
+PRESETS: dict[str, dict] = {
+    "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=256,
+                 max_position_embeddings=128),
+    "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
+                 max_position_embeddings=512),
+    "small": dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048,
+                  max_position_embeddings=512),
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                 max_position_embeddings=512),
+}
+
+ATTN_IMPLEMENTATION = "sdpa"
+
+
+def build_config(preset: str, vocab_size: int, max_position_embeddings: int | None = None, **overrides) -> BertConfig:
+    """A ``BertConfig`` for ``preset`` with the given vocabulary size (tokens).
+
+    Args:
+        preset: one of :data:`PRESETS` (``tiny``, ``mini``, ``small``, ``base``).
+        vocab_size: rows of the token embedding table, normally ``len(tokenizer)``.
+        max_position_embeddings: position-table size in tokens; ``None`` keeps
+            the preset's (512, tiny 128).
+        **overrides: any other ``BertConfig`` field (e.g. ``hidden_dropout_prob``).
+
+    Raises:
+        ConfigError: unknown preset (the message lists the presets), a
+            non-positive size, or ``hidden_size`` not divisible by the head count.
+    """
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown model preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    if vocab_size <= 0:
+        raise ConfigError(f"vocab_size={vocab_size} must be positive; pass len(tokenizer)")
+    kwargs = dict(PRESETS[preset])
+    if max_position_embeddings is not None:
+        if max_position_embeddings <= 2:
+            raise ConfigError(f"max_position_embeddings={max_position_embeddings} must exceed 2 ([CLS] and [SEP])")
+        kwargs["max_position_embeddings"] = max_position_embeddings
+    kwargs.update(overrides)
+    if kwargs["hidden_size"] % kwargs["num_attention_heads"]:
+        raise ConfigError(
+            f"hidden_size={kwargs['hidden_size']} is not divisible by num_attention_heads="
+            f"{kwargs['num_attention_heads']}; change one of them"
+        )
+    kwargs.setdefault("attn_implementation", ATTN_IMPLEMENTATION)
+    return BertConfig(vocab_size=vocab_size, **kwargs)
+
+
+def _token_ids(tokenizer) -> dict:
+    return dict(pad_token_id=tokenizer.pad_token_id, cls_token_id=tokenizer.cls_token_id,
+                sep_token_id=tokenizer.sep_token_id)
+
+
+def build_mlm_model(preset: str, tokenizer, block_size: int, **overrides) -> BertForMaskedLM:
+    """A randomly initialised ``BertForMaskedLM`` sized for ``tokenizer`` and ``block_size``.
+
+    ``vocab_size = len(tokenizer)``; pad/cls/sep ids come from the tokenizer.
+    The model maps ``input_ids`` (B, T) with T <= block_size to ``logits``
+    (B, T, vocab_size). It is a :class:`~nbkit.models.mlm_head.SparseHeadBertForMaskedLM`,
+    so the nbkit loop can run the head on masked positions only.
+
+    Raises:
+        ConfigError: unknown preset, or ``block_size`` above the position
+            limit (the message names both numbers and the fix).
+    """
+    config = build_config(preset, len(tokenizer), **{**_token_ids(tokenizer), **overrides})
+    limit = config.max_position_embeddings
+    if block_size > limit:
+        raise ConfigError(
+            f"block_size={block_size} exceeds the {preset!r} model's position limit "
+            f"max_position_embeddings={limit}; use block_size <= {limit} or pass "
+            f"max_position_embeddings={block_size}"
+        )
+    if block_size <= 2:
+        raise ConfigError(f"block_size={block_size} must exceed 2 ([CLS] and [SEP]); use e.g. 128")
+    return SparseHeadBertForMaskedLM(config)
+
+
+def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:
+    """Number of parameters (tied weights counted once, as ``model.parameters()`` yields them)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """Silence transformers' load report and its per-call progress bars ("Loading weights",
+    "Writing model shards"), which would print one widget per checkpoint in a notebook.
+    :func:`build_classifier` summarises the load report in ``how`` instead."""
+    from transformers.utils import logging as hf_logging
+
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+
+
+#: Files ``tokenizer.save_pretrained`` writes that hold the vocabulary.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+
+
+def check_tokenizer_matches(tokenizer, vocab_size: int, model_dir: Path | None, name: str) -> None:
+    """Raise ``ConfigError`` unless ``tokenizer`` is the one the model was trained with.
+
+    ``vocab_size``: rows of the model's embedding table. When ``model_dir`` holds
+    the tokenizer saved with the model (:data:`TOKENIZER_FILES`, as nbkit's
+    pretraining writes), the vocabularies (token -> id) must be equal; otherwise
+    ``len(tokenizer)`` must equal ``vocab_size``. A different tokenizer would
+    feed ids that mean other tokens to the pretrained embeddings, silently.
+    """
+    fix = f"use the tokenizer saved with the model: AutoTokenizer.from_pretrained({name!r})"
+    if model_dir is not None and any((model_dir / f).is_file() for f in TOKENIZER_FILES):
+        from transformers import AutoTokenizer
+
+        saved = AutoTokenizer.from_pretrained(str(model_dir)).get_vocab()
+        given = tokenizer.get_vocab()
+        if saved != given:
+            wrong = [t for t in sorted(set(saved) | set(given), key=lambda t: saved.get(t, len(saved)))
+                     if saved.get(t) != given.get(t)]
+            examples = ", ".join(f"{t!r}: {saved.get(t)} vs {given.get(t)}" for t in wrong[:3])
+            raise ConfigError(
+                f"the tokenizer does not match the one saved with the model in {model_dir}: "
+                f"{len(given)} vs {len(saved)} tokens, {len(wrong)} tokens with other ids (saved vs given: "
+                f"{examples}); {fix}")
+        if len(tokenizer) <= vocab_size:
+            return
+    if len(tokenizer) != vocab_size:
+        raise ConfigError(
+            f"tokenizer has {len(tokenizer)} tokens but the model's embedding table has {vocab_size}, "
+            f"so it is not the tokenizer the model was trained with; {fix}")
+
+
+def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
+                     tokenizer=None, preset: str | None = None):
+    """A ``BertForSequenceClassification`` plus a one-line note saying where it came from.
+
+    Args:
+        source: a local directory written by ``save_pretrained`` (nbkit's
+            pretraining output: ``config.json`` + weights), a hub name/path the
+            user has cached or can download, or ``None`` to build from config.
+        num_labels: number of classes; ``logits`` are (B, num_labels).
+        id2label: class id -> name, stored in the config for readable outputs.
+        tokenizer: required when ``source`` is None (vocabulary size and pad
+            id); otherwise checked to be the model's own (same size as the
+            embedding table; same vocabulary as a tokenizer saved in ``source``).
+        preset: a :data:`PRESETS` name, required when ``source`` is None.
+
+    Returns:
+        ``(model, how)``; ``how`` is e.g. ``"loaded encoder from runs/mlm/model;
+        new classifier head (2 labels)"`` or ``"from scratch: preset 'tiny',
+        random init"``.
+
+    Raises:
+        ConfigError: missing preset/tokenizer for ``source=None``; a hub name
+            that is not available offline or cannot be downloaded; a tokenizer
+            that is not the model's (:func:`check_tokenizer_matches`).
+        CheckpointError: a local directory without ``config.json``.
+    """
+    id2label = {int(k): str(v) for k, v in id2label.items()}
+    if len(id2label) != num_labels:
+        raise ConfigError(f"id2label has {len(id2label)} entries but num_labels={num_labels}; make them agree")
+    label_kwargs = dict(num_labels=num_labels, id2label=id2label, label2id={v: k for k, v in id2label.items()})
+
+    if source is None:
+        if preset is None or tokenizer is None:
+            raise ConfigError("build_classifier(source=None) builds from scratch and needs preset=... and tokenizer=...")
+        config = build_config(preset, len(tokenizer), **_token_ids(tokenizer), **label_kwargs)
+        model = BertForSequenceClassification(config)
+        return model, f"from scratch: preset {preset!r}, random init ({count_parameters(model):,} parameters)"
+
+    path = Path(source).expanduser()
+    text = str(source)
+    if not path.exists() and (text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text):
+        raise ConfigError(
+            f"no directory {text!r} (resolved: {path.resolve()}); check the path to the model saved by "
+            "notebook 02, or use source=None with preset=... to train from scratch"
+        )
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise CheckpointError(
+            f"{path} has no config.json; pass the directory written by model.save_pretrained(...) "
+            "(nbkit's pretraining model directory), not a training-state checkpoint"
+        )
+    local = path.is_dir()
+    try:
+        with quiet_transformers():
+            model, info = BertForSequenceClassification.from_pretrained(
+                str(path) if path.is_dir() else text, attn_implementation=ATTN_IMPLEMENTATION, output_loading_info=True, **label_kwargs
+            )
+    except OSError as exc:
+        where = ("HF_HUB_OFFLINE=1 forbids downloading and it is not in the local cache" if _offline()
+                 else "it could not be downloaded")
+        raise ConfigError(
+            f"model {str(source)!r} is not a local directory and {where}. To proceed: pass a local "
+            "directory saved with save_pretrained (e.g. notebook 02's pretrained model), or use "
+            "source=None with preset='tiny'|'mini'|'small'|'base' to train from scratch, or download it "
+            f"once with network access and HF_HUB_OFFLINE unset. ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from exc
+
+    if tokenizer is not None:
+        check_tokenizer_matches(tokenizer, model.config.vocab_size, path if local else None, text)
+    new = sorted({k.rsplit(".", 1)[0] for k in info["missing_keys"]})
+    kind = "local checkpoint" if local else "hub model"
+    how = f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} ({num_labels} labels)"
+    return model, how

@@ -1,0 +1,253 @@
+"""Glue between the notebook steps: where each step finds the previous one's output.
+
+Notebooks 01-03 and the ``nbkit.jobs`` scripts call these so that both follow
+the same data flow: corpus -> tokenizer -> MLM blocks -> pretraining ->
+checkpoint -> fine-tuning -> evaluation, with artifacts under
+``runs/<scale>/`` (see :mod:`nbkit.pipeline.runs`).
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+from nbkit.pipeline import runs
+from nbkit.pipeline.scale import Scale
+
+
+def tokenizer_dir(scale: Scale) -> Path:
+    """``runs/<scale>/tokenizer``: where notebook 01 saves the tokenizer."""
+    return runs.step_dir(scale.name, "tokenizer")
+
+
+def train_tokenizer(scale: Scale):
+    """Train the scale's WordPiece tokenizer on People's Daily, save it and its ``stats.json``.
+
+    The same steps as notebook 01 (95/5 split by line, full alphabet). Returns
+    ``(tokenizer, stats)``.
+    """
+    from nbkit.data import corpora as data
+    from nbkit.models import bert as modeling
+    from nbkit.text import tokenizer as tokenization
+
+    out = tokenizer_dir(scale)
+    max_positions = modeling.build_config(scale.model, vocab_size=scale.vocab_size).max_position_embeddings
+    splits = data.split_corpus(data.load_peoples_daily(max_lines=scale.corpus_lines),
+                               eval_fraction=0.05, seed=scale.seed)
+    tok = tokenization.train_wordpiece(splits["train"]["text"], vocab_size=scale.vocab_size,
+                                       out_dir=out, model_max_length=max_positions)
+    stats = tokenization.tokenizer_stats(tok, splits["validation"]["text"])
+    tokenization.save_stats(stats, out)
+    return tok, stats
+
+
+def load_tokenizer(scale: Scale):
+    """Load notebook 01's tokenizer for this scale; train it first (and say so) if missing.
+
+    Returns a ``transformers.PreTrainedTokenizerFast``.
+    """
+    from transformers import AutoTokenizer
+
+    path = tokenizer_dir(scale)
+    if not (path / "tokenizer.json").exists():
+        print(f"No tokenizer in {path} (notebook 01 not run at scale {scale.name!r}): training one now.")
+        tok, _ = train_tokenizer(scale)
+        return tok
+    return AutoTokenizer.from_pretrained(path)
+
+
+def pretrained_model_dir(scale: Scale) -> Path | None:
+    """``runs/<scale>/mlm/model`` if notebook 02 saved a model there, else None."""
+    path = runs.step_dir(scale.name, "mlm") / "model"
+    return path if (path / "config.json").exists() else None
+
+
+def steps_for_epochs(n_examples: int, batch_size: int, epochs: float) -> int:
+    """Optimizer steps for ``epochs`` passes over ``n_examples`` (at least 1).
+
+    Raises:
+        ValueError: ``n_examples`` or ``batch_size`` is not positive.
+    """
+    if n_examples <= 0 or batch_size <= 0:
+        raise ValueError(f"need n_examples > 0 and batch_size > 0, got {n_examples} and {batch_size}")
+    return max(1, math.ceil(n_examples * epochs / batch_size))
+
+
+def write_json(path: Path, payload: dict) -> dict:
+    """Write ``payload`` as indented UTF-8 JSON atomically (temp file + rename); return it."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    tmp.replace(path)
+    return payload
+
+
+def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2label=None) -> dict:
+    """Classify ``texts`` with a sequence-classification model.
+
+    Args:
+        model: a ``transformers`` sequence-classification model (its
+            ``config.max_position_embeddings`` bounds ``max_length``).
+        tokenizer: the model's tokenizer.
+        texts: the texts to classify, any iterable of str. A single ``str`` is
+            one text (not an iterable of characters): ``predict(m, t, "质量很好", ...)``
+            returns one label.
+        max_length: tokens per text, ``[CLS]`` and ``[SEP]`` included; longer
+            texts are truncated.
+        batch_size: texts per forward pass.
+        id2label: label id -> name; adds ``table``.
+
+    Returns ``{"label": list[int], "prob": list[float] (probability of the
+    predicted class), "table": pandas.DataFrame}`` (``table`` only with
+    ``id2label``), one entry per text in input order. Runs in eval mode under
+    ``torch.inference_mode`` on the model's device. Batches are formed in
+    order of text length (results come back in input order), so each batch
+    pads to a similar length.
+
+    Raises:
+        ConfigError: ``max_length`` above the model's ``max_position_embeddings``
+            or the tokenizer's ``model_max_length``, or below 3
+            (:func:`nbkit.text.mlm.check_length`).
+    """
+    import torch
+
+    from nbkit.text.mlm import check_length
+
+    check_length("max_length", max_length, tokenizer,
+                 getattr(getattr(model, "config", None), "max_position_embeddings", None))
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    labels, probs = [0] * len(texts), [0.0] * len(texts)
+    with torch.inference_mode():
+        for i in range(0, len(texts), batch_size):
+            rows = order[i:i + batch_size]
+            enc = tokenizer([texts[j] for j in rows], truncation=True, max_length=max_length,
+                            padding=True, return_tensors="pt").to(device)
+            p = model(**enc).logits.float().softmax(-1)      # (B, num_labels)
+            conf, idx = p.max(-1)
+            for j, label, prob in zip(rows, idx.tolist(), conf.tolist()):
+                labels[j], probs[j] = label, prob
+    model.train(was_training)
+    out = {"label": labels, "prob": probs}
+    if id2label is not None:
+        import pandas as pd
+
+        out["table"] = pd.DataFrame({"review": texts, "prediction": [id2label[i] for i in labels],
+                                     "confidence": [round(p, 3) for p in probs]})
+    return out
+
+
+def mlm_blocks(scale: Scale, tokenizer, block_size: int | None = None) -> dict:
+    """People's Daily as MLM blocks: ``{"train": Dataset, "validation": Dataset}``.
+
+    Same 95/5 split by line as notebook 01 (so the tokenizer never saw the
+    validation lines). Blocks carry ``word_ids`` from the corpus' word
+    boundaries, so :class:`nbkit.text.mlm.MLMCollator` masks whole words (as
+    Chinese BERT-wwm does). Each block holds ``block_size`` tokens including
+    ``[CLS]`` and ``[SEP]``.
+    """
+    from nbkit.data import corpora as data
+    from nbkit.text import mlm
+
+    block_size = block_size or scale.block_size
+    corpus = data.split_corpus(data.load_peoples_daily(max_lines=scale.corpus_lines),
+                               eval_fraction=0.05, seed=scale.seed)
+    return {split: mlm.make_blocks(corpus[split], tokenizer, block_size, words_column="words")
+            for split in ("train", "validation")}
+
+
+def pretrain_config(scale: Scale, output_dir: Path, **overrides):
+    """The scale's :class:`nbkit.train.loop.TrainConfig` for MLM pretraining; ``overrides`` win."""
+    from nbkit.train import TrainConfig
+
+    knobs = dict(max_steps=scale.mlm_steps, batch_size=scale.mlm_batch_size,
+                 grad_accum_steps=scale.mlm_grad_accum, lr=scale.mlm_lr, warmup_ratio=0.06,
+                 scheduler="linear", eval_every=scale.mlm_eval_every,
+                 checkpoint_every=scale.mlm_eval_every, keep_last=2, output_dir=output_dir,
+                 seed=scale.seed, num_workers=scale.num_workers,
+                 log_every=max(1, min(10, scale.mlm_steps // 20)))
+    knobs.update(overrides)
+    return TrainConfig(**knobs)
+
+
+def first_and_last_eval(history: list) -> tuple[dict | None, dict | None]:
+    """The first and last evaluation entries (dicts with ``eval_loss``) of a loop's history."""
+    evals = [h for h in history if "eval_loss" in h]
+    return (evals[0], evals[-1]) if evals else (None, None)
+
+
+def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale, untrained: dict | None = None) -> dict:
+    """Save the pretrained model + tokenizer to ``out_dir/model`` and write ``metrics.json``.
+
+    ``out_dir/model`` loads with ``AutoModelForMaskedLM.from_pretrained`` and
+    ``AutoTokenizer.from_pretrained``; notebook 03 starts from it. Returns the
+    metrics dict (``scale``, ``steps``, ``train_tokens``, ``eval_loss``,
+    ``eval_perplexity``, ``first_eval_loss``, ``tokens_per_s``, ``mfu``,
+    ``device``, ``precision``, ``parameters``, ``untrained_eval_loss`` when
+    ``untrained`` (``loop.evaluate()`` before training) is given, ...).
+    """
+    from nbkit.models.bert import count_parameters, quiet_transformers
+
+    model_dir = Path(out_dir) / "model"
+    with quiet_transformers():
+        loop.model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    first, last = first_and_last_eval(result.history)
+    cfg = loop.model.config
+    metrics = {"scale": scale.name, "model": scale.model, "parameters": count_parameters(loop.model),
+               "hidden_size": cfg.hidden_size, "layers": cfg.num_hidden_layers,
+               "block_size": loop.train_data[0]["input_ids"].__len__(),
+               "batch_size": loop.config.batch_size, "grad_accum_steps": loop.config.grad_accum_steps,
+               **result.metrics,
+               "untrained_eval_loss": untrained["eval_loss"] if untrained else None,
+               "first_eval_loss": first["eval_loss"] if first else None,
+               "first_eval_step": first["step"] if first else None,
+               "model_dir": str(model_dir), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if last:
+        metrics.update(eval_loss=last["eval_loss"], eval_perplexity=last.get("eval_perplexity"))
+    return write_json(Path(out_dir) / "metrics.json", metrics)
+
+
+def finetune_config(scale: Scale, output_dir: Path, n_train: int, **overrides):
+    """The scale's :class:`nbkit.train.loop.TrainConfig` for sentiment fine-tuning; ``overrides`` win.
+
+    Steps come from ``scale.cls_epochs`` passes over ``n_train`` examples; the
+    loop evaluates four times and checkpoints twice per run. Batches group
+    reviews of similar length (``group_by_length``): reviews range from a few
+    tokens to ``max_length``, so random batches are mostly padding.
+    """
+    from nbkit.train import TrainConfig
+
+    steps = steps_for_epochs(n_train, scale.cls_batch_size, scale.cls_epochs)
+    knobs = dict(max_steps=steps, batch_size=scale.cls_batch_size, lr=scale.cls_lr, warmup_ratio=0.1,
+                 eval_every=max(steps // 4, 1), checkpoint_every=max(steps // 2, 1), keep_last=1,
+                 output_dir=output_dir, seed=scale.seed, num_workers=scale.num_workers,
+                 log_every=max(1, min(10, steps // 20)), group_by_length=True)
+    knobs.update(overrides)
+    return TrainConfig(**knobs)
+
+
+def save_sentiment_metrics(out_dir: Path, scale: Scale, report: dict, base_report: dict, data_report: dict,
+                           truncation: dict, how: str, result) -> dict:
+    """Write ``out_dir/metrics.json`` for notebook 03 and return it.
+
+    Keys: ``test_accuracy``, ``test_macro_f1``, ``baseline_accuracy``,
+    ``baseline_macro_f1``, ``n_train``, ``n_val``, ``n_test``,
+    ``n_duplicates_dropped``, ``n_conflicts_dropped``, ``truncated_fraction``
+    per split, ``per_class``, ``confusion_matrix``, ``init`` (how the model
+    was initialised) and the loop's summary under ``train``.
+    """
+    flat = {k: v for k, v in data_report.items() if k.startswith("n_")}
+    metrics = {"scale": scale.name, "init": how,
+               "test_accuracy": report["accuracy"], "test_macro_f1": report["macro_f1"],
+               "baseline_accuracy": base_report["accuracy"], "baseline_macro_f1": base_report["macro_f1"],
+               **flat,
+               "truncated_fraction": {k: v["truncated_fraction"] for k, v in truncation.items()},
+               "max_length": next(iter(truncation.values()))["max_length"] if truncation else None,
+               "per_class": report["per_class"], "confusion_matrix": report["confusion_matrix"],
+               "train": result.metrics, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    return write_json(Path(out_dir) / "metrics.json", metrics)

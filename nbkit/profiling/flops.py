@@ -1,0 +1,150 @@
+"""FLOPs per token for BERT and the peak throughput of known GPUs, for MFU.
+
+MFU (model FLOPs utilisation, PaLM paper, Chowdhery et al. 2022, appendix B)
+= achieved model FLOP/s / peak FLOP/s of the device, where model FLOPs count
+only the matmuls the model needs (no recomputation, no elementwise ops).
+
+FLOPs per token, training (forward + backward = 3 x forward):
+
+    forward  = 2 * N_matmul + 4 * L * T * d
+    training = 6 * N_matmul + 12 * L * T * d
+
+with ``N_matmul`` the weights that take part in a matmul for every token
+(per layer ``4 d^2`` for Q, K, V, output and ``2 d i`` for the feed-forward,
+plus the task head), ``L`` layers, ``T`` the sequence length and ``d`` the
+hidden size; ``4 L T d`` counts ``QK^T`` and ``attention @ V``
+(``2 T d`` each per token and layer). Embedding lookups cost no matmul.
+For masked-LM the head runs on every position in ``BertForMaskedLM``
+(transform ``d^2`` + decoder ``d V``), so it is counted for every token.
+"""
+from __future__ import annotations
+
+# Dense (no sparsity) peak tensor-core throughput in TFLOP/s, from NVIDIA's
+# datasheets: H100 SXM and H200 (H100/H200 datasheets: 989 bf16/fp16,
+# 494 tf32, 67 fp32), H100 PCIe (756 / 378 / 51), A100 (A100 datasheet:
+# 312 / 156 / 19.5), A10 (125 / 62.5 / 31.2), L4 (121 / 60 / 30.3),
+# L40S (362 / 183 / 91.6), V100 SXM2 (V100 datasheet: 125 fp16 / - / 15.7),
+# T4 (65 fp16 / - / 8.1), RTX 4090 (Ada whitepaper, fp32 accumulate: 165 / 82.6 / 82.6),
+# RTX 3090 (Ampere GA102 whitepaper, fp32 accumulate: 71 / 35.6 / 35.6).
+# Sparsity doubles the marketing figures; MFU always uses the dense number.
+PEAK_TFLOPS: dict[str, dict[str, float]] = {
+    "H200": {"bf16": 989.0, "fp16": 989.0, "tf32": 494.0, "fp32": 67.0},
+    "H100 SXM": {"bf16": 989.0, "fp16": 989.0, "tf32": 494.0, "fp32": 67.0},
+    "H100 80GB HBM3": {"bf16": 989.0, "fp16": 989.0, "tf32": 494.0, "fp32": 67.0},
+    "H100 PCIe": {"bf16": 756.0, "fp16": 756.0, "tf32": 378.0, "fp32": 51.0},
+    "A100": {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5},
+    "A10": {"bf16": 125.0, "fp16": 125.0, "tf32": 62.5, "fp32": 31.2},
+    "L40S": {"bf16": 362.0, "fp16": 362.0, "tf32": 183.0, "fp32": 91.6},
+    "L4": {"bf16": 121.0, "fp16": 121.0, "tf32": 60.0, "fp32": 30.3},
+    "V100": {"fp16": 125.0, "fp32": 15.7},
+    "T4": {"fp16": 65.0, "fp32": 8.1},
+    "RTX 4090": {"bf16": 165.0, "fp16": 165.0, "tf32": 82.6, "fp32": 82.6},
+    "RTX 3090": {"bf16": 71.0, "fp16": 71.0, "tf32": 35.6, "fp32": 35.6},
+}
+
+
+def peak_tflops(device_name: str, precision: str) -> float | None:
+    """Dense peak TFLOP/s of a GPU for ``precision`` (bf16, fp16, tf32, fp32).
+
+    ``device_name`` is what ``torch.cuda.get_device_name()`` or NVML report,
+    e.g. ``"NVIDIA H100 80GB HBM3"``. The longest matching key of
+    :data:`PEAK_TFLOPS` wins (so "H100 PCIe" beats "H100"). Returns None when
+    the device or precision is unknown (CPUs included): MFU is then not shown
+    rather than guessed.
+    """
+    name = device_name.upper().replace("NVIDIA", "").replace("GEFORCE", "").strip()
+    best = None
+    for key in PEAK_TFLOPS:
+        if key.upper() in name and (best is None or len(key) > len(best)):
+            best = key
+    if best is None and "H100" in name:
+        best = "H100 SXM"
+    if best is None:
+        return None
+    return PEAK_TFLOPS[best].get(precision)
+
+
+def bert_matmul_params(config, task: str = "mlm") -> int:
+    """Weights used in a matmul for every token: encoder layers plus task head.
+
+    ``config`` is a ``transformers.BertConfig`` (or anything with
+    ``hidden_size``, ``intermediate_size``, ``num_hidden_layers`` and
+    ``vocab_size``). ``task`` is ``"mlm"`` (transform ``d^2`` + decoder ``d V``
+    on every position) or ``"encoder"`` (no head; a classification head runs
+    on one position per sequence and is negligible).
+    """
+    d, i, n_layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    per_layer = 4 * d * d + 2 * d * i
+    head = d * d + d * config.vocab_size if task == "mlm" else 0
+    return n_layers * per_layer + head
+
+
+def bert_flops_per_token(config, seq_len: int, task: str = "mlm", training: bool = True) -> float:
+    """Model FLOPs per token for one BERT pass at sequence length ``seq_len``.
+
+    Returns ``6 N + 12 L T d`` when ``training`` (forward + backward), else
+    ``2 N + 4 L T d`` (see the module docstring for the derivation; units:
+    FLOP per token).
+    """
+    n = bert_matmul_params(config, task)
+    attn = 4 * config.num_hidden_layers * seq_len * config.hidden_size
+    forward = 2 * n + attn
+    return float(3 * forward if training else forward)
+
+
+def mfu(tokens_per_s: float, flops_per_token: float, peak: float | None) -> float | None:
+    """Model FLOPs utilisation in [0, 1]: ``tokens/s * FLOPs/token / peak``.
+
+    ``peak`` is in TFLOP/s (as returned by :func:`peak_tflops`); returns None
+    when the peak is unknown.
+    """
+    if not peak:
+        return None
+    return tokens_per_s * flops_per_token / (peak * 1e12)
+
+
+# Host-to-device copy peak in GB/s (1e9 bytes/s) per direction for a PCIe
+# link, from the PCI-SIG base specifications: Gen3 8 GT/s and Gen4 16 GT/s and
+# Gen5 32 GT/s per lane, all with 128b/130b encoding, so per lane
+# 0.985 / 1.969 / 3.938 GB/s; an x16 link gives 15.75 / 31.5 / 63.0 GB/s.
+# Measured pinned copies usually reach 80-90 % of this (TLP/packet overhead);
+# pageable copies go through a staging buffer and reach far less.
+PCIE_LANE_GBPS: dict[int, float] = {3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8, 5: 32 * 128 / 130 / 8}
+
+
+def pcie_peak_gbps(generation: int | None, width: int | None = 16) -> float | None:
+    """Theoretical one-direction PCIe bandwidth in GB/s for ``generation`` x ``width``.
+
+    ``generation`` and ``width`` are what NVML reports as the current link
+    (``nvmlDeviceGetCurrPcieLinkGeneration`` / ``...Width``; ``nvidia-smi
+    --query-gpu=pcie.link.gen.current,pcie.link.width.current``). Returns None
+    for unknown generations (older than Gen3 or missing).
+    """
+    if generation not in PCIE_LANE_GBPS or not width:
+        return None
+    return PCIE_LANE_GBPS[generation] * width
+
+
+def mlm_head_flops(config, training: bool = True) -> float:
+    """Model FLOPs of the masked-LM head for one scored position.
+
+    Transform ``d x d`` + decoder ``d x V``: ``2 (d^2 + d V)`` forward, three
+    times that when ``training``. Used when the head runs on the masked
+    positions only (``nbkit.models.mlm_head``); add it to
+    ``bert_flops_per_token(config, T, "encoder")`` per token.
+    """
+    forward = 2 * (bert_matmul_params(config, "mlm") - bert_matmul_params(config, "encoder"))
+    return float(3 * forward if training else forward)
+
+
+def bert_batch_flops(config, n_tokens: int, seq_len: int, head_positions: int) -> float:
+    """Training model FLOPs of one BERT batch (forward + backward).
+
+    The encoder runs on ``n_tokens`` input tokens (padding included) at sequence
+    length ``seq_len``; the masked-LM head runs on ``head_positions`` of them:
+    every token for ``BertForMaskedLM`` (then this equals ``n_tokens *
+    bert_flops_per_token(config, seq_len, "mlm")``), the scored ones for the
+    masked-positions head (``nbkit.models.mlm_head``), 0 for classification.
+    """
+    return (n_tokens * bert_flops_per_token(config, seq_len, "encoder")
+            + head_positions * mlm_head_flops(config))

@@ -1,0 +1,230 @@
+"""Microbenchmarks beside the device's peak: matmul, attention, host-to-device.
+
+Each function returns a list of plain dict rows (one per measurement) so a
+notebook can show them with ``pandas.DataFrame(rows)`` and a script can dump
+them to JSON. Timing:
+
+- CUDA: ``torch.cuda.Event`` pairs around ``iters`` back-to-back calls after
+  ``warmup`` calls; the median of ``repeats`` such batches is kept (one
+  outlier, e.g. a clock ramp, does not move a median).
+- CPU: ``time.perf_counter`` around the same loop.
+
+Peaks come from :mod:`nbkit.profiling.flops` (NVIDIA datasheets, PCI-SIG specs); on a
+CPU there is no peak in the table, so ``pct_of_peak`` is None and the
+notebook reads GFLOP/s instead.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+from nbkit.errors import ConfigError
+from nbkit.profiling.flops import pcie_peak_gbps, peak_tflops
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+SDPA_BACKENDS = ("math", "efficient", "flash")
+
+
+def resolve_device(device=None):
+    """Return a ``torch.device``: ``device`` if given, else CUDA when usable, else CPU."""
+    import torch
+
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def device_name(device) -> str:
+    """Human-readable device name (``torch.cuda.get_device_name`` or ``"cpu"``)."""
+    import torch
+
+    device = resolve_device(device)
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def time_fn(fn, device, warmup: int = 2, iters: int = 5, repeats: int = 3) -> float:
+    """Median seconds per call of ``fn()`` on ``device`` (see module docstring).
+
+    Raises:
+        ConfigError: ``iters`` or ``repeats`` below 1.
+    """
+    import torch
+
+    if iters < 1 or repeats < 1:
+        raise ConfigError("time_fn needs iters >= 1 and repeats >= 1")
+    device = resolve_device(device)
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3 / iters)  # ms -> s
+        else:
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            samples.append((time.perf_counter() - t0) / iters)
+    return statistics.median(samples)
+
+
+def _dtype_for(precision: str):
+    import torch
+
+    return {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
+            "fp16": torch.float16}[precision]
+
+
+def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None,
+                 iters: int = 5, repeats: int = 3) -> list[dict]:
+    """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls, 2 n^3 FLOPs each.
+
+    TF32 is fp32 storage with ``torch.backends.cuda.matmul.allow_tf32 = True``
+    (restored afterwards); it exists only on CUDA (Ampere and newer), so on a
+    CPU that row says ``skipped``. Row keys: ``n``, ``precision``, ``ms``,
+    ``tflops``, ``gflops``, ``peak_tflops``, ``pct_of_peak`` (%), ``status``.
+
+    Raises:
+        ConfigError: an unknown precision name.
+    """
+    import torch
+
+    device = resolve_device(device)
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad:
+        raise ConfigError(f"unknown precision {bad}; use some of {PRECISIONS}")
+    name = device_name(device)
+    rows = []
+    for precision in precisions:
+        for n in sizes:
+            row = {"n": n, "precision": precision, "ms": None, "tflops": None, "gflops": None,
+                   "peak_tflops": peak_tflops(name, precision) if device.type == "cuda" else None,
+                   "pct_of_peak": None, "status": "ok"}
+            if precision == "tf32" and device.type != "cuda":
+                row["status"] = "skipped: TF32 is a CUDA tensor-core mode"
+                rows.append(row)
+                continue
+            old_tf32 = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+            try:
+                a = torch.randn(n, n, device=device, dtype=_dtype_for(precision))  # (n, n)
+                b = torch.randn(n, n, device=device, dtype=_dtype_for(precision))  # (n, n)
+                seconds = time_fn(lambda: a @ b, device, iters=iters, repeats=repeats)
+            except RuntimeError as exc:  # e.g. fp16 matmul missing on an old CPU build
+                row["status"] = f"failed: {str(exc).splitlines()[0][:80]}"
+                rows.append(row)
+                continue
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = old_tf32
+            flops = 2.0 * n ** 3
+            row.update(ms=seconds * 1e3, tflops=flops / seconds / 1e12, gflops=flops / seconds / 1e9)
+            if row["peak_tflops"]:
+                row["pct_of_peak"] = 100.0 * row["tflops"] / row["peak_tflops"]
+            rows.append(row)
+    return rows
+
+
+def attention_flops(batch: int, heads: int, seq_len: int, head_dim: int) -> float:
+    """Forward FLOPs of non-causal attention: ``QK^T`` and ``P V``, 2 B H T^2 D each."""
+    return 4.0 * batch * heads * seq_len * seq_len * head_dim
+
+
+def sdpa_bench(seq_lens=(128, 512), batch: int = 32, heads: int = 12, head_dim: int = 64,
+               precision: str = "bf16", backends=SDPA_BACKENDS, device=None,
+               iters: int = 5, repeats: int = 3) -> list[dict]:
+    """Forward time of ``F.scaled_dot_product_attention`` per backend and length.
+
+    Shapes: q, k, v are ``(batch, heads, seq_len, head_dim)``; the defaults are
+    BERT-base (12 heads of 64). Each backend is forced with
+    ``torch.nn.attention.sdpa_kernel``; a backend that cannot run these
+    inputs (flash needs fp16/bf16 on sm80+, efficient is CUDA-only, ...) gives
+    a row with ``status`` holding PyTorch's reason instead of a number.
+    Row keys: ``backend``, ``seq_len``, ``ms``, ``tflops``, ``speedup_vs_math``,
+    ``status``.
+    """
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    device = resolve_device(device)
+    kinds = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+             "flash": SDPBackend.FLASH_ATTENTION}
+    dtype = _dtype_for(precision)
+    rows = []
+    for seq_len in seq_lens:
+        q, k, v = (torch.randn(batch, heads, seq_len, head_dim, device=device, dtype=dtype)
+                   for _ in range(3))  # (B, H, T, D) each
+        math_ms = None
+        for backend in backends:
+            row = {"backend": backend, "seq_len": seq_len, "ms": None, "tflops": None,
+                   "speedup_vs_math": None, "status": "ok"}
+            try:
+                with sdpa_kernel([kinds[backend]]):
+                    seconds = time_fn(lambda: F.scaled_dot_product_attention(q, k, v), device,
+                                      iters=iters, repeats=repeats)
+            except RuntimeError as exc:
+                row["status"] = "unavailable: " + str(exc).strip().splitlines()[0][:100]
+                rows.append(row)
+                continue
+            row["ms"] = seconds * 1e3
+            row["tflops"] = attention_flops(batch, heads, seq_len, head_dim) / seconds / 1e12
+            if backend == "math":
+                math_ms = row["ms"]
+            if math_ms:
+                row["speedup_vs_math"] = math_ms / row["ms"]
+            rows.append(row)
+    return rows
+
+
+def pcie_link(device_index: int = 0) -> tuple[int | None, int | None]:
+    """Current PCIe (generation, width) from NVML, or (None, None) when unknown."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+            return (pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle),
+                    pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle))
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVML, no permission, not supported: peak stays unknown
+        return None, None
+
+
+def h2d_bench(size_mib: int = 256, device=None, iters: int = 5, repeats: int = 3) -> list[dict]:
+    """Host-to-device copy GB/s (1e9 bytes/s) from pageable and pinned memory.
+
+    Copies a ``size_mib`` MiB uint8 buffer with ``Tensor.to(device,
+    non_blocking=True)``. The peak is the PCIe link NVML reports now (an idle
+    GPU may down-train its link to Gen1; the link gets back up under load).
+    On a CPU-only machine there is nothing to copy to: both rows say so.
+    Row keys: ``pinned``, ``size_mib``, ``gbps``, ``peak_gbps``, ``pct_of_peak``,
+    ``status``.
+    """
+    import torch
+
+    device = resolve_device(device)
+    rows = []
+    gen, width = pcie_link(device.index or 0) if device.type == "cuda" else (None, None)
+    peak = pcie_peak_gbps(gen, width)
+    for pinned in (False, True):
+        row = {"pinned": pinned, "size_mib": size_mib, "gbps": None, "peak_gbps": peak,
+               "pct_of_peak": None, "status": "ok"}
+        if device.type != "cuda":
+            row["status"] = "skipped: needs a CUDA device (host-to-device copies)"
+            rows.append(row)
+            continue
+        host = torch.empty(size_mib * 2 ** 20, dtype=torch.uint8, pin_memory=pinned)
+        seconds = time_fn(lambda: host.to(device, non_blocking=True), device,
+                          iters=iters, repeats=repeats)
+        row["gbps"] = host.numel() / seconds / 1e9
+        if peak:
+            row["pct_of_peak"] = 100.0 * row["gbps"] / peak
+        rows.append(row)
+    return rows

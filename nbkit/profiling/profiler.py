@@ -1,0 +1,287 @@
+"""``torch.profiler`` around N training steps: top-operator tables, trace, memory.
+
+:func:`profile_steps` takes any zero-argument ``step_fn`` that runs one
+training step (forward, backward, optimizer). To profile ``nbkit.train.loop.Loop``
+pass a closure over the loop's own step, e.g.
+``profile_steps(lambda: loop.train_step(next(batches)), out_dir)``; notebook 04
+uses :func:`make_step_fn`, the same explicit step :mod:`nbkit.profiling.steps`
+times.
+
+The profiler follows a schedule (``torch.profiler.schedule``): ``wait`` steps
+untouched, ``warmup`` steps traced but discarded (the tracer's own start-up
+cost lands there), then ``active`` steps recorded. Results:
+
+- two tables of the top operators, by self device (CUDA) time and by self
+  CPU time (``key_averages()``, times in ms over all active steps),
+- a Chrome/Perfetto trace (``trace.json.gz``; open at https://ui.perfetto.dev
+  or chrome://tracing),
+- peak memory (CUDA: ``torch.cuda.max_memory_allocated``; CPU: the process's
+  peak resident set, ``getrusage(...).ru_maxrss``), and on CUDA a memory
+  snapshot pickle for https://pytorch.org/memory_viz,
+- :func:`check_kernel_events`: on CUDA, a run that recorded no kernel time
+  (CUPTI restricted in the container) says so and names the fix instead of
+  showing an empty table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Operator names (aten, without "aten::" and without the in-place "_" suffix)
+# whose cost is moving bytes, not FLOPs: elementwise, normalisation, softmax,
+# dropout, copies, embedding gathers, and the optimizer's per-parameter math
+# (``_foreach_*`` ops count too). Their share of time feeds the memory-bound
+# rule in nbkit.profiling.diagnosis.
+MEMORY_BOUND_OPS = (
+    "add", "mul", "div", "sub", "gelu", "gelu_backward", "tanh", "relu", "silu", "dropout",
+    "native_dropout", "native_dropout_backward", "layer_norm", "native_layer_norm",
+    "native_layer_norm_backward", "softmax", "_softmax", "_softmax_backward_data", "log_softmax",
+    "_log_softmax", "_log_softmax_backward_data", "copy", "to", "_to_copy", "fill", "zero",
+    "masked_fill", "where", "embedding", "embedding_dense_backward", "cat", "clone", "contiguous",
+    "pow", "sqrt", "rsqrt", "addcmul", "addcdiv", "lerp", "nll_loss", "nll_loss_forward",
+    "nll_loss_backward", "nll_loss2d_forward", "sum", "mean",
+)
+MATMUL_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear",
+              "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
+              "_scaled_dot_product_cudnn_attention", "_flash_attention_forward")
+
+CUPTI_FIX = (
+    "the CUDA profiler recorded no kernel events: CUPTI is not allowed to read GPU "
+    "counters in this container (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES). Fix: start the "
+    "container with `--cap-add SYS_ADMIN` (docker run / compose `cap_add: [SYS_ADMIN]`), "
+    "or on the host set the driver option `NVreg_RestrictProfilingToAdminUsers=0` "
+    "(/etc/modprobe.d/nvidia-profiling.conf, then reload the driver or reboot). "
+    "CPU-side operator times below are still valid."
+)
+
+
+@dataclass
+class OpRow:
+    """One operator aggregated over the active steps; times in milliseconds."""
+
+    name: str
+    calls: int
+    self_cpu_ms: float
+    self_device_ms: float
+    cpu_total_ms: float
+    device_total_ms: float
+
+
+@dataclass
+class KernelCheck:
+    """Whether device (kernel) timings exist; ``message`` says why not and the fix."""
+
+    ok: bool
+    message: str
+
+
+@dataclass
+class ProfileResult:
+    """What :func:`profile_steps` measured (see the module docstring)."""
+
+    device: str
+    active_steps: int
+    top_device: list[OpRow]
+    top_cpu: list[OpRow]
+    kernel_check: KernelCheck
+    stats: dict
+    trace_path: Path | None
+    peak_memory_mib: float | None
+    memory_snapshot_path: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _self_device_us(evt) -> float:
+    value = getattr(evt, "self_device_time_total", None)
+    return float(value if value is not None else getattr(evt, "self_cuda_time_total", 0) or 0)
+
+
+def _is_device_event(evt) -> bool:
+    return "CPU" not in str(getattr(evt, "device_type", "CPU")).upper()
+
+
+def summarize(averages, top: int = 10, sort_by: str = "self_device") -> list[OpRow]:
+    """Top ``top`` operators from ``prof.key_averages()`` (µs -> ms).
+
+    ``averages`` is any iterable of objects with ``key``, ``count``,
+    ``self_cpu_time_total``, ``self_device_time_total`` (µs), ``cpu_time_total``,
+    ``device_time_total``. ``sort_by``: ``self_device`` or ``self_cpu``.
+    Rows with zero time in the sort column are dropped (so a CPU run's device
+    table is empty rather than a list of zeros).
+    """
+    key = {"self_device": "self_device_ms", "self_cpu": "self_cpu_ms"}.get(sort_by)
+    if key is None:
+        from nbkit.errors import ConfigError
+
+        raise ConfigError(f"sort_by {sort_by!r}: use 'self_device' or 'self_cpu'")
+    rows = [OpRow(name=e.key, calls=int(e.count),
+                  self_cpu_ms=float(e.self_cpu_time_total) / 1e3,
+                  self_device_ms=_self_device_us(e) / 1e3,
+                  cpu_total_ms=float(e.cpu_time_total) / 1e3,
+                  device_total_ms=float(getattr(e, "device_time_total", 0) or 0) / 1e3)
+            for e in averages]
+    rows = [r for r in rows if getattr(r, key) > 0]
+    rows.sort(key=lambda r: getattr(r, key), reverse=True)
+    return rows[:top]
+
+
+def format_table(rows: list[OpRow], title: str = "", name_width: int = 48) -> str:
+    """Fixed-width text table of ``rows`` with each op's share of the sorted column."""
+    lines = [title] if title else []
+    lines.append(f"{'operator':<{name_width}} {'calls':>6} {'self CPU ms':>12} {'self dev ms':>12}")
+    for r in rows:
+        name = r.name if len(r.name) <= name_width else r.name[: name_width - 1] + "…"
+        lines.append(f"{name:<{name_width}} {r.calls:>6} {r.self_cpu_ms:>12.3f} {r.self_device_ms:>12.3f}")
+    if not rows:
+        lines.append("(no operators with time in this column)")
+    return "\n".join(lines)
+
+
+def check_kernel_events(averages, device_type: str, log_text: str = "") -> KernelCheck:
+    """On CUDA, detect a profile with no kernel time (CUPTI restricted).
+
+    ``averages`` as for :func:`summarize`; ``log_text`` is anything the
+    profiler printed (a ``CUPTI_ERROR_INSUFFICIENT_PRIVILEGES`` line there is
+    quoted). On CPU there are no kernels to miss: always ok.
+    """
+    if device_type != "cuda":
+        return KernelCheck(True, "CPU run: operator times are CPU times (no GPU kernels).")
+    device_us = sum(_self_device_us(e) for e in averages)
+    kernels = sum(int(e.count) for e in averages if _is_device_event(e))
+    if device_us > 0 and kernels > 0:
+        return KernelCheck(True, f"{kernels} kernel launches recorded.")
+    detail = " (the profiler log says CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)" \
+        if "INSUFFICIENT_PRIVILEGES" in log_text else ""
+    return KernelCheck(False, CUPTI_FIX + detail)
+
+
+def op_stats(averages, active_steps: int, device_type: str) -> dict:
+    """Numbers the diagnosis rules read, per active step.
+
+    Returns ``kernels_per_step`` and ``mean_kernel_us`` (CUDA kernel events;
+    None on CPU), ``memory_bound_share`` and ``matmul_share``: the fraction of
+    aten-op self time (device time on CUDA, CPU time on CPU) spent in
+    :data:`MEMORY_BOUND_OPS` / :data:`MATMUL_OPS`.
+    """
+    averages = list(averages)
+    steps = max(active_steps, 1)
+    out = {"kernels_per_step": None, "mean_kernel_us": None}
+    if device_type == "cuda":
+        kern = [e for e in averages if _is_device_event(e)]
+        count = sum(int(e.count) for e in kern)
+        if count:
+            out["kernels_per_step"] = count / steps
+            out["mean_kernel_us"] = sum(_self_device_us(e) for e in kern) / count
+    time_of = _self_device_us if device_type == "cuda" else (lambda e: float(e.self_cpu_time_total))
+    aten = [(e.key[len("aten::"):], time_of(e)) for e in averages
+            if e.key.startswith("aten::") and not _is_device_event(e)]
+    total = sum(t for _, t in aten)
+
+    def memory_bound(name: str) -> bool:
+        base = name[:-1] if name.endswith("_") and not name.startswith("_foreach") else name
+        return base in MEMORY_BOUND_OPS or name.startswith("_foreach_")
+
+    out["memory_bound_share"] = sum(t for n, t in aten if memory_bound(n)) / total if total else None
+    out["matmul_share"] = sum(t for n, t in aten if n in MATMUL_OPS) / total if total else None
+    return out
+
+
+def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int = 3,
+                  device=None, top: int = 10, memory_snapshot: bool = True) -> ProfileResult:
+    """Profile ``wait + warmup + active`` calls of ``step_fn()``.
+
+    ``out_dir`` receives ``trace.json.gz`` and, on CUDA with
+    ``memory_snapshot``, ``memory_snapshot.pickle``. ``device`` is where the
+    step runs (default: CUDA when usable); it picks the profiler activities.
+
+    Raises:
+        ConfigError: ``active`` below 1.
+    """
+    import resource
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from nbkit.errors import ConfigError
+    from nbkit.profiling.microbench import resolve_device
+
+    if active < 1:
+        raise ConfigError("profile_steps needs active >= 1 recorded steps")
+    device = resolve_device(device)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trace_path = out_dir / "trace.json.gz"
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    snap_path = None
+    if cuda:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        if memory_snapshot:
+            torch.cuda.memory._record_memory_history(max_entries=100_000)
+    with profile(activities=activities,
+                 schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
+        for _ in range(wait + warmup + active):
+            step_fn()
+            if cuda:
+                torch.cuda.synchronize(device)
+            prof.step()
+    notes = []
+    if cuda:
+        peak = torch.cuda.max_memory_allocated(device) / 2 ** 20
+        if memory_snapshot:
+            snap_path = out_dir / "memory_snapshot.pickle"
+            torch.cuda.memory._dump_snapshot(str(snap_path))
+            torch.cuda.memory._record_memory_history(enabled=None)
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB (Linux)
+        notes.append("CPU peak memory is the process's peak resident set since it started.")
+    averages = prof.key_averages()
+    return ProfileResult(
+        device=device.type, active_steps=active,
+        top_device=summarize(averages, top, "self_device"),
+        top_cpu=summarize(averages, top, "self_cpu"),
+        kernel_check=check_kernel_events(averages, device.type),
+        stats=op_stats(averages, active, device.type),
+        trace_path=trace_path if trace_path.exists() else None,
+        peak_memory_mib=peak, memory_snapshot_path=snap_path, notes=notes)
+
+
+def make_step_fn(model, loader, precision: str = "fp32", device=None, lr: float = 1e-4,
+                 compile: bool = False):
+    """A zero-argument training step over ``loader`` (cycled), for :func:`profile_steps`.
+
+    Same step as :func:`nbkit.profiling.steps.measure_steps` (autocast for
+    ``bf16``, cross-entropy over ``labels != -100``, AdamW, fused on CUDA) but
+    without per-phase synchronisation, so the trace shows the natural overlap
+    and ``nbkit.profiling.microbench.time_fn(step)`` gives the unperturbed step time.
+    ``itertools.cycle`` keeps the loader's batches after the first pass, so
+    later steps cost no data loading. ``compile`` wraps the model in
+    ``torch.compile`` (inductor).
+    """
+    import itertools
+
+    import torch
+
+    from nbkit.profiling.microbench import resolve_device
+    from nbkit.profiling.steps import _autocast, to_device
+
+    device = resolve_device(device)
+    model.to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True if device.type == "cuda" else None)
+    run = torch.compile(model) if compile else model
+    batches = itertools.cycle(loader)
+
+    def step():
+        batch = to_device(next(batches), device)
+        with _autocast(device, precision):
+            logits = run(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask")).logits
+        labels = batch["labels"]  # (B, T)
+        loss = torch.nn.functional.cross_entropy(
+            logits.float().view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step

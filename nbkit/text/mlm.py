@@ -1,0 +1,295 @@
+"""MLM data pipeline (blocks + masking collator) and classification encoding.
+
+Masking follows BERT (Devlin et al. 2019, section 3.1 and appendix A.1): choose
+15% of the real (non-special, non-padding) tokens as prediction targets; of
+those, 80% become ``[MASK]``, 10% a random token, 10% stay unchanged. Chinese
+whole-word masking (Cui et al. 2019, "Pre-Training with Whole Word Masking for
+Chinese BERT") chooses whole words instead, using the word boundaries that the
+People's Daily corpus carries (``words`` column).
+
+Why not ``transformers.DataCollatorForLanguageModeling``: in 5.x its random
+replacement draws from the whole vocabulary, special tokens included, and a
+row can end up with no target at all; this collator guarantees neither happens.
+"""
+from __future__ import annotations
+
+import torch
+
+from nbkit.errors import ConfigError, DataError
+
+IGNORE_INDEX = -100  # label value that cross-entropy ignores
+
+
+def check_length(name: str, value: int, tokenizer=None, max_position_embeddings: int | None = None) -> None:
+    """Check a sequence length in tokens (``block_size``, ``max_length``) against the limits.
+
+    Args:
+        name: the argument's name, used in the message (``"max_length"``).
+        value: the requested length in tokens, ``[CLS]`` and ``[SEP]`` included.
+        tokenizer: if given, ``value`` must not exceed ``tokenizer.model_max_length``.
+        max_position_embeddings: if given (``model.config.max_position_embeddings``),
+            ``value`` must not exceed it: BERT has no position embedding beyond
+            it and fails with a raw size-mismatch ``RuntimeError``.
+
+    Raises:
+        ConfigError: ``value`` above a limit (names both numbers and the fix),
+            or below 3 (no room between ``[CLS]`` and ``[SEP]``).
+    """
+    limits = {}
+    if tokenizer is not None:
+        limits["tokenizer.model_max_length"] = tokenizer.model_max_length
+    if max_position_embeddings is not None:
+        limits["the model's max_position_embeddings"] = max_position_embeddings
+    for what, limit in sorted(limits.items(), key=lambda item: item[1]):  # the binding limit first
+        if value > limit:
+            raise ConfigError(f"{name}={value} exceeds {what}={limit}; use {name} <= {limit}")
+    if value < 3:
+        raise ConfigError(f"{name}={value} leaves no room for text between [CLS] and [SEP]; use e.g. 128")
+
+
+def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
+                words_column: str | None = None, max_position_embeddings: int | None = None,
+                num_proc: int | None = None):
+    """Tokenize, concatenate and cut a corpus into MLM blocks ``[CLS] ... [SEP]``.
+
+    Texts are tokenized without special tokens and concatenated (no separator)
+    within each ``datasets.map`` batch of 1,000 texts; the stream is cut into
+    chunks of ``block_size - 2`` tokens, each wrapped as ``[CLS] chunk [SEP]``,
+    so every block has exactly ``block_size`` tokens and fits the position
+    table. The last chunk of each map batch, if shorter, is **dropped** (at
+    most ``block_size - 3`` tokens per 1,000 texts), as in ``run_mlm.py``.
+
+    Args:
+        dataset: a ``datasets.Dataset`` with a ``text_column`` of strings.
+        tokenizer: the (fast) tokenizer from :mod:`nbkit.text.tokenizer`.
+        block_size: tokens per block, special tokens included.
+        words_column: optional column of word lists (People's Daily
+            ``words``); the text is then tokenized word by word and each block
+            gets ``word_ids`` (list[int], -1 at ``[CLS]``/``[SEP]``, words
+            numbered from 0 within the block) for whole-word masking.
+        max_position_embeddings: the model's position limit, if known.
+        num_proc: ``datasets.map`` worker processes.
+
+    Returns:
+        ``datasets.Dataset`` with ``input_ids`` (list[int] of length
+        ``block_size``) and, with ``words_column``, ``word_ids``.
+
+    Raises:
+        ConfigError: ``block_size`` above ``tokenizer.model_max_length`` or
+            ``max_position_embeddings``, or below 3.
+        DataError: a missing column, or too little text for one block.
+    """
+    check_length("block_size", block_size, tokenizer, max_position_embeddings)
+    source = words_column or text_column
+    if source not in dataset.column_names:
+        raise DataError(f"column {source!r} not in dataset columns {dataset.column_names}; pass text_column=...")
+    chunk = block_size - 2
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+
+    def blocks(batch):
+        if words_column:
+            enc = tokenizer(batch[words_column], is_split_into_words=True, add_special_tokens=False, verbose=False)
+            ids, wids, offset = [], [], 0
+            for i, row in enumerate(enc["input_ids"]):
+                ids.extend(row)
+                row_words = enc.word_ids(i)
+                wids.extend(offset + w for w in row_words)
+                offset += (max(row_words) + 1) if row_words else 0
+        else:
+            enc = tokenizer(batch[text_column], add_special_tokens=False, verbose=False)
+            ids = [t for row in enc["input_ids"] for t in row]
+        n = len(ids) // chunk * chunk
+        out = {"input_ids": [[cls_id, *ids[i:i + chunk], sep_id] for i in range(0, n, chunk)]}
+        if words_column:
+            out["word_ids"] = []
+            for i in range(0, n, chunk):
+                first = wids[i]  # renumber so words count from 0 within the block
+                out["word_ids"].append([-1, *(w - first for w in wids[i:i + chunk]), -1])
+        return out
+
+    result = dataset.map(blocks, batched=True, batch_size=1000, remove_columns=dataset.column_names,
+                         num_proc=num_proc, desc=f"MLM blocks of {block_size}")
+    if len(result) == 0:
+        raise DataError(
+            f"the corpus has fewer than {chunk} tokens per 1,000 texts, so no block of {block_size} fits; "
+            "use more text or a smaller block_size"
+        )
+    return result
+
+
+class MLMCollator:
+    """Pad a list of blocks and choose MLM targets (BERT's 15% with 80/10/10).
+
+    Call with a list of dicts holding ``input_ids`` (list[int] or 1-D tensor)
+    and optionally ``word_ids`` (from :func:`make_blocks`). Returns
+    ``input_ids``, ``attention_mask`` and ``labels``, each a (B, T) int64
+    tensor; T is the longest row, rounded up to ``pad_to_multiple_of``.
+    ``labels`` holds the original token at target positions and -100 elsewhere.
+
+    Invariants (tested): padding and special tokens (``[UNK]`` included:
+    predicting it teaches nothing) are never targets; a
+    random replacement is never a special token; every row with at least one
+    real token has at least one target (if the draw chose none, one real token
+    is picked uniformly), so the loss is always defined.
+
+    Args:
+        tokenizer: supplies ``pad/mask`` ids, special ids and ``len(tokenizer)``.
+        mlm_probability: fraction of real tokens chosen as targets (0-1).
+        mask_replace_prob / random_replace_prob: of the targets, fraction set
+            to ``[MASK]`` / to a random non-special token; the rest stay.
+        pad_to_multiple_of: round T up (8 helps tensor cores with fp16/bf16).
+        whole_word: choose whole words when rows carry ``word_ids`` (each word
+            chosen with ``mlm_probability``, so ~15% of tokens in expectation).
+        seed: seed of a private ``torch.Generator``; ``None`` uses torch's
+            global RNG. In DataLoader workers the seed is offset by worker id.
+
+    Raises:
+        ConfigError: probabilities outside [0, 1] or summing above 1, or a
+            tokenizer without ``[PAD]``/``[MASK]``.
+    """
+
+    def __init__(self, tokenizer, mlm_probability: float = 0.15, pad_to_multiple_of: int | None = None,
+                 seed: int | None = None, mask_replace_prob: float = 0.8, random_replace_prob: float = 0.1,
+                 whole_word: bool = True):
+        if not 0.0 < mlm_probability <= 1.0:
+            raise ConfigError(f"mlm_probability={mlm_probability} must be in (0, 1]; BERT uses 0.15")
+        if min(mask_replace_prob, random_replace_prob) < 0 or mask_replace_prob + random_replace_prob > 1:
+            raise ConfigError("mask_replace_prob and random_replace_prob must be >= 0 and sum to <= 1 (BERT: 0.8, 0.1)")
+        if tokenizer.pad_token_id is None or tokenizer.mask_token_id is None:
+            raise ConfigError("the tokenizer needs [PAD] and [MASK] tokens; use nbkit.text.tokenizer.train_wordpiece")
+        self.mlm_probability = mlm_probability
+        self.mask_replace_prob = mask_replace_prob
+        self.random_replace_prob = random_replace_prob
+        self.pad_to_multiple_of = pad_to_multiple_of
+        self.whole_word = whole_word
+        self.pad_id = tokenizer.pad_token_id
+        self.mask_id = tokenizer.mask_token_id
+        special = set(tokenizer.all_special_ids)
+        self.special_ids = torch.tensor(sorted(special), dtype=torch.long)
+        self.replacement_ids = torch.tensor([i for i in range(len(tokenizer)) if i not in special], dtype=torch.long)
+        self.seed = seed
+        self._generator = None
+        self._worker = None
+
+    def _gen(self):
+        if self.seed is None:
+            return None
+        info = torch.utils.data.get_worker_info()
+        worker = info.id if info is not None else None
+        if self._generator is None or worker != self._worker:
+            self._generator = torch.Generator().manual_seed(self.seed + (worker or 0) * 100_003)
+            self._worker = worker
+        return self._generator
+
+    def _pad(self, rows: list, value: int, length: int) -> torch.Tensor:
+        out = torch.full((len(rows), length), value, dtype=torch.long)  # (B, T)
+        for i, row in enumerate(rows):
+            out[i, :len(row)] = torch.as_tensor(row, dtype=torch.long)
+        return out
+
+    def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
+        if not examples:
+            raise DataError("MLMCollator got an empty batch")
+        rows = [ex["input_ids"] for ex in examples]
+        length = max(len(r) for r in rows)
+        if self.pad_to_multiple_of:
+            length = -(-length // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        input_ids = self._pad(rows, self.pad_id, length)  # (B, T)
+        attention_mask = self._pad([[1] * len(r) for r in rows], 0, length)  # (B, T)
+        g = self._gen()
+        candidates = attention_mask.bool() & ~torch.isin(input_ids, self.special_ids)  # (B, T)
+
+        use_words = self.whole_word and "word_ids" in examples[0]
+        if use_words:
+            word_ids = self._pad([ex["word_ids"] for ex in examples], -1, length)  # (B, T), -1 = no word
+            u = torch.rand((len(rows), int(word_ids.max()) + 2), generator=g)  # (B, W+1) one draw per word
+            chosen = u.gather(1, word_ids.clamp(min=0)) < self.mlm_probability  # (B, T)
+        else:
+            chosen = torch.rand(input_ids.shape, generator=g) < self.mlm_probability  # (B, T)
+        targets = chosen & candidates
+
+        # rows where the draw chose nothing: pick one real token uniformly
+        empty = (targets.sum(1) == 0) & (candidates.sum(1) > 0)  # (B,)
+        if empty.any():
+            scores = torch.rand(input_ids.shape, generator=g).masked_fill(~candidates, -1.0)  # (B, T)
+            pick = scores.argmax(1)  # (B,)
+            rows_idx = empty.nonzero(as_tuple=True)[0]
+            targets[rows_idx, pick[rows_idx]] = True
+            if use_words:  # extend the pick to its whole word
+                w = word_ids[rows_idx, pick[rows_idx]].unsqueeze(1)  # (E, 1)
+                targets[rows_idx] |= (word_ids[rows_idx] == w) & candidates[rows_idx]
+
+        labels = input_ids.masked_fill(~targets, IGNORE_INDEX)  # (B, T)
+        r = torch.rand(input_ids.shape, generator=g)  # (B, T) one draw decides mask / random / keep
+        to_mask = targets & (r < self.mask_replace_prob)
+        to_random = targets & (r >= self.mask_replace_prob) & (r < self.mask_replace_prob + self.random_replace_prob)
+        input_ids = input_ids.masked_fill(to_mask, self.mask_id)
+        n_random = int(to_random.sum())
+        if n_random:
+            pick = torch.randint(len(self.replacement_ids), (n_random,), generator=g)
+            input_ids[to_random] = self.replacement_ids[pick]
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+def encode_classification(dataset, tokenizer, max_length: int, text_column: str = "text",
+                          label_column: str = "label", num_proc: int | None = None):
+    """Tokenize labelled text for sequence classification, truncating to ``max_length`` tokens.
+
+    Each text becomes ``[CLS] text [SEP]``; longer ones keep their first
+    ``max_length - 2`` tokens (BERT's usual head truncation).
+
+    Returns:
+        ``(dataset, report)``: the dataset has ``input_ids``, ``attention_mask``
+        (unpadded lists; pad per batch with :func:`classification_collator`)
+        and ``labels`` (int); ``report`` has ``n``, ``max_length``,
+        ``n_truncated``, ``truncated_fraction`` (0-1) and
+        ``length_p50/p95/max`` in tokens before truncation, specials included
+        (``numpy.percentile``).
+
+    Raises:
+        ConfigError: ``max_length`` above ``tokenizer.model_max_length`` or below 3.
+        DataError: a missing text/label column, non-integer labels, or an empty dataset.
+    """
+    import numpy as np
+
+    check_length("max_length", max_length, tokenizer)
+    for col in (text_column, label_column):
+        if col not in dataset.column_names:
+            raise DataError(f"column {col!r} not in dataset columns {dataset.column_names}; "
+                            "pass text_column=... / label_column=...")
+    if len(dataset) == 0:
+        raise DataError("encode_classification got an empty dataset")
+    first = dataset[0][label_column]
+    if isinstance(first, bool) or not isinstance(first, int):
+        raise DataError(f"labels in {label_column!r} must be class ids (int), got {first!r}; "
+                        "map names to ids first, e.g. with LabeledData.label2id")
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+
+    def encode(batch):
+        enc = tokenizer(batch[text_column], add_special_tokens=False, verbose=False)["input_ids"]
+        ids = [[cls_id, *row[:max_length - 2], sep_id] for row in enc]
+        return {"input_ids": ids, "attention_mask": [[1] * len(r) for r in ids],
+                "labels": [int(x) for x in batch[label_column]], "n_tokens": [len(r) + 2 for r in enc]}
+
+    out = dataset.map(encode, batched=True, remove_columns=dataset.column_names, num_proc=num_proc,
+                      desc="encode for classification")
+    lengths = np.asarray(out["n_tokens"])
+    out = out.remove_columns("n_tokens")
+    n_trunc = int((lengths > max_length).sum())
+    p50, p95 = np.percentile(lengths, [50, 95])
+    report = {"n": len(out), "max_length": max_length, "n_truncated": n_trunc,
+              "truncated_fraction": n_trunc / len(out), "length_p50": float(p50),
+              "length_p95": float(p95), "length_max": int(lengths.max())}
+    return out, report
+
+
+def classification_collator(tokenizer, pad_to_multiple_of: int | None = None):
+    """Dynamic padding for :func:`encode_classification` rows (``transformers.DataCollatorWithPadding``).
+
+    Returns a callable mapping a list of rows to ``input_ids``/``attention_mask``
+    (B, T) and ``labels`` (B,) int64 tensors; T is the longest row in the batch.
+    """
+    from transformers import DataCollatorWithPadding
+
+    return DataCollatorWithPadding(tokenizer, padding="longest", pad_to_multiple_of=pad_to_multiple_of,
+                                   return_tensors="pt")

@@ -1,0 +1,276 @@
+"""Chinese-aware WordPiece tokenizer training and held-out statistics.
+
+The pipeline is BERT's (Devlin et al. 2019; the layout of ``bert-base-chinese``),
+with Unicode NFKC normalisation in front:
+
+- ``NFKC``: folds width variants to one form (full-width ``ＧＤＰ７．８％`` ->
+  ``GDP7.8%``, half-width katakana, compatibility ideographs);
+- ``BertNormalizer(clean_text, handle_chinese_chars=True, lowercase=True)``: puts
+  spaces around every CJK ideograph, so each Chinese character is its own "word";
+- ``BertPreTokenizer``: splits on whitespace and punctuation;
+- ``WordPiece`` with the ``##`` continuation prefix (Latin words, digits);
+- ``TemplateProcessing``: ``[CLS] A [SEP]`` and ``[CLS] A [SEP] B [SEP]``;
+- special tokens ``[PAD] [UNK] [CLS] [SEP] [MASK]`` with ids 0-4.
+
+Pitfall this module avoids: ``tokenizers``' ``BertWordPieceTokenizer.train``
+defaults to ``limit_alphabet=1000``, which keeps only the 1,000 most frequent
+characters. On People's Daily (4,687 distinct characters) that gives a
+1,821-token vocabulary instead of 5,736, and every rarer character becomes
+``[UNK]``: 7.65% of held-out tokens vs 0.03% (95/5 split by line, measured
+with ``bench/tokenizer_alphabet.py``). Here ``limit_alphabet=None`` keeps every
+character seen in training.
+
+Second pitfall: People's Daily writes Latin letters and digits full-width
+(``ＧＤＰ``, ``７．８％``) while reviews and most user text use ASCII. Without
+NFKC the vocabulary holds no ASCII letter or digit and about 4 % of review
+tokens become ``[UNK]`` (1 review in 3 has one); with it the full-width corpus
+teaches the ASCII forms (``bench/tokenizer_alphabet.py`` prints both rates).
+The saved tokenizer keeps the NFKC step: it loads as ``TokenizersBackend``
+(``transformers``' generic fast tokenizer, built from ``tokenizer.json``),
+because ``BertTokenizer`` rebuilds its own normalizer on load and would drop it.
+
+Because each CJK character is its own word, WordPiece can only merge inside
+Latin words and digit runs: on this corpus the vocabulary saturates near
+5,700 tokens whatever ``vocab_size`` asks for.
+
+Artifacts in ``out_dir``: the ``transformers`` tokenizer files
+(``tokenizer.json``, ``tokenizer_config.json``), ``training.json`` (what was
+trained on and how long it took) and, via :func:`save_stats`, ``stats.json``.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from nbkit.errors import ConfigError, DataError
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+_BATCH = 1000  # texts handed to the Rust trainer per batch
+
+
+def _build_backend(strip_accents: bool, lowercase: bool, nfkc: bool = True):
+    """An untrained BERT-style ``tokenizers.Tokenizer`` (normalizer, pre-tokenizer, decoder)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
+    bert = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents, lowercase=lowercase
+    )
+    tok.normalizer = with_nfkc(bert) if nfkc else bert
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    return tok
+
+
+def with_nfkc(normalizer):
+    """``normalizers.Sequence([NFKC(), normalizer])``: width variants folded first."""
+    from tokenizers import normalizers
+
+    return normalizers.Sequence([normalizers.NFKC(), normalizer])
+
+
+class _CountingBatches:
+    """Stream ``texts`` to the trainer in lists of ``_BATCH``, counting as they pass.
+
+    Counts texts, characters and distinct characters (the alphabet) without
+    holding the corpus in memory; empty / whitespace-only texts are skipped.
+    """
+
+    def __init__(self, texts: Iterable[str]):
+        self.texts = texts
+        self.n_texts = 0
+        self.n_chars = 0
+        self.alphabet: set[str] = set()
+
+    def __iter__(self) -> Iterator[list[str]]:
+        batch: list[str] = []
+        for text in self.texts:
+            if not isinstance(text, str):
+                raise DataError(
+                    f"train_wordpiece expects strings, got {type(text).__name__}; "
+                    "pass a column of text, e.g. dataset['text']"
+                )
+            if not text.strip():
+                continue
+            self.n_texts += 1
+            self.n_chars += len(text)
+            self.alphabet.update(text)
+            batch.append(text)
+            if len(batch) == _BATCH:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+def train_wordpiece(
+    texts: Iterable[str],
+    vocab_size: int,
+    out_dir: str | Path,
+    model_max_length: int,
+    limit_alphabet: int | None = None,
+    min_frequency: int = 2,
+    strip_accents: bool = False,
+    lowercase: bool = True,
+    nfkc: bool = True,
+):
+    """Train a BERT-style WordPiece tokenizer on Chinese text and save it.
+
+    Args:
+        texts: any iterable of strings (a list, a generator, a ``datasets``
+            column); streamed to the trainer in batches of 1,000, read once.
+        vocab_size: target vocabulary size in tokens, special tokens included.
+            Every character of the alphabet is always kept, so the result can
+            be larger than this when the corpus has more distinct characters.
+        out_dir: directory for the tokenizer files (created if missing).
+        model_max_length: the model's position limit in tokens (BERT's
+            ``max_position_embeddings``); ``tokenizer(..., truncation=True)``
+            and :func:`nbkit.text.mlm.make_blocks` respect it.
+        limit_alphabet: keep at most this many distinct characters; ``None``
+            (default) keeps all of them (see the module docstring for why).
+        min_frequency: a merge (multi-character token) must occur at least
+            this many times; it does not drop single characters.
+        strip_accents: strip accents after NFD (``café`` -> ``cafe``). BERT's
+            default follows ``lowercase``; it is off here so decoding gives the
+            text back (it does not affect CJK characters).
+        lowercase: lowercase Latin text, as ``bert-base-chinese`` does.
+        nfkc: fold width variants with Unicode NFKC first (see the module
+            docstring); False keeps BERT's normalizer alone.
+
+    Returns:
+        A fast ``transformers`` tokenizer (``TokenizersBackend``: NFKC + BERT's
+        normalizer, pre-tokenizer, WordPiece and ``[CLS] A [SEP]`` templates)
+        that ``AutoTokenizer.from_pretrained(out_dir)`` loads back identically.
+
+    Raises:
+        ConfigError: ``vocab_size`` or ``model_max_length`` not positive.
+        DataError: no non-empty text, or a non-string item.
+    """
+    from tokenizers import trainers
+    from transformers import BertTokenizer, PreTrainedTokenizerFast
+
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ConfigError(f"vocab_size={vocab_size} is too small; use at least a few thousand for Chinese")
+    if model_max_length <= 2:
+        raise ConfigError(f"model_max_length={model_max_length} must exceed 2 ([CLS] and [SEP]); use e.g. 128 or 512")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    backend = _build_backend(strip_accents=strip_accents, lowercase=lowercase, nfkc=nfkc)
+    if limit_alphabet is not None and limit_alphabet < 1:
+        raise ConfigError(f"limit_alphabet={limit_alphabet} must be positive, or None to keep every character")
+    # The Python binding rejects limit_alphabet=None but leaves the Rust
+    # default (no limit) when the argument is omitted.
+    limit = {} if limit_alphabet is None else {"limit_alphabet": limit_alphabet}
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=list(SPECIAL_TOKENS),
+        continuing_subword_prefix="##",
+        show_progress=False,
+        **limit,
+    )
+    stream = _CountingBatches(texts)
+    t0 = time.perf_counter()
+    backend.train_from_iterator(iter(stream), trainer=trainer)
+    seconds = time.perf_counter() - t0
+    if stream.n_texts == 0:
+        raise DataError("train_wordpiece got no non-empty text; check the corpus column and filters")
+
+    vocab = backend.get_vocab()
+    # The trained backend defines the vocabulary; BertTokenizer builds BERT's
+    # normalizer/pre-tokenizer/decoder/[CLS]-[SEP] templates around it. NFKC goes
+    # in front, and the result is saved as a generic fast tokenizer so that
+    # loading keeps tokenizer.json's pipeline (BertTokenizer would rebuild it).
+    bert = BertTokenizer(vocab=vocab, do_lower_case=lowercase, strip_accents=strip_accents,
+                         tokenize_chinese_chars=True, model_max_length=model_max_length)
+    pipeline = bert.backend_tokenizer
+    if nfkc:
+        pipeline.normalizer = with_nfkc(pipeline.normalizer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=pipeline, model_max_length=model_max_length,
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],  # BERT's, segment ids included
+        **{f"{role}_token": tok for role, tok in zip(("pad", "unk", "cls", "sep", "mask"), SPECIAL_TOKENS)})
+    tokenizer.save_pretrained(str(out_dir))
+    info = {
+        "n_texts": stream.n_texts,
+        "n_chars": stream.n_chars,
+        "alphabet_size": len(stream.alphabet),
+        "vocab_size_requested": vocab_size,
+        "vocab_size": len(vocab),
+        "limit_alphabet": limit_alphabet,
+        "min_frequency": min_frequency,
+        "nfkc": nfkc,
+        "model_max_length": model_max_length,
+        "train_seconds": round(seconds, 3),
+    }
+    (out_dir / "training.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return tokenizer
+
+
+def tokenizer_stats(tokenizer, heldout_texts: Iterable[str]) -> dict[str, Any]:
+    """Measure a tokenizer on held-out text (text it was not trained on).
+
+    Lengths count tokens without ``[CLS]``/``[SEP]``; characters are counted
+    with whitespace removed (Chinese has none; BERT's normaliser drops it).
+
+    Returns:
+        ``vocab_size`` (tokens), ``n_texts``, ``n_tokens``, ``unk_rate``
+        (fraction of tokens that are ``[UNK]``, 0-1), ``chars_per_token``
+        (non-whitespace characters / tokens; about 1.0 for Chinese, where each
+        character is a token), and ``length_p50/p95/p99/max`` in tokens per
+        text (``numpy.percentile``, linear interpolation).
+
+    Raises:
+        DataError: no non-empty held-out text.
+    """
+    import numpy as np
+
+    unk_id = tokenizer.unk_token_id
+    lengths: list[int] = []
+    n_unk = n_chars = 0
+    batch: list[str] = []
+
+    def flush():
+        nonlocal n_unk, n_chars
+        enc = tokenizer(batch, add_special_tokens=False, verbose=False)["input_ids"]  # lengths may exceed the limit
+        for text, ids in zip(batch, enc):
+            lengths.append(len(ids))
+            n_unk += sum(1 for i in ids if i == unk_id)
+            n_chars += sum(1 for c in text if not c.isspace())
+        batch.clear()
+
+    for text in heldout_texts:
+        if text and text.strip():
+            batch.append(text)
+            if len(batch) == _BATCH:
+                flush()
+    if batch:
+        flush()
+    if not lengths:
+        raise DataError("tokenizer_stats got no non-empty held-out text; pass the validation split's text column")
+    arr = np.asarray(lengths)
+    n_tokens = int(arr.sum())
+    p50, p95, p99 = np.percentile(arr, [50, 95, 99])
+    return {
+        "vocab_size": len(tokenizer),
+        "n_texts": len(lengths),
+        "n_tokens": n_tokens,
+        "unk_rate": n_unk / n_tokens if n_tokens else 0.0,
+        "chars_per_token": n_chars / n_tokens if n_tokens else 0.0,
+        "length_p50": float(p50),
+        "length_p95": float(p95),
+        "length_p99": float(p99),
+        "length_max": int(arr.max()),
+    }
+
+
+def save_stats(stats: dict[str, Any], out_dir: str | Path) -> Path:
+    """Write ``stats`` as ``out_dir/stats.json`` (UTF-8, indented); return the path."""
+    path = Path(out_dir) / "stats.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,174 @@
+"""Resumable batching and RNG state capture, for exact resume (the data order: ``nbkit.train.ddp_sampler``).
+
+Exact resume needs three things restored at an optimizer-step boundary:
+the data order (a permutation fixed by ``seed`` and ``epoch``), the position
+in the epoch, and every RNG that later steps draw from (dropout and the MLM
+masking collator use torch's global RNG; user code may use ``random`` or
+NumPy). The collate function (where the MLM collator draws its masks) runs
+under :func:`isolated_rng` seeded by the run's seed, the epoch and the
+batch's sample indices (:class:`SeededCollate`), so a batch's masks depend only
+on which samples it holds: the same in the main process or any DataLoader
+worker, before or after a resume, with any ``num_workers``; and collating never
+moves the global RNG that dropout draws from.
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from nbkit.errors import DataError
+
+
+def capture_rng() -> dict:
+    """States of Python's ``random``, NumPy's global RNG, torch CPU and every CUDA device."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict) -> None:
+    """Inverse of :func:`capture_rng` (CUDA states only if saved and CUDA is present)."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+@contextlib.contextmanager
+def isolated_rng(seed: int):
+    """Run a block with all RNGs seeded by ``seed``, then restore the previous states.
+
+    Evaluation runs inside this so it draws the same masks every time and
+    never moves the training RNG (which would break exact resume).
+    """
+    saved = capture_rng()
+    try:
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)  # seeds CUDA devices too
+        yield
+    finally:
+        restore_rng(saved)
+
+
+class IndexedDataset(torch.utils.data.Dataset):
+    """``data`` whose items come with their index: ``ds[i] == (i, data[i])``."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return i, self.data[i]
+
+    def __getitems__(self, indices: list) -> list:
+        # DataLoader fetches a whole batch at once when the dataset can (datasets.Dataset can:
+        # one Arrow read per batch instead of one per example); keep that fast path.
+        fetch = getattr(self.data, "__getitems__", None)
+        examples = fetch(indices) if fetch else [self.data[i] for i in indices]
+        return list(zip(indices, examples))
+
+
+class SeededCollate:
+    """Collate ``(index, example)`` pairs with every RNG seeded from (seed, epoch, indices).
+
+    ``collate_fn`` (default ``torch.utils.data.default_collate``) sees the plain
+    examples. The seed comes from ``numpy.random.SeedSequence([seed, epoch,
+    *indices])``, so random choices inside collation (MLM masks) are a function
+    of the batch's content, not of process or call order. Picklable, for workers.
+    """
+
+    def __init__(self, collate_fn, seed: int, epoch: int):
+        self.collate_fn = collate_fn or torch.utils.data.default_collate
+        self.seed, self.epoch = int(seed), int(epoch)
+
+    def __call__(self, items: list):
+        indices = [int(i) for i, _ in items]
+        batch_seed = int(np.random.SeedSequence([self.seed, self.epoch, *indices]).generate_state(1)[0])
+        with isolated_rng(batch_seed):
+            return self.collate_fn([example for _, example in items])
+
+
+def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: bool = False):
+    # sampler: nbkit.train.ddp_sampler.ResumableDistributedSampler (from distributed.make_sampler)
+    """Endless micro-batches over epochs, advancing ``state.epoch`` / ``state.batch_in_epoch``.
+
+    Starts at ``state``'s position (so a restored state resumes mid-epoch): global
+    sample ``state.epoch_start + state.batch_in_epoch * batch_size * W`` of the epoch's
+    order, where ``W`` is the sampler's ``num_replicas`` (1 for one process).
+    ``config`` gives batch_size, num_workers, pin_memory (None = ``pin_memory``
+    argument), seed and compile (a compiled model drops the last partial batch
+    to keep shapes static). The DataLoader gets its own seeded generator so
+    creating an iterator never draws from the global RNG, and ``collate_fn``
+    runs inside :class:`SeededCollate`. Raises ``DataError`` when the data
+    cannot fill one batch.
+    """
+    pin = config.pin_memory if config.pin_memory is not None else pin_memory
+    world = getattr(sampler, "num_replicas", 1)
+    while True:
+        start = getattr(state, "epoch_start", 0) + state.batch_in_epoch * config.batch_size * world
+        sampler.set_epoch(state.epoch, start=min(start, len(data)))
+        loader = torch.utils.data.DataLoader(
+            IndexedDataset(data), batch_size=config.batch_size, sampler=sampler,
+            collate_fn=SeededCollate(collate_fn, config.seed, state.epoch),
+            num_workers=config.num_workers, pin_memory=pin, drop_last=bool(config.compile),
+            generator=torch.Generator().manual_seed(config.seed))
+        got = False
+        for batch in loader:
+            got = True
+            state.batch_in_epoch += 1
+            yield batch
+        if not got and start == 0:
+            raise DataError(f"the training data gives no batch of {config.batch_size} "
+                            f"({len(data)} examples); add data or lower batch_size.")
+        state.epoch, state.batch_in_epoch = state.epoch + 1, 0
+        if hasattr(state, "epoch_start"):
+            state.epoch_start = 0
+
+
+def prepare_batch(batch: dict, device, pad_multiple: int | None = None, pad_id: int = 0) -> dict:
+    """Pad 2-D tensors (B, T) on T to a multiple of ``pad_multiple`` and move all to ``device``.
+
+    Padding values: ``labels`` -100 (ignored by the loss), ``input_ids``
+    ``pad_id``, everything else (attention_mask, token_type_ids) 0. Static
+    shapes let ``torch.compile`` reuse one graph.
+    """
+    out = {}
+    for k, v in batch.items():
+        if pad_multiple and v.dim() == 2 and v.shape[1] % pad_multiple:
+            fill = {"labels": -100, "input_ids": pad_id}.get(k, 0)
+            v = F.pad(v, (0, pad_multiple - v.shape[1] % pad_multiple), value=fill)
+        out[k] = v.to(device, non_blocking=True)
+    return out
+
+
+def input_lengths(data) -> list[int]:
+    """Tokens per example (``len(input_ids)``) for length-grouped batching.
+
+    ``data``: a ``datasets.Dataset`` with an ``input_ids`` column (read as one
+    column, without decoding other fields) or any sequence of dicts with
+    ``input_ids``.
+
+    Raises:
+        DataError: the examples have no ``input_ids`` (tokenize first, or set
+            ``TrainConfig(group_by_length=False)``).
+    """
+    names = getattr(data, "column_names", None)
+    if names is not None:
+        if "input_ids" not in names:
+            raise DataError(f"group_by_length needs an 'input_ids' column; the dataset has {names}. "
+                            "Tokenize first, or set TrainConfig(group_by_length=False).")
+        return [len(ids) for ids in data["input_ids"]]
+    try:
+        return [len(data[i]["input_ids"]) for i in range(len(data))]
+    except (KeyError, TypeError, IndexError) as err:
+        raise DataError("group_by_length needs examples with 'input_ids'; tokenize first, or set "
+                        "TrainConfig(group_by_length=False).") from err

@@ -1,0 +1,306 @@
+"""Atomic checkpoints that survive a kill at any moment, and exact resume.
+
+Layout (``output_dir/checkpoints/``)::
+
+    step-000120/
+        model/             save_pretrained (config.json + model.safetensors):
+                           loadable with from_pretrained on its own
+        trainer_state.pt   optimizer, scheduler, scaler, RNG states, sampler
+                           position, step, history (torch.save)
+        COMPLETE           marker, written last
+
+Atomicity: everything, marker included, is written into
+``step-000120.tmp-<pid>/``; each file and the directory are fsync'ed, then
+the directory is renamed to ``step-000120`` (``os.rename`` is atomic on POSIX
+within one file system) and the parent directory is fsync'ed. A final name
+therefore only ever appears complete; a kill mid-write leaves a ``.tmp-``
+directory, which :func:`load_latest` skips with a warning and the next save
+removes. A ``step-*`` directory without ``COMPLETE`` (e.g. copied by hand)
+is also skipped with a warning.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbkit.errors import CheckpointError
+
+MARKER = "COMPLETE"
+STATE_FILE = "trainer_state.pt"
+_NAME = re.compile(r"^step-(\d+)$")
+
+
+@dataclass
+class Checkpoint:
+    """A complete checkpoint on disk: ``path`` (the step dir), ``step``, ``model_dir``."""
+
+    path: Path
+    step: int
+
+    @property
+    def model_dir(self) -> Path:
+        return self.path / "model"
+
+    def load_state(self, map_location="cpu") -> dict:
+        """The ``trainer_state.pt`` dict. Uses ``weights_only=False`` because it
+        holds NumPy/Python RNG states; only load checkpoints you wrote."""
+        import torch
+
+        return torch.load(self.path / STATE_FILE, map_location=map_location, weights_only=False)
+
+
+def checkpoints_dir(output_dir) -> Path:
+    return Path(output_dir) / "checkpoints"
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            _fsync_file(Path(dirpath) / name)
+        _fsync_dir(Path(dirpath))
+
+
+def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | None = 2) -> Path:
+    """Write a checkpoint for ``step`` atomically and keep the newest ``keep_last``.
+
+    model: a ``transformers.PreTrainedModel`` (saved with ``save_pretrained``,
+        safetensors) -- pass the uncompiled module.
+    state: a picklable dict (optimizer/scheduler/scaler state dicts, RNG
+        states, sampler position, history, ...), saved with ``torch.save``.
+    keep_last: complete checkpoints to keep (None or 0 keeps all).
+    Returns the final directory. Stale ``.tmp-`` directories from killed
+    writers are removed first.
+    """
+    import torch
+
+    root = checkpoints_dir(output_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_tmp(root)
+    final = root / f"step-{step:06d}"
+    tmp = root / f"{final.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    from nbkit.models.bert import quiet_transformers
+
+    with quiet_transformers():
+        model.save_pretrained(tmp / "model")
+    torch.save(state, tmp / STATE_FILE)
+    (tmp / MARKER).write_text(f"step {step}\n")
+    _fsync_tree(tmp)
+    if final.exists():  # re-save of the same step (e.g. final save right after a periodic one)
+        old = root / f"{final.name}.old-{os.getpid()}"
+        os.rename(final, old)
+        os.rename(tmp, final)
+        shutil.rmtree(old)
+    else:
+        os.rename(tmp, final)
+    _fsync_dir(root)
+    if keep_last:
+        for ckpt in list_checkpoints(output_dir, warn=False)[:-keep_last]:
+            shutil.rmtree(ckpt.path, ignore_errors=True)
+    return final
+
+
+def _remove_stale_tmp(root: Path) -> None:
+    for p in root.iterdir():
+        if ".tmp-" in p.name or ".old-" in p.name:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def list_checkpoints(output_dir, warn: bool = True) -> list[Checkpoint]:
+    """Complete checkpoints under ``output_dir/checkpoints``, oldest first.
+
+    With ``warn``, each incomplete directory (``.tmp-`` left by a killed
+    writer, or a ``step-*`` without ``COMPLETE``) triggers a ``UserWarning``
+    naming it.
+    """
+    root = checkpoints_dir(output_dir)
+    if not root.is_dir():
+        return []
+    found = []
+    for p in sorted(root.iterdir()):
+        m = _NAME.match(p.name)
+        if m and (p / MARKER).is_file():
+            found.append(Checkpoint(p, int(m.group(1))))
+        elif warn and p.is_dir():
+            warnings.warn(f"ignoring incomplete checkpoint {p} (a run was probably killed while saving); "
+                          "it is removed at the next save.", UserWarning, stacklevel=3)
+    return sorted(found, key=lambda c: c.step)
+
+
+def load_latest(output_dir) -> Checkpoint | None:
+    """The newest complete checkpoint, or None when there is none.
+
+    Warns (``UserWarning``) about incomplete checkpoints it skips.
+    """
+    ckpts = list_checkpoints(output_dir, warn=True)
+    return ckpts[-1] if ckpts else None
+
+
+def load_model_weights(model, model_dir) -> None:
+    """Load ``model_dir/model.safetensors`` into ``model`` in place.
+
+    Keys missing from the file are accepted only when they are tied to a
+    loaded tensor (BERT's MLM decoder weight is the word-embedding matrix;
+    ``save_pretrained`` stores it once). Raises ``CheckpointError`` when the
+    file is missing or the architecture does not match.
+    """
+    from safetensors.torch import load_file
+
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        raise CheckpointError(f"no *.safetensors in {model_dir}; point resume at a checkpoint written by nbkit.")
+    weights = {}
+    for f in files:
+        weights.update(load_file(str(f)))
+    sd = model.state_dict()
+    shapes = [f"{k} {tuple(v.shape)} in the checkpoint, {tuple(sd[k].shape)} in the model"
+              for k, v in weights.items() if k in sd and v.shape != sd[k].shape]
+    if shapes:
+        raise CheckpointError(_mismatch(model_dir, model, f"{len(shapes)} weight shapes differ", shapes))
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    loaded_ptrs = {sd[k].data_ptr() for k in weights if k in sd}
+    untied = [k for k in missing if sd[k].data_ptr() not in loaded_ptrs]
+    if untied or unexpected:
+        details = [f"missing from the checkpoint: {k}" for k in untied] + [f"not in the model: {k}" for k in unexpected]
+        raise CheckpointError(_mismatch(model_dir, model, f"{len(untied)} weights missing, {len(unexpected)} "
+                                        "unexpected", details))
+
+
+#: config.json fields shown when a checkpoint does not fit the model (what a preset changes).
+_SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                 "max_position_embeddings", "type_vocab_size")
+
+
+def _mismatch(model_dir, model, summary: str, details: list[str], show: int = 5) -> str:
+    """The CheckpointError text: one-line summary and fix first, then at most ``show`` details."""
+    import json
+
+    changed = ""
+    try:
+        saved = json.loads((Path(model_dir) / "config.json").read_text())
+        now = model.config.to_dict()
+        diffs = [f"{k} {saved[k]} -> {now[k]}" for k in _SHAPE_FIELDS
+                 if k in saved and k in now and saved[k] != now[k]]
+        changed = f" (config.json vs this model: {', '.join(diffs)})" if diffs else ""
+    except (OSError, ValueError, AttributeError):
+        pass
+    more = f"; and {len(details) - show} more" if len(details) > show else ""
+    return (f"checkpoint {model_dir} does not match this model: {summary}{changed}. Fix: build the model "
+            "with the same config as the checkpoint (e.g. the same preset and tokenizer), or start fresh "
+            f"with a new output_dir or TrainConfig(resume=False). First differences: {'; '.join(details[:show])}"
+            f"{more}.")
+
+
+def loop_state(loop) -> dict:
+    """Everything besides the weights that exact resume needs, from an ``nbkit.train.loop.Loop``.
+
+    Optimizer, scheduler and (fp16) GradScaler state dicts, RNG states of
+    Python/NumPy/torch CPU/CUDA (this process; under DDP the loop adds every rank's
+    as ``rng_per_rank``), the data position (epoch, ``epoch_start``, local batches
+    consumed, ``world_size``: see ``nbkit.train.ddp_loop.global_position``), step and
+    skip counters, the full log history and the config.
+    """
+    import dataclasses
+
+    from nbkit.train.batching import capture_rng
+
+    st = loop.state
+    dist = getattr(loop, "dist", None)
+    return {"step": st.step, "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch,
+            "epoch_start": getattr(st, "epoch_start", 0), "world_size": dist.world_size if dist else 1,
+            "skipped_steps": st.skipped_steps, "consecutive_nonfinite": st.consecutive_nonfinite,
+            "train_tokens": st.train_tokens, "history": st.history,
+            "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
+            "scaler": loop.scaler.state_dict() if loop.scaler else None, "rng": capture_rng(),
+            "config": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(loop.config).items()},
+            "precision": loop.precision.name}
+
+
+def save_loop(loop) -> Path:
+    """Checkpoint ``loop`` (an ``nbkit.train.loop.Loop``) at its current step; returns the directory.
+
+    Under DDP every rank calls this: the ranks' RNG states are gathered into
+    ``rng_per_rank``, rank 0 alone writes (:func:`save_checkpoint`), and every rank
+    waits at a barrier until the checkpoint is complete, so no rank resumes from,
+    or exits before, a half-written one. One process: a plain save.
+    """
+    from nbkit.train import distributed as D
+    from nbkit.train.batching import capture_rng
+
+    info = getattr(loop, "dist", None) or D.DistInfo()
+    rngs = D.all_gather_object(capture_rng()) if info.is_distributed else None
+    path = checkpoints_dir(loop.config.output_dir) / f"step-{loop.state.step:06d}"
+    if info.is_main:
+        state = loop_state(loop)
+        if rngs is not None:
+            state["rng_per_rank"] = rngs
+        path = save_checkpoint(loop.config.output_dir, loop.state.step, loop.model, state,
+                               keep_last=loop.config.keep_last)
+    D.barrier()
+    return path
+
+
+def restore_loop(loop, found: Checkpoint) -> dict:
+    """Inverse of :func:`loop_state` plus the weights: put ``loop`` exactly where ``found`` was saved.
+
+    The state is loaded on CPU; ``Optimizer.load_state_dict`` moves it to the
+    parameters' device. Raises ``CheckpointError`` if the weights do not fit.
+    Works across world sizes (every rank of a DDP run calls it): the data position
+    becomes global samples consumed in the epoch; rank r restores its own RNG states
+    when the world size is unchanged, else rank 0 restores the saved (rank-0) states
+    and the other ranks get fresh per-rank streams.
+
+    The optimizer and LR schedule are the checkpoint's: when the loop's schedule
+    (``nbkit.train.optim.build_scheduler``'s ``nbkit_schedule``: scheduler, max_steps,
+    warmup_ratio) differs from the saved one, ``loop.scheduler`` is rebuilt with the
+    saved one, so the LR continues on the same curve
+    (``nbkit.train.checks.warn_resume_changes`` says so). Returns the loaded state dict (``config``: the saved TrainConfig as
+    plain data).
+    """
+    from nbkit.train.batching import restore_rng
+    from nbkit.train.ddp_loop import global_position, seed_rank_streams
+    from nbkit.train.distributed import DistInfo
+    from nbkit.train.optim import build_scheduler
+
+    load_model_weights(loop.model, found.model_dir)
+    s = found.load_state()
+    shape = s["scheduler"].get("nbkit_schedule")  # absent before nbkit recorded it: keep the loop's
+    if shape and shape != getattr(loop.scheduler, "nbkit_schedule", None):
+        # before the optimizer state: building a LambdaLR sets the groups' lr, which that state then restores
+        loop.scheduler = build_scheduler(loop.optimizer, shape["scheduler"], shape["max_steps"], shape["warmup_ratio"])
+    loop.optimizer.load_state_dict(s["optimizer"])
+    loop.scheduler.load_state_dict(s["scheduler"])
+    if loop.scaler is not None and s.get("scaler"):
+        loop.scaler.load_state_dict(s["scaler"])
+    for k in ("step", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
+        setattr(loop.state, k, s[k])
+    loop.state.epoch, loop.state.epoch_start = global_position(s, len(loop.train_data))
+    loop.state.batch_in_epoch = 0
+    loop.state.history = list(s["history"])
+    info = getattr(loop, "dist", None) or DistInfo()
+    per_rank = s.get("rng_per_rank")
+    if per_rank is not None and len(per_rank) == info.world_size:
+        restore_rng(per_rank[info.rank])
+    else:
+        restore_rng(s["rng"])
+        seed_rank_streams(loop.config.seed + loop.state.step, info)  # no-op on rank 0
+    return s

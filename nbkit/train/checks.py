@@ -1,0 +1,166 @@
+"""Checks the loop makes before any work is done, and on resume.
+
+Each raises (or warns) with a message that names the fix, so a mistake costs
+seconds, not a finished run:
+
+* :func:`check_device`: ``device="cuda"`` where PyTorch sees no CUDA.
+* :func:`check_output_dir`: an ``output_dir`` that is a file or not writable
+  (otherwise found only at the final save, after training).
+* :func:`check_not_empty` (at construction), :func:`check_batches` (as ``fit()``
+  starts): empty data, or batches without ``labels``/``input_ids`` (one example
+  is collated under ``isolated_rng``, so the training RNG, and with it exact
+  resume, is untouched).
+* :func:`warn_resume_changes`: a resumed run whose ``TrainConfig`` differs from
+  the one the checkpoint was written with, or that has nothing left to train.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from nbkit.errors import ConfigError, DataError
+
+#: TrainConfig fields that change what a run computes (compared on resume).
+RUN_SETTINGS = ("max_steps", "lr", "scheduler", "warmup_ratio", "weight_decay", "batch_size",
+                "grad_accum_steps", "seed", "group_by_length", "max_grad_norm", "precision",
+                "compile", "pad_to_multiple_of")
+#: Settings that live in the optimizer / LR-schedule state: a resumed run keeps the checkpoint's.
+SCHEDULE_SETTINGS = ("lr", "weight_decay", "scheduler", "warmup_ratio")
+
+_FRESH = "a new output_dir or TrainConfig(resume=False)"
+
+
+def check_device(device: torch.device) -> None:
+    """Raise ``ConfigError`` when ``device`` is CUDA and this PyTorch cannot use it
+    (no CUDA build, no visible GPU, or an index past the last GPU)."""
+    if device.type != "cuda":
+        return
+    if not torch.cuda.is_available():
+        why = ("this PyTorch was built without CUDA" if torch.version.cuda is None
+               else "PyTorch sees no CUDA GPU (driver missing, or CUDA_VISIBLE_DEVICES hides them)")
+        raise ConfigError(f"device={str(device)!r} but {why}. Use device='cpu' (or device=None: CUDA when "
+                          "available, else CPU), or install a CUDA build of PyTorch; `nbkit doctor` "
+                          "shows what this machine has.")
+    n = torch.cuda.device_count()
+    if device.index is not None and device.index >= n:
+        raise ConfigError(f"device={str(device)!r} but only {n} CUDA device(s) are visible (cuda:0..cuda:{n - 1}); "
+                          "pick one of those, or device=None.")
+
+
+def check_output_dir(output_dir) -> None:
+    """Raise ``ConfigError`` when ``output_dir`` (or its ``checkpoints/``) cannot hold checkpoints:
+    it, or the nearest existing folder above it, is a file or is not writable by this user."""
+    if output_dir is None:
+        return
+    path = Path(output_dir).expanduser()
+    for p in (path, path / "checkpoints"):
+        if p.exists() and not p.is_dir():
+            raise ConfigError(f"output_dir={str(output_dir)!r}: {p} is a file, not a directory, so checkpoints "
+                              f"cannot be written there. Choose another output_dir, or move the file away.")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"output_dir={str(output_dir)!r} cannot be created: {existing} is a file. "
+                          "Choose another output_dir.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"output_dir={str(output_dir)!r} is not writable: this user may not write in "
+                          f"{existing}. Choose a directory you can write (e.g. under runs/ or your home).")
+
+
+def check_not_empty(data, name: str) -> None:
+    """Raise ``DataError`` when ``data`` (``train_data`` or ``eval_data``) has no example."""
+    if len(data) == 0:
+        skip = " or eval_data=None to train without evaluation" if name == "eval_data" else ""
+        raise DataError(f"{name} is empty (0 examples); pass a non-empty dataset{skip}.")
+
+
+def check_batches(data, collate_fn, seed: int, name: str) -> None:
+    """Raise ``DataError`` when batches of ``data`` lack ``input_ids`` or ``labels``.
+
+    Collates ``[data[0]]`` with ``collate_fn`` (``default_collate`` when None)
+    inside ``isolated_rng(seed)``, so no RNG the training draws from moves.
+    """
+    from nbkit.train.batching import isolated_rng
+
+    check_not_empty(data, name)
+    with isolated_rng(seed):
+        batch = (collate_fn or torch.utils.data.default_collate)([data[0]])
+    keys = sorted(batch) if isinstance(batch, Mapping) else type(batch).__name__
+    fix = ("pass collate_fn=mlm.MLMCollator(tokenizer) for MLM or mlm.classification_collator(tokenizer) "
+           "for labelled data (or a collate_fn of your own that adds them)")
+    if not isinstance(batch, Mapping) or "labels" not in batch:
+        raise DataError(f"batches of {name} have no 'labels' (got {keys}): the loop computes the loss from "
+                        f"labels (-100 = ignored position); {fix}.")
+    if "input_ids" not in batch:
+        raise DataError(f"batches of {name} have no 'input_ids' (got {keys}); tokenize the data first, "
+                        f"and {fix}.")
+
+
+def _fmt(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else repr(v)
+
+
+def warn_resume_changes(loop, state: dict, path) -> None:
+    """Warn (one ``UserWarning``) when the resumed ``loop`` cannot do what its config asks.
+
+    ``state``: the checkpoint's state (``nbkit.train.checkpoint.loop_state``); its ``config``
+    is the ``TrainConfig`` it was written with (fields it lacks, e.g. written before
+    they existed, are not compared). ``batch_size`` is per process, so it counts as
+    changed only when the global batch (``batch_size * world_size``) changed. Cases:
+
+    * checkpoint step >= ``max_steps``: nothing to train; ``fit()`` returns the
+      checkpoint's state.
+    * any of :data:`RUN_SETTINGS` differs: each is listed ``old -> new``. The
+      optimizer and LR schedule (lr, weight_decay, scheduler, warmup_ratio and
+      the schedule's length, the old ``max_steps``) continue from the checkpoint,
+      so those changes are not applied; the LR the remaining steps will get is
+      stated (0 after a linear schedule's end: those steps do not move the weights).
+    """
+    cfg, step = loop.config, loop.state.step
+    if step >= cfg.max_steps:
+        warnings.warn(f"checkpoint at step {step} >= max_steps={cfg.max_steps}: nothing to train; fit() "
+                      f"returns the checkpoint's state ({path}). To train further raise max_steps above "
+                      f"{step}; to train a new {cfg.max_steps}-step run use {_FRESH}.", UserWarning, stacklevel=4)
+        return
+    saved = state.get("config") or {}
+    w_old, w_new = int(state.get("world_size", 1)), loop.dist.world_size
+    diffs = [(k, saved[k], getattr(cfg, k)) for k in RUN_SETTINGS if k in saved and saved[k] != getattr(cfg, k)
+             and not (k == "batch_size" and saved[k] * w_old == cfg.batch_size * w_new)]
+    if not diffs:
+        return
+    sched = loop.scheduler  # restored: the checkpoint's base LR and (nbkit_schedule) shape
+    shape = getattr(sched, "nbkit_schedule", None) or {k: getattr(cfg, k) for k in ("scheduler", "max_steps")}
+    lines = []
+    for k, old, new in diffs:
+        if k in SCHEDULE_SETTINGS:
+            what = "NOT applied: the checkpoint's optimizer/LR schedule continues"
+        elif k == "batch_size" and w_old != w_new:
+            what = (f"per process; global batch {old * w_old} -> {new * w_new} with {w_old} -> {w_new} "
+                    f"processes, applied from step {step + 1}")
+        elif k == "max_steps":
+            what = f"applied as the stop step; the LR schedule keeps its length of {shape['max_steps']} steps"
+        else:
+            what = f"applied from step {step + 1}"
+        lines.append(f"  {k}: {_fmt(old)} -> {_fmt(new)} ({what})")
+    base = sched.base_lrs[0]
+    lrs = [base * sched.lr_lambdas[0](s) for s in range(step, cfg.max_steps)]  # LR of steps step+1..max_steps
+    lr_note = f"the LR of steps {step + 1}-{cfg.max_steps} goes from {lrs[0]:.3g} to {lrs[-1]:.3g}"
+    if max(lrs) == 0.0:
+        lr_note = (f"the LR of steps {step + 1}-{cfg.max_steps} is 0, the old schedule's end value: "
+                   "these steps will not change the weights")
+    elif lrs[-1] == 0.0 and cfg.max_steps > shape["max_steps"]:
+        lr_note += " (it stays at the old schedule's end value once that is reached)"
+    warnings.warn(
+        f"resuming from {path} (step {step}) with settings that differ from the checkpoint's:\n"
+        + "\n".join(lines) + "\n"
+        f"The optimizer and LR schedule continue from the checkpoint (lr={_fmt(base)}, "
+        f"{shape['scheduler']}, {shape['max_steps']} steps): {lr_note}.\n"
+        f"Fix: to train with the new settings from step 0 use {_FRESH}; to start a fresh schedule from "
+        f"these weights, load them (checkpoint.load_model_weights(model, '{path}/model')) into a run "
+        "with a new output_dir; to continue unchanged, pass the checkpoint's settings.",
+        UserWarning, stacklevel=4)

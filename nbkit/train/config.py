@@ -1,0 +1,85 @@
+"""What a training run is told and what it keeps: ``TrainConfig``, ``TrainState``, ``TrainResult``.
+
+Plain dataclasses, kept apart from the loop (``nbkit.train.loop``), which re-exports
+them: ``from nbkit.train import TrainConfig`` keeps working.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbkit.errors import ConfigError
+
+
+@dataclass
+class TrainConfig:
+    """Every knob of a run. Steps are optimizer steps; a batch is ``batch_size`` sequences.
+
+    Effective batch = ``batch_size * grad_accum_steps`` (times ``world_size`` under
+    torchrun: ``batch_size`` is per process). ``compile`` is False,
+    True (inductor) or a ``torch.compile`` backend name; with it, sequences are
+    padded to a multiple of ``pad_to_multiple_of`` (64 when unset) and the last
+    partial batch is dropped, so shapes stay static. ``group_by_length`` puts
+    examples of similar ``input_ids`` length into the same batch (less padding;
+    ``nbkit.train.ddp_sampler``), as ``Trainer(group_by_length=True)`` does. ``log_every``,
+    ``eval_every`` and ``checkpoint_every`` count optimizer steps.
+    """
+
+    max_steps: int
+    batch_size: int
+    grad_accum_steps: int = 1
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.06
+    scheduler: str = "linear"
+    max_grad_norm: float | None = 1.0
+    precision: str = "auto"
+    eval_every: int | None = None
+    eval_batches: int | None = None
+    checkpoint_every: int | None = None
+    keep_last: int = 2
+    output_dir: str | Path | None = None
+    seed: int = 0
+    compile: bool | str = False
+    num_workers: int = 0
+    pin_memory: bool | None = None
+    log_every: int = 10
+    max_consecutive_nonfinite: int = 5
+    resume: bool = True
+    pad_to_multiple_of: int | None = None
+    group_by_length: bool = False
+    progress: bool = True
+
+    def __post_init__(self):
+        for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every", "max_consecutive_nonfinite"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)} must be >= 1.")
+        if self.checkpoint_every and self.output_dir is None:
+            raise ConfigError("checkpoint_every needs output_dir: set TrainConfig(output_dir=...).")
+
+
+@dataclass
+class TrainState:
+    """Where the run is: optimizer ``step``, data ``epoch`` and position, counters.
+
+    Position in the epoch = ``epoch_start + batch_in_epoch * batch_size * world_size``
+    global samples (``epoch_start`` is set on resume, under any world size).
+    """
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    epoch_start: int = 0
+    skipped_steps: int = 0
+    consecutive_nonfinite: int = 0
+    train_tokens: int = 0
+    history: list = field(default_factory=list)
+
+
+@dataclass
+class TrainResult:
+    """``history``: every log/eval dict in order; ``metrics``: final summary; ``checkpoint``: last saved dir."""
+
+    history: list
+    metrics: dict
+    checkpoint: Path | None

@@ -1,0 +1,106 @@
+"""DDP mechanics of nbkit's loop that are more than one call (see ``nbkit.train.distributed``).
+
+The resumable sampler for this rank, joining a process group only under torchrun,
+per-rank RNG streams, where a checkpoint's data position is in global samples, and
+sharded evaluation. Each works unchanged for one process (world size 1).
+"""
+from __future__ import annotations
+
+import os
+
+from nbkit.train.distributed import DistInfo
+
+
+def make_sampler(dataset, shuffle: bool = True, seed: int = 0, dist_info: DistInfo | None = None,
+                 drop_last: bool = False, lengths=None, batch_size: int = 1):
+    """A resumable sampler for this rank; see ``nbkit.train.ddp_sampler.ResumableDistributedSampler``.
+
+    ``lengths`` (one per sample) groups similar lengths into the same global
+    micro-batch of ``batch_size * world_size`` samples.
+
+    ``dataset`` is a sized dataset or its length. Use it for one process too
+    (``dist_info=None`` means rank 0 of 1): the single-process order is then the
+    same global order N processes share, which is what lets checkpoints move
+    between 1 and N processes.
+    """
+    from nbkit.train.ddp_sampler import ResumableDistributedSampler
+
+    info = dist_info or DistInfo()
+    n = dataset if isinstance(dataset, int) else len(dataset)
+    return ResumableDistributedSampler(n, num_replicas=info.world_size, rank=info.rank,
+                                       shuffle=shuffle, seed=seed, drop_last=drop_last,
+                                       lengths=lengths, group_size=batch_size * info.world_size)
+
+
+# ----- loop-side mechanics used by nbkit.train.loop.Loop ------------------------------------------
+def launched_by_torchrun(env: dict | None = None) -> bool:
+    """True when torchrun started this process as one of several (``WORLD_SIZE`` > 1).
+
+    A single process, and ``torchrun --nproc-per-node=1``, need no process group:
+    the loop then behaves exactly as in a notebook kernel.
+    """
+    env = os.environ if env is None else env
+    try:
+        return int(env.get("WORLD_SIZE") or 1) > 1
+    except ValueError:
+        return False
+
+
+def replace_device(info: DistInfo, device) -> DistInfo:
+    """``info`` with ``device`` (a ``torch.device`` or string) in place of its own."""
+    import dataclasses
+
+    return dataclasses.replace(info, device=str(device))
+
+
+def seed_rank_streams(seed: int, info: DistInfo) -> None:
+    """Give ranks 1..W-1 their own RNG streams (Python, NumPy, torch, CUDA); rank 0 keeps its own.
+
+    Dropout and an MLM collator draw from the global RNGs; identical streams on all
+    ranks would draw identical masks for different samples. Rank ``r`` > 0 is seeded
+    with ``seed + 1_000_003 * r`` (a prime stride, so streams of nearby seeds never
+    coincide); rank 0 is left untouched so a one-process run and rank 0 agree.
+    """
+    if info.rank == 0:
+        return
+    import random
+
+    import numpy as np
+    import torch
+
+    s = seed + 1_000_003 * info.rank
+    random.seed(s)
+    np.random.seed(s % 2**32)
+    torch.manual_seed(s)
+
+
+def global_position(state: dict, dataset_size: int) -> tuple[int, int]:
+    """``(epoch, global samples consumed in it)`` from a loop checkpoint state (any world size).
+
+    ``state`` holds ``epoch``, ``batch_in_epoch`` (local micro-batches since
+    ``epoch_start``), ``epoch_start`` (global samples consumed before them; absent in
+    older checkpoints = 0), ``world_size`` (absent = 1) and ``config["batch_size"]``
+    (per process). A finished epoch rolls over to ``(epoch + 1, 0)``.
+    """
+    consumed = (int(state.get("epoch_start", 0)) + int(state["batch_in_epoch"])
+                * int(state["config"]["batch_size"]) * int(state.get("world_size", 1)))
+    epoch = int(state["epoch"])
+    if consumed >= dataset_size:
+        return epoch + 1, 0
+    return epoch, consumed
+
+
+def eval_shard(n_examples: int, batch_size: int, max_batches: int | None,
+               info: DistInfo) -> list[tuple[int, list[int]]]:
+    """This rank's evaluation batches: ``[(batch_index, example indices), ...]``.
+
+    The eval set is cut into the same consecutive batches a single process uses
+    (``batch_size`` per batch, at most ``max_batches``), and rank ``r`` takes batches
+    ``r, r + W, ...``. The loop seeds each batch's masking by its ``batch_index``, so
+    summed metrics do not depend on the world size.
+    """
+    n_batches = -(-n_examples // batch_size)
+    if max_batches:
+        n_batches = min(n_batches, max_batches)
+    return [(i, list(range(i * batch_size, min((i + 1) * batch_size, n_examples))))
+            for i in range(info.rank, n_batches, info.world_size)]

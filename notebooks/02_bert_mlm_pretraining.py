@@ -1,0 +1,149 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · BERT masked-LM pretraining
+#
+# We pretrain a BERT from scratch on the People's Daily corpus with **masked language modelling (MLM)**: 15% of the tokens in each block are hidden and the model learns to predict them. Along the way:
+#
+# - the corpus becomes fixed-length **blocks** (never longer than the position table),
+# - the **nbkit training loop** handles precision (bf16 on modern GPUs, fp32 on CPU), gradient accumulation, checkpoints and resume,
+# - a **live loss plot** and the **GPU monitor** show what is happening while it trains,
+# - the result (checkpoint + tokenizer + `metrics.json`) lands under the runs directory for notebook 03.
+
+# %% [markdown]
+# ## Parameters
+# From the `NBKIT_SCALE` preset; override any of them here (papermill `parameters` cell).
+
+# %% tags=["parameters"]
+from nbkit import get_scale
+
+scale = get_scale()
+model_preset = scale.model          # tiny / mini / small / base
+block_size = scale.block_size       # tokens per block, [CLS] and [SEP] included
+batch_size = scale.mlm_batch_size
+grad_accum_steps = scale.mlm_grad_accum
+max_steps = scale.mlm_steps
+learning_rate = scale.mlm_lr
+eval_every = scale.mlm_eval_every
+precision = "auto"                  # auto / bf16 / fp16 / fp32
+
+# %%
+from nbkit import models, pipeline, text
+
+tokenizer = pipeline.load_tokenizer(scale)      # from notebook 01 (trained now if missing)
+out_dir = pipeline.step_dir(scale.name, "mlm")
+print(f"scale={scale.name}  vocab={len(tokenizer):,}  -> {out_dir}")
+
+# %% [markdown]
+# ## 1. Corpus → MLM blocks
+# Lines are tokenized, concatenated and cut into blocks of `block_size` tokens: `[CLS] … [SEP]`. Packing wastes no compute on padding.
+
+# %%
+blocks = pipeline.mlm_blocks(scale, tokenizer, block_size)   # same 95/5 line split as notebook 01
+print({k: len(v) for k, v in blocks.items()}, "blocks of", block_size, "tokens")
+print(tokenizer.decode(blocks["train"][0]["input_ids"][:40]))
+
+# %% [markdown]
+# The collator masks 15% of the tokens (80% `[MASK]`, 10% a random token, 10% unchanged), choosing **whole words** from the corpus' word boundaries, as Chinese BERT-wwm does. Padding and special tokens are never chosen; `labels` is `-100` wherever there is nothing to predict.
+
+# %%
+collator = text.MLMCollator(tokenizer, mlm_probability=0.15)
+batch = collator([blocks["train"][i] for i in range(2)])
+print({k: tuple(v.shape) for k, v in batch.items()})
+print(tokenizer.decode(batch["input_ids"][0][:40]))
+print(f"masked fraction: {(batch['labels'] != -100).float().mean():.2%}")
+
+# %% [markdown]
+# ## 2. Build BERT from config
+# No download: the architecture comes from a preset, the vocabulary from our tokenizer.
+
+# %%
+model = models.build_mlm_model(model_preset, tokenizer, block_size)
+print(f"{model_preset}: {models.count_parameters(model) / 1e6:.1f} M parameters, "
+      f"hidden={model.config.hidden_size}, layers={model.config.num_hidden_layers}")
+
+# %% [markdown]
+# ## 3. Train
+# The loop picks the precision itself and prints why. The plot below updates in place while it trains (loss, learning rate, tokens/s); the GPU monitor records utilisation and memory on the same time axis. Checkpoints go to `checkpoints/` (written atomically; the newest complete one wins). Rerunning this cell **resumes** from it, and a finished run stays finished: delete `checkpoints/` (or pass `resume=False` to `pretrain_config`) to start over.
+
+# %%
+from nbkit import GpuMonitor
+
+config = pipeline.pretrain_config(
+    scale, out_dir, max_steps=max_steps, batch_size=batch_size, grad_accum_steps=grad_accum_steps,
+    lr=learning_rate, precision=precision, eval_every=eval_every, checkpoint_every=eval_every,
+)
+monitor = GpuMonitor(interval=1.0)
+monitor
+
+# %%
+from nbkit import LivePlot
+from nbkit.train import Loop
+
+plot = LivePlot(out_dir=out_dir)                 # also saved as loss.png
+telemetry = monitor.telemetry()          # GPU samples on the loop's time axis
+loop = Loop(model, config, blocks["train"], blocks["validation"], collate_fn=collator,
+            callbacks=[plot, telemetry])
+untrained = loop.evaluate()                      # held-out loss before any training, for comparison
+result = loop.fit()
+
+# %% [markdown]
+# ## 4. Held-out loss and perplexity
+# Perplexity = exp(loss) on the masked tokens of held-out blocks. A model that learned nothing sits near the vocabulary size; lower is better.
+
+# %%
+first, last = pipeline.first_and_last_eval(result.history)
+print(f"step     0: eval loss {untrained['eval_loss']:.3f}  perplexity {untrained['eval_perplexity']:8.1f}")
+print(f"step {first['step']:>5}: eval loss {first['eval_loss']:.3f}  perplexity {first['eval_perplexity']:8.1f}")
+print(f"step {last['step']:>5}: eval loss {last['eval_loss']:.3f}  perplexity {last['eval_perplexity']:8.1f}")
+print(f"uniform guess over {len(tokenizer):,} tokens: perplexity {len(tokenizer):,}")
+
+# %% [markdown]
+# Was the GPU busy? The monitor's recording says whether the run looked input-bound (low utilisation with memory to spare) and what to change.
+
+# %%
+monitor.stop()
+telemetry.plot()
+print(telemetry.advice or "No sign of an input-bound run (or no GPU samples to judge from).")
+
+# %% [markdown]
+# ## 5. Save for fine-tuning
+# The model directory loads with `from_pretrained`; `metrics.json` is the machine-readable summary.
+
+# %%
+summary = pipeline.save_pretraining(loop, result, tokenizer, out_dir, scale, untrained=untrained)
+{k: summary[k] for k in ("steps", "train_tokens", "untrained_eval_loss", "eval_loss", "eval_perplexity",
+                         "tokens_per_s", "device", "precision")}
+
+# %% [markdown]
+# ## 6. Optional: several GPUs with `torchrun`
+# The same training code runs under DistributedDataParallel. From a notebook, `nbkit.train.launch` starts `torchrun` in a separate process (the kernel itself is never forked) and streams its metrics into a live plot. Skipped with fewer than two GPUs.
+
+# %%
+from nbkit.train.launch import launch, visible_gpus
+
+n_gpus = visible_gpus()
+if n_gpus < 2:
+    print(f"{n_gpus} GPU(s) visible: multi-GPU launch skipped.")
+else:
+    job = launch("nbkit.jobs.pretrain", nproc_per_node=n_gpus, on_metrics=LivePlot(out_dir=out_dir / "ddp"),
+                 args=["--scale", scale.name, "--output-dir", str(out_dir / "ddp"),
+                       "--batch-size", str(max(1, batch_size // n_gpus))])
+    job.wait()
+
+# %% [markdown]
+# **Next:** `03_sentiment_finetuning` starts from this checkpoint.

@@ -1,0 +1,120 @@
+"""The package layout holds: subpackages by concern, no import cycle, small modules, cheap ``import nbkit``."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "nbkit"
+MAX_LINES = 350  # docs/architecture.md: modules stay small (100-350 lines)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The nbkit module that ``name`` (a module or a module.attribute) refers to."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(path: Path, known: dict[str, Path]) -> set[str]:
+    """Every nbkit module ``path`` imports, at module level or inside functions."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            targets = [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for t in targets:
+            if t.startswith("nbkit"):
+                m = resolve(t, known)
+                if m and not m.endswith("__init__") and known[m].name != "__init__.py":
+                    out.add(m)
+    return out
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle in ``graph`` as a list of modules (first == last), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state and (c := visit(m)):
+                return c
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (c := visit(n)):
+            return c
+    return None
+
+
+def test_find_cycle_sees_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_between_nbkit_modules():
+    known = modules()
+    graph = {m: imports_of(p, known) - {m} for m, p in known.items() if p.name != "__init__.py"}
+    assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph))}"
+
+
+def test_modules_stay_small():
+    big = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not big, f"modules over {MAX_LINES} lines (split them by concern): {big}"
+
+
+def test_top_level_is_subpackages_by_concern():
+    top = sorted(p.name for p in PKG.iterdir() if not p.name.startswith(("_", ".")) and p.name != "nbkit.egg-info")
+    assert top == ["cli", "data", "env", "errors.py", "gpu", "jobs", "models", "pipeline", "profiling", "text", "train"]
+    for pkg in PKG.iterdir():
+        if pkg.is_dir() and not pkg.name.startswith("_"):
+            assert (pkg / "__init__.py").is_file(), f"{pkg} is not a package"
+
+
+@pytest.mark.parametrize("package", ["nbkit", "nbkit.data", "nbkit.text", "nbkit.models", "nbkit.train",
+                                     "nbkit.gpu", "nbkit.env", "nbkit.profiling", "nbkit.pipeline", "nbkit.cli"])
+def test_public_names_resolve(package):
+    """Every lazily re-exported name exists in the module the package names for it."""
+    import importlib
+    mod = importlib.import_module(package)
+    exported = [n for n in dir(mod) if not n.startswith("_")]
+    for name in exported:
+        assert getattr(mod, name) is not None
+
+
+def test_import_nbkit_and_subpackages_import_no_torch():
+    code = ("import sys, nbkit, nbkit.data, nbkit.text, nbkit.models, nbkit.train, nbkit.gpu, nbkit.env, "
+            "nbkit.profiling, nbkit.pipeline, nbkit.cli; from nbkit import data, pipeline, gpu, env; "
+            "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'pynvml') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_no_binary_files_outside_docs_img():
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    binary = [f for f in files if not f.startswith("docs/img/") and (ROOT / f).is_file()
+              and b"\0" in (ROOT / f).read_bytes()[:8192]]
+    assert not binary, f"binary files committed outside docs/img/: {binary}"
