@@ -1,0 +1,97 @@
+"""Word boundaries for Chinese whole-word masking on any corpus, from ``jieba``.
+
+Whole-word masking (Cui et al. 2019, "Pre-Training with Whole Word Masking for Chinese
+BERT") needs to know which characters form a word. People's Daily carries gold
+boundaries (its ``words`` column); other text (news, reviews, a user's corpus) gets them
+from jieba's default dictionary and HMM (``jieba.lcut``), as the Chinese BERT-wwm
+models did with LTP. Segmenting costs about 1 s per 100 k characters on one core, so
+results are cached on disk, keyed by the texts and jieba's version: the second call on
+the same corpus only reads the cache.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nbkit.errors import DataError
+
+
+def _jieba():
+    try:
+        import jieba
+    except ImportError as exc:  # pragma: no cover - jieba is a dependency
+        raise DataError("word boundaries need jieba: pip install jieba") from exc
+    jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict ..." lines in notebooks
+    return jieba
+
+
+def segment(texts: Sequence[str]) -> list[list[str]]:
+    """jieba words of each text, whitespace-only pieces dropped.
+
+    ``"我爱北京天安门"`` -> ``["我", "爱", "北京", "天安门"]``. Joining a text's words
+    gives the text without its whitespace.
+    """
+    jieba = _jieba()
+    return [[w for w in jieba.lcut(t) if w.strip()] for t in texts]
+
+
+def _cache_key(texts: Sequence[str]) -> str:
+    import jieba
+
+    h = hashlib.sha256(f"jieba {jieba.__version__}\n".encode())
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def cached_segment(texts: Sequence[str], cache_dir: str | Path | None) -> list[list[str]]:
+    """:func:`segment` with an on-disk cache (``cache_dir/words-<hash>.json``); ``None``: no cache.
+
+    A corrupt cache file is ignored and rewritten (written to a temporary name, then renamed).
+    """
+    if cache_dir is None:
+        return segment(texts)
+    _jieba()
+    path = Path(cache_dir) / f"words-{_cache_key(texts)}.json"
+    if path.is_file():
+        try:
+            words = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(words, list) and len(words) == len(texts):
+                return words
+        except (OSError, ValueError):
+            pass
+    words = segment(texts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(words, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    tmp.replace(path)
+    return words
+
+
+def add_words(dataset: Any, text_column: str = "text", cache_dir: str | Path | None = None) -> Any:
+    """``dataset`` with a ``words`` column (list[str]) for whole-word masking.
+
+    Rows that already have words (e.g. People's Daily in a mixed corpus) keep them when
+    the column exists and is non-empty; the rest are segmented with jieba.
+    Use with ``nbkit.text.make_blocks(..., words_column="words")``.
+
+    Raises:
+        DataError: no ``text_column``.
+    """
+    if text_column not in dataset.column_names:
+        raise DataError(f"no {text_column!r} column to segment; columns: {dataset.column_names}")
+    texts = dataset[text_column]
+    if "words" in dataset.column_names:
+        have = dataset["words"]
+        todo = [i for i, w in enumerate(have) if not w]
+        new = dict(zip(todo, cached_segment([texts[i] for i in todo], cache_dir)))
+        words = [new.get(i, w) for i, w in enumerate(have)]
+        dataset = dataset.remove_columns("words")
+    else:
+        words = cached_segment(texts, cache_dir)
+    return dataset.add_column("words", words)
