@@ -26,7 +26,7 @@ from nbkit.data.labeled import normalize_text
 from nbkit.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import datasets
+    pass
 
 
 @dataclass

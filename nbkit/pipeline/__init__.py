@@ -10,4 +10,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('evaluation', 'classification_report', 'format_report', 'compare_reports', 'plot_confusion_matrix'),
     **names('baseline', 'fit_tfidf_baseline', 'tfidf_baseline'),
     **names('plots', 'LivePlot'),
+    **names('stats', 'mean_std', 'bootstrap_ci', 'bootstrap_diff'),
 })
