@@ -10,4 +10,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('config', 'TrainConfig', 'TrainResult', 'TrainState'),
     **names('loss', 'token_loss_sum'),
     **names('callbacks', 'Callback', 'TrainerBridge'),
+    **names('early_stopping', 'EarlyStopping'),
 })

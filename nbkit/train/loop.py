@@ -199,7 +199,8 @@ class Loop:
         frames0 = None
         t0 = self._t_start = time.perf_counter()
         self.model.train()
-        while st.step < cfg.max_steps:
+        self.stop_training = False  # a callback (e.g. EarlyStopping) may set it to end the run early
+        while st.step < cfg.max_steps and not self.stop_training:
             out = self._step([next(batches) for _ in range(cfg.grad_accum_steps)])
             st.step += 1
             st.train_tokens += out["tokens"]
