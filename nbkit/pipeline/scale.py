@@ -49,6 +49,8 @@ class Scale:
     # --- shared
     num_workers: int = 0
     seed: int = 0
+    # --- pretraining corpus (notebooks 01-02): (source, repeat weight) pairs, see nbkit.pipeline.corpus
+    mlm_mix: tuple[tuple[str, float], ...] = (("peoples_daily", 1.0),)
 
     def replace(self, **changes) -> "Scale":
         """Return a copy with some fields changed (``dataclasses.replace``)."""
