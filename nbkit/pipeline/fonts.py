@@ -34,8 +34,9 @@ CJK_FAMILIES = (
 
 INSTALL_HINT = ("No CJK font found for matplotlib, so Chinese text in plots would show as empty boxes; "
                 "plots use English labels instead. To get Chinese labels install one, e.g. "
-                "`sudo apt-get install fonts-noto-cjk` (Debian/Ubuntu; the nbkit container has it) "
-                "or `conda install -c conda-forge font-ttf-noto-cjk`, then restart the kernel.")
+                "`sudo apt-get install fonts-noto-cjk` (Debian/Ubuntu; the nbkit container has it; "
+                "elsewhere Noto Sans CJK SC or Source Han Sans SC into ~/.local/share/fonts), "
+                "then restart the kernel.")
 
 
 class CjkFontWarning(UserWarning):
