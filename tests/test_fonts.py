@@ -112,3 +112,18 @@ def test_liveplot_and_confusion_matrix_ask_for_the_font(monkeypatch):
     LivePlot(mode="none").figure()
     plot_confusion_matrix([[1]], ["正面"], ax=Figure().subplots())
     assert len(calls) == 2
+
+
+def test_image_installs_the_font_and_the_offline_test_base_already_has_it():
+    # The real build installs fonts-noto-cjk from apt; the offline test build (no network)
+    # must find it in its debootstrap base, or that layer's apt-get update would fail.
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    dockerfile = (repo / "docker" / "Dockerfile").read_text()
+    assert "apt-get install -y --no-install-recommends fonts-noto-cjk" in dockerfile
+    assert "if ! dpkg -s fonts-noto-cjk" in dockerfile  # skipped when the base has it
+    include = next(line for line in (repo / "scripts" / "build_test_image.sh").read_text().splitlines()
+                   if line.startswith("INCLUDE="))
+    assert "fonts-noto-cjk" in include.split("=", 1)[1].split(",")
+    assert "fonts-noto-cjk" in (repo / "scripts" / "browser_deps.sh").read_text()
