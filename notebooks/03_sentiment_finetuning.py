@@ -115,9 +115,13 @@ pipeline.format_report(report)
 # %%
 import matplotlib.pyplot as plt
 
+# Chinese class names when matplotlib has a CJK font; else English, and one hint how to install one
+names = list(sentiment.id2label.values())
+if pipeline.use_cjk_font():
+    names = [{"negative": "负面", "positive": "正面"}.get(n, n) for n in names]
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-pipeline.plot_confusion_matrix(report["confusion_matrix"], list(sentiment.id2label.values()), ax=axes[0], title="fine-tuned BERT")  # confusion matrix
-pipeline.plot_confusion_matrix(base_report["confusion_matrix"], list(sentiment.id2label.values()), ax=axes[1], title="baseline")
+pipeline.plot_confusion_matrix(report["confusion_matrix"], names, ax=axes[0], title="fine-tuned BERT")  # confusion matrix
+pipeline.plot_confusion_matrix(base_report["confusion_matrix"], names, ax=axes[1], title="baseline")
 fig.tight_layout(); fig.savefig(out_dir / "confusion_matrix.png", dpi=100)
 plt.show()
 

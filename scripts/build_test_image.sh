@@ -2,7 +2,7 @@
 # Build the nbkit image for the container test without any container registry and
 # with no network during `docker build`:
 #   1. base image: debootstrap a minimal Debian root filesystem (python3, python3-venv,
-#      tini, openssh-server) and `docker import` it;
+#      tini, openssh-server, fonts-noto-cjk) and `docker import` it;
 #   2. wheelhouse: `pip wheel` nbkit's dependencies (incl. the CPU torch wheel) on the
 #      host, which has the same Python 3.11 / glibc as the base;
 #   3. `docker build --network none --build-arg BASE_IMAGE=<base>` with the wheelhouse
@@ -28,7 +28,7 @@ TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 PY=${NBKIT_PYTHON:-/usr/bin/python3}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-INCLUDE=python3,python3-venv,ca-certificates,tini,openssh-server,procps
+INCLUDE=python3,python3-venv,ca-certificates,tini,openssh-server,procps,fonts-noto-cjk
 mkdir -p "$CACHE"
 
 die() { echo "build_test_image.sh: $*" >&2; exit 1; }

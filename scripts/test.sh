@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NBKIT_EXTRAS=test scripts/setup.sh   # pytest, playwright, hadolint
-# Chromium (apt) and Playwright's Python package; never `playwright install`.
+# Chromium and fonts-noto-cjk (apt) and Playwright's Python package; never `playwright install`.
 if [ "$(id -u)" = 0 ] || [ -x /usr/bin/chromium ]; then
     PYTHON=.venv/bin/python scripts/browser_deps.sh
 else

@@ -1,5 +1,5 @@
 """The notebook layer: scale presets, the runs directory, the glue between notebook steps,
-evaluation and the TF-IDF baseline, and the live loss plot.
+evaluation and the TF-IDF baseline, the live loss plot, and a CJK font for plots.
 """
 from nbkit._lazy import lazy_exports, names
 
@@ -11,4 +11,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('baseline', 'fit_tfidf_baseline', 'tfidf_baseline'),
     **names('plots', 'LivePlot'),
     **names('stats', 'mean_std', 'bootstrap_ci', 'bootstrap_diff'),
+    **names('fonts', 'use_cjk_font', 'find_cjk_font', 'CJK_FAMILIES'),
 })

@@ -140,11 +140,19 @@ def plot_confusion_matrix(cm: Sequence[Sequence[int]], labels: Sequence[str], ax
     Returns:
         The matplotlib ``Axes``.
 
+    Chinese class names render when a CJK font is installed
+    (:func:`nbkit.pipeline.fonts.use_cjk_font` puts it first; without one it warns
+    once how to install it).
+
     Raises:
         DataError: ``cm`` is not ``K x K`` with ``K == len(labels)``.
     """
     import matplotlib.pyplot as plt
     import numpy as np
+
+    from nbkit.pipeline.fonts import use_cjk_font
+
+    use_cjk_font()
 
     counts = np.asarray(cm, dtype=float)
     k = len(labels)

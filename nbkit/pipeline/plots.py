@@ -132,6 +132,9 @@ class LivePlot:
         from matplotlib.figure import Figure
 
         if self._fig is None:
+            from nbkit.pipeline.fonts import use_cjk_font
+
+            use_cjk_font()  # Chinese in titles or labels a user adds renders (warns once without a CJK font)
             self._fig = Figure(figsize=(11, 3.2))  # fixed margins: constrained layout costs ~3x per draw
             self._fig.subplots_adjust(left=0.06, right=0.99, bottom=0.16, top=0.9, wspace=0.3)
             axes = self._fig.subplots(1, len(_PANELS))
