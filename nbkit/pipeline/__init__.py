@@ -1,5 +1,5 @@
 """The notebook layer: scale presets, the runs directory, the glue between notebook steps,
-evaluation and the TF-IDF baseline, and the live loss plot.
+evaluation and the TF-IDF baseline, the live loss plot, and notebook 05's own-data glue and export.
 """
 from nbkit._lazy import lazy_exports, names
 
@@ -10,4 +10,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('evaluation', 'classification_report', 'format_report', 'compare_reports', 'plot_confusion_matrix'),
     **names('baseline', 'fit_tfidf_baseline', 'tfidf_baseline'),
     **names('plots', 'LivePlot'),
+    **names('owndata', 'pretraining_texts', 'train_tokenizer_on', 'export_classifier'),
 })
