@@ -77,6 +77,14 @@ if [ -n "${NBKIT_SEED_NOTEBOOKS:-}" ] && [ -d "$NBKIT_SEED_NOTEBOOKS" ]; then
         [ -e "$nb" ] || continue
         [ -e "$NOTEBOOK_DIR/notebooks/$(basename "$nb")" ] || cp "$nb" "$NOTEBOOK_DIR/notebooks/"
     done
+    if [ -d "$NBKIT_SEED_NOTEBOOKS/data" ]; then   # notebook 05's sample files, same rule
+        mkdir -p "$NOTEBOOK_DIR/notebooks/data"
+        for f in "$NBKIT_SEED_NOTEBOOKS"/data/*; do
+            if [ -f "$f" ] && [ ! -e "$NOTEBOOK_DIR/notebooks/data/$(basename "$f")" ]; then
+                cp "$f" "$NOTEBOOK_DIR/notebooks/data/"
+            fi
+        done
+    fi
 fi
 
 # --- authentication: always on unless explicitly disabled ---------------------------

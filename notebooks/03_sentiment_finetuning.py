@@ -141,4 +141,4 @@ summary = pipeline.save_sentiment_metrics(out_dir, scale, report, base_report, s
 summary
 
 # %% [markdown]
-# **Next:** `04_gpu_profiling` shows where the training time goes.
+# **Next:** `04_gpu_profiling` shows where the training time goes; `05_your_own_data` runs all of this on your own files.

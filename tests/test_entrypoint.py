@@ -192,10 +192,17 @@ def test_notebooks_are_seeded_without_overwriting_user_edits():
     nbdir = base / "work" / "notebooks"
     nbdir.mkdir()
     (nbdir / "01_b.ipynb").write_text("user edit")
+    (seed / "data").mkdir()                              # notebook 05's sample files
+    (seed / "data" / "a.csv").write_text("image copy")
+    (seed / "data" / "b.txt").write_text("image copy")
+    (nbdir / "data").mkdir()
+    (nbdir / "data" / "b.txt").write_text("user edit")
     res = run_entry(base, NBKIT_SEED_NOTEBOOKS=str(seed))
     assert res.returncode == 0, res.stderr
     assert (nbdir / "00_a.ipynb").read_text() == "image copy"
     assert (nbdir / "01_b.ipynb").read_text() == "user edit"
+    assert (nbdir / "data" / "a.csv").read_text() == "image copy"
+    assert (nbdir / "data" / "b.txt").read_text() == "user edit"
 
 
 def test_other_commands_run_after_the_checks():

@@ -33,6 +33,21 @@ class SparseHeadBertForMaskedLM(BertForMaskedLM):
 
     supports_predict_mask = True
 
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """``BertForMaskedLM.save_pretrained``, with ``architectures: ["BertForMaskedLM"]`` in config.json.
+
+        ``save_pretrained`` records the class name, and ``SparseHeadBertForMaskedLM``
+        exists only in nbkit; tools that read ``architectures`` (serving stacks,
+        ``transformers.pipeline``) must see the ``transformers`` class with the
+        same weights. The saved directory loads with ``BertForMaskedLM``,
+        ``AutoModelForMaskedLM`` and ``pipeline("fill-mask", model=dir)``.
+        """
+        result = super().save_pretrained(save_directory, *args, **kwargs)
+        self.config.architectures = [BertForMaskedLM.__name__]
+        if kwargs.get("is_main_process", True):
+            self.config.save_pretrained(save_directory)
+        return result
+
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                 predict_mask: torch.Tensor | None = None, **kwargs):
         if predict_mask is None:

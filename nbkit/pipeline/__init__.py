@@ -1,5 +1,6 @@
 """The notebook layer: scale presets, the runs directory, the glue between notebook steps,
-evaluation and the TF-IDF baseline, the live loss plot, and a CJK font for plots.
+evaluation and the TF-IDF baseline, the live loss plot, a CJK font for plots, and notebook 05's own-data
+glue and export.
 """
 from nbkit._lazy import lazy_exports, names
 
@@ -12,4 +13,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('plots', 'LivePlot'),
     **names('stats', 'mean_std', 'bootstrap_ci', 'bootstrap_diff'),
     **names('fonts', 'use_cjk_font', 'find_cjk_font', 'CJK_FAMILIES'),
+    **names('owndata', 'pretraining_texts', 'train_tokenizer_on', 'export_classifier'),
 })

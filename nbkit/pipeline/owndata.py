@@ -1,0 +1,159 @@
+"""Notebook 05's glue: the whole pipeline on the user's own files, and the exported model.
+
+The same steps as notebooks 01-03, with the user's labelled file(s) and an
+optional unlabelled corpus instead of the bundled corpora:
+
+- :func:`pretraining_texts`: the text for the tokenizer and for MLM pretraining
+  (the unlabelled corpus plus the training split's texts, never a validation or
+  test text);
+- :func:`train_tokenizer_on`: WordPiece on that text, coverage measured on the
+  labelled validation split;
+- :func:`export_classifier`: one directory (model + tokenizer + label names)
+  that plain ``transformers`` loads without nbkit.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nbkit.errors import ConfigError, DataError
+from nbkit.pipeline.scale import Scale
+
+
+def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: int = 0):
+    """Text for the tokenizer and MLM pretraining: ``(DatasetDict train/validation, report)``.
+
+    Continued MLM pretraining on in-domain text helps fine-tuning ("domain-adaptive
+    pretraining", Gururangan et al. 2020, *Don't Stop Pretraining*). The texts are
+    the unlabelled ``corpus`` (a ``datasets.Dataset`` with column ``text``, e.g.
+    from :func:`nbkit.data.load_text_file`; ``None`` for none) followed by the
+    labelled training split's texts. Corpus lines equal to a validation or test
+    text (after whitespace normalisation) are dropped: the model would otherwise
+    have read the evaluation texts before being evaluated on them. The result is
+    split by line (:func:`nbkit.data.split_corpus`, ``eval_fraction``, ``seed``).
+
+    Args:
+        labeled: a :class:`nbkit.data.LabeledData`.
+        corpus: optional unlabelled texts (column ``text``).
+        eval_fraction: share of lines held out for the MLM evaluation.
+        seed: split seed.
+
+    Returns:
+        ``(splits, report)``; ``report``: ``n_corpus`` (corpus lines read),
+        ``n_corpus_eval_overlap_dropped``, ``n_train_texts`` (labelled training
+        texts added), ``n_lines``, ``n_chars`` (characters over all lines),
+        ``n_pretrain_train``/``n_pretrain_validation`` (lines per split).
+
+    Raises:
+        DataError: fewer than 20 lines in all (too little to split and train on).
+    """
+    import datasets
+
+    from nbkit.data.corpora import split_corpus
+    from nbkit.data.labeled import normalize_text
+
+    held_out = {normalize_text(t) for split in ("validation", "test") if split in labeled.splits
+                for t in labeled.splits[split]["text"]}
+    corpus_lines = list(corpus["text"]) if corpus is not None else []
+    kept = [t for t in corpus_lines if normalize_text(t) not in held_out]
+    train_texts = list(labeled.splits["train"]["text"])
+    lines = kept + train_texts
+    if len(lines) < 20:
+        raise DataError(f"only {len(lines)} lines to pretrain on ({len(kept)} corpus + {len(train_texts)} "
+                        "training texts); give an unlabelled corpus file with more text, or skip pretraining")
+    splits = split_corpus(datasets.Dataset.from_dict({"text": lines}), eval_fraction=eval_fraction, seed=seed)
+    report = {"n_corpus": len(corpus_lines), "n_corpus_eval_overlap_dropped": len(corpus_lines) - len(kept),
+              "n_train_texts": len(train_texts), "n_lines": len(lines), "n_chars": sum(len(t) for t in lines),
+              "n_pretrain_train": len(splits["train"]), "n_pretrain_validation": len(splits["validation"])}
+    return splits, report
+
+
+def train_tokenizer_on(texts, heldout_texts, scale: Scale, out_dir, vocab_size: int | None = None):
+    """Train the scale's WordPiece tokenizer on ``texts``; measure it on ``heldout_texts``.
+
+    The position limit (``model_max_length``) is that of the scale's model preset
+    (:func:`nbkit.models.build_config`), the alphabet is kept whole (see
+    :mod:`nbkit.text.tokenizer` for why). Writes the tokenizer and ``stats.json``
+    to ``out_dir``.
+
+    Args:
+        texts: training text, any iterable of str (e.g. ``splits["train"]["text"]``).
+        heldout_texts: text the tokenizer never saw (the labelled validation split):
+            the ``[UNK]`` rate there is what fine-tuning will meet.
+        scale: the :class:`~nbkit.pipeline.scale.Scale` (``vocab_size``, ``model``).
+        out_dir: tokenizer directory.
+        vocab_size: target vocabulary size; ``None`` uses ``scale.vocab_size``. A
+            small corpus gives fewer tokens than asked (every character is kept,
+            merges need 2 occurrences).
+
+    Returns:
+        ``(tokenizer, stats)`` as :func:`nbkit.text.train_wordpiece` and
+        :func:`nbkit.text.tokenizer_stats` give them.
+    """
+    from nbkit.models.bert import build_config
+    from nbkit.text import tokenizer as tokenization
+
+    max_positions = build_config(scale.model, vocab_size=scale.vocab_size).max_position_embeddings
+    tok = tokenization.train_wordpiece(texts, vocab_size=vocab_size or scale.vocab_size, out_dir=out_dir,
+                                       model_max_length=max_positions)
+    stats = tokenization.tokenizer_stats(tok, heldout_texts)
+    tokenization.save_stats(stats, out_dir)
+    return tok, stats
+
+
+def _strict_json(path: Path) -> dict:
+    def refuse(constant):
+        raise ValueError(f"{path} holds {constant}, which is not JSON")
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None) -> Path:
+    """Save a fine-tuned classifier as one directory that plain ``transformers`` loads.
+
+    The directory holds the weights (``model.safetensors``), ``config.json`` with
+    ``id2label``/``label2id`` (so predictions come back as label names) and
+    ``architectures`` naming the ``transformers`` class, and the tokenizer files.
+    It loads with::
+
+        transformers.pipeline("text-classification", model=out_dir)   # add truncation=True for long texts
+        AutoModelForSequenceClassification.from_pretrained(out_dir)
+        AutoTokenizer.from_pretrained(out_dir)
+
+    and gives the same labels as :func:`nbkit.pipeline.predict` (tested in
+    ``tests/test_export.py``). The pipeline truncates only when called with
+    ``truncation=True``; the tokenizer's ``model_max_length`` is the model's
+    position limit.
+
+    Args:
+        model: a ``transformers`` sequence-classification model (any device;
+            ``logits`` (B, num_labels)).
+        tokenizer: its tokenizer.
+        out_dir: the export directory (created; files in it are overwritten).
+        id2label: class id -> name; ``None`` keeps the names in ``model.config``
+            (:func:`nbkit.models.build_classifier` puts them there).
+
+    Returns:
+        ``out_dir`` as a ``Path``.
+
+    Raises:
+        ConfigError: ``id2label`` does not have one name per class (the message
+            gives both counts), or ``out_dir`` is an existing file.
+    """
+    from nbkit.models.bert import quiet_transformers
+
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
+    config = model.config
+    names = {int(k): str(v) for k, v in (id2label if id2label is not None else config.id2label).items()}
+    if sorted(names) != list(range(config.num_labels)):
+        raise ConfigError(f"id2label has ids {sorted(names)} but the model has {config.num_labels} classes "
+                          f"(ids 0..{config.num_labels - 1}); pass one name per class, e.g. labeled.id2label")
+    config.id2label = names
+    config.label2id = {v: k for k, v in names.items()}
+    out.mkdir(parents=True, exist_ok=True)
+    with quiet_transformers():
+        model.save_pretrained(out)
+    tokenizer.save_pretrained(str(out))
+    _strict_json(out / "config.json")
+    return out

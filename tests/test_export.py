@@ -1,0 +1,158 @@
+"""Notebook 05's glue: pretraining text, exported classifiers and MLM checkpoints in plain transformers."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "notebooks" / "data"
+
+
+@pytest.fixture(scope="module")
+def labeled():
+    from nbkit import data
+
+    return data.load_labeled_files(SAMPLE / "sample_reviews.csv", text_column="review", label_column="label")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(labeled, tmp_path_factory):
+    from nbkit import text
+
+    return text.train_wordpiece(labeled.splits["train"]["text"], vocab_size=600,
+                                out_dir=tmp_path_factory.mktemp("tok"), model_max_length=128)
+
+
+def strict_json(path: Path) -> dict:
+    def refuse(constant):
+        raise AssertionError(f"{path} holds {constant}")
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def test_sample_data_is_small_text_and_loads(labeled):
+    sizes = {p.name: p.stat().st_size for p in SAMPLE.iterdir() if p.is_file()}
+    assert set(sizes) >= {"sample_reviews.csv", "sample_corpus.txt"}
+    assert sum(sizes.values()) < 200_000
+    assert labeled.num_labels == 2 and labeled.report["n_train"] >= 300
+    assert labeled.report["n_duplicates_dropped"] == labeled.report["n_conflicts_dropped"] == 0
+
+
+def test_pretraining_texts_keep_evaluation_texts_out(labeled):
+    import datasets
+
+    from nbkit import pipeline
+    from nbkit.errors import DataError
+
+    test_text = labeled.splits["test"]["text"][0]
+    corpus = datasets.Dataset.from_dict({"text": ["一段没有标签的评论。"] * 30 + [test_text, f"  {test_text} "]})
+    splits, report = pipeline.pretraining_texts(labeled, corpus, eval_fraction=0.1, seed=0)
+    lines = list(splits["train"]["text"]) + list(splits["validation"]["text"])
+    assert report["n_corpus"] == 32 and report["n_corpus_eval_overlap_dropped"] == 2
+    assert report["n_train_texts"] == len(labeled.splits["train"])
+    assert report["n_lines"] == len(lines) == 30 + len(labeled.splits["train"])
+    assert test_text not in lines
+    assert set(labeled.splits["validation"]["text"]).isdisjoint(lines)
+
+    tiny = SimpleNamespace(splits={"train": {"text": ["好"] * 5}, "test": {"text": []}})
+    with pytest.raises(DataError, match="only 5 lines"):
+        pipeline.pretraining_texts(tiny, None)
+
+
+def test_train_tokenizer_on_measures_heldout_text(labeled, tmp_path):
+    from nbkit import get_scale, pipeline
+
+    tok, stats = pipeline.train_tokenizer_on(labeled.splits["train"]["text"], labeled.splits["validation"]["text"],
+                                             get_scale("smoke"), tmp_path / "tok")
+    assert stats["n_texts"] == len(labeled.splits["validation"]) and 0 <= stats["unk_rate"] < 0.1
+    assert strict_json(tmp_path / "tok" / "stats.json")["vocab_size"] == len(tok)
+    assert tok.model_max_length == 128                # the tiny preset's position limit
+
+
+def sharp_classifier(tokenizer, id2label, texts):
+    """A tiny random classifier that splits ``texts`` about half and half, with logits far apart
+    (weights x 200, bias at the median margin), so padding noise cannot flip a label."""
+    import torch
+
+    from nbkit import models
+
+    torch.manual_seed(0)
+    model, _ = models.build_classifier(None, len(id2label), id2label, tokenizer=tokenizer, preset="tiny")
+    model.eval()
+    with torch.no_grad():
+        model.classifier.weight.mul_(200.0)
+        enc = tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt")
+        logits = model(**enc).logits                                   # (N, 2)
+        margin = logits[:, 1] - logits[:, 0]                           # (N,)
+        model.classifier.bias[1] -= margin.quantile(0.5)                  # even N: between two texts
+    return model
+
+
+def test_exported_classifier_loads_in_transformers_and_agrees_with_predict(labeled, tokenizer, tmp_path):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import pipeline as hf_pipeline
+
+    from nbkit import pipeline
+
+    texts = list(labeled.splits["test"]["text"])
+    model = sharp_classifier(tokenizer, labeled.id2label, texts)
+    out = pipeline.export_classifier(model, tokenizer, tmp_path / "export", labeled.id2label)
+    config = strict_json(out / "config.json")
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    assert config["id2label"] == {str(k): v for k, v in labeled.id2label.items()}
+    assert config["label2id"] == labeled.label2id
+
+    ours = [labeled.id2label[i] for i in pipeline.predict(model, tokenizer, texts, max_length=128)["label"]]
+    assert len(set(ours)) == 2, "both classes predicted, or the comparison below proves little"
+
+    classify = hf_pipeline("text-classification", model=str(out), device="cpu")
+    assert [r["label"] for r in classify(texts, truncation=True)] == ours
+
+    loaded = AutoModelForSequenceClassification.from_pretrained(out)
+    assert type(loaded).__name__ == "BertForSequenceClassification"
+    again = pipeline.predict(loaded, AutoTokenizer.from_pretrained(out), texts, max_length=128)["label"]
+    assert [loaded.config.id2label[i] for i in again] == ours
+
+
+def test_export_errors_name_the_fix(labeled, tokenizer, tmp_path):
+    from nbkit import pipeline
+    from nbkit.errors import ConfigError
+
+    model = sharp_classifier(tokenizer, labeled.id2label, ["好", "差"])
+    with pytest.raises(ConfigError, match=r"ids \[0, 1, 2\] but the model has 2 classes"):
+        pipeline.export_classifier(model, tokenizer, tmp_path / "x", {0: "a", 1: "b", 2: "c"})
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match="is an existing file"):
+        pipeline.export_classifier(model, tokenizer, tmp_path / "file")
+
+
+def test_pretraining_checkpoint_works_with_fill_mask(tokenizer, tmp_path):
+    """Notebook 02's model directory, saved by save_pretraining, is a plain BertForMaskedLM for transformers."""
+    import torch
+    from transformers import AutoModelForMaskedLM
+    from transformers import pipeline as hf_pipeline
+
+    from nbkit import get_scale, models, pipeline
+
+    torch.manual_seed(0)
+    model = models.build_mlm_model("tiny", tokenizer, 64)
+    assert type(model).__name__ == "SparseHeadBertForMaskedLM"
+    loop = SimpleNamespace(model=model, config=SimpleNamespace(batch_size=2, grad_accum_steps=1),
+                           train_data=[{"input_ids": [0] * 64}])
+    result = SimpleNamespace(history=[{"step": 1, "eval_loss": 5.0, "eval_perplexity": 148.4}], metrics={"steps": 1})
+    pipeline.save_pretraining(loop, result, tokenizer, tmp_path, get_scale("smoke"))
+    model_dir = tmp_path / "model"
+    assert strict_json(model_dir / "config.json")["architectures"] == ["BertForMaskedLM"]
+    assert strict_json(tmp_path / "metrics.json")["eval_loss"] == 5.0
+    assert type(AutoModelForMaskedLM.from_pretrained(model_dir)).__name__ == "BertForMaskedLM"
+
+    fill = hf_pipeline("fill-mask", model=str(model_dir), device="cpu")
+    assert type(fill.model).__name__ == "BertForMaskedLM"
+    sentence = "质量很[MASK]，物流也快"
+    got = fill(sentence, top_k=3)
+    enc = tokenizer(sentence, return_tensors="pt")
+    with torch.no_grad():
+        logits = model.eval()(**enc).logits[0, (enc["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0, 0]]
+    assert [r["token"] for r in got] == logits.topk(3).indices.tolist()
