@@ -25,3 +25,6 @@ if [ -n "$INDEX_URL" ]; then TORCH_INDEX=(--index-url "$INDEX_URL"); fi
 .venv/bin/python -m pip install -q "${TORCH_INDEX[@]}" "${TORCH_SPEC:-torch==2.13.0}"
 .venv/bin/python -m pip install -q -e ".${EXTRAS:+[$EXTRAS]}"
 .venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+# Trust the committed notebooks (stored without outputs) so JupyterLab opens them without
+# "Notebook ... is not trusted"; the signatures go to this user's Jupyter data dir.
+.venv/bin/python -m jupyter trust notebooks/[0-9][0-9]_*.ipynb >/dev/null

@@ -34,8 +34,9 @@ def run_setup(tmp_path: Path, **env: str) -> list[str]:
     clean = {k: v for k, v in os.environ.items() if k not in ("TORCH_SPEC", "TORCH_INDEX_URL", "NBKIT_EXTRAS")}
     clean.update(NBKIT_NVIDIA_SMI=str(tmp_path / "no-nvidia-smi"), NBKIT_NVIDIA_VERSION_FILE=str(tmp_path / "none"))
     subprocess.run(["bash", str(tmp_path / "scripts" / "setup.sh")], env={**clean, **env}, check=True, timeout=60)
-    return [c for c in (tmp_path / "calls").read_text().splitlines() if "pip install -q" in c
-            and "--upgrade pip" not in c]
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert any(c.startswith("-m jupyter trust notebooks/") for c in calls), calls  # committed notebooks trusted
+    return [c for c in calls if "pip install -q" in c and "--upgrade pip" not in c]
 
 
 CPU = "https://download.pytorch.org/whl/cpu"
