@@ -45,7 +45,7 @@ def code_cells(nb) -> int:
 
 
 class NotebookProgress:
-    """Live progress of one notebook; pass :attr:`hooks` to ``nbclient.NotebookClient``.
+    """Live progress of one notebook, fed by nbclient's ``on_cell_execute`` / ``on_cell_executed`` hooks.
 
     Args:
         name: the notebook's file name, shown on every line.
@@ -76,12 +76,7 @@ class NotebookProgress:
         self._thread: threading.Thread | None = None
         self._bar = None
 
-    # --- nbclient hooks (called in nbclient's thread)
-    @property
-    def hooks(self) -> dict:
-        """``on_cell_execute`` / ``on_cell_executed`` keyword arguments for ``NotebookClient``."""
-        return {"on_cell_execute": self.cell_started, "on_cell_executed": self.cell_finished}
-
+    # --- nbclient hooks (NotebookClient on_cell_execute / on_cell_executed)
     def cell_started(self, cell, cell_index: int) -> None:
         """A code cell was sent to the kernel: show it (a line in plain mode)."""
         with self._lock:
