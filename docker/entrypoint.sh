@@ -15,7 +15,8 @@
 #   NBKIT_NOTEBOOK_DIR, NBKIT_DATA_DIR, NBKIT_RUNS_DIR
 #                          folders that must be writable (checked before the server starts)
 #   NBKIT_SEED_NOTEBOOKS   folder whose *.ipynb are copied into $NBKIT_NOTEBOOK_DIR/notebooks
-#                          when missing there (never overwriting the user's copies)
+#                          when missing there (never overwriting the user's copies); copies
+#                          identical to the image's are signed with `jupyter trust`
 #   NBKIT_SSH=1            also start a key-only sshd on port NBKIT_SSH_PORT (2222) for
 #                          remote IDEs; needs NBKIT_SSH_AUTHORIZED_KEYS
 #                          (default ~/.ssh/authorized_keys, mounted read-only)
@@ -73,9 +74,14 @@ export NBKIT_NOTEBOOK_DIR=$NOTEBOOK_DIR
 if [ -n "${NBKIT_SEED_NOTEBOOKS:-}" ] && [ -d "$NBKIT_SEED_NOTEBOOKS" ]; then
     mkdir -p "$NOTEBOOK_DIR/notebooks"
     check_dir "notebooks folder" "$NOTEBOOK_DIR/notebooks"
+    trusted=()
     for nb in "$NBKIT_SEED_NOTEBOOKS"/*.ipynb; do
         [ -e "$nb" ] || continue
-        [ -e "$NOTEBOOK_DIR/notebooks/$(basename "$nb")" ] || cp "$nb" "$NOTEBOOK_DIR/notebooks/"
+        copy="$NOTEBOOK_DIR/notebooks/$(basename "$nb")"
+        [ -e "$copy" ] || cp "$nb" "$NOTEBOOK_DIR/notebooks/"
+        # the image's own notebooks, unchanged, are trusted (no "not trusted" warning in Lab);
+        # a notebook the user changed keeps whatever trust JupyterLab gave it
+        cmp -s "$nb" "$copy" && trusted+=("$copy")
     done
     if [ -d "$NBKIT_SEED_NOTEBOOKS/data" ]; then   # notebook 05's sample files, same rule
         mkdir -p "$NOTEBOOK_DIR/notebooks/data"
@@ -84,6 +90,9 @@ if [ -n "${NBKIT_SEED_NOTEBOOKS:-}" ] && [ -d "$NBKIT_SEED_NOTEBOOKS" ]; then
                 cp "$f" "$NOTEBOOK_DIR/notebooks/data/"
             fi
         done
+    fi
+    if [ ${#trusted[@]} -gt 0 ] && command -v jupyter >/dev/null 2>&1; then
+        jupyter trust "${trusted[@]}" >/dev/null 2>&1 || log "could not sign the notebooks (jupyter trust failed); JupyterLab may call them not trusted"
     fi
 fi
 

@@ -12,6 +12,7 @@
 #                            only). The image sets 0.0.0.0: inside a container the
 #                            published port is reached through the container's network.
 #   NBKIT_JUPYTER_PORT       port (default 8888); NBKIT_NOTEBOOK_DIR: root folder (default cwd)
+import logging
 import os
 
 c = get_config()  # noqa: F821  (provided by Jupyter when it loads this file)
@@ -47,5 +48,41 @@ c.ServerApp.trust_xheaders = True
 # No news or update checks: the container usually has no internet access.
 c.LabApp.news_url = None
 c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
+# ...and no "Would you like to get notified about official Jupyter news?" pop-up: JupyterLab
+# (4.x, @jupyterlab/apputils-extension:announcements) asks while the setting
+# @jupyterlab/apputils-extension:notification fetchNews is "none" (its default), whatever
+# news_url says. jupyterlab_server reads default setting overrides from
+# <each Jupyter config dir>/labconfig/default_setting_overrides.json on every settings
+# request; ours (fetchNews "false", checkForUpdates false) lives beside this file. A user's
+# own choice in Settings still wins.
+_file = globals().get("__file__")  # set by traitlets when it loads this file
+_extra = os.path.join(os.path.dirname(os.path.abspath(_file)), "jupyter-config") if _file else ""
+if _extra and os.path.isdir(_extra) and _extra not in os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep):
+    os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (os.environ.get("JUPYTER_CONFIG_PATH"), _extra) if p)
+
+# Websocket keep-alive: a ping every 30 s on every websocket, so proxies with a 60 s idle
+# timeout keep idle connections. jupyter_server's own timer (kernels, terminals, LSP:
+# WebSocketMixin) reads tornado_settings ws_ping_interval/ws_ping_timeout in MILLISECONDS:
+# ping every 30 s, close after 90 s (3 pings) without a pong. Other websockets use Tornado's
+# native ping, set in SECONDS by ServerApp.websocket_ping_interval/timeout (Tornado requires
+# timeout <= interval).
+c.ServerApp.tornado_settings = {"ws_ping_interval": 30_000, "ws_ping_timeout": 90_000}
+c.ServerApp.websocket_ping_interval = 30
+c.ServerApp.websocket_ping_timeout = 30
+# WebSocketMixin also hands those millisecond numbers to Tornado, which reads them as seconds
+# and logs, at each server's first kernel connection, "The websocket_ping_timeout (90000)
+# cannot be longer than the websocket_ping_interval (30000). Setting websocket_ping_timeout=30000":
+# a unit mix-up inside jupyter_server (jupyter-server/jupyter_server#1612), not our settings;
+# the affected Tornado ping would fire every 30000 s, i.e. never matters. Drop that one line.
+PING_UNIT_WARNING = "cannot be longer than the websocket_ping_interval"
+
+
+class _DropPingUnitWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return PING_UNIT_WARNING not in record.getMessage()
+
+
+if not any(type(f).__name__ == "_DropPingUnitWarning" for f in logging.getLogger("tornado.general").filters):
+    logging.getLogger("tornado.general").addFilter(_DropPingUnitWarning())
 # Widgets and plots from background threads flush promptly.
 c.ZMQChannelsWebsocketConnection.iopub_msg_rate_limit = 10000

@@ -205,6 +205,26 @@ def test_notebooks_are_seeded_without_overwriting_user_edits():
     assert (nbdir / "data" / "b.txt").read_text() == "user edit"
 
 
+def test_unchanged_seeded_notebooks_are_trusted_edited_ones_are_not_signed():
+    from nbformat import read
+    from nbformat.sign import NotebookNotary
+
+    base = make_base()
+    seed = base / "seed"
+    seed.mkdir()
+    src = Path(__file__).resolve().parents[1] / "notebooks" / "00_environment_check.ipynb"
+    shutil.copy(src, seed / "00_environment_check.ipynb")
+    shutil.copy(src, seed / "01_copy.ipynb")
+    nbdir = base / "work" / "notebooks"
+    nbdir.mkdir()
+    (nbdir / "01_copy.ipynb").write_text(src.read_text().replace("# 00", "# 00 (edited)", 1))
+    res = run_entry(base, NBKIT_SEED_NOTEBOOKS=str(seed))
+    assert res.returncode == 0, res.stderr
+    notary = NotebookNotary(data_dir=str(base / "home" / ".local" / "share" / "jupyter"))
+    assert notary.check_signature(read(nbdir / "00_environment_check.ipynb", as_version=4))
+    assert not notary.check_signature(read(nbdir / "01_copy.ipynb", as_version=4))
+
+
 def test_other_commands_run_after_the_checks():
     base = make_base()
     env = env_for(base, free_port())

@@ -79,7 +79,7 @@ def test_op_stats_kernel_sizes_and_memory_share():
     assert cpu["memory_bound_share"] == pytest.approx(900.0 / 1800)
 
 
-def test_profile_steps_real_cpu_run(tmp_path):
+def test_profile_steps_real_cpu_run(tmp_path, capfd):
     import torch
 
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 8))
@@ -102,6 +102,9 @@ def test_profile_steps_real_cpu_run(tmp_path):
     assert res.top_device == [] and res.kernel_check.ok
     assert res.peak_memory_mib > 0 and res.memory_snapshot_path is None
     assert 0 < res.stats["matmul_share"] <= 1
+    # Kineto's raw lines (USDT:... profiler_start / profiler_stop) never reach fd 2, i.e. a notebook cell.
+    err = capfd.readouterr().err
+    assert "USDT:" not in err and "profiler_start" not in err and "profiler_stop" not in err, err
     with pytest.raises(ConfigError):
         pf.profile_steps(step, tmp_path, active=0, device="cpu")
 

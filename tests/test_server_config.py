@@ -23,7 +23,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 CONFIG = Path(__file__).resolve().parents[1] / "docker" / "jupyter_server_config.py"
 NBKIT_VARS = ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "NBKIT_ALLOW_NO_AUTH", "NBKIT_JUPYTER_IP",
-              "NBKIT_JUPYTER_PORT", "TOKENIZERS_PARALLELISM")
+              "NBKIT_JUPYTER_PORT", "TOKENIZERS_PARALLELISM", "JUPYTER_CONFIG_PATH")
 
 
 def load(monkeypatch, **env: str) -> Config:
@@ -127,3 +127,85 @@ def test_real_server_without_jupyter_token_requires_the_printed_token(tmp_path):
         assert http_status(url, token=token) == 200
     finally:
         stop_group(proc)
+
+
+# --- a quiet Lab: no news pop-up, no websocket ping warning, trusted notebooks
+
+
+def test_the_news_question_is_answered_by_a_default_setting_override():
+    import json
+
+    path = CONFIG.parent / "jupyter-config" / "labconfig" / "default_setting_overrides.json"
+    notification = json.loads(path.read_text())["@jupyterlab/apputils-extension:notification"]
+    assert notification == {"fetchNews": "false", "checkForUpdates": False}
+    # the setting the announcements plugin reads still exists, with "none" (= ask) as its default
+    schema = Path(sys.prefix, "share/jupyter/lab/schemas/@jupyterlab/apputils-extension/notification.json")
+    if schema.exists():
+        props = json.loads(schema.read_text())["properties"]
+        assert props["fetchNews"]["default"] == "none" and "checkForUpdates" in props
+
+
+def _api(port: int, token: str, path: str, method: str = "GET", body: bytes | None = None):
+    import json
+    import urllib.request
+
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
+                                 headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        raw = resp.read()
+    return json.loads(raw) if raw else None
+
+
+@pytest.mark.slow
+def test_real_server_log_is_quiet_and_the_news_setting_is_off(tmp_path):
+    """Start the server with the config, open a kernel websocket and two notebooks, read the log."""
+    import asyncio
+    import shutil
+
+    from tornado.websocket import websocket_connect
+
+    nbs = Path(__file__).resolve().parents[1] / "notebooks"
+    shutil.copy(nbs / "00_environment_check.ipynb", tmp_path / "trusted.ipynb")
+    shutil.copy(nbs / "00_environment_check.ipynb", tmp_path / "untrusted.ipynb")
+    (tmp_path / "untrusted.ipynb").write_text((tmp_path / "untrusted.ipynb").read_text().replace(
+        "# 00", "# 00 (a copy)", 1))  # other bytes, other signature
+    data = {k: str(tmp_path / v) for k, v in (("HOME", ""), ("JUPYTER_DATA_DIR", "data"))}
+    # what scripts/setup.sh and the container entrypoint do for the committed notebooks
+    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(tmp_path / "trusted.ipynb")],
+                   env={**os.environ, **data}, check=True, capture_output=True, timeout=60)
+    token, port = "quiet-log-test-0123456789abcdef", free_port()
+    proc = _jupyter(tmp_path, port, JUPYTER_TOKEN=token)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
+            try:
+                if http_status(f"http://127.0.0.1:{port}/api/status", token=token) == 200:
+                    break
+            except OSError:  # not listening yet
+                pass
+            time.sleep(0.3)
+        settings = _api(port, token, "/lab/api/settings/@jupyterlab/apputils-extension:notification")
+        # the overrides become the schema's defaults, which the browser composes under the user's settings
+        props = settings["schema"]["properties"]
+        assert props["fetchNews"]["default"] == "false" and props["checkForUpdates"]["default"] is False, settings
+        assert settings["settings"] == {}, "a user's own choice is left alone"
+        for name in ("trusted.ipynb", "untrusted.ipynb"):
+            _api(port, token, f"/api/contents/{name}")
+        kernel = _api(port, token, "/api/kernels", "POST", b"{}")["id"]
+
+        async def connect():
+            ws = await websocket_connect(f"ws://127.0.0.1:{port}/api/kernels/{kernel}/channels?token={token}")
+            await asyncio.sleep(2)
+            ws.close()
+
+        asyncio.run(connect())
+        _api(port, token, f"/api/kernels/{kernel}", "DELETE")
+        time.sleep(1)
+    finally:
+        stop_group(proc)
+    log = (tmp_path / "log").read_text()
+    assert "Connecting to kernel" in log, log  # the websocket did open
+    assert "websocket_ping" not in log, log
+    assert "untrusted.ipynb is not trusted" in log, log  # the check does see an unsigned notebook
+    assert "trusted.ipynb is not trusted" not in log.replace("untrusted.ipynb", ""), log

@@ -116,11 +116,6 @@ def plan(scale: str | None = None, only: list[str] | None = None,
     return Plan(preset.name, todo, src, out_dir, env)
 
 
-def _first_line(cell: dict | None) -> str:
-    line = next((ln.strip() for ln in (cell or {}).get("source", "").splitlines() if ln.strip()), "")
-    return line if len(line) <= 60 else line[:57] + "..."
-
-
 def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: dict | None,
                  timeout: int) -> str:
     """One line: which notebook and cell failed, how, and the fix.
@@ -131,7 +126,9 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    where = f"{name} cell {cell_index + 1} ({_first_line(cell)!r})" if cell_index is not None else name
+    from nbkit.cli.progress import first_line
+
+    where = f"{name} cell {cell_index + 1} ({first_line((cell or {}).get('source', ''))!r})" if cell_index is not None else name
     if isinstance(exc, CellTimeoutError):
         return (f"{where} did not finish within {timeout} s. Fix: raise --timeout (seconds per cell) "
                 "or run a smaller NBKIT_SCALE.")
@@ -151,7 +148,7 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
 
 
 def run_all(scale: str | None = None, only: list[str] | None = None, timeout: int = 3600,
-            kernel_name: str = "python3") -> int:
+            kernel_name: str = "python3", heartbeat_s: float = 10.0) -> int:
     """Execute the notebooks in order; return 0 when all ran, 1 at the first failure (130: Ctrl-C).
 
     Whatever stops a notebook (a cell error, a cell over ``timeout``, a dead
@@ -163,6 +160,12 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
             kernels (default: the environment's, see :func:`nbkit.pipeline.scale.get_scale`).
         only: file-name prefixes (``["01", "02"]``) to run a subset.
         timeout: seconds allowed per cell.
+        heartbeat_s: seconds between "still running" lines when stdout is not a terminal.
+
+    Progress (:mod:`nbkit.cli.progress`) goes to stdout: a bar per notebook on a
+    terminal, plain lines otherwise (a line per cell start, a heartbeat every
+    ``heartbeat_s``); each notebook ends with a line giving its wall time and
+    headline metric, and the run with a table of them (:mod:`nbkit.cli.summary`).
 
     Raises:
         nbkit.errors.ConfigError: bad inputs, before anything runs (see :func:`plan`).
@@ -170,34 +173,43 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
     import nbformat
     from nbclient import NotebookClient
 
+    from nbkit.cli.progress import NotebookProgress, code_cells
+    from nbkit.cli.summary import Row, headline, table
+
     p = plan(scale, only)
     print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)
-    for path in p.notebooks:
+    rows = [Row(path.stem, "not run") for path in p.notebooks]
+    for row, path in zip(rows, p.notebooks):
         nb = nbformat.read(path, as_version=4)
         current: dict = {}  # the cell being executed, for the failure line
+        progress = NotebookProgress(path.stem, code_cells(nb), heartbeat_s=heartbeat_s)
 
-        def track(cell, cell_index, current=current):
+        def track(cell, cell_index, current=current, progress=progress):
             current.update(cell=cell, index=cell_index)
+            progress.cell_started(cell, cell_index)
 
         client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
-                                resources={"metadata": {"path": str(p.src)}}, on_cell_execute=track)
-        t0 = time.perf_counter()
-        print(f"  {path.name} ...", end=" ", flush=True)
+                                resources={"metadata": {"path": str(p.src)}}, on_cell_execute=track,
+                                on_cell_executed=progress.cell_finished)
+        started = time.time()
         # The kernel process's own output (not the cells': those are in the notebook)
         # goes to a log beside the copy, so a killed kernel's traceback stays off the console.
         kernel_log = p.out_dir / f"{path.stem}.kernel.log"
         try:
-            with open(kernel_log, "w") as log:
+            with progress, open(kernel_log, "w") as log:
                 client.execute(env=p.env, stdout=log, stderr=log)
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001  (each is reported, none re-raised)
             nbformat.write(nb, p.out_dir / path.name)
-            print("FAILED", flush=True)
+            row.status, row.wall_s = "FAILED", progress.finish(ok=False)
+            print(table(rows), flush=True)
             print(failure_line(path.name, exc, current.get("index"), current.get("cell"), timeout),
                   file=sys.stderr)
             print(f"executed copy (up to the failing cell): {p.out_dir / path.name}; "
                   f"kernel log: {kernel_log}", file=sys.stderr)
             return 130 if isinstance(exc, KeyboardInterrupt) else 1
         nbformat.write(nb, p.out_dir / path.name)
-        print(f"ok ({time.perf_counter() - t0:.0f} s)", flush=True)
+        row.headline = headline(path.name, p.out_dir.parent, since=started)
+        row.status, row.wall_s = "ok", progress.finish(ok=True, headline=row.headline)
+    print(table(rows))
     print(f"executed copies: {p.out_dir}")
     return 0

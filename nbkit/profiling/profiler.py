@@ -193,6 +193,8 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
     ``out_dir`` receives ``trace.json.gz`` and, on CUDA with
     ``memory_snapshot``, ``memory_snapshot.pickle``. ``device`` is where the
     step runs (default: CUDA when usable); it picks the profiler activities.
+    The profiler's raw lines on file descriptor 2 are captured and dropped
+    (error lines are printed; the text feeds :func:`check_kernel_events`).
 
     Raises:
         ConfigError: ``active`` below 1.
@@ -204,6 +206,7 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
 
     from nbkit.errors import ConfigError
     from nbkit.profiling.microbench import resolve_device
+    from nbkit.profiling.quiet import quiet_fd
 
     if active < 1:
         raise ConfigError("profile_steps needs active >= 1 recorded steps")
@@ -219,9 +222,11 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
         torch.cuda.reset_peak_memory_stats(device)
         if memory_snapshot:
             torch.cuda.memory._record_memory_history(max_entries=100_000)
-    with profile(activities=activities,
-                 schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
+    # Kineto's own lines (``USDT:... profiler_start``) go to fd 2, which Jupyter shows in the
+    # cell: capture them; only error lines come back (nbkit.profiling.quiet).
+    with quiet_fd(2) as log, profile(activities=activities,
+                                     schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+                                     on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
         for _ in range(wait + warmup + active):
             step_fn()
             if cuda:
@@ -242,7 +247,7 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
         device=device.type, active_steps=active,
         top_device=summarize(averages, top, "self_device"),
         top_cpu=summarize(averages, top, "self_cpu"),
-        kernel_check=check_kernel_events(averages, device.type),
+        kernel_check=check_kernel_events(averages, device.type, log.text),
         stats=op_stats(averages, active, device.type),
         trace_path=trace_path if trace_path.exists() else None,
         peak_memory_mib=peak, memory_snapshot_path=snap_path, notes=notes)

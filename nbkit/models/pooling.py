@@ -1,0 +1,43 @@
+"""A BERT sequence classifier on the mean of the token states instead of the pooled ``[CLS]``.
+
+BERT's default head reads ``[CLS]`` through the pooler (dense + tanh), which only the
+next-sentence task trains; after MLM-only pretraining (as nbkit's) both are untrained,
+so the classifier must learn them from the labels alone. Averaging the non-padding
+token states (``attention_mask`` = 1, ``[CLS]``/``[SEP]`` included) uses what MLM did
+train, as Sentence-BERT does (Reimers & Gurevych 2019).
+
+This module imports only torch and transformers, so an exported model directory can
+carry it as custom code (``register_for_auto_class``): ``AutoModelForSequenceClassification``
+and ``transformers.pipeline`` load it with ``trust_remote_code=True`` and get the same
+predictions, without nbkit installed.
+"""
+from __future__ import annotations
+
+import torch
+from transformers import BertForSequenceClassification
+from transformers.modeling_outputs import SequenceClassifierOutput
+
+
+class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
+    """``BertForSequenceClassification`` whose head reads the masked mean of the last hidden states.
+
+    Weights and config are BERT's (the unused pooler stays, so checkpoints load both
+    ways); ``config.classifier_pooling = "mean"`` records the choice.
+
+    ``forward(input_ids (B, T), attention_mask (B, T), token_type_ids=None, labels=None)``
+    returns ``logits`` (B, num_labels), plus the mean cross-entropy ``loss`` when
+    ``labels`` (B,) is given (as transformers' heads do; the nbkit loop passes none and
+    computes its own).
+    """
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None, **kwargs):
+        kwargs.pop("return_dict", None)
+        hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                           token_type_ids=token_type_ids, **kwargs).last_hidden_state    # (B, T, d)
+        if attention_mask is None:
+            attention_mask = torch.ones(hidden.shape[:2], device=hidden.device)
+        m = attention_mask.unsqueeze(-1).to(hidden.dtype)                                 # (B, T, 1)
+        pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)                           # (B, d)
+        logits = self.classifier(self.dropout(pooled))                                   # (B, C)
+        loss = torch.nn.functional.cross_entropy(logits, labels) if labels is not None else None
+        return SequenceClassifierOutput(loss=loss, logits=logits)
