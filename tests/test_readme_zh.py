@@ -29,8 +29,8 @@ def scripts(text: str) -> set[str]:
 
 
 def nbkit_subcommands(text: str) -> set[str]:
-    """``nbkit doctor``, ``nbkit run-notebooks``... in code blocks and inline code."""
-    code = " ".join(body for _, body in FENCE.findall(text)) + " " + " ".join(re.findall(r"`([^`\n]+)`", FENCE.sub("", text)))
+    """``nbkit doctor``, ``nbkit run-notebooks``... in code blocks (comments dropped) and inline code."""
+    code = " ".join(re.sub(r"(^|\s)#[^\n]*", " ", body) for _, body in FENCE.findall(text)) + " " + " ".join(re.findall(r"`([^`\n]+)`", FENCE.sub("", text)))
     return {f"nbkit {sub}" for sub in re.findall(r"(?:^|[\s/])nbkit (?!import\b)([a-z][\w-]*)", code, re.M)}
 
 
@@ -74,6 +74,6 @@ def test_the_comparison_sees_a_command_missing(texts):
     en, zh = texts
     dropped = zh.replace("NBKIT_SCALE=cpu scripts/run_notebooks.sh", "")
     assert missing(code_lines(en, "bash"), code_lines(dropped, "bash")) == ["NBKIT_SCALE=cpu scripts/run_notebooks.sh"]
-    assert nbkit_subcommands("`nbkit doctor` and\n```bash\n.venv/bin/nbkit run-notebooks --only 01\n```\n"
+    assert nbkit_subcommands("`nbkit doctor` and\n```bash\n.venv/bin/nbkit run-notebooks --only 01  # nbkit and more\n```\n"
                              "`from nbkit import data`, nbkit/pipeline/") == {"nbkit doctor", "nbkit run-notebooks"}
     assert scripts("run `scripts/test.sh -m gpu`") == {"scripts/test.sh"}
