@@ -6,7 +6,8 @@ after increasing amounts of MLM pretraining (one pretraining run, checkpoints at
 and macro-F1 (mean +- std over seeds), the test-accuracy difference to random
 init with a bootstrap 95 % interval (test examples resampled, seeds averaged),
 pretraining tokens and wall time, and the TF-IDF baseline at the same
-truncation; it writes everything to ``<out>/stats.json`` (strict JSON).
+truncation; it writes everything to ``<out>/stats.json`` (strict JSON). The recorded run of 2026-11-30 is
+``notebooks/data/pretrain_value.json`` (rendered by ``nbkit.pipeline.pretrain_value`` in notebooks 02/03 and the README).
 
 Everything goes through nbkit: ``text.train_wordpiece``,
 ``text.make_blocks`` + ``MLMCollator``, ``models.build_mlm_model`` /
@@ -26,7 +27,7 @@ Gururangan et al. 2020; jieba word boundaries for whole-word masking), or both
 
 Defaults are the recipe in ``docs/pretraining.md`` (BERT 128x4, DAPT on training reviews, 15 % jieba whole-word
 masking, lr 1e-3, checkpoints at 2.0 / 4.1 / 8.2 M tokens; fine-tune mean pooling, lr 5e-4, max_length 64).
-Measured 2026-11-30 (``bench/results/pretrain_value``): +1.0 points test accuracy at 8.2 M tokens (1 epoch;
+Measured 2026-11-30 (``notebooks/data/pretrain_value.json``, logs in ``bench/results/pretrain_value``): +1.0 points test accuracy at 8.2 M tokens (1 epoch;
 +0.9 with 2 epochs), 95 % CI about [+0.0, +2.0]; TF-IDF 0.828 at the same truncation. ``all`` takes about
 12 min of pretraining + 12 fine-tunes of ~1 min on one idle core.
 

@@ -12,6 +12,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('baseline', 'fit_tfidf_baseline', 'tfidf_baseline'),
     **names('plots', 'LivePlot'),
     **names('stats', 'mean_std', 'bootstrap_ci', 'bootstrap_diff'),
+    **names('corpus', 'pretraining_corpus'),
     **names('fonts', 'use_cjk_font', 'find_cjk_font', 'CJK_FAMILIES'),
     **names('owndata', 'pretraining_texts', 'train_tokenizer_on', 'export_classifier'),
 })

@@ -1,0 +1,103 @@
+"""What pretraining buys, from a recorded ``bench/pretrain_value.py`` run: a table and a curve.
+
+``bench/pretrain_value.py report`` writes ``stats.json``: for each initialisation (random
+weights, or an MLM checkpoint after so many pretraining tokens) and fine-tuning recipe, the
+validation/test accuracy and macro-F1 over seeds and the paired bootstrap 95 % interval of
+the test-accuracy difference to random init (:mod:`nbkit.pipeline.stats`). The recorded run
+ships as ``notebooks/data/pretrain_value.json`` so that notebooks 02/03 and the README show
+measured numbers (never typed by hand) without rerunning the 30-minute benchmark.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nbkit.errors import DataError
+
+RECORDED = "data/pretrain_value.json"  # relative to the notebooks folder
+
+
+def load_recorded(path: str | Path | None = None) -> dict:
+    """The recorded ``stats.json`` (default: ``notebooks/data/pretrain_value.json``).
+
+    Raises:
+        DataError: the file is missing or not a ``pretrain_value`` stats file.
+    """
+    if path is None:
+        from nbkit.cli.run_notebooks import notebooks_dir
+
+        path = notebooks_dir() / RECORDED
+    path = Path(path)
+    try:
+        stats = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read the recorded benchmark {path}: {exc}; rerun "
+                        "`python bench/pretrain_value.py all --out DIR` and copy DIR/stats.json there") from exc
+    if "table" not in stats or "baseline" not in stats:
+        raise DataError(f"{path} is not a bench/pretrain_value.py stats.json (no 'table'/'baseline')")
+    return stats
+
+
+def rows(stats: dict, pooling: str = "mean", epochs: float | None = None) -> list[dict]:
+    """One dict per initialisation for one recipe (``pooling``; ``epochs`` None = each one's own), sorted by tokens.
+
+    Keys: ``init`` (``random`` or ``run/step``), ``epochs``, ``tokens_m`` (pretraining tokens, millions),
+    ``pretrain_min`` (wall minutes as recorded), ``mlm_loss`` (held-out, nats), ``test_acc``/``test_acc_std``,
+    ``test_f1``, ``gain``/``gain_low``/``gain_high`` (test accuracy minus random init's, points, 95 % CI).
+    """
+    out = []
+    for e in stats["table"]:
+        if e["pooling"] != pooling or (epochs is not None and e["epochs"] != epochs):
+            continue
+        d = e.get("test_accuracy_diff_vs_random")
+        out.append({"init": "random" if e["init"] == "random" else "/".join(Path(e["init"]).parts[-2:]),
+                    "epochs": e["epochs"], "lr": e["lr"], "tokens_m": e["pretrain_tokens"] / 1e6,
+                    "pretrain_min": e["pretrain_min"], "mlm_loss": e["pretrain_eval_loss"],
+                    "test_acc": e["test_accuracy"]["mean"], "test_acc_std": e["test_accuracy"]["std"],
+                    "test_f1": e["test_macro_f1"]["mean"], "seeds": len(e["seeds"]),
+                    "gain": 100 * d["mean"] if d else None,
+                    "gain_low": 100 * d["ci95"][0] if d else None, "gain_high": 100 * d["ci95"][1] if d else None})
+    return sorted(out, key=lambda r: (r["epochs"], r["tokens_m"], r["init"]))
+
+
+def markdown_table(stats: dict, pooling: str = "mean") -> str:
+    """The README's table: one line per initialisation and epoch count, plus the TF-IDF baseline."""
+    lines = ["| init | fine-tune epochs | pretraining tokens | pretraining wall (recorded) | held-out MLM loss "
+             "| test accuracy (mean ± std, seeds) | test macro-F1 | Δ test vs random init [95 % CI] |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows(stats, pooling):
+        lr = "" if r["lr"] == 5e-4 else f" (lr {r['lr']:g})"
+        gain = f"{r['gain']:+.1f} [{r['gain_low']:+.1f}, {r['gain_high']:+.1f}] points" if r["gain"] is not None else "-"
+        loss = f"{r['mlm_loss']:.2f}" if r["mlm_loss"] is not None else "-"
+        tokens = f"{r['tokens_m']:.1f} M" if r["tokens_m"] else "0"
+        wall = f"{r['pretrain_min']:.1f} min" if r["tokens_m"] else "-"
+        acc = f"{r['test_acc']:.3f} ± {r['test_acc_std']:.3f}" if r["seeds"] > 1 else f"{r['test_acc']:.3f}"
+        lines.append(f"| {r['init']}{lr} | {r['epochs']:g} | {tokens} | {wall} | {loss} | "
+                     f"{acc} ({r['seeds']}) | {r['test_f1']:.3f} | {gain} |")
+    for ml, b in stats["baseline"].items():
+        lines.append(f"| TF-IDF char 1-3-gram + LR, text cut at {ml} tokens | - | - | - | - | "
+                     f"{b['test_accuracy']:.3f} | {b['test_macro_f1']:.3f} | - |")
+    return "\n".join(lines)
+
+
+def plot_gain(stats: dict, ax=None, pooling: str = "mean", goal: float = 2.0):
+    """Test-accuracy gain over random init (points, 95 % CI bars) against pretraining tokens; returns the Axes."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    for epochs in sorted({r["epochs"] for r in rows(stats, pooling)}):
+        pts = [r for r in rows(stats, pooling, epochs) if r["gain"] is not None and r["lr"] == 5e-4]
+        if not pts:
+            continue
+        x = [r["tokens_m"] for r in pts]
+        y = [r["gain"] for r in pts]
+        err = [[g - r["gain_low"] for g, r in zip(y, pts)], [r["gain_high"] - g for g, r in zip(y, pts)]]
+        ax.errorbar(x, y, yerr=err, fmt="o", capsize=3, label=f"fine-tune {epochs:g} epoch(s)")
+    ax.axhline(0, color="grey", lw=1)
+    ax.axhline(goal, color="tab:green", ls="--", lw=1, label=f"goal +{goal:g} points")
+    ax.set_xlabel("MLM pretraining tokens (millions)")
+    ax.set_ylabel("test accuracy gain (points)")
+    ax.set_title("fine-tuning from the checkpoint vs random init")
+    ax.legend(fontsize=8)
+    return ax

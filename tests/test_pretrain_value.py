@@ -1,0 +1,39 @@
+"""The recorded pretraining-value benchmark renders as a table and a curve, from its own numbers."""
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+
+from nbkit.errors import DataError
+from nbkit.pipeline import pretrain_value as pv
+
+
+def test_recorded_run_loads_and_rows_carry_its_numbers():
+    stats = pv.load_recorded()
+    rs = pv.rows(stats, "mean", 2.0)
+    assert [r["init"] for r in rs][0] == "random" and rs[0]["gain"] is None
+    best = max((r for r in rs if r["gain"] is not None), key=lambda r: r["tokens_m"])
+    entry = next(e for e in stats["table"] if e["pooling"] == "mean" and e["epochs"] == 2.0
+                 and e["pretrain_tokens"] == round(best["tokens_m"] * 1e6))
+    assert best["gain"] == pytest.approx(100 * entry["test_accuracy_diff_vs_random"]["mean"])
+    assert best["gain_low"] <= best["gain"] <= best["gain_high"]
+
+
+def test_markdown_table_and_plot():
+    stats = pv.load_recorded()
+    table = pv.markdown_table(stats)
+    assert table.count("\n") == 1 + len(pv.rows(stats)) + len(stats["baseline"])
+    assert "TF-IDF" in table and "[95 % CI]" in table
+    ax = pv.plot_gain(stats)
+    assert ax.get_xlabel().startswith("MLM pretraining tokens")
+
+
+def test_bad_file_is_a_data_error(tmp_path):
+    (tmp_path / "x.json").write_text(json.dumps({"rows": []}))
+    with pytest.raises(DataError, match="not a bench/pretrain_value.py stats.json"):
+        pv.load_recorded(tmp_path / "x.json")
+    with pytest.raises(DataError, match="rerun"):
+        pv.load_recorded(tmp_path / "missing.json")
