@@ -53,11 +53,10 @@ compile_values = (False,) if smoke else (False, True)   # smoke: compile is cove
 # and the model: the checkpoint notebook 02 saved, or, if there is none, the same architecture built from config.
 
 # %%
-import json
-
 import pandas as pd
 import torch
 
+from nbkit import jsonio
 from nbkit.pipeline import runs_dir, step_dir
 from nbkit.profiling import StepConfig, model_factory, random_mlm_loader
 from nbkit.train.precision import choose_precision
@@ -222,7 +221,7 @@ results = {"scale": scale.name, "device": str(device), "precision": precision, "
            "matmul": mm.to_dict("records"), "sdpa": sd.to_dict("records"), "ablations": tables,
            "verdict": {"bound": verdict.bound, "evidence": verdict.evidence,
                        "changes": [vars(c) for c in verdict.changes]}}
-(out_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+jsonio.write_json(out_dir / "results.json", results, indent=1)   # strict JSON: NaN -> null
 print("wrote", out_dir / "results.json")
 
 # %% [markdown]
