@@ -119,6 +119,7 @@ print(f"limit_alphabet=1000: vocab {limited_stats['vocab_size']:>6,}  [UNK] rate
 # %%
 sentiment = data.load_sentiment(seed=seed)   # deduplicated reviews, split as notebook 03 does
 review_stats = text.tokenizer_stats(tokenizer, sentiment.splits["test"]["text"])
+text.save_stats({**stats, "review_unk_rate": review_stats["unk_rate"]}, out_dir)   # for the README's table
 print(f"[UNK] rate on held-out news {stats['unk_rate']:.3%}, on reviews {review_stats['unk_rate']:.3%}")
 
 # %% [markdown]

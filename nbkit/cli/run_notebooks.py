@@ -150,6 +150,33 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
     return f"{where} failed: {type(exc).__name__}: {exc}".splitlines()[0]
 
 
+def machine_summary() -> str:
+    """This machine in words: ``"Linux x86_64, 2 CPUs, no GPU"`` or ``"..., 1 × NVIDIA H200"`` (NVML, no CUDA context)."""
+    import platform
+
+    from nbkit.gpu.nvml import Nvml
+
+    nv = Nvml(pcie=False)
+    names = [d.name for d in nv.sample() if not d.mig]
+    nv.shutdown()
+    gpus = f"{len(names)} × {names[0]}" if names and len(set(names)) == 1 else (", ".join(names) or "no GPU")
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, {gpus}"
+
+
+def record_timings(out_dir: Path, seconds: dict[str, float]) -> Path:
+    """Write ``out_dir/timings.json``: ``{"seconds": {"01": 27.0, ...}, "machine": ..., "written_at": ...}``.
+
+    ``scripts/expect_table.py`` reads it for the README's time row and machine name.
+    """
+    from nbkit import jsonio
+
+    path = Path(out_dir) / "timings.json"
+    old = jsonio.loads_strict(path.read_text(encoding="utf-8")).get("seconds", {}) if path.is_file() else {}
+    jsonio.write_json(path, {"seconds": {**old, **seconds}, "machine": machine_summary(),
+                             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    return path
+
+
 def run_all(scale: str | None = None, only: list[str] | None = None, timeout: int = 3600,
             kernel_name: str = "python3") -> int:
     """Execute the notebooks in order; return 0 when all ran, 1 at the first failure (130: Ctrl-C).
@@ -172,6 +199,7 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
 
     p = plan(scale, only)
     print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)
+    seconds: dict[str, float] = {}  # "01" -> wall seconds, for executed/timings.json
     for path in p.notebooks:
         nb = nbformat.read(path, as_version=4)
         current: dict = {}  # the cell being executed, for the failure line
@@ -198,6 +226,8 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
                   f"kernel log: {kernel_log}", file=sys.stderr)
             return 130 if isinstance(exc, KeyboardInterrupt) else 1
         nbformat.write(nb, p.out_dir / path.name)
-        print(f"ok ({time.perf_counter() - t0:.0f} s)", flush=True)
+        seconds[path.name[:2]] = round(time.perf_counter() - t0, 1)
+        record_timings(p.out_dir, seconds)
+        print(f"ok ({seconds[path.name[:2]]:.0f} s)", flush=True)
     print(f"executed copies: {p.out_dir}")
     return 0

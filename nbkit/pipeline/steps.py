@@ -201,6 +201,7 @@ def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale, untra
                "hidden_size": cfg.hidden_size, "layers": cfg.num_hidden_layers,
                "block_size": loop.train_data[0]["input_ids"].__len__(),
                "batch_size": loop.config.batch_size, "grad_accum_steps": loop.config.grad_accum_steps,
+               "lr": loop.config.lr,
                **result.metrics,
                "untrained_eval_loss": untrained["eval_loss"] if untrained else None,
                "first_eval_loss": first["eval_loss"] if first else None,
