@@ -52,7 +52,7 @@ grad_accum_steps, max_steps, learning_rate, eval_every = (scale.mlm_grad_accum, 
                                                           scale.mlm_eval_every)
 
 tokenizer = pipeline.load_tokenizer(scale)      # from notebook 01 (trained now if missing)
-out_dir = pipeline.step_dir(scale.name, "mlm")
+out_dir = pipeline.step_dir(scale.name, "mlm" + pipeline.run_tag(scale))   # "mlm-seed3" with overrides: no resume of another run
 print(f"scale={scale.name}  seed={seed}  vocab={len(tokenizer):,}  -> {out_dir}")
 
 # %% [markdown]

@@ -46,7 +46,7 @@ scale = pipeline.resolve_scale(scale, seed=seed, cls_max_length=max_length, cls_
 seed, max_length, batch_size, epochs = scale.seed, scale.cls_max_length, scale.cls_batch_size, scale.cls_epochs
 learning_rate, max_train, model_preset = scale.cls_lr, scale.sentiment_max_train, scale.model
 
-out_dir = pipeline.step_dir(scale.name, "sentiment")
+out_dir = pipeline.step_dir(scale.name, "sentiment" + pipeline.run_tag(scale))   # "sentiment-seed3" with overrides
 print(f"scale={scale.name}  seed={seed}  max_length={max_length}  -> {out_dir}")
 
 # %% [markdown]

@@ -57,7 +57,7 @@ import torch
 
 from nbkit import jsonio
 from nbkit.pipeline import runs_dir, step_dir
-from nbkit.pipeline.params import knob, resolve_scale
+from nbkit.pipeline.params import knob, resolve_scale, run_tag
 from nbkit.profiling import StepConfig, model_factory, random_mlm_loader
 from nbkit.train.precision import choose_precision
 
@@ -75,7 +75,7 @@ compile_values = knob(compile_values, [False] if smoke else [False, True])
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 precision = choose_precision("auto", device).name    # the training loop's rule: bf16 on sm80+, fp16, fp32 on CPU
-out_dir = step_dir(scale.name, "profiling")
+out_dir = step_dir(scale.name, "profiling" + run_tag(scale))   # e.g. "profiling-profile_steps3" with a scale knob overridden
 make_model, how = model_factory(scale.model, scale.vocab_size, seq_len,  # used when there is no checkpoint
                                 runs_dir() / scale.name / "mlm" / "model")
 vocab_size = make_model().config.vocab_size

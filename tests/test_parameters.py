@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from nbkit.errors import ConfigError
-from nbkit.pipeline.params import knob, overrides_of, resolve_scale
+from nbkit.pipeline.params import knob, overrides_of, resolve_scale, run_tag
 from nbkit.pipeline.scale import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,6 +74,15 @@ def test_resolve_scale_by_name_with_overrides():
     assert resolve_scale("smoke") is PRESETS["smoke"] and overrides_of(PRESETS["smoke"]) == {}
     assert resolve_scale(None).name == "smoke"  # NBKIT_SCALE=smoke in the tests
     assert knob(None, 4) == 4 and knob(0, 4) == 0
+    assert run_tag(PRESETS["cpu"]) == "" and run_tag(s) == "-bench_sizes64x128-mlm_lr1-seed3-vocab_size500"
+    assert run_tag(resolve_scale("smoke", sentiment_max_train="all")) == "-sentiment_max_trainall"
+
+
+@pytest.mark.parametrize("ipynb", NOTEBOOKS[1:], ids=lambda p: p.stem)
+def test_a_run_with_overrides_writes_to_its_own_folder(ipynb):
+    """`-p seed 3` on notebook 03 must not resume (or overwrite) the preset's finished run in runs/<scale>/sentiment."""
+    later = "\n".join(_code_cells(ipynb)[1:])
+    assert re.search(r"step_dir\(scale\.name, \"\w+\" \+ (pipeline\.)?run_tag\(scale\)\)", later)
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -106,19 +115,21 @@ def test_papermill_overrides_take_effect(tmp_path):
                       if c.cell_type == "code" for o in c.get("outputs", []))
     assert "scale=cpu  seed=3  corpus_lines=300  vocab_size=700" in printed  # the name beat NBKIT_SCALE=smoke
     assert "max_length=48" in printed or "longer than 48" in printed
-    training = json.loads((runs / "cpu" / "tokenizer" / "training.json").read_text())
+    tokenizer_dir = runs / "cpu" / "tokenizer-cls_max_length48-corpus_lines300-seed3-vocab_size700"
+    training = json.loads((tokenizer_dir / "training.json").read_text())
     assert training["vocab_size_requested"] == 700 and training["model_max_length"] == 512  # mini: 512 positions
     assert training["n_texts"] == 285  # 300 lines, 95 % for training
-    assert not (runs / "smoke").exists()
+    assert not (runs / "smoke").exists() and not (runs / "cpu" / "tokenizer").exists()  # the preset's run untouched
     # seed 3 picked the held-out lines: stats.json was measured on seed 3's validation split, not seed 0's
     from transformers import AutoTokenizer
 
     from nbkit.data.corpora import load_peoples_daily, split_corpus
     from nbkit.text.tokenizer import tokenizer_stats
 
-    tok = AutoTokenizer.from_pretrained(runs / "cpu" / "tokenizer")
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     corpus = load_peoples_daily(max_lines=300)
     held_out = {seed: split_corpus(corpus, eval_fraction=0.05, seed=seed)["validation"]["text"] for seed in (0, 3)}
     assert held_out[0] != held_out[3]
-    saved = json.loads((runs / "cpu" / "tokenizer" / "stats.json").read_text())
+    saved = json.loads((tokenizer_dir / "stats.json").read_text())
+    saved.pop("review_unk_rate")
     assert saved == json.loads(json.dumps(tokenizer_stats(tok, held_out[3])))

@@ -98,6 +98,22 @@ def knob(value, default):
     return default if value is None else value
 
 
+def run_tag(scale: Scale) -> str:
+    """``""`` for a plain preset, else ``"-"`` + its overrides, e.g. ``"-seed3"`` or ``"-seed3-vocab_size700"``.
+
+    Notebooks append it to their own output folder (``runs/<scale>/sentiment-seed3``), so a
+    run with other settings neither resumes the preset's checkpoints (a finished seed-0 run
+    would say "nothing to train" and its model would be tested on a seed-3 split that
+    overlaps its training data) nor overwrites the preset's artifacts. Earlier steps'
+    outputs are still read from ``runs/<scale>/<step>``.
+    """
+    def text(v) -> str:
+        return "x".join(map(str, v)) if isinstance(v, tuple) else ("all" if v is None else f"{v:g}"
+                                                                  if isinstance(v, float) else str(v))
+    changed = overrides_of(scale)
+    return "".join(f"-{k}{text(v)}" for k, v in sorted(changed.items()))
+
+
 def overrides_of(scale: Scale) -> dict:
     """The knobs of ``scale`` that differ from its preset, ``{field: value}`` (empty for a plain preset)."""
     preset = PRESETS[scale.name]
