@@ -44,9 +44,9 @@ precision = "auto"        # auto / bf16 / fp16 / fp32
 # %%
 from nbkit import models, pipeline, text
 
-scale = pipeline.resolve_scale(scale, seed=seed, corpus_lines=corpus_lines, model=model_preset, block_size=block_size, mlm_batch_size=batch_size,
-                               mlm_grad_accum=grad_accum_steps, mlm_steps=max_steps, mlm_lr=learning_rate,
-                               mlm_eval_every=eval_every)
+scale = pipeline.resolve_scale(scale, seed=seed, corpus_lines=corpus_lines, model=model_preset, block_size=block_size,
+                               mlm_batch_size=batch_size, mlm_grad_accum=grad_accum_steps, mlm_steps=max_steps,
+                               mlm_lr=learning_rate, mlm_eval_every=eval_every)
 seed, model_preset, block_size, batch_size = scale.seed, scale.model, scale.block_size, scale.mlm_batch_size
 grad_accum_steps, max_steps, learning_rate, eval_every = (scale.mlm_grad_accum, scale.mlm_steps, scale.mlm_lr,
                                                           scale.mlm_eval_every)
