@@ -25,7 +25,6 @@ that anywhere), so the script itself can be tested on a CPU::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -36,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from nbkit import jsonio
 from nbkit.profiling import diagnosis, microbench
 from nbkit.profiling import profiler as profiling
 from nbkit.profiling import steps as stepanalysis  # noqa: E402
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
         res["env"]["capability"] = list(torch.cuda.get_device_capability())
 
     def save():
-        (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
+        jsonio.write_json(out / "results.json", res, indent=1)
 
     def section(key: str, estimate_s: float, fn):
         if not budget.fits(estimate_s):

@@ -28,22 +28,27 @@
 
 # %% [markdown]
 # ## Parameters
-# `NBKIT_SCALE` (`smoke`, `cpu`, `gpu`) picks the preset; this cell is tagged `parameters`, so papermill can override any value.
+# Plain values only, so papermill can override each (`-p scale cpu -p vocab_size 4000`); `None` means "the scale's value". The next cell resolves the scale by name (`None`: `NBKIT_SCALE`, else `gpu` when CUDA is usable, else `cpu`) and applies the overrides.
 
 # %% tags=["parameters"]
-from nbkit import get_scale
-
-scale = get_scale()          # reads NBKIT_SCALE
-corpus_lines = scale.corpus_lines   # None = all 19,484 lines
-vocab_size = scale.vocab_size
-model_preset = scale.model
+scale = None          # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
+seed = None           # split seed; None: the scale's (0)
+corpus_lines = None   # People's Daily lines; None: the scale's (smoke 1,500; cpu, gpu all 19,484); "all": every line
+vocab_size = None     # WordPiece target vocabulary; None: the scale's (smoke 2,000, cpu 8,000, gpu 16,000)
+model_preset = None   # BERT preset whose position table sets model_max_length; None: the scale's
+max_length = None     # notebook 03's tokens per review, marked on the length histogram; None: the scale's
 
 # %%
 from nbkit import data, models, pipeline, text
 
-out_dir = pipeline.step_dir(scale.name, "tokenizer")
+scale = pipeline.resolve_scale(scale, seed=seed, corpus_lines=corpus_lines, vocab_size=vocab_size, model=model_preset,
+                               cls_max_length=max_length)
+seed, corpus_lines, vocab_size, model_preset = scale.seed, scale.corpus_lines, scale.vocab_size, scale.model
+max_length = scale.cls_max_length
+out_dir = pipeline.step_dir(scale.name, "tokenizer" + pipeline.run_tag(scale))   # "tokenizer-seed3" with overrides
 max_positions = models.build_config(model_preset, vocab_size=vocab_size).max_position_embeddings
-print(f"scale={scale.name}  vocab_size={vocab_size}  model_max_length={max_positions}  ->  {out_dir}")
+print(f"scale={scale.name}  seed={seed}  corpus_lines={corpus_lines}  vocab_size={vocab_size}  "
+      f"model_max_length={max_positions}  ->  {out_dir}")
 
 # %% [markdown]
 # ## 1. Load the corpus
@@ -59,7 +64,7 @@ print(corpus[0]["words"][:12])
 # We hold out 5% of the lines: the tokenizer never sees them, so the `[UNK]` rate below is honest.
 
 # %%
-splits = data.split_corpus(corpus, eval_fraction=0.05, seed=scale.seed)
+splits = data.split_corpus(corpus, eval_fraction=0.05, seed=seed)
 n_chars = sum(len(t) for t in splits["train"]["text"])
 print({k: len(v) for k, v in splits.items()}, f"training characters: {n_chars:,}")
 
@@ -112,8 +117,9 @@ print(f"limit_alphabet=1000: vocab {limited_stats['vocab_size']:>6,}  [UNK] rate
 # Held-out news is the text the tokenizer was built for. The text notebook 03 classifies is different (product and book reviews, ASCII brand names and prices), so measure coverage there too.
 
 # %%
-sentiment = data.load_sentiment(seed=scale.seed)   # deduplicated reviews, split as notebook 03 does
+sentiment = data.load_sentiment(seed=seed)   # deduplicated reviews, split as notebook 03 does
 review_stats = text.tokenizer_stats(tokenizer, sentiment.splits["test"]["text"])
+text.save_stats({**stats, "review_unk_rate": review_stats["unk_rate"]}, out_dir)   # for the README's table
 print(f"[UNK] rate on held-out news {stats['unk_rate']:.3%}, on reviews {review_stats['unk_rate']:.3%}")
 
 # %% [markdown]
@@ -128,11 +134,11 @@ reviews = sentiment.splits["train"]["text"]
 lengths = np.array([len(ids) for ids in tokenizer(list(reviews), verbose=False)["input_ids"]])
 fig, ax = plt.subplots(figsize=(6, 2.5))
 ax.hist(np.minimum(lengths, 512), bins=60)
-ax.axvline(scale.cls_max_length, color="red", label=f"max_length={scale.cls_max_length}")
+ax.axvline(max_length, color="red", label=f"max_length={max_length}")
 ax.set_xlabel("tokens per review (clipped at 512)"); ax.set_ylabel("reviews"); ax.legend()
 plt.show()
 print(f"p50={np.percentile(lengths, 50):.0f}  p95={np.percentile(lengths, 95):.0f}  max={lengths.max()}  "
-      f"longer than {scale.cls_max_length}: {(lengths > scale.cls_max_length).mean():.1%}")
+      f"longer than {max_length}: {(lengths > max_length).mean():.1%}")
 
 # %% [markdown]
 # ## 5. Saved

@@ -26,27 +26,34 @@
 
 # %% [markdown]
 # ## Parameters
-# From the `NBKIT_SCALE` preset; override any of them here (papermill `parameters` cell).
+# Plain values only, so papermill can override each (`-p scale cpu -p seed 3 -p max_steps 100`); `None` means "the scale's value" (`nbkit/pipeline/scale.py`). The next cell resolves the scale by name (`None`: `NBKIT_SCALE`, else `gpu` when CUDA is usable, else `cpu`) and applies the overrides.
 
 # %% tags=["parameters"]
-from nbkit import get_scale
-
-scale = get_scale()
-model_preset = scale.model          # tiny / mini / small / base
-block_size = scale.block_size       # tokens per block, [CLS] and [SEP] included
-batch_size = scale.mlm_batch_size
-grad_accum_steps = scale.mlm_grad_accum
-max_steps = scale.mlm_steps
-learning_rate = scale.mlm_lr
-eval_every = scale.mlm_eval_every
-precision = "auto"                  # auto / bf16 / fp16 / fp32
+scale = None              # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
+seed = None               # data order, masking and the corpus split; None: the scale's (0)
+corpus_lines = None       # People's Daily lines (as in notebook 01); None: the scale's; "all": every line
+model_preset = None       # tiny / mini / small / base
+block_size = None         # tokens per block, [CLS] and [SEP] included
+batch_size = None         # blocks per micro-batch
+grad_accum_steps = None   # micro-batches per optimizer step
+max_steps = None          # optimizer steps
+learning_rate = None      # peak learning rate (linear warm-up and decay)
+eval_every = None         # steps between held-out evaluations (and checkpoints)
+precision = "auto"        # auto / bf16 / fp16 / fp32
 
 # %%
 from nbkit import models, pipeline, text
 
+scale = pipeline.resolve_scale(scale, seed=seed, corpus_lines=corpus_lines, model=model_preset, block_size=block_size,
+                               mlm_batch_size=batch_size, mlm_grad_accum=grad_accum_steps, mlm_steps=max_steps,
+                               mlm_lr=learning_rate, mlm_eval_every=eval_every)
+seed, model_preset, block_size, batch_size = scale.seed, scale.model, scale.block_size, scale.mlm_batch_size
+grad_accum_steps, max_steps, learning_rate, eval_every = (scale.mlm_grad_accum, scale.mlm_steps, scale.mlm_lr,
+                                                          scale.mlm_eval_every)
+
 tokenizer = pipeline.load_tokenizer(scale)      # from notebook 01 (trained now if missing)
-out_dir = pipeline.step_dir(scale.name, "mlm")
-print(f"scale={scale.name}  vocab={len(tokenizer):,}  -> {out_dir}")
+out_dir = pipeline.step_dir(scale.name, "mlm" + pipeline.run_tag(scale))   # "mlm-seed3" with overrides: no resume of another run
+print(f"scale={scale.name}  seed={seed}  vocab={len(tokenizer):,}  -> {out_dir}")
 
 # %% [markdown]
 # ## 1. Corpus → MLM blocks

@@ -27,27 +27,34 @@
 # ## Parameters
 
 # %% tags=["parameters"]
-from nbkit import get_scale
-
-scale = get_scale()
-max_length = scale.cls_max_length      # tokens per review; longer reviews are truncated
-batch_size = scale.cls_batch_size
-epochs = scale.cls_epochs
-learning_rate = scale.cls_lr
-max_train = scale.sentiment_max_train  # None = the whole training split
+# Plain values only, so papermill can override each (-p scale cpu -p seed 3); None: the scale's value.
+scale = None          # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
+seed = None           # data split, subsample and training order; None: the scale's (0)
+max_length = None     # tokens per review; longer reviews are truncated
+batch_size = None     # reviews per step
+epochs = None         # passes over the training split
+learning_rate = None  # peak learning rate
+max_train = None      # training examples used; None: the scale's (smoke 800, else all); "all": the whole split
+model_preset = None   # BERT preset when no notebook-02 checkpoint exists (built from config); None: the scale's
 
 # %%
 from nbkit import data, models, pipeline, text
 
-out_dir = pipeline.step_dir(scale.name, "sentiment")
-print(f"scale={scale.name}  max_length={max_length}  -> {out_dir}")
+scale = pipeline.resolve_scale(scale, seed=seed, cls_max_length=max_length, cls_batch_size=batch_size,
+                               cls_epochs=epochs, cls_lr=learning_rate, sentiment_max_train=max_train,
+                               model=model_preset)
+seed, max_length, batch_size, epochs = scale.seed, scale.cls_max_length, scale.cls_batch_size, scale.cls_epochs
+learning_rate, max_train, model_preset = scale.cls_lr, scale.sentiment_max_train, scale.model
+
+out_dir = pipeline.step_dir(scale.name, "sentiment" + pipeline.run_tag(scale))   # "sentiment-seed3" with overrides
+print(f"scale={scale.name}  seed={seed}  max_length={max_length}  -> {out_dir}")
 
 # %% [markdown]
 # ## 1. Clean data, honest split
 # `load_sentiment` deduplicates, drops texts that appear with both labels, and makes a stratified train/validation/test split by unique text. Look at how much was dropped: a random split of the raw files would put copies of test reviews into training and inflate every number below.
 
 # %%
-sentiment = data.load_sentiment(seed=scale.seed, max_train=max_train)
+sentiment = data.load_sentiment(seed=seed, max_train=max_train)
 sentiment.report
 
 # %%
@@ -83,7 +90,7 @@ print(f"reviews longer than {max_length} tokens (truncated): "
 # %%
 source = pipeline.pretrained_model_dir(scale)    # None if notebook 02 has not run
 model, how = models.build_classifier(source, num_labels=len(sentiment.label2id),
-                                       id2label=sentiment.id2label, tokenizer=tokenizer, preset=scale.model)
+                                       id2label=sentiment.id2label, tokenizer=tokenizer, preset=model_preset)
 print(how)
 
 # %% [markdown]

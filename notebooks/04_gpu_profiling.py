@@ -28,44 +28,55 @@
 # On a CPU the same code runs (CPU profiler, GFLOP/s instead of % of peak); each step says what would differ on a GPU.
 
 # %% [markdown]
-# **Parameters.** The scale preset (`NBKIT_SCALE`: smoke, cpu, gpu) sets the sizes; papermill can override any of these.
+# **Parameters.** Plain values only, so papermill can override each (`-p scale cpu -p batch_size 16`); `None` means "the scale's value": the scale (`smoke`, `cpu`, `gpu`; `None`: `NBKIT_SCALE`, else `gpu` when CUDA is usable, else `cpu`) sets the sizes in the next cell.
 
 # %% tags=["parameters"]
-from nbkit import get_scale
-
-scale = get_scale()
-smoke = scale.name == "smoke"              # CI: every code path, tiny sizes, seconds
-profile_steps = scale.profile_steps        # active profiler steps
-bench_sizes = scale.bench_sizes            # square matmul sizes n (n x n @ n x n)
-seq_len = 32 if smoke else scale.block_size         # tokens per sequence (notebook 02: block size)
-gpu = scale.name == "gpu"                  # cpu scale: fewer, smaller steps (each costs seconds on 2 cores)
-batch_size = 4 if smoke else (scale.mlm_batch_size if gpu else 8)   # sequences per step
-timing_steps = 2 if smoke else (10 if gpu else 3)   # timed steps per measurement (after warm-up)
-sdpa_seq_lens = (128, 512)                 # attention lengths to compare
-sdpa_batch, sdpa_heads = (32, 12) if scale.name == "gpu" else (1, 2)
-h2d_mib = 256 if scale.name == "gpu" else 8
-worker_values = (0, 1) if smoke else ((0, 2, 4) if gpu else (0, 2))
-compile_values = (False,) if smoke else (False, True)   # smoke: compile is covered by unit tests
+scale = None               # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
+profile_steps = None       # active profiler steps; None: the scale's (smoke 2, cpu 5, gpu 10)
+bench_sizes = None         # square matmul sizes n (n x n @ n x n), e.g. [256, 512]; None: the scale's
+model_preset = None        # BERT preset when notebook 02 saved no model (built from config); None: the scale's
+vocab_size = None          # vocabulary of that model built from config; None: the scale's
+seq_len = None             # tokens per sequence; None: 32 at smoke, else the scale's block size (notebook 02)
+batch_size = None          # sequences per step; None: 4 at smoke, 8 at cpu, the MLM batch size at gpu
+timing_steps = None        # timed steps per measurement (after warm-up); None: smoke 2, cpu 3, gpu 10
+sdpa_seq_lens = [128, 512]  # attention lengths to compare
+sdpa_batch = None          # attention batch; None: 32 at gpu, else 1
+sdpa_heads = None          # attention heads; None: 12 at gpu, else 2
+h2d_mib = None             # host-to-device copy size (MiB); None: 256 at gpu, else 8
+worker_values = None       # DataLoader workers to compare; None: smoke [0, 1], cpu [0, 2], gpu [0, 2, 4]
+compile_values = None      # torch.compile off/on; None: [False] at smoke (unit tests cover compile), else [False, True]
 
 # %% [markdown]
-# **Derived values.** Device and precision (bf16 on GPUs with compute capability 8.0+, fp16 with a loss scaler
+# **Derived values.** The scale by name with the overrides above (the cpu scale runs fewer, smaller steps: each costs seconds on 2 cores). Device and precision (bf16 on GPUs with compute capability 8.0+, fp16 with a loss scaler
 # on older GPUs, fp32 on a CPU), where results go,
 # and the model: the checkpoint notebook 02 saved, or, if there is none, the same architecture built from config.
 
 # %%
-import json
-
 import pandas as pd
 import torch
 
+from nbkit import jsonio
 from nbkit.pipeline import runs_dir, step_dir
+from nbkit.pipeline.params import knob, resolve_scale, run_tag
 from nbkit.profiling import StepConfig, model_factory, random_mlm_loader
 from nbkit.train.precision import choose_precision
 
+scale = resolve_scale(scale, profile_steps=profile_steps, bench_sizes=bench_sizes, model=model_preset,
+                      vocab_size=vocab_size)
+smoke, gpu = scale.name == "smoke", scale.name == "gpu"   # smoke (CI): every code path, tiny sizes, seconds
+profile_steps, bench_sizes = scale.profile_steps, scale.bench_sizes
+seq_len = knob(seq_len, 32 if smoke else scale.block_size)
+batch_size = knob(batch_size, 4 if smoke else (scale.mlm_batch_size if gpu else 8))
+timing_steps = knob(timing_steps, 2 if smoke else (10 if gpu else 3))
+sdpa_batch, sdpa_heads = knob(sdpa_batch, 32 if gpu else 1), knob(sdpa_heads, 12 if gpu else 2)
+h2d_mib = knob(h2d_mib, 256 if gpu else 8)
+worker_values = knob(worker_values, [0, 1] if smoke else ([0, 2, 4] if gpu else [0, 2]))
+compile_values = knob(compile_values, [False] if smoke else [False, True])
+
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 precision = choose_precision("auto", device).name    # the training loop's rule: bf16 on sm80+, fp16, fp32 on CPU
-out_dir = step_dir(scale.name, "profiling")
-make_model, how = model_factory(scale.model, scale.vocab_size, seq_len,
+out_dir = step_dir(scale.name, "profiling" + run_tag(scale))   # e.g. "profiling-profile_steps3" with a scale knob overridden
+make_model, how = model_factory(scale.model, scale.vocab_size, seq_len,  # used when there is no checkpoint
                                 runs_dir() / scale.name / "mlm" / "model")
 vocab_size = make_model().config.vocab_size
 # torch.compile: inductor (real kernel fusion) on a GPU; the 'eager' backend elsewhere
@@ -222,7 +233,7 @@ results = {"scale": scale.name, "device": str(device), "precision": precision, "
            "matmul": mm.to_dict("records"), "sdpa": sd.to_dict("records"), "ablations": tables,
            "verdict": {"bound": verdict.bound, "evidence": verdict.evidence,
                        "changes": [vars(c) for c in verdict.changes]}}
-(out_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+jsonio.write_json(out_dir / "results.json", results, indent=1)   # strict JSON: NaN -> null
 print("wrote", out_dir / "results.json")
 
 # %% [markdown]

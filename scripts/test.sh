@@ -20,4 +20,5 @@ export MPLBACKEND=Agg
 if [ -d .git ]; then
     PATH="$PWD/.venv/bin:$PATH" .venv/bin/pre-commit run --all-files --show-diff-on-failure
 fi
+# --nbval-current-env comes from pyproject.toml (addopts): notebooks run in this interpreter whatever kernelspec they name
 .venv/bin/python -m pytest --nbval -p no:cacheprovider --durations=15 tests notebooks "$@"

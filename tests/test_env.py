@@ -108,17 +108,36 @@ def test_doctor_json_cli_exit_code():
 
 
 def test_broken_torch_is_a_fail_line_not_a_crash(tmp_path):
-    broken = tmp_path / "torch"
-    broken.mkdir()
+    """C14: a ``torch/`` (and a ``pynvml.py``) on PYTHONPATH that raise: the FAIL lines name that path."""
+    shadow = tmp_path / "shadow"
+    broken = shadow / "torch"
+    broken.mkdir(parents=True)
     (broken / "__init__.py").write_text(
         "raise OSError('libcudart.so.12: cannot open shared object file')\n")
-    pp = os.pathsep.join([str(tmp_path), ROOT])
+    (shadow / "pynvml.py").write_text("raise ImportError('half-deleted pynvml')\n")
+    pp = os.pathsep.join([str(shadow), ROOT])
     out = subprocess.run([sys.executable, "-m", "nbkit.cli.main", "doctor", "--json"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHONPATH=pp))
     assert out.returncode == 1, out.stderr
-    line = [c for c in json.loads(out.stdout)["checks"] if c["name"] == "torch"][0]
-    assert line["status"] == "FAIL" and "libcudart" in line["value"] and "pip install" in line["fix"]
+    lines = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    torch_line, nvml_line = lines["torch"], lines["NVML"]
+    assert torch_line["status"] == "FAIL" and "libcudart" in torch_line["value"]
+    assert str(broken / "__init__.py") in torch_line["value"] and "PYTHONPATH" in torch_line["value"]
+    assert "shadows the installed torch" in torch_line["value"]
+    assert str(broken) in torch_line["fix"] and f"remove {shadow} from PYTHONPATH" in torch_line["fix"]
+    assert nvml_line["status"] == "FAIL" and str(shadow / "pynvml.py") in nvml_line["value"]
+    assert "shadows the installed nvidia-ml-py" in nvml_line["value"] and "half-deleted" in nvml_line["value"]
+
+
+def test_import_failure_without_shadowing_says_reinstall_or_install():
+    from nbkit.env.imports import import_failure
+
+    value, fix = import_failure("torch", OSError("libcudart.so.12"))  # the installed torch itself
+    assert "libcudart" in value and os.path.dirname(__import__("torch").__file__) in value
+    assert "shadows" not in value and "--force-reinstall torch" in fix
+    value, fix = import_failure("no_such_module_xyz", ModuleNotFoundError("No module named 'no_such_module_xyz'"))
+    assert "no no_such_module_xyz on sys.path" in value and "pip install no_such_module_xyz" in fix
 
 
 def test_matmul_throughput_cpu():

@@ -151,3 +151,40 @@ def test_import_is_lazy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(__file__)), check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["raw-bytes", "pynvml-decodes-strictly"])
+def test_strings_that_are_not_utf8_are_decoded_leniently(tmp_path, strict):
+    """C06: a device name (and UUID, driver version, process name) that is not UTF-8.
+
+    ``strict=True`` is what nvidia-ml-py does (it raises UnicodeDecodeError inside
+    the getter); ``False`` is a binding that hands back the raw bytes. Either way
+    sample() does not raise and the device shows with all its metrics.
+    """
+    proc = tmp_path / "proc"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "comm").write_bytes(b"py\xffthon\n")
+    fake = FakeNvml([FakeGpu(name=b"\xfeGPU-x", uuid=b"GPU-\xff00", processes=[(4242, GIB)]), FakeGpu()],
+                    driver=b"550.\xfe54", strict_strings=strict)
+    nv = Nvml(lib=fake, proc_root=str(proc))
+    assert nv.state.ok and nv.driver_version() == "550.\ufffd54"
+    sample = take_sample(nv, host=False)
+    d = sample.devices[0]
+    assert d.name == "\ufffdGPU-x" and d.uuid == "GPU-\ufffd00"
+    assert d.util_gpu_pct == 87 and d.mem_total_mib == 80 * 1024 and d.power_w == pytest.approx(412.0)
+    assert d.unavailable == {}
+    assert d.processes[0].name == "py\ufffdthon"
+    assert sample.devices[1].name == "NVIDIA H100 80GB HBM3"
+
+
+def test_gpu_widget_and_report_show_a_device_whose_name_is_not_utf8(tmp_path):
+    from nbkit import env
+    from nbkit.gpu.widgets import GpuMonitor
+
+    fake = FakeNvml([FakeGpu(name=b"\xfeGPU-x")], driver=b"\xfe", strict_strings=True)
+    m = GpuMonitor(nvml=Nvml(lib=fake), autostart=False)
+    m.sampler.sample_once()
+    assert "\ufffdGPU-x" in m._rows[0].title.value and m._rows[0].util.value == 87
+    m.close()
+    rep = env.report(nvml=Nvml(lib=FakeNvml([FakeGpu(name=b"\xfeGPU-x")], strict_strings=True)))
+    assert any(c.name == "GPU 0" and "\ufffdGPU-x" in c.value for c in rep.checks)

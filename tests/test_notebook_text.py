@@ -72,3 +72,27 @@ def test_stale_pair_is_detected_and_sync_updates_the_notebook(tmp_path):
     nb = nbformat.read(ipynb, as_version=4)
     assert "An added line." in nb.cells[0].source or "An added line." in nb.cells[1].source
     assert [c.id for c in nb.cells] == ids_before
+
+
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_text_pair_names_the_python3_kernel(ipynb):
+    """The .py pair carries the kernelspec too, and `jupytext --sync` writes it into the .ipynb."""
+    assert jupytext.read(ipynb.with_suffix(".py")).metadata["kernelspec"]["name"] == "python3"
+
+
+def test_nbval_runs_a_notebook_from_another_environment_in_this_one(tmp_path):
+    """C04: a notebook saved with kernelspec ``conda-env-nlp-py`` still runs under pytest --nbval.
+
+    The repository's pytest configuration adds ``--nbval-current-env`` (the kernel is
+    this interpreter), so every nbval run (scripts/test.sh, the README, by hand) gets it.
+    """
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import sys\nprint(sys.executable)")])
+    nb.metadata["kernelspec"] = {"name": "conda-env-nlp-py", "display_name": "Python [conda env:nlp]",
+                                 "language": "python"}
+    path = tmp_path / "foreign_kernel.ipynb"
+    nbformat.write(nb, path)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT),
+                          "-p", "no:cacheprovider", "-q", "--nbval-lax", str(path)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "NoSuchKernel" not in run.stdout

@@ -43,6 +43,12 @@ def test_run_all_executes_in_order_and_stops_at_failure(tmp_path, monkeypatch, r
     executed = runs_tmp / "smoke" / "executed"
     assert (executed / "00_ok.ipynb").exists() and (executed / "01_bad.ipynb").exists()
     assert notebooks.run_all(scale="smoke", only=["00"]) == 0
+    # the time per notebook (read by scripts/expect_table.py), strict JSON, only for notebooks that finished
+    from nbkit.jsonio import loads_strict
+
+    timings = loads_strict((executed / "timings.json").read_text())
+    assert list(timings["seconds"]) == ["00"] and timings["seconds"]["00"] > 0
+    assert "CPUs" in timings["machine"]
 
 
 # --- failures while executing: partial copy saved, one line naming notebook, cell and fix

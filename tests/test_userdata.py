@@ -363,3 +363,40 @@ def test_locate_json_error_prefers_syntax_errors_to_type_changes(tmp_path):
                                                 "use one type per field")
     path.write_text('{"label": 1}\n{"label": "one"}\n\n{"label": \n', encoding="utf-8")
     assert userdata.locate_json_error(path).startswith("line 4 is not valid JSON")  # blank lines counted
+
+
+def _message(fn, *args, **kwargs) -> str:
+    with pytest.raises(DataError) as info:
+        fn(*args, **kwargs)
+    return str(info.value)
+
+
+def test_mostly_utf8_file_gets_the_bad_line_not_gbk_advice_from_every_loader():
+    """C12: one corrupt line in a UTF-8 file: name it and say how to drop or replace it; never `iconv -f GBK`."""
+    from nbkit.data import corpora
+
+    path = FIXTURES / "mostly_utf8_one_bad_line.txt"
+    msgs = {"load_text_file": _message(load_text_file, path),
+            "load_labeled_files": _message(load_labeled_files, path),
+            "load_peoples_daily": _message(corpora.load_peoples_daily, path=path),
+            "bundled reviews reader": _message(corpora._read_lines, path)}
+    assert len(set(msgs.values())) == 1, msgs  # one wording for every loader
+    msg = msgs["load_text_file"]
+    assert "byte 0xff at offset 83 (line 3)" in msg and "1 of 4 line(s) (line 3)" in msg
+    assert "iconv -c -f UTF-8 -t UTF-8" in msg and "sed -e '3d'" in msg and 'errors="replace"' in msg
+    assert "iconv -f GBK" not in msg
+
+
+def test_gbk_advice_only_when_the_file_reads_as_gbk(tmp_path):
+    from nbkit.data import corpora
+
+    gbk = tmp_path / "news.txt"
+    gbk.write_bytes("人民/n 日报/n\n北京/ns 新闻/n\n".encode("gbk"))
+    msg = _message(corpora.load_peoples_daily, path=gbk)
+    assert msg == _message(load_text_file, gbk)
+    assert "reads as GBK" in msg and "iconv -f GBK -t UTF-8" in msg and "(line 1)" in msg
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("café\nnaïve\n".encode("latin-1"))
+    msg = _message(load_text_file, latin1)
+    assert "does not read as GBK either" in msg and "file -bi" in msg and "iconv -f GBK" not in msg
+    assert "2 of 2 line(s) (line 1, 2)" in msg

@@ -147,6 +147,33 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
     return f"{where} failed: {type(exc).__name__}: {exc}".splitlines()[0]
 
 
+def machine_summary() -> str:
+    """This machine in words: ``"Linux x86_64, 2 CPUs, no GPU"`` or ``"..., 1 × NVIDIA H200"`` (NVML, no CUDA context)."""
+    import platform
+
+    from nbkit.gpu.nvml import Nvml
+
+    nv = Nvml(pcie=False)
+    names = [d.name for d in nv.sample() if not d.mig]
+    nv.shutdown()
+    gpus = f"{len(names)} × {names[0]}" if names and len(set(names)) == 1 else (", ".join(names) or "no GPU")
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, {gpus}"
+
+
+def record_timings(out_dir: Path, seconds: dict[str, float]) -> Path:
+    """Write ``out_dir/timings.json``: ``{"seconds": {"01": 27.0, ...}, "machine": ..., "written_at": ...}``.
+
+    ``scripts/expect_table.py`` reads it for the README's time row and machine name.
+    """
+    from nbkit import jsonio
+
+    path = Path(out_dir) / "timings.json"
+    old = jsonio.loads_strict(path.read_text(encoding="utf-8")).get("seconds", {}) if path.is_file() else {}
+    jsonio.write_json(path, {"seconds": {**old, **seconds}, "machine": machine_summary(),
+                             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    return path
+
+
 def run_all(scale: str | None = None, only: list[str] | None = None, timeout: int = 3600,
             kernel_name: str = "python3", heartbeat_s: float = 10.0) -> int:
     """Execute the notebooks in order; return 0 when all ran, 1 at the first failure (130: Ctrl-C).
@@ -179,6 +206,7 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
     p = plan(scale, only)
     print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)
     rows = [Row(path.stem, "not run") for path in p.notebooks]
+    seconds: dict[str, float] = {}  # "01" -> wall seconds, for executed/timings.json
     for row, path in zip(rows, p.notebooks):
         nb = nbformat.read(path, as_version=4)
         current: dict = {}  # the cell being executed, for the failure line
@@ -210,6 +238,8 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
         nbformat.write(nb, p.out_dir / path.name)
         row.headline = headline(path.name, p.out_dir.parent, since=started)
         row.status, row.wall_s = "ok", progress.finish(ok=True, headline=row.headline)
+        seconds[path.name[:2]] = round(row.wall_s, 1)
+        record_timings(p.out_dir, seconds)
     print(table(rows))
     print(f"executed copies: {p.out_dir}")
     return 0

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nbkit.data.filecheck import non_utf8_message
 from nbkit.data.labeled import LabeledData, build_labeled_data, normalize_text
 from nbkit.data.userfiles import load_labeled_files, load_text_file
 from nbkit.errors import ConfigError, DataError
@@ -126,9 +127,8 @@ def load_peoples_daily(max_lines: int | None = None, path: str | Path | None = N
                 words_col.append(words)
                 if max_lines is not None and len(texts) >= max_lines:
                     break
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path} is not UTF-8 ({err.reason} at byte {err.start} of a read chunk); convert it: "
-                        f"iconv -f GBK -t UTF-8 {path} > corpus.utf8.txt") from err
+    except UnicodeDecodeError as err:  # the same wording as for user files: line, offset, the fix that fits
+        raise DataError(non_utf8_message(path)) from err
     if not texts:
         raise DataError(f"{path} holds no 'word/POS' tokens; check the file.")
     return datasets.Dataset.from_dict({"text": texts, "words": words_col})
@@ -158,7 +158,10 @@ def split_corpus(ds: "datasets.Dataset", eval_fraction: float = 0.05, seed: int 
 
 def _read_lines(path: Path) -> list[str]:
     """Lines split on ``\n`` only (``str.splitlines`` would also split on U+2028 etc.)."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(non_utf8_message(path)) from err
     return text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
 
 

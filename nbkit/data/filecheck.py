@@ -1,9 +1,11 @@
 """Diagnose a user's file before loading it: encoding, and where JSON breaks.
 
 - :func:`check_utf8` reads the file in 1 MiB chunks and raises a
-  :class:`~nbkit.errors.DataError` with the byte offset, line and an ``iconv``
-  command for non-UTF-8 bytes (GBK for Chinese text; UTF-16/UTF-32 recognised by
-  their byte order mark or NUL bytes, :func:`sniff_wide_encoding`).
+  :class:`~nbkit.errors.DataError` for non-UTF-8 bytes, worded by
+  :func:`non_utf8_message` (every loader uses it): the byte offset and line, and
+  the fix that fits the file: ``iconv -f GBK`` only when the file reads as GBK,
+  otherwise the bad lines and how to drop or replace them (UTF-16/UTF-32 are
+  recognised by their byte order mark or NUL bytes, :func:`sniff_wide_encoding`).
 - :func:`locate_json_error` finds the first bad line (1-based) of a JSON-lines
   file, or the first field whose type changes, so the error can point at it.
 
@@ -62,11 +64,10 @@ def check_utf8(path: Path) -> str:
     Raises:
         DataError: the file is UTF-16/UTF-32 (see :func:`sniff_wide_encoding`;
             the fix is ``iconv -f UTF-16 -t UTF-8``), or a byte sequence is not
-            UTF-8; the message gives the byte offset (0-based), the line
-            (1-based) and the ``iconv -f GBK`` fix.
+            UTF-8; the message (:func:`non_utf8_message`) gives the byte offset
+            (0-based), the line (1-based) and the fix that fits the file.
     """
     decoder = codecs.getincrementaldecoder("utf-8")()
-    offset = newlines = 0
     converted = path.with_suffix(".utf8" + path.suffix)
     with open(path, "rb") as f:
         head = f.read(_SNIFF)
@@ -79,23 +80,86 @@ def check_utf8(path: Path) -> str:
         f.seek(0)
         while True:
             chunk = f.read(_CHUNK)
-            pending = len(decoder.getstate()[0])  # bytes of a split character held back
             try:
                 decoder.decode(chunk, final=not chunk)
             except UnicodeDecodeError as err:
-                bad = offset - pending + err.start
-                line = newlines + chunk[: max(0, err.start - pending)].count(b"\n") + 1
-                byte = err.object[err.start]
-                raise DataError(
-                    f"{path} is not UTF-8: byte 0x{byte:02x} at offset {bad} (line {line}) cannot be decoded. "
-                    f"Chinese text is often GBK-encoded; convert the file with "
-                    f"`iconv -f GBK -t UTF-8 '{path}' > '{converted}'` "
-                    "and load the converted copy.") from err
+                raise DataError(non_utf8_message(path)) from err
             if not chunk:
                 break
-            offset += len(chunk)
-            newlines += chunk.count(b"\n")
     return "utf-8-sig" if head.startswith(codecs.BOM_UTF8) else "utf-8"
+
+
+def scan_lines(path: Path, keep: int = 5) -> dict:
+    """Which lines of ``path`` are not UTF-8, and whether the file reads as GBK.
+
+    Reads the file once, line by line in binary (``0x0A`` never occurs inside a
+    UTF-8 or GBK multi-byte character, so no character spans two lines).
+
+    Returns ``{"lines", "non_ascii_lines", "utf8_lines"`` (non-ASCII lines that
+    are valid UTF-8), ``"bad_lines"`` (count), ``"bad"`` (the first ``keep`` as
+    ``(line, offset, byte)``, line 1-based, offset 0-based in the file), ``"gbk"``
+    (every non-ASCII line decodes as GBK)``}``.
+    """
+    out = {"lines": 0, "non_ascii_lines": 0, "utf8_lines": 0, "bad_lines": 0, "bad": [], "gbk": True}
+    offset = 0
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, start=1):
+            out["lines"] = lineno
+            if not line.isascii():
+                out["non_ascii_lines"] += 1
+                try:
+                    line.decode("utf-8")
+                    out["utf8_lines"] += 1
+                except UnicodeDecodeError as err:
+                    out["bad_lines"] += 1
+                    if len(out["bad"]) < keep:
+                        out["bad"].append((lineno, offset + err.start, line[err.start]))
+                if out["gbk"]:
+                    try:
+                        line.decode("gbk")
+                    except UnicodeDecodeError:
+                        out["gbk"] = False
+            offset += len(line)
+    return out
+
+
+def non_utf8_message(path: Path) -> str:
+    """The one wording, for every loader, of "this file is not UTF-8" with the fix that fits it.
+
+    - GBK (every non-ASCII line decodes as GBK, and more of them fail UTF-8 than
+      pass): ``iconv -f GBK -t UTF-8``.
+    - Mostly UTF-8 with a few broken lines (more non-ASCII lines pass UTF-8 than
+      fail): the bad line numbers, and how to drop the bad bytes (``iconv -c``),
+      drop the lines (``sed``, up to 5 lines) or replace the bytes with U+FFFD
+      (Python's ``errors="replace"``). Converting such a file "from GBK" would
+      garble every good line.
+    - Neither: find the encoding (``file -bi``) and convert with ``iconv``.
+
+    The first bad byte is named as ``byte 0xNN at offset N (line L)`` in all three.
+    """
+    scan = scan_lines(path)
+    if not scan["bad"]:  # the file changed since the failed read
+        return f"{path} is not UTF-8 (it changed while being read?); load it again."
+    line, offset, byte = scan["bad"][0]
+    converted = path.with_suffix(".utf8" + path.suffix)
+    first = f"byte 0x{byte:02x} at offset {offset} (line {line})"
+    if scan["gbk"] and scan["bad_lines"] > scan["utf8_lines"]:
+        return (f"{path} is not UTF-8: {first} cannot be decoded, and the file reads as GBK "
+                f"(common for Chinese text). Convert it with `iconv -f GBK -t UTF-8 '{path}' > '{converted}'` "
+                "and load the converted copy.")
+    listed = ", ".join(str(b[0]) for b in scan["bad"]) + (", ..." if scan["bad_lines"] > len(scan["bad"]) else "")
+    lines = f"{scan['bad_lines']} of {scan['lines']} line(s) (line {listed})"
+    if scan["utf8_lines"] >= scan["bad_lines"]:
+        sed = (" drop the line(s): `sed " + " ".join(f"-e '{b[0]}d'" for b in scan["bad"])
+               + f" '{path}' > '{converted}'`;" if scan["bad_lines"] <= len(scan["bad"]) else "")
+        return (f"{path} is not UTF-8: {first} cannot be decoded. The file is UTF-8 apart from {lines} "
+                f"holding bytes that are not, so converting it from GBK would garble the good lines. Drop the bad "
+                f"bytes: `iconv -c -f UTF-8 -t UTF-8 '{path}' > '{converted}'`;{sed} or replace each bad byte with "
+                f"U+FFFD: `open(path, encoding=\"utf-8\", errors=\"replace\")` and write the text back out. "
+                "Then load the cleaned copy.")
+    return (f"{path} is not UTF-8: {first} cannot be decoded ({lines}), and it does not read as GBK either. "
+            f"Find its encoding (`file -bi '{path}'`), convert it with "
+            f"`iconv -f THAT_ENCODING -t UTF-8 '{path}' > '{converted}'` and load the converted copy.")
 
 
 def _json_kind(value) -> str:

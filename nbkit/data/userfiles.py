@@ -11,8 +11,9 @@ the Hugging Face cache.
 Every mistake a user can make with a file becomes a :class:`DataError` that
 names the fix: missing file, unsupported extension, empty file, UTF-16/UTF-32
 text (Excel's "Unicode text"; an ``iconv -f UTF-16`` command), other non-UTF-8
-bytes (file, byte offset and line, plus an ``iconv -f GBK`` command; GBK is
-the usual culprit with Chinese text), unparsable content (JSON: the 1-based
+bytes (file, byte offset and line; ``iconv -f GBK`` only when the file reads
+as GBK, else the bad lines and how to drop or replace them:
+:func:`nbkit.data.filecheck.non_utf8_message`), unparsable content (JSON: the 1-based
 line), missing column (the existing columns are listed; a tab-separated
 ``.csv`` is recognised), nothing left after cleaning, a single class, labels
 in validation/test unseen in training, an empty split.

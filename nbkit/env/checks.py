@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from nbkit.env.imports import import_failure
 from nbkit.gpu.nvml import Nvml
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -104,9 +105,8 @@ def check_python(ctx: Context) -> list[Check]:
 def check_torch(ctx: Context) -> list[Check]:
     """torch build, CUDA runtime vs driver, cuDNN, NCCL, SDPA backends."""
     if ctx.torch is None:
-        return [Check("torch", "torch", FAIL, f"`import torch` failed: {ctx.torch_error!r}",
-                      "reinstall: `pip install --force-reinstall torch` (CUDA wheels: "
-                      "https://pytorch.org/get-started/locally/)")]
+        value, fix = import_failure("torch", ctx.torch_error, ctx.env)  # names the file, so a shadowing folder shows
+        return [Check("torch", "torch", FAIL, value, fix)]
     torch = ctx.torch
     n_gpu = ctx.nvml.device_count()
     built = getattr(torch.version, "cuda", None)
@@ -182,7 +182,11 @@ def check_gpus(ctx: Context) -> list[Check]:
         status = WARN  # a CPU-only machine: nothing is broken
     else:
         status = FAIL
-    out = [Check("nvml", "NVML", status, st.detail, st.fix)]
+    detail, fix = st.detail, st.fix
+    if st.name == "pynvml_missing":  # where the broken pynvml came from (a shadowing pynvml.py?)
+        detail, fix = import_failure("pynvml", st.detail.removeprefix("`import pynvml` failed: ").rstrip("."),
+                                     ctx.env)
+    out = [Check("nvml", "NVML", status, detail, fix)]
     for d in ctx.nvml.sample():
         if d.mig:
             out.append(Check("gpu", d.label, OK, f"{d.name}, {d.fmt('mem_total_mib')} (MIG instance)"))

@@ -15,11 +15,11 @@ CUDA context unless ``cuda=True`` is asked for.
 from __future__ import annotations
 
 import html
-import json
 import time
 from dataclasses import asdict
 from typing import Any
 
+from nbkit import jsonio
 from nbkit.env.checks import ALL_CHECKS, FAIL, OK, WARN, Check, Context
 from nbkit.gpu.nvml import Nvml
 
@@ -110,7 +110,7 @@ def report(cuda: bool = False, nvml: Nvml | None = None, env: dict[str, str] | N
 def doctor_main(as_json: bool = False, cuda: bool = False) -> int:
     """``nbkit doctor [--json] [--cuda]``: print the report; exit code 1 if any line FAILs."""
     r = report(cuda=cuda)
-    print(json.dumps(r.to_dict(), indent=2) if as_json else r.text())
+    print(jsonio.dumps(r.to_dict(), indent=2) if as_json else r.text())
     return 0 if r.ok else 1
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from nbkit.gpu import nvml_state
 from nbkit.gpu.nvml_state import NvmlState
+from nbkit.gpu.nvml_strings import nvml_string, nvml_text
 
 MIB = 1024 * 1024
 HOST_PID_NOTE = "host PID (container without --pid=host)"
@@ -121,9 +122,10 @@ def pid_in_namespace(pid: int, proc_root: str = "/proc") -> bool:
 
 
 def _process_name(pid: int, proc_root: str) -> str:
+    # /proc/<pid>/comm is whatever bytes the process set (prctl PR_SET_NAME): decode leniently
     try:
-        with open(os.path.join(proc_root, str(pid), "comm")) as f:
-            return f.read().strip()
+        with open(os.path.join(proc_root, str(pid), "comm"), "rb") as f:
+            return nvml_text(f.read()).strip() or "?"
     except OSError:
         return "?"
 
@@ -199,8 +201,10 @@ class Nvml:
 
     def driver_version(self) -> str | None:
         """Driver version string, e.g. ``"550.54.15"`` (``nvidia-smi --query-gpu=driver_version``)."""
-        v = self._get("nvmlSystemGetDriverVersion")
-        return v.decode() if isinstance(v, bytes) else v
+        try:
+            return nvml_string(self._lib.nvmlSystemGetDriverVersion)
+        except Exception:
+            return None
 
     def cuda_driver_version(self) -> tuple[int, int] | None:
         """Highest CUDA version the driver supports, e.g. ``(12, 4)`` (NVML encodes 12040)."""
@@ -260,10 +264,8 @@ class Nvml:
                 why[metric] = nvml_state.metric_reason(exc)
                 return None
 
-        name = q("name", lambda: lib.nvmlDeviceGetName(h)) or "?"
-        name = name.decode() if isinstance(name, bytes) else name
-        uuid = q("uuid", lambda: lib.nvmlDeviceGetUUID(h))
-        uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
+        name = q("name", lambda: nvml_string(lib.nvmlDeviceGetName, h)) or "?"
+        uuid = q("uuid", lambda: nvml_string(lib.nvmlDeviceGetUUID, h))
         vals: dict[str, Any] = {}
         util = q("util_gpu_pct", lambda: lib.nvmlDeviceGetUtilizationRates(h))
         if util is not None:

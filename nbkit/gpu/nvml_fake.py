@@ -11,6 +11,11 @@ Realistic failures (gpustat-style), from what NVML does on real hardware:
 instances, some GeForce/vGPU boards), ``fail={"nvmlDeviceGetComputeRunningProcesses":
 NO_PERMISSION}`` (processes of other users without root), ``init_error=
 LIB_RM_VERSION_MISMATCH`` (driver upgraded, not rebooted).
+
+Strings (name, UUID, driver version) may be ``bytes`` that are not UTF-8
+(``FakeGpu(name=b"\\xfeGPU-x")``): by default the double returns them as they
+are (older bindings); ``FakeNvml(strict_strings=True)`` decodes them as
+nvidia-ml-py's ``convertStrBytes`` does, raising ``UnicodeDecodeError``.
 """
 from __future__ import annotations
 
@@ -33,7 +38,8 @@ GIB = 1024 ** 3
 class FakeGpu:
     """One fake GPU; ``fail`` maps a pynvml function name to the error code it raises."""
 
-    name: str = "NVIDIA H100 80GB HBM3"
+    name: str | bytes = "NVIDIA H100 80GB HBM3"
+    uuid: str | bytes | None = None             # None: "GPU-fake-NNNN"
     util: tuple[int, int] = (87, 41)            # gpu %, memory %
     mem_used: int = 20 * GIB                    # bytes
     mem_total: int = 80 * GIB
@@ -56,8 +62,9 @@ class FakeNvml:
     """
 
     def __init__(self, gpus: list[FakeGpu] | None = None, init_error: int | None = None,
-                 driver: str = "550.54.15", cuda: int = 12040):
+                 driver: str | bytes = "550.54.15", cuda: int = 12040, strict_strings: bool = False):
         self.gpus = list(gpus or [])
+        self.strict_strings = strict_strings
         self.init_error = init_error
         self.driver = driver
         self.cuda = cuda
@@ -68,6 +75,12 @@ class FakeNvml:
         self.calls[fn] = self.calls.get(fn, 0) + 1
         if gpu is not None and fn in gpu.fail:
             raise pynvml.NVMLError(gpu.fail[fn])
+
+    def _str(self, value: str | bytes) -> str | bytes:
+        """A C string as the binding returns it: raw bytes, or strictly decoded like nvidia-ml-py."""
+        if self.strict_strings and isinstance(value, bytes):
+            return value.decode()  # raises UnicodeDecodeError on bytes that are not UTF-8, as pynvml does
+        return value
 
     # ---- system
     def nvmlInit(self) -> None:
@@ -86,7 +99,7 @@ class FakeNvml:
 
     def nvmlSystemGetDriverVersion(self) -> str:
         self._call("nvmlSystemGetDriverVersion")
-        return self.driver
+        return self._str(self.driver)
 
     def nvmlSystemGetCudaDriverVersion(self) -> int:
         self._call("nvmlSystemGetCudaDriverVersion")
@@ -99,13 +112,13 @@ class FakeNvml:
         self._call("nvmlDeviceGetHandleByIndex", self.gpus[i])
         return self.gpus[i]
 
-    def nvmlDeviceGetName(self, g: FakeGpu) -> str:
+    def nvmlDeviceGetName(self, g: FakeGpu) -> str | bytes:
         self._call("nvmlDeviceGetName", g)
-        return g.name
+        return self._str(g.name)
 
-    def nvmlDeviceGetUUID(self, g: FakeGpu) -> str:
+    def nvmlDeviceGetUUID(self, g: FakeGpu) -> str | bytes:
         self._call("nvmlDeviceGetUUID", g)
-        return f"GPU-fake-{id(g) % 10000:04d}"
+        return self._str(g.uuid if g.uuid is not None else f"GPU-fake-{id(g) % 10000:04d}")
 
     def nvmlDeviceGetUtilizationRates(self, g: FakeGpu) -> Any:
         self._call("nvmlDeviceGetUtilizationRates", g)

@@ -13,7 +13,6 @@ per-rank normalisation would give a different gradient than one process.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -23,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nbkit import jsonio
 from nbkit.jobs.common import checkpoint_name
 from nbkit.train import ddp_loop
 from nbkit.train import distributed as D
@@ -140,7 +140,7 @@ def run_synthetic(output_dir: Path, max_steps: int = 6, batch_size: int = 4, gra
     if info.is_main:
         output_dir.mkdir(parents=True, exist_ok=True)
         torch.save(D.unwrap_model(model).state_dict(), output_dir / "final.pt")
-        (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
+        jsonio.write_json(output_dir / "metrics.json", metrics)
     D.barrier()
     D.cleanup()
     return metrics

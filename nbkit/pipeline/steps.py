@@ -7,11 +7,11 @@ checkpoint -> fine-tuning -> evaluation, with artifacts under
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
 
+from nbkit import jsonio
 from nbkit.pipeline import runs
 from nbkit.pipeline.scale import Scale
 
@@ -75,12 +75,11 @@ def steps_for_epochs(n_examples: int, batch_size: int, epochs: float) -> int:
 
 
 def write_json(path: Path, payload: dict) -> dict:
-    """Write ``payload`` as indented UTF-8 JSON atomically (temp file + rename); return it."""
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    tmp.replace(path)
-    return payload
+    """Write ``payload`` as strict, indented UTF-8 JSON atomically; return it (:func:`nbkit.jsonio.write_json`).
+
+    NaN/inf values (an MFU without a known peak, a loss with no scored token) are written as ``null``.
+    """
+    return jsonio.write_json(path, payload)
 
 
 def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2label=None) -> dict:
@@ -202,6 +201,7 @@ def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale, untra
                "hidden_size": cfg.hidden_size, "layers": cfg.num_hidden_layers,
                "block_size": loop.train_data[0]["input_ids"].__len__(),
                "batch_size": loop.config.batch_size, "grad_accum_steps": loop.config.grad_accum_steps,
+               "lr": loop.config.lr,
                **result.metrics,
                "untrained_eval_loss": untrained["eval_loss"] if untrained else None,
                "first_eval_loss": first["eval_loss"] if first else None,

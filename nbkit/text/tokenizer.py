@@ -39,12 +39,12 @@ trained on and how long it took) and, via :func:`save_stats`, ``stats.json``.
 """
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from nbkit import jsonio
 from nbkit.errors import ConfigError, DataError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -207,7 +207,7 @@ def train_wordpiece(
         "model_max_length": model_max_length,
         "train_seconds": round(seconds, 3),
     }
-    (out_dir / "training.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    jsonio.write_json(out_dir / "training.json", info)
     return tokenizer
 
 
@@ -269,8 +269,7 @@ def tokenizer_stats(tokenizer, heldout_texts: Iterable[str]) -> dict[str, Any]:
 
 
 def save_stats(stats: dict[str, Any], out_dir: str | Path) -> Path:
-    """Write ``stats`` as ``out_dir/stats.json`` (UTF-8, indented); return the path."""
+    """Write ``stats`` as ``out_dir/stats.json`` (strict JSON, UTF-8, indented; NaN -> null); return the path."""
     path = Path(out_dir) / "stats.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    jsonio.write_json(path, stats)
     return path

@@ -10,22 +10,18 @@ from __future__ import annotations
 import json
 import sys
 
+from nbkit import jsonio
+
 METRICS_PREFIX = "NBKIT_METRICS "
-
-
-def _jsonable(value):
-    try:
-        return float(value)  # numpy / 0-d tensor numbers
-    except (TypeError, ValueError):
-        return str(value)
 
 
 def emit_metrics(metrics: dict, file=None) -> None:
     """Print one metrics line (``NBKIT_METRICS {json}``) and flush; call it on rank 0 only.
 
-    Values JSON cannot encode become floats (numpy or 0-d tensor numbers) or strings.
+    The line is strict JSON (:func:`nbkit.jsonio.dumps`): NaN/inf become ``null``, numpy
+    or 0-d tensor numbers plain numbers, anything else JSON cannot encode a string.
     """
-    print(METRICS_PREFIX + json.dumps(metrics, default=_jsonable), file=file or sys.stdout, flush=True)
+    print(METRICS_PREFIX + jsonio.dumps(metrics), file=file or sys.stdout, flush=True)
 
 
 class MetricsPrinter:

@@ -1,8 +1,10 @@
-"""The real container: build the image offline with a local Docker engine and use it.
+"""The real container: build the image with a local Docker engine (no registry) and use it.
 
 scripts/docker_engine.sh starts dockerd (as root; data under /tmp), and
 scripts/build_test_image.sh builds the image from a debootstrap base and a host-side
-wheelhouse with `docker build --network none` (cached between runs). The running
+wheelhouse with `docker build --network none` (cached between runs); debootstrap
+fetches the base's packages from the Debian mirror and `pip wheel` from the package
+index, so a cold run needs network. The running
 container must become healthy, enforce its token, run as UID 1000, execute notebook
 00 (or, until the repository has it, a small notebook that imports nbkit), offer
 key-only SSH, and refuse an unwritable volume with the UID fix. Cold: several

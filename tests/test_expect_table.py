@@ -1,0 +1,89 @@
+"""Docs drift: the README's "What to expect (measured)" block is generated from a recorded run."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "expect_table.py"
+spec = importlib.util.spec_from_file_location("expect_table", SCRIPT)
+expect_table = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(expect_table)
+
+
+def _write(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload), encoding="utf-8")
+
+
+@pytest.fixture
+def recorded_run(tmp_path):
+    """A small fixture run: the files notebooks 01-03 and `nbkit run-notebooks` write (made-up values)."""
+    base = tmp_path / "runs" / "cpu"
+    _write(base / "tokenizer" / "stats.json", {"vocab_size": 5123, "unk_rate": 0.00031, "chars_per_token": 1.013,
+                                               "review_unk_rate": 0.0044})
+    _write(base / "tokenizer" / "training.json", {"vocab_size_requested": 8000})
+    _write(base / "mlm" / "metrics.json", {
+        "model": "mini", "parameters": 4_812_345, "steps": 300, "batch_size": 32, "block_size": 64, "lr": 3e-4,
+        "untrained_eval_loss": 8.693, "first_eval_loss": 6.661, "first_eval_step": 100, "eval_loss": 6.512,
+        "eval_perplexity": 673.4, "tokens_per_s": 3771.2, "precision": "fp32", "device": "cpu",
+        "written_at": "2026-11-30T12:00:00"})
+    _write(base / "sentiment" / "metrics.json", {
+        "n_train": 13889, "max_length": 64, "truncated_fraction": {"train": 0.371}, "train": {"steps": 435},
+        "test_accuracy": 0.7634, "test_macro_f1": 0.7591, "baseline_accuracy": 0.8451, "baseline_macro_f1": 0.8442,
+        "n_duplicates_dropped": 17715, "n_conflicts_dropped": 47})
+    _write(base / "executed" / "timings.json", {"seconds": {"00": 7.2, "01": 27.0, "02": 228.4, "03": 227.0,
+                                                            "04": 149.1}, "machine": "Linux x86_64, 2 CPUs, no GPU"})
+    return tmp_path / "runs"
+
+
+def test_renders_every_number_from_the_json(recorded_run):
+    block = expect_table.render(recorded_run, "cpu")
+    assert block.startswith("On Linux x86_64, 2 CPUs, no GPU, `NBKIT_SCALE=cpu`, run of 2026-11-30")
+    assert "| step | result |" in block
+    for text in ("vocabulary 5,123 (asked 8,000)", "0.031 % on held-out news", "0.44 % on the test reviews",
+                 "1.01 characters per token", "BERT-mini (4.8 M parameters), 300 steps × 32 blocks of 64 tokens, lr 0.0003",
+                 "untrained 8.69, 6.66 at step 100, 6.51 at step 300 (perplexity 673)", "3,771 tokens/s",
+                 "13,889 training reviews, truncated at 64 tokens (37 % cut), 435 steps",
+                 "test accuracy 0.763, macro-F1 0.759", "accuracy 0.845, macro-F1 0.844",
+                 "00 7 s, 01 27 s, 02 228 s, 03 227 s, 04 149 s: 10.6 minutes for all",
+                 "dropped 17,715 duplicate reviews and 47 texts"):
+        assert text in block, text
+    assert "n/a" not in block
+    assert "on a named box" in expect_table.render(recorded_run, "cpu", machine="on a named box")
+
+
+def test_missing_values_show_as_na_and_missing_files_are_named(recorded_run, tmp_path):
+    (recorded_run / "cpu" / "executed" / "timings.json").unlink()
+    _write(recorded_run / "cpu" / "mlm" / "metrics.json", {"eval_loss": None, "device": "cpu", "steps": 10})
+    block = expect_table.render(recorded_run, "cpu")
+    assert "On device cpu" in block and "n/a at step 10" in block and "| time |" not in block
+    run = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "nothing"), "--print"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "tokenizer/stats.json not found" in run.stderr
+
+
+def test_rewrites_only_the_block_between_the_markers(recorded_run, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\nbefore\n{expect_table.START}\nold table\n{expect_table.END}\nafter\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, str(SCRIPT), str(recorded_run), "--readme", str(readme)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("# x\nbefore\n") and text.endswith(f"{expect_table.END}\nafter\n")
+    assert "old table" not in text and "test accuracy 0.763" in text
+    assert expect_table.replace_block(text, "B") == expect_table.replace_block(text.replace("0.763", "?"), "B")
+    with pytest.raises(expect_table.Missing, match="exactly one"):
+        expect_table.replace_block("no markers", "B")
+
+
+def test_readme_has_the_markers_once_in_order():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme.count(expect_table.START) == 1 and readme.count(expect_table.END) == 1
+    assert readme.index("## What to expect (measured)") < readme.index(expect_table.START) < readme.index(
+        expect_table.END)
