@@ -50,7 +50,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from nbkit import data, models, pipeline, text  # noqa: E402
+from nbkit import data, jsonio, models, pipeline, text  # noqa: E402
 from nbkit.models.bert import quiet_transformers  # noqa: E402
 from nbkit.pipeline.stats import bootstrap_diff  # noqa: E402
 from nbkit.train import Loop, TrainConfig  # noqa: E402
@@ -148,7 +148,7 @@ def pretrain(args) -> None:
                 entry = {"step": step, "train_tokens": loop.state.train_tokens, "wall_s": wall,
                          "eval_loss": ev["eval_loss"], "dir": str(d)}
                 log.append(entry)
-                (out / "pretrain.json").write_text(json.dumps({"args": vars(args), "checkpoints": log}, indent=2))
+                jsonio.write_json(out / "pretrain.json", {"args": vars(args), "checkpoints": log})
                 print(f"pretrain step {step}: {entry['train_tokens']:,} tokens, {wall/60:.1f} min, "
                       f"held-out MLM loss {ev['eval_loss']:.3f}", flush=True)
                 self.t0 += time.perf_counter() - self.t0 - wall  # keep the save/eval out of the wall time
@@ -215,7 +215,7 @@ def finetune(args) -> None:
         for init in inits:
             row = finetune_one(args, init, seed, tok, s, enc)
             with open(out / "finetune.jsonl", "a") as f:
-                f.write(json.dumps(row) + "\n")
+                f.write(jsonio.dumps(row) + "\n")
 
 
 def truncate_like_tokenizer(tok, texts, max_length: int) -> list[str]:
@@ -296,7 +296,7 @@ def report(args) -> dict:
               f"test {rep['test_accuracy']:.4f}  test F1 {rep['test_macro_f1']:.4f}")
     stats = {"table": table, "baseline": base, "n_rows": len(rows), "split_seed": SEED_SPLIT,
              "n_test": len(y_test), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    (out / "stats.json").write_text(json.dumps(stats, indent=2, allow_nan=False))
+    jsonio.write_json(out / "stats.json", stats)
     print(f"wrote {out / 'stats.json'}")
     return stats
 

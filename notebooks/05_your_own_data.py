@@ -32,7 +32,11 @@
 # Paths are relative to this notebook's folder (or absolute). Labelled files: `.csv`, `.tsv`, `.jsonl` or `.json` with a text column and a label column (strings or integers). The unlabelled corpus: `.txt` (one text per line) or a file with a `corpus_text_column`. Sizes (model, steps, batch) come from the scale preset.
 
 # %% tags=["parameters"]
-scale_name = None                        # None = $NBKIT_SCALE, else gpu with CUDA, else cpu
+scale = None                             # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
+seed = None                              # data split and training order; None: the scale's (0)
+max_length = None                        # tokens per text; None: the scale's
+model_preset = None                      # BERT preset; None: the scale's
+block_size = None                        # tokens per MLM block; None: the scale's
 train_file = "data/sample_reviews.csv"   # your labelled texts
 validation_file = None                   # None = drawn from train_file (10 %)
 test_file = None                         # None = drawn from train_file (10 %)
@@ -41,15 +45,15 @@ label_column = "label"
 corpus_file = "data/sample_corpus.txt"   # unlabelled text for MLM pretraining; None = training texts only
 corpus_text_column = "text"              # ignored for .txt
 pretrain = True                          # False: skip MLM pretraining, fine-tune from random init
-run_name = "own_data"                    # outputs go to runs/<scale>/<run_name>/
+run_name = "sample"                      # outputs go to runs/<scale>/own_data/<run_name>/
 
 # %%
-from nbkit import data, get_scale, models, pipeline, text
+from nbkit import data, models, pipeline, text
 
-scale = get_scale(scale_name)
-out_dir = pipeline.step_dir(scale.name, run_name)
-max_length, block_size = scale.cls_max_length, scale.block_size
-print(f"scale={scale.name}  model={scale.model}  max_length={max_length}  -> {out_dir}")
+scale = pipeline.resolve_scale(scale, seed=seed, cls_max_length=max_length, model=model_preset, block_size=block_size)
+seed, max_length, model_preset, block_size = scale.seed, scale.cls_max_length, scale.model, scale.block_size
+out_dir = pipeline.step_dir(scale.name, "own_data" + pipeline.run_tag(scale)) / run_name
+print(f"scale={scale.name}  model={model_preset}  max_length={max_length}  -> {out_dir}")
 
 # %% [markdown]
 # ## 1. Load and check the labelled data
@@ -57,7 +61,7 @@ print(f"scale={scale.name}  model={scale.model}  max_length={max_length}  -> {ou
 
 # %%
 labeled = data.load_labeled_files(train_file, validation=validation_file, test=test_file,
-                                  text_column=text_column, label_column=label_column, seed=scale.seed)
+                                  text_column=text_column, label_column=label_column, seed=seed)
 splits = labeled.splits
 labeled.report
 
@@ -71,7 +75,7 @@ splits["train"].to_pandas().head()
 
 # %%
 corpus = data.load_text_file(corpus_file, text_column=corpus_text_column) if corpus_file else None
-pretrain_splits, pretrain_report = pipeline.pretraining_texts(labeled, corpus, seed=scale.seed)
+pretrain_splits, pretrain_report = pipeline.pretraining_texts(labeled, corpus, seed=seed)
 pretrain_report
 
 # %% [markdown]
@@ -94,7 +98,7 @@ from nbkit.train import Loop
 mlm_dir = out_dir / "mlm"
 if pretrain:
     blocks = {k: text.make_blocks(v, tokenizer, block_size) for k, v in pretrain_splits.items()}
-    mlm_loop = Loop(models.build_mlm_model(scale.model, tokenizer, block_size),
+    mlm_loop = Loop(models.build_mlm_model(model_preset, tokenizer, block_size),
                     pipeline.pretrain_config(scale, mlm_dir, resume=False), blocks["train"], blocks["validation"],
                     collate_fn=text.MLMCollator(tokenizer), callbacks=[LivePlot(out_dir=mlm_dir)])
     mlm_result = mlm_loop.fit()
@@ -125,7 +129,7 @@ encoded, trunc = {}, {}
 for split in ("train", "validation", "test"):
     encoded[split], trunc[split] = text.encode_classification(splits[split], tokenizer, max_length)
 model, how = models.build_classifier(mlm_dir / "model" if pretrain else None, labeled.num_labels, labeled.id2label,
-                                     tokenizer=tokenizer, preset=scale.model)
+                                     tokenizer=tokenizer, preset=model_preset)
 print(how)
 print("truncated:", ", ".join(f"{k} {v['truncated_fraction']:.1%}" for k, v in trunc.items()))
 

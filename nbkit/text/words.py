@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nbkit import jsonio
 from nbkit.errors import DataError
 
 
@@ -52,7 +53,7 @@ def _cache_key(texts: Sequence[str]) -> str:
 def cached_segment(texts: Sequence[str], cache_dir: str | Path | None) -> list[list[str]]:
     """:func:`segment` with an on-disk cache (``cache_dir/words-<hash>.json``); ``None``: no cache.
 
-    A corrupt cache file is ignored and rewritten (written to a temporary name, then renamed).
+    A corrupt cache file is ignored and rewritten (written atomically by :func:`nbkit.jsonio.write_json`).
     """
     if cache_dir is None:
         return segment(texts)
@@ -67,9 +68,7 @@ def cached_segment(texts: Sequence[str], cache_dir: str | Path | None) -> list[l
             pass
     words = segment(texts)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(words, ensure_ascii=False, allow_nan=False), encoding="utf-8")
-    tmp.replace(path)
+    jsonio.write_json(path, words, indent=None)  # atomic: a temporary file, then renamed
     return words
 
 
