@@ -83,7 +83,8 @@ print(f"reviews longer than {max_length} tokens (truncated): "
 # %%
 source = pipeline.pretrained_model_dir(scale)    # None if notebook 02 has not run
 model, how = models.build_classifier(source, num_labels=len(sentiment.label2id),
-                                       id2label=sentiment.id2label, tokenizer=tokenizer, preset=scale.model)
+                                       id2label=sentiment.id2label, tokenizer=tokenizer, preset=scale.model,
+                                       seed=scale.seed)  # the new head's weights: same every run
 print(how)
 
 # %% [markdown]
