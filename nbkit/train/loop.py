@@ -32,8 +32,8 @@ from nbkit.train import checkpoint as ckpt
 from nbkit.train import checks, ddp_loop
 from nbkit.train import distributed as D
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
-from nbkit.train.config import TrainConfig, TrainResult, TrainState  # noqa: F401  (re-exported)
 from nbkit.train.class_weights import class_weights
+from nbkit.train.config import TrainConfig, TrainResult, TrainState  # noqa: F401  (re-exported)
 from nbkit.train.loss import label_weight_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
