@@ -69,6 +69,10 @@ def test_sequences_longer_than_the_position_table_fail_before_the_first_step():
     with pytest.raises(ConfigError, match=r"up to 100 tokens.*max_position_embeddings is 64"):
         loop.fit()
     assert loop.state.step == 0
+    too_long_eval = Loop(tiny_classifier(), TrainConfig(max_steps=1, batch_size=4, progress=False),
+                         cls_data(n=8), cls_data(n=8, length=100), collate_fn=cls_collate, device="cpu")
+    with pytest.raises(ConfigError, match="eval_data has sequences of up to 100 tokens"):
+        too_long_eval.evaluate()                            # before fit(), as notebook 02 does
     padded = Loop(tiny_classifier(), TrainConfig(max_steps=1, batch_size=4, progress=False, pad_to_multiple_of=48),
                   cls_data(n=8, length=50), collate_fn=cls_collate, device="cpu")
     with pytest.raises(ConfigError, match="padded to a multiple of 48: 96"):

@@ -196,12 +196,14 @@ def train_wordpiece(
     if len(vocab) < FAR_BELOW * vocab_size:
         import warnings
 
+        cut = (f" limit_alphabet={limit_alphabet} kept {limit_alphabet:,} of them, and" if limit_alphabet is not None
+               and len(stream.alphabet) > limit_alphabet else "")
         warnings.warn(
             f"the trained vocabulary has {len(vocab):,} tokens, far below vocab_size={vocab_size:,}: the corpus "
-            f"({stream.n_texts:,} texts, {len(stream.alphabet):,} distinct characters) has no more pairs occurring "
-            f">= min_frequency={min_frequency} times to merge (each Chinese character is its own word, so merges "
-            "happen only inside Latin words and digit runs). More text, or a smaller vocab_size, fits it.",
-            UserWarning, stacklevel=2)
+            f"({stream.n_texts:,} texts, {len(stream.alphabet):,} distinct characters;{cut} no more pairs occurring "
+            f">= min_frequency={min_frequency} times) has nothing more to merge (each Chinese character is its own "
+            "word, so merges happen only inside Latin words and digit runs). More text, or a smaller vocab_size, "
+            "fits it.", UserWarning, stacklevel=2)
     # The trained backend defines the vocabulary; BertTokenizer builds BERT's
     # normalizer/pre-tokenizer/decoder/[CLS]-[SEP] templates around it. NFKC goes
     # in front, and the result is saved as a generic fast tokenizer so that

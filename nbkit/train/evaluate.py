@@ -36,8 +36,9 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
     scores batches r, r+W, ... (``nbkit.train.ddp_loop.eval_shard``) with the plain
     module (no DDP collectives) and the sums are all-reduced, so the result equals
     the one-process result up to float summation order.
-    Raises ``ConfigError`` when the loop has no eval_data, ``DataError`` when it
-    gives no batch (empty).
+    Raises ``ConfigError`` when the loop has no eval_data or its sequences exceed the
+    model's ``max_position_embeddings`` (checked once per loop,
+    ``nbkit.train.checks.check_sequence_length``), ``DataError`` when it gives no batch (empty).
     """
     from nbkit.models.mlm_head import forward_logits, uses_sparse_head
     from nbkit.train import distributed as D
@@ -45,6 +46,11 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
 
     if loop.eval_data is None:
         raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
+    if not getattr(loop, "_eval_length_checked", False):  # evaluate() may run before fit() (untrained loss)
+        from nbkit.train.checks import check_sequence_length
+
+        check_sequence_length(loop.model, loop.eval_data, "eval_data", getattr(loop, "_pad_multiple", None))
+        loop._eval_length_checked = True
     cfg, model = loop.config, loop.model
     max_batches = max_batches or cfg.eval_batches
     collate = loop.collate_fn or torch.utils.data.default_collate
