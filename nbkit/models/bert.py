@@ -218,6 +218,12 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
                                       reinit_head=reinit_head, seed=seed, attn_implementation=ATTN_IMPLEMENTATION,
                                       **label_kwargs)
     except OSError as exc:
+        if local:  # config.json is there (checked above): the weights are missing or unreadable
+            files = ", ".join(sorted(p.name for p in path.iterdir())[:8])
+            raise CheckpointError(
+                f"{path} has config.json but its weights could not be read ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); it holds: {files}. Re-save the model with save_pretrained, or pass the "
+                "complete directory (model.safetensors beside config.json).") from exc
         where = ("HF_HUB_OFFLINE=1 forbids downloading and it is not in the local cache" if _offline()
                  else "it could not be downloaded")
         raise ConfigError(

@@ -73,7 +73,7 @@ class Loop:
         num_labels = getattr(getattr(model, "config", None), "num_labels", None)
         self.class_weights = class_weights(config.class_weights, train_data, num_labels)  # (C,) CPU, or None
         self._weight_dev = None if self.class_weights is None else self.class_weights.to(self.device)
-        ddp_loop.seed_rank_streams(config.seed, self.dist)
+        ddp_loop.seed_streams(config.seed, self.dist)  # dropout/collator RNG: same seed, same run
         self.precision = choose_precision(config.precision, self.device)
         self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
         self.scheduler = build_scheduler(self.optimizer, config.scheduler, config.max_steps, config.warmup_ratio)
