@@ -76,10 +76,10 @@ print(f"masked fraction: {(batch['labels'] != -100).float().mean():.2%}")
 
 # %% [markdown]
 # ## 2. Build BERT from config
-# No download: the architecture comes from a preset, the vocabulary from our tokenizer.
+# No download: the architecture comes from a preset, the vocabulary from our tokenizer. The initial weights are drawn from the scale's seed, so running the notebook again gives the same numbers.
 
 # %%
-model = models.build_mlm_model(model_preset, tokenizer, block_size)
+model = models.build_mlm_model(model_preset, tokenizer, block_size, seed=scale.seed)
 print(f"{model_preset}: {models.count_parameters(model) / 1e6:.1f} M parameters, "
       f"hidden={model.config.hidden_size}, layers={model.config.num_hidden_layers}")
 

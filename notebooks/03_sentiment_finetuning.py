@@ -90,11 +90,14 @@ print(f"reviews longer than {max_length} tokens (truncated): "
 # %%
 source = pipeline.pretrained_model_dir(scale)    # None if notebook 02 has not run
 model, how = models.build_classifier(source, num_labels=len(sentiment.label2id),
-                                       id2label=sentiment.id2label, tokenizer=tokenizer, preset=model_preset)
+                                       id2label=sentiment.id2label, tokenizer=tokenizer, preset=model_preset,
+                                       seed=seed)  # the new head's weights: same every run
 print(how)
 
 # %% [markdown]
 # ## 5. Fine-tune
+# **Imbalanced labels?** The reviews are balanced, but your data may not be: a class with 5 % of the examples can be ignored at 95 % accuracy. Watch `eval_macro_f1` (logged beside accuracy) and the recall-0 warning of the report in section 6; `pipeline.finetune_config(..., class_weights="balanced")` weights each class by `n / (K·n_c)` (scikit-learn's "balanced"; the README shows a measured 20:1 example).
+#
 # We use the same nbkit loop as notebook 02 (automatic precision, checkpoints, exact resume, live plot). If you prefer `transformers.Trainer`, `nbkit.train.callbacks.TrainerBridge(live_plot)` gives it the same live plot with one line; we stay with the loop because its loss normalisation and resume are the ones tested in this project.
 
 # %%

@@ -47,7 +47,8 @@ def run_finetune(scale, output_dir: Path, *, pretrained: str | Path | None = Non
     source = pretrained or pipeline.pretrained_model_dir(scale)
     _seed_all(scale.seed if seed is None else seed)  # the same classifier head on every rank
     model, how = modeling.build_classifier(source, num_labels=len(sentiment.label2id),
-                                           id2label=sentiment.id2label, tokenizer=tokenizer, preset=scale.model)
+                                           id2label=sentiment.id2label, tokenizer=tokenizer, preset=scale.model,
+                                           seed=scale.seed if seed is None else seed)
     bs, accum = batch_size or scale.cls_batch_size, grad_accum or 1
     n_train = len(encoded["train"])
     steps = max_steps or pipeline.steps_for_epochs(n_train, bs * accum * info.world_size,

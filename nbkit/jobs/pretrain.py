@@ -41,7 +41,8 @@ def run_pretrain(scale, output_dir: Path, *, max_steps: int | None = None, batch
     blocks = pipeline.mlm_blocks(scale, tokenizer, scale.block_size)
     collator = mlm.MLMCollator(tokenizer, mlm_probability=0.15)
     _seed_all(scale.seed if seed is None else seed)  # the same initial weights on every rank
-    model = modeling.build_mlm_model(scale.model, tokenizer, scale.block_size)
+    model = modeling.build_mlm_model(scale.model, tokenizer, scale.block_size,
+                                     seed=scale.seed if seed is None else seed)
     config = pipeline.pretrain_config(scale, Path(output_dir), resume=resume, progress=False, **_overrides(
         max_steps=max_steps, batch_size=batch_size, grad_accum_steps=grad_accum, lr=lr, seed=seed,
         checkpoint_every=checkpoint_every, log_every=log_every))

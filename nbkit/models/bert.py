@@ -12,7 +12,6 @@ proceed.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
 
 from nbkit.errors import CheckpointError, ConfigError
+from nbkit.models.loading import load_pretrained, quiet_transformers, seeded  # noqa: F401  (re-exported)
 from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
 #: BertConfig kwargs per preset. Parameter counts (vocab 8,000, 512 positions
@@ -77,8 +77,13 @@ def _token_ids(tokenizer) -> dict:
                 sep_token_id=tokenizer.sep_token_id)
 
 
-def build_mlm_model(preset: str, tokenizer, block_size: int, **overrides) -> BertForMaskedLM:
+def build_mlm_model(preset: str, tokenizer, block_size: int, seed: int | None = 0, **overrides) -> BertForMaskedLM:
     """A randomly initialised ``BertForMaskedLM`` sized for ``tokenizer`` and ``block_size``.
+
+    ``seed``: the initial weights are drawn under ``torch.manual_seed(seed)`` in a
+    forked RNG (:func:`nbkit.models.loading.seeded`): the same seed gives the same
+    weights, and the caller's RNG is not moved; pass the scale's seed; ``None`` draws
+    from the global RNG as it is.
 
     ``vocab_size = len(tokenizer)``; pad/cls/sep ids come from the tokenizer.
     The model maps ``input_ids`` (B, T) with T <= block_size to ``logits``
@@ -99,30 +104,13 @@ def build_mlm_model(preset: str, tokenizer, block_size: int, **overrides) -> Ber
         )
     if block_size <= 2:
         raise ConfigError(f"block_size={block_size} must exceed 2 ([CLS] and [SEP]); use e.g. 128")
-    return SparseHeadBertForMaskedLM(config)
+    with seeded(seed):
+        return SparseHeadBertForMaskedLM(config)
 
 
 def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:
     """Number of parameters (tied weights counted once, as ``model.parameters()`` yields them)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
-
-
-@contextlib.contextmanager
-def quiet_transformers():
-    """Silence transformers' load report and its per-call progress bars ("Loading weights",
-    "Writing model shards"), which would print one widget per checkpoint in a notebook.
-    :func:`build_classifier` summarises the load report in ``how`` instead."""
-    from transformers.utils import logging as hf_logging
-
-    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 def _offline() -> bool:
@@ -165,7 +153,7 @@ def check_tokenizer_matches(tokenizer, vocab_size: int, model_dir: Path | None, 
 
 
 def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
-                     tokenizer=None, preset: str | None = None):
+                     tokenizer=None, preset: str | None = None, reinit_head: bool = False, seed: int | None = 0):
     """A ``BertForSequenceClassification`` plus a one-line note saying where it came from.
 
     Args:
@@ -178,6 +166,11 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
             id); otherwise checked to be the model's own (same size as the
             embedding table; same vocabulary as a tokenizer saved in ``source``).
         preset: a :data:`PRESETS` name, required when ``source`` is None.
+        reinit_head: when ``source`` is a classifier trained with another number of
+            labels, initialise a new head for ``num_labels`` (``how`` lists the
+            re-initialised weights with their shapes) instead of raising.
+        seed: seed for every weight not loaded (the new head, or all of them from
+            scratch), see :func:`nbkit.models.loading.seeded`; pass the scale's seed.
 
     Returns:
         ``(model, how)``; ``how`` is e.g. ``"loaded encoder from runs/mlm/model;
@@ -187,8 +180,12 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     Raises:
         ConfigError: missing preset/tokenizer for ``source=None``; a hub name
             that is not available offline or cannot be downloaded; a tokenizer
-            that is not the model's (:func:`check_tokenizer_matches`).
-        CheckpointError: a local directory without ``config.json``.
+            that is not the model's (:func:`check_tokenizer_matches`); a checkpoint
+            whose head has another number of labels, without ``reinit_head=True``
+            (names both counts and the two fixes).
+        CheckpointError: a local directory without ``config.json``, or any other
+            load failure (:func:`nbkit.models.loading.load_pretrained`, with
+            transformers' report).
     """
     id2label = {int(k): str(v) for k, v in id2label.items()}
     if len(id2label) != num_labels:
@@ -199,7 +196,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         if preset is None or tokenizer is None:
             raise ConfigError("build_classifier(source=None) builds from scratch and needs preset=... and tokenizer=...")
         config = build_config(preset, len(tokenizer), **_token_ids(tokenizer), **label_kwargs)
-        model = BertForSequenceClassification(config)
+        with seeded(seed):
+            model = BertForSequenceClassification(config)
         return model, f"from scratch: preset {preset!r}, random init ({count_parameters(model):,} parameters)"
 
     path = Path(source).expanduser()
@@ -216,11 +214,16 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         )
     local = path.is_dir()
     try:
-        with quiet_transformers():
-            model, info = BertForSequenceClassification.from_pretrained(
-                str(path) if path.is_dir() else text, attn_implementation=ATTN_IMPLEMENTATION, output_loading_info=True, **label_kwargs
-            )
+        model, info = load_pretrained(BertForSequenceClassification, str(path) if local else text,
+                                      reinit_head=reinit_head, seed=seed, attn_implementation=ATTN_IMPLEMENTATION,
+                                      **label_kwargs)
     except OSError as exc:
+        if local:  # config.json is there (checked above): the weights are missing or unreadable
+            files = ", ".join(sorted(p.name for p in path.iterdir())[:8])
+            raise CheckpointError(
+                f"{path} has config.json but its weights could not be read ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); it holds: {files}. Re-save the model with save_pretrained, or pass the "
+                "complete directory (model.safetensors beside config.json).") from exc
         where = ("HF_HUB_OFFLINE=1 forbids downloading and it is not in the local cache" if _offline()
                  else "it could not be downloaded")
         raise ConfigError(
@@ -235,4 +238,6 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     new = sorted({k.rsplit(".", 1)[0] for k in info["missing_keys"]})
     kind = "local checkpoint" if local else "hub model"
     how = f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} ({num_labels} labels)"
+    if info["reinitialised"]:
+        how += f"; re-initialised (reinit_head=True, checkpoint -> model shape): {', '.join(info['reinitialised'])}"
     return model, how

@@ -8,7 +8,12 @@ so the result can go straight into ``metrics.json``.
 
 Macro-F1 is the unweighted mean of the per-class F1 scores: on the bundled
 reviews (52 % negative) it punishes a model that favours one class, which
-accuracy hides.
+accuracy hides. A class with no example in ``y_true`` and none predicted has no
+F1 at all (0/0): it is left out of the average and listed under ``absent``, as
+scikit-learn does when ``labels=`` is not given (counting it as 0 would turn a
+perfect two-class result with a three-class ``id2label`` into 0.667). A class
+with examples but recall 0 (never predicted right: the usual symptom of class
+imbalance) is listed under ``zero_recall`` and warned about.
 
 Notebook 03 in short::
 
@@ -52,11 +57,19 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], id2label
             fixes the row/column order (sorted ids).
 
     Returns:
-        ``{"n", "accuracy", "macro_f1", "labels", "per_class", "confusion_matrix"}``:
-        ``accuracy`` and ``macro_f1`` in [0, 1]; ``per_class[name]`` holds
-        ``precision``, ``recall``, ``f1`` (0 when undefined, sklearn's
-        ``zero_division=0``) and ``support`` (count); ``confusion_matrix`` is a
-        nested list, rows = true class, columns = predicted class, counts.
+        ``{"n", "accuracy", "macro_f1", "labels", "per_class", "confusion_matrix",
+        "absent", "zero_recall"}``: ``accuracy`` and ``macro_f1`` in [0, 1];
+        ``macro_f1`` averages the classes that occur in ``y_true`` or ``y_pred``;
+        ``per_class[name]`` holds ``precision``, ``recall``, ``f1`` (0 when
+        undefined, sklearn's ``zero_division=0``) and ``support`` (count);
+        ``confusion_matrix`` is a nested list, rows = true class, columns =
+        predicted class, counts; ``absent``: names of classes in neither (left
+        out of ``macro_f1``); ``zero_recall``: names of classes with support > 0
+        and recall 0.
+
+    Warns:
+        UserWarning: a class with support has recall 0 (names it, its support
+        and what it was predicted as), or a class is absent from both.
 
     Raises:
         DataError: lengths differ, no examples, or ids not in ``id2label``.
@@ -77,15 +90,36 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], id2label
     names = [str(id2label[i]) for i in ids]
     precision, recall, f1, support = precision_recall_fscore_support(
         true, pred, labels=ids, average=None, zero_division=0)
+    cm = confusion_matrix(true, pred, labels=ids)
+    seen = (cm.sum(axis=0) + cm.sum(axis=1)) > 0                     # (K,): in y_true or y_pred
+    absent = [n for n, s in zip(names, seen) if not s]
+    zero_recall = [n for n, r, s in zip(names, recall, support) if s > 0 and r == 0]
+    _warn_classes(absent, zero_recall, names, cm)
     return {
         "n": int(len(true)),
         "accuracy": float(accuracy_score(true, pred)),
-        "macro_f1": float(np.mean(f1)),
+        "macro_f1": float(np.mean(f1[seen])),
         "labels": names,
         "per_class": {name: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
                       for name, p, r, f, s in zip(names, precision, recall, f1, support)},
-        "confusion_matrix": confusion_matrix(true, pred, labels=ids).tolist(),
+        "confusion_matrix": cm.tolist(),
+        "absent": absent,
+        "zero_recall": zero_recall,
     }
+
+
+def _warn_classes(absent: list, zero_recall: list, names: list, cm) -> None:
+    import warnings
+
+    for name in zero_recall:
+        row = cm[names.index(name)]
+        went = ", ".join(f"{names[j]} {int(c)}" for j, c in enumerate(row) if c)
+        warnings.warn(f"class {name!r} has recall 0: none of its {int(row.sum())} examples was predicted as "
+                      f"{name!r} (predicted: {went}). Accuracy hides this; with imbalanced classes train with "
+                      "TrainConfig(class_weights='balanced') and compare macro-F1.", UserWarning, stacklevel=3)
+    if absent:
+        warnings.warn(f"classes {absent} occur neither in y_true nor in y_pred: they have no F1 (0/0) and are "
+                      "left out of macro_f1 (listed in report['absent']).", UserWarning, stacklevel=3)
 
 
 def format_report(report: dict, digits: int = 3) -> "pd.DataFrame":
@@ -94,16 +128,21 @@ def format_report(report: dict, digits: int = 3) -> "pd.DataFrame":
     Returns:
         ``pandas.DataFrame`` indexed by class name plus ``"macro avg"``, columns
         ``precision``, ``recall``, ``f1``, ``support``, rounded to ``digits``.
-        Accuracy is in ``df.attrs["accuracy"]`` and the caption.
+        The macro row averages the classes not in ``report["absent"]``.
+        Accuracy is in ``df.attrs["accuracy"]`` and the caption; classes with
+        recall 0 are named in the caption too.
     """
     import pandas as pd
 
     df = pd.DataFrame.from_dict(report["per_class"], orient="index")[["precision", "recall", "f1", "support"]]
-    df.loc["macro avg"] = [df["precision"].mean(), df["recall"].mean(), report["macro_f1"], df["support"].sum()]
+    seen = df.loc[[n for n in df.index if n not in report.get("absent", [])]]  # absent classes: no score
+    df.loc["macro avg"] = [seen["precision"].mean(), seen["recall"].mean(), report["macro_f1"], df["support"].sum()]
     df["support"] = df["support"].astype(int)
     df = df.round(digits)
     df.attrs["accuracy"] = report["accuracy"]
-    df.index.name = f"accuracy {report['accuracy']:.{digits}f} (n={report['n']})"
+    zero = report.get("zero_recall") or []
+    df.index.name = f"accuracy {report['accuracy']:.{digits}f} (n={report['n']})" + (
+        f"; recall 0: {', '.join(zero)}" if zero else "")
     return df
 
 

@@ -98,8 +98,10 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
         id2label: label id -> name; adds ``table``.
 
     Returns ``{"label": list[int], "prob": list[float] (probability of the
-    predicted class), "table": pandas.DataFrame}`` (``table`` only with
-    ``id2label``), one entry per text in input order. Runs in eval mode under
+    predicted class), "unk_share": list[float], "table": pandas.DataFrame}``
+    (``table`` only with ``id2label``), one entry per text in input order;
+    ``unk_share`` is the fraction of the text's tokens that are ``[UNK]`` (0-1):
+    a prediction for a text the tokenizer could not read is a guess. Runs in eval mode under
     ``torch.inference_mode`` on the model's device. Batches are formed in
     order of text length (results come back in input order), so each batch
     pads to a similar length.
@@ -108,6 +110,9 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
         ConfigError: ``max_length`` above the model's ``max_position_embeddings``
             or the tokenizer's ``model_max_length``, or below 3
             (:func:`nbkit.text.mlm.check_length`).
+        DataError: texts that give no token (empty, whitespace only, U+3000
+            ideographic spaces, zero-width or control characters): the model would
+            still give them a confident label. The message names their indices.
     """
     import torch
 
@@ -116,6 +121,7 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
     check_length("max_length", max_length, tokenizer,
                  getattr(getattr(model, "config", None), "max_position_embeddings", None))
     texts = [texts] if isinstance(texts, str) else list(texts)
+    unk_share = _unk_shares(tokenizer, texts)                        # DataError for texts with no token
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -131,13 +137,33 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
             for j, label, prob in zip(rows, idx.tolist(), conf.tolist()):
                 labels[j], probs[j] = label, prob
     model.train(was_training)
-    out = {"label": labels, "prob": probs}
+    out = {"label": labels, "prob": probs, "unk_share": unk_share}
     if id2label is not None:
         import pandas as pd
 
         out["table"] = pd.DataFrame({"review": texts, "prediction": [id2label[i] for i in labels],
-                                     "confidence": [round(p, 3) for p in probs]})
+                                     "confidence": [round(p, 3) for p in probs],
+                                     "unk_share": [round(u, 3) for u in unk_share]})
     return out
+
+
+def _unk_shares(tokenizer, texts: list) -> list[float]:
+    """Share of ``[UNK]`` among each text's tokens; ``DataError`` naming the texts with no token."""
+    from nbkit.errors import DataError
+
+    bad_type = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad_type:
+        raise DataError(f"predict expects strings; texts at indices {bad_type[:10]} are "
+                        f"{type(texts[bad_type[0]]).__name__}; pass a list of str")
+    ids = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"] if texts else []
+    empty = [i for i, row in enumerate(ids) if not row]
+    if empty:
+        shown = ", ".join(f"{i}: {texts[i]!r}" for i in empty[:10]) + (" ..." if len(empty) > 10 else "")
+        raise DataError(f"{len(empty)} of {len(texts)} texts give no token (empty, whitespace incl. U+3000, or "
+                        f"only characters the tokenizer drops), so any label for them is a guess; indices {shown}. "
+                        "Drop them first, e.g. texts = [t for t in texts if t.strip()].")
+    unk = tokenizer.unk_token_id
+    return [sum(1 for t in row if t == unk) / len(row) for row in ids]
 
 
 def mlm_blocks(scale: Scale, tokenizer, block_size: int | None = None) -> dict:

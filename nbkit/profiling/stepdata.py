@@ -75,16 +75,18 @@ def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None)
 
     Raises:
         ConfigError: unknown preset.
+        CheckpointError: (from ``factory()``) a ``model_dir`` transformers cannot load,
+            with its report (:func:`nbkit.models.loading.load_pretrained`).
     """
     from pathlib import Path
 
-    from nbkit.models.bert import build_config, quiet_transformers
+    from nbkit.models.bert import build_config
+    from nbkit.models.loading import load_pretrained
     from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
     if model_dir is not None and Path(model_dir).is_dir():
-        def load():
-            with quiet_transformers():  # no "Loading weights" bar per ablation row
-                return SparseHeadBertForMaskedLM.from_pretrained(model_dir)
+        def load():  # quiet (no "Loading weights" bar per ablation row); a bad checkpoint: CheckpointError
+            return load_pretrained(SparseHeadBertForMaskedLM, model_dir)[0]
 
         return (load,
                 f"checkpoint from notebook 02: {model_dir}")

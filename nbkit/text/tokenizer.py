@@ -46,6 +46,7 @@ from typing import Any
 
 from nbkit import jsonio
 from nbkit.errors import ConfigError, DataError
+from nbkit.text.wordpiece_order import FAR_BELOW, check_vocab_size, fixed_token_order
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _BATCH = 1000  # texts handed to the Rust trainer per batch
@@ -121,10 +122,15 @@ def train_wordpiece(
 
     Args:
         texts: any iterable of strings (a list, a generator, a ``datasets``
-            column); streamed to the trainer in batches of 1,000, read once.
+            column); read once and held in memory (the continuation tokens are
+            fixed before training, see :mod:`nbkit.text.wordpiece_order`), then
+            handed to the trainer in batches of 1,000.
         vocab_size: target vocabulary size in tokens, special tokens included.
             Every character of the alphabet is always kept, so the result can
-            be larger than this when the corpus has more distinct characters.
+            be larger than this when the corpus has more distinct characters;
+            it is smaller when the corpus runs out of merges (each CJK
+            character is its own word), and a ``UserWarning`` names both sizes
+            when it is below half the request.
         out_dir: directory for the tokenizer files (created if missing).
         model_max_length: the model's position limit in tokens (BERT's
             ``max_position_embeddings``); ``tokenizer(..., truncation=True)``
@@ -144,16 +150,19 @@ def train_wordpiece(
         A fast ``transformers`` tokenizer (``TokenizersBackend``: NFKC + BERT's
         normalizer, pre-tokenizer, WordPiece and ``[CLS] A [SEP]`` templates)
         that ``AutoTokenizer.from_pretrained(out_dir)`` loads back identically.
+        The same texts and settings give the same vocabulary, ids included
+        (:mod:`nbkit.text.wordpiece_order` says why ``tokenizers`` alone does not).
 
     Raises:
-        ConfigError: ``vocab_size`` or ``model_max_length`` not positive.
+        ConfigError: ``vocab_size`` not above the 5 special tokens or above
+            :data:`~nbkit.text.wordpiece_order.MAX_VOCAB_SIZE` (the Rust trainer
+            would abort the process), ``model_max_length`` not above 2.
         DataError: no non-empty text, or a non-string item.
     """
     from tokenizers import trainers
     from transformers import BertTokenizer, PreTrainedTokenizerFast
 
-    if vocab_size <= len(SPECIAL_TOKENS):
-        raise ConfigError(f"vocab_size={vocab_size} is too small; use at least a few thousand for Chinese")
+    check_vocab_size(vocab_size, len(SPECIAL_TOKENS))
     if model_max_length <= 2:
         raise ConfigError(f"model_max_length={model_max_length} must exceed 2 ([CLS] and [SEP]); use e.g. 128 or 512")
     out_dir = Path(out_dir)
@@ -162,25 +171,39 @@ def train_wordpiece(
     backend = _build_backend(strip_accents=strip_accents, lowercase=lowercase, nfkc=nfkc)
     if limit_alphabet is not None and limit_alphabet < 1:
         raise ConfigError(f"limit_alphabet={limit_alphabet} must be positive, or None to keep every character")
+    stream = _CountingBatches(texts)
+    batches = list(stream)  # read once: checked, counted and batched on the way
+    if stream.n_texts == 0:
+        raise DataError("train_wordpiece got no non-empty text; check the corpus column and filters")
+    # ids of the continuation tokens fixed before training: the same vocabulary every time
+    continuation, alphabet = fixed_token_order(backend, (t for b in batches for t in b), limit_alphabet)
     # The Python binding rejects limit_alphabet=None but leaves the Rust
     # default (no limit) when the argument is omitted.
-    limit = {} if limit_alphabet is None else {"limit_alphabet": limit_alphabet}
+    limit = {} if limit_alphabet is None else {"limit_alphabet": limit_alphabet, "initial_alphabet": alphabet}
     trainer = trainers.WordPieceTrainer(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=[*SPECIAL_TOKENS, *continuation],
         continuing_subword_prefix="##",
         show_progress=False,
         **limit,
     )
-    stream = _CountingBatches(texts)
     t0 = time.perf_counter()
-    backend.train_from_iterator(iter(stream), trainer=trainer)
+    backend.train_from_iterator(iter(batches), trainer=trainer)
     seconds = time.perf_counter() - t0
-    if stream.n_texts == 0:
-        raise DataError("train_wordpiece got no non-empty text; check the corpus column and filters")
 
-    vocab = backend.get_vocab()
+    vocab = backend.get_vocab()  # the continuation "special" tokens become plain entries below
+    if len(vocab) < FAR_BELOW * vocab_size:
+        import warnings
+
+        cut = (f" limit_alphabet={limit_alphabet} kept {limit_alphabet:,} of them, and" if limit_alphabet is not None
+               and len(stream.alphabet) > limit_alphabet else "")
+        warnings.warn(
+            f"the trained vocabulary has {len(vocab):,} tokens, far below vocab_size={vocab_size:,}: the corpus "
+            f"({stream.n_texts:,} texts, {len(stream.alphabet):,} distinct characters;{cut} no more pairs occurring "
+            f">= min_frequency={min_frequency} times) has nothing more to merge (each Chinese character is its own "
+            "word, so merges happen only inside Latin words and digit runs). More text, or a smaller vocab_size, "
+            "fits it.", UserWarning, stacklevel=2)
     # The trained backend defines the vocabulary; BertTokenizer builds BERT's
     # normalizer/pre-tokenizer/decoder/[CLS]-[SEP] templates around it. NFKC goes
     # in front, and the result is saved as a generic fast tokenizer so that

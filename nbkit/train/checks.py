@@ -10,6 +10,9 @@ seconds, not a finished run:
   starts): empty data, or batches without ``labels``/``input_ids`` (one example
   is collated under ``isolated_rng``, so the training RNG, and with it exact
   resume, is untouched).
+* :func:`check_sequence_length` (as ``fit()`` starts): sequences longer than the
+  model's ``max_position_embeddings`` (BERT would fail inside with a tensor-size
+  ``RuntimeError`` at the first step).
 * :func:`warn_resume_changes`: a resumed run whose ``TrainConfig`` differs from
   the one the checkpoint was written with, or that has nothing left to train.
 """
@@ -27,7 +30,7 @@ from nbkit.errors import ConfigError, DataError
 #: TrainConfig fields that change what a run computes (compared on resume).
 RUN_SETTINGS = ("max_steps", "lr", "scheduler", "warmup_ratio", "weight_decay", "batch_size",
                 "grad_accum_steps", "seed", "group_by_length", "max_grad_norm", "precision",
-                "compile", "pad_to_multiple_of")
+                "compile", "pad_to_multiple_of", "class_weights")
 #: Settings that live in the optimizer / LR-schedule state: a resumed run keeps the checkpoint's.
 SCHEDULE_SETTINGS = ("lr", "weight_decay", "scheduler", "warmup_ratio")
 
@@ -99,6 +102,40 @@ def check_batches(data, collate_fn, seed: int, name: str) -> None:
     if "input_ids" not in batch:
         raise DataError(f"batches of {name} have no 'input_ids' (got {keys}); tokenize the data first, "
                         f"and {fix}.")
+
+
+def check_sequence_length(model, data, name: str, pad_multiple: int | None = None) -> None:
+    """Raise ``ConfigError`` when an example of ``data`` is longer than the model's position table.
+
+    Reads every example's ``input_ids`` length (``nbkit.train.batching.input_lengths``: one
+    column read for a ``datasets.Dataset``), rounds it up to ``pad_multiple`` when batches are
+    padded to a multiple, and compares the longest with ``model.config.max_position_embeddings``
+    through :func:`nbkit.text.mlm.check_length`, the check ``predict()`` makes. Models without
+    that field, and data without ``input_ids``, are not checked here.
+    """
+    from nbkit.text.mlm import check_length
+    from nbkit.train.batching import input_lengths
+
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if limit is None:
+        return
+    try:
+        lengths = input_lengths(data)
+    except DataError:
+        return
+    longest = max(lengths)
+    padded = -(-longest // pad_multiple) * pad_multiple if pad_multiple else longest
+    if padded <= limit:
+        return
+    try:
+        check_length("sequence length", padded, max_position_embeddings=limit)
+    except ConfigError as err:
+        pad = f" (padded to a multiple of {pad_multiple}: {padded})" if padded != longest else ""
+        raise ConfigError(
+            f"{name} has sequences of up to {longest} tokens{pad} but the model's max_position_embeddings is "
+            f"{limit} ({err}). Re-encode with max_length <= {limit} (text.encode_classification(..., max_length="
+            f"{limit}) / make_blocks(block_size={limit})), or build the model with max_position_embeddings >= "
+            f"{padded}.") from None
 
 
 def _fmt(v) -> str:

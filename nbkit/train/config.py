@@ -22,7 +22,10 @@ class TrainConfig:
     partial batch is dropped, so shapes stay static. ``group_by_length`` puts
     examples of similar ``input_ids`` length into the same batch (less padding;
     ``nbkit.train.ddp_sampler``), as ``Trainer(group_by_length=True)`` does. ``log_every``,
-    ``eval_every`` and ``checkpoint_every`` count optimizer steps.
+    ``eval_every`` and ``checkpoint_every`` count optimizer steps. ``class_weights``
+    (classification only): ``None``, ``"balanced"`` (inverse class frequency from the
+    training labels) or one weight per class; the loss becomes a weighted mean
+    (``nbkit.train.class_weights``). Evaluation loss stays unweighted.
     """
 
     max_steps: int
@@ -49,6 +52,7 @@ class TrainConfig:
     pad_to_multiple_of: int | None = None
     group_by_length: bool = False
     progress: bool = True
+    class_weights: str | list[float] | None = None
 
     def __post_init__(self):
         for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every", "max_consecutive_nonfinite"):

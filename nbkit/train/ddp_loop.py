@@ -53,6 +53,28 @@ def replace_device(info: DistInfo, device) -> DistInfo:
     return dataclasses.replace(info, device=str(device))
 
 
+def seed_streams(seed: int, info: DistInfo) -> None:
+    """Seed this rank's global RNG streams (Python, NumPy, torch, CUDA) when a loop is built.
+
+    Dropout and an MLM collator draw from the global RNGs: unseeded, two runs of the
+    same notebook drew different dropout masks and gave different losses. As
+    ``transformers.Trainer`` does, the loop seeds them from ``config.seed`` (a resume
+    then restores the checkpoint's RNG states): rank 0 with ``seed``, so a one-process
+    run and rank 0 agree, ranks r > 0 as :func:`seed_rank_streams`.
+    """
+    import random
+
+    import numpy as np
+    import torch
+
+    if info.rank > 0:
+        seed_rank_streams(seed, info)
+        return
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
 def seed_rank_streams(seed: int, info: DistInfo) -> None:
     """Give ranks 1..W-1 their own RNG streams (Python, NumPy, torch, CUDA); rank 0 keeps its own.
 

@@ -24,9 +24,11 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
 
     Returns ``eval_loss`` (mean CE per label token, nats), ``eval_tokens``
     (label tokens scored), ``eval_perplexity`` = exp(eval_loss) for MLM
-    (labels (B, T)); for classification (labels (B,)) ``eval_accuracy`` (fraction)
-    and ``eval_examples`` (examples scored; ``eval_tokens`` equals it, kept for
-    compatibility). With 0 labels scored the metrics are NaN (and a warning says
+    (labels (B, T)); for classification (labels (B,)) ``eval_accuracy`` (fraction),
+    ``eval_macro_f1`` (unweighted mean of per-class F1 over the classes that occur in
+    the labels or the predictions, as ``pipeline.classification_report``: accuracy
+    alone hides a class that is never predicted) and ``eval_examples`` (examples
+    scored; ``eval_tokens`` equals it, kept for compatibility). With 0 labels scored the metrics are NaN (and a warning says
     why), never loss 0 / perplexity 1.
     ``max_batches`` defaults to ``loop.config.eval_batches`` (None = all).
     Batch ``i`` is collated under ``isolated_rng(seed + i)``, so its masks do not
@@ -34,8 +36,9 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
     scores batches r, r+W, ... (``nbkit.train.ddp_loop.eval_shard``) with the plain
     module (no DDP collectives) and the sums are all-reduced, so the result equals
     the one-process result up to float summation order.
-    Raises ``ConfigError`` when the loop has no eval_data, ``DataError`` when it
-    gives no batch (empty).
+    Raises ``ConfigError`` when the loop has no eval_data or its sequences exceed the
+    model's ``max_position_embeddings`` (checked once per loop,
+    ``nbkit.train.checks.check_sequence_length``), ``DataError`` when it gives no batch (empty).
     """
     from nbkit.models.mlm_head import forward_logits, uses_sparse_head
     from nbkit.train import distributed as D
@@ -43,6 +46,11 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
 
     if loop.eval_data is None:
         raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
+    if not getattr(loop, "_eval_length_checked", False):  # evaluate() may run before fit() (untrained loss)
+        from nbkit.train.checks import check_sequence_length
+
+        check_sequence_length(loop.model, loop.eval_data, "eval_data", getattr(loop, "_pad_multiple", None))
+        loop._eval_length_checked = True
     cfg, model = loop.config, loop.model
     max_batches = max_batches or cfg.eval_batches
     collate = loop.collate_fn or torch.utils.data.default_collate
@@ -51,6 +59,8 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
     model.eval()
     loss_sum = torch.zeros((), device=loop.device)
     correct = torch.zeros((), device=loop.device)
+    k = getattr(getattr(model, "config", None), "num_labels", None) or 0
+    confusion = torch.zeros(k * k, device=loop.device)                # (C*C,) true x predicted, classification
     n, n_mlm, n_batches = 0, 0, 0
     info = getattr(loop, "dist", None) or D.DistInfo()
     for i, idx in eval_shard(len(loop.eval_data), cfg.batch_size, max_batches, info):
@@ -66,6 +76,8 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
         n += int(mask.sum())
         n_batches += 1
         correct += ((logits.argmax(-1) == labels) & mask).sum()
+        if labels.dim() == 1 and logits.shape[-1] == k:
+            confusion += torch.bincount((labels * k + logits.argmax(-1))[mask], minlength=k * k)
     if was_training:
         model.train()
     tot = D.all_reduce_dict({"loss_sum": loss_sum.item(), "n": n, "correct": correct.item(),
@@ -85,4 +97,20 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
     else:  # one label per example: eval_tokens kept (= examples) for existing readers
         metrics["eval_examples"] = n
         metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan
+        if k:  # every rank takes this branch (n_mlm is summed), so the all-reduce matches
+            metrics["eval_macro_f1"] = macro_f1(D.all_reduce_sum(confusion).view(k, k))
     return metrics
+
+
+def macro_f1(confusion: torch.Tensor) -> float:
+    """Macro-F1 from a (C, C) confusion matrix (rows true, columns predicted, counts).
+
+    F1_c = 2 TP / (2 TP + FP + FN); classes with no example and no prediction (0/0)
+    are left out of the mean, as in ``nbkit.pipeline.evaluation.classification_report``.
+    NaN when the matrix is empty.
+    """
+    cm = confusion.double().cpu()
+    tp = cm.diag()
+    denom = cm.sum(0) + cm.sum(1)                                     # 2 TP + FP + FN, per class
+    seen = denom > 0
+    return float((2 * tp[seen] / denom[seen]).mean()) if seen.any() else math.nan

@@ -32,8 +32,9 @@ from nbkit.train import checkpoint as ckpt
 from nbkit.train import checks, ddp_loop
 from nbkit.train import distributed as D
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
+from nbkit.train.class_weights import class_weights
 from nbkit.train.config import TrainConfig, TrainResult, TrainState  # noqa: F401  (re-exported)
-from nbkit.train.loss import token_loss_sum
+from nbkit.train.loss import label_weight_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
 
@@ -69,7 +70,10 @@ class Loop:
         if eval_data is not None:
             checks.check_not_empty(eval_data, "eval_data")
         self.model = model.to(self.device)  # the plain module: eval, clipping, checkpoints
-        ddp_loop.seed_rank_streams(config.seed, self.dist)
+        num_labels = getattr(getattr(model, "config", None), "num_labels", None)
+        self.class_weights = class_weights(config.class_weights, train_data, num_labels)  # (C,) CPU, or None
+        self._weight_dev = None if self.class_weights is None else self.class_weights.to(self.device)
+        ddp_loop.seed_streams(config.seed, self.dist)  # dropout/collator RNG: same seed, same run
         self.precision = choose_precision(config.precision, self.device)
         self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
         self.scheduler = build_scheduler(self.optimizer, config.scheduler, config.max_steps, config.warmup_ratio)
@@ -120,6 +124,8 @@ class Loop:
     def _step(self, window: list[dict]) -> dict:
         n_local = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
         n_label = D.global_label_tokens(n_local)       # all ranks' label tokens in the window
+        if self.class_weights is not None:             # weighted mean: divide by the targets' weights
+            n_label = D.all_reduce_sum(sum(label_weight_sum(b["labels"], self.class_weights) for b in window))
         loss_sum = torch.zeros((), device=self.device)
         tokens, seq_flops = 0, 0.0
         for i, raw in enumerate(window):
@@ -128,8 +134,8 @@ class Loop:
             with self._backward_context(i, len(window)):
                 with self.precision.autocast():
                     logits, scored = forward_logits(self._forward, batch, labels, self._sparse_head)
-                    loss = token_loss_sum(logits, scored)                    # scalar, fp32
-                scaled = loss * self.dist.world_size / max(n_label, 1)  # DDP averages grads: * W undoes it
+                    loss = token_loss_sum(logits, scored, self._weight_dev)  # scalar, fp32
+                scaled = loss * self.dist.world_size / (n_label or 1)  # DDP averages grads: * W undoes it
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()
             loss_sum += loss.detach()
             ids = batch["input_ids"]                                         # (B, T)
@@ -187,8 +193,10 @@ class Loop:
 
         cfg, st = self.config, self.state
         checks.check_batches(self.train_data, self.collate_fn, cfg.seed, "train_data")  # before any step
+        checks.check_sequence_length(self.model, self.train_data, "train_data", self._pad_multiple)
         if self.eval_data is not None:
             checks.check_batches(self.eval_data, self.collate_fn, cfg.seed, "eval_data")
+            checks.check_sequence_length(self.model, self.eval_data, "eval_data", self._pad_multiple)
         if cfg.resume and cfg.output_dir is not None:
             self._resume()
         self._emit("on_train_begin")

@@ -1,0 +1,166 @@
+"""Load a model from a checkpoint with every failure translated, and seed model construction.
+
+``transformers``' ``from_pretrained`` reports a checkpoint that does not fit the model
+in a log table and then raises ``RuntimeError(... look at the above report!)``; nbkit
+silences that log in notebooks (one progress widget per load otherwise), which hid the
+cause. :func:`load_pretrained` captures the log instead of printing it, loads with
+``ignore_mismatched_sizes=True`` so it can see every mismatched weight with its shapes,
+and then decides: a mismatched classification head is a :class:`~nbkit.errors.ConfigError`
+naming the checkpoint's and the requested label counts and both fixes, unless the caller
+asked to re-initialise the head (``reinit_head=True``, said back in the load note); any
+other mismatch or load error is a :class:`~nbkit.errors.CheckpointError` that carries
+the captured report.
+
+:func:`seeded` builds models under a fixed seed: BERT's initialisation draws from
+PyTorch's global RNG, so a model built before any seed was set differed on every run
+(notebook 02 gave a different untrained loss each time).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+
+from nbkit.errors import CheckpointError, ConfigError
+
+#: Parameter-name prefixes of the task heads ``reinit_head=True`` may re-initialise.
+HEAD_PREFIXES = ("classifier.",)
+
+
+@contextlib.contextmanager
+def quiet_transformers(capture: list[str] | None = None):
+    """Silence transformers' load report and its per-call progress bars ("Loading weights",
+    "Writing model shards"), which would print one widget per checkpoint in a notebook.
+
+    ``capture``: a list that receives every warning/error message ``transformers`` logs
+    meanwhile (the load report included), so a caller can show it when loading fails;
+    ``None`` drops them.
+    """
+    from transformers.utils import logging as hf_logging
+
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    root = hf_logging.get_logger()                      # the "transformers" logger
+    handler = _ListHandler(capture) if capture is not None else None
+    hf_logging.disable_progress_bar()
+    if handler is None:
+        hf_logging.set_verbosity_error()
+    else:  # keep warnings, but send them to the list instead of stderr
+        hf_logging.set_verbosity_warning()
+        hf_logging.disable_default_handler()
+        root.addHandler(handler)
+    try:
+        yield
+    finally:
+        if handler is not None:
+            root.removeHandler(handler)
+            hf_logging.enable_default_handler()
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, sink: list[str]):
+        super().__init__(logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.sink.append(record.getMessage().replace("\x1b[1m", "").replace("\x1b[0m", ""))
+
+
+@contextlib.contextmanager
+def seeded(seed: int | None):
+    """Run the block with PyTorch's CPU RNG seeded to ``seed``, restoring the RNG afterwards.
+
+    Models built inside get the same initial weights for the same seed, and the
+    caller's RNG stream is not moved (``torch.random.fork_rng``). ``None``: no-op
+    (the global RNG as it is). Build on CPU inside it (CUDA RNGs are not forked).
+    """
+    if seed is None:
+        yield
+        return
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+def _shape(s) -> str:
+    return "(" + ", ".join(str(int(d)) for d in s) + ")"
+
+
+def _saved_labels(path: Path) -> dict | None:
+    import json
+
+    try:
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        return {int(k): v for k, v in (cfg.get("id2label") or {}).items()}
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False, seed: int | None = 0,
+                    **kwargs):
+    """``model_cls.from_pretrained(source, **kwargs)`` with failures translated.
+
+    Args:
+        model_cls: a ``transformers`` model class (``BertForSequenceClassification``, ...).
+        source: a local ``save_pretrained`` directory or a hub name.
+        reinit_head: allow the task head (:data:`HEAD_PREFIXES`) to have another shape
+            than the checkpoint's (e.g. 2 labels where it was trained with 4): those
+            weights are initialised afresh and listed in the returned info.
+        seed: seed for the weights the checkpoint does not provide (:func:`seeded`).
+        **kwargs: passed on (``num_labels``, ``id2label``, ``attn_implementation``, ...).
+
+    Returns:
+        ``(model, info)``; ``info`` is transformers' loading info (``missing_keys``,
+        ``unexpected_keys``, ``mismatched_keys``) plus ``reinitialised``: lines
+        ``"classifier.weight (4, 64) -> (2, 64)"`` for the re-initialised weights.
+
+    Raises:
+        ConfigError: the checkpoint's classification head has another number of labels
+            than requested and ``reinit_head`` is False (names both counts and the fixes).
+        CheckpointError: any other mismatched weight, or a checkpoint transformers cannot
+            load (corrupt or truncated weights, bad ``config.json``); the message includes
+            transformers' own report.
+        OSError: ``source`` not found (the caller says where to look).
+    """
+    log: list[str] = []
+    try:
+        with quiet_transformers(capture=log), seeded(seed):
+            model, info = model_cls.from_pretrained(str(source), ignore_mismatched_sizes=True,
+                                                    output_loading_info=True, **kwargs)
+    except OSError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (whatever transformers raises, the user gets one kind)
+        report = "\n".join(log[-5:])
+        raise CheckpointError(
+            f"loading {model_cls.__name__} from {str(source)!r} failed: {type(exc).__name__}: {str(exc)[:300]}. "
+            "Check that it is a complete directory written by save_pretrained (config.json and the weights "
+            "file), e.g. re-save it, or start from another checkpoint."
+            + (f"\ntransformers' report:\n{report}" if report else "")) from exc
+    mismatched = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])
+    lines = [f"{k} {_shape(old)} -> {_shape(new)}" for k, old, new in mismatched]
+    body = [m for m in mismatched if not m[0].startswith(HEAD_PREFIXES)]
+    if body:
+        raise CheckpointError(
+            f"checkpoint {str(source)!r} does not fit {model_cls.__name__}: {len(body)} weights have other shapes "
+            f"(checkpoint -> model): {'; '.join(lines[:5])}. Load it with the config it was saved with "
+            "(do not override its sizes), or start from another checkpoint.")
+    if mismatched and not reinit_head:
+        raise ConfigError(_head_message(source, mismatched, kwargs))
+    info["reinitialised"] = lines
+    return model, info
+
+
+def _head_message(source, mismatched, kwargs) -> str:
+    bias = [m for m in mismatched if m[0].endswith("bias")] or mismatched
+    saved_n, asked_n = int(bias[0][1][0]), int(bias[0][2][0])
+    saved = _saved_labels(Path(source)) if Path(source).is_dir() else None
+    names = f" {saved}" if saved and len(saved) == saved_n else ""
+    return (f"checkpoint {str(source)!r} has a classification head for {saved_n} labels{names}, but "
+            f"{kwargs.get('num_labels', asked_n)} labels were requested ({asked_n} outputs). Fix: either use the "
+            f"checkpoint's labels (num_labels={saved_n} and its id2label), or re-initialise the head for your "
+            f"labels with reinit_head=True (its trained weights are discarded: "
+            f"{', '.join(m[0] for m in mismatched)}).")
