@@ -71,7 +71,7 @@ def test_train_tokenizer_on_measures_heldout_text(labeled, tmp_path):
     assert tok.model_max_length == 128                # the tiny preset's position limit
 
 
-def sharp_classifier(tokenizer, id2label, texts):
+def sharp_classifier(tokenizer, id2label, texts, pooling="cls"):
     """A tiny random classifier that splits ``texts`` about half and half, with logits far apart
     (weights x 200, bias at the median margin), so padding noise cannot flip a label."""
     import torch
@@ -79,7 +79,8 @@ def sharp_classifier(tokenizer, id2label, texts):
     from nbkit import models
 
     torch.manual_seed(0)
-    model, _ = models.build_classifier(None, len(id2label), id2label, tokenizer=tokenizer, preset="tiny")
+    model, _ = models.build_classifier(None, len(id2label), id2label, tokenizer=tokenizer, preset="tiny",
+                                       pooling=pooling)
     model.eval()
     with torch.no_grad():
         model.classifier.weight.mul_(200.0)
@@ -90,28 +91,32 @@ def sharp_classifier(tokenizer, id2label, texts):
     return model
 
 
-def test_exported_classifier_loads_in_transformers_and_agrees_with_predict(labeled, tokenizer, tmp_path):
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_exported_classifier_loads_in_transformers_and_agrees_with_predict(labeled, tokenizer, tmp_path, pooling):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers import pipeline as hf_pipeline
 
     from nbkit import pipeline
 
     texts = list(labeled.splits["test"]["text"])
-    model = sharp_classifier(tokenizer, labeled.id2label, texts)
+    model = sharp_classifier(tokenizer, labeled.id2label, texts, pooling)
     out = pipeline.export_classifier(model, tokenizer, tmp_path / "export", labeled.id2label)
     config = strict_json(out / "config.json")
-    assert config["architectures"] == ["BertForSequenceClassification"]
+    cls = {"cls": "BertForSequenceClassification", "mean": "MeanPoolBertForSequenceClassification"}[pooling]
+    assert config["architectures"] == [cls]
+    remote = {"trust_remote_code": True} if pooling == "mean" else {}   # mean pooling ships its code
+    assert (out / "pooling.py").is_file() == (pooling == "mean")
     assert config["id2label"] == {str(k): v for k, v in labeled.id2label.items()}
     assert config["label2id"] == labeled.label2id
 
     ours = [labeled.id2label[i] for i in pipeline.predict(model, tokenizer, texts, max_length=128)["label"]]
     assert len(set(ours)) == 2, "both classes predicted, or the comparison below proves little"
 
-    classify = hf_pipeline("text-classification", model=str(out), device="cpu")
+    classify = hf_pipeline("text-classification", model=str(out), device="cpu", **remote)
     assert [r["label"] for r in classify(texts, truncation=True)] == ours
 
-    loaded = AutoModelForSequenceClassification.from_pretrained(out)
-    assert type(loaded).__name__ == "BertForSequenceClassification"
+    loaded = AutoModelForSequenceClassification.from_pretrained(out, **remote)
+    assert type(loaded).__name__ == cls
     again = pipeline.predict(loaded, AutoTokenizer.from_pretrained(out), texts, max_length=128)["label"]
     assert [loaded.config.id2label[i] for i in again] == ours
 
@@ -139,7 +144,7 @@ def test_pretraining_checkpoint_works_with_fill_mask(tokenizer, tmp_path):
     torch.manual_seed(0)
     model = models.build_mlm_model("tiny", tokenizer, 64)
     assert type(model).__name__ == "SparseHeadBertForMaskedLM"
-    loop = SimpleNamespace(model=model, config=SimpleNamespace(batch_size=2, grad_accum_steps=1),
+    loop = SimpleNamespace(model=model, config=SimpleNamespace(batch_size=2, grad_accum_steps=1, lr=1e-3),
                            train_data=[{"input_ids": [0] * 64}])
     result = SimpleNamespace(history=[{"step": 1, "eval_loss": 5.0, "eval_perplexity": 148.4}], metrics={"steps": 1})
     pipeline.save_pretraining(loop, result, tokenizer, tmp_path, get_scale("smoke"))

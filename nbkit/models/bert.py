@@ -152,9 +152,28 @@ def check_tokenizer_matches(tokenizer, vocab_size: int, model_dir: Path | None, 
             f"so it is not the tokenizer the model was trained with; {fix}")
 
 
+POOLINGS = ("cls", "mean")
+
+
+def classifier_class(pooling: str):
+    """The classifier class for ``pooling``: ``"cls"`` (BERT's pooler on ``[CLS]``) or ``"mean"``.
+
+    Raises:
+        ConfigError: another value.
+    """
+    if pooling not in POOLINGS:
+        raise ConfigError(f"pooling={pooling!r}: use one of {', '.join(POOLINGS)}")
+    if pooling == "mean":
+        from nbkit.models.pooling import MeanPoolBertForSequenceClassification
+
+        return MeanPoolBertForSequenceClassification
+    return BertForSequenceClassification
+
+
 def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
-                     tokenizer=None, preset: str | None = None, reinit_head: bool = False, seed: int | None = 0):
-    """A ``BertForSequenceClassification`` plus a one-line note saying where it came from.
+                     tokenizer=None, preset: str | None = None, reinit_head: bool = False, seed: int | None = 0,
+                     pooling: str = "cls", **overrides):
+    """A BERT sequence classifier plus a one-line note saying where it came from.
 
     Args:
         source: a local directory written by ``save_pretrained`` (nbkit's
@@ -171,6 +190,12 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
             re-initialised weights with their shapes) instead of raising.
         seed: seed for every weight not loaded (the new head, or all of them from
             scratch), see :func:`nbkit.models.loading.seeded`; pass the scale's seed.
+        pooling: ``"cls"`` (``BertForSequenceClassification``: the pooler on ``[CLS]``) or
+            ``"mean"`` (:class:`nbkit.models.pooling.MeanPoolBertForSequenceClassification`:
+            the mean of the token states, what MLM-only pretraining trains; worth about
+            +1.2 points to an nbkit checkpoint in ``bench/pretrain_value.py``, docs/pretraining.md).
+        **overrides: ``BertConfig`` fields for a model built from scratch (e.g.
+            ``hidden_size=128``); ignored with a ``source`` (its config is used).
 
     Returns:
         ``(model, how)``; ``how`` is e.g. ``"loaded encoder from runs/mlm/model;
@@ -195,10 +220,12 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     if source is None:
         if preset is None or tokenizer is None:
             raise ConfigError("build_classifier(source=None) builds from scratch and needs preset=... and tokenizer=...")
-        config = build_config(preset, len(tokenizer), **_token_ids(tokenizer), **label_kwargs)
+        config = build_config(preset, len(tokenizer), **_token_ids(tokenizer), **label_kwargs, **overrides)
+        config.classifier_pooling = pooling
         with seeded(seed):
-            model = BertForSequenceClassification(config)
-        return model, f"from scratch: preset {preset!r}, random init ({count_parameters(model):,} parameters)"
+            model = classifier_class(pooling)(config)
+        return model, (f"from scratch: preset {preset!r}, random init, {pooling} pooling "
+                       f"({count_parameters(model):,} parameters)")
 
     path = Path(source).expanduser()
     text = str(source)
@@ -214,9 +241,10 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         )
     local = path.is_dir()
     try:
-        model, info = load_pretrained(BertForSequenceClassification, str(path) if local else text,
+        model, info = load_pretrained(classifier_class(pooling), str(path) if local else text,
                                       reinit_head=reinit_head, seed=seed, attn_implementation=ATTN_IMPLEMENTATION,
                                       **label_kwargs)
+        model.config.classifier_pooling = pooling
     except OSError as exc:
         if local:  # config.json is there (checked above): the weights are missing or unreadable
             files = ", ".join(sorted(p.name for p in path.iterdir())[:8])
@@ -237,7 +265,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         check_tokenizer_matches(tokenizer, model.config.vocab_size, path if local else None, text)
     new = sorted({k.rsplit(".", 1)[0] for k in info["missing_keys"]})
     kind = "local checkpoint" if local else "hub model"
-    how = f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} ({num_labels} labels)"
+    how = (f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} "
+           f"({num_labels} labels, {pooling} pooling)")
     if info["reinitialised"]:
         how += f"; re-initialised (reinit_head=True, checkpoint -> model shape): {', '.join(info['reinitialised'])}"
     return model, how

@@ -120,7 +120,11 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None) -
         AutoTokenizer.from_pretrained(out_dir)
 
     and gives the same labels as :func:`nbkit.pipeline.predict` (tested in
-    ``tests/test_export.py``). The pipeline truncates only when called with
+    ``tests/test_export.py``). A mean-pooling classifier (``build_classifier(...,
+    pooling="mean")``) is not a ``transformers`` class: its code
+    (``nbkit/models/pooling.py``, torch and transformers only) is saved beside the weights
+    with an ``auto_map`` in ``config.json``, so the same calls work with
+    ``trust_remote_code=True`` and without nbkit installed. The pipeline truncates only when called with
     ``truncation=True``; the tokenizer's ``model_max_length`` is the model's
     position limit.
 
@@ -152,6 +156,10 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None) -
     config.id2label = names
     config.label2id = {v: k for k, v in names.items()}
     out.mkdir(parents=True, exist_ok=True)
+    from nbkit.models.pooling import MeanPoolBertForSequenceClassification
+
+    if isinstance(model, MeanPoolBertForSequenceClassification):  # custom code travels with the weights
+        MeanPoolBertForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
     with quiet_transformers():
         model.save_pretrained(out)
     tokenizer.save_pretrained(str(out))
