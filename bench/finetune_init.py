@@ -45,7 +45,8 @@ def main() -> None:
     results = {}
     for name, source in (("pretrained", checkpoint), ("random init", None)):
         model, how = modeling.build_classifier(source, num_labels=len(sentiment.label2id),
-                                               id2label=sentiment.id2label, tokenizer=tok, preset=scale.model)
+                                               id2label=sentiment.id2label, tokenizer=tok, preset=scale.model,
+                                               seed=scale.seed, pooling=scale.cls_pooling)
         with tempfile.TemporaryDirectory() as out:
             overrides = {k: v for k, v in (("max_steps", args.steps), ("lr", args.lr)) if v is not None}
             cfg = pipeline.finetune_config(scale, pathlib.Path(out), n_train=len(enc["train"]), progress=False,

@@ -69,18 +69,25 @@ n_chars = sum(len(t) for t in splits["train"]["text"])
 print({k: len(v) for k, v in splits.items()}, f"training characters: {n_chars:,}")
 
 # %% [markdown]
+# The tokenizer also reads the **training reviews**: notebook 02 continues pretraining on them (domain-adaptive pretraining) and notebook 03 classifies them. Their validation and test reviews stay unseen.
+
+# %%
+sentiment = data.load_sentiment(seed=seed)   # deduplicated reviews, split as notebook 03 does
+train_texts = list(splits["train"]["text"]) + list(sentiment.splits["train"]["text"])
+print(f"{len(train_texts):,} training texts: {len(splits['train']):,} news lines + "
+      f"{len(sentiment.splits['train']):,} training reviews")
+
+# %% [markdown]
 # ## 2. Train the WordPiece tokenizer
 # `train_wordpiece` keeps **every character it has seen** in the alphabet. The `tokenizers` default, `limit_alphabet=1000`, silently maps rarer Chinese characters to `[UNK]`; we compare both below.
 # It also applies Unicode **NFKC** first: People's Daily writes Latin letters and digits full-width (`ＧＤＰ７．８％`), reviews write them in ASCII (`GDP7.8%`); NFKC makes them the same tokens.
 
 # %%
-tokenizer = text.train_wordpiece(
-    splits["train"]["text"], vocab_size=vocab_size, out_dir=out_dir, model_max_length=max_positions
-)
+tokenizer = text.train_wordpiece(train_texts, vocab_size=vocab_size, out_dir=out_dir, model_max_length=max_positions)
 print(f"asked for vocab_size={vocab_size:,}, got {len(tokenizer):,} tokens")
 
 # %% [markdown]
-# The vocabulary is not the size we asked for: every character seen is kept (so it can be larger), and because each Chinese character is its own word, WordPiece can only merge inside Latin words and digit runs (so it saturates near 5,700 on the full corpus, whatever the target).
+# The vocabulary is not the size we asked for: every character seen is kept (so it can be larger), and because each Chinese character is its own word, WordPiece can only merge inside Latin words and digit runs (so it saturates below a large target: the merges run out).
 #
 # What does it do to a sentence? Chinese characters become one token each; Latin words and numbers are split into WordPiece sub-words (`##` marks a continuation).
 
@@ -106,7 +113,7 @@ import tempfile
 
 with tempfile.TemporaryDirectory() as tmp:
     limited = text.train_wordpiece(
-        splits["train"]["text"], vocab_size=vocab_size, out_dir=tmp,
+        train_texts, vocab_size=vocab_size, out_dir=tmp,
         model_max_length=max_positions, limit_alphabet=1000,
     )
     limited_stats = text.tokenizer_stats(limited, splits["validation"]["text"])
@@ -114,10 +121,9 @@ print(f"full alphabet:      vocab {stats['vocab_size']:>6,}  [UNK] rate {stats['
 print(f"limit_alphabet=1000: vocab {limited_stats['vocab_size']:>6,}  [UNK] rate {limited_stats['unk_rate']:.3%}")
 
 # %% [markdown]
-# Held-out news is the text the tokenizer was built for. The text notebook 03 classifies is different (product and book reviews, ASCII brand names and prices), so measure coverage there too.
+# Held-out news is one kind of text; the reviews notebook 03 classifies are another (product and book reviews, ASCII brand names and prices). Measure coverage on their test split too, which the tokenizer never saw.
 
 # %%
-sentiment = data.load_sentiment(seed=seed)   # deduplicated reviews, split as notebook 03 does
 review_stats = text.tokenizer_stats(tokenizer, sentiment.splits["test"]["text"])
 text.save_stats({**stats, "review_unk_rate": review_stats["unk_rate"]}, out_dir)   # for the README's table
 print(f"[UNK] rate on held-out news {stats['unk_rate']:.3%}, on reviews {review_stats['unk_rate']:.3%}")

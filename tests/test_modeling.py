@@ -17,7 +17,7 @@ def tok():
 
 
 def test_presets_and_config_fields():
-    assert set(PRESETS) == {"tiny", "mini", "small", "base"}
+    assert set(PRESETS) == {"tiny", "narrow", "mini", "small", "base"}
     cfg = build_config("mini", 1234)
     assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads, cfg.intermediate_size) == (256, 4, 4, 1024)
     assert cfg.vocab_size == 1234 and cfg.max_position_embeddings == 512
@@ -28,7 +28,7 @@ def test_presets_and_config_fields():
 
 
 def test_unknown_preset_lists_presets():
-    with pytest.raises(ConfigError, match="tiny, mini, small, base"):
+    with pytest.raises(ConfigError, match="tiny, narrow, mini, small, base"):
         build_config("huge", 100)
     with pytest.raises(ConfigError, match="divisible"):
         build_config("tiny", 100, num_attention_heads=3)

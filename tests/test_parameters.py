@@ -68,7 +68,7 @@ def test_resolve_scale_by_name_with_overrides():
     s = resolve_scale("CPU", seed=3, vocab_size=500.0, corpus_lines="all", bench_sizes="[64, 128]", mlm_lr=1,
                       model=None)
     assert s.name == "cpu" and s.seed == 3 and s.vocab_size == 500 and isinstance(s.vocab_size, int)
-    assert s.corpus_lines is None and s.bench_sizes == (64, 128) and s.mlm_lr == 1.0 and s.model == "mini"
+    assert s.corpus_lines is None and s.bench_sizes == (64, 128) and s.mlm_lr == 1.0 and s.model == PRESETS["cpu"].model
     assert overrides_of(s) == {"seed": 3, "vocab_size": 500, "bench_sizes": (64, 128), "mlm_lr": 1.0}
     assert resolve_scale(s) is s and resolve_scale(s, seed=None) is s  # rerunning the cell changes nothing
     assert resolve_scale("smoke") is PRESETS["smoke"] and overrides_of(PRESETS["smoke"]) == {}
@@ -117,8 +117,11 @@ def test_papermill_overrides_take_effect(tmp_path):
     assert "max_length=48" in printed or "longer than 48" in printed
     tokenizer_dir = runs / "cpu" / "tokenizer-cls_max_length48-corpus_lines300-seed3-vocab_size700"
     training = json.loads((tokenizer_dir / "training.json").read_text())
-    assert training["vocab_size_requested"] == 700 and training["model_max_length"] == 512  # mini: 512 positions
-    assert training["n_texts"] == 285  # 300 lines, 95 % for training
+    assert training["vocab_size_requested"] == 700 and training["model_max_length"] == 128  # narrow: 128 positions
+    from nbkit.data import load_sentiment
+
+    n_reviews = len(load_sentiment(seed=3).splits["train"])
+    assert training["n_texts"] == 285 + n_reviews  # 300 lines, 95 % for training, + the seed-3 training reviews
     assert not (runs / "smoke").exists() and not (runs / "cpu" / "tokenizer").exists()  # the preset's run untouched
     # seed 3 picked the held-out lines: stats.json was measured on seed 3's validation split, not seed 0's
     from transformers import AutoTokenizer

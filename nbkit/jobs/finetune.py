@@ -48,7 +48,7 @@ def run_finetune(scale, output_dir: Path, *, pretrained: str | Path | None = Non
     _seed_all(scale.seed if seed is None else seed)  # the same classifier head on every rank
     model, how = modeling.build_classifier(source, num_labels=len(sentiment.label2id),
                                            id2label=sentiment.id2label, tokenizer=tokenizer, preset=scale.model,
-                                           seed=scale.seed if seed is None else seed)
+                                           seed=scale.seed if seed is None else seed, pooling=scale.cls_pooling)
     bs, accum = batch_size or scale.cls_batch_size, grad_accum or 1
     n_train = len(encoded["train"])
     steps = max_steps or pipeline.steps_for_epochs(n_train, bs * accum * info.world_size,

@@ -8,7 +8,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('scale', 'Scale', 'get_scale', 'SCALES'),
     **names('runs', 'runs_dir', 'step_dir'),
     **names('params', 'resolve_scale', 'knob', 'overrides_of', 'run_tag'),
-    **names('steps', 'tokenizer_dir', 'train_tokenizer', 'load_tokenizer', 'pretrained_model_dir', 'steps_for_epochs', 'write_json', 'predict', 'mlm_blocks', 'pretrain_config', 'first_and_last_eval', 'save_pretraining', 'finetune_config', 'save_sentiment_metrics'),
+    **names('steps', 'tokenizer_dir', 'train_tokenizer', 'load_tokenizer', 'pretrained_model_dir', 'steps_for_epochs', 'write_json', 'predict', 'mlm_blocks', 'pretrain_config', 'first_and_last_eval', 'save_pretraining', 'finetune_config', 'save_sentiment_metrics', 'tokenizer_texts', 'pretrain_callbacks'),
     **names('evaluation', 'classification_report', 'format_report', 'compare_reports', 'plot_confusion_matrix'),
     **names('baseline', 'fit_tfidf_baseline', 'tfidf_baseline'),
     **names('plots', 'LivePlot'),

@@ -51,6 +51,8 @@ class Scale:
     seed: int = 0
     # --- pretraining corpus (notebooks 01-02): (source, repeat weight) pairs, see nbkit.pipeline.corpus
     mlm_mix: tuple[tuple[str, float], ...] = (("peoples_daily", 1.0),)
+    mlm_patience: int | None = None   # stop MLM after this many evaluations without a lower held-out loss
+    cls_pooling: str = "mean"         # classifier head input: "mean" of token states or BERT's "cls" pooler
 
     def replace(self, **changes) -> "Scale":
         """Return a copy with some fields changed (``dataclasses.replace``)."""
@@ -65,14 +67,18 @@ PRESETS: dict[str, Scale] = {
         sentiment_max_train=800, cls_max_length=64, cls_batch_size=32,
         cls_epochs=1.0, cls_lr=1e-3,
         profile_steps=2, bench_sizes=(64, 128),
+        mlm_mix=(("peoples_daily", 1.0), ("reviews", 1.0)),   # both code paths, tiny
     ),
     "cpu": Scale(
         name="cpu", corpus_lines=None, vocab_size=8000,
-        model="mini", block_size=64, mlm_batch_size=32, mlm_grad_accum=1,
-        mlm_steps=300, mlm_lr=3e-4, mlm_eval_every=100,
+        # bench/pretrain_value.py's recipe (docs/pretraining.md): domain-adaptive MLM on the training
+        # reviews, BERT L4/H128, 1,000 steps x 64 x 64 = 4.1 M tokens at lr 1e-3; mean pooling, 2 epochs.
+        model="narrow", block_size=64, mlm_batch_size=64, mlm_grad_accum=1,
+        mlm_steps=1000, mlm_lr=1e-3, mlm_eval_every=250,
         sentiment_max_train=None, cls_max_length=64, cls_batch_size=32,
-        cls_epochs=1.0, cls_lr=5e-4,
+        cls_epochs=2.0, cls_lr=5e-4,
         profile_steps=5, bench_sizes=(256, 512, 1024),
+        mlm_mix=(("reviews", 1.0),),
     ),
     "gpu": Scale(
         name="gpu", corpus_lines=None, vocab_size=16000,
@@ -82,6 +88,9 @@ PRESETS: dict[str, Scale] = {
         cls_epochs=3.0, cls_lr=3e-5,
         profile_steps=10, bench_sizes=(1024, 2048, 4096, 8192),
         num_workers=4,
+        # ~3 M tokens of news + reviews (~10 M with nbkit[news]); 4,000 x 128 x 128 = 65 M tokens is
+        # 6-20 passes: stop when the held-out loss has not improved for 3 evaluations (overfitting).
+        mlm_mix=(("peoples_daily", 1.0), ("news", 1.0), ("reviews", 2.0)), mlm_patience=3,
     ),
 }
 

@@ -21,23 +21,32 @@ def tokenizer_dir(scale: Scale) -> Path:
     return runs.step_dir(scale.name, "tokenizer")
 
 
-def train_tokenizer(scale: Scale):
-    """Train the scale's WordPiece tokenizer on People's Daily, save it and its ``stats.json``.
-
-    The same steps as notebook 01 (95/5 split by line, full alphabet). Returns
-    ``(tokenizer, stats)``.
-    """
+def tokenizer_texts(scale: Scale) -> tuple[list[str], list[str]]:
+    """``(train_texts, heldout_texts)`` for the tokenizer: People's Daily (95/5 split by line) plus
+    the training-split reviews (never validation/test), the text the model later reads."""
     from nbkit.data import corpora as data
+
+    splits = data.split_corpus(data.load_peoples_daily(max_lines=scale.corpus_lines),
+                               eval_fraction=0.05, seed=scale.seed)
+    reviews = data.load_sentiment(seed=scale.seed).splits["train"]["text"]   # all of them, as notebook 01
+    return list(splits["train"]["text"]) + list(reviews), list(splits["validation"]["text"])
+
+
+def train_tokenizer(scale: Scale):
+    """Train the scale's WordPiece tokenizer as notebook 01 does, save it and its ``stats.json``.
+
+    Trained on :func:`tokenizer_texts` (news + training reviews, full alphabet); the
+    statistics are on held-out news lines. Returns ``(tokenizer, stats)``.
+    """
     from nbkit.models import bert as modeling
     from nbkit.text import tokenizer as tokenization
 
     out = tokenizer_dir(scale)
     max_positions = modeling.build_config(scale.model, vocab_size=scale.vocab_size).max_position_embeddings
-    splits = data.split_corpus(data.load_peoples_daily(max_lines=scale.corpus_lines),
-                               eval_fraction=0.05, seed=scale.seed)
-    tok = tokenization.train_wordpiece(splits["train"]["text"], vocab_size=scale.vocab_size,
+    train_texts, heldout = tokenizer_texts(scale)
+    tok = tokenization.train_wordpiece(train_texts, vocab_size=scale.vocab_size,
                                        out_dir=out, model_max_length=max_positions)
-    stats = tokenization.tokenizer_stats(tok, splits["validation"]["text"])
+    stats = tokenization.tokenizer_stats(tok, heldout)
     tokenization.save_stats(stats, out)
     return tok, stats
 
@@ -166,23 +175,31 @@ def _unk_shares(tokenizer, texts: list) -> list[float]:
     return [sum(1 for t in row if t == unk) / len(row) for row in ids]
 
 
-def mlm_blocks(scale: Scale, tokenizer, block_size: int | None = None) -> dict:
-    """People's Daily as MLM blocks: ``{"train": Dataset, "validation": Dataset}``.
+def mlm_blocks(scale: Scale, tokenizer, block_size: int | None = None, corpus=None) -> dict:
+    """The scale's pretraining corpus as MLM blocks: ``{"train": Dataset, "validation": Dataset}``.
 
-    Same 95/5 split by line as notebook 01 (so the tokenizer never saw the
-    validation lines). Blocks carry ``word_ids`` from the corpus' word
-    boundaries, so :class:`nbkit.text.mlm.MLMCollator` masks whole words (as
-    Chinese BERT-wwm does). Each block holds ``block_size`` tokens including
-    ``[CLS]`` and ``[SEP]``.
+    ``corpus``: the ``DatasetDict`` from :func:`nbkit.pipeline.corpus.pretraining_corpus`
+    (built here when None): the sources in ``scale.mlm_mix`` (People's Daily, optional
+    news, the training-split reviews), deduplicated, split 95/5 by text. Blocks carry
+    ``word_ids`` from the word boundaries (gold for People's Daily, jieba elsewhere), so
+    :class:`nbkit.text.mlm.MLMCollator` masks whole words (as Chinese BERT-wwm does).
+    Each block holds ``block_size`` tokens including ``[CLS]`` and ``[SEP]``.
     """
-    from nbkit.data import corpora as data
+    from nbkit.pipeline.corpus import pretraining_corpus
     from nbkit.text import mlm
 
     block_size = block_size or scale.block_size
-    corpus = data.split_corpus(data.load_peoples_daily(max_lines=scale.corpus_lines),
-                               eval_fraction=0.05, seed=scale.seed)
+    if corpus is None:
+        corpus, _ = pretraining_corpus(scale)
     return {split: mlm.make_blocks(corpus[split], tokenizer, block_size, words_column="words")
             for split in ("train", "validation")}
+
+
+def pretrain_callbacks(scale: Scale) -> list:
+    """Extra loop callbacks the scale asks for: :class:`nbkit.train.EarlyStopping` when ``mlm_patience`` is set."""
+    from nbkit.train import EarlyStopping
+
+    return [EarlyStopping(patience=scale.mlm_patience)] if scale.mlm_patience else []
 
 
 def pretrain_config(scale: Scale, output_dir: Path, **overrides):
