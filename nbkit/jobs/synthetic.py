@@ -144,5 +144,6 @@ def run_synthetic(output_dir: Path, max_steps: int = 6, batch_size: int = 4, gra
         torch.save(D.unwrap_model(model).state_dict(), output_dir / "final.pt")
         (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
     D.barrier()
+    del model, opt  # the DDP wrapper holds the process group: free it before leaving
     D.cleanup()
     return metrics
