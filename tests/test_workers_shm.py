@@ -120,3 +120,15 @@ def test_real_64k_dev_shm_in_a_mount_namespace(tmp_path):
     assert len(lines) == 2, res.stdout + res.stderr[-3000:]
     assert "shared memory" in lines[0] and "64 KiB free" in lines[0], lines[0]
     assert "stopped delivering batches" in lines[1], lines[1]
+
+
+def test_step_analysis_loader_checks_shm_too(monkeypatch):
+    from nbkit.profiling.stepdata import random_mlm_loader
+    from nbkit.profiling.steps import StepConfig
+
+    monkeypatch.setattr(workers, "shm_free_bytes", lambda *a, **k: 64 * 1024)
+    cfg = StepConfig(batch_size=16, seq_len=128, precision="fp32", attn="sdpa", num_workers=2, pin_memory=False)
+    with pytest.raises(ConfigError, match="num_workers=2.*--shm-size"):
+        random_mlm_loader(100, cfg, n_batches=2)
+    cfg.num_workers = 0
+    assert len(random_mlm_loader(100, cfg, n_batches=2)) == 2
