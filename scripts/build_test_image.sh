@@ -11,7 +11,14 @@
 # rebuilds the layers whose files changed. Prints the image tag on its last line and
 # the time of each stage on stderr. Needs root (debootstrap) and a running Docker
 # engine (scripts/docker_engine.sh).
-#   NBKIT_TEST_IMAGE   tag of the result (default nbkit:test-cpu)
+# Several runs at once (two clones on one machine) are safe: the caches are shared but
+# each entry is built under an exclusive flock and read under a shared one, the docker
+# build (and the prune after it) takes a lock too, and a waiting run says who it waits
+# for (scripts/lib/locks.sh); each run keeps its build context and logs in its own
+# folder ($CACHE/run.XXXXXX, deleted on exit) and its own image tag. Whatever debootstrap
+# mounted in its root is unmounted on every exit path, and a stale root is unmounted
+# before it is deleted (scripts/lib/rootfs.sh).
+#   NBKIT_TEST_IMAGE   tag of the result (default nbkit:test-cpu-<hash of this clone's path>)
 #   NBKIT_DOCKER_CACHE cache folder (default /tmp/nbkit-docker/cache)
 #   TORCH_SPEC         torch requirement for the wheelhouse (default torch==2.13.0)
 #   NBKIT_PYTHON       Python that runs `pip wheel`; must be the base's exact version
@@ -21,8 +28,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
+# shellcheck source=lib/locks.sh
+. scripts/lib/locks.sh
+# shellcheck source=lib/rootfs.sh
+. scripts/lib/rootfs.sh
 
-IMAGE=${NBKIT_TEST_IMAGE:-nbkit:test-cpu}
+IMAGE=${NBKIT_TEST_IMAGE:-nbkit:test-cpu-$(printf %s "$REPO" | sha256sum | cut -c1-8)}
 CACHE=${NBKIT_DOCKER_CACHE:-/tmp/nbkit-docker/cache}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 PY=${NBKIT_PYTHON:-/usr/bin/python3}
@@ -30,6 +41,14 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 INCLUDE=python3,python3-venv,ca-certificates,tini,openssh-server,procps,fonts-noto-cjk
 mkdir -p "$CACHE"
+WORK=$(mktemp -d "$CACHE/run.XXXXXX")   # this run's context and logs
+ROOTFS=
+on_exit() {
+    if [ -n "$ROOTFS" ]; then rootfs_unmount "$ROOTFS" >/dev/null 2>&1 || true; fi
+    rm -rf "$WORK"
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
 
 die() { echo "build_test_image.sh: $*" >&2; exit 1; }
 stage_start() { T0=$(date +%s.%N); }
@@ -49,17 +68,25 @@ build_base() {
         stage_end base "cached $BASE"
         return
     fi
+    lock_take "$CACHE/base-$BASE_KEY.lock" "the base image $BASE"
+    if docker image inspect "$BASE" >/dev/null 2>&1; then   # built by the run we waited for
+        lock_drop "$CACHE/base-$BASE_KEY.lock"
+        stage_end base "cached $BASE"
+        return
+    fi
     [ "$(id -u)" = 0 ] || die "debootstrap needs root"
-    command -v debootstrap >/dev/null || die "debootstrap missing: run scripts/docker_engine.sh"
+    command -v "${DEBOOTSTRAP:-debootstrap}" >/dev/null || die "debootstrap missing: run scripts/docker_engine.sh"
     local rootfs=$CACHE/rootfs-$BASE_KEY
-    rm -rf "$rootfs"
-    debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$rootfs" "$MIRROR" \
-        >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed"; }
+    ROOTFS=$rootfs   # unmounted by the EXIT trap if this script dies meanwhile
+    rootfs_debootstrap "$rootfs" --variant=minbase --include="$INCLUDE" "$SUITE" "$rootfs" "$MIRROR" \
+        >"$WORK/debootstrap.log" 2>&1 || { tail -20 "$WORK/debootstrap.log" >&2; die "debootstrap failed"; }
     # No host keys baked into the image: the entrypoint makes them per container.
     rm -f "$rootfs"/etc/ssh/ssh_host_*
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
     tar -C "$rootfs" -c . | docker import -c 'ENV LANG=C.UTF-8' - "$BASE" >/dev/null
-    rm -rf "$rootfs"
+    rootfs_clean "$rootfs"
+    ROOTFS=
+    lock_drop "$CACHE/base-$BASE_KEY.lock"
     stage_end base "built $BASE"
 }
 
@@ -74,16 +101,28 @@ build_wheelhouse() {
         stage_end wheelhouse "cached $WH ($(ls "$WH" | wc -l) wheels)"
         return
     fi
+    lock_take "$WH.lock" "the wheelhouse $WH"
+    if [ -f "$WH/.complete" ]; then   # built by the run we waited for
+        stage_end wheelhouse "cached $WH ($(ls "$WH" | wc -l) wheels)"
+        return
+    fi
     rm -rf "$WH" && mkdir -p "$WH"
     printf '%s\n' "$TORCH_SPEC" "setuptools>=68" "wheel" "$DEPS" >"$WH/requirements.txt"
-    "$PY" -m pip wheel -q --wheel-dir "$WH" --find-links "$WH" -r "$WH/requirements.txt" >"$CACHE/wheelhouse.log" 2>&1 \
-        || { tail -20 "$CACHE/wheelhouse.log" >&2; die "pip wheel failed"; }
+    "$PY" -m pip wheel -q --wheel-dir "$WH" --find-links "$WH" -r "$WH/requirements.txt" >"$WORK/wheelhouse.log" 2>&1 \
+        || { tail -20 "$WORK/wheelhouse.log" >&2; die "pip wheel failed"; }
     if ls "$WH" | grep '^nvidia_' | grep -qv '^nvidia_ml_py'; then
         die "the wheelhouse pulled CUDA wheels: set TORCH_SPEC to a CPU build (e.g. torch==2.13.0+cpu)"
     fi
     touch "$WH/.complete"
-    # Keep one wheelhouse (~450 MB): drop those of older inputs.
-    find "$CACHE" -maxdepth 1 -name 'wheelhouse-*' ! -path "$WH" -exec rm -rf {} +
+    # Keep one wheelhouse (~450 MB): drop those of older inputs that no run is using.
+    local old
+    for old in "$CACHE"/wheelhouse-*; do
+        [ -d "$old" ] && [ "$old" != "$WH" ] || continue
+        if lock_try_exclusive "$old.lock"; then
+            rm -rf "$old"
+            lock_drop "$old.lock"
+        fi
+    done
     stage_end wheelhouse "built $WH ($(ls "$WH" | wc -l) wheels, $(du -sh "$WH" | cut -f1))"
 }
 
@@ -97,22 +136,28 @@ BASE_PYV=$(docker run --rm --network none "$BASE" python3 -c 'import sys; print(
 
 # --- 3. docker build ------------------------------------------------------------
 stage_start
-CTX=$CACHE/context
-rm -rf "$CTX" && mkdir -p "$CTX/notebooks"
+CTX=$WORK/context
+mkdir -p "$CTX/notebooks"
 # Only what the Dockerfile copies; .dockerignore filters caches inside these.
 for p in pyproject.toml README.md .dockerignore nbkit notebooks docker; do
     [ -e "$p" ] && cp -a "$p" "$CTX/"
 done
 mkdir -p "$CTX/docker/wheelhouse"
-# Hard links when the cache shares the file system (no copy), else a copy.
+# Hard links when the cache shares the file system (no copy), else a copy; under a shared
+# lock, so no run deletes this wheelhouse meanwhile.
+lock_take "$WH.lock" "reading the wheelhouse $WH" shared
 cp -al "$WH"/*.whl "$CTX/docker/wheelhouse/" 2>/dev/null || cp -a "$WH"/*.whl "$CTX/docker/wheelhouse/"
+lock_drop "$WH.lock"
+# One build at a time per engine: `docker image prune` below must not delete the layers
+# of another run's build in progress.
+lock_take "$CACHE/docker-build.lock" "the Docker engine (another run is building)"
 DOCKER_BUILDKIT=0 docker build --force-rm --network none \
     --build-arg BASE_IMAGE="$BASE" --build-arg PIP_COMPILE=0 \
-    -f "$CTX/docker/Dockerfile" -t "$IMAGE" "$CTX" >"$CACHE/build.log" 2>&1 \
-    || { tail -40 "$CACHE/build.log" >&2; die "docker build failed (log: $CACHE/build.log)"; }
-rm -rf "$CTX"
+    -f "$CTX/docker/Dockerfile" -t "$IMAGE" "$CTX" >"$WORK/build.log" 2>&1 \
+    || { cp "$WORK/build.log" "$CACHE/build-failed-$$.log"; tail -40 "$WORK/build.log" >&2; die "docker build failed (log: $CACHE/build-failed-$$.log)"; }
 # Earlier builds of $IMAGE are now untagged (~2.5 GB each): drop them, keep the cache
 # of the current one.
 docker image prune -f >/dev/null
+lock_drop "$CACHE/docker-build.lock"
 stage_end build "$IMAGE"
 echo "$IMAGE"

@@ -5,9 +5,18 @@
 #   2. starts dockerd with its data and exec roots under /tmp if no engine answers,
 #   3. waits until `docker info` works (up to NBKIT_DOCKER_WAIT_S, default 60 s).
 # Prints `started <pid>` when it started dockerd (the caller stops it), else `running`.
+# Two runs at once share one engine: the check-and-start holds an flock on
+# $NBKIT_DOCKER_STATE/engine.lock (the second run waits, then finds it running), and
+# each user of the engine holds a shared flock on $NBKIT_DOCKER_STATE/engine.users.lock
+# for as long as it uses it; whoever stops dockerd first takes that lock exclusively
+# without waiting and leaves the engine running when another run still holds it
+# (tests/docker/test_container.py does both).
 #   NBKIT_DOCKER_ROOT  data root (default /tmp/nbkit-docker/data; images persist there
 #                      between runs, which keeps a second CI run fast)
+#   NBKIT_DOCKER_STATE lock folder (default /tmp/nbkit-docker)
 set -euo pipefail
+# shellcheck source=lib/locks.sh
+. "$(dirname "$0")/lib/locks.sh"
 
 ROOT=${NBKIT_DOCKER_ROOT:-/tmp/nbkit-docker/data}
 EXEC_ROOT=${NBKIT_DOCKER_EXEC_ROOT:-/tmp/nbkit-docker/exec}
@@ -17,6 +26,11 @@ LOG=${NBKIT_DOCKER_LOG:-/tmp/nbkit-docker/dockerd.log}
 die() { echo "docker_engine.sh: $*" >&2; exit 1; }
 
 if docker info >/dev/null 2>&1; then
+    echo running
+    exit 0
+fi
+lock_take "${NBKIT_DOCKER_STATE:-/tmp/nbkit-docker}/engine.lock" "the Docker engine start" || die "no engine lock"
+if docker info >/dev/null 2>&1; then   # started by the run we waited for
     echo running
     exit 0
 fi
@@ -38,8 +52,10 @@ command -v dockerd >/dev/null || die "dockerd still missing after installing doc
 mkdir -p "$ROOT" "$EXEC_ROOT" "$(dirname "$LOG")"
 # containerd ships with docker.io; dockerd starts its own when none runs.
 # --iptables/--ip-masq stay on so that -p 127.0.0.1:PORT:8888 works from the host.
+lock_fd=${NBKIT_LOCK_FDS[${NBKIT_DOCKER_STATE:-/tmp/nbkit-docker}/engine.lock]}
+# {lock_fd}>&-: dockerd must not inherit the start lock (it would hold it for its lifetime)
 nohup dockerd --data-root "$ROOT" --exec-root "$EXEC_ROOT" \
-    --pidfile "$EXEC_ROOT/dockerd.pid" >"$LOG" 2>&1 &
+    --pidfile "$EXEC_ROOT/dockerd.pid" >"$LOG" 2>&1 {lock_fd}>&- &
 pid=$!
 for _ in $(seq "$WAIT_S"); do
     if docker info >/dev/null 2>&1; then

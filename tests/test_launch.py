@@ -80,7 +80,7 @@ def test_two_gloo_ranks_match_one_process_and_checkpoint_moves_to_one(tmp_path, 
 @pytest.mark.slow
 def test_single_process_checkpoint_resumes_under_two_gloo_ranks(tmp_path, single_run):
     ckpt = single_run / checkpoint_name(CKPT_AT)
-    h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2, device="cpu", show=False,
+    h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2, device="cpu", show=False, log_dir=tmp_path / "logs",
                  args=synthetic_args(tmp_path / "ddp", resume=ckpt))
     assert h.wait(timeout=120) == 0
     assert [m["step"] for m in h.metrics] == list(range(CKPT_AT + 1, STEPS + 1))

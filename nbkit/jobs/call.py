@@ -1,7 +1,8 @@
 """Call ``module:function`` with string arguments: ``python -m nbkit.jobs.call pkg.mod:fn [args...]``.
 
 This is how ``nbkit.train.launch`` runs a *function* under torchrun: each worker imports
-the module and calls ``fn(*args)``; a non-zero int return becomes the exit code.
+the module and calls ``fn(*args)``; a non-zero int return becomes the exit code. A process
+group the function joined is destroyed after it returns (``nbkit.train.distributed.cleanup``).
 """
 from __future__ import annotations
 
@@ -23,7 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ImportError, AttributeError) as e:
         print(f"cannot find {argv[0]}: {e}; is its directory on PYTHONPATH?", file=sys.stderr)
         return 2
-    rc = obj(*argv[1:])
+    from nbkit.train.distributed import cleanup
+
+    try:
+        rc = obj(*argv[1:])
+    finally:
+        cleanup()  # a process group the function joined is freed now, not at interpreter exit
     return rc if isinstance(rc, int) else 0
 
 

@@ -26,6 +26,7 @@ from nbkit import jsonio
 from nbkit.jobs.common import checkpoint_name
 from nbkit.train import ddp_loop
 from nbkit.train import distributed as D
+from nbkit.train.ckpt_cleanup import discard_checkpoint
 
 VOCAB, SEQ_LEN, DIM = 32, 8, 16
 
@@ -54,14 +55,15 @@ def synthetic_dataset(num_samples: int, seed: int = 0) -> torch.utils.data.Tenso
 
 
 def _save(output_dir: Path, step: int, model, opt, sampler) -> Path:
-    """Rank 0 writes ``checkpoint-NNNNNNN/state.pt`` atomically (temp dir, then rename)."""
+    """Rank 0 writes ``checkpoint-NNNNNNN/state.pt`` atomically (temp dir of this pid, then rename;
+    an older folder of that step is renamed away before it is deleted: ``ckpt_cleanup``)."""
     final = output_dir / checkpoint_name(step)
-    tmp = output_dir / (final.name + ".tmp")
+    tmp = output_dir / f"{final.name}.tmp-{os.getpid()}"  # per process: two jobs never share it
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     torch.save({"step": step, "model": D.unwrap_model(model).state_dict(), "optimizer": opt.state_dict(),
                 "sampler": sampler.state_dict()}, tmp / "state.pt")
-    shutil.rmtree(final, ignore_errors=True)
+    discard_checkpoint(final)
     os.replace(tmp, final)
     return final
 
@@ -142,5 +144,6 @@ def run_synthetic(output_dir: Path, max_steps: int = 6, batch_size: int = 4, gra
         torch.save(D.unwrap_model(model).state_dict(), output_dir / "final.pt")
         jsonio.write_json(output_dir / "metrics.json", metrics)
     D.barrier()
+    del model, opt  # the DDP wrapper holds the process group: free it before leaving
     D.cleanup()
     return metrics

@@ -53,14 +53,20 @@ def random_mlm_loader(vocab_size: int, cfg, n_batches: int, seed: int = 0):
     """DataLoader of random MLM batches shaped ``(cfg.batch_size, cfg.seq_len)``.
 
     ``cfg`` is a :class:`nbkit.profiling.steps.StepConfig` (batch_size, seq_len,
-    num_workers, pin_memory are read).
+    num_workers, pin_memory are read). Raises ``ConfigError`` when ``/dev/shm`` cannot hold
+    what ``num_workers`` workers keep in flight (``nbkit.train.workers.check_worker_shm``).
     """
     from torch.utils.data import DataLoader
 
+    from nbkit.train.workers import check_worker_shm, loader_timeout
+
     data = RandomMLMDataset(vocab_size, cfg.seq_len, cfg.batch_size * n_batches, seed)
+    # workers need /dev/shm for their batches: a ConfigError now instead of a hung ablation
+    check_worker_shm(data, MaskingCollator(), cfg.batch_size, cfg.num_workers, seed)
     return DataLoader(data, batch_size=cfg.batch_size, shuffle=False, drop_last=True,
                       collate_fn=MaskingCollator(), num_workers=cfg.num_workers,
-                      pin_memory=cfg.pin_memory, persistent_workers=cfg.num_workers > 0)
+                      pin_memory=cfg.pin_memory, persistent_workers=cfg.num_workers > 0,
+                      timeout=loader_timeout(cfg.num_workers))
 
 
 def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):

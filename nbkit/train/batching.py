@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from nbkit.errors import DataError
+from nbkit.train.workers import loader_timeout
 
 
 def capture_rng() -> dict:
@@ -106,7 +107,8 @@ def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: boo
     order, where ``W`` is the sampler's ``num_replicas`` (1 for one process).
     ``config`` gives batch_size, num_workers, pin_memory (None = ``pin_memory``
     argument), seed and compile (a compiled model drops the last partial batch
-    to keep shapes static). The DataLoader gets its own seeded generator so
+    to keep shapes static). With workers the DataLoader waits at most
+    ``nbkit.train.workers.WORKER_TIMEOUT_S`` per batch. The DataLoader gets its own seeded generator so
     creating an iterator never draws from the global RNG, and ``collate_fn``
     runs inside :class:`SeededCollate`. Raises ``DataError`` when the data
     cannot fill one batch.
@@ -120,6 +122,7 @@ def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: boo
             IndexedDataset(data), batch_size=config.batch_size, sampler=sampler,
             collate_fn=SeededCollate(collate_fn, config.seed, state.epoch),
             num_workers=config.num_workers, pin_memory=pin, drop_last=bool(config.compile),
+            timeout=loader_timeout(config.num_workers),  # a batch lost by a worker is an error, not a hang
             generator=torch.Generator().manual_seed(config.seed))
         got = False
         for batch in loader:

@@ -15,8 +15,11 @@ the directory is renamed to ``step-000120`` (``os.rename`` is atomic on POSIX
 within one file system) and the parent directory is fsync'ed. A final name
 therefore only ever appears complete; a kill mid-write leaves a ``.tmp-``
 directory, which :func:`load_latest` skips with a warning and the next save
-removes. A ``step-*`` directory without ``COMPLETE`` (e.g. copied by hand)
-is also skipped with a warning.
+removes (only when its writer process is gone: ``nbkit.train.ckpt_cleanup``). A
+``step-*`` directory without ``COMPLETE`` (e.g. copied by hand), or with it but
+without the files a resume reads, is also skipped with a warning. Deleting a
+checkpoint (``keep_last`` pruning) renames it out of the ``step-*`` names first,
+so a kill mid-delete never leaves a marked but half-deleted checkpoint.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nbkit.errors import CheckpointError
+from nbkit.train.ckpt_cleanup import discard_checkpoint, missing_files, remove_stale
 
 MARKER = "COMPLETE"
 STATE_FILE = "trainer_state.pt"
@@ -85,14 +89,16 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
     state: a picklable dict (optimizer/scheduler/scaler state dicts, RNG
         states, sampler position, history, ...), saved with ``torch.save``.
     keep_last: complete checkpoints to keep (None or 0 keeps all).
-    Returns the final directory. Stale ``.tmp-`` directories from killed
-    writers are removed first.
+    Returns the final directory. Stale ``.tmp-``/``.old-`` directories of dead
+    writers are removed first; old checkpoints are discarded kill-safely
+    (``nbkit.train.ckpt_cleanup``). Hold the ``output_dir`` lock
+    (``nbkit.train.run_lock``; ``Loop`` does) so no other run writes there.
     """
     import torch
 
     root = checkpoints_dir(output_dir)
     root.mkdir(parents=True, exist_ok=True)
-    _remove_stale_tmp(root)
+    remove_stale(root)
     final = root / f"step-{step:06d}"
     tmp = root / f"{final.name}.tmp-{os.getpid()}"
     if tmp.exists():
@@ -115,22 +121,16 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
     _fsync_dir(root)
     if keep_last:
         for ckpt in list_checkpoints(output_dir, warn=False)[:-keep_last]:
-            shutil.rmtree(ckpt.path, ignore_errors=True)
+            discard_checkpoint(ckpt.path)
     return final
-
-
-def _remove_stale_tmp(root: Path) -> None:
-    for p in root.iterdir():
-        if ".tmp-" in p.name or ".old-" in p.name:
-            shutil.rmtree(p, ignore_errors=True)
 
 
 def list_checkpoints(output_dir, warn: bool = True) -> list[Checkpoint]:
     """Complete checkpoints under ``output_dir/checkpoints``, oldest first.
 
     With ``warn``, each incomplete directory (``.tmp-`` left by a killed
-    writer, or a ``step-*`` without ``COMPLETE``) triggers a ``UserWarning``
-    naming it.
+    writer, a ``step-*`` without ``COMPLETE``, or with it but missing files a
+    resume reads) triggers a ``UserWarning`` naming it.
     """
     root = checkpoints_dir(output_dir)
     if not root.is_dir():
@@ -138,8 +138,15 @@ def list_checkpoints(output_dir, warn: bool = True) -> list[Checkpoint]:
     found = []
     for p in sorted(root.iterdir()):
         m = _NAME.match(p.name)
-        if m and (p / MARKER).is_file():
+        lacks = missing_files(p, STATE_FILE) if m and (p / MARKER).is_file() else None
+        if lacks == []:
             found.append(Checkpoint(p, int(m.group(1))))
+        elif warn and lacks:
+            warnings.warn(f"ignoring damaged checkpoint {p}: it is marked complete but lacks {', '.join(lacks)}; "
+                          "delete it (the others are used).", UserWarning, stacklevel=3)
+        elif warn and m and p.is_dir():
+            warnings.warn(f"ignoring incomplete checkpoint {p} (no {MARKER} marker: not written by a finished "
+                          "save); delete it, or finish copying it.", UserWarning, stacklevel=3)
         elif warn and p.is_dir():
             warnings.warn(f"ignoring incomplete checkpoint {p} (a run was probably killed while saving); "
                           "it is removed at the next save.", UserWarning, stacklevel=3)

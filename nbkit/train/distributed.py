@@ -284,7 +284,21 @@ def unwrap_model(model):
 
 
 def cleanup() -> None:
-    """Leave the process group (no-op when none was created)."""
+    """Leave the process group (no-op when none was created), and free it while Python is alive.
+
+    ``destroy_process_group`` only drops the registry's reference: a DDP wrapper still
+    alive (its reducer holds the group), often only in a reference cycle, keeps the gloo
+    process group and its worker threads until interpreter shutdown, where destroying
+    them raced with finalization: rank 1 died with ``terminate called without an active
+    exception`` (SIGABRT) after finishing its work, in 2 of 22 runs of
+    tests/test_launch.py on a shared 2-core machine (both while its load average was 13-16);
+    0 of 16 with this (pytorch/pytorch PR 179291 describes the same crash). So unreferenced wrappers are garbage-collected first, and the group
+    is destroyed here, deterministically; callers drop their DDP model before calling this.
+    """
+    import gc
+
     d = _dist()
     if d is not None:
-        d.destroy_process_group()
+        gc.collect()                # DDP wrappers in cycles release the group now
+        d.destroy_process_group()   # last reference: the gloo threads are joined here
+        gc.collect()

@@ -202,7 +202,8 @@ class LaunchHandle:
             self._log.close()
         if check and rc != 0:
             tail = "\n".join(list(self.lines)[-15:])
-            raise RuntimeError(f"torchrun exited with code {rc}; last output:\n{tail}")
+            full = f" (every rank's output: {self.log_path})" if self.log_path else " (pass log_dir= to keep it all)"
+            raise RuntimeError(f"torchrun exited with code {rc}{full}; last output:\n{tail}")
         return rc
 
     @property

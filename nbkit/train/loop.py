@@ -29,7 +29,7 @@ from nbkit.errors import ConfigError, NonFiniteLossError
 from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.profiling.flops import bert_batch_flops, mfu, peak_tflops
 from nbkit.train import checkpoint as ckpt
-from nbkit.train import checks, ddp_loop
+from nbkit.train import checks, ddp_loop, workers
 from nbkit.train import distributed as D
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
 from nbkit.train.class_weights import class_weights
@@ -113,8 +113,9 @@ class Loop:
 
     # ----- data --------------------------------------------------------------------------
     def _micro_batches(self):
-        return micro_batches(self.train_data, self.sampler, self.state, self.config, self.collate_fn,
-                             pin_memory=self.device.type == "cuda")
+        batches = micro_batches(self.train_data, self.sampler, self.state, self.config, self.collate_fn,
+                                pin_memory=self.device.type == "cuda")
+        return workers.guard_batches(batches, self.config.num_workers)  # worker failure -> ConfigError
 
     def _prepare(self, batch: dict) -> dict:
         pad_id = getattr(getattr(self.model, "config", None), "pad_token_id", 0) or 0
@@ -181,6 +182,23 @@ class Loop:
 
     # ----- the run -----------------------------------------------------------------------
     def fit(self) -> TrainResult:
+        """Train to ``max_steps`` and return a TrainResult (see ``_fit``), holding the lock on
+        ``output_dir`` (``nbkit.train.run_lock``) throughout: a second run there is a ``ConfigError``."""
+        with self._output_lock():
+            return self._fit()
+
+    def _output_lock(self):
+        """The lock on ``output_dir`` (rank 0 only: the ranks are one run); a no-op without one."""
+        import contextlib
+
+        from nbkit.train.run_lock import RunLock
+
+        if self.config.output_dir is None or not self._is_main():
+            return contextlib.nullcontext()
+        self._lock = getattr(self, "_lock", None) or RunLock(self.config.output_dir)
+        return self._lock
+
+    def _fit(self) -> TrainResult:
         """Train to ``max_steps`` (resuming from ``output_dir`` when possible) and return a TrainResult.
 
         Raises ``NonFiniteLossError`` after ``max_consecutive_nonfinite``
@@ -197,6 +215,7 @@ class Loop:
         if self.eval_data is not None:
             checks.check_batches(self.eval_data, self.collate_fn, cfg.seed, "eval_data")
             checks.check_sequence_length(self.model, self.eval_data, "eval_data", self._pad_multiple)
+        workers.check_worker_shm(self.train_data, self.collate_fn, cfg.batch_size, cfg.num_workers, cfg.seed)
         if cfg.resume and cfg.output_dir is not None:
             self._resume()
         self._emit("on_train_begin")
@@ -292,7 +311,8 @@ class Loop:
         """
         if self.config.output_dir is None:
             raise ConfigError("save() needs a directory: set TrainConfig(output_dir=...).")
-        self.last_checkpoint = ckpt.save_loop(self)
+        with self._output_lock():
+            self.last_checkpoint = ckpt.save_loop(self)
         self._emit("on_save", self.last_checkpoint)
         return self.last_checkpoint
 

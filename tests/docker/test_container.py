@@ -12,6 +12,8 @@ minutes (debootstrap + wheelhouse + build); warm: about a minute.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -50,29 +52,79 @@ def record(line: str) -> None:
 
 @pytest.fixture(scope="module")
 def image():
-    """Start (if needed) a Docker engine, build the test image; stop what we started."""
+    """Start (if needed) a Docker engine, build the test image; stop the engine when the
+    last run using it ends (another clone's test may share it: see engine_users)."""
     if os.geteuid() != 0 and sh("docker", "info", check=False).returncode != 0:
         pytest.skip("needs root (to install/start dockerd and run debootstrap) or a running Docker engine")
-    t0 = time.monotonic()
-    eng = sh("bash", str(REPO / "scripts" / "docker_engine.sh"), timeout=600)
-    started = eng.stdout.split()
-    dockerd_pid = int(started[1]) if started and started[0] == "started" else None
-    record(f"engine {time.monotonic() - t0:.1f} s ({eng.stdout.strip()})")
-    try:
+    with engine_users() as last_user:
         t0 = time.monotonic()
-        build = sh("bash", str(REPO / "scripts" / "build_test_image.sh"), timeout=1200)
-        for line in build.stderr.splitlines():
-            if line.startswith("stage "):
-                record(line)
-        record(f"image total {time.monotonic() - t0:.1f} s")
-        yield build.stdout.strip().splitlines()[-1]
+        eng = sh("bash", str(REPO / "scripts" / "docker_engine.sh"), timeout=600)
+        record(f"engine {time.monotonic() - t0:.1f} s ({eng.stdout.strip()})")
+        try:
+            yield _build_image()
+        finally:
+            if last_user():
+                stop_nbkit_dockerd()
+
+
+STATE = Path(os.environ.get("NBKIT_DOCKER_STATE", "/tmp/nbkit-docker"))
+EXEC_ROOT = Path(os.environ.get("NBKIT_DOCKER_EXEC_ROOT", "/tmp/nbkit-docker/exec"))
+
+
+@contextlib.contextmanager
+def engine_users(state: Path = STATE):
+    """Hold a shared flock on ``state/engine.users.lock`` while using the engine (as
+    scripts/docker_engine.sh describes); yields ``last_user()``, which drops it and tries
+    the exclusive lock without waiting: True when no other run uses the engine (the lock
+    is then held until the block ends, so nobody starts using an engine being stopped)."""
+    state.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state / "engine.users.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting: another run is stopping the Docker engine ({state / 'engine.users.lock'})")
+            fcntl.flock(fd, fcntl.LOCK_SH)
+
+        def last_user() -> bool:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                print("leaving the Docker engine running: another run still uses it")
+                return False
+        yield last_user
     finally:
-        if dockerd_pid:
-            os.kill(dockerd_pid, 15)
-            for _ in range(60):
-                if not Path(f"/proc/{dockerd_pid}").exists():
-                    break
-                time.sleep(0.5)
+        os.close(fd)
+
+
+def stop_nbkit_dockerd(exec_root: Path = EXEC_ROOT) -> None:
+    """Stop the dockerd that scripts/docker_engine.sh started (its pidfile), if any; a
+    system engine (no such pidfile) is left alone."""
+    try:
+        pid = int((exec_root / "dockerd.pid").read_text())
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, 15)
+    except ProcessLookupError:
+        return
+    for _ in range(60):
+        if not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.5)
+
+
+def _build_image() -> str:
+    """scripts/build_test_image.sh; its stage timings go to TIMINGS. Returns the image tag."""
+    t0 = time.monotonic()
+    build = sh("bash", str(REPO / "scripts" / "build_test_image.sh"), timeout=1200)
+    for line in build.stderr.splitlines():
+        if line.startswith("stage "):
+            record(line)
+    record(f"image total {time.monotonic() - t0:.1f} s")
+    return build.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="module")
