@@ -70,13 +70,16 @@ def test_missing_values_show_as_na_and_missing_files_are_named(recorded_run, tmp
 
 def test_rewrites_only_the_block_between_the_markers(recorded_run, tmp_path):
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\nbefore\n{expect_table.START}\nold table\n{expect_table.END}\nafter\n", encoding="utf-8")
+    readme.write_text(f"# x\nbefore\n{expect_table.START}\nold table\n{expect_table.END}\nafter\n"
+                      f"{expect_table.PV_START}\nold pv\n{expect_table.PV_END}\n", encoding="utf-8")
     run = subprocess.run([sys.executable, str(SCRIPT), str(recorded_run), "--readme", str(readme)],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     text = readme.read_text(encoding="utf-8")
-    assert text.startswith("# x\nbefore\n") and text.endswith(f"{expect_table.END}\nafter\n")
+    assert text.startswith("# x\nbefore\n") and text.endswith(f"{expect_table.PV_END}\n")
+    assert f"{expect_table.END}\nafter\n{expect_table.PV_START}" in text
     assert "old table" not in text and "test accuracy 0.763" in text
+    assert "old pv" not in text and "Δ test vs random init [95 % CI]" in text   # the recorded benchmark
     assert expect_table.replace_block(text, "B") == expect_table.replace_block(text.replace("0.763", "?"), "B")
     with pytest.raises(expect_table.Missing, match="exactly one"):
         expect_table.replace_block("no markers", "B")
@@ -85,5 +88,6 @@ def test_rewrites_only_the_block_between_the_markers(recorded_run, tmp_path):
 def test_readme_has_the_markers_once_in_order():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert readme.count(expect_table.START) == 1 and readme.count(expect_table.END) == 1
+    assert readme.count(expect_table.PV_START) == 1 and readme.count(expect_table.PV_END) == 1
     assert readme.index("## What to expect (measured)") < readme.index(expect_table.START) < readme.index(
         expect_table.END)

@@ -20,7 +20,7 @@ def _own_data_block() -> str:
 @pytest.mark.slow
 def test_readme_own_data_pipeline_runs(tmp_path, monkeypatch, capsys):
     code = _own_data_block()
-    sizes = 'preset, block_size, steps = "mini", 64, 300'
+    sizes = 'preset, block_size, steps = "narrow", 64, 1000'
     assert sizes in code                           # the test shrinks exactly these knobs
     code = code.replace(sizes, 'preset, block_size, steps = "tiny", 32, 3')
     lines = texts(400)

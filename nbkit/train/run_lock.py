@@ -21,6 +21,7 @@ import socket
 import time
 from pathlib import Path
 
+from nbkit import jsonio
 from nbkit.errors import ConfigError
 
 LOCK_NAME = ".nbkit-run.lock"
@@ -86,9 +87,7 @@ class RunLock:
         self._lock, self._depth = lock, 1
         holder = {"pid": os.getpid(), "host": socket.gethostname(),
                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        tmp = self.output_dir / f"{HOLDER_NAME}.tmp-{os.getpid()}"
-        tmp.write_text(json.dumps(holder, allow_nan=False) + "\n")
-        os.replace(tmp, self.output_dir / HOLDER_NAME)
+        jsonio.write_json(self.output_dir / HOLDER_NAME, holder, indent=None)  # atomic: temp file + rename
         return self
 
     def release(self) -> None:
