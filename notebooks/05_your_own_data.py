@@ -45,6 +45,7 @@ label_column = "label"
 corpus_file = "data/sample_corpus.txt"   # unlabelled text for MLM pretraining; None = training texts only
 corpus_text_column = "text"              # ignored for .txt
 pretrain = True                          # False: skip MLM pretraining, fine-tune from random init
+max_passes = 10                          # MLM reads your corpus at most this many times (the scale's steps cap it too)
 run_name = "sample"                      # outputs go to runs/<scale>/own_data/<run_name>/
 
 # %%
@@ -99,7 +100,8 @@ mlm_dir = out_dir / "mlm"
 if pretrain:
     blocks = {k: text.make_blocks(v, tokenizer, block_size) for k, v in pretrain_splits.items()}
     mlm_loop = Loop(models.build_mlm_model(model_preset, tokenizer, block_size),
-                    pipeline.pretrain_config(scale, mlm_dir, resume=False), blocks["train"], blocks["validation"],
+                    pipeline.pretrain_config(scale, mlm_dir, n_blocks=len(blocks["train"]), max_passes=max_passes,
+                                             resume=False), blocks["train"], blocks["validation"],
                     collate_fn=text.MLMCollator(tokenizer), callbacks=[LivePlot(out_dir=mlm_dir)])
     mlm_result = mlm_loop.fit()
 

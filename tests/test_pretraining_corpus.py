@@ -26,3 +26,14 @@ def test_news_and_training_reviews_without_held_out_reviews(monkeypatch, tmp_pat
 def test_unknown_source_is_a_config_error():
     with pytest.raises(ConfigError, match="unknown sources"):
         pretraining_corpus(get_scale("smoke").replace(mlm_mix=(("wikipedia", 1.0),)))
+
+
+def test_pretrain_config_caps_steps_at_passes_over_a_small_corpus(tmp_path):
+    from nbkit.pipeline import pretrain_config
+
+    cpu = get_scale("cpu")
+    full = pretrain_config(cpu, tmp_path)
+    assert full.max_steps == cpu.mlm_steps and full.eval_every == cpu.mlm_eval_every
+    small = pretrain_config(cpu, tmp_path, n_blocks=320, max_passes=10)     # 320 blocks / 64 per step x 10 passes
+    assert small.max_steps == 50 and small.eval_every == 12
+    assert pretrain_config(cpu, tmp_path, n_blocks=10**6, max_passes=10).max_steps == cpu.mlm_steps  # scale caps too

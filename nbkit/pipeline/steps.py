@@ -202,16 +202,25 @@ def pretrain_callbacks(scale: Scale) -> list:
     return [EarlyStopping(patience=scale.mlm_patience)] if scale.mlm_patience else []
 
 
-def pretrain_config(scale: Scale, output_dir: Path, **overrides):
-    """The scale's :class:`nbkit.train.loop.TrainConfig` for MLM pretraining; ``overrides`` win."""
+def pretrain_config(scale: Scale, output_dir: Path, n_blocks: int | None = None, max_passes: float | None = None,
+                    **overrides):
+    """The scale's :class:`nbkit.train.loop.TrainConfig` for MLM pretraining; ``overrides`` win.
+
+    ``n_blocks`` + ``max_passes``: cap the steps at ``max_passes`` passes over ``n_blocks``
+    training blocks, so a small corpus (notebook 05's) is not read hundreds of times; the
+    evaluation and checkpoint interval shrinks with it (4 evaluations per run at least).
+    """
     from nbkit.train import TrainConfig
 
-    knobs = dict(max_steps=scale.mlm_steps, batch_size=scale.mlm_batch_size,
+    steps, every = scale.mlm_steps, scale.mlm_eval_every
+    if n_blocks and max_passes:
+        steps = min(steps, steps_for_epochs(n_blocks, scale.mlm_batch_size * scale.mlm_grad_accum, max_passes))
+        every = max(1, min(every, steps // 4))
+    knobs = dict(max_steps=steps, batch_size=scale.mlm_batch_size,
                  grad_accum_steps=scale.mlm_grad_accum, lr=scale.mlm_lr, warmup_ratio=0.06,
-                 scheduler="linear", eval_every=scale.mlm_eval_every,
-                 checkpoint_every=scale.mlm_eval_every, keep_last=2, output_dir=output_dir,
+                 scheduler="linear", eval_every=every, checkpoint_every=every, keep_last=2, output_dir=output_dir,
                  seed=scale.seed, num_workers=scale.num_workers,
-                 log_every=max(1, min(10, scale.mlm_steps // 20)))
+                 log_every=max(1, min(10, steps // 20)))
     knobs.update(overrides)
     return TrainConfig(**knobs)
 
