@@ -32,6 +32,7 @@ from pathlib import Path
 
 from nbkit.errors import CheckpointError
 from nbkit.train.ckpt_cleanup import discard_checkpoint, missing_files, remove_stale
+from nbkit.train.ckpt_cleanup import fsync_dir as _fsync_dir
 
 MARKER = "COMPLETE"
 STATE_FILE = "trainer_state.pt"
@@ -64,14 +65,6 @@ def checkpoints_dir(output_dir) -> Path:
 def _fsync_file(path: Path) -> None:
     with open(path, "rb") as f:
         os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _fsync_tree(root: Path) -> None:

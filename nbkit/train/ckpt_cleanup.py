@@ -27,7 +27,8 @@ from pathlib import Path
 _LEFTOVER = re.compile(r"\.(?:tmp|old)-(\d+)$")
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Flush a directory's entries (renames, deletions) to disk (``fsync`` on the directory)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -49,7 +50,7 @@ def discard_checkpoint(path) -> None:
         os.rename(path, trash)
     except FileNotFoundError:
         return
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     shutil.rmtree(trash, ignore_errors=True)
 
 
