@@ -69,10 +69,8 @@ def get_tokenizer(path: pathlib.Path, vocab_size: int, max_positions: int):
 
     if (path / "tokenizer.json").exists():
         return AutoTokenizer.from_pretrained(str(path))
-    pd = data.split_corpus(data.load_peoples_daily(), eval_fraction=0.05, seed=0)["train"]["text"]
-    reviews = sentiment().splits["train"]["text"]
-    return text.train_wordpiece(list(pd) + list(reviews), vocab_size=vocab_size, out_dir=path,
-                                        model_max_length=max_positions)
+    texts, _ = pipeline.tokenizer_texts(pipeline.get_scale("cpu"))   # notebook 01's: split seed 0, all lines
+    return text.train_wordpiece(texts, vocab_size=vocab_size, out_dir=path, model_max_length=max_positions)
 
 
 def review_corpus(words: bool, n_heldout: int = 500, seed: int = 0):

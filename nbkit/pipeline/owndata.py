@@ -13,9 +13,9 @@ optional unlabelled corpus instead of the bundled corpora:
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from nbkit import jsonio
 from nbkit.errors import ConfigError, DataError
 from nbkit.pipeline.scale import Scale
 
@@ -101,12 +101,6 @@ def train_tokenizer_on(texts, heldout_texts, scale: Scale, out_dir, vocab_size: 
     return tok, stats
 
 
-def _strict_json(path: Path) -> dict:
-    def refuse(constant):
-        raise ValueError(f"{path} holds {constant}, which is not JSON")
-    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
-
-
 def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None) -> Path:
     """Save a fine-tuned classifier as one directory that plain ``transformers`` loads.
 
@@ -163,5 +157,5 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None) -
     with quiet_transformers():
         model.save_pretrained(out)
     tokenizer.save_pretrained(str(out))
-    _strict_json(out / "config.json")
+    jsonio.loads_strict((out / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
     return out

@@ -38,17 +38,10 @@ def train_tokenizer(scale: Scale):
     Trained on :func:`tokenizer_texts` (news + training reviews, full alphabet); the
     statistics are on held-out news lines. Returns ``(tokenizer, stats)``.
     """
-    from nbkit.models import bert as modeling
-    from nbkit.text import tokenizer as tokenization
+    from nbkit.pipeline.owndata import train_tokenizer_on
 
-    out = tokenizer_dir(scale)
-    max_positions = modeling.build_config(scale.model, vocab_size=scale.vocab_size).max_position_embeddings
     train_texts, heldout = tokenizer_texts(scale)
-    tok = tokenization.train_wordpiece(train_texts, vocab_size=scale.vocab_size,
-                                       out_dir=out, model_max_length=max_positions)
-    stats = tokenization.tokenizer_stats(tok, heldout)
-    tokenization.save_stats(stats, out)
-    return tok, stats
+    return train_tokenizer_on(train_texts, heldout, scale, tokenizer_dir(scale))
 
 
 def load_tokenizer(scale: Scale):
