@@ -112,6 +112,13 @@ def model_overrides(args) -> dict:
                 intermediate_size=4 * args.hidden, max_position_embeddings=args.positions)
 
 
+def device_of(args) -> str:
+    """``--device``: ``cpu`` (the recorded runs), ``cuda``, or ``auto`` (CUDA when available)."""
+    if args.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return args.device
+
+
 # ----- phases -------------------------------------------------------------------------------
 def pretrain(args) -> None:
     out = pathlib.Path(args.out)
@@ -160,7 +167,7 @@ def pretrain(args) -> None:
     print(f"MLM blocks: {len(blocks['train']):,} train x {args.block} tokens ({args.corpus}); "
           f"{models.count_parameters(model):,} parameters", flush=True)
     loop = Loop(model, cfg, blocks["train"], blocks["validation"], collate_fn=collator, callbacks=[Saver()],
-                device="cpu")
+                device=device_of(args))
     untrained = loop.evaluate(max_batches=20)
     print(f"untrained held-out MLM loss {untrained['eval_loss']:.3f}", flush=True)
     loop.fit()
@@ -186,7 +193,8 @@ def finetune_one(args, init: str | None, seed: int, tok, s, enc) -> dict:
                       scheduler="linear", seed=seed, progress=False, log_every=max(1, steps // 10),
                       group_by_length=True, output_dir=None)
     t0 = time.perf_counter()
-    res = Loop(model, cfg, enc["train"], None, collate_fn=text.classification_collator(tok), device="cpu").fit()
+    res = Loop(model, cfg, enc["train"], None, collate_fn=text.classification_collator(tok),
+               device=device_of(args)).fit()
     ft_s = time.perf_counter() - t0
     row = {"init": init or "random", "seed": seed, "lr": lr, "steps": steps, "epochs": args.ft_epochs,
            "pooling": args.pooling, "max_length": args.max_length, "finetune_s": ft_s,
@@ -306,6 +314,8 @@ def main() -> None:
     ap.add_argument("--tokenizer", default="runs/pretrain_value_tokenizer", help="trained once, then reused")
     ap.add_argument("--vocab-size", type=int, default=8000)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
+                    help="where pretraining and fine-tuning run (bf16 autocast on a bf16-capable GPU)")
     ap.add_argument("--tag", default="")
     # model (BERT encoder; intermediate = 4 x hidden)
     ap.add_argument("--hidden", type=int, default=128)

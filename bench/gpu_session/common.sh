@@ -1,0 +1,10 @@
+# Sourced by the gpu_session scripts: offline env, and the carried bundle (build_bundle.sh) on PYTHONPATH.
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 MPLBACKEND=Agg
+PY=${PY:-python3}
+if [ -d .devbundle/whl ] && [ -z "${NO_BUNDLE:-}" ]; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+      .devbundle/whl/*.whl > /tmp/bundle_install.txt 2>&1 || echo "bundle install failed (/tmp/bundle_install.txt)"
+  export PYTHONPATH="/tmp/site:$PWD/.devbundle/pkgs:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+else
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+fi
