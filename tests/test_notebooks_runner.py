@@ -159,3 +159,32 @@ def test_bare_only_is_an_error_not_all_notebooks():
     out = subprocess.run([sys.executable, "-m", "nbkit", "run-notebooks", "--scale", "smoke", "--only"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "--only" in out.stderr and "expected at least one argument" in out.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_saves_the_copy_and_says_what_stopped_it(tmp_path, monkeypatch, runs_tmp):
+    # `timeout` signals the whole process group, the kernel too: the line must name SIGTERM, not a
+    # confusing nbclient AttributeError (seen on the GPU machine), and the partial copy must be saved.
+    _nbdir(tmp_path, monkeypatch, {"00_slow.ipynb": ["print('first done')", "import time\ntime.sleep(120)"]})
+    proc = subprocess.Popen([sys.executable, "-m", "nbkit.cli.main", "run-notebooks", "--scale", "smoke"],
+                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    import signal
+    import time
+
+    for line in proc.stdout:  # progress lines: wait until the sleeping cell runs
+        if "running cell 2" in line:
+            break
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "00_slow.ipynb cell 2 ('import time')" in err and "stopped by a signal (SIGTERM" in err, err
+    assert "Traceback" not in err
+    assert _outputs(runs_tmp / "smoke" / "executed" / "00_slow.ipynb")[0] == "first done\n"
+
+
+def test_nbclient_cleanup_error_after_a_dead_kernel_reads_as_a_dead_kernel():
+    exc = AttributeError("'NoneType' object has no attribute 'cleanup_resources'")
+    line = notebooks.failure_line("03_x.ipynb", exc, 4, {"source": "from nbkit import LivePlot"}, 60)
+    assert "kernel died" in line and "Fix:" in line and "AttributeError" not in line

@@ -46,3 +46,30 @@ def test_cache_is_written_reused_and_survives_corruption(tmp_path, monkeypatch):
 def test_add_words_keeps_gold_boundaries():
     ds = datasets.Dataset.from_dict({"text": ["北京天安门", SENTENCE], "words": [["北京天", "安门"], []]})
     assert list(add_words(ds)["words"]) == [["北京天", "安门"], ["我", "爱", "北京", "天安门"]]
+
+
+def test_importing_jieba_through_nbkit_is_quiet_when_its_source_compiles_fresh(tmp_path):
+    # jieba's invalid regex escapes warn when its .py files are compiled (SyntaxWarning on Python
+    # 3.12, DeprecationWarning on 3.11): with warnings as errors, a fresh compile fails unless
+    # nbkit silences them. Copy jieba's code (no __pycache__) so the compile really happens.
+    import shutil
+    import subprocess
+    import sys
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    src = Path(find_spec("jieba").origin).parent
+    dst = tmp_path / "site" / "jieba"
+    shutil.copytree(src / "finalseg", dst / "finalseg", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("__init__.py", "_compat.py"):
+        shutil.copy(src / name, dst / name)
+    root = Path(__file__).resolve().parents[1]
+    env = {"PYTHONPATH": f"{tmp_path / 'site'}:{root}", "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin"}
+    code = "from nbkit.text.words import _jieba; j = _jieba(); print(j.__file__)"
+    flags = ["-W", "error::SyntaxWarning", "-W", "error::DeprecationWarning"]
+    out = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert str(dst) in out.stdout
+    bare = subprocess.run([sys.executable, *flags, "-c", "import jieba"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert bare.returncode != 0  # the check is real: jieba alone does not compile quietly

@@ -116,6 +116,24 @@ def plan(scale: str | None = None, only: list[str] | None = None,
     return Plan(preset.name, todo, src, out_dir, env)
 
 
+class Terminated(KeyboardInterrupt):
+    """A signal stopped the run: SIGTERM (``timeout``, a batch scheduler, ``kill``), or SIGINT while a kernel ran."""
+
+
+_SIGTERM = {"seen": False}  # set by the handler: the kernel may die of the same signal first
+
+
+def _raise_terminated(signum, frame):
+    _SIGTERM["seen"] = True
+    raise Terminated()
+
+
+def _cleanup_after_dead_kernel(exc: BaseException) -> bool:
+    """nbclient 0.10-0.11 raises ``AttributeError: 'NoneType' object has no attribute 'cleanup_resources'``
+    from its own cleanup when the kernel was killed from outside (seen under ``timeout`` on a GPU machine)."""
+    return isinstance(exc, AttributeError) and "cleanup_resources" in str(exc)
+
+
 def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: dict | None,
                  timeout: int) -> str:
     """One line: which notebook and cell failed, how, and the fix.
@@ -132,8 +150,13 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
     if isinstance(exc, CellTimeoutError):
         return (f"{where} did not finish within {timeout} s. Fix: raise --timeout (seconds per cell) "
                 "or run a smaller NBKIT_SCALE.")
-    if isinstance(exc, (DeadKernelError, AssertionError)):
-        # AssertionError: nbclient's own cleanup after a dead kernel (km already gone)
+    if isinstance(exc, Terminated):
+        return (f"{where}: stopped by a signal (SIGTERM from a time limit such as `timeout`, a scheduler or "
+                "`kill`; or Ctrl-C); "
+                "the executed copy up to this cell is saved. Fix: give the run more time, or run a smaller "
+                "NBKIT_SCALE or fewer notebooks (--only).")
+    if isinstance(exc, (DeadKernelError, AssertionError)) or _cleanup_after_dead_kernel(exc):
+        # AssertionError / AttributeError: nbclient's own cleanup after a dead kernel (km already gone)
         return (f"{where}: the kernel died (out of memory? killed?). Fix: run a smaller NBKIT_SCALE "
                 "or free memory; `dmesg | grep -i oom` shows out-of-memory kills.")
     if isinstance(exc, CellExecutionError):
@@ -176,7 +199,7 @@ def record_timings(out_dir: Path, seconds: dict[str, float]) -> Path:
 
 def run_all(scale: str | None = None, only: list[str] | None = None, timeout: int = 3600,
             kernel_name: str = "python3", heartbeat_s: float = 10.0) -> int:
-    """Execute the notebooks in order; return 0 when all ran, 1 at the first failure (130: Ctrl-C).
+    """Execute the notebooks in order; return 0 when all ran, 1 at the first failure (130: Ctrl-C, 143: SIGTERM).
 
     Whatever stops a notebook (a cell error, a cell over ``timeout``, a dead
     kernel, a missing kernel) ends the run with one line on stderr naming the
@@ -197,13 +220,30 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
     Raises:
         nbkit.errors.ConfigError: bad inputs, before anything runs (see :func:`plan`).
     """
+    import signal
+    import threading
+
+    p = plan(scale, only)
+
+    _SIGTERM["seen"] = False
+    if threading.current_thread() is threading.main_thread():  # SIGTERM -> report, save the copy, exit 143
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    else:
+        previous = None
+    try:
+        return _run(p, timeout, kernel_name, heartbeat_s)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
     import nbformat
     from nbclient import NotebookClient
 
     from nbkit.cli.progress import NotebookProgress, code_cells
     from nbkit.cli.summary import Row, headline, table
 
-    p = plan(scale, only)
     print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)
     rows = [Row(path.stem, "not run") for path in p.notebooks]
     seconds: dict[str, float] = {}  # "01" -> wall seconds, for executed/timings.json
@@ -227,6 +267,11 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
             with progress, open(kernel_log, "w") as log:
                 client.execute(env=p.env, stdout=log, stderr=log)
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001  (each is reported, none re-raised)
+            # While a kernel runs, nbclient's own SIGINT/SIGTERM handler shuts the kernel down (then
+            # DeadKernelError or an AttributeError from its cleanup); it leaves this future behind.
+            signalled = getattr(client, "_async_cleanup_kernel_future", None) is not None
+            if (_SIGTERM["seen"] or signalled) and not isinstance(exc, Terminated):
+                exc = Terminated()
             nbformat.write(nb, p.out_dir / path.name)
             row.status, row.wall_s = "FAILED", progress.finish(ok=False)
             print(table(rows), flush=True)
@@ -234,7 +279,7 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
                   file=sys.stderr)
             print(f"executed copy (up to the failing cell): {p.out_dir / path.name}; "
                   f"kernel log: {kernel_log}", file=sys.stderr)
-            return 130 if isinstance(exc, KeyboardInterrupt) else 1
+            return 143 if isinstance(exc, Terminated) else 130 if isinstance(exc, KeyboardInterrupt) else 1
         nbformat.write(nb, p.out_dir / path.name)
         row.headline = headline(path.name, p.out_dir.parent, since=started)
         row.status, row.wall_s = "ok", progress.finish(ok=True, headline=row.headline)

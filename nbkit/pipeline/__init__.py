@@ -14,6 +14,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('plots', 'LivePlot'),
     **names('stats', 'mean_std', 'bootstrap_ci', 'bootstrap_diff'),
     **names('corpus', 'pretraining_corpus'),
+    **names('plateau', 'plateau_check', 'unigram_entropy', 'PlateauCheck'),
     **names('fonts', 'use_cjk_font', 'find_cjk_font', 'CJK_FAMILIES'),
     **names('owndata', 'pretraining_texts', 'train_tokenizer_on', 'export_classifier'),
 })

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,14 @@ from nbkit.errors import DataError
 
 def _jieba():
     try:
-        import jieba
+        with warnings.catch_warnings():
+            # jieba 0.42.1's regexes have invalid escapes (SyntaxWarning on Python 3.12+, DeprecationWarning
+            # before) and its _compat imports pkg_resources (UserWarning with setuptools < 81): noise in a
+            # notebook's output that the user can do nothing about (seen in notebook 02 on the GPU machine).
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+            import jieba
     except ImportError as exc:  # pragma: no cover - jieba is a dependency
         raise DataError("word boundaries need jieba: pip install jieba") from exc
     jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict ..." lines in notebooks
