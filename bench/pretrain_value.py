@@ -300,7 +300,7 @@ def report(args) -> dict:
     for ml, rep in base.items():
         print(f"TF-IDF char 1-3-gram + LR, text cut at {ml} tokens: val {rep['validation_accuracy']:.4f}  "
               f"test {rep['test_accuracy']:.4f}  test F1 {rep['test_macro_f1']:.4f}")
-    stats = {"table": table, "baseline": base, "n_rows": len(rows), "split_seed": SEED_SPLIT,
+    stats = {"table": table, "baseline": base, "n_rows": len(rows), "split_seed": SEED_SPLIT, "machine": args.machine,
              "n_test": len(y_test), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     jsonio.write_json(out / "stats.json", stats)
     print(f"wrote {out / 'stats.json'}")
@@ -346,6 +346,7 @@ def main() -> None:
     ap.add_argument("--ft-lr", type=float, default=5e-4, help="pretrained arms")
     ap.add_argument("--ft-lr-random", type=float, default=None, help="random-init arm (default: --ft-lr)")
     ap.add_argument("--ft-warmup", type=float, default=0.1)
+    ap.add_argument("--machine", default=None, help="report: where the run ran, kept in stats.json for the README")
     ap.add_argument("--pretrain-json", nargs="*", default=[], help="report: more pretrain.json files")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)

@@ -13,7 +13,21 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "expect_table.py"
 spec = importlib.util.spec_from_file_location("expect_table", SCRIPT)
 expect_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(expect_table)
+spec.loader.exec_module(expect_table)  # puts scripts/ on sys.path
+import gpu_table  # noqa: E402
+
+
+def test_gpu_block_comes_from_the_recorded_session(tmp_path):
+    session = gpu_table.latest_session()
+    block = gpu_table.render(session)
+    d = json.loads(session.read_text(encoding="utf-8"))
+    eager = d["gpu_check"]["bert_eager"]
+    assert f"{eager['tokens_per_s']:,.0f} tokens/s, MFU {100 * eager['mfu']:.1f} %" in block
+    assert f"{d['pytest_gpu']['passed']} passed" in block and d["machine"] in block
+    d["gpu_check"]["bert_eager"]["tokens_per_s"] = 123.0  # the block follows the file, nothing typed by hand
+    other = tmp_path / "session.json"
+    other.write_text(json.dumps(d), encoding="utf-8")
+    assert "123 tokens/s" in gpu_table.render(other)
 
 
 def _write(path: Path, payload: dict) -> None:
@@ -71,13 +85,17 @@ def test_missing_values_show_as_na_and_missing_files_are_named(recorded_run, tmp
 def test_rewrites_only_the_block_between_the_markers(recorded_run, tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\nbefore\n{expect_table.START}\nold table\n{expect_table.END}\nafter\n"
+                      f"{expect_table.PVG_START}\nold pvg\n{expect_table.PVG_END}\n"
+                      f"{gpu_table.START}\nold gpu\n{gpu_table.END}\n"
                       f"{expect_table.PV_START}\nold pv\n{expect_table.PV_END}\n", encoding="utf-8")
     run = subprocess.run([sys.executable, str(SCRIPT), str(recorded_run), "--readme", str(readme)],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     text = readme.read_text(encoding="utf-8")
     assert text.startswith("# x\nbefore\n") and text.endswith(f"{expect_table.PV_END}\n")
-    assert f"{expect_table.END}\nafter\n{expect_table.PV_START}" in text
+    assert f"{expect_table.END}\nafter\n{expect_table.PVG_START}" in text
+    assert "old pvg" not in text and "max_length 128" in text            # the recorded GPU benchmark
+    assert "old gpu" not in text and "`pytest -m gpu` |" in text and "tokens/s, MFU" in text
     assert "old table" not in text and "test accuracy 0.763" in text
     assert "old pv" not in text and "Δ test vs random init [95 % CI]" in text   # the recorded benchmark
     assert expect_table.replace_block(text, "B") == expect_table.replace_block(text.replace("0.763", "?"), "B")
@@ -89,5 +107,6 @@ def test_readme_has_the_markers_once_in_order():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert readme.count(expect_table.START) == 1 and readme.count(expect_table.END) == 1
     assert readme.count(expect_table.PV_START) == 1 and readme.count(expect_table.PV_END) == 1
+    assert readme.count(expect_table.PVG_START) == 1 and readme.count(gpu_table.START) == 1
     assert readme.index("## What to expect (measured)") < readme.index(expect_table.START) < readme.index(
         expect_table.END)

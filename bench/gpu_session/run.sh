@@ -13,7 +13,6 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=${OUT:-$ROOT/runs/gpu_session_out}
 mkdir -p "$OUT"
-PY=${PY:-python3}
 TOTAL_S=${TOTAL_S:-560}
 SCALE=${SCALE:-gpu}
 W=${WORK:-/tmp/gpu_session}
@@ -22,14 +21,8 @@ T0=$(date +%s)
 left() { echo $(( TOTAL_S - ($(date +%s) - T0) )); }
 stage() { echo "== $(date +%T) +$(( $(date +%s) - T0 )) s: $*" | tee -a "$W/stages.txt"; }
 
-export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 MPLBACKEND=Agg
-PYP="$ROOT"
-if [ -d .devbundle/whl ] && [ -z "${NO_BUNDLE:-}" ]; then
-  stage "install bundle"
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-      .devbundle/whl/*.whl > "$W/install.txt" 2>&1 || echo "bundle install failed (see install.txt)"
-  PYP="/tmp/site:$ROOT/.devbundle/pkgs:$ROOT"
-fi
+stage "install bundle"
+. bench/gpu_session/common.sh
 # MLM_STEPS (optional): notebook 02 runs this many steps instead of the preset's (stated in the report).
 if [ -n "${MLM_STEPS:-}" ]; then
   cat > "$W/hook/sitecustomize.py" <<PYEOF
@@ -40,9 +33,8 @@ if os.environ.get("NBKIT_SESSION_MLM_STEPS"):
     _s.PRESETS["$SCALE"] = _s.PRESETS["$SCALE"].replace(mlm_steps=_n)
 PYEOF
   export NBKIT_SESSION_MLM_STEPS=$MLM_STEPS
-  PYP="$W/hook:$PYP"
+  export PYTHONPATH="$W/hook:$PYTHONPATH"
 fi
-export PYTHONPATH="$PYP${PYTHONPATH:+:$PYTHONPATH}"
 
 stage "environment"
 { nvidia-smi || true; $PY -c "import torch, transformers, tokenizers, sys; print(sys.version); print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available()); print('transformers', transformers.__version__, 'tokenizers', tokenizers.__version__)"; nproc; free -g; } > "$W/env.txt" 2>&1

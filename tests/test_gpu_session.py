@@ -1,0 +1,43 @@
+"""bench/gpu_session: the scripts parse, and record.py reads what the benchmarks print."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("gpu_record", ROOT / "bench" / "gpu_session" / "record.py")
+record = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(record)
+
+NVML_TEXT = """== 1. one sample of all metrics
+NVML sample, 1 GPU(s), pcie=False:     0.24 ms
+NVML sample, 1 GPU(s), pcie=True:    42.32 ms
+nvidia-smi --query-gpu call:              25.18 ms
+ratio nvidia-smi / NVML (same fields, no PCIe):     57.5x
+median tokens/s without 184702, with 186390: ratio with/without 1.0091 (cost -0.91 %; run-to-run spread without monitor 13.0 %)
+noise-free estimate: the sampler thread (read + widget update) used CPU for 0.329 % of the run at most (thread_time; target < 1 %)
+"""
+
+
+def test_parse_bench_nvml_reads_every_headline():
+    d = record.parse_bench_nvml(NVML_TEXT)
+    assert d == {"nvml_sample_ms": 0.24, "nvml_sample_pcie_ms": 42.32, "smi_call_ms": 25.18, "smi_over_nvml": 57.5,
+                 "tokens_per_s_without_monitor": 184702.0, "tokens_per_s_with_monitor": 186390.0,
+                 "with_over_without": 1.0091, "spread_without_pct": 13.0, "sampler_cpu_pct": 0.329}
+    assert record.parse_bench_nvml("no GPU here") == {}
+
+
+def test_parse_pytest_counts_and_names():
+    text = "PASSED tests/a.py::t1\nFAILED tests/b.py::t2 - boom\n1 failed, 1 passed, 35 deselected in 2.0s\nrc=1\n"
+    d = record.parse_pytest(text)
+    assert d["passed"] == 1 and d["failed"] == 1 and d["tests"] == ["tests/a.py::t1"]
+    assert d["failures"] == ["tests/b.py::t2"]
+
+
+@pytest.mark.parametrize("script", ["run.sh", "pretrain_value.sh", "build_bundle.sh", "common.sh"])
+def test_session_scripts_parse(script):
+    res = subprocess.run(["bash", "-n", str(ROOT / "bench" / "gpu_session" / script)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
