@@ -153,14 +153,17 @@ summary
 
 # %% [markdown]
 # ## 9. Did pretraining pay off? (measured)
-# One run cannot say: two fine-tunings that differ only in their seed differ by about a point. `bench/pretrain_value.py` fine-tunes from random weights and from this recipe's checkpoints with 3 seeds each, on this split, and gives the paired bootstrap 95 % interval of the difference; the TF-IDF baseline is cut at the same 64 tokens. Its recorded run (2-core CPU): pretraining buys about one point of test accuracy, significant only at the edge, and the TF-IDF baseline stays ahead by about three. A small BERT pretrained for minutes is not yet worth its cost on this task; the `gpu` scale's longer pretraining is where the lesson should hold (`docs/pretraining.md`).
+# One run cannot say: two fine-tunings that differ only in their seed differ by about a point. `bench/pretrain_value.py` fine-tunes from random weights and from this recipe's checkpoints with 3 seeds each, on this split, and gives the paired bootstrap 95 % interval of the difference; the TF-IDF baseline is cut at the same number of tokens. Two recorded runs: the `cpu` recipe on a 2-core CPU, where pretraining buys about one point and TF-IDF stays ahead, and the `gpu` recipe on one H200, where pretraining buys more than two points and closes most of the gap to TF-IDF (`docs/pretraining.md`).
 
 # %%
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 
 from nbkit.pipeline import pretrain_value
 
-Markdown(pretrain_value.markdown_table(pretrain_value.load_recorded()))
+for run in ("cpu", "gpu"):
+    stats = pretrain_value.load_recorded(run=run)
+    display(Markdown(f"**Recorded {run} run.** " + pretrain_value.headline(stats, machine="2-core CPU")))
+    display(Markdown(pretrain_value.markdown_table(stats)))
 
 # %% [markdown]
 # **Next:** `04_gpu_profiling` shows where the training time goes; `05_your_own_data` runs all of this on your own files.

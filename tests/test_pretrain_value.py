@@ -37,3 +37,18 @@ def test_bad_file_is_a_data_error(tmp_path):
         pv.load_recorded(tmp_path / "x.json")
     with pytest.raises(DataError, match="rerun"):
         pv.load_recorded(tmp_path / "missing.json")
+
+
+def test_gpu_run_ships_and_its_headline_is_the_best_lower_bound():
+    stats = pv.load_recorded(run="gpu")
+    best = max((r for r in pv.rows(stats) if r["gain"] is not None), key=lambda r: r["gain_low"])
+    line = pv.headline(stats)
+    assert f"{best['gain']:+.1f} points [{best['gain_low']:+.1f}, {best['gain_high']:+.1f}]" in line
+    assert stats["machine"] in line and "TF-IDF" in line
+    with pytest.raises(DataError, match="recorded runs are"):
+        pv.load_recorded(run="tpu")
+    no_pair = {**stats, "table": [e for e in stats["table"] if e["init"] != "random"]}
+    for e in no_pair["table"]:
+        e.pop("test_accuracy_diff_vs_random", None)
+    with pytest.raises(DataError, match="no checkpoint row"):
+        pv.headline(no_pair)

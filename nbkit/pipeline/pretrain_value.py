@@ -14,19 +14,22 @@ from pathlib import Path
 
 from nbkit.errors import DataError
 
-RECORDED = "data/pretrain_value.json"  # relative to the notebooks folder
+RECORDED = {"cpu": "data/pretrain_value.json",      # relative to the notebooks folder: 2-core CPU
+            "gpu": "data/pretrain_value_gpu.json"}  # one H200, the gpu preset's recipe
 
 
-def load_recorded(path: str | Path | None = None) -> dict:
-    """The recorded ``stats.json`` (default: ``notebooks/data/pretrain_value.json``).
+def load_recorded(path: str | Path | None = None, run: str = "cpu") -> dict:
+    """A recorded ``stats.json``: ``path``, else the ``run`` (``"cpu"`` or ``"gpu"``) shipped in ``notebooks/data/``.
 
     Raises:
-        DataError: the file is missing or not a ``pretrain_value`` stats file.
+        DataError: the file is missing or not a ``pretrain_value`` stats file, or ``run`` is unknown.
     """
     if path is None:
         from nbkit.cli.run_notebooks import notebooks_dir
 
-        path = notebooks_dir() / RECORDED
+        if run not in RECORDED:
+            raise DataError(f"run={run!r}: the recorded runs are {', '.join(RECORDED)}")
+        path = notebooks_dir() / RECORDED[run]
     path = Path(path)
     try:
         stats = json.loads(path.read_text(encoding="utf-8"))
@@ -58,6 +61,24 @@ def rows(stats: dict, pooling: str = "mean", epochs: float | None = None) -> lis
                     "gain": 100 * d["mean"] if d else None,
                     "gain_low": 100 * d["ci95"][0] if d else None, "gain_high": 100 * d["ci95"][1] if d else None})
     return sorted(out, key=lambda r: (r["epochs"], r["tokens_m"], r["init"]))
+
+
+def headline(stats: dict, pooling: str = "mean", machine: str = "the recorded machine") -> str:
+    """One line: the checkpoint with the highest lower 95 % bound of its gain over random init, and the baseline.
+
+    Raises:
+        DataError: no pretrained row has a gain (no paired random-init run).
+    """
+    best = max((r for r in rows(stats, pooling) if r["gain"] is not None), key=lambda r: r["gain_low"], default=None)
+    if best is None:
+        raise DataError("no checkpoint row with a paired random-init run in this stats file")
+    rand = [r for r in rows(stats, pooling, best["epochs"]) if r["init"] == "random"]
+    base = stats["baseline"].get(str(max(e["max_length"] for e in stats["table"])), {})
+    where = stats.get("machine") or machine
+    return (f"{where}: after {best['tokens_m']:.1f} M pretraining tokens ({best['pretrain_min']:.1f} min), test accuracy "
+            f"{best['test_acc']:.3f} vs {rand[0]['test_acc']:.3f} from random weights: {best['gain']:+.1f} points "
+            f"[{best['gain_low']:+.1f}, {best['gain_high']:+.1f}] ({best['seeds']} seeds); TF-IDF at the same cut "
+            f"{base.get('test_accuracy', float('nan')):.3f}.")
 
 
 def markdown_table(stats: dict, pooling: str = "mean") -> str:

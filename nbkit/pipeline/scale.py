@@ -7,7 +7,8 @@ in their ``parameters`` cell, so papermill can override any field.
 - ``smoke``: CI. The five notebooks together in under 3 minutes on 2 cores;
   tiny model and data subset, yet every code path runs.
 - ``cpu``: meaningful results on a 2-core laptop, five notebooks in < 15 min.
-- ``gpu``: a BERT-small/base-sized model on the full corpora in bf16.
+- ``gpu``: the cpu recipe with more of everything (wider model, more steps, 128-token
+  reviews) in bf16; sized for the ~1 M tokens of in-domain text (docs/pretraining.md).
 """
 from __future__ import annotations
 
