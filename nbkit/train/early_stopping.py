@@ -1,7 +1,7 @@
 """Stop training when the held-out loss stops improving (a loop callback).
 
-The `gpu` scale trains BERT-base on a few million characters: many passes over the
-corpus, so the held-out MLM loss eventually rises while the training loss keeps
+The `gpu` scale pretrains for many passes over about a million tokens of in-domain
+text, so the held-out MLM loss can eventually rise while the training loss keeps
 falling (overfitting). :class:`EarlyStopping` watches ``eval_loss`` after each
 evaluation (``TrainConfig.eval_every``) and asks the loop to stop after ``patience``
 evaluations without an improvement of at least ``min_delta`` nats, as Keras'
