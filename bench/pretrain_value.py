@@ -1,42 +1,42 @@
 """Benchmark: what is nbkit's own MLM pretraining worth for sentiment fine-tuning?
 
-The same fine-tuning recipe runs from random weights and from checkpoints taken
-after increasing amounts of MLM pretraining (one pretraining run, checkpoints at
-``--save-steps``), with several seeds each. It prints validation/test accuracy
-and macro-F1 (mean +- std over seeds), the test-accuracy difference to random
-init with a bootstrap 95 % interval (test examples resampled, seeds averaged),
-pretraining tokens and wall time, and the TF-IDF baseline at the same
-truncation; it writes everything to ``<out>/stats.json`` (strict JSON). The recorded run of 2026-11-30 is
+The same fine-tuning recipe runs from random weights and from checkpoints taken after increasing
+amounts of MLM pretraining (one pretraining run, checkpoints at ``--save-steps``), with several seeds
+each. It prints validation/test accuracy and macro-F1 (mean +- std over seeds), the difference of the
+task's headline metric to random init with a paired bootstrap 95 % interval (test examples resampled,
+seeds averaged), pretraining tokens and wall time, and the TF-IDF baseline on the same task, split and
+truncation; everything goes to ``<out>/stats.json`` (strict JSON). The recorded run of 2026-11-30 is
 ``notebooks/data/pretrain_value.json`` (rendered by ``nbkit.pipeline.pretrain_value`` in notebooks 02/03 and the README).
 
-Everything goes through nbkit: ``text.train_wordpiece``,
-``text.make_blocks`` + ``MLMCollator``, ``models.build_mlm_model`` /
-``build_classifier``, ``train.Loop``, ``pipeline.predict``,
-``pipeline.classification_report``, ``pipeline.tfidf_baseline``.
+Everything goes through nbkit: ``text.train_wordpiece``, ``text.make_blocks`` + ``MLMCollator``,
+``models.build_mlm_model`` / ``build_classifier``, ``train.Loop``, ``pipeline.predict``,
+``pipeline.classification_report``, ``pipeline.tasks`` (task data, TF-IDF at the model's cut).
 
-Data: the tokenizer is trained once (People's Daily training lines + training
-reviews) and reused by every arm. Pretraining text is People's Daily (gold word
-boundaries), the TRAINING-split reviews (domain-adaptive pretraining,
-Gururangan et al. 2020; jieba word boundaries for whole-word masking), or both
-(``--corpus``). Validation and test reviews are never pretrained on.
+Tasks (``--task``): ``reviews`` (default, 2 balanced classes; headline test accuracy) or ``news``
+(optional ``nbkit[news]``: 3 classes positive/neutral/negative, about 10/50/40 %, long documents;
+headline test macro-F1, accuracy beside it). Data: the tokenizer is trained once (People's Daily
+training lines + training reviews) and reused by every arm and task. Pretraining text (``--corpus``,
+default the task's own) is People's Daily (gold word boundaries), a task's TRAINING-split texts
+(``reviews``/``news``: domain-adaptive pretraining, Gururangan et al. 2020; jieba words for whole-word
+masking), or PD + reviews (``mix``). Validation and test texts are never pretrained on.
 
     python bench/pretrain_value.py all --out runs/pretrain_value            # the benchmark
     python bench/pretrain_value.py pretrain --out DIR [knobs]               # checkpoints only
     python bench/pretrain_value.py finetune --out DIR --init DIR/step_000500 --seeds 0,1,2
     python bench/pretrain_value.py report --out DIR                         # table + stats.json
+    python bench/pretrain_value.py all --task news --max-length 128 --out runs/pv_news   # the second task
 
 Defaults are the recipe in ``docs/pretraining.md`` (BERT 128x4, DAPT on training reviews, 15 % jieba whole-word
 masking, lr 1e-3, checkpoints at 2.0 / 4.1 / 8.2 M tokens; fine-tune mean pooling, lr 5e-4, max_length 64).
 Measured 2026-11-30 (``notebooks/data/pretrain_value.json``, logs in ``bench/results/pretrain_value``): +1.0 points test accuracy at 8.2 M tokens (1 epoch;
 +0.9 with 2 epochs), 95 % CI about [+0.0, +2.0]; TF-IDF 0.828 at the same truncation. ``all`` takes about
-12 min of pretraining + 12 fine-tunes of ~1 min on one idle core.
-
-Phases append to ``<out>/finetune.jsonl`` so that several processes (one thread
-each) can fine-tune side by side; ``report`` reads it.
+12 min of pretraining + 12 fine-tunes of ~1 min on one idle core. News: ``bench/results/pretrain_value_news``.
+Phases append to ``<out>/finetune.jsonl`` (several one-thread processes can fine-tune side by side).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import pathlib
@@ -47,20 +47,22 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from nbkit import data, jsonio, models, pipeline, text  # noqa: E402
 from nbkit.models.bert import quiet_transformers  # noqa: E402
-from nbkit.pipeline.stats import bootstrap_diff  # noqa: E402
+from nbkit.pipeline import pretrain_value, tasks  # noqa: E402
 from nbkit.train import Loop, TrainConfig  # noqa: E402
 
-SEED_SPLIT = 0          # the sentiment split (load_sentiment's seed), the same for every arm
+SEED_SPLIT = 0          # the task's split (load_sentiment's seed), the same for every arm
+DELTA = {"accuracy": "Δtest vs random [95% CI]", "macro_f1": "Δtest F1 vs random [95% CI]"}
 
 
 # ----- data ---------------------------------------------------------------------------------
-def sentiment():
-    return data.load_sentiment(seed=SEED_SPLIT)
+@functools.lru_cache(maxsize=None)
+def labeled(task: str):
+    """The task's splits (``tasks.load_task``): ``reviews`` (default) or ``news`` (optional package)."""
+    return tasks.load_task(task, seed=SEED_SPLIT)
 
 
 def get_tokenizer(path: pathlib.Path, vocab_size: int, max_positions: int):
@@ -73,20 +75,6 @@ def get_tokenizer(path: pathlib.Path, vocab_size: int, max_positions: int):
     return text.train_wordpiece(texts, vocab_size=vocab_size, out_dir=path, model_max_length=max_positions)
 
 
-def review_corpus(words: bool, n_heldout: int = 500, seed: int = 0):
-    """Training-split reviews as an MLM corpus: ``{"train", "validation"}`` (validation = held-out
-    training reviews, for the MLM loss only). ``words``: add a jieba ``words`` column."""
-    import datasets
-
-    texts = [t for t in sentiment().splits["train"]["text"] if t.strip()]
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(texts))
-    ds = datasets.Dataset.from_dict({"text": texts})
-    if words:
-        ds = text.add_words(ds)
-    return {"train": ds.select(order[n_heldout:]), "validation": ds.select(order[:n_heldout])}
-
-
 def mlm_blocks(tok, corpus: str, block: int, review_repeat: int, review_words: bool):
     import datasets
 
@@ -95,8 +83,8 @@ def mlm_blocks(tok, corpus: str, block: int, review_repeat: int, review_words: b
         pd = data.split_corpus(data.load_peoples_daily(), eval_fraction=0.05, seed=0)
         for k in parts:
             parts[k].append(text.make_blocks(pd[k], tok, block, words_column="words"))
-    if corpus in ("reviews", "mix"):
-        rv = review_corpus(review_words)
+    if corpus in ("reviews", "news", "mix"):  # a task's TRAINING texts only (never validation/test)
+        rv = tasks.training_mlm_corpus(labeled("news" if corpus == "news" else "reviews"), review_words)
         col = "words" if review_words else None
         for k in parts:
             b = text.make_blocks(rv[k], tok, block, words_column=col)
@@ -173,9 +161,13 @@ def pretrain(args) -> None:
     loop.fit()
 
 
-def encode_splits(tok, max_length: int):
-    s = sentiment()
-    enc = {k: text.encode_classification(s.splits[k], tok, max_length)[0] for k in ("train", "validation", "test")}
+def encode_splits(tok, max_length: int, task: str):
+    s = labeled(task)
+    enc, trunc = {}, {}
+    for k in ("train", "validation", "test"):
+        enc[k], rep = text.encode_classification(s.splits[k], tok, max_length)
+        trunc[k] = rep["truncated_fraction"]
+    print(f"{task}: truncated at {max_length} tokens: " + ", ".join(f"{k} {v:.1%}" for k, v in trunc.items()), flush=True)
     return s, enc
 
 
@@ -198,7 +190,7 @@ def finetune_one(args, init: str | None, seed: int, tok, s, enc) -> dict:
     ft_s = time.perf_counter() - t0
     row = {"init": init or "random", "seed": seed, "lr": lr, "steps": steps, "epochs": args.ft_epochs,
            "pooling": args.pooling, "max_length": args.max_length, "finetune_s": ft_s,
-           "train_loss": res.metrics["train_loss"], "how": how, "tag": args.tag}
+           "train_loss": res.metrics["train_loss"], "how": how, "tag": args.tag, "task": args.task}
     for split in ("validation", "test"):
         texts, labels = s.splits[split]["text"], s.splits[split]["label"]
         pred = pipeline.predict(model, tok, texts, max_length=args.max_length, batch_size=128)["label"]
@@ -215,7 +207,7 @@ def finetune(args) -> None:
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tok = get_tokenizer(pathlib.Path(args.tokenizer), args.vocab_size, args.positions)
-    s, enc = encode_splits(tok, args.max_length)
+    s, enc = encode_splits(tok, args.max_length, args.task)
     inits = [None if i in ("random", "none") else i for i in args.init.split(",")]
     for seed in (int(x) for x in args.seeds.split(",")):
         for init in inits:
@@ -224,20 +216,15 @@ def finetune(args) -> None:
                 f.write(jsonio.dumps(row) + "\n")
 
 
-def truncate_like_tokenizer(tok, texts, max_length: int) -> list[str]:
-    """Each text cut where the tokenizer's ``max_length - 2``-th token ends (the model's view)."""
-    enc = tok(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    return [t if len(off) <= max_length - 2 else t[:off[max_length - 3][1]]
-            for t, off in zip(texts, enc["offset_mapping"])]
-
-
 def report(args) -> dict:
     out = pathlib.Path(args.out)
     rows = [json.loads(line) for line in open(out / "finetune.jsonl")]
     if args.tag:
         rows = [r for r in rows if r.get("tag") == args.tag]
+    rows = [r for r in rows if r.get("task", "reviews") == args.task]
     tok = get_tokenizer(pathlib.Path(args.tokenizer), args.vocab_size, args.positions)
-    s = sentiment()
+    s = labeled(args.task)
+    metric = tasks.HEADLINE[args.task]   # the Δ column: accuracy (reviews), macro-F1 (news)
     y_test = s.splits["test"]["label"]
     ckpts = {}
     for pj in [out / "pretrain.json", *[pathlib.Path(p) for p in args.pretrain_json]]:
@@ -245,51 +232,16 @@ def report(args) -> dict:
             meta = json.loads(pj.read_text())
             for c in meta["checkpoints"]:
                 ckpts[c["dir"]] = {**c, "corpus": meta["args"]["corpus"]}
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault((r["init"], r["lr"], r["epochs"], r["pooling"], r["max_length"]), []).append(r)
-    random_key = {(k[2], k[3], k[4]): k for k in groups if k[0] == "random"}
-    table = []
-    for key, rs in groups.items():
-        init, lr, epochs, pooling, max_length = key
-        rs = sorted(rs, key=lambda r: r["seed"])
-        c = ckpts.get(init, {})
-        entry = {"init": init, "lr": lr, "epochs": epochs, "pooling": pooling, "max_length": max_length,
-                 "seeds": [r["seed"] for r in rs], "pretrain_steps": c.get("step", 0),
-                 "pretrain_tokens": c.get("train_tokens", 0), "pretrain_min": c.get("wall_s", 0.0) / 60,
-                 "pretrain_eval_loss": c.get("eval_loss"),
-                 "finetune_min_mean": float(np.mean([r["finetune_s"] for r in rs])) / 60}
-        for m in ("validation_accuracy", "validation_macro_f1", "test_accuracy", "test_macro_f1"):
-            v = [r[m] for r in rs]
-            entry[m] = {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
-                        "values": v}
-        rk = random_key.get((epochs, pooling, max_length))
-        if init != "random" and rk is not None:
-            base_rows = {r["seed"]: r for r in groups[rk]}
-            common = [r for r in rs if r["seed"] in base_rows]
-            if common:
-                d = bootstrap_diff(y_test, [r["test_pred"] for r in common],
-                                   [base_rows[r["seed"]]["test_pred"] for r in common])
-                entry["test_accuracy_diff_vs_random"] = {"mean": d["value"], "ci95": [d["low"], d["high"]],
-                                                         "random_lr": rk[1],
-                                                         "paired_seeds": [r["seed"] for r in common]}
-        table.append(entry)
-    table.sort(key=lambda e: (e["max_length"], e["pooling"], e["epochs"], e["pretrain_tokens"], e["init"], e["lr"]))
+    table = pretrain_value.aggregate(rows, ckpts, y_test, metrics=dict.fromkeys([metric, "accuracy"]))
     base = {}
-    for ml in sorted({e["max_length"] for e in table}):
-        tr = truncate_like_tokenizer(tok, s.splits["train"]["text"], ml)
-        rep = {}
-        for split in ("validation", "test"):
-            pred = pipeline.tfidf_baseline(tr, s.splits["train"]["label"],
-                                           truncate_like_tokenizer(tok, s.splits[split]["text"], ml))
-            r = pipeline.classification_report(s.splits[split]["label"], pred, s.id2label)
-            rep[f"{split}_accuracy"], rep[f"{split}_macro_f1"] = r["accuracy"], r["macro_f1"]
-        base[str(ml)] = rep
+    for ml in sorted({e["max_length"] for e in table}):  # same task, split and truncation as the models
+        b = tasks.baseline_at_cut(s, tok, ml)
+        base[str(ml)] = {k: v for k, v in b.items() if not k.endswith("_report")}
     pm = lambda d: f"{d['mean']:.4f}±{d['std']:.4f}"  # noqa: E731
     print(f"\n{'init':<46} {'lr':>7} {'ep':>3} {'tokens':>10} {'pt min':>6} {'MLM loss':>8} "
-          f"{'val acc':>15} {'test acc':>15} {'test F1':>15} {'Δtest vs random [95% CI]':>28} {'ft min':>6}")
+          f"{'val acc':>15} {'test acc':>15} {'test F1':>15} {DELTA[metric]:>28} {'ft min':>6}")
     for e in table:
-        d = e.get("test_accuracy_diff_vs_random")
+        d = e.get(f"test_{metric}_diff_vs_random")
         ds = f"{d['mean']:+.4f} [{d['ci95'][0]:+.4f},{d['ci95'][1]:+.4f}]" if d else ""
         loss = f"{e['pretrain_eval_loss']:.3f}" if e["pretrain_eval_loss"] is not None else "-"
         name = "/".join(pathlib.Path(e["init"]).parts[-2:])  # run/step_N: runs can share step numbers
@@ -299,8 +251,11 @@ def report(args) -> dict:
               f"{ds:>28} {e['finetune_min_mean']:>6.1f}")
     for ml, rep in base.items():
         print(f"TF-IDF char 1-3-gram + LR, text cut at {ml} tokens: val {rep['validation_accuracy']:.4f}  "
-              f"test {rep['test_accuracy']:.4f}  test F1 {rep['test_macro_f1']:.4f}")
-    stats = {"table": table, "baseline": base, "n_rows": len(rows), "split_seed": SEED_SPLIT, "machine": args.machine,
+              f"test {rep['test_accuracy']:.4f}  test F1 {rep['test_macro_f1']:.4f}  (truncated: "
+              + ", ".join(f"{k} {v:.1%}" for k, v in rep["truncated_fraction"].items()) + ")")
+    stats = {"task": args.task, "headline_metric": f"test_{metric}", "table": table, "baseline": base,
+             "n_rows": len(rows), "split_seed": SEED_SPLIT, "machine": args.machine,
+             "tokenizer_on_validation": text.tokenizer_stats(tok, s.splits["validation"]["text"]),
              "n_test": len(y_test), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     jsonio.write_json(out / "stats.json", stats)
     print(f"wrote {out / 'stats.json'}")
@@ -323,9 +278,12 @@ def main() -> None:
     ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--positions", type=int, default=128)
     # pretraining
-    ap.add_argument("--corpus", choices=("pd", "reviews", "mix"), default="reviews")
+    ap.add_argument("--task", choices=tasks.TASKS, default="reviews",
+                    help="fine-tuning task: reviews (2 classes) or news (3 classes, optional nbkit[news])")
+    ap.add_argument("--corpus", choices=("pd", "reviews", "news", "mix"), default=None,
+                    help="MLM text: People's Daily, a task's TRAINING texts, or PD + reviews; default: --task's")
     ap.add_argument("--review-words", action=argparse.BooleanOptionalAction, default=True,
-                    help="jieba word boundaries for whole-word masking of reviews")
+                    help="jieba word boundaries for whole-word masking of task texts")
     ap.add_argument("--review-repeat", type=int, default=1, help="copies of the review blocks in 'mix'")
     ap.add_argument("--block", type=int, default=64)
     ap.add_argument("--mlm-batch", type=int, default=64)
@@ -349,6 +307,7 @@ def main() -> None:
     ap.add_argument("--machine", default=None, help="report: where the run ran, kept in stats.json for the README")
     ap.add_argument("--pretrain-json", nargs="*", default=[], help="report: more pretrain.json files")
     args = ap.parse_args()
+    args.corpus = args.corpus or args.task
     torch.set_num_threads(args.threads)
     if args.phase in ("pretrain", "all"):
         pretrain(args)

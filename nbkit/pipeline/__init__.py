@@ -17,4 +17,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('plateau', 'plateau_check', 'unigram_entropy', 'PlateauCheck'),
     **names('fonts', 'use_cjk_font', 'find_cjk_font', 'CJK_FAMILIES'),
     **names('owndata', 'pretraining_texts', 'train_tokenizer_on', 'export_classifier'),
+    **names('tasks', 'load_task', 'training_mlm_corpus', 'truncate_like_tokenizer', 'baseline_at_cut', 'TASKS'),
+    **names('second_task', 'load_news_task', 'finetune_task'),
 })

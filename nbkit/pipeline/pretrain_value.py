@@ -41,6 +41,58 @@ def load_recorded(path: str | Path | None = None, run: str = "cpu") -> dict:
     return stats
 
 
+def aggregate(finetune_rows: list[dict], checkpoints: dict, y_test, metrics=("accuracy",)) -> list[dict]:
+    """``bench/pretrain_value.py report``'s table: ``finetune.jsonl`` rows grouped by recipe, seeds summarised.
+
+    Args:
+        finetune_rows: one dict per fine-tune (``init``, ``lr``, ``epochs``, ``pooling``, ``max_length``,
+            ``seed``, ``finetune_s``, ``{validation,test}_{accuracy,macro_f1}``, ``test_pred`` (N,)).
+        checkpoints: checkpoint dir -> ``pretrain.json`` entry (``step``, ``train_tokens``, ``wall_s``, ``eval_loss``).
+        y_test: (N,) gold test labels.
+        metrics: for each (``accuracy``, ``macro_f1``), ``test_<metric>_diff_vs_random``: the paired
+            bootstrap (:func:`nbkit.pipeline.stats.bootstrap_diff`, seeds in common) of a checkpoint's
+            test metric minus random init's with the same epochs, pooling and max_length.
+
+    Returns one entry per group, each metric as ``{"mean", "std" (ddof=1; 0 for one seed), "values"}``,
+    sorted by max_length, pooling, epochs, pretraining tokens, init, lr.
+    """
+    import numpy as np
+
+    from nbkit.pipeline.stats import accuracy, bootstrap_diff, macro_f1
+
+    scorers = {"accuracy": accuracy, "macro_f1": macro_f1}
+    groups: dict = {}
+    for r in finetune_rows:
+        groups.setdefault((r["init"], r["lr"], r["epochs"], r["pooling"], r["max_length"]), []).append(r)
+    random_key = {(k[2], k[3], k[4]): k for k in groups if k[0] == "random"}
+    table = []
+    for key, rs in groups.items():
+        init, lr, epochs, pooling, max_length = key
+        rs = sorted(rs, key=lambda r: r["seed"])
+        c = checkpoints.get(init, {})
+        entry = {"init": init, "lr": lr, "epochs": epochs, "pooling": pooling, "max_length": max_length,
+                 "seeds": [r["seed"] for r in rs], "pretrain_steps": c.get("step", 0),
+                 "pretrain_tokens": c.get("train_tokens", 0), "pretrain_min": c.get("wall_s", 0.0) / 60,
+                 "pretrain_eval_loss": c.get("eval_loss"),
+                 "finetune_min_mean": float(np.mean([r["finetune_s"] for r in rs])) / 60}
+        for m in ("validation_accuracy", "validation_macro_f1", "test_accuracy", "test_macro_f1"):
+            v = [r[m] for r in rs]
+            entry[m] = {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
+                        "values": v}
+        rk = random_key.get((epochs, pooling, max_length))
+        if init != "random" and rk is not None:
+            base_rows = {r["seed"]: r for r in groups[rk]}
+            common = [r for r in rs if r["seed"] in base_rows]
+            for m in metrics if common else ():
+                d = bootstrap_diff(y_test, [r["test_pred"] for r in common],
+                                   [base_rows[r["seed"]]["test_pred"] for r in common], metric=scorers[m])
+                entry[f"test_{m}_diff_vs_random"] = {"mean": d["value"], "ci95": [d["low"], d["high"]],
+                                                     "random_lr": rk[1], "paired_seeds": [r["seed"] for r in common]}
+        table.append(entry)
+    table.sort(key=lambda e: (e["max_length"], e["pooling"], e["epochs"], e["pretrain_tokens"], e["init"], e["lr"]))
+    return table
+
+
 def rows(stats: dict, pooling: str = "mean", epochs: float | None = None) -> list[dict]:
     """One dict per initialisation for one recipe (``pooling``; ``epochs`` None = each one's own), sorted by tokens.
 

@@ -54,6 +54,10 @@ class Scale:
     mlm_mix: tuple[tuple[str, float], ...] = (("peoples_daily", 1.0),)
     mlm_patience: int | None = None   # stop MLM after this many evaluations without a lower held-out loss
     cls_pooling: str = "mean"         # classifier head input: "mean" of token states or BERT's "cls" pooler
+    # --- notebook 03's optional second task: news sentiment (nbkit[news], nbkit.pipeline.second_task)
+    news_max_train: int | None = None  # training documents used (5,284 after cleaning)
+    news_max_length: int = 128         # tokens per document (median ~730 characters: most are cut)
+    news_epochs: float = 1.0           # passes over the news training documents
 
     def replace(self, **changes) -> "Scale":
         """Return a copy with some fields changed (``dataclasses.replace``)."""
@@ -69,6 +73,7 @@ PRESETS: dict[str, Scale] = {
         cls_epochs=1.0, cls_lr=1e-3,
         profile_steps=2, bench_sizes=(64, 128),
         mlm_mix=(("peoples_daily", 1.0), ("reviews", 1.0)),   # both code paths, tiny
+        news_max_train=300, news_max_length=64, news_epochs=1.0,
     ),
     "cpu": Scale(
         name="cpu", corpus_lines=None, vocab_size=8000,
@@ -80,6 +85,7 @@ PRESETS: dict[str, Scale] = {
         cls_epochs=2.0, cls_lr=5e-4,
         profile_steps=5, bench_sizes=(256, 512, 1024),
         mlm_mix=(("reviews", 1.0),),
+        news_max_train=None, news_max_length=128, news_epochs=1.0,   # ~2 min on 2 cores
     ),
     "gpu": Scale(
         name="gpu", corpus_lines=None, vocab_size=8000,
@@ -95,6 +101,7 @@ PRESETS: dict[str, Scale] = {
         profile_steps=10, bench_sizes=(1024, 2048, 4096, 8192),
         num_workers=4,
         mlm_mix=(("reviews", 1.0),), mlm_patience=3,
+        news_max_train=None, news_max_length=256, news_epochs=2.0,
     ),
 }
 

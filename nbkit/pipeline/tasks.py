@@ -1,0 +1,107 @@
+"""Labelled tasks for fine-tuning comparisons: review sentiment and (optional) news sentiment.
+
+- ``reviews``: :func:`nbkit.data.corpora.load_sentiment`: 2 classes, balanced, short texts
+  (median ~50 characters); headline metric test accuracy.
+- ``news``: :func:`nbkit.data.news.load_news_sentiment`: 3 classes positive/neutral/negative
+  (about 10/50/40 %), long documents; optional ``nbkit[news]``. The classes are imbalanced,
+  so the headline metric is test macro-F1 (accuracy beside it).
+
+Shared by ``bench/pretrain_value.py`` and notebook 03's second-task section: the task's
+TRAINING texts as an MLM corpus (domain-adaptive pretraining, Gururangan et al. 2020;
+validation and test texts never enter), and the TF-IDF baseline on each text cut where
+the model's tokenizer cuts it, so both see the same characters.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from nbkit.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nbkit.data.labeled import LabeledData
+
+#: task -> its headline test metric (a key of :func:`nbkit.pipeline.evaluation.classification_report`)
+HEADLINE = {"reviews": "accuracy", "news": "macro_f1"}
+TASKS = tuple(HEADLINE)
+
+
+def load_task(task: str, seed: int = 0, max_train: int | None = None) -> "LabeledData":
+    """The task's cleaned train/validation/test splits (columns ``text``, ``label``).
+
+    Raises:
+        ConfigError: unknown task.
+        DataError: ``news`` without the optional package (the message says how to install it).
+    """
+    if task == "reviews":
+        from nbkit.data.corpora import load_sentiment
+
+        return load_sentiment(seed=seed, max_train=max_train)
+    if task == "news":
+        from nbkit.data.news import load_news_sentiment
+
+        return load_news_sentiment(seed=seed, max_train=max_train)
+    raise ConfigError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
+
+
+def training_mlm_corpus(labeled: "LabeledData", words: bool = True, n_heldout: int = 500, seed: int = 0,
+                        cache_dir=None) -> dict:
+    """The task's TRAINING-split texts as an MLM corpus: ``{"train": Dataset, "validation": Dataset}``.
+
+    ``validation`` is ``n_heldout`` training texts held out for the MLM loss only; the task's
+    validation and test texts are never read. Column ``text``, and with ``words`` a jieba
+    ``words`` column (list[str]) for whole-word masking (:func:`nbkit.text.words.add_words`,
+    cached under ``cache_dir`` when given). Blank texts are dropped. The order is a
+    permutation drawn from ``seed`` (the same texts in the same order every run).
+    """
+    import datasets
+    import numpy as np
+
+    texts = [t for t in labeled.splits["train"]["text"] if t.strip()]
+    order = np.random.default_rng(seed).permutation(len(texts))
+    ds = datasets.Dataset.from_dict({"text": texts})
+    if words:
+        from nbkit.text.words import add_words
+
+        ds = add_words(ds, cache_dir=cache_dir)
+    return {"train": ds.select(order[n_heldout:]), "validation": ds.select(order[:n_heldout])}
+
+
+def truncate_like_tokenizer(tokenizer, texts: Sequence[str], max_length: int) -> list[str]:
+    """Each text cut where the tokenizer's ``max_length - 2``-th token ends (what the model reads).
+
+    ``max_length`` counts ``[CLS]`` and ``[SEP]``, as in :func:`nbkit.text.encode_classification`.
+    Texts that fit are returned unchanged.
+    """
+    texts = list(texts)
+    enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    return [t if len(off) <= max_length - 2 else t[:off[max_length - 3][1]]
+            for t, off in zip(texts, enc["offset_mapping"])]
+
+
+def truncated_fraction(tokenizer, texts: Sequence[str], max_length: int) -> float:
+    """Fraction (0-1) of ``texts`` longer than ``max_length`` tokens, ``[CLS]``/``[SEP]`` included."""
+    ids = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+    return sum(len(row) + 2 > max_length for row in ids) / max(1, len(ids))
+
+
+def baseline_at_cut(labeled: "LabeledData", tokenizer, max_length: int,
+                    splits: Sequence[str] = ("validation", "test")) -> dict:
+    """TF-IDF char 1-3-gram + LR (:func:`nbkit.pipeline.baseline.tfidf_baseline`) on text cut at ``max_length`` tokens.
+
+    Trained on the cut training texts, scored on each of ``splits``. Returns
+    ``{"<split>_accuracy", "<split>_macro_f1", "<split>_report" (the full classification
+    report), "truncated_fraction": {split: 0-1}}`` (train included in the fractions).
+    """
+    from nbkit.pipeline.baseline import fit_tfidf_baseline
+    from nbkit.pipeline.evaluation import classification_report
+
+    s = labeled.splits
+    cut = {k: truncate_like_tokenizer(tokenizer, s[k]["text"], max_length) for k in ("train", *splits)}
+    model = fit_tfidf_baseline(cut["train"], s["train"]["label"])
+    out = {"truncated_fraction": {k: truncated_fraction(tokenizer, s[k]["text"], max_length)
+                                  for k in ("train", *splits)}}
+    for split in splits:
+        rep = classification_report(s[split]["label"], model.predict(cut[split]), labeled.id2label)
+        out[f"{split}_accuracy"], out[f"{split}_macro_f1"], out[f"{split}_report"] = (
+            rep["accuracy"], rep["macro_f1"], rep)
+    return out
