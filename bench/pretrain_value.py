@@ -239,16 +239,18 @@ def report(args) -> dict:
         base[str(ml)] = {k: v for k, v in b.items() if not k.endswith("_report")}
     pm = lambda d: f"{d['mean']:.4f}±{d['std']:.4f}"  # noqa: E731
     print(f"\n{'init':<46} {'lr':>7} {'ep':>3} {'tokens':>10} {'pt min':>6} {'MLM loss':>8} "
-          f"{'val acc':>15} {'test acc':>15} {'test F1':>15} {DELTA[metric]:>28} {'ft min':>6}")
+          f"{'val acc':>15} {'test acc':>15} {'test F1':>15} {DELTA[metric]:>46} {'ft min':>6}")
     for e in table:
         d = e.get(f"test_{metric}_diff_vs_random")
         ds = f"{d['mean']:+.4f} [{d['ci95'][0]:+.4f},{d['ci95'][1]:+.4f}]" if d else ""
+        if d and "ci95_seeds" in d:  # seeds resampled too (stats.bootstrap_diff_seeds)
+            ds += f" seeds [{d['ci95_seeds'][0]:+.4f},{d['ci95_seeds'][1]:+.4f}]"
         loss = f"{e['pretrain_eval_loss']:.3f}" if e["pretrain_eval_loss"] is not None else "-"
         name = "/".join(pathlib.Path(e["init"]).parts[-2:])  # run/step_N: runs can share step numbers
         print(f"{name + ' ' + e['pooling'] + ' L' + str(e['max_length']):<46} "
               f"{e['lr']:>7g} {e['epochs']:>3g} {e['pretrain_tokens']:>10,} {e['pretrain_min']:>6.1f} {loss:>8} "
               f"{pm(e['validation_accuracy']):>15} {pm(e['test_accuracy']):>15} {pm(e['test_macro_f1']):>15} "
-              f"{ds:>28} {e['finetune_min_mean']:>6.1f}")
+              f"{ds:>46} {e['finetune_min_mean']:>6.1f}")
     for ml, rep in base.items():
         print(f"TF-IDF char 1-3-gram + LR, text cut at {ml} tokens: val {rep['validation_accuracy']:.4f}  "
               f"test {rep['test_accuracy']:.4f}  test F1 {rep['test_macro_f1']:.4f}  (truncated: "

@@ -45,6 +45,8 @@ def test_gpu_run_ships_and_its_headline_is_the_best_lower_bound():
     line = pv.headline(stats)
     assert f"{best['gain']:+.1f} points [{best['gain_low']:+.1f}, {best['gain_high']:+.1f}]" in line
     assert stats["machine"] in line and "TF-IDF" in line
+    assert f"seeds resampled too [{best['gain_seeds_low']:+.1f}, {best['gain_seeds_high']:+.1f}]" in line
+    assert len(best["gain_per_seed"]) == best["seeds"]
     with pytest.raises(DataError, match="recorded runs are"):
         pv.load_recorded(run="tpu")
     no_pair = {**stats, "table": [e for e in stats["table"] if e["init"] != "random"]}

@@ -47,3 +47,25 @@ def test_several_seeds_average_inside_each_resample():
 def test_length_mismatch_is_a_data_error():
     with pytest.raises(DataError, match="one prediction per test example"):
         bootstrap_ci([0, 1, 1], [0, 1])
+
+
+def test_seed_resampled_interval_is_wider_when_seeds_disagree():
+    import numpy as np
+
+    from nbkit.pipeline.stats import bootstrap_diff, bootstrap_diff_seeds
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 400)
+    base = np.stack([np.where(rng.random(400) < 0.7, y, 1 - y) for _ in range(3)])   # (3, 400), ~70 % right
+    # arm A: one seed much better, two seeds about as good as the base
+    a = base.copy()
+    a[0] = np.where(rng.random(400) < 0.95, y, 1 - y)
+    fixed = bootstrap_diff(y, a, base, n_boot=300)
+    seeds = bootstrap_diff_seeds(y, a, base, n_boot=300)
+    assert seeds["value"] == pytest.approx(fixed["value"])
+    assert len(seeds["per_seed"]) == 3 and seeds["per_seed"][1] == 0 and seeds["per_seed"][0] > 0.15
+    assert seeds["low"] < fixed["low"] and seeds["high"] - seeds["low"] > 2 * (fixed["high"] - fixed["low"])
+    with pytest.raises(DataError, match="same number"):
+        bootstrap_diff_seeds(y, a[:2], base)
+    with pytest.raises(DataError, match="same number"):
+        bootstrap_diff_seeds(y, a[:1], base[:1])

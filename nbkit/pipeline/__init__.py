@@ -12,7 +12,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('evaluation', 'classification_report', 'format_report', 'compare_reports', 'plot_confusion_matrix'),
     **names('baseline', 'fit_tfidf_baseline', 'tfidf_baseline'),
     **names('plots', 'LivePlot'),
-    **names('stats', 'mean_std', 'bootstrap_ci', 'bootstrap_diff'),
+    **names('stats', 'mean_std', 'bootstrap_ci', 'bootstrap_diff', 'bootstrap_diff_seeds'),
     **names('corpus', 'pretraining_corpus'),
     **names('plateau', 'plateau_check', 'unigram_entropy', 'PlateauCheck'),
     **names('fonts', 'use_cjk_font', 'find_cjk_font', 'CJK_FAMILIES'),

@@ -58,7 +58,7 @@ def aggregate(finetune_rows: list[dict], checkpoints: dict, y_test, metrics=("ac
     """
     import numpy as np
 
-    from nbkit.pipeline.stats import accuracy, bootstrap_diff, macro_f1
+    from nbkit.pipeline.stats import accuracy, bootstrap_diff, bootstrap_diff_seeds, macro_f1
 
     scorers = {"accuracy": accuracy, "macro_f1": macro_f1}
     groups: dict = {}
@@ -88,6 +88,11 @@ def aggregate(finetune_rows: list[dict], checkpoints: dict, y_test, metrics=("ac
                                    [base_rows[r["seed"]]["test_pred"] for r in common], metric=scorers[m])
                 entry[f"test_{m}_diff_vs_random"] = {"mean": d["value"], "ci95": [d["low"], d["high"]],
                                                      "random_lr": rk[1], "paired_seeds": [r["seed"] for r in common]}
+                if len(common) >= 2:  # seeds resampled too: covers seed-to-seed variance
+                    ds = bootstrap_diff_seeds(y_test, [r["test_pred"] for r in common],
+                                              [base_rows[r["seed"]]["test_pred"] for r in common], metric=scorers[m])
+                    entry[f"test_{m}_diff_vs_random"].update(ci95_seeds=[ds["low"], ds["high"]],
+                                                             per_seed=ds["per_seed"])
         table.append(entry)
     table.sort(key=lambda e: (e["max_length"], e["pooling"], e["epochs"], e["pretrain_tokens"], e["init"], e["lr"]))
     return table
@@ -98,7 +103,9 @@ def rows(stats: dict, pooling: str = "mean", epochs: float | None = None) -> lis
 
     Keys: ``init`` (``random`` or ``run/step``), ``epochs``, ``tokens_m`` (pretraining tokens, millions),
     ``pretrain_min`` (wall minutes as recorded), ``mlm_loss`` (held-out, nats), ``test_acc``/``test_acc_std``,
-    ``test_f1``, ``gain``/``gain_low``/``gain_high`` (test accuracy minus random init's, points, 95 % CI).
+    ``test_f1``, ``gain``/``gain_low``/``gain_high`` (test accuracy minus random init's, points, 95 % CI over
+    test examples), ``gain_seeds_low``/``gain_seeds_high`` (95 % CI with seeds resampled too; None in files
+    written before it existed), ``gain_per_seed`` (points, one per paired seed, or None).
     """
     out = []
     for e in stats["table"]:
@@ -111,8 +118,19 @@ def rows(stats: dict, pooling: str = "mean", epochs: float | None = None) -> lis
                     "test_acc": e["test_accuracy"]["mean"], "test_acc_std": e["test_accuracy"]["std"],
                     "test_f1": e["test_macro_f1"]["mean"], "seeds": len(e["seeds"]),
                     "gain": 100 * d["mean"] if d else None,
-                    "gain_low": 100 * d["ci95"][0] if d else None, "gain_high": 100 * d["ci95"][1] if d else None})
+                    "gain_low": 100 * d["ci95"][0] if d else None, "gain_high": 100 * d["ci95"][1] if d else None,
+                    "gain_seeds_low": 100 * d["ci95_seeds"][0] if d and "ci95_seeds" in d else None,
+                    "gain_seeds_high": 100 * d["ci95_seeds"][1] if d and "ci95_seeds" in d else None,
+                    "gain_per_seed": [100 * x for x in d["per_seed"]] if d and "per_seed" in d else None})
     return sorted(out, key=lambda r: (r["epochs"], r["tokens_m"], r["init"]))
+
+
+def _seed_part(r: dict) -> str:
+    """``"; per seed +4.4/+1.4/+2.1, seeds resampled too [+1.4, +4.4]"`` when the file has them, else ``""``."""
+    if r.get("gain_per_seed") is None or r.get("gain_seeds_low") is None:
+        return ""
+    per = "/".join(f"{x:+.1f}" for x in r["gain_per_seed"])
+    return f"; per seed {per}, seeds resampled too [{r['gain_seeds_low']:+.1f}, {r['gain_seeds_high']:+.1f}]"
 
 
 def headline(stats: dict, pooling: str = "mean", machine: str = "the recorded machine") -> str:
@@ -129,7 +147,8 @@ def headline(stats: dict, pooling: str = "mean", machine: str = "the recorded ma
     where = stats.get("machine") or machine
     return (f"{where}: after {best['tokens_m']:.1f} M pretraining tokens ({best['pretrain_min']:.1f} min), test accuracy "
             f"{best['test_acc']:.3f} vs {rand[0]['test_acc']:.3f} from random weights: {best['gain']:+.1f} points "
-            f"[{best['gain_low']:+.1f}, {best['gain_high']:+.1f}] ({best['seeds']} seeds); TF-IDF at the same cut "
+            f"[{best['gain_low']:+.1f}, {best['gain_high']:+.1f}] ({best['seeds']} seeds{_seed_part(best)}); "
+            "TF-IDF at the same cut "
             f"{base.get('test_accuracy', float('nan')):.3f}.")
 
 
@@ -141,6 +160,8 @@ def markdown_table(stats: dict, pooling: str = "mean") -> str:
     for r in rows(stats, pooling):
         lr = "" if r["lr"] == 5e-4 else f" (lr {r['lr']:g})"
         gain = f"{r['gain']:+.1f} [{r['gain_low']:+.1f}, {r['gain_high']:+.1f}] points" if r["gain"] is not None else "-"
+        if r.get("gain_seeds_low") is not None:
+            gain += f"; seeds resampled too [{r['gain_seeds_low']:+.1f}, {r['gain_seeds_high']:+.1f}]"
         loss = f"{r['mlm_loss']:.2f}" if r["mlm_loss"] is not None else "-"
         tokens = f"{r['tokens_m']:.1f} M" if r["tokens_m"] else "0"
         wall = f"{r['pretrain_min']:.1f} min" if r["tokens_m"] else "-"

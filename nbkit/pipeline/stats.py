@@ -98,6 +98,42 @@ def bootstrap_diff(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, n_boot
     return _bootstrap(y_true, [y_pred_a, y_pred_b], lambda m: m[0] - m[1], metric, n_boot, level, seed)
 
 
+def bootstrap_diff_seeds(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, n_boot: int = 1000,
+                         level: float = 0.95, seed: int = 0) -> dict:
+    """Two-level bootstrap of ``metric(A) - metric(B)``: seeds AND test examples resampled.
+
+    ``y_pred_a``/``y_pred_b``: (S, N) each, row ``s`` of both from the same seed (same head
+    initialisation and data order), so seeds are resampled in pairs. :func:`bootstrap_diff` keeps the
+    seeds fixed and so covers only the test set's sampling noise; this interval also covers how much
+    the difference moves from one seed to the next (with 3 seeds the seed level is coarse: read it as
+    a floor on the uncertainty, not a precise interval). Returns ``{"value", "low", "high", "level",
+    "n_boot", "per_seed"}``, ``per_seed`` the (S,) differences on the full test set.
+
+    Raises:
+        DataError: shapes disagree, fewer than 2 seeds, or no examples.
+    """
+    import numpy as np
+
+    true = np.asarray(y_true)
+    a, b = _as_runs(y_pred_a), _as_runs(y_pred_b)
+    _check(true, a)
+    _check(true, b)
+    if a.shape[0] != b.shape[0] or a.shape[0] < 2:
+        raise DataError(f"need the same number (>= 2) of seeds on both sides, paired by seed; got {a.shape[0]} "
+                        f"and {b.shape[0]}")
+    rng = np.random.default_rng(seed)
+    n, s = len(true), a.shape[0]
+    per_seed = [metric(true, a[i]) - metric(true, b[i]) for i in range(s)]
+    samples = []
+    for _ in range(n_boot):
+        seeds, idx = rng.integers(0, s, s), rng.integers(0, n, n)
+        samples.append(float(np.mean([metric(true[idx], a[i][idx]) - metric(true[idx], b[i][idx]) for i in seeds])))
+    alpha = (1 - level) / 2
+    low, high = np.quantile(samples, [alpha, 1 - alpha])
+    return {"value": float(np.mean(per_seed)), "low": float(low), "high": float(high), "level": level,
+            "n_boot": n_boot, "per_seed": [float(x) for x in per_seed]}
+
+
 def _bootstrap(y_true, preds, combine, metric, n_boot, level, seed) -> dict:
     import numpy as np
 
