@@ -151,7 +151,7 @@ summary = pipeline.save_pretraining(loop, result, tokenizer, out_dir, scale, unt
 
 # %% [markdown]
 # ## 6. What does this pretraining buy? (measured)
-# `bench/pretrain_value.py` fine-tunes the same classifier from random weights and from checkpoints of this recipe after more and more pretraining, 3 seeds each, and compares test accuracy with a paired bootstrap 95 % interval. Two recorded runs ship with nbkit: the `cpu` recipe on a 2-core CPU (left) and the `gpu` recipe, a wider model reading 128-token reviews, on one H200 (right). On the CPU the gain stays near one point inside the 15-minute budget, and the left curve is what a longer CPU run buys; on the GPU it passes the two-point line once pretraining has seen a few tens of millions of tokens, in under a minute. `docs/pretraining.md` has every experiment, including what did not work.
+# `bench/pretrain_value.py` fine-tunes the same classifier from random weights and from checkpoints of this recipe after more and more pretraining, 3 seeds each, and compares test accuracy with a paired bootstrap 95 % interval. Two recorded runs ship with nbkit: the `cpu` recipe on a 2-core CPU (left) and the `gpu` recipe, a wider model reading 128-token reviews, on one H200 (right). On the CPU the gain stays near one point inside the 15-minute budget, and the left curve is what a longer CPU run buys; on the GPU it passes the two-point line once pretraining has seen a few tens of millions of tokens, in under a minute. The same GPU recipe on a 2-core CPU would need about 140 CPU-minutes for those tokens (its measured speed is in `docs/pretraining.md`), which is why the `cpu` preset stays small. `docs/pretraining.md` has every experiment, including what did not work.
 
 # %%
 import matplotlib.pyplot as plt
