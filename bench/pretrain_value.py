@@ -183,14 +183,15 @@ def finetune_one(args, init: str | None, seed: int, tok, s, enc) -> dict:
     steps = pipeline.steps_for_epochs(len(enc["train"]), args.ft_batch, args.ft_epochs)
     cfg = TrainConfig(max_steps=steps, batch_size=args.ft_batch, lr=lr, warmup_ratio=args.ft_warmup,
                       scheduler="linear", seed=seed, progress=False, log_every=max(1, steps // 10),
-                      group_by_length=True, output_dir=None)
+                      group_by_length=True, output_dir=None, class_weights=args.ft_class_weights)
     t0 = time.perf_counter()
     res = Loop(model, cfg, enc["train"], None, collate_fn=text.classification_collator(tok),
                device=device_of(args)).fit()
     ft_s = time.perf_counter() - t0
     row = {"init": init or "random", "seed": seed, "lr": lr, "steps": steps, "epochs": args.ft_epochs,
            "pooling": args.pooling, "max_length": args.max_length, "finetune_s": ft_s,
-           "train_loss": res.metrics["train_loss"], "how": how, "tag": args.tag, "task": args.task}
+           "train_loss": res.metrics["train_loss"], "how": how, "tag": args.tag, "task": args.task,
+           "class_weights": args.ft_class_weights}
     for split in ("validation", "test"):
         texts, labels = s.splits[split]["text"], s.splits[split]["label"]
         pred = pipeline.predict(model, tok, texts, max_length=args.max_length, batch_size=128)["label"]
@@ -234,8 +235,9 @@ def report(args) -> dict:
                 ckpts[c["dir"]] = {**c, "corpus": meta["args"]["corpus"]}
     table = pretrain_value.aggregate(rows, ckpts, y_test, metrics=dict.fromkeys([metric, "accuracy"]))
     base = {}
+    weighting = next((r["class_weights"] for r in rows if r.get("class_weights")), None)  # the baseline's too
     for ml in sorted({e["max_length"] for e in table}):  # same task, split and truncation as the models
-        b = tasks.baseline_at_cut(s, tok, ml)
+        b = tasks.baseline_at_cut(s, tok, ml, class_weight=weighting)
         base[str(ml)] = {k: v for k, v in b.items() if not k.endswith("_report")}
     pm = lambda d: f"{d['mean']:.4f}±{d['std']:.4f}"  # noqa: E731
     print(f"\n{'init':<46} {'lr':>7} {'ep':>3} {'tokens':>10} {'pt min':>6} {'MLM loss':>8} "
@@ -252,11 +254,12 @@ def report(args) -> dict:
               f"{pm(e['validation_accuracy']):>15} {pm(e['test_accuracy']):>15} {pm(e['test_macro_f1']):>15} "
               f"{ds:>46} {e['finetune_min_mean']:>6.1f}")
     for ml, rep in base.items():
-        print(f"TF-IDF char 1-3-gram + LR, text cut at {ml} tokens: val {rep['validation_accuracy']:.4f}  "
+        print(f"TF-IDF char 1-3-gram + LR{' (class_weight=' + weighting + ')' if weighting else ''}, "
+              f"text cut at {ml} tokens: val {rep['validation_accuracy']:.4f}  "
               f"test {rep['test_accuracy']:.4f}  test F1 {rep['test_macro_f1']:.4f}  (truncated: "
               + ", ".join(f"{k} {v:.1%}" for k, v in rep["truncated_fraction"].items()) + ")")
     stats = {"task": args.task, "headline_metric": f"test_{metric}", "table": table, "baseline": base,
-             "n_rows": len(rows), "split_seed": SEED_SPLIT, "machine": args.machine,
+             "n_rows": len(rows), "split_seed": SEED_SPLIT, "machine": args.machine, "class_weights": weighting,
              "tokenizer_on_validation": text.tokenizer_stats(tok, s.splits["validation"]["text"]),
              "n_test": len(y_test), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     jsonio.write_json(out / "stats.json", stats)
@@ -306,6 +309,9 @@ def main() -> None:
     ap.add_argument("--ft-lr", type=float, default=5e-4, help="pretrained arms")
     ap.add_argument("--ft-lr-random", type=float, default=None, help="random-init arm (default: --ft-lr)")
     ap.add_argument("--ft-warmup", type=float, default=0.1)
+    ap.add_argument("--ft-class-weights", choices=("balanced",), default=None,
+                    help="weight the loss by inverse class frequency (TrainConfig.class_weights); give the "
+                         "runs a --tag so that report keeps them apart")
     ap.add_argument("--machine", default=None, help="report: where the run ran, kept in stats.json for the README")
     ap.add_argument("--pretrain-json", nargs="*", default=[], help="report: more pretrain.json files")
     args = ap.parse_args()

@@ -106,3 +106,28 @@ def test_tfidf_baseline_input_errors():
     texts, labels = _toy_reviews(10)
     with pytest.raises(DataError, match="no evaluation texts.*n_test"):  # not sklearn's raw ValueError
         tfidf_baseline(texts, labels, [])
+
+
+def test_balanced_baseline_recovers_a_minority_class_the_plain_one_ignores():
+    # 95:5 classes whose texts share most characters: the unweighted logistic regression
+    # predicts the majority everywhere; class_weight="balanced" (as TrainConfig(class_weights=
+    # "balanced") for BERT) trades some accuracy for the minority's recall.
+    import random
+
+    from nbkit.pipeline.baseline import tfidf_baseline
+
+    rng = random.Random(0)
+    common = "今天天气不错我们去公园散步"
+
+    def text(minority: bool) -> str:
+        s = "".join(rng.choice(common) for _ in range(12))
+        return s + ("糟" if minority and rng.random() < 0.6 else rng.choice(common))
+
+    train = [(text(i % 20 == 0), int(i % 20 == 0)) for i in range(400)]
+    test = [(text(i % 2 == 0), int(i % 2 == 0)) for i in range(200)]
+    xs, ys = [t for t, _ in train], [y for _, y in train]
+    plain = tfidf_baseline(xs, ys, [t for t, _ in test], C=1.0)
+    weighted = tfidf_baseline(xs, ys, [t for t, _ in test], C=1.0, class_weight="balanced")
+    minority = [i for i, (_, y) in enumerate(test) if y == 1]
+    recall = lambda pred: sum(pred[i] == 1 for i in minority) / len(minority)  # noqa: E731
+    assert recall(plain) == 0 and recall(weighted) >= 0.1, (recall(plain), recall(weighted))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def fit_tfidf_baseline(train_texts: Sequence[str], train_labels: Sequence[int], *,
                        ngram_range: tuple[int, int] = (1, 3), min_df: int = 2, C: float = 10.0,
-                       max_iter: int = 1000, seed: int = 0) -> "Pipeline":
+                       max_iter: int = 1000, seed: int = 0, class_weight: str | None = None) -> "Pipeline":
     """Fit ``TfidfVectorizer(analyzer="char", ngram_range) -> LogisticRegression``.
 
     Args:
@@ -35,6 +35,8 @@ def fit_tfidf_baseline(train_texts: Sequence[str], train_labels: Sequence[int], 
         C: inverse L2 regularisation strength of the logistic regression.
         max_iter: solver iterations (lbfgs).
         seed: ``random_state`` of the classifier.
+        class_weight: ``None`` or ``"balanced"`` (scikit-learn's n/(K·n_c) loss weights), to compare
+            with a BERT fine-tuned with ``TrainConfig(class_weights="balanced")`` on equal terms.
 
     Returns:
         A fitted scikit-learn ``Pipeline`` (``predict``, ``predict_proba``).
@@ -56,7 +58,7 @@ def fit_tfidf_baseline(train_texts: Sequence[str], train_labels: Sequence[int], 
         raise DataError(f"Training labels hold a single class {sorted(set(labels))}; a classifier needs two.")
     model = make_pipeline(
         TfidfVectorizer(analyzer="char", ngram_range=ngram_range, min_df=min_df, sublinear_tf=True),
-        LogisticRegression(C=C, max_iter=max_iter, random_state=seed),
+        LogisticRegression(C=C, max_iter=max_iter, random_state=seed, class_weight=class_weight),
     )
     return model.fit(texts, labels)
 

@@ -85,19 +85,20 @@ def truncated_fraction(tokenizer, texts: Sequence[str], max_length: int) -> floa
 
 
 def baseline_at_cut(labeled: "LabeledData", tokenizer, max_length: int,
-                    splits: Sequence[str] = ("validation", "test")) -> dict:
+                    splits: Sequence[str] = ("validation", "test"), class_weight: str | None = None) -> dict:
     """TF-IDF char 1-3-gram + LR (:func:`nbkit.pipeline.baseline.tfidf_baseline`) on text cut at ``max_length`` tokens.
 
     Trained on the cut training texts, scored on each of ``splits``. Returns
     ``{"<split>_accuracy", "<split>_macro_f1", "<split>_report" (the full classification
-    report), "truncated_fraction": {split: 0-1}}`` (train included in the fractions).
+    report), "truncated_fraction": {split: 0-1}}`` (train included in the fractions). ``class_weight``:
+    ``"balanced"`` weights the logistic regression's loss like ``TrainConfig(class_weights="balanced")``.
     """
     from nbkit.pipeline.baseline import fit_tfidf_baseline
     from nbkit.pipeline.evaluation import classification_report
 
     s = labeled.splits
     cut = {k: truncate_like_tokenizer(tokenizer, s[k]["text"], max_length) for k in ("train", *splits)}
-    model = fit_tfidf_baseline(cut["train"], s["train"]["label"])
+    model = fit_tfidf_baseline(cut["train"], s["train"]["label"], class_weight=class_weight)
     out = {"truncated_fraction": {k: truncated_fraction(tokenizer, s[k]["text"], max_length)
                                   for k in ("train", *splits)}}
     for split in splits:
