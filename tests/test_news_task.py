@@ -126,3 +126,4 @@ def test_notebook_section_runs_with_the_package(news_pkg, tokenizer, tmp_path, m
     assert res["report"]["n"] == len(ns["news"].splits["test"]) and res["truncated_fraction"]["test"] == 1.0
     assert list(shown[0].columns) == ["accuracy", "macro_f1", "n"] and len(shown[0]) == 2
     assert (tmp_path / "news" / "metrics.json").is_file()
+    assert res["class_weights"] == "balanced"  # the loss and the baseline weighted alike (measured to matter)
