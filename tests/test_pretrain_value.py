@@ -54,3 +54,24 @@ def test_gpu_run_ships_and_its_headline_is_the_best_lower_bound():
         e.pop("test_accuracy_diff_vs_random", None)
     with pytest.raises(DataError, match="no checkpoint row"):
         pv.headline(no_pair)
+
+
+def test_aggregate_keeps_weighted_and_unweighted_runs_apart_and_pairs_each_with_its_own_random():
+    y = [0, 1] * 10
+    right, wrong = y, [1 - v for v in y]
+
+    def row(init, seed, pred, cw=None):
+        r = {"init": init, "lr": 5e-4, "epochs": 1, "pooling": "mean", "max_length": 64, "seed": seed,
+             "finetune_s": 1.0, "test_pred": pred, "validation_accuracy": 0.5, "validation_macro_f1": 0.5,
+             "test_accuracy": sum(p == t for p, t in zip(pred, y)) / len(y), "test_macro_f1": 0.5}
+        return {**r, "class_weights": cw} if cw else r
+
+    rows_ = [row("random", s, wrong) for s in (0, 1)] + [row("ck", s, right) for s in (0, 1)]
+    rows_ += [row("random", s, right, "balanced") for s in (0, 1)] + [row("ck", s, right, "balanced") for s in (0, 1)]
+    table = pv.aggregate(rows_, {}, y)
+    assert len(table) == 4  # two recipes x two inits, never pooled
+    plain = next(e for e in table if e["init"] == "ck" and "class_weights" not in e)
+    weighted = next(e for e in table if e["init"] == "ck" and e.get("class_weights") == "balanced")
+    assert plain["test_accuracy_diff_vs_random"]["mean"] == pytest.approx(1.0)
+    assert weighted["test_accuracy_diff_vs_random"]["mean"] == pytest.approx(0.0)
+    assert weighted["test_accuracy_diff_vs_random"]["per_seed"] == [0.0, 0.0]

@@ -51,7 +51,8 @@ def aggregate(finetune_rows: list[dict], checkpoints: dict, y_test, metrics=("ac
         y_test: (N,) gold test labels.
         metrics: for each (``accuracy``, ``macro_f1``), ``test_<metric>_diff_vs_random``: the paired
             bootstrap (:func:`nbkit.pipeline.stats.bootstrap_diff`, seeds in common) of a checkpoint's
-            test metric minus random init's with the same epochs, pooling and max_length.
+            test metric minus random init's with the same epochs, pooling, max_length and ``class_weights``
+            (rows without the key count as unweighted).
 
     Returns one entry per group, each metric as ``{"mean", "std" (ddof=1; 0 for one seed), "values"}``,
     sorted by max_length, pooling, epochs, pretraining tokens, init, lr.
@@ -62,16 +63,17 @@ def aggregate(finetune_rows: list[dict], checkpoints: dict, y_test, metrics=("ac
 
     scorers = {"accuracy": accuracy, "macro_f1": macro_f1}
     groups: dict = {}
-    for r in finetune_rows:
-        groups.setdefault((r["init"], r["lr"], r["epochs"], r["pooling"], r["max_length"]), []).append(r)
-    random_key = {(k[2], k[3], k[4]): k for k in groups if k[0] == "random"}
+    for r in finetune_rows:  # a recipe: also its loss weighting (weighted and unweighted runs never pool)
+        key = (r["init"], r["lr"], r["epochs"], r["pooling"], r["max_length"], r.get("class_weights"))
+        groups.setdefault(key, []).append(r)
+    random_key = {k[2:]: k for k in groups if k[0] == "random"}
     table = []
     for key, rs in groups.items():
-        init, lr, epochs, pooling, max_length = key
+        init, lr, epochs, pooling, max_length, class_weights = key
         rs = sorted(rs, key=lambda r: r["seed"])
         c = checkpoints.get(init, {})
         entry = {"init": init, "lr": lr, "epochs": epochs, "pooling": pooling, "max_length": max_length,
-                 "seeds": [r["seed"] for r in rs], "pretrain_steps": c.get("step", 0),
+                 **({"class_weights": class_weights} if class_weights else {}), "seeds": [r["seed"] for r in rs], "pretrain_steps": c.get("step", 0),
                  "pretrain_tokens": c.get("train_tokens", 0), "pretrain_min": c.get("wall_s", 0.0) / 60,
                  "pretrain_eval_loss": c.get("eval_loss"),
                  "finetune_min_mean": float(np.mean([r["finetune_s"] for r in rs])) / 60}
@@ -79,18 +81,18 @@ def aggregate(finetune_rows: list[dict], checkpoints: dict, y_test, metrics=("ac
             v = [r[m] for r in rs]
             entry[m] = {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
                         "values": v}
-        rk = random_key.get((epochs, pooling, max_length))
+        rk = random_key.get(key[2:])
         if init != "random" and rk is not None:
             base_rows = {r["seed"]: r for r in groups[rk]}
             common = [r for r in rs if r["seed"] in base_rows]
+            pred = [r["test_pred"] for r in common]                      # (S, N), paired by seed with base
+            base = [base_rows[r["seed"]]["test_pred"] for r in common]
             for m in metrics if common else ():
-                d = bootstrap_diff(y_test, [r["test_pred"] for r in common],
-                                   [base_rows[r["seed"]]["test_pred"] for r in common], metric=scorers[m])
+                d = bootstrap_diff(y_test, pred, base, metric=scorers[m])
                 entry[f"test_{m}_diff_vs_random"] = {"mean": d["value"], "ci95": [d["low"], d["high"]],
                                                      "random_lr": rk[1], "paired_seeds": [r["seed"] for r in common]}
                 if len(common) >= 2:  # seeds resampled too: covers seed-to-seed variance
-                    ds = bootstrap_diff_seeds(y_test, [r["test_pred"] for r in common],
-                                              [base_rows[r["seed"]]["test_pred"] for r in common], metric=scorers[m])
+                    ds = bootstrap_diff_seeds(y_test, pred, base, metric=scorers[m])
                     entry[f"test_{m}_diff_vs_random"].update(ci95_seeds=[ds["low"], ds["high"]],
                                                              per_seed=ds["per_seed"])
         table.append(entry)

@@ -66,22 +66,28 @@ def training_mlm_corpus(labeled: "LabeledData", words: bool = True, n_heldout: i
     return {"train": ds.select(order[n_heldout:]), "validation": ds.select(order[:n_heldout])}
 
 
+def _cut(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[str], int]:
+    """``(texts cut where the model's tokens end, how many were cut)`` from one tokenizer pass."""
+    texts = list(texts)
+    enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    cut = [t if len(off) <= max_length - 2 else t[:off[max_length - 3][1]]
+           for t, off in zip(texts, enc["offset_mapping"])]
+    return cut, sum(len(off) + 2 > max_length for off in enc["offset_mapping"])
+
+
 def truncate_like_tokenizer(tokenizer, texts: Sequence[str], max_length: int) -> list[str]:
     """Each text cut where the tokenizer's ``max_length - 2``-th token ends (what the model reads).
 
     ``max_length`` counts ``[CLS]`` and ``[SEP]``, as in :func:`nbkit.text.encode_classification`.
     Texts that fit are returned unchanged.
     """
-    texts = list(texts)
-    enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    return [t if len(off) <= max_length - 2 else t[:off[max_length - 3][1]]
-            for t, off in zip(texts, enc["offset_mapping"])]
+    return _cut(tokenizer, texts, max_length)[0]
 
 
 def truncated_fraction(tokenizer, texts: Sequence[str], max_length: int) -> float:
     """Fraction (0-1) of ``texts`` longer than ``max_length`` tokens, ``[CLS]``/``[SEP]`` included."""
-    ids = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
-    return sum(len(row) + 2 > max_length for row in ids) / max(1, len(ids))
+    texts = list(texts)
+    return _cut(tokenizer, texts, max_length)[1] / max(1, len(texts))
 
 
 def baseline_at_cut(labeled: "LabeledData", tokenizer, max_length: int,
@@ -97,10 +103,11 @@ def baseline_at_cut(labeled: "LabeledData", tokenizer, max_length: int,
     from nbkit.pipeline.evaluation import classification_report
 
     s = labeled.splits
-    cut = {k: truncate_like_tokenizer(tokenizer, s[k]["text"], max_length) for k in ("train", *splits)}
+    cut, n_cut = {}, {}
+    for k in ("train", *splits):  # one tokenizer pass per split gives the cut text and the count
+        cut[k], n_cut[k] = _cut(tokenizer, s[k]["text"], max_length)
     model = fit_tfidf_baseline(cut["train"], s["train"]["label"], class_weight=class_weight)
-    out = {"truncated_fraction": {k: truncated_fraction(tokenizer, s[k]["text"], max_length)
-                                  for k in ("train", *splits)}}
+    out = {"truncated_fraction": {k: n_cut[k] / max(1, len(cut[k])) for k in cut}}
     for split in splits:
         rep = classification_report(s[split]["label"], model.predict(cut[split]), labeled.id2label)
         out[f"{split}_accuracy"], out[f"{split}_macro_f1"], out[f"{split}_report"] = (
