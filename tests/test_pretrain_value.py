@@ -75,3 +75,18 @@ def test_aggregate_keeps_weighted_and_unweighted_runs_apart_and_pairs_each_with_
     assert plain["test_accuracy_diff_vs_random"]["mean"] == pytest.approx(1.0)
     assert weighted["test_accuracy_diff_vs_random"]["mean"] == pytest.approx(0.0)
     assert weighted["test_accuracy_diff_vs_random"]["per_seed"] == [0.0, 0.0]
+
+
+def test_headline_compares_with_random_and_tfidf_at_the_best_rows_own_cut():
+    import copy
+
+    stats = copy.deepcopy(pv.load_recorded(run="gpu"))
+    longer = [{**copy.deepcopy(e), "max_length": 256} for e in stats["table"]]
+    for e in longer:  # a second, worse recipe at another cut: must not lend its random arm or baseline
+        e["test_accuracy"]["mean"] = 0.5
+        if e.get("test_accuracy_diff_vs_random"):
+            e["test_accuracy_diff_vs_random"].update(mean=-0.2, ci95=[-0.3, -0.1])
+    stats["table"] += longer
+    stats["baseline"]["256"] = {"test_accuracy": 0.999, "test_macro_f1": 0.999}
+    line = pv.headline(stats)
+    assert "vs 0.806 from random" in line and "TF-IDF at the same cut 0.840" in line

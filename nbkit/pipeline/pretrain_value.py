@@ -103,7 +103,7 @@ def aggregate(finetune_rows: list[dict], checkpoints: dict, y_test, metrics=("ac
 def rows(stats: dict, pooling: str = "mean", epochs: float | None = None) -> list[dict]:
     """One dict per initialisation for one recipe (``pooling``; ``epochs`` None = each one's own), sorted by tokens.
 
-    Keys: ``init`` (``random`` or ``run/step``), ``epochs``, ``tokens_m`` (pretraining tokens, millions),
+    Keys: ``init`` (``random`` or ``run/step``), ``epochs``, ``lr``, ``max_length`` (tokens), ``tokens_m`` (pretraining tokens, millions),
     ``pretrain_min`` (wall minutes as recorded), ``mlm_loss`` (held-out, nats), ``test_acc``/``test_acc_std``,
     ``test_f1``, ``gain``/``gain_low``/``gain_high`` (test accuracy minus random init's, points, 95 % CI over
     test examples), ``gain_seeds_low``/``gain_seeds_high`` (95 % CI with seeds resampled too; None in files
@@ -115,7 +115,7 @@ def rows(stats: dict, pooling: str = "mean", epochs: float | None = None) -> lis
             continue
         d = e.get("test_accuracy_diff_vs_random")
         out.append({"init": "random" if e["init"] == "random" else "/".join(Path(e["init"]).parts[-2:]),
-                    "epochs": e["epochs"], "lr": e["lr"], "tokens_m": e["pretrain_tokens"] / 1e6,
+                    "epochs": e["epochs"], "lr": e["lr"], "max_length": e["max_length"], "tokens_m": e["pretrain_tokens"] / 1e6,
                     "pretrain_min": e["pretrain_min"], "mlm_loss": e["pretrain_eval_loss"],
                     "test_acc": e["test_accuracy"]["mean"], "test_acc_std": e["test_accuracy"]["std"],
                     "test_f1": e["test_macro_f1"]["mean"], "seeds": len(e["seeds"]),
@@ -144,8 +144,9 @@ def headline(stats: dict, pooling: str = "mean", machine: str = "the recorded ma
     best = max((r for r in rows(stats, pooling) if r["gain"] is not None), key=lambda r: r["gain_low"], default=None)
     if best is None:
         raise DataError("no checkpoint row with a paired random-init run in this stats file")
-    rand = [r for r in rows(stats, pooling, best["epochs"]) if r["init"] == "random"]
-    base = stats["baseline"].get(str(max(e["max_length"] for e in stats["table"])), {})
+    rand = [r for r in rows(stats, pooling, best["epochs"])
+            if r["init"] == "random" and r["max_length"] == best["max_length"]]
+    base = stats["baseline"].get(str(best["max_length"]), {})  # TF-IDF at the best row's own cut
     where = stats.get("machine") or machine
     return (f"{where}: after {best['tokens_m']:.1f} M pretraining tokens ({best['pretrain_min']:.1f} min), test accuracy "
             f"{best['test_acc']:.3f} vs {rand[0]['test_acc']:.3f} from random weights: {best['gain']:+.1f} points "
