@@ -14,9 +14,6 @@ OUT=${OUT:-$ROOT/runs/pv_gpu_out}; mkdir -p "$OUT"
 TOTAL_S=${TOTAL_S:-235}
 PRETRAIN_S=${PRETRAIN_S:-120}
 W=${WORK:-/tmp/pv_gpu}; rm -rf "$W"; mkdir -p "$W"
-T0=$(date +%s)
-left() { echo $(( TOTAL_S - ($(date +%s) - T0) )); }
-stage() { echo "== $(date +%T) +$(( $(date +%s) - T0 )) s: $*" | tee -a "$W/stages.txt"; }
 . bench/gpu_session/common.sh
 TOK=${TOKENIZER:-$W/tokenizer}
 PV="$PY bench/pretrain_value.py --device ${DEVICE:-auto} --tokenizer $TOK --out $W/pv --hidden 256 --layers 4

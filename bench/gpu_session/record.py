@@ -82,6 +82,13 @@ def notebooks(runs: Path) -> dict:
     return out
 
 
+def copy_notebooks_log(src: Path, dst: Path) -> None:
+    """``nbkit run-notebooks``' log without its heartbeats: the per-cell start lines and the summary stay."""
+    if src.exists():
+        lines = [ln for ln in src.read_text().splitlines() if "still running" not in ln]
+        dst.write_text("\n".join(lines) + "\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check-dir", type=Path, required=True, help="run.sh's work folder (gpu_session.tgz unpacked)")
@@ -98,10 +105,7 @@ def main(argv=None) -> int:
     for src, dst in copies.items():
         if (c / src).exists():
             shutil.copy(c / src, out / dst)
-    log = c / "notebooks.log"
-    if log.exists():  # progress heartbeats dropped: the per-cell start lines and the summary stay
-        lines = [ln for ln in log.read_text().splitlines() if "still running" not in ln]
-        (out / "notebooks.log").write_text("\n".join(lines) + "\n")
+    copy_notebooks_log(c / "notebooks.log", out / "notebooks.log")
     session = {"machine": a.machine, "notes": a.note,
                "pytest_gpu": parse_pytest((c / "pytest_gpu.txt").read_text()),
                "nvml": parse_bench_nvml((c / "bench_nvml.txt").read_text()),
@@ -118,10 +122,7 @@ def main(argv=None) -> int:
                     "stages.txt"):
             if (a.pv_dir / src).exists():
                 shutil.copy(a.pv_dir / src, pv / Path(src).name)
-        log2 = a.pv_dir / "notebooks.log"
-        if log2.exists():
-            lines = [ln for ln in log2.read_text().splitlines() if "still running" not in ln]
-            (pv / "notebooks.log").write_text("\n".join(lines) + "\n")
+        copy_notebooks_log(a.pv_dir / "notebooks.log", pv / "notebooks.log")
         session["notebooks_preset_run"] = notebooks(a.pv_dir / "runs" / "gpu")
         p = a.pv_dir / "runs" / "gpu" / "mlm" / "metrics.json"
         if p.exists():

@@ -17,11 +17,7 @@ TOTAL_S=${TOTAL_S:-560}
 SCALE=${SCALE:-gpu}
 W=${WORK:-/tmp/gpu_session}
 rm -rf "$W" && mkdir -p "$W/hook"
-T0=$(date +%s)
-left() { echo $(( TOTAL_S - ($(date +%s) - T0) )); }
-stage() { echo "== $(date +%T) +$(( $(date +%s) - T0 )) s: $*" | tee -a "$W/stages.txt"; }
 
-stage "install bundle"
 . bench/gpu_session/common.sh
 # MLM_STEPS (optional): notebook 02 runs this many steps instead of the preset's (stated in the report).
 if [ -n "${MLM_STEPS:-}" ]; then
