@@ -1,0 +1,95 @@
+"""One rule for what a valid text is, shared by every loader, encoder and ``predict()``.
+
+A text is *valid* when, after repair, it holds at least one visible character. The rule:
+
+1. ``None`` / NaN / a non-string value -> dropped as ``"missing"``.
+2. Lone UTF-16 surrogates (``"\\ud83d"``, as a JSON escape of half an emoji gives) are replaced by
+   U+FFFD and counted as ``"repaired_surrogates"``; the text is kept (JSON files holding them are
+   otherwise unreadable for Arrow, and one such line used to sink the whole file).
+3. A text whose every character is whitespace, a control character (Unicode category ``Cc``), a
+   format character (``Cf``: zero-width joiner U+200D, word joiner U+2060, BOM U+FEFF, ...) or a
+   separator (``Z*``, incl. the ideographic space U+3000) -> dropped as ``"blank"``: the tokenizer
+   gives it no token, and a model would still give it a confident label.
+
+``split_long`` cuts a long text into pieces of at most ``max_chars`` characters at sentence ends
+(``。！？!?；;`` and line breaks), so per-row steps (splits, segmentation, tokenization) never see one
+giant row. Pure Python, no third-party import: cost is one pass over the characters (O(length)).
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from typing import Any
+
+#: Characters after which a long text may be cut (kept at the end of the piece).
+SENTENCE_ENDS = "。！？!?；;\n"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_END = re.compile(f"[{re.escape(SENTENCE_ENDS)}]")
+_INVISIBLE_CATS = ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+#: Reasons a text is dropped, as counted by :func:`check_text`.
+DROP_REASONS = ("missing", "blank")
+
+
+def repair_surrogates(text: str) -> tuple[str, int]:
+    """Replace lone surrogate code points with U+FFFD. Returns ``(text, n_replaced)``."""
+    if not _SURROGATE.search(text):
+        return text, 0
+    return _SURROGATE.subn("\ufffd", text)
+
+
+def is_blank(text: str) -> bool:
+    """True when ``text`` has no visible character (only whitespace, ``Cc``, ``Cf`` or ``Z*``)."""
+    for ch in text:
+        if not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE_CATS:
+            return False
+    return True
+
+
+def check_text(value: Any, counts: Counter | None = None) -> str | None:
+    """Apply the rule to one value: the valid text (surrogates repaired), or ``None`` when dropped.
+
+    Args:
+        value: anything a loader read (str, None, NaN, a number...).
+        counts: when given, incremented under ``"missing"``, ``"blank"`` (drops) and
+            ``"repaired_surrogates"`` (texts kept after repair).
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)) or not isinstance(value, str):
+        if counts is not None:
+            counts["missing"] += 1
+        return None
+    text, n = repair_surrogates(value)
+    if is_blank(text):
+        if counts is not None:
+            counts["blank"] += 1
+        return None
+    if n and counts is not None:
+        counts["repaired_surrogates"] += 1
+    return text
+
+
+def split_long(text: str, max_chars: int) -> list[str]:
+    """Cut ``text`` into pieces of at most ``max_chars`` characters, preferring sentence ends.
+
+    Each piece ends at the last sentence end (:data:`SENTENCE_ENDS`) inside its window; a window
+    with none (e.g. a 50 MB line without punctuation) is cut hard at ``max_chars``. Joining the
+    pieces gives ``text`` back exactly; blank pieces are kept (callers apply :func:`check_text`).
+
+    Raises:
+        ValueError: ``max_chars`` below 1.
+    """
+    if max_chars < 1:
+        raise ValueError(f"max_chars={max_chars} must be >= 1")
+    if len(text) <= max_chars:
+        return [text]
+    pieces, start, n = [], 0, len(text)
+    while n - start > max_chars:
+        window = text[start:start + max_chars]
+        cut = max((m.end() for m in _END.finditer(window)), default=0)
+        cut = cut or max_chars
+        pieces.append(text[start:start + cut])
+        start += cut
+    pieces.append(text[start:])
+    return pieces
