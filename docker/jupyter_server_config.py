@@ -12,6 +12,8 @@
 #                            only). The image sets 0.0.0.0: inside a container the
 #                            published port is reached through the container's network.
 #   NBKIT_JUPYTER_PORT       port (default 8888); NBKIT_NOTEBOOK_DIR: root folder (default cwd)
+#   NBKIT_BEHIND_PROXY       1: a reverse proxy forwards to this server, so trust its
+#                            X-Forwarded-*/X-Real-Ip headers (trust_xheaders); default 0
 import logging
 import os
 
@@ -44,7 +46,14 @@ elif _token is not None:  # set but empty: Jupyter would run without authenticat
 # allow_remote_access is left to Jupyter: True when listening on 0.0.0.0 (the
 # container), False on 127.0.0.1, where the Host-header check guards against DNS
 # rebinding.
-c.ServerApp.trust_xheaders = True
+# X-Forwarded-For / X-Real-Ip / X-Scheme name the client only when a reverse proxy sets them; without
+# one, any client could claim another address in the log. Trusted only when NBKIT_BEHIND_PROXY=1
+# says a proxy (nginx, Traefik, a cloud load balancer) sits in front of the server.
+_proxy = os.environ.get("NBKIT_BEHIND_PROXY", "0")
+if _proxy not in ("0", "1", ""):
+    raise SystemExit(f"nbkit: NBKIT_BEHIND_PROXY={_proxy!r}: set it to 1 when a reverse proxy forwards to "
+                     "this server (its X-Forwarded-* headers are then trusted), else 0 or unset.")
+c.ServerApp.trust_xheaders = _proxy == "1"
 # No news or update checks: the container usually has no internet access.
 c.LabApp.news_url = None
 c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
