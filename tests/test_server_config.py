@@ -223,3 +223,32 @@ def test_real_server_log_is_quiet_and_the_news_setting_is_off(tmp_path):
     assert "websocket_ping" not in log, log
     assert "untrusted.ipynb is not trusted" in log, log  # the check does see an unsigned notebook
     assert "trusted.ipynb is not trusted" not in log.replace("untrusted.ipynb", ""), log
+
+
+@pytest.mark.slow
+def test_real_server_lists_a_notebook_pair_once_and_jupytext_serves_it(tmp_path):
+    """The server extension of jupytext derives from our contents manager (tests/test_lab_pairs.py in-process)."""
+    import shutil
+
+    nbs = Path(__file__).resolve().parents[1] / "notebooks"
+    for ext in (".ipynb", ".py"):
+        shutil.copy(nbs / f"01_tokenizing{ext}", tmp_path / f"01_tokenizing{ext}")
+    (tmp_path / "script.py").write_text("print(1)\n")
+    token, port = "pair-listing-test-0123456789abcdef", free_port()
+    proc = _jupyter(tmp_path, port, JUPYTER_TOKEN=token)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
+            try:
+                if http_status(f"http://127.0.0.1:{port}/api/status", token=token) == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.3)
+        listed = {e["name"] for e in _api(port, token, "/api/contents")["content"]}
+        assert {"01_tokenizing.ipynb", "script.py"} <= listed and "01_tokenizing.py" not in listed, listed
+        assert _api(port, token, "/api/contents/01_tokenizing.py")["type"] == "notebook"
+    finally:
+        stop_group(proc)
+    assert "Deriving an AsyncTextFileContentsManager from PairedNotebooksContentsManager" in (tmp_path / "log").read_text()
