@@ -12,6 +12,8 @@
 #                            only). The image sets 0.0.0.0: inside a container the
 #                            published port is reached through the container's network.
 #   NBKIT_JUPYTER_PORT       port (default 8888); NBKIT_NOTEBOOK_DIR: root folder (default cwd)
+#   NBKIT_BEHIND_PROXY       1: a reverse proxy forwards to this server, so trust its
+#                            X-Forwarded-*/X-Real-Ip headers (trust_xheaders); default 0
 import logging
 import os
 
@@ -44,7 +46,53 @@ elif _token is not None:  # set but empty: Jupyter would run without authenticat
 # allow_remote_access is left to Jupyter: True when listening on 0.0.0.0 (the
 # container), False on 127.0.0.1, where the Host-header check guards against DNS
 # rebinding.
-c.ServerApp.trust_xheaders = True
+# X-Forwarded-For / X-Real-Ip / X-Scheme name the client only when a reverse proxy sets them; without
+# one, any client could claim another address in the log. Trusted only when NBKIT_BEHIND_PROXY=1
+# says a proxy (nginx, Traefik, a cloud load balancer) sits in front of the server.
+_proxy = os.environ.get("NBKIT_BEHIND_PROXY", "0")
+if _proxy not in ("0", "1", ""):
+    raise SystemExit(f"nbkit: NBKIT_BEHIND_PROXY={_proxy!r}: set it to 1 when a reverse proxy forwards to "
+                     "this server (its X-Forwarded-* headers are then trusted), else 0 or unset.")
+c.ServerApp.trust_xheaders = _proxy == "1"
+
+# Notebook pairs (notebooks/NN_name.ipynb + its Jupytext .py): jupytext's server extension
+# (jupyterlab_jupytext, enabled by installing jupytext, a runtime dependency) derives its
+# contents manager from the class below, so saving the .ipynb in Lab writes the .py too and
+# opening either one reads the pair as ONE notebook. The file browser lists each pair once: the
+# .py is left out of folder listings when an .ipynb of the same name sits beside it and the .py's
+# Jupytext header pairs it with ipynb (a lone script, or one that only shares a name, stays
+# visible). The .py is still reachable by path, e.g. from a terminal or `File > Open from Path`.
+def _is_paired_text(os_dir: str, name: str, names: set[str]) -> bool:
+    stem, ext = os.path.splitext(name)
+    if ext != ".py" or f"{stem}.ipynb" not in names:
+        return False
+    try:
+        with open(os.path.join(os_dir, name), encoding="utf-8", errors="replace") as f:
+            head = f.read(2048)  # the Jupytext header (`# ---` ... `formats: ipynb,py:percent`)
+    except OSError:
+        return False
+    return "jupytext:" in head and any("formats:" in ln and "ipynb" in ln for ln in head.splitlines())
+
+
+def _paired_contents_manager():
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+
+    class PairedNotebooksContentsManager(AsyncLargeFileManager):
+        """jupyter_server's default contents manager, listing a Jupytext pair as its .ipynb only."""
+
+        async def _dir_model(self, path, content=True, **kwargs):
+            model = await super()._dir_model(path, content=content, **kwargs)
+            if content and model.get("content"):
+                names = {e["name"] for e in model["content"]}
+                os_dir = self._get_os_path(path)
+                model["content"] = [e for e in model["content"] if not _is_paired_text(os_dir, e["name"], names)]
+            return model
+
+    return PairedNotebooksContentsManager
+
+
+c.ServerApp.contents_manager_class = _paired_contents_manager()
+
 # No news or update checks: the container usually has no internet access.
 c.LabApp.news_url = None
 c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"

@@ -38,11 +38,11 @@ max_length = None                        # tokens per text; None: the scale's
 model_preset = None                      # BERT preset; None: the scale's
 block_size = None                        # tokens per MLM block; None: the scale's
 train_file = "data/sample_reviews.csv"   # your labelled texts
-validation_file = None                   # None = drawn from train_file (10 %)
-test_file = None                         # None = drawn from train_file (10 %)
+validation_file = None                   # None: drawn from train_file (10 %)
+test_file = None                         # None: drawn from train_file (10 %)
 text_column = "review"
 label_column = "label"
-corpus_file = "data/sample_corpus.txt"   # unlabelled text for MLM pretraining; None = training texts only
+corpus_file = "data/sample_corpus.txt"   # unlabelled text for MLM pretraining; None: training texts only
 corpus_text_column = "text"              # ignored for .txt
 pretrain = True                          # False: skip MLM pretraining, fine-tune from random init
 max_passes = 10                          # MLM reads your corpus at most this many times (the scale's steps cap it too)

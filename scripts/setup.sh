@@ -8,7 +8,8 @@
 #                   -> the newest CUDA build (cu130/cu128/cu126) that `nvidia-smi` says it supports.
 #                   An explicit TORCH_SPEC or TORCH_INDEX_URL skips that choice.
 #   NBKIT_EXTRAS    nbkit extras (default: none; NBKIT_EXTRAS=test adds pytest, playwright,
-#                   hadolint, jupytext, ruff, pre-commit, which scripts/test.sh needs).
+#                   hadolint, ruff, pre-commit, which scripts/test.sh needs). jupytext and
+#                   papermill are runtime dependencies: always installed.
 #   NBKIT_PYTHON    interpreter used to create the venv (default: python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -136,3 +136,52 @@ def test_papermill_overrides_take_effect(tmp_path):
     saved = json.loads((tokenizer_dir / "stats.json").read_text())
     saved.pop("review_unk_rate")
     assert saved == json.loads(json.dumps(tokenizer_stats(tok, held_out[3])))
+
+
+# --- D18: papermill sees every parameter the notebook applies (no false "unknown parameter")
+
+
+def _papermill_warnings(ipynb: Path, parameters: dict, caplog) -> list[str]:
+    """Warnings papermill logs while parameterizing ``ipynb`` (prepare_only: nothing runs, nothing saved)."""
+    import logging
+
+    import papermill
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        papermill.execute_notebook(str(ipynb), None, parameters=parameters, prepare_only=True, progress_bar=False)
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_knows_every_parameter_the_notebook_applies(ipynb, caplog):
+    """papermill parses the tagged cell with a regex of its own: a second '=' on a line (e.g. in a
+    comment, 'None = ...') hides that parameter, and `-p` then warns "Passed unknown parameter" though
+    the override is applied. Write comments as 'None: ...' (no '=')."""
+    papermill = pytest.importorskip("papermill")
+    applied = _parameters(_code_cells(ipynb)[0])
+    seen = [p["name"] for p in papermill.inspect_notebook(str(ipynb)).values()]
+    assert seen == list(applied), (f"papermill does not see {sorted(set(applied) - set(seen))} in {ipynb.name}'s "
+                                   "parameters cell: keep one '=' per line (comments say 'None: ...')")
+    warnings = _papermill_warnings(ipynb, applied, caplog)
+    assert not warnings, warnings
+
+
+def test_the_readmes_papermill_parameters_exist(caplog):
+    pytest.importorskip("papermill")
+    calls = re.findall(r"papermill (notebooks/\S+\.ipynb) \S+((?: -p \w+ \S+)+)", (ROOT / "README.md").read_text())
+    assert calls, "README.md shows no papermill call"
+    for path, flags in calls:
+        names = re.findall(r"-p (\w+)", flags)
+        assert set(names) <= set(_parameters(_code_cells(ROOT / path)[0])), (path, names)
+        assert not _papermill_warnings(ROOT / path, dict.fromkeys(names, 1), caplog)
+
+
+def test_the_papermill_check_sees_a_hidden_parameter(tmp_path, caplog):
+    pytest.importorskip("papermill")
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python",
+                                                            "display_name": "Python 3"}})
+    nb.cells = [nbformat.v4.new_code_cell("a = 1  # ok\nb = None  # None = hidden from papermill\n",
+                                          metadata={"tags": ["parameters"]})]
+    nbformat.write(nb, tmp_path / "x.ipynb")
+    assert "Passed unknown parameter: b" in _papermill_warnings(tmp_path / "x.ipynb", {"a": 2, "b": 3}, caplog)

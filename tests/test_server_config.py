@@ -23,7 +23,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 CONFIG = Path(__file__).resolve().parents[1] / "docker" / "jupyter_server_config.py"
 NBKIT_VARS = ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "NBKIT_ALLOW_NO_AUTH", "NBKIT_JUPYTER_IP",
-              "NBKIT_JUPYTER_PORT", "TOKENIZERS_PARALLELISM", "JUPYTER_CONFIG_PATH")
+              "NBKIT_JUPYTER_PORT", "TOKENIZERS_PARALLELISM", "JUPYTER_CONFIG_PATH", "NBKIT_BEHIND_PROXY")
 
 
 def load(monkeypatch, **env: str) -> Config:
@@ -81,6 +81,20 @@ def test_the_image_and_the_entrypoint_listen_on_all_interfaces():
     docker = CONFIG.parent
     assert re.search(r"^\s+NBKIT_JUPYTER_IP=0\.0\.0\.0 \\$", (docker / "Dockerfile").read_text(), re.M)
     assert "export NBKIT_JUPYTER_IP=${NBKIT_JUPYTER_IP:-0.0.0.0}" in (docker / "entrypoint.sh").read_text()
+
+
+def test_forwarded_headers_are_trusted_only_behind_a_proxy(monkeypatch):
+    # Without a proxy a client could name any address in X-Forwarded-For and the log would believe it.
+    assert load(monkeypatch).ServerApp.trust_xheaders is False
+    assert load(monkeypatch, NBKIT_BEHIND_PROXY="0").ServerApp.trust_xheaders is False
+    assert load(monkeypatch, NBKIT_BEHIND_PROXY="1").ServerApp.trust_xheaders is True
+    with pytest.raises(SystemExit, match="NBKIT_BEHIND_PROXY='yes': set it to 1"):
+        load(monkeypatch, NBKIT_BEHIND_PROXY="yes")  # a typo must not silently mean "no proxy"
+
+
+def test_the_proxy_setting_is_documented_for_users():
+    readme = (CONFIG.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "NBKIT_BEHIND_PROXY=1" in readme and "NBKIT_BEHIND_PROXY" in CONFIG.read_text()
 
 
 def _jupyter(tmp_path: Path, port: int, **env: str) -> subprocess.Popen:
@@ -209,3 +223,32 @@ def test_real_server_log_is_quiet_and_the_news_setting_is_off(tmp_path):
     assert "websocket_ping" not in log, log
     assert "untrusted.ipynb is not trusted" in log, log  # the check does see an unsigned notebook
     assert "trusted.ipynb is not trusted" not in log.replace("untrusted.ipynb", ""), log
+
+
+@pytest.mark.slow
+def test_real_server_lists_a_notebook_pair_once_and_jupytext_serves_it(tmp_path):
+    """The server extension of jupytext derives from our contents manager (tests/test_lab_pairs.py in-process)."""
+    import shutil
+
+    nbs = Path(__file__).resolve().parents[1] / "notebooks"
+    for ext in (".ipynb", ".py"):
+        shutil.copy(nbs / f"01_tokenizing{ext}", tmp_path / f"01_tokenizing{ext}")
+    (tmp_path / "script.py").write_text("print(1)\n")
+    token, port = "pair-listing-test-0123456789abcdef", free_port()
+    proc = _jupyter(tmp_path, port, JUPYTER_TOKEN=token)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
+            try:
+                if http_status(f"http://127.0.0.1:{port}/api/status", token=token) == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.3)
+        listed = {e["name"] for e in _api(port, token, "/api/contents")["content"]}
+        assert {"01_tokenizing.ipynb", "script.py"} <= listed and "01_tokenizing.py" not in listed, listed
+        assert _api(port, token, "/api/contents/01_tokenizing.py")["type"] == "notebook"
+    finally:
+        stop_group(proc)
+    assert "Deriving an AsyncTextFileContentsManager from PairedNotebooksContentsManager" in (tmp_path / "log").read_text()

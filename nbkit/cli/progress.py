@@ -10,6 +10,10 @@ cell's first line):
   return: one when a cell starts and a heartbeat every ``heartbeat_s`` seconds
   (default 10) while it runs, so a log shows life at least that often.
 
+While a cell trains, both carry the training loop's own progress (``training step 12/40,
+loss 3.21, ETA 1 min 11 s``), read from the JSON file that the runner names in
+``NBKIT_PROGRESS_FILE`` for the kernel (:mod:`nbkit.train.progress_file` writes it).
+
 The notebook's end (done or failed) is one line either way; the headline metric
 in it comes from :mod:`nbkit.cli.summary`.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import TextIO
 
 SKIP_TAG = "skip-execution"  # nbclient's default skip_cells_with_tag
@@ -38,6 +43,31 @@ def first_line(source: str, width: int = 60) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
+def loop_status(path: str | Path | None, since: float) -> str | None:
+    """``training step 12/40, loss 3.21, ETA 1 min 11 s`` from a progress file, or None.
+
+    None when ``path`` is None, missing, unreadable or not strict JSON, when the run it
+    describes is done, or when it was last written before ``since`` (Unix seconds: the running
+    cell's start), so a loop of an earlier cell is never shown as this cell's.
+    """
+    if path is None:
+        return None
+    try:
+        from nbkit.jsonio import loads_strict
+
+        st = loads_strict(Path(path).read_text(encoding="utf-8"))
+        if st.get("done") or float(st.get("updated", 0)) < since:
+            return None
+        text = f"training step {int(st['step'])}/{int(st['total'])}"
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    if st.get("loss") is not None:
+        text += f", loss {float(st['loss']):.4g}"
+    if st.get("eta_s") is not None:
+        text += f", ETA {fmt_duration(float(st['eta_s']))}"
+    return text
+
+
 def code_cells(nb) -> int:
     """How many cells nbclient will execute: code cells with source, not tagged ``skip-execution``."""
     return sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip()
@@ -53,19 +83,22 @@ class NotebookProgress:
         stream: where to write (default ``sys.stdout``).
         tty: bar (True) or plain lines (False); default ``stream.isatty()``.
         heartbeat_s: seconds between heartbeat lines in plain mode (the bar redraws every second).
+        status_file: the kernel's ``NBKIT_PROGRESS_FILE``; its training progress joins the
+            heartbeat (:func:`loop_status`). None: cells only.
 
     Use as a context manager: ``__enter__`` starts the clock and the heartbeat
     thread, ``__exit__`` stops them. :meth:`finish` writes the closing line.
     """
 
     def __init__(self, name: str, total: int, stream: TextIO | None = None, tty: bool | None = None,
-                 heartbeat_s: float = 10.0):
+                 heartbeat_s: float = 10.0, status_file: str | Path | None = None):
         import sys
 
         self.name, self.total = name, total
         self.stream = stream or sys.stdout
         self.tty = self.stream.isatty() if tty is None else tty
-        self.heartbeat_s = heartbeat_s
+        self.heartbeat_s, self.status_file = heartbeat_s, status_file
+        self.cell_wall0 = time.time()        # Unix start of the running cell (progress files older are stale)
         self.done = 0
         self.running = False                 # a cell is executing now
         self.cell_index: int | None = None   # nbclient's index (all cells, from 0) of the running cell
@@ -81,7 +114,7 @@ class NotebookProgress:
         """A code cell was sent to the kernel: show it (a line in plain mode)."""
         with self._lock:
             self.cell_index, self.cell_line, self.running = cell_index, first_line(cell.source), True
-            self.cell_t0 = time.monotonic()
+            self.cell_t0, self.cell_wall0 = time.monotonic(), time.time()
             if self._bar is not None:
                 self._bar.set_postfix_str(self._running(), refresh=True)
             else:
@@ -151,12 +184,14 @@ class NotebookProgress:
         every = 1.0 if self.tty else self.heartbeat_s
         while not self._stop.wait(every):
             with self._lock:
+                loop = loop_status(self.status_file, self.cell_wall0) if self.running else None
                 if self._bar is not None:
+                    self._bar.set_postfix_str(self._running() + (f" | {loop}" if loop else ""), refresh=False)
                     self._bar.refresh()  # the elapsed clock moves during a long cell
                 elif self.running:
                     in_cell = fmt_duration(time.monotonic() - self.cell_t0)
                     self._line(f"{self.done}/{self.total} done, {self._elapsed()}  still running "
-                               f"{self._running()} ({in_cell} so far)")
+                               f"{self._running()} ({in_cell} so far)" + (f"; {loop}" if loop else ""))
                 else:
                     idle = ("starting the kernel" if self.cell_index is None else
                             "stopping the kernel" if self.done >= self.total else "between cells")

@@ -250,7 +250,10 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
     for row, path in zip(rows, p.notebooks):
         nb = nbformat.read(path, as_version=4)
         current: dict = {}  # the cell being executed, for the failure line
-        progress = NotebookProgress(path.stem, code_cells(nb), heartbeat_s=heartbeat_s)
+        # the kernel's loops write their step/loss/ETA here (nbkit.train.progress_file); the heartbeat reads it
+        status_file = p.out_dir / f"{path.stem}.progress.json"
+        status_file.unlink(missing_ok=True)
+        progress = NotebookProgress(path.stem, code_cells(nb), heartbeat_s=heartbeat_s, status_file=status_file)
 
         def track(cell, cell_index, current=current, progress=progress):
             current.update(cell=cell, index=cell_index)
@@ -265,7 +268,7 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
         kernel_log = p.out_dir / f"{path.stem}.kernel.log"
         try:
             with progress, open(kernel_log, "w") as log:
-                client.execute(env=p.env, stdout=log, stderr=log)
+                client.execute(env={**p.env, "NBKIT_PROGRESS_FILE": str(status_file)}, stdout=log, stderr=log)
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001  (each is reported, none re-raised)
             # While a kernel runs, nbclient's own SIGINT/SIGTERM handler shuts the kernel down (then
             # DeadKernelError or an AttributeError from its cleanup); it leaves this future behind.

@@ -37,6 +37,7 @@ from nbkit.train.config import TrainConfig, TrainResult, TrainState  # noqa: F40
 from nbkit.train.loss import label_weight_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
+from nbkit.train.progress_file import with_env_progress
 
 
 class Loop:
@@ -60,7 +61,7 @@ class Loop:
     def __init__(self, model, config: TrainConfig, train_data, eval_data=None, collate_fn=None,
                  callbacks=(), device=None):
         self.config, self.train_data, self.eval_data = config, train_data, eval_data
-        self.collate_fn, self.callbacks = collate_fn, list(callbacks)
+        self.collate_fn, self.callbacks = collate_fn, with_env_progress(list(callbacks))  # + $NBKIT_PROGRESS_FILE
         self.dist = D.init_distributed() if ddp_loop.launched_by_torchrun() else D.DistInfo()
         default = self.dist.device if self.dist.is_distributed else ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(device or default)
