@@ -11,10 +11,15 @@ Runs in under 8 minutes on one H100/H200 and writes to ``--out`` (default
 
 Sections: environment, matmul TFLOP/s (fp32/TF32/bf16/fp16) vs datasheet
 peak, SDPA backends at 128 and 512, host-to-device GB/s, BERT-base MLM
-training step at sequence length 128 in bf16 (fused AdamW, SDPA; eager and
-``torch.compile``) with tokens/s and MFU, phase split and ablations, a
-profile with operator stats, the diagnosis, then the GPU-marked tests. A
-global time guard (``--budget-s``) skips sections that would run late.
+training step at sequence length 128 in bf16 (SDPA; eager and ``torch.compile``)
+with tokens/s and MFU, phase split and ablations, a profile with operator
+stats, the diagnosis, then the GPU-marked tests. A global time guard
+(``--budget-s``) skips sections that would run late.
+
+Every step timed is ``nbkit.train.loop.Loop.train_step``, the step ``fit()`` runs
+(``nbkit.profiling.stepdata.step_loop``: the loop's fused AdamW, LR schedule,
+gradient clipping, precision rule, sparse MLM head in eager mode, and the real
+MLM collator on random token ids); its FLOPs are the loop's own count.
 
 Without CUDA it degrades to a tiny model and tiny sizes (``--quick`` forces
 that anywhere), so the script itself can be tested on a CPU::
@@ -36,10 +41,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from nbkit import jsonio
+from nbkit.models.mlm_head import uses_sparse_head  # noqa: E402
 from nbkit.profiling import diagnosis, microbench
 from nbkit.profiling import profiler as profiling
 from nbkit.profiling import steps as stepanalysis  # noqa: E402
-from nbkit.profiling.flops import bert_flops_per_token, mfu, peak_tflops  # noqa: E402
+from nbkit.profiling.flops import mfu, peak_tflops  # noqa: E402
+from nbkit.train.precision import matmul_precision_name  # noqa: E402
 
 BERT_BASE_CHINESE_VOCAB = 21128  # vocabulary of google's bert-base-chinese
 
@@ -119,28 +126,17 @@ def main(argv=None) -> int:
     bs = 8 if quick else args.batch_size
     make_model, how = stepanalysis.model_factory(preset, vocab, seq)
     res["model"] = {"preset": preset, "vocab_size": vocab, "seq_len": seq, "how": how}
-    cfg = stepanalysis.StepConfig(batch_size=bs, seq_len=seq, precision=precision,
+    cfg = stepanalysis.StepConfig(batch_size=bs, seq_len=seq, precision=precision, mlm_head="masked",
                                   steps=3 if quick else 10, warmup=2 if quick else 3,
                                   compile_backend="inductor" if cuda else "eager")
 
     def headline(compiled: bool):
         if cuda:
             torch.cuda.reset_peak_memory_stats()
-        model = make_model()
-        flops = bert_flops_per_token(model.config, seq)
-        loader = stepanalysis.random_mlm_loader(vocab, cfg, 4)
-        step = profiling.make_step_fn(model, loader, precision, device, compile=compiled)
+        loop = stepanalysis.step_loop(make_model(), cfg.replace(compile=compiled), device=device)
         # warm-up includes compilation; then median of 3 runs of 10 unsynchronised steps
-        sec = microbench.time_fn(step, device, warmup=3 if compiled else 2,
-                                 iters=2 if quick else 10, repeats=3)
-        tps = bs * seq / sec
-        peak = peak_tflops(name, precision) if cuda else None
-        row = {"compile": compiled, "batch_size": bs, "seq_len": seq, "precision": precision,
-               "step_ms": sec * 1e3, "tokens_per_s": tps, "flops_per_token": flops,
-               "achieved_tflops": tps * flops / 1e12, "peak_tflops": peak,
-               "mfu": mfu(tps, flops, peak),
-               "peak_memory_mib": torch.cuda.max_memory_allocated() / 2 ** 20 if cuda else None}
-        del model, step
+        row = loop_step_row(loop, warmup=3 if compiled else 2, iters=2 if quick else 10)
+        del loop
         if cuda:
             torch.cuda.empty_cache()
         return row
@@ -152,9 +148,8 @@ def main(argv=None) -> int:
         res["skipped"].append("bert_compiled: no CUDA (inductor CPU build too slow for a check)")
 
     def phases():
-        loader = stepanalysis.random_mlm_loader(vocab, cfg, cfg.warmup + cfg.steps)
-        return stepanalysis.gpu_utilization_during(
-            lambda: stepanalysis.measure_steps(make_model(), loader, cfg, device=device))
+        loop = stepanalysis.step_loop(make_model(), cfg, device=device)
+        return stepanalysis.gpu_utilization_during(lambda: stepanalysis.measure_steps(loop, cfg))
 
     ph = section("phases", 10 if quick else 30, phases)
     step_row, telemetry = ph if ph else (None, None)
@@ -175,8 +170,7 @@ def main(argv=None) -> int:
         ablations += rows or []
 
     def profile():
-        loader = stepanalysis.random_mlm_loader(vocab, small, 4)
-        step = profiling.make_step_fn(make_model(), loader, precision, device)
+        step = profiling.make_step_fn(stepanalysis.step_loop(make_model(), small, device=device))
         p = profiling.profile_steps(step, out / "profile", active=3, device=device, top=12)
         return {"kernel_check": vars(p.kernel_check), "stats": p.stats,
                 "top_device": [vars(r) for r in p.top_device], "top_cpu": [vars(r) for r in p.top_cpu],
@@ -215,6 +209,31 @@ def main(argv=None) -> int:
     return 0
 
 
+def loop_step_row(loop, warmup: int = 2, iters: int = 10, repeats: int = 3) -> dict:
+    """Tokens/s, TFLOP/s and MFU of ``loop.train_step`` (the step ``fit()`` runs).
+
+    ``microbench.time_fn`` of ``profiler.make_step_fn(loop)``: the median of ``repeats`` runs of
+    ``iters`` unsynchronised steps after ``warmup`` (compilation lands there), in seconds per
+    step. FLOPs per token are the loop's own count for one step (``train_step``'s ``flops`` /
+    ``tokens``: the MLM head on the rows it ran on). ``mfu`` is None without a known peak.
+    """
+    import torch
+
+    step = profiling.make_step_fn(loop)  # Loop.train_step on 4 pre-collated windows, cycled
+    sec = microbench.time_fn(step, loop.device, warmup=warmup, iters=iters, repeats=repeats)
+    last = step()
+    tps, flops = last["tokens"] / sec, last["flops"] / last["tokens"]
+    cuda = loop.device.type == "cuda"
+    peak = peak_tflops(microbench.device_name(loop.device), matmul_precision_name(loop.precision)) if cuda else None
+    first = next(iter(loop.train_data))["input_ids"]
+    return {"compile": bool(loop.config.compile), "batch_size": loop.config.batch_size, "seq_len": len(first),
+            "grad_accum_steps": loop.config.grad_accum_steps, "precision": loop.precision.name,
+            "mlm_head": "masked" if uses_sparse_head(loop.model, loop.config.compile) else "all",
+            "step_ms": sec * 1e3, "tokens_per_s": tps, "flops_per_token": flops,
+            "achieved_tflops": tps * flops / 1e12, "peak_tflops": peak, "mfu": mfu(tps, flops, peak),
+            "peak_memory_mib": torch.cuda.max_memory_allocated(loop.device) / 2 ** 20 if cuda else None}
+
+
 def _fmt(x, spec=".1f"):
     return "-" if x is None else format(x, spec)
 
@@ -240,7 +259,7 @@ def render_summary(res: dict) -> str:
         r = res.get(key)
         if r:
             m = "-" if r["mfu"] is None else f"{100 * r['mfu']:.1f} %"
-            lines.append(f"{key}: B={r['batch_size']} T={r['seq_len']} {r['precision']}  "
+            lines.append(f"{key}: Loop.train_step B={r['batch_size']} T={r['seq_len']} {r['precision']}  "
                          f"{r['tokens_per_s']:.0f} tokens/s  {r['achieved_tflops']:.1f} TFLOP/s  MFU {m}"
                          f"  step {r['step_ms']:.1f} ms  peak mem {_fmt(r['peak_memory_mib'], '.0f')} MiB")
     if res.get("diagnosis"):

@@ -17,7 +17,10 @@
 # %% [markdown]
 # # 04 · GPU profiling: where does the training time go?
 #
-# Open this notebook when training is slower than it should be. It measures, on **your** model from notebook 02:
+# Open this notebook when training is slower than it should be. Everything below times the training loop's own
+# step, `Loop.train_step`: the step `Loop.fit()` runs in notebook 02, with its AdamW (fused on a GPU), LR schedule,
+# gradient clipping, precision rule, loss, sparse MLM head and MLM collator, on **your** model from notebook 02. It
+# measures:
 #
 # 1. a `torch.profiler` trace of a few training steps and the most expensive operators,
 # 2. what the device can do at best (matmul, attention, host-to-device copies) next to its datasheet peak,
@@ -50,6 +53,8 @@ compile_values = None      # torch.compile off/on; None: [False] at smoke (unit 
 # **Derived values.** The scale by name with the overrides above (the cpu scale runs fewer, smaller steps: each costs seconds on 2 cores). Device and precision (bf16 on GPUs with compute capability 8.0+, fp16 with a loss scaler
 # on older GPUs, fp32 on a CPU), where results go,
 # and the model: the checkpoint notebook 02 saved, or, if there is none, the same architecture built from config.
+# `step_loop(model, base)` wraps a model in a training `Loop` whose data are random token ids (step time depends on
+# shapes, not on which tokens) masked by the real MLM collator; `base` holds the knobs the loop gets.
 
 # %%
 import pandas as pd
@@ -58,7 +63,7 @@ import torch
 from nbkit import jsonio
 from nbkit.pipeline import runs_dir, step_dir
 from nbkit.pipeline.params import knob, resolve_scale, run_tag
-from nbkit.profiling import StepConfig, model_factory, random_mlm_loader
+from nbkit.profiling import StepConfig, model_factory, step_loop
 from nbkit.train.precision import choose_precision
 
 scale = resolve_scale(scale, profile_steps=profile_steps, bench_sizes=bench_sizes, model=model_preset,
@@ -82,24 +87,25 @@ vocab_size = make_model().config.vocab_size
 # torch.compile: inductor (real kernel fusion) on a GPU; the 'eager' backend elsewhere
 # only exercises tracing and recompilation counting (inductor's C++ build is minutes on 2 cores).
 compile_backend = "inductor" if device.type == "cuda" else "eager"
-base = StepConfig(batch_size=batch_size, seq_len=seq_len, precision=precision,
+base = StepConfig(batch_size=batch_size, seq_len=seq_len, precision=precision, mlm_head="masked",
                   num_workers=0, steps=timing_steps, warmup=1 if smoke else 2, compile_backend=compile_backend)
 print(f"device={device}, precision={precision}, model: {how}, vocab={vocab_size}")
+print(base)
 print(f"results go to {out_dir}")
 
 # %% [markdown]
 # ## 1. Profile a few training steps
 #
 # `profile_steps` runs the step under `torch.profiler` with a schedule: 1 step ignored, 1 warm-up step traced
-# and discarded, then `profile_steps` recorded steps. The data are random token ids: step time depends on
-# shapes, not on which tokens. Look at the first line: on a GPU it says whether kernel times were recorded at all
+# and discarded, then `profile_steps` recorded steps. `make_step_fn(loop)` is `loop.train_step` on a few windows of
+# batches collated once, so the trace holds the step, not the collator. Look at the first line: on a GPU it says whether kernel times were recorded at all
 # (many containers block the CUDA profiler; the message names the fix).
 
 # %%
 from nbkit.profiling import format_table, make_step_fn
 from nbkit.profiling import profile_steps as run_profiler
 
-step_fn = make_step_fn(make_model(), random_mlm_loader(vocab_size, base, 4), precision, device)
+step_fn = make_step_fn(step_loop(make_model(), base, device=device))   # the loop's own train_step
 prof = run_profiler(step_fn, out_dir, wait=1, warmup=1, active=profile_steps, device=device)
 print(prof.kernel_check.message)
 if prof.top_device:
@@ -151,16 +157,18 @@ pd.DataFrame(h2d_bench(h2d_mib, device=device))
 # %% [markdown]
 # ## 3. One training step, phase by phase
 #
-# Each phase is timed separately (on a GPU with `torch.cuda.synchronize()` between phases). Tokens/s counts every
-# input token; MFU = tokens/s × FLOPs per token / peak, with FLOPs per token = 6 N + 12 L T d
-# (N weights in matmuls, L layers, T sequence length, d hidden size; see `nbkit.profiling.flops`). MFU is blank on a CPU.
+# `train_step` calls a `mark(phase)` hook as each phase starts; `measure_steps` times between the marks (on a GPU with
+# `torch.cuda.synchronize()` at each): data (collating the window, copying it to the device), forward (with the loss),
+# backward, optimizer (clipping, the loop's one host sync, the update, the LR schedule). Tokens/s counts every
+# input token; MFU = tokens/s × FLOPs per token / peak, with the loop's own FLOP count: 6 N + 12 L T d per token for the
+# encoder (N weights in matmuls, L layers, T sequence length, d hidden size) plus the MLM head on the rows it ran on
+# (see `nbkit.profiling.flops`). MFU is blank on a CPU.
 
 # %%
 from nbkit.profiling import gpu_utilization_during, measure_steps
 
-step, telemetry = gpu_utilization_during(
-    lambda: measure_steps(make_model(), random_mlm_loader(vocab_size, base, base.warmup + base.steps),
-                          base, device=device))
+loop = step_loop(make_model(), base, device=device)
+step, telemetry = gpu_utilization_during(lambda: measure_steps(loop, base))
 phases = pd.DataFrame({"ms": [step[f"{p}_s"] * 1e3 for p in ("data", "forward", "backward", "optimizer")],
                        "share": [step[f"{p}_share"] for p in ("data", "forward", "backward", "optimizer")]},
                       index=["data", "forward", "backward", "optimizer"])
@@ -170,17 +178,18 @@ phases
 # %% [markdown]
 # **What to look at.** Backward should cost about twice the forward (it computes two matmuls per forward one).
 # A large `data` share means the GPU waits for batches; a large `optimizer` share on a small model is launch
-# overhead (use the fused AdamW, which the step already does on CUDA).
+# overhead (the loop already uses the fused AdamW on CUDA).
 
 # %% [markdown]
 # ## 4. What each knob changes
 #
-# Each table changes one setting and keeps the rest; `speedup` is tokens/s relative to the first row.
+# Each table changes one setting and keeps the rest, each row on a fresh model and loop; `speedup` is tokens/s
+# relative to the first row.
 # At smoke scale (two timed steps of a tiny model on a shared CPU) the numbers are mostly noise: the point is that
 # the code runs. At `cpu` and `gpu` scale each row averages ten steps after warm-up.
 # Compilation counts come from TorchDynamo: `recompiles` > 0 means shapes or guards changed after the first step.
 # `mlm_head`: `all` runs the MLM head and softmax on every position (as `BertForMaskedLM` does), `masked` only on
-# the ~15 % of positions that carry a label (what the nbkit loop does; same loss and gradients).
+# the ~15 % of positions that carry a label (what the nbkit loop does in eager mode; same loss and gradients).
 
 # %%
 from nbkit.profiling import ablation
@@ -241,9 +250,10 @@ print("wrote", out_dir / "results.json")
 #
 # - The GPU table fills in: kernel names (gemm, flash attention, elementwise) with their self time; the trace shows
 #   CPU launches and GPU kernels on separate rows, so idle gaps are visible.
-# - `pct_of_peak` and MFU appear. Well-tuned BERT training reaches 40-50 % MFU on an H100/H200 (MLPerf); nbkit's step
-#   measured 28 % for BERT-base at length 128, bf16, batch 256, fused AdamW and SDPA on an H200, eager or compiled
-#   (`bench/gpu_check.py`; the README's "On a GPU" table). The profile there is what this notebook shows you how to read:
-#   ~1,400 kernels per step and more than half the GPU time in memory-bound kernels.
+# - `pct_of_peak` and MFU appear. Well-tuned BERT training reaches 40-50 % MFU on an H100/H200 (MLPerf).
+#   `bench/gpu_check.py` measures the same `Loop.train_step` for BERT-base at length 128, bf16, batch 256 on an H200
+#   (the README's "On a GPU" table). An earlier, separate step (plain AdamW, no clipping or schedule, full MLM head)
+#   measured 28 % MFU there, with ~1,400 kernels per step and more than half the GPU time in memory-bound kernels:
+#   the kind of profile this notebook shows you how to read.
 # - bf16 and flash attention usually give the largest gains; on a CPU they often slow things down (no tensor cores).
 # - Peak memory is the CUDA allocator's peak, and a memory snapshot is written for https://pytorch.org/memory_viz.

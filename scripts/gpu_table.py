@@ -43,8 +43,10 @@ def render(path: Path) -> str:
     for key, label in (("bert_eager", "eager"), ("bert_compiled", "`torch.compile`")):
         r = g.get(key)
         if r:
+            step = (f"`Loop.train_step` (MLM head: {r['mlm_head']})" if r.get("mlm_head")  # since the one step
+                    else "SDPA + fused AdamW")                                              # older records
             rows.append((f"BERT-base MLM, {r['seq_len']} tokens, {r['precision']}, batch {r['batch_size']}, "
-                         f"SDPA + fused AdamW, {label}",
+                         f"{step}, {label}",
                          f"{_n(r['tokens_per_s'])} tokens/s, MFU {_n(100 * r['mfu'], '.1f', ' %')}, "
                          f"step {_n(r['step_ms'], '.1f', ' ms')}, peak memory {_n(r['peak_memory_mib'], ',.0f', ' MiB')}"))
     head = {r["value"]: r for r in g.get("mlm_head") or []}

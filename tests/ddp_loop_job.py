@@ -9,7 +9,8 @@ Examples have different lengths and label counts, so padding and uneven label to
 across ranks are exercised.
 
 ``stop_at`` ends the run early with the schedule of ``steps`` (the loop stops and saves
-as a run that was interrupted after a checkpoint would have).
+as a run that was interrupted after a checkpoint would have). ``--step-sleep S`` sleeps S
+seconds after each step (a callback), so the launcher tests can interrupt a running job.
 """
 from __future__ import annotations
 
@@ -53,8 +54,20 @@ def pad_collate(examples: list[dict]) -> dict:
         [len(e["input_ids"]) for e in examples])[:, None]).long(), "labels": labels}
 
 
+class Sleep:
+    """Loop callback: sleep ``seconds`` after every optimizer step."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def on_step_end(self, loop):
+        import time
+
+        time.sleep(self.seconds)
+
+
 def run(out, batch_size: int, steps: int = 4, accum: int = 2, ckpt_every: int = 2,
-        stop_at: int | None = None, resume: bool = False):
+        stop_at: int | None = None, resume: bool = False, step_sleep: float = 0.0):
     """Train (resuming from ``out`` when ``resume``); rank 0 writes ``params.pt`` and ``history.json``."""
     from nbkit.train import Loop, TrainConfig
     from nbkit.train.metrics_stream import MetricsPrinter
@@ -65,7 +78,7 @@ def run(out, batch_size: int, steps: int = 4, accum: int = 2, ckpt_every: int = 
                       warmup_ratio=0.25, checkpoint_every=ckpt_every, keep_last=3, output_dir=out,
                       log_every=1, progress=False, precision="fp32", resume=resume)
     loop = Loop(model, cfg, premasked(N_TRAIN, 1), eval_data=premasked(N_EVAL, 2), collate_fn=pad_collate,
-                callbacks=[MetricsPrinter()], device="cpu")
+                callbacks=[MetricsPrinter()] + ([Sleep(step_sleep)] if step_sleep else []), device="cpu")
     if stop_at is not None:
         loop.config.max_steps = stop_at  # the scheduler keeps the `steps` schedule
     result = loop.fit()
@@ -82,8 +95,9 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--stop-at", type=int, default=None)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--step-sleep", type=float, default=0.0)
     a = ap.parse_args(argv)
-    run(a.out, a.batch_size, steps=a.steps, stop_at=a.stop_at, resume=a.resume)
+    run(a.out, a.batch_size, steps=a.steps, stop_at=a.stop_at, resume=a.resume, step_sleep=a.step_sleep)
     from nbkit.train.distributed import cleanup
 
     cleanup()

@@ -5,7 +5,6 @@ import pytest
 import torch
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.jobs.common import checkpoint_name, resolve_resume
 from nbkit.train import ddp_loop
 from nbkit.train import distributed as D
 from nbkit.train.ddp_sampler import ResumableDistributedSampler
@@ -177,15 +176,3 @@ def test_make_sampler_uses_dist_info_and_rejects_bad_rank():
         ResumableDistributedSampler(5, num_replicas=2, rank=2)
     with pytest.raises(ConfigError):
         ResumableDistributedSampler(0)
-
-
-# --- job helpers ---------------------------------------------------------------------------
-def test_resolve_resume_picks_newest_complete_checkpoint(tmp_path):
-    for step in (2, 10):
-        (tmp_path / checkpoint_name(step)).mkdir()
-    (tmp_path / (checkpoint_name(12) + ".tmp")).mkdir()  # half-written: never picked
-    assert resolve_resume("auto", tmp_path).name == checkpoint_name(10)
-    assert resolve_resume("none", tmp_path) is None
-    assert resolve_resume("auto", tmp_path / "missing") is None
-    with pytest.raises(CheckpointError, match="--resume"):
-        resolve_resume(tmp_path / "nope", tmp_path)

@@ -1,49 +1,29 @@
-"""nbkit.train.launch and DDP end to end: 2 gloo processes under torchrun on CPU vs one process."""
+"""nbkit.train.launch end to end with the real loop: the pretraining job and a tiny-BERT Loop
+job (tests/ddp_loop_job.py) under torchrun, 2 gloo processes on CPU. That two ranks train
+exactly like one process on the same global batch is tests/test_ddp_loop.py's part."""
 from __future__ import annotations
 
 import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 import torch
 
 from nbkit.errors import ConfigError
-from nbkit.jobs.common import checkpoint_name
 from nbkit.train import launch as L
+from nbkit.train.launch import parse_metrics_line
 
-# Per rank: batch 4 x accumulation 2; with 2 ranks the global batch is 16 sequences,
-# which the single-process reference gets as batch 8 x accumulation 2.
-STEPS, CKPT_AT = 4, 2
-DDP_ARGS = ["--synthetic", "--batch-size", "4", "--grad-accum", "2", "--checkpoint-every", str(CKPT_AT)]
-
-
-def synthetic_args(out, *, steps=STEPS, resume="none", extra=()):
-    return [*DDP_ARGS, "--max-steps", str(steps), "--output-dir", str(out), "--resume", str(resume), *extra]
+LOOP_JOB = str(Path(__file__).with_name("ddp_loop_job.py"))  # the real Loop on a tiny BERT MLM
+ENV = {"OMP_NUM_THREADS": "1"}
 
 
-def run_single(out, steps=STEPS, resume=None):
-    """The same job in this process, world size 1, batch 8 (= 2 ranks x 4)."""
-    from nbkit.jobs.synthetic import run_synthetic
-
-    return run_synthetic(out, max_steps=steps, batch_size=8, grad_accum=2, checkpoint_every=CKPT_AT,
-                         resume=resume)
-
-
-def assert_same_params(a_dir, b_dir, atol=1e-6):
-    a, b = torch.load(a_dir / "final.pt"), torch.load(b_dir / "final.pt")
-    assert a.keys() == b.keys()
-    for k in a:
-        torch.testing.assert_close(a[k], b[k], atol=atol, rtol=1e-5, msg=f"parameter {k} differs")
-
-
-@pytest.fixture(scope="module")
-def single_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("single")
-    run_single(out)
-    return out
+def long_loop_job(out):
+    """Arguments of a Loop job that runs until stopped (0.05 s sleep per step)."""
+    return [str(out), "--batch-size", "4", "--steps", "100000", "--step-sleep", "0.05"]
 
 
 def no_process_left(handle):
@@ -59,32 +39,31 @@ def no_process_left(handle):
 
 @pytest.mark.multiproc
 @pytest.mark.slow
-def test_two_gloo_ranks_match_one_process_and_checkpoint_moves_to_one(tmp_path, single_run):
+def test_pretrain_job_under_two_gloo_ranks_and_its_checkpoint_resumes_in_one_process(tmp_path, runs_tmp, capsys):
+    from nbkit.jobs import pretrain
+
+    out = tmp_path / "mlm"
+    args = ["--scale", "smoke", "--max-steps", "2", "--log-every", "1", "--checkpoint-every", "2",
+            "--resume", "none", "--output-dir", str(out)]
     got = []
-    h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2, args=synthetic_args(tmp_path / "ddp"),
-                 on_metrics=got.append, log_dir=tmp_path / "logs", device="cpu", show=False)
-    assert h.wait(timeout=120) == 0
-    assert [m["step"] for m in got] == list(range(1, STEPS + 1))  # rank 0 only: one line per step
-    assert all(m["world_size"] == 2 and m["samples"] == 16 for m in got)
+    h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2, args=args, on_metrics=got.append,
+                 log_dir=tmp_path / "logs", device="cpu", show=False,
+                 env={**ENV, "NBKIT_RUNS_DIR": str(runs_tmp)})
+    assert h.wait(timeout=300) == 0, "\n".join(h.lines[-30:])
+    assert [m["step"] for m in got if "loss" in m] == [1, 2]       # rank 0 only: one line per step
+    assert [m["step"] for m in got if "eval_loss" in m] == [2]
     assert h.metrics == got and "NBKIT_METRICS" in next((tmp_path / "logs").iterdir()).read_text()
-    assert_same_params(tmp_path / "ddp", single_run)
-    # the label-token normalisation spans ranks: losses equal the single-process ones
-    ref = json.loads((single_run / "metrics.json").read_text())
-    assert got[-1]["loss"] == pytest.approx(ref["loss"], rel=1e-5)
-    # the DDP checkpoint resumes in one process and lands on the same parameters
-    run_single(tmp_path / "resumed", resume=tmp_path / "ddp" / checkpoint_name(CKPT_AT))
-    assert_same_params(tmp_path / "resumed", single_run)
-
-
-@pytest.mark.multiproc
-@pytest.mark.slow
-def test_single_process_checkpoint_resumes_under_two_gloo_ranks(tmp_path, single_run):
-    ckpt = single_run / checkpoint_name(CKPT_AT)
-    h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2, device="cpu", show=False, log_dir=tmp_path / "logs",
-                 args=synthetic_args(tmp_path / "ddp", resume=ckpt))
-    assert h.wait(timeout=120) == 0
-    assert [m["step"] for m in h.metrics] == list(range(CKPT_AT + 1, STEPS + 1))
-    assert_same_params(tmp_path / "ddp", single_run)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["world_size"] == 2 and metrics["steps"] == 2
+    state = torch.load(out / "checkpoints" / "step-000002" / "trainer_state.pt", weights_only=False)
+    assert state["world_size"] == 2 and len(state["rng_per_rank"]) == 2
+    capsys.readouterr()
+    # the same job in this process continues the 2-rank checkpoint (the loop's own resume)
+    assert pretrain.main([*args[:2], "--max-steps", "3", "--log-every", "1", "--resume", "auto",
+                          "--output-dir", str(out)]) == 0
+    lines = [m for m in map(parse_metrics_line, capsys.readouterr().out.splitlines()) if m]
+    assert [m["step"] for m in lines if "loss" in m] == [3]
+    assert json.loads((out / "metrics.json").read_text())["world_size"] == 1
 
 
 @pytest.mark.multiproc
@@ -95,9 +74,8 @@ def test_interrupt_terminates_torchrun_and_its_workers(tmp_path, monkeypatch):
     def interrupt_on_first_metrics(m):
         raise KeyboardInterrupt  # what "interrupt kernel" raises in the cell running wait()
 
-    h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2, device="cpu", show=False,
-                 on_metrics=interrupt_on_first_metrics,
-                 args=synthetic_args(tmp_path, steps=100000, extra=("--step-sleep", "0.05")))
+    h = L.launch(LOOP_JOB, nproc_per_node=2, device="cpu", show=False, env=ENV,
+                 on_metrics=interrupt_on_first_metrics, args=long_loop_job(tmp_path / "run"))
     with pytest.raises(KeyboardInterrupt):
         h.wait(timeout=120)
     assert len(h.pids) >= 3  # torchrun + 2 workers were seen
@@ -108,14 +86,14 @@ def test_interrupt_terminates_torchrun_and_its_workers(tmp_path, monkeypatch):
 @pytest.mark.multiproc
 @pytest.mark.slow
 def test_terminate_stops_a_running_job(tmp_path):
-    h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2,
-                 device="cpu", show=False,
-                 args=synthetic_args(tmp_path, steps=100000, extra=("--step-sleep", "0.05")))
+    h = L.launch(LOOP_JOB, nproc_per_node=2, device="cpu", show=False, env=ENV,
+                 args=long_loop_job(tmp_path / "run"))
     deadline = time.monotonic() + 120
     while not h.metrics and time.monotonic() < deadline:
         assert h.poll() is None, "\n".join(h.lines)
         time.sleep(0.1)
     assert h.metrics, "no metrics line arrived"
+    assert h.metrics[0]["step"] == 1 and "loss" in h.metrics[0]  # the loop's own log dict
     h.terminate(grace_s=5)
     no_process_left(h)
 

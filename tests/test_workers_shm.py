@@ -122,13 +122,18 @@ def test_real_64k_dev_shm_in_a_mount_namespace(tmp_path):
     assert "stopped delivering batches" in lines[1], lines[1]
 
 
-def test_step_analysis_loader_checks_shm_too(monkeypatch):
-    from nbkit.profiling.stepdata import random_mlm_loader
+def test_step_analysis_loop_checks_shm_too(monkeypatch):
+    from transformers import BertConfig, BertForMaskedLM
+
+    from nbkit.profiling.stepdata import step_loop
     from nbkit.profiling.steps import StepConfig
 
+    model = BertForMaskedLM(BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                       intermediate_size=32, max_position_embeddings=128))
     monkeypatch.setattr(workers, "shm_free_bytes", lambda *a, **k: 64 * 1024)
-    cfg = StepConfig(batch_size=16, seq_len=128, precision="fp32", attn="sdpa", num_workers=2, pin_memory=False)
+    cfg = StepConfig(batch_size=16, seq_len=128, precision="fp32", attn="sdpa", num_workers=2, pin_memory=False,
+                     steps=1, warmup=1)
     with pytest.raises(ConfigError, match="num_workers=2.*--shm-size"):
-        random_mlm_loader(100, cfg, n_batches=2)
+        step_loop(model, cfg, device="cpu")
     cfg.num_workers = 0
-    assert len(random_mlm_loader(100, cfg, n_batches=2)) == 2
+    assert len(step_loop(model, cfg, device="cpu").train_data) == 2 * 16

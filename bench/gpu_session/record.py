@@ -57,7 +57,7 @@ def parse_pytest(text: str) -> dict:
 def gpu_check_headline(res: dict) -> dict:
     """BERT-base MLM rows (eager/compiled), the MLM-head ablation, bf16 matmul and SDPA rows, the profile check."""
     keep = ("batch_size", "seq_len", "precision", "step_ms", "tokens_per_s", "achieved_tflops", "mfu",
-            "peak_memory_mib")
+            "peak_memory_mib", "mlm_head")
     out = {k: {f: res[k].get(f) for f in keep} for k in ("bert_eager", "bert_compiled") if res.get(k)}
     out["mlm_head"] = [{f: r.get(f) for f in ("value", "tokens_per_s", "speedup", "batch_size")}
                        for r in res.get("ablation_mlm_head") or []]

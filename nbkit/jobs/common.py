@@ -1,8 +1,7 @@
-"""Flags shared by the job scripts, and the checkpoint-directory convention they use."""
+"""Flags shared by the job scripts and how their ``--resume`` maps onto the loop."""
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 
@@ -10,9 +9,9 @@ def job_parser(description: str) -> argparse.ArgumentParser:
     """An ``argparse`` parser with the flags every job takes.
 
     ``None`` means "the scale preset's value" (``nbkit.pipeline.scale.get_scale``).
-    ``--resume`` takes ``auto`` (newest complete checkpoint in ``--output-dir``, if any),
-    ``none`` (start fresh) or a checkpoint directory, possibly written under
-    another world size (see ``nbkit.train.ddp_sampler``).
+    ``--resume`` takes ``auto`` (newest complete checkpoint under ``--output-dir``, if any,
+    possibly written under another world size: ``nbkit.train.ddp_sampler``) or ``none``
+    (start fresh); see :func:`loop_resume`.
     """
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--scale", default=None, help="smoke | cpu | gpu (default: $NBKIT_SCALE, else by hardware)")
@@ -24,46 +23,12 @@ def job_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="data order and init seed (same on every rank)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints")
     p.add_argument("--log-every", type=int, default=None,
-                   help="steps between NBKIT_METRICS lines (default: the preset's; --synthetic: 1)")
+                   help="steps between NBKIT_METRICS lines (default: the preset's)")
     p.add_argument("--resume", default="auto",
-                   help="auto | none (--synthetic also: PATH to a checkpoint directory)")
+                   help="auto (newest complete checkpoint under --output-dir) | none")
     p.add_argument("--backend", default=None, choices=("nccl", "gloo"),
                    help="process-group backend (default: nccl on CUDA, gloo on CPU)")
     return p
-
-
-_CKPT = re.compile(r"^checkpoint-(\d+)$")
-
-
-def checkpoint_name(step: int) -> str:
-    """Directory name of the checkpoint after optimizer step ``step``."""
-    return f"checkpoint-{step:07d}"
-
-
-def resolve_resume(resume: str | Path | None, output_dir: Path | None) -> Path | None:
-    """Turn ``--resume`` into a checkpoint directory or ``None`` (start fresh).
-
-    ``auto`` picks the complete checkpoint with the highest step in ``output_dir``
-    (incomplete ones are written under a ``.tmp`` name and never match).
-
-    Raises:
-        nbkit.errors.CheckpointError: an explicit path does not exist.
-    """
-    from nbkit.errors import CheckpointError
-
-    if resume is None or str(resume).lower() in ("none", "no", "false", ""):
-        return None
-    if str(resume).lower() == "auto":
-        if output_dir is None or not Path(output_dir).is_dir():
-            return None
-        found = [(int(m.group(1)), d) for d in Path(output_dir).iterdir()
-                 if d.is_dir() and (m := _CKPT.match(d.name))]
-        return max(found)[1] if found else None
-    path = Path(resume)
-    if not path.is_dir():
-        raise CheckpointError(f"no checkpoint directory at {path}; pass --resume auto, none, "
-                              "or an existing checkpoint-NNNNNNN directory")
-    return path
 
 
 def loop_resume(resume: str | None) -> bool:

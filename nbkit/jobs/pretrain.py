@@ -1,15 +1,15 @@
 """MLM pretraining as a script: ``[torchrun ...] python -m nbkit.jobs.pretrain [flags]``.
 
-The same code path as notebook 02. ``--synthetic`` runs the tiny built-in job
-(``nbkit.jobs.synthetic``) instead, to check a launcher, a cluster or a
-multi-node rendezvous in seconds without any corpus or tokenizer.
+The same code path as notebook 02. To check a launcher, a cluster or a multi-node
+rendezvous, run it at ``--scale smoke --max-steps 6``: the real loop on a tiny BERT and
+the bundled corpus (the tokenizer is trained on the way if notebook 01 has not run).
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from nbkit.jobs.common import job_parser, loop_resume, resolve_resume
+from nbkit.jobs.common import job_parser, loop_resume
 
 
 def run_pretrain(scale, output_dir: Path, *, max_steps: int | None = None, batch_size: int | None = None,
@@ -81,9 +81,6 @@ def _overrides(**knobs) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = job_parser("nbkit MLM pretraining (runs under torchrun)")
-    p.add_argument("--synthetic", action="store_true", help="tiny built-in job, no corpus needed")
-    p.add_argument("--num-samples", type=int, default=64, help="(--synthetic) dataset size")
-    p.add_argument("--step-sleep", type=float, default=0.0, help="(--synthetic) seconds to sleep per step")
     a = p.parse_args(argv)
     from nbkit.train.distributed import cleanup
 
@@ -94,17 +91,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(a) -> int:
-    if a.synthetic:
-        from nbkit.jobs.synthetic import run_synthetic
-        from nbkit.pipeline.runs import runs_dir
-
-        out = a.output_dir or runs_dir() / "synthetic"
-        run_synthetic(out, max_steps=a.max_steps or 6, batch_size=a.batch_size or 4,
-                      grad_accum=a.grad_accum or 2, lr=a.lr or 0.2, seed=a.seed or 0,
-                      checkpoint_every=a.checkpoint_every, resume=resolve_resume(a.resume, a.output_dir),
-                      log_every=a.log_every or 1, num_samples=a.num_samples, step_sleep=a.step_sleep,
-                      backend=a.backend)
-        return 0
     from nbkit.pipeline.runs import step_dir
     from nbkit.pipeline.scale import get_scale
 

@@ -1,11 +1,9 @@
 """``torch.profiler`` around N training steps: top-operator tables, trace, memory.
 
 :func:`profile_steps` takes any zero-argument ``step_fn`` that runs one
-training step (forward, backward, optimizer). To profile ``nbkit.train.loop.Loop``
-pass a closure over the loop's own step, e.g.
-``profile_steps(lambda: loop.train_step(next(batches)), out_dir)``; notebook 04
-uses :func:`make_step_fn`, the same explicit step :mod:`nbkit.profiling.steps`
-times.
+training step (forward, backward, optimizer). Notebook 04 and ``bench/gpu_check.py``
+pass :func:`make_step_fn` of a :class:`nbkit.train.loop.Loop`: the loop's own
+``train_step``, the step ``fit()`` runs and :mod:`nbkit.profiling.steps` times.
 
 The profiler follows a schedule (``torch.profiler.schedule``): ``wait`` steps
 untouched, ``warmup`` steps traced but discarded (the tracer's own start-up
@@ -253,40 +251,33 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
         peak_memory_mib=peak, memory_snapshot_path=snap_path, notes=notes)
 
 
-def make_step_fn(model, loader, precision: str = "fp32", device=None, lr: float = 1e-4,
-                 compile: bool = False):
-    """A zero-argument training step over ``loader`` (cycled), for :func:`profile_steps`.
+def make_step_fn(loop, windows: int = 4):
+    """A zero-argument training step for :func:`profile_steps`: ``loop.train_step`` on the next window.
 
-    Same step as :func:`nbkit.profiling.steps.measure_steps` (autocast for
-    ``bf16``, cross-entropy over ``labels != -100``, AdamW, fused on CUDA) but
-    without per-phase synchronisation, so the trace shows the natural overlap
-    and ``nbkit.profiling.microbench.time_fn(step)`` gives the unperturbed step time.
-    ``itertools.cycle`` keeps the loader's batches after the first pass, so
-    later steps cost no data loading. ``compile`` wraps the model in
-    ``torch.compile`` (inductor).
+    ``loop``: a :class:`nbkit.train.loop.Loop` (:func:`nbkit.profiling.stepdata.step_loop`,
+    or the one a notebook trains with). ``windows`` windows of ``grad_accum_steps`` batches are
+    drawn once from ``loop.batch_stream()`` and cycled, so the timed steps cost no collation
+    (the step itself still copies each batch to the device); without per-phase
+    synchronisation, so the trace shows the natural overlap and
+    ``nbkit.profiling.microbench.time_fn(step)`` gives the unperturbed step time. Each call
+    returns ``train_step``'s dict (``tokens``, ``flops`` of that step, ...). It puts the
+    model in train mode, as ``fit()`` does.
+
+    Raises:
+        ConfigError: ``windows`` below 1.
     """
     import itertools
 
-    import torch
+    from nbkit.errors import ConfigError
 
-    from nbkit.profiling.microbench import resolve_device
-    from nbkit.profiling.steps import _autocast, to_device
+    if windows < 1:
+        raise ConfigError(f"windows={windows}: make_step_fn needs at least one window of batches")
+    stream = loop.batch_stream()
+    accum = loop.config.grad_accum_steps
+    cycle = itertools.cycle([[next(stream) for _ in range(accum)] for _ in range(windows)])
+    loop.model.train()
 
-    device = resolve_device(device)
-    model.to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True if device.type == "cuda" else None)
-    run = torch.compile(model) if compile else model
-    batches = itertools.cycle(loader)
-
-    def step():
-        batch = to_device(next(batches), device)
-        with _autocast(device, precision):
-            logits = run(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask")).logits
-        labels = batch["labels"]  # (B, T)
-        loss = torch.nn.functional.cross_entropy(
-            logits.float().view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+    def step() -> dict:
+        return loop.train_step(next(cycle))
 
     return step

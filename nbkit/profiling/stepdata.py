@@ -1,9 +1,12 @@
-"""Inputs for timing training steps: random MLM batches and the model to time.
+"""The training loop that profiling times, on random token ids, and the model to time.
 
-Timings depend on tensor shapes, not on which tokens or weights: random token
-ids and (without a notebook-02 checkpoint) randomly initialised BERT presets
-measure the same step time as real ones. Re-exported by
-:mod:`nbkit.profiling.steps`.
+Profiling measures :meth:`nbkit.train.loop.Loop.train_step`, the step ``fit()`` runs, so
+:func:`step_loop` builds a real ``Loop``: the loop's optimizer (AdamW, fused on CUDA),
+LR schedule, precision rule, gradient clipping, sparse MLM head and data path, with the
+real MLM collator (:class:`nbkit.text.mlm.MLMCollator`). Timings depend on tensor shapes,
+not on which tokens or weights: random token ids (:class:`RandomMLMDataset`) and, without
+a notebook-02 checkpoint, randomly initialised BERT presets (:func:`model_factory`)
+measure the same step time as real ones. Re-exported by :mod:`nbkit.profiling.steps`.
 """
 from __future__ import annotations
 
@@ -28,45 +31,68 @@ class RandomMLMDataset:
         return {"input_ids": self.ids[i]}
 
 
-class MaskingCollator:
-    """Stack examples and mask 15 % of tokens (BERT's rate): labels -100 elsewhere.
+def ids_tokenizer(vocab_size: int):
+    """A ``PreTrainedTokenizerFast`` whose vocabulary is ``[PAD] [UNK] [CLS] [SEP] [MASK]`` (ids 0-4,
+    as :mod:`nbkit.text.tokenizer` orders them) then ``t5 .. t{vocab_size-1}``: what the MLM collator
+    needs (special ids, ``len``) when there is no trained tokenizer. Raises ``ConfigError`` below 6."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from transformers import PreTrainedTokenizerFast
 
-    Masked positions get ``mask_id`` (no 80/10/10 split: this collator only
-    has to cost what a real one costs). Picklable, so it works with
-    ``num_workers > 0``.
+    from nbkit.errors import ConfigError
+    from nbkit.text.tokenizer import SPECIAL_TOKENS
+
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ConfigError(f"vocab_size={vocab_size}: needs more than the {len(SPECIAL_TOKENS)} special tokens")
+    vocab = {t: i for i, t in enumerate(SPECIAL_TOKENS)} | {f"t{i}": i for i in range(5, vocab_size)}
+    pad, unk, cls, sep, mask = SPECIAL_TOKENS
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(WordLevel(vocab, unk_token=unk)),
+                                   pad_token=pad, unk_token=unk, cls_token=cls, sep_token=sep, mask_token=mask)
+
+
+def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0):
+    """A :class:`nbkit.train.loop.Loop` over random MLM blocks, built for timing ``train_step``.
+
+    ``cfg`` is a :class:`nbkit.profiling.steps.StepConfig`: ``batch_size``, ``seq_len``,
+    ``grad_accum_steps``, ``precision``, ``lr``, ``num_workers``, ``pin_memory`` and ``compile``
+    (``compile_backend``) go into the loop's ``TrainConfig`` (schedule length ``warmup + steps``,
+    every other field the loop's default); ``attn`` is set on the model
+    (``set_attn_implementation``), ``mlm_head="all"`` turns the sparse head off. The data:
+    ``batch_size x grad_accum_steps x (warmup + steps)`` random sequences of ``seq_len`` tokens
+    collated by ``MLMCollator(tokenizer)`` (default :func:`ids_tokenizer` of the model's vocabulary);
+    ``data`` (examples with ``input_ids``) replaces the random sequences.
+    The model is put in train mode (``fit()`` does that; ``from_pretrained`` returns eval mode).
+
+    Raises:
+        ConfigError: unknown precision or ``mlm_head``, ``mlm_head="masked"`` on a model without
+            ``supports_predict_mask``, or ``/dev/shm`` too small for ``num_workers``
+            (``nbkit.train.workers.check_worker_shm``).
     """
+    from nbkit.errors import ConfigError
+    from nbkit.text.mlm import MLMCollator
+    from nbkit.train import Loop, TrainConfig
+    from nbkit.train.workers import check_worker_shm
 
-    def __init__(self, mask_id: int = 4, probability: float = 0.15):
-        self.mask_id, self.probability = mask_id, probability
-
-    def __call__(self, examples):
-        import torch
-
-        ids = torch.stack([e["input_ids"] for e in examples])  # (B, T)
-        chosen = torch.rand(ids.shape) < self.probability       # (B, T) bool
-        labels = torch.where(chosen, ids, torch.full_like(ids, -100))
-        inputs = torch.where(chosen, torch.full_like(ids, self.mask_id), ids)
-        return {"input_ids": inputs, "attention_mask": torch.ones_like(ids), "labels": labels}
-
-
-def random_mlm_loader(vocab_size: int, cfg, n_batches: int, seed: int = 0):
-    """DataLoader of random MLM batches shaped ``(cfg.batch_size, cfg.seq_len)``.
-
-    ``cfg`` is a :class:`nbkit.profiling.steps.StepConfig` (batch_size, seq_len,
-    num_workers, pin_memory are read). Raises ``ConfigError`` when ``/dev/shm`` cannot hold
-    what ``num_workers`` workers keep in flight (``nbkit.train.workers.check_worker_shm``).
-    """
-    from torch.utils.data import DataLoader
-
-    from nbkit.train.workers import check_worker_shm, loader_timeout
-
-    data = RandomMLMDataset(vocab_size, cfg.seq_len, cfg.batch_size * n_batches, seed)
-    # workers need /dev/shm for their batches: a ConfigError now instead of a hung ablation
-    check_worker_shm(data, MaskingCollator(), cfg.batch_size, cfg.num_workers, seed)
-    return DataLoader(data, batch_size=cfg.batch_size, shuffle=False, drop_last=True,
-                      collate_fn=MaskingCollator(), num_workers=cfg.num_workers,
-                      pin_memory=cfg.pin_memory, persistent_workers=cfg.num_workers > 0,
-                      timeout=loader_timeout(cfg.num_workers))
+    sparse = bool(getattr(model, "supports_predict_mask", False))
+    if cfg.mlm_head not in ("all", "masked") or (cfg.mlm_head == "masked" and not sparse):
+        raise ConfigError(f"mlm_head={cfg.mlm_head!r}: use 'all', or 'masked' with a model that supports it "
+                          "(nbkit.models.mlm_head.SparseHeadBertForMaskedLM, what models.build_mlm_model returns)")
+    if cfg.mlm_head == "all" and sparse:
+        model.supports_predict_mask = False  # this instance runs the head on every position
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(cfg.attn)
+    model.train()
+    vocab_size = model.config.vocab_size
+    collator = MLMCollator(tokenizer if tokenizer is not None else ids_tokenizer(vocab_size))
+    n_steps = cfg.warmup + cfg.steps
+    if data is None:
+        data = RandomMLMDataset(vocab_size, cfg.seq_len, cfg.batch_size * cfg.grad_accum_steps * max(n_steps, 1), seed)
+    check_worker_shm(data, collator, cfg.batch_size, cfg.num_workers, seed)  # ConfigError, not a hung run
+    config = TrainConfig(max_steps=max(n_steps, 1), batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
+                         lr=cfg.lr, precision=cfg.precision, num_workers=cfg.num_workers,
+                         pin_memory=cfg.pin_memory, compile=cfg.compile_backend if cfg.compile else False,
+                         progress=False, seed=seed)
+    return Loop(model, config, data, collate_fn=collator, device=device)
 
 
 def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):

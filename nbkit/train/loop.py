@@ -7,17 +7,15 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
                            backward(loss_sum * W / n)          # = one batch of k x the size (W ranks)
     unscale (fp16) -> clip grad norm -> one host sync (loss, grad norm)
     non-finite? skip the update and count it; else optimizer step
-    scheduler step; log / eval / checkpoint on their intervals
+    scheduler step; log / eval / checkpoint on their intervals     # all but this line: Loop.train_step
 
-Under ``torchrun`` (W > 1 processes) the same loop runs DDP through ``nbkit.train.distributed``
-(whose docstring lists each point): sharded global order, ``n`` summed over ranks and the
-loss scaled by ``W / n`` (DDP averages gradients), ``no_sync`` but on the last micro-batch,
-sums all-reduced before the non-finite check, rank-0-only logs/callbacks/checkpoints with a
-barrier after saves, evaluation sharded by batch and summed. Global batch = ``W *
-batch_size * grad_accum_steps``. Views subscribe via callbacks (``nbkit.train.callbacks``).
+Under ``torchrun`` (W > 1) the loop runs DDP (``nbkit.train.distributed`` lists each point): sharded
+order, ``n`` summed over ranks, loss x ``W / n``, ``no_sync`` but on the last micro-batch, rank-0-only
+logs/callbacks/checkpoints, sharded evaluation. Global batch = ``W * batch_size * grad_accum_steps``.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
@@ -38,6 +36,7 @@ from nbkit.train.loss import label_weight_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
 from nbkit.train.progress_file import with_env_progress
+from nbkit.train.run_lock import RunLock
 
 
 class Loop:
@@ -113,7 +112,8 @@ class Loop:
         return self.dist.is_main
 
     # ----- data --------------------------------------------------------------------------
-    def _micro_batches(self):
+    def batch_stream(self):
+        """Endless collated micro-batches (CPU tensors) in the sampler's order, as ``fit()`` feeds ``train_step``."""
         batches = micro_batches(self.train_data, self.sampler, self.state, self.config, self.collate_fn,
                                 pin_memory=self.device.type == "cuda")
         return workers.guard_batches(batches, self.config.num_workers)  # worker failure -> ConfigError
@@ -123,7 +123,11 @@ class Loop:
         return prepare_batch(batch, self.device, self._pad_multiple, pad_id)
 
     # ----- one optimizer step ------------------------------------------------------------
-    def _step(self, window: list[dict]) -> dict:
+    def train_step(self, window: list[dict], mark=None) -> dict:
+        """One optimizer step on ``window`` (``grad_accum_steps`` batches of ``batch_stream()``) as ``fit()`` runs it
+        and ``nbkit.profiling`` times it. ``mark(phase)`` is called as ``data`` (to device), ``forward``, ``backward``
+        start per micro-batch, then ``optimizer``. Returns loss_sum, n_label, finite, grad_norm, lr, samples, tokens, flops."""
+        mark = mark or (lambda phase: None)
         n_local = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
         n_label = D.global_label_tokens(n_local)       # all ranks' label tokens in the window
         if self.class_weights is not None:             # weighted mean: divide by the targets' weights
@@ -131,13 +135,16 @@ class Loop:
         loss_sum = torch.zeros((), device=self.device)
         tokens, seq_flops = 0, 0.0
         for i, raw in enumerate(window):
+            mark("data")
             batch = self._prepare(raw)
             labels = batch.pop("labels")
+            mark("forward")
             with self._backward_context(i, len(window)):
                 with self.precision.autocast():
                     logits, scored = forward_logits(self._forward, batch, labels, self._sparse_head)
                     loss = token_loss_sum(logits, scored, self._weight_dev)  # scalar, fp32
                 scaled = loss * self.dist.world_size / (n_label or 1)  # DDP averages grads: * W undoes it
+                mark("backward")
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()
             loss_sum += loss.detach()
             ids = batch["input_ids"]                                         # (B, T)
@@ -145,6 +152,7 @@ class Loop:
             if self._is_bert:  # MLM head rows: every position, or the scored ones (sparse); none for classification
                 head_rows = scored.numel() if labels.dim() == 2 else 0
                 seq_flops += bert_batch_flops(self.model.config, ids.numel(), ids.shape[1], head_rows)
+        mark("optimizer")
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
         max_norm = self.config.max_grad_norm or float("inf")
@@ -171,6 +179,7 @@ class Loop:
             self.scheduler.step()
         return {"loss_sum": loss_v if finite else 0.0, "n_label": n_label if finite else 0, "finite": finite,
                 "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops}
+    _step = train_step  # the name the loop's own tests use
 
     def _check_nonfinite(self) -> None:
         st, limit = self.state, self.config.max_consecutive_nonfinite
@@ -190,10 +199,6 @@ class Loop:
 
     def _output_lock(self):
         """The lock on ``output_dir`` (rank 0 only: the ranks are one run); a no-op without one."""
-        import contextlib
-
-        from nbkit.train.run_lock import RunLock
-
         if self.config.output_dir is None or not self._is_main():
             return contextlib.nullcontext()
         self._lock = getattr(self, "_lock", None) or RunLock(self.config.output_dir)
@@ -222,14 +227,14 @@ class Loop:
         self._emit("on_train_begin")
         bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self._is_main()),
                    desc="train", unit="step")
-        batches = self._micro_batches()
+        batches = self.batch_stream()
         self._win, self._run = dict.fromkeys(_SUMS, 0), dict.fromkeys(_SUMS, 0)  # this log window, whole run
         frames0 = None
         t0 = self._t_start = time.perf_counter()
         self.model.train()
         self.stop_training = False  # a callback (e.g. EarlyStopping) may set it to end the run early
         while st.step < cfg.max_steps and not self.stop_training:
-            out = self._step([next(batches) for _ in range(cfg.grad_accum_steps)])
+            out = self.train_step([next(batches) for _ in range(cfg.grad_accum_steps)])
             st.step += 1
             st.train_tokens += out["tokens"]
             for k in _SUMS[:-1]:
