@@ -31,7 +31,7 @@ from pathlib import Path
 from nbkit import jsonio
 from nbkit.errors import ConfigError
 
-#: The class name written to ``tokenizer_config.json``: resolved by transformers 4.46+ and 5.x.
+#: The class name written to ``tokenizer_config.json``: resolved by transformers 4.x (4.57 tried) and 5.x.
 TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 #: Generic fast-tokenizer class names that :func:`complete_tokenizer_files` renames to :data:`TOKENIZER_CLASS`.
 GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast", "NbkitTokenizerFast")
