@@ -70,6 +70,19 @@ check_dir NBKIT_NOTEBOOK_DIR "$NOTEBOOK_DIR"
 [ -n "${NBKIT_RUNS_DIR:-}" ] && check_dir NBKIT_RUNS_DIR "$NBKIT_RUNS_DIR"
 export NBKIT_NOTEBOOK_DIR=$NOTEBOOK_DIR
 
+# --- caches: writable even when HOME is not (docker run --user <any uid>) -----------
+CACHE_ROOT=${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}
+if ! { mkdir -p "$CACHE_ROOT" && [ -w "$CACHE_ROOT" ]; } 2>/dev/null; then
+    CACHE_ROOT=${TMPDIR:-/tmp}/nbkit-cache-$UID_NOW
+    mkdir -p "$CACHE_ROOT"
+    log "HOME's cache folder is not writable: caches (HF_HOME, HF_MODULES_CACHE, jieba, matplotlib) go to $CACHE_ROOT"
+fi
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$CACHE_ROOT}
+export HF_HOME=${HF_HOME:-$CACHE_ROOT/huggingface}
+export HF_MODULES_CACHE=${HF_MODULES_CACHE:-$HF_HOME/modules}
+export MPLCONFIGDIR=${MPLCONFIGDIR:-$CACHE_ROOT/matplotlib}
+export NBKIT_JIEBA_CACHE=${NBKIT_JIEBA_CACHE:-$CACHE_ROOT/jieba}
+
 # --- notebooks: copy new ones from the image, keep the user's edits -----------------
 if [ -n "${NBKIT_SEED_NOTEBOOKS:-}" ] && [ -d "$NBKIT_SEED_NOTEBOOKS" ]; then
     mkdir -p "$NOTEBOOK_DIR/notebooks"

@@ -162,17 +162,18 @@ pipeline.predict(loop.model, tokenizer, examples, max_length=max_length, id2labe
 
 # %% [markdown]
 # ## 9. Export the model
-# One directory with the weights, the tokenizer and the label names in `config.json`. It needs no nbkit: `transformers.pipeline("text-classification", model=DIR)` or `AutoModelForSequenceClassification.from_pretrained(DIR)` load it, as the next cell shows.
+# One directory with the weights, the tokenizer (cutting at the `max_length` trained with) and the label names in `config.json`. It needs no nbkit: `transformers.pipeline("text-classification", model=DIR, truncation=True)` gives `predict()`'s labels and scores (add `trust_remote_code=True` for a mean-pooling model), as the next cell shows.
 
 # %%
-export_dir = pipeline.export_classifier(loop.model, tokenizer, out_dir / "model", labeled.id2label)
+export_dir = pipeline.export_classifier(loop.model, tokenizer, out_dir / "model", labeled.id2label, max_length=max_length)
 sorted(p.name for p in export_dir.iterdir())
 
 # %%
 from transformers import pipeline as hf_pipeline
 
-classify = hf_pipeline("text-classification", model=str(export_dir))
-[(r["label"], round(r["score"], 3)) for r in classify(examples, truncation=True)]
+classify = hf_pipeline("text-classification", model=str(export_dir), truncation=True,
+                       trust_remote_code=getattr(loop.model.config, "classifier_pooling", "cls") == "mean")
+[(r["label"], round(r["score"], 3)) for r in classify(examples)]
 
 # %% [markdown]
 # ## 10. Save the summary
@@ -181,4 +182,4 @@ classify = hf_pipeline("text-classification", model=str(export_dir))
 # %%
 summary = pipeline.save_sentiment_metrics(out_dir, scale, report, base_report, labeled.report, trunc, how, result)
 {k: summary[k] for k in ("test_accuracy", "test_macro_f1", "baseline_accuracy", "baseline_macro_f1",
-                         "n_train", "n_val", "n_test", "n_duplicates_dropped", "n_conflicts_dropped")}
+                         "n_train", "n_val", "n_test", "n_duplicates_dropped", "n_conflicts_dropped", "warnings")}

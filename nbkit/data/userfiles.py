@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from nbkit.data.filecheck import check_utf8, locate_json_error  # noqa: F401  (re-exported)
 from nbkit.data.labeled import LabeledData, build_labeled_data
-from nbkit.errors import DataError
+from nbkit.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -210,6 +210,7 @@ def load_labeled_files(
         :class:`LabeledData`; ``report`` also holds ``files`` (split -> path).
 
     Raises:
+        ConfigError: ``train`` is None.
         DataError: any bad file (see the module docstring), a single class,
             labels in validation/test unseen in training (listed), a split left
             empty (e.g. every test text also occurs in training).
@@ -218,6 +219,9 @@ def load_labeled_files(
         UserWarning: labels that differ only in case or width ("Positive" and
             "positive"), which would become separate classes.
     """
+    if train is None:
+        raise ConfigError("load_labeled_files(train=None): the training file is required (the labelled texts the "
+                          "classifier learns from); pass its path, e.g. train_file='data/sample_reviews.csv'")
     sources: dict[str, tuple[list, list]] = {}
     files: dict[str, str] = {}
     for split, path in (("train", train), ("validation", validation), ("test", test)):

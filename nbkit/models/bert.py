@@ -19,7 +19,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.models.loading import load_pretrained, quiet_transformers, seeded  # noqa: F401  (re-exported)
+from nbkit.models.loading import _saved_labels, load_pretrained, quiet_transformers, seeded  # noqa: F401
 from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
 #: BertConfig kwargs per preset. Parameter counts (vocab 8,000, 512 positions
@@ -160,6 +160,54 @@ def check_tokenizer_matches(tokenizer, vocab_size: int, model_dir: Path | None, 
 POOLINGS = ("cls", "mean")
 
 
+def label_order(saved: dict, wanted: dict) -> list[int] | None:
+    """Saved ids in the order of ``wanted``'s ids when both name the same labels in another order, else None.
+
+    ``saved``/``wanted``: class id -> name. ``[2, 1, 0]`` means the head's output 2 is ``wanted``'s class 0.
+    """
+    saved = {int(k): str(v) for k, v in saved.items()}
+    wanted = {int(k): str(v) for k, v in wanted.items()}
+    if saved == wanted or sorted(saved.values()) != sorted(wanted.values()) or len(set(saved.values())) != len(saved):
+        return None
+    by_name = {v: k for k, v in saved.items()}
+    return [by_name[wanted[i]] for i in sorted(wanted)]
+
+
+def reorder_head(model, order: list[int]) -> None:
+    """Permute the classification head's outputs in place: new output ``i`` is old output ``order[i]``.
+
+    ``model.classifier`` is the ``nn.Linear`` (num_labels, hidden) of BERT's sequence classifiers.
+    """
+    import torch
+
+    with torch.no_grad():
+        index = torch.tensor(order, device=model.classifier.weight.device)
+        model.classifier.weight.copy_(model.classifier.weight[index])        # (C, d)
+        model.classifier.bias.copy_(model.classifier.bias[index])            # (C,)
+
+
+def _check_saved_classifier(path: Path, id2label: dict[int, str], pooling: str | None) -> str | None:
+    """The pooling to load ``path`` with; ``ConfigError`` when the call contradicts what the classifier saved.
+
+    A checkpoint that is not a classifier (an MLM model) saved neither, so anything goes.
+    """
+    import json
+
+    try:
+        saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return pooling                     # load_pretrained reports the broken file
+    if not any(str(a).endswith("ForSequenceClassification") for a in saved.get("architectures") or []):
+        return pooling
+    saved_pooling = saved.get("classifier_pooling") or (
+        "mean" if "MeanPool" in str(saved.get("architectures")) else "cls")
+    if pooling is not None and pooling != saved_pooling:
+        raise ConfigError(
+            f"{path} is a classifier trained with pooling={saved_pooling!r}, but pooling={pooling!r} was requested; "
+            f"omit pooling= (the saved one is used), or pass reinit_head=True to train a new {pooling} head")
+    return saved_pooling
+
+
 def classifier_class(pooling: str):
     """The classifier class for ``pooling``: ``"cls"`` (BERT's pooler on ``[CLS]``) or ``"mean"``.
 
@@ -177,7 +225,7 @@ def classifier_class(pooling: str):
 
 def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
                      tokenizer=None, preset: str | None = None, reinit_head: bool = False, seed: int | None = 0,
-                     pooling: str = "cls", **overrides):
+                     pooling: str | None = None, **overrides):
     """A BERT sequence classifier plus a one-line note saying where it came from.
 
     Args:
@@ -195,7 +243,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
             re-initialised weights with their shapes) instead of raising.
         seed: seed for every weight not loaded (the new head, or all of them from
             scratch), see :func:`nbkit.models.loading.seeded`; pass the scale's seed.
-        pooling: ``"cls"`` (``BertForSequenceClassification``: the pooler on ``[CLS]``) or
+        pooling: ``None`` (default): the checkpoint's saved pooling when ``source`` is a
+            classifier, else ``"cls"``; or ``"cls"`` (``BertForSequenceClassification``: the pooler on ``[CLS]``) or
             ``"mean"`` (:class:`nbkit.models.pooling.MeanPoolBertForSequenceClassification`:
             the mean of the token states, what MLM-only pretraining trains; worth about
             +1.2 points to an nbkit checkpoint in ``bench/pretrain_value.py``, docs/pretraining.md).
@@ -212,7 +261,10 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
             that is not available offline or cannot be downloaded; a tokenizer
             that is not the model's (:func:`check_tokenizer_matches`); a checkpoint
             whose head has another number of labels, without ``reinit_head=True``
-            (names both counts and the two fixes).
+            (names both counts and the two fixes); a classifier checkpoint whose saved pooling
+            differs from ``pooling`` (both named; saved metadata wins unless ``reinit_head=True``).
+            Saved label names given in another order are not an error: the head's outputs are
+            reordered to follow ``id2label`` by name (``how`` says so).
         CheckpointError: a local directory without ``config.json``, or any other
             load failure (:func:`nbkit.models.loading.load_pretrained`, with
             transformers' report).
@@ -223,6 +275,7 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     label_kwargs = dict(num_labels=num_labels, id2label=id2label, label2id={v: k for k, v in id2label.items()})
 
     if source is None:
+        pooling = pooling or "cls"
         if preset is None or tokenizer is None:
             raise ConfigError("build_classifier(source=None) builds from scratch and needs preset=... and tokenizer=...")
         config = build_config(preset, len(tokenizer), **_token_ids(tokenizer), **label_kwargs, **overrides)
@@ -245,6 +298,10 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
             "(nbkit's pretraining model directory), not a training-state checkpoint"
         )
     local = path.is_dir()
+    saved_labels = _saved_labels(path) if local and not reinit_head else None
+    if local and not reinit_head:
+        pooling = _check_saved_classifier(path, id2label, pooling)
+    pooling = pooling or "cls"
     try:
         model, info = load_pretrained(classifier_class(pooling), str(path) if local else text,
                                       reinit_head=reinit_head, seed=seed, attn_implementation=ATTN_IMPLEMENTATION,
@@ -272,6 +329,10 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     kind = "local checkpoint" if local else "hub model"
     how = (f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} "
            f"({num_labels} labels, {pooling} pooling)")
+    order = label_order(saved_labels, id2label) if saved_labels and "classifier" not in new else None
+    if order is not None:           # same names, other order: the saved head's rows follow the names
+        reorder_head(model, order)
+        how += f"; head outputs reordered from the saved label order {[saved_labels[i] for i in sorted(saved_labels)]}"
     if info["reinitialised"]:
         how += f"; re-initialised (reinit_head=True, checkpoint -> model shape): {', '.join(info['reinitialised'])}"
     return model, how

@@ -9,13 +9,23 @@ train, as Sentence-BERT does (Reimers & Gurevych 2019).
 This module imports only torch and transformers, so an exported model directory can
 carry it as custom code (``register_for_auto_class``): ``AutoModelForSequenceClassification``
 and ``transformers.pipeline`` load it with ``trust_remote_code=True`` and get the same
-predictions, without nbkit installed.
+predictions, without nbkit installed. The export's ``config.json`` names
+:class:`MeanPoolBertConfig` (``model_type: "nbkit_mean_pool_bert"``): without
+``trust_remote_code=True`` transformers refuses it loudly instead of loading the weights
+silently as a CLS-pooling ``BertForSequenceClassification``, and with it the class is
+registered for its own config, so ``pipeline()`` logs no "not supported" error.
 """
 from __future__ import annotations
 
 import torch
-from transformers import BertForSequenceClassification
+from transformers import BertConfig, BertForSequenceClassification
 from transformers.modeling_outputs import SequenceClassifierOutput
+
+
+class MeanPoolBertConfig(BertConfig):
+    """``BertConfig`` under a model type of its own, written only to exported mean-pooling models."""
+
+    model_type = "nbkit_mean_pool_bert"
 
 
 class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
@@ -30,8 +40,13 @@ class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
     computes its own).
     """
 
+    config_class = MeanPoolBertConfig   # its own config class: registered for it when loaded as remote code
+
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None, **kwargs):
         kwargs.pop("return_dict", None)
+        limit = getattr(self.config, "classifier_max_length", None)
+        if input_ids is not None and limit and input_ids.shape[1] > limit:
+            input_ids, attention_mask, token_type_ids = truncate(input_ids, attention_mask, token_type_ids, limit)
         hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
                            token_type_ids=token_type_ids, **kwargs).last_hidden_state    # (B, T, d)
         if attention_mask is None:
@@ -41,3 +56,21 @@ class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
         logits = self.classifier(self.dropout(pooled))                                   # (B, C)
         loss = torch.nn.functional.cross_entropy(logits, labels) if labels is not None else None
         return SequenceClassifierOutput(loss=loss, logits=logits)
+
+
+def truncate(input_ids, attention_mask, token_type_ids, limit: int):
+    """Cut (B, T) inputs to (B, limit) as the tokenizer's ``truncation=True`` would: the first
+    ``limit - 1`` tokens and the row's last real token (``[SEP]``). Right padding assumed.
+
+    An export sets ``config.classifier_max_length``, so an untruncated long text (a plain
+    ``pipeline()`` call) gets the same prediction as ``nbkit.pipeline.predict``.
+    """
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    n = attention_mask.sum(1)                                                          # (B,)
+    last = input_ids.gather(1, (n - 1).clamp(min=0).unsqueeze(1)).squeeze(1)           # (B,)
+    ids = input_ids[:, :limit].clone()                                                 # (B, L)
+    long_rows = n > limit
+    ids[long_rows, limit - 1] = last[long_rows]
+    types = token_type_ids[:, :limit] if token_type_ids is not None else None
+    return ids, attention_mask[:, :limit], types

@@ -95,6 +95,16 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], id2label
     absent = [n for n, s in zip(names, seen) if not s]
     zero_recall = [n for n, r, s in zip(names, recall, support) if s > 0 and r == 0]
     _warn_classes(absent, zero_recall, names, cm)
+    predicted = sorted(set(pred.tolist()))
+    degenerate = None
+    if len(true) > 1 and len(predicted) == 1 and len(set(true.tolist())) > 1:
+        degenerate = (f"degenerate classifier: it predicts {names[ids.index(predicted[0])]!r} for all {len(true)} "
+                      f"examples (accuracy {accuracy_score(true, pred):.3f} is the share of that class); train "
+                      "longer, with a higher lr, or with TrainConfig(class_weights='balanced'), and compare with "
+                      "the baseline")
+        import warnings
+
+        warnings.warn(degenerate, UserWarning, stacklevel=2)
     return {
         "n": int(len(true)),
         "accuracy": float(accuracy_score(true, pred)),
@@ -105,6 +115,7 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], id2label
         "confusion_matrix": cm.tolist(),
         "absent": absent,
         "zero_recall": zero_recall,
+        "degenerate": degenerate,
     }
 
 

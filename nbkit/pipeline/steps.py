@@ -235,11 +235,12 @@ def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale, untra
     ``untrained`` (``loop.evaluate()`` before training) is given, ...).
     """
     from nbkit.models.bert import count_parameters, quiet_transformers
+    from nbkit.text.tokenizer_files import save_tokenizer
 
     model_dir = Path(out_dir) / "model"
     with quiet_transformers():
         loop.model.save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
+    save_tokenizer(tokenizer, model_dir)
     first, last = first_and_last_eval(result.history)
     cfg = loop.model.config
     metrics = {"scale": scale.name, "model": scale.model, "parameters": count_parameters(loop.model),
@@ -284,7 +285,8 @@ def save_sentiment_metrics(out_dir: Path, scale: Scale, report: dict, base_repor
     ``baseline_macro_f1``, ``n_train``, ``n_val``, ``n_test``,
     ``n_duplicates_dropped``, ``n_conflicts_dropped``, ``truncated_fraction``
     per split, ``per_class``, ``confusion_matrix``, ``init`` (how the model
-    was initialised) and the loop's summary under ``train``.
+    was initialised), ``warnings`` (lines a reader must see: a classifier that
+    predicts one class) and the loop's summary under ``train``.
     """
     flat = {k: v for k, v in data_report.items() if k.startswith("n_")}
     metrics = {"scale": scale.name, "init": how,
@@ -294,5 +296,6 @@ def save_sentiment_metrics(out_dir: Path, scale: Scale, report: dict, base_repor
                "truncated_fraction": {k: v["truncated_fraction"] for k, v in truncation.items()},
                "max_length": next(iter(truncation.values()))["max_length"] if truncation else None,
                "per_class": report["per_class"], "confusion_matrix": report["confusion_matrix"],
+               "warnings": [w for w in (report.get("degenerate"),) if w],   # e.g. a one-class model
                "train": result.metrics, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     return write_json(Path(out_dir) / "metrics.json", metrics)

@@ -25,16 +25,18 @@ Second pitfall: People's Daily writes Latin letters and digits full-width
 NFKC the vocabulary holds no ASCII letter or digit and about 4 % of review
 tokens become ``[UNK]`` (1 review in 3 has one); with it the full-width corpus
 teaches the ASCII forms (``bench/tokenizer_alphabet.py`` prints both rates).
-The saved tokenizer keeps the NFKC step: it loads as ``TokenizersBackend``
+The saved tokenizer keeps the NFKC step: it loads as ``PreTrainedTokenizerFast``
 (``transformers``' generic fast tokenizer, built from ``tokenizer.json``),
-because ``BertTokenizer`` rebuilds its own normalizer on load and would drop it.
+because ``BertTokenizer`` rebuilds its own normalizer on load and would drop it;
+:mod:`nbkit.text.tokenizer_files` writes the rest of the file set (``vocab.txt``,
+explicit normalisation flags) and says which loaders differ.
 
 Because each CJK character is its own word, WordPiece can only merge inside
 Latin words and digit runs: on this corpus the vocabulary saturates near
 5,700 tokens whatever ``vocab_size`` asks for.
 
 Artifacts in ``out_dir``: the ``transformers`` tokenizer files
-(``tokenizer.json``, ``tokenizer_config.json``), ``training.json`` (what was
+(``tokenizer.json``, ``tokenizer_config.json``, ``vocab.txt``), ``training.json`` (what was
 trained on and how long it took) and, via :func:`save_stats`, ``stats.json``.
 """
 from __future__ import annotations
@@ -147,7 +149,8 @@ def train_wordpiece(
             docstring); False keeps BERT's normalizer alone.
 
     Returns:
-        A fast ``transformers`` tokenizer (``TokenizersBackend``: NFKC + BERT's
+        A fast ``transformers`` tokenizer (``NbkitTokenizerFast``, a ``PreTrainedTokenizerFast``
+        whose ``save_pretrained`` writes the complete file set: NFKC + BERT's
         normalizer, pre-tokenizer, WordPiece and ``[CLS] A [SEP]`` templates)
         that ``AutoTokenizer.from_pretrained(out_dir)`` loads back identically.
         The same texts and settings give the same vocabulary, ids included
@@ -160,7 +163,9 @@ def train_wordpiece(
         DataError: no non-empty text, or a non-string item.
     """
     from tokenizers import trainers
-    from transformers import BertTokenizer, PreTrainedTokenizerFast
+    from transformers import BertTokenizer
+
+    from nbkit.text.tokenizer_files import nbkit_tokenizer_class
 
     check_vocab_size(vocab_size, len(SPECIAL_TOKENS))
     if model_max_length <= 2:
@@ -213,7 +218,7 @@ def train_wordpiece(
     pipeline = bert.backend_tokenizer
     if nfkc:
         pipeline.normalizer = with_nfkc(pipeline.normalizer)
-    tokenizer = PreTrainedTokenizerFast(
+    tokenizer = nbkit_tokenizer_class()(
         tokenizer_object=pipeline, model_max_length=model_max_length,
         model_input_names=["input_ids", "token_type_ids", "attention_mask"],  # BERT's, segment ids included
         **{f"{role}_token": tok for role, tok in zip(("pad", "unk", "cls", "sep", "mask"), SPECIAL_TOKENS)})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,10 @@ def _jieba():
     except ImportError as exc:  # pragma: no cover - jieba is a dependency
         raise DataError("word boundaries need jieba: pip install jieba") from exc
     jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict ..." lines in notebooks
+    cache = os.environ.get("NBKIT_JIEBA_CACHE")  # its dictionary cache; else the temp dir (entrypoint sets it)
+    if cache and jieba.dt.tmp_dir is None:
+        os.makedirs(cache, exist_ok=True)
+        jieba.dt.tmp_dir = cache
     return jieba
 
 

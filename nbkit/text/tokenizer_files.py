@@ -1,0 +1,150 @@
+"""The saved tokenizer as a complete, consistent file set that every standard loader reads.
+
+``tokenizer.json`` alone defines nbkit's tokenizer (NFKC, then BERT's normalizer,
+pre-tokenizer, WordPiece, ``[CLS] A [SEP]``). Other loaders rebuild it from the other
+files, so :func:`complete_tokenizer_files` writes them to agree with it:
+
+- ``vocab.txt``: one token per line in id order (what ``BertTokenizer`` and the slow
+  ``BertTokenizerLegacy`` / 4.x ``BertTokenizer`` read; without it the slow class raised
+  a raw ``TypeError``);
+- ``tokenizer_config.json``: ``tokenizer_class: "PreTrainedTokenizerFast"`` (resolved by
+  transformers 4.x and 5.x alike, and it loads ``tokenizer.json`` as saved; 5.x's own name
+  ``TokenizersBackend`` does not exist in 4.x, and ``BertTokenizerFast`` is in 5.x an alias
+  of ``BertTokenizer``, which rebuilds the normalizer and drops NFKC), the explicit flags
+  ``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``, ``clean_text`` (so a
+  rebuilding loader no longer strips accents because ``strip_accents`` defaulted to
+  ``lowercase``), ``unicode_normalization`` (``"NFKC"`` or ``null``) and
+  ``normalization_note`` saying which loaders cannot reproduce NFKC.
+
+Measured on the probes of ``tests/test_tokenizer_files.py`` (full-width, accents, rare
+CJK, mixed Latin), transformers 5.24 and 4.57: ``AutoTokenizer``, ``PreTrainedTokenizerFast``
+and ``pipeline()`` give nbkit's ids on every probe; classes that rebuild BERT's normalizer
+(5.x ``BertTokenizer``/``BertTokenizerFast``, the slow classes) agree except on text that
+NFKC changes (full-width letters and digits become ``[UNK]``), and agree there too when the
+text is passed through ``unicodedata.normalize("NFKC", text)`` first.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nbkit import jsonio
+from nbkit.errors import ConfigError
+
+#: The class name written to ``tokenizer_config.json``: resolved by transformers 4.x (4.57 tried) and 5.x.
+TOKENIZER_CLASS = "PreTrainedTokenizerFast"
+#: Generic fast-tokenizer class names that :func:`complete_tokenizer_files` renames to :data:`TOKENIZER_CLASS`.
+GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast", "NbkitTokenizerFast")
+NFKC_NOTE = ("NFKC runs before BERT's normalizer (full-width ＡＢＣ１２３ -> abc123). Load with AutoTokenizer or "
+             "PreTrainedTokenizerFast (they read tokenizer.json). BertTokenizer, BertTokenizerFast (transformers 5) "
+             "and the slow BertTokenizer rebuild BERT's normalizer without NFKC: pass them "
+             "unicodedata.normalize('NFKC', text) to get the same ids.")
+
+
+def normalization_flags(backend) -> dict:
+    """The normalisation a ``tokenizers.Tokenizer`` applies, as ``tokenizer_config.json`` flags.
+
+    Returns ``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``, ``clean_text``
+    (from its ``BertNormalizer``; empty when it has none) and ``unicode_normalization``
+    (``"NFKC"``/``"NFC"``/... when such a step runs first, else ``None``).
+    """
+    spec = json.loads(backend.to_str()).get("normalizer") or {}
+    steps = spec.get("normalizers", []) if spec.get("type") == "Sequence" else [spec]
+    flags: dict = {"unicode_normalization": None}
+    for step in steps:
+        if step.get("type") in ("NFKC", "NFC", "NFKD", "NFD"):
+            flags["unicode_normalization"] = step["type"]
+        elif step.get("type") == "BertNormalizer":
+            strip = step.get("strip_accents")
+            flags.update(do_lower_case=bool(step.get("lowercase")),
+                         strip_accents=bool(step.get("lowercase")) if strip is None else bool(strip),
+                         tokenize_chinese_chars=bool(step.get("handle_chinese_chars")),
+                         clean_text=bool(step.get("clean_text")))
+    return flags
+
+
+def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: int | None = None) -> Path:
+    """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote (see the module docstring).
+
+    Args:
+        out_dir: the directory ``save_pretrained`` just wrote.
+        tokenizer: the fast tokenizer that was saved (a WordPiece model; other models are left as saved).
+        model_max_length: the length in tokens the saved tokenizer truncates to with
+            ``truncation=True`` (an export's training ``max_length``); ``None`` keeps the saved one.
+
+    Returns:
+        ``out_dir`` as a ``Path``.
+
+    Raises:
+        ConfigError: the vocabulary's ids are not 0..n-1 (no ``vocab.txt`` can hold it).
+    """
+    out = Path(out_dir)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    cfg_path = out / "tokenizer_config.json"
+    if backend is None or not cfg_path.is_file():
+        return out
+    model = json.loads(backend.to_str()).get("model") or {}
+    config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    if model.get("type") == "WordPiece":
+        vocab = backend.get_vocab(with_added_tokens=True)
+        tokens = sorted(vocab, key=vocab.get)
+        if [vocab[t] for t in tokens] != list(range(len(tokens))):
+            raise ConfigError(f"the tokenizer's ids are not 0..{len(tokens) - 1} without gaps, so no vocab.txt "
+                              "can hold them; retrain it with nbkit.text.train_wordpiece")
+        tmp = out / "vocab.txt.tmp"
+        tmp.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+        tmp.replace(out / "vocab.txt")
+        config.update(normalization_flags(backend))
+        if config.get("unicode_normalization"):
+            config["normalization_note"] = NFKC_NOTE
+    if config.get("tokenizer_class") in GENERIC_CLASSES:
+        config["tokenizer_class"] = TOKENIZER_CLASS
+    if model_max_length is not None:
+        config["model_max_length"] = int(model_max_length)
+    jsonio.write_json(cfg_path, config)
+    return out
+
+
+def save_tokenizer(tokenizer, out_dir: str | Path, model_max_length: int | None = None) -> Path:
+    """``tokenizer.save_pretrained(out_dir)`` plus :func:`complete_tokenizer_files`; returns ``out_dir``.
+
+    nbkit saves every tokenizer through this (training, pretraining checkpoints, exports),
+    whatever class it was loaded as. ``model_max_length``: see :func:`complete_tokenizer_files`.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(str(out))
+    return complete_tokenizer_files(out, tokenizer, model_max_length)
+
+
+def nbkit_tokenizer_class():
+    """``NbkitTokenizerFast``: ``PreTrainedTokenizerFast`` whose ``save_pretrained`` writes the complete set.
+
+    Defined on first use (transformers is imported only then); :func:`nbkit.text.train_wordpiece`
+    returns one, so the README's ``tok.save_pretrained(dir)`` writes ``vocab.txt`` and the flags too.
+    """
+    global _CLASS
+    if _CLASS is None:
+        from transformers import PreTrainedTokenizerFast
+
+        class NbkitTokenizerFast(PreTrainedTokenizerFast):
+            """A ``PreTrainedTokenizerFast`` saved as a complete file set (:mod:`nbkit.text.tokenizer_files`)."""
+
+            def save_pretrained(self, save_directory, *args, **kwargs):
+                files = super().save_pretrained(save_directory, *args, **kwargs)
+                complete_tokenizer_files(save_directory, self)
+                return files
+
+        NbkitTokenizerFast.__module__ = __name__
+        NbkitTokenizerFast.__qualname__ = "NbkitTokenizerFast"
+        _CLASS = NbkitTokenizerFast
+    return _CLASS
+
+
+_CLASS = None
+
+
+def __getattr__(name):  # pickling finds the class as nbkit.text.tokenizer_files.NbkitTokenizerFast
+    if name == "NbkitTokenizerFast":
+        return nbkit_tokenizer_class()
+    raise AttributeError(name)
