@@ -81,8 +81,14 @@ def test_no_import_cycle_between_nbkit_modules():
     assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph))}"
 
 
+# The guide bends where a class is clearer whole (issue 20): the Loop keeps its step, fit, evaluate and save
+# together rather than splitting them into modules that reach into its private state.
+LARGER = {"nbkit.train.loop": 420}
+
+
 def test_modules_stay_small():
-    big = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    big = {m: n for m, p in modules().items()
+           if (n := len(p.read_text().splitlines())) > LARGER.get(m, MAX_LINES)}
     assert not big, f"modules over {MAX_LINES} lines (split them by concern): {big}"
 
 
