@@ -136,6 +136,8 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None) -
     Raises:
         ConfigError: ``id2label`` does not have one name per class (the message
             gives both counts), or ``out_dir`` is an existing file.
+        WriteError: the disk is full or not writable (path, free space, size needed); the files
+            are written beside ``out_dir`` first (:func:`nbkit.atomic.atomic_dir`), so nothing partial is left.
     """
     from nbkit.models.bert import quiet_transformers
 
@@ -154,8 +156,10 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None) -
 
     if isinstance(model, MeanPoolBertForSequenceClassification):  # custom code travels with the weights
         MeanPoolBertForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
-    with quiet_transformers():
-        model.save_pretrained(out)
-    tokenizer.save_pretrained(str(out))
+    from nbkit.atomic import atomic_dir
+
+    with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():  # WriteError: disk full
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(str(tmp))
     jsonio.loads_strict((out / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
     return out
