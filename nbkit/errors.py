@@ -24,3 +24,14 @@ class CheckpointError(NbkitError):
 
 class NonFiniteLossError(NbkitError):
     """Training produced non-finite losses or gradients too many steps in a row."""
+
+
+class WriteError(CheckpointError):
+    """An artifact (checkpoint, export, tokenizer, JSON) could not be written: disk full, quota,
+    read-only or no permission. The message names the path, the free space and the size needed;
+    ``path``, ``errno``, ``free_bytes`` and ``needed_bytes`` hold the same as attributes."""
+
+    path = None
+    errno = None
+    free_bytes = None
+    needed_bytes = None

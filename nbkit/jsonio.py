@@ -65,13 +65,18 @@ def dumps(value: Any, indent: int | None = None) -> str:
 def write_json(path: str | Path, payload: Any, indent: int | None = 2) -> Any:
     """Write ``payload`` as strict, indented UTF-8 JSON atomically (temp file + rename); return it.
 
-    The file ends with a newline; the parent folder is created if missing.
+    The file ends with a newline; the parent folder is created if missing. Written through
+    :func:`nbkit.atomic.atomic_file` (fsync, rename; the temp file removed on failure).
+
+    Raises:
+        WriteError: the disk is full, over quota, read-only or not writable (path, free space
+            and size needed named); the previous file at ``path`` is unchanged.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(dumps(payload, indent=indent) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    from nbkit.atomic import atomic_file
+
+    data = (dumps(payload, indent=indent) + "\n").encode("utf-8")
+    with atomic_file(path, estimate=len(data), what="JSON file") as tmp:
+        tmp.write_bytes(data)
     return payload
 
 

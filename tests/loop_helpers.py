@@ -74,7 +74,7 @@ def cls_collate(examples: list[dict]) -> dict:
 
 
 def main(argv=None):
-    from nbkit.train import Loop, TrainConfig, checkpoint
+    from nbkit.train import Loop, TrainConfig
 
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -87,14 +87,16 @@ def main(argv=None):
     a = ap.parse_args(argv)
 
     if a.hang_in_save is not None:
-        real = checkpoint._fsync_tree
+        from nbkit import atomic
+
+        real = atomic.fsync_tree
 
         def fsync_then_hang(root: Path):
             real(root)
             if root.name.startswith(f"step-{a.hang_in_save:06d}.tmp"):
                 Path(a.marker).write_text("hanging")
                 time.sleep(600)
-        checkpoint._fsync_tree = fsync_then_hang
+        atomic.fsync_tree = fsync_then_hang
 
     class Killer:
         def on_step_end(self, loop):

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from nbkit.data.filecheck import non_utf8_message
 from nbkit.data.labeled import LabeledData, build_labeled_data, normalize_text
+from nbkit.data.textrule import CORPUS_MAX_CHARS, cut_rows
 from nbkit.data.userfiles import load_labeled_files, load_text_file
 from nbkit.errors import ConfigError, DataError
 
@@ -134,24 +135,37 @@ def load_peoples_daily(max_lines: int | None = None, path: str | Path | None = N
     return datasets.Dataset.from_dict({"text": texts, "words": words_col})
 
 
-def split_corpus(ds: "datasets.Dataset", eval_fraction: float = 0.05, seed: int = 0) -> "datasets.DatasetDict":
-    """Random split by line into ``train`` and ``validation`` (``Dataset.train_test_split``).
+def split_corpus(ds: "datasets.Dataset", eval_fraction: float = 0.05, seed: int = 0,
+                 max_chars: int | None = CORPUS_MAX_CHARS) -> "datasets.DatasetDict":
+    """Random split by row into ``train`` and ``validation`` (``Dataset.train_test_split``).
+
+    A split by row assumes rows are small: a corpus saved as one giant line would go whole
+    into one split. So rows of a text-only dataset longer than ``max_chars`` characters are
+    first cut at sentence ends (:func:`nbkit.data.textrule.cut_rows`); datasets with more
+    columns (e.g. People's Daily's ``words``) are split as they are.
 
     Args:
-        ds: any dataset, e.g. from :func:`load_peoples_daily`.
+        ds: any dataset, e.g. from :func:`load_peoples_daily` or :func:`load_text_file`.
         eval_fraction: share of rows in ``validation``, in ``(0, 1)``.
         seed: shuffling seed (same seed, same split).
+        max_chars: longest row (default 2,000 characters); ``None`` keeps rows whole.
 
     Raises:
         ConfigError: ``eval_fraction`` outside ``(0, 1)``.
-        DataError: fewer than 2 rows.
+        DataError: fewer than 2 rows (after cutting), worded by cause: no text, or too little.
     """
     import datasets
 
     if not 0 < eval_fraction < 1:
         raise ConfigError(f"eval_fraction={eval_fraction}: use a share in (0, 1), e.g. 0.05.")
+    if list(ds.column_names) == ["text"] and max_chars is not None:
+        pieces, info = cut_rows(list(ds["text"]), max_chars)
+        if info["n_rows_cut"]:
+            ds = datasets.Dataset.from_dict({"text": pieces})
     if len(ds) < 2:
-        raise DataError(f"Cannot split {len(ds)} row(s) into train and validation; use a larger corpus.")
+        n_chars = sum(len(t) for t in ds["text"]) if "text" in ds.column_names else 0
+        raise DataError(f"Cannot split {len(ds)} row(s) ({n_chars:,} characters) into train and validation: "
+                        "too little text to hold any out. Add text (a few hundred lines at least).")
     parts = ds.train_test_split(test_size=eval_fraction, seed=seed)
     return datasets.DatasetDict({"train": parts["train"], "validation": parts["test"]})
 

@@ -4,7 +4,9 @@ One function, :func:`build_labeled_data`, does this for the bundled sentiment
 reviews (:func:`nbkit.data.corpora.load_sentiment`) and for user files
 (:func:`nbkit.data.userfiles.load_labeled_files`), so both get the same guarantees:
 
-- no empty texts (after ``str.strip``);
+- no invalid texts: one rule (:mod:`nbkit.data.textrule`) drops missing and blank ones (only
+  whitespace, zero-width or other invisible characters) and repairs lone surrogates (U+FFFD),
+  counted per split as ``n_missing_dropped``, ``n_blank_dropped``, ``n_repaired_surrogates``;
 - each text once: duplicates are found after collapsing runs of whitespace, the
   first occurrence's stripped text is kept;
 - no contradictions: a text seen with two different labels is dropped entirely
@@ -29,9 +31,11 @@ import math
 import re
 import unicodedata
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from nbkit.data.textrule import check_text, repair_surrogates
 from nbkit.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,25 +85,28 @@ def _is_missing(value: Any) -> bool:
 
 
 def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tuple[str, Any]], dict]:
-    """Drop empty/missing entries, duplicates and contradictions of one source.
+    """Drop invalid entries (:func:`nbkit.data.textrule.check_text`), duplicates and contradictions.
 
-    Returns ``{key: (text, label)}`` in first-occurrence order and the counts.
+    Returns ``{key: (text, label)}`` in first-occurrence order and the counts: ``n_empty_dropped``
+    (= ``n_missing_dropped`` + ``n_blank_dropped``; a missing or empty label counts as missing),
+    ``n_repaired_surrogates`` (texts kept with lone surrogates replaced by U+FFFD), duplicates, conflicts.
     """
     if len(texts) != len(labels):
         raise DataError(f"{name}: {len(texts)} texts but {len(labels)} labels; pass one label per text.")
     seen: dict[str, tuple[str, Any]] = {}
     conflicting: set[str] = set()
-    n_empty = n_dup = 0
-    for text, label in zip(texts, labels):
-        if _is_missing(text) or _is_missing(label):
-            n_empty += 1
-            continue
-        text = str(text).strip()
+    rule: Counter = Counter()
+    n_dup = n_no_label = 0
+    for raw, label in zip(texts, labels):
         if isinstance(label, str):
-            label = label.strip()
-        if not text or label == "":
-            n_empty += 1
+            label = repair_surrogates(label)[0].strip()
+        if _is_missing(label) or label == "":
+            n_no_label += 1
             continue
+        text = check_text(raw, rule)
+        if text is None:
+            continue
+        text = text.strip()
         if isinstance(label, float) and label.is_integer():
             label = int(label)  # pandas turns an int column with gaps into floats
         key = normalize_text(text)
@@ -111,7 +118,9 @@ def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tupl
             seen[key] = (text, label)
     for key in conflicting:
         del seen[key]
-    counts = {"n_raw": len(texts), "n_empty_dropped": n_empty,
+    counts = {"n_raw": len(texts), "n_empty_dropped": rule["missing"] + rule["blank"] + n_no_label,
+              "n_missing_dropped": rule["missing"] + n_no_label, "n_blank_dropped": rule["blank"],
+              "n_repaired_surrogates": rule["repaired_surrogates"],
               "n_duplicates_dropped": n_dup, "n_conflicts_dropped": len(conflicting)}
     return seen, counts
 
@@ -289,7 +298,8 @@ def _empty_file_split(split: str, counts: dict) -> str:
     """Message for a given validation/test file left without examples."""
     why = ", ".join(f"{counts[k]} {what}" for k, what in (
         ("n_overlap_dropped", "that also occur in training"), ("n_duplicates_dropped", "duplicates"),
-        ("n_conflicts_dropped", "with contradicting labels"), ("n_empty_dropped", "empty or unlabelled"))
+        ("n_conflicts_dropped", "with contradicting labels"),
+        ("n_empty_dropped", "empty, invisible-only or unlabelled"))
         if counts.get(k))
     return (f"The {split} split is empty: all {counts['n_raw']} rows of the {split} file were dropped ({why}). "
             f"Give a {split} file with other texts than the training file, or leave {split}=None to draw "
@@ -314,7 +324,8 @@ def _summarize(per_source: dict, columns: dict, id2label: dict[int, str], n_trai
     """Flat totals over the source files plus per-split sizes and class counts."""
     import numpy as np
 
-    keys = ("n_raw", "n_empty_dropped", "n_duplicates_dropped", "n_conflicts_dropped", "n_overlap_dropped")
+    keys = ("n_raw", "n_empty_dropped", "n_missing_dropped", "n_blank_dropped", "n_repaired_surrogates",
+            "n_duplicates_dropped", "n_conflicts_dropped", "n_overlap_dropped")
     report = {k: sum(src.get(k, 0) for src in per_source.values()) for k in keys}
     report["sources"] = per_source
     report["n_train"], report["n_val"], report["n_test"] = (len(columns[s]["label"]) for s in SPLITS)

@@ -29,6 +29,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _END = re.compile(f"[{re.escape(SENTENCE_ENDS)}]")
 _INVISIBLE_CATS = ("Cc", "Cf", "Zs", "Zl", "Zp")
 
+#: Longest corpus row, in characters, after :func:`cut_rows` (unlabelled text only: a labelled
+#: text is never cut, its label belongs to the whole). 2,000 characters hold ~4x BERT's 512-token
+#: window of Chinese (about one token per character), so MLM blocks lose nothing, while splits,
+#: dedup and word segmentation work on rows of bounded size.
+CORPUS_MAX_CHARS = 2000
+
 #: Reasons a text is dropped, as counted by :func:`check_text`.
 DROP_REASONS = ("missing", "blank")
 
@@ -93,3 +99,31 @@ def split_long(text: str, max_chars: int) -> list[str]:
         start += cut
     pieces.append(text[start:])
     return pieces
+
+
+def cut_rows(texts: list[str], max_chars: int | None = CORPUS_MAX_CHARS) -> tuple[list[str], dict]:
+    """Cut each text longer than ``max_chars`` with :func:`split_long`; blank pieces dropped.
+
+    Returns ``(pieces, info)``: the texts in order, long ones replaced by their pieces, and
+    ``info`` = ``{"n_rows_cut", "largest_row_chars", "largest_row_share"}`` measured before the
+    cut (``largest_row_share``: the longest text's share of all characters, 0-1; 1.0 for a
+    corpus that is one line). ``max_chars=None`` cuts nothing (info still measured).
+
+    Raises:
+        ValueError: ``max_chars`` below 1.
+    """
+    if max_chars is not None and max_chars < 1:
+        raise ValueError(f"max_chars={max_chars} must be >= 1 (or None: no cut)")
+    total = sum(len(t) for t in texts)
+    largest = max((len(t) for t in texts), default=0)
+    info = {"n_rows_cut": 0, "largest_row_chars": largest, "largest_row_share": largest / total if total else 0.0}
+    if max_chars is None or largest <= max_chars:
+        return list(texts), info
+    out: list[str] = []
+    for text in texts:
+        if len(text) <= max_chars:
+            out.append(text)
+            continue
+        info["n_rows_cut"] += 1
+        out.extend(p.strip() for p in split_long(text, max_chars) if not is_blank(p))
+    return out, info

@@ -17,17 +17,28 @@ as GBK, else the bad lines and how to drop or replace them:
 line), missing column (the existing columns are listed; a tab-separated
 ``.csv`` is recognised), nothing left after cleaning, a single class, labels
 in validation/test unseen in training, an empty split.
+
+Every text passes one validity rule (:mod:`nbkit.data.textrule`, shared with the encoders and
+``predict()``): missing and blank (invisible-only) texts are dropped and counted, lone surrogates
+repaired to U+FFFD and counted. A JSON file Arrow refuses is read record by record
+(:mod:`nbkit.data.jsonrecords`): one bad line is located by its 1-based line number and either
+stops the load (``errors="raise"``, default) or is skipped and listed (``errors="skip"``).
+Corpus rows longer than ``max_chars`` (2,000) are cut at sentence ends.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import tempfile
+import warnings
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nbkit.data.filecheck import check_utf8, locate_json_error  # noqa: F401  (re-exported)
+from nbkit.data.jsonrecords import check_errors, read_json_columns
 from nbkit.data.labeled import LabeledData, build_labeled_data
+from nbkit.data.textrule import CORPUS_MAX_CHARS, check_text, cut_rows
 from nbkit.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,12 +91,17 @@ def _quiet_datasets(builder: str):
             datasets.enable_progress_bars()
 
 
-def _load_table(path: Path, encoding: str) -> "datasets.Dataset":
+def _load_table(path: Path, encoding: str, columns: list[str], errors: str = "raise") -> tuple[object, dict]:
     """Read one checked file with ``datasets``' local loader, cached nowhere persistent.
+
+    Returns ``(table, info)``: a ``datasets.Dataset``, or for a JSON file Arrow refuses (a lone
+    surrogate escape, a bad line under ``errors="skip"``, a type change) the ``columns`` as
+    Python lists read record by record (:func:`nbkit.data.jsonrecords.read_json_columns`);
+    ``info`` lists the skipped lines and the lines with lone surrogates (empty for Arrow reads).
 
     Raises:
         DataError: no rows, or the loader fails; for JSON the message gives the
-            first bad line (1-based, :func:`locate_json_error`).
+            first bad line (1-based).
     """
     import datasets
 
@@ -93,15 +109,12 @@ def _load_table(path: Path, encoding: str) -> "datasets.Dataset":
     with tempfile.TemporaryDirectory(prefix="nbkit-datasets-") as cache, _quiet_datasets(builder):
         try:
             return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache,
-                                         keep_in_memory=True, encoding=encoding, **extra)
+                                         keep_in_memory=True, encoding=encoding, **extra), {}
         except Exception as err:  # DatasetGenerationError wraps the parser's error
             if "corresponds to no data" in str(err):  # a CSV with only a header row
                 raise DataError(f"{path} has no rows; add data (a CSV needs rows below its header).") from err
-            where = locate_json_error(path, encoding) if builder == "json" else None
-            if where:
-                raise DataError(f"Could not read {path} as JSON: {where}. Fix that line; a {path.suffix} file "
-                                "needs " + ("one JSON object per line." if path.suffix.lower() == ".jsonl" else
-                                            "an array of objects, or one object per line.")) from err
+            if builder == "json":  # one record Arrow cannot take must not sink the file
+                return read_json_columns(path, encoding, columns, errors)
             cause = err.__cause__ or err
             reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
             raise DataError(f"Could not read {path} as {builder.upper()} ({type(cause).__name__}: {reason}). "
@@ -109,18 +122,35 @@ def _load_table(path: Path, encoding: str) -> "datasets.Dataset":
                             f"{'line' if builder != 'csv' else 'row and a header row'}.") from err
 
 
-def _column(ds: "datasets.Dataset", name: str, path: Path, role: str) -> list:
+def _warn_file_issues(path: Path, info: dict) -> None:
+    """One warning naming the 1-based lines skipped or repaired in ``path`` (for the public loaders' caller)."""
+    said = []
+    if info.get("n_skipped_lines"):
+        said.append(f"{info['n_skipped_lines']} unreadable line(s) skipped (errors=\"skip\"): line "
+                    + ", ".join(map(str, info["skipped_lines"])) + (" ..." if info["n_skipped_lines"] > 20 else ""))
+    if info.get("n_surrogate_lines"):
+        said.append(f"{info['n_surrogate_lines']} line(s) with a lone surrogate escape (half of an emoji) "
+                    "repaired to U+FFFD: line " + ", ".join(map(str, info["surrogate_lines"]))
+                    + (" ..." if info["n_surrogate_lines"] > 20 else ""))
+    if said:
+        warnings.warn(f"{path}: {'; '.join(said)}.", UserWarning, stacklevel=3)
+
+
+def _column(ds, name: str, path: Path, role: str) -> list:
     """One column as a Python list (read from the Arrow table, not row by row).
+
+    ``ds`` is a ``datasets.Dataset`` or the column table of :func:`read_json_columns`.
 
     Raises:
         DataError: no rows, or no such column (the existing ones are listed; a
             single header holding tabs or semicolons means another delimiter).
     """
-    if len(ds) == 0:
+    is_table = isinstance(ds, dict)
+    columns = ds["__fields__"] if is_table else ds.column_names
+    if (len(next(iter(ds.values()))) if is_table else len(ds)) == 0:
         raise DataError(f"{path} has no rows; add data (a CSV needs rows below its header).")
-    if name not in ds.column_names:
+    if name not in columns:
         arg = "text_column" if role == "text" else "label_column"
-        columns = ds.column_names
         if len(columns) == 1 and path.suffix.lower() == ".csv":
             if "\t" in columns[0]:
                 raise DataError(f"{path} looks tab-separated: its single column is {columns[0]!r}. Rename it "
@@ -131,45 +161,70 @@ def _column(ds: "datasets.Dataset", name: str, path: Path, role: str) -> list:
                                 "Save it comma-separated (Excel: \"CSV UTF-8 (comma delimited)\").")
         raise DataError(f"{path} has no column {name!r}; its columns are {columns}. "
                         f"Pass {arg}= one of those.")
-    return ds.data.column(name).to_pylist()
+    return ds[name] if is_table else ds.data.column(name).to_pylist()
 
 
-def load_text_file(path: str | Path, text_column: str = "text") -> "datasets.Dataset":
+def load_text_file(path: str | Path, text_column: str = "text", errors: str = "raise",
+                   max_chars: int | None = CORPUS_MAX_CHARS, report: dict | None = None) -> "datasets.Dataset":
     """A user corpus as a ``datasets.Dataset`` with one column ``text``.
+
+    Every text passes the validity rule (:func:`nbkit.data.textrule.check_text`): missing and
+    blank texts (only whitespace, zero-width or other invisible characters) are dropped, lone
+    surrogates become U+FFFD; then texts longer than ``max_chars`` are cut at sentence ends
+    (:func:`nbkit.data.textrule.cut_rows`), so no later per-row step (splits, dedup, word
+    segmentation) meets one giant row (a whole corpus saved without line breaks).
 
     Args:
         path: ``.txt`` (one text per line; ``text_column`` is ignored),
             ``.jsonl``/``.json`` or ``.csv``/``.tsv`` (``text_column`` is read).
         text_column: column holding the text in JSON/CSV files.
+        errors: a JSON line that cannot be read: ``"raise"`` (a DataError naming its 1-based
+            line) or ``"skip"`` (skipped, its line listed in a warning and in ``report``).
+        max_chars: longest row in characters (default 2,000); ``None`` keeps rows whole.
+        report: a dict to fill with what happened: ``n_read``, ``missing``, ``blank``,
+            ``repaired_surrogates``, ``n_rows_cut``, ``largest_row_chars``, ``largest_row_share``
+            (0-1, of all characters), ``n_texts``, and the JSON reader's ``skipped_lines`` /
+            ``surrogate_lines`` (1-based).
 
     Returns:
-        Column ``text`` (str): every non-empty text, stripped, file order.
+        Column ``text`` (str): every valid text, stripped, file order, long ones in pieces.
         Duplicates are kept (this is for corpora; labelled data goes through
         :func:`load_labeled_files`).
 
     Raises:
         DataError: missing file, unsupported extension, empty file, non-UTF-8
             bytes, unparsable content, missing column, nothing but blanks.
+        ConfigError: ``errors`` not "raise"/"skip", ``max_chars`` below 1.
     """
     import datasets
 
+    check_errors(errors)
+    if max_chars is not None and max_chars < 1:
+        raise ConfigError(f"max_chars={max_chars}: use at least 1 (default 2,000), or None to keep rows whole.")
     path, encoding = _check_file(path)
-    ds = _load_table(path, encoding)
-    raw = _column(ds, "text" if path.suffix.lower() == ".txt" else text_column, path, "text")
-    texts = [str(t).strip() for t in raw if t is not None]
-    texts = [t for t in texts if t]
+    name = "text" if path.suffix.lower() == ".txt" else text_column
+    ds, info = _load_table(path, encoding, [name], errors)
+    _warn_file_issues(path, info)
+    raw = _column(ds, name, path, "text")
+    counts: Counter = Counter()
+    texts = [t.strip() for t in (check_text(v, counts) for v in raw) if t is not None]
     if not texts:
-        raise DataError(f"{path} holds only blank texts; check the file and text_column={text_column!r}.")
+        raise DataError(f"{path} holds only blank texts ({dict(counts)}); check the file and "
+                        f"text_column={text_column!r}.")
+    texts, cut = cut_rows(texts, max_chars)
+    if report is not None:
+        report.update({"n_read": len(raw), **{k: counts[k] for k in ("missing", "blank", "repaired_surrogates")},
+                       **cut, "n_texts": len(texts), **info})
     return datasets.Dataset.from_dict({"text": texts})
 
 
-def _read_labeled(path: str | Path, text_column: str, label_column: str) -> tuple[list, list]:
+def _read_labeled(path: str | Path, text_column: str, label_column: str, errors: str) -> tuple[list, list, dict]:
     path, encoding = _check_file(path)
     if path.suffix.lower() == ".txt":
         raise DataError(f"{path}: a .txt file has no label column. Save the data as .csv or .jsonl with "
                         f"columns {text_column!r} and {label_column!r}.")
-    ds = _load_table(path, encoding)
-    return _column(ds, text_column, path, "text"), _column(ds, label_column, path, "label")
+    ds, info = _load_table(path, encoding, [text_column, label_column], errors)
+    return _column(ds, text_column, path, "text"), _column(ds, label_column, path, "label"), info, path
 
 
 def load_labeled_files(
@@ -182,6 +237,7 @@ def load_labeled_files(
     val_fraction: float = 0.1,
     test_fraction: float = 0.1,
     max_train: int | None = None,
+    errors: str = "raise",
 ) -> LabeledData:
     """Labelled texts from the user's files, cleaned and split like the bundled reviews.
 
@@ -205,9 +261,15 @@ def load_labeled_files(
             (e.g. ``val_fraction=0`` with a separate test file and no
             validation), a positive share that rounds to 0 examples is an error.
         max_train: stratified cap on the training split (smoke runs).
+        errors: a JSON line that cannot be read: ``"raise"`` (a DataError naming its 1-based
+            line) or ``"skip"`` (skipped; its line listed in a warning and in
+            ``report["sources"][split]["skipped_lines"]``). Lone surrogate escapes are always
+            repaired (U+FFFD; ``repaired_surrogates`` and ``surrogate_lines`` per split).
 
     Returns:
-        :class:`LabeledData`; ``report`` also holds ``files`` (split -> path).
+        :class:`LabeledData`; ``report`` also holds ``files`` (split -> path); per split
+        (``report["sources"][split]``) the texts dropped by the validity rule
+        (``n_missing_dropped``, ``n_blank_dropped``) and repaired (``n_repaired_surrogates``).
 
     Raises:
         ConfigError: ``train`` is None.
@@ -222,15 +284,21 @@ def load_labeled_files(
     if train is None:
         raise ConfigError("load_labeled_files(train=None): the training file is required (the labelled texts the "
                           "classifier learns from); pass its path, e.g. train_file='data/sample_reviews.csv'")
+    check_errors(errors)
     sources: dict[str, tuple[list, list]] = {}
     files: dict[str, str] = {}
+    issues: dict[str, dict] = {}
     for split, path in (("train", train), ("validation", validation), ("test", test)):
         if path is None:
             continue
-        sources[split] = _read_labeled(path, text_column, label_column)
+        texts, labels, issues[split], checked = _read_labeled(path, text_column, label_column, errors)
+        _warn_file_issues(checked, issues[split])
+        sources[split] = (texts, labels)
         files[split] = str(path)
     data = build_labeled_data(sources, seed=seed, val_fraction=val_fraction, test_fraction=test_fraction,
                               max_train=max_train)
+    for split, info in issues.items():
+        data.report["sources"][split].update(info)
     data.report["files"] = files
     data.report["label2id"] = dict(data.label2id)
     return data

@@ -29,8 +29,10 @@ def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: i
     from :func:`nbkit.data.load_text_file`; ``None`` for none) followed by the
     labelled training split's texts. Corpus lines equal to a validation or test
     text (after whitespace normalisation) are dropped: the model would otherwise
-    have read the evaluation texts before being evaluated on them. The result is
-    split by line (:func:`nbkit.data.split_corpus`, ``eval_fraction``, ``seed``).
+    have read the evaluation texts before being evaluated on them. Corpus rows longer
+    than 2,000 characters (:data:`nbkit.data.textrule.CORPUS_MAX_CHARS`) are cut at
+    sentence ends (a ``UserWarning`` says so), so one giant row cannot land whole in
+    one split. The result is split by line (:func:`nbkit.data.split_corpus`, ``eval_fraction``, ``seed``).
 
     Args:
         labeled: a :class:`nbkit.data.LabeledData`.
@@ -42,7 +44,9 @@ def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: i
         ``(splits, report)``; ``report``: ``n_corpus`` (corpus lines read),
         ``n_corpus_eval_overlap_dropped``, ``n_train_texts`` (labelled training
         texts added), ``n_lines``, ``n_chars`` (characters over all lines),
-        ``n_pretrain_train``/``n_pretrain_validation`` (lines per split).
+        ``n_pretrain_train``/``n_pretrain_validation`` (lines per split),
+        ``n_corpus_rows_cut``, ``largest_corpus_row_chars`` and ``largest_corpus_row_share``
+        (the longest corpus row's share of the corpus characters, 0-1, before cutting).
 
     Raises:
         DataError: fewer than 20 lines in all (too little to split and train on).
@@ -51,11 +55,13 @@ def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: i
 
     from nbkit.data.corpora import split_corpus
     from nbkit.data.labeled import normalize_text
+    from nbkit.data.textrule import CORPUS_MAX_CHARS, cut_rows
 
     held_out = {normalize_text(t) for split in ("validation", "test") if split in labeled.splits
                 for t in labeled.splits[split]["text"]}
     corpus_lines = list(corpus["text"]) if corpus is not None else []
     kept = [t for t in corpus_lines if normalize_text(t) not in held_out]
+    kept, cut = cut_rows(kept, CORPUS_MAX_CHARS)   # one giant row would land whole in one split
     train_texts = list(labeled.splits["train"]["text"])
     lines = kept + train_texts
     if len(lines) < 20:
@@ -64,7 +70,16 @@ def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: i
     splits = split_corpus(datasets.Dataset.from_dict({"text": lines}), eval_fraction=eval_fraction, seed=seed)
     report = {"n_corpus": len(corpus_lines), "n_corpus_eval_overlap_dropped": len(corpus_lines) - len(kept),
               "n_train_texts": len(train_texts), "n_lines": len(lines), "n_chars": sum(len(t) for t in lines),
-              "n_pretrain_train": len(splits["train"]), "n_pretrain_validation": len(splits["validation"])}
+              "n_pretrain_train": len(splits["train"]), "n_pretrain_validation": len(splits["validation"]),
+              "n_corpus_rows_cut": cut["n_rows_cut"], "largest_corpus_row_chars": cut["largest_row_chars"],
+              "largest_corpus_row_share": round(cut["largest_row_share"], 4)}
+    if cut["n_rows_cut"]:
+        import warnings
+
+        warnings.warn(f"{cut['n_rows_cut']} corpus row(s) longer than {CORPUS_MAX_CHARS:,} characters were cut at "
+                      f"sentence ends before the split; the longest was {cut['largest_row_chars']:,} characters, "
+                      f"{cut['largest_row_share']:.0%} of the corpus (a file without line breaks?).", UserWarning,
+                      stacklevel=2)
     return splits, report
 
 
@@ -144,6 +159,8 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
         ConfigError: ``id2label`` does not have one name per class (the message
             gives both counts), ``max_length`` outside 3..the position limit, or
             ``out_dir`` is an existing file.
+        WriteError: the disk is full or not writable (path, free space, size needed); the files
+            are written beside ``out_dir`` first (:func:`nbkit.atomic.atomic_dir`), so nothing partial is left.
     """
     import copy
 
@@ -180,18 +197,19 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
     else:
         config.classifier_pooling = getattr(config, "classifier_pooling", None) or "cls"
     clone.config = config
-    out.mkdir(parents=True, exist_ok=True)
-    with quiet_transformers():
-        clone.save_pretrained(out)
-    saved = jsonio.loads_strict((out / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
-    if isinstance(config, MeanPoolBertConfig):       # its code beside the weights, named in auto_map
-        import shutil
+    from nbkit.atomic import atomic_dir
 
-        from nbkit.models import pooling
+    with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():  # WriteError: disk full
+        clone.save_pretrained(tmp)
+        saved = jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
+        if isinstance(config, MeanPoolBertConfig):       # its code beside the weights, named in auto_map
+            import shutil
 
-        shutil.copyfile(pooling.__file__, out / "pooling.py")
-        saved["auto_map"] = {"AutoConfig": "pooling.MeanPoolBertConfig",
-                             "AutoModelForSequenceClassification": "pooling.MeanPoolBertForSequenceClassification"}
-        jsonio.write_json(out / "config.json", saved)
-    save_tokenizer(tokenizer, out, model_max_length=max_length)
+            from nbkit.models import pooling
+
+            shutil.copyfile(pooling.__file__, tmp / "pooling.py")
+            saved["auto_map"] = {"AutoConfig": "pooling.MeanPoolBertConfig",
+                                 "AutoModelForSequenceClassification": "pooling.MeanPoolBertForSequenceClassification"}
+            jsonio.write_json(tmp / "config.json", saved)
+        save_tokenizer(tokenizer, tmp, model_max_length=max_length)
     return out

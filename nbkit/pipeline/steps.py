@@ -114,15 +114,19 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
             (:func:`nbkit.text.mlm.check_length`).
         DataError: texts that give no token (empty, whitespace only, U+3000
             ideographic spaces, zero-width or control characters): the model would
-            still give them a confident label. The message names their indices.
+            still give them a confident label. The message names their 0-based indices and a
+            filter that removes them (:func:`nbkit.data.textrule.check_text`, the loaders' rule).
+            Lone surrogates are replaced by U+FFFD first, as the loaders do.
     """
     import torch
 
+    from nbkit.data.textrule import repair_surrogates
     from nbkit.text.mlm import check_length
 
     check_length("max_length", max_length, tokenizer,
                  getattr(getattr(model, "config", None), "max_position_embeddings", None))
     texts = [texts] if isinstance(texts, str) else list(texts)
+    texts = [repair_surrogates(t)[0] if isinstance(t, str) else t for t in texts]  # the loaders' text rule
     unk_share = _unk_shares(tokenizer, texts)                        # DataError for texts with no token
     device = next(model.parameters()).device
     was_training = model.training
@@ -157,13 +161,18 @@ def _unk_shares(tokenizer, texts: list) -> list[float]:
     if bad_type:
         raise DataError(f"predict expects strings; texts at indices {bad_type[:10]} are "
                         f"{type(texts[bad_type[0]]).__name__}; pass a list of str")
+    from nbkit.data.textrule import is_blank
+
     ids = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"] if texts else []
     empty = [i for i, row in enumerate(ids) if not row]
     if empty:
         shown = ", ".join(f"{i}: {texts[i]!r}" for i in empty[:10]) + (" ..." if len(empty) > 10 else "")
-        raise DataError(f"{len(empty)} of {len(texts)} texts give no token (empty, whitespace incl. U+3000, or "
-                        f"only characters the tokenizer drops), so any label for them is a guess; indices {shown}. "
-                        "Drop them first, e.g. texts = [t for t in texts if t.strip()].")
+        fix = ("from nbkit.data.textrule import check_text; texts = [t for t in texts if check_text(t) is not None]"
+               if all(is_blank(texts[i]) for i in empty) else  # nbkit's loaders drop exactly these
+               "texts = [t for t in texts if tokenizer(t, add_special_tokens=False)['input_ids']]")
+        raise DataError(f"{len(empty)} of {len(texts)} texts give no token (empty, whitespace incl. U+3000, zero-width "
+                        f"or other invisible characters, or only characters the tokenizer drops), so any label for "
+                        f"them is a guess; at 0-based indices {shown}. Drop them first: {fix}")
     unk = tokenizer.unk_token_id
     return [sum(1 for t in row if t == unk) / len(row) for row in ids]
 

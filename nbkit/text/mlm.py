@@ -248,7 +248,8 @@ def encode_classification(dataset, tokenizer, max_length: int, text_column: str 
 
     Raises:
         ConfigError: ``max_length`` above ``tokenizer.model_max_length`` or below 3.
-        DataError: a missing text/label column, non-integer labels, or an empty dataset.
+        DataError: a missing text/label column, non-integer labels, an empty dataset, or
+            missing/blank texts (:func:`nbkit.data.textrule.check_text`, rows named).
     """
     import numpy as np
 
@@ -259,6 +260,15 @@ def encode_classification(dataset, tokenizer, max_length: int, text_column: str 
                             "pass text_column=... / label_column=...")
     if len(dataset) == 0:
         raise DataError("encode_classification got an empty dataset")
+    from nbkit.data.textrule import check_text
+
+    invalid = [i for i, t in enumerate(dataset[text_column]) if check_text(t) is None]  # the loaders' text rule
+    if invalid:
+        raise DataError(f"{len(invalid)} of {len(dataset)} texts are missing or blank (only whitespace, zero-width or "
+                        f"other invisible characters) at 0-based rows {invalid[:10]}; a model trained on them learns "
+                        "noise. Load with nbkit.data.load_labeled_files (it drops them), or drop them: `from "
+                        "nbkit.data.textrule import check_text; dataset = dataset.filter(lambda r: "
+                        f"check_text(r[{text_column!r}]) is not None)`")
     first = dataset[0][label_column]
     if isinstance(first, bool) or not isinstance(first, int):
         raise DataError(f"labels in {label_column!r} must be class ids (int), got {first!r}; "

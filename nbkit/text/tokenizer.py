@@ -161,6 +161,8 @@ def train_wordpiece(
             :data:`~nbkit.text.wordpiece_order.MAX_VOCAB_SIZE` (the Rust trainer
             would abort the process), ``model_max_length`` not above 2.
         DataError: no non-empty text, or a non-string item.
+        WriteError: ``out_dir``'s disk is full or not writable (path, free space, size needed named;
+            the files are written beside it first, :func:`nbkit.atomic.atomic_dir`, and removed on failure).
     """
     from tokenizers import trainers
     from transformers import BertTokenizer
@@ -222,7 +224,10 @@ def train_wordpiece(
         tokenizer_object=pipeline, model_max_length=model_max_length,
         model_input_names=["input_ids", "token_type_ids", "attention_mask"],  # BERT's, segment ids included
         **{f"{role}_token": tok for role, tok in zip(("pad", "unk", "cls", "sep", "mask"), SPECIAL_TOKENS)})
-    tokenizer.save_pretrained(str(out_dir))
+    from nbkit.atomic import atomic_dir
+
+    with atomic_dir(out_dir, replace=False, what="tokenizer") as tmp:  # WriteError when the disk is full
+        tokenizer.save_pretrained(str(tmp))
     info = {
         "n_texts": stream.n_texts,
         "n_chars": stream.n_chars,

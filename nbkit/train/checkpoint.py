@@ -12,7 +12,10 @@ Layout (``output_dir/checkpoints/``)::
 Atomicity: everything, marker included, is written into
 ``step-000120.tmp-<pid>/``; each file and the directory are fsync'ed, then
 the directory is renamed to ``step-000120`` (``os.rename`` is atomic on POSIX
-within one file system) and the parent directory is fsync'ed. A final name
+within one file system) and the parent directory is fsync'ed (``nbkit.atomic.atomic_dir``,
+the one write path of every artifact). A save that fails (disk full, quota, read-only)
+removes its ``.tmp-`` folder and raises ``nbkit.errors.WriteError`` (a ``CheckpointError``)
+naming the path, the free space and the size needed; the earlier checkpoints stay usable. A final name
 therefore only ever appears complete; a kill mid-write leaves a ``.tmp-``
 directory, which :func:`load_latest` skips with a warning and the next save
 removes (only when its writer process is gone: ``nbkit.train.ckpt_cleanup``). A
@@ -23,16 +26,13 @@ so a kill mid-delete never leaves a marked but half-deleted checkpoint.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from nbkit.errors import CheckpointError
 from nbkit.train.ckpt_cleanup import discard_checkpoint, missing_files, remove_stale
-from nbkit.train.ckpt_cleanup import fsync_dir as _fsync_dir
 
 MARKER = "COMPLETE"
 STATE_FILE = "trainer_state.pt"
@@ -62,16 +62,14 @@ def checkpoints_dir(output_dir) -> Path:
     return Path(output_dir) / "checkpoints"
 
 
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb") as f:
-        os.fsync(f.fileno())
+def _size_estimate(output_dir, model) -> int:
+    """Bytes a new checkpoint will take: the newest one's size, else 3x the parameters (weights + Adam's two)."""
+    from nbkit.atomic import tree_bytes
 
-
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _, files in os.walk(root):
-        for name in files:
-            _fsync_file(Path(dirpath) / name)
-        _fsync_dir(Path(dirpath))
+    done = list_checkpoints(output_dir, warn=False)
+    if done:
+        return tree_bytes(done[-1].path)
+    return 3 * sum(p.numel() * p.element_size() for p in model.parameters())
 
 
 def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | None = 2) -> Path:
@@ -82,36 +80,27 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
     state: a picklable dict (optimizer/scheduler/scaler state dicts, RNG
         states, sampler position, history, ...), saved with ``torch.save``.
     keep_last: complete checkpoints to keep (None or 0 keeps all).
-    Returns the final directory. Stale ``.tmp-``/``.old-`` directories of dead
+    Returns the final directory. Raises ``WriteError`` when the file system refuses the
+    write (nothing of this save is left; older checkpoints untouched). Stale ``.tmp-``/``.old-`` directories of dead
     writers are removed first; old checkpoints are discarded kill-safely
     (``nbkit.train.ckpt_cleanup``). Hold the ``output_dir`` lock
     (``nbkit.train.run_lock``; ``Loop`` does) so no other run writes there.
     """
     import torch
 
+    from nbkit.atomic import atomic_dir
+    from nbkit.models.bert import quiet_transformers
+
     root = checkpoints_dir(output_dir)
     root.mkdir(parents=True, exist_ok=True)
     remove_stale(root)
     final = root / f"step-{step:06d}"
-    tmp = root / f"{final.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    from nbkit.models.bert import quiet_transformers
-
-    with quiet_transformers():
-        model.save_pretrained(tmp / "model")
-    torch.save(state, tmp / STATE_FILE)
-    (tmp / MARKER).write_text(f"step {step}\n")
-    _fsync_tree(tmp)
-    if final.exists():  # re-save of the same step (e.g. final save right after a periodic one)
-        old = root / f"{final.name}.old-{os.getpid()}"
-        os.rename(final, old)
-        os.rename(tmp, final)
-        shutil.rmtree(old)
-    else:
-        os.rename(tmp, final)
-    _fsync_dir(root)
+    with atomic_dir(final, replace=True, estimate=_size_estimate(output_dir, model), what="checkpoint") as tmp:
+        with quiet_transformers():
+            model.save_pretrained(tmp / "model")
+        with open(tmp / STATE_FILE, "wb") as f:  # a file object: disk full raises OSError, not torch's C++ error
+            torch.save(state, f)
+        (tmp / MARKER).write_text(f"step {step}\n")
     if keep_last:
         for ckpt in list_checkpoints(output_dir, warn=False)[:-keep_last]:
             discard_checkpoint(ckpt.path)

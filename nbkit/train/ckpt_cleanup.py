@@ -24,16 +24,9 @@ import re
 import shutil
 from pathlib import Path
 
+from nbkit.atomic import fsync_dir  # noqa: F401  (re-exported: one implementation, nbkit.atomic)
+
 _LEFTOVER = re.compile(r"\.(?:tmp|old)-(\d+)$")
-
-
-def fsync_dir(path: Path) -> None:
-    """Flush a directory's entries (renames, deletions) to disk (``fsync`` on the directory)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def discard_checkpoint(path) -> None:

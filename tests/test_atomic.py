@@ -1,0 +1,191 @@
+"""D09: one write path (nbkit.atomic) for checkpoints, exports, tokenizers and JSON; a full disk is a
+WriteError naming the path, the free space and the size needed, and leaves no temp output behind."""
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import loop_helpers
+import pytest
+import torch
+
+from nbkit import atomic, jsonio
+from nbkit.errors import CheckpointError, WriteError
+from nbkit.train import checkpoint
+
+
+def _enospc(*_a, **_k):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if ".tmp" in p.name or ".old-" in p.name)
+
+
+def _assert_disk_full_message(err: WriteError, target: Path):
+    msg = str(err)
+    assert str(target) in msg and "ENOSPC" in msg and "no space left" in msg
+    assert "Free space on that file system:" in msg and "needs about" in msg and "MiB" in msg
+    assert err.path == target and err.errno == errno.ENOSPC and err.free_bytes == shutil.disk_usage(target.parent).free
+    assert isinstance(err, CheckpointError)  # callers catching CheckpointError keep working
+
+
+def test_atomic_dir_publishes_only_on_success_and_cleans_up_on_any_error(tmp_path):
+    target = tmp_path / "a" / "b"
+    with atomic.atomic_dir(target) as tmp:
+        (tmp / "x.txt").write_text("one")
+        assert not target.exists()                      # invisible until the block ends
+    assert (target / "x.txt").read_text() == "one"
+    with pytest.raises(KeyError):                       # not a file-system failure: unchanged type
+        with atomic.atomic_dir(target) as tmp:
+            (tmp / "x.txt").write_text("two")
+            raise KeyError("boom")
+    assert (target / "x.txt").read_text() == "one" and _leftovers(tmp_path) == []
+
+
+def test_merge_mode_keeps_other_files_of_the_target(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.md").write_text("mine")
+    (tmp_path / "out" / "w.bin").write_text("old")
+    with atomic.atomic_dir(tmp_path / "out", replace=False) as tmp:
+        (tmp / "w.bin").write_text("new")
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "k").write_text("k")
+    assert (tmp_path / "out" / "notes.md").read_text() == "mine"
+    assert (tmp_path / "out" / "w.bin").read_text() == "new" and (tmp_path / "out" / "sub" / "k").is_file()
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("raised, code", [
+    (RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)"), errno.ENOSPC),
+    (RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534"), errno.ENOSPC),
+    (OSError(errno.EDQUOT, "Disk quota exceeded"), errno.EDQUOT),
+    (OSError(errno.EROFS, "Read-only file system"), errno.EROFS),
+    (ValueError("a bug, not the disk"), None),
+])
+def test_library_failures_are_classified_by_errno_or_message(raised, code):
+    assert atomic.write_failure_errno(raised) == code
+    wrapped = RuntimeError("outer")
+    wrapped.__cause__ = raised
+    assert atomic.write_failure_errno(wrapped) == code
+
+
+def test_checkpoint_disk_full_in_model_file_leaves_no_temp_and_previous_one_loads(tmp_path, monkeypatch):
+    model = loop_helpers.tiny_mlm()
+    first = checkpoint.save_checkpoint(tmp_path, 1, model, {"step": 1})
+
+    def half_written_then_full(self, save_directory, **kw):   # safetensors' own error type, not OSError
+        Path(save_directory).mkdir(parents=True, exist_ok=True)
+        (Path(save_directory) / "model.safetensors").write_bytes(b"\0" * 50_000)
+        raise RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(type(model), "save_pretrained", half_written_then_full)
+    with pytest.raises(WriteError) as info:
+        checkpoint.save_checkpoint(tmp_path, 2, model, {"step": 2})
+    target = checkpoint.checkpoints_dir(tmp_path) / "step-000002"
+    _assert_disk_full_message(info.value, target)
+    # size needed: at least what was written, here the previous checkpoint's size (the estimate)
+    assert info.value.needed_bytes >= max(50_000, atomic.tree_bytes(first))
+    assert _leftovers(tmp_path) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # no "probably killed while saving": nothing left
+        assert checkpoint.load_latest(tmp_path).step == 1
+
+
+def test_checkpoint_disk_full_in_optimizer_state_and_resume_continues(tmp_path, monkeypatch):
+    from nbkit.train import Loop, TrainConfig
+
+    cfg = dict(max_steps=3, batch_size=4, checkpoint_every=1, output_dir=str(tmp_path), progress=False,
+               precision="fp32", log_every=1)
+    real_save, calls = torch.save, []
+
+    def full_on_second(obj, f, *a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            f.write(b"partial")
+            _enospc()
+        return real_save(obj, f, *a, **k)
+
+    monkeypatch.setattr(torch, "save", full_on_second)
+    with pytest.raises(WriteError, match="trainer|step-000002"):
+        Loop(loop_helpers.tiny_mlm(), TrainConfig(**cfg), loop_helpers.token_data(),
+             collate_fn=loop_helpers.mlm_collate).fit()
+    monkeypatch.setattr(torch, "save", real_save)
+    assert _leftovers(tmp_path) == []
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        result = Loop(loop_helpers.tiny_mlm(), TrainConfig(**cfg), loop_helpers.token_data(),
+                      collate_fn=loop_helpers.mlm_collate).fit()
+    assert not [w for w in rec if "incomplete checkpoint" in str(w.message)]
+    assert result.history and checkpoint.load_latest(tmp_path).step == 3
+
+
+def test_json_write_full_disk_keeps_the_old_file_and_no_temp(tmp_path, monkeypatch):
+    path = tmp_path / "metrics.json"
+    jsonio.write_json(path, {"a": 1})
+    monkeypatch.setattr(Path, "write_bytes", _enospc)
+    with pytest.raises(WriteError) as info:
+        jsonio.write_json(path, {"a": 2})
+    _assert_disk_full_message(info.value, path)
+    assert jsonio.loads_strict(path.read_text()) == {"a": 1} and sorted(os.listdir(tmp_path)) == ["metrics.json"]
+
+
+def test_read_only_target_names_the_fix(tmp_path, monkeypatch):
+    def read_only(*_a, **_k):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(Path, "write_bytes", read_only)
+    with pytest.raises(WriteError, match=r"read-only file system \(EROFS\).*writable"):
+        jsonio.write_json(tmp_path / "x.json", {})
+
+
+@pytest.mark.filterwarnings("ignore:the trained vocabulary")
+def test_export_and_tokenizer_full_disk_leave_nothing(tmp_path, monkeypatch):
+    from nbkit import text
+    from nbkit.pipeline.owndata import export_classifier
+
+    tok = text.train_wordpiece(["今天天气很好", "质量不错，很满意"] * 5, 60, tmp_path / "tok", 32)
+    model = loop_helpers.tiny_classifier(vocab_size=len(tok))
+    monkeypatch.setattr(type(tok), "save_pretrained", lambda *a, **k: _enospc())
+    with pytest.raises(WriteError, match="export"):
+        export_classifier(model, tok, tmp_path / "export")
+    with pytest.raises(WriteError, match="tokenizer"):
+        text.train_wordpiece(["今天天气很好"] * 3, 30, tmp_path / "tok2", 32)
+    assert _leftovers(tmp_path) == []
+    assert not any((tmp_path / "export").glob("*.safetensors"))   # no half export either
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root for unshare -m + tmpfs")
+def test_real_full_tmpfs_checkpoint(tmp_path):
+    """On a real 1,500 KiB tmpfs: the first checkpoint fits, a later one does not."""
+    mnt, prog = tmp_path / "mnt", tmp_path / "prog.py"
+    mnt.mkdir()
+    prog.write_text(textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import loop_helpers
+        from nbkit.errors import WriteError
+        from nbkit.train import checkpoint
+        m = loop_helpers.tiny_mlm()
+        checkpoint.save_checkpoint({str(mnt)!r}, 1, m, {{"step": 1}})
+        try:
+            for step in range(2, 10):
+                checkpoint.save_checkpoint({str(mnt)!r}, step, m, {{"step": step, "pad": bytes(400_000)}},
+                                           keep_last=None)
+            print("NO ERROR")
+        except WriteError as e:
+            print("WRITEERROR", e)
+        import os; print("LEFT", sorted(os.listdir({str(mnt)!r} + "/checkpoints")))
+    """))
+    cmd = f"mount -t tmpfs -o size=1500k tmpfs {mnt} && {sys.executable} {prog}"
+    out = subprocess.run(["unshare", "-m", "bash", "-c", cmd], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    if "mount" in out.stderr and out.returncode:
+        pytest.skip(f"tmpfs mount not permitted here: {out.stderr.strip()[:200]}")
+    assert "WRITEERROR" in out.stdout and "no space left on device (ENOSPC)" in out.stdout, out.stdout + out.stderr
+    left = out.stdout.split("LEFT", 1)[1]
+    assert ".tmp-" not in left and "step-000001" in left
