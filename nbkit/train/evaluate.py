@@ -47,9 +47,10 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
     if loop.eval_data is None:
         raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
     if not getattr(loop, "_eval_length_checked", False):  # evaluate() may run before fit() (untrained loss)
-        from nbkit.train.checks import check_sequence_length
+        from nbkit.train.checks import check_sequence_length, check_token_ids
 
         check_sequence_length(loop.model, loop.eval_data, "eval_data", getattr(loop, "_pad_multiple", None))
+        check_token_ids(loop.model, loop.eval_data, "eval_data")
         loop._eval_length_checked = True
     cfg, model = loop.config, loop.model
     max_batches = max_batches or cfg.eval_batches
