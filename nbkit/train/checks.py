@@ -34,6 +34,8 @@ from nbkit.errors import ConfigError, DataError
 RUN_SETTINGS = ("max_steps", "lr", "scheduler", "warmup_ratio", "weight_decay", "batch_size",
                 "grad_accum_steps", "seed", "group_by_length", "max_grad_norm", "precision",
                 "compile", "pad_to_multiple_of", "class_weights")
+#: Settings an epoch's example order depends on: a resume keeps the checkpoint's for the epoch in progress.
+ORDER_SETTINGS = ("seed", "group_by_length")
 #: Settings that live in the optimizer / LR-schedule state: a resumed run keeps the checkpoint's.
 SCHEDULE_SETTINGS = ("lr", "weight_decay", "scheduler", "warmup_ratio")
 
@@ -214,6 +216,9 @@ def warn_resume_changes(loop, state: dict, path) -> None:
       the schedule's length, the old ``max_steps``) continue from the checkpoint,
       so those changes are not applied; the LR the remaining steps will get is
       stated (0 after a linear schedule's end: those steps do not move the weights).
+      :data:`ORDER_SETTINGS` (and ``batch_size`` with length grouping) are applied too,
+      but the epoch in progress keeps the checkpoint's example order (each example once;
+      ``nbkit.train.ddp_loop.restore_order``); the new order starts with the next epoch.
     """
     cfg, step = loop.config, loop.state.step
     if step >= cfg.max_steps:
@@ -236,6 +241,9 @@ def warn_resume_changes(loop, state: dict, path) -> None:
         elif k == "batch_size" and w_old != w_new:
             what = (f"per process; global batch {old * w_old} -> {new * w_new} with {w_old} -> {w_new} "
                     f"processes, applied from step {step + 1}")
+        elif k in ORDER_SETTINGS or (k == "batch_size" and cfg.group_by_length):
+            what = (f"applied from step {step + 1}; epoch {loop.state.epoch} keeps the checkpoint's example order, "
+                    f"so each of its examples is still seen once; the new order starts with epoch {loop.state.epoch + 1}")
         elif k == "max_steps":
             what = f"applied as the stop step; the LR schedule keeps its length of {shape['max_steps']} steps"
         else:
