@@ -37,13 +37,13 @@ def launched_by_torchrun(env: dict | None = None) -> bool:
     """True when torchrun started this process as one of several (``WORLD_SIZE`` > 1).
 
     A single process, and ``torchrun --nproc-per-node=1``, need no process group:
-    the loop then behaves exactly as in a notebook kernel.
+    the loop then behaves exactly as in a notebook kernel. The rules (torchrun's marker or
+    ``NBKIT_DISTRIBUTED=1``; inherited or incomplete variables are a ``ConfigError``):
+    ``nbkit.train.rendezvous.should_join``.
     """
-    env = os.environ if env is None else env
-    try:
-        return int(env.get("WORLD_SIZE") or 1) > 1
-    except ValueError:
-        return False
+    from nbkit.train.rendezvous import should_join
+
+    return should_join(os.environ if env is None else env)
 
 
 def saved_order(state: dict) -> dict | None:
