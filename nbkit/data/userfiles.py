@@ -76,19 +76,11 @@ def _quiet_datasets(builder: str):
     raises; nbkit turns that failure into a :class:`DataError`, so the log line
     would only repeat it in worse words. Both settings are restored after.
     """
-    import datasets
+    from nbkit.train.switches import logger_level, progress_bars
 
-    was_enabled = datasets.is_progress_bar_enabled()
-    datasets.disable_progress_bars()
-    log = logging.getLogger(f"datasets.packaged_modules.{builder}.{builder}")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
-    try:
+    with progress_bars("datasets", False), \
+            logger_level(f"datasets.packaged_modules.{builder}.{builder}", logging.CRITICAL):
         yield
-    finally:
-        log.setLevel(level)
-        if was_enabled:
-            datasets.enable_progress_bars()
 
 
 def _load_table(path: Path, encoding: str, columns: list[str], errors: str = "raise") -> tuple[object, dict]:

@@ -38,25 +38,22 @@ def quiet_transformers(capture: list[str] | None = None):
     """
     from transformers.utils import logging as hf_logging
 
-    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    from nbkit.train.switches import progress_bars, transformers_verbosity
+
     root = hf_logging.get_logger()                      # the "transformers" logger
     handler = _ListHandler(capture) if capture is not None else None
-    hf_logging.disable_progress_bar()
-    if handler is None:
-        hf_logging.set_verbosity_error()
-    else:  # keep warnings, but send them to the list instead of stderr
-        hf_logging.set_verbosity_warning()
-        hf_logging.disable_default_handler()
+    level = logging.ERROR if handler is None else logging.WARNING
+    with progress_bars("transformers", False), transformers_verbosity(level):
+        if handler is None:
+            yield
+            return
+        hf_logging.disable_default_handler()            # keep warnings, but send them to the list
         root.addHandler(handler)
-    try:
-        yield
-    finally:
-        if handler is not None:
+        try:
+            yield
+        finally:
             root.removeHandler(handler)
             hf_logging.enable_default_handler()
-        hf_logging.set_verbosity(level)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 class _ListHandler(logging.Handler):

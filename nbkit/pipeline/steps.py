@@ -122,6 +122,7 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
 
     from nbkit.data.textrule import repair_surrogates
     from nbkit.text.mlm import check_length
+    from nbkit.train.switches import model_mode
 
     check_length("max_length", max_length, tokenizer,
                  getattr(getattr(model, "config", None), "max_position_embeddings", None))
@@ -129,11 +130,9 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
     texts = [repair_surrogates(t)[0] if isinstance(t, str) else t for t in texts]  # the loaders' text rule
     unk_share = _unk_shares(tokenizer, texts)                        # DataError for texts with no token
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     labels, probs = [0] * len(texts), [0.0] * len(texts)
-    with torch.inference_mode():
+    with torch.inference_mode(), model_mode(model, training=False):  # restored on errors too
         for i in range(0, len(texts), batch_size):
             rows = order[i:i + batch_size]
             enc = tokenizer([texts[j] for j in rows], truncation=True, max_length=max_length,
@@ -142,7 +141,6 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
             conf, idx = p.max(-1)
             for j, label, prob in zip(rows, idx.tolist(), conf.tolist()):
                 labels[j], probs[j] = label, prob
-    model.train(was_training)
     out = {"label": labels, "prob": probs, "unk_share": unk_share}
     if id2label is not None:
         import pandas as pd

@@ -13,49 +13,13 @@ moves the global RNG that dropout draws from.
 """
 from __future__ import annotations
 
-import contextlib
-import random
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from nbkit.errors import DataError
+from nbkit.train.switches import capture_rng, isolated_rng, restore_rng  # noqa: F401  (re-exported)
 from nbkit.train.workers import loader_timeout
-
-
-def capture_rng() -> dict:
-    """States of Python's ``random``, NumPy's global RNG, torch CPU and every CUDA device."""
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def restore_rng(state: dict) -> None:
-    """Inverse of :func:`capture_rng` (CUDA states only if saved and CUDA is present)."""
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-@contextlib.contextmanager
-def isolated_rng(seed: int):
-    """Run a block with all RNGs seeded by ``seed``, then restore the previous states.
-
-    Evaluation runs inside this so it draws the same masks every time and
-    never moves the training RNG (which would break exact resume).
-    """
-    saved = capture_rng()
-    try:
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)  # seeds CUDA devices too
-        yield
-    finally:
-        restore_rng(saved)
 
 
 class IndexedDataset(torch.utils.data.Dataset):

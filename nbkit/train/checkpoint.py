@@ -221,7 +221,8 @@ def loop_state(loop) -> dict:
             "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
             "scaler": loop.scaler.state_dict() if loop.scaler else None, "rng": capture_rng(),
             "config": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(loop.config).items()},
-            "precision": loop.precision.name}
+            "precision": loop.precision.name,
+            "order": loop.sampler.order_key(st.epoch) if hasattr(loop, "sampler") else None}
 
 
 def save_loop(loop) -> Path:
@@ -266,7 +267,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     plain data).
     """
     from nbkit.train.batching import restore_rng
-    from nbkit.train.ddp_loop import global_position, seed_rank_streams
+    from nbkit.train.ddp_loop import global_position, restore_order, seed_rank_streams
     from nbkit.train.distributed import DistInfo
     from nbkit.train.optim import build_scheduler
 
@@ -283,6 +284,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     for k in ("step", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
         setattr(loop.state, k, s[k])
     loop.state.epoch, loop.state.epoch_start = global_position(s, len(loop.train_data))
+    restore_order(loop, s)  # the epoch in progress keeps its saved order: each example once
     loop.state.batch_in_epoch = 0
     loop.state.history = list(s["history"])
     info = getattr(loop, "dist", None) or DistInfo()

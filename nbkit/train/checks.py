@@ -13,6 +13,9 @@ seconds, not a finished run:
 * :func:`check_sequence_length` (as ``fit()`` starts): sequences longer than the
   model's ``max_position_embeddings`` (BERT would fail inside with a tensor-size
   ``RuntimeError`` at the first step).
+* :func:`check_token_ids` (as ``fit()`` starts, and once before ``evaluate()``): a token id at or
+  above the model's vocabulary size, or negative (the embedding lookup would fail inside with a
+  raw ``IndexError`` at the first step): the tokenizer and the model disagree.
 * :func:`warn_resume_changes`: a resumed run whose ``TrainConfig`` differs from
   the one the checkpoint was written with, or that has nothing left to train.
 """
@@ -31,6 +34,8 @@ from nbkit.errors import ConfigError, DataError
 RUN_SETTINGS = ("max_steps", "lr", "scheduler", "warmup_ratio", "weight_decay", "batch_size",
                 "grad_accum_steps", "seed", "group_by_length", "max_grad_norm", "precision",
                 "compile", "pad_to_multiple_of", "class_weights")
+#: Settings an epoch's example order depends on: a resume keeps the checkpoint's for the epoch in progress.
+ORDER_SETTINGS = ("seed", "group_by_length")
 #: Settings that live in the optimizer / LR-schedule state: a resumed run keeps the checkpoint's.
 SCHEDULE_SETTINGS = ("lr", "weight_decay", "scheduler", "warmup_ratio")
 
@@ -138,6 +143,60 @@ def check_sequence_length(model, data, name: str, pad_multiple: int | None = Non
             f"{padded}.") from None
 
 
+def _id_range(data) -> tuple[int, int] | None:
+    """``(min, max)`` token id over every example's ``input_ids``; ``None`` without that field.
+
+    A ``datasets.Dataset`` is read as one Arrow column (no Python lists); other data
+    example by example (tensors or lists).
+    """
+    names = getattr(data, "column_names", None)
+    if names is not None:
+        if "input_ids" not in names:
+            return None
+        import pyarrow.compute as pc
+
+        flat = pc.list_flatten(data.data.column("input_ids"))
+        got = pc.min_max(flat).as_py()
+        return None if got["min"] is None else (int(got["min"]), int(got["max"]))
+    lo, hi = None, None
+    for i in range(len(data)):
+        ex = data[i]
+        ids = ex.get("input_ids") if isinstance(ex, Mapping) else None
+        if ids is None:
+            return None
+        t = torch.as_tensor(ids)
+        if t.numel() == 0:
+            continue
+        a, b = int(t.min()), int(t.max())
+        lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+    return None if lo is None else (lo, hi)
+
+
+def check_token_ids(model, data, name: str) -> None:
+    """Raise ``DataError`` when a token id in ``data`` does not index the model's embedding table.
+
+    The table's size is the input embedding's ``num_embeddings`` (``model.config.vocab_size``
+    when the model has no ``get_input_embeddings``). An id >= that size (or < 0) would fail
+    inside the first step with a raw ``IndexError``; it means the data was tokenized with a
+    tokenizer the model was not built for. Models without a vocabulary size, and data without
+    ``input_ids``, are not checked.
+    """
+    emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    vocab = getattr(emb, "num_embeddings", None) or getattr(getattr(model, "config", None), "vocab_size", None)
+    if not vocab:
+        return
+    got = _id_range(data)
+    if got is None or (got[0] >= 0 and got[1] < vocab):
+        return
+    lo, hi = got
+    what = f"a token id of {hi}" if hi >= vocab else f"a negative token id ({lo})"
+    raise DataError(
+        f"{name} has {what} but the model's vocab_size is {vocab} (ids 0..{vocab - 1}): the tokenizer that "
+        f"encoded the data and the model disagree. Fix: build the model with vocab_size=len(tokenizer) "
+        f"(models.build_mlm_model / build_classifier(tokenizer=...) do), or encode the data with the "
+        f"model's own tokenizer.")
+
+
 def _fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else repr(v)
 
@@ -157,6 +216,9 @@ def warn_resume_changes(loop, state: dict, path) -> None:
       the schedule's length, the old ``max_steps``) continue from the checkpoint,
       so those changes are not applied; the LR the remaining steps will get is
       stated (0 after a linear schedule's end: those steps do not move the weights).
+      :data:`ORDER_SETTINGS` (and ``batch_size`` with length grouping) are applied too,
+      but the epoch in progress keeps the checkpoint's example order (each example once;
+      ``nbkit.train.ddp_loop.restore_order``); the new order starts with the next epoch.
     """
     cfg, step = loop.config, loop.state.step
     if step >= cfg.max_steps:
@@ -179,6 +241,9 @@ def warn_resume_changes(loop, state: dict, path) -> None:
         elif k == "batch_size" and w_old != w_new:
             what = (f"per process; global batch {old * w_old} -> {new * w_new} with {w_old} -> {w_new} "
                     f"processes, applied from step {step + 1}")
+        elif k in ORDER_SETTINGS or (k == "batch_size" and cfg.group_by_length):
+            what = (f"applied from step {step + 1}; epoch {loop.state.epoch} keeps the checkpoint's example order, "
+                    f"so each of its examples is still seen once; the new order starts with epoch {loop.state.epoch + 1}")
         elif k == "max_steps":
             what = f"applied as the stop step; the LR schedule keeps its length of {shape['max_steps']} steps"
         else:

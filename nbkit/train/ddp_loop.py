@@ -37,13 +37,45 @@ def launched_by_torchrun(env: dict | None = None) -> bool:
     """True when torchrun started this process as one of several (``WORLD_SIZE`` > 1).
 
     A single process, and ``torchrun --nproc-per-node=1``, need no process group:
-    the loop then behaves exactly as in a notebook kernel.
+    the loop then behaves exactly as in a notebook kernel. The rules (torchrun's marker or
+    ``NBKIT_DISTRIBUTED=1``; inherited or incomplete variables are a ``ConfigError``):
+    ``nbkit.train.rendezvous.should_join``.
     """
-    env = os.environ if env is None else env
-    try:
-        return int(env.get("WORLD_SIZE") or 1) > 1
-    except ValueError:
-        return False
+    from nbkit.train.rendezvous import should_join
+
+    return should_join(os.environ if env is None else env)
+
+
+def saved_order(state: dict) -> dict | None:
+    """The order inputs of the epoch a loop checkpoint ``state`` was in (``order_key`` of
+    ``nbkit.train.ddp_sampler``): saved as ``state["order"]``; for checkpoints written before
+    that, rebuilt from the saved config (seed; ``batch_size * world_size`` when length-grouped)."""
+    if state.get("order"):
+        return dict(state["order"])
+    cfg = state.get("config") or {}
+    if "seed" not in cfg:
+        return None
+    grouped = cfg.get("group_by_length")
+    return {"epoch": int(state["epoch"]), "seed": int(cfg["seed"]),
+            "group_size": int(cfg["batch_size"]) * int(state.get("world_size", 1)) if grouped else None}
+
+
+def restore_order(loop, state: dict) -> None:
+    """Pin the resumed epoch of ``loop.sampler`` to the order ``state`` was written in.
+
+    Called by ``nbkit.train.checkpoint.restore_loop`` after the position is restored
+    (``loop.state.epoch``/``epoch_start``). A finished epoch needs nothing: the next one
+    uses the loop's own settings. A checkpoint of another dataset size is refused there.
+    """
+    from nbkit.train.batching import input_lengths
+
+    key = saved_order(state)
+    if key is None or int(key["epoch"]) != loop.state.epoch:
+        return
+    key.setdefault("dataset_size", len(loop.train_data))
+    sampler = loop.sampler
+    lengths = input_lengths(loop.train_data) if key.get("group_size") and sampler.lengths is None else None
+    sampler.pin_order(key, lengths)
 
 
 def replace_device(info: DistInfo, device) -> DistInfo:

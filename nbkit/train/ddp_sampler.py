@@ -19,6 +19,11 @@ global order, then shard the rest over the new world size". Consequences:
   epoch, each once. Steps match the uninterrupted run one to one when the global
   batch ``W * B * grad_accum`` is the same before and after; otherwise the same
   samples are grouped into different steps.
+- The order's inputs (seed, epoch, and with length grouping the group size, which is
+  ``batch_size * W``) are saved with the position (:meth:`ResumableDistributedSampler.order_key`);
+  a resume pins the epoch in progress to them (``pin_order``), so changing the seed, batch
+  size, world size or grouping on resume still sees every example of that epoch once; the
+  new settings shape the order from the next epoch on.
 - Without ``drop_last`` the tail of an epoch is padded (repeating the first
   remaining indices) so every rank gets the same number of samples, as in
   ``DistributedSampler``; ``consumed`` is capped at the dataset size.
@@ -48,7 +53,8 @@ class ResumableDistributedSampler(DistributedSampler):
             groups similar lengths (``transformers.trainer_pt_utils.get_length_grouped_indices``,
             the ``Trainer(group_by_length=True)`` recipe: shuffle, sort mega-batches of
             ``50 * group_size`` by length, longest batch first), so padded batches waste
-            less compute. Still a function of ``seed + epoch`` only, so resume stays exact.
+            less compute. A function of ``seed + epoch`` and ``group_size``: checkpoints keep
+            these order inputs (:meth:`order_key`) and a resume pins them (:meth:`pin_order`).
         group_size: samples per global micro-batch (``batch_size * W``); used with ``lengths``.
 
     Raises:
@@ -76,6 +82,40 @@ class ResumableDistributedSampler(DistributedSampler):
         self.group_size = max(int(group_size), 1)
         self.start = 0           # global samples of this epoch consumed before this run resumed
         self.local_consumed = 0  # samples this rank consumed since `start`
+        self._pinned: dict | None = None   # a resumed epoch's order inputs (pin_order)
+        self._pinned_lengths = None
+
+    # --- what an epoch's order depends on -------------------------------------------------
+    def order_key(self, epoch: int | None = None) -> dict:
+        """Plain data that fixes ``epoch``'s global order: ``epoch``, ``seed``, ``group_size``
+        (``None`` when not length-grouped), ``dataset_size``. Saved in checkpoints, so a resume
+        finishes the epoch in the order it began, whatever settings changed (:meth:`pin_order`)."""
+        epoch = self.epoch if epoch is None else int(epoch)
+        if self._pinned is not None and int(self._pinned["epoch"]) == epoch:
+            return dict(self._pinned)
+        return {"epoch": epoch, "seed": int(self.seed), "dataset_size": int(self.dataset_size),
+                "group_size": self.group_size if self.lengths is not None and self.shuffle else None}
+
+    def pin_order(self, key: dict, lengths=None) -> None:
+        """Give epoch ``key["epoch"]`` the order :meth:`order_key` described (a checkpoint's),
+        instead of the one this sampler's own seed, batch size, world size and grouping give.
+
+        The epoch's consumed part is a prefix of its order, so only the same order sees every
+        example once after a resume. Later epochs use this sampler's settings. ``lengths``:
+        per-sample lengths, needed when ``key`` is length-grouped and this sampler is not.
+
+        Raises:
+            ConfigError: ``key`` is for another dataset size, or grouped without lengths.
+        """
+        if int(key.get("dataset_size", self.dataset_size)) != self.dataset_size:
+            raise ConfigError(f"the saved order is for {key['dataset_size']} samples, this dataset has "
+                              f"{self.dataset_size}; resume with the same data, or start fresh (resume=False)")
+        lengths = self.lengths if lengths is None else [int(n) for n in lengths]
+        if key.get("group_size") and lengths is None:
+            raise ConfigError("the saved order is length-grouped: pass lengths= (one per sample)")
+        self._pinned = {"epoch": int(key["epoch"]), "seed": int(key["seed"]), "dataset_size": self.dataset_size,
+                        "group_size": None if not key.get("group_size") else int(key["group_size"])}
+        self._pinned_lengths = lengths
 
     # --- order -------------------------------------------------------------------------
     def global_order(self, epoch: int | None = None) -> list[int]:
@@ -83,12 +123,15 @@ class ResumableDistributedSampler(DistributedSampler):
         epoch = self.epoch if epoch is None else epoch
         if not self.shuffle:
             return list(range(self.dataset_size))
+        key = self.order_key(epoch)
         g = torch.Generator()
-        g.manual_seed(self.seed + epoch)
-        if self.lengths is not None:
+        g.manual_seed(key["seed"] + epoch)
+        if key["group_size"] is not None:
             from transformers.trainer_pt_utils import get_length_grouped_indices
 
-            return get_length_grouped_indices(self.lengths, self.group_size, generator=g)
+            pinned = self._pinned is not None and key["epoch"] == self._pinned["epoch"]
+            lengths = self._pinned_lengths if pinned else self.lengths
+            return get_length_grouped_indices(lengths, key["group_size"], generator=g)
         return torch.randperm(self.dataset_size, generator=g).tolist()
 
     def _remaining_total(self) -> int:
@@ -147,7 +190,8 @@ class ResumableDistributedSampler(DistributedSampler):
         dataset_size, world_size (informational: any world size may resume it)."""
         return {"epoch": int(self.epoch), "consumed": int(self.consumed), "seed": int(self.seed),
                 "shuffle": bool(self.shuffle), "dataset_size": int(self.dataset_size),
-                "world_size": int(self.num_replicas), "grouped": self.lengths is not None}
+                "world_size": int(self.num_replicas), "grouped": self.lengths is not None,
+                "order": self.order_key()}
 
     def load_state_dict(self, state: dict) -> None:
         """Continue where ``state`` left off (written under any world size).

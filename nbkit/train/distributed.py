@@ -116,21 +116,27 @@ def _dist():
     return dist if dist.is_available() and dist.is_initialized() else None
 
 
-def init_distributed(backend: str | None = None) -> DistInfo:
+def init_distributed(backend: str | None = None, timeout_s: float | None = None) -> DistInfo:
     """Join the torchrun process group (no-op for one process) and return this rank's ``DistInfo``.
 
+    A group is joined only under torchrun or on opt-in (``nbkit.train.rendezvous.should_join``:
+    an inherited ``WORLD_SIZE`` is a ``ConfigError``, ``NBKIT_DISTRIBUTED=0`` ignores it), and
+    the ranks must meet within ``timeout_s`` seconds (default ``NBKIT_DIST_TIMEOUT_S`` or 60).
     Backend: ``nccl`` when CUDA is available, else ``gloo`` (unless ``backend`` is
     given). On CUDA the current device is set to ``cuda:LOCAL_RANK`` before the
     group is created, so NCCL binds each rank to its own GPU. Safe to call twice.
 
     Raises:
         ConfigError: ``LOCAL_RANK`` has no matching GPU (more processes per node than
-            visible GPUs), or ``nccl`` was asked for without CUDA.
+            visible GPUs), ``nccl`` was asked for without CUDA, the launcher's variables are
+            inherited or incomplete, or ranks did not join in time (named).
     """
     import torch
     import torch.distributed as dist
 
-    info = DistInfo.from_env()
+    from nbkit.train import rendezvous
+
+    info = DistInfo.from_env() if rendezvous.should_join() else DistInfo()
     cuda = torch.cuda.is_available()
     if backend is None:
         backend = "nccl" if cuda else "gloo"
@@ -149,7 +155,7 @@ def init_distributed(backend: str | None = None) -> DistInfo:
     if not info.is_distributed:
         return DistInfo(device=device)
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend)
+        rendezvous.join_group(backend, info.rank, info.world_size, info.master_addr, info.master_port, timeout_s)
     return DistInfo.from_env(backend=backend, device=device)
 
 

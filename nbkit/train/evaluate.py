@@ -16,10 +16,18 @@ import torch
 from nbkit.errors import ConfigError, DataError
 from nbkit.train.batching import isolated_rng
 from nbkit.train.loss import token_loss_sum
+from nbkit.train.switches import model_mode
 
 
 @torch.no_grad()
 def evaluate(loop, max_batches: int | None = None) -> dict:
+    """Held-out metrics of ``loop`` (see :func:`_evaluate`), in eval mode; the model's
+    train/eval mode is restored afterwards, also when evaluation raises."""
+    with model_mode(loop.model, training=False):
+        return _evaluate(loop, max_batches)
+
+
+def _evaluate(loop, max_batches: int | None = None) -> dict:
     """Evaluate ``loop.model`` on ``loop.eval_data``.
 
     Returns ``eval_loss`` (mean CE per label token, nats), ``eval_tokens``
@@ -47,16 +55,15 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
     if loop.eval_data is None:
         raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
     if not getattr(loop, "_eval_length_checked", False):  # evaluate() may run before fit() (untrained loss)
-        from nbkit.train.checks import check_sequence_length
+        from nbkit.train.checks import check_sequence_length, check_token_ids
 
         check_sequence_length(loop.model, loop.eval_data, "eval_data", getattr(loop, "_pad_multiple", None))
+        check_token_ids(loop.model, loop.eval_data, "eval_data")
         loop._eval_length_checked = True
     cfg, model = loop.config, loop.model
     max_batches = max_batches or cfg.eval_batches
     collate = loop.collate_fn or torch.utils.data.default_collate
     sparse = uses_sparse_head(model, False)  # eval runs the plain module, never compiled
-    was_training = model.training
-    model.eval()
     loss_sum = torch.zeros((), device=loop.device)
     correct = torch.zeros((), device=loop.device)
     k = getattr(getattr(model, "config", None), "num_labels", None) or 0
@@ -78,8 +85,6 @@ def evaluate(loop, max_batches: int | None = None) -> dict:
         correct += ((logits.argmax(-1) == labels) & mask).sum()
         if labels.dim() == 1 and logits.shape[-1] == k:
             confusion += torch.bincount((labels * k + logits.argmax(-1))[mask], minlength=k * k)
-    if was_training:
-        model.train()
     tot = D.all_reduce_dict({"loss_sum": loss_sum.item(), "n": n, "correct": correct.item(),
                              "n_mlm": n_mlm, "n_batches": n_batches})   # sums over ranks
     if tot["n_batches"] == 0:

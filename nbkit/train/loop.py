@@ -218,9 +218,11 @@ class Loop:
         cfg, st = self.config, self.state
         checks.check_batches(self.train_data, self.collate_fn, cfg.seed, "train_data")  # before any step
         checks.check_sequence_length(self.model, self.train_data, "train_data", self._pad_multiple)
+        checks.check_token_ids(self.model, self.train_data, "train_data")
         if self.eval_data is not None:
             checks.check_batches(self.eval_data, self.collate_fn, cfg.seed, "eval_data")
             checks.check_sequence_length(self.model, self.eval_data, "eval_data", self._pad_multiple)
+            checks.check_token_ids(self.model, self.eval_data, "eval_data")
         workers.check_worker_shm(self.train_data, self.collate_fn, cfg.batch_size, cfg.num_workers, cfg.seed)
         if cfg.resume and cfg.output_dir is not None:
             self._resume()

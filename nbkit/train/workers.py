@@ -111,23 +111,14 @@ def check_worker_shm(data, collate_fn, batch_size: int, num_workers: int, seed: 
 
 def _collate_isolated(data, collate_fn, batch_size: int, seed: int):
     """The first batch of ``data``, collated with Python/NumPy/torch RNGs seeded by ``seed`` and
-    restored afterwards (as ``nbkit.train.batching.isolated_rng``, which imports this module)."""
-    import random
-
-    import numpy as np
+    restored afterwards (``nbkit.train.switches.isolated_rng``; CUDA RNG states stay untouched)."""
     import torch
 
-    saved = random.getstate(), np.random.get_state()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            random.seed(seed)
-            np.random.seed(seed)
-            torch.default_generator.manual_seed(seed)  # CPU only: CUDA RNG states stay untouched
-            examples = [data[i] for i in range(min(batch_size, len(data)))]
-            return (collate_fn or torch.utils.data.default_collate)(examples)
-    finally:
-        random.setstate(saved[0])
-        np.random.set_state(saved[1])
+    from nbkit.train.switches import isolated_rng
+
+    with isolated_rng(seed, cuda=False):
+        examples = [data[i] for i in range(min(batch_size, len(data)))]
+        return (collate_fn or torch.utils.data.default_collate)(examples)
 
 
 def loader_timeout(num_workers: int) -> float:

@@ -1,0 +1,149 @@
+"""Every temporary change of global or object state, as a context manager that undoes it.
+
+A state switched by hand (``model.eval()`` ... ``model.train(was)``) is not switched back
+when the block raises: a callback that caught an out-of-memory error inside ``predict()``
+left the model in eval mode, and the rest of the run trained without dropout. Each switch
+here restores the previous state in ``finally``, on success and on any exception
+(``KeyboardInterrupt`` included), and nbkit uses these wherever it switches state:
+
+* :func:`model_mode`: train/eval mode of a module and of each of its submodules.
+* :func:`isolated_rng`: the RNG states of Python, NumPy, torch CPU (and CUDA), optionally
+  seeded inside (:func:`capture_rng` / :func:`restore_rng` are the two halves).
+* :func:`logger_level`: a ``logging`` logger's level.
+* :func:`transformers_verbosity`: ``transformers``' log verbosity.
+* :func:`progress_bars`: ``transformers``' or ``datasets``' progress bars on or off.
+* :func:`progress_bar`: a ``tqdm`` bar that is closed however the block ends.
+
+Heavy imports (torch, NumPy, transformers) happen inside the functions.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+
+
+def capture_rng() -> dict:
+    """States of Python's ``random``, NumPy's global RNG, torch CPU and every CUDA device
+    (CUDA only once it is initialised: capturing must not create a CUDA context)."""
+    import numpy as np
+    import torch
+
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict) -> None:
+    """Inverse of :func:`capture_rng` (CUDA states only if saved and CUDA is present)."""
+    import numpy as np
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+@contextlib.contextmanager
+def isolated_rng(seed: int | None = None, cuda: bool = True):
+    """Run a block with the RNGs seeded by ``seed`` (``None``: as they are), then restore them.
+
+    Evaluation and collation run inside this so they draw the same masks every time and
+    never move the training RNG (which would break exact resume). ``cuda=False`` leaves the
+    CUDA RNGs alone; otherwise they are seeded and restored when CUDA is initialised.
+    """
+    import numpy as np
+    import torch
+
+    saved = capture_rng()
+    if not cuda:
+        saved.pop("cuda", None)
+    try:
+        if seed is not None:
+            random.seed(seed)
+            np.random.seed(seed % 2**32)
+            torch.default_generator.manual_seed(seed)
+            if "cuda" in saved:
+                torch.cuda.manual_seed_all(seed)
+        yield
+    finally:
+        restore_rng(saved)
+
+
+@contextlib.contextmanager
+def model_mode(model, training: bool):
+    """Put ``model`` (a ``torch.nn.Module``) in train (``True``) or eval (``False``) mode for the
+    block, then give every submodule back its own previous mode (a frozen part kept in eval
+    mode inside a training model stays so)."""
+    saved = [(m, m.training) for m in model.modules()]
+    model.train(training)
+    try:
+        yield model
+    finally:
+        for m, was in saved:
+            m.training = was
+
+
+@contextlib.contextmanager
+def logger_level(logger: str | logging.Logger, level: int):
+    """Set a ``logging`` logger's level (by name or object) for the block."""
+    log = logging.getLogger(logger) if isinstance(logger, str) else logger
+    old = log.level
+    log.setLevel(level)
+    try:
+        yield log
+    finally:
+        log.setLevel(old)
+
+
+@contextlib.contextmanager
+def transformers_verbosity(level: int):
+    """Set ``transformers``' verbosity (``logging.ERROR``, ``logging.WARNING``, ...) for the block."""
+    from transformers.utils import logging as hf_logging
+
+    old = hf_logging.get_verbosity()
+    hf_logging.set_verbosity(level)
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(old)
+
+
+def _bar_switch(library: str):
+    if library == "transformers":
+        from transformers.utils import logging as hf_logging
+
+        return hf_logging.is_progress_bar_enabled, hf_logging.enable_progress_bar, hf_logging.disable_progress_bar
+    if library == "datasets":
+        import datasets
+
+        return datasets.is_progress_bar_enabled, datasets.enable_progress_bars, datasets.disable_progress_bars
+    raise ValueError(f"progress_bars: library must be 'transformers' or 'datasets', not {library!r}")
+
+
+@contextlib.contextmanager
+def progress_bars(library: str, enabled: bool):
+    """Turn ``library``'s (``"transformers"`` or ``"datasets"``) progress bars on or off for the block."""
+    is_on, enable, disable = _bar_switch(library)
+    was = is_on()
+    (enable if enabled else disable)()
+    try:
+        yield
+    finally:
+        (enable if was else disable)()
+
+
+@contextlib.contextmanager
+def progress_bar(**tqdm_kwargs):
+    """A ``tqdm.auto.tqdm(**tqdm_kwargs)`` bar, closed when the block ends (also on an exception,
+    so a notebook is not left with a live bar of a failed run)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(**tqdm_kwargs)
+    try:
+        yield bar
+    finally:
+        bar.close()
