@@ -21,7 +21,8 @@ import math
 #: parameters of each preset with an 8,000-token vocabulary (models.count_parameters), smallest first
 PARAMS = {"tiny": 0.6e6, "narrow": 1.9e6, "mini": 5.3e6, "small": 17.0e6, "base": 92.0e6}
 #: measured training speed (tokens/s) at block 128: H200 bf16 (bench/results/gpu_h200_2026-11-30:
-#: mini 609 k in notebook 02, base 441,722 in gpu_check's bert_eager), 2-core CPU fp32 (docs/pretraining.md)
+#: mini 609 k in notebook 02, base 441,722 in gpu_check's bert_eager), 2-core CPU fp32 (docs/pretraining.md:
+#: narrow 10,900). NOT measured, interpolated: small on the H200 and tiny on the CPU.
 TOKENS_PER_S = {"cuda": {"mini": 609_000, "small": 520_000, "base": 441_722},
                 "cpu": {"tiny": 20_000, "narrow": 10_900}}
 MIN_TOKENS = 49_152_000   # the gpu recipe: 3,000 steps x 128 blocks x 128 tokens
@@ -68,7 +69,7 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         tokens, why = MAX_PASSES * n_tokens, f"at most {MAX_PASSES:.0f} passes (BERT's ~40 epochs)"
     if tokens > speed * budget:
         tokens, why = speed * budget, f"what {speed:,} tokens/s (measured, {model} on {kind}) reads in {budget:,.0f} s"
-    steps = max(1, math.ceil(tokens / (batch * block_size)))
+    steps = max(1, math.floor(tokens / (batch * block_size)))   # floor: never past a cap
     train_tokens = steps * batch * block_size
     reasons.append(f"{steps:,} steps x {batch} x {block_size} = {train_tokens / 1e6:,.1f} M tokens, "
                    f"{train_tokens / n_tokens:.2f} passes over the corpus: {why}")
