@@ -112,3 +112,26 @@ def test_plateau_check_samples_a_store_instead_of_reading_it_all(store_dir):
     full = unigram_entropy([ds[i]["input_ids"].numpy() for i in range(len(ds))], tok.all_special_ids)
     assert check.unigram_entropy == pytest.approx(full)         # a small store: the sample is all of it
     assert len(ds.sample_blocks(10)) == 10
+
+
+def test_scale_for_corpus_applies_the_plan_but_keeps_what_the_user_set():
+    from nbkit.pipeline.params import resolve_scale
+    from nbkit.pipeline.sizing import scale_for_corpus
+
+    scale, plan = scale_for_corpus(resolve_scale("gpu"), 700_000_000, "cuda")
+    assert scale.model == "small" and scale.mlm_steps == plan["max_steps"] and plan["applied"] == "applied"
+    mine, plan = scale_for_corpus(resolve_scale("gpu", mlm_lr=3e-4), 700_000_000, "cuda")
+    assert mine.mlm_lr == 3e-4 and mine.model == "small" and "mlm_lr" in plan["applied"]
+    smoke, plan = scale_for_corpus(resolve_scale("smoke"), 700_000_000, "cuda")
+    assert smoke == resolve_scale("smoke") and plan["applied"].startswith("not applied")
+
+
+def test_pretrain_job_path_trains_from_a_store(store_dir, tmp_path, runs_tmp):
+    """Notebook 02's and the job's code path with corpus=a tiny store: store tokenizer, store blocks, metrics."""
+    from nbkit.jobs.pretrain import run_pretrain
+    from nbkit.pipeline.scale import get_scale
+
+    metrics = run_pretrain(get_scale("smoke"), tmp_path / "mlm", max_steps=2, corpus=store_dir, log_every=1)
+    assert metrics["steps"] == 2 and metrics["eval_loss"] > 0 and metrics["block_size"] == 64
+    assert not (runs_tmp / "smoke" / "tokenizer").exists()          # the store's tokenizer, not notebook 01's
+    assert (tmp_path / "mlm" / "model" / "tokenizer.json").is_file()

@@ -118,3 +118,15 @@ def store_blocks(store, block_size: int) -> dict:
     from nbkit.corpus.dataset import StoreMLMDataset
 
     return {split: StoreMLMDataset(store, block_size, split) for split in ("train", "validation")}
+
+
+def store_summary(store) -> dict:
+    """What went into a prepared store, from its manifest: tokens and documents per split, counts, drops."""
+    from nbkit.corpus.store import read_manifest
+
+    m = read_manifest(store)
+    out = {f"{k}_{name}": v.get(k) for name, v in m["splits"].items() for k in ("n_tokens", "n_docs")}
+    out.update({f"dropped_{k}": v for k, v in (m.get("dropped") or {}).items()})
+    out.update(vocab_size=m["tokenizer"].get("vocab_size"), tokenizer=m["tokenizer"].get("trained_on"),
+               heldout_share=(m.get("heldout") or {}).get("share"), dtype=m["dtype"])
+    return out
