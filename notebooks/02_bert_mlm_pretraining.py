@@ -40,6 +40,7 @@ max_steps = None          # optimizer steps
 learning_rate = None      # peak learning rate (linear warm-up and decay)
 eval_every = None         # steps between held-out evaluations (and checkpoints)
 precision = "auto"        # auto / bf16 / fp16 / fp32
+corpus = None             # your corpus: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: the bundled mix
 
 # %%
 from nbkit import models, pipeline, text
@@ -51,23 +52,43 @@ seed, model_preset, block_size, batch_size = scale.seed, scale.model, scale.bloc
 grad_accum_steps, max_steps, learning_rate, eval_every = (scale.mlm_grad_accum, scale.mlm_steps, scale.mlm_lr,
                                                           scale.mlm_eval_every)
 
-tokenizer = pipeline.load_tokenizer(scale)      # from notebook 01 (trained now if missing)
-out_dir = pipeline.step_dir(scale.name, "mlm" + pipeline.run_tag(scale))   # "mlm-seed3" with overrides: no resume of another run
+store = None if corpus is None else pipeline.corpus_store(corpus, scale_name=scale.name)   # prepared once, then reused
+if store is None:
+    tokenizer = pipeline.load_tokenizer(scale)      # from notebook 01 (trained now if missing)
+    out_dir = pipeline.step_dir(scale.name, "mlm" + pipeline.run_tag(scale))   # "mlm-seed3" with overrides: no resume of another run
+else:
+    from nbkit.corpus import store_tokenizer
+    from nbkit.pipeline.scale import cuda_usable
+
+    tokenizer = store_tokenizer(store)              # the tokenizer the store was tokenized with
+    n_tokens = pipeline.store_summary(store)["n_tokens_train"]
+    scale, plan = pipeline.scale_for_corpus(scale, n_tokens, "cuda" if cuda_usable() else "cpu")
+    print(pipeline.plan_text(plan))
+    model_preset, batch_size, grad_accum_steps = scale.model, scale.mlm_batch_size, scale.mlm_grad_accum
+    max_steps, learning_rate, eval_every = scale.mlm_steps, scale.mlm_lr, scale.mlm_eval_every
+    out_dir = pipeline.step_dir(scale.name, "mlm-" + store.name)
 print(f"scale={scale.name}  seed={seed}  vocab={len(tokenizer):,}  -> {out_dir}")
 
 # %% [markdown]
 # ## 1. Corpus → MLM blocks
-# The corpus mixes the sources of the scale (`mlm_mix`: source and repeat weight). Texts found twice, in one source or across two, count once; validation and test reviews are excluded, so notebook 03's evaluation stays honest. The table says what went in.
+# Without `corpus`, the corpus mixes the sources of the scale (`mlm_mix`: source and repeat weight). Texts found twice, in one source or across two, count once; validation and test reviews are excluded, so notebook 03's evaluation stays honest. The table says what went in.
+#
+# With `corpus`, your text was prepared once into a **store** (token ids and word starts on disk, a fixed held-out share chosen by hash; `docs/corpus.md`) and the run above was sized for its token count. For a 2 GB corpus expect the preparation to take time and disk as in the README's own-data section; training then reads blocks straight from disk, in constant memory. The summary says what went in and what was dropped.
 
 # %%
-corpus, mix = pipeline.pretraining_corpus(scale)   # jieba marks word boundaries where the corpus has none
-mix.table()
+if store is None:
+    corpus_splits, mix = pipeline.pretraining_corpus(scale)   # jieba marks word boundaries where the corpus has none
+    what_went_in = mix.table()
+else:
+    what_went_in = pipeline.store_summary(store)
+what_went_in
 
 # %% [markdown]
 # Texts are tokenized, concatenated and cut into blocks of `block_size` tokens: `[CLS] … [SEP]`. Packing wastes no compute on padding. 5 % of the texts are held out for the MLM loss.
 
 # %%
-blocks = pipeline.mlm_blocks(scale, tokenizer, block_size, corpus=corpus)
+blocks = (pipeline.mlm_blocks(scale, tokenizer, block_size, corpus=corpus_splits) if store is None
+          else pipeline.store_blocks(store, block_size))        # store: read from disk block by block
 print({k: len(v) for k, v in blocks.items()}, "blocks of", block_size, "tokens")
 print(tokenizer.decode(blocks["train"][0]["input_ids"][:40]))
 
@@ -100,6 +121,7 @@ from nbkit import GpuMonitor
 config = pipeline.pretrain_config(
     scale, out_dir, max_steps=max_steps, batch_size=batch_size, grad_accum_steps=grad_accum_steps,
     lr=learning_rate, precision=precision, eval_every=eval_every, checkpoint_every=eval_every,
+    **({"warmup_ratio": plan["warmup_ratio"]} if store is not None else {}),   # the plan's warm-up for your corpus
 )
 monitor = GpuMonitor(interval=1.0)
 monitor
@@ -178,7 +200,8 @@ if n_gpus < 2:
 else:
     job = launch("nbkit.jobs.pretrain", nproc_per_node=n_gpus, on_metrics=LivePlot(out_dir=out_dir / "ddp"),
                  args=["--scale", scale.name, "--output-dir", str(out_dir / "ddp"),
-                       "--batch-size", str(max(1, batch_size // n_gpus))])
+                       "--batch-size", str(max(1, batch_size // n_gpus)),
+                       *(["--corpus", str(store)] if store is not None else [])])
     job.wait()
 
 # %% [markdown]

@@ -94,14 +94,14 @@ def test_modules_stay_small():
 
 def test_top_level_is_subpackages_by_concern():
     top = sorted(p.name for p in PKG.iterdir() if not p.name.startswith(("_", ".")) and p.name != "nbkit.egg-info")
-    assert top == ["atomic.py", "cli", "data", "env", "errors.py", "gpu", "jobs", "jsonio.py", "models", "pipeline", "profiling", "text", "train"]
+    assert top == ["atomic.py", "cli", "corpus", "data", "env", "errors.py", "gpu", "jobs", "jsonio.py", "models", "pipeline", "profiling", "text", "train"]
     for pkg in PKG.iterdir():
         if pkg.is_dir() and not pkg.name.startswith("_"):
             assert (pkg / "__init__.py").is_file(), f"{pkg} is not a package"
 
 
 @pytest.mark.parametrize("package", ["nbkit", "nbkit.data", "nbkit.text", "nbkit.models", "nbkit.train",
-                                     "nbkit.gpu", "nbkit.env", "nbkit.profiling", "nbkit.pipeline", "nbkit.cli"])
+                                     "nbkit.gpu", "nbkit.env", "nbkit.profiling", "nbkit.pipeline", "nbkit.cli", "nbkit.corpus"])
 def test_public_names_resolve(package):
     """Every lazily re-exported name exists in the module the package names for it."""
     import importlib

@@ -18,6 +18,8 @@ collator masks whole words everywhere. The mix is then split 95/5 by text into
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from nbkit.pipeline import runs
 from nbkit.pipeline.scale import Scale
 
@@ -61,3 +63,70 @@ def pretraining_corpus(scale: Scale, words: bool = True):
     if words:
         ds = add_words(ds, cache_dir=runs.step_dir(scale.name, "cache"))
     return corpora.split_corpus(ds, eval_fraction=0.05, seed=scale.seed), mixed
+
+
+# ----- the user's corpus through the prepared store (nbkit.corpus, docs/corpus.md) -----------------
+def store_dir_for(corpus, scale_name: str) -> Path:
+    """Where a corpus that is not yet prepared gets prepared: ``runs/<scale>/corpus/<name>-<hash>``.
+
+    A function of the paths as given (the hash of their text), so every rank and node that
+    was given the same ``--corpus`` computes the same directory (it must be on a shared filesystem).
+    """
+    import hashlib
+    import re
+
+    items = [str(c) for c in (corpus if isinstance(corpus, (list, tuple)) else [corpus])]
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(items[0].rstrip("/*")).name or "corpus")[:40]
+    digest = hashlib.sha256("\n".join(items).encode("utf-8")).hexdigest()[:10]
+    return runs.step_dir(scale_name, "corpus") / f"{stem}-{digest}"
+
+
+def corpus_store(corpus, out_dir=None, scale_name: str = "smoke", **settings) -> Path:
+    """A prepared store for ``corpus``: itself when it already is one, else prepared into ``out_dir``.
+
+    Args:
+        corpus: a prepared directory (``manifest.json`` with ``complete: true``), or a path,
+            glob, folder or list of them for ``nbkit.corpus.prepare_corpus``.
+        out_dir: where to prepare (default :func:`store_dir_for`); a finished one is reused
+            (the writer checks its inputs and settings; without the writer, as it is).
+        scale_name: the runs subfolder of the default ``out_dir``.
+        settings: passed to ``prepare_corpus`` (``text_field=``, ``num_workers=``, ...).
+
+    Raises:
+        DataError: the corpus is not prepared and this nbkit has no ``prepare_corpus`` (names
+            the command to run), or what preparing raises.
+    """
+    from nbkit.corpus.store import is_prepared
+    from nbkit.errors import DataError
+
+    if not isinstance(corpus, (list, tuple)) and is_prepared(corpus):
+        return Path(corpus).expanduser()
+    out = Path(out_dir) if out_dir is not None else store_dir_for(corpus, scale_name)
+    try:
+        from nbkit.corpus import prepare_corpus
+    except (ImportError, AttributeError):
+        if is_prepared(out):
+            return out
+        raise DataError(f"{corpus} is not a prepared corpus store and this nbkit has no prepare_corpus; prepare "
+                        f"it with `nbkit prepare-corpus {corpus} --out {out}`, then pass {out}") from None
+    prepare_corpus(corpus, out, **settings)   # reuses a finished store, names a changed input or setting
+    return out
+
+
+def store_blocks(store, block_size: int) -> dict:
+    """``{"train", "validation"}``: :class:`nbkit.corpus.StoreMLMDataset` over both splits of ``store``."""
+    from nbkit.corpus.dataset import StoreMLMDataset
+
+    return {split: StoreMLMDataset(store, block_size, split) for split in ("train", "validation")}
+
+
+def store_summary(store) -> dict:
+    """What went into a prepared store, from its manifest: tokens and documents per split, counts, drops."""
+    from nbkit.corpus.store import read_manifest
+
+    m = read_manifest(store)
+    out = {f"{k}_{name}": v.get(k) for name, v in m["splits"].items() for k in ("n_tokens", "n_docs")}
+    out.update({f"dropped_{k}": v for k, v in (m.get("dropped") or {}).items()})
+    out.update(vocab_size=m["tokenizer"].get("vocab_size"), tokenizer=m["tokenizer"].get("trained_on"),
+               heldout_share=(m.get("heldout") or {}).get("share"), dtype=m["dtype"])
+    return out

@@ -88,5 +88,7 @@ def plateau_check(eval_loss: float, token_ids, tokenizer=None, margin: float = 0
         raise ValueError(f"eval_loss={eval_loss!r}: evaluate first (loop.evaluate())")
     if hasattr(token_ids, "column_names"):  # a datasets.Dataset of blocks
         token_ids = token_ids["input_ids"]
+    elif hasattr(token_ids, "sample_blocks"):  # a corpus store (nbkit.corpus.StoreMLMDataset): 10,000 blocks
+        token_ids = token_ids.sample_blocks(10_000)
     ignore = list(getattr(tokenizer, "all_special_ids", None) or [])
     return PlateauCheck(float(eval_loss), unigram_entropy(token_ids, ignore), margin)

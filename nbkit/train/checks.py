@@ -113,7 +113,8 @@ def check_sequence_length(model, data, name: str, pad_multiple: int | None = Non
     """Raise ``ConfigError`` when an example of ``data`` is longer than the model's position table.
 
     Reads every example's ``input_ids`` length (``nbkit.train.batching.input_lengths``: one
-    column read for a ``datasets.Dataset``), rounds it up to ``pad_multiple`` when batches are
+    column read for a ``datasets.Dataset``; a dataset with an int ``block_size`` attribute, such
+    as ``nbkit.corpus.StoreMLMDataset``, is taken at its word and not scanned), rounds it up to ``pad_multiple`` when batches are
     padded to a multiple, and compares the longest with ``model.config.max_position_embeddings``
     through :func:`nbkit.text.mlm.check_length`, the check ``predict()`` makes. Models without
     that field, and data without ``input_ids``, are not checked here.
@@ -124,8 +125,9 @@ def check_sequence_length(model, data, name: str, pad_multiple: int | None = Non
     limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     if limit is None:
         return
+    fixed = getattr(data, "block_size", None)   # a store of fixed-size blocks (nbkit.corpus): no full scan
     try:
-        lengths = input_lengths(data)
+        lengths = [fixed] if isinstance(fixed, int) else input_lengths(data)
     except DataError:
         return
     longest = max(lengths)

@@ -1,0 +1,136 @@
+"""MLM blocks read straight from a prepared store's memory-mapped shards (``nbkit-corpus/1``).
+
+The split's token stream is its shards concatenated in manifest order. With block size ``B``
+(chosen here, at read time), block ``i`` is ``stream[i*(B-2) : (i+1)*(B-2)]`` wrapped as
+``[CLS] ... [SEP]``; the trailing partial block is dropped, so ``n_blocks = n_tokens // (B-2)``.
+Its ``word_ids`` (for :class:`nbkit.text.mlm.MLMCollator` whole-word masking) come from the
+stored word starts: ``cumsum(wst) - 1`` clamped at 0 (a block that starts mid-word numbers
+that word 0), -1 at the wrapper's ``[CLS]``/``[SEP]``.
+
+The same layout as nanoGPT's ``train.bin`` (``np.memmap`` of uint16 ids) and Megatron-LM's
+indexed datasets: random access by offset, nothing loaded up front, memory flat in corpus size.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nbkit.corpus import store
+from nbkit.errors import DataError
+
+
+class StoreMLMDataset(torch.utils.data.Dataset):
+    """Map-style dataset of ``block_size``-token MLM blocks over one split of a prepared store.
+
+    ``ds[i]`` -> ``{"input_ids": (B,) int64 tensor, "word_ids": (B,) int64 tensor}`` with
+    ``input_ids[0] = [CLS]``, ``input_ids[-1] = [SEP]`` and ``word_ids`` -1 at both.
+    ``len(ds)`` is the number of blocks. Shuffling and DDP sharding are the caller's
+    (``nbkit.train.Loop`` shards by global rank with its resumable sampler: a block index
+    is a sample position, so resume is exact under any world size).
+
+    Cost: O(B) per block: it reads ``(B-2) * (itemsize + 1)`` bytes (uint16 ids + uint8
+    word starts: 378 bytes at B=128) through the page cache, from one shard or two at a
+    boundary (``bisect`` over the shard offsets: O(log shards)). Memory: the manifest and
+    shard offsets only; the shards are ``np.memmap``-ed lazily, on first use *in each
+    process* (the handles are dropped when pickled, and reopened after a fork), so
+    DataLoader workers never share an open file.
+
+    Args:
+        path: the prepared directory (``manifest.json``, ``tokenizer/``, ``shards/``).
+        block_size: tokens per block ``B``, ``[CLS]`` and ``[SEP]`` included (>= 3).
+        split: ``"train"`` or ``"validation"`` (the held-out share chosen by hash).
+
+    Attributes:
+        block_size, split, path, manifest, n_tokens (tokens in the split), cls_id, sep_id.
+
+    Raises:
+        DataError: not a complete store of this format, a split it lacks, a shard of the
+            wrong size (:mod:`nbkit.corpus.store`; each names the directory and the fix:
+            ``nbkit prepare-corpus``), or fewer than ``B-2`` tokens in the split.
+        ConfigError: ``block_size < 3``.
+    """
+
+    def __init__(self, path, block_size: int, split: str = "train"):
+        from nbkit.text.mlm import check_length
+
+        check_length("block_size", int(block_size))
+        self.path = Path(path).expanduser()
+        self.manifest = store.read_manifest(self.path)
+        self.block_size, self.split = int(block_size), split
+        self._shards = store.split_shards(self.path, self.manifest, split)
+        self._starts = np.cumsum([0] + [n for _, _, n in self._shards]).tolist()  # stream offset of each shard
+        self.n_tokens = int(self._starts[-1])
+        self.cls_id, self.sep_id = int(self.manifest["cls_id"]), int(self.manifest["sep_id"])
+        self._dtype = np.dtype(self.manifest["dtype"]).newbyteorder("<")
+        self._chunk = self.block_size - 2
+        self._n = self.n_tokens // self._chunk
+        if self._n == 0:
+            raise DataError(f"split {split!r} of {self.path} has {self.n_tokens:,} tokens, fewer than one block of "
+                            f"{self.block_size} needs ({self._chunk:,}); use a smaller block_size or more text")
+        self._maps: dict = {}
+        self._pid = os.getpid()
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __repr__(self) -> str:
+        return (f"StoreMLMDataset({str(self.path)!r}, block_size={self.block_size}, split={self.split!r}: "
+                f"{self._n:,} blocks from {self.n_tokens:,} tokens in {len(self._shards)} shard(s))")
+
+    # --- pickling / fork safety --------------------------------------------------------------
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_maps"] = {}  # memmaps are reopened in the receiving process
+        return state
+
+    def _map(self, k: int):
+        if self._pid != os.getpid():  # forked (DataLoader worker): never reuse the parent's handles
+            self._maps, self._pid = {}, os.getpid()
+        m = self._maps.get(k)
+        if m is None:
+            ids, wst, n = self._shards[k]
+            m = self._maps[k] = (np.memmap(ids, dtype=self._dtype, mode="r", shape=(n,)),
+                                 np.memmap(wst, dtype=np.uint8, mode="r", shape=(n,)))
+        return m
+
+    def _read(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Stream tokens ``[start, stop)``: ``(ids (n,) int64, word starts (n,) uint8)``."""
+        ids, wst = np.empty(stop - start, dtype=np.int64), np.empty(stop - start, dtype=np.uint8)
+        k, pos = bisect.bisect_right(self._starts, start) - 1, start
+        while pos < stop:
+            lo = pos - self._starts[k]
+            hi = min(stop, self._starts[k + 1]) - self._starts[k]
+            m_ids, m_wst = self._map(k)
+            ids[pos - start:pos - start + hi - lo] = m_ids[lo:hi]
+            wst[pos - start:pos - start + hi - lo] = m_wst[lo:hi]
+            pos += hi - lo
+            k += 1
+        return ids, wst
+
+    # --- blocks --------------------------------------------------------------------------------
+    def __getitem__(self, i: int) -> dict:
+        i = int(i)
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"block {i} out of range: {self.split!r} has {self._n:,} blocks")
+        tokens, starts = self._read(i * self._chunk, (i + 1) * self._chunk)   # (B-2,), (B-2,)
+        input_ids = np.empty(self.block_size, dtype=np.int64)                # (B,)
+        input_ids[0], input_ids[1:-1], input_ids[-1] = self.cls_id, tokens, self.sep_id
+        word_ids = np.full(self.block_size, -1, dtype=np.int64)              # (B,)
+        word_ids[1:-1] = np.maximum(np.cumsum(starts, dtype=np.int64) - 1, 0)
+        return {"input_ids": torch.from_numpy(input_ids), "word_ids": torch.from_numpy(word_ids)}
+
+    def __getitems__(self, indices) -> list[dict]:
+        """A batch of blocks (the DataLoader's batched fetch); same as ``[ds[i] for i in indices]``."""
+        return [self[i] for i in indices]
+
+    def sample_blocks(self, n: int = 10_000) -> list[np.ndarray]:
+        """``input_ids`` of at most ``n`` blocks evenly spaced over the split (for statistics
+        such as :func:`nbkit.pipeline.plateau.unigram_entropy`; O(n * B))."""
+        step = max(1, self._n // max(1, n))
+        return [self[i]["input_ids"].numpy() for i in range(0, self._n, step)][:n]

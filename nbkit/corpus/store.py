@@ -1,0 +1,131 @@
+"""A prepared corpus directory (format ``nbkit-corpus/1``): its manifest, checked, and its files.
+
+The layout (docs/corpus.md, the writer's contract): ``manifest.json`` written last and
+atomically (``"complete": true`` means finished), ``tokenizer/`` (a transformers tokenizer
+directory), and per split a list of shards ``shards/<split>-<k:05d>.ids`` (little-endian token
+ids of ``manifest["dtype"]``) with ``.wst`` beside each (uint8, 1 where a token starts a word).
+The reader relies on nothing else. Every error names the directory and the fix: prepare it
+with ``nbkit prepare-corpus`` (or ``nbkit.corpus.prepare_corpus``), which resumes a stopped run.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from nbkit.errors import DataError
+
+FORMAT = "nbkit-corpus/1"
+DTYPES = {"uint16": 2, "uint32": 4}          # bytes per token id
+_REQUIRED = ("format", "complete", "tokenizer", "dtype", "sep_id", "cls_id", "splits")
+_FIX = "prepare it with `nbkit prepare-corpus INPUT... --out {path}` (a stopped preparation resumes)"
+
+
+def is_prepared(path) -> bool:
+    """True when ``path/manifest.json`` exists and says ``"complete": true`` (never raises)."""
+    try:
+        read_manifest(path)
+    except DataError:
+        return False
+    return True
+
+
+def read_manifest(path) -> dict:
+    """Read and check ``path/manifest.json`` of a prepared store; return it as a dict.
+
+    Checks: the directory and manifest exist, it is strict JSON with the keys the reader
+    needs, ``format == "nbkit-corpus/1"``, ``complete`` is true, ``dtype`` is uint16/uint32,
+    every split lists its shards with ``n_tokens``. Only ``stat`` calls, no data read.
+
+    Raises:
+        DataError: naming the directory, what is wrong and the fix (run ``nbkit prepare-corpus``).
+    """
+    from nbkit import jsonio
+
+    path = Path(path).expanduser()
+    fix = _FIX.format(path=path)
+    if not path.is_dir():
+        raise DataError(f"no prepared corpus at {path} (not a directory); {fix}")
+    mf = path / "manifest.json"
+    if not mf.is_file():
+        raise DataError(f"{path} has no manifest.json: it is not a prepared corpus, or its preparation has "
+                        f"not finished (the manifest is written last); {fix}")
+    try:
+        manifest = jsonio.loads_strict(mf.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise DataError(f"{mf} is not valid JSON ({err}); delete it and {fix}") from err
+    if not isinstance(manifest, dict):
+        raise DataError(f"{mf} holds no JSON object; delete it and {fix}")
+    if manifest.get("format") != FORMAT:
+        raise DataError(f"{path} is in format {manifest.get('format')!r}, this nbkit reads {FORMAT!r}; "
+                        f"prepare it again with this nbkit into a new directory ({fix})")
+    missing = [k for k in _REQUIRED if k not in manifest]
+    if missing:
+        raise DataError(f"{mf} lacks {missing}; {fix}")
+    if manifest["complete"] is not True:
+        raise DataError(f"{path}: manifest.json says the preparation is not complete; {fix}")
+    if manifest["dtype"] not in DTYPES:
+        raise DataError(f"{mf}: dtype {manifest['dtype']!r} is not one of {sorted(DTYPES)}; {fix}")
+    for name, split in manifest["splits"].items():
+        shards = split.get("shards") if isinstance(split, dict) else None
+        if not isinstance(shards, list) or any("name" not in s or "n_tokens" not in s for s in shards):
+            raise DataError(f"{mf}: split {name!r} does not list its shards with name and n_tokens; {fix}")
+    return manifest
+
+
+def split_shards(path, manifest: dict, split: str) -> list[tuple[Path, Path, int]]:
+    """``[(ids_path, wst_path, n_tokens), ...]`` of ``split`` in manifest order, sizes checked.
+
+    Raises:
+        DataError: an unknown split (names the ones there), or a shard file missing or
+            of the wrong size (a damaged or half-copied store).
+    """
+    path = Path(path).expanduser()
+    if split not in manifest["splits"]:
+        raise DataError(f"{path} has no split {split!r}; it has {sorted(manifest['splits'])}")
+    width = DTYPES[manifest["dtype"]]
+    out = []
+    for shard in manifest["splits"][split]["shards"]:
+        n = int(shard["n_tokens"])
+        ids, wst = path / "shards" / f"{shard['name']}.ids", path / "shards" / f"{shard['name']}.wst"
+        for f, size in ((ids, n * width), (wst, n)):
+            if not f.is_file() or f.stat().st_size != size:
+                got = f.stat().st_size if f.is_file() else "missing"
+                raise DataError(f"{f}: expected {size:,} bytes ({n:,} tokens), found {got}: the store is damaged "
+                                f"or incompletely copied; copy it again, or {_FIX.format(path=path)}")
+        out.append((ids, wst, n))
+    return out
+
+
+def store_tokenizer(path):
+    """The store's tokenizer (``transformers.AutoTokenizer`` from ``path/<manifest tokenizer dir>``).
+
+    Raises:
+        DataError: the store is not prepared (:func:`read_manifest`).
+    """
+    from transformers import AutoTokenizer
+
+    manifest = read_manifest(path)
+    return AutoTokenizer.from_pretrained(str(Path(path).expanduser() / manifest["tokenizer"]["dir"]))
+
+
+def wait_for_store(path, timeout_s: float = 6 * 3600.0, poll_s: float = 2.0, clock=time.monotonic,
+                   sleep=time.sleep) -> dict:
+    """Wait until ``path`` is a complete store (another process prepares it); return its manifest.
+
+    Polls ``manifest.json`` every ``poll_s`` seconds: no process-group collective is
+    pending while rank 0 prepares, so no NCCL/gloo timeout can fire however long that takes.
+
+    Raises:
+        DataError: not complete after ``timeout_s`` seconds (names the directory, the wait,
+            and the fixes: prepare it first, or raise ``--corpus-wait-s``), or complete but invalid.
+    """
+    deadline = clock() + timeout_s
+    while True:
+        if (Path(path).expanduser() / "manifest.json").is_file():
+            return read_manifest(path)
+        if clock() >= deadline:
+            raise DataError(f"waited {timeout_s:.0f} s for rank 0 to prepare the corpus store {path}, but "
+                            "its manifest.json did not appear; check rank 0's log, or prepare it once with "
+                            "`nbkit prepare-corpus` before launching (or raise --corpus-wait-s). Every "
+                            "node must see the same directory (a shared filesystem).")
+        sleep(poll_s)

@@ -1,0 +1,137 @@
+"""The pipeline side of the corpus store: run sizing, preparing-or-reusing a store, waiting ranks."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _corpus import peoples_daily  # noqa: E402
+from _store import write_store  # noqa: E402
+
+from nbkit.errors import DataError  # noqa: E402
+from nbkit.pipeline.sizing import MAX_PASSES, MIN_TOKENS, size_run  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory):
+    return write_store(tmp_path_factory.mktemp("store"), [list(w) for _, w in peoples_daily(60)])
+
+
+def test_size_run_grows_the_model_with_the_corpus_and_reads_a_big_one_about_once():
+    small, wiki = size_run(1_000_000, "cuda"), size_run(700_000_000, "cuda")
+    assert small["model"] == "mini" and wiki["model"] == "small"      # 20 tokens per parameter: 35 M -> small
+    assert small["train_tokens"] >= 0.99 * min(MIN_TOKENS, MAX_PASSES * 1_000_000)   # 40 passes win here
+    assert small["passes"] <= MAX_PASSES and "40 passes" in small["reasons"][1]
+    assert 0.9 < wiki["passes"] < 1.2                                  # one pass (within the 4 h budget)
+    huge = size_run(5_000_000_000, "cuda")
+    assert huge["model"] == "base" and huge["lr"] == 1e-4 and huge["warmup_ratio"] == 0.1
+    assert huge["passes"] < 1 and huge["estimated_s"] <= 4 * 3600 + 60          # capped by the time budget
+    assert all(isinstance(r, str) and r for r in huge["reasons"]) and len(huge["reasons"]) == 3
+
+
+def test_size_run_on_cpu_stays_narrow_and_inside_its_budget():
+    plan = size_run(50_000_000, "cpu")
+    assert plan["model"] in ("tiny", "narrow") and plan["batch_size"] == 64
+    assert plan["estimated_s"] <= 15 * 60 + 30
+    tiny_corpus = size_run(10_000, "cuda:0", block_size=64)
+    assert tiny_corpus["passes"] <= MAX_PASSES + 1e-9 and "too small" in tiny_corpus["reasons"][0]
+    with pytest.raises(ValueError, match="device"):
+        size_run(1000, "tpu")
+    with pytest.raises(ValueError):
+        size_run(0, "cpu")
+
+
+def test_corpus_store_reads_a_prepared_directory_as_it_is(store_dir):
+    from nbkit.pipeline.corpus import corpus_store
+
+    assert corpus_store(store_dir) == store_dir
+
+
+def test_corpus_store_without_a_writer_names_the_command(tmp_path, monkeypatch, runs_tmp):
+    import nbkit.corpus
+    from nbkit.pipeline.corpus import corpus_store
+
+    monkeypatch.delattr(nbkit.corpus, "prepare_corpus", raising=False)
+    monkeypatch.setattr(nbkit.corpus, "__getattr__", lambda name: (_ for _ in ()).throw(AttributeError(name)))
+    (tmp_path / "wiki.jsonl").write_text('{"text": "你好"}\n')
+    with pytest.raises(DataError, match="nbkit prepare-corpus"):
+        corpus_store(tmp_path / "wiki.jsonl")
+
+
+def test_corpus_store_prepares_raw_input_into_the_runs_dir(tmp_path, monkeypatch, runs_tmp, store_dir):
+    import shutil
+
+    import nbkit.corpus
+    from nbkit.pipeline.corpus import corpus_store, store_dir_for
+
+    calls = []
+
+    def fake_prepare(inputs, out_dir, **settings):
+        calls.append((inputs, Path(out_dir), settings))
+        shutil.copytree(store_dir, out_dir, dirs_exist_ok=True)
+
+    monkeypatch.setattr(nbkit.corpus, "prepare_corpus", fake_prepare, raising=False)
+    got = corpus_store(str(tmp_path / "*.txt"), scale_name="smoke", text_field="body")
+    assert got == store_dir_for(str(tmp_path / "*.txt"), "smoke") and got.is_relative_to(runs_tmp)
+    assert calls == [(str(tmp_path / "*.txt"), got, {"text_field": "body"})]
+    assert store_dir_for(["a.txt", "b.txt"], "smoke") != store_dir_for(["a.txt"], "smoke")
+
+
+def test_wait_for_store_returns_when_the_manifest_appears_and_times_out_clearly(tmp_path, store_dir):
+    import shutil
+
+    from nbkit.corpus.store import wait_for_store
+
+    now = [0.0]
+    target = tmp_path / "s"
+
+    def sleep(s):                      # the "rank 0" finishes after three polls
+        now[0] += s
+        if now[0] >= 3:
+            shutil.copytree(store_dir, target, dirs_exist_ok=True)
+
+    manifest = wait_for_store(target, timeout_s=60, poll_s=1, clock=lambda: now[0], sleep=sleep)
+    assert manifest["complete"] is True and now[0] == 3
+    now[0] = 0.0
+    with pytest.raises(DataError, match="waited 5 s .* shared filesystem"):
+        wait_for_store(tmp_path / "never", timeout_s=5, poll_s=1, clock=lambda: now[0],
+                       sleep=lambda s: now.__setitem__(0, now[0] + s))
+
+
+def test_plateau_check_samples_a_store_instead_of_reading_it_all(store_dir):
+    from transformers import AutoTokenizer
+
+    from nbkit.corpus.dataset import StoreMLMDataset
+    from nbkit.pipeline.plateau import plateau_check, unigram_entropy
+
+    ds = StoreMLMDataset(store_dir, 32)
+    tok = AutoTokenizer.from_pretrained(store_dir / "tokenizer")
+    check = plateau_check(3.0, ds, tok)
+    full = unigram_entropy([ds[i]["input_ids"].numpy() for i in range(len(ds))], tok.all_special_ids)
+    assert check.unigram_entropy == pytest.approx(full)         # a small store: the sample is all of it
+    assert len(ds.sample_blocks(10)) == 10
+
+
+def test_scale_for_corpus_applies_the_plan_but_keeps_what_the_user_set():
+    from nbkit.pipeline.params import resolve_scale
+    from nbkit.pipeline.sizing import scale_for_corpus
+
+    scale, plan = scale_for_corpus(resolve_scale("gpu"), 700_000_000, "cuda")
+    assert scale.model == "small" and scale.mlm_steps == plan["max_steps"] and plan["applied"] == "applied"
+    mine, plan = scale_for_corpus(resolve_scale("gpu", mlm_lr=3e-4), 700_000_000, "cuda")
+    assert mine.mlm_lr == 3e-4 and mine.model == "small" and "mlm_lr" in plan["applied"]
+    smoke, plan = scale_for_corpus(resolve_scale("smoke"), 700_000_000, "cuda")
+    assert smoke == resolve_scale("smoke") and plan["applied"].startswith("not applied")
+
+
+def test_pretrain_job_path_trains_from_a_store(store_dir, tmp_path, runs_tmp):
+    """Notebook 02's and the job's code path with corpus=a tiny store: store tokenizer, store blocks, metrics."""
+    from nbkit.jobs.pretrain import run_pretrain
+    from nbkit.pipeline.scale import get_scale
+
+    metrics = run_pretrain(get_scale("smoke"), tmp_path / "mlm", max_steps=2, corpus=store_dir, log_every=1)
+    assert metrics["steps"] == 2 and metrics["eval_loss"] > 0 and metrics["block_size"] == 64
+    assert not (runs_tmp / "smoke" / "tokenizer").exists()          # the store's tokenizer, not notebook 01's
+    assert (tmp_path / "mlm" / "model" / "tokenizer.json").is_file()
