@@ -68,3 +68,16 @@ def test_embedding_resized_past_config_counts_as_the_table_size():
     model.resize_token_embeddings(VOCAB + 10)
     data = [{"input_ids": torch.tensor([2, VOCAB + 9, 3])}]
     check_token_ids(model, data, "train_data")                   # VOCAB + 9 < VOCAB + 10: fine
+
+
+def test_declared_token_id_range_is_used_without_reading_the_data():
+    class Declared(list):               # a corpus store declares its tokenizer's bound (StoreMLMDataset)
+        token_id_range = (0, VOCAB)
+
+        def __getitem__(self, i):
+            raise AssertionError("read an example: the declared range should have been used")
+
+    with pytest.raises(DataError, match=f"token id of {VOCAB}"):
+        check_token_ids(tiny_classifier(), Declared([None]), "train_data")
+    Declared.token_id_range = (0, VOCAB - 1)
+    check_token_ids(tiny_classifier(), Declared([None]), "train_data")

@@ -77,6 +77,11 @@ class StoreMLMDataset(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return self._n
 
+    @property
+    def token_id_range(self) -> tuple[int, int]:
+        """``(0, vocab_size - 1)`` of the store's tokenizer: the bound the loop's id check uses without a scan."""
+        return 0, int(self.manifest["tokenizer"]["vocab_size"]) - 1
+
     def __repr__(self) -> str:
         return (f"StoreMLMDataset({str(self.path)!r}, block_size={self.block_size}, split={self.split!r}: "
                 f"{self._n:,} blocks from {self.n_tokens:,} tokens in {len(self._shards)} shard(s))")

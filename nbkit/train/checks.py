@@ -148,9 +148,13 @@ def check_sequence_length(model, data, name: str, pad_multiple: int | None = Non
 def _id_range(data) -> tuple[int, int] | None:
     """``(min, max)`` token id over every example's ``input_ids``; ``None`` without that field.
 
-    A ``datasets.Dataset`` is read as one Arrow column (no Python lists); other data
-    example by example (tensors or lists).
+    Data that declares ``token_id_range`` (``(lo, hi)``, as :class:`nbkit.corpus.StoreMLMDataset` does
+    from its manifest) is taken at its word. A ``datasets.Dataset`` is read as one Arrow column (no
+    Python lists); other data example by example (tensors or lists).
     """
+    declared = getattr(data, "token_id_range", None)   # e.g. a corpus store: its tokenizer's bound, no scan
+    if declared is not None:
+        return tuple(declared)
     names = getattr(data, "column_names", None)
     if names is not None:
         if "input_ids" not in names:
