@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from nbkit.errors import DataError
+from nbkit.rng import seed_scope
 from nbkit.train.workers import loader_timeout
 
 
@@ -45,15 +46,18 @@ def restore_rng(state: dict) -> None:
 def isolated_rng(seed: int):
     """Run a block with all RNGs seeded by ``seed``, then restore the previous states.
 
-    Evaluation runs inside this so it draws the same masks every time and
-    never moves the training RNG (which would break exact resume).
+    "All" includes private generators that follow ``nbkit.rng.seed_scope`` (a seeded
+    ``MLMCollator``): the block runs in a fresh scope of ``seed``. Evaluation runs inside
+    this so it draws the same masks every time and never moves the training RNG (which
+    would break exact resume).
     """
     saved = capture_rng()
     try:
         random.seed(seed)
-        np.random.seed(seed)
+        np.random.seed(seed % 2**32)
         torch.manual_seed(seed)  # seeds CUDA devices too
-        yield
+        with seed_scope(seed):
+            yield
     finally:
         restore_rng(saved)
 
