@@ -1,5 +1,5 @@
 """Profiling for notebook 04: torch.profiler summaries, microbenchmarks, the timed step
-split and ablations, the bottleneck diagnosis, and the FLOPs/MFU arithmetic.
+split and ablations, the bottleneck diagnosis (FLOPs, peaks and MFU: ``nbkit.models.flops``).
 """
 from nbkit._lazy import lazy_exports, names
 
@@ -9,5 +9,4 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **names('stepdata', 'model_factory', 'random_mlm_loader'),
     **names('steps', 'StepConfig', 'measure_steps', 'ablation', 'gpu_utilization_during'),
     **names('diagnosis', 'diagnose'),
-    **names('flops', 'mfu', 'peak_tflops', 'bert_flops_per_token'),
 })

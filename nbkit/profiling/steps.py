@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from nbkit.errors import ConfigError
-from nbkit.profiling.flops import bert_batch_flops, bert_flops_per_token, mfu, peak_tflops
+from nbkit.models.flops import bert_batch_flops, bert_flops_per_token, mfu, peak_tflops
 from nbkit.profiling.stepdata import MaskingCollator, RandomMLMDataset, model_factory, random_mlm_loader
 
 __all__ = ["PHASES", "StepConfig", "measure_steps", "ablation", "to_device", "gpu_utilization_during",
@@ -124,7 +124,7 @@ def measure_steps(model, loader, cfg: StepConfig, device=None, optimizer=None) -
     (``data_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``step_s``),
     ``*_share`` (fraction of ``step_s``), ``tokens_per_s`` (input tokens
     ``B*T`` per second, padding included since it costs the same compute),
-    ``flops_per_token`` (:func:`nbkit.profiling.flops.bert_batch_flops` per token, MLM,
+    ``flops_per_token`` (:func:`nbkit.models.flops.bert_batch_flops` per token, MLM,
     training; with ``mlm_head="masked"`` the head counts for scored tokens only), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
     (CUDA only), ``compiled_graphs`` and ``recompiles`` (graphs compiled after
     the first step: shape or guard changes), ``graph_breaks``.

@@ -21,6 +21,7 @@ import torch
 from nbkit.errors import ConfigError, DataError
 from nbkit.train.batching import isolated_rng
 from nbkit.train.loss import token_loss_sum
+from nbkit.train.scores import macro_f1
 
 
 @torch.no_grad()
@@ -147,17 +148,3 @@ def _kind_sums(logits: torch.Tensor, labels: torch.Tensor, kinds: torch.Tensor) 
     valid = labels.reshape(-1) != -100
     one_hot = F.one_hot(kinds.reshape(-1)[valid], len(TARGET_KINDS)).double()      # (n, K)
     return torch.stack([ce[valid] @ one_hot, one_hot.sum(0)], dim=1)                # (K, 2)
-
-
-def macro_f1(confusion: torch.Tensor) -> float:
-    """Macro-F1 from a (C, C) confusion matrix (rows true, columns predicted, counts).
-
-    F1_c = 2 TP / (2 TP + FP + FN); classes with no example and no prediction (0/0)
-    are left out of the mean, as in ``nbkit.pipeline.evaluation.classification_report``.
-    NaN when the matrix is empty.
-    """
-    cm = confusion.double().cpu()
-    tp = cm.diag()
-    denom = cm.sum(0) + cm.sum(1)                                     # 2 TP + FP + FN, per class
-    seen = denom > 0
-    return float((2 * tp[seen] / denom[seen]).mean()) if seen.any() else math.nan
