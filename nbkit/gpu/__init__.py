@@ -1,5 +1,5 @@
 """GPU telemetry: NVML snapshots and failure states, a background sampler, the live widget,
-the training-telemetry callback, and an NVML test double.
+the training-telemetry callback (the NVML test double lives in tests/nvml_fake.py).
 
 Nothing here creates a CUDA context; NVML starts lazily on first use.
 """
