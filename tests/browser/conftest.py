@@ -72,6 +72,7 @@ def _missing_requirement() -> str | None:
     return None
 
 
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: a browser test deselected there runs no notebook
 def pytest_collection_modifyitems(config, items):
     missing = _missing_requirement()
     if missing is None:
