@@ -139,3 +139,10 @@ def test_resume_draws_the_masks_and_losses_of_a_straight_run(tok, blocks, tmp_pa
     for (ids_a, lab_a), (ids_b, lab_b) in zip(drop(straight.seen), resumed):
         assert torch.equal(ids_a, ids_b) and torch.equal(lab_a, lab_b)
     assert resumed_losses == pytest.approx(full, abs=1e-6)
+
+
+def test_a_seeded_collator_draws_the_same_masks_in_workers_as_in_the_main_process(tok, blocks):
+    train, _ = blocks
+    runs = [_train_losses(Loop(_model(tok), _config(max_steps=4, num_workers=w), train,
+                               collate_fn=MLMCollator(tok, seed=4), device="cpu")) for w in (0, 2)]
+    assert runs[0] == pytest.approx(runs[1], abs=1e-6)
