@@ -15,10 +15,14 @@ Usage: ``python bench/bench_nvml.py [--runs 3] [--seconds 6] [--interval 1.0] [-
 from __future__ import annotations
 
 import argparse
+import pathlib
 import shutil
 import statistics
 import subprocess
+import sys
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/nvml_fake.py, the NVML test double
 
 SMI_FIELDS = ("index,name,utilization.gpu,utilization.memory,memory.used,memory.total,"
               "temperature.gpu,power.draw,enforced.power.limit,clocks.sm,clocks.mem")
@@ -35,7 +39,7 @@ def _median_time(fn, n: int) -> float:
 
 def bench_sampling(n: int) -> None:
     from nbkit.gpu.nvml import Nvml
-    from nbkit.gpu.nvml_fake import FakeGpu, FakeNvml, h100_mig_child
+    from tests.nvml_fake import FakeGpu, FakeNvml, h100_mig_child
 
     nv = Nvml()
     smi = shutil.which("nvidia-smi")
@@ -93,8 +97,8 @@ def _train(seconds: float, monitor) -> float:
 
 def bench_training(runs: int, seconds: float, interval: float, fake: bool) -> None:
     from nbkit.gpu.nvml import Nvml
-    from nbkit.gpu.nvml_fake import FakeGpu, FakeNvml
     from nbkit.gpu.widgets import GpuMonitor
+    from tests.nvml_fake import FakeGpu, FakeNvml
 
     nv = Nvml(lib=FakeNvml([FakeGpu(), FakeGpu()])) if fake else Nvml()
     if fake:

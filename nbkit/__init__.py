@@ -7,25 +7,16 @@ names below are resolved lazily on first attribute access.
 """
 from __future__ import annotations
 
-import importlib
+from typing import TYPE_CHECKING
+
+from nbkit._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (imported on first use)
-_LAZY = {
-    "get_scale": "nbkit.pipeline.scale",
-    "Scale": "nbkit.pipeline.scale",
-    "runs_dir": "nbkit.pipeline.runs",
-    "GpuMonitor": "nbkit.gpu.widgets",
-    "LivePlot": "nbkit.pipeline.plots",
-}
+if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
+    from nbkit.gpu.widgets import GpuMonitor
+    from nbkit.pipeline.plots import LivePlot
+    from nbkit.pipeline.runs import runs_dir
+    from nbkit.pipeline.scale import Scale, get_scale
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'nbkit' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

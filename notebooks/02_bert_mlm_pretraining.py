@@ -149,10 +149,10 @@ print(f"step {last['step']:>5}: eval loss {last['eval_loss']:.3f}  perplexity {l
 print(f"uniform guess over {len(tokenizer):,} tokens: perplexity {len(tokenizer):,}")
 
 # %% [markdown]
-# Did the model learn context? A masked LM that only learnt how frequent each token is stalls at the corpus's **unigram entropy** (the "unigram plateau"); fine-tuning from it is no better than from random weights. The check below compares the held-out loss with that entropy and names the fix when the run is stuck.
+# Did the model learn context? A masked LM that only learnt how frequent each token is stalls at the corpus's **unigram entropy** (the "unigram plateau"); fine-tuning from it is no better than from random weights. The check below compares that entropy with the held-out loss **at the targets replaced by `[MASK]`**, where only context can help: the loss over all targets also counts the 10 % left unchanged, which the model can copy from its input, and so looks better than the model is. It names the fix when the run is stuck.
 
 # %%
-print(pipeline.plateau_check(last["eval_loss"], blocks["train"], tokenizer).text())
+print(pipeline.plateau_check(last, blocks["train"], tokenizer).text())   # last: the final evaluation's metrics
 
 # %% [markdown]
 # Was the GPU busy? The monitor's recording says whether the run looked input-bound (low utilisation with memory to spare) and what to change.

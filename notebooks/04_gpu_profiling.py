@@ -128,7 +128,7 @@ prof.stats
 # ## 2. What the device can do: matmul TFLOP/s beside the peak
 #
 # A square matmul costs 2 n³ FLOPs. On a GPU the `pct_of_peak` column compares with NVIDIA's dense datasheet
-# figure (see `nbkit.profiling.flops.PEAK_TFLOPS`); large bf16 matmuls on an H100 reach 60-80 % of it. TF32 exists only on
+# figure (see `nbkit.models.flops.PEAK_TFLOPS`); large bf16 matmuls on an H100 reach 60-80 % of it. TF32 exists only on
 # CUDA; on a CPU, read `gflops` (there is no peak in the table for CPUs).
 
 # %%
@@ -162,7 +162,7 @@ pd.DataFrame(h2d_bench(h2d_mib, device=device))
 # backward, optimizer (clipping, the loop's one host sync, the update, the LR schedule). Tokens/s counts every
 # input token; MFU = tokens/s × FLOPs per token / peak, with the loop's own FLOP count: 6 N + 12 L T d per token for the
 # encoder (N weights in matmuls, L layers, T sequence length, d hidden size) plus the MLM head on the rows it ran on
-# (see `nbkit.profiling.flops`). MFU is blank on a CPU.
+# (see `nbkit.models.flops`). MFU is blank on a CPU.
 
 # %%
 from nbkit.profiling import gpu_utilization_during, measure_steps

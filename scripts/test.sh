@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
 # Set up everything and run every test: unit tests, notebooks under nbval at smoke scale,
 # the JupyterLab browser suite (Debian's chromium) and the container test (local dockerd).
-# Extra arguments go to pytest, e.g.:  scripts/test.sh -m "not docker and not browser"
+# Each notebook runs once: where the browser suite runs it (Run All), nbval's run is dropped
+# (tests/browser/conftest.py). Extra arguments go to pytest, e.g.:  scripts/test.sh -m "not docker and not browser"
+#   --fast                    the development lane: unit tests only (no browser, docker, multiproc or slow
+#                             marker, no notebooks, no setup when .venv exists, no pre-commit); a few minutes
 #   NBKIT_REQUIRE_BROWSER=1   a missing chromium fails the browser tests instead of skipping them
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--fast" ]; then
+    shift
+    [ -x .venv/bin/python ] || NBKIT_EXTRAS=test scripts/setup.sh
+    export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false NBKIT_SCALE=smoke MPLBACKEND=Agg
+    export NBKIT_RUNS_DIR=${NBKIT_RUNS_DIR:-$(mktemp -d)/runs}
+    exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 --ignore=tests/browser --ignore=tests/docker \
+        -m "not browser and not docker and not multiproc and not slow" tests "$@"
+fi
 NBKIT_EXTRAS=test scripts/setup.sh   # pytest, playwright, hadolint
 # Chromium and fonts-noto-cjk (apt) and Playwright's Python package; never `playwright install`.
 if [ "$(id -u)" = 0 ] || [ -x /usr/bin/chromium ]; then

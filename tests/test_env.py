@@ -11,7 +11,7 @@ import pytest
 
 from nbkit.env import doctor as env
 from nbkit.gpu.nvml import Nvml
-from nbkit.gpu.nvml_fake import LIB_RM_VERSION_MISMATCH, FakeGpu, FakeNvml, h100_mig_child
+from tests.nvml_fake import LIB_RM_VERSION_MISMATCH, FakeGpu, FakeNvml, h100_mig_child
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOOD_ENV = {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
@@ -99,6 +99,7 @@ def test_real_machine_report_no_cuda_context():
     assert "<table>" in r._repr_html_() and r.text().endswith("FAIL")
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)
 def test_doctor_json_cli_exit_code():
     out = subprocess.run([sys.executable, "-m", "nbkit.cli.main", "doctor", "--json"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
@@ -178,6 +179,7 @@ def test_nbkit_runs_dir_must_be_creatable(tmp_path):
     assert bad.status == "FAIL" and "writable folder" in bad.fix
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)
 def test_doctor_cli_fails_on_a_bad_scale():
     out = subprocess.run([sys.executable, "-m", "nbkit.cli.main", "doctor"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, env=dict(os.environ, NBKIT_SCALE="small"))

@@ -2,7 +2,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from nbkit.profiling.flops import bert_flops_per_token, bert_matmul_params, mfu, peak_tflops
+from nbkit.models.flops import bert_flops_per_token, bert_matmul_params, mfu, peak_tflops
 
 
 def tiny_config():
@@ -49,7 +49,7 @@ def test_formula_matches_torch_flop_counter_on_real_tiny_bert():
     import transformers
     from torch.utils.flop_counter import FlopCounterMode
 
-    from nbkit.profiling.flops import pcie_peak_gbps
+    from nbkit.models.flops import pcie_peak_gbps
 
     cfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2,
                                   num_attention_heads=2, intermediate_size=32,
@@ -68,7 +68,7 @@ def test_formula_matches_torch_flop_counter_on_real_tiny_bert():
 
 
 def test_batch_flops_full_head_equals_per_token_mlm_and_zero_head_the_encoder():
-    from nbkit.profiling.flops import bert_batch_flops
+    from nbkit.models.flops import bert_batch_flops
 
     cfg = tiny_config()
     assert bert_batch_flops(cfg, 12, 3, 12) == 12 * bert_flops_per_token(cfg, 3, "mlm")

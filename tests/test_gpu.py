@@ -7,7 +7,7 @@ import pytest
 
 from nbkit.gpu import nvml as gpu
 from nbkit.gpu.nvml import Nvml, take_sample
-from nbkit.gpu.nvml_fake import (
+from tests.nvml_fake import (
     DRIVER_NOT_LOADED,
     GIB,
     LIB_RM_VERSION_MISMATCH,

@@ -44,8 +44,8 @@ def test_headline_row_measures_the_loops_train_step(monkeypatch):
     """The MFU row is timed on Loop.train_step of a loop built like the training one."""
     import transformers
 
+    from nbkit.models.flops import bert_batch_flops
     from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
-    from nbkit.profiling.flops import bert_batch_flops
     from nbkit.profiling.steps import StepConfig, step_loop
     from nbkit.train.loop import Loop
 

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from nbkit.train.launch import parse_metrics_line
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)
 def test_pretrain_job_smoke_writes_model_metrics_and_metrics_lines(runs_tmp, tmp_path, capsys):
     from nbkit.jobs import pretrain
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from nbkit.errors import ConfigError
 from nbkit.train import Loop, TrainConfig
 from nbkit.train.class_weights import class_weights
-from nbkit.train.evaluate import macro_f1
+from nbkit.train.scores import macro_f1
 from tests.loop_helpers import VOCAB, cls_collate, cls_data, tiny_classifier
 
 

@@ -4,8 +4,8 @@ import torch
 from loop_helpers import mlm_collate, tiny_config, token_data
 from transformers import BertForMaskedLM
 
+from nbkit.models.flops import bert_flops_per_token, mlm_head_flops
 from nbkit.models.mlm_head import SparseHeadBertForMaskedLM, forward_logits, uses_sparse_head
-from nbkit.profiling.flops import bert_flops_per_token, mlm_head_flops
 from nbkit.train import Loop, TrainConfig, token_loss_sum
 
 NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)

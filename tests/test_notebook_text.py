@@ -80,6 +80,7 @@ def test_text_pair_names_the_python3_kernel(ipynb):
     assert jupytext.read(ipynb.with_suffix(".py")).metadata["kernelspec"]["name"] == "python3"
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)
 def test_nbval_runs_a_notebook_from_another_environment_in_this_one(tmp_path):
     """C04: a notebook saved with kernelspec ``conda-env-nlp-py`` still runs under pytest --nbval.
 

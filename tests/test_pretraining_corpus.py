@@ -6,6 +6,7 @@ from nbkit.pipeline import get_scale
 from nbkit.pipeline.corpus import pretraining_corpus
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)
 def test_news_and_training_reviews_without_held_out_reviews(monkeypatch, tmp_path):
     from nbkit.data import load_sentiment
 

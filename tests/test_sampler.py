@@ -9,8 +9,8 @@ import pytest
 
 from nbkit.errors import ConfigError
 from nbkit.gpu.nvml import Nvml, take_sample
-from nbkit.gpu.nvml_fake import NOT_SUPPORTED, FakeGpu, FakeNvml
 from nbkit.gpu.sampler import Sampler
+from tests.nvml_fake import NOT_SUPPORTED, FakeGpu, FakeNvml
 
 
 def _wait(cond, timeout=3.0):

@@ -122,6 +122,7 @@ def test_a_driver_picks_the_newest_cuda_build_it_supports(tmp_path, cuda, build)
     assert f"nvidia-smi reports CUDA {cuda}" in msg and f"the {build} build" in msg
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)
 def test_a_driver_too_old_for_every_build_gets_the_cpu_build_and_the_fix(tmp_path):
     url, msg = pick(tmp_path, smi=SMI.format(cuda="12.2"))
     assert url == CPU and "update the NVIDIA driver" in msg

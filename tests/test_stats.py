@@ -69,3 +69,22 @@ def test_seed_resampled_interval_is_wider_when_seeds_disagree():
         bootstrap_diff_seeds(y, a[:2], base)
     with pytest.raises(DataError, match="same number"):
         bootstrap_diff_seeds(y, a[:1], base[:1])
+
+
+def test_one_macro_f1_for_the_report_the_bootstrap_and_the_loop():
+    import torch
+    from sklearn.metrics import f1_score
+
+    from nbkit.pipeline.evaluation import classification_report
+    from nbkit.train.scores import macro_f1 as from_confusion
+
+    rng = np.random.default_rng(7)
+    true = rng.choice([0, 1, 3], size=200, p=[0.7, 0.25, 0.05])          # class 2 occurs nowhere
+    pred = np.where(rng.random(200) < 0.6, true, rng.choice([0, 1, 3], size=200))
+    report = classification_report(true, pred, {0: "a", 1: "b", 2: "c", 3: "d"})
+    cm = torch.zeros(4, 4)
+    cm.index_put_((torch.as_tensor(true), torch.as_tensor(pred)), torch.ones(200), accumulate=True)
+    expected = f1_score(true, pred, labels=[0, 1, 3], average="macro")
+    assert macro_f1(true, pred) == pytest.approx(expected)
+    assert report["macro_f1"] == pytest.approx(expected) and from_confusion(cm) == pytest.approx(expected)
+    assert macro_f1(true.tolist(), pred.tolist()) == pytest.approx(expected)

@@ -4,9 +4,9 @@ import torch
 import transformers
 
 from nbkit.errors import ConfigError
+from nbkit.models.flops import bert_flops_per_token
 from nbkit.profiling import profiler as pf
 from nbkit.profiling import steps as sa
-from nbkit.profiling.flops import bert_flops_per_token
 from nbkit.train.loop import Loop
 
 VOCAB = 60
@@ -140,7 +140,7 @@ def test_compile_counts_graphs_and_recompiles_on_shape_change():
 
 @pytest.mark.gpu
 def test_cuda_bf16_step_reports_memory_and_mfu_when_peak_known():
-    from nbkit.profiling.flops import peak_tflops
+    from nbkit.models.flops import peak_tflops
     from nbkit.profiling.microbench import device_name
 
     cfg = BASE.replace(precision="bf16", batch_size=32, seq_len=32)
@@ -152,8 +152,8 @@ def test_cuda_bf16_step_reports_memory_and_mfu_when_peak_known():
 
 def test_gpu_utilization_during_reads_nbkit_telemetry():
     from nbkit.gpu.nvml import Nvml
-    from nbkit.gpu.nvml_fake import FakeGpu, FakeNvml
     from nbkit.profiling.steps import gpu_utilization_during
+    from tests.nvml_fake import FakeGpu, FakeNvml
 
     fake = FakeNvml([FakeGpu(util=(73, 20), mem_used=4 * 2**30, mem_total=8 * 2**30)])
     result, tel = gpu_utilization_during(lambda: __import__("time").sleep(0.2) or 7,
@@ -166,16 +166,16 @@ def test_gpu_utilization_during_without_nvml_runs_fn():
     import pynvml
 
     from nbkit.gpu.nvml import Nvml
-    from nbkit.gpu.nvml_fake import FakeNvml
     from nbkit.profiling.steps import gpu_utilization_during
+    from tests.nvml_fake import FakeNvml
 
     result, tel = gpu_utilization_during(lambda: 3, nvml=Nvml(lib=FakeNvml([], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)))
     assert result == 3 and tel is None
 
 
 def test_mlm_head_masked_counts_head_flops_on_scored_tokens_only():
+    from nbkit.models.flops import mlm_head_flops
     from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
-    from nbkit.profiling.flops import mlm_head_flops
 
     model = SparseHeadBertForMaskedLM(tiny_bert().config)
     cfg = BASE.replace(mlm_head="masked")

@@ -1,4 +1,4 @@
-"""D02: every temporary switch of state is undone when its block raises (nbkit.train.switches and its users)."""
+"""D02: every temporary switch of state is undone when its block raises (nbkit.switches and its users)."""
 from __future__ import annotations
 
 import logging
@@ -9,7 +9,7 @@ import pytest
 import torch
 from loop_helpers import cls_collate, cls_data, tiny_classifier
 
-from nbkit.train import switches
+from nbkit import switches
 
 
 class Boom(Exception):

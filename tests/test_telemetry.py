@@ -5,10 +5,10 @@ import time
 from types import SimpleNamespace
 
 from nbkit.gpu.nvml import DeviceSnapshot, HostSnapshot, Nvml, Sample
-from nbkit.gpu.nvml_fake import GIB, FakeGpu, FakeNvml
 from nbkit.gpu.nvml_state import ok_state
 from nbkit.gpu.sampler import Sampler
 from nbkit.gpu.telemetry import TelemetryCallback, input_bound_advice, sample_row
+from tests.nvml_fake import GIB, FakeGpu, FakeNvml
 
 
 def _sample(t, util, used_mib, total_mib=80 * 1024):

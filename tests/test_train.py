@@ -180,7 +180,7 @@ def test_grad_scaler_path_skips_overflow_and_backs_off(tmp_path):
 
 @pytest.mark.gpu
 def test_cuda_run_uses_auto_precision_and_reports_mfu_when_peak_known():
-    from nbkit.profiling.flops import peak_tflops
+    from nbkit.models.flops import peak_tflops
     from nbkit.train.precision import matmul_precision_name
 
     loop = Loop(tiny_mlm(), _cfg(max_steps=3, precision="auto"), token_data(), collate_fn=mlm_collate, device="cuda")

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from nbkit.gpu.nvml import HOST_PID_NOTE, Nvml
-from nbkit.gpu.nvml_fake import DRIVER_NOT_LOADED, GIB, NO_PERMISSION, NOT_SUPPORTED, FakeGpu, FakeNvml
 from nbkit.gpu.widgets import GpuMonitor, sparkline
+from tests.nvml_fake import DRIVER_NOT_LOADED, GIB, NO_PERMISSION, NOT_SUPPORTED, FakeGpu, FakeNvml
 
 
 def _fake():

@@ -43,12 +43,14 @@ def ci_run_commands() -> list[str]:
             if line.strip() and not line.strip().startswith(skip)]
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)
 def test_workflows_match_the_github_workflow_schema():
     assert WORKFLOWS, "no .github/workflows/*.yml"
     res = check_jsonschema(*map(str, WORKFLOWS))
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)
 def test_the_schema_check_catches_a_broken_workflow(tmp_path):
     # Guards the test above against a check that passes everything: no runs-on, a bad trigger.
     bad = tmp_path / "bad.yml"

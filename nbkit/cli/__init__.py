@@ -1,7 +1,10 @@
 """The command line: ``nbkit doctor`` and ``nbkit run-notebooks`` (the headless runner).
 """
-from nbkit._lazy import lazy_exports, names
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **names('run_notebooks', 'plan', 'run_all'),
-})
+from nbkit._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
+    from nbkit.cli.run_notebooks import plan, run_all
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

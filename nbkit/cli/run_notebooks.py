@@ -17,22 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-
-def notebooks_dir() -> Path:
-    """The ``notebooks/`` folder: ``$NBKIT_NOTEBOOKS_DIR``, else beside the package, else ``./notebooks``.
-
-    Raises:
-        FileNotFoundError: none of those exists.
-    """
-    candidates = [os.environ.get("NBKIT_NOTEBOOKS_DIR"),
-                  Path(__file__).resolve().parents[2] / "notebooks",
-                  Path.cwd() / "notebooks"]
-    for c in candidates:
-        if c and Path(c).is_dir():
-            return Path(c).resolve()
-    raise FileNotFoundError(
-        "no notebooks/ folder found; run from the nbkit checkout or set NBKIT_NOTEBOOKS_DIR"
-    )
+from nbkit.pipeline.runs import notebooks_dir
 
 
 def select(paths: list[Path], only: list[str] | None) -> list[Path]:

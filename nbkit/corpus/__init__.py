@@ -3,9 +3,12 @@
 ``store`` reads and checks a prepared directory's ``manifest.json``; ``dataset`` serves
 MLM blocks from its memory-mapped shards (:class:`StoreMLMDataset`).
 """
-from nbkit._lazy import lazy_exports, names
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **names('store', 'read_manifest', 'is_prepared', 'wait_for_store', 'store_tokenizer', 'FORMAT'),
-    **names('dataset', 'StoreMLMDataset'),
-})
+from nbkit._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
+    from nbkit.corpus.dataset import StoreMLMDataset
+    from nbkit.corpus.store import FORMAT, is_prepared, read_manifest, store_tokenizer, wait_for_store
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

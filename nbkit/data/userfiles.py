@@ -76,7 +76,7 @@ def _quiet_datasets(builder: str):
     raises; nbkit turns that failure into a :class:`DataError`, so the log line
     would only repeat it in worse words. Both settings are restored after.
     """
-    from nbkit.train.switches import logger_level, progress_bars
+    from nbkit.switches import logger_level, progress_bars
 
     with progress_bars("datasets", False), \
             logger_level(f"datasets.packaged_modules.{builder}.{builder}", logging.CRITICAL):

@@ -1,9 +1,12 @@
 """The environment report behind notebook 00 and ``nbkit doctor``: layered checks
 (OS, Python, torch, GPUs, Jupyter, Hugging Face, nbkit), each with a fix.
 """
-from nbkit._lazy import lazy_exports, names
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **names('doctor', 'Report', 'report', 'doctor_main', 'matmul_throughput', 'keep_busy'),
-    **names('checks', 'Check'),
-})
+from nbkit._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
+    from nbkit.env.checks import Check
+    from nbkit.env.doctor import Report, doctor_main, keep_busy, matmul_throughput, report
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

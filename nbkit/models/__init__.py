@@ -1,9 +1,14 @@
-"""BERT models built from presets or loaded from a checkpoint, and the sparse MLM head.
+"""BERT models built from presets or loaded from a checkpoint, the sparse MLM head, and their FLOPs
+(per token, against the hardware's peak: MFU).
 """
-from nbkit._lazy import lazy_exports, names
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **names('bert', 'PRESETS', 'build_config', 'build_mlm_model', 'build_classifier', 'count_parameters', 'POOLINGS'),
-    **names('mlm_head', 'SparseHeadBertForMaskedLM'),
-    **names('pooling', 'MeanPoolBertForSequenceClassification'),
-})
+from nbkit._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
+    from nbkit.models.bert import POOLINGS, PRESETS, build_classifier, build_config, build_mlm_model, count_parameters
+    from nbkit.models.flops import bert_flops_per_token, mfu, peak_tflops
+    from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
+    from nbkit.models.pooling import MeanPoolBertForSequenceClassification
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

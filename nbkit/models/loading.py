@@ -38,7 +38,7 @@ def quiet_transformers(capture: list[str] | None = None):
     """
     from transformers.utils import logging as hf_logging
 
-    from nbkit.train.switches import progress_bars, transformers_verbosity
+    from nbkit.switches import progress_bars, transformers_verbosity
 
     root = hf_logging.get_logger()                      # the "transformers" logger
     handler = _ListHandler(capture) if capture is not None else None

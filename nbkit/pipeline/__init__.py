@@ -2,22 +2,41 @@
 evaluation and the TF-IDF baseline, the live loss plot, a CJK font for plots, and notebook 05's own-data
 glue and export.
 """
-from nbkit._lazy import lazy_exports, names
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **names('scale', 'Scale', 'get_scale', 'SCALES'),
-    **names('runs', 'runs_dir', 'step_dir'),
-    **names('params', 'resolve_scale', 'knob', 'overrides_of', 'run_tag'),
-    **names('steps', 'tokenizer_dir', 'train_tokenizer', 'load_tokenizer', 'pretrained_model_dir', 'steps_for_epochs', 'write_json', 'predict', 'mlm_blocks', 'pretrain_config', 'first_and_last_eval', 'save_pretraining', 'finetune_config', 'save_sentiment_metrics', 'tokenizer_texts', 'pretrain_callbacks'),
-    **names('evaluation', 'classification_report', 'format_report', 'compare_reports', 'plot_confusion_matrix'),
-    **names('baseline', 'fit_tfidf_baseline', 'tfidf_baseline'),
-    **names('plots', 'LivePlot'),
-    **names('stats', 'mean_std', 'bootstrap_ci', 'bootstrap_diff', 'bootstrap_diff_seeds'),
-    **names('corpus', 'pretraining_corpus', 'corpus_store', 'store_blocks', 'store_dir_for', 'store_summary'),
-    **names('sizing', 'size_run', 'plan_text', 'scale_for_corpus'),
-    **names('plateau', 'plateau_check', 'unigram_entropy', 'PlateauCheck'),
-    **names('fonts', 'use_cjk_font', 'find_cjk_font', 'CJK_FAMILIES'),
-    **names('owndata', 'pretraining_texts', 'train_tokenizer_on', 'export_classifier'),
-    **names('tasks', 'load_task', 'training_mlm_corpus', 'truncate_like_tokenizer', 'baseline_at_cut', 'TASKS'),
-    **names('second_task', 'load_news_task', 'finetune_task'),
-})
+from nbkit._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
+    from nbkit.pipeline.baseline import fit_tfidf_baseline, tfidf_baseline
+    from nbkit.pipeline.corpus import corpus_store, pretraining_corpus, store_blocks, store_dir_for, store_summary
+    from nbkit.pipeline.evaluation import classification_report, compare_reports, format_report, plot_confusion_matrix
+    from nbkit.pipeline.fonts import CJK_FAMILIES, find_cjk_font, use_cjk_font
+    from nbkit.pipeline.owndata import export_classifier, pretraining_texts, train_tokenizer_on
+    from nbkit.pipeline.params import knob, overrides_of, resolve_scale, run_tag
+    from nbkit.pipeline.plateau import PlateauCheck, plateau_check, unigram_entropy
+    from nbkit.pipeline.plots import LivePlot
+    from nbkit.pipeline.runs import runs_dir, step_dir
+    from nbkit.pipeline.scale import SCALES, Scale, get_scale
+    from nbkit.pipeline.second_task import finetune_task, load_news_task
+    from nbkit.pipeline.sizing import plan_text, scale_for_corpus, size_run
+    from nbkit.pipeline.stats import bootstrap_ci, bootstrap_diff, bootstrap_diff_seeds, mean_std
+    from nbkit.pipeline.steps import (
+        finetune_config,
+        first_and_last_eval,
+        load_tokenizer,
+        mlm_blocks,
+        predict,
+        pretrain_callbacks,
+        pretrain_config,
+        pretrained_model_dir,
+        save_pretraining,
+        save_sentiment_metrics,
+        steps_for_epochs,
+        tokenizer_dir,
+        tokenizer_texts,
+        train_tokenizer,
+        write_json,
+    )
+    from nbkit.pipeline.tasks import TASKS, baseline_at_cut, load_task, training_mlm_corpus, truncate_like_tokenizer
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

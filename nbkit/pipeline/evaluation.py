@@ -77,6 +77,8 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], id2label
     import numpy as np
     from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
+    from nbkit.train.scores import macro_f1
+
     true, pred = _as_int_array(y_true, "y_true"), _as_int_array(y_pred, "y_pred")
     if len(true) != len(pred):
         raise DataError(f"y_true has {len(true)} labels but y_pred {len(pred)}; pass one prediction per example.")
@@ -108,7 +110,7 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], id2label
     return {
         "n": int(len(true)),
         "accuracy": float(accuracy_score(true, pred)),
-        "macro_f1": float(np.mean(f1[seen])),
+        "macro_f1": macro_f1(cm),                                     # the mean of f1[seen]
         "labels": names,
         "per_class": {name: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
                       for name, p, r, f, s in zip(names, precision, recall, f1, support)},

@@ -39,11 +39,22 @@ def unigram_entropy(token_ids: Iterable[Sequence[int]], ignore_ids: Iterable[int
 
 @dataclass(frozen=True)
 class PlateauCheck:
-    """Held-out MLM loss vs the unigram entropy (both nats): ``above`` it, ``stuck`` within ``margin``, or below."""
+    """Held-out MLM loss vs the unigram entropy (both nats): ``above`` it, ``stuck`` within ``margin``, or below.
+
+    ``eval_loss`` is the loss compared; ``scored`` says over which targets: ``"[MASK]"`` (the targets
+    the collator replaced by ``[MASK]``: evaluate()'s ``eval_mask_loss``) or ``"all"`` (``eval_loss``,
+    which mixes in the unchanged and random-replaced targets). ``all_loss`` / ``kept_loss`` (nats or
+    None) are shown beside it: a model can copy an unchanged target from its input, so the loss over
+    all targets falls below the entropy before the model uses any context (case D14: 0.47 nats
+    below it while the ``[MASK]`` targets sat on it).
+    """
 
     eval_loss: float
     unigram_entropy: float
     margin: float
+    scored: str = "all"
+    all_loss: float | None = None
+    kept_loss: float | None = None
 
     @property
     def gap(self) -> float:
@@ -61,8 +72,19 @@ class PlateauCheck:
         return self.gap <= -self.margin
 
     def text(self) -> str:
-        head = (f"held-out MLM loss {self.eval_loss:.2f} nats vs unigram entropy {self.unigram_entropy:.2f} nats "
-                f"(perplexity {math.exp(self.eval_loss):,.0f} vs {math.exp(self.unigram_entropy):,.0f})")
+        what = "at the [MASK] targets" if self.scored == "[MASK]" else "over all targets"
+        head = (f"held-out MLM loss {what} {self.eval_loss:.2f} nats vs unigram entropy {self.unigram_entropy:.2f} "
+                f"nats (perplexity {math.exp(self.eval_loss):,.0f} vs {math.exp(self.unigram_entropy):,.0f})")
+        aside = []
+        if self.all_loss is not None and self.scored == "[MASK]":
+            aside.append(f"all targets {self.all_loss:.2f}")
+        if self.kept_loss is not None:
+            aside.append(f"unchanged targets {self.kept_loss:.2f}, which the model can copy from its input")
+        if aside:
+            head += f" [{'; '.join(aside)}]"
+        if self.scored != "[MASK]":
+            head += (" (this mixes in unchanged targets a model can copy: pass evaluate()'s metrics dict to "
+                     "judge by the [MASK] targets)")
         if self.above:
             return (f"{head}: still above the unigram plateau, so the model has not even learnt token frequencies "
                     "yet (a smoke-sized run); train for more steps before fine-tuning from it.")
@@ -74,16 +96,31 @@ class PlateauCheck:
                 "at lr 1e-3 within 750 steps), or more steps.")
 
 
-def plateau_check(eval_loss: float, token_ids, tokenizer=None, margin: float = 0.3) -> PlateauCheck:
+def plateau_check(eval_loss, token_ids, tokenizer=None, margin: float = 0.3) -> PlateauCheck:
     """Compare a held-out MLM loss (nats) with the unigram entropy of ``token_ids`` (the training blocks).
 
-    ``tokenizer`` (optional) supplies the special-token ids to leave out. ``margin`` (nats) is how far
-    below the entropy a loss must be to count as off the plateau; 0.3 is about a quarter of the drop the
-    cpu recipe reaches (1 nat by 1,000 steps, README "What to expect").
+    ``eval_loss``: evaluate()'s metrics dict (or a loop history entry): its ``eval_mask_loss`` (the
+    targets replaced by ``[MASK]``, where only context helps) is compared when present, else its
+    ``eval_loss``; or a float, taken as the loss over all targets. ``tokenizer`` (optional) supplies
+    the special-token ids to leave out. ``margin`` (nats) is how far below the entropy a loss must be
+    to count as off the plateau; 0.3 is about a quarter of the drop the cpu recipe reaches (1 nat by
+    1,000 steps, README "What to expect").
 
     Raises:
-        ValueError: ``eval_loss`` is not finite, or there are no tokens.
+        ValueError: the loss compared is missing or not finite, or there are no tokens.
     """
+    extra = {}
+    if isinstance(eval_loss, dict):
+        metrics = eval_loss
+        mask_loss = metrics.get("eval_mask_loss")
+        if mask_loss is not None and math.isfinite(mask_loss):
+            extra = {"scored": "[MASK]", "all_loss": metrics.get("eval_loss")}
+            eval_loss = mask_loss
+        else:
+            eval_loss = metrics.get("eval_loss")
+        kept = metrics.get("eval_kept_loss")
+        if kept is not None and math.isfinite(kept):
+            extra["kept_loss"] = kept
     if eval_loss is None or not math.isfinite(eval_loss):
         raise ValueError(f"eval_loss={eval_loss!r}: evaluate first (loop.evaluate())")
     if hasattr(token_ids, "column_names"):  # a datasets.Dataset of blocks
@@ -91,4 +128,4 @@ def plateau_check(eval_loss: float, token_ids, tokenizer=None, margin: float = 0
     elif hasattr(token_ids, "sample_blocks"):  # a corpus store (nbkit.corpus.StoreMLMDataset): 10,000 blocks
         token_ids = token_ids.sample_blocks(10_000)
     ignore = list(getattr(tokenizer, "all_special_ids", None) or [])
-    return PlateauCheck(float(eval_loss), unigram_entropy(token_ids, ignore), margin)
+    return PlateauCheck(float(eval_loss), unigram_entropy(token_ids, ignore), margin, **extra)

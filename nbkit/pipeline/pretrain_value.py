@@ -25,7 +25,7 @@ def load_recorded(path: str | Path | None = None, run: str = "cpu") -> dict:
         DataError: the file is missing or not a ``pretrain_value`` stats file, or ``run`` is unknown.
     """
     if path is None:
-        from nbkit.cli.run_notebooks import notebooks_dir
+        from nbkit.pipeline.runs import notebooks_dir
 
         if run not in RECORDED:
             raise DataError(f"run={run!r}: the recorded runs are {', '.join(RECORDED)}")

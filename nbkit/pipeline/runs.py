@@ -1,4 +1,4 @@
-"""Where artifacts go: one runs directory, one sub-directory per scale and step.
+"""Where artifacts go (one runs directory, one sub-directory per scale and step), and where the notebooks are.
 
 ``NBKIT_RUNS_DIR`` overrides the default ``runs/`` in the working directory
 (the container mounts a volume there). Layout::
@@ -33,3 +33,20 @@ def step_dir(scale: str, step: str) -> Path:
     path = runs_dir() / scale / step
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def notebooks_dir() -> Path:
+    """The ``notebooks/`` folder: ``$NBKIT_NOTEBOOKS_DIR``, else beside the package, else ``./notebooks``.
+
+    Raises:
+        FileNotFoundError: none of those exists.
+    """
+    candidates = [os.environ.get("NBKIT_NOTEBOOKS_DIR"),
+                  Path(__file__).resolve().parents[2] / "notebooks",
+                  Path.cwd() / "notebooks"]
+    for c in candidates:
+        if c and Path(c).is_dir():
+            return Path(c).resolve()
+    raise FileNotFoundError(
+        "no notebooks/ folder found; run from the nbkit checkout or set NBKIT_NOTEBOOKS_DIR"
+    )

@@ -29,11 +29,21 @@ def accuracy(y_true, y_pred) -> float:
     return float(np.mean(np.asarray(y_true) == np.asarray(y_pred)))
 
 
-def macro_f1(y_true, y_pred, labels: Sequence[int] | None = None) -> float:
-    """Unweighted mean of per-class F1 over ``labels`` (default: classes present in either array)."""
-    from sklearn.metrics import f1_score
+def macro_f1(y_true, y_pred) -> float:
+    """Unweighted mean of per-class F1 over the classes present in either array (``(N,)`` class ids each).
 
-    return float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0))
+    The confusion matrix goes to :func:`nbkit.train.scores.macro_f1`, the one macro-F1 the
+    loop's evaluation and :func:`nbkit.pipeline.evaluation.classification_report` use too.
+    """
+    import numpy as np
+
+    from nbkit.train.scores import macro_f1 as from_confusion
+
+    true, pred = np.asarray(y_true).astype(np.int64).ravel(), np.asarray(y_pred).astype(np.int64).ravel()
+    ids = np.unique(np.concatenate([true, pred]))                         # (K,) sorted class ids
+    k = len(ids)
+    cells = np.searchsorted(ids, true) * k + np.searchsorted(ids, pred)   # (N,) row-major cell index
+    return from_confusion(np.bincount(cells, minlength=k * k).reshape(k, k))
 
 
 def mean_std(values: Sequence[float]) -> dict:

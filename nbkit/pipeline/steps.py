@@ -121,8 +121,8 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
     import torch
 
     from nbkit.data.textrule import repair_surrogates
+    from nbkit.switches import model_mode
     from nbkit.text.mlm import check_length
-    from nbkit.train.switches import model_mode
 
     check_length("max_length", max_length, tokenizer,
                  getattr(getattr(model, "config", None), "max_position_embeddings", None))

@@ -1,13 +1,15 @@
 """Profiling for notebook 04: torch.profiler summaries, microbenchmarks, the timed step
-split and ablations, the bottleneck diagnosis, and the FLOPs/MFU arithmetic.
+split and ablations, the bottleneck diagnosis (FLOPs, peaks and MFU: ``nbkit.models.flops``).
 """
-from nbkit._lazy import lazy_exports, names
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **names('profiler', 'profile_steps', 'make_step_fn', 'format_table'),
-    **names('microbench', 'matmul_bench', 'sdpa_bench', 'h2d_bench'),
-    **names('stepdata', 'model_factory', 'step_loop', 'ids_tokenizer'),
-    **names('steps', 'StepConfig', 'PhaseTimer', 'measure_steps', 'ablation', 'gpu_utilization_during'),
-    **names('diagnosis', 'diagnose'),
-    **names('flops', 'mfu', 'peak_tflops', 'bert_flops_per_token'),
-})
+from nbkit._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
+    from nbkit.profiling.diagnosis import diagnose
+    from nbkit.profiling.microbench import h2d_bench, matmul_bench, sdpa_bench
+    from nbkit.profiling.profiler import format_table, make_step_fn, profile_steps
+    from nbkit.profiling.stepdata import ids_tokenizer, model_factory, step_loop
+    from nbkit.profiling.steps import PhaseTimer, StepConfig, ablation, gpu_utilization_during, measure_steps
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

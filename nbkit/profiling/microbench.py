@@ -9,7 +9,7 @@ them to JSON. Timing:
   outlier, e.g. a clock ramp, does not move a median).
 - CPU: ``time.perf_counter`` around the same loop.
 
-Peaks come from :mod:`nbkit.profiling.flops` (NVIDIA datasheets, PCI-SIG specs); on a
+Peaks come from :mod:`nbkit.models.flops` (NVIDIA datasheets, PCI-SIG specs); on a
 CPU there is no peak in the table, so ``pct_of_peak`` is None and the
 notebook reads GFLOP/s instead.
 """
@@ -19,7 +19,7 @@ import statistics
 import time
 
 from nbkit.errors import ConfigError
-from nbkit.profiling.flops import pcie_peak_gbps, peak_tflops
+from nbkit.models.flops import pcie_peak_gbps, peak_tflops
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 SDPA_BACKENDS = ("math", "efficient", "flash")

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 
 from nbkit.errors import ConfigError
-from nbkit.profiling.flops import mfu, peak_tflops
+from nbkit.models.flops import mfu, peak_tflops
 from nbkit.profiling.stepdata import RandomMLMDataset, ids_tokenizer, model_factory, step_loop
 
 __all__ = ["PHASES", "StepConfig", "PhaseTimer", "measure_steps", "ablation", "gpu_utilization_during",
@@ -115,7 +115,7 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
     (``data_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``step_s``),
     ``*_share`` (fraction of ``step_s``), ``tokens_per_s`` (input tokens ``B*T`` per second,
     padding included since it costs the same compute), ``flops_per_token`` (the loop's own
-    count, :func:`nbkit.profiling.flops.bert_batch_flops`: the MLM head on the rows it ran
+    count, :func:`nbkit.models.flops.bert_batch_flops`: the MLM head on the rows it ran
     on; None for non-BERT models), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
     (CUDA only), ``loss`` (mean over the timed steps), ``compiled_graphs`` and ``recompiles``
     (graphs compiled after the first step: shape or guard changes), ``graph_breaks``, and

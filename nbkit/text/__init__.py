@@ -1,10 +1,13 @@
 """Text to model inputs: the WordPiece tokenizer, MLM blocks and masking, classification encoding.
 """
-from nbkit._lazy import lazy_exports, names
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **names('tokenizer', 'train_wordpiece', 'tokenizer_stats', 'save_stats'),
-    **names('mlm', 'make_blocks', 'MLMCollator', 'encode_classification', 'classification_collator', 'check_length'),
-    **names('words', 'add_words', 'segment'),
-    **names('tokenizer_files', 'save_tokenizer', 'complete_tokenizer_files'),
-})
+from nbkit._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
+    from nbkit.text.mlm import MLMCollator, check_length, classification_collator, encode_classification, make_blocks
+    from nbkit.text.tokenizer import save_stats, tokenizer_stats, train_wordpiece
+    from nbkit.text.tokenizer_files import complete_tokenizer_files, save_tokenizer
+    from nbkit.text.words import add_words, segment
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

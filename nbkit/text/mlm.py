@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from nbkit.errors import ConfigError, DataError
+from nbkit.rng import current_scope
 
 IGNORE_INDEX = -100  # label value that cross-entropy ignores
 
@@ -142,6 +143,12 @@ class MLMCollator:
             chosen with ``mlm_probability``, so ~15% of tokens in expectation).
         seed: seed of a private ``torch.Generator``; ``None`` uses torch's
             global RNG. In DataLoader workers the seed is offset by worker id.
+            Inside ``nbkit.rng.seed_scope(s)`` (each batch the Loop collates for
+            training, evaluation or its checks runs in one) the generator is
+            re-derived from ``(seed, s)`` at each scope entry, so a batch's masks
+            depend on the batch, not on the calls before: evaluating a checkpoint
+            twice, or after reloading it, scores the same masks, and a resumed run
+            draws the masks of a straight one.
 
     Raises:
         ConfigError: probabilities outside [0, 1] or summing above 1, or a
@@ -170,11 +177,20 @@ class MLMCollator:
         self.seed = seed
         self._generator = None
         self._worker = None
+        self._scoped = None  # (nbkit.rng.Scope, the generator derived in it)
 
     def _gen(self):
         if self.seed is None:
-            return None
-        info = torch.utils.data.get_worker_info()
+            return None  # torch's global RNG, which isolated_rng seeds per batch
+        scope = current_scope()
+        if scope is not None:  # one fresh stream per scope entry, a function of (seed, scope seed)
+            if self._scoped is None or self._scoped[0] is not scope:
+                import numpy as np
+
+                derived = int(np.random.SeedSequence([self.seed, scope.seed]).generate_state(1, np.uint64)[0] >> 1)
+                self._scoped = (scope, torch.Generator().manual_seed(derived))
+            return self._scoped[1]
+        info = torch.utils.data.get_worker_info()  # the unscoped stream (left untouched by scoped calls)
         worker = info.id if info is not None else None
         if self._generator is None or worker != self._worker:
             self._generator = torch.Generator().manual_seed(self.seed + (worker or 0) * 100_003)

@@ -3,12 +3,15 @@ precision, optimizer, callbacks, DDP and the torchrun launcher.
 
 The loop (``loop.Loop``) knows nothing about Jupyter: views subscribe through callbacks.
 """
-from nbkit._lazy import lazy_exports, names
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **names('loop', 'Loop'),
-    **names('config', 'TrainConfig', 'TrainResult', 'TrainState'),
-    **names('loss', 'token_loss_sum'),
-    **names('callbacks', 'Callback', 'TrainerBridge'),
-    **names('early_stopping', 'EarlyStopping'),
-})
+from nbkit._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
+    from nbkit.train.callbacks import Callback, TrainerBridge
+    from nbkit.train.config import TrainConfig, TrainResult, TrainState
+    from nbkit.train.early_stopping import EarlyStopping
+    from nbkit.train.loop import Loop
+    from nbkit.train.loss import token_loss_sum
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

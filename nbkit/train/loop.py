@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 
 from nbkit.errors import ConfigError, NonFiniteLossError
+from nbkit.models.flops import bert_batch_flops, mfu, peak_tflops
 from nbkit.models.mlm_head import forward_logits, uses_sparse_head
-from nbkit.profiling.flops import bert_batch_flops, mfu, peak_tflops
 from nbkit.train import checkpoint as ckpt
 from nbkit.train import checks, ddp_loop, workers
 from nbkit.train import distributed as D

@@ -111,10 +111,10 @@ def check_worker_shm(data, collate_fn, batch_size: int, num_workers: int, seed: 
 
 def _collate_isolated(data, collate_fn, batch_size: int, seed: int):
     """The first batch of ``data``, collated with Python/NumPy/torch RNGs seeded by ``seed`` and
-    restored afterwards (``nbkit.train.switches.isolated_rng``; CUDA RNG states stay untouched)."""
+    restored afterwards (``nbkit.switches.isolated_rng``; CUDA RNG states stay untouched)."""
     import torch
 
-    from nbkit.train.switches import isolated_rng
+    from nbkit.switches import isolated_rng
 
     with isolated_rng(seed, cuda=False):
         examples = [data[i] for i in range(min(batch_size, len(data)))]

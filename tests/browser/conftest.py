@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import signal
 import sys
@@ -71,15 +72,37 @@ def _missing_requirement() -> str | None:
     return None
 
 
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: a browser test deselected there runs no notebook
 def pytest_collection_modifyitems(config, items):
     missing = _missing_requirement()
     if missing is None:
+        run_each_notebook_once(config, items)
         return
     if os.environ.get("NBKIT_REQUIRE_BROWSER") == "1":
         raise pytest.UsageError(f"NBKIT_REQUIRE_BROWSER=1 but {missing}")
     for item in items:
         if "browser" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=missing))
+
+
+def run_each_notebook_once(config, items) -> list:
+    """Deselect nbval's cells of every notebook this suite runs with Run All in the same session.
+
+    The browser run asserts all that nbval does with outputs stripped (every cell ran, no error
+    output; ``labdriver.problems``) and more (widgets, images), so a full run (``scripts/test.sh``,
+    ``.ci/run``) executes each notebook once instead of twice. Where the browser suite skips
+    (no chromium), nbval keeps its run. Returns the deselected items.
+    """
+    in_browser = {m.group(1) for item in items
+                  if (m := re.search(r"::test_notebook_runs_clean_in_the_browser\[(.+\.ipynb)\]$", item.nodeid))}
+    nb_dir = (REPO / "notebooks").resolve()
+    twice = [item for item in items if Path(str(item.path)).suffix == ".ipynb"
+             and Path(str(item.path)).resolve().parent == nb_dir and Path(str(item.path)).name in in_browser]
+    if twice:
+        drop = set(map(id, twice))
+        items[:] = [item for item in items if id(item) not in drop]
+        config.hook.pytest_deselected(items=twice)
+    return twice
 
 
 _servers: list[LabServer] = []

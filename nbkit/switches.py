@@ -52,11 +52,15 @@ def isolated_rng(seed: int | None = None, cuda: bool = True):
     """Run a block with the RNGs seeded by ``seed`` (``None``: as they are), then restore them.
 
     Evaluation and collation run inside this so they draw the same masks every time and
-    never move the training RNG (which would break exact resume). ``cuda=False`` leaves the
+    never move the training RNG (which would break exact resume). With a ``seed``, "the RNGs"
+    include private generators that follow :func:`nbkit.rng.seed_scope` (a seeded
+    ``MLMCollator``): the block runs in a fresh scope of ``seed``. ``cuda=False`` leaves the
     CUDA RNGs alone; otherwise they are seeded and restored when CUDA is initialised.
     """
     import numpy as np
     import torch
+
+    from nbkit.rng import seed_scope
 
     saved = capture_rng()
     if not cuda:
@@ -68,7 +72,10 @@ def isolated_rng(seed: int | None = None, cuda: bool = True):
             torch.default_generator.manual_seed(seed)
             if "cuda" in saved:
                 torch.cuda.manual_seed_all(seed)
-        yield
+            with seed_scope(seed):
+                yield
+        else:
+            yield
     finally:
         restore_rng(saved)
 
