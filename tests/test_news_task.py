@@ -99,10 +99,12 @@ def section_cells() -> list[str]:
 
 def test_notebook_section_skips_without_the_package(monkeypatch, tmp_path):
     from nbkit import pipeline
+    from nbkit.recipes import finetune as ft
 
     monkeypatch.setattr(news, "news_available", lambda: False)
     monkeypatch.setattr(tasks, "load_task", lambda *a, **k: pytest.fail("loaded news without the package"))
-    ns = {"pipeline": pipeline, "scale": get_scale("smoke"), "tokenizer": None, "source": None, "out_dir": tmp_path}
+    ns = {"pipeline": pipeline, "ft": ft, "scale": get_scale("smoke"), "tokenizer": None, "source": None,
+          "out_dir": tmp_path}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         for src in section_cells():
@@ -115,15 +117,18 @@ def test_notebook_section_skips_without_the_package(monkeypatch, tmp_path):
 @pytest.mark.filterwarnings("ignore:class .* has recall 0")
 def test_notebook_section_runs_with_the_package(news_pkg, tokenizer, tmp_path, monkeypatch):
     from nbkit import pipeline
+    from nbkit.recipes import finetune as ft
 
     scale = get_scale("smoke").replace(news_max_train=40, news_max_length=32, cls_batch_size=16)
     shown = []
-    ns = {"pipeline": pipeline, "scale": scale, "tokenizer": tokenizer, "source": None, "out_dir": tmp_path,
-          "display": shown.append}
+    ns = {"pipeline": pipeline, "ft": ft, "scale": scale, "tokenizer": tokenizer, "source": None,
+          "out_dir": tmp_path, "display": shown.append}
     for src in section_cells():
         exec(compile(src, "notebook-03-section-10", "exec"), ns)
     res = ns["news_result"]
-    assert res["report"]["n"] == len(ns["news"].splits["test"]) and res["truncated_fraction"]["test"] == 1.0
-    assert list(shown[0].columns) == ["accuracy", "macro_f1", "n"] and len(shown[0]) == 2
-    assert (tmp_path / "news" / "metrics.json").is_file()
+    n_test = len(ns["news"].splits["test"])
+    assert sum(c["support"] for c in res["per_class"].values()) == n_test and res["truncated_fraction"]["test"] == 1.0
+    assert shown[0].loc["class_weights", "value"] == "balanced"             # the news recipe, shown as a table
+    assert list(shown[1].columns) == ["accuracy", "macro_f1", "n"] and len(shown[1]) == 3   # BERT, TF-IDF full, cut
+    assert (tmp_path / "news" / "metrics.json").is_file() and res["task"] == "news"
     assert res["class_weights"] == "balanced"  # the loss and the baseline weighted alike (measured to matter)

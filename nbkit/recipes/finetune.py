@@ -1,0 +1,214 @@
+"""The fine-tuning recipe: labelled data -> tokens -> classifier -> training -> honest evaluation -> export.
+
+One driver for every fine-tuning in nbkit: notebook 03 calls the stages cell by cell, notebook 05
+on the user's files, ``python -m nbkit.jobs.finetune`` and ``bench/pretrain_value.py`` call
+:func:`run_finetuning` or the same stages with overrides of :class:`FinetuneConfig`::
+
+    cfg = FinetuneConfig.for_scale("cpu")                       # every decision, printed as a table
+    labeled = data(cfg, "reviews")                             # deduplicated, split by unique text
+    encoded, truncation = encode(cfg, tokenizer, labeled)      # and what the cut at max_length loses
+    clf, how = model(cfg, tokenizer, labeled, pretrained=path)  # None: random weights of cfg.model
+    loop, result = train(cfg, clf, tokenizer, encoded, out_dir)
+    scores = evaluate(cfg, loop.model, tokenizer, labeled)     # test split + TF-IDF baselines
+    export(cfg, loop.model, tokenizer, labeled, out_dir / "model")
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nbkit.recipes.finetune_config import FinetuneConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nbkit.data.labeled import LabeledData
+
+__all__ = ["FinetuneConfig", "data", "encode", "model", "train_config", "train", "evaluate", "export",
+           "save", "run_finetuning"]
+
+
+def data(cfg: FinetuneConfig, task="reviews") -> "LabeledData":
+    """The labelled splits: ``task`` ``"reviews"``/``"news"`` (:func:`nbkit.pipeline.tasks.load_task` with
+    ``cfg.seed``, ``cfg.max_train``), or a :class:`~nbkit.data.labeled.LabeledData` (the user's, returned as is).
+
+    Raises:
+        ConfigError: unknown task. DataError: ``news`` without the optional package (says how to install it).
+    """
+    if not isinstance(task, str):
+        return task
+    from nbkit.pipeline.tasks import load_task
+
+    return load_task(task, seed=cfg.seed, max_train=cfg.max_train)
+
+
+def encode(cfg: FinetuneConfig, tokenizer, labeled: "LabeledData",
+           splits=("train", "validation", "test")) -> tuple[dict, dict]:
+    """Token ids cut at ``cfg.max_length``: ``({split: Dataset}, {split: truncation report})``.
+
+    Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
+    ``truncated_fraction`` (0-1), ``max_length`` and token-length percentiles
+    (:func:`nbkit.text.mlm.encode_classification`). Splits that are empty or absent are skipped.
+    """
+    from nbkit.text.mlm import encode_classification
+
+    encoded, truncation = {}, {}
+    for split in splits:
+        if split in labeled.splits and len(labeled.splits[split]):
+            encoded[split], truncation[split] = encode_classification(labeled.splits[split], tokenizer, cfg.max_length)
+    return encoded, truncation
+
+
+def model(cfg: FinetuneConfig, tokenizer, labeled: "LabeledData", pretrained=None):
+    """``(classifier, how)``: the encoder from ``pretrained`` (a checkpoint/model directory or hub name), else
+    random weights of ``cfg.model``; a new head for the task's labels seeded with ``cfg.seed``; ``cfg.pooling``.
+
+    Raises:
+        ConfigError / CheckpointError: from :func:`nbkit.models.bert.build_classifier` (a tokenizer that
+        is not the checkpoint's, a head of another label count, an unreadable checkpoint).
+    """
+    from nbkit.models.bert import build_classifier
+
+    return build_classifier(pretrained, num_labels=labeled.num_labels, id2label=labeled.id2label,
+                            tokenizer=tokenizer, preset=cfg.model, seed=cfg.seed, pooling=cfg.pooling)
+
+
+def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: int = 1):
+    """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples.
+
+    Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
+    ``world_size * batch_size * grad_accum_steps``. Evaluations/checkpoints: ``cfg.eval_every`` /
+    ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
+    """
+    from nbkit.pipeline.steps import steps_for_epochs
+    from nbkit.train import TrainConfig
+
+    steps = cfg.max_steps or steps_for_epochs(n_train, cfg.batch_size * cfg.grad_accum_steps * world_size,
+                                              cfg.epochs)
+    every = lambda value, per_run: max(steps // per_run, 1) if value is None else (value or None)  # noqa: E731
+    return TrainConfig(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
+                       lr=cfg.lr, warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
+                       weight_decay=cfg.weight_decay, precision=cfg.precision, class_weights=cfg.class_weights,
+                       eval_every=every(cfg.eval_every, 4),
+                       checkpoint_every=every(cfg.checkpoint_every, 2) if out_dir is not None else None,
+                       keep_last=cfg.keep_last, output_dir=None if out_dir is None else Path(out_dir),
+                       seed=cfg.seed, num_workers=cfg.num_workers, group_by_length=cfg.group_by_length,
+                       log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
+                       progress=cfg.progress)
+
+
+def train(cfg: FinetuneConfig, classifier, tokenizer, encoded: dict, out_dir=None, callbacks=(), device=None):
+    """Fine-tune with :class:`nbkit.train.Loop` (validation scored when ``encoded`` has it and evaluations are on).
+
+    ``out_dir``: checkpoints under ``out_dir/checkpoints`` (resumed when ``cfg.resume``); None: none.
+    Returns ``(loop, result)``; ``result.metrics`` has ``train_loss``, ``tokens_per_s``, ``eval_*`` ...
+    and ``finetune_s`` (wall seconds of ``fit``).
+    """
+    from nbkit.text.mlm import classification_collator
+    from nbkit.train import Loop
+
+    tcfg = train_config(cfg, len(encoded["train"]), out_dir)
+    val = encoded.get("validation") if tcfg.eval_every else None
+    loop = Loop(classifier, tcfg, encoded["train"], val, collate_fn=classification_collator(tokenizer),
+                callbacks=list(callbacks), device=device)
+    t0 = time.perf_counter()
+    result = loop.fit()
+    result.metrics["finetune_s"] = time.perf_counter() - t0
+    return loop, result
+
+
+def evaluate(cfg: FinetuneConfig, classifier, tokenizer, labeled: "LabeledData", splits=("test",),
+             baseline: bool = True) -> dict:
+    """Score ``splits`` (default the test split, used for nothing before) and, beside it, the TF-IDF baseline.
+
+    Returns ``{"<split>_report": classification report (accuracy, macro_f1, per_class, confusion_matrix,
+    ...), "<split>_pred": list[int]}`` per split, ``"report"`` (the last split's), and with ``baseline``:
+    ``"baseline_report"`` (TF-IDF char 1-3-gram + LR on the full texts) and ``"baseline_cut_report"``
+    (the same on each text cut where the model's tokenizer cuts it at ``cfg.max_length``, the fair
+    comparison for long texts), both weighted like the model (``cfg.class_weights``), and ``"table"``
+    (the three side by side, a DataFrame).
+    """
+    from nbkit.pipeline.baseline import fit_tfidf_baseline
+    from nbkit.pipeline.evaluation import classification_report, compare_reports
+    from nbkit.pipeline.steps import predict
+    from nbkit.pipeline.tasks import baseline_at_cut
+
+    out, s = {}, labeled.splits
+    for split in splits:
+        pred = predict(classifier, tokenizer, s[split]["text"], max_length=cfg.max_length, batch_size=128)["label"]
+        out[f"{split}_pred"] = [int(p) for p in pred]
+        out[f"{split}_report"] = out["report"] = classification_report(s[split]["label"], pred, labeled.id2label)
+    if baseline:
+        split = splits[-1]
+        weight = cfg.class_weights if isinstance(cfg.class_weights, str) else None
+        full = fit_tfidf_baseline(s["train"]["text"], s["train"]["label"], class_weight=weight)
+        out["baseline_report"] = classification_report(s[split]["label"], full.predict(s[split]["text"]),
+                                                       labeled.id2label)
+        cut = baseline_at_cut(labeled, tokenizer, cfg.max_length, splits=(split,), class_weight=weight)
+        out["baseline_cut_report"] = cut[f"{split}_report"]
+        out["table"] = compare_reports({"fine-tuned BERT": out["report"], "TF-IDF + LR (full text)":
+                                        out["baseline_report"], f"TF-IDF + LR (same {cfg.max_length}-token cut)":
+                                        out["baseline_cut_report"]})
+    return out
+
+
+def export(cfg: FinetuneConfig, classifier, tokenizer, labeled: "LabeledData", out_dir) -> Path:
+    """One directory plain ``transformers`` loads (:func:`nbkit.pipeline.owndata.export_classifier`), cut at ``cfg.max_length``."""
+    from nbkit.pipeline.owndata import export_classifier
+
+    return export_classifier(classifier, tokenizer, out_dir, labeled.id2label, max_length=cfg.max_length)
+
+
+def save(cfg: FinetuneConfig, out_dir, labeled: "LabeledData", truncation: dict, scores: dict, how: str,
+         result, task: str = "reviews") -> dict:
+    """Write ``out_dir/metrics.json`` (strict JSON, atomic) and return it.
+
+    Keys: ``scale``, ``task``, ``init`` (how the model was initialised), ``test_accuracy``,
+    ``test_macro_f1``, ``baseline_accuracy``/``baseline_macro_f1`` (full text),
+    ``baseline_cut_accuracy``/``baseline_cut_macro_f1`` (same cut), the data report's ``n_*`` counts,
+    ``truncated_fraction`` per split, ``max_length``, ``per_class``, ``confusion_matrix``, ``warnings``
+    (e.g. a model that predicts one class), ``config`` (every field) and the loop's summary under ``train``.
+    """
+    from nbkit import jsonio
+
+    report, base, cut = scores["report"], scores.get("baseline_report"), scores.get("baseline_cut_report")
+    metrics = {"scale": cfg.scale, "task": task, "init": how,
+               "test_accuracy": report["accuracy"], "test_macro_f1": report["macro_f1"],
+               "baseline_accuracy": base and base["accuracy"], "baseline_macro_f1": base and base["macro_f1"],
+               "baseline_cut_accuracy": cut and cut["accuracy"], "baseline_cut_macro_f1": cut and cut["macro_f1"],
+               **{k: v for k, v in labeled.report.items() if k.startswith("n_")},
+               "truncated_fraction": {k: v["truncated_fraction"] for k, v in truncation.items()},
+               "max_length": cfg.max_length, "class_weights": cfg.class_weights,
+               "per_class": report["per_class"], "confusion_matrix": report["confusion_matrix"],
+               "warnings": [w for w in (report.get("degenerate"),) if w],
+               "config": cfg.to_dict(), "train": result.metrics, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    return jsonio.write_json(Path(out_dir) / "metrics.json", metrics)
+
+
+def run_finetuning(cfg: FinetuneConfig, out_dir, *, pretrained=None, task="reviews", tokenizer=None,
+                   callbacks=(), export_model: bool = False, task_name: str | None = None) -> dict:
+    """Every stage end to end; returns the dict written to ``out_dir/metrics.json``.
+
+    ``pretrained``: the encoder to start from (None: random weights of ``cfg.model``); ``task``: a
+    name or a LabeledData; ``tokenizer``: None loads notebook 01's for ``cfg.scale``
+    (:func:`nbkit.pipeline.steps.load_tokenizer`, training it when missing). ``export_model``: also
+    write ``out_dir/model`` (:func:`export`). ``task_name``: ``metrics.json``'s ``task`` (default: ``task``
+    when a name, else ``"own"``). Under torchrun every rank trains; only rank 0 evaluates
+    and writes (the others return the loop's summary). The returned dict adds ``"table"`` (a
+    DataFrame, not in the file) on rank 0.
+    """
+    labeled = data(cfg, task)
+    if tokenizer is None:
+        from nbkit.pipeline.scale import get_scale
+        from nbkit.pipeline.steps import load_tokenizer
+
+        tokenizer = load_tokenizer(get_scale(cfg.scale))
+    encoded, truncation = encode(cfg, tokenizer, labeled)
+    classifier, how = model(cfg, tokenizer, labeled, pretrained)
+    loop, result = train(cfg, classifier, tokenizer, encoded, out_dir, callbacks)
+    if not loop.dist.is_main:
+        return dict(result.metrics)
+    scores = evaluate(cfg, loop.model, tokenizer, labeled)
+    if export_model:
+        export(cfg, loop.model, tokenizer, labeled, Path(out_dir) / "model")
+    name = task_name or (task if isinstance(task, str) else "own")
+    return {**save(cfg, out_dir, labeled, truncation, scores, how, result, task=name), "table": scores["table"]}

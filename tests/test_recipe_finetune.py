@@ -1,0 +1,134 @@
+"""The fine-tuning recipe (nbkit.recipes.finetune): defaults per scale, overrides, each stage at smoke, the job."""
+import dataclasses
+import json
+
+import pytest
+
+from nbkit.errors import ConfigError
+from nbkit.pipeline.scale import PRESETS
+from nbkit.recipes.finetune_config import FROM_SCALE, FinetuneConfig
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("task", ["reviews", "news"])
+def test_defaults_are_the_scales_fields(name, task):
+    scale = PRESETS[name]
+    cfg = FinetuneConfig.for_scale(scale, task=task)
+    for field, scale_field in FROM_SCALE[task].items():
+        assert getattr(cfg, field) == getattr(scale, scale_field), field
+    assert FinetuneConfig.for_scale(name, task=task) == cfg       # by name too
+    assert cfg.class_weights == (None if task == "reviews" else "balanced")
+    assert cfg.overrides(task) == {} and cfg.run_tag(task) == ""
+
+
+def test_cpu_recipe_is_the_one_notebook_03_used():
+    """The cpu numbers must not move: the values the notebook's finetune_config used before the recipe."""
+    cfg = FinetuneConfig.for_scale("cpu")
+    assert (cfg.model, cfg.max_length, cfg.batch_size, cfg.epochs, cfg.lr, cfg.pooling, cfg.seed, cfg.max_train) == \
+        ("narrow", 64, 32, 2.0, 5e-4, "mean", 0, None)
+    assert (cfg.warmup_ratio, cfg.scheduler, cfg.weight_decay, cfg.keep_last, cfg.group_by_length) == \
+        (0.1, "linear", 0.01, 1, True)
+    from nbkit.recipes.finetune import train_config
+
+    t = train_config(cfg, n_train=13_000, out_dir="x")
+    assert (t.max_steps, t.eval_every, t.checkpoint_every, t.log_every) == (813, 203, 406, 10)
+    assert train_config(cfg, 13_000).checkpoint_every is None        # no output dir: no checkpoints
+    assert train_config(cfg.replace(eval_every=0), 13_000).eval_every is None
+
+
+def test_overrides_win_none_keeps_and_all_means_everything():
+    cfg = FinetuneConfig.for_scale("smoke", lr=1e-2, seed=None, max_train="all", epochs=3)
+    assert cfg.lr == 1e-2 and cfg.seed == 0 and cfg.max_train is None and cfg.epochs == 3
+    assert cfg.overrides() == {"lr": 1e-2, "max_train": None, "epochs": 3}
+    assert cfg.run_tag() == "-epochs3-lr0.01-max_trainall"
+    table = cfg.table()
+    assert table.loc["lr", "from"] == "override" and table.loc["batch_size", "from"] == "scale.cls_batch_size"
+    assert table.loc["warmup_ratio", "from"] == "recipe" and len(table) == len(dataclasses.fields(cfg))
+    assert "lr               = 0.01" in repr(cfg)
+
+
+def test_unknown_field_and_task_are_config_errors_naming_the_valid_ones():
+    with pytest.raises(ConfigError, match=r"learning_rate: not a FinetuneConfig field; the fields are .*\blr\b"):
+        FinetuneConfig.for_scale("smoke", learning_rate=1e-3)
+    with pytest.raises(ConfigError, match="reviews, news"):
+        FinetuneConfig.for_scale("smoke", task="weather")
+
+
+@pytest.fixture(scope="module")
+def tiny_task(tmp_path_factory):
+    """A 3-class labelled file and a WordPiece tokenizer trained on it."""
+    from nbkit import data, text
+
+    root = tmp_path_factory.mktemp("task")
+    words = {"好": "很好非常满意推荐", "差": "太差失望退货", "中": "一般还行普通"}
+    rows = [{"text": f"{w[i % len(w):]}{w[:i % len(w)]}第{i}次", "label": lab}
+            for lab, w in words.items() for i in range(40)]
+    path = root / "train.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    labeled = data.load_labeled_files(str(path), seed=0)
+    tok = text.train_wordpiece(list(labeled.splits["train"]["text"]), vocab_size=200, out_dir=root / "tok",
+                               model_max_length=128)
+    return labeled, tok
+
+
+@pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
+def test_each_stage_at_smoke_then_export_loads(tiny_task, tmp_path):
+    from nbkit.recipes import finetune as ft
+
+    labeled, tok = tiny_task
+    cfg = FinetuneConfig.for_scale("smoke", max_length=8, batch_size=8, max_steps=4, progress=False)
+    assert ft.data(cfg, labeled) is labeled
+    encoded, trunc = ft.encode(cfg, tok, labeled)
+    assert set(encoded) == {"train", "validation", "test"} and max(map(len, encoded["train"]["input_ids"])) <= 8
+    assert 0 < trunc["train"]["truncated_fraction"] <= 1
+    clf, how = ft.model(cfg, tok, labeled)
+    assert "from scratch" in how and clf.config.num_labels == 3
+    assert getattr(clf.config, "classifier_pooling", None) == "mean"
+    loop, result = ft.train(cfg, clf, tok, encoded, tmp_path / "run")
+    assert loop.state.step == 4 and result.metrics["finetune_s"] > 0
+    assert (tmp_path / "run" / "checkpoints").is_dir()               # every 2 steps
+    scores = ft.evaluate(cfg, loop.model, tok, labeled)
+    n_test = len(labeled.splits["test"])
+    assert scores["report"]["n"] == n_test and len(scores["test_pred"]) == n_test
+    assert scores["baseline_report"]["n"] == scores["baseline_cut_report"]["n"] == n_test
+    assert len(scores["table"]) == 3
+    summary = ft.save(cfg, tmp_path / "run", labeled, trunc, scores, how, result, task="own")
+    on_disk = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert on_disk["config"]["max_length"] == 8 and on_disk["test_accuracy"] == summary["test_accuracy"]
+    assert on_disk["baseline_cut_accuracy"] == scores["baseline_cut_report"]["accuracy"]
+    out = ft.export(cfg, loop.model, tok, labeled, tmp_path / "model")
+    from transformers import AutoTokenizer
+
+    assert AutoTokenizer.from_pretrained(out).model_max_length == 8
+
+
+@pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
+def test_run_finetuning_same_seed_same_result_and_starts_from_a_checkpoint(tiny_task, tmp_path):
+    from nbkit.recipes import finetune as ft
+
+    labeled, tok = tiny_task
+    cfg = FinetuneConfig.for_scale("smoke", max_length=16, batch_size=8, max_steps=3, progress=False,
+                                   checkpoint_every=0, eval_every=0)
+    a = ft.run_finetuning(cfg, tmp_path / "a", task=labeled, tokenizer=tok, export_model=True)
+    b = ft.run_finetuning(cfg, tmp_path / "b", task=labeled, tokenizer=tok)
+    assert a["train"]["train_loss"] == b["train"]["train_loss"] and a["test_accuracy"] == b["test_accuracy"]
+    assert (tmp_path / "a" / "model" / "config.json").is_file()
+    c = ft.run_finetuning(cfg, tmp_path / "c", task=labeled, tokenizer=tok, pretrained=tmp_path / "a" / "model")
+    assert "loaded" in c["init"] and json.loads((tmp_path / "c" / "metrics.json").read_text())["task"] == "own"
+
+
+@pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
+def test_job_is_a_thin_wrapper_that_runs_at_smoke(tiny_task, tmp_path, monkeypatch):
+    """`python -m nbkit.jobs.finetune --scale smoke ...` runs the recipe with its flags as overrides."""
+    from nbkit.jobs import finetune as job
+    from nbkit.pipeline import steps, tasks
+
+    labeled, tok = tiny_task
+    monkeypatch.setattr(tasks, "load_task", lambda task, seed, max_train: labeled)
+    monkeypatch.setattr(steps, "load_tokenizer", lambda scale: tok)
+    monkeypatch.setattr(steps, "pretrained_model_dir", lambda scale: None)
+    assert job.main(["--scale", "smoke", "--output-dir", str(tmp_path), "--max-steps", "2", "--batch-size", "4",
+                     "--lr", "0.003", "--resume", "none"]) == 0
+    m = json.loads((tmp_path / "metrics.json").read_text())
+    assert m["config"]["lr"] == 0.003 and m["config"]["batch_size"] == 4 and m["train"]["steps"] == 2
+    assert m["config"]["resume"] is False and m["config"]["max_length"] == PRESETS["smoke"].cls_max_length
