@@ -3,7 +3,9 @@
 Usage: ``python bench/class_weights.py [--steps 60 --lr 2e-3]`` (CPU, about a minute). Data:
 ``tests/fixtures/imbalanced_20_to_1.jsonl`` (400 ``好评``, 20 ``差评``), split 50/20/30 %
 (stratified, seed 0); a WordPiece tokenizer on the training texts; BERT-tiny from scratch
-(seed 0); the same steps with ``TrainConfig(class_weights=None)`` and ``"balanced"``.
+(seed 0); the same steps with ``class_weights=None`` and ``"balanced"``. The fine-tuning recipe
+(:mod:`nbkit.recipes.finetune`) with overrides: the settings of the README's measurement (pooling ``cls``,
+warm-up 0.06, no length grouping), so its numbers stay comparable.
 """
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from nbkit import data, models, pipeline, text
-from nbkit.train import Loop, TrainConfig
+from nbkit import data, pipeline, text
+from nbkit.recipes import finetune as ft
 
 FILE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "imbalanced_20_to_1.jsonl"
 
@@ -28,15 +30,16 @@ def main() -> None:
     minority = min(labeled.report["class_counts"]["train"], key=labeled.report["class_counts"]["train"].get)
     with tempfile.TemporaryDirectory() as tmp:
         tok = text.train_wordpiece(train["text"], vocab_size=500, out_dir=f"{tmp}/tok", model_max_length=128)
-        enc = text.encode_classification(train, tok, max_length=32)[0]
         print(f"train {len(train)} ({labeled.report['class_counts']['train']}), test {len(test)}; "
               f"{args.steps} steps, batch 16, lr {args.lr}")
         for weights in (None, "balanced"):
-            model, _ = models.build_classifier(None, labeled.num_labels, labeled.id2label, tokenizer=tok,
-                                               preset="tiny", seed=0)
-            cfg = TrainConfig(max_steps=args.steps, batch_size=16, lr=args.lr, class_weights=weights,
-                              progress=False, log_every=args.steps)
-            Loop(model, cfg, enc, collate_fn=text.classification_collator(tok), device="cpu").fit()
+            cfg = ft.FinetuneConfig.for_scale("smoke", model="tiny", max_length=32, batch_size=16, max_steps=args.steps,
+                                              lr=args.lr, class_weights=weights, pooling="cls", warmup_ratio=0.06,
+                                              group_by_length=False, seed=0, eval_every=0, log_every=args.steps,
+                                              progress=False)
+            enc, _ = ft.encode(cfg, tok, labeled, splits=("train",))
+            model, _ = ft.model(cfg, tok, labeled)
+            ft.train(cfg, model, tok, enc, device="cpu")
             pred = pipeline.predict(model, tok, test["text"], max_length=32)["label"]
             with warnings.catch_warnings(record=True):
                 warnings.simplefilter("always")

@@ -22,12 +22,16 @@ masking), or PD + reviews (``mix``). Validation and test texts are never pretrai
 
     python bench/pretrain_value.py all --out runs/pretrain_value            # the benchmark
     python bench/pretrain_value.py pretrain --out DIR [knobs]               # checkpoints only
-    python bench/pretrain_value.py finetune --out DIR --init DIR/step_000500 --seeds 0,1,2
+    python bench/pretrain_value.py finetune --out DIR --init DIR/checkpoints/step-000500 --seeds 0,1,2
     python bench/pretrain_value.py report --out DIR                         # table + stats.json
     python bench/pretrain_value.py all --task news --max-length 128 --out runs/pv_news   # the second task
 
-Defaults are the recipe in ``docs/pretraining.md`` (BERT 128x4, DAPT on training reviews, 15 % jieba whole-word
-masking, lr 1e-3, checkpoints at 2.0 / 4.1 / 8.2 M tokens; fine-tune mean pooling, lr 5e-4, max_length 64).
+The benchmark is the recipes plus overrides, over seeds: pretraining is
+``nbkit.recipes.pretrain.run_pretraining(PretrainConfig.for_scale(scale, **flags))`` and every fine-tune is
+``nbkit.recipes.finetune``'s stages with ``FinetuneConfig.for_scale(scale, **flags)``. It sets no recipe default
+of its own: each flag's default is the ``--scale``'s (default ``cpu``) config value, so a flag left out runs
+what notebooks 02/03 run (``tests/test_bench_pretrain_value.py`` checks it). ``--save-steps`` defaults to a
+quarter, half and all of the recipe's ``max_steps``.
 Measured 2026-11-30 (``notebooks/data/pretrain_value.json``, logs in ``bench/results/pretrain_value``): +1.0 points test accuracy at 8.2 M tokens (1 epoch;
 +0.9 with 2 epochs), 95 % CI about [+0.0, +2.0]; TF-IDF 0.828 at the same truncation. ``all`` takes about
 12 min of pretraining + 12 fine-tunes of ~1 min on one idle core. News: ``bench/results/pretrain_value_news``.
@@ -49,10 +53,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-from nbkit import data, jsonio, models, pipeline, text  # noqa: E402
-from nbkit.models.bert import quiet_transformers  # noqa: E402
+from nbkit import jsonio, models, pipeline, text  # noqa: E402
 from nbkit.pipeline import pretrain_value, tasks  # noqa: E402
-from nbkit.train import Loop, TrainConfig  # noqa: E402
+from nbkit.recipes import finetune as ft  # noqa: E402
+from nbkit.recipes.finetune import FinetuneConfig  # noqa: E402
 
 SEED_SPLIT = 0          # the task's split (load_sentiment's seed), the same for every arm
 DELTA = {"accuracy": "Δtest vs random [95% CI]", "macro_f1": "Δtest F1 vs random [95% CI]"}
@@ -75,29 +79,25 @@ def get_tokenizer(path: pathlib.Path, vocab_size: int, max_positions: int):
     return text.train_wordpiece(texts, vocab_size=vocab_size, out_dir=path, model_max_length=max_positions)
 
 
-def mlm_blocks(tok, corpus: str, block: int, review_repeat: int, review_words: bool):
-    import datasets
-
-    parts = {"train": [], "validation": []}
-    if corpus in ("pd", "mix"):
-        pd = data.split_corpus(data.load_peoples_daily(), eval_fraction=0.05, seed=0)
-        for k in parts:
-            parts[k].append(text.make_blocks(pd[k], tok, block, words_column="words"))
-    if corpus in ("reviews", "news", "mix"):  # a task's TRAINING texts only (never validation/test)
-        rv = tasks.training_mlm_corpus(labeled("news" if corpus == "news" else "reviews"), review_words)
-        col = "words" if review_words else None
-        for k in parts:
-            b = text.make_blocks(rv[k], tok, block, words_column=col)
-            parts[k].extend([b] * (review_repeat if k == "train" else 1))
-    if corpus == "mix" and not review_words:  # columns must agree: drop word_ids (plain token masking)
-        parts = {k: [p.remove_columns([c for c in p.column_names if c != "input_ids"]) for p in v]
-                 for k, v in parts.items()}
-    return {k: datasets.concatenate_datasets(v) for k, v in parts.items()}
+#: bench flag -> PretrainConfig field (nbkit.recipes.pretrain); flags left out keep the scale's recipe
+PRETRAIN_FLAGS = {"model": "model", "block": "block_size", "mlm_batch": "batch_size", "mlm_lr": "lr",
+                  "mlm_warmup": "warmup_ratio", "mlm_schedule": "schedule", "mlm_prob": "mlm_probability",
+                  "pretrain_seed": "seed"}
+#: bench flag -> FinetuneConfig field (nbkit.recipes.finetune)
+FINETUNE_FLAGS = {"model": "model", "max_length": "max_length", "ft_batch": "batch_size", "ft_epochs": "epochs",
+                  "ft_lr": "lr", "ft_warmup": "warmup_ratio", "pooling": "pooling",
+                  "ft_class_weights": "class_weights"}
+#: --corpus -> the pretraining mix (nbkit.pipeline.corpus sources; a task's TRAINING texts only)
+MIXES = {"pd": (("peoples_daily", 1.0),), "reviews": (("reviews", 1.0),), "news": (("news", 1.0),),
+         "mix": (("peoples_daily", 1.0), ("reviews", 1.0))}
 
 
-def model_overrides(args) -> dict:
-    return dict(hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=args.heads,
-                intermediate_size=4 * args.hidden, max_position_embeddings=args.positions)
+def recipes(scale_name: str = "cpu"):
+    """``(PretrainConfig, FinetuneConfig)`` of the scale: where every flag's default comes from."""
+    from nbkit.recipes.pretrain import PretrainConfig
+
+    scale = pipeline.get_scale(scale_name)
+    return PretrainConfig.for_scale(scale), FinetuneConfig.for_scale(scale)
 
 
 def device_of(args) -> str:
@@ -108,99 +108,64 @@ def device_of(args) -> str:
 
 
 # ----- phases -------------------------------------------------------------------------------
+def pretrain_config(args):
+    """The pretraining recipe of ``--scale`` with the flags given, ``--corpus``'s mix and the last save step."""
+    from nbkit.recipes.pretrain import PretrainConfig
+
+    save_steps = sorted(int(x) for x in args.save_steps.split(","))
+    mix = tuple((name, float(args.review_repeat) if name == "reviews" and args.corpus == "mix" else w)
+                for name, w in MIXES[args.corpus])
+    flags = {field: getattr(args, flag) for flag, field in PRETRAIN_FLAGS.items()}
+    return PretrainConfig.for_scale(pipeline.get_scale(args.scale), max_steps=save_steps[-1], mix=mix,
+                                    **flags), save_steps
+
+
 def pretrain(args) -> None:
+    """MLM pretraining by the recipe; ``<out>/pretrain.json`` lists the kept checkpoints (report's format)."""
+    from nbkit.recipes.pretrain import run_pretraining
+
     out = pathlib.Path(args.out)
-    tok = get_tokenizer(pathlib.Path(args.tokenizer), args.vocab_size, args.positions)
-    blocks = mlm_blocks(tok, args.corpus, args.block, args.review_repeat, args.review_words)
-    save_steps = sorted(int(s) for s in args.save_steps.split(","))
-    max_steps = save_steps[-1]
-    torch.manual_seed(args.pretrain_seed)
-    model = models.build_mlm_model("mini", tok, args.block, **model_overrides(args))
-    collator = text.MLMCollator(tok, mlm_probability=args.mlm_prob, seed=args.pretrain_seed)
-    cfg = TrainConfig(max_steps=max_steps, batch_size=args.mlm_batch, lr=args.mlm_lr, warmup_ratio=args.mlm_warmup,
-                      scheduler=args.mlm_schedule, eval_every=None, seed=args.pretrain_seed, progress=False,
-                      log_every=max(1, max_steps // 20), output_dir=None)
-    log = []
-
-    class Saver:
-        def __init__(self):
-            self.t0 = None
-
-        def on_train_begin(self, loop):
-            self.t0 = time.perf_counter()
-
-        def on_step_end(self, loop):
-            step = loop.state.step
-            if step in save_steps:
-                wall = time.perf_counter() - self.t0
-                ev = loop.evaluate(max_batches=20)
-                d = out / f"step_{step:06d}"
-                with quiet_transformers():
-                    loop.model.save_pretrained(d)
-                tok.save_pretrained(d)
-                entry = {"step": step, "train_tokens": loop.state.train_tokens, "wall_s": wall,
-                         "eval_loss": ev["eval_loss"], "dir": str(d)}
-                log.append(entry)
-                jsonio.write_json(out / "pretrain.json", {"args": vars(args), "checkpoints": log})
-                print(f"pretrain step {step}: {entry['train_tokens']:,} tokens, {wall/60:.1f} min, "
-                      f"held-out MLM loss {ev['eval_loss']:.3f}", flush=True)
-                self.t0 += time.perf_counter() - self.t0 - wall  # keep the save/eval out of the wall time
-
-        def on_log(self, loop, logs):
-            if logs["step"] % max(1, max_steps // 10) == 0:
-                print(f"  step {logs['step']} loss {logs['loss']:.3f} lr {logs['lr']:.2e} "
-                      f"{logs.get('tokens_per_s') or 0:.0f} tok/s", flush=True)
-
     out.mkdir(parents=True, exist_ok=True)
-    print(f"MLM blocks: {len(blocks['train']):,} train x {args.block} tokens ({args.corpus}); "
-          f"{models.count_parameters(model):,} parameters", flush=True)
-    loop = Loop(model, cfg, blocks["train"], blocks["validation"], collate_fn=collator, callbacks=[Saver()],
-                device=device_of(args))
-    untrained = loop.evaluate(max_batches=20)
-    print(f"untrained held-out MLM loss {untrained['eval_loss']:.3f}", flush=True)
-    loop.fit()
+    tok = get_tokenizer(pathlib.Path(args.tokenizer), args.vocab_size, args.positions)
+    cfg, save_steps = pretrain_config(args)
+    t0 = time.perf_counter()
+    metrics = run_pretraining(cfg, out, tokenizer=tok, save_steps=save_steps)
+    wall = time.perf_counter() - t0
+    evals = {h["step"]: h["eval_loss"] for h in metrics.get("history", []) if "eval_loss" in h}
+    per_step = cfg.batch_size * getattr(cfg, "grad_accum_steps", 1) * cfg.block_size   # tokens per step
+    log = [{"step": int(step), "train_tokens": int(step) * per_step, "dir": str(path),
+            "wall_s": wall * int(step) / max(save_steps[-1], 1), "eval_loss": evals.get(int(step))}
+           for step, path in sorted(metrics["checkpoints"].items(), key=lambda kv: int(kv[0]))
+           if int(step) in save_steps]
+    jsonio.write_json(out / "pretrain.json", {"args": vars(args), "checkpoints": log})
+    for e in log:
+        print(f"pretrain step {e['step']}: {e['train_tokens']:,} tokens -> {e['dir']}", flush=True)
 
 
-def encode_splits(tok, max_length: int, task: str):
-    s = labeled(task)
-    enc, trunc = {}, {}
-    for k in ("train", "validation", "test"):
-        enc[k], rep = text.encode_classification(s.splits[k], tok, max_length)
-        trunc[k] = rep["truncated_fraction"]
-    print(f"{task}: truncated at {max_length} tokens: " + ", ".join(f"{k} {v:.1%}" for k, v in trunc.items()), flush=True)
-    return s, enc
+def finetune_config(args, init: str | None, seed: int) -> FinetuneConfig:
+    """The fine-tuning recipe of ``--scale`` with the flags given (``--ft-lr-random`` for the random arm)."""
+    lr = args.ft_lr_random if (init is None and args.ft_lr_random) else args.ft_lr
+    flags = {field: getattr(args, flag) for flag, field in FINETUNE_FLAGS.items()}
+    return FinetuneConfig.for_scale(pipeline.get_scale(args.scale), **{**flags, "lr": lr}, seed=seed,
+                                    eval_every=0, checkpoint_every=0, progress=False)
 
 
 def finetune_one(args, init: str | None, seed: int, tok, s, enc) -> dict:
-    """Fine-tune once (``init`` None = random weights) and score validation and test."""
-    import transformers
-
-    lr = args.ft_lr_random if (init is None and args.ft_lr_random) else args.ft_lr
-    transformers.set_seed(seed)  # seeded head (and encoder, for random init)
-    model, how = models.build_classifier(init, num_labels=s.num_labels, id2label=s.id2label, tokenizer=tok,
-                                           preset="mini", pooling=args.pooling,
-                                           **(model_overrides(args) if init is None else {}))
-    steps = pipeline.steps_for_epochs(len(enc["train"]), args.ft_batch, args.ft_epochs)
-    cfg = TrainConfig(max_steps=steps, batch_size=args.ft_batch, lr=lr, warmup_ratio=args.ft_warmup,
-                      scheduler="linear", seed=seed, progress=False, log_every=max(1, steps // 10),
-                      group_by_length=True, output_dir=None, class_weights=args.ft_class_weights)
-    t0 = time.perf_counter()
-    res = Loop(model, cfg, enc["train"], None, collate_fn=text.classification_collator(tok),
-               device=device_of(args)).fit()
-    ft_s = time.perf_counter() - t0
-    row = {"init": init or "random", "seed": seed, "lr": lr, "steps": steps, "epochs": args.ft_epochs,
-           "pooling": args.pooling, "max_length": args.max_length, "finetune_s": ft_s,
-           "train_loss": res.metrics["train_loss"], "how": how, "tag": args.tag, "task": args.task,
-           "class_weights": args.ft_class_weights}
+    """Fine-tune once by the recipe (``init`` None = random weights) and score validation and test."""
+    cfg = finetune_config(args, init, seed)
+    model, how = ft.model(cfg, tok, s, pretrained=init)
+    _, res = ft.train(cfg, model, tok, enc, out_dir=None, device=device_of(args))
+    scores = ft.evaluate(cfg, model, tok, s, splits=("validation", "test"), baseline=False)
+    row = {"init": init or "random", "seed": seed, "lr": cfg.lr, "steps": res.metrics["steps"],
+           "epochs": cfg.epochs, "pooling": cfg.pooling, "max_length": cfg.max_length,
+           "finetune_s": res.metrics["finetune_s"], "train_loss": res.metrics["train_loss"], "how": how,
+           "tag": args.tag, "task": args.task, "class_weights": cfg.class_weights}
     for split in ("validation", "test"):
-        texts, labels = s.splits[split]["text"], s.splits[split]["label"]
-        pred = pipeline.predict(model, tok, texts, max_length=args.max_length, batch_size=128)["label"]
-        rep = pipeline.classification_report(labels, pred, s.id2label)
+        rep = scores[f"{split}_report"]
         row[f"{split}_accuracy"], row[f"{split}_macro_f1"] = rep["accuracy"], rep["macro_f1"]
-        if split == "test":
-            row["test_pred"] = [int(p) for p in pred]
-    print(f"{row['init']:>40} seed {seed} lr {lr:g}: val {row['validation_accuracy']:.4f} "
-          f"test {row['test_accuracy']:.4f} F1 {row['test_macro_f1']:.4f}  {ft_s:.0f} s", flush=True)
+    row["test_pred"] = scores["test_pred"]
+    print(f"{row['init']:>40} seed {seed} lr {cfg.lr:g}: val {row['validation_accuracy']:.4f} "
+          f"test {row['test_accuracy']:.4f} F1 {row['test_macro_f1']:.4f}  {row['finetune_s']:.0f} s", flush=True)
     return row
 
 
@@ -208,7 +173,10 @@ def finetune(args) -> None:
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tok = get_tokenizer(pathlib.Path(args.tokenizer), args.vocab_size, args.positions)
-    s, enc = encode_splits(tok, args.max_length, args.task)
+    s = labeled(args.task)   # the split of SEED_SPLIT for every arm and seed
+    enc, trunc = ft.encode(finetune_config(args, None, 0), tok, s)
+    print(f"{args.task}: truncated at {args.max_length} tokens: "
+          + ", ".join(f"{k} {v['truncated_fraction']:.1%}" for k, v in trunc.items()), flush=True)
     inits = [None if i in ("random", "none") else i for i in args.init.split(",")]
     for seed in (int(x) for x in args.seeds.split(",")):
         for init in inits:
@@ -267,55 +235,67 @@ def report(args) -> dict:
     return stats
 
 
-def main() -> None:
+def build_parser(scale_name: str = "cpu") -> argparse.ArgumentParser:
+    """The flags; every recipe flag's default is ``scale_name``'s config value (:func:`recipes`)."""
+    pt, fc = recipes(scale_name)
+    quarter = max(1, pt.max_steps // 4)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("phase", choices=("all", "pretrain", "finetune", "report"))
+    ap.add_argument("--scale", default=scale_name, help="whose recipes give the defaults (cpu: the recorded runs)")
     ap.add_argument("--out", default="runs/pretrain_value")
     ap.add_argument("--tokenizer", default="runs/pretrain_value_tokenizer", help="trained once, then reused")
-    ap.add_argument("--vocab-size", type=int, default=8000)
+    ap.add_argument("--vocab-size", type=int, default=pipeline.get_scale(scale_name).vocab_size)
+    ap.add_argument("--positions", type=int, default=128, help="the tokenizer's model_max_length")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
                     help="where pretraining and fine-tuning run (bf16 autocast on a bf16-capable GPU)")
     ap.add_argument("--tag", default="")
-    # model (BERT encoder; intermediate = 4 x hidden)
-    ap.add_argument("--hidden", type=int, default=128)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--heads", type=int, default=2)
-    ap.add_argument("--positions", type=int, default=128)
-    # pretraining
+    ap.add_argument("--model", default=fc.model, help="BERT preset (nbkit.models.bert.PRESETS), both recipes")
+    # pretraining (nbkit.recipes.pretrain)
     ap.add_argument("--task", choices=tasks.TASKS, default="reviews",
                     help="fine-tuning task: reviews (2 classes) or news (3 classes, optional nbkit[news])")
-    ap.add_argument("--corpus", choices=("pd", "reviews", "news", "mix"), default=None,
+    ap.add_argument("--corpus", choices=tuple(MIXES), default=None,
                     help="MLM text: People's Daily, a task's TRAINING texts, or PD + reviews; default: --task's")
-    ap.add_argument("--review-words", action=argparse.BooleanOptionalAction, default=True,
-                    help="jieba word boundaries for whole-word masking of task texts")
-    ap.add_argument("--review-repeat", type=int, default=1, help="copies of the review blocks in 'mix'")
-    ap.add_argument("--block", type=int, default=64)
-    ap.add_argument("--mlm-batch", type=int, default=64)
-    ap.add_argument("--mlm-lr", type=float, default=1e-3)
-    ap.add_argument("--mlm-warmup", type=float, default=0.06)
-    ap.add_argument("--mlm-schedule", default="linear")
-    ap.add_argument("--mlm-prob", type=float, default=0.15)
-    ap.add_argument("--save-steps", default="500,1000,2000",
+    ap.add_argument("--review-repeat", type=int, default=1, help="weight of the reviews in 'mix'")
+    ap.add_argument("--block", type=int, default=pt.block_size)
+    ap.add_argument("--mlm-batch", type=int, default=pt.batch_size)
+    ap.add_argument("--mlm-lr", type=float, default=pt.lr)
+    ap.add_argument("--mlm-warmup", type=float, default=pt.warmup_ratio)
+    ap.add_argument("--mlm-schedule", default=pt.schedule)
+    ap.add_argument("--mlm-prob", type=float, default=pt.mlm_probability)
+    ap.add_argument("--save-steps", default=f"{quarter},{2 * quarter},{pt.max_steps}",
                     help="checkpoints to fine-tune from; the LR schedule ends at the last")
-    ap.add_argument("--pretrain-seed", type=int, default=0)
-    # fine-tuning
+    ap.add_argument("--pretrain-seed", type=int, default=pt.seed)
+    # fine-tuning (nbkit.recipes.finetune)
     ap.add_argument("--init", default="random", help="comma list of checkpoint dirs and/or 'random'")
     ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--pooling", choices=models.POOLINGS, default="mean")
-    ap.add_argument("--max-length", type=int, default=64)
-    ap.add_argument("--ft-batch", type=int, default=32)
-    ap.add_argument("--ft-epochs", type=float, default=1.0)
-    ap.add_argument("--ft-lr", type=float, default=5e-4, help="pretrained arms")
+    ap.add_argument("--pooling", choices=models.POOLINGS, default=fc.pooling)
+    ap.add_argument("--max-length", type=int, default=fc.max_length)
+    ap.add_argument("--ft-batch", type=int, default=fc.batch_size)
+    ap.add_argument("--ft-epochs", type=float, default=fc.epochs)
+    ap.add_argument("--ft-lr", type=float, default=fc.lr, help="pretrained arms")
     ap.add_argument("--ft-lr-random", type=float, default=None, help="random-init arm (default: --ft-lr)")
-    ap.add_argument("--ft-warmup", type=float, default=0.1)
-    ap.add_argument("--ft-class-weights", choices=("balanced",), default=None,
+    ap.add_argument("--ft-warmup", type=float, default=fc.warmup_ratio)
+    ap.add_argument("--ft-class-weights", choices=("balanced",), default=fc.class_weights,
                     help="weight the loss by inverse class frequency (TrainConfig.class_weights); give the "
                          "runs a --tag so that report keeps them apart")
     ap.add_argument("--machine", default=None, help="report: where the run ran, kept in stats.json for the README")
     ap.add_argument("--pretrain-json", nargs="*", default=[], help="report: more pretrain.json files")
-    args = ap.parse_args()
+    return ap
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Two passes: ``--scale`` first (it sets the defaults), then every flag."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--scale", default="cpu")
+    scale_name = pre.parse_known_args(argv)[0].scale
+    args = build_parser(scale_name).parse_args(argv)
     args.corpus = args.corpus or args.task
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.phase in ("pretrain", "all"):
         pretrain(args)

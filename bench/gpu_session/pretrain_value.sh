@@ -5,7 +5,7 @@
 # pretrains; then each checkpoint x seed fine-tunes side by side; then the report. In the background,
 # notebooks 01-03 run at gpu scale (NOTEBOOKS="" to skip). Results: $OUT/pv_report.txt, $OUT/pv_gpu.tgz.
 #   on the device:  TOKENIZER=.devbundle/pv_tokenizer bench/gpu_session/pretrain_value.sh
-#   CPU smoke test: PY=.venv/bin/python NO_BUNDLE=1 SAVE=4,8 PV_EXTRA="--hidden 32 --ft-epochs 0.05" \
+#   CPU smoke test: PY=.venv/bin/python NO_BUNDLE=1 SAVE=4,8 PV_EXTRA="--model tiny --ft-epochs 0.05" \
 #                   NOTEBOOKS= bench/gpu_session/pretrain_value.sh
 set -u
 cd "$(dirname "$0")/../.."
@@ -16,9 +16,8 @@ PRETRAIN_S=${PRETRAIN_S:-120}
 W=${WORK:-/tmp/pv_gpu}; rm -rf "$W"; mkdir -p "$W"
 . bench/gpu_session/common.sh
 TOK=${TOKENIZER:-$W/tokenizer}
-PV="$PY bench/pretrain_value.py --device ${DEVICE:-auto} --tokenizer $TOK --out $W/pv --hidden 256 --layers 4
-    --heads 4 --positions 128 --corpus reviews --block 128 --mlm-batch 128 --mlm-lr 1e-3 --max-length 128
-    --ft-batch 32 --ft-epochs 2 --ft-lr 5e-4 ${PV_EXTRA:-}"
+PV="$PY bench/pretrain_value.py --device ${DEVICE:-auto} --tokenizer $TOK --out $W/pv --scale gpu --positions 128
+    --corpus reviews ${PV_EXTRA:-}"   # the gpu recipes (nbkit.recipes): flags left out keep the preset's values
 NOTEBOOKS=${NOTEBOOKS-01 02 03}
 if [ -n "$NOTEBOOKS" ]; then
   stage "notebooks $NOTEBOOKS at gpu scale (background)"
@@ -33,7 +32,7 @@ for s in 0 1 2; do timeout $(( TOTAL_S - 30 )) $PV finetune --init random --seed
 stage "MLM pretraining (<= $PRETRAIN_S s)"
 timeout "$PRETRAIN_S" $PV pretrain --save-steps "${SAVE:-750,1500,3000,6000}" > "$W/pretrain.log" 2>&1
 stage "fine-tune from each checkpoint x seeds 0 1 2"
-for d in "$W"/pv/step_*; do
+for d in "$W"/pv/checkpoints/step-*; do
   [ -f "$d/config.json" ] || continue
   for s in 0 1 2; do
     timeout $(( $(left) - 30 )) $PV finetune --init "$d" --seeds $s > "$W/ft_$(basename "$d")_$s.log" 2>&1 &

@@ -1,0 +1,121 @@
+"""bench/pretrain_value.py is the recipes plus overrides: its defaults are the cpu scale's configs, its phases
+call the recipes and keep the recorded formats (pretrain.json, finetune.jsonl, stats.json)."""
+import dataclasses
+import importlib.util
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from nbkit.pipeline.scale import get_scale
+from nbkit.recipes.finetune import FinetuneConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def contract_pretrain_module():
+    """``nbkit.recipes.pretrain`` (branch rp) when present, else a test double of its contract
+    (``PretrainConfig.for_scale(scale, **overrides)``, ``run_pretraining(cfg, out_dir, *, save_steps)``)."""
+    try:
+        import nbkit.recipes.pretrain as real
+        return real, False
+    except ImportError:
+        pass
+
+    @dataclasses.dataclass(frozen=True)
+    class PretrainConfig:
+        model: str
+        block_size: int
+        batch_size: int
+        grad_accum_steps: int
+        max_steps: int
+        lr: float
+        seed: int
+        mix: tuple
+        warmup_ratio: float = 0.06
+        schedule: str = "linear"
+        mlm_probability: float = 0.15
+
+        @classmethod
+        def for_scale(cls, scale, **overrides):
+            cfg = cls(scale.model, scale.block_size, scale.mlm_batch_size, scale.mlm_grad_accum, scale.mlm_steps,
+                      scale.mlm_lr, scale.seed, scale.mlm_mix)
+            return dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+
+    mod = types.ModuleType("nbkit.recipes.pretrain")
+    mod.PretrainConfig = PretrainConfig
+    mod.run_pretraining = lambda *a, **k: pytest.fail("run_pretraining must be monkeypatched in these tests")
+    return mod, True
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    mod, fake = contract_pretrain_module()
+    if fake:
+        monkeypatch.setitem(sys.modules, "nbkit.recipes.pretrain", mod)
+    spec = importlib.util.spec_from_file_location("pretrain_value_bench", ROOT / "bench" / "pretrain_value.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_defaults_are_the_cpu_scales_recipes(bench):
+    args = bench.parse_args(["report"])
+    scale = get_scale("cpu")
+    fc = FinetuneConfig.for_scale(scale)
+    for flag, field in bench.FINETUNE_FLAGS.items():
+        assert getattr(args, flag) == getattr(fc, field), flag
+    pt = sys.modules["nbkit.recipes.pretrain"].PretrainConfig.for_scale(scale)
+    for flag, field in bench.PRETRAIN_FLAGS.items():
+        assert getattr(args, flag) == getattr(pt, field), flag
+    assert int(args.save_steps.split(",")[-1]) == pt.max_steps and args.vocab_size == scale.vocab_size
+    # what the flags build is the recipe itself: no value of the bench's own
+    assert bench.finetune_config(args, None, 0) == fc.replace(eval_every=0, checkpoint_every=0, progress=False)
+    cfg, steps = bench.pretrain_config(args)
+    assert cfg == pt.__class__.for_scale(scale, mix=(("reviews", 1.0),), max_steps=pt.max_steps)
+    gpu = bench.parse_args(["report", "--scale", "gpu"])
+    assert (gpu.max_length, gpu.model, gpu.block) == (128, "mini", 128)   # the gpu session's recipe
+
+
+def test_pretrain_phase_runs_the_recipe_and_writes_the_recorded_format(bench, tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_run(cfg, out_dir, *, tokenizer=None, callbacks=(), save_steps=()):
+        seen.update(cfg=cfg, save_steps=tuple(save_steps))
+        return {"checkpoints": {s: str(Path(out_dir) / "checkpoints" / f"step-{s:06d}") for s in (2, 4, 5)},
+                "history": [{"step": 2, "eval_loss": 7.5}, {"step": 4, "loss": 7.0}]}
+
+    monkeypatch.setattr(sys.modules["nbkit.recipes.pretrain"], "run_pretraining", fake_run)
+    monkeypatch.setattr(bench, "get_tokenizer", lambda *a: "tok")
+    args = bench.parse_args(["pretrain", "--out", str(tmp_path), "--save-steps", "4,2", "--mlm-lr", "0.002"])
+    bench.pretrain(args)
+    assert seen["save_steps"] == (2, 4) and seen["cfg"].max_steps == 4 and seen["cfg"].lr == 0.002
+    meta = json.loads((tmp_path / "pretrain.json").read_text())
+    assert meta["args"]["corpus"] == "reviews" and [c["step"] for c in meta["checkpoints"]] == [2, 4]
+    assert meta["checkpoints"][0]["eval_loss"] == 7.5 and meta["checkpoints"][1]["eval_loss"] is None
+    assert meta["checkpoints"][1]["train_tokens"] == 4 * seen["cfg"].batch_size * seen["cfg"].block_size
+
+
+@pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
+def test_finetune_and_report_phases_at_smoke(bench, tmp_path, monkeypatch):
+    from nbkit import data, text
+
+    rows = [{"text": f"{w}{i}号", "label": lab} for lab, w in (("pos", "很好满意"), ("neg", "太差失望")) for i in range(30)]
+    f = tmp_path / "d.jsonl"
+    f.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    labeled = data.load_labeled_files(str(f), seed=0)
+    tok = text.train_wordpiece(labeled.splits["train"]["text"], vocab_size=120, out_dir=tmp_path / "tok",
+                               model_max_length=64)
+    monkeypatch.setattr(bench, "labeled", lambda task: labeled)
+    monkeypatch.setattr(bench, "get_tokenizer", lambda *a: tok)
+    out = tmp_path / "pv"
+    common = ["--scale", "smoke", "--out", str(out), "--ft-epochs", "0.5", "--max-length", "16"]
+    bench.main(["finetune", "--init", "random", "--seeds", "0,1", *common])
+    got = [json.loads(x) for x in (out / "finetune.jsonl").read_text().splitlines()]
+    assert [r["seed"] for r in got] == [0, 1] and all(r["max_length"] == 16 and r["epochs"] == 0.5 for r in got)
+    assert len(got[0]["test_pred"]) == len(labeled.splits["test"]) and got[0]["lr"] == get_scale("smoke").cls_lr
+    stats = bench.report(bench.parse_args(["report", *common]))
+    assert stats["n_rows"] == 2 and stats["table"][0]["seeds"] == [0, 1] and "16" in stats["baseline"]
+    assert json.loads((out / "stats.json").read_text())["table"] == stats["table"]
