@@ -88,7 +88,7 @@ def test_modules_stay_small():
 
 def test_top_level_is_subpackages_by_concern():
     top = sorted(p.name for p in PKG.iterdir() if not p.name.startswith(("_", ".")) and p.name != "nbkit.egg-info")
-    assert top == ["cli", "data", "env", "errors.py", "gpu", "jobs", "jsonio.py", "models", "pipeline", "profiling", "text", "train"]
+    assert top == ["cli", "corpus", "data", "env", "errors.py", "gpu", "jobs", "jsonio.py", "models", "pipeline", "profiling", "text", "train"]
     for pkg in PKG.iterdir():
         if pkg.is_dir() and not pkg.name.startswith("_"):
             assert (pkg / "__init__.py").is_file(), f"{pkg} is not a package"

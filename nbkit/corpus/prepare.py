@@ -2,7 +2,7 @@
 
 The stages (docs/corpus.md has the why and the measurements):
 
-1. resolve the inputs (:mod:`nbkit.corpus.sources`) and check the output folder: a complete store
+1. resolve the inputs (:mod:`nbkit.corpus.sources`, :mod:`nbkit.corpus.readers`) and check the output folder: a complete store
    of the same input and settings is returned as is; one of other input or settings is named
    (ConfigError) unless ``overwrite=True``; a partial one of the same is continued;
 2. the tokenizer (:mod:`nbkit.corpus.vocab`): given, or trained on a documented sample;
@@ -33,7 +33,8 @@ from nbkit.corpus import segment, shards
 from nbkit.corpus.dedup import HashSet
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.progress import CorpusProgress
-from nbkit.corpus.sources import FileProblem, iter_chunks, resolve_inputs
+from nbkit.corpus.readers import FileProblem, iter_chunks
+from nbkit.corpus.sources import resolve_inputs
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut
 from nbkit.errors import ConfigError, DataError
 

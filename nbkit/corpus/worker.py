@@ -1,6 +1,6 @@
 """Per-chunk work of the corpus preparation, run in the worker processes (or in-process for one worker).
 
-For each raw item of a :class:`~nbkit.corpus.sources.Chunk`, in order:
+For each raw item of a :class:`~nbkit.corpus.readers.Chunk`, in order:
 
 1. decode (UTF-8, strict: a broken line is dropped as ``bad_utf8``) and parse (JSON lines:
    ``bad_json`` when not a JSON object, ``no_text_field`` when the field is absent);
