@@ -50,10 +50,10 @@ def version(name: str) -> str:
         return name
 
 
-def cutter(name: str) -> Callable[[str], list[str]]:
-    """A function ``text -> words`` (HMM on, whitespace-only pieces dropped) for backend ``name``.
+def cutter(name: str, keep_space: bool = False) -> Callable[[str], list[str]]:
+    """A function ``text -> words`` (HMM on) for backend ``name``; whitespace-only pieces dropped unless ``keep_space``.
 
-    ``"我爱北京天安门"`` -> ``["我", "爱", "北京", "天安门"]``.
+    ``"我爱北京天安门"`` -> ``["我", "爱", "北京", "天安门"]``. With ``keep_space`` the words join to the text.
     """
     name = resolve(name)
     if name == "rjieba":
@@ -68,4 +68,4 @@ def cutter(name: str) -> Callable[[str], list[str]]:
     def words(text: str) -> list[str]:
         return [w for w in cut(text) if not w.isspace()]
 
-    return words
+    return cut if keep_space else words

@@ -11,8 +11,9 @@ For each raw item of a :class:`~nbkit.corpus.readers.Chunk`, in order:
 4. NFKC normalisation (what the tokenizer's first normaliser does), then the filters: ``too_short``
    (fewer than ``min_chars`` non-whitespace characters), ``non_cjk`` (CJK ideographs below
    ``min_cjk_share`` of the non-whitespace characters; off at 0);
-5. (``encode`` only) the 64-bit hash of the normalised text, the words of the segmenter, the
-   WordPiece ids of those words (one batch call) and the word starts aligned to the ids.
+5. (``encode`` only) the 64-bit hash of the normalised text, the WordPiece ids of the text and the
+   word starts aligned to them (:mod:`nbkit.corpus.fastpath`: the segmenter's words, ids by table
+   lookup for CJK characters and punctuation, the tokenizer for the rest).
 
 Deduplication and the held-out split need the whole stream's history, so the main process does them
 (:mod:`nbkit.corpus.prepare`) from the hashes returned here.
@@ -123,11 +124,13 @@ def _tools(settings: dict):
     if _STATE.get("key") != key:
         from tokenizers import Tokenizer
 
+        from nbkit.corpus.fastpath import lookup_table
         from nbkit.corpus.segment import cutter
 
         _STATE.update(key=key, tok=Tokenizer.from_file(settings["tokenizer_file"]),
-                      cut=cutter(settings["segmenter"]))
-    return _STATE["tok"], _STATE["cut"]
+                      table=lookup_table(settings["tokenizer_file"]),
+                      cut=cutter(settings["segmenter"], keep_space=True))
+    return _STATE["tok"], _STATE["table"], _STATE["cut"]
 
 
 def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
@@ -140,34 +143,21 @@ def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
         A text that gives no token (every character removed by the tokenizer's normaliser) is
         dropped as ``no_tokens``.
     """
+    from nbkit.corpus.fastpath import encode_texts
+
     texts, counts, problems = clean_chunk(chunk, settings, path)
-    tok, cut = _tools(settings)
-    sep = settings["sep_id"]
-    words = [cut(t) for t in texts]
-    encs = tok.encode_batch(words, is_pretokenized=True, add_special_tokens=False) if texts else []
-    hashes, lens, chars, ids_parts, wst_parts = [], [], [], [], []
-    for text, enc in zip(texts, encs):
-        ids = enc.ids
-        if not ids:
-            counts["no_tokens"] += 1
-            continue
-        w = np.asarray(enc.word_ids, dtype=np.int64)
-        starts = np.empty(len(ids) + 1, dtype=np.uint8)
-        starts[0] = 1
-        np.not_equal(w[1:], w[:-1], out=starts[1:-1], casting="unsafe")
-        starts[-1] = 1  # the [SEP]
-        ids_parts.append(ids)
-        ids_parts.append((sep,))
-        wst_parts.append(starts)
-        hashes.append(text_hash(text))
-        lens.append(len(ids) + 1)
-        chars.append(len(text))
+    tok, table, cut = _tools(settings)
+    ids, wst, per_text = encode_texts(texts, tok, table, cut)
+    keep = per_text > 0
+    counts["no_tokens"] += int((~keep).sum())
+    ends = np.cumsum(per_text)[keep]  # a [SEP] after each kept text's tokens
     dtype = np.dtype(settings["dtype"])
-    flat = [i for part in ids_parts for i in part]
     return {
-        "hashes": np.asarray(hashes, dtype=np.uint64), "lens": np.asarray(lens, dtype=np.int64),
-        "chars": np.asarray(chars, dtype=np.int64), "ids": np.asarray(flat, dtype=dtype),
-        "wst": np.concatenate(wst_parts) if wst_parts else np.zeros(0, np.uint8),
+        "hashes": np.asarray([text_hash(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.uint64),
+        "lens": per_text[keep] + 1,
+        "chars": np.asarray([len(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.int64),
+        "ids": np.insert(ids, ends, settings["sep_id"]).astype(dtype),
+        "wst": np.insert(wst, ends, 1).astype(np.uint8),
         "counts": counts, "problems": problems,
     }
 
