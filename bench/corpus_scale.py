@@ -109,7 +109,8 @@ def shared_tokenizer(work: pathlib.Path, vocab_size: int) -> str:
 def arm_nbkit(files, out, tokenizer, num_workers):
     from nbkit.corpus import prepare_corpus
 
-    m = prepare_corpus(files, out, tokenizer=tokenizer, num_workers=num_workers, progress=False)
+    m = prepare_corpus(files, pathlib.Path(out) / "store", tokenizer=tokenizer, num_workers=num_workers,
+                       progress=False)
     return {"n_tokens": m["counts"]["n_tokens"], "n_texts": m["counts"]["n_texts_kept"],
             "dropped": {k: v for k, v in m["dropped"].items() if v}}
 
@@ -123,9 +124,9 @@ def arm_hf(files, out, tokenizer, num_workers):
     txt = [f for f in files if f.endswith(".txt")]
     js = [f for f in files if not f.endswith(".txt")]
     if txt:
-        parts.append(datasets.load_dataset("text", data_files=txt, cache_dir=out, split="train"))
+        parts.append(datasets.load_dataset("text", data_files=txt, cache_dir=f"{out}/hf_cache", split="train"))
     if js:
-        parts.append(datasets.load_dataset("json", data_files=js, cache_dir=out, split="train"))
+        parts.append(datasets.load_dataset("json", data_files=js, cache_dir=f"{out}/hf_cache", split="train"))
     raw = datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
 
     def tokenize(batch):
@@ -150,8 +151,9 @@ def read_nbkit(out, seconds):
 
     from nbkit.text.mlm import MLMCollator
 
-    m = json.loads((pathlib.Path(out) / "manifest.json").read_text())
-    tok = AutoTokenizer.from_pretrained(str(pathlib.Path(out) / "tokenizer"))
+    out = pathlib.Path(out) / "store"
+    m = json.loads((out / "manifest.json").read_text())
+    tok = AutoTokenizer.from_pretrained(str(out / "tokenizer"))
     dt = np.dtype(m["dtype"]).newbyteorder("<")
     shards = m["splits"]["train"]["shards"]
     ids = [np.memmap(pathlib.Path(out) / "shards" / f"{s['name']}.ids", dtype=dt, mode="r") for s in shards]
