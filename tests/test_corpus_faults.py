@@ -58,6 +58,11 @@ def bad_folder(root: Path) -> tuple[Path, int]:
     gz_lines = zlib.decompressobj(31).decompress(full[: len(full) * 2 // 3]).count(b"\n")  # complete lines in it
     z = zstandard.ZstdCompressor().compress("".join(t + "\n" for t in good[41:51]).encode())
     (d / "f.txt.zst").write_bytes(z[: len(z) // 2])           # truncated zstd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"body": good[:3]}), d / "h.parquet")  # no "text" column
+    (d / "i.parquet").write_bytes(b"PAR1 not really parquet PAR1")  # unreadable
     giant = "中" * 1_000_000 + "。" + "文" * 30_000          # a 3 MB single line: cut into pieces
     write_txt(d / "g.txt", good[51:60] + [giant])
     return d, 10 + 10 + gz_lines + 9
@@ -67,11 +72,12 @@ def test_every_bad_input_is_counted_and_located_and_nothing_else_lost(tmp_path, 
     d, n_good = bad_folder(tmp_path)
     m = run(d, tmp_path / "out", tok_dir, heldout_share=0.0)
     drop = m["dropped"]
-    assert (drop["bad_utf8"], drop["bad_json"], drop["no_text_field"]) == (1, 2, 1)
-    assert (drop["empty_file"], drop["binary_file"], drop["truncated_file"]) == (1, 1, 2)
+    assert (drop["bad_utf8"], drop["bad_json"], drop["no_text_field"]) == (1, 2, 2)
+    assert (drop["empty_file"], drop["binary_file"], drop["truncated_file"], drop["unreadable_file"]) == (1, 1, 2, 1)
     where = {(Path(p["path"]).name, p["line"], p["reason"]) for p in m["problems"]}
     assert {("a.txt", 3, "bad_utf8"), ("b.jsonl", 2, "bad_json"), ("b.jsonl", 4, "no_text_field"),
-            ("b.jsonl", 6, "bad_json"), ("c.txt", None, "empty_file"), ("d.txt", None, "binary_file")} <= where
+            ("b.jsonl", 6, "bad_json"), ("c.txt", None, "empty_file"), ("d.txt", None, "binary_file"),
+            ("h.parquet", None, "no_text_field"), ("i.parquet", None, "unreadable_file")} <= where
     assert any(n == "e.txt.gz" and r == "truncated_file" and line > 1 for n, line, r in where)
     assert any(n == "f.txt.zst" and r == "truncated_file" for n, line, r in where)
     # the giant line: cut at the sentence end, then hard at 20,000 characters; each piece a text
@@ -81,7 +87,7 @@ def test_every_bad_input_is_counted_and_located_and_nothing_else_lost(tmp_path, 
     assert (m["dropped"]["duplicate"], m["dropped"]["too_short"]) == (49, 1)
     # every good line is kept, those of the truncated gzip before its end too
     assert m["counts"]["n_texts_kept"] == n_good + 53 - 49 - 1
-    assert sum(m["dropped"].values()) == 1 + 2 + 1 + 1 + 1 + 2 + 49 + 1
+    assert sum(m["dropped"].values()) == 1 + 2 + 2 + 1 + 1 + 2 + 1 + 49 + 1
 
 
 @pytest.mark.parametrize("make, match", [
