@@ -121,6 +121,9 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
     """
     t_start = time.perf_counter()
+    n_workers = default_workers() if num_workers is None else int(num_workers)
+    if n_workers < 1:
+        raise ConfigError(f"num_workers={num_workers} must be >= 1 (default: the usable cores)")
     s = mf.check_settings(settings)
     s["segmenter"] = segment.resolve(s["segmenter"])
     s["segmenter_version"] = segment.version(s["segmenter"])
@@ -135,9 +138,6 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     shard_dir, tmp_dir = out / "shards", out / "tmp"
     shard_dir.mkdir(exist_ok=True)
     tmp_dir.mkdir(exist_ok=True)
-    n_workers = default_workers() if num_workers is None else int(num_workers)
-    if n_workers < 1:
-        raise ConfigError(f"num_workers={num_workers} must be >= 1 (default: the usable cores)")
     paths = [src.path for src in sources]
     total = sum(src.size_bytes for src in sources)
     bar = CorpusProgress(total, enabled=progress)
