@@ -102,6 +102,13 @@ def test_errors_raise_names_file_and_line(tmp_path, tok_dir, make, match):
         run(tmp_path / "in", tmp_path / "out", tok_dir, errors="raise")
 
 
+def test_errors_raise_from_a_worker_process(tmp_path, tok_dir):
+    (tmp_path / "x.jsonl").write_text('{"text": "好的很好很好"}\n{"t": 1}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"x\.jsonl, line 2: no_text_field"):
+        run(tmp_path / "x.jsonl", tmp_path / "out", tok_dir, errors="raise", num_workers=2)
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
 def corpus(tmp_path: Path) -> list[Path]:
     lines = review_lines(700)
     return [write_txt(tmp_path / "a.txt", lines[:400]), write_jsonl(tmp_path / "b.jsonl", lines[350:])]

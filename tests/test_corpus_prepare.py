@@ -192,3 +192,14 @@ def test_progress_plain_lines_show_rates_and_eta():
     out = buf.getvalue()
     assert "tokenize: 10.0 MB of input" in out
     assert "40.0% (4.0 MB), 2.00 MB/s, 250 texts/s, ETA 3 s" in out
+
+
+def test_shard_size_never_changes_the_split_streams(tmp_path, tok_dir):
+    src = write_txt(tmp_path / "a.txt", review_lines(300))
+    one = run(src, tmp_path / "big", tok_dir, heldout_share=0.1)
+    many = run(src, tmp_path / "small", tok_dir, heldout_share=0.1, shard_tokens=1000, chunk_items=16)
+    assert len(one["splits"]["train"]["shards"]) == 1 and len(many["splits"]["train"]["shards"]) > 5
+    for split in ("train", "validation"):
+        a, b = load_split(tmp_path / "big", split), load_split(tmp_path / "small", split)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+        assert one["splits"][split]["n_tokens"] == many["splits"][split]["n_tokens"] == len(a[0])
