@@ -49,17 +49,6 @@ def test_corpus_store_reads_a_prepared_directory_as_it_is(store_dir):
     assert corpus_store(store_dir) == store_dir
 
 
-def test_corpus_store_without_a_writer_names_the_command(tmp_path, monkeypatch, runs_tmp):
-    import nbkit.corpus
-    from nbkit.pipeline.corpus import corpus_store
-
-    monkeypatch.delattr(nbkit.corpus, "prepare_corpus", raising=False)
-    monkeypatch.setattr(nbkit.corpus, "__getattr__", lambda name: (_ for _ in ()).throw(AttributeError(name)))
-    (tmp_path / "wiki.jsonl").write_text('{"text": "你好"}\n')
-    with pytest.raises(DataError, match="nbkit prepare-corpus"):
-        corpus_store(tmp_path / "wiki.jsonl")
-
-
 def test_corpus_store_prepares_raw_input_into_the_runs_dir(tmp_path, monkeypatch, runs_tmp, store_dir):
     import shutil
 

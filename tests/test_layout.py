@@ -95,7 +95,7 @@ def test_modules_stay_small():
 def test_top_level_is_subpackages_by_concern():
     top = sorted(p.name for p in PKG.iterdir() if not p.name.startswith(("_", ".")) and p.name != "nbkit.egg-info")
     assert top == ["atomic.py", "cli", "corpus", "data", "env", "errors.py", "gpu", "jobs", "jsonio.py", "models",
-                   "pipeline", "profiling", "recipes", "rng.py", "switches.py", "text", "train"]
+                   "pipeline", "profiling", "recipes", "rng.py", "switches.py", "text", "train", "units.py"]
     for pkg in PKG.iterdir():
         if pkg.is_dir() and not pkg.name.startswith("_"):
             assert (pkg / "__init__.py").is_file(), f"{pkg} is not a package"
@@ -128,7 +128,7 @@ def test_no_binary_files_outside_docs_img():
 
 
 # ----- layers (docs/architecture.md "Data flow"): imports point down, gpu/ and env/ stand alone -----
-BASE = {"errors", "jsonio", "rng", "atomic", "switches", "_lazy"}  # top-level modules every layer may import
+BASE = {"nbkit", "errors", "jsonio", "rng", "atomic", "switches", "units", "_lazy"}  # top-level modules every layer may import
 _BELOW = ["data", "text", "corpus", "models", "train", "profiling", "pipeline", "recipes"]  # corpus: the prepared store
 MAY_IMPORT = {                                       # package -> the nbkit packages it may import (+ BASE, itself)
     "gpu": set(), "env": {"gpu"},

@@ -1,4 +1,4 @@
-"""Command line: ``nbkit doctor`` and ``nbkit run-notebooks``.
+"""Command line: ``nbkit doctor``, ``nbkit run-notebooks`` and ``nbkit prepare-corpus``.
 
 Each sub-command lives in the module of its concern; this file only parses
 arguments and dispatches, so ``nbkit doctor`` works even when torch is broken.
@@ -26,6 +26,23 @@ def _run_notebooks(args: argparse.Namespace) -> int:
     except ConfigError as exc:  # bad input: one line, like argparse's own errors
         print(f"nbkit run-notebooks: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _prepare_corpus(args: argparse.Namespace) -> int:
+    from nbkit.corpus.prepare import prepare_corpus
+    from nbkit.errors import NbkitError
+
+    settings = {k: v for k, v in vars(args).items()
+                if k not in ("command", "func", "inputs", "out", "num_workers", "overwrite") and v is not None}
+    try:
+        m = prepare_corpus(args.inputs, args.out, num_workers=args.num_workers, overwrite=args.overwrite, **settings)
+    except NbkitError as exc:  # bad input, changed store, disk full: one line naming the fix
+        print(f"nbkit prepare-corpus: error: {exc}", file=sys.stderr)
+        return 2
+    dropped = ", ".join(f"{k} {v:,}" for k, v in m["dropped"].items() if v) or "none"
+    print(f"{args.out}: {m['counts']['n_texts_kept']:,} texts, train {m['splits']['train']['n_tokens']:,} tokens, "
+          f"validation {m['splits']['validation']['n_tokens']:,} tokens; dropped: {dropped}")
+    return 0
 
 
 def _seconds(text: str) -> int:
@@ -56,6 +73,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=_seconds, default=3600,
                    help="seconds allowed per cell (default 3600)")
     p.set_defaults(func=_run_notebooks)
+
+    p = sub.add_parser("prepare-corpus", help="files/globs/folders of text -> a token store (docs/corpus.md)")
+    p.add_argument("inputs", nargs="+", help=".txt/.jsonl/.json/.parquet files (optionally .gz/.zst), globs, folders")
+    p.add_argument("--out", required=True, help="the store's folder (reused when complete, continued when partial)")
+    p.add_argument("--text-field", help="JSON key / parquet column of the text (default text)")
+    p.add_argument("--tokenizer", help="a tokenizer folder to use (default: train one on a sample)")
+    p.add_argument("--vocab-size", type=int, help="WordPiece size when training (default 21128)")
+    p.add_argument("--sample-mb", type=float, help="MB of text the tokenizer is trained on (default 16)")
+    p.add_argument("--num-workers", type=int, default=None, help="processes (default: the usable cores)")
+    p.add_argument("--errors", choices=("skip", "raise"), help="bad lines: count and skip (default) or stop")
+    p.add_argument("--min-chars", type=int, help="drop texts with fewer visible characters (default 5)")
+    p.add_argument("--min-cjk-share", type=float, help="drop texts with a smaller share of CJK characters (default 0: off)")
+    p.add_argument("--heldout-share", type=float, help="share of texts held out by hash (default 0.005)")
+    p.add_argument("--shard-tokens", type=int, help="tokens per train shard, about (default 33554432)")
+    p.add_argument("--segmenter", choices=("auto", "rjieba", "jieba"), help="word segmenter (default auto)")
+    p.add_argument("--overwrite", action="store_true", help="replace a store of other input or settings")
+    p.set_defaults(func=_prepare_corpus)
 
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

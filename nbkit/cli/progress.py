@@ -24,17 +24,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from nbkit.units import fmt_duration  # noqa: F401  (re-exported)
+
 SKIP_TAG = "skip-execution"  # nbclient's default skip_cells_with_tag
-
-
-def fmt_duration(seconds: float) -> str:
-    """``42 s``, ``3 min 05 s``, ``1 h 02 min``: wall times as people read them."""
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
 def first_line(source: str, width: int = 60) -> str:

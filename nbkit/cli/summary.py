@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbkit.cli.progress import fmt_duration
+from nbkit.units import fmt_duration
 
 # notebook-name prefix -> (file under <runs>/<scale>/, function of the parsed JSON -> headline)
 SOURCES: dict[str, str] = {

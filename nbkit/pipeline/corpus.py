@@ -88,27 +88,20 @@ def corpus_store(corpus, out_dir=None, scale_name: str = "smoke", **settings) ->
         corpus: a prepared directory (``manifest.json`` with ``complete: true``), or a path,
             glob, folder or list of them for ``nbkit.corpus.prepare_corpus``.
         out_dir: where to prepare (default :func:`store_dir_for`); a finished one is reused
-            (the writer checks its inputs and settings; without the writer, as it is).
+            (the writer checks its inputs and settings).
         scale_name: the runs subfolder of the default ``out_dir``.
         settings: passed to ``prepare_corpus`` (``text_field=``, ``num_workers=``, ...).
 
     Raises:
-        DataError: the corpus is not prepared and this nbkit has no ``prepare_corpus`` (names
-            the command to run), or what preparing raises.
+        DataError / ConfigError: what preparing raises (bad input under ``errors="raise"``, a
+            changed input or setting of a finished store).
     """
+    from nbkit.corpus import prepare_corpus
     from nbkit.corpus.store import is_prepared
-    from nbkit.errors import DataError
 
     if not isinstance(corpus, (list, tuple)) and is_prepared(corpus):
         return Path(corpus).expanduser()
     out = Path(out_dir) if out_dir is not None else store_dir_for(corpus, scale_name)
-    try:
-        from nbkit.corpus import prepare_corpus
-    except (ImportError, AttributeError):
-        if is_prepared(out):
-            return out
-        raise DataError(f"{corpus} is not a prepared corpus store and this nbkit has no prepare_corpus; prepare "
-                        f"it with `nbkit prepare-corpus {corpus} --out {out}`, then pass {out}") from None
     prepare_corpus(corpus, out, **settings)   # reuses a finished store, names a changed input or setting
     return out
 

@@ -1,0 +1,114 @@
+"""Tokenize a chunk of texts with word starts, the CJK characters and punctuation by table lookup.
+
+Why: with BERT's Chinese pipeline (``BertNormalizer(handle_chinese_chars=True)`` puts spaces around
+every CJK ideograph, ``BertPreTokenizer`` splits off every punctuation character, ``WordPiece``)
+each CJK ideograph and each punctuation character is a word of one character, whose token is its
+vocabulary entry or ``[UNK]``. ``tokenizers`` spends most of its time on those one-character words
+(about 1 MB/s per core on Chinese text, measured in ``bench/corpus_scale.py``), so here they are
+looked up in a code-point table (numpy) and only the runs between them (Latin words, digits,
+spaces, rare characters) go through the tokenizer, in one ``encode_batch`` call per chunk. The ids
+are those of ``tokenizer.encode(text, add_special_tokens=False)`` (``tests/test_corpus_fastpath.py``
+checks this on varied text), except that a literal special token written in the text (``"[SEP]"``)
+stays its characters instead of becoming the special token.
+
+A tokenizer without that pipeline gets an empty table: everything goes through ``encode_batch``.
+
+Word starts: each token takes the segmenter word holding its first character; a token starts a word
+when its word differs from the previous token's (so a token spanning a word boundary belongs to the
+first word). Words come from the segmenter on the same (NFKC) text.
+"""
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Callable
+
+import numpy as np
+
+# The ranges both BERT's Python is_chinese_char and tokenizers' Rust one treat as CJK (they differ
+# beyond the BMP, which goes through the tokenizer instead).
+_CJK_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
+
+
+def _qualifies(spec: dict) -> bool:
+    norm, pre, model = spec.get("normalizer") or {}, spec.get("pre_tokenizer") or {}, spec.get("model") or {}
+    parts = norm.get("normalizers", []) if norm.get("type") == "Sequence" else [norm]
+    berts = [p for p in parts if p.get("type") == "BertNormalizer"]
+    others_ok = all(p.get("type") in ("BertNormalizer", "NFKC") for p in parts)
+    return (len(berts) == 1 and berts[0].get("handle_chinese_chars") and others_ok
+            and pre.get("type") == "BertPreTokenizer" and model.get("type") == "WordPiece")
+
+
+def lookup_table(tokenizer_file: str) -> np.ndarray:
+    """Code point -> token id for the one-character words (CJK ideographs, BMP punctuation); -1 elsewhere.
+
+    Returns an int32 array of 0x110000 entries (4.4 MB); all -1 when the tokenizer's pipeline is not
+    BERT's Chinese one (see the module docstring).
+    """
+    with open(tokenizer_file, encoding="utf-8") as fh:
+        spec = json.load(fh)
+    table = np.full(0x110000, -1, dtype=np.int32)
+    if not _qualifies(spec):
+        return table
+    vocab = spec["model"]["vocab"]
+    unk = vocab[spec["model"].get("unk_token", "[UNK]")]
+    chars = [c for lo, hi in _CJK_RANGES for c in range(lo, hi + 1)]
+    chars += [c for c in range(0x80, 0x10000) if unicodedata.category(chr(c)).startswith("P")
+              and not (0xD800 <= c <= 0xDFFF)]
+    chars += [ord(c) for c in "!\"#%&'()*,-./:;?@[\\]_{}"]  # ASCII punctuation of category P*
+    table[chars] = unk
+    for token, i in vocab.items():
+        if len(token) == 1 and table[ord(token)] >= 0:
+            table[ord(token)] = i
+    return table
+
+
+def encode_texts(texts: list[str], tok, table: np.ndarray, cut: Callable[[str], list[str]]):
+    """Token ids and word starts of each text: ``(ids, wst, counts)`` for the whole chunk, no ``[SEP]``.
+
+    Returns:
+        ``ids`` (int64, all tokens of all texts in order), ``wst`` (uint8, same length),
+        ``counts`` (int64, tokens per text; 0 when a text gives none).
+    """
+    if not texts:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.int64)
+    joined = "\n".join(texts)
+    cps = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    looked = table[cps]
+    fast = looked >= 0
+    starts_fast = np.flatnonzero(fast)
+    # runs of the other characters, each tokenized as its own string (their neighbours are word breaks)
+    if fast.any() or table.max() >= 0:  # BERT's pipeline: the "\n" between texts is a word break
+        edges = np.flatnonzero(np.diff(np.concatenate(([1], fast.view(np.int8), [1]))))
+        run_lo, run_hi = edges[0::2], edges[1::2]
+    else:  # another pipeline: each text on its own (a separator might otherwise become a token)
+        run_lo = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
+        run_hi = run_lo + np.asarray([len(t) for t in texts])
+    runs = [joined[a:b] for a, b in zip(run_lo.tolist(), run_hi.tolist())]
+    encs = tok.encode_batch(runs, add_special_tokens=False) if runs else []
+    run_ids, run_pos = [], []
+    for lo, enc in zip(run_lo.tolist(), encs):
+        if enc.ids:
+            run_ids.extend(enc.ids)
+            run_pos.extend(lo + o[0] for o in enc.offsets)
+    pos = np.concatenate([starts_fast, np.asarray(run_pos, dtype=np.int64)])
+    ids = np.concatenate([looked[starts_fast].astype(np.int64), np.asarray(run_ids, dtype=np.int64)])
+    order = np.argsort(pos, kind="stable")
+    pos, ids = pos[order], ids[order]
+    # word of each character: the segmenter's words of each text, then the "\n" between texts
+    lengths = []
+    for t in texts:
+        words = cut(t)
+        lens = [len(w) for w in words]
+        if sum(lens) != len(t):  # a segmenter that drops characters: one word per character
+            lens = [1] * len(t)
+        lengths.extend(lens)
+        lengths.append(1)
+    word_of_char = np.repeat(np.arange(len(lengths)), lengths)
+    w = word_of_char[pos]
+    wst = np.ones(len(w), dtype=np.uint8)
+    if len(w) > 1:
+        wst[1:] = w[1:] != w[:-1]
+    doc_start = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
+    counts = np.bincount(np.searchsorted(doc_start, pos, side="right") - 1, minlength=len(texts))
+    return ids, wst, counts.astype(np.int64)

@@ -1,0 +1,267 @@
+"""``prepare_corpus``: files, globs or folders of text -> a sharded, resumable token store (``nbkit-corpus/1``).
+
+The stages (docs/corpus.md has the why and the measurements):
+
+1. resolve the inputs (:mod:`nbkit.corpus.sources`, :mod:`nbkit.corpus.readers`) and check the output folder: a complete store
+   of the same input and settings is returned as is; one of other input or settings is named
+   (ConfigError) unless ``overwrite=True``; a partial one of the same is continued;
+2. the tokenizer (:mod:`nbkit.corpus.vocab`): given, or trained on a documented sample;
+3. one pass over the input in chunks, cleaned, segmented and tokenized in ``num_workers`` processes
+   (:mod:`nbkit.corpus.worker`), deduplicated and split by hash here, written part by part
+   (:mod:`nbkit.corpus.shards`); a part closes after the chunk that brings its train shard to
+   ``shard_tokens``, so part boundaries depend only on the input and the settings;
+4. ``manifest.json`` last (atomic): its presence with ``"complete": true`` means the store is done.
+
+Memory: the in-flight chunks (at most ``2 * num_workers`` of <= 4 MB each and their results), the
+longest line, and the dedup hash set (:mod:`nbkit.corpus.dedup`: 8 bytes per kept text, the only part
+growing with the corpus); the shards are written as they fill, never held whole.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nbkit import jsonio
+from nbkit.corpus import manifest as mf
+from nbkit.corpus import segment, shards
+from nbkit.corpus.dedup import HashSet
+from nbkit.corpus.pool import Workers
+from nbkit.corpus.progress import CorpusProgress
+from nbkit.corpus.readers import FileProblem, iter_chunks
+from nbkit.corpus.sources import resolve_inputs
+from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut
+from nbkit.errors import ConfigError, DataError
+
+DROPPED = ("blank", "missing", "duplicate", "too_short", "non_cjk", "bad_utf8", "bad_json", "no_text_field",
+           "no_tokens", "empty_file", "binary_file", "truncated_file", "unreadable_file")
+REPAIRED = ("repaired_surrogates", "long_texts_cut", "long_text_pieces")
+COUNTS = ("n_files", "n_items", "n_texts_read", "n_texts_kept", "n_chars", "n_tokens")
+_OURS = ("manifest.json", "prepare.json", "tokenizer", "tokenizer_info.json", "shards", ".tokenizer.tmp", "tmp")
+
+
+def default_workers() -> int:
+    """The usable cores (``len(os.sched_getaffinity(0))``; ``os.cpu_count()`` where that is missing)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _wipe(out: Path) -> None:
+    for name in _OURS:
+        p = out / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+
+
+def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> dict | None:
+    """The complete manifest to reuse, or None after making ``out`` ready to (continue to) prepare."""
+    for name, complete in (("manifest.json", True), ("prepare.json", False)):
+        path = out / name
+        if not path.is_file():
+            continue
+        old = jsonio.loads_strict(path.read_text(encoding="utf-8"))
+        diffs = mf.differences(old, ident)
+        if not diffs and (not complete or old.get("complete")):
+            return old if complete else None
+        if not overwrite:
+            raise mf.changed_error(out, diffs or ["the manifest is not complete"], complete)
+        _wipe(out)
+        return None
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise ConfigError(f"{out} is not empty and holds no corpus store; pass a new or empty out_dir "
+                          "(overwrite=True deletes only nbkit's own files there)")
+    _wipe(out)
+    return None
+
+
+def _split_counts(tally: Counter) -> dict[str, Any]:
+    return {"counts": {k: int(tally[k]) for k in COUNTS}, "dropped": {k: int(tally[k]) for k in DROPPED},
+            "repaired": {k: int(tally[k]) for k in REPAIRED}}
+
+
+class _Part:
+    """The part being filled: its two shard files and the hashes it kept."""
+
+    def __init__(self, shard_dir: Path, k: int):
+        self.k = k
+        self.files = {s: shards.ShardFile(shard_dir, f"{s}-{k:05d}") for s in shards.SPLITS}
+        self.hashes: list[np.ndarray] = []
+
+
+def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite: bool = False,
+                   progress: bool = True, **settings) -> dict[str, Any]:
+    """Prepare ``inputs`` into the token store ``out_dir`` and return its manifest (format ``nbkit-corpus/1``).
+
+    Args:
+        inputs: a path, glob or folder, or a list of them (``.txt``, ``.jsonl``, ``.json``, ``.parquet``,
+            each optionally ``.gz``/``.zst``; folders recursively).
+        out_dir: the store's folder (created; a finished store there is reused, a partial one continued).
+        num_workers: processes for the per-text work (default: the usable cores); never changes the output.
+        overwrite: delete a store of other input or settings in ``out_dir`` instead of raising.
+        progress: print MB/s, texts/s and an ETA (a bar on a terminal, plain lines otherwise).
+        **settings: see :data:`nbkit.corpus.manifest.DEFAULTS` (``text_field``, ``tokenizer``,
+            ``vocab_size``, ``min_chars``, ``min_cjk_share``, ``heldout_share``, ``errors``, ...).
+
+    Returns:
+        The manifest dict (also in ``out_dir/manifest.json``).
+
+    Raises:
+        ConfigError: a bad setting, no input, or ``out_dir`` holding a store of other input or settings
+            (every difference named).
+        DataError: with ``errors="raise"``, the first bad line or file (file and line named); nothing kept.
+        CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
+    """
+    t_start = time.perf_counter()
+    n_workers = default_workers() if num_workers is None else int(num_workers)
+    if n_workers < 1:
+        raise ConfigError(f"num_workers={num_workers} must be >= 1 (default: the usable cores)")
+    s = mf.check_settings(settings)
+    s["segmenter"] = segment.resolve(s["segmenter"])
+    s["segmenter_version"] = segment.version(s["segmenter"])
+    sources = resolve_inputs(inputs)
+    ident = mf.identity(s, [src.as_dict() for src in sources])
+    out = Path(out_dir).expanduser()
+    reuse = _check_out_dir(out, ident, overwrite)
+    if reuse is not None:
+        return reuse
+    out.mkdir(parents=True, exist_ok=True)
+    jsonio.write_json(out / "prepare.json", ident)
+    shard_dir, tmp_dir = out / "shards", out / "tmp"
+    shard_dir.mkdir(exist_ok=True)
+    tmp_dir.mkdir(exist_ok=True)
+    paths = [src.path for src in sources]
+    total = sum(src.size_bytes for src in sources)
+    bar = CorpusProgress(total, enabled=progress)
+    job = {k: s[k] for k in ("errors", "text_field", "max_chars", "min_chars", "min_cjk_share", "segmenter")}
+    with Workers(n_workers) as pool:
+        def cleaned():
+            bar.begin("tokenizer sample")
+            for item, result in pool.map("clean", iter_chunks(sources, s["text_field"], tmp_dir=tmp_dir,
+                                                              chunk_items=s["chunk_items"]), job, paths):
+                if result is not None:
+                    bar.update(item.raw_pos + sum(x.size_bytes for x in sources[:item.source]), len(result[0]))
+                    yield result[0]
+        tok, tok_seconds = ensure_tokenizer(out, s, cleaned)
+        job.update(tokenizer_file=str(out / "tokenizer" / "tokenizer.json"), dtype=tok["dtype"],
+                   sep_id=tok["sep_id"])
+        markers, resumed = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total)
+    timing = {"seconds": round(time.perf_counter() - t_start, 3), "tokenizer_seconds": round(tok_seconds, 3),
+              "num_workers": n_workers, "resumed_parts": resumed, "input_mb": round(total / 1e6, 3)}
+    timing["mb_per_s"] = round(total / 1e6 / max(timing["seconds"], 1e-9), 3)
+    result = mf.build_manifest(ident, markers[-1], markers, tok, timing)
+    if not result["splits"]["train"]["n_tokens"]:
+        raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
+                        f"{ {k: v for k, v in result['dropped'].items() if v} }); check text_field and the filters")
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    jsonio.write_json(out / "manifest.json", result)
+    return result
+
+
+def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Path, tok, bar, total):
+    """The main pass (stage 3), from the last complete part on; returns ``(markers, parts reused)``."""
+    itemsize = np.dtype(tok["dtype"]).itemsize
+    markers = shards.completed_parts(shard_dir, itemsize)
+    resumed = len(markers)
+    if markers and markers[-1].get("final"):
+        return markers, resumed
+    last = markers[-1] if markers else None
+    tally = Counter()
+    problems: list[dict] = []
+    if last:
+        for group in ("counts", "dropped", "repaired"):
+            tally.update(last[group])
+        problems = list(last["problems"])
+    else:
+        tally["n_files"] = len(sources)
+    seen = HashSet(np.concatenate([np.fromfile(shard_dir / f"{shards.part_name(m['part'])}.hashes", "<u8")
+                                   for m in markers]) if markers else None)
+    start = tuple(last["next"]) if last else (0, 0)
+    offset = sum(x.size_bytes for x in sources[:start[0]])
+    bar.begin("tokenize", offset)
+    part = _Part(shard_dir, len(markers))
+    written = sum(m["shards"][sp]["n_tokens"] for m in markers for sp in shards.SPLITS if m["shards"].get(sp))
+    cut = heldout_cut(s["heldout_share"])
+
+    def close(position, final: bool):
+        nonlocal part, written
+        try:
+            entries = {sp: f.commit() for sp, f in part.files.items()}
+            shards.fsync_dir(shard_dir)
+            marker = {"part": part.k, "next": list(position), "final": final, "shards": entries,
+                      "problems": problems[:100], **_split_counts(tally)}
+            hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)
+            shards.write_marker(shard_dir, part.k, hashes, marker)
+        except shards.DiskFull as exc:
+            for f in part.files.values():
+                f.abort()
+            raise _disk_full(shard_dir, exc, written, bar.bytes, total) from None
+        markers.append(marker)
+        written += sum(e["n_tokens"] for e in entries.values() if e)
+        seen.merge()
+        part = _Part(shard_dir, part.k + 1)
+
+    chunks = iter_chunks(sources, s["text_field"], start, chunk_items=s["chunk_items"], tmp_dir=tmp_dir)
+    try:
+        for item, res in pool.map("encode", chunks, job, paths):
+            if isinstance(item, FileProblem):
+                _file_problem(item, tally, problems, s["errors"])
+                continue
+            _add(res, seen, cut, part, tally, problems)
+            bar.update(item.raw_pos + sum(x.size_bytes for x in sources[:item.source]), int(len(res["lens"])))
+            if part.files["train"].n_tokens >= s["shard_tokens"]:
+                close((item.source, item.next_line), final=False)
+        close((len(sources), 0), final=True)
+    except shards.DiskFull as exc:
+        for f in part.files.values():
+            f.abort()
+        raise _disk_full(shard_dir, exc, written, bar.bytes, total) from None
+    except BaseException:
+        for f in part.files.values():
+            f.abort()
+        raise
+    bar.finish(f"{tally['n_texts_kept']:,} texts kept, {tally['n_tokens']:,} tokens")
+    return markers, resumed
+
+
+def _add(res, seen: HashSet, cut: int, part: _Part, tally: Counter, problems: list) -> None:
+    """One chunk's result: dedup, split by hash, append to the part's shards, count."""
+    tally.update(res["counts"])
+    problems.extend(res["problems"][:max(0, 100 - len(problems))])
+    keep = seen.filter_new(res["hashes"])
+    tally["duplicate"] += int((~keep).sum())
+    heldout = res["hashes"] < np.uint64(cut)
+    tok_keep = np.repeat(keep, res["lens"])
+    tok_val = np.repeat(heldout, res["lens"])
+    for split, docs, toks in (("train", keep & ~heldout, tok_keep & ~tok_val), ("validation", keep & heldout,
+                                                                                 tok_keep & tok_val)):
+        if docs.any():
+            part.files[split].append(res["ids"][toks], res["wst"][toks], int(docs.sum()))
+    part.hashes.append(res["hashes"][keep])
+    tally["n_texts_kept"] += int(keep.sum())
+    tally["n_chars"] += int(res["chars"][keep].sum())
+    tally["n_tokens"] += int(res["lens"][keep].sum())
+
+
+def _file_problem(p: FileProblem, tally: Counter, problems: list, errors: str) -> None:
+    tally[p.reason] += 1
+    if errors == "raise":
+        where = f", line {p.line}" if p.line else ""
+        raise DataError(f"{p.path}{where}: {p.reason} ({p.detail}); fix or remove the file, or pass "
+                        "errors='skip' to count it in the manifest and go on")
+    if len(problems) < 100:
+        problems.append({"path": p.path, "line": p.line, "reason": p.reason})
+
+
+def _disk_full(shard_dir: Path, exc, written_tokens: int, bytes_done: int, total: int):
+    done = max(bytes_done, 1)
+    per_byte = written_tokens * 3 / done if written_tokens else 3.0  # ids (2 B) + wst (1 B) per token, about
+    return shards.disk_full_error(shard_dir, str(exc), per_byte * max(total - bytes_done, 0) + (16 << 20))

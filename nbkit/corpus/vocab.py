@@ -1,0 +1,109 @@
+"""The store's tokenizer: the user's own (copied in), or WordPiece trained on a documented sample.
+
+The sample is the first ``sample_mb`` MB (UTF-8) of texts, in input order, that pass the validity
+rule and the filters, are not held out (:func:`is_heldout`) and are not repeats within the sample;
+the whole corpus when it is smaller. It is trained with :func:`nbkit.text.tokenizer.train_wordpiece`
+(deterministic: the same sample gives the same ``tokenizer.json``) into a temp folder renamed to
+``tokenizer/`` when complete, so a killed run retrains and a finished one is reused.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from nbkit import jsonio
+from nbkit.errors import ConfigError
+
+INFO = "tokenizer_info.json"  # beside tokenizer/: what the store needs to know about it
+
+
+def heldout_cut(share: float) -> int:
+    """The held-out rule: a text whose hash ``h`` (uint64) is below ``int(share * 2**64)`` is validation."""
+    return int(share * 2**64)
+
+
+def _ids(tok, out: dict[str, Any]) -> dict[str, Any]:
+    size = len(tok)
+    if tok.sep_token_id is None or tok.cls_token_id is None:
+        raise ConfigError("the tokenizer has no [SEP]/[CLS] token; use a BERT-style tokenizer "
+                          "(or none, to train one)")
+    return {**out, "dir": "tokenizer", "vocab_size": size, "dtype": "uint16" if size <= 65535 else "uint32",
+            "sep_id": int(tok.sep_token_id), "cls_id": int(tok.cls_token_id)}
+
+
+def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int) -> tuple[list[str], int]:
+    """The tokenizer's training sample from lists of cleaned texts in input order: ``(texts, bytes)``."""
+    from nbkit.corpus.worker import text_hash
+
+    texts, seen, size, cut = [], set(), 0, heldout_cut(share)
+    for batch in cleaned:
+        for t in batch:
+            h = text_hash(t)
+            if h < cut or h in seen:
+                continue
+            seen.add(h)
+            texts.append(t)
+            size += len(t.encode("utf-8"))
+            if size >= max_bytes:
+                return texts, size
+    return texts, size
+
+
+def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
+                     cleaned: Callable[[], Iterable[list[str]]]) -> tuple[dict[str, Any], float]:
+    """``out_dir/tokenizer/`` ready (reused, copied or trained); returns ``(info, seconds spent)``.
+
+    Args:
+        cleaned: called only when training: yields lists of cleaned texts in input order.
+
+    Raises:
+        ConfigError: a given tokenizer that does not load or lacks [SEP]/[CLS].
+        DataError: no text passes the filters (nothing to train on).
+    """
+    from transformers import AutoTokenizer
+
+    final, info_path = out_dir / "tokenizer", out_dir / INFO
+    if final.is_dir() and info_path.is_file():
+        return jsonio.loads_strict(info_path.read_text(encoding="utf-8")), 0.0
+    t0 = time.perf_counter()
+    tmp = out_dir / ".tokenizer.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(final, ignore_errors=True)
+    given = settings["tokenizer"]
+    if given is not None:
+        try:
+            tok = AutoTokenizer.from_pretrained(given)
+        except Exception as exc:  # noqa: BLE001  (OSError, ValueError, ... from transformers)
+            raise ConfigError(f"tokenizer={given!r} does not load with AutoTokenizer ({exc}); pass a "
+                              "tokenizer directory (vocab.txt or tokenizer.json), or None to train one") from exc
+        if not tok.is_fast:
+            raise ConfigError(f"tokenizer={given!r} has no fast (Rust) version; pass one with tokenizer.json")
+        tok.save_pretrained(str(tmp))
+        info = {"trained_on": f"given: {given}"}
+    else:
+        from nbkit.errors import DataError
+        from nbkit.text.tokenizer import train_wordpiece
+
+        max_bytes = int(settings["sample_mb"] * 1e6)
+        texts, size = sample_texts(cleaned(), settings["heldout_share"], max_bytes)
+        if not texts:
+            raise DataError("no text of the corpus passes the validity rule and filters, so there is nothing "
+                            "to train the tokenizer on; check text_field, min_chars and min_cjk_share")
+        tok = train_wordpiece(texts, settings["vocab_size"], tmp, settings["model_max_length"])
+        training = tmp / "training.json"  # its train_seconds would make the folder differ between runs
+        record = jsonio.loads_strict(training.read_text(encoding="utf-8"))
+        record.pop("train_seconds", None)
+        jsonio.write_json(training, record)
+        whole = "the whole corpus" if size < max_bytes else f"sample_mb={settings['sample_mb']}"
+        info = {"trained_on": (
+            f"the first {len(texts):,} texts ({size / 1e6:,.2f} MB UTF-8, {whole}) in input order that pass the "
+            "validity rule and filters, held-out and repeated texts excluded")}
+    if not (tmp / "tokenizer.json").is_file():
+        raise ConfigError(f"the tokenizer saved to {tmp} has no tokenizer.json; pass a fast tokenizer")
+    info = _ids(tok, info)
+    tmp.replace(final)
+    jsonio.write_json(info_path, info)
+    return info, time.perf_counter() - t0

@@ -1,0 +1,168 @@
+"""Per-chunk work of the corpus preparation, run in the worker processes (or in-process for one worker).
+
+For each raw item of a :class:`~nbkit.corpus.readers.Chunk`, in order:
+
+1. decode (UTF-8, strict: a broken line is dropped as ``bad_utf8``) and parse (JSON lines:
+   ``bad_json`` when not a JSON object, ``no_text_field`` when the field is absent);
+2. cut a text longer than ``max_chars`` with :func:`nbkit.data.textrule.split_long` (each piece is
+   its own text from here on; counted as ``long_texts_cut``);
+3. the validity rule :func:`nbkit.data.textrule.check_text` (``missing``, ``blank``,
+   ``repaired_surrogates``);
+4. NFKC normalisation (what the tokenizer's first normaliser does), then the filters: ``too_short``
+   (fewer than ``min_chars`` non-whitespace characters), ``non_cjk`` (CJK ideographs below
+   ``min_cjk_share`` of the non-whitespace characters; off at 0);
+5. (``encode`` only) the 64-bit hash of the normalised text, the WordPiece ids of the text and the
+   word starts aligned to them (:mod:`nbkit.corpus.fastpath`: the segmenter's words, ids by table
+   lookup for CJK characters and punctuation, the tokenizer for the rest).
+
+Deduplication and the held-out split need the whole stream's history, so the main process does them
+(:mod:`nbkit.corpus.prepare`) from the hashes returned here.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from nbkit.data.textrule import check_text, split_long
+from nbkit.errors import DataError
+
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+_WS = re.compile(r"\s+")
+_STATE: dict[str, Any] = {}  # per process: the loaded tokenizer and segmenter
+
+
+def text_hash(text: str) -> int:
+    """64-bit hash of ``text`` (blake2b, 8-byte digest, little-endian): deterministic across processes and runs."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def _problem(counts: Counter, problems: list, errors: str, path: str, line: int, reason: str, detail: str):
+    counts[reason] += 1
+    if errors == "raise":
+        raise DataError(f"{path}, line {line}: {reason} ({detail}); fix the line, or pass errors='skip' "
+                        "to drop such lines and count them in the manifest")
+    if len(problems) < 100:
+        problems.append({"path": path, "line": line, "reason": reason})
+
+
+def _value(item, kind: str, field: str):
+    """The raw text value of one item, or ``(reason, detail)`` for a bad line."""
+    if kind == "txt":
+        return item.decode("utf-8")
+    if kind in ("jsonl", "json"):
+        if isinstance(item, bytes):
+            line = item.decode("utf-8")
+            if not line.strip():
+                return ""  # a blank line of a JSON lines file: dropped as "blank" by check_text
+            try:
+                item = json.loads(line)
+            except ValueError as exc:
+                return ("bad_json", str(exc)[:80])
+        if not isinstance(item, dict):
+            return ("bad_json", f"a JSON {type(item).__name__}, not an object")
+        if field not in item:
+            return ("no_text_field", f"no {field!r} key; keys: {sorted(item)[:5]}")
+        return item[field]
+    return item  # parquet: the column's value
+
+
+def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, list[dict]]:
+    """Steps 1-4 for one chunk: ``(texts, counts, problems)``, texts normalised, in input order.
+
+    ``counts`` holds drops by reason, repairs and ``n_items`` / ``n_texts_read`` (texts after cutting);
+    ``problems`` names file and 1-based line of each bad line (first 100 of the chunk).
+
+    Raises:
+        DataError: a bad line when ``settings["errors"] == "raise"``.
+    """
+    counts: Counter = Counter()
+    problems: list[dict] = []
+    errors, field, max_chars = settings["errors"], settings["text_field"], settings["max_chars"]
+    min_chars, min_cjk = settings["min_chars"], settings["min_cjk_share"]
+    texts = []
+    for offset, item in enumerate(chunk.items):
+        line = chunk.first_line + offset
+        counts["n_items"] += 1
+        try:
+            value = _value(item, chunk.kind, field)
+        except UnicodeDecodeError as exc:
+            _problem(counts, problems, errors, path, line, "bad_utf8", f"byte {exc.start}: {exc.reason}")
+            continue
+        if isinstance(value, tuple):
+            _problem(counts, problems, errors, path, line, *value)
+            continue
+        pieces = [value]
+        if isinstance(value, str) and len(value) > max_chars:
+            pieces = split_long(value, max_chars)
+            counts["long_texts_cut"] += 1
+            counts["long_text_pieces"] += len(pieces)
+        for piece in pieces:
+            counts["n_texts_read"] += 1
+            text = check_text(piece, counts)
+            if text is None:
+                continue
+            text = unicodedata.normalize("NFKC", text)
+            visible = len(text) - sum(len(m) for m in _WS.findall(text))
+            if visible < min_chars:
+                counts["too_short"] += 1
+                continue
+            if min_cjk > 0 and len(_CJK.findall(text)) < min_cjk * visible:
+                counts["non_cjk"] += 1
+                continue
+            texts.append(text)
+    return texts, counts, problems
+
+
+def _tools(settings: dict):
+    key = (settings["tokenizer_file"], settings["segmenter"])
+    if _STATE.get("key") != key:
+        from tokenizers import Tokenizer
+
+        from nbkit.corpus.fastpath import lookup_table
+        from nbkit.corpus.segment import cutter
+
+        _STATE.update(key=key, tok=Tokenizer.from_file(settings["tokenizer_file"]),
+                      table=lookup_table(settings["tokenizer_file"]),
+                      cut=cutter(settings["segmenter"], keep_space=True))
+    return _STATE["tok"], _STATE["table"], _STATE["cut"]
+
+
+def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
+    """Steps 1-5 for one chunk; returns numpy arrays for the main process.
+
+    Returns:
+        ``hashes`` (uint64, n_docs), ``lens`` (int64, n_docs: tokens per text incl. its ``[SEP]``),
+        ``chars`` (int64, n_docs), ``ids`` (``settings["dtype"]``, sum(lens)), ``wst`` (uint8, sum(lens):
+        1 at a word's first token and at ``[SEP]``), ``counts`` (Counter), ``problems`` (list).
+        A text that gives no token (every character removed by the tokenizer's normaliser) is
+        dropped as ``no_tokens``.
+    """
+    from nbkit.corpus.fastpath import encode_texts
+
+    texts, counts, problems = clean_chunk(chunk, settings, path)
+    tok, table, cut = _tools(settings)
+    ids, wst, per_text = encode_texts(texts, tok, table, cut)
+    keep = per_text > 0
+    counts["no_tokens"] += int((~keep).sum())
+    ends = np.cumsum(per_text)[keep]  # a [SEP] after each kept text's tokens
+    dtype = np.dtype(settings["dtype"])
+    return {
+        "hashes": np.asarray([text_hash(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.uint64),
+        "lens": per_text[keep] + 1,
+        "chars": np.asarray([len(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.int64),
+        "ids": np.insert(ids, ends, settings["sep_id"]).astype(dtype),
+        "wst": np.insert(wst, ends, 1).astype(np.uint8),
+        "counts": counts, "problems": problems,
+    }
+
+
+def run(task: tuple) -> Any:
+    """Pool entry point: ``(mode, chunk, settings, path)`` -> :func:`clean_chunk` or :func:`encode_chunk`."""
+    mode, chunk, settings, path = task
+    return (encode_chunk if mode == "encode" else clean_chunk)(chunk, settings, path)
