@@ -152,18 +152,21 @@ def main(argv: list[str] | None = None) -> int:
         block = render(a.runs_dir, a.scale, a.machine)
         pv_block = render_pretrain_value()
         pvg_block = render_pretrain_value(PV_GPU_RECORDED)
+        import corpus_table
         import gpu_table
 
         try:
             gpu_block = gpu_table.render(gpu_table.latest_session())
+            corpus_block = corpus_table.render(corpus_table.latest_run())
         except FileNotFoundError as exc:
             raise Missing(str(exc)) from exc
         if a.print:
-            print("\n\n".join((block, pv_block, gpu_block, pvg_block)))
+            print("\n\n".join((block, pv_block, gpu_block, pvg_block, corpus_block)))
             return 0
         readme = replace_block(a.readme.read_text(encoding="utf-8"), block)
         readme = replace_block(readme, pv_block, PV_START, PV_END)
         readme = replace_block(readme, gpu_block, gpu_table.START, gpu_table.END)
+        readme = replace_block(readme, corpus_block, corpus_table.START, corpus_table.END)
         a.readme.write_text(replace_block(readme, pvg_block, PVG_START, PVG_END), encoding="utf-8")
     except Missing as exc:
         print(f"expect_table.py: {exc}", file=sys.stderr)

@@ -14,6 +14,7 @@ SCRIPT = ROOT / "scripts" / "expect_table.py"
 spec = importlib.util.spec_from_file_location("expect_table", SCRIPT)
 expect_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(expect_table)  # puts scripts/ on sys.path
+import corpus_table  # noqa: E402
 import gpu_table  # noqa: E402
 
 
@@ -91,6 +92,7 @@ def test_rewrites_only_the_block_between_the_markers(recorded_run, tmp_path):
     readme.write_text(f"# x\nbefore\n{expect_table.START}\nold table\n{expect_table.END}\nafter\n"
                       f"{expect_table.PVG_START}\nold pvg\n{expect_table.PVG_END}\n"
                       f"{gpu_table.START}\nold gpu\n{gpu_table.END}\n"
+                      f"{corpus_table.START}\nold corpus\n{corpus_table.END}\n"
                       f"{expect_table.PV_START}\nold pv\n{expect_table.PV_END}\n", encoding="utf-8")
     run = subprocess.run([sys.executable, str(SCRIPT), str(recorded_run), "--readme", str(readme)],
                          capture_output=True, text=True, timeout=60)
@@ -102,6 +104,7 @@ def test_rewrites_only_the_block_between_the_markers(recorded_run, tmp_path):
     assert "old gpu" not in text and "`pytest -m gpu` |" in text and "tokens/s, MFU" in text
     assert "old table" not in text and "test accuracy 0.763" in text
     assert "old pv" not in text and "Δ test vs random init [95 % CI]" in text   # the recorded benchmark
+    assert "old corpus" not in text and "HF `run_mlm.py` recipe" in text          # bench/corpus_scale.py
     assert expect_table.replace_block(text, "B") == expect_table.replace_block(text.replace("0.763", "?"), "B")
     with pytest.raises(expect_table.Missing, match="exactly one"):
         expect_table.replace_block("no markers", "B")
@@ -114,3 +117,19 @@ def test_readme_has_the_markers_once_in_order():
     assert readme.count(expect_table.PVG_START) == 1 and readme.count(gpu_table.START) == 1
     assert readme.index("## What to expect (measured)") < readme.index(expect_table.START) < readme.index(
         expect_table.END)
+
+
+def test_corpus_block_is_the_rendering_of_the_recorded_benchmark(tmp_path):
+    run = corpus_table.latest_run()
+    block = corpus_table.render(run)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    inside = readme.split(corpus_table.START, 1)[1].split(corpus_table.END, 1)[0].strip()
+    assert inside == block, "README's corpus table is stale: run .venv/bin/python scripts/corpus_table.py"
+    d = json.loads(run.read_text(encoding="utf-8"))
+    d["runs"]["nbkit_20mb"]["peak_rss_mib"] = 4321                # the block follows the file
+    other = tmp_path / "corpus_scale_x.json"
+    other.write_text(json.dumps(d), encoding="utf-8")
+    assert "| 4,321 MiB |" in corpus_table.render(other)
+    d["runs"].pop("hf_200mb")
+    other.write_text(json.dumps(d), encoding="utf-8")
+    assert "HF's recipe was not recorded at 200 MB" in corpus_table.render(other)
