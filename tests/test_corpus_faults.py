@@ -181,27 +181,29 @@ def test_killed_at_random_moments_then_rerun_gives_a_byte_identical_store(tmp_pa
         return subprocess.Popen([sys.executable, "-c", SCRIPT, *src, str(out)], env=env, cwd=ROOT,
                                 start_new_session=True)
 
+    t0 = time.monotonic()
     assert start(tmp_path / "ref").wait(timeout=300) == 0
+    full = time.monotonic() - t0
     rng = random.Random(21)
     out = tmp_path / "out"
-
-    def n_done():
-        return len(list((out / "shards").glob("part-*.done.json"))) if (out / "shards").is_dir() else 0
-
+    markers = (lambda: len(list((out / "shards").glob("part-*.done.json"))))  # noqa: E731
     kills, parts_seen = 0, []
-    for _ in range(4):
-        before, proc = n_done(), start(out)
-        deadline = time.monotonic() + 300
-        # wait for this run's first new part (start-up time varies with machine load), then kill at a
-        # random moment after it: amid the next part's reading, tokenizing or writing
-        while proc.poll() is None and n_done() <= before and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(rng.uniform(0.0, 0.25))
+    for attempt in range(4):
+        proc = start(out)
+        if attempt == 0:  # anywhere in the run: start-up, tokenizer training or the shards
+            deadline = time.monotonic() + rng.uniform(0.2, 0.9) * full
+        else:  # just after the next part completes, at a random point of the one after it
+            before, deadline = markers(), time.monotonic() + full
+            while proc.poll() is None and markers() == before and time.monotonic() < deadline:
+                time.sleep(0.01)
+            deadline = time.monotonic() + rng.uniform(0.0, 0.05)
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the main process and its workers
             proc.wait()
             kills += 1
-            parts_seen.append(n_done())
+            parts_seen.append(markers())
     assert kills >= 2 and max(parts_seen) > 0, parts_seen  # at least one kill fell amid the shards
     assert start(out).wait(timeout=300) == 0
     assert store_files(out) == store_files(tmp_path / "ref")
