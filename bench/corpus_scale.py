@@ -38,6 +38,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout
 
+from nbkit import jsonio  # noqa: E402
+
 BLOCK = 128
 
 
@@ -79,14 +81,14 @@ def synth(size_mb: int, work: pathlib.Path, seed: int = 0) -> list[str]:
     else:
         files = [d / "part.jsonl.gz"]
         with gzip.open(files[0], "wt", encoding="utf-8", compresslevel=6) as fh:
-            fh.writelines(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in lines(target // 2))
+            fh.writelines(jsonio.dumps({"text": t}) + "\n" for t in lines(target // 2))
         (d / "txt").mkdir(exist_ok=True)
         for i in range(10):
             files.append(d / "txt" / f"part-{i:02d}.txt")
             with open(files[-1], "w", encoding="utf-8") as fh:
                 fh.writelines(t + "\n" for t in lines(target // 20))
     names = [str(f) for f in files]
-    done.write_text(json.dumps(names))
+    done.write_text(jsonio.dumps(names))
     return names
 
 
@@ -140,7 +142,7 @@ def arm_hf(files, out, tokenizer, num_workers):
         return {k: [t[i:i + BLOCK] for i in range(0, total, BLOCK)] for k, t in concatenated.items()}
 
     blocks = enc.map(group_texts, batched=True, num_proc=num_workers)
-    (pathlib.Path(out) / "BLOCKS.json").write_text(json.dumps([c["filename"] for c in blocks.cache_files]))
+    (pathlib.Path(out) / "BLOCKS.json").write_text(jsonio.dumps([c["filename"] for c in blocks.cache_files]))
     return {"n_blocks": len(blocks), "n_texts": len(raw), "cache_files": len(blocks.cache_files)}
 
 
@@ -295,11 +297,10 @@ def main() -> None:
         else:
             res = {"read-nbkit": read_nbkit, "read-hf": read_hf}[args.child](args.dir, args.read_seconds)
         res["inner_seconds"] = round(time.perf_counter() - t0, 2)
-        print(json.dumps(res))
+        print(jsonio.dumps(res))
         return
     import shutil
 
-    from nbkit import jsonio
 
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -317,7 +318,7 @@ def main() -> None:
             out = work / f"out_{arm}_{size}mb"
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir(parents=True)
-            (out / "ARM.json").write_text(json.dumps({"tokenizer": tokenizer}))
+            (out / "ARM.json").write_text(jsonio.dumps({"tokenizer": tokenizer}))
             print(f"{arm} {size} MB ...", flush=True)
             res, wall, peak = run_child(["--child", arm, "--files", *files, "--dir", str(out), "--tokenizer",
                                          tokenizer, "--num-workers", str(args.num_workers)], args.timeout)
@@ -328,7 +329,7 @@ def main() -> None:
                                     str(args.read_seconds)], 1800)
             row["read_blocks_per_s"] = read["blocks_per_s"]
             result["runs"][f"{arm}_{size}mb"] = row
-            print(f"  {json.dumps(row)}", flush=True)
+            print(f"  {jsonio.dumps(row)}", flush=True)
             jsonio.write_json(args.out, result)
     print(f"written: {args.out}")
 

@@ -9,11 +9,11 @@ the real loop on a tiny BERT and the bundled corpus (the tokenizer is trained on
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
+from nbkit import jsonio
 from nbkit.jobs.common import job_parser, loop_resume
 
 
@@ -119,7 +119,7 @@ class _BlockLog:
 
     def __getitems__(self, indices):
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps([int(i) for i in indices]) + "\n")
+            f.write(jsonio.dumps([int(i) for i in indices]) + "\n")
         return self.data.__getitems__(indices)
 
     def __getattr__(self, name):   # block_size, n_tokens, sample_blocks, ...
