@@ -195,10 +195,9 @@ def _a(kind: str) -> str:
     return ("an " if kind[0] in "aeiou" else "a ") + kind
 
 
-def _scan_json_lines(path: Path, encoding: str) -> str | None:
-    """The first invalid or non-object line; else the first field whose JSON type changes."""
-    first_kind: dict[str, tuple[str, int]] = {}  # field -> (JSON type, line where first seen)
-    type_change = None
+def json_lines(path: Path, encoding: str = "utf-8"):
+    """``(line, object, None)`` per JSON Lines record, or ``(line, None, problem)`` for a line that is
+    not valid JSON or not an object (blank lines skipped; ``line`` 1-based). Streams the file."""
     with open(path, encoding=encoding) as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
@@ -206,16 +205,28 @@ def _scan_json_lines(path: Path, encoding: str) -> str | None:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
-                return f"line {lineno} is not valid JSON ({err.msg} at column {err.colno})"
+                yield lineno, None, f"line {lineno} is not valid JSON ({err.msg} at column {err.colno})"
+                continue
             if not isinstance(row, dict):
-                return (f"line {lineno} is {_a('JSON ' + _json_kind(row))}, "
-                        'not an object like {"text": ..., "label": ...}')
-            for key, value in row.items():
-                kind = _json_kind(value)
-                if kind == "null" or type_change:
-                    continue
-                seen = first_kind.setdefault(key, (kind, lineno))
-                if seen[0] != kind:
-                    type_change = (f"line {lineno}: field {key!r} is {_a(kind)} but {_a(seen[0])} on line "
-                                   f"{seen[1]}; use one type per field")
+                yield lineno, None, (f"line {lineno} is {_a('JSON ' + _json_kind(row))}, "
+                                     'not an object like {"text": ..., "label": ...}')
+                continue
+            yield lineno, row, None
+
+
+def _scan_json_lines(path: Path, encoding: str) -> str | None:
+    """The first invalid or non-object line; else the first field whose JSON type changes."""
+    first_kind: dict[str, tuple[str, int]] = {}  # field -> (JSON type, line where first seen)
+    type_change = None
+    for lineno, row, problem in json_lines(path, encoding):
+        if problem:
+            return problem
+        for key, value in row.items():
+            kind = _json_kind(value)
+            if kind == "null" or type_change:
+                continue
+            seen = first_kind.setdefault(key, (kind, lineno))
+            if seen[0] != kind:
+                type_change = (f"line {lineno}: field {key!r} is {_a(kind)} but {_a(seen[0])} on line "
+                               f"{seen[1]}; use one type per field")
     return type_change

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nbkit.data.filecheck import _a, _json_kind
+from nbkit.data.filecheck import _a, _json_kind, json_lines
 from nbkit.data.textrule import repair_surrogates
 from nbkit.errors import ConfigError, DataError
 
@@ -103,22 +103,8 @@ def _records(path: Path, encoding: str, columns: list[str]):
                                     'not an object like {"text": ..., "label": ...}; fix that item.')
                 yield None, row, None
             return
-    with open(path, encoding=encoding) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                yield lineno, None, f"line {lineno} is not valid JSON ({err.msg} at column {err.colno})"
-                continue
-            if not isinstance(row, dict):
-                yield lineno, None, (f"line {lineno} is {_a('JSON ' + _json_kind(row))}, "
-                                     'not an object like {"text": ..., "label": ...}')
-                continue
-            nested = [k for k, v in row.items() if k in columns and isinstance(v, (dict, list))]
-            if nested:
-                yield lineno, None, (f"line {lineno}: field {nested[0]!r} is "
-                                     f"{_a(_json_kind(row[nested[0]]))}; use a string or a number")
-                continue
-            yield lineno, row, None
+    for lineno, row, problem in json_lines(path, encoding):
+        nested = [] if problem else [k for k, v in row.items() if k in columns and isinstance(v, (dict, list))]
+        if nested:
+            problem = f"line {lineno}: field {nested[0]!r} is {_a(_json_kind(row[nested[0]]))}; use a string or a number"
+        yield (lineno, None, problem) if problem else (lineno, row, None)
