@@ -167,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         readme = replace_block(readme, pv_block, PV_START, PV_END)
         readme = replace_block(readme, gpu_block, gpu_table.START, gpu_table.END)
         readme = replace_block(readme, corpus_block, corpus_table.START, corpus_table.END)
+        for other in corpus_table.READMES[1:]:                # the Chinese README's copy of the corpus table
+            other.write_text(replace_block(other.read_text(encoding="utf-8"), corpus_block, corpus_table.START,
+                                           corpus_table.END), encoding="utf-8")
         a.readme.write_text(replace_block(readme, pvg_block, PVG_START, PVG_END), encoding="utf-8")
     except Missing as exc:
         print(f"expect_table.py: {exc}", file=sys.stderr)

@@ -122,9 +122,10 @@ def test_readme_has_the_markers_once_in_order():
 def test_corpus_block_is_the_rendering_of_the_recorded_benchmark(tmp_path):
     run = corpus_table.latest_run()
     block = corpus_table.render(run)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    inside = readme.split(corpus_table.START, 1)[1].split(corpus_table.END, 1)[0].strip()
-    assert inside == block, "README's corpus table is stale: run .venv/bin/python scripts/corpus_table.py"
+    for name in ("README.md", "README.zh-CN.md"):
+        readme = (ROOT / name).read_text(encoding="utf-8")
+        inside = readme.split(corpus_table.START, 1)[1].split(corpus_table.END, 1)[0].strip()
+        assert inside == block, f"{name}'s corpus table is stale: run .venv/bin/python scripts/corpus_table.py"
     d = json.loads(run.read_text(encoding="utf-8"))
     d["runs"]["nbkit_20mb"]["peak_rss_mib"] = 4321                # the block follows the file
     other = tmp_path / "corpus_scale_x.json"
