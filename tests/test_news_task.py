@@ -58,7 +58,9 @@ def test_bench_news_corpus_holds_training_texts_only(news_pkg, tokenizer):
     bench = load_bench()
     s = bench.labeled("news")
     assert s.report["n_overlap_dropped"] == 1 and s.num_labels == 3
-    corpus = tasks.training_mlm_corpus(s, words=False)
+    from nbkit.pipeline.corpus import pretraining_corpus
+
+    corpus, _ = pretraining_corpus((("reviews", 1.0),), labeled=s, words=False)   # the task's training texts
     texts = set(corpus["train"]["text"]) | set(corpus["validation"]["text"])
     assert texts == set(s.splits["train"]["text"])
     assert not texts & (set(s.splits["validation"]["text"]) | set(s.splits["test"]["text"]))
