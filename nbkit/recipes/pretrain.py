@@ -168,6 +168,8 @@ def save(cfg: PretrainConfig, lp, result, tok, out_dir) -> dict:
                "checkpoints": {c.step: str(c.model_dir) for c in list_checkpoints(out_dir, warn=False)},
                "history": list(result.history), "config": cfg.to_dict(), "world_size": lp.dist.world_size,
                "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if evals:   # the last evaluation's, also when the loop's summary lacks it
+        metrics.update(eval_loss=evals[-1]["eval_loss"], eval_perplexity=evals[-1].get("eval_perplexity"))
     return jsonio.write_json(Path(out_dir) / "metrics.json", metrics)
 
 
