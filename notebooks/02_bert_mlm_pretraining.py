@@ -17,139 +17,118 @@
 # %% [markdown]
 # # 02 · BERT masked-LM pretraining
 #
-# We pretrain a BERT from scratch with **masked language modelling (MLM)**: 15% of the tokens in each block are hidden and the model learns to predict them. The text is the scale's pretraining corpus: the *training* reviews that notebook 03 will classify (continuing MLM on in-domain text, "domain-adaptive pretraining", Gururangan et al. 2020), plus People's Daily and optional news at larger scales. Along the way:
+# We pretrain a BERT from scratch with **masked language modelling (MLM)**: 15 % of the tokens in each block are hidden and the model learns to predict them from the rest. The text is the *training* reviews that notebook 03 will classify: continuing MLM on in-domain text ("domain-adaptive pretraining", Gururangan et al. 2020) is what makes the pretrained model useful there. (The `smoke` scale adds a slice of People's Daily so both corpus code paths run in CI; `corpus` below swaps in your own text.)
 #
-# - the corpus becomes fixed-length **blocks** (never longer than the position table),
-# - the **nbkit training loop** handles precision (bf16 on modern GPUs, fp32 on CPU), gradient accumulation, checkpoints and resume,
-# - a **live loss plot** and the **GPU monitor** show what is happening while it trains,
-# - the result (checkpoint + tokenizer + `metrics.json`) lands under the runs directory for notebook 03.
+# Every step is one function of the pretraining recipe, `nbkit.recipes.pretrain`, called cell by cell; `python -m nbkit.jobs.pretrain` and the benchmarks run the same functions. What did and did not work while choosing the recipe, with the measured numbers, is in [docs/pretraining.md](../docs/pretraining.md).
 
 # %% [markdown]
 # ## Parameters
-# Plain values only, so papermill can override each (`-p scale cpu -p seed 3 -p max_steps 100`); `None` means "the scale's value" (`nbkit/pipeline/scale.py`). The next cell resolves the scale by name (`None`: `NBKIT_SCALE`, else `gpu` when CUDA is usable, else `cpu`) and applies the overrides.
+# Plain values only, so papermill can override each (`-p scale cpu -p seed 3 -p max_steps 100`); `None` means "the scale's value" (`nbkit/pipeline/scale.py`). The names are the recipe's field names.
 
 # %% tags=["parameters"]
 scale = None              # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
-seed = None               # data order, masking and the corpus split; None: the scale's (0)
-corpus_lines = None       # People's Daily lines (as in notebook 01); None: the scale's; "all": every line
-model_preset = None       # tiny / mini / small / base
+seed = None               # weights, data order, masking, the corpus split; None: the scale's (0)
+model = None              # BERT preset: tiny / narrow / mini / small / base
 block_size = None         # tokens per block, [CLS] and [SEP] included
 batch_size = None         # blocks per micro-batch
 grad_accum_steps = None   # micro-batches per optimizer step
 max_steps = None          # optimizer steps
-learning_rate = None      # peak learning rate (linear warm-up and decay)
+lr = None                 # peak learning rate (linear warm-up and decay)
 eval_every = None         # steps between held-out evaluations (and checkpoints)
-precision = "auto"        # auto / bf16 / fp16 / fp32
+corpus_lines = None       # People's Daily lines, where the scale's mix reads them; "all": every line
+precision = None          # auto / bf16 / fp16 / fp32
 corpus = None             # your corpus: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: the bundled mix
 
+# %% [markdown]
+# The whole recipe is one object: the scale's defaults plus what you set above. The table says where each value comes from (`scale.<field>`, a `recipe` constant, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
+
 # %%
-from nbkit import models, pipeline, text
+from nbkit import models, pipeline
+from nbkit.recipes import pretrain as pt
 
-scale = pipeline.resolve_scale(scale, seed=seed, corpus_lines=corpus_lines, model=model_preset, block_size=block_size,
-                               mlm_batch_size=batch_size, mlm_grad_accum=grad_accum_steps, mlm_steps=max_steps,
-                               mlm_lr=learning_rate, mlm_eval_every=eval_every)
-seed, model_preset, block_size, batch_size = scale.seed, scale.model, scale.block_size, scale.mlm_batch_size
-grad_accum_steps, max_steps, learning_rate, eval_every = (scale.mlm_grad_accum, scale.mlm_steps, scale.mlm_lr,
-                                                          scale.mlm_eval_every)
-
-store = None if corpus is None else pipeline.corpus_store(corpus, scale_name=scale.name)   # prepared once, then reused
-if store is None:
-    tokenizer = pipeline.load_tokenizer(scale)      # from notebook 01 (trained now if missing)
-    out_dir = pipeline.step_dir(scale.name, "mlm" + pipeline.run_tag(scale))   # "mlm-seed3" with overrides: no resume of another run
-else:
-    from nbkit.corpus import store_tokenizer
-    from nbkit.pipeline.scale import cuda_usable
-
-    tokenizer = store_tokenizer(store)              # the tokenizer the store was tokenized with
-    n_tokens = pipeline.store_summary(store)["n_tokens_train"]
-    scale, plan = pipeline.scale_for_corpus(scale, n_tokens, "cuda" if cuda_usable() else "cpu")
-    print(pipeline.plan_text(plan))
-    model_preset, batch_size, grad_accum_steps = scale.model, scale.mlm_batch_size, scale.mlm_grad_accum
-    max_steps, learning_rate, eval_every = scale.mlm_steps, scale.mlm_lr, scale.mlm_eval_every
-    out_dir = pipeline.step_dir(scale.name, "mlm-" + store.name)
-print(f"scale={scale.name}  seed={seed}  vocab={len(tokenizer):,}  -> {out_dir}")
+params = dict(seed=seed, split_seed=seed, model=model, block_size=block_size, batch_size=batch_size,
+              grad_accum_steps=grad_accum_steps, max_steps=max_steps, lr=lr, eval_every=eval_every,
+              corpus_lines=corpus_lines, precision=precision, corpus=corpus)
+cfg = pt.PretrainConfig.for_scale(scale, **params)   # None values keep the scale's
+cfg.table()
 
 # %% [markdown]
-# ## 1. Corpus → MLM blocks
-# Without `corpus`, the corpus mixes the sources of the scale (`mlm_mix`: source and repeat weight). Texts found twice, in one source or across two, count once; validation and test reviews are excluded, so notebook 03's evaluation stays honest. The table says what went in.
+# ## 1. Corpus and tokenizer
+# Without `corpus`, the text is the scale's mix (`mix`: source and repeat weight). A text found twice counts once, and every validation and test review is excluded, so notebook 03's evaluation stays honest; the table says what went in. The tokenizer is notebook 01's (trained now if missing).
 #
-# With `corpus`, your text was prepared once into a **store** (token ids and word starts on disk, a fixed held-out share chosen by hash; `docs/corpus.md`) and the run above was sized for its token count. For a 2 GB corpus expect the preparation to take time and disk as in the README's own-data section; training then reads blocks straight from disk, in constant memory. The summary says what went in and what was dropped.
+# With `corpus`, your text is prepared once into a **store** on disk (token ids, word starts, a held-out share chosen by hash; `docs/corpus.md`) with its own tokenizer, and the run is sized for its token count (the plan says why; fields you set stay). Training then reads blocks from disk in constant memory.
 
 # %%
-if store is None:
-    corpus_splits, mix = pipeline.pretraining_corpus(scale)   # jieba marks word boundaries where the corpus has none
-    what_went_in = mix.table()
-else:
-    what_went_in = pipeline.store_summary(store)
+source, what_went_in = pt.corpus(cfg)           # jieba marks word boundaries where the text has none
+tokenizer = pt.tokenizer(cfg, source)
+cfg, plan = pt.size(cfg, source)                 # a store: model, steps and lr for its size
+if plan:
+    print(pipeline.plan_text(plan))
+name = "mlm" + (f"-{source.name}" if pt.is_store(source) else cfg.run_tag())   # "mlm-seed3": no resume of another run
+out_dir = pipeline.step_dir(cfg.scale, name)
+print(f"vocabulary {len(tokenizer):,} tokens -> {out_dir}")
 what_went_in
 
 # %% [markdown]
-# Texts are tokenized, concatenated and cut into blocks of `block_size` tokens: `[CLS] … [SEP]`. Packing wastes no compute on padding. 5 % of the texts are held out for the MLM loss.
+# ## 2. MLM blocks
+# Texts are tokenized, concatenated and cut into blocks of `block_size` tokens, `[CLS] … [SEP]`: packing wastes no compute on padding, and no block is longer than the model's position table. 5 % of the texts were held out above; their blocks give the held-out loss.
 
 # %%
-blocks = (pipeline.mlm_blocks(scale, tokenizer, block_size, corpus=corpus_splits) if store is None
-          else pipeline.store_blocks(store, block_size))        # store: read from disk block by block
-print({k: len(v) for k, v in blocks.items()}, "blocks of", block_size, "tokens")
+blocks = pt.blocks(cfg, tokenizer, source)
+print({k: len(v) for k, v in blocks.items()}, "blocks of", cfg.block_size, "tokens")
 print(tokenizer.decode(blocks["train"][0]["input_ids"][:40]))
 
 # %% [markdown]
-# The collator masks 15% of the tokens (80% `[MASK]`, 10% a random token, 10% unchanged), choosing **whole words** (People's Daily's own boundaries, jieba's elsewhere), as Chinese BERT-wwm does. Padding and special tokens are never chosen; `labels` is `-100` wherever there is nothing to predict.
+# The collator chooses 15 % of the tokens as targets (of those, 80 % become `[MASK]`, 10 % a random token, 10 % stay), choosing **whole words** as Chinese BERT-wwm does. Padding and special tokens are never chosen; `labels` is `-100` wherever there is nothing to predict.
 
 # %%
-collator = text.MLMCollator(tokenizer, mlm_probability=0.15)
-batch = collator([blocks["train"][i] for i in range(2)])
+batch = pt.collator(cfg, tokenizer)([blocks["train"][i] for i in range(2)])
 print({k: tuple(v.shape) for k, v in batch.items()})
 print(tokenizer.decode(batch["input_ids"][0][:40]))
-print(f"masked fraction: {(batch['labels'] != -100).float().mean():.2%}")
+print(f"target fraction: {(batch['labels'] != -100).float().mean():.2%}")
 
 # %% [markdown]
-# ## 2. Build BERT from config
-# No download: the architecture comes from a preset, the vocabulary from our tokenizer. The initial weights are drawn from the scale's seed, so running the notebook again gives the same numbers.
+# ## 3. Build BERT from config
+# No download: the architecture comes from the preset, the vocabulary from our tokenizer, the initial weights from the seed (running the notebook again gives the same numbers).
 
 # %%
-model = models.build_mlm_model(model_preset, tokenizer, block_size, seed=scale.seed)
-print(f"{model_preset}: {models.count_parameters(model) / 1e6:.1f} M parameters, "
-      f"hidden={model.config.hidden_size}, layers={model.config.num_hidden_layers}")
+bert = pt.model(cfg, tokenizer)
+print(f"{cfg.model}: {models.count_parameters(bert) / 1e6:.1f} M parameters, "
+      f"hidden={bert.config.hidden_size}, layers={bert.config.num_hidden_layers}")
 
 # %% [markdown]
-# ## 3. Train
-# The loop picks the precision itself and prints why. The plot below updates in place while it trains (loss, learning rate, tokens/s); the GPU monitor records utilisation and memory on the same time axis. Checkpoints go to `checkpoints/` (written atomically; the newest complete one wins). Rerunning this cell **resumes** from it, and a finished run stays finished: delete `checkpoints/` (or pass `resume=False` to `pretrain_config`) to start over.
+# ## 4. Train
+# The loop picks the precision itself and prints why. The plot updates in place (loss, learning rate, tokens/s); the GPU monitor records utilisation and memory on the same time axis. Checkpoints go to `checkpoints/step-NNNNNN/` (written atomically; the newest complete one wins), so rerunning the cell **resumes**, and a finished run stays finished: delete `checkpoints/` (or set `resume=False` on the config) to start over. Before training, the loop scores the untrained model, for comparison.
 
 # %%
 from nbkit import GpuMonitor
 
-config = pipeline.pretrain_config(
-    scale, out_dir, max_steps=max_steps, batch_size=batch_size, grad_accum_steps=grad_accum_steps,
-    lr=learning_rate, precision=precision, eval_every=eval_every, checkpoint_every=eval_every,
-    **({"warmup_ratio": plan["warmup_ratio"]} if store is not None else {}),   # the plan's warm-up for your corpus
-)
 monitor = GpuMonitor(interval=1.0)
 monitor
 
 # %%
 from nbkit import LivePlot
-from nbkit.train import Loop
 
 plot = LivePlot(out_dir=out_dir)                 # also saved as loss.png
-telemetry = monitor.telemetry()          # GPU samples on the loop's time axis
-loop = Loop(model, config, blocks["train"], blocks["validation"], collate_fn=collator,
-            callbacks=[plot, telemetry, *pipeline.pretrain_callbacks(scale)])   # gpu: stop when held-out loss stalls
-untrained = loop.evaluate()                      # held-out loss before any training, for comparison
-result = loop.fit()
+telemetry = monitor.telemetry()                  # GPU samples on the loop's time axis
+loop = pt.loop(cfg, bert, tokenizer, blocks, out_dir, callbacks=[plot, telemetry])   # patience: stop when stalled
+result = pt.fit(cfg, loop)
 
 # %% [markdown]
-# ## 4. Held-out loss and perplexity
+# ## 5. Held-out loss and perplexity
 # Perplexity = exp(loss) on the masked tokens of held-out blocks. A model that learned nothing sits near the vocabulary size; lower is better.
 
 # %%
-first, last = pipeline.first_and_last_eval(result.history)
-print(f"step     0: eval loss {untrained['eval_loss']:.3f}  perplexity {untrained['eval_perplexity']:8.1f}")
-print(f"step {first['step']:>5}: eval loss {first['eval_loss']:.3f}  perplexity {first['eval_perplexity']:8.1f}")
-print(f"step {last['step']:>5}: eval loss {last['eval_loss']:.3f}  perplexity {last['eval_perplexity']:8.1f}")
+evals = [h for h in result.history if "eval_loss" in h]
+first, last = evals[0], evals[-1]
+print(f"step     0: eval loss {result.metrics['untrained_eval_loss']:.3f}  "
+      f"perplexity {result.metrics['untrained_eval_perplexity']:8.1f}")
+for e in (first, last):
+    print(f"step {e['step']:>5}: eval loss {e['eval_loss']:.3f}  perplexity {e['eval_perplexity']:8.1f}")
 print(f"uniform guess over {len(tokenizer):,} tokens: perplexity {len(tokenizer):,}")
 
 # %% [markdown]
-# Did the model learn context? A masked LM that only learnt how frequent each token is stalls at the corpus's **unigram entropy** (the "unigram plateau"); fine-tuning from it is no better than from random weights. The check below compares that entropy with the held-out loss **at the targets replaced by `[MASK]`**, where only context can help: the loss over all targets also counts the 10 % left unchanged, which the model can copy from its input, and so looks better than the model is. It names the fix when the run is stuck.
+# Did the model learn context? A masked LM that only learnt how frequent each token is stalls at the corpus's **unigram entropy** (the "unigram plateau"); fine-tuning from it is no better than from random weights. The check compares that entropy with the held-out loss **at the targets replaced by `[MASK]`**, where only context can help (the loss over all targets also counts the 10 % left unchanged, which the model can copy from its input). It names the fix when the run is stuck.
 
 # %%
 print(pipeline.plateau_check(last, blocks["train"], tokenizer).text())   # last: the final evaluation's metrics
@@ -163,33 +142,17 @@ telemetry.plot()
 print(telemetry.advice or "No sign of an input-bound run (or no GPU samples to judge from).")
 
 # %% [markdown]
-# ## 5. Save for fine-tuning
-# The model directory loads with `from_pretrained`; `metrics.json` is the machine-readable summary.
+# ## 6. Save for fine-tuning
+# `model/` loads with `from_pretrained` (notebook 03 starts from it); `metrics.json` is the machine-readable summary, with every config field and the loss history.
 
 # %%
-summary = pipeline.save_pretraining(loop, result, tokenizer, out_dir, scale, untrained=untrained)
+summary = pt.save(cfg, loop, result, tokenizer, out_dir)
 {k: summary[k] for k in ("steps", "train_tokens", "untrained_eval_loss", "eval_loss", "eval_perplexity",
                          "tokens_per_s", "device", "precision")}
 
 # %% [markdown]
-# ## 6. What does this pretraining buy? (measured)
-# `bench/pretrain_value.py` fine-tunes the same classifier from random weights and from checkpoints of this recipe after more and more pretraining, 3 seeds each, and compares test accuracy with a paired bootstrap 95 % interval. Two recorded runs ship with nbkit: the `cpu` recipe on a 2-core CPU (left) and the `gpu` recipe, a wider model reading 128-token reviews, on one H200 (right). On the CPU the gain stays near one point inside the 15-minute budget, and the left curve is what a longer CPU run buys; on the GPU it passes the two-point line once pretraining has seen a few tens of millions of tokens, in under a minute. The same GPU recipe on a 2-core CPU would need about 140 CPU-minutes for those tokens (its measured speed is in `docs/pretraining.md`), which is why the `cpu` preset stays small. `docs/pretraining.md` has every experiment, including what did not work.
-
-# %%
-import matplotlib.pyplot as plt
-
-from nbkit.pipeline import pretrain_value
-
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
-for ax, run in zip(axes, ("cpu", "gpu")):
-    stats = pretrain_value.load_recorded(run=run)
-    pretrain_value.plot_gain(stats, ax=ax).set_title(f"recorded {run} run")
-    print(pretrain_value.headline(stats, machine="2-core CPU"))
-plt.show()
-
-# %% [markdown]
 # ## 7. Optional: several GPUs with `torchrun`
-# The same training code runs under DistributedDataParallel. From a notebook, `nbkit.train.launch` starts `torchrun` in a separate process (the kernel itself is never forked) and streams its metrics into a live plot. Skipped with fewer than two GPUs.
+# The same recipe runs under DistributedDataParallel (`python -m nbkit.jobs.pretrain`, its flags are the config's). From a notebook, `nbkit.train.launch` starts `torchrun` in a separate process (the kernel itself is never forked) and streams its metrics into a live plot. Skipped with fewer than two GPUs.
 
 # %%
 from nbkit.train.launch import launch, visible_gpus
@@ -199,10 +162,23 @@ if n_gpus < 2:
     print(f"{n_gpus} GPU(s) visible: multi-GPU launch skipped.")
 else:
     job = launch("nbkit.jobs.pretrain", nproc_per_node=n_gpus, on_metrics=LivePlot(out_dir=out_dir / "ddp"),
-                 args=["--scale", scale.name, "--output-dir", str(out_dir / "ddp"),
-                       "--batch-size", str(max(1, batch_size // n_gpus)),
-                       *(["--corpus", str(store)] if store is not None else [])])
+                 args=["--scale", cfg.scale, "--output-dir", str(out_dir / "ddp"),
+                       "--batch-size", str(max(1, cfg.batch_size // n_gpus)),
+                       *(["--corpus", str(source)] if pt.is_store(source) else [])])
     job.wait()
 
 # %% [markdown]
-# **Next:** `03_sentiment_finetuning` starts from this checkpoint.
+# ## 8. Ask the model: fill in the `[MASK]`
+# The saved model directory goes into plain `transformers.pipeline("fill-mask")` with five everyday sentences, each with one character hidden (首都, 很好, 非常好, 公园, 牛奶). Each row lists the model's five best guesses with their probabilities, and the line above the table says what they show:
+#
+# - **the same five guesses for every sentence** (typically punctuation and the most frequent characters, such as ，的。是不): the model learnt which tokens are frequent, not how the sentence constrains them. The loss can fall a long way before that changes. This is what the `smoke` scale shows (a few steps on a tiny model), and what a run of the `cpu` recipe gave in December 2026 (the same five, ，的。是不, for all five sentences), in line with the plateau check above: its gain in notebook 03 is small.
+# - **guesses that change with the sentence** (都 after 首, 奶 after 牛): the model uses context. The `gpu` recipe is where to look for that.
+#
+# **Next:** `03_sentiment_finetuning` fine-tunes a classifier from this checkpoint.
+
+# %%
+from nbkit.pipeline.fillmask import fill_mask
+
+filled = fill_mask(str(out_dir / "model"), str(out_dir / "model"))   # the saved checkpoint, plain transformers
+print(filled.verdict())
+filled.table()

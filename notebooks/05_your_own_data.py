@@ -49,7 +49,7 @@ max_passes = 10                          # MLM reads your corpus at most this ma
 run_name = "sample"                      # outputs go to runs/<scale>/own_data/<run_name>/
 
 # %%
-from nbkit import data, models, pipeline, text
+from nbkit import data, pipeline
 
 scale = pipeline.resolve_scale(scale, seed=seed, cls_max_length=max_length, model=model_preset, block_size=block_size)
 seed, max_length, model_preset, block_size = scale.seed, scale.cls_max_length, scale.model, scale.block_size
@@ -72,11 +72,15 @@ splits["train"].to_pandas().head()
 
 # %% [markdown]
 # ## 2. Text for the tokenizer and pretraining
-# Your unlabelled corpus plus the training split's texts (never validation or test texts: corpus lines equal to one of them are dropped and counted).
+# Notebook 02's pretraining recipe, on your text: one config object (the scale's values; `max_passes` caps how often MLM rereads a small corpus). Its corpus stage mixes your unlabelled corpus with the training split's texts, drops duplicates, and drops every text equal to a validation or test text (counted in `n_excluded`), so the model never reads what it is evaluated on. Very long rows (a file without line breaks) are cut at sentence ends first, and jieba marks word boundaries for whole-word masking.
 
 # %%
+from nbkit.recipes import pretrain as pt
+
 corpus = data.load_text_file(corpus_file, text_column=corpus_text_column) if corpus_file else None
-pretrain_splits, pretrain_report = pipeline.pretraining_texts(labeled, corpus, seed=seed)
+pcfg = pt.PretrainConfig.for_scale(scale, mix=(("own", 1.0), ("reviews", 1.0)) if corpus is not None else
+                                   (("reviews", 1.0),), max_passes=max_passes, resume=False)
+pretrain_splits, pretrain_report = pt.corpus(pcfg, labeled=labeled, texts=corpus)
 pretrain_report
 
 # %% [markdown]
@@ -90,26 +94,24 @@ tok_stats
 
 # %% [markdown]
 # ## 4. Optional: MLM pretraining on your text
-# The model reads your text with 15 % of the tokens masked and learns to fill them in, as in notebook 02. Every run starts over (`resume=False`): your data or tokenizer may have changed since the last run. With `pretrain = False` the classifier starts from random weights.
+# The model reads your text with 15 % of the tokens masked and learns to fill them in: notebook 02's stages (blocks, model, loop, fit, save) with the config above. Every run starts over (`resume=False`): your data or tokenizer may have changed since the last run. With `pretrain = False` the classifier starts from random weights.
 
 # %%
 from nbkit import LivePlot
-from nbkit.train import Loop
 
 mlm_dir = out_dir / "mlm"
 if pretrain:
-    blocks = {k: text.make_blocks(v, tokenizer, block_size) for k, v in pretrain_splits.items()}
-    mlm_loop = Loop(models.build_mlm_model(model_preset, tokenizer, block_size),
-                    pipeline.pretrain_config(scale, mlm_dir, n_blocks=len(blocks["train"]), max_passes=max_passes,
-                                             resume=False), blocks["train"], blocks["validation"],
-                    collate_fn=text.MLMCollator(tokenizer), callbacks=[LivePlot(out_dir=mlm_dir)])
-    mlm_result = mlm_loop.fit()
+    blocks = pt.blocks(pcfg, tokenizer, pretrain_splits)
+    mlm_loop = pt.loop(pcfg, pt.model(pcfg, tokenizer), tokenizer, blocks, mlm_dir,
+                       callbacks=[LivePlot(out_dir=mlm_dir)])
+    mlm_result = pt.fit(pcfg, mlm_loop)
 
 # %%
 if pretrain:
-    mlm_summary = pipeline.save_pretraining(mlm_loop, mlm_result, tokenizer, mlm_dir, scale)
-    print(f"{len(blocks['train'])} blocks of {block_size} tokens; eval loss {mlm_summary['eval_loss']:.3f}, "
-          f"perplexity {mlm_summary['eval_perplexity']:.1f} (vocabulary: {len(tokenizer):,})")
+    mlm_summary = pt.save(pcfg, mlm_loop, mlm_result, tokenizer, mlm_dir)
+    print(f"{len(blocks['train'])} blocks of {pcfg.block_size} tokens, {mlm_summary['steps']} steps; eval loss "
+          f"{mlm_summary['eval_loss']:.3f}, perplexity {mlm_summary['eval_perplexity']:.1f} "
+          f"(vocabulary: {len(tokenizer):,})")
 else:
     print("MLM pretraining skipped (pretrain = False)")
 

@@ -103,24 +103,29 @@ def test_plateau_check_samples_a_store_instead_of_reading_it_all(store_dir):
     assert len(ds.sample_blocks(10)) == 10
 
 
-def test_scale_for_corpus_applies_the_plan_but_keeps_what_the_user_set():
-    from nbkit.pipeline.params import resolve_scale
-    from nbkit.pipeline.sizing import scale_for_corpus
+def test_recipe_size_applies_the_plan_but_keeps_what_the_user_set(store_dir, monkeypatch):
+    from nbkit.pipeline import sizing
+    from nbkit.recipes import pretrain as pt
 
-    scale, plan = scale_for_corpus(resolve_scale("gpu"), 700_000_000, "cuda")
-    assert scale.model == "small" and scale.mlm_steps == plan["max_steps"] and plan["applied"] == "applied"
-    mine, plan = scale_for_corpus(resolve_scale("gpu", mlm_lr=3e-4), 700_000_000, "cuda")
-    assert mine.mlm_lr == 3e-4 and mine.model == "small" and "mlm_lr" in plan["applied"]
-    smoke, plan = scale_for_corpus(resolve_scale("smoke"), 700_000_000, "cuda")
-    assert smoke == resolve_scale("smoke") and plan["applied"].startswith("not applied")
+    real = sizing.size_run
+    monkeypatch.setattr(sizing, "size_run", lambda n, device, **kw: real(700_000_000, device, **kw))  # a big corpus
+    cfg, plan = pt.size(pt.PretrainConfig.for_scale("gpu", corpus=str(store_dir)), store_dir, "cuda")
+    assert cfg.model == "small" and cfg.max_steps == plan["max_steps"] and plan["applied"] == "applied"
+    assert cfg.warmup_ratio == plan["warmup_ratio"] and cfg.eval_every == plan["eval_every"]
+    mine, plan = pt.size(pt.PretrainConfig.for_scale("gpu", lr=3e-4, corpus=str(store_dir)), store_dir, "cuda")
+    assert mine.lr == 3e-4 and mine.model == "small" and "lr" in plan["applied"]
+    smoke = pt.PretrainConfig.for_scale("smoke", corpus=str(store_dir))
+    assert pt.size(smoke, store_dir, "cuda")[0] == smoke
+    assert pt.size(smoke.replace(fit_to_corpus=False, scale="gpu"), store_dir, "cuda")[1] is None
+    assert pt.size(pt.PretrainConfig.for_scale("gpu"), {"train": []}, "cuda") == (pt.PretrainConfig.for_scale("gpu"), None)
 
 
-def test_pretrain_job_path_trains_from_a_store(store_dir, tmp_path, runs_tmp):
+def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp):
     """Notebook 02's and the job's code path with corpus=a tiny store: store tokenizer, store blocks, metrics."""
-    from nbkit.jobs.pretrain import run_pretrain
-    from nbkit.pipeline.scale import get_scale
+    from nbkit.recipes.pretrain import PretrainConfig, run_pretraining
 
-    metrics = run_pretrain(get_scale("smoke"), tmp_path / "mlm", max_steps=2, corpus=store_dir, log_every=1)
+    cfg = PretrainConfig.for_scale("smoke", max_steps=2, corpus=str(store_dir), log_every=1, progress=False)
+    metrics = run_pretraining(cfg, tmp_path / "mlm")
     assert metrics["steps"] == 2 and metrics["eval_loss"] > 0 and metrics["block_size"] == 64
     assert not (runs_tmp / "smoke" / "tokenizer").exists()          # the store's tokenizer, not notebook 01's
     assert (tmp_path / "mlm" / "model" / "tokenizer.json").is_file()

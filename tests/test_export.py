@@ -40,25 +40,28 @@ def test_sample_data_is_small_text_and_loads(labeled):
     assert labeled.report["n_duplicates_dropped"] == labeled.report["n_conflicts_dropped"] == 0
 
 
-def test_pretraining_texts_keep_evaluation_texts_out(labeled):
+def test_pretraining_corpus_keeps_evaluation_texts_out(labeled):
     import datasets
 
     from nbkit import pipeline
     from nbkit.errors import DataError
 
     test_text = labeled.splits["test"]["text"][0]
-    corpus = datasets.Dataset.from_dict({"text": ["一段没有标签的评论。"] * 30 + [test_text, f"  {test_text} "]})
-    splits, report = pipeline.pretraining_texts(labeled, corpus, eval_fraction=0.1, seed=0)
+    corpus = datasets.Dataset.from_dict({"text": [f"一段没有标签的评论{i}。" for i in range(30)]
+                                        + ["一段没有标签的评论0。", test_text, f"  {test_text} "]})
+    mix = (("own", 1.0), ("reviews", 1.0))
+    splits, mixed = pipeline.pretraining_corpus(mix, labeled=labeled, texts=corpus, eval_fraction=0.1, words=False)
     lines = list(splits["train"]["text"]) + list(splits["validation"]["text"])
-    assert report["n_corpus"] == 32 and report["n_corpus_eval_overlap_dropped"] == 2
-    assert report["n_train_texts"] == len(labeled.splits["train"])
-    assert report["n_lines"] == len(lines) == 30 + len(labeled.splits["train"])
+    own, reviews = mixed.report["own"], mixed.report["reviews"]
+    assert own["n_in"] == 33 and own["n_excluded"] == 2 and own["n_duplicates"] == 1 and own["n_kept"] == 30
+    assert reviews["n_kept"] == len(labeled.splits["train"])
+    assert len(lines) == 30 + len(labeled.splits["train"])
     assert test_text not in lines
     assert set(labeled.splits["validation"]["text"]).isdisjoint(lines)
 
-    tiny = SimpleNamespace(splits={"train": {"text": ["好"] * 5}, "test": {"text": []}})
-    with pytest.raises(DataError, match="only 5 lines"):
-        pipeline.pretraining_texts(tiny, None)
+    tiny = SimpleNamespace(splits={"train": {"text": [f"好{i}" for i in range(5)]}, "test": {"text": []}})
+    with pytest.raises(DataError, match="only 5 texts"):
+        pipeline.pretraining_corpus(labeled=tiny, words=False)
 
 
 def test_train_tokenizer_on_measures_heldout_text(labeled, tmp_path):
@@ -134,20 +137,21 @@ def test_export_errors_name_the_fix(labeled, tokenizer, tmp_path):
 
 
 def test_pretraining_checkpoint_works_with_fill_mask(tokenizer, tmp_path):
-    """Notebook 02's model directory, saved by save_pretraining, is a plain BertForMaskedLM for transformers."""
+    """Notebook 02's model directory, saved by the recipe's save stage, is a plain BertForMaskedLM for transformers."""
     import torch
     from transformers import AutoModelForMaskedLM
     from transformers import pipeline as hf_pipeline
 
-    from nbkit import get_scale, models, pipeline
+    from nbkit import models
+    from nbkit.recipes import pretrain as pt
 
     torch.manual_seed(0)
     model = models.build_mlm_model("tiny", tokenizer, 64)
     assert type(model).__name__ == "SparseHeadBertForMaskedLM"
     loop = SimpleNamespace(model=model, config=SimpleNamespace(batch_size=2, grad_accum_steps=1, lr=1e-3),
-                           train_data=[{"input_ids": [0] * 64}])
+                           dist=SimpleNamespace(world_size=1))
     result = SimpleNamespace(history=[{"step": 1, "eval_loss": 5.0, "eval_perplexity": 148.4}], metrics={"steps": 1})
-    pipeline.save_pretraining(loop, result, tokenizer, tmp_path, get_scale("smoke"))
+    pt.save(pt.PretrainConfig.for_scale("smoke"), loop, result, tokenizer, tmp_path)
     model_dir = tmp_path / "model"
     assert strict_json(model_dir / "config.json")["architectures"] == ["BertForMaskedLM"]
     assert strict_json(tmp_path / "metrics.json")["eval_loss"] == 5.0

@@ -55,15 +55,32 @@ def test_cut_rows_without_punctuation_cuts_hard_and_measures_share():
     assert info == {"n_rows_cut": 1, "largest_row_chars": 4500, "largest_row_share": 0.9}
 
 
-def test_pretraining_texts_cuts_a_giant_corpus_row_for_every_seed():
+def test_pretraining_corpus_cuts_a_giant_own_row_for_every_seed():
     from nbkit.data.labeled import build_labeled_data
-    from nbkit.pipeline.owndata import pretraining_texts
+    from nbkit.pipeline.corpus import pretraining_corpus
 
     texts = [f"评论{i}号，{'很好' if i % 2 else '很差'}" for i in range(40)]
     lab = build_labeled_data({"train": (texts, [i % 2 for i in range(40)])}, seed=0)
     corpus = datasets.Dataset.from_dict({"text": [_one_line_corpus()]})
     for seed in range(10):
         with pytest.warns(UserWarning, match=r"1 corpus row\(s\) longer than 2,000.*100% of the corpus"):
-            splits, rep = pretraining_texts(lab, corpus, eval_fraction=0.05, seed=seed)
+            splits, mixed = pretraining_corpus((("own", 1.0), ("reviews", 1.0)), labeled=lab, texts=corpus,
+                                               eval_fraction=0.05, seed=seed, words=False)
         assert max(map(len, splits["validation"]["text"])) <= CORPUS_MAX_CHARS
-        assert rep["n_corpus_rows_cut"] == 1 and rep["largest_corpus_row_share"] == 1.0
+        assert mixed.report["own"]["n_rows_cut"] == 1 and mixed.report["own"]["largest_row_share"] == 1.0
+
+
+def test_notebook_05_name_pretraining_texts_goes_through_the_one_builder():
+    from nbkit.data.labeled import build_labeled_data
+    from nbkit.pipeline import pretraining_texts
+
+    texts = [f"评论{i}号，{'很好' if i % 2 else '很差'}" for i in range(40)]
+    lab = build_labeled_data({"train": (texts, [i % 2 for i in range(40)])}, seed=0)
+    corpus = datasets.Dataset.from_dict({"text": [_one_line_corpus(seed=5)]})
+    for seed in range(4):
+        with pytest.warns(UserWarning, match="longer than 2,000"):
+            splits, report = pretraining_texts(lab, corpus, eval_fraction=0.05, seed=seed)
+        assert max(map(len, splits["validation"]["text"])) <= CORPUS_MAX_CHARS
+        assert report["own"]["n_rows_cut"] == 1 and "reviews" in report
+    splits, report = pretraining_texts(lab)                            # no corpus: the labelled texts only
+    assert "own" not in report and "reviews" in report

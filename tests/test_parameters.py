@@ -45,8 +45,9 @@ def test_parameters_are_plain_literals_resolved_in_the_next_cell(ipynb):
     params = _parameters(cells[0])
     assert params.get("scale", "missing") is None, "the scale is a parameter, by name (None: $NBKIT_SCALE)"
     later = "\n".join(cells[1:])
-    resolve = re.search(r"resolve_scale\(scale(.*?)\)\n", cells[1], re.S)
-    assert resolve, "the cell after the parameters resolves them: scale = resolve_scale(scale, ...)"
+    resolve = re.search(r"(?:resolve_scale|\.for_scale)\(scale(.*?)\)[ \t]*(?:#[^\n]*)?\n", cells[1], re.S)
+    assert resolve, ("the cell after the parameters resolves them: scale = resolve_scale(scale, ...) or a "
+                     "recipe's Config.for_scale(scale, ...)")
     assert "get_scale(" not in later, "read the scale only through the parameters"
     for name in params:
         assert re.search(rf"\b{name}\b", later), f"parameter {name!r} is never read: an override would be ignored"
@@ -82,7 +83,10 @@ def test_resolve_scale_by_name_with_overrides():
 def test_a_run_with_overrides_writes_to_its_own_folder(ipynb):
     """`-p seed 3` on notebook 03 must not resume (or overwrite) the preset's finished run in runs/<scale>/sentiment."""
     later = "\n".join(_code_cells(ipynb)[1:])
-    assert re.search(r"step_dir\(scale\.name, \"\w+\" \+ ((pipeline\.)?run_tag\(scale\)|cfg\.run_tag\(\))\)", later)
+    direct = r"step_dir\((scale\.name|cfg\.scale), \"\w+\" \+ ((pipeline\.)?run_tag\(scale\)|cfg\.run_tag\(\))\)"
+    named = (r"(\w+) = \"\w+\" \+ .*cfg\.run_tag\(\)", r"step_dir\((scale\.name|cfg\.scale), {}\)")  # name = "mlm" + ...
+    m = re.search(named[0], later)
+    assert re.search(direct, later) or (m and re.search(named[1].format(m.group(1)), later))
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -4,7 +4,7 @@
 - ``python -m nbkit.jobs.finetune``: sentiment fine-tuning (argparse around ``nbkit.recipes.finetune``).
 
 Both parse the same core flags (``nbkit.jobs.common.job_parser``) and call a plain
-function (``run_pretrain`` / ``nbkit.recipes.finetune.run_finetuning``) that notebooks can call too. Rank 0
+function (``nbkit.recipes.pretrain.run_pretraining`` / ``nbkit.recipes.finetune.run_finetuning``) that notebooks can call too. Rank 0
 reports progress as ``NBKIT_METRICS {json}`` lines on stdout, which
 ``nbkit.train.launch`` streams back into a notebook. See ``docs/distributed.md``.
 """

@@ -17,17 +17,12 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
     from nbkit.pipeline.plots import LivePlot
     from nbkit.pipeline.runs import runs_dir, step_dir
     from nbkit.pipeline.scale import SCALES, Scale, get_scale
-    from nbkit.pipeline.sizing import plan_text, scale_for_corpus, size_run
+    from nbkit.pipeline.sizing import plan_text, size_run
     from nbkit.pipeline.stats import bootstrap_ci, bootstrap_diff, bootstrap_diff_seeds, mean_std
     from nbkit.pipeline.steps import (
-        first_and_last_eval,
         load_tokenizer,
-        mlm_blocks,
         predict,
-        pretrain_callbacks,
-        pretrain_config,
         pretrained_model_dir,
-        save_pretraining,
         steps_for_epochs,
         tokenizer_dir,
         tokenizer_texts,
@@ -39,7 +34,6 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
         baseline_at_cut,
         load_news_task,
         load_task,
-        training_mlm_corpus,
         truncate_like_tokenizer,
     )
 

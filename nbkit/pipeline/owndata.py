@@ -3,9 +3,8 @@
 The same steps as notebooks 01-03, with the user's labelled file(s) and an
 optional unlabelled corpus instead of the bundled corpora:
 
-- :func:`pretraining_texts`: the text for the tokenizer and for MLM pretraining
-  (the unlabelled corpus plus the training split's texts, never a validation or
-  test text);
+- the text for the tokenizer and MLM pretraining: the one builder,
+  :func:`nbkit.pipeline.corpus.pretraining_corpus` (sources ``own`` + ``reviews``);
 - :func:`train_tokenizer_on`: WordPiece on that text, coverage measured on the
   labelled validation split;
 - :func:`export_classifier`: one directory (model + tokenizer + label names)
@@ -16,71 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from nbkit import jsonio
-from nbkit.errors import ConfigError, DataError
+from nbkit.errors import ConfigError
 from nbkit.pipeline.scale import Scale
-
-
-def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: int = 0):
-    """Text for the tokenizer and MLM pretraining: ``(DatasetDict train/validation, report)``.
-
-    Continued MLM pretraining on in-domain text helps fine-tuning ("domain-adaptive
-    pretraining", Gururangan et al. 2020, *Don't Stop Pretraining*). The texts are
-    the unlabelled ``corpus`` (a ``datasets.Dataset`` with column ``text``, e.g.
-    from :func:`nbkit.data.load_text_file`; ``None`` for none) followed by the
-    labelled training split's texts. Corpus lines equal to a validation or test
-    text (after whitespace normalisation) are dropped: the model would otherwise
-    have read the evaluation texts before being evaluated on them. Corpus rows longer
-    than 2,000 characters (:data:`nbkit.data.textrule.CORPUS_MAX_CHARS`) are cut at
-    sentence ends (a ``UserWarning`` says so), so one giant row cannot land whole in
-    one split. The result is split by line (:func:`nbkit.data.split_corpus`, ``eval_fraction``, ``seed``).
-
-    Args:
-        labeled: a :class:`nbkit.data.LabeledData`.
-        corpus: optional unlabelled texts (column ``text``).
-        eval_fraction: share of lines held out for the MLM evaluation.
-        seed: split seed.
-
-    Returns:
-        ``(splits, report)``; ``report``: ``n_corpus`` (corpus lines read),
-        ``n_corpus_eval_overlap_dropped``, ``n_train_texts`` (labelled training
-        texts added), ``n_lines``, ``n_chars`` (characters over all lines),
-        ``n_pretrain_train``/``n_pretrain_validation`` (lines per split),
-        ``n_corpus_rows_cut``, ``largest_corpus_row_chars`` and ``largest_corpus_row_share``
-        (the longest corpus row's share of the corpus characters, 0-1, before cutting).
-
-    Raises:
-        DataError: fewer than 20 lines in all (too little to split and train on).
-    """
-    import datasets
-
-    from nbkit.data.corpora import split_corpus
-    from nbkit.data.labeled import normalize_text
-    from nbkit.data.textrule import CORPUS_MAX_CHARS, cut_rows
-
-    held_out = {normalize_text(t) for split in ("validation", "test") if split in labeled.splits
-                for t in labeled.splits[split]["text"]}
-    corpus_lines = list(corpus["text"]) if corpus is not None else []
-    kept = [t for t in corpus_lines if normalize_text(t) not in held_out]
-    kept, cut = cut_rows(kept, CORPUS_MAX_CHARS)   # one giant row would land whole in one split
-    train_texts = list(labeled.splits["train"]["text"])
-    lines = kept + train_texts
-    if len(lines) < 20:
-        raise DataError(f"only {len(lines)} lines to pretrain on ({len(kept)} corpus + {len(train_texts)} "
-                        "training texts); give an unlabelled corpus file with more text, or skip pretraining")
-    splits = split_corpus(datasets.Dataset.from_dict({"text": lines}), eval_fraction=eval_fraction, seed=seed)
-    report = {"n_corpus": len(corpus_lines), "n_corpus_eval_overlap_dropped": len(corpus_lines) - len(kept),
-              "n_train_texts": len(train_texts), "n_lines": len(lines), "n_chars": sum(len(t) for t in lines),
-              "n_pretrain_train": len(splits["train"]), "n_pretrain_validation": len(splits["validation"]),
-              "n_corpus_rows_cut": cut["n_rows_cut"], "largest_corpus_row_chars": cut["largest_row_chars"],
-              "largest_corpus_row_share": round(cut["largest_row_share"], 4)}
-    if cut["n_rows_cut"]:
-        import warnings
-
-        warnings.warn(f"{cut['n_rows_cut']} corpus row(s) longer than {CORPUS_MAX_CHARS:,} characters were cut at "
-                      f"sentence ends before the split; the longest was {cut['largest_row_chars']:,} characters, "
-                      f"{cut['largest_row_share']:.0%} of the corpus (a file without line breaks?).", UserWarning,
-                      stacklevel=2)
-    return splits, report
 
 
 def train_tokenizer_on(texts, heldout_texts, scale: Scale, out_dir, vocab_size: int | None = None):
@@ -213,3 +149,19 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
             jsonio.write_json(tmp / "config.json", saved)
         save_tokenizer(tokenizer, tmp, model_max_length=max_length)
     return out
+
+
+def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: int = 0):
+    """Notebook 05's pretraining text through the one builder (kept for callers of this name).
+
+    The labelled training texts plus ``corpus`` (a ``datasets.Dataset`` with a ``text`` column, a
+    list of str, or None) via :func:`nbkit.pipeline.corpus.pretraining_corpus`: validation/test
+    texts excluded, duplicates dropped, giant rows cut before the split. Returns ``(splits,
+    report)``: a ``DatasetDict(train, validation)`` and the per-source report.
+    """
+    from nbkit.pipeline.corpus import pretraining_corpus
+
+    mix = (("reviews", 1.0),) + ((("own", 1.0),) if corpus is not None else ())
+    splits, mixed = pretraining_corpus(mix, labeled=labeled, texts=corpus, seed=seed,
+                                       eval_fraction=eval_fraction, words=False)
+    return splits, mixed.report

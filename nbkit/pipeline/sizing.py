@@ -89,23 +89,3 @@ def plan_text(plan: dict) -> str:
     applied = f" [{plan['applied']}]" if "applied" in plan else ""
     return "\n".join([f"run sized for the corpus: {knobs} (~{plan['estimated_s'] / 60:,.0f} min of steps){applied}",
                       *(f"  - {r}" for r in plan["reasons"])])
-
-
-def scale_for_corpus(scale, n_tokens: int, device: str):
-    """``(scale, plan)``: the scale's pretraining knobs replaced by :func:`size_run`'s for ``n_tokens``.
-
-    Knobs the user set (fields differing from the preset, ``pipeline.params.overrides_of``)
-    are kept; the ``smoke`` scale keeps its CI sizes (the plan is still returned, to print).
-    ``plan["applied"]`` says which happened.
-    """
-    from nbkit.pipeline.params import overrides_of
-
-    plan = size_run(n_tokens, device, block_size=scale.block_size)
-    if scale.name == "smoke":
-        plan["applied"] = "not applied: the smoke scale keeps its CI sizes"
-        return scale, plan
-    mine = {"model": plan["model"], "mlm_batch_size": plan["batch_size"], "mlm_grad_accum": 1,
-            "mlm_steps": plan["max_steps"], "mlm_lr": plan["lr"], "mlm_eval_every": plan["eval_every"]}
-    kept = set(overrides_of(scale)) & set(mine)
-    plan["applied"] = "applied" + (f", except what you set: {', '.join(sorted(kept))}" if kept else "")
-    return scale.replace(**{k: v for k, v in mine.items() if k not in kept}), plan

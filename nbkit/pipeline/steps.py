@@ -8,7 +8,6 @@ checkpoint -> fine-tuning -> evaluation, with artifacts under
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 from nbkit import jsonio
@@ -173,93 +172,3 @@ def _unk_shares(tokenizer, texts: list) -> list[float]:
                         f"them is a guess; at 0-based indices {shown}. Drop them first: {fix}")
     unk = tokenizer.unk_token_id
     return [sum(1 for t in row if t == unk) / len(row) for row in ids]
-
-
-def mlm_blocks(scale: Scale, tokenizer, block_size: int | None = None, corpus=None) -> dict:
-    """The scale's pretraining corpus as MLM blocks: ``{"train": Dataset, "validation": Dataset}``.
-
-    ``corpus``: the ``DatasetDict`` from :func:`nbkit.pipeline.corpus.pretraining_corpus`
-    (built here when None): the sources in ``scale.mlm_mix`` (People's Daily, optional
-    news, the training-split reviews), deduplicated, split 95/5 by text. Blocks carry
-    ``word_ids`` from the word boundaries (gold for People's Daily, jieba elsewhere), so
-    :class:`nbkit.text.mlm.MLMCollator` masks whole words (as Chinese BERT-wwm does).
-    Each block holds ``block_size`` tokens including ``[CLS]`` and ``[SEP]``.
-    """
-    from nbkit.pipeline.corpus import pretraining_corpus
-    from nbkit.text import mlm
-
-    block_size = block_size or scale.block_size
-    if corpus is None:
-        corpus, _ = pretraining_corpus(scale)
-    return {split: mlm.make_blocks(corpus[split], tokenizer, block_size, words_column="words")
-            for split in ("train", "validation")}
-
-
-def pretrain_callbacks(scale: Scale) -> list:
-    """Extra loop callbacks the scale asks for: :class:`nbkit.train.EarlyStopping` when ``mlm_patience`` is set."""
-    from nbkit.train import EarlyStopping
-
-    return [EarlyStopping(patience=scale.mlm_patience)] if scale.mlm_patience else []
-
-
-def pretrain_config(scale: Scale, output_dir: Path, n_blocks: int | None = None, max_passes: float | None = None,
-                    **overrides):
-    """The scale's :class:`nbkit.train.loop.TrainConfig` for MLM pretraining; ``overrides`` win.
-
-    ``n_blocks`` + ``max_passes``: cap the steps at ``max_passes`` passes over ``n_blocks``
-    training blocks, so a small corpus (notebook 05's) is not read hundreds of times; the
-    evaluation and checkpoint interval shrinks with it (4 evaluations per run at least).
-    """
-    from nbkit.train import TrainConfig
-
-    steps, every = scale.mlm_steps, scale.mlm_eval_every
-    if n_blocks and max_passes:
-        steps = min(steps, steps_for_epochs(n_blocks, scale.mlm_batch_size * scale.mlm_grad_accum, max_passes))
-        every = max(1, min(every, steps // 4))
-    knobs = dict(max_steps=steps, batch_size=scale.mlm_batch_size,
-                 grad_accum_steps=scale.mlm_grad_accum, lr=scale.mlm_lr, warmup_ratio=0.06,
-                 scheduler="linear", eval_every=every, checkpoint_every=every, keep_last=2, output_dir=output_dir,
-                 seed=scale.seed, num_workers=scale.num_workers,
-                 log_every=max(1, min(10, steps // 20)))
-    knobs.update(overrides)
-    return TrainConfig(**knobs)
-
-
-def first_and_last_eval(history: list) -> tuple[dict | None, dict | None]:
-    """The first and last evaluation entries (dicts with ``eval_loss``) of a loop's history."""
-    evals = [h for h in history if "eval_loss" in h]
-    return (evals[0], evals[-1]) if evals else (None, None)
-
-
-def save_pretraining(loop, result, tokenizer, out_dir: Path, scale: Scale, untrained: dict | None = None) -> dict:
-    """Save the pretrained model + tokenizer to ``out_dir/model`` and write ``metrics.json``.
-
-    ``out_dir/model`` loads with ``AutoModelForMaskedLM.from_pretrained`` and
-    ``AutoTokenizer.from_pretrained``; notebook 03 starts from it. Returns the
-    metrics dict (``scale``, ``steps``, ``train_tokens``, ``eval_loss``,
-    ``eval_perplexity``, ``first_eval_loss``, ``tokens_per_s``, ``mfu``,
-    ``device``, ``precision``, ``parameters``, ``untrained_eval_loss`` when
-    ``untrained`` (``loop.evaluate()`` before training) is given, ...).
-    """
-    from nbkit.models.bert import count_parameters, quiet_transformers
-    from nbkit.text.tokenizer_files import save_tokenizer
-
-    model_dir = Path(out_dir) / "model"
-    with quiet_transformers():
-        loop.model.save_pretrained(model_dir)
-    save_tokenizer(tokenizer, model_dir)
-    first, last = first_and_last_eval(result.history)
-    cfg = loop.model.config
-    metrics = {"scale": scale.name, "model": scale.model, "parameters": count_parameters(loop.model),
-               "hidden_size": cfg.hidden_size, "layers": cfg.num_hidden_layers,
-               "block_size": loop.train_data[0]["input_ids"].__len__(),
-               "batch_size": loop.config.batch_size, "grad_accum_steps": loop.config.grad_accum_steps,
-               "lr": loop.config.lr,
-               **result.metrics,
-               "untrained_eval_loss": untrained["eval_loss"] if untrained else None,
-               "first_eval_loss": first["eval_loss"] if first else None,
-               "first_eval_step": first["step"] if first else None,
-               "model_dir": str(model_dir), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    if last:
-        metrics.update(eval_loss=last["eval_loss"], eval_perplexity=last.get("eval_perplexity"))
-    return write_json(Path(out_dir) / "metrics.json", metrics)

@@ -7,9 +7,7 @@
   so the headline metric is test macro-F1 (accuracy beside it).
 
 Shared by ``bench/pretrain_value.py`` and notebook 03's second-task section (:func:`load_news_task`
-skips it with one install line without the package; :mod:`nbkit.recipes.finetune` trains): the task's
-TRAINING texts as an MLM corpus (domain-adaptive pretraining, Gururangan et al. 2020;
-validation and test texts never enter), and the TF-IDF baseline on each text cut where
+skips it with one install line without the package; :mod:`nbkit.recipes.finetune` trains): the TF-IDF baseline on each text cut where
 the model's tokenizer cuts it, so both see the same characters.
 """
 from __future__ import annotations
@@ -61,29 +59,6 @@ def load_news_task(scale) -> "LabeledData | None":
         print(INSTALL_HINT)
         return None
     return load_task("news", seed=scale.seed, max_train=scale.news_max_train)
-
-
-def training_mlm_corpus(labeled: "LabeledData", words: bool = True, n_heldout: int = 500, seed: int = 0,
-                        cache_dir=None) -> dict:
-    """The task's TRAINING-split texts as an MLM corpus: ``{"train": Dataset, "validation": Dataset}``.
-
-    ``validation`` is ``n_heldout`` training texts held out for the MLM loss only; the task's
-    validation and test texts are never read. Column ``text``, and with ``words`` a jieba
-    ``words`` column (list[str]) for whole-word masking (:func:`nbkit.text.words.add_words`,
-    cached under ``cache_dir`` when given). Blank texts are dropped. The order is a
-    permutation drawn from ``seed`` (the same texts in the same order every run).
-    """
-    import datasets
-    import numpy as np
-
-    texts = [t for t in labeled.splits["train"]["text"] if t.strip()]
-    order = np.random.default_rng(seed).permutation(len(texts))
-    ds = datasets.Dataset.from_dict({"text": texts})
-    if words:
-        from nbkit.text.words import add_words
-
-        ds = add_words(ds, cache_dir=cache_dir)
-    return {"train": ds.select(order[n_heldout:]), "validation": ds.select(order[:n_heldout])}
 
 
 def _cut(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[str], int]:

@@ -1,0 +1,152 @@
+"""The pretraining recipe's settings: :class:`PretrainConfig`, its defaults per scale, and their table.
+
+Every decision MLM pretraining makes is one field here, so notebook 02's cell that prints the config
+shows all of them, and a benchmark changes one by an override (``PretrainConfig.for_scale("cpu",
+lr=2e-3)``). The stages that read it are in :mod:`nbkit.recipes.pretrain`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from nbkit.errors import ConfigError
+
+#: config field -> the Scale field its default comes from; fields not listed: recipe constants
+FROM_SCALE = {"scale": "name", "model": "model", "block_size": "block_size", "batch_size": "mlm_batch_size",
+              "grad_accum_steps": "mlm_grad_accum", "max_steps": "mlm_steps", "lr": "mlm_lr",
+              "eval_every": "mlm_eval_every", "seed": "seed", "split_seed": "seed", "mix": "mlm_mix",
+              "corpus_lines": "corpus_lines", "max_train": "sentiment_max_train", "patience": "mlm_patience",
+              "num_workers": "num_workers"}
+ALL_MEANS_NONE = ("corpus_lines", "max_train")   # papermill passes "all" for None ("every line")
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Every setting of BERT masked-LM pretraining; build it with :meth:`for_scale`.
+
+    Fields (units in brackets):
+        scale: the scale the defaults came from (``runs/<scale>/``, notebook 01's tokenizer).
+        model: BERT preset (:data:`nbkit.models.bert.PRESETS`); block_size: tokens per block
+            (``[CLS]``/``[SEP]`` included, at most the preset's positions).
+        batch_size: blocks per micro-batch (per process under torchrun); grad_accum_steps:
+            micro-batches per optimizer step; max_steps: optimizer steps in all.
+        lr: peak learning rate; warmup_ratio: share of steps warming up (0-1); schedule: LR decay
+            after warm-up (``linear``/``cosine``/``constant``); weight_decay: AdamW's.
+        eval_every: steps between held-out evaluations; checkpoint_every: steps between
+            checkpoints (None: ``eval_every``; 0: only the last); keep_last: checkpoints kept.
+        patience: stop after this many evaluations without a lower held-out loss (None: never).
+        mlm_probability: share of tokens chosen as targets (0-1; 80 % ``[MASK]``, 10 % random,
+            10 % unchanged); whole_word: choose whole words (jieba/gold boundaries).
+        precision: ``"auto"`` | ``"fp32"`` | ``"bf16"`` | ``"fp16"`` (:mod:`nbkit.train.precision`).
+        seed: initial weights, data order, masking, the mix's shuffle and 95/5 split.
+        split_seed: the sentiment split whose validation/test reviews are kept out (notebook 03's seed).
+        corpus: None for the bundled ``mix``; else a prepared store or files/globs/folders to
+            prepare (docs/corpus.md), which replace the mix and notebook 01's tokenizer.
+        mix: ``(source, repeat weight)`` pairs (:data:`nbkit.pipeline.corpus.SOURCES`).
+        corpus_lines: People's Daily lines read (None: all); max_train: training reviews read (None: all).
+        eval_fraction: share of texts held out for the MLM loss (0-1).
+        max_passes: cap the steps at this many passes over the training blocks (None: no cap).
+        fit_to_corpus: with ``corpus``, size model/steps/lr to its token count
+            (:func:`nbkit.pipeline.sizing.size_run`; fields you override stay; never at ``smoke``).
+        dropout: hidden and attention dropout (None: the preset's 0.1).
+        num_workers: DataLoader workers; log_every: steps between log lines (None: ~20 per run).
+        resume: continue from the newest checkpoint in the output directory; progress: a tqdm bar.
+    """
+
+    scale: str
+    model: str
+    block_size: int
+    batch_size: int
+    grad_accum_steps: int
+    max_steps: int
+    lr: float
+    eval_every: int
+    seed: int
+    split_seed: int
+    mix: tuple
+    corpus_lines: int | None
+    max_train: int | None
+    patience: int | None = None
+    num_workers: int = 0
+    warmup_ratio: float = 0.06
+    schedule: str = "linear"
+    weight_decay: float = 0.01
+    checkpoint_every: int | None = None
+    keep_last: int = 2
+    mlm_probability: float = 0.15
+    whole_word: bool = True
+    precision: str = "auto"
+    corpus: str | list | None = None
+    eval_fraction: float = 0.05
+    max_passes: float | None = None
+    fit_to_corpus: bool = True
+    dropout: float | None = None
+    log_every: int | None = None
+    resume: bool = True
+    progress: bool = True
+
+    @classmethod
+    def for_scale(cls, scale=None, **overrides) -> "PretrainConfig":
+        """The recipe at ``scale`` (a :class:`nbkit.pipeline.scale.Scale`, its name, or None for ``$NBKIT_SCALE``).
+
+        ``overrides`` (field=value) win; a ``None`` override keeps the default, so notebook
+        parameters can be passed as they are (``corpus_lines="all"``: every line).
+
+        Raises:
+            ConfigError: an unknown field (naming the valid ones) or scale.
+        """
+        from nbkit.pipeline.params import resolve_scale
+
+        sc = resolve_scale(scale)
+        return cls(**{f: getattr(sc, s) for f, s in FROM_SCALE.items()}).replace(**overrides)
+
+    def replace(self, **overrides) -> "PretrainConfig":
+        """A copy with ``overrides`` applied (``None`` values ignored; ``"all"`` for :data:`ALL_MEANS_NONE`).
+
+        Raises:
+            ConfigError: a name that is not a field, listing the fields.
+        """
+        names = [f.name for f in dataclasses.fields(self)]
+        unknown = sorted(set(overrides) - set(names))
+        if unknown:
+            raise ConfigError(f"{', '.join(unknown)}: not a PretrainConfig field; the fields are {', '.join(names)}")
+        changes = {k: (None if isinstance(v, str) and v.strip().lower() == "all" and k in ALL_MEANS_NONE else
+                       tuple(map(tuple, v)) if k == "mix" else v)
+                   for k, v in overrides.items() if v is not None}
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def overrides(self) -> dict:
+        """``{field: value}`` where this config differs from the scale's recipe."""
+        base = PretrainConfig.for_scale(self.scale)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != getattr(base, f.name)}
+
+    def run_tag(self) -> str:
+        """``""`` for the scale's recipe, else ``"-"`` + its overrides (``"-seed3"``): a folder suffix, so a run
+        with other settings neither resumes nor overwrites the recipe's (:func:`nbkit.pipeline.params.tag_of`).
+        Settings that do not change the result (progress, resume, num_workers, log_every) are left out."""
+        from nbkit.pipeline.params import tag_of
+
+        quiet = {"progress", "resume", "num_workers", "log_every", "corpus"}
+        return tag_of({k: v for k, v in self.overrides().items() if k not in quiet})
+
+    def to_dict(self) -> dict:
+        """The fields as a plain dict (for ``metrics.json``)."""
+        return dataclasses.asdict(self)
+
+    def table(self):
+        """A ``pandas.DataFrame`` (field, value, from): ``from`` names the Scale field, ``recipe`` or ``override``."""
+        import pandas as pd
+
+        changed = self.overrides()
+        rows = [{"field": f.name, "value": "None" if getattr(self, f.name) is None else str(getattr(self, f.name)),
+                 "from": "override" if f.name in changed else
+                 (f"scale.{FROM_SCALE[f.name]}" if f.name in FROM_SCALE else "recipe")}
+                for f in dataclasses.fields(self)]
+        return pd.DataFrame(rows).set_index("field")
+
+    def __repr__(self) -> str:
+        fields = dataclasses.fields(self)
+        width = max(len(f.name) for f in fields)
+        return "PretrainConfig(\n" + "".join(f"  {f.name:<{width}} = {getattr(self, f.name)!r},\n"
+                                             for f in fields) + ")"
