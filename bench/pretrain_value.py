@@ -22,7 +22,7 @@ masking), or PD + reviews (``mix``). Validation and test texts are never pretrai
 
     python bench/pretrain_value.py all --out runs/pretrain_value            # the benchmark
     python bench/pretrain_value.py pretrain --out DIR [knobs]               # checkpoints only
-    python bench/pretrain_value.py finetune --out DIR --init DIR/checkpoints/step-000500 --seeds 0,1,2
+    python bench/pretrain_value.py finetune --out DIR --init DIR/checkpoints/step-000500/model --seeds 0,1,2
     python bench/pretrain_value.py report --out DIR                         # table + stats.json
     python bench/pretrain_value.py all --task news --max-length 128 --out runs/pv_news   # the second task
 
@@ -216,7 +216,8 @@ def report(args) -> dict:
         if d and "ci95_seeds" in d:  # seeds resampled too (stats.bootstrap_diff_seeds)
             ds += f" seeds [{d['ci95_seeds'][0]:+.4f},{d['ci95_seeds'][1]:+.4f}]"
         loss = f"{e['pretrain_eval_loss']:.3f}" if e["pretrain_eval_loss"] is not None else "-"
-        name = "/".join(pathlib.Path(e["init"]).parts[-2:])  # run/step_N: runs can share step numbers
+        parts = [x for x in pathlib.Path(e["init"]).parts if x not in ("checkpoints", "model")]
+        name = "/".join(parts[-2:])  # run/step-N (of run/checkpoints/step-N/model): runs can share step numbers
         print(f"{name + ' ' + e['pooling'] + ' L' + str(e['max_length']):<46} "
               f"{e['lr']:>7g} {e['epochs']:>3g} {e['pretrain_tokens']:>10,} {e['pretrain_min']:>6.1f} {loss:>8} "
               f"{pm(e['validation_accuracy']):>15} {pm(e['test_accuracy']):>15} {pm(e['test_macro_f1']):>15} "
