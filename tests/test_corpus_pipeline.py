@@ -129,3 +129,16 @@ def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp):
     assert metrics["steps"] == 2 and metrics["eval_loss"] > 0 and metrics["block_size"] == 64
     assert not (runs_tmp / "smoke" / "tokenizer").exists()          # the store's tokenizer, not notebook 01's
     assert (tmp_path / "mlm" / "model" / "tokenizer.json").is_file()
+
+
+def test_one_store_per_corpus_whatever_the_scale_or_how_the_paths_were_typed(tmp_path, monkeypatch, runs_tmp):
+    from nbkit.corpus.store import is_prepared
+    from nbkit.pipeline.corpus import store_dir_for
+
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    relative = store_dir_for(["data/wiki.jsonl", "data/txt/"], "smoke")
+    absolute = store_dir_for([str(tmp_path / "data" / "wiki.jsonl"), str(tmp_path / "data" / "txt")], "cpu")
+    assert relative == absolute and relative.parent == runs_tmp / "corpus"
+    assert store_dir_for(["data/wiki.jsonl"]) != relative
+    assert not is_prepared(["data/wiki.jsonl", "data/txt/"]) and not is_prepared(None)   # a list of inputs: no raise

@@ -9,6 +9,7 @@ with ``nbkit prepare-corpus`` (or ``nbkit.corpus.prepare_corpus``), which resume
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -21,7 +22,10 @@ _FIX = "prepare it with `nbkit prepare-corpus INPUT... --out {path}` (a stopped 
 
 
 def is_prepared(path) -> bool:
-    """True when ``path/manifest.json`` exists and says ``"complete": true`` (never raises)."""
+    """True when ``path/manifest.json`` exists and says ``"complete": true`` (never raises; a list of
+    inputs, a glob or None is simply not a prepared store)."""
+    if not isinstance(path, (str, os.PathLike)):
+        return False
     try:
         read_manifest(path)
     except DataError:

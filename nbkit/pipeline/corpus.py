@@ -115,19 +115,25 @@ def _cut_own(texts) -> tuple[list[str], dict]:
 
 
 # ----- the user's corpus through the prepared store (nbkit.corpus, docs/corpus.md) -----------------
-def store_dir_for(corpus, scale_name: str) -> Path:
-    """Where a corpus that is not yet prepared gets prepared: ``runs/<scale>/corpus/<name>-<hash>``.
+def store_dir_for(corpus, scale_name: str | None = None) -> Path:
+    """Where a corpus that is not yet prepared gets prepared: ``runs/corpus/<name>-<hash>``.
 
-    A function of the paths as given (the hash of their text), so every rank and node that
-    was given the same ``--corpus`` computes the same directory (it must be on a shared filesystem).
+    The hash is of the inputs as absolute paths (``~`` expanded, relative paths resolved against the
+    working directory; glob patterns kept as patterns), so the same files given as ``data/x.jsonl``
+    from the shell and as ``/home/me/data/x.jsonl`` from a notebook, at any scale, share one store
+    (preparing 2 GB twice costs minutes and GBs); every rank and node given the same ``--corpus``
+    computes the same directory (it must be on a shared filesystem). ``scale_name`` is accepted for
+    older callers and ignored: a store does not depend on the scale.
     """
     import hashlib
+    import os
     import re
 
     items = [str(c) for c in (corpus if isinstance(corpus, (list, tuple)) else [corpus])]
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(items[0].rstrip("/*")).name or "corpus")[:40]
-    digest = hashlib.sha256("\n".join(items).encode("utf-8")).hexdigest()[:10]
-    return runs.step_dir(scale_name, "corpus") / f"{stem}-{digest}"
+    absolute = [os.path.abspath(os.path.expanduser(c)).rstrip("/") for c in items]
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(absolute[0].rstrip("/*")).name or "corpus")[:40]
+    digest = hashlib.sha256("\n".join(absolute).encode("utf-8")).hexdigest()[:10]
+    return runs.runs_dir() / "corpus" / f"{stem}-{digest}"
 
 
 def corpus_store(corpus, out_dir=None, scale_name: str = "smoke", **settings) -> Path:

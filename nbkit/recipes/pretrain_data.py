@@ -20,7 +20,7 @@ def corpus(cfg: PretrainConfig, labeled=None, texts=None):
     ``cfg.mix`` (``labeled``: the labelled data whose training texts are the ``reviews`` source and
     whose validation/test texts are excluded; ``texts``: the ``own`` source), returning the
     ``DatasetDict`` and the per-source table (a DataFrame). Else the prepared store
-    (:func:`nbkit.pipeline.corpus.corpus_store`: prepared once under ``runs/<scale>/corpus/``, then
+    (:func:`nbkit.pipeline.corpus.corpus_store`: prepared once under ``runs/corpus/``, then
     reused) and its summary dict (:func:`nbkit.pipeline.corpus.store_summary`).
 
     Raises:
