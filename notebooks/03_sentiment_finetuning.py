@@ -32,12 +32,15 @@ learning_rate = None  # peak learning rate
 max_train = None      # training examples used; None: the scale's (smoke 800, else all); "all": the whole split
 model_preset = None   # BERT preset when no notebook-02 checkpoint exists (built from config)
 pooling = None        # classifier input: "mean" of the token states or BERT's "cls" pooler
+pretrained = None     # a model folder, e.g. notebook 02's run on your corpus (runs/cpu/mlm-<corpus>/model); None: runs/<scale>/mlm/model
 
 # %% [markdown]
 # ## The recipe
 # One object holds every decision of this notebook: its values come from the scale, the parameters above override them, and the table says where each came from.
 
 # %%
+from transformers import AutoTokenizer
+
 from nbkit import pipeline
 from nbkit.recipes import finetune as ft
 
@@ -61,7 +64,8 @@ sentiment.report
 # Each review becomes `[CLS] tokens [SEP]`, cut at `max_length` tokens. A cut review loses words the classifier never sees, so we count how many are cut.
 
 # %%
-tokenizer = pipeline.load_tokenizer(scale)
+# a model pretrained on your corpus (notebook 02 with `corpus`) brings its own tokenizer; else notebook 01's
+tokenizer = pipeline.load_tokenizer(scale) if pretrained is None else AutoTokenizer.from_pretrained(pretrained)
 encoded, trunc = ft.encode(cfg, tokenizer, sentiment)
 print(f"reviews longer than {cfg.max_length} tokens (truncated): "
       + ", ".join(f"{k} {v['truncated_fraction']:.1%}" for k, v in trunc.items()))
@@ -71,7 +75,7 @@ print(f"reviews longer than {cfg.max_length} tokens (truncated): "
 # The encoder comes from notebook 02's checkpoint when there is one (else random weights, and the cell says so; a local model directory or Hub name works too). A new, seeded head maps the **mean of the token states** to the two labels: BERT's own head reads `[CLS]` through a pooler that only next-sentence prediction trains, so after MLM-only pretraining it starts untrained.
 
 # %%
-source = pipeline.pretrained_model_dir(scale)    # None if notebook 02 has not run
+source = pretrained or pipeline.pretrained_model_dir(scale)    # None if notebook 02 has not run
 model, how = ft.model(cfg, tokenizer, sentiment, pretrained=source)
 print(how)
 
