@@ -7,10 +7,10 @@ config shows all of them, and a benchmark changes one by an override
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from nbkit.errors import ConfigError
+from nbkit.recipes.config_base import RecipeConfig
 
 #: task -> {config field: the Scale field its default comes from}; fields not listed: recipe constants
 FROM_SCALE = {
@@ -27,8 +27,8 @@ ALL_MEANS_NONE = ("max_train", "max_steps")   # papermill passes "all" for None 
 TASK_DEFAULTS = {"reviews": {}, "news": {"class_weights": "balanced", "eval_every": 0}}
 
 
-@dataclass(frozen=True)
-class FinetuneConfig:
+@dataclass(frozen=True, repr=False)
+class FinetuneConfig(RecipeConfig):
     """Every setting of sentiment (sequence-classification) fine-tuning; build it with :meth:`for_scale`.
 
     Fields (units in brackets):
@@ -79,6 +79,8 @@ class FinetuneConfig:
     resume: bool = True
     progress: bool = True
 
+    ALL_MEANS_NONE = ALL_MEANS_NONE
+
     @classmethod
     def for_scale(cls, scale=None, task: str = "reviews", **overrides) -> "FinetuneConfig":
         """The recipe at ``scale`` (a :class:`nbkit.pipeline.scale.Scale`, its name, or None for ``$NBKIT_SCALE``).
@@ -101,54 +103,8 @@ class FinetuneConfig:
         values.update(TASK_DEFAULTS[task])
         return cls(**values).replace(**overrides)
 
-    def replace(self, **overrides) -> "FinetuneConfig":
-        """A copy with ``overrides`` applied (``None`` values ignored).
+    def _base(self, task: str = "reviews"):
+        return FinetuneConfig.for_scale(self.scale, task=task) if task in FROM_SCALE else None
 
-        Raises:
-            ConfigError: a name that is not a field, listing the fields.
-        """
-        names = [f.name for f in dataclasses.fields(self)]
-        unknown = sorted(set(overrides) - set(names))
-        if unknown:
-            raise ConfigError(f"{', '.join(unknown)}: not a FinetuneConfig field; the fields are {', '.join(names)}")
-        changes = {k: (None if isinstance(v, str) and v.strip().lower() == "all" and k in ALL_MEANS_NONE else v)
-                   for k, v in overrides.items() if v is not None}
-        return dataclasses.replace(self, **changes) if changes else self
-
-    def overrides(self, task: str = "reviews") -> dict:
-        """``{field: value}`` where this config differs from the scale's recipe for ``task``."""
-        base = FinetuneConfig.for_scale(self.scale, task=task)
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != getattr(base, f.name)}
-
-    def run_tag(self, task: str = "reviews") -> str:
-        """``""`` for the scale's recipe, else ``"-"`` + its overrides (``"-seed3"``): a folder suffix, so a
-        run with other settings neither resumes nor overwrites the recipe's (:func:`nbkit.pipeline.params.tag_of`)."""
-        from nbkit.pipeline.params import tag_of
-
-        return tag_of(self.overrides(task))
-
-    def to_dict(self) -> dict:
-        """The fields as a plain dict (for ``metrics.json``)."""
-        return dataclasses.asdict(self)
-
-    def table(self, task: str = "reviews"):
-        """A ``pandas.DataFrame`` (field, value, from): ``from`` names the Scale field, ``recipe`` or ``override``."""
-        import pandas as pd
-
-        base = FinetuneConfig.for_scale(self.scale, task=task) if task in FROM_SCALE else None
-        rows = []
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            src = FROM_SCALE.get(task, {}).get(f.name)
-            where = f"scale.{src}" if src else "recipe"
-            if base is not None and getattr(base, f.name) != value:
-                where = "override"
-            rows.append({"field": f.name, "value": "None" if value is None else str(value), "from": where})
-        return pd.DataFrame(rows).set_index("field")
-
-    def __repr__(self) -> str:
-        fields = dataclasses.fields(self)
-        width = max(len(f.name) for f in fields)
-        return "FinetuneConfig(\n" + "".join(f"  {f.name:<{width}} = {getattr(self, f.name)!r},\n"
-                                             for f in fields) + ")"
+    def _source(self, name, task: str = "reviews"):
+        return FROM_SCALE.get(task, {}).get(name)

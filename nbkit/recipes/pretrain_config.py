@@ -6,10 +6,9 @@ lr=2e-3)``). The stages that read it are in :mod:`nbkit.recipes.pretrain`.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
-from nbkit.errors import ConfigError
+from nbkit.recipes.config_base import RecipeConfig
 
 #: config field -> the Scale field its default comes from; fields not listed: recipe constants
 FROM_SCALE = {"scale": "name", "model": "model", "block_size": "block_size", "batch_size": "mlm_batch_size",
@@ -20,8 +19,8 @@ FROM_SCALE = {"scale": "name", "model": "model", "block_size": "block_size", "ba
 ALL_MEANS_NONE = ("corpus_lines", "max_train")   # papermill passes "all" for None ("every line")
 
 
-@dataclass(frozen=True)
-class PretrainConfig:
+@dataclass(frozen=True, repr=False)
+class PretrainConfig(RecipeConfig):
     """Every setting of BERT masked-LM pretraining; build it with :meth:`for_scale`.
 
     Fields (units in brackets):
@@ -85,6 +84,9 @@ class PretrainConfig:
     resume: bool = True
     progress: bool = True
 
+    ALL_MEANS_NONE = ALL_MEANS_NONE
+    QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus"})   # not in run_tag
+
     @classmethod
     def for_scale(cls, scale=None, **overrides) -> "PretrainConfig":
         """The recipe at ``scale`` (a :class:`nbkit.pipeline.scale.Scale`, its name, or None for ``$NBKIT_SCALE``).
@@ -100,53 +102,11 @@ class PretrainConfig:
         sc = resolve_scale(scale)
         return cls(**{f: getattr(sc, s) for f, s in FROM_SCALE.items()}).replace(**overrides)
 
-    def replace(self, **overrides) -> "PretrainConfig":
-        """A copy with ``overrides`` applied (``None`` values ignored; ``"all"`` for :data:`ALL_MEANS_NONE`).
+    def _base(self):
+        return PretrainConfig.for_scale(self.scale)
 
-        Raises:
-            ConfigError: a name that is not a field, listing the fields.
-        """
-        names = [f.name for f in dataclasses.fields(self)]
-        unknown = sorted(set(overrides) - set(names))
-        if unknown:
-            raise ConfigError(f"{', '.join(unknown)}: not a PretrainConfig field; the fields are {', '.join(names)}")
-        changes = {k: (None if isinstance(v, str) and v.strip().lower() == "all" and k in ALL_MEANS_NONE else
-                       tuple(map(tuple, v)) if k == "mix" else v)
-                   for k, v in overrides.items() if v is not None}
-        return dataclasses.replace(self, **changes) if changes else self
+    def _source(self, name):
+        return FROM_SCALE.get(name)
 
-    def overrides(self) -> dict:
-        """``{field: value}`` where this config differs from the scale's recipe."""
-        base = PretrainConfig.for_scale(self.scale)
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != getattr(base, f.name)}
-
-    def run_tag(self) -> str:
-        """``""`` for the scale's recipe, else ``"-"`` + its overrides (``"-seed3"``): a folder suffix, so a run
-        with other settings neither resumes nor overwrites the recipe's (:func:`nbkit.pipeline.params.tag_of`).
-        Settings that do not change the result (progress, resume, num_workers, log_every) are left out."""
-        from nbkit.pipeline.params import tag_of
-
-        quiet = {"progress", "resume", "num_workers", "log_every", "corpus"}
-        return tag_of({k: v for k, v in self.overrides().items() if k not in quiet})
-
-    def to_dict(self) -> dict:
-        """The fields as a plain dict (for ``metrics.json``)."""
-        return dataclasses.asdict(self)
-
-    def table(self):
-        """A ``pandas.DataFrame`` (field, value, from): ``from`` names the Scale field, ``recipe`` or ``override``."""
-        import pandas as pd
-
-        changed = self.overrides()
-        rows = [{"field": f.name, "value": "None" if getattr(self, f.name) is None else str(getattr(self, f.name)),
-                 "from": "override" if f.name in changed else
-                 (f"scale.{FROM_SCALE[f.name]}" if f.name in FROM_SCALE else "recipe")}
-                for f in dataclasses.fields(self)]
-        return pd.DataFrame(rows).set_index("field")
-
-    def __repr__(self) -> str:
-        fields = dataclasses.fields(self)
-        width = max(len(f.name) for f in fields)
-        return "PretrainConfig(\n" + "".join(f"  {f.name:<{width}} = {getattr(self, f.name)!r},\n"
-                                             for f in fields) + ")"
+    def _coerce(self, name, value):
+        return tuple(map(tuple, value)) if name == "mix" else value
