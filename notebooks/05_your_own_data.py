@@ -29,7 +29,7 @@
 
 # %% [markdown]
 # ## Parameters
-# Paths are relative to this notebook's folder (or absolute). Labelled files: `.csv`, `.tsv`, `.jsonl` or `.json` with a text column and a label column (strings or integers). The unlabelled corpus: `.txt` (one text per line) or a file with a `corpus_text_column`. Sizes (model, steps, batch) come from the scale preset.
+# Paths are relative to this notebook's folder (or absolute). Labelled files: `.csv`, `.tsv`, `.jsonl` or `.json` with a text column and a label column (strings or integers). The unlabelled corpus: `.txt` (one text per line), `.jsonl`/`.json`/`.parquet` with a `corpus_text_column` (optionally `.gz`/`.zst`), or a folder of them. Sizes (model, steps, batch) come from the scale preset.
 
 # %% tags=["parameters"]
 scale = None                             # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
@@ -42,8 +42,8 @@ validation_file = None                   # None: drawn from train_file (10 %)
 test_file = None                         # None: drawn from train_file (10 %)
 text_column = "review"
 label_column = "label"
-corpus_file = "data/sample_corpus.txt"   # unlabelled text for MLM pretraining; None: training texts only
-corpus_text_column = "text"              # ignored for .txt
+corpus_file = "data/sample_corpus.txt"   # unlabelled text for MLM pretraining (prepared into a store); None: training texts only
+corpus_text_column = "text"              # JSON key / parquet column; ignored for .txt
 pretrain = True                          # False: skip MLM pretraining, fine-tune from random init
 max_passes = 10                          # MLM reads your corpus at most this many times (the scale's steps cap it too)
 run_name = "sample"                      # outputs go to runs/<scale>/own_data/<run_name>/
@@ -72,24 +72,32 @@ splits["train"].to_pandas().head()
 
 # %% [markdown]
 # ## 2. Text for the tokenizer and pretraining
-# Notebook 02's pretraining recipe, on your text: one config object (the scale's values; `max_passes` caps how often MLM rereads a small corpus). Its corpus stage mixes your unlabelled corpus with the training split's texts, drops duplicates, and drops every text equal to a validation or test text (counted in `n_excluded`), so the model never reads what it is evaluated on. Very long rows (a file without line breaks) are cut at sentence ends first, and jieba marks word boundaries for whole-word masking.
+# Notebook 02's pretraining recipe, on your text: one config object (the scale's values; `max_passes` caps how often MLM rereads a small corpus). With a `corpus_file`, your corpus and the training split's texts are prepared once into a token store under this run's folder (docs/corpus.md: cleaned, very long rows cut at sentence ends, duplicates dropped, word boundaries for whole-word masking, a hashed held-out share for the MLM eval loss; a rerun with nothing changed reuses it), and every corpus text equal to a validation or test text is dropped (`dropped_excluded`), so the model never reads what it is evaluated on. Without one, the training split's texts alone, through the same rules in memory.
 
 # %%
 from nbkit.recipes import pretrain as pt
 
-corpus = data.load_text_file(corpus_file, text_column=corpus_text_column) if corpus_file else None
-pcfg = pt.PretrainConfig.for_scale(scale, mix=(("own", 1.0), ("reviews", 1.0)) if corpus is not None else
-                                   (("reviews", 1.0),), max_passes=max_passes, resume=False)
-pretrain_splits, pretrain_report = pt.corpus(pcfg, labeled=labeled, texts=corpus)
+if corpus_file:
+    store = pipeline.own_corpus_store(corpus_file, labeled, out_dir / "corpus", scale, text_column=corpus_text_column)
+    pcfg = pt.PretrainConfig.for_scale(scale, corpus=str(store), max_passes=max_passes, resume=False)
+else:
+    pcfg = pt.PretrainConfig.for_scale(scale, mix=(("reviews", 1.0),), max_passes=max_passes, resume=False)
+pretrain_source, pretrain_report = pt.corpus(pcfg, labeled=labeled)
 pretrain_report
 
 # %% [markdown]
-# ## 3. Train the tokenizer and check its coverage
-# WordPiece on that text, every character kept. Coverage is measured on your validation texts, which the tokenizer never saw: the `[UNK]` rate is the share of tokens the model cannot read, and the length percentiles tell whether `max_length` cuts many texts.
+# ## 3. The tokenizer and its coverage
+# With a corpus, the store's WordPiece (trained on it while preparing); without, WordPiece trained now on the training texts; every character kept either way. The same tokenizer serves pretraining and fine-tuning. Coverage is measured on your validation texts, which the tokenizer never saw: the `[UNK]` rate is the share of tokens the model cannot read, and the length percentiles tell whether `max_length` cuts many texts.
 
 # %%
-tokenizer, tok_stats = pipeline.train_tokenizer_on(pretrain_splits["train"]["text"], splits["validation"]["text"],
-                                                   scale, out_dir / "tokenizer")
+from nbkit.text import tokenizer_stats
+
+if pt.is_store(pretrain_source):
+    tokenizer = pt.tokenizer(pcfg, pretrain_source)
+    tok_stats = tokenizer_stats(tokenizer, splits["validation"]["text"])
+else:
+    tokenizer, tok_stats = pipeline.train_tokenizer_on(pretrain_source["train"]["text"], splits["validation"]["text"],
+                                                       scale, out_dir / "tokenizer")
 tok_stats
 
 # %% [markdown]
@@ -101,7 +109,7 @@ from nbkit import LivePlot
 
 mlm_dir = out_dir / "mlm"
 if pretrain:
-    blocks = pt.blocks(pcfg, tokenizer, pretrain_splits)
+    blocks = pt.blocks(pcfg, tokenizer, pretrain_source)
     mlm_loop = pt.loop(pcfg, pt.model(pcfg, tokenizer), tokenizer, blocks, mlm_dir,
                        callbacks=[LivePlot(out_dir=mlm_dir)])
     mlm_result = pt.fit(pcfg, mlm_loop)

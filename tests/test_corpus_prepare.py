@@ -203,3 +203,41 @@ def test_shard_size_never_changes_the_split_streams(tmp_path, tok_dir):
         a, b = load_split(tmp_path / "big", split), load_split(tmp_path / "small", split)
         assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
         assert one["splits"][split]["n_tokens"] == many["splits"][split]["n_tokens"] == len(a[0])
+
+
+def test_excluded_texts_never_reach_either_split(tmp_path, tok_dir, tok):
+    lines = review_lines(200)
+    # evaluation texts given in another form: full width (equal after NFKC), and one repeated in the corpus
+    evaluation = [lines[5], lines[60], lines[61], "ＡＢＣ１２３是评测文本", "不在语料里的一条评测文本"]
+    corpus = write_txt(tmp_path / "c.txt", lines + [lines[60], "ABC123是评测文本"])
+    m = run(corpus, tmp_path / "out", tok_dir, heldout_share=0.3, exclude_texts=evaluation)
+    assert m["dropped"]["excluded"] == 5 and m["dropped"]["duplicate"] == 0
+    assert m["counts"]["n_texts_kept"] == 197
+    stored = set(docs(tmp_path / "out", tok)) | set(docs(tmp_path / "out", tok, "validation"))
+    assert len(stored) == 197 and not stored & {norm(t) for t in evaluation}
+    assert set(m["settings"]["exclude_texts"]) == {"n_hashes", "sha256"}
+    assert m["settings"]["exclude_texts"]["n_hashes"] == 5   # hashes only, never the texts
+    assert lines[5] not in json.dumps(m, ensure_ascii=False)
+
+
+def test_changed_exclusion_is_named_and_order_does_not_matter(tmp_path, tok_dir):
+    lines = review_lines(60)
+    a = write_txt(tmp_path / "a.txt", lines)
+    m = run(a, tmp_path / "out", tok_dir, exclude_texts=[lines[1], lines[2]])
+    assert run(a, tmp_path / "out", tok_dir, exclude_texts=[lines[2], lines[1], lines[1]]) == m
+    with pytest.raises(ConfigError, match="setting exclude_texts: .*n_hashes.: 2.* -> .*n_hashes.: 3"):
+        run(a, tmp_path / "out", tok_dir, exclude_texts=lines[1:4])
+    with pytest.raises(ConfigError, match="setting exclude_texts"):
+        run(a, tmp_path / "out", tok_dir)
+    with pytest.raises(ConfigError, match="one string"):
+        run(a, tmp_path / "out2", tok_dir, exclude_texts=lines[1])
+
+
+def test_exclusion_is_the_same_with_one_and_two_workers(tmp_path):
+    lines = review_lines(600)
+    src = write_txt(tmp_path / "a.txt", lines)
+    kw = dict(vocab_size=300, heldout_share=0.05, chunk_items=64, shard_tokens=3000, exclude_texts=lines[::7])
+    m1 = run(src, tmp_path / "w1", num_workers=1, **kw)
+    m2 = run(src, tmp_path / "w2", num_workers=2, **kw)
+    assert m1["dropped"]["excluded"] == m2["dropped"]["excluded"] == len(set(lines[::7])) > 0
+    assert store_files(tmp_path / "w1") == store_files(tmp_path / "w2")

@@ -46,3 +46,50 @@ class HashSet:
             new = np.fromiter(self.recent, dtype=np.uint64, count=len(self.recent))
             self.sorted = np.union1d(self.sorted, new)
             self.recent.clear()
+
+
+def exclusion_hashes(texts, max_chars: int) -> np.ndarray:
+    """Sorted unique hashes of ``texts`` as the writer would hash them (its ``exclude_texts`` setting).
+
+    Each text goes through the writer's own steps before its hash: cut at ``max_chars`` at sentence
+    ends (every piece is excluded), the validity rule (blank/missing give nothing), NFKC, then the
+    64-bit hash of :func:`nbkit.corpus.worker.text_hash`. So a corpus line equal to an excluded text
+    after that normalisation (full-width forms, a repaired surrogate) is dropped.
+
+    Args:
+        texts: an iterable of str (e.g. the labelled validation and test texts).
+        max_chars: the store's ``max_chars`` setting.
+
+    Returns:
+        ``numpy.uint64`` array, sorted, no repeats (8 bytes per distinct text).
+
+    Raises:
+        ConfigError: ``texts`` is a single string (pass a list of texts).
+    """
+    import unicodedata
+
+    from nbkit.corpus.worker import text_hash
+    from nbkit.data.textrule import check_text, split_long
+    from nbkit.errors import ConfigError
+
+    if isinstance(texts, (str, bytes)):
+        raise ConfigError("exclude_texts is one string; pass a list of texts (e.g. [text]), one per item")
+    out = []
+    for value in texts:
+        pieces = split_long(value, max_chars) if isinstance(value, str) and len(value) > max_chars else [value]
+        for piece in pieces:
+            text = check_text(piece)
+            if text is not None:
+                out.append(text_hash(unicodedata.normalize("NFKC", text)))
+    return np.unique(np.asarray(out, dtype=np.uint64))
+
+
+def exclusion_identity(hashes: np.ndarray) -> dict | None:
+    """What the manifest records of an exclusion list: ``{"n_hashes", "sha256"}`` of the sorted hashes
+    (little-endian uint64 bytes), never the texts; ``None`` for no exclusion."""
+    import hashlib
+
+    if not len(hashes):
+        return None
+    digest = hashlib.sha256(np.asarray(hashes, dtype="<u8").tobytes()).hexdigest()
+    return {"n_hashes": int(len(hashes)), "sha256": digest}

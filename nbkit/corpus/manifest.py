@@ -30,6 +30,8 @@ DEFAULTS: dict[str, Any] = {
     "chunk_items": 1000,       # lines per unit of work (also bounded by 4 MB)
     "segmenter": "auto",       # rjieba if installed, else jieba
     "errors": "skip",          # bad lines: "skip" (count and name them) or "raise" (DataError)
+    "exclude_texts": None,     # texts never stored (e.g. evaluation texts); the manifest keeps only
+                               # {"n_hashes", "sha256"} of their sorted hashes (nbkit.corpus.dedup)
 }
 #: Settings that do not change the output (not compared on a rerun).
 RUNTIME = ("num_workers", "progress", "overwrite")

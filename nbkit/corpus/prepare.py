@@ -30,7 +30,7 @@ import numpy as np
 from nbkit import jsonio
 from nbkit.corpus import manifest as mf
 from nbkit.corpus import segment, shards
-from nbkit.corpus.dedup import HashSet
+from nbkit.corpus.dedup import HashSet, exclusion_hashes, exclusion_identity
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.progress import CorpusProgress
 from nbkit.corpus.readers import FileProblem, iter_chunks
@@ -38,7 +38,7 @@ from nbkit.corpus.sources import resolve_inputs
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut
 from nbkit.errors import ConfigError, DataError
 
-DROPPED = ("blank", "missing", "duplicate", "too_short", "non_cjk", "bad_utf8", "bad_json", "no_text_field",
+DROPPED = ("blank", "missing", "excluded", "duplicate", "too_short", "non_cjk", "bad_utf8", "bad_json", "no_text_field",
            "no_tokens", "empty_file", "binary_file", "truncated_file", "unreadable_file")
 REPAIRED = ("repaired_surrogates", "long_texts_cut", "long_text_pieces")
 COUNTS = ("n_files", "n_items", "n_texts_read", "n_texts_kept", "n_chars", "n_tokens")
@@ -110,6 +110,10 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         progress: print MB/s, texts/s and an ETA (a bar on a terminal, plain lines otherwise).
         **settings: see :data:`nbkit.corpus.manifest.DEFAULTS` (``text_field``, ``tokenizer``,
             ``vocab_size``, ``min_chars``, ``min_cjk_share``, ``heldout_share``, ``errors``, ...).
+            ``exclude_texts``: a list of texts never stored: a corpus text whose normalised hash equals
+            one of theirs (same cut, validity rule, NFKC and 64-bit hash as dedup) is dropped as
+            ``excluded`` (before dedup; nor is it in the tokenizer's sample); the manifest records
+            ``{"n_hashes", "sha256"}`` of their sorted hashes, so a changed list is a changed setting.
 
     Returns:
         The manifest dict (also in ``out_dir/manifest.json``).
@@ -124,7 +128,11 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     n_workers = default_workers() if num_workers is None else int(num_workers)
     if n_workers < 1:
         raise ConfigError(f"num_workers={num_workers} must be >= 1 (default: the usable cores)")
+    settings = dict(settings)
+    exclude = settings.pop("exclude_texts", None)
     s = mf.check_settings(settings)
+    excluded = exclusion_hashes(exclude or [], s["max_chars"])
+    s["exclude_texts"] = exclusion_identity(excluded)
     s["segmenter"] = segment.resolve(s["segmenter"])
     s["segmenter_version"] = segment.version(s["segmenter"])
     sources = resolve_inputs(inputs)
@@ -150,10 +158,10 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
                 if result is not None:
                     bar.update(item.raw_pos + sum(x.size_bytes for x in sources[:item.source]), len(result[0]))
                     yield result[0]
-        tok, tok_seconds = ensure_tokenizer(out, s, cleaned)
+        tok, tok_seconds = ensure_tokenizer(out, s, cleaned, excluded)
         job.update(tokenizer_file=str(out / "tokenizer" / "tokenizer.json"), dtype=tok["dtype"],
                    sep_id=tok["sep_id"])
-        markers, resumed = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total)
+        markers, resumed = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total, excluded)
     timing = {"seconds": round(time.perf_counter() - t_start, 3), "tokenizer_seconds": round(tok_seconds, 3),
               "num_workers": n_workers, "resumed_parts": resumed, "input_mb": round(total / 1e6, 3)}
     timing["mb_per_s"] = round(total / 1e6 / max(timing["seconds"], 1e-9), 3)
@@ -166,7 +174,8 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     return result
 
 
-def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Path, tok, bar, total):
+def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Path, tok, bar, total,
+            excluded: np.ndarray):
     """The main pass (stage 3), from the last complete part on; returns ``(markers, parts reused)``."""
     itemsize = np.dtype(tok["dtype"]).itemsize
     markers = shards.completed_parts(shard_dir, itemsize)
@@ -215,7 +224,7 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
             if isinstance(item, FileProblem):
                 _file_problem(item, tally, problems, s["errors"])
                 continue
-            _add(res, seen, cut, part, tally, problems)
+            _add(res, seen, cut, part, tally, problems, excluded)
             bar.update(item.raw_pos + sum(x.size_bytes for x in sources[:item.source]), int(len(res["lens"])))
             if part.files["train"].n_tokens >= s["shard_tokens"]:
                 close((item.source, item.next_line), final=False)
@@ -232,12 +241,15 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
     return markers, resumed
 
 
-def _add(res, seen: HashSet, cut: int, part: _Part, tally: Counter, problems: list) -> None:
-    """One chunk's result: dedup, split by hash, append to the part's shards, count."""
+def _add(res, seen: HashSet, cut: int, part: _Part, tally: Counter, problems: list, excluded: np.ndarray) -> None:
+    """One chunk's result: exclusion, dedup, split by hash, append to the part's shards, count."""
     tally.update(res["counts"])
     problems.extend(res["problems"][:max(0, 100 - len(problems))])
-    keep = seen.filter_new(res["hashes"])
-    tally["duplicate"] += int((~keep).sum())
+    out = np.isin(res["hashes"], excluded) if len(excluded) else np.zeros(len(res["hashes"]), bool)
+    tally["excluded"] += int(out.sum())
+    keep = np.zeros(len(out), bool)
+    keep[~out] = seen.filter_new(res["hashes"][~out])
+    tally["duplicate"] += int((~keep).sum() - out.sum())
     heldout = res["hashes"] < np.uint64(cut)
     tok_keep = np.repeat(keep, res["lens"])
     tok_val = np.repeat(heldout, res["lens"])

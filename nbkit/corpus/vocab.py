@@ -34,11 +34,13 @@ def _ids(tok, out: dict[str, Any]) -> dict[str, Any]:
             "sep_id": int(tok.sep_token_id), "cls_id": int(tok.cls_token_id)}
 
 
-def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int) -> tuple[list[str], int]:
-    """The tokenizer's training sample from lists of cleaned texts in input order: ``(texts, bytes)``."""
+def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int,
+                 excluded=()) -> tuple[list[str], int]:
+    """The tokenizer's training sample from lists of cleaned texts in input order: ``(texts, bytes)``;
+    held-out texts, repeats and texts whose hash is in ``excluded`` (uint64 hashes) are left out."""
     from nbkit.corpus.worker import text_hash
 
-    texts, seen, size, cut = [], set(), 0, heldout_cut(share)
+    texts, seen, size, cut = [], {int(h) for h in excluded}, 0, heldout_cut(share)
     for batch in cleaned:
         for t in batch:
             h = text_hash(t)
@@ -53,11 +55,12 @@ def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int) -> 
 
 
 def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
-                     cleaned: Callable[[], Iterable[list[str]]]) -> tuple[dict[str, Any], float]:
+                     cleaned: Callable[[], Iterable[list[str]]], excluded=()) -> tuple[dict[str, Any], float]:
     """``out_dir/tokenizer/`` ready (reused, copied or trained); returns ``(info, seconds spent)``.
 
     Args:
         cleaned: called only when training: yields lists of cleaned texts in input order.
+        excluded: uint64 hashes of texts kept out of the sample (the ``exclude_texts`` setting).
 
     Raises:
         ConfigError: a given tokenizer that does not load or lacks [SEP]/[CLS].
@@ -88,7 +91,7 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
         from nbkit.text.tokenizer import train_wordpiece
 
         max_bytes = int(settings["sample_mb"] * 1e6)
-        texts, size = sample_texts(cleaned(), settings["heldout_share"], max_bytes)
+        texts, size = sample_texts(cleaned(), settings["heldout_share"], max_bytes, excluded)
         if not texts:
             raise DataError("no text of the corpus passes the validity rule and filters, so there is nothing "
                             "to train the tokenizer on; check text_field, min_chars and min_cjk_share")
@@ -100,7 +103,7 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
         whole = "the whole corpus" if size < max_bytes else f"sample_mb={settings['sample_mb']}"
         info = {"trained_on": (
             f"the first {len(texts):,} texts ({size / 1e6:,.2f} MB UTF-8, {whole}) in input order that pass the "
-            "validity rule and filters, held-out and repeated texts excluded")}
+            "validity rule and filters, held-out, repeated and excluded texts left out")}
     if not (tmp / "tokenizer.json").is_file():
         raise ConfigError(f"the tokenizer saved to {tmp} has no tokenizer.json; pass a fast tokenizer")
     info = _ids(tok, info)
