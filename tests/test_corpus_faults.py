@@ -221,3 +221,23 @@ def test_cli_prepares_and_reports_errors_in_one_line(tmp_path, tok_dir, capsys):
     assert main(["prepare-corpus", str(a), "--out", str(tmp_path / "o"), "--tokenizer", str(tok_dir),
                  "--num-workers", "1"]) == 2
     assert "setting min_chars: 3 -> 5" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_how_to_resume_without_worker_tracebacks(tmp_path):
+    lines = review_lines(6000) + review_lines(6000, which="pos")
+    src = write_txt(tmp_path / "big.txt", lines * 4)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.Popen([sys.executable, "-m", "nbkit.cli.main", "prepare-corpus", str(src), "--out", str(out),
+                             "--num-workers", "2", "--vocab-size", "300", "--sample-mb", "0.05",
+                             "--shard-tokens", "20000"], env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and not list((out / "shards").glob("*.done.json")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)              # what Ctrl-C in a terminal sends: the whole process group
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted;" in err and "Run the same command again" in err
+    assert "Traceback" not in err, err[-2000:]

@@ -39,6 +39,14 @@ def _prepare_corpus(args: argparse.Namespace) -> int:
     except NbkitError as exc:  # bad input, changed store, disk full: one line naming the fix
         print(f"nbkit prepare-corpus: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        from pathlib import Path
+
+        done = len(list((Path(args.out) / "shards").glob("*.done.json")))
+        print(f"nbkit prepare-corpus: interrupted; {done} complete part(s) kept in {args.out}. Run the same "
+              "command again to continue from there (the result is byte-identical to an uninterrupted run).",
+              file=sys.stderr)
+        return 130
     dropped = ", ".join(f"{k} {v:,}" for k, v in m["dropped"].items() if v) or "none"
     print(f"{args.out}: {m['counts']['n_texts_kept']:,} texts, train {m['splits']['train']['n_tokens']:,} tokens, "
           f"validation {m['splits']['validation']['n_tokens']:,} tokens; dropped: {dropped}")

@@ -16,7 +16,10 @@ from nbkit.corpus import worker
 
 
 def _init() -> None:
+    import signal
+
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches the main process, which ends the pool
 
 
 class Workers:
