@@ -43,6 +43,9 @@ def test_train_config_caps_passes_and_keeps_save_steps(tmp_path):
     full = train_config(cpu, tmp_path)
     assert (full.max_steps, full.eval_every, full.checkpoint_every, full.keep_last) == (1000, 250, 250, 2)
     assert (full.warmup_ratio, full.scheduler, full.lr, full.batch_size) == (0.06, "linear", 1e-3, 64)
+    assert full.eval_batches == 64                                    # 4,096 held-out blocks / 64 per batch
+    assert train_config(cpu.replace(eval_blocks="all"), tmp_path).eval_batches is None
+    assert train_config(cpu.replace(eval_blocks=100), tmp_path).eval_batches == 2  # rounded up
     small = train_config(cpu.replace(max_passes=10), tmp_path, n_blocks=320)     # 320 blocks / 64 per step x 10
     assert small.max_steps == 50 and small.eval_every == 12
     assert train_config(cpu.replace(max_passes=10), tmp_path, n_blocks=10**6).max_steps == 1000  # steps cap too

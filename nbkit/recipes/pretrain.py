@@ -81,6 +81,7 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
                        checkpoint_every=ckpt, keep_last=0 if save_steps else cfg.keep_last,
                        output_dir=Path(out_dir), seed=cfg.seed, num_workers=cfg.num_workers,
                        log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
+                       eval_batches=-(-cfg.eval_blocks // cfg.batch_size) if cfg.eval_blocks else None,
                        progress=cfg.progress)
 
 
