@@ -1,10 +1,8 @@
 """bench/pretrain_value.py is the recipes plus overrides: its defaults are the cpu scale's configs, its phases
 call the recipes and keep the recorded formats (pretrain.json, finetune.jsonl, stats.json)."""
-import dataclasses
 import importlib.util
 import json
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -15,46 +13,8 @@ from nbkit.recipes.finetune import FinetuneConfig
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def contract_pretrain_module():
-    """``nbkit.recipes.pretrain`` (branch rp) when present, else a test double of its contract
-    (``PretrainConfig.for_scale(scale, **overrides)``, ``run_pretraining(cfg, out_dir, *, save_steps)``)."""
-    try:
-        import nbkit.recipes.pretrain as real
-        return real, False
-    except ImportError:
-        pass
-
-    @dataclasses.dataclass(frozen=True)
-    class PretrainConfig:
-        model: str
-        block_size: int
-        batch_size: int
-        grad_accum_steps: int
-        max_steps: int
-        lr: float
-        seed: int
-        mix: tuple
-        warmup_ratio: float = 0.06
-        schedule: str = "linear"
-        mlm_probability: float = 0.15
-
-        @classmethod
-        def for_scale(cls, scale, **overrides):
-            cfg = cls(scale.model, scale.block_size, scale.mlm_batch_size, scale.mlm_grad_accum, scale.mlm_steps,
-                      scale.mlm_lr, scale.seed, scale.mlm_mix)
-            return dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
-
-    mod = types.ModuleType("nbkit.recipes.pretrain")
-    mod.PretrainConfig = PretrainConfig
-    mod.run_pretraining = lambda *a, **k: pytest.fail("run_pretraining must be monkeypatched in these tests")
-    return mod, True
-
-
 @pytest.fixture
 def bench(monkeypatch):
-    mod, fake = contract_pretrain_module()
-    if fake:
-        monkeypatch.setitem(sys.modules, "nbkit.recipes.pretrain", mod)
     spec = importlib.util.spec_from_file_location("pretrain_value_bench", ROOT / "bench" / "pretrain_value.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

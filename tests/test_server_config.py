@@ -97,6 +97,19 @@ def test_the_proxy_setting_is_documented_for_users():
     assert "NBKIT_BEHIND_PROXY=1" in readme and "NBKIT_BEHIND_PROXY" in CONFIG.read_text()
 
 
+
+def _wait_ready(proc, port: int, token: str, log: Path, timeout_s: float = 120) -> None:
+    """Until the server answers ``/api/status`` with 200; fails with its log if it exits or times out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        try:
+            if http_status(f"http://127.0.0.1:{port}/api/status", token=token) == 200:
+                return
+        except OSError:  # not listening yet
+            pass
+        time.sleep(0.3)
+
 def _jupyter(tmp_path: Path, port: int, **env: str) -> subprocess.Popen:
     """``jupyter lab --config=<ours>`` in a throwaway Jupyter home; output in tmp_path/log."""
     base = {k: v for k, v in os.environ.items() if k not in NBKIT_VARS}
@@ -190,15 +203,7 @@ def test_real_server_log_is_quiet_and_the_news_setting_is_off(tmp_path):
     token, port = "quiet-log-test-0123456789abcdef", free_port()
     proc = _jupyter(tmp_path, port, JUPYTER_TOKEN=token)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
-            try:
-                if http_status(f"http://127.0.0.1:{port}/api/status", token=token) == 200:
-                    break
-            except OSError:  # not listening yet
-                pass
-            time.sleep(0.3)
+        _wait_ready(proc, port, token, tmp_path / "log")
         settings = _api(port, token, "/lab/api/settings/@jupyterlab/apputils-extension:notification")
         # the overrides become the schema's defaults, which the browser composes under the user's settings
         props = settings["schema"]["properties"]
@@ -237,15 +242,7 @@ def test_real_server_lists_a_notebook_pair_once_and_jupytext_serves_it(tmp_path)
     token, port = "pair-listing-test-0123456789abcdef", free_port()
     proc = _jupyter(tmp_path, port, JUPYTER_TOKEN=token)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
-            try:
-                if http_status(f"http://127.0.0.1:{port}/api/status", token=token) == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.3)
+        _wait_ready(proc, port, token, tmp_path / "log")
         listed = {e["name"] for e in _api(port, token, "/api/contents")["content"]}
         assert {"01_tokenizing.ipynb", "script.py"} <= listed and "01_tokenizing.py" not in listed, listed
         assert _api(port, token, "/api/contents/01_tokenizing.py")["type"] == "notebook"
