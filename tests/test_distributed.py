@@ -108,6 +108,27 @@ def test_world_size_one_is_the_single_process_order_and_torch_recipe():
     assert shards(20, 1, epoch=0)[0] != shards(20, 1, epoch=1)[0]  # set_epoch reshuffles
 
 
+@pytest.mark.parametrize("world,start,drop_last", [(3, 0, False), (4, 5, False), (3, 2, True), (1, 0, False)])
+def test_ranks_draw_torch_distributed_samplers_shards_as_python_ints(world, start, drop_last):
+    """Iteration (from the epoch's int64 array, in chunks) gives what torch's DistributedSampler
+    gives for the same order, padding included, as plain ints; a start skips that prefix."""
+    n = 11
+    for rank in range(world):
+        s = ResumableDistributedSampler(n, num_replicas=world, rank=rank, seed=3, drop_last=drop_last)
+        s.set_epoch(1, start=start)
+        got = list(s)
+        assert all(type(i) is int for i in got) and len(got) == len(s)
+        if start == 0:
+            ref = torch.utils.data.DistributedSampler(range(n), num_replicas=world, rank=rank, seed=3,
+                                                      drop_last=drop_last)
+            ref.set_epoch(1)
+            assert got == list(ref)
+        else:
+            rest = s.global_order(1)[start:]
+            total = len(s) * world
+            assert got == (rest * 2)[:total][rank::world]
+
+
 def test_global_batches_match_between_world_sizes():
     """Step k of 2 ranks x batch 3 sees the same samples as step k of 1 rank x batch 6."""
     one = shards(24, 1)[0]
