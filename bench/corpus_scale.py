@@ -9,7 +9,7 @@ are one ``.txt`` file; larger ones half a ``.jsonl.gz`` and half a folder of ``.
 Both arms get the same WordPiece tokenizer (trained once, outside the timings, on 16 MB of the text)
 and each runs in its own subprocess, one after the other on the same machine:
 
-- ``nbkit``: ``prepare_corpus(files, out, tokenizer=..., num_workers=N)``: NFKC, filters, dedup,
+- ``nbkit``: ``prepare_corpus(files, out, tokenizer=..., num_workers=N)``: filters, dedup (NFKC key),
   held-out split, rjieba words, ids + word starts in uint16 shards;
 - ``hf``: ``load_dataset("text"/"json", data_files=...)`` + ``map(tokenize, batched=True, num_proc=N)``
   (``return_special_tokens_mask=True``, as run_mlm.py) + ``group_texts`` into blocks of 128, with a

@@ -21,12 +21,27 @@ def tok_file(tmp_path_factory):
     from nbkit.text.tokenizer import train_wordpiece
 
     d = tmp_path_factory.mktemp("tok")
-    train_wordpiece(review_lines(400) + MIXED, 300, d, model_max_length=128)
+    train_wordpiece(review_lines(400) + MIXED + WIDE[:2], 300, d, model_max_length=128)
     return str(d / "tokenizer.json")
 
 
-def texts():
-    return [unicodedata.normalize("NFKC", t) for t in review_lines(300, 400, which="pos") + MIXED]
+def _trained(tmp_path_factory, **kw) -> str:
+    from nbkit.text.tokenizer import train_wordpiece
+
+    d = tmp_path_factory.mktemp("tok")
+    train_wordpiece(review_lines(400) + MIXED + WIDE[:2], 300, d, model_max_length=128, **kw)
+    return str(d / "tokenizer.json")
+
+
+#: full-width letters, digits and punctuation, compatibility ideographs, kana (half-width too), Greek ";"
+WIDE = ["ＭＰ３播放器音质很好！售价１９９元（含运费）", "【限时】《三体》，“好书”；真的？！", "豈更車賈滑串句龜",
+        "ﾊﾟﾋﾟﾌﾟ ぱぴぷ パピプ", "問題\u037e答案\u0387完", "Ｃａｆé ＮＡÏＶＥ"]
+
+
+def texts(nfkc: bool = False):
+    """Raw test texts; NFKC-normalised as the store's worker does for an NFKC tokenizer (``nfkc=True``)."""
+    raw = review_lines(300, 400, which="pos") + MIXED + WIDE
+    return [unicodedata.normalize("NFKC", t) for t in raw] if nfkc else raw
 
 
 def split(ids, counts):
@@ -44,6 +59,20 @@ def test_ids_equal_the_tokenizers_own(tok_file):
     ids, wst, counts = encode_texts(ts, tok, table, cutter("jieba", keep_space=True))
     assert split(ids, counts) == [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)]
     assert len(wst) == len(ids) and counts[ts.index("   ")] == 0
+    assert json.loads(open(tok_file, encoding="utf-8").read())["normalizer"]["type"] == "BertNormalizer"  # no NFKC
+
+
+@pytest.mark.parametrize("kw", [{"nfkc": True}, {"strip_accents": True}], ids=["nfkc", "strip_accents"])
+def test_ids_equal_the_tokenizers_own_for_other_normalizers(tmp_path_factory, kw):
+    """NFKC (the worker normalises first, as the store does) and NFD-based accent stripping (table skips
+    the characters NFD changes: compatibility ideographs, U+037E) give the tokenizer's own ids too."""
+    from tokenizers import Tokenizer
+
+    path = _trained(tmp_path_factory, **kw)
+    tok = Tokenizer.from_file(path)
+    ts = texts(nfkc=bool(kw.get("nfkc")))
+    ids, _, counts = encode_texts(ts, tok, lookup_table(path), cutter("jieba", keep_space=True))
+    assert split(ids, counts) == [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)]
 
 
 def test_word_starts_follow_the_segmenter_words(tok_file):

@@ -22,7 +22,7 @@ def tok_dir(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("tok")
     # every character of the test texts is in the vocabulary, so decoding gives the normalised text back
-    train_wordpiece(review_lines(500) + review_lines(300, which="pos") + ["ＡＢＣ１２３ＧＤＰ"], 400, d,
+    train_wordpiece(review_lines(500) + review_lines(300, which="pos") + ["ＡＢＣ１２３ＧＤＰ增长７．８％"], 400, d,
                     model_max_length=128)
     return d
 
@@ -35,10 +35,8 @@ def tok(tok_dir):
 
 
 def norm(text: str) -> str:
-    """What decoding a stored document gives: NFKC, lowercase, no spaces."""
-    import unicodedata
-
-    return unicodedata.normalize("NFKC", text).lower().replace(" ", "")
+    """What decoding a stored document gives: lowercase, no spaces (the default tokenizer has no NFKC)."""
+    return text.lower().replace(" ", "")
 
 
 def run(inputs, out, tok_dir=None, **kw):
@@ -89,8 +87,9 @@ def test_store_contract_and_word_starts(tmp_path, tok_dir, tok):
     assert len(sep_at) == 3 and sep_at[-1] == len(ids) - 1 and wst[sep_at].all()
     # 我|爱|北京|天安门|。 : word starts at the first token of each jieba word
     assert wst[: sep_at[0]].tolist() == [1, 1, 1, 0, 1, 0, 0, 1]
-    # NFKC as the tokenizer does: full-width GDP/digits are stored as their ASCII forms
-    assert docs(tmp_path / "out", tok)[2] == "gdp增长7.8%左右"
+    # no NFKC, as the tokenizer: full-width GDP/digits stay full-width, with the tokenizer's own ids
+    assert docs(tmp_path / "out", tok)[2] == "ｇｄｐ增长７．８％左右"
+    assert ids[sep_at[1] + 1:sep_at[2]].tolist() == tok(texts[2], add_special_tokens=False)["input_ids"]
     assert m["splits"]["validation"] == {"shards": [], "n_tokens": 0, "n_docs": 0}
     src = m["sources"][0]
     assert src["kind"] == "txt" and src["compression"] is None and src["size_bytes"] > 0
@@ -99,14 +98,15 @@ def test_store_contract_and_word_starts(tmp_path, tok_dir, tok):
 def test_dedup_is_global_first_kept_and_nfkc_aware(tmp_path, tok_dir, tok):
     lines = review_lines(30)
     a = write_txt(tmp_path / "a.txt", lines[:20])
-    # repeats across files, within a file, and a full-width copy equal after NFKC
+    # repeats across files, within a file, and a full-width copy equal after NFKC (the dedup key is NFKC
+    # whatever the tokenizer): the first form seen is kept, as written
     b = write_jsonl(tmp_path / "b.jsonl", [lines[3], lines[25], lines[25], "ＡＢＣ１２３是数字", "ABC123是数字"])
     m = run([a, b], tmp_path / "out", tok_dir, heldout_share=0.0)
     assert m["dropped"]["duplicate"] == 3
     assert m["counts"]["n_texts_kept"] == 22
     got = docs(tmp_path / "out", tok)
     assert got[:20] == [norm(t) for t in lines[:20]]
-    assert got[20:] == [norm(lines[25]), "abc123是数字"]
+    assert got[20:] == [norm(lines[25]), "ａｂｃ１２３是数字"]
 
 
 def test_heldout_by_hash_is_stable_and_follows_the_rule(tmp_path, tok_dir, tok):

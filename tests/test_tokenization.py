@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import unicodedata
 
 import pytest
 
@@ -44,7 +43,7 @@ def test_round_trip_up_to_normalisation_spaces(trained):
     for text in TRAIN[:50] + ["hello world, bert 模型 2026 年。"]:
         ids = tok(text)["input_ids"]
         assert tok.unk_token_id not in ids
-        assert _squash(tok.decode(ids, skip_special_tokens=True)) == _squash(unicodedata.normalize("NFKC", text).lower())
+        assert _squash(tok.decode(ids, skip_special_tokens=True)) == _squash(text.lower())  # no NFKC: width kept
 
 
 def test_autotokenizer_loads_fast_bert_with_position_limit(trained):
@@ -118,15 +117,30 @@ def test_accepts_a_datasets_column(tmp_path):
     assert st["n_texts"] == 2 and st["unk_rate"] == 0.0
 
 
-def test_full_width_corpus_teaches_ascii_text_and_reload_keeps_nfkc(tmp_path):
-    """People's Daily writes ＧＤＰ and ７．８％; reviews write GDP and 7.8%: same tokens after NFKC."""
+def test_nfkc_option_folds_width_and_reload_keeps_it(tmp_path):
+    """nfkc=True: People's Daily's ＧＤＰ and ７．８％ teach the reviews' GDP and 7.8%; the files say so."""
     from transformers import AutoTokenizer
 
     full_width = ["今年ＧＤＰ增长７．８％，ｉＰｈｏｎｅ售价９９９元。"] * 5 + texts(50)
-    tok = train_wordpiece(full_width, vocab_size=3000, out_dir=tmp_path, model_max_length=64)
+    tok = train_wordpiece(full_width, vocab_size=3000, out_dir=tmp_path, model_max_length=64, nfkc=True)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
     for t in (tok, loaded):
         ascii_ids = t("iPhone 售价999元, GDP 增长7.8%")["input_ids"]
         assert t.unk_token_id not in ascii_ids, t.convert_ids_to_tokens(ascii_ids)
         assert t.tokenize("ＧＤＰ７．８％") == t.tokenize("GDP7.8%")
     assert not any("\uff01" <= c <= "\uff5e" for t in tok.get_vocab() for c in t)  # no full-width ASCII left
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert config["unicode_normalization"] == "NFKC" and "BertTokenizer" in config["normalization_note"]
+    assert json.loads((tmp_path / "training.json").read_text(encoding="utf-8"))["nfkc"] is True
+
+
+def test_default_has_no_nfkc_and_keeps_full_width_forms(tmp_path):
+    """The default is BERT's normalizer alone: full-width forms are tokens of their own, never folded."""
+    full_width = ["今年ＧＤＰ增长７．８％，ｉＰｈｏｎｅ售价９９９元！"] * 5 + ["售价999元，很好!"] * 5
+    tok = train_wordpiece(full_width, vocab_size=3000, out_dir=tmp_path, model_max_length=64)
+    spec = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
+    assert spec["normalizer"]["type"] == "BertNormalizer"       # not a Sequence with NFKC in front
+    assert tok.tokenize("ＧＤＰ７．８％") != tok.tokenize("GDP7.8%")
+    vocab = tok.get_vocab()
+    assert "！" in vocab and "!" in vocab and vocab["！"] != vocab["!"]
+    assert tok.unk_token_id not in tok("ｇｄｐ增长７．８％！")["input_ids"]

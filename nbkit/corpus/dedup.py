@@ -52,9 +52,10 @@ def exclusion_hashes(texts, max_chars: int) -> np.ndarray:
     """Sorted unique hashes of ``texts`` as the writer would hash them (its ``exclude_texts`` setting).
 
     Each text goes through the writer's own steps before its hash: cut at ``max_chars`` at sentence
-    ends (every piece is excluded), the validity rule (blank/missing give nothing), NFKC, then the
-    64-bit hash of :func:`nbkit.corpus.worker.text_hash`. So a corpus line equal to an excluded text
-    after that normalisation (full-width forms, a repaired surrogate) is dropped.
+    ends (every piece is excluded), the validity rule (blank/missing give nothing), then the document
+    key :func:`nbkit.corpus.worker.doc_key` (64-bit hash of the NFKC form, whatever the tokenizer). So a
+    corpus line equal to an excluded text after that normalisation (full-width forms, a repaired
+    surrogate) is dropped.
 
     Args:
         texts: an iterable of str (e.g. the labelled validation and test texts).
@@ -66,9 +67,7 @@ def exclusion_hashes(texts, max_chars: int) -> np.ndarray:
     Raises:
         ConfigError: ``texts`` is a single string (pass a list of texts).
     """
-    import unicodedata
-
-    from nbkit.corpus.worker import text_hash
+    from nbkit.corpus.worker import doc_key
     from nbkit.data.textrule import check_text, split_long
     from nbkit.errors import ConfigError
 
@@ -80,7 +79,7 @@ def exclusion_hashes(texts, max_chars: int) -> np.ndarray:
         for piece in pieces:
             text = check_text(piece)
             if text is not None:
-                out.append(text_hash(unicodedata.normalize("NFKC", text)))
+                out.append(doc_key(text))
     return np.unique(np.asarray(out, dtype=np.uint64))
 
 

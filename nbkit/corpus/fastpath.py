@@ -15,7 +15,13 @@ A tokenizer without that pipeline gets an empty table: everything goes through `
 
 Word starts: each token takes the segmenter word holding its first character; a token starts a word
 when its word differs from the previous token's (so a token spanning a word boundary belongs to the
-first word). Words come from the segmenter on the same (NFKC) text.
+first word). Words come from the segmenter on the same text (as stored: NFKC only for a tokenizer whose
+own normalizer starts with NFKC, :mod:`nbkit.corpus.worker` step 4).
+
+A normalizer that strips accents (``strip_accents=True``, or unset with ``lowercase``, as in
+``bert-base-chinese``) decomposes text with NFD first, which changes some of these characters (the
+CJK compatibility ideographs ``U+F900-FAFF`` become unified ones, ``U+037E`` becomes ``;``): those
+are left out of the table and go through the tokenizer.
 """
 from __future__ import annotations
 
@@ -39,6 +45,15 @@ def _qualifies(spec: dict) -> bool:
             and pre.get("type") == "BertPreTokenizer" and model.get("type") == "WordPiece")
 
 
+def _strips_accents(spec: dict) -> bool:
+    norm = spec.get("normalizer") or {}
+    for p in norm.get("normalizers", []) if norm.get("type") == "Sequence" else [norm]:
+        if p.get("type") == "BertNormalizer":
+            strip = p.get("strip_accents")
+            return bool(p.get("lowercase")) if strip is None else bool(strip)
+    return False
+
+
 def lookup_table(tokenizer_file: str) -> np.ndarray:
     """Code point -> token id for the one-character words (CJK ideographs, BMP punctuation); -1 elsewhere.
 
@@ -56,6 +71,8 @@ def lookup_table(tokenizer_file: str) -> np.ndarray:
     chars += [c for c in range(0x80, 0x10000) if unicodedata.category(chr(c)).startswith("P")
               and not (0xD800 <= c <= 0xDFFF)]
     chars += [ord(c) for c in "!\"#%&'()*,-./:;?@[\\]_{}"]  # ASCII punctuation of category P*
+    if _strips_accents(spec):  # NFD first: keep only the characters it leaves alone
+        chars = [c for c in chars if unicodedata.normalize("NFD", chr(c)) == chr(c)]
     table[chars] = unk
     for token, i in vocab.items():
         if len(token) == 1 and table[ord(token)] >= 0:

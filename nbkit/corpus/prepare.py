@@ -35,7 +35,7 @@ from nbkit.corpus.pool import Workers
 from nbkit.corpus.progress import CorpusProgress
 from nbkit.corpus.readers import FileProblem, iter_chunks
 from nbkit.corpus.sources import resolve_inputs
-from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut
+from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
 from nbkit.errors import ConfigError, DataError
 
 DROPPED = ("blank", "missing", "excluded", "duplicate", "too_short", "non_cjk", "bad_utf8", "bad_json", "no_text_field",
@@ -111,7 +111,7 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         **settings: see :data:`nbkit.corpus.manifest.DEFAULTS` (``text_field``, ``tokenizer``,
             ``vocab_size``, ``min_chars``, ``min_cjk_share``, ``heldout_share``, ``errors``, ...).
             ``exclude_texts``: a list of texts never stored: a corpus text whose normalised hash equals
-            one of theirs (same cut, validity rule, NFKC and 64-bit hash as dedup) is dropped as
+            one of theirs (same cut, validity rule and NFKC-form 64-bit hash as dedup) is dropped as
             ``excluded`` (before dedup; nor is it in the tokenizer's sample); the manifest records
             ``{"n_hashes", "sha256"}`` of their sorted hashes, so a changed list is a changed setting.
 
@@ -135,6 +135,7 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     s["exclude_texts"] = exclusion_identity(excluded)
     s["segmenter"] = segment.resolve(s["segmenter"])
     s["segmenter_version"] = segment.version(s["segmenter"])
+    s.update(tokenizer_identity(s["tokenizer"]))  # its normalisation (applied to the text) and fingerprint
     sources = resolve_inputs(inputs)
     ident = mf.identity(s, [src.as_dict() for src in sources])
     out = Path(out_dir).expanduser()
@@ -149,7 +150,8 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     paths = [src.path for src in sources]
     total = sum(src.size_bytes for src in sources)
     bar = CorpusProgress(total, enabled=progress)
-    job = {k: s[k] for k in ("errors", "text_field", "max_chars", "min_chars", "min_cjk_share", "segmenter")}
+    job = {k: s[k] for k in ("errors", "text_field", "max_chars", "min_chars", "min_cjk_share", "segmenter",
+                             "unicode_normalization")}
     with Workers(n_workers) as pool:
         def cleaned():
             bar.begin("tokenizer sample")

@@ -18,6 +18,46 @@ from nbkit import jsonio
 from nbkit.errors import ConfigError
 
 INFO = "tokenizer_info.json"  # beside tokenizer/: what the store needs to know about it
+#: Whether the tokenizer a store trains runs NFKC (``train_wordpiece``'s default: BERT's normalizer alone).
+TRAINED_NFKC = False
+
+
+def tokenizer_identity(given: str | None) -> dict[str, Any]:
+    """What the store's settings record of its tokenizer, known before any text is read.
+
+    Returns ``{"unicode_normalization": form, "tokenizer_sha256": digest}``: ``form`` is the Unicode
+    normalisation the tokenizer runs (``"NFKC"``, ``"NFC"``, ...; ``"none"`` for BERT's normalizer
+    alone), which the workers apply to the stored text; ``digest`` is the SHA-256 of the given
+    tokenizer's pipeline as loaded (``backend_tokenizer.to_str()``), ``None`` when the store trains
+    its own. Both are compared on a rerun, so a store prepared with one tokenizer is never reused
+    with another (another file at the same path, or nbkit's old NFKC default).
+
+    Raises:
+        ConfigError: a given tokenizer that does not load with ``AutoTokenizer`` or has no fast version.
+    """
+    if given is None:
+        return {"unicode_normalization": "NFKC" if TRAINED_NFKC else "none", "tokenizer_sha256": None}
+    import hashlib
+
+    from nbkit.text.tokenizer_files import normalization_flags
+
+    tok = _load_given(given)
+    spec = tok.backend_tokenizer.to_str()
+    form = normalization_flags(tok.backend_tokenizer)["unicode_normalization"] or "none"
+    return {"unicode_normalization": form, "tokenizer_sha256": hashlib.sha256(spec.encode("utf-8")).hexdigest()}
+
+
+def _load_given(given: str):
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(given)
+    except Exception as exc:  # noqa: BLE001  (OSError, ValueError, ... from transformers)
+        raise ConfigError(f"tokenizer={given!r} does not load with AutoTokenizer ({exc}); pass a "
+                          "tokenizer directory (vocab.txt or tokenizer.json), or None to train one") from exc
+    if not tok.is_fast:
+        raise ConfigError(f"tokenizer={given!r} has no fast (Rust) version; pass one with tokenizer.json")
+    return tok
 
 
 def heldout_cut(share: float) -> int:
@@ -38,12 +78,12 @@ def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int,
                  excluded=()) -> tuple[list[str], int]:
     """The tokenizer's training sample from lists of cleaned texts in input order: ``(texts, bytes)``;
     held-out texts, repeats and texts whose hash is in ``excluded`` (uint64 hashes) are left out."""
-    from nbkit.corpus.worker import text_hash
+    from nbkit.corpus.worker import doc_key
 
     texts, seen, size, cut = [], {int(h) for h in excluded}, 0, heldout_cut(share)
     for batch in cleaned:
         for t in batch:
-            h = text_hash(t)
+            h = doc_key(t)
             if h < cut or h in seen:
                 continue
             seen.add(h)
@@ -66,8 +106,6 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
         ConfigError: a given tokenizer that does not load or lacks [SEP]/[CLS].
         DataError: no text passes the filters (nothing to train on).
     """
-    from transformers import AutoTokenizer
-
     final, info_path = out_dir / "tokenizer", out_dir / INFO
     if final.is_dir() and info_path.is_file():
         return jsonio.loads_strict(info_path.read_text(encoding="utf-8")), 0.0
@@ -77,13 +115,7 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
     shutil.rmtree(final, ignore_errors=True)
     given = settings["tokenizer"]
     if given is not None:
-        try:
-            tok = AutoTokenizer.from_pretrained(given)
-        except Exception as exc:  # noqa: BLE001  (OSError, ValueError, ... from transformers)
-            raise ConfigError(f"tokenizer={given!r} does not load with AutoTokenizer ({exc}); pass a "
-                              "tokenizer directory (vocab.txt or tokenizer.json), or None to train one") from exc
-        if not tok.is_fast:
-            raise ConfigError(f"tokenizer={given!r} has no fast (Rust) version; pass one with tokenizer.json")
+        tok = _load_given(given)
         tok.save_pretrained(str(tmp))
         info = {"trained_on": f"given: {given}"}
     else:
@@ -95,7 +127,7 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
         if not texts:
             raise DataError("no text of the corpus passes the validity rule and filters, so there is nothing "
                             "to train the tokenizer on; check text_field, min_chars and min_cjk_share")
-        tok = train_wordpiece(texts, settings["vocab_size"], tmp, settings["model_max_length"])
+        tok = train_wordpiece(texts, settings["vocab_size"], tmp, settings["model_max_length"], nfkc=TRAINED_NFKC)
         training = tmp / "training.json"  # its train_seconds would make the folder differ between runs
         record = jsonio.loads_strict(training.read_text(encoding="utf-8"))
         record.pop("train_seconds", None)

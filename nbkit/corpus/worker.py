@@ -8,10 +8,15 @@ For each raw item of a :class:`~nbkit.corpus.readers.Chunk`, in order:
    its own text from here on; counted as ``long_texts_cut``);
 3. the validity rule :func:`nbkit.data.textrule.check_text` (``missing``, ``blank``,
    ``repaired_surrogates``);
-4. NFKC normalisation (what the tokenizer's first normaliser does), then the filters: ``too_short``
+4. the Unicode normalisation the store's tokenizer itself runs first, if any (``settings
+   ["unicode_normalization"]``: ``"NFKC"`` for a tokenizer trained with ``nfkc=True``, ``"none"`` for
+   nbkit's default and ``bert-base-chinese``: the text is stored as that tokenizer sees it, so the
+   table lookup of :mod:`nbkit.corpus.fastpath` gives its ids), then the filters: ``too_short``
    (fewer than ``min_chars`` non-whitespace characters), ``non_cjk`` (CJK ideographs below
    ``min_cjk_share`` of the non-whitespace characters; off at 0);
-5. (``encode`` only) the 64-bit hash of the normalised text, the WordPiece ids of the text and the
+5. (``encode`` only) the document key :func:`doc_key` (the 64-bit hash of the text after NFKC, whatever
+   the tokenizer: width variants count as one text for dedup, held-out split and exclusion), the
+   WordPiece ids of the text and the
    word starts aligned to them (:mod:`nbkit.corpus.fastpath`: the segmenter's words, ids by table
    lookup for CJK characters and punctuation, the tokenizer for the rest).
 
@@ -40,6 +45,16 @@ _STATE: dict[str, Any] = {}  # per process: the loaded tokenizer and segmenter
 def text_hash(text: str) -> int:
     """64-bit hash of ``text`` (blake2b, 8-byte digest, little-endian): deterministic across processes and runs."""
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def doc_key(text: str) -> int:
+    """The identity of a text for dedup, the held-out split and ``exclude_texts``: :func:`text_hash` of its NFKC form.
+
+    NFKC whatever the tokenizer, so ``ＡＢＣ１２３`` and ``ABC123`` are one text (a duplicate) and a
+    text's split does not depend on the tokenizer; NFKC is idempotent, so for an NFKC tokenizer this
+    is the hash of the stored text.
+    """
+    return text_hash(unicodedata.normalize("NFKC", text))
 
 
 def _problem(counts: Counter, problems: list, errors: str, path: str, line: int, reason: str, detail: str):
@@ -73,7 +88,7 @@ def _value(item, kind: str, field: str):
 
 
 def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, list[dict]]:
-    """Steps 1-4 for one chunk: ``(texts, counts, problems)``, texts normalised, in input order.
+    """Steps 1-4 for one chunk: ``(texts, counts, problems)``, texts as stored (step 4), in input order.
 
     ``counts`` holds drops by reason, repairs and ``n_items`` / ``n_texts_read`` (texts after cutting);
     ``problems`` names file and 1-based line of each bad line (first 100 of the chunk).
@@ -85,6 +100,8 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
     problems: list[dict] = []
     errors, field, max_chars = settings["errors"], settings["text_field"], settings["max_chars"]
     min_chars, min_cjk = settings["min_chars"], settings["min_cjk_share"]
+    form = settings["unicode_normalization"]
+    form = None if form == "none" else form
     texts = []
     for offset, item in enumerate(chunk.items):
         line = chunk.first_line + offset
@@ -107,7 +124,8 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
             text = check_text(piece, counts)
             if text is None:
                 continue
-            text = unicodedata.normalize("NFKC", text)
+            if form:
+                text = unicodedata.normalize(form, text)
             visible = len(text) - sum(len(m) for m in _WS.findall(text))
             if visible < min_chars:
                 counts["too_short"] += 1
@@ -137,7 +155,7 @@ def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
     """Steps 1-5 for one chunk; returns numpy arrays for the main process.
 
     Returns:
-        ``hashes`` (uint64, n_docs), ``lens`` (int64, n_docs: tokens per text incl. its ``[SEP]``),
+        ``hashes`` (uint64, n_docs: :func:`doc_key`), ``lens`` (int64, n_docs: tokens per text incl. its ``[SEP]``),
         ``chars`` (int64, n_docs), ``ids`` (``settings["dtype"]``, sum(lens)), ``wst`` (uint8, sum(lens):
         1 at a word's first token and at ``[SEP]``), ``counts`` (Counter), ``problems`` (list).
         A text that gives no token (every character removed by the tokenizer's normaliser) is
@@ -153,7 +171,7 @@ def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
     ends = np.cumsum(per_text)[keep]  # a [SEP] after each kept text's tokens
     dtype = np.dtype(settings["dtype"])
     return {
-        "hashes": np.asarray([text_hash(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.uint64),
+        "hashes": np.asarray([doc_key(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.uint64),
         "lens": per_text[keep] + 1,
         "chars": np.asarray([len(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.int64),
         "ids": np.insert(ids, ends, settings["sep_id"]).astype(dtype),

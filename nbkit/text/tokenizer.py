@@ -1,12 +1,11 @@
 """Chinese-aware WordPiece tokenizer training and held-out statistics.
 
-The pipeline is BERT's (Devlin et al. 2019; the layout of ``bert-base-chinese``),
-with Unicode NFKC normalisation in front:
+The pipeline is exactly BERT's Chinese one (Devlin et al. 2019; the layout of
+``bert-base-chinese``), so every standard loader rebuilds the same tokenizer:
 
-- ``NFKC``: folds width variants to one form (full-width ``ＧＤＰ７．８％`` ->
-  ``GDP7.8%``, half-width katakana, compatibility ideographs);
-- ``BertNormalizer(clean_text, handle_chinese_chars=True, lowercase=True)``: puts
-  spaces around every CJK ideograph, so each Chinese character is its own "word";
+- ``BertNormalizer(clean_text, handle_chinese_chars=True, strip_accents, lowercase=True)``:
+  drops control characters, puts spaces around every CJK ideograph, so each Chinese
+  character is its own "word";
 - ``BertPreTokenizer``: splits on whitespace and punctuation;
 - ``WordPiece`` with the ``##`` continuation prefix (Latin words, digits);
 - ``TemplateProcessing``: ``[CLS] A [SEP]`` and ``[CLS] A [SEP] B [SEP]``;
@@ -20,16 +19,22 @@ characters. On People's Daily (4,687 distinct characters) that gives a
 with ``bench/tokenizer_alphabet.py``). Here ``limit_alphabet=None`` keeps every
 character seen in training.
 
-Second pitfall: People's Daily writes Latin letters and digits full-width
-(``ＧＤＰ``, ``７．８％``) while reviews and most user text use ASCII. Without
-NFKC the vocabulary holds no ASCII letter or digit and about 4 % of review
-tokens become ``[UNK]`` (1 review in 3 has one); with it the full-width corpus
-teaches the ASCII forms (``bench/tokenizer_alphabet.py`` prints both rates).
-The saved tokenizer keeps the NFKC step: it loads as ``PreTrainedTokenizerFast``
-(``transformers``' generic fast tokenizer, built from ``tokenizer.json``),
-because ``BertTokenizer`` rebuilds its own normalizer on load and would drop it;
-:mod:`nbkit.text.tokenizer_files` writes the rest of the file set (``vocab.txt``,
-explicit normalisation flags) and says which loaders differ.
+No Unicode NFKC step by default. People's Daily writes Latin letters and digits
+full-width (``ＧＤＰ``, ``７．８％``) while reviews use ASCII; a tokenizer trained on
+People's Daily *alone* without NFKC has no ASCII letter or digit and about 4 % of
+review tokens become ``[UNK]`` (3.96 %; 0.42 % with NFKC). But notebook 01 trains on
+the news *and* the training reviews, and there NFKC buys nothing measurable (vocab_size
+8000, ``bench/tokenizer_alphabet.py`` on a shared 2-core CPU box, 2026-12-01, written to
+``bench/results/tokenizer_nfkc_2026-12-01.json``:
+NFKC on: vocabulary 7,424, test-review ``[UNK]`` 0.047 %, held-out news 0.022 %; off:
+7,811, 0.048 %, 0.023 %). NFKC, on the other hand, cannot be expressed by
+``BertTokenizer`` (which rebuilds ``BertNormalizer`` from the flags on load) or the slow
+classes, so with it full-width text (``ＭＰ３``, ``１９９``, every ``，。！（）``) silently
+tokenizes differently there. Without it every loader gives the same ids.
+``nfkc=True`` remains an option: the saved files then say so (``unicode_normalization:
+"NFKC"`` and a ``normalization_note`` naming the loaders that drop it, written by
+:mod:`nbkit.text.tokenizer_files`), and such a tokenizer loads as itself only through
+``AutoTokenizer`` / ``PreTrainedTokenizerFast`` (``tokenizer.json``).
 
 Because each CJK character is its own word, WordPiece can only merge inside
 Latin words and digit runs: on this corpus the vocabulary saturates near
@@ -54,7 +59,7 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _BATCH = 1000  # texts handed to the Rust trainer per batch
 
 
-def _build_backend(strip_accents: bool, lowercase: bool, nfkc: bool = True):
+def _build_backend(strip_accents: bool, lowercase: bool, nfkc: bool = False):
     """An untrained BERT-style ``tokenizers.Tokenizer`` (normalizer, pre-tokenizer, decoder)."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
@@ -118,7 +123,7 @@ def train_wordpiece(
     min_frequency: int = 2,
     strip_accents: bool = False,
     lowercase: bool = True,
-    nfkc: bool = True,
+    nfkc: bool = False,
 ):
     """Train a BERT-style WordPiece tokenizer on Chinese text and save it.
 
@@ -145,14 +150,17 @@ def train_wordpiece(
             default follows ``lowercase``; it is off here so decoding gives the
             text back (it does not affect CJK characters).
         lowercase: lowercase Latin text, as ``bert-base-chinese`` does.
-        nfkc: fold width variants with Unicode NFKC first (see the module
-            docstring); False keeps BERT's normalizer alone.
+        nfkc: fold width variants with Unicode NFKC before BERT's normalizer.
+            Off by default: BERT's normalizer alone is what every loader rebuilds
+            (``BertTokenizer``, the slow classes); with it only ``AutoTokenizer`` /
+            ``PreTrainedTokenizerFast`` reproduce the ids (see the module docstring).
 
     Returns:
         A fast ``transformers`` tokenizer (``NbkitTokenizerFast``, a ``PreTrainedTokenizerFast``
-        whose ``save_pretrained`` writes the complete file set: NFKC + BERT's
-        normalizer, pre-tokenizer, WordPiece and ``[CLS] A [SEP]`` templates)
-        that ``AutoTokenizer.from_pretrained(out_dir)`` loads back identically.
+        whose ``save_pretrained`` writes the complete file set: BERT's normalizer
+        (NFKC in front with ``nfkc=True``), pre-tokenizer, WordPiece and ``[CLS] A [SEP]``
+        templates) that ``AutoTokenizer``, ``BertTokenizer`` and ``BertTokenizerLegacy``
+        ``.from_pretrained(out_dir)`` load back with identical ids (only the first with ``nfkc=True``).
         The same texts and settings give the same vocabulary, ids included
         (:mod:`nbkit.text.wordpiece_order` says why ``tokenizers`` alone does not).
 
@@ -212,9 +220,9 @@ def train_wordpiece(
             "word, so merges happen only inside Latin words and digit runs). More text, or a smaller vocab_size, "
             "fits it.", UserWarning, stacklevel=2)
     # The trained backend defines the vocabulary; BertTokenizer builds BERT's
-    # normalizer/pre-tokenizer/decoder/[CLS]-[SEP] templates around it. NFKC goes
-    # in front, and the result is saved as a generic fast tokenizer so that
-    # loading keeps tokenizer.json's pipeline (BertTokenizer would rebuild it).
+    # normalizer/pre-tokenizer/decoder/[CLS]-[SEP] templates around it (NFKC in front
+    # with nfkc=True), saved as a generic fast tokenizer so that AutoTokenizer keeps
+    # tokenizer.json's pipeline as saved.
     bert = BertTokenizer(vocab=vocab, do_lower_case=lowercase, strip_accents=strip_accents,
                          tokenize_chinese_chars=True, model_max_length=model_max_length)
     pipeline = bert.backend_tokenizer

@@ -1,8 +1,8 @@
 """The saved tokenizer as a complete, consistent file set that every standard loader reads.
 
-``tokenizer.json`` alone defines nbkit's tokenizer (NFKC, then BERT's normalizer,
-pre-tokenizer, WordPiece, ``[CLS] A [SEP]``). Other loaders rebuild it from the other
-files, so :func:`complete_tokenizer_files` writes them to agree with it:
+``tokenizer.json`` defines nbkit's tokenizer (BERT's normalizer, pre-tokenizer, WordPiece,
+``[CLS] A [SEP]``; NFKC in front only with ``train_wordpiece(..., nfkc=True)``). Other loaders
+rebuild it from the other files, so :func:`complete_tokenizer_files` writes them to agree with it:
 
 - ``vocab.txt``: one token per line in id order (what ``BertTokenizer`` and the slow
   ``BertTokenizerLegacy`` / 4.x ``BertTokenizer`` read; without it the slow class raised
@@ -10,18 +10,19 @@ files, so :func:`complete_tokenizer_files` writes them to agree with it:
 - ``tokenizer_config.json``: ``tokenizer_class: "PreTrainedTokenizerFast"`` (resolved by
   transformers 4.x and 5.x alike, and it loads ``tokenizer.json`` as saved; 5.x's own name
   ``TokenizersBackend`` does not exist in 4.x, and ``BertTokenizerFast`` is in 5.x an alias
-  of ``BertTokenizer``, which rebuilds the normalizer and drops NFKC), the explicit flags
+  of ``BertTokenizer``, which rebuilds the normalizer from the flags), the explicit flags
   ``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``, ``clean_text`` (so a
   rebuilding loader no longer strips accents because ``strip_accents`` defaulted to
-  ``lowercase``), ``unicode_normalization`` (``"NFKC"`` or ``null``) and
-  ``normalization_note`` saying which loaders cannot reproduce NFKC.
+  ``lowercase``) and ``unicode_normalization`` (``null``, or ``"NFKC"`` with then a
+  ``normalization_note`` saying which loaders cannot reproduce it).
 
-Measured on the probes of ``tests/test_tokenizer_files.py`` (full-width, accents, rare
-CJK, mixed Latin), transformers 5.24 and 4.57: ``AutoTokenizer``, ``PreTrainedTokenizerFast``
-and ``pipeline()`` give nbkit's ids on every probe; classes that rebuild BERT's normalizer
-(5.x ``BertTokenizer``/``BertTokenizerFast``, the slow classes) agree except on text that
-NFKC changes (full-width letters and digits become ``[UNK]``), and agree there too when the
-text is passed through ``unicodedata.normalize("NFKC", text)`` first.
+With the default (no NFKC) every loader gives nbkit's ids: ``AutoTokenizer``,
+``PreTrainedTokenizerFast``, ``BertTokenizer``/``BertTokenizerFast`` (5.x),
+``BertTokenizerLegacy`` and ``pipeline()`` (``tests/test_tokenizer_reload.py``: full-width
+letters, digits and punctuation, accents, kana, control characters, emoji, CJK Extension B,
+mixed case, long Latin words). With ``nfkc=True`` the classes that rebuild BERT's normalizer
+differ on text that NFKC changes (full-width ``！`` becomes ``[UNK]``) unless given
+``unicodedata.normalize("NFKC", text)``; the note says so.
 """
 from __future__ import annotations
 
