@@ -44,7 +44,7 @@ def render(path: Path) -> str:
         r = g.get(key)
         if r:
             step = (f"`Loop.train_step` (MLM head: {r['mlm_head']})" if r.get("mlm_head")  # since the one step
-                    else "SDPA + fused AdamW")                                              # older records
+                    else "SDPA + fused AdamW, timed on profiling's own side step, not the loop's")  # older records
             rows.append((f"BERT-base MLM, {r['seq_len']} tokens, {r['precision']}, batch {r['batch_size']}, "
                          f"{step}, {label}",
                          f"{_n(r['tokens_per_s'])} tokens/s, MFU {_n(100 * r['mfu'], '.1f', ' %')}, "
