@@ -4,7 +4,7 @@ Usage: ``python bench/class_weights.py [--steps 60 --lr 2e-3]`` (CPU, about a mi
 ``tests/fixtures/imbalanced_20_to_1.jsonl`` (400 ``好评``, 20 ``差评``), split 50/20/30 %
 (stratified, seed 0); a WordPiece tokenizer on the training texts; BERT-tiny from scratch
 (seed 0); the same steps with ``class_weights=None`` and ``"balanced"``. The fine-tuning recipe
-(:mod:`nbkit.recipes.finetune`) with overrides: the settings of the README's measurement (pooling ``cls``,
+(:mod:`nbkit.recipes.finetuning`) with overrides: the settings of the README's measurement (pooling ``cls``,
 warm-up 0.06, no length grouping), so its numbers stay comparable.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 
 from nbkit import data, pipeline, text
-from nbkit.recipes import finetune as ft
+from nbkit.recipes import finetuning as ft
 
 FILE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "imbalanced_20_to_1.jsonl"
 

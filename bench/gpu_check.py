@@ -45,7 +45,7 @@ from nbkit.models.flops import mfu, peak_tflops  # noqa: E402
 from nbkit.models.mlm_head import uses_sparse_head  # noqa: E402
 from nbkit.profiling import diagnosis, microbench
 from nbkit.profiling import profiler as profiling
-from nbkit.profiling import steps as stepanalysis  # noqa: E402
+from nbkit.profiling import step_timing as stepanalysis  # noqa: E402
 from nbkit.train.precision import matmul_precision_name  # noqa: E402
 
 BERT_BASE_CHINESE_VOCAB = 21128  # vocabulary of google's bert-base-chinese

@@ -27,8 +27,8 @@ masking), or PD + reviews (``mix``). Validation and test texts are never pretrai
     python bench/pretrain_value.py all --task news --max-length 128 --out runs/pv_news   # the second task
 
 The benchmark is the recipes plus overrides, over seeds: pretraining is
-``nbkit.recipes.pretrain.run_pretraining(PretrainConfig.for_scale(scale, **flags))`` and every fine-tune is
-``nbkit.recipes.finetune``'s stages with ``FinetuneConfig.for_scale(scale, **flags)``. It sets no recipe default
+``nbkit.recipes.pretraining.run_pretraining(PretrainConfig.for_scale(scale, **flags))`` and every fine-tune is
+``nbkit.recipes.finetuning``'s stages with ``FinetuneConfig.for_scale(scale, **flags)``. It sets no recipe default
 of its own: each flag's default is the ``--scale``'s (default ``cpu``) config value, so a flag left out runs
 what notebooks 02/03 run (``tests/test_bench_pretrain_value.py`` checks it). ``--save-steps`` defaults to a
 quarter, half and all of the recipe's ``max_steps``.
@@ -55,8 +55,8 @@ import torch  # noqa: E402
 
 from nbkit import jsonio, models, pipeline, text  # noqa: E402
 from nbkit.pipeline import pretrain_value, tasks  # noqa: E402
-from nbkit.recipes import finetune as ft  # noqa: E402
-from nbkit.recipes.finetune import FinetuneConfig  # noqa: E402
+from nbkit.recipes import finetuning as ft  # noqa: E402
+from nbkit.recipes.finetuning import FinetuneConfig  # noqa: E402
 
 SEED_SPLIT = 0          # the task's split (load_sentiment's seed), the same for every arm
 DELTA = {"accuracy": "Δtest vs random [95% CI]", "macro_f1": "Δtest F1 vs random [95% CI]"}
@@ -79,11 +79,11 @@ def get_tokenizer(path: pathlib.Path, vocab_size: int, max_positions: int):
     return text.train_wordpiece(texts, vocab_size=vocab_size, out_dir=path, model_max_length=max_positions)
 
 
-#: bench flag -> PretrainConfig field (nbkit.recipes.pretrain); flags left out keep the scale's recipe
+#: bench flag -> PretrainConfig field (nbkit.recipes.pretraining); flags left out keep the scale's recipe
 PRETRAIN_FLAGS = {"model": "model", "block": "block_size", "mlm_batch": "batch_size", "mlm_lr": "lr",
                   "mlm_warmup": "warmup_ratio", "mlm_schedule": "schedule", "mlm_prob": "mlm_probability",
                   "pretrain_seed": "seed"}
-#: bench flag -> FinetuneConfig field (nbkit.recipes.finetune)
+#: bench flag -> FinetuneConfig field (nbkit.recipes.finetuning)
 FINETUNE_FLAGS = {"model": "model", "max_length": "max_length", "ft_batch": "batch_size", "ft_epochs": "epochs",
                   "ft_lr": "lr", "ft_warmup": "warmup_ratio", "pooling": "pooling",
                   "ft_class_weights": "class_weights"}
@@ -94,7 +94,7 @@ MIXES = {"pd": (("peoples_daily", 1.0),), "reviews": (("reviews", 1.0),), "news"
 
 def recipes(scale_name: str = "cpu"):
     """``(PretrainConfig, FinetuneConfig)`` of the scale: where every flag's default comes from."""
-    from nbkit.recipes.pretrain import PretrainConfig
+    from nbkit.recipes.pretraining import PretrainConfig
 
     scale = pipeline.get_scale(scale_name)
     return PretrainConfig.for_scale(scale), FinetuneConfig.for_scale(scale)
@@ -110,7 +110,7 @@ def device_of(args) -> str:
 # ----- phases -------------------------------------------------------------------------------
 def pretrain_config(args):
     """The pretraining recipe of ``--scale`` with the flags given, ``--corpus``'s mix and the last save step."""
-    from nbkit.recipes.pretrain import PretrainConfig
+    from nbkit.recipes.pretraining import PretrainConfig
 
     save_steps = sorted(int(x) for x in args.save_steps.split(","))
     mix = tuple((name, float(args.review_repeat) if name == "reviews" and args.corpus == "mix" else w)
@@ -122,7 +122,7 @@ def pretrain_config(args):
 
 def pretrain(args) -> None:
     """MLM pretraining by the recipe; ``<out>/pretrain.json`` lists the kept checkpoints (report's format)."""
-    from nbkit.recipes.pretrain import run_pretraining
+    from nbkit.recipes.pretraining import run_pretraining
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -252,7 +252,7 @@ def build_parser(scale_name: str = "cpu") -> argparse.ArgumentParser:
                     help="where pretraining and fine-tuning run (bf16 autocast on a bf16-capable GPU)")
     ap.add_argument("--tag", default="")
     ap.add_argument("--model", default=fc.model, help="BERT preset (nbkit.models.bert.PRESETS), both recipes")
-    # pretraining (nbkit.recipes.pretrain)
+    # pretraining (nbkit.recipes.pretraining)
     ap.add_argument("--task", choices=tasks.TASKS, default="reviews",
                     help="fine-tuning task: reviews (2 classes) or news (3 classes, optional nbkit[news])")
     ap.add_argument("--corpus", choices=tuple(MIXES), default=None,
@@ -267,7 +267,7 @@ def build_parser(scale_name: str = "cpu") -> argparse.ArgumentParser:
     ap.add_argument("--save-steps", default=f"{quarter},{2 * quarter},{pt.max_steps}",
                     help="checkpoints to fine-tune from; the LR schedule ends at the last")
     ap.add_argument("--pretrain-seed", type=int, default=pt.seed)
-    # fine-tuning (nbkit.recipes.finetune)
+    # fine-tuning (nbkit.recipes.finetuning)
     ap.add_argument("--init", default="random", help="comma list of checkpoint dirs and/or 'random'")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--pooling", choices=models.POOLINGS, default=fc.pooling)

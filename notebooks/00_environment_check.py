@@ -100,21 +100,23 @@ for dev in ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]:
 # ## 4. A small matmul on each device
 #
 # Throughput of an n×n @ n×n product (2n³ floating-point operations) on the CPU and on every
-# CUDA device. While it runs, watch the monitor above: utilisation should jump and memory used
-# should grow a little. On GPUs we also time bf16, the precision training uses on sm_80+.
+# CUDA device, timed by the same benchmark notebook 04 uses (`nbkit.profiling.matmul_bench`). While
+# it runs, watch the monitor above: utilisation should jump and memory used should grow a little.
+# On GPUs we also time bf16, the precision training uses on sm_80+, and show the share of the
+# GPU's datasheet peak.
 
 # %%
 import torch
 
+from nbkit.profiling import matmul_bench
+
 devices = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-results = []
 for dev in devices:
-    dtypes = ["float32"] + (["bfloat16"] if dev.startswith("cuda") else [])
-    for dt in dtypes:
-        results.append(env.matmul_throughput(dev, n=matmul_n, dtype=dt, repeats=repeats))
-for r in results:
-    print(f"{r['device']:<7} {r['dtype']:<9} n={r['n']:<5} {r['seconds'] * 1e3:8.2f} ms  "
-          f"{r['gflops']:10.2f} GFLOP/s")
+    precisions = ("fp32", "bf16") if dev.startswith("cuda") else ("fp32",)
+    for r in matmul_bench((matmul_n,), precisions, device=dev, repeats=repeats):
+        peak = f"  {r['pct_of_peak']:5.1f} % of peak" if r["pct_of_peak"] is not None else ""
+        speed = f"{r['ms']:8.2f} ms  {r['gflops']:10.2f} GFLOP/s" if r["status"] == "ok" else r["status"]
+        print(f"{dev:<7} {r['precision']:<5} n={r['n']:<5} {speed}{peak}")
 
 # %% [markdown]
 # ## 5. Stop the monitor

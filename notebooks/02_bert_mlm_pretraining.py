@@ -19,7 +19,7 @@
 #
 # We pretrain a BERT from scratch with **masked language modelling (MLM)**: 15 % of the tokens in each block are hidden and the model learns to predict them from the rest. The text is the *training* reviews that notebook 03 will classify: continuing MLM on in-domain text ("domain-adaptive pretraining", Gururangan et al. 2020) is what makes the pretrained model useful there. (The `smoke` scale adds a slice of People's Daily so both corpus code paths run in CI; `corpus` below swaps in your own text.)
 #
-# Every step is one function of the pretraining recipe, `nbkit.recipes.pretrain`, called cell by cell; `python -m nbkit.jobs.pretrain` and the benchmarks run the same functions. What did and did not work while choosing the recipe, with the measured numbers, is in [docs/pretraining.md](../docs/pretraining.md).
+# Every step is one function of the pretraining recipe, `nbkit.recipes.pretraining`, called cell by cell; `python -m nbkit.jobs.pretrain` and the benchmarks run the same functions. What did and did not work while choosing the recipe, with the measured numbers, is in [docs/pretraining.md](../docs/pretraining.md).
 
 # %% [markdown]
 # ## Parameters
@@ -44,7 +44,7 @@ corpus = None             # your corpus: a prepared store, or files/globs/folder
 
 # %%
 from nbkit import models, pipeline
-from nbkit.recipes import pretrain as pt
+from nbkit.recipes import pretraining as pt
 
 params = dict(seed=seed, split_seed=seed, model=model, block_size=block_size, batch_size=batch_size,
               grad_accum_steps=grad_accum_steps, max_steps=max_steps, lr=lr, eval_every=eval_every,

@@ -19,7 +19,7 @@
 #
 # We fine-tune the BERT pretrained in notebook 02 to tell positive from negative product and book reviews, and evaluate it **honestly**: duplicates and texts labelled both ways are dropped before a split by unique text (no test review was seen in training), the test split is scored once at the end with accuracy, **macro-F1** and a confusion matrix, and a classical baseline (TF-IDF character n-grams + logistic regression) is scored on the same split.
 #
-# Every step below is one function of the fine-tuning recipe, `nbkit.recipes.finetune`; the same functions run `python -m nbkit.jobs.finetune`, notebook 05 and the benchmark. The measurements behind the choices are in [docs/finetuning.md](../docs/finetuning.md).
+# Every step below is one function of the fine-tuning recipe, `nbkit.recipes.finetuning`; the same functions run `python -m nbkit.jobs.finetune`, notebook 05 and the benchmark. The measurements behind the choices are in [docs/finetuning.md](../docs/finetuning.md).
 
 # %% tags=["parameters"]
 # Plain values only, so papermill can override each (-p scale cpu -p seed 3); None: the recipe's value.
@@ -42,7 +42,7 @@ pretrained = None     # a model folder, e.g. notebook 02's run on your corpus (r
 from transformers import AutoTokenizer
 
 from nbkit import pipeline
-from nbkit.recipes import finetune as ft
+from nbkit.recipes import finetuning as ft
 
 scale = pipeline.resolve_scale(scale)
 cfg = ft.FinetuneConfig.for_scale(scale, seed=seed, max_length=max_length, batch_size=batch_size, epochs=epochs,

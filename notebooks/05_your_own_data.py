@@ -75,7 +75,7 @@ splits["train"].to_pandas().head()
 # Notebook 02's pretraining recipe, on your text: one config object (the scale's values; `max_passes` caps how often MLM rereads a small corpus). With a `corpus_file`, your corpus and the training split's texts are prepared once into a token store under this run's folder (docs/corpus.md: cleaned, very long rows cut at sentence ends, duplicates dropped, word boundaries for whole-word masking, a hashed held-out share for the MLM eval loss; a rerun with nothing changed reuses it), and every corpus text equal to a validation or test text is dropped (`dropped_excluded`), so the model never reads what it is evaluated on. Without one, the training split's texts alone, through the same rules in memory.
 
 # %%
-from nbkit.recipes import pretrain as pt
+from nbkit.recipes import pretraining as pt
 
 if corpus_file:
     store = pipeline.own_corpus_store(corpus_file, labeled, out_dir / "corpus", scale, text_column=corpus_text_column)
@@ -128,7 +128,7 @@ else:
 # Notebook 03's recipe on your data: the same config object (the scale's values, `max_length` and `seed` from the parameters above), from the pretrained encoder (or random weights) with a new classification head. Texts longer than `max_length` tokens are truncated, and the cell says how many. Every run starts over (`resume=False`), as the pretraining does.
 
 # %%
-from nbkit.recipes import finetune as ft
+from nbkit.recipes import finetuning as ft
 
 cfg = ft.FinetuneConfig.for_scale(scale, resume=False)
 encoded, trunc = ft.encode(cfg, tokenizer, labeled)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nbkit.pipeline.scale import get_scale
-from nbkit.recipes.finetune import FinetuneConfig
+from nbkit.recipes.finetuning import FinetuneConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,7 +27,7 @@ def test_defaults_are_the_cpu_scales_recipes(bench):
     fc = FinetuneConfig.for_scale(scale)
     for flag, field in bench.FINETUNE_FLAGS.items():
         assert getattr(args, flag) == getattr(fc, field), flag
-    pt = sys.modules["nbkit.recipes.pretrain"].PretrainConfig.for_scale(scale)
+    pt = sys.modules["nbkit.recipes.pretraining"].PretrainConfig.for_scale(scale)
     for flag, field in bench.PRETRAIN_FLAGS.items():
         assert getattr(args, flag) == getattr(pt, field), flag
     assert int(args.save_steps.split(",")[-1]) == pt.max_steps and args.vocab_size == scale.vocab_size
@@ -47,7 +47,7 @@ def test_pretrain_phase_runs_the_recipe_and_writes_the_recorded_format(bench, tm
         return {"checkpoints": {s: str(Path(out_dir) / "checkpoints" / f"step-{s:06d}") for s in (2, 4, 5)},
                 "history": [{"step": 2, "eval_loss": 7.5}, {"step": 4, "loss": 7.0}]}
 
-    monkeypatch.setattr(sys.modules["nbkit.recipes.pretrain"], "run_pretraining", fake_run)
+    monkeypatch.setattr(sys.modules["nbkit.recipes.pretraining"], "run_pretraining", fake_run)
     monkeypatch.setattr(bench, "get_tokenizer", lambda *a: "tok")
     args = bench.parse_args(["pretrain", "--out", str(tmp_path), "--save-steps", "4,2", "--mlm-lr", "0.002"])
     bench.pretrain(args)

@@ -105,7 +105,7 @@ def test_plateau_check_samples_a_store_instead_of_reading_it_all(store_dir):
 
 def test_recipe_size_applies_the_plan_but_keeps_what_the_user_set(store_dir, monkeypatch):
     from nbkit.pipeline import sizing
-    from nbkit.recipes import pretrain as pt
+    from nbkit.recipes import pretraining as pt
 
     real = sizing.size_run
     monkeypatch.setattr(sizing, "size_run", lambda n, device, **kw: real(700_000_000, device, **kw))  # a big corpus
@@ -122,7 +122,7 @@ def test_recipe_size_applies_the_plan_but_keeps_what_the_user_set(store_dir, mon
 
 def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp):
     """Notebook 02's and the job's code path with corpus=a tiny store: store tokenizer, store blocks, metrics."""
-    from nbkit.recipes.pretrain import PretrainConfig, run_pretraining
+    from nbkit.recipes.pretraining import PretrainConfig, run_pretraining
 
     cfg = PretrainConfig.for_scale("smoke", max_steps=2, corpus=str(store_dir), log_every=1, progress=False)
     metrics = run_pretraining(cfg, tmp_path / "mlm")

@@ -141,15 +141,6 @@ def test_import_failure_without_shadowing_says_reinstall_or_install():
     assert "no no_such_module_xyz on sys.path" in value and "pip install no_such_module_xyz" in fix
 
 
-def test_matmul_throughput_cpu():
-    pytest.importorskip("torch")
-    m = env.matmul_throughput("cpu", n=64, repeats=3)
-    assert m["seconds"] > 0 and m["gflops"] == pytest.approx(2 * 64**3 / m["seconds"] / 1e9)
-    from nbkit.errors import ConfigError
-    with pytest.raises(ConfigError, match="dtype"):
-        env.matmul_throughput("cpu", n=8, dtype="float99")
-
-
 def test_keep_busy_runs_for_the_requested_time():
     from nbkit.env.doctor import keep_busy
 

@@ -143,7 +143,7 @@ def test_pretraining_checkpoint_works_with_fill_mask(tokenizer, tmp_path):
     from transformers import pipeline as hf_pipeline
 
     from nbkit import models
-    from nbkit.recipes import pretrain as pt
+    from nbkit.recipes import pretraining as pt
 
     torch.manual_seed(0)
     model = models.build_mlm_model("tiny", tokenizer, 64)

@@ -46,7 +46,7 @@ def test_headline_row_measures_the_loops_train_step(monkeypatch):
 
     from nbkit.models.flops import bert_batch_flops
     from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
-    from nbkit.profiling.steps import StepConfig, step_loop
+    from nbkit.profiling.step_timing import StepConfig, step_loop
     from nbkit.train.loop import Loop
 
     gc = load()

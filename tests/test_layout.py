@@ -92,10 +92,37 @@ def test_modules_stay_small():
     assert not big, f"modules over {MAX_LINES} lines (split them by concern): {big}"
 
 
+# Names a package may repeat in every folder: they say "this package", not what a module does.
+PACKAGE_FILES = {"__init__.py", "__main__.py"}
+
+
+def shared_basenames(paths) -> dict[str, list[str]]:
+    """``{basename: [paths]}`` for every module basename (outside PACKAGE_FILES) found more than once."""
+    seen: dict[str, list[str]] = {}
+    for p in paths:
+        if p.name not in PACKAGE_FILES:
+            seen.setdefault(p.name, []).append(str(p.relative_to(ROOT)) if p.is_absolute() else str(p))
+    return {name: sorted(where) for name, where in seen.items() if len(where) > 1}
+
+
+def test_shared_basenames_sees_a_repeat():
+    paths = [Path("nbkit/a/steps.py"), Path("nbkit/b/steps.py"), Path("nbkit/a/__init__.py"),
+             Path("nbkit/b/__init__.py"), Path("nbkit/b/other.py")]
+    assert shared_basenames(paths) == {"steps.py": ["nbkit/a/steps.py", "nbkit/b/steps.py"]}
+
+
+def test_module_basenames_are_unique():
+    """Issue 20: a module's file name says what it is, so no two modules in nbkit/ share one
+    (``checks.py`` twice, ``steps.py`` twice sent readers and go-to-file to the wrong one)."""
+    shared = shared_basenames(sorted(PKG.rglob("*.py")))
+    assert not shared, f"modules sharing a file name (rename one to say what it does): {shared}"
+
+
 def test_top_level_is_subpackages_by_concern():
     top = sorted(p.name for p in PKG.iterdir() if not p.name.startswith(("_", ".")) and p.name != "nbkit.egg-info")
     assert top == ["atomic.py", "cli", "corpus", "data", "env", "errors.py", "gpu", "jobs", "jsonio.py", "models",
-                   "pipeline", "profiling", "recipes", "rng.py", "switches.py", "text", "train", "units.py"]
+                   "pipeline", "profiling", "recipes", "rng.py", "settings.py", "switches.py", "text", "train",
+                   "units.py"]
     for pkg in PKG.iterdir():
         if pkg.is_dir() and not pkg.name.startswith("_"):
             assert (pkg / "__init__.py").is_file(), f"{pkg} is not a package"
@@ -128,7 +155,8 @@ def test_no_binary_files_outside_docs_img():
 
 
 # ----- layers (docs/architecture.md "Data flow"): imports point down, gpu/ and env/ stand alone -----
-BASE = {"nbkit", "errors", "jsonio", "rng", "atomic", "switches", "units", "_lazy"}  # top-level modules every layer may import
+# top-level modules every layer may import (settings: the scale names pipeline defines presets for and env checks)
+BASE = {"nbkit", "errors", "jsonio", "rng", "atomic", "switches", "units", "settings", "_lazy"}
 _BELOW = ["data", "text", "corpus", "models", "train", "profiling", "pipeline", "recipes"]  # corpus: the prepared store
 MAY_IMPORT = {                                       # package -> the nbkit packages it may import (+ BASE, itself)
     "gpu": set(), "env": {"gpu"},
@@ -138,12 +166,6 @@ MAY_IMPORT = {                                       # package -> the nbkit pack
 }
 MAY_IMPORT["profiling"] |= {"gpu"}                   # notebook 04 samples utilisation during its steps
 MAY_IMPORT["pipeline"] |= {"gpu"}
-# Violations not fixed yet, each with why; the test fails when one is fixed (remove it here) or a new one appears.
-KNOWN_VIOLATIONS = {
-    ("env", "pipeline"): "env.checks validates NBKIT_SCALE against pipeline.scale.SCALES",
-    ("env", "profiling"): "env.doctor.matmul_throughput times with profiling.microbench.time_fn "
-                          "(one of the two matmul benchmarks issue 20 names)",
-}
 
 
 def package_of(module: str) -> str:
@@ -185,7 +207,7 @@ def layer_violations() -> dict[tuple[str, str], list[str]]:
 
 def test_layer_rule_sees_an_upward_import(tmp_path):
     f = tmp_path / "m.py"
-    f.write_text("def f():\n    from nbkit.train import Loop\n    from ..pipeline import steps\n")
+    f.write_text("def f():\n    from nbkit.train import Loop\n    from ..pipeline import artifacts\n")
     assert package_imports(f, "nbkit.text.m") == {"train", "pipeline"}
     assert "train" not in MAY_IMPORT["text"] | BASE and "pipeline" not in MAY_IMPORT["train"]
 
@@ -195,9 +217,13 @@ def test_every_package_has_a_layer():
     assert pkgs <= set(MAY_IMPORT), f"give {sorted(pkgs - set(MAY_IMPORT))} a place in MAY_IMPORT"
 
 
+def test_base_modules_import_only_base_modules():
+    """A layer may import BASE, so BASE importing a layer would let env reach pipeline through it."""
+    up = {m: sorted(pk) for m, p in modules().items() if package_of(m) in BASE - {"nbkit"}
+          and (pk := package_imports(p, m) - BASE)}
+    assert not up, f"top-level modules importing a layer (move the shared part down): {up}"
+
+
 def test_imports_point_down_the_layers():
     found = layer_violations()
-    new = {k: v for k, v in found.items() if k not in KNOWN_VIOLATIONS}
-    fixed = set(KNOWN_VIOLATIONS) - set(found)
-    assert not new, f"imports against docs/architecture.md's layers (package -> package: modules): {new}"
-    assert not fixed, f"fixed, remove from KNOWN_VIOLATIONS: {sorted(fixed)}"
+    assert not found, f"imports against docs/architecture.md's layers (package -> package: modules): {found}"

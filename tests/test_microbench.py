@@ -28,6 +28,24 @@ def test_matmul_rows_consistent_and_tf32_skipped_on_cpu():
         mb.matmul_bench(sizes=(8,), precisions=("fp8",), device="cpu")
 
 
+def test_matmul_small_sizes_time_enough_matmuls_per_timing(monkeypatch):
+    """At small n one matmul is microseconds: each timing runs >= MIN_TIMED_FLOP (<= 1000 matmuls)."""
+    seen = []
+    real = mb.time_fn
+    monkeypatch.setattr(mb, "time_fn", lambda fn, device, iters, repeats: seen.append(iters) or real(
+        fn, device, iters=iters, repeats=repeats))
+    rows = mb.matmul_bench(sizes=(8, 128, 1024), precisions=("fp32",), device="cpu", iters=2, repeats=1)
+    assert seen == [1000, 120, 2] == [r["iters"] for r in rows]   # 5e8 / (2 * 128**3) = 119.2 -> 120
+    assert all(r["status"] == "ok" and r["gflops"] > 0 for r in rows)
+
+
+def test_matmul_bench_refuses_bad_counts_and_unusable_devices():
+    with pytest.raises(ConfigError, match="iters >= 1"):
+        mb.matmul_bench(sizes=(8,), precisions=("fp32",), device="cpu", iters=0)
+    with pytest.raises(ConfigError, match="not usable.*doctor"):
+        mb.matmul_bench(sizes=(8,), precisions=("fp32",), device="cuda:99")
+
+
 def test_attention_flops_hand_count():
     # QK^T: 2*T*T*D per head and batch, PV the same: 4 * 2 * 3 * 5 * 5 * 7
     assert mb.attention_flops(2, 3, 5, 7) == 4 * 2 * 3 * 25 * 7

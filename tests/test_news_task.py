@@ -98,7 +98,7 @@ def section_cells() -> list[str]:
 
 def test_notebook_section_skips_without_the_package(monkeypatch, tmp_path):
     from nbkit import pipeline
-    from nbkit.recipes import finetune as ft
+    from nbkit.recipes import finetuning as ft
 
     monkeypatch.setattr(news, "news_available", lambda: False)
     monkeypatch.setattr(tasks, "load_task", lambda *a, **k: pytest.fail("loaded news without the package"))
@@ -116,7 +116,7 @@ def test_notebook_section_skips_without_the_package(monkeypatch, tmp_path):
 @pytest.mark.filterwarnings("ignore:class .* has recall 0")
 def test_notebook_section_runs_with_the_package(news_pkg, tokenizer, tmp_path, monkeypatch):
     from nbkit import pipeline
-    from nbkit.recipes import finetune as ft
+    from nbkit.recipes import finetuning as ft
 
     scale = get_scale("smoke").replace(news_max_train=40, news_max_length=32, cls_batch_size=16)
     shown = []

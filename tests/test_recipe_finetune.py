@@ -1,4 +1,4 @@
-"""The fine-tuning recipe (nbkit.recipes.finetune): defaults per scale, overrides, each stage at smoke, the job."""
+"""The fine-tuning recipe (nbkit.recipes.finetuning): defaults per scale, overrides, each stage at smoke, the job."""
 import dataclasses
 import json
 
@@ -28,7 +28,7 @@ def test_cpu_recipe_is_the_one_notebook_03_used():
         ("narrow", 64, 32, 2.0, 5e-4, "mean", 0, None)
     assert (cfg.warmup_ratio, cfg.scheduler, cfg.weight_decay, cfg.keep_last, cfg.group_by_length) == \
         (0.1, "linear", 0.01, 1, True)
-    from nbkit.recipes.finetune import train_config
+    from nbkit.recipes.finetuning import train_config
 
     t = train_config(cfg, n_train=13_000, out_dir="x")
     assert (t.max_steps, t.eval_every, t.checkpoint_every, t.log_every) == (813, 203, 406, 10)
@@ -73,7 +73,7 @@ def tiny_task(tmp_path_factory):
 
 @pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
 def test_each_stage_at_smoke_then_export_loads(tiny_task, tmp_path):
-    from nbkit.recipes import finetune as ft
+    from nbkit.recipes import finetuning as ft
 
     labeled, tok = tiny_task
     cfg = FinetuneConfig.for_scale("smoke", max_length=8, batch_size=8, max_steps=4, progress=False)
@@ -104,7 +104,7 @@ def test_each_stage_at_smoke_then_export_loads(tiny_task, tmp_path):
 
 @pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
 def test_run_finetuning_same_seed_same_result_and_starts_from_a_checkpoint(tiny_task, tmp_path):
-    from nbkit.recipes import finetune as ft
+    from nbkit.recipes import finetuning as ft
 
     labeled, tok = tiny_task
     cfg = FinetuneConfig.for_scale("smoke", max_length=16, batch_size=8, max_steps=3, progress=False,
@@ -121,12 +121,12 @@ def test_run_finetuning_same_seed_same_result_and_starts_from_a_checkpoint(tiny_
 def test_job_is_a_thin_wrapper_that_runs_at_smoke(tiny_task, tmp_path, monkeypatch):
     """`python -m nbkit.jobs.finetune --scale smoke ...` runs the recipe with its flags as overrides."""
     from nbkit.jobs import finetune as job
-    from nbkit.pipeline import steps, tasks
+    from nbkit.pipeline import artifacts, tasks
 
     labeled, tok = tiny_task
     monkeypatch.setattr(tasks, "load_task", lambda task, seed, max_train: labeled)
-    monkeypatch.setattr(steps, "load_tokenizer", lambda scale: tok)
-    monkeypatch.setattr(steps, "pretrained_model_dir", lambda scale: None)
+    monkeypatch.setattr(artifacts, "load_tokenizer", lambda scale: tok)
+    monkeypatch.setattr(artifacts, "pretrained_model_dir", lambda scale: None)
     assert job.main(["--scale", "smoke", "--output-dir", str(tmp_path), "--max-steps", "2", "--batch-size", "4",
                      "--lr", "0.003", "--resume", "none"]) == 0
     m = json.loads((tmp_path / "metrics.json").read_text())

@@ -1,4 +1,4 @@
-"""nbkit.recipes.pretrain: the config's defaults per scale, overrides, and each stage at smoke."""
+"""nbkit.recipes.pretraining: the config's defaults per scale, overrides, and each stage at smoke."""
 import dataclasses
 import json
 
@@ -6,8 +6,8 @@ import pytest
 
 from nbkit.errors import CheckpointError, ConfigError
 from nbkit.pipeline.scale import PRESETS
-from nbkit.recipes.pretrain import PretrainConfig
 from nbkit.recipes.pretrain_config import FROM_SCALE
+from nbkit.recipes.pretraining import PretrainConfig
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS), ids=lambda n: f"scale_{n.upper()}")  # "gpu" would skip
@@ -37,7 +37,7 @@ def test_overrides_none_all_and_unknown_fields():
 
 
 def test_train_config_caps_passes_and_keeps_save_steps(tmp_path):
-    from nbkit.recipes.pretrain import train_config
+    from nbkit.recipes.pretraining import train_config
 
     cpu = PretrainConfig.for_scale("cpu")
     full = train_config(cpu, tmp_path)
@@ -61,7 +61,7 @@ def test_stages_and_run_pretraining_at_smoke(tmp_path, runs_tmp):
     from transformers import AutoModelForMaskedLM
 
     from nbkit.models.bert import build_classifier
-    from nbkit.recipes import pretrain as pt
+    from nbkit.recipes import pretraining as pt
 
     cfg = PretrainConfig.for_scale("smoke", max_steps=6, eval_every=3, log_every=1, progress=False)
     source, table = pt.corpus(cfg)
@@ -97,7 +97,7 @@ def test_stages_and_run_pretraining_at_smoke(tmp_path, runs_tmp):
 def test_own_texts_and_labeled_data_through_the_stages(tmp_path, runs_tmp):
     """Notebook 05's path: the user's corpus + labelled training texts, steps capped by passes."""
     from nbkit import data, text
-    from nbkit.recipes import pretrain as pt
+    from nbkit.recipes import pretraining as pt
 
     rows = [(f"评论{i}号，{'很好很满意' if i % 2 else '太差了失望'}", i % 2) for i in range(80)]
     labeled = data.build_labeled_data({"train": ([t for t, _ in rows], [y for _, y in rows])}, seed=0)

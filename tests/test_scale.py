@@ -16,6 +16,17 @@ def test_unknown_scale_names_the_choices(monkeypatch):
         get_scale()
 
 
+def test_one_preset_per_scale_name_and_the_doctor_reads_names_alike(monkeypatch):
+    """The names live in nbkit.settings (env checks NBKIT_SCALE without importing pipeline): one preset each,
+    and " CPU " means cpu for get_scale exactly as for the doctor's check."""
+    from nbkit.settings import SCALES, scale_name
+
+    assert tuple(PRESETS) == SCALES
+    assert scale_name(" CPU\t") == "cpu" and get_scale(" CPU\t").name == "cpu"
+    monkeypatch.setenv("NBKIT_SCALE", " Smoke ")
+    assert get_scale().name == "smoke"
+
+
 def test_default_without_cuda_is_cpu(monkeypatch):
     monkeypatch.delenv("NBKIT_SCALE", raising=False)
     monkeypatch.setattr("nbkit.pipeline.scale.cuda_usable", lambda: False)

@@ -6,7 +6,7 @@ import transformers
 from nbkit.errors import ConfigError
 from nbkit.models.flops import bert_flops_per_token
 from nbkit.profiling import profiler as pf
-from nbkit.profiling import steps as sa
+from nbkit.profiling import step_timing as sa
 from nbkit.train.loop import Loop
 
 VOCAB = 60
@@ -152,7 +152,7 @@ def test_cuda_bf16_step_reports_memory_and_mfu_when_peak_known():
 
 def test_gpu_utilization_during_reads_nbkit_telemetry():
     from nbkit.gpu.nvml import Nvml
-    from nbkit.profiling.steps import gpu_utilization_during
+    from nbkit.profiling.step_timing import gpu_utilization_during
     from tests.nvml_fake import FakeGpu, FakeNvml
 
     fake = FakeNvml([FakeGpu(util=(73, 20), mem_used=4 * 2**30, mem_total=8 * 2**30)])
@@ -166,7 +166,7 @@ def test_gpu_utilization_during_without_nvml_runs_fn():
     import pynvml
 
     from nbkit.gpu.nvml import Nvml
-    from nbkit.profiling.steps import gpu_utilization_during
+    from nbkit.profiling.step_timing import gpu_utilization_during
     from tests.nvml_fake import FakeNvml
 
     result, tel = gpu_utilization_during(lambda: 3, nvml=Nvml(lib=FakeNvml([], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)))

@@ -8,7 +8,7 @@ from loop_helpers import VOCAB, cls_collate, cls_data, tiny_classifier
 
 from nbkit.errors import DataError
 from nbkit.train import Loop, TrainConfig
-from nbkit.train.checks import check_token_ids
+from nbkit.train.preflight import check_token_ids
 
 
 def _loop(train, eval_data=None, **kw):

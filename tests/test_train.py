@@ -193,7 +193,7 @@ def test_cuda_run_uses_auto_precision_and_reports_mfu_when_peak_known():
     assert res.metrics["mfu"] is None or 0 < res.metrics["mfu"] < 1
 
 
-# ----- mistakes caught before any work (nbkit.train.checks) --------------------------------------
+# ----- mistakes caught before any work (nbkit.train.preflight) --------------------------------------
 
 def test_empty_eval_data_is_rejected_at_construction_and_zero_labels_never_score_perfectly():
     with pytest.raises(DataError, match="eval_data is empty.*eval_data=None"):
@@ -235,7 +235,7 @@ def test_unusable_output_dir_fails_at_construction(tmp_path, monkeypatch):
     for bad in (tmp_path / "afile", tmp_path / "afile" / "run"):
         with pytest.raises(ConfigError, match="afile is a file"):
             Loop(tiny_mlm(), _cfg(output_dir=bad), token_data(), collate_fn=mlm_collate)
-    import nbkit.train.checks as lc
+    import nbkit.train.preflight as lc
     monkeypatch.setattr(lc.os, "access", lambda path, mode: False)   # tests run as root: fake a read-only dir
     with pytest.raises(ConfigError, match="not writable.*Choose a directory"):
         Loop(tiny_mlm(), _cfg(output_dir=tmp_path / "new" / "run"), token_data(), collate_fn=mlm_collate)

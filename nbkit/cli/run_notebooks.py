@@ -129,7 +129,7 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    from nbkit.cli.progress import first_line
+    from nbkit.cli.notebook_progress import first_line
 
     where = f"{name} cell {cell_index + 1} ({first_line((cell or {}).get('source', ''))!r})" if cell_index is not None else name
     if isinstance(exc, CellTimeoutError):
@@ -197,7 +197,7 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
         timeout: seconds allowed per cell.
         heartbeat_s: seconds between "still running" lines when stdout is not a terminal.
 
-    Progress (:mod:`nbkit.cli.progress`) goes to stdout: a bar per notebook on a
+    Progress (:mod:`nbkit.cli.notebook_progress`) goes to stdout: a bar per notebook on a
     terminal, plain lines otherwise (a line per cell start, a heartbeat every
     ``heartbeat_s``); each notebook ends with a line giving its wall time and
     headline metric, and the run with a table of them (:mod:`nbkit.cli.summary`).
@@ -226,7 +226,7 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
     import nbformat
     from nbclient import NotebookClient
 
-    from nbkit.cli.progress import NotebookProgress, code_cells
+    from nbkit.cli.notebook_progress import NotebookProgress, code_cells
     from nbkit.cli.summary import Row, headline, table
 
     print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)

@@ -7,10 +7,11 @@ scaled-dot-product-attention backends, NVML health, each GPU (name, compute
 capability, memory, bf16/TF32), ipywidgets vs the JupyterLab widget extension,
 the deprecated ``pynvml`` package, ``TOKENIZERS_PARALLELISM``, Hugging Face
 offline mode and cache, nbkit's ``NBKIT_SCALE`` and ``NBKIT_RUNS_DIR``. The
-checks live in :mod:`nbkit.env.checks`.
+checks live in :mod:`nbkit.env.layer_checks`.
 
 It works when ``import torch`` fails (that becomes a FAIL line) and creates no
-CUDA context unless ``cuda=True`` is asked for.
+CUDA context unless ``cuda=True`` is asked for. It measures nothing: a device's matmul
+throughput is :func:`nbkit.profiling.microbench.matmul_bench` (notebook 00 calls it).
 """
 from __future__ import annotations
 
@@ -20,10 +21,10 @@ from dataclasses import asdict
 from typing import Any
 
 from nbkit import jsonio
-from nbkit.env.checks import ALL_CHECKS, FAIL, OK, WARN, Check, Context
+from nbkit.env.layer_checks import ALL_CHECKS, FAIL, OK, WARN, Check, Context
 from nbkit.gpu.nvml import Nvml
 
-__all__ = ["Check", "Report", "report", "doctor_main", "matmul_throughput", "OK", "WARN", "FAIL"]
+__all__ = ["Check", "Report", "report", "doctor_main", "keep_busy", "OK", "WARN", "FAIL"]
 
 
 class Report:
@@ -114,49 +115,14 @@ def doctor_main(as_json: bool = False, cuda: bool = False) -> int:
     return 0 if r.ok else 1
 
 
-def matmul_throughput(device: str = "cpu", n: int = 1024, dtype: str = "float32",
-                      repeats: int = 10) -> dict[str, Any]:
-    """Time ``repeats`` square ``(n, n) @ (n, n)`` matmuls on ``device``.
-
-    FLOPs per matmul = 2 n³ (one multiply and one add per inner-product term).
-    On CUDA this creates a context. Timed with :func:`nbkit.profiling.microbench.time_fn`
-    (warm-up, then the median of ``repeats`` timings; CUDA events on GPUs).
-    Each timing runs enough back-to-back matmuls for about 0.5 GFLOP (one for
-    n >= 512, 120 at n = 128), so small sizes measure the matmul rather than the
-    few-ms wake-up of CPU threads. Returns ``{"device", "n", "dtype", "seconds" (per matmul),
-    "tflops" (TFLOP/s), "gflops" (GFLOP/s)}``.
-
-    Raises:
-        nbkit.errors.ConfigError: unknown dtype or unusable device.
-    """
-    import torch
-
-    from nbkit.errors import ConfigError
-
-    dt = getattr(torch, dtype, None)
-    if not isinstance(dt, torch.dtype):
-        raise ConfigError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
-    try:
-        a = torch.randn(n, n, device=device).to(dt)  # (n, n)
-        b = torch.randn(n, n, device=device).to(dt)  # (n, n)
-    except (RuntimeError, AssertionError) as exc:
-        raise ConfigError(f"device {device!r} is not usable ({exc}); see nbkit.env.doctor.report()") from exc
-    from nbkit.profiling.microbench import time_fn  # the same timer as notebook 04 (CUDA events on GPUs)
-
-    iters = max(1, min(1000, int(5e8 // (2 * n**3))))   # ~0.5 GFLOP per timing
-    sec = time_fn(lambda: a @ b, a.device, warmup=2, iters=iters, repeats=max(1, repeats))  # per matmul
-    tflops = 2 * n**3 / sec / 1e12
-    return {"device": str(device), "n": n, "dtype": dtype, "seconds": sec,
-            "tflops": tflops, "gflops": tflops * 1e3}
-
-
 def keep_busy(device: str = "cpu", seconds: float = 3.0, n: int = 512) -> dict[str, Any]:
     """Run back-to-back ``(n, n) @ (n, n)`` matmuls on ``device`` for ``seconds`` (s).
 
     Notebook 00 calls it so the live monitor visibly moves (utilisation, SM
     clock and power on a GPU; CPU % without one). Returns ``{"device",
     "matmuls", "seconds", "gflops"}`` (GFLOP/s over the whole period, 2 n³ FLOPs
-    per matmul). On CUDA this creates a context.
+    per matmul, a load's rate rather than a benchmark's: that is
+    :func:`nbkit.profiling.microbench.matmul_bench`). On CUDA this creates a context.
     """
     import torch
 

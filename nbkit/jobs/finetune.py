@@ -1,6 +1,6 @@
 """Sentiment fine-tuning as a script: ``[torchrun ...] python -m nbkit.jobs.finetune [flags]``.
 
-A thin argparse wrapper around :func:`nbkit.recipes.finetune.run_finetuning` (notebook 03's recipe):
+A thin argparse wrapper around :func:`nbkit.recipes.finetuning.run_finetuning` (notebook 03's recipe):
 each flag left out keeps :meth:`~nbkit.recipes.finetune_config.FinetuneConfig.for_scale`'s value.
 Under torchrun ``--batch-size`` is per process and the steps come from the global batch.
 """
@@ -27,10 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the job; returns the exit code (0). Errors (ConfigError, DataError, ...) propagate with their fix."""
     a = parse_args(argv)
     from nbkit.jobs.common import loop_resume
+    from nbkit.pipeline.artifacts import load_tokenizer, pretrained_model_dir
     from nbkit.pipeline.runs import step_dir
     from nbkit.pipeline.scale import get_scale
-    from nbkit.pipeline.steps import load_tokenizer, pretrained_model_dir
-    from nbkit.recipes.finetune import FinetuneConfig, run_finetuning
+    from nbkit.recipes.finetuning import FinetuneConfig, run_finetuning
     from nbkit.train import distributed as D
 
     resume = loop_resume(a.resume)

@@ -1,6 +1,6 @@
 """MLM pretraining as a script: ``[torchrun ...] python -m nbkit.jobs.pretrain [flags]``.
 
-A thin argparse wrapper around :func:`nbkit.recipes.pretrain.run_pretraining` (notebook 02's recipe):
+A thin argparse wrapper around :func:`nbkit.recipes.pretraining.run_pretraining` (notebook 02's recipe):
 each flag left out keeps :meth:`~nbkit.recipes.pretrain_config.PretrainConfig.for_scale`'s value.
 ``--corpus PATH`` pretrains on the user's corpus through the prepared store (docs/corpus.md): rank 0
 prepares it (or reads a prepared directory), the other ranks and nodes poll for its ``manifest.json``,
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     from nbkit.jobs.common import loop_resume
     from nbkit.pipeline.runs import step_dir
-    from nbkit.recipes.pretrain import PretrainConfig, run_pretraining
+    from nbkit.recipes.pretraining import PretrainConfig, run_pretraining
     from nbkit.train.distributed import cleanup
     from nbkit.train.metrics_stream import MetricsPrinter
 

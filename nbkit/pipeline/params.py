@@ -18,6 +18,7 @@ import dataclasses
 
 from nbkit.errors import ConfigError
 from nbkit.pipeline.scale import PRESETS, SCALES, Scale, get_scale
+from nbkit.settings import scale_name
 
 _KINDS = {"int": "a whole number", "int | None": 'a whole number or "all"', "float": "a number",
           "str": "a string", "tuple[int, ...]": "a list of whole numbers, e.g. [256, 512]"}
@@ -76,7 +77,7 @@ def resolve_scale(scale: str | Scale | None = None, **overrides) -> Scale:
     if isinstance(scale, Scale):
         base = scale
     elif scale is None or isinstance(scale, str):
-        name = (scale or "").strip().lower() or None
+        name = scale_name(scale or "") or None
         if name is not None and name not in PRESETS:
             raise ConfigError(f"scale={scale!r} is not a scale: use one of {', '.join(SCALES)} "
                               "(papermill: -p scale cpu), or None for $NBKIT_SCALE.")

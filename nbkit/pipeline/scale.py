@@ -16,7 +16,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-SCALES = ("smoke", "cpu", "gpu")
+from nbkit.settings import SCALES, scale_name  # the names, defined once (env checks them too)
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def get_scale(name: str | None = None) -> Scale:
         ValueError: the name is not one of ``smoke``, ``cpu``, ``gpu``.
     """
     name = name or os.environ.get("NBKIT_SCALE") or ("gpu" if cuda_usable() else "cpu")
-    name = name.strip().lower()
+    name = scale_name(name)
     if name not in PRESETS:
         raise ValueError(
             f"unknown scale {name!r}; set NBKIT_SCALE to one of {', '.join(SCALES)}"

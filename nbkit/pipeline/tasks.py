@@ -7,7 +7,7 @@
   so the headline metric is test macro-F1 (accuracy beside it).
 
 Shared by ``bench/pretrain_value.py`` and notebook 03's second-task section (:func:`load_news_task`
-skips it with one install line without the package; :mod:`nbkit.recipes.finetune` trains): the TF-IDF baseline on each text cut where
+skips it with one install line without the package; :mod:`nbkit.recipes.finetuning` trains): the TF-IDF baseline on each text cut where
 the model's tokenizer cuts it, so both see the same characters.
 """
 from __future__ import annotations

@@ -3,14 +3,14 @@
 Pure functions over plain dicts, so recorded measurements can be replayed in
 tests and a results file can be re-diagnosed later:
 
-- ``step``: a row from :func:`nbkit.profiling.steps.measure_steps`
+- ``step``: a row from :func:`nbkit.profiling.step_timing.measure_steps`
   (``data_share``, ``mfu``, ``precision``, ``device``, config fields),
 - ``ops``: :func:`nbkit.profiling.profiler.op_stats` (``kernels_per_step``,
   ``mean_kernel_us``, ``memory_bound_share``, ``matmul_share``),
 - ``telemetry``: GPU samples taken during the steps (``gpu_util_pct``: NVML
   ``utilization.gpu``, the % of time at least one kernel ran;
   ``memory_used_pct``),
-- ``ablations``: rows of :func:`nbkit.profiling.steps.ablation` (any factors).
+- ``ablations``: rows of :func:`nbkit.profiling.step_timing.ablation` (any factors).
 
 The verdict is the first rule that fires, in the order below; changes are
 ranked by the speedup measured in the ablation tables (gains larger than

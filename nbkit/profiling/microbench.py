@@ -15,6 +15,7 @@ notebook reads GFLOP/s instead.
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
@@ -23,6 +24,7 @@ from nbkit.models.flops import pcie_peak_gbps, peak_tflops
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 SDPA_BACKENDS = ("math", "efficient", "flash")
+MIN_TIMED_FLOP = 5e8   # FLOPs per matmul timing at least (0.5 GFLOP: ~10 ms on a 2-core CPU)
 
 
 def resolve_device(device=None):
@@ -82,15 +84,22 @@ def _dtype_for(precision: str):
 
 def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None,
                  iters: int = 5, repeats: int = 3) -> list[dict]:
-    """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls, 2 n^3 FLOPs each.
+    """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls, 2 n^3 FLOPs each: nbkit's one matmul benchmark
+    (notebook 00's "a small matmul on each device", notebook 04's table against the peak, bench/gpu_check.py).
 
     TF32 is fp32 storage with ``torch.backends.cuda.matmul.allow_tf32 = True``
     (restored afterwards); it exists only on CUDA (Ampere and newer), so on a
-    CPU that row says ``skipped``. Row keys: ``n``, ``precision``, ``ms``,
-    ``tflops``, ``gflops``, ``peak_tflops``, ``pct_of_peak`` (%), ``status``.
+    CPU that row says ``skipped``. Each of the ``repeats`` timings (:func:`time_fn`, median kept) runs
+    at least ``iters`` back-to-back matmuls and at least :data:`MIN_TIMED_FLOP` FLOPs (at most 1000
+    matmuls), so small sizes measure the matmul rather than the few-ms wake-up of CPU threads (on a
+    GPU at n >= 1024 that is ``iters`` itself). A matmul that fails (fp16 on an old CPU build) gives a
+    row whose ``status`` says why. On CUDA this creates a context. Row keys: ``n``, ``precision``,
+    ``iters`` (matmuls per timing), ``ms`` (per matmul), ``tflops``, ``gflops``, ``peak_tflops``,
+    ``pct_of_peak`` (%), ``status``.
 
     Raises:
-        ConfigError: an unknown precision name.
+        ConfigError: an unknown precision name; ``iters`` or ``repeats`` below 1; a device PyTorch
+            cannot use (``"cuda:3"`` on a one-GPU machine: the message points to the doctor).
     """
     import torch
 
@@ -98,11 +107,18 @@ def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None,
     bad = [p for p in precisions if p not in PRECISIONS]
     if bad:
         raise ConfigError(f"unknown precision {bad}; use some of {PRECISIONS}")
-    name = device_name(device)
+    if iters < 1 or repeats < 1:
+        raise ConfigError(f"matmul_bench needs iters >= 1 and repeats >= 1, got {iters} and {repeats}")
+    try:
+        name = device_name(device)
+    except (RuntimeError, AssertionError) as exc:   # no such CUDA device, or torch without CUDA
+        raise ConfigError(f"device {str(device)!r} is not usable ({exc}); see nbkit.env.doctor.report()") from exc
     rows = []
     for precision in precisions:
         for n in sizes:
-            row = {"n": n, "precision": precision, "ms": None, "tflops": None, "gflops": None,
+            flops = 2.0 * n ** 3
+            reps = max(iters, min(1000, math.ceil(MIN_TIMED_FLOP / flops)))  # matmuls per timing
+            row = {"n": n, "precision": precision, "iters": reps, "ms": None, "tflops": None, "gflops": None,
                    "peak_tflops": peak_tflops(name, precision) if device.type == "cuda" else None,
                    "pct_of_peak": None, "status": "ok"}
             if precision == "tf32" and device.type != "cuda":
@@ -114,14 +130,13 @@ def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None,
             try:
                 a = torch.randn(n, n, device=device, dtype=_dtype_for(precision))  # (n, n)
                 b = torch.randn(n, n, device=device, dtype=_dtype_for(precision))  # (n, n)
-                seconds = time_fn(lambda: a @ b, device, iters=iters, repeats=repeats)
+                seconds = time_fn(lambda: a @ b, device, iters=reps, repeats=repeats)
             except RuntimeError as exc:  # e.g. fp16 matmul missing on an old CPU build
                 row["status"] = f"failed: {str(exc).splitlines()[0][:80]}"
                 rows.append(row)
                 continue
             finally:
                 torch.backends.cuda.matmul.allow_tf32 = old_tf32
-            flops = 2.0 * n ** 3
             row.update(ms=seconds * 1e3, tflops=flops / seconds / 1e12, gflops=flops / seconds / 1e9)
             if row["peak_tflops"]:
                 row["pct_of_peak"] = 100.0 * row["tflops"] / row["peak_tflops"]

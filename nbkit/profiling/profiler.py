@@ -3,7 +3,7 @@
 :func:`profile_steps` takes any zero-argument ``step_fn`` that runs one
 training step (forward, backward, optimizer). Notebook 04 and ``bench/gpu_check.py``
 pass :func:`make_step_fn` of a :class:`nbkit.train.loop.Loop`: the loop's own
-``train_step``, the step ``fit()`` runs and :mod:`nbkit.profiling.steps` times.
+``train_step``, the step ``fit()`` runs and :mod:`nbkit.profiling.step_timing` times.
 
 The profiler follows a schedule (``torch.profiler.schedule``): ``wait`` steps
 untouched, ``warmup`` steps traced but discarded (the tracer's own start-up

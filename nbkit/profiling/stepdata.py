@@ -6,7 +6,7 @@ LR schedule, precision rule, gradient clipping, sparse MLM head and data path, w
 real MLM collator (:class:`nbkit.text.mlm.MLMCollator`). Timings depend on tensor shapes,
 not on which tokens or weights: random token ids (:class:`RandomMLMDataset`) and, without
 a notebook-02 checkpoint, randomly initialised BERT presets (:func:`model_factory`)
-measure the same step time as real ones. Re-exported by :mod:`nbkit.profiling.steps`.
+measure the same step time as real ones. Re-exported by :mod:`nbkit.profiling.step_timing`.
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def ids_tokenizer(vocab_size: int):
 def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0):
     """A :class:`nbkit.train.loop.Loop` over random MLM blocks, built for timing ``train_step``.
 
-    ``cfg`` is a :class:`nbkit.profiling.steps.StepConfig`: ``batch_size``, ``seq_len``,
+    ``cfg`` is a :class:`nbkit.profiling.step_timing.StepConfig`: ``batch_size``, ``seq_len``,
     ``grad_accum_steps``, ``precision``, ``lr``, ``num_workers``, ``pin_memory`` and ``compile``
     (``compile_backend``) go into the loop's ``TrainConfig`` (schedule length ``warmup + steps``,
     every other field the loop's default); ``attn`` is set on the model

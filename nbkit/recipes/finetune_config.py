@@ -3,7 +3,7 @@
 Every decision the fine-tuning step makes is one field here, so a notebook cell that prints the
 config shows all of them, and a benchmark changes one by an override
 (``FinetuneConfig.for_scale(scale, lr=1e-3)``). The stages that read it are in
-:mod:`nbkit.recipes.finetune`.
+:mod:`nbkit.recipes.finetuning`.
 """
 from __future__ import annotations
 

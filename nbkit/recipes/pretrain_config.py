@@ -2,7 +2,7 @@
 
 Every decision MLM pretraining makes is one field here, so notebook 02's cell that prints the config
 shows all of them, and a benchmark changes one by an override (``PretrainConfig.for_scale("cpu",
-lr=2e-3)``). The stages that read it are in :mod:`nbkit.recipes.pretrain`.
+lr=2e-3)``). The stages that read it are in :mod:`nbkit.recipes.pretraining`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The pretraining recipe's data stages: corpus -> tokenizer -> (run sized for the corpus) -> MLM blocks.
 
-Re-exported by :mod:`nbkit.recipes.pretrain` (``pt.corpus(cfg)``, ``pt.tokenizer(cfg, source)``, ...).
+Re-exported by :mod:`nbkit.recipes.pretraining` (``pt.corpus(cfg)``, ``pt.tokenizer(cfg, source)``, ...).
 A *source* is either the bundled mix as a ``DatasetDict`` (train/validation texts) or a prepared
 store's directory (``cfg.corpus``: the user's corpus, read from disk block by block).
 """
@@ -50,8 +50,8 @@ def tokenizer(cfg: PretrainConfig, source):
         from nbkit.corpus.store import store_tokenizer
 
         return store_tokenizer(source)
+    from nbkit.pipeline.artifacts import load_tokenizer
     from nbkit.pipeline.scale import get_scale
-    from nbkit.pipeline.steps import load_tokenizer
 
     return load_tokenizer(get_scale(cfg.scale))
 

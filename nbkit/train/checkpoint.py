@@ -263,7 +263,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     (``nbkit.train.optim.build_scheduler``'s ``nbkit_schedule``: scheduler, max_steps,
     warmup_ratio) differs from the saved one, ``loop.scheduler`` is rebuilt with the
     saved one, so the LR continues on the same curve
-    (``nbkit.train.checks.warn_resume_changes`` says so). Returns the loaded state dict (``config``: the saved TrainConfig as
+    (``nbkit.train.preflight.warn_resume_changes`` says so). Returns the loaded state dict (``config``: the saved TrainConfig as
     plain data).
     """
     from nbkit.train.batching import restore_rng

@@ -27,7 +27,7 @@ from nbkit.errors import ConfigError, NonFiniteLossError
 from nbkit.models.flops import bert_batch_flops, mfu, peak_tflops
 from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.train import checkpoint as ckpt
-from nbkit.train import checks, ddp_loop, workers
+from nbkit.train import ddp_loop, preflight, workers
 from nbkit.train import distributed as D
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
 from nbkit.train.class_weights import class_weights
@@ -51,7 +51,7 @@ class Loop:
         ``on_step_end(loop)``, ``on_train_end(loop, result)``.
     device: default CUDA when available, else CPU (under torchrun: ``cuda:LOCAL_RANK``).
     Raises ``ConfigError`` (unusable device or output_dir) or ``DataError`` (empty data)
-    here, before any work (``nbkit.train.checks``); ``fit()`` checks batches have labels.
+    here, before any work (``nbkit.train.preflight``); ``fit()`` checks batches have labels.
     Under torchrun with ``WORLD_SIZE`` > 1 it joins the process group
     (``nbkit.train.distributed.init_distributed``: NCCL on CUDA, gloo on CPU); every rank
     must build the same model and data and call ``fit()``.
@@ -64,11 +64,11 @@ class Loop:
         self.dist = D.init_distributed() if ddp_loop.launched_by_torchrun() else D.DistInfo()
         default = self.dist.device if self.dist.is_distributed else ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(device or default)
-        checks.check_device(self.device)            # each raises naming the fix, before any work
-        checks.check_output_dir(config.output_dir)
-        checks.check_not_empty(train_data, "train_data")
+        preflight.check_device(self.device)            # each raises naming the fix, before any work
+        preflight.check_output_dir(config.output_dir)
+        preflight.check_not_empty(train_data, "train_data")
         if eval_data is not None:
-            checks.check_not_empty(eval_data, "eval_data")
+            preflight.check_not_empty(eval_data, "eval_data")
         self.model = model.to(self.device)  # the plain module: eval, clipping, checkpoints
         num_labels = getattr(getattr(model, "config", None), "num_labels", None)
         self.class_weights = class_weights(config.class_weights, train_data, num_labels)  # (C,) CPU, or None
@@ -216,13 +216,13 @@ class Loop:
         from tqdm.auto import tqdm
 
         cfg, st = self.config, self.state
-        checks.check_batches(self.train_data, self.collate_fn, cfg.seed, "train_data")  # before any step
-        checks.check_sequence_length(self.model, self.train_data, "train_data", self._pad_multiple)
-        checks.check_token_ids(self.model, self.train_data, "train_data")
+        preflight.check_batches(self.train_data, self.collate_fn, cfg.seed, "train_data")  # before any step
+        preflight.check_sequence_length(self.model, self.train_data, "train_data", self._pad_multiple)
+        preflight.check_token_ids(self.model, self.train_data, "train_data")
         if self.eval_data is not None:
-            checks.check_batches(self.eval_data, self.collate_fn, cfg.seed, "eval_data")
-            checks.check_sequence_length(self.model, self.eval_data, "eval_data", self._pad_multiple)
-            checks.check_token_ids(self.model, self.eval_data, "eval_data")
+            preflight.check_batches(self.eval_data, self.collate_fn, cfg.seed, "eval_data")
+            preflight.check_sequence_length(self.model, self.eval_data, "eval_data", self._pad_multiple)
+            preflight.check_token_ids(self.model, self.eval_data, "eval_data")
         workers.check_worker_shm(self.train_data, self.collate_fn, cfg.batch_size, cfg.num_workers, cfg.seed)
         if cfg.resume and cfg.output_dir is not None:
             self._resume()
@@ -306,8 +306,8 @@ class Loop:
         self._emit("on_evaluate", metrics)
 
     def evaluate(self, max_batches: int | None = None) -> dict:
-        """Held-out metrics (see ``nbkit.train.evaluate.evaluate``); never moves the training RNG."""
-        from nbkit.train.evaluate import evaluate
+        """Held-out metrics (see ``nbkit.train.heldout_eval.evaluate``); never moves the training RNG."""
+        from nbkit.train.heldout_eval import evaluate
 
         return evaluate(self, max_batches)
 
@@ -332,7 +332,7 @@ class Loop:
         self.last_checkpoint = found.path
         if self._is_main():
             print(f"resumed from {found.path} (step {self.state.step}, world size {self.dist.world_size})")
-            checks.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
+            preflight.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
 
     def _emit(self, event: str, *args) -> None:
         if not self._is_main():

@@ -57,7 +57,7 @@ def _evaluate(loop, max_batches: int | None = None) -> dict:
     the one-process result up to float summation order.
     Raises ``ConfigError`` when the loop has no eval_data or its sequences exceed the
     model's ``max_position_embeddings`` (checked once per loop,
-    ``nbkit.train.checks.check_sequence_length``), ``DataError`` when it gives no batch (empty).
+    ``nbkit.train.preflight.check_sequence_length``), ``DataError`` when it gives no batch (empty).
     """
     from nbkit.models.mlm_head import forward_logits, uses_sparse_head
     from nbkit.train import distributed as D
@@ -66,7 +66,7 @@ def _evaluate(loop, max_batches: int | None = None) -> dict:
     if loop.eval_data is None:
         raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
     if not getattr(loop, "_eval_length_checked", False):  # evaluate() may run before fit() (untrained loss)
-        from nbkit.train.checks import check_sequence_length, check_token_ids
+        from nbkit.train.preflight import check_sequence_length, check_token_ids
 
         check_sequence_length(loop.model, loop.eval_data, "eval_data", getattr(loop, "_pad_multiple", None))
         check_token_ids(loop.model, loop.eval_data, "eval_data")

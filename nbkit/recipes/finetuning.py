@@ -79,7 +79,7 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
     ``world_size * batch_size * grad_accum_steps``. Evaluations/checkpoints: ``cfg.eval_every`` /
     ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
-    from nbkit.pipeline.steps import steps_for_epochs
+    from nbkit.pipeline.artifacts import steps_for_epochs
     from nbkit.train import TrainConfig
 
     steps = cfg.max_steps or steps_for_epochs(n_train, cfg.batch_size * cfg.grad_accum_steps * world_size,
@@ -129,7 +129,7 @@ def evaluate(cfg: FinetuneConfig, classifier, tokenizer, labeled: "LabeledData",
     """
     from nbkit.pipeline.baseline import fit_tfidf_baseline
     from nbkit.pipeline.evaluation import classification_report, compare_reports
-    from nbkit.pipeline.steps import predict
+    from nbkit.pipeline.inference import predict
     from nbkit.pipeline.tasks import baseline_at_cut
 
     out, s = {}, labeled.splits
@@ -190,7 +190,7 @@ def run_finetuning(cfg: FinetuneConfig, out_dir, *, pretrained=None, task="revie
 
     ``pretrained``: the encoder to start from (None: random weights of ``cfg.model``); ``task``: a
     name or a LabeledData; ``tokenizer``: None loads notebook 01's for ``cfg.scale``
-    (:func:`nbkit.pipeline.steps.load_tokenizer`, training it when missing). ``export_model``: also
+    (:func:`nbkit.pipeline.artifacts.load_tokenizer`, training it when missing). ``export_model``: also
     write ``out_dir/model`` (:func:`export`). ``task_name``: ``metrics.json``'s ``task`` (default: ``task``
     when a name, else ``"own"``). Under torchrun every rank trains; only rank 0 evaluates
     and writes (the others return the loop's summary). The returned dict adds ``"table"`` (a
@@ -198,8 +198,8 @@ def run_finetuning(cfg: FinetuneConfig, out_dir, *, pretrained=None, task="revie
     """
     labeled = data(cfg, task)
     if tokenizer is None:
+        from nbkit.pipeline.artifacts import load_tokenizer
         from nbkit.pipeline.scale import get_scale
-        from nbkit.pipeline.steps import load_tokenizer
 
         tokenizer = load_tokenizer(get_scale(cfg.scale))
     encoded, truncation = encode(cfg, tokenizer, labeled)

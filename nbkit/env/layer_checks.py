@@ -20,6 +20,7 @@ from typing import Any
 
 from nbkit.env.imports import import_failure
 from nbkit.gpu.nvml import Nvml
+from nbkit.settings import SCALES, scale_name
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
@@ -269,13 +270,11 @@ def check_hf(ctx: Context) -> list[Check]:
 
 def check_nbkit(ctx: Context) -> list[Check]:
     """nbkit's own settings: ``NBKIT_SCALE`` is a known preset; ``NBKIT_RUNS_DIR`` can be written."""
-    from nbkit.pipeline.scale import SCALES
-
     e = ctx.env
     raw = e.get("NBKIT_SCALE", "")
     if not raw:
         scale = Check("nbkit", "NBKIT_SCALE", OK, "unset (gpu when CUDA is usable, else cpu)")
-    elif raw.strip().lower() in SCALES:
+    elif scale_name(raw) in SCALES:
         scale = Check("nbkit", "NBKIT_SCALE", OK, raw)
     else:
         scale = Check("nbkit", "NBKIT_SCALE", FAIL, f"{raw!r} is not a scale: every notebook stops",

@@ -62,7 +62,7 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
         ConfigError: a save step outside ``1..max_steps``.
     """
     from nbkit.errors import ConfigError
-    from nbkit.pipeline.steps import steps_for_epochs
+    from nbkit.pipeline.artifacts import steps_for_epochs
     from nbkit.train import TrainConfig
 
     steps, every = cfg.max_steps, cfg.eval_every

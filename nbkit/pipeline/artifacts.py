@@ -1,0 +1,85 @@
+"""The artifacts one notebook step hands to the next: where each step finds the previous one's output.
+
+Notebooks 01-03, the recipes and the ``nbkit.jobs`` scripts call these so that all follow
+the same data flow: corpus -> tokenizer -> MLM blocks -> pretraining ->
+checkpoint -> fine-tuning -> evaluation, with artifacts under
+``runs/<scale>/`` (see :mod:`nbkit.pipeline.runs`): notebook 01's tokenizer (trained here
+when missing), notebook 02's model, the steps an epoch count means, ``metrics.json``.
+Classifying texts with the fine-tuned model is :mod:`nbkit.pipeline.inference`.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from nbkit import jsonio
+from nbkit.pipeline import runs
+from nbkit.pipeline.scale import Scale
+
+
+def tokenizer_dir(scale: Scale) -> Path:
+    """``runs/<scale>/tokenizer``: where notebook 01 saves the tokenizer."""
+    return runs.step_dir(scale.name, "tokenizer")
+
+
+def tokenizer_texts(scale: Scale) -> tuple[list[str], list[str]]:
+    """``(train_texts, heldout_texts)`` for the tokenizer: People's Daily (95/5 split by line) plus
+    the training-split reviews (never validation/test), the text the model later reads."""
+    from nbkit.data import corpora as data
+
+    splits = data.split_corpus(data.load_peoples_daily(max_lines=scale.corpus_lines),
+                               eval_fraction=0.05, seed=scale.seed)
+    reviews = data.load_sentiment(seed=scale.seed).splits["train"]["text"]   # all of them, as notebook 01
+    return list(splits["train"]["text"]) + list(reviews), list(splits["validation"]["text"])
+
+
+def train_tokenizer(scale: Scale):
+    """Train the scale's WordPiece tokenizer as notebook 01 does, save it and its ``stats.json``.
+
+    Trained on :func:`tokenizer_texts` (news + training reviews, full alphabet); the
+    statistics are on held-out news lines. Returns ``(tokenizer, stats)``.
+    """
+    from nbkit.pipeline.owndata import train_tokenizer_on
+
+    train_texts, heldout = tokenizer_texts(scale)
+    return train_tokenizer_on(train_texts, heldout, scale, tokenizer_dir(scale))
+
+
+def load_tokenizer(scale: Scale):
+    """Load notebook 01's tokenizer for this scale; train it first (and say so) if missing.
+
+    Returns a ``transformers.PreTrainedTokenizerFast``.
+    """
+    from transformers import AutoTokenizer
+
+    path = tokenizer_dir(scale)
+    if not (path / "tokenizer.json").exists():
+        print(f"No tokenizer in {path} (notebook 01 not run at scale {scale.name!r}): training one now.")
+        tok, _ = train_tokenizer(scale)
+        return tok
+    return AutoTokenizer.from_pretrained(path)
+
+
+def pretrained_model_dir(scale: Scale) -> Path | None:
+    """``runs/<scale>/mlm/model`` if notebook 02 saved a model there, else None."""
+    path = runs.step_dir(scale.name, "mlm") / "model"
+    return path if (path / "config.json").exists() else None
+
+
+def steps_for_epochs(n_examples: int, batch_size: int, epochs: float) -> int:
+    """Optimizer steps for ``epochs`` passes over ``n_examples`` (at least 1).
+
+    Raises:
+        ValueError: ``n_examples`` or ``batch_size`` is not positive.
+    """
+    if n_examples <= 0 or batch_size <= 0:
+        raise ValueError(f"need n_examples > 0 and batch_size > 0, got {n_examples} and {batch_size}")
+    return max(1, math.ceil(n_examples * epochs / batch_size))
+
+
+def write_json(path: Path, payload: dict) -> dict:
+    """Write ``payload`` as strict, indented UTF-8 JSON atomically; return it (:func:`nbkit.jsonio.write_json`).
+
+    NaN/inf values (an MFU without a known peak, a loss with no scored token) are written as ``null``.
+    """
+    return jsonio.write_json(path, payload)
