@@ -87,7 +87,7 @@ PRETRAIN_FLAGS = {"model": "model", "block": "block_size", "mlm_batch": "batch_s
 FINETUNE_FLAGS = {"model": "model", "max_length": "max_length", "ft_batch": "batch_size", "ft_epochs": "epochs",
                   "ft_lr": "lr", "ft_warmup": "warmup_ratio", "pooling": "pooling",
                   "ft_class_weights": "class_weights"}
-#: --corpus -> the pretraining mix (nbkit.pipeline.corpus sources; a task's TRAINING texts only)
+#: --corpus -> the pretraining mix (nbkit.pipeline.pretraining_text sources; a task's TRAINING texts only)
 MIXES = {"pd": (("peoples_daily", 1.0),), "reviews": (("reviews", 1.0),), "news": (("news", 1.0),),
          "mix": (("peoples_daily", 1.0), ("reviews", 1.0))}
 

@@ -44,7 +44,7 @@ def test_size_run_on_cpu_stays_narrow_and_inside_its_budget():
 
 
 def test_corpus_store_reads_a_prepared_directory_as_it_is(store_dir):
-    from nbkit.pipeline.corpus import corpus_store
+    from nbkit.pipeline.pretraining_text import corpus_store
 
     assert corpus_store(store_dir) == store_dir
 
@@ -53,7 +53,7 @@ def test_corpus_store_prepares_raw_input_into_the_runs_dir(tmp_path, monkeypatch
     import shutil
 
     import nbkit.corpus
-    from nbkit.pipeline.corpus import corpus_store, store_dir_for
+    from nbkit.pipeline.pretraining_text import corpus_store, store_dir_for
 
     calls = []
 
@@ -133,7 +133,7 @@ def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp):
 
 def test_one_store_per_corpus_whatever_the_scale_or_how_the_paths_were_typed(tmp_path, monkeypatch, runs_tmp):
     from nbkit.corpus.store import is_prepared
-    from nbkit.pipeline.corpus import store_dir_for
+    from nbkit.pipeline.pretraining_text import store_dir_for
 
     (tmp_path / "data").mkdir()
     monkeypatch.chdir(tmp_path)

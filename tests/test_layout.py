@@ -97,18 +97,23 @@ PACKAGE_FILES = {"__init__.py", "__main__.py"}
 
 
 def shared_basenames(paths) -> dict[str, list[str]]:
-    """``{basename: [paths]}`` for every module basename (outside PACKAGE_FILES) found more than once."""
+    """``{name: [paths]}`` for every module or package name (outside PACKAGE_FILES) found more than
+    once: ``a/steps.py`` and ``b/steps.py`` share ``steps``, and so do a module ``pipeline/corpus.py``
+    and the package ``corpus/`` (its ``__init__.py``)."""
     seen: dict[str, list[str]] = {}
     for p in paths:
-        if p.name not in PACKAGE_FILES:
-            seen.setdefault(p.name, []).append(str(p.relative_to(ROOT)) if p.is_absolute() else str(p))
+        name = p.parent.name if p.name == "__init__.py" else p.stem
+        if p.name not in PACKAGE_FILES or (p.name == "__init__.py" and p.parent.name != "nbkit"):
+            seen.setdefault(name, []).append(str(p.relative_to(ROOT)) if p.is_absolute() else str(p))
     return {name: sorted(where) for name, where in seen.items() if len(where) > 1}
 
 
 def test_shared_basenames_sees_a_repeat():
     paths = [Path("nbkit/a/steps.py"), Path("nbkit/b/steps.py"), Path("nbkit/a/__init__.py"),
-             Path("nbkit/b/__init__.py"), Path("nbkit/b/other.py")]
-    assert shared_basenames(paths) == {"steps.py": ["nbkit/a/steps.py", "nbkit/b/steps.py"]}
+             Path("nbkit/b/__init__.py"), Path("nbkit/b/other.py"), Path("nbkit/__init__.py")]
+    assert shared_basenames(paths) == {"steps": ["nbkit/a/steps.py", "nbkit/b/steps.py"]}
+    assert shared_basenames([Path("nbkit/corpus/__init__.py"), Path("nbkit/pipeline/corpus.py")]) == {
+        "corpus": ["nbkit/corpus/__init__.py", "nbkit/pipeline/corpus.py"]}
 
 
 def test_module_basenames_are_unique():

@@ -57,7 +57,7 @@ def test_cut_rows_without_punctuation_cuts_hard_and_measures_share():
 
 def test_pretraining_corpus_cuts_a_giant_own_row_for_every_seed():
     from nbkit.data.labeled import build_labeled_data
-    from nbkit.pipeline.corpus import pretraining_corpus
+    from nbkit.pipeline.pretraining_text import pretraining_corpus
 
     texts = [f"评论{i}号，{'很好' if i % 2 else '很差'}" for i in range(40)]
     lab = build_labeled_data({"train": (texts, [i % 2 for i in range(40)])}, seed=0)

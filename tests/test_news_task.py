@@ -59,7 +59,7 @@ def test_bench_news_corpus_holds_training_texts_only(news_pkg, tokenizer):
     s = bench.labeled("news")
     assert s.report["n_overlap_dropped"] == 1 and s.num_labels == 3
     from nbkit.data.labeled import normalize_text
-    from nbkit.pipeline.corpus import pretraining_corpus
+    from nbkit.pipeline.pretraining_text import pretraining_corpus
 
     corpus, _ = pretraining_corpus((("reviews", 1.0),), labeled=s, words=False)   # the task's training texts
     texts = set(corpus["train"]["text"]) | set(corpus["validation"]["text"])

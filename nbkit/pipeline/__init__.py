@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
         write_json,
     )
     from nbkit.pipeline.baseline import fit_tfidf_baseline, tfidf_baseline
-    from nbkit.pipeline.corpus import corpus_store, pretraining_corpus, store_blocks, store_dir_for, store_summary
+    from nbkit.pipeline.pretraining_text import corpus_store, pretraining_corpus, store_blocks, store_dir_for, store_summary
     from nbkit.pipeline.evaluation import classification_report, compare_reports, format_report, plot_confusion_matrix
     from nbkit.pipeline.fonts import CJK_FAMILIES, find_cjk_font, use_cjk_font
     from nbkit.pipeline.inference import predict

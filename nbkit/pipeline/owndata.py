@@ -5,7 +5,7 @@ optional unlabelled corpus instead of the bundled corpora:
 
 - the text for the tokenizer and MLM pretraining: with a corpus file, :func:`own_corpus_store`
   (the corpus + the training texts prepared into a token store, validation/test texts excluded);
-  without one, the one builder :func:`nbkit.pipeline.corpus.pretraining_corpus` (``reviews``);
+  without one, the one builder :func:`nbkit.pipeline.pretraining_text.pretraining_corpus` (``reviews``);
 - :func:`train_tokenizer_on`: WordPiece on that text, coverage measured on the
   labelled validation split;
 - :func:`export_classifier`: one directory (model + tokenizer + label names)
@@ -156,11 +156,11 @@ def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: i
     """Notebook 05's pretraining text through the one builder (kept for callers of this name).
 
     The labelled training texts plus ``corpus`` (a ``datasets.Dataset`` with a ``text`` column, a
-    list of str, or None) via :func:`nbkit.pipeline.corpus.pretraining_corpus`: validation/test
+    list of str, or None) via :func:`nbkit.pipeline.pretraining_text.pretraining_corpus`: validation/test
     texts excluded, duplicates dropped, giant rows cut before the split. Returns ``(splits,
     report)``: a ``DatasetDict(train, validation)`` and the per-source report.
     """
-    from nbkit.pipeline.corpus import pretraining_corpus
+    from nbkit.pipeline.pretraining_text import pretraining_corpus
 
     mix = (("reviews", 1.0),) + ((("own", 1.0),) if corpus is not None else ())
     splits, mixed = pretraining_corpus(mix, labeled=labeled, texts=corpus, seed=seed,

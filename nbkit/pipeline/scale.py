@@ -50,7 +50,7 @@ class Scale:
     # --- shared
     num_workers: int = 0
     seed: int = 0
-    # --- pretraining corpus (notebooks 01-02): (source, repeat weight) pairs, see nbkit.pipeline.corpus
+    # --- pretraining corpus (notebooks 01-02): (source, repeat weight) pairs, see nbkit.pipeline.pretraining_text
     mlm_mix: tuple[tuple[str, float], ...] = (("peoples_daily", 1.0),)
     mlm_patience: int | None = None   # stop MLM after this many evaluations without a lower held-out loss
     cls_pooling: str = "mean"         # classifier head input: "mean" of token states or BERT's "cls" pooler

@@ -41,7 +41,7 @@ class PretrainConfig(RecipeConfig):
         split_seed: the sentiment split whose validation/test reviews are kept out (notebook 03's seed).
         corpus: None for the bundled ``mix``; else a prepared store or files/globs/folders to
             prepare (docs/corpus.md), which replace the mix and notebook 01's tokenizer.
-        mix: ``(source, repeat weight)`` pairs (:data:`nbkit.pipeline.corpus.SOURCES`).
+        mix: ``(source, repeat weight)`` pairs (:data:`nbkit.pipeline.pretraining_text.SOURCES`).
         corpus_lines: People's Daily lines read (None: all); max_train: training reviews read (None: all).
         eval_fraction: share of texts held out for the MLM loss (0-1).
         eval_blocks: held-out blocks scored per evaluation (the first ones of the validation split,

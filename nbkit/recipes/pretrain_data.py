@@ -16,17 +16,17 @@ from nbkit.recipes.pretrain_config import PretrainConfig
 def corpus(cfg: PretrainConfig, labeled=None, texts=None):
     """``(source, what_went_in)``: the text pretraining reads.
 
-    ``cfg.corpus`` None: the one builder :func:`nbkit.pipeline.corpus.pretraining_corpus` over
+    ``cfg.corpus`` None: the one builder :func:`nbkit.pipeline.pretraining_text.pretraining_corpus` over
     ``cfg.mix`` (``labeled``: the labelled data whose training texts are the ``reviews`` source and
     whose validation/test texts are excluded; ``texts``: the ``own`` source), returning the
     ``DatasetDict`` and the per-source table (a DataFrame). Else the prepared store
-    (:func:`nbkit.pipeline.corpus.corpus_store`: prepared once under ``runs/corpus/``, then
-    reused) and its summary dict (:func:`nbkit.pipeline.corpus.store_summary`).
+    (:func:`nbkit.pipeline.pretraining_text.corpus_store`: prepared once under ``runs/corpus/``, then
+    reused) and its summary dict (:func:`nbkit.pipeline.pretraining_text.store_summary`).
 
     Raises:
         ConfigError / DataError: from the builder or the store writer (unknown source, too little text, ...).
     """
-    from nbkit.pipeline import corpus as corpora
+    from nbkit.pipeline import pretraining_text as corpora
     from nbkit.pipeline import runs
 
     if cfg.corpus is not None:
@@ -63,7 +63,7 @@ def size(cfg: PretrainConfig, source, device: str | None = None) -> tuple[Pretra
     ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when usable)."""
     if not (is_store(source) and cfg.fit_to_corpus):
         return cfg, None
-    from nbkit.pipeline.corpus import store_summary
+    from nbkit.pipeline.pretraining_text import store_summary
     from nbkit.pipeline.scale import cuda_usable
     from nbkit.pipeline.sizing import size_run
 
@@ -88,7 +88,7 @@ def blocks(cfg: PretrainConfig, tok, source, rank: int = 0) -> dict:
     blocks of every batched fetch are appended to ``DIR/blocks-rank<rank>.jsonl`` (a debugging aid).
     """
     if is_store(source):
-        from nbkit.pipeline.corpus import store_blocks
+        from nbkit.pipeline.pretraining_text import store_blocks
 
         out = store_blocks(source, cfg.block_size)
     else:

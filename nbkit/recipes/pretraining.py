@@ -219,7 +219,7 @@ def _store_rank0_first(cfg: PretrainConfig, wait_s: float) -> Path:
     """Global rank 0 prepares (or checks) the store; the others poll for its manifest (no collective:
     preparing a big corpus takes longer than any process-group timeout)."""
     from nbkit.corpus.store import is_prepared, wait_for_store
-    from nbkit.pipeline.corpus import store_dir_for
+    from nbkit.pipeline.pretraining_text import store_dir_for
     from nbkit.train.distributed import DistInfo
 
     if DistInfo.from_env().rank == 0:
