@@ -17,7 +17,6 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
         write_json,
     )
     from nbkit.pipeline.baseline import fit_tfidf_baseline, tfidf_baseline
-    from nbkit.pipeline.pretraining_text import corpus_store, pretraining_corpus, store_blocks, store_dir_for, store_summary
     from nbkit.pipeline.evaluation import classification_report, compare_reports, format_report, plot_confusion_matrix
     from nbkit.pipeline.fonts import CJK_FAMILIES, find_cjk_font, use_cjk_font
     from nbkit.pipeline.inference import predict
@@ -25,6 +24,13 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
     from nbkit.pipeline.params import knob, overrides_of, resolve_scale, run_tag
     from nbkit.pipeline.plateau import PlateauCheck, plateau_check, unigram_entropy
     from nbkit.pipeline.plots import LivePlot
+    from nbkit.pipeline.pretraining_text import (
+        corpus_store,
+        pretraining_corpus,
+        store_blocks,
+        store_dir_for,
+        store_summary,
+    )
     from nbkit.pipeline.runs import runs_dir, step_dir
     from nbkit.pipeline.scale import Scale, get_scale
     from nbkit.pipeline.sizing import plan_text, size_run
