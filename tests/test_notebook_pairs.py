@@ -163,3 +163,18 @@ def test_the_pre_commit_hook_runs_this_script_not_jupytext_sync():
     config = (ROOT / ".pre-commit-config.yaml").read_text()
     assert "entry: python scripts/notebook_pairs.py" in config
     assert "entry: jupytext --sync" not in config
+
+
+def test_no_advice_in_the_repo_reconciles_a_pair_by_modification_time():
+    """Every place that tells a person how to bring a pair in line names this script: a message or
+    comment saying "run `jupytext --sync`" would lose edits as in case D07 (the newer file wins)."""
+    import re
+
+    advice = re.compile(r"(run|then)\W{0,3}`?jupytext --sync", re.IGNORECASE)
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    found = []
+    for rel in tracked:
+        if rel.endswith((".py", ".md", ".toml", ".yaml", ".sh", ".cfg")) and rel != "tests/test_notebook_pairs.py":
+            text = (ROOT / rel).read_text(encoding="utf-8", errors="replace")
+            found += [f"{rel}: {m.group(0)}" for m in advice.finditer(text)]
+    assert not found, found

@@ -34,7 +34,8 @@ def out_of_sync(ipynb: Path) -> str | None:
         return None
     i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     return (f"{ipynb.name} and {text.name} differ at cell {i} ({len(a)} vs {len(b)} cells): "
-            f"run `jupytext --sync notebooks/{ipynb.name}` (the newer file wins)")
+            f"run `python scripts/notebook_pairs.py notebooks/{ipynb.name}` (the side changed since HEAD wins; "
+            "both changed is refused)")
 
 
 def test_every_notebook_has_a_text_pair():
