@@ -29,7 +29,7 @@ def test_gpu_block_comes_from_the_recorded_session(tmp_path):
     other = tmp_path / "session.json"
     other.write_text(json.dumps(d), encoding="utf-8")
     assert "123 tokens/s" in gpu_table.render(other)
-    assert "SDPA + fused AdamW, eager" in block                          # a record of the old, separate step
+    assert "SDPA + fused AdamW, timed on profiling's own side step, not the loop's, eager" in block  # old record
     d["gpu_check"]["bert_eager"]["mlm_head"] = "masked"                  # gpu_check.py now times Loop.train_step
     other.write_text(json.dumps(d), encoding="utf-8")
     assert "`Loop.train_step` (MLM head: masked), eager" in gpu_table.render(other)
