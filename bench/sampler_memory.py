@@ -53,7 +53,9 @@ def main() -> None:
     ap.add_argument("--arm", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.arm:
-        print(json.dumps(_arm(args.arm, args.n)))
+        from nbkit import jsonio
+
+        print(jsonio.dumps(_arm(args.arm, args.n)))
         return
     rows = []
     for arm in ("torch DistributedSampler", "nbkit ResumableDistributedSampler"):
