@@ -223,6 +223,32 @@ def test_cli_prepares_and_reports_errors_in_one_line(tmp_path, tok_dir, capsys):
     assert "setting min_chars: 3 -> 5" in capsys.readouterr().err
 
 
+def test_cli_excludes_evaluation_files_and_cuts_at_max_chars(tmp_path, tok_dir, capsys):
+    """--exclude keeps an evaluation file's texts (another format and field; one in full width) out of
+    the store, as exclude_texts does; --max-chars cuts a long row; both are settings of the store."""
+    from nbkit.cli.main import main
+
+    lines = review_lines(40)
+    long_row = "。".join(lines[30:40] * 3) + "。"
+    cut = str(max(map(len, lines)) + 1)   # only the long row is over it
+    a = write_txt(tmp_path / "a.txt", lines[:30] + [long_row])
+    held = [lines[3], lines[7]]
+    wide = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in lines[11])  # full-width ASCII
+    ev = write_jsonl(tmp_path / "eval.jsonl", held + [wide], field="review")
+    out = tmp_path / "o"
+    assert main(["prepare-corpus", str(a), "--out", str(out), "--tokenizer", str(tok_dir), "--num-workers", "1",
+                 "--min-chars", "3", "--heldout-share", "0", "--exclude", str(ev), "--exclude-text-field", "review",
+                 "--max-chars", cut]) == 0, capsys.readouterr().err
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["dropped"]["excluded"] == 3
+    assert m["settings"]["exclude_texts"]["n_hashes"] == 3 and m["settings"]["max_chars"] == int(cut)
+    assert m["repaired"]["long_texts_cut"] == 1
+    # the same command again reuses the store; without --exclude it is a changed setting, named
+    assert main(["prepare-corpus", str(a), "--out", str(out), "--tokenizer", str(tok_dir), "--num-workers", "1",
+                 "--min-chars", "3", "--heldout-share", "0", "--max-chars", cut]) == 2
+    assert "exclude_texts" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_ctrl_c_says_how_to_resume_without_worker_tracebacks(tmp_path):
     lines = review_lines(6000) + review_lines(6000, which="pos")

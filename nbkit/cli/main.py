@@ -33,8 +33,14 @@ def _prepare_corpus(args: argparse.Namespace) -> int:
     from nbkit.errors import NbkitError
 
     settings = {k: v for k, v in vars(args).items()
-                if k not in ("command", "func", "inputs", "out", "num_workers", "overwrite") and v is not None}
+                if k not in ("command", "func", "inputs", "out", "num_workers", "overwrite", "exclude",
+                             "exclude_text_field") and v is not None}
     try:
+        if args.exclude:
+            from nbkit.corpus.worker import iter_texts
+
+            field = args.exclude_text_field or args.text_field or "text"
+            settings["exclude_texts"] = list(iter_texts(args.exclude, field))
         m = prepare_corpus(args.inputs, args.out, num_workers=args.num_workers, overwrite=args.overwrite, **settings)
     except NbkitError as exc:  # bad input, changed store, disk full: one line naming the fix
         print(f"nbkit prepare-corpus: error: {exc}", file=sys.stderr)
@@ -94,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-chars", type=int, help="drop texts with fewer visible characters (default 5)")
     p.add_argument("--min-cjk-share", type=float, help="drop texts with a smaller share of CJK characters (default 0: off)")
     p.add_argument("--heldout-share", type=float, help="share of texts held out by hash (default 0.005)")
+    p.add_argument("--max-chars", type=int, help="cut longer texts at sentence ends into pieces of at most this "
+                   "(default 20000)")
+    p.add_argument("--exclude", nargs="+", metavar="PATH", help="files whose texts are never stored, e.g. your "
+                   "evaluation set (same formats; equal after the same cut, rule and NFKC-form hash)")
+    p.add_argument("--exclude-text-field", help="JSON key / parquet column of --exclude's texts (default: --text-field)")
     p.add_argument("--shard-tokens", type=int, help="tokens per train shard, about (default 33554432)")
     p.add_argument("--segmenter", choices=("auto", "rjieba", "jieba"), help="word segmenter (default auto)")
     p.add_argument("--overwrite", action="store_true", help="replace a store of other input or settings")

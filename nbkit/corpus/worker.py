@@ -87,6 +87,36 @@ def _value(item, kind: str, field: str):
     return item  # parquet: the column's value
 
 
+def iter_texts(inputs, text_field: str = "text"):
+    """Every raw text of ``inputs``, in order, as ``str``: the corpus formats (``.txt`` lines, JSON lines /
+    arrays' ``text_field``, parquet columns; optionally ``.gz``/``.zst``), bad lines and bad files skipped.
+
+    For small files, such as the evaluation texts ``prepare-corpus --exclude`` keeps out of a store:
+    :func:`nbkit.corpus.dedup.exclusion_hashes` then cuts, checks and hashes them as corpus texts are.
+    Reads each input once; the texts are held only as long as the caller keeps them.
+
+    Raises:
+        ConfigError: no input file found (:func:`nbkit.corpus.sources.resolve_inputs`).
+    """
+    import tempfile
+
+    from nbkit.corpus.readers import Chunk, iter_chunks
+    from nbkit.corpus.sources import resolve_inputs
+
+    sources = resolve_inputs(inputs)
+    with tempfile.TemporaryDirectory(prefix="nbkit-texts-") as tmp:
+        for chunk in iter_chunks(sources, text_field, tmp_dir=tmp):
+            if not isinstance(chunk, Chunk):
+                continue
+            for item in chunk.items:
+                try:
+                    value = _value(item, chunk.kind, text_field)
+                except UnicodeDecodeError:
+                    continue
+                if isinstance(value, str):
+                    yield value
+
+
 def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, list[dict]]:
     """Steps 1-4 for one chunk: ``(texts, counts, problems)``, texts as stored (step 4), in input order.
 
