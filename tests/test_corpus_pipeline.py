@@ -37,6 +37,12 @@ def test_size_run_on_cpu_stays_narrow_and_inside_its_budget():
     assert plan["estimated_s"] <= 15 * 60 + 30
     tiny_corpus = size_run(10_000, "cuda:0", block_size=64)
     assert tiny_corpus["passes"] <= MAX_PASSES + 1e-9 and "too small" in tiny_corpus["reasons"][0]
+    capped = size_run(10_000, "cpu", block_size=64, max_passes=10)   # the run's own cap, stated in the plan
+    assert capped["passes"] <= 10 + 1e-9 and capped["max_steps"] < tiny_corpus["max_steps"]
+    assert "the run's max_passes" in capped["reasons"][1]
+    assert size_run(10_000, "cpu", block_size=64, max_passes=100)["passes"] <= MAX_PASSES + 1e-9
+    with pytest.raises(ValueError, match="max_passes"):
+        size_run(1000, "cpu", max_passes=0)
     with pytest.raises(ValueError, match="device"):
         size_run(1000, "tpu")
     with pytest.raises(ValueError):
@@ -114,6 +120,9 @@ def test_recipe_size_applies_the_plan_but_keeps_what_the_user_set(store_dir, mon
     assert cfg.warmup_ratio == plan["warmup_ratio"] and cfg.eval_every == plan["eval_every"]
     mine, plan = pt.size(pt.PretrainConfig.for_scale("gpu", lr=3e-4, corpus=str(store_dir)), store_dir, "cuda")
     assert mine.lr == 3e-4 and mine.model == "small" and "lr" in plan["applied"]
+    monkeypatch.setattr(sizing, "size_run", real)
+    few, plan = pt.size(pt.PretrainConfig.for_scale("cpu", corpus=str(store_dir), max_passes=2), store_dir, "cpu")
+    assert plan["passes"] <= 2 + 1e-9 and few.max_steps == plan["max_steps"]    # the plan is what will run
     smoke = pt.PretrainConfig.for_scale("smoke", corpus=str(store_dir))
     assert pt.size(smoke, store_dir, "cuda")[0] == smoke
     assert pt.size(smoke.replace(fit_to_corpus=False, scale="gpu"), store_dir, "cuda")[1] is None

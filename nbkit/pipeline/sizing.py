@@ -30,7 +30,8 @@ MAX_PASSES = 40.0
 DEFAULT_BUDGET_S = {"cuda": 4 * 3600.0, "cpu": 15 * 60.0}
 
 
-def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_s: float | None = None) -> dict:
+def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_s: float | None = None,
+             max_passes: float | None = None) -> dict:
     """A pretraining plan for ``n_tokens`` training tokens on ``device`` (``"cuda"`` or ``"cpu"``).
 
     Args:
@@ -38,6 +39,8 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         device: ``"cuda"`` (any ``"cuda:N"``) or ``"cpu"``; speeds are the measured ones above.
         block_size: tokens per block, ``[CLS]``/``[SEP]`` included.
         budget_s: wall-clock budget for the steps (s); default 4 h on a GPU, 15 min on a CPU.
+        max_passes: the run's own cap on passes over the corpus (``PretrainConfig.max_passes``), applied
+            when below :data:`MAX_PASSES`, so the plan states the steps the loop will really run.
 
     Returns:
         ``{"model", "batch_size", "grad_accum_steps", "block_size", "max_steps", "lr",
@@ -45,13 +48,15 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         (``reasons``: one sentence per choice, for the notebook to print).
 
     Raises:
-        ValueError: ``n_tokens`` < 1, ``block_size`` < 3 or an unknown ``device``.
+        ValueError: ``n_tokens`` < 1, ``block_size`` < 3, ``max_passes`` <= 0 or an unknown ``device``.
     """
     kind = "cuda" if str(device).startswith("cuda") else str(device)
     if kind not in TOKENS_PER_S:
         raise ValueError(f"device={device!r}: size_run knows 'cuda' and 'cpu'")
     if n_tokens < 1 or block_size < 3:
         raise ValueError(f"need n_tokens >= 1 and block_size >= 3, got {n_tokens} and {block_size}")
+    if max_passes is not None and not max_passes > 0:
+        raise ValueError(f"max_passes={max_passes} must be > 0 (None: no cap of the run's own)")
     allowed = list(TOKENS_PER_S[kind])                                # smallest first
     fits = [m for m in allowed if PARAMS[m] <= n_tokens / 20]
     model = fits[-1] if fits else allowed[0]
@@ -67,6 +72,8 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
     why = f"at least one pass and at least the gpu recipe's {MIN_TOKENS / 1e6:.0f} M tokens"
     if tokens > MAX_PASSES * n_tokens:
         tokens, why = MAX_PASSES * n_tokens, f"at most {MAX_PASSES:.0f} passes (BERT's ~40 epochs)"
+    if max_passes is not None and tokens > max_passes * n_tokens:
+        tokens, why = max_passes * n_tokens, f"at most {max_passes:g} passes (the run's max_passes)"
     if tokens > speed * budget:
         tokens, why = speed * budget, f"what {speed:,} tokens/s (measured, {model} on {kind}) reads in {budget:,.0f} s"
     steps = max(1, math.floor(tokens / (batch * block_size)))   # floor: never past a cap

@@ -68,7 +68,8 @@ def size(cfg: PretrainConfig, source, device: str | None = None) -> tuple[Pretra
     from nbkit.pipeline.sizing import size_run
 
     device = device or ("cuda" if cuda_usable() else "cpu")
-    plan = size_run(store_summary(source)["n_tokens_train"], device, block_size=cfg.block_size)
+    plan = size_run(store_summary(source)["n_tokens_train"], device, block_size=cfg.block_size,
+                    max_passes=cfg.max_passes)
     if cfg.scale == "smoke":
         plan["applied"] = "not applied: the smoke scale keeps its CI sizes"
         return cfg, plan
