@@ -47,7 +47,7 @@ from nbkit.recipes import finetuning as ft
 scale = pipeline.resolve_scale(scale)
 cfg = ft.FinetuneConfig.for_scale(scale, seed=seed, max_length=max_length, batch_size=batch_size, epochs=epochs,
                                   lr=learning_rate, max_train=max_train, model=model_preset, pooling=pooling)
-out_dir = pipeline.step_dir(scale.name, "sentiment" + cfg.run_tag())   # "sentiment-seed3" with overrides
+out_dir = ft.run_dir(cfg, pretrained)   # "sentiment-seed3" with overrides, "-from-mlm-wiki-…" with pretrained
 print(f"-> {out_dir}")
 cfg.table()
 
@@ -76,7 +76,7 @@ print(f"reviews longer than {cfg.max_length} tokens (truncated): "
 
 # %%
 source = pretrained or pipeline.pretrained_model_dir(scale)    # None if notebook 02 has not run
-model, how = ft.model(cfg, tokenizer, sentiment, pretrained=source)
+model, how = ft.model(cfg, tokenizer, sentiment, pretrained=source, out_dir=out_dir)  # out_dir: never resume another encoder's run
 print(how)
 
 # %% [markdown]

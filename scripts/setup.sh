@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Create (or reuse) the virtual environment .venv and install torch, then nbkit (editable).
 # By default only what the notebooks need at run time; scripts/test.sh adds the test tools.
 #   TORCH_SPEC      torch requirement installed first (default: torch==2.13.0)

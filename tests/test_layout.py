@@ -232,3 +232,15 @@ def test_base_modules_import_only_base_modules():
 def test_imports_point_down_the_layers():
     found = layer_violations()
     assert not found, f"imports against docs/architecture.md's layers (package -> package: modules): {found}"
+
+
+def test_every_executable_script_names_its_interpreter():
+    """A fresh user's case: scripts/setup.sh had no shebang, so `timeout scripts/setup.sh`, nohup, cron or a
+    Dockerfile's exec form ran it with /bin/sh and it died on `set -o pipefail`."""
+    import os
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files", "*.sh", "scripts/*", "bench/*", ".ci/*"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    bad = [p for p in tracked if os.access(ROOT / p, os.X_OK) and not (ROOT / p).read_bytes().startswith(b"#!")]
+    assert not bad, f"executable without a #! line (add `#!/usr/bin/env bash` or python3): {bad}"

@@ -132,3 +132,35 @@ def test_job_is_a_thin_wrapper_that_runs_at_smoke(tiny_task, tmp_path, monkeypat
     m = json.loads((tmp_path / "metrics.json").read_text())
     assert m["config"]["lr"] == 0.003 and m["config"]["batch_size"] == 4 and m["train"]["steps"] == 2
     assert m["config"]["resume"] is False and m["config"]["max_length"] == PRESETS["smoke"].cls_max_length
+
+
+@pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
+def test_a_run_never_resumes_checkpoints_that_began_from_another_encoder(tiny_task, tmp_path, monkeypatch):
+    """A fresh user's case: notebook 03 with `pretrained` wrote to the preset's folder, resumed its finished
+    checkpoint ("nothing to train") and reported that run's accuracy as the new encoder's."""
+    from nbkit.recipes import finetuning as ft
+
+    labeled, tok = tiny_task
+    cfg = FinetuneConfig.for_scale("smoke", max_length=16, batch_size=8, max_steps=2, progress=False,
+                                   checkpoint_every=1, eval_every=0)
+    run = tmp_path / "run"
+    ft.run_finetuning(cfg, run, task=labeled, tokenizer=tok, export_model=True)        # from random weights
+    enc = tmp_path / "enc" / "model"
+    enc.parent.mkdir()
+    import shutil
+
+    shutil.copytree(run / "model", enc)
+    with pytest.raises(ConfigError, match=r"trained from .*'random'.* this run starts from .*resume=False"):
+        ft.model(cfg, tok, labeled, pretrained=enc, out_dir=run)
+    ft.model(cfg.replace(resume=False), tok, labeled, pretrained=enc, out_dir=run)    # train anew: allowed
+    ft.model(cfg, tok, labeled, pretrained=enc, out_dir=run)                          # same encoder: resumes
+    weights = next(enc.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes() + b"\0")                                # same path, new content
+    with pytest.raises(ConfigError, match="trained from"):
+        ft.model(cfg, tok, labeled, pretrained=enc, out_dir=run)
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
+    preset = FinetuneConfig.for_scale("smoke")
+    plain, mine, other = ft.run_dir(preset), ft.run_dir(preset, enc), ft.run_dir(preset, tmp_path / "x" / "model")
+    assert plain.name == "sentiment" and mine.name.startswith("sentiment-from-enc-") and len({plain, mine, other}) == 3
+    assert ft.run_dir(preset, str(enc)) == mine
+    assert ft.run_dir(preset.replace(seed=3), enc).name.startswith("sentiment-seed3-from-enc-")

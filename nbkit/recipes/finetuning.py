@@ -14,10 +14,13 @@ on the user's files, ``python -m nbkit.jobs.finetune`` and ``bench/pretrain_valu
 """
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nbkit.errors import ConfigError
 from nbkit.recipes.finetune_config import FinetuneConfig
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,16 +61,71 @@ def encode(cfg: FinetuneConfig, tokenizer, labeled: "LabeledData",
     return encoded, truncation
 
 
-def model(cfg: FinetuneConfig, tokenizer, labeled: "LabeledData", pretrained=None):
+def run_dir(cfg: FinetuneConfig, pretrained=None, step: str = "sentiment") -> Path:
+    """The run's folder: ``runs/<scale>/<step><overrides>``, plus ``-from-<name>-<hash>`` when ``pretrained``
+    names an encoder (``<name>``: its folder, ``mlm-wiki`` for ``runs/cpu/mlm-wiki/model``; ``<hash>``: 6 hex
+    of its absolute path). So a run from another encoder never resumes, or overwrites, this one's
+    checkpoints; ``pretrained=None`` (notebook 02's default encoder, or random weights) keeps the plain name."""
+    from nbkit.pipeline.runs import step_dir
+
+    tag = ""
+    if pretrained is not None:
+        where = Path(pretrained).expanduser()
+        name = where.parent.name if where.name == "model" and where.parent.name else where.name
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:40] or "encoder"
+        key = str(where.resolve()) if where.exists() else str(pretrained)
+        tag = f"-from-{name}-{hashlib.blake2b(key.encode(), digest_size=3).hexdigest()}"
+    return step_dir(cfg.scale, step + cfg.run_tag() + tag)
+
+
+def encoder_identity(pretrained, cfg: FinetuneConfig) -> dict:
+    """What a fine-tuning run starts from: ``{"source", "sha256"}`` of ``pretrained``'s weight files
+    (``*.safetensors`` / ``*.bin`` in the folder; ~2 ms per MB), or ``{"source": None, "random": cfg.model}``."""
+    if pretrained is None:
+        return {"source": None, "random": cfg.model}
+    where = Path(pretrained).expanduser()
+    if not where.is_dir():
+        return {"source": str(pretrained), "sha256": None}       # a hub name: its files are not ours to read
+    digest = hashlib.sha256()
+    for f in sorted([*where.glob("*.safetensors"), *where.glob("*.bin")]):
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                digest.update(block)
+    return {"source": str(where.resolve()), "sha256": digest.hexdigest()}
+
+
+def _check_encoder(cfg: FinetuneConfig, out_dir: Path, ident: dict) -> None:
+    """Record ``ident`` in ``out_dir/encoder.json``; refuse to resume checkpoints that began from another encoder."""
+    from nbkit import jsonio
+
+    path = out_dir / "encoder.json"
+    has_checkpoints = any((out_dir / "checkpoints").glob("step-*"))
+    if cfg.resume and has_checkpoints and path.is_file():
+        before = jsonio.loads_strict(path.read_text(encoding="utf-8"))
+        if before != ident:
+            raise ConfigError(
+                f"the checkpoints in {out_dir / 'checkpoints'} were trained from {before}, this run starts from "
+                f"{ident}: resuming would report that run's result as this one's. Use another folder "
+                f"(finetuning.run_dir(cfg, pretrained) names one per encoder), or resume=False to train anew here")
+    jsonio.write_json(path, ident)
+
+
+def model(cfg: FinetuneConfig, tokenizer, labeled: "LabeledData", pretrained=None, out_dir=None):
     """``(classifier, how)``: the encoder from ``pretrained`` (a checkpoint/model directory or hub name), else
     random weights of ``cfg.model``; a new head for the task's labels seeded with ``cfg.seed``; ``cfg.pooling``.
 
+    ``out_dir``: the run's folder: the encoder's identity (:func:`encoder_identity`) is recorded there, and
+    checkpoints in it that began from another encoder are not resumed (ConfigError) while ``cfg.resume``.
+
     Raises:
         ConfigError / CheckpointError: from :func:`nbkit.models.bert.build_classifier` (a tokenizer that
-        is not the checkpoint's, a head of another label count, an unreadable checkpoint).
+        is not the checkpoint's, a head of another label count, an unreadable checkpoint); ConfigError:
+        ``out_dir`` holds checkpoints of another encoder.
     """
     from nbkit.models.bert import build_classifier
 
+    if out_dir is not None:
+        _check_encoder(cfg, Path(out_dir), encoder_identity(pretrained, cfg))
     return build_classifier(pretrained, num_labels=labeled.num_labels, id2label=labeled.id2label,
                             tokenizer=tokenizer, preset=cfg.model, seed=cfg.seed, pooling=cfg.pooling)
 
@@ -203,7 +261,7 @@ def run_finetuning(cfg: FinetuneConfig, out_dir, *, pretrained=None, task="revie
 
         tokenizer = load_tokenizer(get_scale(cfg.scale))
     encoded, truncation = encode(cfg, tokenizer, labeled)
-    classifier, how = model(cfg, tokenizer, labeled, pretrained)
+    classifier, how = model(cfg, tokenizer, labeled, pretrained, out_dir=out_dir)
     loop, result = train(cfg, classifier, tokenizer, encoded, out_dir, callbacks)
     if not loop.dist.is_main:
         return dict(result.metrics)
