@@ -65,3 +65,19 @@ def test_a_classifier_export_reloads_with_the_same_ids(saved, tmp_path):
     classify = pipeline("text-classification", model=str(out), truncation=True)
     assert [classify.tokenizer(p, truncation=True)["input_ids"] for p in PROBES] == want
     assert len(classify(PROBES[:2])) == 2
+
+
+def test_a_mean_pooling_export_loads_its_tokenizer_as_the_readme_says(saved, tmp_path):
+    """README: on a mean-pooling export, BertTokenizer loads without a question, and AutoTokenizer with
+    trust_remote_code=True (it reads config.json, whose model type is the export's own); same ids."""
+    from transformers import AutoTokenizer, BertTokenizer
+
+    from nbkit import pipeline as nbpipe
+    from tests.test_export_loaders import _classifier
+
+    tok, _ = saved
+    out = nbpipe.export_classifier(_classifier(tok, {0: "neg", 1: "pos"}, "mean", positions=64), tok,
+                                   tmp_path / "export", max_length=32)
+    want = [tok(p, truncation=True, max_length=32)["input_ids"] for p in PROBES]
+    for loaded in (BertTokenizer.from_pretrained(str(out)), AutoTokenizer.from_pretrained(str(out), trust_remote_code=True)):
+        assert [loaded(p, truncation=True)["input_ids"] for p in PROBES] == want, type(loaded).__name__
