@@ -328,6 +328,8 @@ def main() -> None:
             read, _, _ = run_child(["--child", f"read-{arm}", "--dir", str(out), "--read-seconds",
                                     str(args.read_seconds)], 1800)
             row["read_blocks_per_s"] = read["blocks_per_s"]
+            if arm == "nbkit":
+                row["store_text"] = "the tokenizer's own normalisation (NFKC only when its pipeline has it)"
             result["runs"][f"{arm}_{size}mb"] = row
             print(f"  {jsonio.dumps(row)}", flush=True)
             jsonio.write_json(args.out, result)

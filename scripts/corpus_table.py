@@ -69,6 +69,12 @@ def render(path: Path) -> str:
                       f"with {d['num_workers']} workers, {_n(r['peak_rss_mib'])} MiB of memory for all processes together, "
                       f"{_n(r['disk_mb'] / big, '.2f')} MB of store per MB of text "
                       f"({_n(r.get('n_tokens'))} tokens in {_n(r.get('n_texts'))} texts)."]
+    old = [f"{k.split('_')[1][:-2]} MB" for k, r in sorted(runs.items(), key=lambda kv: int(kv[0].split("_")[1][:-2]))
+           if k.startswith("nbkit_") and "store_text" not in r]   # measured before the text followed its tokenizer
+    if old:
+        lines += ["", f"When the nbkit rows at {', '.join(old)} were measured the store NFKC-normalised every text; it "
+                      "now applies its tokenizer's own normalisation (none for nbkit's default tokenizer), and a new "
+                      "run records which (`store_text`)."]
     missing = [f"{size:,} MB" for size in sizes if f"hf_{size}mb" not in runs]
     if missing:
         lines.append(f"HF's recipe was not recorded at {', '.join(missing)}.")

@@ -134,3 +134,16 @@ def test_corpus_block_is_the_rendering_of_the_recorded_benchmark(tmp_path):
     d["runs"].pop("hf_200mb")
     other.write_text(json.dumps(d), encoding="utf-8")
     assert "HF's recipe was not recorded at 200 MB" in corpus_table.render(other)
+
+
+def test_corpus_table_says_which_nbkit_rows_predate_the_store_following_its_tokenizer(tmp_path):
+    d = json.loads(corpus_table.latest_run().read_text(encoding="utf-8"))
+    assert "20 MB, 200 MB, 2000 MB were measured the store NFKC-normalised" in corpus_table.render(corpus_table.latest_run())
+    for key in d["runs"]:
+        if key.startswith("nbkit_") and key != "nbkit_20mb":
+            d["runs"][key]["store_text"] = "the tokenizer's own normalisation"
+    (tmp_path / "r.json").write_text(json.dumps(d), encoding="utf-8")
+    assert "rows at 20 MB were measured" in corpus_table.render(tmp_path / "r.json")
+    d["runs"]["nbkit_20mb"]["store_text"] = "the tokenizer's own normalisation"
+    (tmp_path / "r.json").write_text(json.dumps(d), encoding="utf-8")
+    assert "NFKC-normalised" not in corpus_table.render(tmp_path / "r.json")
