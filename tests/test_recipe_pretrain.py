@@ -28,6 +28,12 @@ def test_overrides_none_all_and_unknown_fields():
     assert cfg.table().loc["lr", "from"] == "override" and cfg.table().loc["model", "from"] == "scale.model"
     assert cfg.table().loc["warmup_ratio", "from"] == "recipe" and "lr" in repr(cfg)
     assert cfg.replace(progress=False).run_tag() == "-lr0.002"          # no effect on the result: no new folder
+    # the table marks what a corpus makes irrelevant (a fresh user read "mix: peoples_daily, reviews" beside a store)
+    assert cfg.table().loc["fit_to_corpus", "from"] == "recipe; unused: no corpus"
+    store = cfg.replace(corpus="runs/corpus/wiki").table()
+    assert {f for f in store.index if "unused: corpus is set" in store.loc[f, "from"]} == {
+        "mix", "corpus_lines", "max_train", "split_seed", "eval_fraction"}
+    assert store.loc["lr", "from"] == "override" and "unused" not in store.loc["fit_to_corpus", "from"]
     with pytest.raises(ConfigError, match=r"learning_rate: not a PretrainConfig field; the fields are .*\blr\b"):
         PretrainConfig.for_scale("cpu", learning_rate=1e-3)
     with pytest.raises(ConfigError, match="not a scale"):

@@ -30,6 +30,11 @@ class RecipeConfig:
         """The Scale field the default of ``name`` comes from, or None (a recipe constant)."""
         raise NotImplementedError
 
+    def unused(self) -> dict[str, str]:
+        """``{field: why}`` for the fields the other fields make irrelevant (hook; default none): the
+        table marks them, so a notebook does not show a setting that plays no part in its run."""
+        return {}
+
     def _coerce(self, name: str, value):
         """An override's value as the field stores it (hook; default unchanged)."""
         return value
@@ -74,11 +79,13 @@ class RecipeConfig:
         """A ``pandas.DataFrame`` (field, value, from): ``from`` names the Scale field, ``recipe`` or ``override``."""
         import pandas as pd
 
-        changed = self.overrides(*ctx)
+        changed, idle = self.overrides(*ctx), self.unused()
         rows = []
         for f in dataclasses.fields(self):
             value, src = getattr(self, f.name), self._source(f.name, *ctx)
             where = "override" if f.name in changed else (f"scale.{src}" if src else "recipe")
+            if f.name in idle:
+                where += f"; unused: {idle[f.name]}"
             rows.append({"field": f.name, "value": "None" if value is None else str(value), "from": where})
         return pd.DataFrame(rows).set_index("field")
 

@@ -91,6 +91,13 @@ class PretrainConfig(RecipeConfig):
     ALL_MEANS_NONE = ALL_MEANS_NONE
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus"})   # not in run_tag
 
+    def unused(self) -> dict[str, str]:
+        """With ``corpus`` the store replaces the bundled mix and its split (``mix``, ``corpus_lines``,
+        ``max_train``, ``split_seed``, ``eval_fraction`` play no part); without, ``fit_to_corpus`` none."""
+        if self.corpus is None:
+            return {"fit_to_corpus": "no corpus"}
+        return {k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed", "eval_fraction")}
+
     @classmethod
     def for_scale(cls, scale=None, **overrides) -> "PretrainConfig":
         """The recipe at ``scale`` (a :class:`nbkit.pipeline.scale.Scale`, its name, or None for ``$NBKIT_SCALE``).
