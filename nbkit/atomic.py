@@ -7,7 +7,8 @@ write through :func:`atomic_dir` or :func:`atomic_file`:
 
 1. the content goes into ``<target>.tmp-<pid>`` in the target's own folder (same file
    system, so the final ``rename(2)`` is atomic);
-2. every file and folder written is ``fsync``'ed, then renamed to the target (a folder that
+2. every file and folder written gets the permissions ``open()`` would give (``0o666 & ~umask``;
+   safetensors writes weights ``0600``), is ``fsync``'ed, then renamed to the target (a folder that
    already exists is either replaced whole, ``replace=True``, or has the new files moved
    into it one ``os.replace`` each, ``replace=False``, so other files in it survive);
 3. on *any* exception inside the block the temp output is deleted before the error
@@ -135,6 +136,37 @@ def write_error(target: Path, code: int, written: int, estimate: int | None, wha
     return out
 
 
+def current_umask() -> int:
+    """The process's umask (Linux: ``/proc/self/status``; elsewhere ``os.umask`` set and restored)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def share_like_open(root: str | os.PathLike) -> None:
+    """Give every file under ``root`` (or ``root`` itself) ``0o666 & ~umask`` and every folder ``0o777 & ~umask``:
+    what ``open()``/``mkdir`` give. safetensors writes weights ``0600``, so without this a container
+    or colleague of another uid could read a model's ``config.json`` but not its weights."""
+    mask = current_umask()
+    root = Path(root)
+    if root.is_file():
+        os.chmod(root, 0o666 & ~mask)
+        return
+    os.chmod(root, 0o777 & ~mask)
+    for dirpath, dirs, files in os.walk(root):
+        for d in dirs:
+            os.chmod(os.path.join(dirpath, d), 0o777 & ~mask)
+        for f in files:
+            os.chmod(os.path.join(dirpath, f), 0o666 & ~mask)
+
+
 def _temp_name(target: Path, kind: str) -> Path:
     return target.with_name(f"{target.name}.{kind}-{os.getpid()}")
 
@@ -206,6 +238,7 @@ def atomic_dir(target: str | os.PathLike, *, replace: bool = True, estimate: int
         _remove(tmp)
         tmp.mkdir()
         yield tmp
+        share_like_open(tmp)
         fsync_tree(tmp)
         _publish_dir(tmp, target, replace)
 
@@ -221,6 +254,7 @@ def atomic_file(target: str | os.PathLike, *, estimate: int | None = None, what:
     with _guard(tmp, target, estimate, what):
         target.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
+        share_like_open(tmp)
         fsync_tree(tmp)
         os.replace(tmp, target)
         fsync_dir(target.parent)

@@ -80,7 +80,7 @@ print(f"{len(train_texts):,} training texts: {len(splits['train']):,} news lines
 # %% [markdown]
 # ## 2. Train the WordPiece tokenizer
 # `train_wordpiece` keeps **every character it has seen** in the alphabet. The `tokenizers` default, `limit_alphabet=1000`, silently maps rarer Chinese characters to `[UNK]`; we compare both below.
-# Its normalisation is exactly `bert-base-chinese`'s (`BertNormalizer`), with no Unicode NFKC step, so `BertTokenizer.from_pretrained(out_dir)` gives the same ids as `AutoTokenizer`. People's Daily writes Latin letters and digits full-width (`ＧＤＰ７．８％`), reviews in ASCII (`GDP7.8%`): both forms are in the training text, so both are in the vocabulary (measured in `bench/tokenizer_alphabet.py`: NFKC would change the `[UNK]` rate by under 0.01 percentage points here).
+# Its normalisation is BERT's own (`BertNormalizer`: Latin lowercased, accents kept), with no Unicode NFKC step, so `BertTokenizer.from_pretrained(out_dir)` gives the same ids as `AutoTokenizer`. People's Daily writes Latin letters and digits full-width (`ＧＤＰ７．８％`), reviews in ASCII (`GDP7.8%`): both forms are in the training text, so both are in the vocabulary (measured in `bench/tokenizer_alphabet.py`: NFKC would change the `[UNK]` rate by under 0.01 percentage points here).
 
 # %%
 tokenizer = text.train_wordpiece(train_texts, vocab_size=vocab_size, out_dir=out_dir, model_max_length=max_positions)

@@ -47,6 +47,30 @@ def test_atomic_dir_publishes_only_on_success_and_cleans_up_on_any_error(tmp_pat
     assert (target / "x.txt").read_text() == "one" and _leftovers(tmp_path) == []
 
 
+def test_published_files_get_the_permissions_open_gives_whatever_the_writer_chose(tmp_path):
+    """safetensors writes weights 0600: another uid (a container, a colleague) could read config.json but not
+    the weights. The one write path gives every file 0o666 & ~umask and every folder 0o777 & ~umask."""
+    import os
+
+    old = os.umask(0o027)
+    try:
+        with atomic.atomic_dir(tmp_path / "model") as tmp:
+            (tmp / "sub").mkdir(mode=0o700)
+            for name in ("model.safetensors", "sub/x.bin"):
+                (tmp / name).write_bytes(b"w")
+                os.chmod(tmp / name, 0o600)
+        with atomic.atomic_file(tmp_path / "one.json") as tmp:
+            tmp.write_text("{}")
+            os.chmod(tmp, 0o600)
+    finally:
+        os.umask(old)
+    mode = lambda p: os.stat(p).st_mode & 0o777  # noqa: E731
+    assert mode(tmp_path / "model" / "model.safetensors") == mode(tmp_path / "model" / "sub" / "x.bin") == 0o640
+    assert mode(tmp_path / "model") == mode(tmp_path / "model" / "sub") == 0o750
+    assert mode(tmp_path / "one.json") == 0o640
+    assert atomic.current_umask() == old
+
+
 def test_merge_mode_keeps_other_files_of_the_target(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "notes.md").write_text("mine")

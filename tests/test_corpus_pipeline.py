@@ -1,6 +1,7 @@
 """The pipeline side of the corpus store: run sizing, preparing-or-reusing a store, waiting ranks."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -138,6 +139,20 @@ def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp):
     assert metrics["steps"] == 2 and metrics["eval_loss"] > 0 and metrics["block_size"] == 64
     assert not (runs_tmp / "smoke" / "tokenizer").exists()          # the store's tokenizer, not notebook 01's
     assert (tmp_path / "mlm" / "model" / "tokenizer.json").is_file()
+    # a fresh user's crash: the store's tokenizer said 512 for a 64-position model, so truncation=True on a long
+    # text overflowed the position table; the saved model's tokenizer now cuts at its positions
+    import os
+
+    from transformers import pipeline
+
+    model = tmp_path / "mlm" / "model"
+    positions = json.loads((model / "config.json").read_text())["max_position_embeddings"]
+    assert json.loads((model / "tokenizer_config.json").read_text())["model_max_length"] == positions
+    fill = pipeline("fill-mask", model=str(model), tokenizer=str(model))
+    assert len(fill("很" + fill.tokenizer.mask_token + "好" * 300, tokenizer_kwargs={"truncation": True})) == 5
+    from nbkit.atomic import current_umask
+
+    assert os.stat(next(model.glob("*.safetensors"))).st_mode & 0o777 == 0o666 & ~current_umask()  # not 0600
 
 
 def test_one_store_per_corpus_whatever_the_scale_or_how_the_paths_were_typed(tmp_path, monkeypatch, runs_tmp):

@@ -19,7 +19,7 @@ first word). Words come from the segmenter on the same text (as stored: NFKC onl
 own normalizer starts with NFKC, :mod:`nbkit.corpus.worker` step 4).
 
 A normalizer that strips accents (``strip_accents=True``, or unset with ``lowercase``, as in
-``bert-base-chinese``) decomposes text with NFD first, which changes some of these characters (the
+BERT's uncased models) decomposes text with NFD first, which changes some of these characters (the
 CJK compatibility ideographs ``U+F900-FAFF`` become unified ones, ``U+037E`` becomes ``;``): those
 are left out of the table and go through the tokenizer.
 """

@@ -27,30 +27,33 @@ class FillMaskReport:
     Attributes:
         sentences: the inputs, each with exactly one ``[MASK]``.
         top: per sentence, the ``top_k`` fillers as ``(token, probability 0-1)``, best first.
-        same_top_share: share (0-1) of sentences whose top-k token set equals the most common one;
-            1.0 means every sentence got the same guesses: frequencies learnt, not context.
+        top_overlap: mean share (0-1) of top-k fillers two sentences have in common, over every pair;
+            near 1.0 means the guesses hardly depend on the sentence: frequencies learnt, not context.
+            (A share of pairs, not "how many sets are identical": one filler swapped at rank 5 keeps
+            four in common, and a frequency-only model often differs just there.)
     """
 
     sentences: list[str]
     top: list[list[tuple[str, float]]]
-    same_top_share: float = field(init=False)
+    top_overlap: float = field(init=False)
 
     def __post_init__(self):
         sets = [frozenset(t for t, _ in row) for row in self.top]
-        most = max(sets.count(s) for s in sets) if sets else 0
-        self.same_top_share = most / len(sets) if sets else 0.0
+        pairs = [(a, b) for i, a in enumerate(sets) for b in sets[i + 1:]]
+        self.top_overlap = (sum(len(a & b) / max(len(a), len(b), 1) for a, b in pairs) / len(pairs)
+                            if pairs else 0.0)
 
     @property
     def uses_context(self) -> bool:
-        """True unless most sentences (over half) got one and the same top-k set."""
-        return self.same_top_share <= 0.5
+        """True when two sentences share under half of their top-k fillers on average."""
+        return self.top_overlap < 0.5
 
     def verdict(self) -> str:
         """One plain sentence on what the table shows."""
         k = len(self.top[0]) if self.top else 0
         if not self.uses_context:
-            return (f"{self.same_top_share:.0%} of the sentences get the same top {k}: the model learnt which "
-                    "tokens are frequent, not how context constrains them (train longer or on more text).")
+            return (f"Two sentences share {self.top_overlap:.0%} of their top {k} on average: the model learnt "
+                    "which tokens are frequent, not how context constrains them (train longer or on more text).")
         return f"The top {k} change with the sentence: the model uses context to fill the [MASK]."
 
     def table(self):

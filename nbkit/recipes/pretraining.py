@@ -139,7 +139,9 @@ def save(cfg: PretrainConfig, lp, result, tok, out_dir) -> dict:
     """Save the model + tokenizer to ``out_dir/model`` and write ``out_dir/metrics.json``; return it.
 
     ``out_dir/model`` loads with ``AutoModelForMaskedLM``/``AutoTokenizer.from_pretrained``; notebook
-    03 starts from it. Keys: ``scale``, ``model``, ``parameters``, ``hidden_size``, ``layers``,
+    03 starts from it; its ``tokenizer_config.json`` caps ``model_max_length`` at the model's positions (a
+    store's tokenizer says 512), and the folder is written through :func:`nbkit.atomic.atomic_dir`
+    (``WriteError`` on a full disk, nothing half-written). Keys: ``scale``, ``model``, ``parameters``, ``hidden_size``, ``layers``,
     ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary (``steps``,
     ``train_tokens``, ``tokens_per_s``, ``mfu``, ``device``, ``precision``, ``eval_loss``,
     ``eval_perplexity``), ``untrained_eval_loss``, ``first_eval_loss``/``first_eval_step``,
@@ -149,14 +151,23 @@ def save(cfg: PretrainConfig, lp, result, tok, out_dir) -> dict:
     import time
 
     from nbkit import jsonio
+    from nbkit.atomic import atomic_dir
     from nbkit.models.bert import count_parameters, quiet_transformers
     from nbkit.text.tokenizer_files import save_tokenizer
     from nbkit.train.checkpoint import list_checkpoints
 
     model_dir = Path(out_dir) / "model"
-    with quiet_transformers():
-        lp.model.save_pretrained(model_dir)
-    save_tokenizer(tok, model_dir)
+    positions = lp.model.config.max_position_embeddings
+    with atomic_dir(model_dir, what="model") as tmp, quiet_transformers():   # the one write path (atomic, ENOSPC named)
+        lp.model.save_pretrained(tmp)
+        save_tokenizer(tok, tmp)
+        # a store's tokenizer says 512; this model has `positions`: truncation=True must cut there
+        # (else pipeline("fill-mask") on a long text fails with a tensor-size error)
+        tcfg = tmp / "tokenizer_config.json"
+        spec = jsonio.loads_strict(tcfg.read_text(encoding="utf-8"))
+        if not spec.get("model_max_length") or spec["model_max_length"] > positions:
+            spec["model_max_length"] = positions
+            tcfg.write_text(jsonio.dumps(spec, indent=2), encoding="utf-8")
     evals = [h for h in result.history if "eval_loss" in h]
     mc = lp.model.config
     metrics = {"scale": cfg.scale, "model": cfg.model, "parameters": count_parameters(lp.model),

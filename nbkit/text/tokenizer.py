@@ -1,7 +1,9 @@
 """Chinese-aware WordPiece tokenizer training and held-out statistics.
 
-The pipeline is exactly BERT's Chinese one (Devlin et al. 2019; the layout of
-``bert-base-chinese``), so every standard loader rebuilds the same tokenizer:
+The pipeline is BERT's Chinese one (Devlin et al. 2019; the layout of ``bert-base-chinese``),
+made only of pieces ``BertTokenizer`` rebuilds from the saved flags, so every standard loader gives
+the same ids (nbkit lowercases and keeps accents; ``bert-base-chinese`` on the Hub says
+``do_lower_case: false``, so Latin letters can get other ids there):
 
 - ``BertNormalizer(clean_text, handle_chinese_chars=True, strip_accents, lowercase=True)``:
   drops control characters, puts spaces around every CJK ideograph, so each Chinese
@@ -149,7 +151,7 @@ def train_wordpiece(
         strip_accents: strip accents after NFD (``café`` -> ``cafe``). BERT's
             default follows ``lowercase``; it is off here so decoding gives the
             text back (it does not affect CJK characters).
-        lowercase: lowercase Latin text, as ``bert-base-chinese`` does.
+        lowercase: lowercase Latin text (BERT's ``uncased`` models; ``bert-base-chinese`` says ``do_lower_case: false``).
         nfkc: fold width variants with Unicode NFKC before BERT's normalizer.
             Off by default: BERT's normalizer alone is what every loader rebuilds
             (``BertTokenizer``, the slow classes); with it only ``AutoTokenizer`` /
