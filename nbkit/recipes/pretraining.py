@@ -160,14 +160,9 @@ def save(cfg: PretrainConfig, lp, result, tok, out_dir) -> dict:
     positions = lp.model.config.max_position_embeddings
     with atomic_dir(model_dir, what="model") as tmp, quiet_transformers():   # the one write path (atomic, ENOSPC named)
         lp.model.save_pretrained(tmp)
-        save_tokenizer(tok, tmp)
         # a store's tokenizer says 512; this model has `positions`: truncation=True must cut there
         # (else pipeline("fill-mask") on a long text fails with a tensor-size error)
-        tcfg = tmp / "tokenizer_config.json"
-        spec = jsonio.loads_strict(tcfg.read_text(encoding="utf-8"))
-        if not spec.get("model_max_length") or spec["model_max_length"] > positions:
-            spec["model_max_length"] = positions
-            tcfg.write_text(jsonio.dumps(spec, indent=2), encoding="utf-8")
+        save_tokenizer(tok, tmp, model_max_length=min(int(tok.model_max_length), positions))
     evals = [h for h in result.history if "eval_loss" in h]
     mc = lp.model.config
     metrics = {"scale": cfg.scale, "model": cfg.model, "parameters": count_parameters(lp.model),
