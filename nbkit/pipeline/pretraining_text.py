@@ -125,15 +125,12 @@ def store_dir_for(corpus, scale_name: str | None = None) -> Path:
     computes the same directory (it must be on a shared filesystem). ``scale_name`` is accepted for
     older callers and ignored: a store does not depend on the scale.
     """
-    import hashlib
     import os
-    import re
 
     items = [str(c) for c in (corpus if isinstance(corpus, (list, tuple)) else [corpus])]
     absolute = [os.path.abspath(os.path.expanduser(c)).rstrip("/") for c in items]
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(absolute[0].rstrip("/*")).name or "corpus")[:40]
-    digest = hashlib.sha256("\n".join(absolute).encode("utf-8")).hexdigest()[:10]
-    return runs.runs_dir() / "corpus" / f"{stem}-{digest}"
+    name = Path(absolute[0].rstrip("/*")).name
+    return runs.runs_dir() / "corpus" / runs.path_tag(name, "\n".join(absolute), 10, fallback="corpus")
 
 
 def corpus_store(corpus, out_dir=None, scale_name: str = "smoke", **settings) -> Path:

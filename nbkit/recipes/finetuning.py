@@ -15,7 +15,6 @@ on the user's files, ``python -m nbkit.jobs.finetune`` and ``bench/pretrain_valu
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,15 +65,14 @@ def run_dir(cfg: FinetuneConfig, pretrained=None, step: str = "sentiment") -> Pa
     names an encoder (``<name>``: its folder, ``mlm-wiki`` for ``runs/cpu/mlm-wiki/model``; ``<hash>``: 6 hex
     of its absolute path). So a run from another encoder never resumes, or overwrites, this one's
     checkpoints; ``pretrained=None`` (notebook 02's default encoder, or random weights) keeps the plain name."""
-    from nbkit.pipeline.runs import step_dir
+    from nbkit.pipeline.runs import path_tag, step_dir
 
     tag = ""
     if pretrained is not None:
         where = Path(pretrained).expanduser()
         name = where.parent.name if where.name == "model" and where.parent.name else where.name
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:40] or "encoder"
         key = str(where.resolve()) if where.exists() else str(pretrained)
-        tag = f"-from-{name}-{hashlib.blake2b(key.encode(), digest_size=3).hexdigest()}"
+        tag = "-from-" + path_tag(name, key, 6, fallback="encoder")
     return step_dir(cfg.scale, step + cfg.run_tag() + tag)
 
 
