@@ -40,7 +40,7 @@ def test_non_finite_values_become_null_everywhere_in_the_tree():
 
 
 def test_every_writer_writes_strict_json(tmp_path):
-    from nbkit.pipeline.artifacts import write_json
+    from nbkit.jsonio import write_json
     from nbkit.text.tokenizer import save_stats
     from nbkit.train.metrics_stream import emit_metrics, parse_metrics_line
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from nbkit import jsonio
 from nbkit.pipeline import runs
 from nbkit.pipeline.scale import Scale
 
@@ -75,11 +74,3 @@ def steps_for_epochs(n_examples: int, batch_size: int, epochs: float) -> int:
     if n_examples <= 0 or batch_size <= 0:
         raise ValueError(f"need n_examples > 0 and batch_size > 0, got {n_examples} and {batch_size}")
     return max(1, math.ceil(n_examples * epochs / batch_size))
-
-
-def write_json(path: Path, payload: dict) -> dict:
-    """Write ``payload`` as strict, indented UTF-8 JSON atomically; return it (:func:`nbkit.jsonio.write_json`).
-
-    NaN/inf values (an MFU without a known peak, a loss with no scored token) are written as ``null``.
-    """
-    return jsonio.write_json(path, payload)

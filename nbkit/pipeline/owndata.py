@@ -152,22 +152,6 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
     return out
 
 
-def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: int = 0):
-    """Notebook 05's pretraining text through the one builder (kept for callers of this name).
-
-    The labelled training texts plus ``corpus`` (a ``datasets.Dataset`` with a ``text`` column, a
-    list of str, or None) via :func:`nbkit.pipeline.pretraining_text.pretraining_corpus`: validation/test
-    texts excluded, duplicates dropped, giant rows cut before the split. Returns ``(splits,
-    report)``: a ``DatasetDict(train, validation)`` and the per-source report.
-    """
-    from nbkit.pipeline.pretraining_text import pretraining_corpus
-
-    mix = (("reviews", 1.0),) + ((("own", 1.0),) if corpus is not None else ())
-    splits, mixed = pretraining_corpus(mix, labeled=labeled, texts=corpus, seed=seed,
-                                       eval_fraction=eval_fraction, words=False)
-    return splits, mixed.report
-
-
 def own_corpus_store(corpus_file, labeled, out_dir, scale: Scale, text_column: str = "text",
                      heldout_share: float = 0.05, **settings) -> Path:
     """Notebook 05's unlabelled corpus prepared into a token store (:func:`nbkit.corpus.prepare_corpus`).
@@ -202,9 +186,10 @@ def own_corpus_store(corpus_file, labeled, out_dir, scale: Scale, text_column: s
     train_file = out.parent / "labeled_train.jsonl"
     lines = "".join(jsonio.dumps({text_column: t}) + "\n" for t in labeled.splits["train"]["text"])
     if not train_file.is_file() or train_file.read_text(encoding="utf-8") != lines:
-        tmp = train_file.with_suffix(".tmp")
-        tmp.write_text(lines, encoding="utf-8")
-        tmp.replace(train_file)
+        from nbkit.atomic import atomic_file
+
+        with atomic_file(train_file, what="labelled training texts") as tmp:
+            tmp.write_text(lines, encoding="utf-8")
     evaluation = list(labeled.splits["validation"]["text"]) + list(labeled.splits["test"]["text"])
     max_positions = build_config(scale.model, vocab_size=scale.vocab_size).max_position_embeddings
     inputs = [str(p) for p in (corpus_file if isinstance(corpus_file, (list, tuple)) else [corpus_file])]
