@@ -88,6 +88,25 @@ def test_writes_are_throttled_and_never_stop_training(tmp_path):
     gone.on_train_begin(L)  # OSError swallowed
 
 
+def test_a_full_disk_while_writing_progress_never_stops_training(tmp_path, monkeypatch):
+    """write_json reports ENOSPC as nbkit.errors.WriteError (a ValueError, not an OSError)."""
+    import nbkit.jsonio
+    from nbkit.errors import WriteError
+
+    class L:
+        class state:
+            step = 3
+
+        class config:
+            max_steps = 10
+
+    def full(*a, **k):
+        raise WriteError("no space left on device")
+
+    monkeypatch.setattr(nbkit.jsonio, "write_json", full)
+    ProgressFile(tmp_path / "p.json", every_s=0).on_train_begin(L)   # swallowed, as the docstring says
+
+
 def test_loop_status_reads_only_this_cells_unfinished_run(tmp_path):
     path = tmp_path / "p.json"
     now = time.time()

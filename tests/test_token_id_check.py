@@ -51,6 +51,11 @@ def test_datasets_column_and_negative_ids_and_eval_data_before_fit():
     check_token_ids(model, ok, "train_data")
     with pytest.raises(DataError, match=f"token id of {VOCAB} but the model's vocab_size is {VOCAB}"):
         check_token_ids(model, bad, "eval_data")
+    check_token_ids(model, bad.select([0, 1]), "train_data")   # the bad row not selected: no false alarm
+    check_token_ids(model, bad.shuffle(seed=0).select(range(2)).filter(lambda r: VOCAB not in r["input_ids"]),
+                    "train_data")
+    with pytest.raises(DataError, match=f"token id of {VOCAB}"):
+        check_token_ids(model, bad.select([2]), "train_data")
     neg = cls_data(n=8)
     neg[2]["input_ids"] = torch.tensor([2, -1, 3])
     with pytest.raises(DataError, match=r"negative token id \(-1\)"):

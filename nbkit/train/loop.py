@@ -223,6 +223,7 @@ class Loop:
             preflight.check_batches(self.eval_data, self.collate_fn, cfg.seed, "eval_data")
             preflight.check_sequence_length(self.model, self.eval_data, "eval_data", self._pad_multiple)
             preflight.check_token_ids(self.model, self.eval_data, "eval_data")
+            self._eval_length_checked = True   # evaluate() runs these two checks only when fit() has not
         workers.check_worker_shm(self.train_data, self.collate_fn, cfg.batch_size, cfg.num_workers, cfg.seed)
         if cfg.resume and cfg.output_dir is not None:
             self._resume()

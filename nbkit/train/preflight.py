@@ -161,7 +161,7 @@ def _id_range(data) -> tuple[int, int] | None:
             return None
         import pyarrow.compute as pc
 
-        flat = pc.list_flatten(data.data.column("input_ids"))
+        flat = pc.list_flatten(data.with_format("arrow")["input_ids"])   # the selected rows (select/shuffle kept)
         got = pc.min_max(flat).as_py()
         return None if got["min"] is None else (int(got["min"]), int(got["max"]))
     lo, hi = None, None

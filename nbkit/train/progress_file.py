@@ -63,12 +63,13 @@ class ProgressFile:
                 "eta_s": None if eta is None else round(eta, 1), "updated": time.time(), "done": done}
 
     def _write(self, loop, done: bool = False) -> None:
+        from nbkit.errors import WriteError
         from nbkit.jsonio import write_json
 
         self._last = time.monotonic()
         try:
             write_json(self.path, self.status(loop, done), indent=None)
-        except OSError:
+        except (OSError, WriteError):   # write_json reports a full disk as WriteError: never stop training for it
             pass
 
 
