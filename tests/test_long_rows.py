@@ -72,13 +72,7 @@ def test_pretraining_corpus_cuts_a_giant_own_row_for_every_seed():
 
 def test_notebook_05_mix_of_labelled_and_own_texts_cuts_the_giant_row_for_every_seed():
     from nbkit.data.labeled import build_labeled_data
-    from nbkit.pipeline import pretraining_corpus
-
-    def pretraining_texts(lab, corpus=None, eval_fraction=0.05, seed=0):   # notebook 05's mix
-        mix = (("reviews", 1.0),) + ((("own", 1.0),) if corpus is not None else ())
-        splits, mixed = pretraining_corpus(mix, labeled=lab, texts=corpus, seed=seed, eval_fraction=eval_fraction,
-                                           words=False)
-        return splits, mixed.report
+    from nbkit.pipeline import pretraining_texts   # public: notebook 05's in-memory mix
 
     texts = [f"评论{i}号，{'很好' if i % 2 else '很差'}" for i in range(40)]
     lab = build_labeled_data({"train": (texts, [i % 2 for i in range(40)])}, seed=0)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
     from nbkit.pipeline.evaluation import classification_report, compare_reports, format_report, plot_confusion_matrix
     from nbkit.pipeline.fonts import CJK_FAMILIES, find_cjk_font, use_cjk_font
     from nbkit.pipeline.inference import predict
-    from nbkit.pipeline.owndata import export_classifier, own_corpus_store, train_tokenizer_on
+    from nbkit.pipeline.owndata import export_classifier, own_corpus_store, pretraining_texts, train_tokenizer_on
     from nbkit.pipeline.params import knob, overrides_of, resolve_scale, run_tag
     from nbkit.pipeline.plateau import PlateauCheck, plateau_check, unigram_entropy
     from nbkit.pipeline.plots import LivePlot

@@ -152,6 +152,29 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
     return out
 
 
+def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: int = 0):
+    """Notebook 05's pretraining text held in memory: the labelled training texts plus ``corpus``.
+
+    ``corpus`` is a ``datasets.Dataset`` with a ``text`` column, a list of str, or None (the labelled
+    training texts alone). Both go through the one builder
+    :func:`nbkit.pipeline.pretraining_text.pretraining_corpus` with the mix ``reviews`` (+ ``own``):
+    validation/test texts are excluded, duplicates dropped, and rows over 2,000 characters cut at
+    sentence ends before the split, so a one-line corpus never lands whole in validation. For a corpus
+    that does not fit in memory use :func:`own_corpus_store` (a streamed token store).
+
+    Returns ``(splits, report)``: a ``DatasetDict(train, validation)`` and the per-source report
+    (rows, characters, ``n_rows_cut``, ``largest_row_share``). Raises ``DataError`` when too few texts
+    remain for a validation split. Cost: the texts are held in memory (about 3 B of Python string
+    per character of Chinese text, plus the dedup keys).
+    """
+    from nbkit.pipeline.pretraining_text import pretraining_corpus
+
+    mix = (("reviews", 1.0),) + ((("own", 1.0),) if corpus is not None else ())
+    splits, mixed = pretraining_corpus(mix, labeled=labeled, texts=corpus, seed=seed,
+                                       eval_fraction=eval_fraction, words=False)
+    return splits, mixed.report
+
+
 def own_corpus_store(corpus_file, labeled, out_dir, scale: Scale, text_column: str = "text",
                      heldout_share: float = 0.05, **settings) -> Path:
     """Notebook 05's unlabelled corpus prepared into a token store (:func:`nbkit.corpus.prepare_corpus`).
