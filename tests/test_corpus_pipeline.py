@@ -32,6 +32,18 @@ def test_size_run_grows_the_model_with_the_corpus_and_reads_a_big_one_about_once
     assert all(isinstance(r, str) and r for r in huge["reasons"]) and len(huge["reasons"]) == 3
 
 
+def test_size_run_under_torchrun_counts_every_process_in_a_step():
+    one, two = size_run(1_000_000, "cuda"), size_run(1_000_000, "cuda", world_size=2)   # capped by passes
+    assert two["train_tokens"] == pytest.approx(one["train_tokens"], rel=1e-3)            # same passes ...
+    assert two["max_steps"] in (one["max_steps"] // 2, one["max_steps"] // 2 + 1)         # ... in half the steps
+    assert "x 2 processes" in two["reasons"][1]
+    big1, big4 = size_run(10**11, "cuda"), size_run(10**11, "cuda", world_size=4)  # 4 h-bound
+    assert big4["train_tokens"] == pytest.approx(4 * big1["train_tokens"], rel=1e-3)
+    assert big4["estimated_s"] == pytest.approx(big1["estimated_s"], rel=1e-3)
+    with pytest.raises(ValueError, match="world_size"):
+        size_run(1000, "cpu", world_size=0)
+
+
 def test_size_run_on_cpu_stays_narrow_and_inside_its_budget():
     plan = size_run(50_000_000, "cpu")
     assert plan["model"] in ("tiny", "narrow") and plan["batch_size"] == 64

@@ -164,3 +164,21 @@ def test_a_run_never_resumes_checkpoints_that_began_from_another_encoder(tiny_ta
     assert plain.name == "sentiment" and mine.name.startswith("sentiment-from-enc-") and len({plain, mine, other}) == 3
     assert ft.run_dir(preset, str(enc)) == mine
     assert ft.run_dir(preset.replace(seed=3), enc).name.startswith("sentiment-seed3-from-enc-")
+
+
+def test_epochs_count_global_batches_under_torchrun(tiny_task, tmp_path, monkeypatch):
+    """Each rank reads 1/world_size of an epoch, so ``epochs`` passes take 1/world_size of the steps."""
+    from nbkit.recipes import finetuning as ft
+    from nbkit.train import ddp_loop
+
+    cfg = FinetuneConfig.for_scale("smoke", max_length=8, batch_size=8, epochs=2, max_steps=None, progress=False)
+    assert ft.train_config(cfg, 100).max_steps == 25                      # ceil(100 * 2 / 8)
+    assert ft.train_config(cfg, 100, world_size=2).max_steps == 13        # ceil(100 * 2 / 16)
+    assert ft.train_config(cfg.replace(grad_accum_steps=2), 100, world_size=4).max_steps == 4
+    labeled, tok = tiny_task
+    encoded, _ = ft.encode(cfg, tok, labeled)
+    n = len(encoded["train"])
+    clf, _ = ft.model(cfg, tok, labeled)
+    monkeypatch.setattr(ddp_loop, "launch_world_size", lambda env=None: 3)   # what torchrun would give
+    loop, _ = ft.train(cfg.replace(eval_every=0), clf, tok, encoded)
+    assert loop.config.max_steps == -(-n * 2 // (8 * 3))

@@ -108,3 +108,11 @@ def test_a_rank_whose_rank0_never_comes_says_it_could_not_reach_the_store():
     msg = str(err.value)
     assert "rank 1 of world size 2 could not reach rank 0's rendezvous store at 127.0.0.1:" in msg
     assert "within 1.5 s" in msg and time.monotonic() - t0 < 20
+
+
+def test_launch_world_size_is_torchruns_only_when_the_process_joins():
+    assert ddp_loop.launch_world_size({}) == 1
+    assert ddp_loop.launch_world_size({**FULL, "NBKIT_DISTRIBUTED": "0"}) == 1      # opted out: one process
+    assert ddp_loop.launch_world_size({**FULL, "TORCHELASTIC_RUN_ID": "x"}) == 4
+    with pytest.raises(ConfigError, match="TORCHELASTIC_RUN_ID"):
+        ddp_loop.launch_world_size(dict(FULL))                                      # inherited, not launched

@@ -11,7 +11,7 @@ The rules, each with its source, so the printed plan says *why*:
   its fine-tuning gain passed two points), at most 40 passes over the corpus (BERT's own
   ~40 epochs, Devlin et al. 2019) and at most what the device reads in ``budget_s`` at the
   measured speed of that model (``TOKENS_PER_S``): a big corpus is read about once.
-- **Steps** = tokens / (batch x block); **lr**: 1e-3 up to ``mini`` (the gpu and cpu presets),
+- **Steps** = tokens / (batch x block x world_size); **lr**: 1e-3 up to ``mini`` (the gpu and cpu presets),
   5e-4 for ``small``, 1e-4 with 10 % warm-up for ``base`` (its plateau fix, nbkit.pipeline.plateau).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ DEFAULT_BUDGET_S = {"cuda": 4 * 3600.0, "cpu": 15 * 60.0}
 
 
 def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_s: float | None = None,
-             max_passes: float | None = None) -> dict:
+             max_passes: float | None = None, world_size: int = 1) -> dict:
     """A pretraining plan for ``n_tokens`` training tokens on ``device`` (``"cuda"`` or ``"cpu"``).
 
     Args:
@@ -41,6 +41,9 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         budget_s: wall-clock budget for the steps (s); default 4 h on a GPU, 15 min on a CPU.
         max_passes: the run's own cap on passes over the corpus (``PretrainConfig.max_passes``), applied
             when below :data:`MAX_PASSES`, so the plan states the steps the loop will really run.
+        world_size: processes training together (torchrun): each optimizer step reads
+            ``batch_size * block_size * world_size`` tokens, and the budget assumes each process runs
+            at the measured per-device speed (linear scaling, an upper bound).
 
     Returns:
         ``{"model", "batch_size", "grad_accum_steps", "block_size", "max_steps", "lr",
@@ -48,13 +51,16 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         (``reasons``: one sentence per choice, for the notebook to print).
 
     Raises:
-        ValueError: ``n_tokens`` < 1, ``block_size`` < 3, ``max_passes`` <= 0 or an unknown ``device``.
+        ValueError: ``n_tokens`` < 1, ``block_size`` < 3, ``max_passes`` <= 0, ``world_size`` < 1 or an
+            unknown ``device``.
     """
     kind = "cuda" if str(device).startswith("cuda") else str(device)
     if kind not in TOKENS_PER_S:
         raise ValueError(f"device={device!r}: size_run knows 'cuda' and 'cpu'")
     if n_tokens < 1 or block_size < 3:
         raise ValueError(f"need n_tokens >= 1 and block_size >= 3, got {n_tokens} and {block_size}")
+    if world_size < 1:
+        raise ValueError(f"world_size={world_size} must be >= 1")
     if max_passes is not None and not max_passes > 0:
         raise ValueError(f"max_passes={max_passes} must be > 0 (None: no cap of the run's own)")
     allowed = list(TOKENS_PER_S[kind])                                # smallest first
@@ -66,7 +72,7 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
                   f"the smallest {kind} preset; the corpus ({n_tokens:,} tokens) is too small for 20 tokens per "
                   "parameter even there, so it is read several times")]
     batch = 128 if kind == "cuda" else 64
-    speed = TOKENS_PER_S[kind][model]
+    speed = TOKENS_PER_S[kind][model] * world_size
     budget = DEFAULT_BUDGET_S[kind] if budget_s is None else float(budget_s)
     tokens = max(MIN_TOKENS, n_tokens)
     why = f"at least one pass and at least the gpu recipe's {MIN_TOKENS / 1e6:.0f} M tokens"
@@ -75,10 +81,13 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
     if max_passes is not None and tokens > max_passes * n_tokens:
         tokens, why = max_passes * n_tokens, f"at most {max_passes:g} passes (the run's max_passes)"
     if tokens > speed * budget:
-        tokens, why = speed * budget, f"what {speed:,} tokens/s (measured, {model} on {kind}) reads in {budget:,.0f} s"
-    steps = max(1, math.floor(tokens / (batch * block_size)))   # floor: never past a cap
-    train_tokens = steps * batch * block_size
-    reasons.append(f"{steps:,} steps x {batch} x {block_size} = {train_tokens / 1e6:,.1f} M tokens, "
+        tokens, why = speed * budget, (f"what {speed:,} tokens/s (measured, {model} on {kind}"
+                                       + (f", x {world_size} processes" if world_size > 1 else "")
+                                       + f") reads in {budget:,.0f} s")
+    steps = max(1, math.floor(tokens / (batch * block_size * world_size)))   # floor: never past a cap
+    train_tokens = steps * batch * block_size * world_size
+    ranks = f" x {world_size} processes" if world_size > 1 else ""
+    reasons.append(f"{steps:,} steps x {batch}{ranks} x {block_size} = {train_tokens / 1e6:,.1f} M tokens, "
                    f"{train_tokens / n_tokens:.2f} passes over the corpus: {why}")
     lr, warmup = {"base": (1e-4, 0.1), "small": (5e-4, 0.06)}.get(model, (1e-3, 0.06))
     reasons.append(f"lr {lr:g} with {warmup:.0%} warm-up"

@@ -132,7 +132,8 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
     """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples.
 
     Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
-    ``world_size * batch_size * grad_accum_steps``. Evaluations/checkpoints: ``cfg.eval_every`` /
+    ``world_size * batch_size * grad_accum_steps`` (:func:`train` passes torchrun's world size:
+    each rank reads ``1/world_size`` of every epoch). Evaluations/checkpoints: ``cfg.eval_every`` /
     ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
     from nbkit.pipeline.artifacts import steps_for_epochs
@@ -161,8 +162,9 @@ def train(cfg: FinetuneConfig, classifier, tokenizer, encoded: dict, out_dir=Non
     """
     from nbkit.text.mlm import classification_collator
     from nbkit.train import Loop
+    from nbkit.train.ddp_loop import launch_world_size
 
-    tcfg = train_config(cfg, len(encoded["train"]), out_dir)
+    tcfg = train_config(cfg, len(encoded["train"]), out_dir, world_size=launch_world_size())
     val = encoded.get("validation") if tcfg.eval_every else None
     loop = Loop(classifier, tcfg, encoded["train"], val, collate_fn=classification_collator(tokenizer),
                 callbacks=list(callbacks), device=device)

@@ -60,16 +60,17 @@ def size(cfg: PretrainConfig, source, device: str | None = None) -> tuple[Pretra
     """``(cfg, plan)``: for a store with ``cfg.fit_to_corpus``, the model, batch, steps, lr, warm-up and
     evaluation interval of :func:`nbkit.pipeline.sizing.size_run` for its token count; fields you
     overrode stay, and ``smoke`` keeps its CI sizes (``plan["applied"]`` says which). Else ``(cfg, None)``.
-    ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when usable)."""
+    ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when usable); under torchrun the plan is for its world size."""
     if not (is_store(source) and cfg.fit_to_corpus):
         return cfg, None
     from nbkit.pipeline.pretraining_text import store_summary
     from nbkit.pipeline.scale import cuda_usable
     from nbkit.pipeline.sizing import size_run
+    from nbkit.train.ddp_loop import launch_world_size
 
     device = device or ("cuda" if cuda_usable() else "cpu")
     plan = size_run(store_summary(source)["n_tokens_train"], device, block_size=cfg.block_size,
-                    max_passes=cfg.max_passes)
+                    max_passes=cfg.max_passes, world_size=launch_world_size())
     if cfg.scale == "smoke":
         plan["applied"] = "not applied: the smoke scale keeps its CI sizes"
         return cfg, plan

@@ -50,11 +50,12 @@ def collator(cfg: PretrainConfig, tok):
     return MLMCollator(tok, mlm_probability=cfg.mlm_probability, whole_word=cfg.whole_word)
 
 
-def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save_steps=()):
+def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save_steps=(), world_size: int = 1):
     """The loop's :class:`nbkit.train.config.TrainConfig`.
 
     ``cfg.max_passes`` with ``n_blocks`` (training blocks) caps the steps at that many passes (a small
-    corpus is not read hundreds of times; evaluations shrink to >= 4 per run). ``save_steps``: the
+    corpus is not read hundreds of times; evaluations shrink to >= 4 per run), counted at the global
+    batch ``batch_size * grad_accum_steps * world_size`` (:func:`loop` passes torchrun's world size). ``save_steps``: the
     checkpoint interval becomes their greatest common divisor with ``checkpoint_every`` and all are
     kept until :func:`fit` prunes the others.
 
@@ -67,7 +68,8 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
 
     steps, every = cfg.max_steps, cfg.eval_every
     if n_blocks and cfg.max_passes:
-        steps = min(steps, steps_for_epochs(n_blocks, cfg.batch_size * cfg.grad_accum_steps, cfg.max_passes))
+        steps = min(steps, steps_for_epochs(n_blocks, cfg.batch_size * cfg.grad_accum_steps * world_size,
+                                                  cfg.max_passes))
         every = max(1, min(every, steps // 4))
     ckpt = every if cfg.checkpoint_every is None else (cfg.checkpoint_every or None)
     bad = [s for s in save_steps if not 1 <= int(s) <= steps]
@@ -89,9 +91,11 @@ def loop(cfg: PretrainConfig, bert, tok, data: dict, out_dir, callbacks=(), save
     """A :class:`nbkit.train.Loop` over ``data["train"]`` (held-out loss on ``data["validation"]``), with
     :func:`collator`, :func:`train_config` and, when ``cfg.patience``, :class:`nbkit.train.EarlyStopping`."""
     from nbkit.train import EarlyStopping, Loop
+    from nbkit.train.ddp_loop import launch_world_size
 
     extra = [EarlyStopping(patience=cfg.patience)] if cfg.patience else []
-    lp = Loop(bert, train_config(cfg, out_dir, len(data["train"]), save_steps), data["train"], data["validation"],
+    tcfg = train_config(cfg, out_dir, len(data["train"]), save_steps, world_size=launch_world_size())
+    lp = Loop(bert, tcfg, data["train"], data["validation"],
               collate_fn=collator(cfg, tok), callbacks=[*callbacks, *extra], device=device)
     lp.save_steps = tuple(sorted(int(s) for s in save_steps))
     return lp

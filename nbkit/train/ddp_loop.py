@@ -46,6 +46,18 @@ def launched_by_torchrun(env: dict | None = None) -> bool:
     return should_join(os.environ if env is None else env)
 
 
+def launch_world_size(env: dict | None = None) -> int:
+    """Processes this job trains with: torchrun's ``WORLD_SIZE`` when this process joins a group
+    (:func:`launched_by_torchrun`), else 1 (a notebook kernel, ``--nproc-per-node=1``).
+
+    Read before the :class:`nbkit.train.Loop` exists, so a recipe counts epochs and passes in
+    global batches (``batch_size * grad_accum_steps * world_size`` examples per optimizer step).
+    Raises ``ConfigError`` on inherited or inconsistent torchrun variables (as the loop would).
+    """
+    env = os.environ if env is None else env
+    return DistInfo.from_env(env).world_size if launched_by_torchrun(env) else 1
+
+
 def saved_order(state: dict) -> dict | None:
     """The order inputs of the epoch a loop checkpoint ``state`` was in (``order_key`` of
     ``nbkit.train.ddp_sampler``): saved as ``state["order"]``; for checkpoints written before
