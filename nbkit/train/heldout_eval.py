@@ -92,9 +92,12 @@ def _evaluate(loop, max_batches: int | None = None) -> dict:
         kinds = target_kinds(batch["input_ids"], labels, mask_id) if mask_id is not None and labels.dim() == 2 else None
         with loop.precision.autocast():
             logits, scored = forward_logits(model, batch, labels, sparse)  # (B, T, V) or (N, V) or (B, C)
-            loss_sum += token_loss_sum(logits, scored)
-        if kinds is not None:
-            by_kind += _kind_sums(logits, scored, kinds[labels != -100] if sparse else kinds)
+            if kinds is None:
+                loss_sum += token_loss_sum(logits, scored)
+        if kinds is not None:  # one per-target CE gives the loss and its split by kind
+            sums = _kind_sums(logits, scored, kinds[labels != -100] if sparse else kinds)   # (K, 2)
+            by_kind += sums
+            loss_sum += sums[:, 0].sum()
         labels = scored
         mask = labels != -100
         n += int(mask.sum())
