@@ -1,7 +1,7 @@
 """Benchmark: MLM training step with the head on every position vs on masked positions only.
 
 Same model, same batches, same ``nbkit.train.loop.Loop._step``; only
-``loop._sparse_head`` differs (``nbkit.models.mlm_head``). Rounds alternate full and
+``loop.sparse_head`` differs (``nbkit.models.mlm_head``). Rounds alternate full and
 sparse so drift in machine load hits both; prints the median step time of each,
 their ratio, and the model FLOPs per step the loop counts for each.
 
@@ -61,7 +61,7 @@ def main() -> None:
     loop.model.train()
     for r in range(args.rounds + 1):  # round 0 warms up both sides
         for name in ("full", "sparse"):
-            loop._sparse_head = name == "sparse"
+            loop.sparse_head = name == "sparse"
             if loop.device.type == "cuda":
                 torch.cuda.synchronize()
             t0 = time.perf_counter()

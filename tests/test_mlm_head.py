@@ -62,7 +62,7 @@ def test_loop_uses_the_sparse_head_in_eager_mode_only_and_counts_its_flops():
     assert not uses_sparse_head(BertForMaskedLM(tiny_config()), False)
     cfg = dict(max_steps=2, batch_size=4, log_every=1, progress=False, precision="fp32", max_grad_norm=None)
     loop = Loop(_sparse(), TrainConfig(**cfg), token_data(8), collate_fn=mlm_collate)
-    assert loop._sparse_head
+    assert loop.sparse_head
     window = [_micro_with_labels()]
     out = loop._step(window)
     ids, labels = window[0]["input_ids"], window[0]["labels"]
@@ -84,7 +84,7 @@ def test_sparse_and_full_head_runs_train_the_same_weights():
     for sparse in (True, False):
         loop = Loop(_sparse(seed=1), TrainConfig(**cfg), token_data(16), token_data(8, seed=1),
                     collate_fn=mlm_collate)
-        loop._sparse_head = sparse
+        loop.sparse_head = sparse
         res = loop.fit()
         runs.append((res, loop.model.state_dict(), loop.evaluate()))
     (r_s, w_s, e_s), (r_f, w_f, e_f) = runs

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 
 from nbkit.errors import ConfigError
-from nbkit.models.flops import mfu, peak_tflops
+from nbkit.models.flops import mfu
 from nbkit.profiling.stepdata import RandomMLMDataset, ids_tokenizer, model_factory, step_loop
 
 __all__ = ["PHASES", "StepConfig", "PhaseTimer", "measure_steps", "ablation", "gpu_utilization_during",
@@ -123,10 +123,6 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
     """
     import torch
 
-    from nbkit.models.mlm_head import uses_sparse_head
-    from nbkit.profiling.microbench import device_name
-    from nbkit.train.precision import matmul_precision_name
-
     device = loop.device
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -156,8 +152,7 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
         res[f"{p}_share"] = res[f"{p}_s"] / res["step_s"] if res["step_s"] else 0.0
     res["tokens_per_s"] = tokens / sum(totals.values()) if tokens else 0.0
     res["flops_per_token"] = flops / tokens if tokens and flops else None
-    precision = matmul_precision_name(loop.precision)
-    peak = peak_tflops(device_name(device), precision) if device.type == "cuda" else None
+    peak = loop.peak_tflops                                      # the loop's own MFU denominator
     res["peak_tflops"] = peak
     res["mfu"] = mfu(res["tokens_per_s"], res["flops_per_token"], peak) if res["flops_per_token"] else None
     res["peak_memory_mib"] = (torch.cuda.max_memory_allocated(device) / 2 ** 20
@@ -167,7 +162,7 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
     res["recompiles"] = graphs - (graphs_after_first if graphs_after_first is not None else graphs)
     res["graph_breaks"] = breaks - breaks0
     res.update(device=device.type, precision=loop.precision.name,
-               mlm_head="masked" if uses_sparse_head(loop.model, loop.config.compile) else "all",
+               mlm_head="masked" if loop.sparse_head else "all",
                **{k: getattr(cfg, k) for k in ("batch_size", "seq_len", "attn", "num_workers", "compile",
                                                "grad_accum_steps")})
     return res

@@ -55,6 +55,9 @@ class Loop:
     Under torchrun with ``WORLD_SIZE`` > 1 it joins the process group
     (``nbkit.train.distributed.init_distributed``: NCCL on CUDA, gloo on CPU); every rank
     must build the same model and data and call ``fit()``.
+    Read by profiling: ``sparse_head`` (MLM logits only at label positions, ``nbkit.models.mlm_head``) and
+    ``peak_tflops`` (this device's dense peak at the loop's matmul precision, TFLOP/s; None off CUDA or
+    unknown), the MFU denominator.
     """
 
     def __init__(self, model, config: TrainConfig, train_data, eval_data=None, collate_fn=None,
@@ -90,9 +93,9 @@ class Loop:
             self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
         self._pad_multiple = config.pad_to_multiple_of or (64 if config.compile else None)
         self._is_bert = getattr(getattr(model, "config", None), "model_type", None) == "bert"
-        self._sparse_head = uses_sparse_head(model, config.compile)  # MLM head on masked positions only
+        self.sparse_head = uses_sparse_head(model, config.compile)  # MLM head on masked positions only
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
-        self._peak = peak_tflops(peak_name, matmul_precision_name(self.precision)) if peak_name else None
+        self.peak_tflops = peak_tflops(peak_name, matmul_precision_name(self.precision)) if peak_name else None
 
     # ----- points where DDP plugs in -----------------------------------------------------
     def _make_sampler(self):
@@ -141,7 +144,7 @@ class Loop:
             mark("forward")
             with self._backward_context(i, len(window)):
                 with self.precision.autocast():
-                    logits, scored = forward_logits(self._forward, batch, labels, self._sparse_head)
+                    logits, scored = forward_logits(self._forward, batch, labels, self.sparse_head)
                     loss = token_loss_sum(logits, scored, self._weight_dev)  # scalar, fp32
                 scaled = loss * self.dist.world_size / (n_label or 1)  # DDP averages grads: * W undoes it
                 mark("backward")
@@ -274,7 +277,7 @@ class Loop:
         dt = sums["time"]
         return {"samples_per_s": sums["samples"] / dt if dt else None,
                 "tokens_per_s": sums["tokens"] / dt if dt else None,
-                "mfu": mfu(sums["flops"] / dt, 1.0, self._peak and self._peak * self.dist.world_size)
+                "mfu": mfu(sums["flops"] / dt, 1.0, self.peak_tflops and self.peak_tflops * self.dist.world_size)
                 if dt and sums["flops"] else None}  # flops of all ranks / (peak per GPU x GPUs)
 
     def _log(self, out: dict, dt: float) -> dict:
