@@ -57,11 +57,27 @@ _PATTERNS = (
 )
 
 
+#: fsync on a folder that the file system does not support (some FUSE, SMB and 9p mounts): nothing to flush
+_FSYNC_UNSUPPORTED = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF, errno.EISDIR}
+
+
 def fsync_dir(path: str | os.PathLike) -> None:
-    """Flush a folder's entries (renames, deletions) to disk (``fsync`` on the folder)."""
-    fd = os.open(path, os.O_RDONLY)
+    """Flush a folder's entries (renames, deletions) to disk (``fsync`` on the folder).
+
+    A file system that cannot fsync a folder (``EINVAL``/``ENOTSUP``, e.g. some container bind mounts)
+    is skipped, as SQLite and git do; any other ``OSError`` (``EIO``: the disk failed) propagates.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as err:
+        if err.errno in _FSYNC_UNSUPPORTED:
+            return
+        raise
     try:
         os.fsync(fd)
+    except OSError as err:
+        if err.errno not in _FSYNC_UNSUPPORTED:
+            raise
     finally:
         os.close(fd)
 

@@ -213,3 +213,19 @@ def test_real_full_tmpfs_checkpoint(tmp_path):
     assert "WRITEERROR" in out.stdout and "no space left on device (ENOSPC)" in out.stdout, out.stdout + out.stderr
     left = out.stdout.split("LEFT", 1)[1]
     assert ".tmp-" not in left and "step-000001" in left
+
+
+def test_fsync_dir_skips_a_file_system_that_cannot_fsync_a_folder_but_not_a_failing_disk(tmp_path, monkeypatch):
+    from nbkit import atomic
+
+    def fsync_raising(code):
+        def fsync(fd):
+            raise OSError(code, os.strerror(code))
+        return fsync
+
+    monkeypatch.setattr(os, "fsync", fsync_raising(errno.EINVAL))      # e.g. a container bind mount
+    atomic.fsync_dir(tmp_path)
+    monkeypatch.setattr(os, "fsync", fsync_raising(errno.EIO))
+    with pytest.raises(OSError) as err:
+        atomic.fsync_dir(tmp_path)
+    assert err.value.errno == errno.EIO

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from nbkit import jsonio
+from nbkit.atomic import fsync_dir
 from nbkit.corpus import manifest as mf
 from nbkit.corpus import segment, shards
 from nbkit.corpus.dedup import HashSet, exclusion_hashes, exclusion_identity
@@ -206,7 +207,7 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         nonlocal part, written
         try:
             entries = {sp: f.commit() for sp, f in part.files.items()}
-            shards.fsync_dir(shard_dir)
+            fsync_dir(shard_dir)
             marker = {"part": part.k, "next": list(position), "final": final, "shards": entries,
                       "problems": problems[:100], **_split_counts(tally)}
             hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)

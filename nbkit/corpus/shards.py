@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from nbkit import jsonio
+from nbkit.atomic import fsync_dir
 from nbkit.errors import CheckpointError
 
 SPLITS = ("train", "validation")
@@ -101,20 +102,6 @@ class ShardFile:
             fh.close()
             self._tmp(ext).unlink(missing_ok=True)
         self._fh.clear()
-
-
-def fsync_dir(path: Path) -> None:
-    """fsync a directory so renames inside it survive a crash (no-op where unsupported)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
 
 
 def part_name(k: int) -> str:
