@@ -30,6 +30,7 @@ import json
 from pathlib import Path
 
 from nbkit import jsonio
+from nbkit.atomic import atomic_file
 from nbkit.errors import ConfigError
 
 #: The class name written to ``tokenizer_config.json``: resolved by transformers 4.x (4.57 tried) and 5.x.
@@ -92,9 +93,8 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
         if [vocab[t] for t in tokens] != list(range(len(tokens))):
             raise ConfigError(f"the tokenizer's ids are not 0..{len(tokens) - 1} without gaps, so no vocab.txt "
                               "can hold them; retrain it with nbkit.text.train_wordpiece")
-        tmp = out / "vocab.txt.tmp"
-        tmp.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
-        tmp.replace(out / "vocab.txt")
+        with atomic_file(out / "vocab.txt", what="tokenizer vocabulary") as tmp:   # ENOSPC: WriteError
+            tmp.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
         config.update(normalization_flags(backend))
         if config.get("unicode_normalization"):
             config["normalization_note"] = NFKC_NOTE
