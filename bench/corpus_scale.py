@@ -18,8 +18,8 @@ and each runs in its own subprocess, one after the other on the same machine:
 Measured per arm and size: wall seconds and input MB/s; peak RSS summed over the process tree
 (psutil, every 0.2 s: the main process and all its children, so workers count); disk of the output
 (nbkit: the store; HF: its cache folder of Arrow files); then, in a fresh process, read throughput:
-random blocks of 128 tokens through the collator (nbkit: the store's contract, memmap +
-``MLMCollator`` with whole-word masking; HF: the dataset + ``DataCollatorForLanguageModeling``),
+random blocks of 128 tokens through the collator (nbkit: ``StoreMLMDataset``, the reader training uses,
++ ``MLMCollator`` with whole-word masking; HF: the dataset + ``DataCollatorForLanguageModeling``),
 batches of 64, blocks/s over ``--read-seconds``.
 
     /work/main/.venv/bin/python bench/corpus_scale.py --sizes 20 200 [--work /tmp/corpus_scale] [--num-workers 2]
@@ -147,40 +147,14 @@ def arm_hf(files, out, tokenizer, num_workers):
 
 
 def read_nbkit(out, seconds):
-    import numpy as np
-    import torch
-    from transformers import AutoTokenizer
-
+    """Random MLM batches from the store through the reader training uses (StoreMLMDataset)."""
+    from nbkit.corpus.dataset import StoreMLMDataset
+    from nbkit.corpus.store import store_tokenizer
     from nbkit.text.mlm import MLMCollator
 
-    out = pathlib.Path(out) / "store"
-    m = json.loads((out / "manifest.json").read_text())
-    tok = AutoTokenizer.from_pretrained(str(out / "tokenizer"))
-    dt = np.dtype(m["dtype"]).newbyteorder("<")
-    shards = m["splits"]["train"]["shards"]
-    ids = [np.memmap(pathlib.Path(out) / "shards" / f"{s['name']}.ids", dtype=dt, mode="r") for s in shards]
-    wst = [np.memmap(pathlib.Path(out) / "shards" / f"{s['name']}.wst", dtype=np.uint8, mode="r") for s in shards]
-    starts = np.cumsum([0] + [s["n_tokens"] for s in shards])
-    chunk = BLOCK - 2
-    n_blocks = int(starts[-1]) // chunk
-
-    def take(arrs, a, b):  # stream[a:b] across shards
-        out_, k = [], int(np.searchsorted(starts, a, side="right")) - 1
-        while a < b:
-            lo, hi = a - starts[k], min(b, starts[k + 1]) - starts[k]
-            out_.append(arrs[k][lo:hi])
-            a, k = starts[k] + hi, k + 1
-        return np.concatenate(out_) if len(out_) > 1 else np.asarray(out_[0])
-
-    def block(i):
-        a = i * chunk
-        x = take(ids, a, a + chunk).astype(np.int64)
-        w = np.maximum(np.cumsum(take(wst, a, a + chunk)) - 1, 0)
-        return {"input_ids": torch.from_numpy(np.concatenate([[m["cls_id"]], x, [m["sep_id"]]])),
-                "word_ids": torch.from_numpy(np.concatenate([[-1], w, [-1]]))}
-
-    coll = MLMCollator(tok, seed=0)
-    return _read_loop(n_blocks, block, coll, seconds)
+    ds = StoreMLMDataset(pathlib.Path(out) / "store", BLOCK)
+    coll = MLMCollator(store_tokenizer(pathlib.Path(out) / "store"), seed=0)
+    return _read_loop(len(ds), ds.__getitem__, coll, seconds)
 
 
 def read_hf(out, seconds):
