@@ -81,3 +81,17 @@ def test_a_mean_pooling_export_loads_its_tokenizer_as_the_readme_says(saved, tmp
     want = [tok(p, truncation=True, max_length=32)["input_ids"] for p in PROBES]
     for loaded in (BertTokenizer.from_pretrained(str(out)), AutoTokenizer.from_pretrained(str(out), trust_remote_code=True)):
         assert [loaded(p, truncation=True)["input_ids"] for p in PROBES] == want, type(loaded).__name__
+
+
+def test_a_reloaded_tokenizer_saves_without_the_arguments_of_its_own_load(saved, tmp_path):
+    import json
+
+    from transformers import AutoTokenizer
+
+    from nbkit.text.tokenizer_files import LOAD_ONLY_KEYS, save_tokenizer
+
+    _, dirs = saved
+    reloaded = AutoTokenizer.from_pretrained(str(dirs["trained"]), local_files_only=True)
+    config = json.loads((save_tokenizer(reloaded, tmp_path / "again") / "tokenizer_config.json").read_text())
+    assert not set(config) & set(LOAD_ONLY_KEYS), sorted(set(config) & set(LOAD_ONLY_KEYS))
+    assert config["model_max_length"] == 64 and config["do_lower_case"] is True

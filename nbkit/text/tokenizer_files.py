@@ -37,6 +37,11 @@ from nbkit.errors import ConfigError
 TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 #: Generic fast-tokenizer class names that :func:`complete_tokenizer_files` renames to :data:`TOKENIZER_CLASS`.
 GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast", "NbkitTokenizerFast")
+#: ``from_pretrained`` arguments that transformers 5 keeps in ``init_kwargs`` and writes back on save: how
+#: *this* load went (offline, from a local folder, a cache), not what the tokenizer is; dropped from the
+#: saved config so an export does not tell the next loader to stay offline.
+LOAD_ONLY_KEYS = ("is_local", "local_files_only", "cache_dir", "force_download", "proxies", "revision",
+                  "subfolder", "token", "trust_remote_code", "_commit_hash")
 NFKC_NOTE = ("NFKC runs before BERT's normalizer (full-width ＡＢＣ１２３ -> abc123). Load with AutoTokenizer or "
              "PreTrainedTokenizerFast (they read tokenizer.json). BertTokenizer, BertTokenizerFast (transformers 5) "
              "and the slow BertTokenizer rebuild BERT's normalizer without NFKC: pass them "
@@ -98,6 +103,8 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
         config.update(normalization_flags(backend))
         if config.get("unicode_normalization"):
             config["normalization_note"] = NFKC_NOTE
+    for key in LOAD_ONLY_KEYS:
+        config.pop(key, None)
     if config.get("tokenizer_class") in GENERIC_CLASSES:
         config["tokenizer_class"] = TOKENIZER_CLASS
     if model_max_length is not None:
