@@ -33,6 +33,7 @@ from pathlib import Path
 
 from nbkit.errors import CheckpointError
 from nbkit.train.ckpt_cleanup import discard_checkpoint, missing_files, remove_stale
+from nbkit.train.config import START_FRESH
 
 MARKER = "COMPLETE"
 STATE_FILE = "trainer_state.pt"
@@ -195,7 +196,7 @@ def _mismatch(model_dir, model, summary: str, details: list[str], show: int = 5)
     more = f"; and {len(details) - show} more" if len(details) > show else ""
     return (f"checkpoint {model_dir} does not match this model: {summary}{changed}. Fix: build the model "
             "with the same config as the checkpoint (e.g. the same preset and tokenizer), or start fresh "
-            f"with a new output_dir or TrainConfig(resume=False). First differences: {'; '.join(details[:show])}"
+            f"with {START_FRESH}. First differences: {'; '.join(details[:show])}"
             f"{more}.")
 
 

@@ -10,6 +10,10 @@ from pathlib import Path
 
 from nbkit.errors import ConfigError
 
+#: How an error or warning about resuming tells the user to start over, in each API they may be using.
+START_FRESH = ("a new output_dir, or resume=False (TrainConfig(resume=False) for the Loop; in the notebooks' "
+               "recipes FinetuneConfig/PretrainConfig.for_scale(..., resume=False), or cfg.replace(resume=False))")
+
 
 @dataclass
 class TrainConfig:

@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from nbkit.errors import ConfigError, DataError
+from nbkit.train.config import START_FRESH
 
 #: TrainConfig fields that change what a run computes (compared on resume).
 RUN_SETTINGS = ("max_steps", "lr", "scheduler", "warmup_ratio", "weight_decay", "batch_size",
@@ -39,7 +40,6 @@ ORDER_SETTINGS = ("seed", "group_by_length")
 #: Settings that live in the optimizer / LR-schedule state: a resumed run keeps the checkpoint's.
 SCHEDULE_SETTINGS = ("lr", "weight_decay", "scheduler", "warmup_ratio")
 
-_FRESH = "a new output_dir or TrainConfig(resume=False)"
 
 
 def check_device(device: torch.device) -> None:
@@ -230,7 +230,7 @@ def warn_resume_changes(loop, state: dict, path) -> None:
     if step >= cfg.max_steps:
         warnings.warn(f"checkpoint at step {step} >= max_steps={cfg.max_steps}: nothing to train; fit() "
                       f"returns the checkpoint's state ({path}). To train further raise max_steps above "
-                      f"{step}; to train a new {cfg.max_steps}-step run use {_FRESH}.", UserWarning, stacklevel=4)
+                      f"{step}; to train a new {cfg.max_steps}-step run use {START_FRESH}.", UserWarning, stacklevel=4)
         return
     saved = state.get("config") or {}
     w_old, w_new = int(state.get("world_size", 1)), loop.dist.world_size
@@ -268,7 +268,7 @@ def warn_resume_changes(loop, state: dict, path) -> None:
         + "\n".join(lines) + "\n"
         f"The optimizer and LR schedule continue from the checkpoint (lr={_fmt(base)}, "
         f"{shape['scheduler']}, {shape['max_steps']} steps): {lr_note}.\n"
-        f"Fix: to train with the new settings from step 0 use {_FRESH}; to start a fresh schedule from "
+        f"Fix: to train with the new settings from step 0 use {START_FRESH}; to start a fresh schedule from "
         f"these weights, load them (checkpoint.load_model_weights(model, '{path}/model')) into a run "
         "with a new output_dir; to continue unchanged, pass the checkpoint's settings.",
         UserWarning, stacklevel=4)
