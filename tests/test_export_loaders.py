@@ -115,6 +115,22 @@ def test_export_works_on_a_copy_and_reorders_by_name(tok_dir, tmp_path):
     assert json.loads((out / "tokenizer_config.json").read_text())["model_max_length"] == 20
 
 
+def readme_call(export_dir, hf_pipeline):
+    """Run the README's `classify = pipeline(...)` line as written, with its model path pointed at ``export_dir``."""
+    import re
+
+    shown = set()
+    for readme in ("README.md", "README.zh-CN.md"):
+        text = (Path(__file__).resolve().parents[1] / readme).read_text(encoding="utf-8")
+        calls = re.findall(r'^classify = (pipeline\("text-classification".*\))\s*$', text, flags=re.M)
+        assert len(calls) == 1, f"{readme} should show one classify = pipeline(...) call, found {calls}"
+        shown.add(calls[0])
+    assert len(shown) == 1, f"the two READMEs show different calls: {shown}"
+    call = shown.pop()
+    assert 'model="runs/mine/export"' in call
+    return eval(call.replace('"runs/mine/export"', repr(str(export_dir))), {"pipeline": hf_pipeline})  # noqa: S307
+
+
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_documented_pipeline_call_reproduces_predict(tok_dir, tmp_path, pooling):
     import torch
@@ -134,9 +150,9 @@ def test_documented_pipeline_call_reproduces_predict(tok_dir, tmp_path, pooling)
     handler = logging.Handler(logging.WARNING)
     handler.emit = records.append
     hf_logging.get_logger().addHandler(handler)
-    try:   # the README's call
-        classify = hf_pipeline("text-classification", model=str(out), truncation=True,
-                               trust_remote_code=pooling == "mean", device="cpu")
+    try:   # the README's call, its exact text (the README's example exports with mean pooling)
+        classify = readme_call(out, hf_pipeline) if pooling == "mean" else \
+            hf_pipeline("text-classification", model=str(out), truncation=True, device="cpu")
     finally:
         hf_logging.get_logger().removeHandler(handler)
     assert not [r.getMessage()[:80] for r in records if "not supported" in r.getMessage()]
