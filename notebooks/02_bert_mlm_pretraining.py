@@ -40,7 +40,7 @@ precision = None          # auto / bf16 / fp16 / fp32
 corpus = None             # your corpus: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: the bundled mix
 
 # %% [markdown]
-# The whole recipe is one object: the scale's defaults plus what you set above. The table says where each value comes from (`scale.<field>`, a `recipe` constant, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
+# The whole recipe is one object: the scale's defaults plus what you set above. The run's folder is named after what you set (`pt.run_dir`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. The table says where each value comes from (`scale.<field>`, a `recipe` constant, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
 
 # %%
 from nbkit import models, pipeline
@@ -50,6 +50,8 @@ params = dict(seed=seed, split_seed=seed, model=model, block_size=block_size, ba
               grad_accum_steps=grad_accum_steps, max_steps=max_steps, lr=lr, eval_every=eval_every,
               corpus_lines=corpus_lines, precision=precision, corpus=corpus)
 cfg = pt.PretrainConfig.for_scale(scale, **params)   # None values keep the scale's
+out_dir = pt.run_dir(cfg)   # runs/<scale>/mlm, "mlm-seed3-split_seed3" with overrides, "mlm-<store>[-lr0.002]" with corpus
+print(f"-> {out_dir}")
 cfg.table()
 
 # %% [markdown]
@@ -64,8 +66,6 @@ tokenizer = pt.tokenizer(cfg, source)
 cfg, plan = pt.size(cfg, source)                 # a store: model, steps and lr for its size
 if plan:
     print(pipeline.plan_text(plan))
-name = "mlm" + (f"-{source.name}" if pt.is_store(source) else cfg.run_tag())   # "mlm-seed3": no resume of another run
-out_dir = pipeline.step_dir(cfg.scale, name)
 print(f"vocabulary {len(tokenizer):,} tokens -> {out_dir}")
 what_went_in
 

@@ -61,7 +61,7 @@ import pandas as pd
 import torch
 
 from nbkit import jsonio
-from nbkit.pipeline import runs_dir, step_dir
+from nbkit.pipeline import pretrain_dir, step_dir
 from nbkit.pipeline.params import knob, resolve_scale, run_tag
 from nbkit.profiling import StepConfig, model_factory, step_loop
 from nbkit.train.precision import choose_precision
@@ -82,7 +82,7 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 precision = choose_precision("auto", device).name    # the training loop's rule: bf16 on sm80+, fp16, fp32 on CPU
 out_dir = step_dir(scale.name, "profiling" + run_tag(scale))   # e.g. "profiling-profile_steps3" with a scale knob overridden
 make_model, how = model_factory(scale.model, scale.vocab_size, seq_len,  # used when there is no checkpoint
-                                runs_dir() / scale.name / "mlm" / "model")
+                                pretrain_dir(scale.name) / "model")   # notebook 02 at the scale's recipe
 vocab_size = make_model().config.vocab_size
 # torch.compile: inductor (real kernel fusion) on a GPU; the 'eager' backend elsewhere
 # only exercises tracing and recompilation counting (inductor's C++ build is minutes on 2 cores).

@@ -1,4 +1,4 @@
-"""Notebook 02 with ``corpus`` set to a tiny prepared store, at smoke scale, through papermill (~40 s)."""
+"""Notebook 02 with ``corpus`` set to a tiny prepared store and one override, at smoke scale, through papermill."""
 from __future__ import annotations
 
 import json
@@ -24,10 +24,12 @@ def test_notebook02_pretrains_from_a_store(tmp_path, monkeypatch):
                  "PYTHONPATH": str(NOTEBOOKS.parent) + os.pathsep + os.environ.get("PYTHONPATH", "")}.items():
         monkeypatch.setenv(k, v)
     papermill.execute_notebook(str(NOTEBOOKS / "02_bert_mlm_pretraining.ipynb"), str(tmp_path / "out.ipynb"),
-                               parameters={"corpus": str(store)}, kernel_name="python3", cwd=str(NOTEBOOKS),
-                               progress_bar=False)
-    metrics = json.loads((runs / "smoke" / "mlm-mystore" / "metrics.json").read_text())
-    assert metrics["steps"] == 30 and metrics["eval_loss"] > 0            # smoke keeps its sizes
+                               parameters={"corpus": str(store), "max_steps": 6}, kernel_name="python3",
+                               cwd=str(NOTEBOOKS), progress_bar=False)
+    # the override names its own folder: it neither resumes nor overwrites the run of the store alone (mlm-mystore)
+    metrics = json.loads((runs / "smoke" / "mlm-mystore-max_steps6" / "metrics.json").read_text())
+    assert not (runs / "smoke" / "mlm-mystore").exists()
+    assert metrics["steps"] == 6 and metrics["eval_loss"] > 0              # smoke keeps its other sizes
     assert not (runs / "smoke" / "tokenizer").exists()                      # the store's tokenizer was used
     cells = json.loads((tmp_path / "out.ipynb").read_text())["cells"]
     text = "".join("".join(o.get("text", "")) for c in cells for o in c.get("outputs", []))

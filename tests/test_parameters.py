@@ -85,7 +85,7 @@ def test_a_run_with_overrides_writes_to_its_own_folder(ipynb):
     later = "\n".join(_code_cells(ipynb)[1:])
     direct = r"step_dir\((scale\.name|cfg\.scale), \"\w+\" \+ ((pipeline\.)?run_tag\(scale\)|cfg\.run_tag\(\))\)"
     named = (r"(\w+) = \"\w+\" \+ .*cfg\.run_tag\(\)", r"step_dir\((scale\.name|cfg\.scale), {}\)")  # name = "mlm" + ...
-    recipe = r"= ft\.run_dir\(cfg, pretrained\)"      # notebook 03: finetuning.run_dir (overrides and encoder in the name)
+    recipe = r"= (ft\.run_dir\(cfg, pretrained\)|pt\.run_dir\(cfg\))"   # notebooks 03/02: the recipes' run_dir
     m = re.search(named[0], later)
     assert re.search(direct, later) or re.search(recipe, later) or (m and re.search(named[1].format(m.group(1)), later))
 

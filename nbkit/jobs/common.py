@@ -5,17 +5,19 @@ import argparse
 from pathlib import Path
 
 
-def job_parser(description: str) -> argparse.ArgumentParser:
+def job_parser(description: str, output_dir_help: str = "where checkpoints and metrics.json go"
+               ) -> argparse.ArgumentParser:
     """An ``argparse`` parser with the flags every job takes.
 
     ``None`` means "the scale preset's value" (``nbkit.pipeline.scale.get_scale``).
     ``--resume`` takes ``auto`` (newest complete checkpoint under ``--output-dir``, if any,
     possibly written under another world size: ``nbkit.train.ddp_sampler``) or ``none``
-    (start fresh); see :func:`loop_resume`.
+    (start fresh); see :func:`loop_resume`. ``output_dir_help``: ``--output-dir``'s help, which should
+    name the job's default folder.
     """
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--scale", default=None, help="smoke | cpu | gpu (default: $NBKIT_SCALE, else by hardware)")
-    p.add_argument("--output-dir", type=Path, default=None, help="where checkpoints and metrics.json go")
+    p.add_argument("--output-dir", type=Path, default=None, help=output_dir_help)
     p.add_argument("--max-steps", type=int, default=None, help="optimizer steps in all")
     p.add_argument("--batch-size", type=int, default=None, help="sequences per micro-batch PER PROCESS")
     p.add_argument("--grad-accum", type=int, default=None, help="micro-batches per optimizer step")

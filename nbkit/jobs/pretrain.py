@@ -7,7 +7,9 @@ prepares it (or reads a prepared directory), the other ranks and nodes poll for 
 then every rank reads its share of the blocks. To check a launcher, a cluster or a multi-node
 rendezvous, run it at ``--scale smoke --max-steps 6``: the real loop on a tiny BERT and the bundled
 corpus (the tokenizer is trained on the way if notebook 01 has not run). Under torchrun
-``--batch-size`` is per process. With ``NBKIT_BLOCK_LOG=DIR`` each rank logs its training blocks
+``--batch-size`` is per process; ``--seed`` also sets ``split_seed`` (as notebook 02's ``seed`` does).
+The run goes to :func:`nbkit.recipes.pretraining.run_dir` (``runs/<scale>/mlm[-<store>][-<overrides>]``,
+the folder notebook 02 names for the same settings) unless ``--output-dir`` says otherwise. With ``NBKIT_BLOCK_LOG=DIR`` each rank logs its training blocks
 (:func:`nbkit.recipes.pretrain_data.blocks`).
 """
 from __future__ import annotations
@@ -20,7 +22,11 @@ def parse_args(argv: list[str] | None = None):
     ``--dropout``). Raises ``SystemExit`` on a bad flag (argparse)."""
     from nbkit.jobs.common import job_parser
 
-    p = job_parser("nbkit MLM pretraining (runs under torchrun)")
+    p = job_parser("nbkit MLM pretraining (runs under torchrun)",
+                   output_dir_help="where checkpoints, model/ and metrics.json go (default: runs/<scale>/mlm, "
+                                   "runs/<scale>/mlm-<store name> with --corpus, plus -<overrides> such as "
+                                   "-lr0.002-seed3: the folder notebook 02 names for the same settings; "
+                                   "runs/ is $NBKIT_RUNS_DIR)")
     p.add_argument("--corpus", nargs="+", default=None,
                    help="a prepared corpus directory, or files/globs/folders to prepare on rank 0 (docs/corpus.md)")
     p.add_argument("--corpus-wait-s", type=float, default=6 * 3600.0,
@@ -29,22 +35,35 @@ def parse_args(argv: list[str] | None = None):
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the job; returns the exit code (0). Errors (ConfigError, DataError, ...) propagate with their fix."""
-    a = parse_args(argv)
+def config(a):
+    """``(cfg, out_dir)`` for parsed flags ``a``: the :class:`~nbkit.recipes.pretrain_config.PretrainConfig`
+    (``--seed`` also as ``split_seed``, as notebook 02) and ``--output-dir``, else
+    :func:`nbkit.recipes.pretraining.run_dir` of that config (notebook 02's folder for the same settings).
+
+    Raises:
+        ConfigError: a bad ``--resume`` or scale (from the config).
+    """
     from nbkit.jobs.common import loop_resume
-    from nbkit.pipeline.runs import step_dir
-    from nbkit.recipes.pretraining import PretrainConfig, run_pretraining
-    from nbkit.train.distributed import cleanup
-    from nbkit.train.metrics_stream import MetricsPrinter
+    from nbkit.recipes.pretraining import PretrainConfig, run_dir
 
     corpus = None if not a.corpus else (a.corpus[0] if len(a.corpus) == 1 else list(a.corpus))
     cfg = PretrainConfig.for_scale(a.scale, max_steps=a.max_steps, batch_size=a.batch_size,
-                                   grad_accum_steps=a.grad_accum, lr=a.lr, seed=a.seed,
+                                   grad_accum_steps=a.grad_accum, lr=a.lr, seed=a.seed, split_seed=a.seed,
                                    checkpoint_every=a.checkpoint_every, log_every=a.log_every, corpus=corpus,
                                    dropout=a.dropout).replace(resume=loop_resume(a.resume), progress=False)
+    return cfg, a.output_dir or run_dir(cfg)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; returns the exit code (0). Errors (ConfigError, DataError, ...) propagate with their fix."""
+    a = parse_args(argv)
+    from nbkit.recipes.pretraining import run_pretraining
+    from nbkit.train.distributed import cleanup
+    from nbkit.train.metrics_stream import MetricsPrinter
+
+    cfg, out_dir = config(a)
     try:
-        run_pretraining(cfg, a.output_dir or step_dir(cfg.scale, "mlm"), callbacks=[MetricsPrinter()],
+        run_pretraining(cfg, out_dir, callbacks=[MetricsPrinter()],
                         backend=a.backend, corpus_wait_s=a.corpus_wait_s)
     finally:
         cleanup()

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
         store_dir_for,
         store_summary,
     )
-    from nbkit.pipeline.runs import runs_dir, step_dir
+    from nbkit.pipeline.runs import pretrain_dir, runs_dir, step_dir
     from nbkit.pipeline.scale import Scale, get_scale
     from nbkit.pipeline.sizing import plan_text, size_run
     from nbkit.pipeline.stats import bootstrap_ci, bootstrap_diff, bootstrap_diff_seeds, mean_std

@@ -60,8 +60,9 @@ def load_tokenizer(scale: Scale):
 
 
 def pretrained_model_dir(scale: Scale) -> Path | None:
-    """``runs/<scale>/mlm/model`` if notebook 02 saved a model there, else None."""
-    path = runs.step_dir(scale.name, "mlm") / "model"
+    """``runs/<scale>/mlm/model`` (:func:`nbkit.pipeline.runs.pretrain_dir`: notebook 02 at the scale's
+    recipe on the bundled text) if notebook 02 saved a model there, else None."""
+    path = runs.pretrain_dir(scale.name) / "model"
     return path if (path / "config.json").exists() else None
 
 

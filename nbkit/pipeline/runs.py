@@ -4,7 +4,8 @@
 (the container mounts a volume there). Layout::
 
     runs/<scale>/tokenizer/   transformers-loadable tokenizer + stats.json
-    runs/<scale>/mlm/         checkpoints/, model/, metrics.json
+    runs/<scale>/mlm/         checkpoints/, model/, metrics.json (the scale's recipe on the bundled text)
+    runs/<scale>/mlm-<store>-<overrides>/   another pretraining run (nbkit.recipes.pretraining.run_dir)
     runs/<scale>/sentiment/   metrics.json, confusion matrix PNG
 """
 from __future__ import annotations
@@ -33,6 +34,16 @@ def step_dir(scale: str, step: str) -> Path:
     path = runs_dir() / scale / step
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def pretrain_dir(scale: str, suffix: str = "") -> Path:
+    """``runs/<scale>/mlm<suffix>`` (created if missing): the folder of one MLM pretraining run.
+
+    ``suffix`` is what :func:`nbkit.recipes.pretraining.run_dir` derives from a config (``"-wiki"`` for
+    a store, ``"-seed3"`` for an override); ``""``, the scale's recipe on the bundled text, is the
+    model notebook 03 starts from by default (:func:`nbkit.pipeline.artifacts.pretrained_model_dir`).
+    """
+    return step_dir(scale, "mlm" + suffix)
 
 
 def path_tag(name: str, key: str, n_hex: int, fallback: str) -> str:

@@ -66,10 +66,12 @@ class RecipeConfig:
     def run_tag(self, *ctx) -> str:
         """``""`` for the scale's recipe, else ``"-"`` + its overrides (``"-seed3"``): a folder suffix, so a
         run with other settings neither resumes nor overwrites the recipe's
-        (:func:`nbkit.pipeline.params.tag_of`); :attr:`QUIET` fields are left out."""
+        (:func:`nbkit.pipeline.params.tag_of`); :attr:`QUIET` fields and the :meth:`unused` ones (they
+        play no part in the run) are left out."""
         from nbkit.pipeline.params import tag_of
 
-        return tag_of({k: v for k, v in self.overrides(*ctx).items() if k not in self.QUIET})
+        quiet = self.QUIET | set(self.unused())
+        return tag_of({k: v for k, v in self.overrides(*ctx).items() if k not in quiet})
 
     def to_dict(self) -> dict:
         """The fields as a plain dict (for ``metrics.json``)."""

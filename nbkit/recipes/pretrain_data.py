@@ -39,6 +39,44 @@ def corpus(cfg: PretrainConfig, labeled=None, texts=None):
     return splits, mixed.table()
 
 
+def store_dir(cfg: PretrainConfig) -> Path | None:
+    """The store ``cfg.corpus`` names, without preparing it: the folder itself when it is a prepared
+    store, else where :func:`corpus` prepares it (:func:`nbkit.pipeline.pretraining_text.store_dir_for`,
+    ``runs/corpus/<first input's name>-<hash>``); None without ``cfg.corpus`` (the bundled mix)."""
+    if cfg.corpus is None:
+        return None
+    from nbkit.corpus.store import is_prepared
+    from nbkit.pipeline.pretraining_text import store_dir_for
+
+    single = not isinstance(cfg.corpus, (list, tuple))
+    return Path(cfg.corpus).expanduser() if single and is_prepared(cfg.corpus) else store_dir_for(cfg.corpus)
+
+
+def run_dir(cfg: PretrainConfig) -> Path:
+    """The run's folder (created if missing): ``runs/<scale>/mlm[-<store>]<overrides>``, the one name of a
+    pretraining run (notebook 02, ``python -m nbkit.jobs.pretrain``, :func:`run_pretraining` without ``out_dir``).
+
+    ``<store>``: the folder name of :func:`store_dir` (``mlm-wiki`` for ``--corpus runs/corpus/wiki``; raw
+    files: ``<name>-<hash>``, never the whole path), prefixed ``corpus-`` when it begins with a field name
+    (a store called ``seed3`` is ``mlm-corpus-seed3``, never the bundled run ``mlm-seed3``).
+    ``<overrides>``: :meth:`~nbkit.recipes.config_base.RecipeConfig.run_tag` (``-lr0.002-max_steps40``), so
+    a run with other settings neither resumes nor overwrites another's checkpoints. Give ``cfg`` as built
+    (before :func:`size`): the sizes fitted to a store are not overrides. The scale's recipe on the
+    bundled text is ``runs/<scale>/mlm`` (notebook 03's default encoder).
+    """
+    import dataclasses
+
+    from nbkit.pipeline.runs import pretrain_dir
+
+    store = store_dir(cfg)
+    part = ""
+    if store is not None:
+        name = store.name or "corpus"
+        tagged = [f.name for f in dataclasses.fields(cfg) if f.name not in cfg.QUIET]
+        part = "-" + ("corpus-" + name if any(name.startswith(f) for f in tagged) else name)
+    return pretrain_dir(cfg.scale, part + cfg.run_tag())
+
+
 def is_store(source) -> bool:
     """True when ``source`` is a prepared store's directory (not an in-memory ``DatasetDict``)."""
     return isinstance(source, (str, Path))

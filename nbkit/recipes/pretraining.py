@@ -5,6 +5,7 @@ user's text, ``python -m nbkit.jobs.pretrain`` and ``bench/pretrain_value.py`` c
 :func:`run_pretraining` with overrides of :class:`PretrainConfig`::
 
     cfg = PretrainConfig.for_scale("cpu")                   # every decision, printed as a table
+    out_dir = run_dir(cfg)                                  # runs/cpu/mlm[-<store>][-<overrides>]
     source, what_went_in = corpus(cfg)                      # the mix (or cfg.corpus's store)
     tok = tokenizer(cfg, source)                            # notebook 01's (or the store's)
     cfg, plan = size(cfg, source)                           # a store: the run sized for its tokens
@@ -23,9 +24,9 @@ import math
 from pathlib import Path
 
 from nbkit.recipes.pretrain_config import PretrainConfig
-from nbkit.recipes.pretrain_data import blocks, corpus, is_store, size, tokenizer
+from nbkit.recipes.pretrain_data import blocks, corpus, is_store, run_dir, size, store_dir, tokenizer
 
-__all__ = ["PretrainConfig", "corpus", "is_store", "tokenizer", "size", "blocks", "model", "collator", "train_config",
+__all__ = ["PretrainConfig", "corpus", "is_store", "run_dir", "store_dir", "tokenizer", "size", "blocks", "model", "collator", "train_config",
            "loop", "fit", "save", "model_dir_at", "run_pretraining"]
 
 
@@ -184,11 +185,13 @@ def save(cfg: PretrainConfig, lp, result, tok, out_dir) -> dict:
     return jsonio.write_json(Path(out_dir) / "metrics.json", metrics)
 
 
-def run_pretraining(cfg: PretrainConfig, out_dir, *, tokenizer=None, callbacks=(), save_steps=(),
+def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callbacks=(), save_steps=(),
                     labeled=None, texts=None, backend: str | None = None, corpus_wait_s: float = 6 * 3600.0,
                     device=None) -> dict:
     """Every stage end to end; returns the dict written to ``out_dir/metrics.json`` (see :func:`save`).
 
+    ``out_dir``: None is :func:`run_dir` of ``cfg`` as given (``runs/<scale>/mlm[-<store>][-<overrides>]``,
+    named before the run is sized for a store, as notebook 02 names it).
     ``tokenizer``: None loads notebook 01's (or the store's); ``save_steps``: steps whose checkpoints
     are kept (``metrics["checkpoints"]``: step -> loadable model dir); ``labeled``/``texts``: the
     labelled data and own texts for the mix (:func:`corpus`). Under torchrun every rank calls it:
@@ -198,6 +201,7 @@ def run_pretraining(cfg: PretrainConfig, out_dir, *, tokenizer=None, callbacks=(
     """
     from nbkit.train import distributed as D
 
+    out_dir = run_dir(cfg) if out_dir is None else out_dir
     source = _store_rank0_first(cfg, corpus_wait_s) if cfg.corpus is not None else None
     info = D.init_distributed(backend)
     if source is None:
@@ -228,13 +232,12 @@ def _rank0_first(info, make):
 def _store_rank0_first(cfg: PretrainConfig, wait_s: float) -> Path:
     """Global rank 0 prepares (or checks) the store; the others poll for its manifest (no collective:
     preparing a big corpus takes longer than any process-group timeout)."""
-    from nbkit.corpus.store import is_prepared, wait_for_store
-    from nbkit.pipeline.pretraining_text import store_dir_for
+    from nbkit.corpus.store import wait_for_store
     from nbkit.train.distributed import DistInfo
 
     if DistInfo.from_env().rank == 0:
         return corpus(cfg)[0]
-    store = Path(cfg.corpus).expanduser() if is_prepared(cfg.corpus) else store_dir_for(cfg.corpus, cfg.scale)
+    store = store_dir(cfg)
     wait_for_store(store, timeout_s=wait_s)
     return store
 
