@@ -182,3 +182,21 @@ def test_epochs_count_global_batches_under_torchrun(tiny_task, tmp_path, monkeyp
     monkeypatch.setattr(ddp_loop, "launch_world_size", lambda env=None: 3)   # what torchrun would give
     loop, _ = ft.train(cfg.replace(eval_every=0), clf, tok, encoded)
     assert loop.config.max_steps == -(-n * 2 // (8 * 3))
+
+
+def test_the_finetune_job_names_notebook_03s_folder_for_the_same_settings(tmp_path, monkeypatch):
+    """Overrides and the encoder name the job's folder as they name notebook 03's (ft.run_dir), so a job with
+    another lr, or from another encoder, never resumes or overwrites the plain run."""
+    from nbkit.jobs import finetune as job
+    from nbkit.recipes import finetuning as ft
+
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
+    enc = tmp_path / "mlm-wiki" / "model"
+    enc.mkdir(parents=True)
+    for flags, kw, pretrained in (([], {}, None), (["--lr", "0.002", "--seed", "3"], {"lr": 0.002, "seed": 3}, None),
+                                  (["--pretrained", str(enc)], {}, enc)):
+        _, out = job.config(job.parse_args(["--scale", "smoke", *flags]))
+        assert out == ft.run_dir(FinetuneConfig.for_scale("smoke", **kw), pretrained)
+    names = {job.config(job.parse_args(["--scale", "smoke", *f]))[1].name
+             for f in ([], ["--lr", "0.002"], ["--pretrained", str(enc)])}
+    assert len(names) == 3 and "sentiment" in names

@@ -14,7 +14,11 @@ def parse_args(argv: list[str] | None = None):
     ``--export``). Raises ``SystemExit`` on a bad flag (argparse)."""
     from nbkit.jobs.common import job_parser
 
-    p = job_parser("nbkit sentiment fine-tuning (runs under torchrun)")
+    p = job_parser("nbkit sentiment fine-tuning (runs under torchrun)",
+                   output_dir_help="where checkpoints, metrics.json (and model/ with --export) go (default: "
+                                   "runs/<scale>/sentiment, plus -<overrides> such as -lr0.002-seed3 and "
+                                   "-from-<encoder>-<hash> with --pretrained: the folder notebook 03 names for "
+                                   "the same settings; runs/ is $NBKIT_RUNS_DIR)")
     p.add_argument("--pretrained", default=None,
                    help="checkpoint or model directory to start from (default: notebook 02's model, else random)")
     p.add_argument("--epochs", type=float, default=None, help="passes over the training split")
@@ -23,22 +27,34 @@ def parse_args(argv: list[str] | None = None):
     return p.parse_args(argv)
 
 
+def config(a):
+    """``(cfg, out_dir)`` for parsed flags ``a``: the :class:`~nbkit.recipes.finetune_config.FinetuneConfig`
+    and ``--output-dir``, else :func:`nbkit.recipes.finetuning.run_dir` of that config and ``--pretrained``
+    (notebook 03's folder for the same settings, so runs with other settings or encoders never share one).
+
+    Raises:
+        ConfigError: a bad ``--resume``, scale or task (from the config).
+    """
+    from nbkit.jobs.common import loop_resume
+    from nbkit.recipes.finetuning import FinetuneConfig, run_dir
+
+    cfg = FinetuneConfig.for_scale(a.scale, task=a.task, max_steps=a.max_steps, epochs=a.epochs,
+                                   batch_size=a.batch_size, grad_accum_steps=a.grad_accum, lr=a.lr, seed=a.seed,
+                                   checkpoint_every=a.checkpoint_every, log_every=a.log_every)
+    cfg = cfg.replace(resume=loop_resume(a.resume), progress=False)
+    return cfg, a.output_dir or run_dir(cfg, a.pretrained)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the job; returns the exit code (0). Errors (ConfigError, DataError, ...) propagate with their fix."""
     a = parse_args(argv)
-    from nbkit.jobs.common import loop_resume
     from nbkit.pipeline.artifacts import load_tokenizer, pretrained_model_dir
-    from nbkit.pipeline.runs import step_dir
     from nbkit.pipeline.scale import get_scale
-    from nbkit.recipes.finetuning import FinetuneConfig, run_finetuning
+    from nbkit.recipes.finetuning import run_finetuning
     from nbkit.train import distributed as D
 
-    resume = loop_resume(a.resume)
+    cfg, out_dir = config(a)
     scale = get_scale(a.scale)
-    cfg = FinetuneConfig.for_scale(scale, task=a.task, max_steps=a.max_steps, epochs=a.epochs,
-                                   batch_size=a.batch_size, grad_accum_steps=a.grad_accum, lr=a.lr, seed=a.seed,
-                                   checkpoint_every=a.checkpoint_every, log_every=a.log_every)
-    cfg = cfg.replace(resume=resume, progress=False)
     info = D.init_distributed(a.backend)
     try:
         tokenizer = load_tokenizer(scale) if info.is_main else None   # rank 0 trains it when missing
@@ -46,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         tokenizer = tokenizer or load_tokenizer(scale)
         from nbkit.train.metrics_stream import MetricsPrinter
 
-        run_finetuning(cfg, a.output_dir or step_dir(scale.name, "sentiment"),
+        run_finetuning(cfg, out_dir,
                        pretrained=a.pretrained or pretrained_model_dir(scale), task=a.task, tokenizer=tokenizer,
                        callbacks=[MetricsPrinter()], export_model=a.export)
         D.barrier()

@@ -80,6 +80,7 @@ class FinetuneConfig(RecipeConfig):
     progress: bool = True
 
     ALL_MEANS_NONE = ALL_MEANS_NONE
+    QUIET = frozenset({"progress", "resume", "num_workers", "log_every"})   # how a run shows, not what it trains: not in run_tag
 
     @classmethod
     def for_scale(cls, scale=None, task: str = "reviews", **overrides) -> "FinetuneConfig":
