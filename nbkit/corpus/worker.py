@@ -139,7 +139,7 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
     form = settings["unicode_normalization"]
     form = None if form == "none" else form
     scan = new_scan() if chunk.kind in ("txt", "jsonl") else None
-    texts, lines = [], []
+    texts, lines, utf8 = [], [], 0  # utf8: non-ASCII UTF-8 lines once the scan's GBK check has failed
     for offset, item in enumerate(chunk.items):
         line = chunk.first_line + offset
         counts["n_items"] += 1
@@ -151,7 +151,10 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
             _problem(counts, problems, seen, errors, path, line, "bad_utf8", f"byte {exc.start}: {exc.reason}")
             continue
         if scan is not None and not item.isascii():
-            scan_line(scan, item, line, utf8_ok=True)
+            if scan["gbk"]:
+                scan_line(scan, item, line, utf8_ok=True)
+            else:  # what scan_line would count, without a call per line (most lines of a Chinese corpus)
+                utf8 += 1
         if isinstance(value, tuple):
             _problem(counts, problems, seen, errors, path, line, *value)
             continue
@@ -180,6 +183,9 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
                 continue
             texts.append(text)
             lines.append(line)
+    if scan is not None:
+        scan["non_ascii_lines"] += utf8
+        scan["utf8_lines"] += utf8
     return texts, counts, problems, lines, scan
 
 
