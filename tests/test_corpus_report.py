@@ -91,6 +91,17 @@ def test_a_gbk_file_gets_one_line_with_the_fix_and_does_not_flood_the_problems(t
     assert f"{mixed}: 30 lines; dropped bad_utf8 1 (line 7)" in printed
 
 
+def test_a_gbk_json_array_is_not_called_not_gbk(tmp_path, tok_dir):
+    good = review_lines(20)
+    (tmp_path / "a.json").write_bytes(("[" + ",".join(json.dumps({"text": t}, ensure_ascii=False) for t in good[:5])
+                                       + ",").encode() + b'{"text": "' + gbk_lines(1)[0] + b'"}]')
+    write_txt(tmp_path / "b.txt", good[5:])
+    m = run([tmp_path / "a.json", tmp_path / "b.txt"], tmp_path / "out", tok_dir)
+    note = m["by_file"][str(tmp_path / "a.json")]["note"]
+    assert note.startswith("not UTF-8 (a JSON array") and "GBK is common" in note and "reads as GBK" not in note
+    assert len(located(m, "a.json", "bad_utf8")) == 1
+
+
 def test_file_note_and_the_loaders_message_share_one_verdict(tmp_path):
     gbk = tmp_path / "g.txt"
     gbk.write_bytes(b"\n".join(gbk_lines(50)) + b"\n")

@@ -23,7 +23,7 @@ from collections import Counter
 
 import numpy as np
 
-from nbkit.data.filecheck import merge_scans, new_scan, utf8_verdict
+from nbkit.data.filecheck import merge_scans, utf8_verdict
 
 PER_FILE_REASON = 5  # locations kept per (file, reason)
 MAX_PROBLEMS = 1000  # locations kept in all
@@ -134,10 +134,14 @@ def file_note(path: str, n_lines: int, bad_utf8: int, scan: dict | None, compres
     """
     if not bad_utf8:
         return None
-    scan = scan or new_scan()
     out = _converted(path, compression)
+    if not scan or not scan["bad_lines"]:  # a JSON array: its reader stops at the first non-UTF-8 byte
+        return (f"not UTF-8 (a JSON array is dropped from its first 1 MB block holding a non-UTF-8 byte on, "
+                f"{n_lines:,} element(s) read before it): find its encoding "
+                f"(file -bi '{path}'; GBK is common for Chinese text) and convert it: "
+                f"{_pipe(path, out, 'iconv -f THAT_ENCODING -t UTF-8', compression)}")
     head = f"{bad_utf8:,} of {n_lines:,} lines not UTF-8"
-    verdict = utf8_verdict(scan) if scan["bad_lines"] else "unknown"
+    verdict = utf8_verdict(scan)
     if verdict == "gbk":
         return (f"{head}: it reads as GBK (common for Chinese text); convert it: "
                 f"{_pipe(path, out, 'iconv -f GBK -t UTF-8', compression)}, and prepare the converted copy instead")
