@@ -56,6 +56,10 @@ def _prepare_corpus(args: argparse.Namespace) -> int:
     dropped = ", ".join(f"{k} {v:,}" for k, v in m["dropped"].items() if v) or "none"
     print(f"{args.out}: {m['counts']['n_texts_kept']:,} texts, train {m['splits']['train']['n_tokens']:,} tokens, "
           f"validation {m['splits']['validation']['n_tokens']:,} tokens; dropped: {dropped}")
+    from nbkit.corpus.report import summary_lines
+
+    for line in summary_lines(m):  # per file: what it lost, where, and the fix
+        print(line)
     return 0
 
 

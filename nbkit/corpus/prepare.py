@@ -35,6 +35,7 @@ from nbkit.corpus.dedup import HashSet, exclusion_hashes, exclusion_identity
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.progress import CorpusProgress
 from nbkit.corpus.readers import FileProblem, iter_chunks
+from nbkit.corpus.report import RULE, DropLog
 from nbkit.corpus.sources import resolve_inputs
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
 from nbkit.errors import ConfigError, DataError
@@ -169,6 +170,8 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
               "num_workers": n_workers, "resumed_parts": resumed, "input_mb": round(total / 1e6, 3)}
     timing["mb_per_s"] = round(total / 1e6 / max(timing["seconds"], 1e-9), 3)
     result = mf.build_manifest(ident, markers[-1], markers, tok, timing)
+    log = DropLog(DROPPED, {"problems": markers[-1]["problems"], "files": markers[-1].get("drop_files", {})})
+    result.update(problems_rule=RULE, by_file=log.by_file({x.path: x.compression for x in sources}))
     if not result["splits"]["train"]["n_tokens"]:
         raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
                         f"{ {k: v for k, v in result['dropped'].items() if v} }); check text_field and the filters")
@@ -187,11 +190,10 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         return markers, resumed
     last = markers[-1] if markers else None
     tally = Counter()
-    problems: list[dict] = []
+    log = DropLog(DROPPED, {"problems": last["problems"], "files": last.get("drop_files", {})} if last else None)
     if last:
         for group in ("counts", "dropped", "repaired"):
             tally.update(last[group])
-        problems = list(last["problems"])
     else:
         tally["n_files"] = len(sources)
     seen = HashSet(np.concatenate([np.fromfile(shard_dir / f"{shards.part_name(m['part'])}.hashes", "<u8")
@@ -208,8 +210,9 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         try:
             entries = {sp: f.commit() for sp, f in part.files.items()}
             fsync_dir(shard_dir)
+            state = log.state()
             marker = {"part": part.k, "next": list(position), "final": final, "shards": entries,
-                      "problems": problems[:100], **_split_counts(tally)}
+                      "problems": state["problems"], **_split_counts(tally), "drop_files": state["files"]}
             hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)
             shards.write_marker(shard_dir, part.k, hashes, marker)
         except shards.DiskFull as exc:
@@ -225,9 +228,9 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
     try:
         for item, res in pool.map("encode", chunks, job, paths):
             if isinstance(item, FileProblem):
-                _file_problem(item, tally, problems, s["errors"])
+                _file_problem(item, tally, log, s["errors"])
                 continue
-            _add(res, seen, cut, part, tally, problems, excluded)
+            _add(res, seen, cut, part, tally, log, excluded, paths[item.source])
             bar.update(item.raw_pos + sum(x.size_bytes for x in sources[:item.source]), int(len(res["lens"])))
             if part.files["train"].n_tokens >= s["shard_tokens"]:
                 close((item.source, item.next_line), final=False)
@@ -244,15 +247,18 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
     return markers, resumed
 
 
-def _add(res, seen: HashSet, cut: int, part: _Part, tally: Counter, problems: list, excluded: np.ndarray) -> None:
-    """One chunk's result: exclusion, dedup, split by hash, append to the part's shards, count."""
+def _add(res, seen: HashSet, cut: int, part: _Part, tally: Counter, log: DropLog, excluded: np.ndarray,
+         path: str) -> None:
+    """One chunk's result of ``path``: exclusion, dedup, split by hash, append to the part's shards, count, locate."""
     tally.update(res["counts"])
-    problems.extend(res["problems"][:max(0, 100 - len(problems))])
+    log.add_chunk(path, res["counts"], res["problems"], res["scan"])
     out = np.isin(res["hashes"], excluded) if len(excluded) else np.zeros(len(res["hashes"]), bool)
     tally["excluded"] += int(out.sum())
     keep = np.zeros(len(out), bool)
     keep[~out] = seen.filter_new(res["hashes"][~out])
     tally["duplicate"] += int((~keep).sum() - out.sum())
+    log.locate(path, "excluded", res["lines"], out, "equal to an exclude_texts text")
+    log.locate(path, "duplicate", res["lines"], ~keep & ~out, "a text seen before (NFKC form)")
     heldout = res["hashes"] < np.uint64(cut)
     tok_keep = np.repeat(keep, res["lens"])
     tok_val = np.repeat(heldout, res["lens"])
@@ -266,14 +272,13 @@ def _add(res, seen: HashSet, cut: int, part: _Part, tally: Counter, problems: li
     tally["n_tokens"] += int(res["lens"][keep].sum())
 
 
-def _file_problem(p: FileProblem, tally: Counter, problems: list, errors: str) -> None:
+def _file_problem(p: FileProblem, tally: Counter, log: DropLog, errors: str) -> None:
     tally[p.reason] += 1
     if errors == "raise":
         where = f", line {p.line}" if p.line else ""
         raise DataError(f"{p.path}{where}: {p.reason} ({p.detail}); fix or remove the file, or pass "
                         "errors='skip' to count it in the manifest and go on")
-    if len(problems) < 100:
-        problems.append({"path": p.path, "line": p.line, "reason": p.reason})
+    log.add(p.path, p.line, p.reason, p.detail)
 
 
 def _disk_full(shard_dir: Path, exc, written_tokens: int, bytes_done: int, total: int):

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from nbkit.corpus.report import PER_FILE_REASON, keep_location
+from nbkit.data.filecheck import json_error_text, new_scan, scan_line
 from nbkit.data.textrule import check_text, split_long
 from nbkit.errors import DataError
 
@@ -57,13 +59,13 @@ def doc_key(text: str) -> int:
     return text_hash(unicodedata.normalize("NFKC", text))
 
 
-def _problem(counts: Counter, problems: list, errors: str, path: str, line: int, reason: str, detail: str):
+def _problem(counts: Counter, problems: list, seen: Counter, errors: str, path: str, line: int, reason: str,
+             detail: str):
     counts[reason] += 1
     if errors == "raise":
         raise DataError(f"{path}, line {line}: {reason} ({detail}); fix the line, or pass errors='skip' "
                         "to drop such lines and count them in the manifest")
-    if len(problems) < 100:
-        problems.append({"path": path, "line": line, "reason": reason})
+    keep_location(problems, seen, path, line, reason, detail)
 
 
 def _value(item, kind: str, field: str):
@@ -77,8 +79,8 @@ def _value(item, kind: str, field: str):
                 return ""  # a blank line of a JSON lines file: dropped as "blank" by check_text
             try:
                 item = json.loads(line)
-            except ValueError as exc:
-                return ("bad_json", str(exc)[:80])
+            except json.JSONDecodeError as exc:
+                return ("bad_json", json_error_text(exc))
         if not isinstance(item, dict):
             return ("bad_json", f"a JSON {type(item).__name__}, not an object")
         if field not in item:
@@ -117,32 +119,44 @@ def iter_texts(inputs, text_field: str = "text"):
                     yield value
 
 
-def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, list[dict]]:
-    """Steps 1-4 for one chunk: ``(texts, counts, problems)``, texts as stored (step 4), in input order.
+def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, list[dict], list[int], dict | None]:
+    """Steps 1-4 for one chunk: ``(texts, counts, problems, lines, scan)``, texts as stored (step 4), in input order.
 
-    ``counts`` holds drops by reason, repairs and ``n_items`` / ``n_texts_read`` (texts after cutting);
-    ``problems`` names file and 1-based line of each bad line (first 100 of the chunk).
+    ``counts`` holds drops by reason (exact), repairs and ``n_items`` / ``n_texts_read`` (texts after
+    cutting); ``problems`` locates dropped lines, every reason (file and 1-based line; the first
+    :data:`nbkit.corpus.report.PER_FILE_REASON` per reason); ``lines`` the 1-based line of each text
+    (a long line's pieces share it); ``scan`` the chunk's :func:`nbkit.data.filecheck.scan_line`
+    counts (``.txt``/``.jsonl``; None for parquet and JSON arrays), for the file's encoding verdict.
 
     Raises:
         DataError: a bad line when ``settings["errors"] == "raise"``.
     """
     counts: Counter = Counter()
     problems: list[dict] = []
+    seen: Counter = Counter()
     errors, field, max_chars = settings["errors"], settings["text_field"], settings["max_chars"]
     min_chars, min_cjk = settings["min_chars"], settings["min_cjk_share"]
     form = settings["unicode_normalization"]
     form = None if form == "none" else form
-    texts = []
+    scan = new_scan() if chunk.kind in ("txt", "jsonl") else None
+    texts, lines, utf8 = [], [], 0  # utf8: non-ASCII UTF-8 lines once the scan's GBK check has failed
     for offset, item in enumerate(chunk.items):
         line = chunk.first_line + offset
         counts["n_items"] += 1
         try:
             value = _value(item, chunk.kind, field)
         except UnicodeDecodeError as exc:
-            _problem(counts, problems, errors, path, line, "bad_utf8", f"byte {exc.start}: {exc.reason}")
+            if scan is not None:
+                scan_line(scan, item, line, utf8_ok=False)
+            _problem(counts, problems, seen, errors, path, line, "bad_utf8", f"byte {exc.start}: {exc.reason}")
             continue
+        if scan is not None and not item.isascii():
+            if scan["gbk"]:
+                scan_line(scan, item, line, utf8_ok=True)
+            else:  # what scan_line would count, without a call per line (most lines of a Chinese corpus)
+                utf8 += 1
         if isinstance(value, tuple):
-            _problem(counts, problems, errors, path, line, *value)
+            _problem(counts, problems, seen, errors, path, line, *value)
             continue
         pieces = [value]
         if isinstance(value, str) and len(value) > max_chars:
@@ -152,19 +166,27 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
         for piece in pieces:
             counts["n_texts_read"] += 1
             text = check_text(piece, counts)
-            if text is None:
+            if text is None:  # counted by check_text: "missing" for a non-string value, else "blank"
+                keep_location(problems, seen, path, line, "blank" if isinstance(piece, str) else "missing")
                 continue
             if form:
                 text = unicodedata.normalize(form, text)
             visible = len(text) - sum(len(m) for m in _WS.findall(text))
             if visible < min_chars:
                 counts["too_short"] += 1
+                keep_location(problems, seen, path, line, "too_short", f"{visible} visible characters < min_chars "
+                              f"{min_chars}")
                 continue
             if min_cjk > 0 and len(_CJK.findall(text)) < min_cjk * visible:
                 counts["non_cjk"] += 1
+                keep_location(problems, seen, path, line, "non_cjk", f"CJK share below min_cjk_share {min_cjk}")
                 continue
             texts.append(text)
-    return texts, counts, problems
+            lines.append(line)
+    if scan is not None:
+        scan["non_ascii_lines"] += utf8
+        scan["utf8_lines"] += utf8
+    return texts, counts, problems, lines, scan
 
 
 def _tools(settings: dict):
@@ -186,27 +208,33 @@ def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
 
     Returns:
         ``hashes`` (uint64, n_docs: :func:`doc_key`), ``lens`` (int64, n_docs: tokens per text incl. its ``[SEP]``),
-        ``chars`` (int64, n_docs), ``ids`` (``settings["dtype"]``, sum(lens)), ``wst`` (uint8, sum(lens):
-        1 at a word's first token and at ``[SEP]``), ``counts`` (Counter), ``problems`` (list).
+        ``chars`` (int64, n_docs), ``lines`` (int64, n_docs: each text's 1-based line), ``ids`` (``settings["dtype"]``, sum(lens)), ``wst`` (uint8, sum(lens):
+        1 at a word's first token and at ``[SEP]``), ``counts`` (Counter), ``problems`` (list), ``scan``
+        (:func:`clean_chunk`'s).
         A text that gives no token (every character removed by the tokenizer's normaliser) is
         dropped as ``no_tokens``.
     """
     from nbkit.corpus.fastpath import encode_texts
 
-    texts, counts, problems = clean_chunk(chunk, settings, path)
+    texts, counts, problems, lines, scan = clean_chunk(chunk, settings, path)
     tok, table, cut = _tools(settings)
     ids, wst, per_text = encode_texts(texts, tok, table, cut)
     keep = per_text > 0
     counts["no_tokens"] += int((~keep).sum())
+    seen = Counter((p["path"], p["reason"]) for p in problems)
+    for i in np.flatnonzero(~keep)[:PER_FILE_REASON].tolist():
+        keep_location(problems, seen, path, lines[i], "no_tokens", "the tokenizer gives it no token")
+    lines = np.asarray(lines, dtype=np.int64)
     ends = np.cumsum(per_text)[keep]  # a [SEP] after each kept text's tokens
     dtype = np.dtype(settings["dtype"])
     return {
         "hashes": np.asarray([doc_key(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.uint64),
         "lens": per_text[keep] + 1,
         "chars": np.asarray([len(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.int64),
+        "lines": lines[keep],
         "ids": np.insert(ids, ends, settings["sep_id"]).astype(dtype),
         "wst": np.insert(wst, ends, 1).astype(np.uint8),
-        "counts": counts, "problems": problems,
+        "counts": counts, "problems": problems, "scan": scan,
     }
 
 

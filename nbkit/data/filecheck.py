@@ -89,6 +89,52 @@ def check_utf8(path: Path) -> str:
     return "utf-8-sig" if head.startswith(codecs.BOM_UTF8) else "utf-8"
 
 
+def new_scan() -> dict:
+    """An empty line scan (see :func:`scan_lines` for the keys); fill it with :func:`scan_line`."""
+    return {"lines": 0, "non_ascii_lines": 0, "utf8_lines": 0, "bad_lines": 0, "bad": [], "gbk": True}
+
+
+def scan_line(scan: dict, line: bytes, lineno: int, offset: int | None = None, utf8_ok: bool | None = None,
+              keep: int = 5) -> None:
+    """Count one line (``bytes``, 1-based ``lineno``) into ``scan``: the one per-line rule of every encoding check.
+
+    ``utf8_ok``: whether the caller already decoded the line as UTF-8 (None: decode it here). The
+    GBK check runs only while every non-ASCII line so far decodes as GBK, so on a UTF-8 file it stops
+    after the first line or two (about 1 % of UTF-8 Chinese lines also decode as GBK).
+    ``offset``: the line's 0-based byte offset in the file, or None where unknown (compressed input).
+    """
+    scan["lines"] = max(scan["lines"], lineno)
+    if line.isascii():
+        return
+    scan["non_ascii_lines"] += 1
+    start = 0
+    if utf8_ok is None or (not utf8_ok and len(scan["bad"]) < keep):  # decode (again) only for a located line
+        try:
+            line.decode("utf-8")
+            utf8_ok = True
+        except UnicodeDecodeError as err:
+            utf8_ok, start = False, err.start
+    if utf8_ok:
+        scan["utf8_lines"] += 1
+    else:
+        scan["bad_lines"] += 1
+        if len(scan["bad"]) < keep:
+            scan["bad"].append((lineno, None if offset is None else offset + start, line[start]))
+    if scan["gbk"]:
+        try:
+            line.decode("gbk")
+        except UnicodeDecodeError:
+            scan["gbk"] = False
+
+
+def merge_scans(first: dict, then: dict, keep: int = 5) -> dict:
+    """The scan of ``first``'s lines followed by ``then``'s (e.g. two chunks of one file, in file order)."""
+    out = {k: first[k] + then[k] for k in ("non_ascii_lines", "utf8_lines", "bad_lines")}
+    out.update(lines=max(first["lines"], then["lines"]), gbk=first["gbk"] and then["gbk"],
+               bad=[tuple(b) for b in (list(first["bad"]) + list(then["bad"]))[:keep]])
+    return out
+
+
 def scan_lines(path: Path, keep: int = 5) -> dict:
     """Which lines of ``path`` are not UTF-8, and whether the file reads as GBK.
 
@@ -100,31 +146,31 @@ def scan_lines(path: Path, keep: int = 5) -> dict:
     ``(line, offset, byte)``, line 1-based, offset 0-based in the file), ``"gbk"``
     (every non-ASCII line decodes as GBK)``}``.
     """
-    out = {"lines": 0, "non_ascii_lines": 0, "utf8_lines": 0, "bad_lines": 0, "bad": [], "gbk": True}
+    out = new_scan()
     offset = 0
     with open(path, "rb") as f:
         for lineno, line in enumerate(f, start=1):
-            out["lines"] = lineno
-            if not line.isascii():
-                out["non_ascii_lines"] += 1
-                try:
-                    line.decode("utf-8")
-                    out["utf8_lines"] += 1
-                except UnicodeDecodeError as err:
-                    out["bad_lines"] += 1
-                    if len(out["bad"]) < keep:
-                        out["bad"].append((lineno, offset + err.start, line[err.start]))
-                if out["gbk"]:
-                    try:
-                        line.decode("gbk")
-                    except UnicodeDecodeError:
-                        out["gbk"] = False
+            scan_line(out, line, lineno, offset, keep=keep)
             offset += len(line)
     return out
 
 
+def utf8_verdict(scan: dict) -> str:
+    """What a scan with bad lines says about the file, the one rule of every loader and of the corpus report.
+
+    ``"gbk"``: every non-ASCII line decodes as GBK and more of them fail UTF-8 than pass (convert the
+    file from GBK); ``"broken_lines"``: more non-ASCII lines pass UTF-8 than fail (UTF-8 with a few
+    broken lines: converting it from GBK would garble the good ones); ``"unknown"``: neither.
+    """
+    if scan["gbk"] and scan["bad_lines"] > scan["utf8_lines"]:
+        return "gbk"
+    return "broken_lines" if scan["utf8_lines"] >= scan["bad_lines"] else "unknown"
+
+
 def non_utf8_message(path: Path) -> str:
     """The one wording, for every loader, of "this file is not UTF-8" with the fix that fits it.
+
+    The case is :func:`utf8_verdict`'s:
 
     - GBK (every non-ASCII line decodes as GBK, and more of them fail UTF-8 than
       pass): ``iconv -f GBK -t UTF-8``.
@@ -143,13 +189,14 @@ def non_utf8_message(path: Path) -> str:
     line, offset, byte = scan["bad"][0]
     converted = path.with_suffix(".utf8" + path.suffix)
     first = f"byte 0x{byte:02x} at offset {offset} (line {line})"
-    if scan["gbk"] and scan["bad_lines"] > scan["utf8_lines"]:
+    verdict = utf8_verdict(scan)
+    if verdict == "gbk":
         return (f"{path} is not UTF-8: {first} cannot be decoded, and the file reads as GBK "
                 f"(common for Chinese text). Convert it with `iconv -f GBK -t UTF-8 '{path}' > '{converted}'` "
                 "and load the converted copy.")
     listed = ", ".join(str(b[0]) for b in scan["bad"]) + (", ..." if scan["bad_lines"] > len(scan["bad"]) else "")
     lines = f"{scan['bad_lines']} of {scan['lines']} line(s) (line {listed})"
-    if scan["utf8_lines"] >= scan["bad_lines"]:
+    if verdict == "broken_lines":
         sed = (" drop the line(s): `sed " + " ".join(f"-e '{b[0]}d'" for b in scan["bad"])
                + f" '{path}' > '{converted}'`;" if scan["bad_lines"] <= len(scan["bad"]) else "")
         return (f"{path} is not UTF-8: {first} cannot be decoded. The file is UTF-8 apart from {lines} "
@@ -160,6 +207,16 @@ def non_utf8_message(path: Path) -> str:
     return (f"{path} is not UTF-8: {first} cannot be decoded ({lines}), and it does not read as GBK either. "
             f"Find its encoding (`file -bi '{path}'`), convert it with "
             f"`iconv -f THAT_ENCODING -t UTF-8 '{path}' > '{converted}'` and load the converted copy.")
+
+
+def json_error_text(err: json.JSONDecodeError, with_line: bool = False) -> str:
+    """A JSON parser error in words: ``"Invalid control character at column 48"`` (``"line 3, column 48: ..."``
+    with ``with_line``). Python's message for some errors ends in "at" (it expects ``": line 1 column 48"``
+    after it), so the place is joined to it once, never as "at at column"."""
+    msg = err.msg[:-3] if err.msg.endswith(" at") else err.msg
+    if with_line:
+        return f"line {err.lineno}, column {err.colno}: {msg}"
+    return f"{msg} at column {err.colno}"
 
 
 def _json_kind(value) -> str:
@@ -186,7 +243,7 @@ def locate_json_error(path: Path, encoding: str = "utf-8") -> str | None:
         try:
             json.loads(text)
         except json.JSONDecodeError as err:
-            return f"line {err.lineno}, column {err.colno}: {err.msg}"
+            return json_error_text(err, with_line=True)
         return None
     return _scan_json_lines(path, encoding)
 
@@ -205,7 +262,7 @@ def json_lines(path: Path, encoding: str = "utf-8"):
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
-                yield lineno, None, f"line {lineno} is not valid JSON ({err.msg} at column {err.colno})"
+                yield lineno, None, f"line {lineno} is not valid JSON ({json_error_text(err)})"
                 continue
             if not isinstance(row, dict):
                 yield lineno, None, (f"line {lineno} is {_a('JSON ' + _json_kind(row))}, "

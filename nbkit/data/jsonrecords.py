@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nbkit.data.filecheck import _a, _json_kind, json_lines
+from nbkit.data.filecheck import _a, _json_kind, json_error_text, json_lines
 from nbkit.data.textrule import repair_surrogates
 from nbkit.errors import ConfigError, DataError
 
@@ -95,8 +95,8 @@ def _records(path: Path, encoding: str, columns: list[str]):
             try:
                 rows = json.loads(text)
             except json.JSONDecodeError as err:
-                raise DataError(f"Could not read {path} as JSON: line {err.lineno}, column {err.colno}: "
-                                f"{err.msg}. Fix that place (a .json file needs an array of objects).") from err
+                raise DataError(f"Could not read {path} as JSON: {json_error_text(err, with_line=True)}. "
+                                "Fix that place (a .json file needs an array of objects).") from err
             for i, row in enumerate(rows):
                 if not isinstance(row, dict):
                     raise DataError(f"{path}: item {i + 1} (1-based) of the JSON array is a {type(row).__name__}, "

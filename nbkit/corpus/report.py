@@ -1,0 +1,174 @@
+"""What a corpus preparation dropped, per file and reason: exact counts, the first locations, the fix.
+
+Three things go into ``manifest.json`` (and each part's done-marker, so a resumed run reports the same):
+
+- ``dropped`` (by :mod:`nbkit.corpus.prepare`): the exact count per reason over the whole corpus;
+- ``by_file``: per file that lost anything, ``{"n_lines", "dropped": {reason: exact count}, "note"}``;
+  ``note`` is one line naming the file-level cause and its fix where there is one (a file that is
+  not UTF-8: :func:`nbkit.data.filecheck.utf8_verdict`, the loaders' own rule, says whether it reads
+  as GBK and :func:`file_note` gives the ``iconv`` command), else None;
+- ``problems``: locations ``{"path", "line", "reason", "detail"}`` (line 1-based: the line of a
+  ``.txt``/``.jsonl``, the element of a JSON array, the row of a parquet file; None for a whole
+  file), the first :data:`PER_FILE_REASON` per (file, reason) in input order and at most
+  :data:`MAX_PROBLEMS` in all, for every reason, the filters' too: so one broken file cannot hide
+  the others, and the list stays small on any corpus.
+
+Cost: nothing per kept line but the encoding count of :func:`nbkit.data.filecheck.scan_line` (an
+``isascii`` test, about 0.1 us per line); a dropped line costs a counter increment and, while its
+(file, reason) has fewer than :data:`PER_FILE_REASON` locations, one small dict.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from nbkit.data.filecheck import merge_scans, utf8_verdict
+
+PER_FILE_REASON = 5  # locations kept per (file, reason)
+MAX_PROBLEMS = 1000  # locations kept in all
+RULE = (f"the first {PER_FILE_REASON} locations per file and reason, at most {MAX_PROBLEMS} in all; "
+        "dropped and by_file hold the exact counts")
+
+
+def keep_location(problems: list, seen: Counter, path: str, line: int | None, reason: str, detail: str = "") -> None:
+    """Append ``{"path", "line", "reason", "detail"}`` unless ``(path, reason)`` already has its
+    :data:`PER_FILE_REASON` locations (``seen`` counts them) or the list is full."""
+    if seen[path, reason] < PER_FILE_REASON and len(problems) < MAX_PROBLEMS:
+        seen[path, reason] += 1
+        problems.append({"path": path, "line": line, "reason": reason, "detail": detail[:120]})
+
+
+class DropLog:
+    """Drops by file and reason with their first locations, fed in input order by the main process.
+
+    Args:
+        drop_reasons: the reasons counted as drops (the manifest's ``dropped`` keys).
+        state: a previous :meth:`state` (from the last complete part's marker) to continue from.
+    """
+
+    def __init__(self, drop_reasons: tuple[str, ...], state: dict | None = None):
+        self.reasons = drop_reasons
+        state = state or {}
+        self.problems: list[dict] = list(state.get("problems", []))
+        self.files: dict[str, dict] = {p: {"n_lines": f["n_lines"], "dropped": Counter(f["dropped"]),
+                                           "scan": f.get("scan")} for p, f in state.get("files", {}).items()}
+        self.seen: Counter = Counter()
+        for p in self.problems:
+            self.seen[p["path"], p["reason"]] += 1
+        self.last = next(reversed(self.files), None)  # the file being read (input order: only it can go on)
+
+    def _file(self, path: str) -> dict:
+        if path != self.last:  # the stream moved on: forget the previous file unless it lost something
+            if self.last is not None and not self.files[self.last]["dropped"]:
+                del self.files[self.last]
+            self.last = path
+        return self.files.setdefault(path, {"n_lines": 0, "dropped": Counter(), "scan": None})
+
+    def add(self, path: str, line: int | None, reason: str, detail: str = "", n: int = 1) -> None:
+        """Count ``n`` drops of ``reason`` in ``path``; locate the first at ``line`` (1-based) if there is room."""
+        self._file(path)["dropped"][reason] += n
+        keep_location(self.problems, self.seen, path, line, reason, detail)
+
+    def add_chunk(self, path: str, counts: Counter, problems: list[dict], scan: dict | None) -> None:
+        """One worker chunk of ``path``: its exact counts, its located lines (already capped), its line scan."""
+        f = self._file(path)
+        f["n_lines"] += int(counts.get("n_items", 0))
+        for reason in self.reasons:
+            if counts.get(reason):
+                f["dropped"][reason] += int(counts[reason])
+        for p in problems:
+            keep_location(self.problems, self.seen, path, p["line"], p["reason"], p.get("detail", ""))
+        if scan is not None and scan["non_ascii_lines"]:
+            f["scan"] = scan if f["scan"] is None else merge_scans(f["scan"], scan)
+
+    def locate(self, path: str, reason: str, lines: np.ndarray, mask: np.ndarray, detail: str = "") -> None:
+        """Drops found in the main process (``duplicate``, ``excluded``): ``mask`` over a chunk's texts,
+        ``lines`` their 1-based lines. Counts go to ``dropped`` by the caller; here the file's count and
+        the first locations (only the first few ``True`` of ``mask`` are looked at)."""
+        n = int(mask.sum())
+        if not n:
+            return
+        self._file(path)["dropped"][reason] += n
+        room = PER_FILE_REASON - self.seen[path, reason]
+        for i in np.flatnonzero(mask)[:max(0, room)].tolist():
+            keep_location(self.problems, self.seen, path, int(lines[i]), reason, detail)
+
+    def state(self) -> dict:
+        """JSON-able state for a part's done-marker (:meth:`__init__` takes it back)."""
+        return {"problems": list(self.problems),
+                "files": {p: {"n_lines": f["n_lines"], "dropped": dict(f["dropped"]), "scan": f["scan"]}
+                          for p, f in self.files.items()}}
+
+    def by_file(self, compression: dict[str, str | None]) -> dict[str, dict]:
+        """The manifest's ``by_file``: files that lost anything, input order kept (``compression``: path -> "gz"/"zst"/None)."""
+        out = {}
+        for path, f in self.files.items():
+            dropped = {r: int(f["dropped"][r]) for r in self.reasons if f["dropped"].get(r)}
+            if dropped:
+                note = file_note(path, f["n_lines"], dropped.get("bad_utf8", 0), f["scan"], compression.get(path))
+                out[path] = {"n_lines": f["n_lines"], "dropped": dropped, "note": note}
+        return out
+
+
+def _converted(path: str, compression: str | None) -> str:
+    stem, dot, ext = path.rpartition(".") if compression is None else path[:-len(compression) - 1].rpartition(".")
+    base = f"{stem}.utf8.{ext}" if dot else f"{path}.utf8"
+    return base if compression is None else f"{base}.{compression}"
+
+
+def _pipe(path: str, out: str, conv: str, compression: str | None) -> str:
+    """The shell command running ``conv`` (e.g. ``iconv -f GBK -t UTF-8``) over ``path`` into ``out``."""
+    if compression is None:
+        return f"{conv} '{path}' > '{out}'"
+    cat, pack = ("zcat", "gzip") if compression == "gz" else ("zstdcat", "zstd")
+    return f"{cat} '{path}' | {conv} | {pack} > '{out}'"
+
+
+def file_note(path: str, n_lines: int, bad_utf8: int, scan: dict | None, compression: str | None = None) -> str | None:
+    """One line on a file's encoding fault and its fix (None when every line was UTF-8).
+
+    The verdict is :func:`nbkit.data.filecheck.utf8_verdict`'s, the rule the loaders' own
+    ``non_utf8_message`` applies; e.g. ``"1,998 of 2,000 lines not UTF-8: it reads as GBK; convert it:
+    iconv -f GBK -t UTF-8 'gbk.txt' > 'gbk.utf8.txt', and prepare the converted copy"``.
+    """
+    if not bad_utf8:
+        return None
+    out = _converted(path, compression)
+    if not scan or not scan["bad_lines"]:  # a JSON array: its reader stops at the first non-UTF-8 byte
+        return (f"not UTF-8 (a JSON array is dropped from its first 1 MB block holding a non-UTF-8 byte on, "
+                f"{n_lines:,} element(s) read before it): find its encoding "
+                f"(file -bi '{path}'; GBK is common for Chinese text) and convert it: "
+                f"{_pipe(path, out, 'iconv -f THAT_ENCODING -t UTF-8', compression)}")
+    head = f"{bad_utf8:,} of {n_lines:,} lines not UTF-8"
+    verdict = utf8_verdict(scan)
+    if verdict == "gbk":
+        return (f"{head}: it reads as GBK (common for Chinese text); convert it: "
+                f"{_pipe(path, out, 'iconv -f GBK -t UTF-8', compression)}, and prepare the converted copy instead")
+    if verdict == "broken_lines":
+        return (f"{head} (the rest is UTF-8, so converting it from GBK would garble it); those lines are dropped; "
+                f"to keep their good bytes: {_pipe(path, out, 'iconv -c -f UTF-8 -t UTF-8', compression)}")
+    return (f"{head}, and it does not read as GBK either: find its encoding (file -bi '{path}') and convert it: "
+            f"{_pipe(path, out, 'iconv -f THAT_ENCODING -t UTF-8', compression)}")
+
+
+def summary_lines(manifest: dict, max_files: int = 20, per_reason: int = 3) -> list[str]:
+    """Lines for a person (the CLI's summary): per file that lost anything, its counts, its note and the
+    first ``per_reason`` lines per reason; at most ``max_files`` files (then where the rest is)."""
+    by_file = manifest.get("by_file", {})
+    where: dict[tuple[str, str], list[str]] = {}
+    for p in manifest.get("problems", []):
+        where.setdefault((p["path"], p["reason"]), []).append("file" if p["line"] is None else str(p["line"]))
+    out = []
+    for path, f in list(by_file.items())[:max_files]:
+        parts = []
+        for reason, n in f["dropped"].items():
+            lines = where.get((path, reason), [])[:per_reason]
+            at = f" (line {', '.join(lines)}{', ...' if n > len(lines) else ''})" if lines and lines != ["file"] else ""
+            parts.append(f"{reason} {n:,}{at}")
+        out.append(f"  {path}: {f['n_lines']:,} lines; dropped {'; '.join(parts)}")
+        if f.get("note"):
+            out.append(f"    {f['note']}")
+    if len(by_file) > max_files:
+        out.append(f"  ... and {len(by_file) - max_files:,} more file(s) with drops: see by_file in manifest.json")
+    return out
