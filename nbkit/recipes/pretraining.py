@@ -228,13 +228,13 @@ def _rank0_first(info, make):
 def _store_rank0_first(cfg: PretrainConfig, wait_s: float) -> Path:
     """Global rank 0 prepares (or checks) the store; the others poll for its manifest (no collective:
     preparing a big corpus takes longer than any process-group timeout)."""
-    from nbkit.corpus.store import is_prepared, wait_for_store
+    from nbkit.corpus.store import given_store, wait_for_store
     from nbkit.pipeline.pretraining_text import store_dir_for
     from nbkit.train.distributed import DistInfo
 
     if DistInfo.from_env().rank == 0:
         return corpus(cfg)[0]
-    store = Path(cfg.corpus).expanduser() if is_prepared(cfg.corpus) else store_dir_for(cfg.corpus, cfg.scale)
+    store = given_store(cfg.corpus) or store_dir_for(cfg.corpus, cfg.scale)
     wait_for_store(store, timeout_s=wait_s)
     return store
 
