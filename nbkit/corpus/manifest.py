@@ -99,7 +99,7 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
     ``old`` is a recorded identity (``prepare.json`` or ``manifest.json``), ``new`` the call's, its
     sources without fingerprints. A source of equal size whose modification time differs is read
-    once and its SHA-256 compared with the recorded one (:func:`_content_change`; about 0.7 ms per
+    once and its SHA-256 compared with the recorded one (:func:`_content_change`; about 1.5 ms per
     MB); an old store that recorded none reports the time. With a given tokenizer (in ``new``), the
     :data:`TRAINED_ONLY` settings are not compared (old stores recorded their defaults).
     """

@@ -130,8 +130,13 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         The manifest dict (also in ``out_dir/manifest.json``).
 
     Raises:
-        ConfigError: a bad setting, no input, or ``out_dir`` holding a store of other input or settings
-            (every difference named).
+        ConfigError: a bad setting, no input, an input that is, holds or lies in a corpus store (never
+            read as text), or ``out_dir`` holding a store of other input or settings (every difference
+            named; an input of equal size but a new modification time differs only if its SHA-256 does).
+
+    Warns:
+        UserWarning: ``vocab_size``, ``sample_mb`` or ``model_max_length`` passed with ``tokenizer``
+            (ignored; recorded as null: :data:`nbkit.corpus.manifest.TRAINED_ONLY`).
         DataError: with ``errors="raise"``, the first bad line or file (file and line named); nothing kept.
         CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
     """
