@@ -178,3 +178,14 @@ def test_store_without_fingerprints_names_the_time_and_gets_them_on_reuse(tmp_pa
         run(a, tmp_path / "out", tok_dir)
     os.utime(a, (recorded, recorded))                      # the fix the message gives
     assert run(a, tmp_path / "out", tok_dir)["sources"][0]["mtime"] == recorded
+
+
+def test_a_stopped_preparation_continues_after_its_input_was_touched(tmp_path, tok_dir):
+    a = write_txt(tmp_path / "a.txt", review_lines(60, 1300))
+    m = run(a, tmp_path / "out", tok_dir, shard_tokens=500)
+    (tmp_path / "out" / "manifest.json").unlink()            # stopped before the manifest: prepare.json decides
+    os.utime(a, (1_800_000_000, 1_800_000_000))
+    again = run(a, tmp_path / "out", tok_dir, shard_tokens=500)
+    assert again["splits"] == m["splits"] and again["timing"]["resumed_parts"] > 0   # nothing encoded again
+    assert again["sources"][0]["mtime"] == 1_800_000_000 and again["sources"][0]["sha256"] == m["sources"][0]["sha256"]
+    assert json.loads((tmp_path / "out" / "prepare.json").read_text())["sources"][0]["mtime"] == 1_800_000_000
