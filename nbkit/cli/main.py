@@ -28,7 +28,19 @@ def _run_notebooks(args: argparse.Namespace) -> int:
         return 2
 
 
+def _flags(message: str) -> str:
+    """A writer's message in the command line's words: ``vocab_size=5000`` -> ``--vocab-size 5000``."""
+    import re
+
+    from nbkit.corpus.manifest import DEFAULTS
+
+    names = "|".join(sorted(DEFAULTS, key=len, reverse=True))
+    return re.sub(rf"\b({names})=(\S+?)(?=[,:) ]|$)", lambda g: f"--{g[1].replace('_', '-')} {g[2]}", message)
+
+
 def _prepare_corpus(args: argparse.Namespace) -> int:
+    import warnings
+
     from nbkit.corpus.prepare import prepare_corpus
     from nbkit.errors import NbkitError
 
@@ -41,7 +53,12 @@ def _prepare_corpus(args: argparse.Namespace) -> int:
 
             field = args.exclude_text_field or args.text_field or "text"
             settings["exclude_texts"] = list(iter_texts(args.exclude, field))
-        m = prepare_corpus(args.inputs, args.out, num_workers=args.num_workers, overwrite=args.overwrite, **settings)
+        with warnings.catch_warnings(record=True) as caught:   # shown as one line each, like the errors
+            warnings.simplefilter("always", UserWarning)
+            m = prepare_corpus(args.inputs, args.out, num_workers=args.num_workers, overwrite=args.overwrite,
+                               **settings)
+        for w in caught:
+            print(f"nbkit prepare-corpus: warning: {_flags(str(w.message))}", file=sys.stderr)
     except NbkitError as exc:  # bad input, changed store, disk full: one line naming the fix
         print(f"nbkit prepare-corpus: error: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,10 @@
 """Settings of a corpus preparation, the store's identity (settings + sources), and ``manifest.json``.
 
-A store is identified by its settings and by each source's path, size and modification time.
+A store is identified by its settings and by each source's path, size and content: a source whose size
+is unchanged but whose modification time differs (``touch``, a copy without ``cp -p``) is compared
+by the SHA-256 recorded at preparation (:func:`nbkit.corpus.sources.fingerprint`), so only a real
+edit is a change. With a given tokenizer, the settings that only shape a trained one
+(:data:`TRAINED_ONLY`) are recorded as ``None`` and are no part of the identity.
 ``prepare.json`` holds that identity from the first moment of a preparation; ``manifest.json``
 (format ``nbkit-corpus/1``, see ``docs/corpus.md``) repeats it when the store is complete. A rerun
 compares them with the new call and names every difference (:func:`differences`).
@@ -35,10 +39,17 @@ DEFAULTS: dict[str, Any] = {
 }
 #: Settings that do not change the output (not compared on a rerun).
 RUNTIME = ("num_workers", "progress", "overwrite")
+#: Settings that only shape the tokenizer a store trains: ``None`` (not applicable) with a given tokenizer.
+TRAINED_ONLY = ("vocab_size", "sample_mb", "model_max_length")
 
 
 def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """Defaults filled in and each value checked; returns the full settings dict.
+
+    With ``tokenizer`` given, :data:`TRAINED_ONLY` (``vocab_size``, ``sample_mb``, ``model_max_length``)
+    become ``None``: the given tokenizer's own vocabulary and limits are used, so these values would
+    only make the store's identity differ where its content does not. Passing one of them explicitly
+    (not None) then warns (``UserWarning``) that it is ignored.
 
     Raises:
         ConfigError: an unknown setting or a value out of range (the message names the range).
@@ -47,6 +58,18 @@ def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"unknown prepare_corpus setting(s) {unknown}; known: {sorted(DEFAULTS)}")
     s = {**DEFAULTS, **settings}
+    if s["tokenizer"] is not None:
+        ignored = {k: settings[k] for k in TRAINED_ONLY if settings.get(k) is not None}
+        if ignored:
+            import warnings
+
+            warnings.warn(
+                f"{', '.join(f'{k}={v!r}' for k, v in ignored.items())} ignored: "
+                f"{'it shapes' if len(ignored) == 1 else 'they shape'} only a tokenizer the store trains, and "
+                f"tokenizer={s['tokenizer']!r} is given (its own vocabulary is used; the store records "
+                f"{', '.join(ignored)} as null). Leave {'it' if len(ignored) == 1 else 'them'} out to silence "
+                "this.", UserWarning, stacklevel=3)
+        s.update(dict.fromkeys(TRAINED_ONLY))
     if s["errors"] not in ("skip", "raise"):
         raise ConfigError(f"errors={s['errors']!r}: use 'skip' (count bad lines) or 'raise'")
     if not 0.0 <= float(s["heldout_share"]) < 1.0:
@@ -55,9 +78,11 @@ def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"min_cjk_share={s['min_cjk_share']} must be in [0, 1] (0 turns the filter off)")
     for key, low in (("min_chars", 0), ("max_chars", 16), ("shard_tokens", 1), ("chunk_items", 1),
                      ("vocab_size", 6), ("model_max_length", 3)):
+        if key in TRAINED_ONLY and s["tokenizer"] is not None:
+            continue
         if not isinstance(s[key], int) or s[key] < low:
             raise ConfigError(f"{key}={s[key]!r} must be a whole number >= {low}")
-    if float(s["sample_mb"]) <= 0:
+    if s["sample_mb"] is not None and float(s["sample_mb"]) <= 0:
         raise ConfigError(f"sample_mb={s['sample_mb']} must be > 0 (MB of text to train the tokenizer on)")
     if s["tokenizer"] is not None:
         s["tokenizer"] = str(Path(os.fspath(s["tokenizer"])).expanduser().resolve())
@@ -70,27 +95,64 @@ def identity(settings: dict[str, Any], sources: list[dict[str, Any]]) -> dict[st
 
 
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Human-readable differences between two identities (empty when the same store would result)."""
+    """Human-readable differences between two identities (empty when the same store would result).
+
+    ``old`` is a recorded identity (``prepare.json`` or ``manifest.json``), ``new`` the call's, its
+    sources without fingerprints. A source of equal size whose modification time differs is read
+    once and its SHA-256 compared with the recorded one (:func:`_content_change`; about 1.5 ms per
+    MB); an old store that recorded none reports the time. With a given tokenizer (in ``new``), the
+    :data:`TRAINED_ONLY` settings are not compared (old stores recorded their defaults).
+    """
     out = []
     if old.get("format") != new["format"]:
         out.append(f"format {old.get('format')} -> {new['format']}")
     o_set, n_set = old.get("settings", {}), new["settings"]
+    skip = TRAINED_ONLY if n_set.get("tokenizer") is not None else ()
     for key in sorted(set(o_set) | set(n_set)):
-        if o_set.get(key) != n_set.get(key):
+        if key not in skip and o_set.get(key) != n_set.get(key):
             out.append(f"setting {key}: {o_set.get(key)!r} -> {n_set.get(key)!r}")
     o_src = {s["path"]: s for s in old.get("sources", [])}
     n_src = {s["path"]: s for s in new["sources"]}
     for path in n_src:
         if path not in o_src:
             out.append(f"input added: {path}")
-            continue
-        for key, unit in (("size_bytes", " bytes"), ("mtime", " (modification time)")):
-            if o_src[path].get(key) != n_src[path][key]:
-                out.append(f"input changed: {path} {key} {o_src[path].get(key)} -> {n_src[path][key]}{unit}")
+        elif o_src[path].get("size_bytes") != n_src[path]["size_bytes"]:
+            out.append(f"input changed: {path} size_bytes {o_src[path].get('size_bytes')} -> "
+                       f"{n_src[path]['size_bytes']} bytes")
+        elif o_src[path].get("mtime") != n_src[path]["mtime"]:
+            out += _content_change(o_src[path], n_src[path])
     out += [f"input removed: {p}" for p in o_src if p not in n_src]
     if not out and [s["path"] for s in old.get("sources", [])] != list(n_src):
         out.append("input order changed")
     return out
+
+
+def _content_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``[]`` when a source of the same size but a new modification time has the recorded SHA-256, else its line."""
+    from nbkit.corpus.sources import fingerprint
+
+    path, when = new["path"], f"modification time {old.get('mtime')} -> {new['mtime']}"
+    if not old.get("sha256"):
+        return [f"input changed: {path} {when} (this store records no content fingerprint, as nbkit before "
+                f"content checks wrote it, so a touched or copied file cannot be told from an edited one; "
+                f"if its content is the one prepared, `touch -d @{old.get('mtime')} {path}` restores the time)"]
+    try:
+        now = fingerprint(path)
+    except OSError as exc:
+        return [f"input changed: {path} {when}, and it cannot be read to compare its content ({exc})"]
+    if now == old["sha256"]:
+        return []
+    return [f"input changed: {path} content (sha256 {old['sha256'][:12]}... -> {now[:12]}..., same size, {when})"]
+
+
+def with_fingerprints(ident: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``ident`` with each source's ``sha256``: the one ``old`` recorded for the same path (an identity that
+    :func:`differences` found equal), else computed now (:func:`nbkit.corpus.sources.fingerprint`)."""
+    from nbkit.corpus.sources import fingerprint
+
+    known = {s["path"]: s.get("sha256") for s in (old or {}).get("sources", [])}
+    sources = [{**s, "sha256": known.get(s["path"]) or fingerprint(s["path"])} for s in ident["sources"]]
+    return {**ident, "sources": sources}
 
 
 def changed_error(out_dir: Path, diffs: list[str], complete: bool) -> ConfigError:

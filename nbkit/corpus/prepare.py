@@ -38,7 +38,7 @@ from nbkit.corpus.readers import FileProblem, iter_chunks
 from nbkit.corpus.report import RULE, DropLog
 from nbkit.corpus.sources import resolve_inputs
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
-from nbkit.errors import ConfigError, DataError
+from nbkit.errors import ConfigError, DataError, NbkitError
 
 DROPPED = ("blank", "missing", "excluded", "duplicate", "too_short", "non_cjk", "bad_utf8", "bad_json", "no_text_field",
            "no_tokens", "empty_file", "binary_file", "truncated_file", "unreadable_file")
@@ -64,8 +64,9 @@ def _wipe(out: Path) -> None:
             p.unlink()
 
 
-def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> dict | None:
-    """The complete manifest to reuse, or None after making ``out`` ready to (continue to) prepare."""
+def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None, dict]:
+    """``(manifest to reuse or None, identity with fingerprints)``; with None, ``out`` is ready to (continue to)
+    prepare. A reused store whose inputs were touched (same content, new time) gets their new times."""
     for name, complete in (("manifest.json", True), ("prepare.json", False)):
         path = out / name
         if not path.is_file():
@@ -73,16 +74,25 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> dict | None:
         old = jsonio.loads_strict(path.read_text(encoding="utf-8"))
         diffs = mf.differences(old, ident)
         if not diffs and (not complete or old.get("complete")):
-            return old if complete else None
+            ident = mf.with_fingerprints(ident, old)   # the recorded ones (computed only where missing)
+            if not complete:
+                return None, ident
+            if old.get("sources") != ident["sources"]:
+                old = {**old, "sources": ident["sources"]}
+                try:   # record the new times (and fingerprints an older nbkit did not write)
+                    jsonio.write_json(path, old)
+                except NbkitError:  # a read-only store stays usable; the content is compared again next time
+                    pass
+            return old, ident
         if not overwrite:
             raise mf.changed_error(out, diffs or ["the manifest is not complete"], complete)
         _wipe(out)
-        return None
+        return None, mf.with_fingerprints(ident)
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise ConfigError(f"{out} is not empty and holds no corpus store; pass a new or empty out_dir "
                           "(overwrite=True deletes only nbkit's own files there)")
     _wipe(out)
-    return None
+    return None, mf.with_fingerprints(ident)
 
 
 def _split_counts(tally: Counter) -> dict[str, Any]:
@@ -121,8 +131,13 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         The manifest dict (also in ``out_dir/manifest.json``).
 
     Raises:
-        ConfigError: a bad setting, no input, or ``out_dir`` holding a store of other input or settings
-            (every difference named).
+        ConfigError: a bad setting, no input, an input that is, holds or lies in a corpus store (never
+            read as text), or ``out_dir`` holding a store of other input or settings (every difference
+            named; an input of equal size but a new modification time differs only if its SHA-256 does).
+
+    Warns:
+        UserWarning: ``vocab_size``, ``sample_mb`` or ``model_max_length`` passed with ``tokenizer``
+            (ignored; recorded as null: :data:`nbkit.corpus.manifest.TRAINED_ONLY`).
         DataError: with ``errors="raise"``, the first bad line or file (file and line named); nothing kept.
         CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
     """
@@ -141,7 +156,7 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     sources = resolve_inputs(inputs)
     ident = mf.identity(s, [src.as_dict() for src in sources])
     out = Path(out_dir).expanduser()
-    reuse = _check_out_dir(out, ident, overwrite)
+    reuse, ident = _check_out_dir(out, ident, overwrite)
     if reuse is not None:
         return reuse
     out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from nbkit.errors import DataError
+from nbkit.errors import ConfigError, DataError
 
 FORMAT = "nbkit-corpus/1"
 DTYPES = {"uint16": 2, "uint32": 4}          # bytes per token id
@@ -31,6 +31,41 @@ def is_prepared(path) -> bool:
     except DataError:
         return False
     return True
+
+
+def holds_store_files(folder) -> bool:
+    """True when ``folder`` has a store's own files: ``shards/`` beside ``manifest.json`` (finished) or
+    ``prepare.json`` (a preparation under way or stopped). Two ``stat`` calls; never raises."""
+    folder = Path(folder)
+    try:
+        return (folder / "shards").is_dir() and any((folder / n).is_file() for n in ("manifest.json", "prepare.json"))
+    except OSError:
+        return False
+
+
+def given_store(corpus) -> Path | None:
+    """The prepared store ``corpus`` names, or None when it names raw input to prepare.
+
+    ``corpus`` is a path, or a list/tuple of paths (``--corpus A B``, papermill's ``-y 'corpus: [A]'``).
+    A store (:func:`is_prepared`) alone, as a path or as the only item of a list, is that store
+    (``~`` expanded). Only ``stat`` calls and the manifest are read.
+
+    Raises:
+        ConfigError: a store listed with other inputs, or several stores (training reads one store;
+            a store is never read as text), naming the stores and the fix.
+    """
+    items = list(corpus) if isinstance(corpus, (list, tuple)) else [corpus]
+    stores = [os.fspath(i) for i in items if is_prepared(i)]
+    if not stores:
+        return None
+    if len(items) == 1:
+        return Path(stores[0]).expanduser()
+    others = [os.fspath(i) for i in items if not is_prepared(i)]
+    raise ConfigError(
+        f"the corpus lists the prepared store(s) {stores} together with {others or 'another store'}; a store is "
+        "read as it is, never as text, and training reads one store. Pass one store alone (corpus=STORE), or "
+        "prepare the raw files together into a new store (their paths are under \"sources\" in each "
+        "store's manifest.json)")
 
 
 def read_manifest(path) -> dict:

@@ -137,8 +137,9 @@ def corpus_store(corpus, out_dir=None, scale_name: str = "smoke", **settings) ->
     """A prepared store for ``corpus``: itself when it already is one, else prepared into ``out_dir``.
 
     Args:
-        corpus: a prepared directory (``manifest.json`` with ``complete: true``), or a path,
-            glob, folder or list of them for ``nbkit.corpus.prepare_corpus``.
+        corpus: a prepared directory (``manifest.json`` with ``complete: true``), alone or as the
+            only item of a list (papermill's ``-y 'corpus: [DIR]'``), or a path, glob, folder or
+            list of them for ``nbkit.corpus.prepare_corpus``.
         out_dir: where to prepare (default :func:`store_dir_for`); a finished one is reused
             (the writer checks its inputs and settings).
         scale_name: the runs subfolder of the default ``out_dir``.
@@ -146,13 +147,15 @@ def corpus_store(corpus, out_dir=None, scale_name: str = "smoke", **settings) ->
 
     Raises:
         DataError / ConfigError: what preparing raises (bad input under ``errors="raise"``, a
-            changed input or setting of a finished store).
+            changed input or setting of a finished store, an input that is, holds or lies in a
+            store), or a store listed with other inputs (:func:`nbkit.corpus.store.given_store`).
     """
     from nbkit.corpus import prepare_corpus
-    from nbkit.corpus.store import is_prepared
+    from nbkit.corpus.store import given_store
 
-    if not isinstance(corpus, (list, tuple)) and is_prepared(corpus):
-        return Path(corpus).expanduser()
+    store = given_store(corpus)   # a store alone (also as a one-item list) is read as it is, never as text
+    if store is not None:
+        return store
     out = Path(out_dir) if out_dir is not None else store_dir_for(corpus, scale_name)
     prepare_corpus(corpus, out, **settings)   # reuses a finished store, names a changed input or setting
     return out

@@ -45,11 +45,10 @@ def store_dir(cfg: PretrainConfig) -> Path | None:
     ``runs/corpus/<first input's name>-<hash>``); None without ``cfg.corpus`` (the bundled mix)."""
     if cfg.corpus is None:
         return None
-    from nbkit.corpus.store import is_prepared
+    from nbkit.corpus.store import given_store
     from nbkit.pipeline.pretraining_text import store_dir_for
 
-    single = not isinstance(cfg.corpus, (list, tuple))
-    return Path(cfg.corpus).expanduser() if single and is_prepared(cfg.corpus) else store_dir_for(cfg.corpus)
+    return given_store(cfg.corpus) or store_dir_for(cfg.corpus)
 
 
 def run_dir(cfg: PretrainConfig) -> Path:
