@@ -39,8 +39,6 @@ pretrained = None     # a model folder, e.g. notebook 02's run on your corpus (r
 # One object holds every decision of this notebook: its values come from the scale, the parameters above override them, and the table says where each came from.
 
 # %%
-from transformers import AutoTokenizer
-
 from nbkit import pipeline
 from nbkit.recipes import finetuning as ft
 
@@ -65,7 +63,7 @@ sentiment.report
 
 # %%
 # a model pretrained on your corpus (notebook 02 with `corpus`) brings its own tokenizer; else notebook 01's
-tokenizer = pipeline.load_tokenizer(scale) if pretrained is None else AutoTokenizer.from_pretrained(pretrained)
+tokenizer = ft.tokenizer_for(cfg, pretrained)
 encoded, trunc = ft.encode(cfg, tokenizer, sentiment)
 print(f"reviews longer than {cfg.max_length} tokens (truncated): "
       + ", ".join(f"{k} {v['truncated_fraction']:.1%}" for k, v in trunc.items()))

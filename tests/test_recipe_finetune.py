@@ -200,3 +200,17 @@ def test_the_finetune_job_names_notebook_03s_folder_for_the_same_settings(tmp_pa
     names = {job.config(job.parse_args(["--scale", "smoke", *f]))[1].name
              for f in ([], ["--lr", "0.002"], ["--pretrained", str(enc)])}
     assert len(names) == 3 and "sentiment" in names
+
+
+def test_a_pretrained_encoder_brings_its_own_tokenizer(tiny_task, tmp_path, runs_tmp):
+    """notebook 03 and the finetune job read text with the encoder's tokenizer (a store-trained model has
+    its own vocabulary); without an encoder, notebook 01's."""
+    from nbkit.recipes import finetuning as ft
+    from nbkit.text.tokenizer_files import save_tokenizer
+
+    _, tok = tiny_task
+    save_tokenizer(tok, tmp_path / "mlm-own" / "model")
+    cfg = FinetuneConfig.for_scale("smoke")
+    own = ft.tokenizer_for(cfg, tmp_path / "mlm-own" / "model")
+    assert own.get_vocab() == tok.get_vocab()
+    assert ft.tokenizer_for(cfg, None).get_vocab() != tok.get_vocab()        # notebook 01's, another vocabulary

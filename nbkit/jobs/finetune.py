@@ -48,22 +48,22 @@ def config(a):
 def main(argv: list[str] | None = None) -> int:
     """Run the job; returns the exit code (0). Errors (ConfigError, DataError, ...) propagate with their fix."""
     a = parse_args(argv)
-    from nbkit.pipeline.artifacts import load_tokenizer, pretrained_model_dir
+    from nbkit.pipeline.artifacts import pretrained_model_dir
     from nbkit.pipeline.scale import get_scale
-    from nbkit.recipes.finetuning import run_finetuning
+    from nbkit.recipes.finetuning import run_finetuning, tokenizer_for
     from nbkit.train import distributed as D
 
     cfg, out_dir = config(a)
     scale = get_scale(a.scale)
     info = D.init_distributed(a.backend)
     try:
-        tokenizer = load_tokenizer(scale) if info.is_main else None   # rank 0 trains it when missing
+        pretrained = a.pretrained or pretrained_model_dir(scale)      # None: random weights
+        tokenizer = tokenizer_for(cfg, pretrained) if info.is_main else None   # rank 0 trains notebook 01's if missing
         D.barrier()
-        tokenizer = tokenizer or load_tokenizer(scale)
+        tokenizer = tokenizer or tokenizer_for(cfg, pretrained)   # the encoder's own, as notebook 03
         from nbkit.train.metrics_stream import MetricsPrinter
 
-        run_finetuning(cfg, out_dir,
-                       pretrained=a.pretrained or pretrained_model_dir(scale), task=a.task, tokenizer=tokenizer,
+        run_finetuning(cfg, out_dir, pretrained=pretrained, task=a.task, tokenizer=tokenizer,
                        callbacks=[MetricsPrinter()], export_model=a.export)
         D.barrier()
     finally:

@@ -43,6 +43,21 @@ def data(cfg: FinetuneConfig, task="reviews") -> "LabeledData":
     return load_task(task, seed=cfg.seed, max_train=cfg.max_train)
 
 
+def tokenizer_for(cfg: FinetuneConfig, pretrained=None):
+    """The tokenizer a run reads its text with: ``pretrained``'s own when given (a model directory or hub name,
+    ``AutoTokenizer.from_pretrained``: a model pretrained on your corpus brings the tokenizer its ids belong
+    to), else notebook 01's for ``cfg.scale`` (:func:`nbkit.pipeline.artifacts.load_tokenizer`, trained when
+    missing). Raises ``OSError`` from transformers when ``pretrained`` holds no tokenizer files."""
+    if pretrained is None:
+        from nbkit.pipeline.artifacts import load_tokenizer
+        from nbkit.pipeline.scale import get_scale
+
+        return load_tokenizer(get_scale(cfg.scale))
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(pretrained))
+
+
 def encode(cfg: FinetuneConfig, tokenizer, labeled: "LabeledData",
            splits=("train", "validation", "test")) -> tuple[dict, dict]:
     """Token ids cut at ``cfg.max_length``: ``({split: Dataset}, {split: truncation report})``.
@@ -247,19 +262,15 @@ def run_finetuning(cfg: FinetuneConfig, out_dir, *, pretrained=None, task="revie
     """Every stage end to end; returns the dict written to ``out_dir/metrics.json``.
 
     ``pretrained``: the encoder to start from (None: random weights of ``cfg.model``); ``task``: a
-    name or a LabeledData; ``tokenizer``: None loads notebook 01's for ``cfg.scale``
-    (:func:`nbkit.pipeline.artifacts.load_tokenizer`, training it when missing). ``export_model``: also
+    name or a LabeledData; ``tokenizer``: None is :func:`tokenizer_for` (``pretrained``'s own, else
+    notebook 01's for ``cfg.scale``). ``export_model``: also
     write ``out_dir/model`` (:func:`export`). ``task_name``: ``metrics.json``'s ``task`` (default: ``task``
     when a name, else ``"own"``). Under torchrun every rank trains; only rank 0 evaluates
     and writes (the others return the loop's summary). The returned dict adds ``"table"`` (a
     DataFrame, not in the file) on rank 0.
     """
     labeled = data(cfg, task)
-    if tokenizer is None:
-        from nbkit.pipeline.artifacts import load_tokenizer
-        from nbkit.pipeline.scale import get_scale
-
-        tokenizer = load_tokenizer(get_scale(cfg.scale))
+    tokenizer = tokenizer if tokenizer is not None else tokenizer_for(cfg, pretrained)
     encoded, truncation = encode(cfg, tokenizer, labeled)
     classifier, how = model(cfg, tokenizer, labeled, pretrained, out_dir=out_dir)
     loop, result = train(cfg, classifier, tokenizer, encoded, out_dir, callbacks)
