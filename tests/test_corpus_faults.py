@@ -134,6 +134,11 @@ def test_rerun_after_a_crash_continues_from_the_last_complete_part(tmp_path, tok
     m = run(src, out, tok_dir, **KW)
     assert m["timing"]["resumed_parts"] == 3
     assert store_files(out) == store_files(ref)
+    # the rate is over what this run read: the 3 kept parts' bytes are not counted as read again
+    kept = json.loads((out / "shards" / "part-00002.done.json").read_text())["next_bytes"]
+    total = sum(p.stat().st_size for p in src)
+    assert 0 < kept < total
+    assert m["timing"]["input_mb_this_run"] == round((total - kept) / 1e6, 3)
 
 
 def test_disk_full_is_named_and_leaves_no_trusted_partial_shard(tmp_path, tok_dir, monkeypatch):

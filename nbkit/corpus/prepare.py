@@ -180,10 +180,12 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         tok, tok_seconds = ensure_tokenizer(out, s, cleaned, excluded)
         job.update(tokenizer_file=str(out / "tokenizer" / "tokenizer.json"), dtype=tok["dtype"],
                    sep_id=tok["sep_id"])
-        markers, resumed = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total, excluded)
+        markers, resumed, done = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total,
+                                         excluded)
     timing = {"seconds": round(time.perf_counter() - t_start, 3), "tokenizer_seconds": round(tok_seconds, 3),
-              "num_workers": n_workers, "resumed_parts": resumed, "input_mb": round(total / 1e6, 3)}
-    timing["mb_per_s"] = round(total / 1e6 / max(timing["seconds"], 1e-9), 3)
+              "num_workers": n_workers, "resumed_parts": resumed, "input_mb": round(total / 1e6, 3),
+              "input_mb_this_run": round((total - done) / 1e6, 3)}   # a resumed run reads only the rest
+    timing["mb_per_s"] = round((total - done) / 1e6 / max(timing["seconds"], 1e-9), 3)
     result = mf.build_manifest(ident, markers[-1], markers, tok, timing)
     log = DropLog(DROPPED, {"problems": markers[-1]["problems"], "files": markers[-1].get("drop_files", {})})
     result.update(problems_rule=RULE, by_file=log.by_file({x.path: x.compression for x in sources}))
@@ -197,12 +199,13 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
 
 def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Path, tok, bar, total,
             excluded: np.ndarray):
-    """The main pass (stage 3), from the last complete part on; returns ``(markers, parts reused)``."""
+    """The main pass (stage 3), from the last complete part on; returns ``(markers, parts reused, input
+    bytes those parts covered)`` (each marker records ``next_bytes``; older ones: the whole sources before it)."""
     itemsize = np.dtype(tok["dtype"]).itemsize
     markers = shards.completed_parts(shard_dir, itemsize)
     resumed = len(markers)
     if markers and markers[-1].get("final"):
-        return markers, resumed
+        return markers, resumed, total
     last = markers[-1] if markers else None
     tally = Counter()
     log = DropLog(DROPPED, {"problems": last["problems"], "files": last.get("drop_files", {})} if last else None)
@@ -214,8 +217,8 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
     seen = HashSet(np.concatenate([np.fromfile(shard_dir / f"{shards.part_name(m['part'])}.hashes", "<u8")
                                    for m in markers]) if markers else None)
     start = tuple(last["next"]) if last else (0, 0)
-    offset = sum(x.size_bytes for x in sources[:start[0]])
-    bar.begin("tokenize", offset)
+    done = int(last.get("next_bytes", sum(x.size_bytes for x in sources[:start[0]]))) if last else 0
+    bar.begin("tokenize", done)
     part = _Part(shard_dir, len(markers))
     written = sum(m["shards"][sp]["n_tokens"] for m in markers for sp in shards.SPLITS if m["shards"].get(sp))
     cut = heldout_cut(s["heldout_share"])
@@ -226,7 +229,8 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
             entries = {sp: f.commit() for sp, f in part.files.items()}
             fsync_dir(shard_dir)
             state = log.state()
-            marker = {"part": part.k, "next": list(position), "final": final, "shards": entries,
+            marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,
+                      "shards": entries,
                       "problems": state["problems"], **_split_counts(tally), "drop_files": state["files"]}
             hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)
             shards.write_marker(shard_dir, part.k, hashes, marker)
@@ -259,7 +263,7 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
             f.abort()
         raise
     bar.finish(f"{tally['n_texts_kept']:,} texts kept, {tally['n_tokens']:,} tokens")
-    return markers, resumed
+    return markers, resumed, done
 
 
 def _add(res, seen: HashSet, cut: int, part: _Part, tally: Counter, log: DropLog, excluded: np.ndarray,
