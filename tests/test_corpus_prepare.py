@@ -190,7 +190,7 @@ def test_progress_plain_lines_show_rates_and_eta():
     p.t0 -= 2.0  # two seconds in
     p.update(4_000_000, 500)
     out = buf.getvalue()
-    assert "tokenize: 10.0 MB of input" in out
+    assert "tokenize: 10.0 MB of input in all" in out
     assert "40.0% (4.0 MB), 2.00 MB/s, 250 texts/s, ETA 3 s" in out
 
 

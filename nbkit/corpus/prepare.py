@@ -171,7 +171,7 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
                              "unicode_normalization")}
     with Workers(n_workers) as pool:
         def cleaned():
-            bar.begin(f"tokenizer sample (the first {s['sample_mb']:g} MB of kept text)")
+            bar.begin(f"tokenizer sample (reads from the start until {s['sample_mb']:g} MB of text are kept)")
             for item, result in pool.map("clean", iter_chunks(sources, s["text_field"], tmp_dir=tmp_dir,
                                                               chunk_items=s["chunk_items"]), job, paths):
                 if result is not None:

@@ -52,7 +52,7 @@ class CorpusProgress:
                              file=self.stream, leave=False, dynamic_ncols=True, mininterval=0.5,
                              bar_format="{desc} |{bar:20}| {n:.1f}/{total:.1f} MB {elapsed}<{remaining}{postfix}")
         else:
-            self._line(f"{stage}: {self.total / 1e6:,.1f} MB of input" +
+            self._line(f"{stage}: {self.total / 1e6:,.1f} MB of input in all" +
                        (f", {start_bytes / 1e6:,.1f} MB already done" if start_bytes else ""))
 
     def rates(self) -> tuple[float, float, float | None]:
