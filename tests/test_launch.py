@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -61,8 +62,10 @@ def test_pretrain_job_under_two_gloo_ranks_and_its_checkpoint_resumes_in_one_pro
     # the same job in this process continues the 2-rank checkpoint (the loop's own resume)
     assert pretrain.main([*args[:2], "--max-steps", "3", "--log-every", "1", "--resume", "auto",
                           "--output-dir", str(out)]) == 0
-    lines = [m for m in map(parse_metrics_line, capsys.readouterr().out.splitlines()) if m]
+    stdout = capsys.readouterr().out
+    lines = [m for m in map(parse_metrics_line, stdout.splitlines()) if m]
     assert [m["step"] for m in lines if "loss" in m] == [3]
+    assert "(step 2, written by 2 processes, resumed under 1)" in stdout
     assert json.loads((out / "metrics.json").read_text())["world_size"] == 1
 
 
@@ -177,15 +180,18 @@ def test_emit_metrics_roundtrip_and_printer_callback(capsys):
     assert [L.parse_metrics_line(x) for x in lines] == [{"loss": 2.5, "lr": 0.5, "device": "cpu"}, {"step": 7}]
 
 
-def test_job_scripts_reject_a_resume_path_and_name_the_accepted_values(tmp_path):
+def test_job_scripts_reject_a_resume_path_and_name_the_accepted_values(tmp_path, capsys):
     from nbkit.errors import ConfigError
     from nbkit.jobs import finetune, pretrain
     from nbkit.jobs.common import loop_resume
 
     assert loop_resume("auto") is True and loop_resume("none") is False
-    for main in (pretrain.main, finetune.main):
-        with pytest.raises(ConfigError, match="'auto'.*'none'"):
-            main(["--scale", "smoke", "--output-dir", str(tmp_path), "--resume", str(tmp_path)])
+    with pytest.raises(ConfigError, match="'auto'.*'none'"):
+        loop_resume(str(tmp_path))
+    for main in (pretrain.main, finetune.main):  # the jobs: that message once, exit code 2 (nbkit.jobs.outcome)
+        assert main(["--scale", "smoke", "--output-dir", str(tmp_path), "--resume", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert re.search("error: --resume .*'auto'.*'none'", err) and "Traceback" not in err
 
 
 def test_live_plot_takes_the_launchers_dicts_and_eval_lines_carry_the_step(capsys):

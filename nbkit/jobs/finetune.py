@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 
 
-def parse_args(argv: list[str] | None = None):
+def parser():
     """The job's flags (:func:`nbkit.jobs.common.job_parser` plus ``--pretrained``, ``--epochs``, ``--task``,
-    ``--export``). Raises ``SystemExit`` on a bad flag (argparse)."""
+    ``--export``): an ``argparse.ArgumentParser``."""
     from nbkit.jobs.common import job_parser
 
     p = job_parser("nbkit sentiment fine-tuning (runs under torchrun)",
@@ -24,7 +24,12 @@ def parse_args(argv: list[str] | None = None):
     p.add_argument("--epochs", type=float, default=None, help="passes over the training split")
     p.add_argument("--task", default="reviews", choices=("reviews", "news"), help="the labelled task")
     p.add_argument("--export", action="store_true", help="also write OUTPUT_DIR/model (plain transformers loads it)")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv: list[str] | None = None):
+    """The parsed flags (:func:`parser`). Raises ``SystemExit`` on a bad flag (argparse)."""
+    return parser().parse_args(argv)
 
 
 def config(a):
@@ -46,7 +51,15 @@ def config(a):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the job; returns the exit code (0). Errors (ConfigError, DataError, ...) propagate with their fix."""
+    """Run the job; returns the exit code: 0 done; 2 an nbkit error (ConfigError, DataError, ...: its message
+    once and this job's flags for the names in it); 130 interrupted (Ctrl-C, or the launcher died: one line
+    saying where it stopped and what the same command resumes from). See :mod:`nbkit.jobs.outcome`."""
+    from nbkit.jobs.outcome import run_job
+
+    return run_job("nbkit.jobs.finetune", _run, argv, parser())
+
+
+def _run(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     from nbkit.pipeline.artifacts import pretrained_model_dir
     from nbkit.pipeline.scale import get_scale

@@ -17,9 +17,9 @@ from __future__ import annotations
 import sys
 
 
-def parse_args(argv: list[str] | None = None):
+def parser():
     """The job's flags (:func:`nbkit.jobs.common.job_parser` plus ``--corpus``, ``--corpus-wait-s``,
-    ``--dropout``). Raises ``SystemExit`` on a bad flag (argparse)."""
+    ``--dropout``): an ``argparse.ArgumentParser``."""
     from nbkit.jobs.common import job_parser
 
     p = job_parser("nbkit MLM pretraining (runs under torchrun)",
@@ -32,7 +32,12 @@ def parse_args(argv: list[str] | None = None):
     p.add_argument("--corpus-wait-s", type=float, default=6 * 3600.0,
                    help="how long ranks other than 0 wait for the prepared store (s)")
     p.add_argument("--dropout", type=float, default=None, help="hidden and attention dropout (default: 0.1)")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv: list[str] | None = None):
+    """The parsed flags (:func:`parser`). Raises ``SystemExit`` on a bad flag (argparse)."""
+    return parser().parse_args(argv)
 
 
 def config(a):
@@ -55,7 +60,15 @@ def config(a):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the job; returns the exit code (0). Errors (ConfigError, DataError, ...) propagate with their fix."""
+    """Run the job; returns the exit code: 0 done; 2 an nbkit error (ConfigError, DataError, ...: its message
+    once and this job's flags for the names in it); 130 interrupted (Ctrl-C, or the launcher died: one line
+    saying where it stopped and what the same command resumes from). See :mod:`nbkit.jobs.outcome`."""
+    from nbkit.jobs.outcome import run_job
+
+    return run_job("nbkit.jobs.pretrain", _run, argv, parser())
+
+
+def _run(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     from nbkit.recipes.pretraining import run_pretraining
     from nbkit.train.distributed import cleanup

@@ -296,3 +296,13 @@ def restore_loop(loop, found: Checkpoint) -> dict:
         restore_rng(s["rng"])
         seed_rank_streams(loop.config.seed + loop.state.step, info)  # no-op on rank 0
     return s
+
+
+def world_sizes(state: dict, now: int) -> str:
+    """How a resume words the processes: ``"world size 2"`` when the checkpoint ``state`` was written by
+    as many processes as resume it (``now``), else ``"written by 2 processes, resumed under 1"``.
+    A state without ``world_size`` (older checkpoints) counts as one process."""
+    then = int(state.get("world_size", 1))
+    if then == int(now):
+        return f"world size {then}"
+    return f"written by {then} process{'es' if then != 1 else ''}, resumed under {int(now)}"

@@ -124,7 +124,8 @@ def init_distributed(backend: str | None = None, timeout_s: float | None = None)
     the ranks must meet within ``timeout_s`` seconds (default ``NBKIT_DIST_TIMEOUT_S`` or 60).
     Backend: ``nccl`` when CUDA is available, else ``gloo`` (unless ``backend`` is
     given). On CUDA the current device is set to ``cuda:LOCAL_RANK`` before the
-    group is created, so NCCL binds each rank to its own GPU. Safe to call twice.
+    group is created, so NCCL binds each rank to its own GPU. Safe to call twice. A process a
+    launcher started watches it (``nbkit.train.launcher_watch``): it stops when the launcher dies.
 
     Raises:
         ConfigError: ``LOCAL_RANK`` has no matching GPU (more processes per node than
@@ -135,7 +136,9 @@ def init_distributed(backend: str | None = None, timeout_s: float | None = None)
     import torch.distributed as dist
 
     from nbkit.train import rendezvous
+    from nbkit.train.launcher_watch import watch_launcher
 
+    watch_launcher()  # a worker whose launcher dies (kill -9 torchrun) stops: nbkit.train.launcher_watch
     info = DistInfo.from_env() if rendezvous.should_join() else DistInfo()
     cuda = torch.cuda.is_available()
     if backend is None:

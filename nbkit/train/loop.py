@@ -32,6 +32,7 @@ from nbkit.train import distributed as D
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
 from nbkit.train.class_weights import class_weights
 from nbkit.train.config import TrainConfig, TrainResult, TrainState  # noqa: F401  (re-exported)
+from nbkit.train.launcher_watch import watch_launcher
 from nbkit.train.loss import label_weight_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
@@ -65,6 +66,7 @@ class Loop:
         self.config, self.train_data, self.eval_data = config, train_data, eval_data
         self.collate_fn, self.callbacks = collate_fn, with_env_progress(list(callbacks))  # + $NBKIT_PROGRESS_FILE
         self.dist = D.init_distributed() if ddp_loop.launched_by_torchrun() else D.DistInfo()
+        watch_launcher()  # also under torchrun --nproc-per-node=1: stop when the launcher dies
         default = self.dist.device if self.dist.is_distributed else ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(device or default)
         preflight.check_device(self.device)            # each raises naming the fix, before any work
@@ -196,9 +198,17 @@ class Loop:
     # ----- the run -----------------------------------------------------------------------
     def fit(self) -> TrainResult:
         """Train to ``max_steps`` and return a TrainResult (see ``_fit``), holding the lock on
-        ``output_dir`` (``nbkit.train.run_lock``) throughout: a second run there is a ``ConfigError``."""
+        ``output_dir`` (``nbkit.train.run_lock``) throughout: a second run there is a ``ConfigError``.
+        Any exception leaving it (Ctrl-C's ``KeyboardInterrupt`` too) carries where the run stopped as
+        ``exc.nbkit_stopped`` = ``{"step", "max_steps", "output_dir"}`` (the jobs' last line reads it)."""
         with self._output_lock():
-            return self._fit()
+            try:
+                return self._fit()
+            except BaseException as exc:
+                with contextlib.suppress(AttributeError, TypeError):
+                    exc.nbkit_stopped = {"step": self.state.step, "max_steps": self.config.max_steps,
+                                         "output_dir": self.config.output_dir}
+                raise
 
     def _output_lock(self):
         """The lock on ``output_dir`` (rank 0 only: the ranks are one run); a no-op without one."""
@@ -335,7 +345,7 @@ class Loop:
         saved = ckpt.restore_loop(self, found)
         self.last_checkpoint = found.path
         if self._is_main():
-            print(f"resumed from {found.path} (step {self.state.step}, world size {self.dist.world_size})")
+            print(f"resumed from {found.path} (step {self.state.step}, {ckpt.world_sizes(saved, self.dist.world_size)})")
             preflight.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
 
     def _emit(self, event: str, *args) -> None:

@@ -1,0 +1,152 @@
+"""How a training job ends when it does not finish: one line each, no traceback.
+
+* Ctrl-C (``KeyboardInterrupt``; torchrun forwards it to its workers as SIGINT) or a launcher that
+  died (``nbkit.train.launcher_watch``): rank 0 says at which step the run stopped, which complete
+  checkpoint the same command resumes from (``--resume auto`` is the default), exit code 130.
+* an nbkit error (``ConfigError``, ``DataError``, ``CheckpointError``, ...: ``nbkit.errors.NbkitError``):
+  its message once, then a line mapping the API names in it to this job's flags
+  (``resume=False -> --resume none``, ``output_dir -> --output-dir``), exit code 2. The library's
+  messages speak the API (notebooks use it); the mapping line translates them for the command line.
+  Warnings (``UserWarning``) that name API settings get the same line.
+* under torchrun a failing rank > 0 prints its error too (torchrun stops the others at once, so
+  rank 0 may never speak), but one message is printed once per node and run
+  (:func:`first_to_say`).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import re
+import sys
+import tempfile
+import warnings
+
+INTERRUPTED = 130
+BAD_INPUT = 2
+ALIASES = {"grad_accum_steps": "grad_accum"}       # API name -> the flag's dest, where they differ
+LITERALS = {"resume=False": "--resume none", "resume=True": "--resume auto"}
+
+
+def job_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """``{api_name: flag}`` for every flag of ``parser`` (``output_dir -> --output-dir``) and the API
+    names whose flag is spelled differently (:data:`ALIASES`: ``grad_accum_steps -> --grad-accum``)."""
+    flags = {a.dest: max(a.option_strings, key=len) for a in parser._actions
+             if a.option_strings and a.dest != "help"}
+    flags.update({api: flags[dest] for api, dest in ALIASES.items() if dest in flags})
+    return flags
+
+
+def flag_hint(text: str, flags: dict[str, str]) -> str | None:
+    """One line naming this job's flag for each API spelling in ``text``, in order of appearance; None
+    when there is none. A name with ``_`` counts anywhere as a word (``output_dir``); a plain word only
+    as an assignment (``lr=``, ``seed=``), so prose ("the same seed") does not."""
+    found: list[tuple[int, str, str]] = [(text.find(lit), lit, flag) for lit, flag in LITERALS.items() if lit in text]
+    for name, flag in flags.items():
+        if name == "resume" and found:   # resume=False / resume=True: named above with their value
+            continue
+        m = re.search(rf"\b{re.escape(name)}\b" if "_" in name else rf"\b{re.escape(name)}=", text)
+        if m:
+            found.append((m.start(), name, flag))
+    if not found:
+        return None
+    return "in this job's flags: " + ", ".join(f"{name} -> {flag}" for _, name, flag in sorted(found))
+
+
+def _rank() -> int:
+    try:
+        return int(os.environ.get("RANK") or 0)
+    except ValueError:
+        return 0
+
+
+def first_to_say(text: str) -> bool:
+    """True in one process alone; under a launcher, True for the first process on this node that says
+    ``text`` in this run (an empty marker file in the temp folder), so N ranks failing alike print once."""
+    if int(os.environ.get("WORLD_SIZE") or 1) <= 1:
+        return True
+    # the launcher's pid too: torchrun without --standalone names every run "none", so the run id alone
+    # would silence the same error in every later run on this node
+    run = (f"{os.getppid()}:{os.environ.get('TORCHELASTIC_RUN_ID')}:"
+           f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}")
+    key = hashlib.sha1(f"{run}\n{text}".encode()).hexdigest()[:16]
+    try:
+        os.close(os.open(os.path.join(tempfile.gettempdir(), f"nbkit-said-{key}"), os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):   # the launcher's pipe may be gone with it
+        print(line, file=sys.stderr, flush=True)
+
+
+def stop_line(prog: str, stopped: dict | None, orphan: bool) -> str:
+    """The one line an interrupted job prints: where it stopped and what the same command resumes from.
+
+    ``stopped``: ``Loop.fit``'s ``exc.nbkit_stopped`` (step, max_steps, output_dir), or None when the
+    job stopped before training began."""
+    from nbkit.train.checkpoint import checkpoints_dir, list_checkpoints
+
+    why = "its launcher is gone (torchrun killed?), so it stopped" if orphan else "interrupted"
+    if not stopped:
+        return (f"{prog}: {why} before training started. Run the same command again to start it (--resume auto, "
+                "the default, continues from the newest complete checkpoint in --output-dir, if any).")
+    where = f"at step {stopped['step']} of {stopped['max_steps']}"
+    out = stopped.get("output_dir")
+    ckpts = list_checkpoints(out, warn=False) if out is not None else []
+    if not ckpts:
+        kept = f"no complete checkpoint in {checkpoints_dir(out)}" if out is not None else "no checkpoints (no output dir)"
+        return (f"{prog}: {why} {where}; {kept}, so the same command starts again from step 0 "
+                "(--checkpoint-every N saves more often).")
+    last = ckpts[-1]
+    return (f"{prog}: {why} {where}; newest complete checkpoint: {last.path} (step {last.step}). Run the same "
+            "command again to resume from it (--resume auto is the default); --resume none starts over.")
+
+
+def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
+    """Call ``body(argv)`` and turn how it ends into an exit code (see the module docstring).
+
+    Returns ``body``'s int (0 when it returns None), 130 after an interrupt or a launcher's death,
+    2 after an nbkit error. Other exceptions propagate unchanged (a traceback: a bug to report).
+    """
+    from nbkit.errors import NbkitError
+    from nbkit.train.launcher_watch import orphaned
+
+    flags = job_flags(parser)
+    show = warnings.showwarning
+
+    def show_with_flags(message, category, filename, lineno, file=None, line=None):
+        show(message, category, filename, lineno, file, line)
+        hint = flag_hint(str(message), flags)
+        if hint:
+            _say(hint)
+
+    warnings.showwarning = show_with_flags
+    try:
+        rc = body(argv)
+        return rc if isinstance(rc, int) else 0
+    except KeyboardInterrupt as exc:
+        if _rank() == 0:
+            _say(stop_line(prog, getattr(exc, "nbkit_stopped", None), orphaned()))
+        return INTERRUPTED
+    except NbkitError as exc:
+        text = f"{prog}: error: {exc}"
+        if first_to_say(text):
+            _say(text if _rank() == 0 else f"[rank {_rank()}] {text}")
+            hint = flag_hint(str(exc), flags)
+            if hint:
+                _say(hint)
+        return BAD_INPUT
+    except Exception as exc:
+        if not orphaned():
+            raise
+        if _rank() == 0:  # a collective failed because a peer stopped with the launcher: not a bug
+            _say(stop_line(prog, getattr(exc, "nbkit_stopped", None), True))
+        return INTERRUPTED
+    finally:
+        warnings.showwarning = show
