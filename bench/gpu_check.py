@@ -41,12 +41,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from nbkit import jsonio
-from nbkit.models.flops import mfu, peak_tflops  # noqa: E402
-from nbkit.models.mlm_head import uses_sparse_head  # noqa: E402
+from nbkit.models.flops import mfu  # noqa: E402
 from nbkit.profiling import diagnosis, microbench
 from nbkit.profiling import profiler as profiling
 from nbkit.profiling import step_timing as stepanalysis  # noqa: E402
-from nbkit.train.precision import matmul_precision_name  # noqa: E402
 
 BERT_BASE_CHINESE_VOCAB = 21128  # vocabulary of google's bert-base-chinese
 
@@ -224,11 +222,11 @@ def loop_step_row(loop, warmup: int = 2, iters: int = 10, repeats: int = 3) -> d
     last = step()
     tps, flops = last["tokens"] / sec, last["flops"] / last["tokens"]
     cuda = loop.device.type == "cuda"
-    peak = peak_tflops(microbench.device_name(loop.device), matmul_precision_name(loop.precision)) if cuda else None
+    peak = loop.peak_tflops                                  # the loop's own MFU denominator (None off CUDA)
     first = next(iter(loop.train_data))["input_ids"]
     return {"compile": bool(loop.config.compile), "batch_size": loop.config.batch_size, "seq_len": len(first),
             "grad_accum_steps": loop.config.grad_accum_steps, "precision": loop.precision.name,
-            "mlm_head": "masked" if uses_sparse_head(loop.model, loop.config.compile) else "all",
+            "mlm_head": "masked" if loop.sparse_head else "all",
             "step_ms": sec * 1e3, "tokens_per_s": tps, "flops_per_token": flops,
             "achieved_tflops": tps * flops / 1e12, "peak_tflops": peak, "mfu": mfu(tps, flops, peak),
             "peak_memory_mib": torch.cuda.max_memory_allocated(loop.device) / 2 ** 20 if cuda else None}

@@ -187,7 +187,7 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
               "input_mb_this_run": round((total - done) / 1e6, 3)}   # a resumed run reads only the rest
     timing["mb_per_s"] = round((total - done) / 1e6 / max(timing["seconds"], 1e-9), 3)
     result = mf.build_manifest(ident, markers[-1], markers, tok, timing)
-    log = DropLog(DROPPED, {"problems": markers[-1]["problems"], "files": markers[-1].get("drop_files", {})})
+    log = DropLog.from_marker(DROPPED, markers[-1])
     result.update(problems_rule=RULE, by_file=log.by_file({x.path: x.compression for x in sources}))
     if not result["splits"]["train"]["n_tokens"]:
         raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
@@ -208,7 +208,7 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         return markers, resumed, total
     last = markers[-1] if markers else None
     tally = Counter()
-    log = DropLog(DROPPED, {"problems": last["problems"], "files": last.get("drop_files", {})} if last else None)
+    log = DropLog.from_marker(DROPPED, last)
     if last:
         for group in ("counts", "dropped", "repaired"):
             tally.update(last[group])

@@ -58,6 +58,14 @@ class DropLog:
             self.seen[p["path"], p["reason"]] += 1
         self.last = next(reversed(self.files), None)  # the file being read (input order: only it can go on)
 
+    @classmethod
+    def from_marker(cls, drop_reasons: tuple[str, ...], marker: dict | None) -> "DropLog":
+        """The log a part marker saved (``problems`` and ``drop_files``: :meth:`state` as the marker holds it);
+        ``marker=None``: a fresh log."""
+        if marker is None:
+            return cls(drop_reasons)
+        return cls(drop_reasons, {"problems": marker["problems"], "files": marker.get("drop_files", {})})
+
     def _file(self, path: str) -> dict:
         if path != self.last:  # the stream moved on: forget the previous file unless it lost something
             if self.last is not None and not self.files[self.last]["dropped"]:

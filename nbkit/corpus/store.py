@@ -55,12 +55,13 @@ def given_store(corpus) -> Path | None:
             a store is never read as text), naming the stores and the fix.
     """
     items = list(corpus) if isinstance(corpus, (list, tuple)) else [corpus]
-    stores = [os.fspath(i) for i in items if is_prepared(i)]
+    prepared = [is_prepared(i) for i in items]                      # each reads a manifest: once
+    stores = [os.fspath(i) for i, yes in zip(items, prepared) if yes]
     if not stores:
         return None
     if len(items) == 1:
         return Path(stores[0]).expanduser()
-    others = [os.fspath(i) for i in items if not is_prepared(i)]
+    others = [os.fspath(i) for i, yes in zip(items, prepared) if not yes]
     raise ConfigError(
         f"the corpus lists the prepared store(s) {stores} together with {others or 'another store'}; a store is "
         "read as it is, never as text, and training reads one store. Pass one store alone (corpus=STORE), or "

@@ -80,13 +80,12 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         tokens, why = MAX_PASSES * n_tokens, f"at most {MAX_PASSES:.0f} passes (BERT's ~40 epochs)"
     if max_passes is not None and tokens > max_passes * n_tokens:
         tokens, why = max_passes * n_tokens, f"at most {max_passes:g} passes (the run's max_passes)"
-    if tokens > speed * budget:
-        tokens, why = speed * budget, (f"what {speed:,} tokens/s (measured, {model} on {kind}"
-                                       + (f", x {world_size} processes" if world_size > 1 else "")
-                                       + f") reads in {budget:,.0f} s")
-    steps = max(1, math.floor(tokens / (batch * block_size * world_size)))   # floor: never past a cap
-    train_tokens = steps * batch * block_size * world_size
     ranks = f" x {world_size} processes" if world_size > 1 else ""
+    per_step = batch * block_size * world_size                           # tokens one optimizer step reads
+    if tokens > speed * budget:
+        tokens, why = speed * budget, f"what {speed:,} tokens/s (measured, {model} on {kind}{ranks}) reads in {budget:,.0f} s"
+    steps = max(1, math.floor(tokens / per_step))   # floor: never past a cap
+    train_tokens = steps * per_step
     reasons.append(f"{steps:,} steps x {batch}{ranks} x {block_size} = {train_tokens / 1e6:,.1f} M tokens, "
                    f"{train_tokens / n_tokens:.2f} passes over the corpus: {why}")
     lr, warmup = {"base": (1e-4, 0.1), "small": (5e-4, 0.06)}.get(model, (1e-3, 0.06))

@@ -37,7 +37,6 @@ import time
 
 EXIT_CODE = 130          # as an interrupt: the launcher's end stopped the run
 ENV = "NBKIT_LAUNCHER_WATCH"
-_LAUNCHER_MARKERS = ("TORCHELASTIC_RUN_ID",)  # torchrun's agent sets it for every worker
 
 _lock = threading.Lock()
 _watch: "LauncherWatch | None" = None
@@ -79,12 +78,14 @@ class LauncherWatch(threading.Thread):
 def launched_worker(env=None) -> bool:
     """True when a launcher that should be watched started this process (torchrun's marker, or
     ``NBKIT_DISTRIBUTED=1`` with ``WORLD_SIZE`` > 1: srun, mpirun), and the watch is not disabled."""
+    from nbkit.train.rendezvous import NO, OPT_IN_ENV, TORCHRUN_MARKER, YES
+
     env = os.environ if env is None else env
-    if (env.get(ENV) or "").strip().lower() in ("0", "false", "no", "off"):
+    if (env.get(ENV) or "").strip().lower() in NO:
         return False
-    if any(env.get(k) for k in _LAUNCHER_MARKERS):
+    if env.get(TORCHRUN_MARKER):                     # torchrun's agent sets it for every worker
         return True
-    return (env.get("NBKIT_DISTRIBUTED") or "").strip().lower() in ("1", "true", "yes", "on") and \
+    return (env.get(OPT_IN_ENV) or "").strip().lower() in YES and \
         (env.get("WORLD_SIZE") or "1").strip() not in ("", "0", "1")
 
 

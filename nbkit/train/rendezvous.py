@@ -29,7 +29,7 @@ TIMEOUT_ENV = "NBKIT_DIST_TIMEOUT_S"
 OPT_IN_ENV = "NBKIT_DISTRIBUTED"
 TORCHRUN_MARKER = "TORCHELASTIC_RUN_ID"
 REQUIRED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+YES, NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")   # how an on/off variable is spelled
 _ALONE = ("to train in this one process, unset WORLD_SIZE (shell: `unset WORLD_SIZE RANK LOCAL_RANK`; "
           "notebook: os.environ.pop('WORLD_SIZE')) or set NBKIT_DISTRIBUTED=0")
 
@@ -51,12 +51,12 @@ def should_join(env=None) -> bool:
         raise ConfigError(f"WORLD_SIZE={raw!r} is not an integer; {_ALONE}, or launch with torchrun, "
                           "which sets RANK, LOCAL_RANK and WORLD_SIZE") from None
     mode = (env.get(OPT_IN_ENV) or "").strip().lower()
-    if mode and mode not in _YES + _NO:
+    if mode and mode not in YES + NO:
         raise ConfigError(f"{OPT_IN_ENV}={env.get(OPT_IN_ENV)!r}: use 1 (join the process group the "
                           "environment describes) or 0 (ignore it: one process)")
-    if world <= 1 or mode in _NO:
+    if world <= 1 or mode in NO:
         return False
-    if not env.get(TORCHRUN_MARKER) and mode not in _YES:
+    if not env.get(TORCHRUN_MARKER) and mode not in YES:
         raise ConfigError(
             f"WORLD_SIZE={world} is set, but torchrun did not start this process (no {TORCHRUN_MARKER}): "
             f"the variables were probably inherited (a cluster job's or a container's environment). Fix: "
