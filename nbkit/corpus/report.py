@@ -39,6 +39,14 @@ def keep_location(problems: list, seen: Counter, path: str, line: int | None, re
         problems.append({"path": path, "line": line, "reason": reason, "detail": detail[:120]})
 
 
+def locate_mask(problems: list, seen: Counter, path: str, reason: str, lines, mask, detail: str = "") -> None:
+    """:func:`keep_location` for the first ``True`` entries of ``mask`` (texts of one chunk; ``lines`` their
+    1-based lines): only as many as ``(path, reason)`` has room for are looked at (cost: O(room), not O(chunk))."""
+    room = PER_FILE_REASON - seen[path, reason]
+    for i in np.flatnonzero(mask)[:max(0, room)].tolist():
+        keep_location(problems, seen, path, int(lines[i]), reason, detail)
+
+
 class DropLog:
     """Drops by file and reason with their first locations, fed in input order by the main process.
 
@@ -98,9 +106,7 @@ class DropLog:
         if not n:
             return
         self._file(path)["dropped"][reason] += n
-        room = PER_FILE_REASON - self.seen[path, reason]
-        for i in np.flatnonzero(mask)[:max(0, room)].tolist():
-            keep_location(self.problems, self.seen, path, int(lines[i]), reason, detail)
+        locate_mask(self.problems, self.seen, path, reason, lines, mask, detail)
 
     def state(self) -> dict:
         """JSON-able state for a part's done-marker (:meth:`__init__` takes it back)."""

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from nbkit.corpus.report import PER_FILE_REASON, keep_location
+from nbkit.corpus.report import keep_location, locate_mask
 from nbkit.data.filecheck import json_error_text, new_scan, scan_line
 from nbkit.data.textrule import check_text, split_long
 from nbkit.errors import DataError
@@ -222,8 +222,7 @@ def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
     keep = per_text > 0
     counts["no_tokens"] += int((~keep).sum())
     seen = Counter((p["path"], p["reason"]) for p in problems)
-    for i in np.flatnonzero(~keep)[:PER_FILE_REASON].tolist():
-        keep_location(problems, seen, path, lines[i], "no_tokens", "the tokenizer gives it no token")
+    locate_mask(problems, seen, path, "no_tokens", lines, ~keep, "the tokenizer gives it no token")
     lines = np.asarray(lines, dtype=np.int64)
     ends = np.cumsum(per_text)[keep]  # a [SEP] after each kept text's tokens
     dtype = np.dtype(settings["dtype"])
