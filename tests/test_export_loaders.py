@@ -197,3 +197,18 @@ def test_one_class_predictions_and_missing_train_file_are_named():
     assert pipeline.classification_report([0, 1], [0, 1], {0: "a", 1: "b"})["degenerate"] is None
     with pytest.raises(ConfigError, match="train=None"):
         data.load_labeled_files(None, test="x.csv")
+
+
+def test_a_mean_pooling_classifier_never_trains_its_unused_pooler(tok_dir, tmp_path):
+    """DDP requires every trainable parameter to get a gradient; the pooler is never read with mean pooling."""
+    from transformers import AutoTokenizer
+
+    from nbkit import models
+
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    built = _classifier(tok, {0: "neg", 1: "pos"}, "mean")
+    built.save_pretrained(tmp_path / "m")
+    loaded, _ = models.build_classifier(str(tmp_path / "m"), 2, {0: "neg", 1: "pos"}, tokenizer=tok)
+    for model in (built, loaded):
+        frozen = sorted(n for n, p in model.named_parameters() if not p.requires_grad)
+        assert frozen == ["bert.pooler.dense.bias", "bert.pooler.dense.weight"], frozen

@@ -205,3 +205,19 @@ def test_live_plot_takes_the_launchers_dicts_and_eval_lines_carry_the_step(capsy
     for line in ['NBKIT_METRICS {"step": 4, "loss": 3.0}', *capsys.readouterr().out.splitlines()]:
         sink(L.parse_metrics_line(line))
     assert plot.series["loss"].x == [4] and plot.series["eval_loss"].x == [5] and plot.step == 5
+
+
+@pytest.mark.multiproc
+@pytest.mark.slow
+def test_finetune_job_under_two_gloo_ranks_with_mean_pooling_counts_epochs_globally(tmp_path, runs_tmp):
+    """The default classifier (mean pooling) leaves BERT's pooler unused: DDP stopped at it in step 2
+    ("parameters that were not used in producing loss"); and --epochs counts passes at the global batch."""
+    out = tmp_path / "cls"
+    args = ["--scale", "smoke", "--epochs", "0.25", "--batch-size", "8", "--log-every", "1",
+            "--checkpoint-every", "0", "--resume", "none", "--output-dir", str(out)]
+    h = L.launch("nbkit.jobs.finetune", nproc_per_node=2, args=args, device="cpu", show=False,
+                 env={**ENV, "NBKIT_RUNS_DIR": str(runs_tmp)})
+    assert h.wait(timeout=300) == 0, "\n".join(h.lines[-30:])
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["config"]["pooling"] == "mean" and metrics["world_size"] == 2
+    assert metrics["train"]["steps"] == -(-metrics["n_train"] * 0.25 // (8 * 2))   # per process it was twice that

@@ -32,7 +32,9 @@ class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
     """``BertForSequenceClassification`` whose head reads the masked mean of the last hidden states.
 
     Weights and config are BERT's (the unused pooler stays, so checkpoints load both
-    ways); ``config.classifier_pooling = "mean"`` records the choice.
+    ways, but takes no gradient: ``requires_grad=False``, so DDP, which requires every trained
+    parameter to get a gradient in each step, does not stop at it); ``config.classifier_pooling =
+    "mean"`` records the choice.
 
     ``forward(input_ids (B, T), attention_mask (B, T), token_type_ids=None, labels=None)``
     returns ``logits`` (B, num_labels), plus the mean cross-entropy ``loss`` when
@@ -41,6 +43,22 @@ class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
     """
 
     config_class = MeanPoolBertConfig   # its own config class: registered for it when loaded as remote code
+
+    def __init__(self, config, *args, **kwargs):
+        super().__init__(config, *args, **kwargs)
+        self._freeze_pooler()
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        """``BertForSequenceClassification.from_pretrained``, the pooler frozen again (transformers 5 loads the
+        weights as new parameters, which would take gradients)."""
+        out = super().from_pretrained(*args, **kwargs)
+        (out[0] if isinstance(out, tuple) else out)._freeze_pooler()   # output_loading_info=True: (model, info)
+        return out
+
+    def _freeze_pooler(self) -> None:
+        if self.bert.pooler is not None:
+            self.bert.pooler.requires_grad_(False)   # never read by forward(): no gradient, nothing to train
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None, **kwargs):
         kwargs.pop("return_dict", None)

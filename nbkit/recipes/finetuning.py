@@ -232,14 +232,15 @@ def export(cfg: FinetuneConfig, classifier, tokenizer, labeled: "LabeledData", o
 
 
 def save(cfg: FinetuneConfig, out_dir, labeled: "LabeledData", truncation: dict, scores: dict, how: str,
-         result, task: str = "reviews") -> dict:
+         result, task: str = "reviews", world_size: int = 1) -> dict:
     """Write ``out_dir/metrics.json`` (strict JSON, atomic) and return it.
 
     Keys: ``scale``, ``task``, ``init`` (how the model was initialised), ``test_accuracy``,
     ``test_macro_f1``, ``baseline_accuracy``/``baseline_macro_f1`` (full text),
     ``baseline_cut_accuracy``/``baseline_cut_macro_f1`` (same cut), the data report's ``n_*`` counts,
     ``truncated_fraction`` per split, ``max_length``, ``per_class``, ``confusion_matrix``, ``warnings``
-    (e.g. a model that predicts one class), ``config`` (every field) and the loop's summary under ``train``.
+    (e.g. a model that predicts one class), ``config`` (every field), ``world_size`` (processes that trained)
+    and the loop's summary under ``train``.
     """
     from nbkit import jsonio
 
@@ -253,7 +254,7 @@ def save(cfg: FinetuneConfig, out_dir, labeled: "LabeledData", truncation: dict,
                "max_length": cfg.max_length, "class_weights": cfg.class_weights,
                "per_class": report["per_class"], "confusion_matrix": report["confusion_matrix"],
                "warnings": [w for w in (report.get("degenerate"),) if w],
-               "config": cfg.to_dict(), "train": result.metrics, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+               "config": cfg.to_dict(), "world_size": int(world_size), "train": result.metrics, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     return jsonio.write_json(Path(out_dir) / "metrics.json", metrics)
 
 
@@ -280,4 +281,5 @@ def run_finetuning(cfg: FinetuneConfig, out_dir, *, pretrained=None, task="revie
     if export_model:
         export(cfg, loop.model, tokenizer, labeled, Path(out_dir) / "model")
     name = task_name or (task if isinstance(task, str) else "own")
-    return {**save(cfg, out_dir, labeled, truncation, scores, how, result, task=name), "table": scores["table"]}
+    return {**save(cfg, out_dir, labeled, truncation, scores, how, result, task=name,
+                   world_size=loop.dist.world_size), "table": scores["table"]}
