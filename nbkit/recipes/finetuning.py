@@ -235,7 +235,9 @@ def save(cfg: FinetuneConfig, out_dir, labeled: "LabeledData", truncation: dict,
          result, task: str = "reviews", world_size: int = 1) -> dict:
     """Write ``out_dir/metrics.json`` (strict JSON, atomic) and return it.
 
-    Keys: ``scale``, ``task``, ``init`` (how the model was initialised), ``test_accuracy``,
+    Keys: ``scale``, ``task``, ``data_files`` (split -> path of the user's files,
+    :func:`nbkit.data.load_labeled_files`'s ``report["files"]``; None for a bundled task),
+    ``init`` (how the model was initialised), ``test_accuracy``,
     ``test_macro_f1``, ``baseline_accuracy``/``baseline_macro_f1`` (full text),
     ``baseline_cut_accuracy``/``baseline_cut_macro_f1`` (same cut), the data report's ``n_*`` counts,
     ``truncated_fraction`` per split, ``max_length``, ``per_class``, ``confusion_matrix``, ``warnings``
@@ -245,7 +247,7 @@ def save(cfg: FinetuneConfig, out_dir, labeled: "LabeledData", truncation: dict,
     from nbkit import jsonio
 
     report, base, cut = scores["report"], scores.get("baseline_report"), scores.get("baseline_cut_report")
-    metrics = {"scale": cfg.scale, "task": task, "init": how,
+    metrics = {"scale": cfg.scale, "task": task, "data_files": labeled.report.get("files"), "init": how,
                "test_accuracy": report["accuracy"], "test_macro_f1": report["macro_f1"],
                "baseline_accuracy": base and base["accuracy"], "baseline_macro_f1": base and base["macro_f1"],
                "baseline_cut_accuracy": cut and cut["accuracy"], "baseline_cut_macro_f1": cut and cut["macro_f1"],
