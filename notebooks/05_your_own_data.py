@@ -66,6 +66,16 @@ labeled = data.load_labeled_files(train_file, validation=validation_file, test=t
 splits = labeled.splits
 labeled.report
 
+# %% [markdown]
+# Label problems are warned at load and listed here: labels that look like variants of one label (`負面` beside `负面`), classes with too few training examples or none in validation/test, labels merged by stripping spaces. Beside each drop count, `sources` gives the first file lines per reason (`drop_lines`).
+
+# %%
+for problem in labeled.report["label_checks"]["problems"] or ["no label problem found"]:
+    print(problem)
+for note in labeled.report["label_checks"]["merged"]:
+    print(f"merged in {note['split']}: {note['from']!r} -> {note['to']!r} ({note['n_rows']} rows)")
+{split: src.get("drop_lines", src.get("drop_rows")) for split, src in labeled.report["sources"].items()}
+
 # %%
 print(labeled.id2label)
 splits["train"].to_pandas().head()

@@ -287,3 +287,32 @@ def _scan_json_lines(path: Path, encoding: str) -> str | None:
                 type_change = (f"line {lineno}: field {key!r} is {_a(kind)} but {_a(seen[0])} on line "
                                f"{seen[1]}; use one type per field")
     return type_change
+
+
+def record_lines(path: Path, encoding: str, skipped: list[int] | tuple = ()) -> list[int] | None:
+    """The 1-based file line where each record of a labelled file starts, in read order.
+
+    ``.csv``/``.tsv``: after the header, blank lines skipped as pandas does (a quoted field may span
+    lines); ``.jsonl``/JSON lines: non-blank lines not in ``skipped`` (lines the reader skipped);
+    a ``.json`` array: ``None`` (records have no line of their own; report their 1-based index).
+    """
+    import csv
+
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        lines = []
+        with open(path, encoding=encoding, newline="") as fh:
+            reader = csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ",")
+            start = 1
+            for i, record in enumerate(reader):
+                if i and record:  # the header; pandas skips empty lines
+                    lines.append(start)
+                start = reader.line_num + 1
+        return lines
+    with open(path, encoding=encoding) as fh:
+        head = fh.read(4096).lstrip()[:1]
+    if suffix == ".json" and head == "[":
+        return None
+    gone = set(skipped)
+    with open(path, encoding=encoding) as fh:
+        return [n for n, line in enumerate(fh, start=1) if line.strip() and n not in gone]

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from nbkit.data.labelcheck import check_labels, label_key, label_maps
 from nbkit.data.textrule import check_text, repair_surrogates
 from nbkit.errors import ConfigError, DataError
 
@@ -42,6 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
 _WS = re.compile(r"\s+")
+#: 1-based row numbers kept per drop reason and source (the counts stay exact)
+MAX_LOCATIONS = 5
 SPLITS = ("train", "validation", "test")
 
 
@@ -84,27 +85,42 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def _keep(where: list[int], row: int) -> None:
+    if len(where) < MAX_LOCATIONS:
+        where.append(row)
+
+
 def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tuple[str, Any]], dict]:
     """Drop invalid entries (:func:`nbkit.data.textrule.check_text`), duplicates and contradictions.
 
     Returns ``{key: (text, label)}`` in first-occurrence order and the counts: ``n_empty_dropped``
     (= ``n_missing_dropped`` + ``n_blank_dropped``; a missing or empty label counts as missing),
-    ``n_repaired_surrogates`` (texts kept with lone surrogates replaced by U+FFFD), duplicates, conflicts.
+    ``n_repaired_surrogates`` (texts kept with lone surrogates replaced by U+FFFD), duplicates, conflicts;
+    ``drop_rows``: reason (``missing_label``, ``missing_text``, ``blank``, ``duplicate``, ``conflict``: the
+    text's first row) -> its first :data:`MAX_LOCATIONS` 1-based rows of ``texts``.
     """
     if len(texts) != len(labels):
         raise DataError(f"{name}: {len(texts)} texts but {len(labels)} labels; pass one label per text.")
     seen: dict[str, tuple[str, Any]] = {}
-    conflicting: set[str] = set()
+    first: dict[str, int] = {}  # key -> its first 1-based row
+    conflicting: dict[str, None] = {}  # first-seen order
     rule: Counter = Counter()
+    rows: dict[str, list[int]] = {r: [] for r in ("missing_label", "missing_text", "blank", "duplicate")}
+    merged: Counter = Counter()
     n_dup = n_no_label = 0
-    for raw, label in zip(texts, labels):
+    for row, (raw, label) in enumerate(zip(texts, labels), start=1):
         if isinstance(label, str):
-            label = repair_surrogates(label)[0].strip()
+            given, label = label, repair_surrogates(label)[0].strip()
+            if label != given and label:
+                merged[given, label] += 1
         if _is_missing(label) or label == "":
             n_no_label += 1
+            _keep(rows["missing_label"], row)
             continue
+        before = rule["missing"]
         text = check_text(raw, rule)
         if text is None:
+            _keep(rows["missing_text" if rule["missing"] > before else "blank"], row)
             continue
         text = text.strip()
         if isinstance(label, float) and label.is_integer():
@@ -112,59 +128,20 @@ def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tupl
         key = normalize_text(text)
         if key in seen:
             n_dup += 1
+            _keep(rows["duplicate"], row)
             if seen[key][1] != label:
-                conflicting.add(key)
+                conflicting[key] = None
         else:
-            seen[key] = (text, label)
+            seen[key], first[key] = (text, label), row
     for key in conflicting:
         del seen[key]
+    rows["conflict"] = [first[k] for k in list(conflicting)[:MAX_LOCATIONS]]
     counts = {"n_raw": len(texts), "n_empty_dropped": rule["missing"] + rule["blank"] + n_no_label,
               "n_missing_dropped": rule["missing"] + n_no_label, "n_blank_dropped": rule["blank"],
               "n_repaired_surrogates": rule["repaired_surrogates"],
-              "n_duplicates_dropped": n_dup, "n_conflicts_dropped": len(conflicting)}
+              "n_duplicates_dropped": n_dup, "n_conflicts_dropped": len(conflicting),
+              "drop_rows": rows, "_first": first, "_merged": merged}
     return seen, counts
-
-
-def label_key(name: str) -> str:
-    """Labels equal under this key differ only in case or width: NFKC, then ``str.casefold``."""
-    return unicodedata.normalize("NFKC", name).casefold()
-
-
-def _warn_case_collisions(names: list[str]) -> None:
-    """Warn when label names differ only in case/width (they would become separate classes)."""
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        groups.setdefault(label_key(name), []).append(name)
-    clashes = [g for g in groups.values() if len(g) > 1]
-    if clashes:
-        warnings.warn(f"Labels that differ only in case or character width become separate classes: "
-                      f"{'; '.join(map(str, clashes))}. If each group is one class, normalise the label "
-                      "column before loading (e.g. str.lower(), or unicodedata.normalize('NFKC', ...) for "
-                      "full-width letters).", UserWarning, stacklevel=4)
-
-
-def _label_maps(labels: list, label2id: dict[str, int] | None) -> tuple[dict[str, int], Any]:
-    """``label2id`` and a function raw label -> id, from the training labels.
-
-    Integer labels ``0..k-1`` are kept; other integers are renumbered in
-    increasing order (``"1".."5"`` stars -> ids 0..4) so ids stay contiguous,
-    as classification heads and cross-entropy need. Strings are sorted.
-    """
-    if label2id is not None:
-        unknown = sorted({str(v) for v in labels} - set(label2id))
-        if unknown:
-            raise DataError(f"Labels {unknown} are not in the given label2id {dict(label2id)}; "
-                            "fix the labels or pass a label2id that includes them.")
-        return dict(label2id), lambda raw: label2id[str(raw)]
-    values = set(labels)
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        ordered = [str(v) for v in sorted(values)]  # numeric order: 2 before 10
-    else:
-        ordered = sorted({str(v) for v in values})
-        _warn_case_collisions(ordered)
-    names = {name: i for i, name in enumerate(ordered)}
-    # Look-ups go through str() so a "1" in a JSON validation file matches a CSV's 1.
-    return names, lambda raw: names[str(raw)]
 
 
 def _stratified_take(keys: list[str], ids: list[int], size: float | int, seed: int, what: str):
@@ -237,11 +214,13 @@ def build_labeled_data(
         if split not in SPLITS:
             raise ConfigError(f"Unknown split {split!r}; use one of {SPLITS}.")
         cleaned[split], report[split] = _clean(texts, labels, split)
+    first = {split: report[split].pop("_first") for split in report}
+    merged = {split: report[split].pop("_merged") for split in report}
     train = cleaned["train"]
     if not train:
         raise DataError("No training examples left after dropping empty lines, duplicates and "
                         f"contradictions ({report['train']}). Check the text and label columns.")
-    l2i, to_id = _label_maps([lab for _, lab in train.values()], label2id)
+    l2i, to_id = label_maps([lab for _, lab in train.values()], label2id)
     if len(set(to_id(lab) for _, lab in train.values())) < 2:
         raise DataError(f"The training data has a single class ({sorted(l2i)}); a classifier needs "
                         "at least two. Check the label column.")
@@ -253,6 +232,7 @@ def build_labeled_data(
         for k in overlap:
             del cleaned[split][k]
         report[split]["n_overlap_dropped"] = len(overlap)
+        report[split]["drop_rows"]["overlap"] = [first[split][k] for k in overlap[:MAX_LOCATIONS]]
         unseen = sorted({str(lab) for _, lab in cleaned[split].values()} - set(l2i))
         if unseen:
             keys = {label_key(name): name for name in l2i}
@@ -278,6 +258,8 @@ def build_labeled_data(
         keys, drawn[split] = _stratified_take(keys, ids, size, seed, split)
         ids = [to_id(train[k][1]) for k in keys]
     n_train_full = len(keys)
+    per_class = Counter(ids)
+    train_full = {name: per_class[i] for name, i in l2i.items()}
     if max_train is not None and max_train < len(keys):
         _, keys = _stratified_take(keys, ids, max_train, seed, "max_train")
     pools = {"train": (keys, train)}
@@ -291,6 +273,7 @@ def build_labeled_data(
                for split, (split_keys, pool) in pools.items()}
     out = {split: datasets.Dataset.from_dict(cols, features=features) for split, cols in columns.items()}
     report = _summarize(report, columns, id2label, n_train_full)
+    report["label_checks"] = check_labels(report["class_counts"], train_full, merged)
     return LabeledData(datasets.DatasetDict(out), l2i, id2label, report)
 
 

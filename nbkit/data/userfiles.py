@@ -35,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbkit.data.filecheck import check_utf8, locate_json_error  # noqa: F401  (re-exported)
+from nbkit.data.filecheck import check_utf8, locate_json_error, record_lines  # noqa: F401  (re-exported)
 from nbkit.data.jsonrecords import check_errors, read_json_columns
 from nbkit.data.labeled import LabeledData, build_labeled_data
 from nbkit.data.textrule import CORPUS_MAX_CHARS, check_text, cut_rows
@@ -210,13 +210,25 @@ def load_text_file(path: str | Path, text_column: str = "text", errors: str = "r
     return datasets.Dataset.from_dict({"text": texts})
 
 
-def _read_labeled(path: str | Path, text_column: str, label_column: str, errors: str) -> tuple[list, list, dict]:
+def _read_labeled(path: str | Path, text_column: str, label_column: str, errors: str) -> tuple:
+    """``(texts, labels, info, checked path, encoding)`` of one labelled file."""
     path, encoding = _check_file(path)
     if path.suffix.lower() == ".txt":
         raise DataError(f"{path}: a .txt file has no label column. Save the data as .csv or .jsonl with "
                         f"columns {text_column!r} and {label_column!r}.")
     ds, info = _load_table(path, encoding, [text_column, label_column], errors)
-    return _column(ds, text_column, path, "text"), _column(ds, label_column, path, "label"), info, path
+    return _column(ds, text_column, path, "text"), _column(ds, label_column, path, "label"), info, path, encoding
+
+
+def _drop_lines(source: dict, path: Path, encoding: str, info: dict) -> None:
+    """Turn ``source["drop_rows"]`` (1-based records) into ``drop_lines`` (1-based file lines) where the
+    records' lines are known for sure (record count matches); else the rows stay, as record numbers."""
+    if info.get("n_skipped_lines", 0) > len(info.get("skipped_lines", ())):
+        return  # more lines skipped than listed: the mapping would be a guess
+    lines = record_lines(path, encoding, info.get("skipped_lines", ()))
+    if lines is None or len(lines) != source["n_raw"]:
+        return
+    source["drop_lines"] = {why: [lines[r - 1] for r in rows] for why, rows in source.pop("drop_rows").items()}
 
 
 def load_labeled_files(
@@ -280,10 +292,12 @@ def load_labeled_files(
     sources: dict[str, tuple[list, list]] = {}
     files: dict[str, str] = {}
     issues: dict[str, dict] = {}
+    read: dict[str, tuple[Path, str]] = {}
     for split, path in (("train", train), ("validation", validation), ("test", test)):
         if path is None:
             continue
-        texts, labels, issues[split], checked = _read_labeled(path, text_column, label_column, errors)
+        texts, labels, issues[split], checked, encoding = _read_labeled(path, text_column, label_column, errors)
+        read[split] = (checked, encoding)
         _warn_file_issues(checked, issues[split])
         sources[split] = (texts, labels)
         files[split] = str(path)
@@ -291,6 +305,7 @@ def load_labeled_files(
                               max_train=max_train)
     for split, info in issues.items():
         data.report["sources"][split].update(info)
+        _drop_lines(data.report["sources"][split], *read[split], info)
     data.report["files"] = files
     data.report["label2id"] = dict(data.label2id)
     return data
