@@ -69,3 +69,20 @@ def store_files(out: Path) -> dict[str, bytes]:
                 data = json.dumps(m, sort_keys=True).encode()
             files[rel] = data
     return files
+
+
+def small_tokenizer(d: Path) -> Path:
+    """A 400-token WordPiece tokenizer trained on 600 bundled reviews into ``d``; returns ``d``."""
+    from nbkit.text.tokenizer import train_wordpiece
+
+    train_wordpiece(review_lines(600), 400, d, model_max_length=128)
+    return d
+
+
+def prepare(inputs, out, tok_dir, **kw):
+    """``prepare_corpus`` with the given tokenizer, one worker and no progress lines unless told."""
+    from nbkit.corpus import prepare_corpus
+
+    kw.setdefault("num_workers", 1)
+    kw.setdefault("progress", False)
+    return prepare_corpus(inputs, out, tokenizer=str(tok_dir), **kw)

@@ -16,26 +16,19 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from nbkit.corpus import prepare_corpus, shards
+from nbkit.corpus import shards
 from nbkit.errors import CheckpointError, DataError
-from tests.corpus_helpers import review_lines, store_files, write_jsonl, write_txt
+from tests.corpus_helpers import prepare, review_lines, small_tokenizer, store_files, write_jsonl, write_txt
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def tok_dir(tmp_path_factory):
-    from nbkit.text.tokenizer import train_wordpiece
-
-    d = tmp_path_factory.mktemp("tok")
-    train_wordpiece(review_lines(600), 400, d, model_max_length=128)
-    return d
+    return small_tokenizer(tmp_path_factory.mktemp("tok"))
 
 
-def run(inputs, out, tok_dir, **kw):
-    kw.setdefault("num_workers", 1)
-    kw.setdefault("progress", False)
-    return prepare_corpus(inputs, out, tokenizer=str(tok_dir), **kw)
+run = prepare
 
 
 def bad_folder(root: Path) -> tuple[Path, int]:

@@ -12,25 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from nbkit.corpus import prepare_corpus
 from nbkit.corpus.report import MAX_PROBLEMS, PER_FILE_REASON, file_note
 from nbkit.data.filecheck import non_utf8_message, scan_lines
-from tests.corpus_helpers import review_lines, write_txt
+from tests.corpus_helpers import prepare, review_lines, small_tokenizer, write_txt
 
 
 @pytest.fixture(scope="module")
 def tok_dir(tmp_path_factory):
-    from nbkit.text.tokenizer import train_wordpiece
-
-    d = tmp_path_factory.mktemp("tok")
-    train_wordpiece(review_lines(600), 400, d, model_max_length=128)
-    return d
+    return small_tokenizer(tmp_path_factory.mktemp("tok"))
 
 
 def run(inputs, out, tok_dir, **kw):
-    kw.setdefault("num_workers", 1)
-    kw.setdefault("progress", False)
-    return prepare_corpus(inputs, out, tokenizer=str(tok_dir), heldout_share=0.0, **kw)
+    return prepare(inputs, out, tok_dir, heldout_share=0.0, **kw)
 
 
 def gbk_lines(n: int, start: int = 0) -> list[bytes]:
