@@ -22,12 +22,36 @@ def _init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches the main process, which ends the pool
 
 
+def spawn_blocker() -> str | None:
+    """Why worker processes cannot start here, or None. A spawned worker re-imports the parent's
+    ``__main__`` from its file; a script read from standard input (``python - <<EOF``) names the file
+    ``<stdin>``, so every worker dies at start and ``multiprocessing.Pool`` replaces it forever (a hang).
+    A notebook kernel or ``python -c`` has no ``__main__`` file and spawns fine."""
+    import sys
+
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    if path and not os.path.isfile(path):
+        return f"the main script {path!r} is not a file a worker process can import (read from standard input?)"
+    return None
+
+
 class Workers:
-    """``num_workers`` processes (none for 1: the work runs in this process). Use as a context manager."""
+    """``num_workers`` processes (none for 1: the work runs in this process). Use as a context manager.
+
+    Where workers cannot start (:func:`spawn_blocker`) it warns once and runs in this process.
+    """
 
     def __init__(self, num_workers: int):
         self.n = max(1, int(num_workers))
         self._pool = None
+        why = spawn_blocker() if self.n > 1 else None
+        if why:
+            import warnings
+
+            warnings.warn(f"num_workers={self.n}: {why}, so the corpus is prepared in this one process. To use "
+                          f"{self.n} workers, save the script to a .py file and run it (the code under "
+                          "if __name__ == '__main__':).", UserWarning, stacklevel=3)
+            self.n = 1
 
     def __enter__(self) -> Workers:
         if self.n > 1:
