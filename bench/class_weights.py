@@ -14,7 +14,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from nbkit import data, pipeline, text
+from nbkit import data, evaluate, text
 from nbkit.recipes import finetuning as ft
 
 FILE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "imbalanced_20_to_1.jsonl"
@@ -40,10 +40,10 @@ def main() -> None:
             enc, _ = ft.encode(cfg, tok, labeled, splits=("train",))
             model, _ = ft.model(cfg, tok, labeled)
             ft.train(cfg, model, tok, enc, device="cpu")
-            pred = pipeline.predict(model, tok, test["text"], max_length=32)["label"]
+            pred = evaluate.predict(model, tok, test["text"], max_length=32)["label"]
             with warnings.catch_warnings(record=True):
                 warnings.simplefilter("always")
-                rep = pipeline.classification_report(test["label"], pred, labeled.id2label)
+                rep = evaluate.classification_report(test["label"], pred, labeled.id2label)
             r = rep["per_class"][minority]
             print(f"class_weights={weights!s:9}  accuracy {rep['accuracy']:.3f}  macro-F1 {rep['macro_f1']:.3f}  "
                   f"{minority} recall {r['recall']:.3f} (support {r['support']})")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 
-from nbkit.train.launch import launch
+from nbkit.jobs.launch import launch
 
 
 def samples_per_s(nproc: int, device: str, steps: int, batch: int) -> float:

@@ -6,11 +6,11 @@ each. It prints validation/test accuracy and macro-F1 (mean +- std over seeds), 
 task's headline metric to random init with a paired bootstrap 95 % interval (test examples resampled,
 seeds averaged), pretraining tokens and wall time, and the TF-IDF baseline on the same task, split and
 truncation; everything goes to ``<out>/stats.json`` (strict JSON). The recorded run of 2026-11-30 is
-``notebooks/data/pretrain_value.json`` (rendered by ``nbkit.pipeline.pretrain_value`` in notebooks 02/03 and the README).
+``notebooks/data/pretrain_value.json`` (rendered by ``nbkit.evaluate.pretrain_value`` in notebooks 02/03 and the README).
 
 Everything goes through nbkit: ``text.train_wordpiece``, ``text.make_blocks`` + ``MLMCollator``,
-``models.build_mlm_model`` / ``build_classifier``, ``train.Loop``, ``pipeline.predict``,
-``pipeline.classification_report``, ``pipeline.tasks`` (task data, TF-IDF at the model's cut).
+``models.build_mlm_model`` / ``build_classifier``, ``train.Loop``, ``evaluate.predict``,
+``evaluate.classification_report``, ``pipeline.tasks`` (task data, TF-IDF at the model's cut).
 
 Tasks (``--task``): ``reviews`` (default, 2 balanced classes; headline test accuracy) or ``news``
 (optional ``nbkit[news]``: 3 classes positive/neutral/negative, about 10/50/40 %, long documents;
@@ -53,9 +53,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-from nbkit import jsonio, models, pipeline, text  # noqa: E402
-from nbkit.pipeline import pretrain_value, tasks  # noqa: E402
+from nbkit import evaluate, jsonio, models, recipes, text  # noqa: E402
+from nbkit.evaluate import pretrain_value  # noqa: E402
 from nbkit.recipes import finetuning as ft  # noqa: E402
+from nbkit.recipes import tasks  # noqa: E402
 from nbkit.recipes.finetuning import FinetuneConfig  # noqa: E402
 
 SEED_SPLIT = 0          # the task's split (load_sentiment's seed), the same for every arm
@@ -75,7 +76,7 @@ def get_tokenizer(path: pathlib.Path, vocab_size: int, max_positions: int):
 
     if (path / "tokenizer.json").exists():
         return AutoTokenizer.from_pretrained(str(path))
-    texts, _ = pipeline.tokenizer_texts(pipeline.get_scale("cpu"))   # notebook 01's: split seed 0, all lines
+    texts, _ = recipes.tokenizer_texts(recipes.get_scale("cpu"))   # notebook 01's: split seed 0, all lines
     return text.train_wordpiece(texts, vocab_size=vocab_size, out_dir=path, model_max_length=max_positions)
 
 
@@ -87,16 +88,16 @@ PRETRAIN_FLAGS = {"model": "model", "block": "block_size", "mlm_batch": "batch_s
 FINETUNE_FLAGS = {"model": "model", "max_length": "max_length", "ft_batch": "batch_size", "ft_epochs": "epochs",
                   "ft_lr": "lr", "ft_warmup": "warmup_ratio", "pooling": "pooling",
                   "ft_class_weights": "class_weights"}
-#: --corpus -> the pretraining mix (nbkit.pipeline.pretraining_text sources; a task's TRAINING texts only)
+#: --corpus -> the pretraining mix (nbkit.recipes.pretrain_corpus sources; a task's TRAINING texts only)
 MIXES = {"pd": (("peoples_daily", 1.0),), "reviews": (("reviews", 1.0),), "news": (("news", 1.0),),
          "mix": (("peoples_daily", 1.0), ("reviews", 1.0))}
 
 
-def recipes(scale_name: str = "cpu"):
+def scale_recipes(scale_name: str = "cpu"):
     """``(PretrainConfig, FinetuneConfig)`` of the scale: where every flag's default comes from."""
     from nbkit.recipes.pretraining import PretrainConfig
 
-    scale = pipeline.get_scale(scale_name)
+    scale = recipes.get_scale(scale_name)
     return PretrainConfig.for_scale(scale), FinetuneConfig.for_scale(scale)
 
 
@@ -116,7 +117,7 @@ def pretrain_config(args):
     mix = tuple((name, float(args.review_repeat) if name == "reviews" and args.corpus == "mix" else w)
                 for name, w in MIXES[args.corpus])
     flags = {field: getattr(args, flag) for flag, field in PRETRAIN_FLAGS.items()}
-    return PretrainConfig.for_scale(pipeline.get_scale(args.scale), max_steps=save_steps[-1], mix=mix,
+    return PretrainConfig.for_scale(recipes.get_scale(args.scale), max_steps=save_steps[-1], mix=mix,
                                     **flags), save_steps
 
 
@@ -146,7 +147,7 @@ def finetune_config(args, init: str | None, seed: int) -> FinetuneConfig:
     """The fine-tuning recipe of ``--scale`` with the flags given (``--ft-lr-random`` for the random arm)."""
     lr = args.ft_lr_random if (init is None and args.ft_lr_random) else args.ft_lr
     flags = {field: getattr(args, flag) for flag, field in FINETUNE_FLAGS.items()}
-    return FinetuneConfig.for_scale(pipeline.get_scale(args.scale), **{**flags, "lr": lr}, seed=seed,
+    return FinetuneConfig.for_scale(recipes.get_scale(args.scale), **{**flags, "lr": lr}, seed=seed,
                                     eval_every=0, checkpoint_every=0, progress=False)
 
 
@@ -205,7 +206,7 @@ def report(args) -> dict:
     base = {}
     weighting = next((r["class_weights"] for r in rows if r.get("class_weights")), None)  # the baseline's too
     for ml in sorted({e["max_length"] for e in table}):  # same task, split and truncation as the models
-        b = tasks.baseline_at_cut(s, tok, ml, class_weight=weighting)
+        b = evaluate.baseline_at_cut(s, tok, ml, class_weight=weighting)
         base[str(ml)] = {k: v for k, v in b.items() if not k.endswith("_report")}
     pm = lambda d: f"{d['mean']:.4f}±{d['std']:.4f}"  # noqa: E731
     print(f"\n{'init':<46} {'lr':>7} {'ep':>3} {'tokens':>10} {'pt min':>6} {'MLM loss':>8} "
@@ -238,14 +239,14 @@ def report(args) -> dict:
 
 def build_parser(scale_name: str = "cpu") -> argparse.ArgumentParser:
     """The flags; every recipe flag's default is ``scale_name``'s config value (:func:`recipes`)."""
-    pt, fc = recipes(scale_name)
+    pt, fc = scale_recipes(scale_name)
     quarter = max(1, pt.max_steps // 4)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("phase", choices=("all", "pretrain", "finetune", "report"))
     ap.add_argument("--scale", default=scale_name, help="whose recipes give the defaults (cpu: the recorded runs)")
     ap.add_argument("--out", default="runs/pretrain_value")
     ap.add_argument("--tokenizer", default="runs/pretrain_value_tokenizer", help="trained once, then reused")
-    ap.add_argument("--vocab-size", type=int, default=pipeline.get_scale(scale_name).vocab_size)
+    ap.add_argument("--vocab-size", type=int, default=recipes.get_scale(scale_name).vocab_size)
     ap.add_argument("--positions", type=int, default=128, help="the tokenizer's model_max_length")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",

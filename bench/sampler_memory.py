@@ -29,7 +29,7 @@ def _arm(name: str, n: int) -> dict:
     import torch  # noqa: F401  (imported before the baseline so both arms pay it)
     from torch.utils.data import DistributedSampler
 
-    from nbkit.train.ddp_sampler import ResumableDistributedSampler
+    from nbkit.train.ddp.sampler import ResumableDistributedSampler
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()

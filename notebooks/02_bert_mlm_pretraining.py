@@ -43,7 +43,7 @@ corpus = None             # your corpus: a prepared store, or files/globs/folder
 # The whole recipe is one object: the scale's defaults plus what you set above. The run's folder is named after what you set (`pt.run_dir`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. The table says where each value comes from (`scale.<field>`, a `recipe` constant, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
 
 # %%
-from nbkit import models, pipeline
+from nbkit import evaluate, models, recipes
 from nbkit.recipes import pretraining as pt
 
 params = dict(seed=seed, split_seed=seed, model=model, block_size=block_size, batch_size=batch_size,
@@ -65,7 +65,7 @@ source, what_went_in = pt.corpus(cfg)           # jieba marks word boundaries wh
 tokenizer = pt.tokenizer(cfg, source)
 cfg, plan = pt.size(cfg, source)                 # a store: model, steps and lr for its size
 if plan:
-    print(pipeline.plan_text(plan))
+    print(recipes.plan_text(plan))
 print(f"vocabulary {len(tokenizer):,} tokens -> {out_dir}")
 what_went_in
 
@@ -131,7 +131,7 @@ print(f"uniform guess over {len(tokenizer):,} tokens: perplexity {len(tokenizer)
 # Did the model learn context? A masked LM that only learnt how frequent each token is stalls at the corpus's **unigram entropy** (the "unigram plateau"); fine-tuning from it is no better than from random weights. The check compares that entropy with the held-out loss **at the targets replaced by `[MASK]`**, where only context can help (the loss over all targets also counts the 10 % left unchanged, which the model can copy from its input). It names the fix when the run is stuck.
 
 # %%
-print(pipeline.plateau_check(last, blocks["train"], tokenizer).text())   # last: the final evaluation's metrics
+print(evaluate.plateau_check(last, blocks["train"], tokenizer).text())   # last: the final evaluation's metrics
 
 # %% [markdown]
 # Was the GPU busy? The monitor's recording says whether the run looked input-bound (low utilisation with memory to spare) and what to change.
@@ -152,10 +152,10 @@ summary = pt.save(cfg, loop, result, tokenizer, out_dir)
 
 # %% [markdown]
 # ## 7. Optional: several GPUs with `torchrun`
-# The same recipe runs under DistributedDataParallel (`python -m nbkit.jobs.pretrain`, its flags are the config's). From a notebook, `nbkit.train.launch` starts `torchrun` in a separate process (the kernel itself is never forked) and streams its metrics into a live plot. Skipped with fewer than two GPUs.
+# The same recipe runs under DistributedDataParallel (`python -m nbkit.jobs.pretrain`, its flags are the config's). From a notebook, `nbkit.jobs.launch` starts `torchrun` in a separate process (the kernel itself is never forked) and streams its metrics into a live plot. Skipped with fewer than two GPUs.
 
 # %%
-from nbkit.train.launch import launch, visible_gpus
+from nbkit.jobs.launch import launch, visible_gpus
 
 n_gpus = visible_gpus()
 if n_gpus < 2:
@@ -177,7 +177,7 @@ else:
 # **Next:** `03_sentiment_finetuning` fine-tunes a classifier from this checkpoint.
 
 # %%
-from nbkit.pipeline.fillmask import fill_mask
+from nbkit.evaluate.probes import fill_mask
 
 filled = fill_mask(str(out_dir / "model"), str(out_dir / "model"))   # the saved checkpoint, plain transformers
 print(filled.verdict())

@@ -39,10 +39,10 @@ pretrained = None     # a model folder, e.g. notebook 02's run on your corpus (r
 # One object holds every decision of this notebook: its values come from the scale, the parameters above override them, and the table says where each came from.
 
 # %%
-from nbkit import pipeline
+from nbkit import evaluate, recipes, views
 from nbkit.recipes import finetuning as ft
 
-scale = pipeline.resolve_scale(scale)
+scale = recipes.resolve_scale(scale)
 cfg = ft.FinetuneConfig.for_scale(scale, seed=seed, max_length=max_length, batch_size=batch_size, epochs=epochs,
                                   lr=learning_rate, max_train=max_train, model=model_preset, pooling=pooling)
 out_dir = ft.run_dir(cfg, pretrained)   # "sentiment-seed3" with overrides, "-from-mlm-wiki-…" with pretrained
@@ -73,7 +73,7 @@ print(f"reviews longer than {cfg.max_length} tokens (truncated): "
 # The encoder comes from notebook 02's checkpoint when there is one (else random weights, and the cell says so; a local model directory or Hub name works too). A new, seeded head maps the **mean of the token states** to the two labels: BERT's own head reads `[CLS]` through a pooler that only next-sentence prediction trains, so after MLM-only pretraining it starts untrained.
 
 # %%
-source = pretrained or pipeline.pretrained_model_dir(scale)    # None if notebook 02 has not run
+source = pretrained or recipes.pretrained_model_dir(scale)    # None if notebook 02 has not run
 model, how = ft.model(cfg, tokenizer, sentiment, pretrained=source, out_dir=out_dir)  # out_dir: never resume another encoder's run
 print(how)
 
@@ -95,18 +95,18 @@ scores = ft.evaluate(cfg, loop.model, tokenizer, sentiment)
 scores["table"]
 
 # %%
-pipeline.format_report(scores["report"])
+evaluate.format_report(scores["report"])
 
 # %%
 import matplotlib.pyplot as plt
 
 # Chinese class names when matplotlib has a CJK font; else English, and one hint how to install one
 names = list(sentiment.id2label.values())
-if pipeline.use_cjk_font():
+if views.use_cjk_font():
     names = [{"negative": "负面", "positive": "正面"}.get(n, n) for n in names]
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-pipeline.plot_confusion_matrix(scores["report"]["confusion_matrix"], names, ax=axes[0], title="fine-tuned BERT")
-pipeline.plot_confusion_matrix(scores["baseline_report"]["confusion_matrix"], names, ax=axes[1], title="baseline")
+views.plot_confusion_matrix(scores["report"]["confusion_matrix"], names, ax=axes[0], title="fine-tuned BERT")
+views.plot_confusion_matrix(scores["baseline_report"]["confusion_matrix"], names, ax=axes[1], title="baseline")
 fig.tight_layout(); fig.savefig(out_dir / "confusion_matrix.png", dpi=100)
 plt.show()
 
@@ -116,7 +116,7 @@ plt.show()
 # %%
 reviews = ["质量很好，物流也快，下次还会再买。", "太失望了，用了两天就坏了，客服也不理人。",
            "这本书内容充实，翻译流畅，值得一读。", "包装破损，书页脏了，差评。"]
-pipeline.predict(loop.model, tokenizer, reviews, max_length=cfg.max_length, id2label=sentiment.id2label)["table"]
+evaluate.predict(loop.model, tokenizer, reviews, max_length=cfg.max_length, id2label=sentiment.id2label)["table"]
 
 # %% [markdown]
 # ## 7. Save the summary
@@ -133,7 +133,7 @@ summary = ft.save(cfg, out_dir, sentiment, trunc, scores, how, result)
 # %%
 from IPython.display import Markdown, display
 
-from nbkit.pipeline import pretrain_value
+from nbkit.evaluate import pretrain_value
 
 for run in ("cpu", "gpu"):
     display(Markdown(f"**Recorded {run} run.** "
@@ -144,7 +144,7 @@ for run in ("cpu", "gpu"):
 # One data set is thin evidence. `pip install -e '.[news]'` adds about 7,300 Chinese news articles labelled positive / neutral / negative (about 10 / 50 / 40 %; why it is optional: [docs/finetuning.md](../docs/finetuning.md)). With imbalanced classes read **macro-F1**: always answering "neutral" scores about 0.49 accuracy but 0.22 macro-F1. The same recipe with the news defaults (longer cut, loss weighted by inverse class frequency, the baseline too). Without the package the next cell prints how to install it and the section is skipped.
 
 # %%
-news = pipeline.load_news_task(scale)   # None, and one line saying how to install it, without nbkit[news]
+news = recipes.load_news_task(scale)   # None, and one line saying how to install it, without nbkit[news]
 if news is not None:
     news_cfg = ft.FinetuneConfig.for_scale(scale, task="news")
     print(news.report["class_counts"])

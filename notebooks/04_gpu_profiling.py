@@ -61,9 +61,9 @@ import pandas as pd
 import torch
 
 from nbkit import jsonio
-from nbkit.pipeline import pretrain_dir, step_dir
-from nbkit.pipeline.params import knob, resolve_scale, run_tag
 from nbkit.profiling import StepConfig, model_factory, step_loop
+from nbkit.recipes.params import knob, resolve_scale, run_tag
+from nbkit.runs import pretrain_dir, step_dir
 from nbkit.train.precision import choose_precision
 
 scale = resolve_scale(scale, profile_steps=profile_steps, bench_sizes=bench_sizes, model=model_preset,

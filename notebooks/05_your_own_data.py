@@ -49,11 +49,11 @@ max_passes = 10                          # MLM reads your corpus at most this ma
 run_name = "sample"                      # outputs go to runs/<scale>/own_data/<run_name>/
 
 # %%
-from nbkit import data, pipeline
+from nbkit import data, evaluate, recipes, runs
 
-scale = pipeline.resolve_scale(scale, seed=seed, cls_max_length=max_length, model=model_preset, block_size=block_size)
+scale = recipes.resolve_scale(scale, seed=seed, cls_max_length=max_length, model=model_preset, block_size=block_size)
 seed, max_length, model_preset, block_size = scale.seed, scale.cls_max_length, scale.model, scale.block_size
-out_dir = pipeline.step_dir(scale.name, "own_data" + pipeline.run_tag(scale)) / run_name
+out_dir = runs.step_dir(scale.name, "own_data" + recipes.run_tag(scale)) / run_name
 print(f"scale={scale.name}  model={model_preset}  max_length={max_length}  -> {out_dir}")
 
 # %% [markdown]
@@ -88,7 +88,7 @@ splits["train"].to_pandas().head()
 from nbkit.recipes import pretraining as pt
 
 if corpus_file:
-    store = pipeline.own_corpus_store(corpus_file, labeled, out_dir / "corpus", scale, text_column=corpus_text_column)
+    store = recipes.own_corpus_store(corpus_file, labeled, out_dir / "corpus", scale, text_column=corpus_text_column)
     pcfg = pt.PretrainConfig.for_scale(scale, corpus=str(store), max_passes=max_passes, resume=False)
 else:
     pcfg = pt.PretrainConfig.for_scale(scale, mix=(("reviews", 1.0),), max_passes=max_passes, resume=False)
@@ -106,7 +106,7 @@ if pt.is_store(pretrain_source):
     tokenizer = pt.tokenizer(pcfg, pretrain_source)
     tok_stats = tokenizer_stats(tokenizer, splits["validation"]["text"])
 else:
-    tokenizer, tok_stats = pipeline.train_tokenizer_on(pretrain_source["train"]["text"], splits["validation"]["text"],
+    tokenizer, tok_stats = recipes.train_tokenizer_on(pretrain_source["train"]["text"], splits["validation"]["text"],
                                                        scale, out_dir / "tokenizer")
 tok_stats
 
@@ -160,14 +160,14 @@ scores = ft.evaluate(cfg, loop.model, tokenizer, labeled)
 scores["table"]
 
 # %%
-pipeline.format_report(scores["report"])
+evaluate.format_report(scores["report"])
 
 # %% [markdown]
 # ## 7. Predictions on a few examples
 
 # %%
 examples = list(splits["test"]["text"][:5])
-pipeline.predict(loop.model, tokenizer, examples, max_length=max_length, id2label=labeled.id2label)["table"]
+evaluate.predict(loop.model, tokenizer, examples, max_length=max_length, id2label=labeled.id2label)["table"]
 
 # %% [markdown]
 # ## 8. Export the model

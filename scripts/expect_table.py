@@ -117,7 +117,7 @@ def render_pretrain_value(path: Path = PV_RECORDED, machine: str = "the 2-core C
         Missing: the file is absent.
     """
     sys.path.insert(0, str(ROOT))
-    from nbkit.pipeline.pretrain_value import markdown_table
+    from nbkit.evaluate.pretrain_value import markdown_table
 
     stats = _load(path)
     lengths = ", ".join(str(n) for n in sorted({e["max_length"] for e in stats["table"]}))

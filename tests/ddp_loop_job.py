@@ -69,8 +69,8 @@ class Sleep:
 def run(out, batch_size: int, steps: int = 4, accum: int = 2, ckpt_every: int = 2,
         stop_at: int | None = None, resume: bool = False, step_sleep: float = 0.0):
     """Train (resuming from ``out`` when ``resume``); rank 0 writes ``params.pt`` and ``history.json``."""
+    from nbkit.jobs.launch import MetricsPrinter
     from nbkit.train import Loop, TrainConfig
-    from nbkit.train.metrics_stream import MetricsPrinter
 
     torch.set_num_threads(1)
     model = tiny_mlm(seed=0, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -98,7 +98,7 @@ def main(argv=None):
     ap.add_argument("--step-sleep", type=float, default=0.0)
     a = ap.parse_args(argv)
     run(a.out, a.batch_size, steps=a.steps, stop_at=a.stop_at, resume=a.resume, step_sleep=a.step_sleep)
-    from nbkit.train.distributed import cleanup
+    from nbkit.train.ddp.group import cleanup
 
     cleanup()
 

@@ -170,7 +170,7 @@ def test_read_only_target_names_the_fix(tmp_path, monkeypatch):
 @pytest.mark.filterwarnings("ignore:the trained vocabulary")
 def test_export_and_tokenizer_full_disk_leave_nothing(tmp_path, monkeypatch):
     from nbkit import text
-    from nbkit.pipeline.owndata import export_classifier
+    from nbkit.models.export import export_classifier
 
     tok = text.train_wordpiece(["今天天气很好", "质量不错，很满意"] * 5, 60, tmp_path / "tok", 32)
     model = loop_helpers.tiny_classifier(vocab_size=len(tok))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nbkit.pipeline.scale import get_scale
 from nbkit.recipes.finetuning import FinetuneConfig
+from nbkit.recipes.scale import get_scale
 
 ROOT = Path(__file__).resolve().parents[1]
 

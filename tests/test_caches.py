@@ -31,11 +31,11 @@ def test_mean_pooling_export_loads_when_transformers_came_first_and_home_is_unwr
     """The D08 pattern: `import transformers` before nbkit, no cache variable set, HOME unwritable."""
     code = """
 import sys, transformers
-from nbkit import models, pipeline, text
+from nbkit import models, text
 texts = ["质量很好，很满意", "太差了，不推荐", "还可以吧", "非常好用"] * 10
 tok = text.train_wordpiece(texts, 40, "tok", 32)
 clf, _ = models.build_classifier(None, 2, {0: "neg", 1: "pos"}, tokenizer=tok, preset="tiny", pooling="mean")
-pipeline.export_classifier(clf, tok, "export")
+models.export_classifier(clf, tok, "export")
 p = transformers.pipeline("text-classification", model="export", trust_remote_code=True, truncation=True, device="cpu")
 print(p("很好")[0]["label"])
 """

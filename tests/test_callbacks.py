@@ -1,8 +1,8 @@
 from loop_helpers import mlm_collate, tiny_mlm, token_data
 
-from nbkit.pipeline.plots import LivePlot
 from nbkit.train import Loop, TrainConfig
 from nbkit.train.callbacks import Callback, TrainerBridge
+from nbkit.views.plots import LivePlot
 
 
 class Recorder(Callback):

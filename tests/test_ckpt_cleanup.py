@@ -1,5 +1,5 @@
 """C15: deleting a checkpoint (keep_last pruning) can be killed at any point without
-leaving one that is marked COMPLETE but lacks files (nbkit.train.ckpt_cleanup)."""
+leaving one that is marked COMPLETE but lacks files (nbkit.train.checkpoint)."""
 from __future__ import annotations
 
 import os
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from nbkit.train import checkpoint
-from nbkit.train.ckpt_cleanup import missing_files, remove_stale
+from nbkit.train.checkpoint import missing_files, remove_stale
 
 
 class Killed(BaseException):

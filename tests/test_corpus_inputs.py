@@ -41,7 +41,7 @@ def run(inputs, out, tok_dir, **kw):
 # ----- 1. a store is never read as text ---------------------------------------------------------
 @pytest.mark.parametrize("wrap", [list, tuple])
 def test_a_store_alone_in_a_list_is_that_store(store, runs_tmp, wrap):
-    from nbkit.pipeline.pretraining_text import corpus_store
+    from nbkit.recipes.pretrain_corpus import corpus_store
 
     assert corpus_store(wrap([str(store)])) == store
     assert not (runs_tmp / "corpus").exists()          # nothing prepared from the store's own files
@@ -57,7 +57,7 @@ def test_other_ranks_wait_for_a_store_given_in_a_list(store, monkeypatch):
 
 
 def test_a_store_listed_with_other_inputs_is_refused(store, tmp_path, runs_tmp):
-    from nbkit.pipeline.pretraining_text import corpus_store
+    from nbkit.recipes.pretrain_corpus import corpus_store
 
     raw = write_txt(tmp_path / "more.txt", review_lines(20, 300))
     with pytest.raises(ConfigError, match="together with.*more.txt.*Pass one store alone"):

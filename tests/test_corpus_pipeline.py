@@ -12,7 +12,7 @@ from _corpus import peoples_daily  # noqa: E402
 from _store import write_store  # noqa: E402
 
 from nbkit.errors import DataError  # noqa: E402
-from nbkit.pipeline.sizing import MAX_PASSES, MIN_TOKENS, size_run  # noqa: E402
+from nbkit.recipes.sizing import MAX_PASSES, MIN_TOKENS, size_run  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_size_run_on_cpu_stays_narrow_and_inside_its_budget():
 
 
 def test_corpus_store_reads_a_prepared_directory_as_it_is(store_dir):
-    from nbkit.pipeline.pretraining_text import corpus_store
+    from nbkit.recipes.pretrain_corpus import corpus_store
 
     assert corpus_store(store_dir) == store_dir
 
@@ -72,7 +72,7 @@ def test_corpus_store_prepares_raw_input_into_the_runs_dir(tmp_path, monkeypatch
     import shutil
 
     import nbkit.corpus
-    from nbkit.pipeline.pretraining_text import corpus_store, store_dir_for
+    from nbkit.recipes.pretrain_corpus import corpus_store, store_dir_for
 
     calls = []
 
@@ -112,7 +112,7 @@ def test_plateau_check_samples_a_store_instead_of_reading_it_all(store_dir):
     from transformers import AutoTokenizer
 
     from nbkit.corpus.dataset import StoreMLMDataset
-    from nbkit.pipeline.plateau import plateau_check, unigram_entropy
+    from nbkit.evaluate.probes import plateau_check, unigram_entropy
 
     ds = StoreMLMDataset(store_dir, 32)
     tok = AutoTokenizer.from_pretrained(store_dir / "tokenizer")
@@ -123,8 +123,8 @@ def test_plateau_check_samples_a_store_instead_of_reading_it_all(store_dir):
 
 
 def test_recipe_size_applies_the_plan_but_keeps_what_the_user_set(store_dir, monkeypatch):
-    from nbkit.pipeline import sizing
     from nbkit.recipes import pretraining as pt
+    from nbkit.recipes import sizing
 
     real = sizing.size_run
     monkeypatch.setattr(sizing, "size_run", lambda n, device, **kw: real(700_000_000, device, **kw))  # a big corpus
@@ -169,7 +169,7 @@ def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp):
 
 def test_one_store_per_corpus_whatever_the_scale_or_how_the_paths_were_typed(tmp_path, monkeypatch, runs_tmp):
     from nbkit.corpus.store import is_prepared
-    from nbkit.pipeline.pretraining_text import store_dir_for
+    from nbkit.recipes.pretrain_corpus import store_dir_for
 
     (tmp_path / "data").mkdir()
     monkeypatch.chdir(tmp_path)

@@ -152,7 +152,7 @@ def test_importing_data_modules_stays_cheap():
     import subprocess
     import sys
 
-    code = ("import sys, nbkit.data.corpora, nbkit.data.userfiles, nbkit.data.labeled, nbkit.pipeline.evaluation, nbkit.pipeline.baseline; "
+    code = ("import sys, nbkit.data.corpora, nbkit.data.userfiles, nbkit.data.labeled, nbkit.evaluate.metrics, nbkit.evaluate.baseline; "
             "print(sorted(m for m in ('datasets', 'torch', 'sklearn', 'pandas', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parent.parent)

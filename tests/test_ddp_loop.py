@@ -19,8 +19,8 @@ pytestmark = pytest.mark.multiproc
 
 
 def launch_two(out, *args):
-    """2 processes through nbkit.train.launch (gloo on CPU); returns the streamed metrics dicts."""
-    from nbkit.train.launch import launch
+    """2 processes through nbkit.jobs.launch (gloo on CPU); returns the streamed metrics dicts."""
+    from nbkit.jobs.launch import launch
 
     seen = []
     job = launch(JOB, nproc_per_node=2, args=[str(out), "--batch-size", "4", *args], device="cpu",

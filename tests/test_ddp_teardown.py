@@ -1,4 +1,4 @@
-"""C19: DDP teardown frees the gloo process group while Python is alive (nbkit.train.distributed.cleanup).
+"""C19: DDP teardown frees the gloo process group while Python is alive (nbkit.train.ddp.group.cleanup).
 
 Before the fix a DDP wrapper kept alive by a reference cycle held the gloo group past
 ``destroy_process_group``; it was destroyed during interpreter shutdown, where rank 1 of
@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from nbkit.train import distributed as D
+from nbkit.train.ddp import group as D
 
 
 def test_cleanup_frees_cyclic_ddp_wrappers_before_the_interpreter_exits(tmp_path):

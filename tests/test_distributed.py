@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.train import ddp_loop
-from nbkit.train import distributed as D
-from nbkit.train.ddp_sampler import ResumableDistributedSampler
+from nbkit.train.ddp import group as D
+from nbkit.train.ddp import mechanics as ddp_loop
+from nbkit.train.ddp.sampler import ResumableDistributedSampler
 
 
 # --- DistInfo ------------------------------------------------------------------------------

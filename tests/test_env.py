@@ -132,7 +132,7 @@ def test_broken_torch_is_a_fail_line_not_a_crash(tmp_path):
 
 
 def test_import_failure_without_shadowing_says_reinstall_or_install():
-    from nbkit.env.imports import import_failure
+    from nbkit.env.layer_checks import import_failure
 
     value, fix = import_failure("torch", OSError("libcudart.so.12"))  # the installed torch itself
     assert "libcudart" in value and os.path.dirname(__import__("torch").__file__) in value

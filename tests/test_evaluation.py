@@ -11,8 +11,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from nbkit.errors import DataError  # noqa: E402
-from nbkit.pipeline.baseline import fit_tfidf_baseline, tfidf_baseline  # noqa: E402
-from nbkit.pipeline.evaluation import classification_report, compare_reports, format_report, plot_confusion_matrix  # noqa: E402
+from nbkit.evaluate.baseline import fit_tfidf_baseline, tfidf_baseline  # noqa: E402
+from nbkit.evaluate.metrics import classification_report, compare_reports, format_report  # noqa: E402
+from nbkit.views.plots import plot_confusion_matrix  # noqa: E402
 
 ID2LABEL = {0: "negative", 1: "positive", 2: "neutral"}
 
@@ -114,7 +115,7 @@ def test_balanced_baseline_recovers_a_minority_class_the_plain_one_ignores():
     # "balanced") for BERT) trades some accuracy for the minority's recall.
     import random
 
-    from nbkit.pipeline.baseline import tfidf_baseline
+    from nbkit.evaluate.baseline import tfidf_baseline
 
     rng = random.Random(0)
     common = "今天天气不错我们去公园散步"

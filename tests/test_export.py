@@ -43,14 +43,14 @@ def test_sample_data_is_small_text_and_loads(labeled):
 def test_pretraining_corpus_keeps_evaluation_texts_out(labeled):
     import datasets
 
-    from nbkit import pipeline
+    from nbkit import recipes
     from nbkit.errors import DataError
 
     test_text = labeled.splits["test"]["text"][0]
     corpus = datasets.Dataset.from_dict({"text": [f"一段没有标签的评论{i}。" for i in range(30)]
                                         + ["一段没有标签的评论0。", test_text, f"  {test_text} "]})
     mix = (("own", 1.0), ("reviews", 1.0))
-    splits, mixed = pipeline.pretraining_corpus(mix, labeled=labeled, texts=corpus, eval_fraction=0.1, words=False)
+    splits, mixed = recipes.pretraining_corpus(mix, labeled=labeled, texts=corpus, eval_fraction=0.1, words=False)
     lines = list(splits["train"]["text"]) + list(splits["validation"]["text"])
     own, reviews = mixed.report["own"], mixed.report["reviews"]
     assert own["n_in"] == 33 and own["n_excluded"] == 2 and own["n_duplicates"] == 1 and own["n_kept"] == 30
@@ -61,13 +61,13 @@ def test_pretraining_corpus_keeps_evaluation_texts_out(labeled):
 
     tiny = SimpleNamespace(splits={"train": {"text": [f"好{i}" for i in range(5)]}, "test": {"text": []}})
     with pytest.raises(DataError, match="only 5 texts"):
-        pipeline.pretraining_corpus(labeled=tiny, words=False)
+        recipes.pretraining_corpus(labeled=tiny, words=False)
 
 
 def test_train_tokenizer_on_measures_heldout_text(labeled, tmp_path):
-    from nbkit import get_scale, pipeline
+    from nbkit import get_scale, recipes
 
-    tok, stats = pipeline.train_tokenizer_on(labeled.splits["train"]["text"], labeled.splits["validation"]["text"],
+    tok, stats = recipes.train_tokenizer_on(labeled.splits["train"]["text"], labeled.splits["validation"]["text"],
                                              get_scale("smoke"), tmp_path / "tok")
     assert stats["n_texts"] == len(labeled.splits["validation"]) and 0 <= stats["unk_rate"] < 0.1
     assert strict_json(tmp_path / "tok" / "stats.json")["vocab_size"] == len(tok)
@@ -99,11 +99,11 @@ def test_exported_classifier_loads_in_transformers_and_agrees_with_predict(label
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers import pipeline as hf_pipeline
 
-    from nbkit import pipeline
+    from nbkit import evaluate, models
 
     texts = list(labeled.splits["test"]["text"])
     model = sharp_classifier(tokenizer, labeled.id2label, texts, pooling)
-    out = pipeline.export_classifier(model, tokenizer, tmp_path / "export", labeled.id2label)
+    out = models.export_classifier(model, tokenizer, tmp_path / "export", labeled.id2label)
     config = strict_json(out / "config.json")
     cls = {"cls": "BertForSequenceClassification", "mean": "MeanPoolBertForSequenceClassification"}[pooling]
     assert config["architectures"] == [cls]
@@ -112,7 +112,7 @@ def test_exported_classifier_loads_in_transformers_and_agrees_with_predict(label
     assert config["id2label"] == {str(k): v for k, v in labeled.id2label.items()}
     assert config["label2id"] == labeled.label2id
 
-    ours = [labeled.id2label[i] for i in pipeline.predict(model, tokenizer, texts, max_length=128)["label"]]
+    ours = [labeled.id2label[i] for i in evaluate.predict(model, tokenizer, texts, max_length=128)["label"]]
     assert len(set(ours)) == 2, "both classes predicted, or the comparison below proves little"
 
     classify = hf_pipeline("text-classification", model=str(out), device="cpu", **remote)
@@ -120,20 +120,20 @@ def test_exported_classifier_loads_in_transformers_and_agrees_with_predict(label
 
     loaded = AutoModelForSequenceClassification.from_pretrained(out, **remote)
     assert type(loaded).__name__ == cls
-    again = pipeline.predict(loaded, AutoTokenizer.from_pretrained(out), texts, max_length=128)["label"]
+    again = evaluate.predict(loaded, AutoTokenizer.from_pretrained(out), texts, max_length=128)["label"]
     assert [loaded.config.id2label[i] for i in again] == ours
 
 
 def test_export_errors_name_the_fix(labeled, tokenizer, tmp_path):
-    from nbkit import pipeline
+    from nbkit import models
     from nbkit.errors import ConfigError
 
     model = sharp_classifier(tokenizer, labeled.id2label, ["好", "差"])
     with pytest.raises(ConfigError, match=r"ids \[0, 1, 2\] but the model has 2 classes"):
-        pipeline.export_classifier(model, tokenizer, tmp_path / "x", {0: "a", 1: "b", 2: "c"})
+        models.export_classifier(model, tokenizer, tmp_path / "x", {0: "a", 1: "b", 2: "c"})
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match="is an existing file"):
-        pipeline.export_classifier(model, tokenizer, tmp_path / "file")
+        models.export_classifier(model, tokenizer, tmp_path / "file")
 
 
 def test_pretraining_checkpoint_works_with_fill_mask(tokenizer, tmp_path):

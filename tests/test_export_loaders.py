@@ -81,7 +81,7 @@ def _classifier(tok, names, pooling, positions=48):
 def test_saved_label_order_and_pooling_win(tok_dir, tmp_path):
     from transformers import AutoTokenizer
 
-    from nbkit import models, pipeline
+    from nbkit import evaluate, models
     from nbkit.errors import ConfigError
 
     tok = AutoTokenizer.from_pretrained(tok_dir)
@@ -90,11 +90,11 @@ def test_saved_label_order_and_pooling_win(tok_dir, tmp_path):
     model.save_pretrained(tmp_path / "clf")
     tok.save_pretrained(tmp_path / "clf")
     texts = ["屏幕很清晰", "味道一般", "生僻字"]
-    want = [names[i] for i in pipeline.predict(model, tok, texts, 48)["label"]]
+    want = [names[i] for i in evaluate.predict(model, tok, texts, 48)["label"]]
     shuffled = {0: "pos", 1: "neg", 2: "mid"}
     again, how = models.build_classifier(tmp_path / "clf", 3, shuffled, tok)     # no pooling=: the saved one
     assert type(again).__name__ == "MeanPoolBertForSequenceClassification" and "reordered" in how
-    assert [shuffled[i] for i in pipeline.predict(again.eval(), tok, texts, 48)["label"]] == want
+    assert [shuffled[i] for i in evaluate.predict(again.eval(), tok, texts, 48)["label"]] == want
     with pytest.raises(ConfigError, match="pooling='mean'.*pooling='cls'"):
         models.build_classifier(tmp_path / "clf", 3, names, tok, pooling="cls")
 
@@ -102,13 +102,13 @@ def test_saved_label_order_and_pooling_win(tok_dir, tmp_path):
 def test_export_works_on_a_copy_and_reorders_by_name(tok_dir, tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from nbkit import pipeline
+    from nbkit import models
 
     tok = AutoTokenizer.from_pretrained(tok_dir)
     names = {0: "neg", 1: "pos"}
     model = _classifier(tok, names, "cls")
     before = (model.config.to_dict(), model.classifier.weight.clone())
-    out = pipeline.export_classifier(model, tok, tmp_path / "x", id2label={0: "pos", 1: "neg"}, max_length=20)
+    out = models.export_classifier(model, tok, tmp_path / "x", id2label={0: "pos", 1: "neg"}, max_length=20)
     assert model.config.to_dict() == before[0] and model.classifier.weight.equal(before[1])
     loaded = AutoModelForSequenceClassification.from_pretrained(out)
     assert loaded.classifier.weight[0].equal(before[1][1]) and loaded.config.id2label == {0: "pos", 1: "neg"}
@@ -138,14 +138,14 @@ def test_documented_pipeline_call_reproduces_predict(tok_dir, tmp_path, pooling)
     from transformers import pipeline as hf_pipeline
     from transformers.utils import logging as hf_logging
 
-    from nbkit import pipeline
+    from nbkit import evaluate, models
 
     tok = AutoTokenizer.from_pretrained(tok_dir)
     names = {0: "neg", 1: "pos"}
     model = _classifier(tok, names, pooling)
-    out = pipeline.export_classifier(model, tok, tmp_path / "export", max_length=24)   # trained at 24 of 48
+    out = models.export_classifier(model, tok, tmp_path / "export", max_length=24)   # trained at 24 of 48
     texts = ["屏幕很清晰，物流很快" * 8, "味道一般", "iPhone15 屏幕OLED很清晰" * 3, "ＧＰＵ很快"]
-    ours = pipeline.predict(model, tok, texts, max_length=24)
+    ours = evaluate.predict(model, tok, texts, max_length=24)
     records: list[logging.LogRecord] = []
     handler = logging.Handler(logging.WARNING)
     handler.emit = records.append
@@ -172,10 +172,10 @@ def test_export_loads_with_home_unwritable(tok_dir, tmp_path):
     HF_MODULES_CACHE, as docker/entrypoint.sh and the README set it."""
     from transformers import AutoTokenizer
 
-    from nbkit import pipeline
+    from nbkit import models
 
     tok = AutoTokenizer.from_pretrained(tok_dir)
-    out = pipeline.export_classifier(_classifier(tok, {0: "neg", 1: "pos"}, "mean"), tok, tmp_path / "e")
+    out = models.export_classifier(_classifier(tok, {0: "neg", 1: "pos"}, "mean"), tok, tmp_path / "e")
     (tmp_path / "blocker").write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "XDG_"))}
     env.update(HOME=str(tmp_path / "blocker" / "home"), HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT),
@@ -188,13 +188,13 @@ def test_export_loads_with_home_unwritable(tok_dir, tmp_path):
 
 
 def test_one_class_predictions_and_missing_train_file_are_named():
-    from nbkit import data, pipeline
+    from nbkit import data, evaluate
     from nbkit.errors import ConfigError
 
     with pytest.warns(UserWarning, match="degenerate classifier: it predicts 'b' for all 4"):
-        report = pipeline.classification_report([0, 1, 0, 1], [1, 1, 1, 1], {0: "a", 1: "b"})
+        report = evaluate.classification_report([0, 1, 0, 1], [1, 1, 1, 1], {0: "a", 1: "b"})
     assert report["degenerate"].startswith("degenerate")
-    assert pipeline.classification_report([0, 1], [0, 1], {0: "a", 1: "b"})["degenerate"] is None
+    assert evaluate.classification_report([0, 1], [0, 1], {0: "a", 1: "b"})["degenerate"] is None
     with pytest.raises(ConfigError, match="train=None"):
         data.load_labeled_files(None, test="x.csv")
 

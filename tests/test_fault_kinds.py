@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from nbkit.errors import CheckpointError, ConfigError, DataError
+from nbkit.evaluate import inference as pipeline
+from nbkit.evaluate.metrics import classification_report, format_report
 from nbkit.models.bert import build_classifier, build_mlm_model
-from nbkit.pipeline import inference as pipeline
-from nbkit.pipeline.evaluation import classification_report, format_report
 from nbkit.text.tokenizer import train_wordpiece
 from tests._corpus import char_tokenizer, texts
 

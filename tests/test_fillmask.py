@@ -2,7 +2,7 @@
 import pytest
 
 from nbkit.errors import DataError
-from nbkit.pipeline.fillmask import FillMaskReport, fill_mask
+from nbkit.evaluate.probes import FillMaskReport, fill_mask
 
 
 def test_verdict_same_top_for_every_sentence_means_frequencies():

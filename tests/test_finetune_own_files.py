@@ -22,7 +22,7 @@ def own_job(tmp_path, monkeypatch):
     """The job module with a tiny tokenizer for notebook 01's and no pretrained encoder (random weights)."""
     from nbkit import text
     from nbkit.jobs import finetune as job
-    from nbkit.pipeline import artifacts
+    from nbkit.recipes import tokenizer as artifacts
 
     train = _csv(tmp_path / "data" / "my_reviews.csv")
     tok = text.train_wordpiece([w * 3 for w in LABELS.values()] + [f"第{i}回" for i in range(40)], vocab_size=40,

@@ -1,4 +1,4 @@
-"""nbkit.pipeline.fonts: Chinese text renders in matplotlib when a CJK font is installed,
+"""nbkit.views.fonts: Chinese text renders in matplotlib when a CJK font is installed,
 and without one the lookup falls back to English labels with the install command."""
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 from matplotlib import font_manager
 from matplotlib.figure import Figure
 
-from nbkit.pipeline import fonts
-from nbkit.pipeline.evaluation import plot_confusion_matrix
-from nbkit.pipeline.plots import LivePlot
+from nbkit.views import fonts
+from nbkit.views.plots import LivePlot, plot_confusion_matrix
 
 GLYPH_MISSING = r"Glyph \d+ .* missing from font"
 CHINESE = "正面 负面 混淆矩阵：真实类别 / 预测类别，准确率 −3.5%"  # with U+2212 minus, as matplotlib's ticks draw it

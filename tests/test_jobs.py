@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from nbkit.train.launch import parse_metrics_line
+from nbkit.jobs.launch import parse_metrics_line
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)

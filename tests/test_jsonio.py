@@ -40,9 +40,9 @@ def test_non_finite_values_become_null_everywhere_in_the_tree():
 
 
 def test_every_writer_writes_strict_json(tmp_path):
+    from nbkit.jobs.launch import emit_metrics, parse_metrics_line
     from nbkit.jsonio import write_json
     from nbkit.text.tokenizer import save_stats
-    from nbkit.train.metrics_stream import emit_metrics, parse_metrics_line
 
     write_json(tmp_path / "metrics.json", {"eval_loss": math.nan, "mfu": math.inf, "steps": 3})
     assert jsonio.loads_strict((tmp_path / "metrics.json").read_text()) == {"eval_loss": None, "mfu": None, "steps": 3}

@@ -7,8 +7,7 @@ import warnings
 import pytest
 
 from nbkit.data import load_labeled_files
-from nbkit.data.labelcheck import RARE_MIN_TRAIN, variant_key
-from nbkit.data.labeled import build_labeled_data
+from nbkit.data.labeled import RARE_MIN_TRAIN, build_labeled_data, variant_key
 
 
 def _texts(prefix, n):

@@ -1,4 +1,4 @@
-"""nbkit.train.launch end to end with the real loop: the pretraining job and a tiny-BERT Loop
+"""nbkit.jobs.launch end to end with the real loop: the pretraining job and a tiny-BERT Loop
 job (tests/ddp_loop_job.py) under torchrun, 2 gloo processes on CPU. That two ranks train
 exactly like one process on the same global batch is tests/test_ddp_loop.py's part."""
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from nbkit.errors import ConfigError
-from nbkit.train import launch as L
-from nbkit.train.launch import parse_metrics_line
+from nbkit.jobs import launch as L
+from nbkit.jobs.launch import parse_metrics_line
 
 LOOP_JOB = str(Path(__file__).with_name("ddp_loop_job.py"))  # the real Loop on a tiny BERT MLM
 ENV = {"OMP_NUM_THREADS": "1"}
@@ -197,7 +197,7 @@ def test_job_scripts_reject_a_resume_path_and_name_the_accepted_values(tmp_path,
 def test_live_plot_takes_the_launchers_dicts_and_eval_lines_carry_the_step(capsys):
     from types import SimpleNamespace
 
-    from nbkit.pipeline.plots import LivePlot
+    from nbkit.views.plots import LivePlot
 
     L.MetricsPrinter().on_evaluate(SimpleNamespace(state=SimpleNamespace(step=5)), {"eval_loss": 2.0})
     plot = LivePlot(mode="none")

@@ -1,4 +1,4 @@
-"""nbkit.train.launcher_watch: a worker whose launcher died (kill -9) stops within seconds.
+"""nbkit.train.ddp.launcher_watch: a worker whose launcher died (kill -9) stops within seconds.
 
 The first tests use a plain Python "launcher" that starts one watched worker (no torch: fast);
 the last one kills a real torchrun running the real Loop on 2 gloo ranks."""
@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from nbkit.train import launcher_watch as W
+from nbkit.train.ddp import launcher_watch as W
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,7 +41,7 @@ def test_watch_runs_only_in_processes_a_launcher_started():
 WORKER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from nbkit.train.launcher_watch import watch_launcher
+    from nbkit.train.ddp.launcher_watch import watch_launcher
     out, stubborn = Path(sys.argv[1]), sys.argv[2] == "stubborn"
     watch_launcher(interval_s=0.1, grace_s=1.5)
     out.joinpath("started").write_text("")
@@ -103,7 +103,7 @@ def test_worker_stops_when_its_launcher_is_killed(tmp_path, mode):
 @pytest.mark.multiproc
 @pytest.mark.slow
 def test_kill_9_of_torchrun_stops_both_workers_and_leaves_no_partial_checkpoint(tmp_path):
-    from nbkit.train import launch as L
+    from nbkit.jobs import launch as L
 
     job = str(Path(__file__).with_name("ddp_loop_job.py"))
     out = tmp_path / "run"

@@ -23,9 +23,9 @@ def test_names_come_from_the_type_checking_imports_absolute_and_relative(tmp_pat
 
 
 def test_a_name_is_imported_on_first_use_and_is_the_defining_modules_object():
-    code = ("import sys, nbkit.pipeline as p, nbkit.train as t; "
-            "assert 'nbkit.pipeline.plateau' not in sys.modules; f = p.plateau_check; "
-            "import nbkit.pipeline.plateau as m; assert f is m.plateau_check and 'torch' not in sys.modules; "
+    code = ("import sys, nbkit.evaluate as p, nbkit.train as t; "
+            "assert 'nbkit.evaluate.probes' not in sys.modules; f = p.plateau_check; "
+            "import nbkit.evaluate.probes as m; assert f is m.plateau_check and 'torch' not in sys.modules; "
             "assert 'Loop' in dir(t) and 'plateau_check' in dir(p); "
             "print(getattr(p, 'nope', 'missing'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -4,10 +4,11 @@ import torch
 from loop_helpers import VOCAB, tiny_classifier
 
 from nbkit.errors import CheckpointError, ConfigError, DataError
-from nbkit.train import Loop, TrainConfig, ddp_loop
-from nbkit.train import distributed as D
+from nbkit.train import Loop, TrainConfig
 from nbkit.train.batching import input_lengths
-from nbkit.train.ddp_sampler import ResumableDistributedSampler
+from nbkit.train.ddp import group as D
+from nbkit.train.ddp import mechanics as ddp_loop
+from nbkit.train.ddp.sampler import ResumableDistributedSampler
 
 
 def _lengths(n=400, seed=0):

@@ -5,9 +5,9 @@ import torch
 import torch.nn.functional as F
 
 from nbkit.errors import ConfigError
+from nbkit.evaluate.metrics import macro_f1
 from nbkit.train import Loop, TrainConfig
-from nbkit.train.class_weights import class_weights
-from nbkit.train.scores import macro_f1
+from nbkit.train.loss import class_weights
 from tests.loop_helpers import VOCAB, cls_collate, cls_data, tiny_classifier
 
 

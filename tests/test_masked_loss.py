@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nbkit import pipeline
+from nbkit import evaluate
 from nbkit.text.mlm import MLMCollator
 from nbkit.train import Loop, TrainConfig
 from nbkit.train.heldout_eval import target_kinds
@@ -83,13 +83,13 @@ def test_a_model_that_copies_its_input_is_not_said_to_use_context(tok):
                 collate_fn=MLMCollator(tok, whole_word=False, mask_replace_prob=0.5, random_replace_prob=0.0))
     m = loop.evaluate()
     blocks = [r["input_ids"] for r in _rows(tok, 200, seed=5)]
-    entropy = pipeline.unigram_entropy(blocks, tok.all_special_ids)
+    entropy = evaluate.unigram_entropy(blocks, tok.all_special_ids)
     assert m["eval_kept_loss"] < 0.01 and m["eval_mask_loss"] == pytest.approx(math.log(40), abs=1e-4)
     assert m["eval_mask_loss"] == pytest.approx(entropy, abs=0.05)   # frequencies only, at [MASK]
     assert m["eval_loss"] < entropy - 0.3                            # yet the mix looks far below the plateau
-    mixed = pipeline.plateau_check(m["eval_loss"], blocks, tok)
+    mixed = evaluate.plateau_check(m["eval_loss"], blocks, tok)
     assert "uses context" in mixed.text() and "metrics dict" in mixed.text()   # the float path says what it mixes
-    verdict = pipeline.plateau_check(m, blocks, tok)
+    verdict = evaluate.plateau_check(m, blocks, tok)
     assert verdict.scored == "[MASK]" and verdict.eval_loss == m["eval_mask_loss"]
     assert verdict.all_loss == m["eval_loss"] and verdict.kept_loss == m["eval_kept_loss"]
     assert verdict.stuck and "STUCK" in verdict.text() and "[MASK] targets" in verdict.text()
@@ -100,5 +100,5 @@ def test_without_a_mask_id_the_metrics_stay_as_before_and_the_check_uses_eval_lo
     m = Loop(CopyModel(tok), _cfg(), _rows(tok), _rows(tok, 12, seed=1), device="cpu",
              collate_fn=lambda ex: collate(ex)).evaluate()             # a wrapper hides mask_id
     assert "eval_mask_loss" not in m and math.isfinite(m["eval_loss"])
-    check = pipeline.plateau_check(m, [r["input_ids"] for r in _rows(tok)], tok)
+    check = evaluate.plateau_check(m, [r["input_ids"] for r in _rows(tok)], tok)
     assert check.scored == "all" and check.eval_loss == m["eval_loss"]

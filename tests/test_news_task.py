@@ -9,7 +9,8 @@ import jupytext
 import pytest
 
 from nbkit.data import news
-from nbkit.pipeline import get_scale, tasks
+from nbkit.evaluate import baseline
+from nbkit.recipes import get_scale, tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 HELD_OUT = "龘"   # a character only validation/test articles contain
@@ -59,7 +60,7 @@ def test_bench_news_corpus_holds_training_texts_only(news_pkg, tokenizer):
     s = bench.labeled("news")
     assert s.report["n_overlap_dropped"] == 1 and s.num_labels == 3
     from nbkit.data.labeled import normalize_text
-    from nbkit.pipeline.pretraining_text import pretraining_corpus
+    from nbkit.recipes.pretrain_corpus import pretraining_corpus
 
     corpus, _ = pretraining_corpus((("reviews", 1.0),), labeled=s, words=False)   # the task's training texts
     texts = set(corpus["train"]["text"]) | set(corpus["validation"]["text"])
@@ -72,11 +73,11 @@ def test_bench_news_corpus_holds_training_texts_only(news_pkg, tokenizer):
 def test_baseline_reads_the_text_the_model_reads(news_pkg, tokenizer):
     s = tasks.load_task("news")
     texts = s.splits["test"]["text"][:5]
-    cut = tasks.truncate_like_tokenizer(tokenizer, texts, 12)
+    cut, _ = baseline._cut(tokenizer, texts, 12)
     for full, short in zip(texts, cut):
         ids = tokenizer(full, truncation=True, max_length=12)["input_ids"]
         assert tokenizer(short)["input_ids"] == ids and full.startswith(short)
-    base = tasks.baseline_at_cut(s, tokenizer, 12)
+    base = baseline.baseline_at_cut(s, tokenizer, 12)
     assert base["truncated_fraction"]["test"] == 1.0 and 0 <= base["test_macro_f1"] <= 1
     assert tasks.baseline_at_cut(s, tokenizer, 128)["truncated_fraction"]["test"] == 0.0
 
@@ -97,12 +98,12 @@ def section_cells() -> list[str]:
 
 
 def test_notebook_section_skips_without_the_package(monkeypatch, tmp_path):
-    from nbkit import pipeline
+    from nbkit import evaluate, recipes, views
     from nbkit.recipes import finetuning as ft
 
     monkeypatch.setattr(news, "news_available", lambda: False)
     monkeypatch.setattr(tasks, "load_task", lambda *a, **k: pytest.fail("loaded news without the package"))
-    ns = {"pipeline": pipeline, "ft": ft, "scale": get_scale("smoke"), "tokenizer": None, "source": None,
+    ns = {"recipes": recipes, "evaluate": evaluate, "views": views, "ft": ft, "scale": get_scale("smoke"), "tokenizer": None, "source": None,
           "out_dir": tmp_path}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -115,12 +116,12 @@ def test_notebook_section_skips_without_the_package(monkeypatch, tmp_path):
 
 @pytest.mark.filterwarnings("ignore:class .* has recall 0")
 def test_notebook_section_runs_with_the_package(news_pkg, tokenizer, tmp_path, monkeypatch):
-    from nbkit import pipeline
+    from nbkit import evaluate, recipes, views
     from nbkit.recipes import finetuning as ft
 
     scale = get_scale("smoke").replace(news_max_train=40, news_max_length=32, cls_batch_size=16)
     shown = []
-    ns = {"pipeline": pipeline, "ft": ft, "scale": scale, "tokenizer": tokenizer, "source": None,
+    ns = {"recipes": recipes, "evaluate": evaluate, "views": views, "ft": ft, "scale": scale, "tokenizer": tokenizer, "source": None,
           "out_dir": tmp_path, "display": shown.append}
     for src in section_cells():
         exec(compile(src, "notebook-03-section-10", "exec"), ns)

@@ -49,7 +49,7 @@ def test_notebook05_pretrains_from_a_prepared_store(tmp_path, monkeypatch):
     # a second run reuses the finished store (its manifest is not rewritten)
     stamp = (run_dir / "corpus" / "manifest.json").stat().st_mtime_ns
     from nbkit.data import load_labeled_files
-    from nbkit.pipeline import get_scale, own_corpus_store
+    from nbkit.recipes import get_scale, own_corpus_store
 
     labeled = load_labeled_files(str(NOTEBOOKS / "data" / "sample_reviews.csv"), text_column="review",
                                  label_column="label", seed=0)

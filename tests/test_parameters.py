@@ -3,7 +3,7 @@
 Papermill injects overrides as a cell right after the one tagged ``parameters``; a value
 computed inside that cell from the preset would never see them (and ``-p scale cpu``
 used to crash on ``'str' object has no attribute 'name'``). The next cell resolves the
-scale by name with :func:`nbkit.pipeline.params.resolve_scale`.
+scale by name with :func:`nbkit.recipes.params.resolve_scale`.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import nbformat
 import pytest
 
 from nbkit.errors import ConfigError
-from nbkit.pipeline.params import knob, overrides_of, resolve_scale, run_tag
-from nbkit.pipeline.scale import PRESETS
+from nbkit.recipes.params import knob, overrides_of, resolve_scale, run_tag
+from nbkit.recipes.scale import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

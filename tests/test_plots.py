@@ -7,7 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from nbkit.errors import ConfigError
-from nbkit.pipeline.plots import LivePlot
+from nbkit.views.plots import LivePlot
 
 
 class FakeClock:

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from nbkit.errors import ConfigError
-from nbkit.pipeline import inference as pipeline
+from nbkit.evaluate import inference as pipeline
 from nbkit.text.tokenizer import train_wordpiece
 from tests._corpus import char_tokenizer, texts
 

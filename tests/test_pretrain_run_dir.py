@@ -50,8 +50,8 @@ def test_overrides_with_a_corpus_give_another_folder(runs_tmp, tmp_path):
 
 
 def test_raw_files_name_the_run_by_their_store_not_their_path(runs_tmp, tmp_path):
-    from nbkit.pipeline.pretraining_text import store_dir_for
     from nbkit.recipes import pretraining as pt
+    from nbkit.recipes.pretrain_corpus import store_dir_for
 
     deep = tmp_path / ("very_long_folder_name_" * 4) / "notes.txt"
     name = pt.run_dir(pt.PretrainConfig.for_scale("smoke", corpus=str(deep), seed=4)).name
@@ -84,7 +84,7 @@ def test_a_bundled_run_and_a_corpus_run_never_share_a_folder(runs_tmp, tmp_path)
     assert len(bundled) == 4 and len(corpus) == 8 and not bundled & corpus
     assert pt.run_dir(P("smoke", corpus=str(stores[0]))).name == "mlm-corpus-seed3"   # not the bundled -p seed 3
     # the bundled default stays where notebook 03 looks for it
-    from nbkit.pipeline.artifacts import runs
+    from nbkit.recipes.tokenizer import runs
     assert pt.run_dir(P("smoke")) == runs.pretrain_dir("smoke") == runs_tmp.resolve() / "smoke" / "mlm"
 
 

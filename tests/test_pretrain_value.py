@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import pytest
 
 from nbkit.errors import DataError
-from nbkit.pipeline import pretrain_value as pv
+from nbkit.evaluate import pretrain_value as pv
 
 
 def test_recorded_run_loads_and_rows_carry_its_numbers():

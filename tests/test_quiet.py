@@ -1,11 +1,11 @@
-"""nbkit.profiling.quiet: native output on a file descriptor is captured; only errors come back."""
+"""nbkit.profiling.profiler: native output on a file descriptor is captured; only errors come back."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from nbkit.profiling.quiet import quiet_fd
+from nbkit.profiling.profiler import quiet_fd
 
 NOISE = b"USDT:2026-11-30 15:24:58 16244:16244 SyncActivityProfilerHandler.cpp:52] profiler_start\n"
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from nbkit.errors import ConfigError
-from nbkit.pipeline.scale import PRESETS
-from nbkit.recipes.finetune_config import FROM_SCALE, FinetuneConfig
+from nbkit.recipes.finetuning import FROM_SCALE, FinetuneConfig
+from nbkit.recipes.scale import PRESETS
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -121,7 +121,8 @@ def test_run_finetuning_same_seed_same_result_and_starts_from_a_checkpoint(tiny_
 def test_job_is_a_thin_wrapper_that_runs_at_smoke(tiny_task, tmp_path, monkeypatch):
     """`python -m nbkit.jobs.finetune --scale smoke ...` runs the recipe with its flags as overrides."""
     from nbkit.jobs import finetune as job
-    from nbkit.pipeline import artifacts, tasks
+    from nbkit.recipes import tasks
+    from nbkit.recipes import tokenizer as artifacts
 
     labeled, tok = tiny_task
     monkeypatch.setattr(tasks, "load_task", lambda task, seed, max_train: labeled)
@@ -169,7 +170,7 @@ def test_a_run_never_resumes_checkpoints_that_began_from_another_encoder(tiny_ta
 def test_epochs_count_global_batches_under_torchrun(tiny_task, tmp_path, monkeypatch):
     """Each rank reads 1/world_size of an epoch, so ``epochs`` passes take 1/world_size of the steps."""
     from nbkit.recipes import finetuning as ft
-    from nbkit.train import ddp_loop
+    from nbkit.train.ddp import mechanics as ddp_loop
 
     cfg = FinetuneConfig.for_scale("smoke", max_length=8, batch_size=8, epochs=2, max_steps=None, progress=False)
     assert ft.train_config(cfg, 100).max_steps == 25                      # ceil(100 * 2 / 8)

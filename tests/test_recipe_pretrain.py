@@ -5,9 +5,8 @@ import json
 import pytest
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.pipeline.scale import PRESETS
-from nbkit.recipes.pretrain_config import FROM_SCALE
-from nbkit.recipes.pretraining import PretrainConfig
+from nbkit.recipes.pretraining import FROM_SCALE, PretrainConfig
+from nbkit.recipes.scale import PRESETS
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS), ids=lambda n: f"scale_{n.upper()}")  # "gpu" would skip

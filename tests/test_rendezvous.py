@@ -8,9 +8,9 @@ import time
 import pytest
 
 from nbkit.errors import ConfigError
-from nbkit.train import ddp_loop
-from nbkit.train import distributed as D
-from nbkit.train import rendezvous as R
+from nbkit.train.ddp import group as D
+from nbkit.train.ddp import mechanics as ddp_loop
+from nbkit.train.ddp import rendezvous as R
 
 FULL = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "29511"}
 

@@ -159,7 +159,7 @@ def test_a_changed_order_setting_is_named_with_what_happens_to_the_epoch(tmp_pat
 
 
 def test_checkpoint_stores_the_epoch_order_inputs_and_a_pre_order_checkpoint_rebuilds_them(tmp_path):
-    from nbkit.train import ddp_loop
+    from nbkit.train.ddp import mechanics as ddp_loop
 
     _fit(tmp_path, max_steps=2, group_by_length=True, batch_size=3, seed=2)
     state = checkpoint.load_latest(tmp_path).load_state()
@@ -186,7 +186,7 @@ def test_resume_under_another_world_size_with_grouping_sees_the_rest_once(world_
     """Per-process batch 3 kept: the group size (3 x world size) changes with the world size."""
     import collections
 
-    from nbkit.train.ddp_sampler import ResumableDistributedSampler
+    from nbkit.train.ddp.sampler import ResumableDistributedSampler
 
     lengths = [len(e["input_ids"]) for e in _indexed_data()]
     old = [ResumableDistributedSampler(N_EX, world_before, r, lengths=lengths, group_size=3 * world_before, seed=1)
@@ -208,7 +208,7 @@ def test_resume_under_another_world_size_with_grouping_sees_the_rest_once(world_
 
 def test_loop_checkpoint_of_one_process_resumes_under_two_ranks_in_the_saved_order(tmp_path):
     """restore_loop on two (simulated) ranks of a 2-process resume: the ranks' shards are the rest once."""
-    from nbkit.train import distributed as D
+    from nbkit.train.ddp import group as D
 
     seen = []
     cfg = dict(lr=1e-3, progress=False, precision="fp32", output_dir=tmp_path, group_by_length=True)

@@ -1,7 +1,7 @@
 import pytest
 
-from nbkit.pipeline import runs
-from nbkit.pipeline.scale import PRESETS, get_scale
+from nbkit import runs
+from nbkit.recipes.scale import PRESETS, get_scale
 
 
 def test_env_var_picks_preset(monkeypatch):
@@ -29,7 +29,7 @@ def test_one_preset_per_scale_name_and_the_doctor_reads_names_alike(monkeypatch)
 
 def test_default_without_cuda_is_cpu(monkeypatch):
     monkeypatch.delenv("NBKIT_SCALE", raising=False)
-    monkeypatch.setattr("nbkit.pipeline.scale.cuda_usable", lambda: False)
+    monkeypatch.setattr("nbkit.recipes.scale.cuda_usable", lambda: False)
     assert get_scale().name == "cpu"
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from nbkit.errors import DataError
-from nbkit.pipeline.stats import accuracy, bootstrap_ci, bootstrap_diff, macro_f1, mean_std
+from nbkit.evaluate.stats import accuracy, bootstrap_ci, bootstrap_diff, macro_f1, mean_std
 
 
 def test_mean_std_sample_std():
@@ -52,7 +52,7 @@ def test_length_mismatch_is_a_data_error():
 def test_seed_resampled_interval_is_wider_when_seeds_disagree():
     import numpy as np
 
-    from nbkit.pipeline.stats import bootstrap_diff, bootstrap_diff_seeds
+    from nbkit.evaluate.stats import bootstrap_diff, bootstrap_diff_seeds
 
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 400)
@@ -75,8 +75,8 @@ def test_one_macro_f1_for_the_report_the_bootstrap_and_the_loop():
     import torch
     from sklearn.metrics import f1_score
 
-    from nbkit.pipeline.evaluation import classification_report
-    from nbkit.train.scores import macro_f1 as from_confusion
+    from nbkit.evaluate.metrics import classification_report
+    from nbkit.evaluate.metrics import macro_f1 as from_confusion
 
     rng = np.random.default_rng(7)
     true = rng.choice([0, 1, 3], size=200, p=[0.7, 0.25, 0.05])          # class 2 occurs nowhere

@@ -95,7 +95,7 @@ def test_quiet_loaders_restore_their_switches_when_the_load_fails():
 
 
 def test_predict_that_raises_inside_leaves_the_model_in_its_mode():
-    from nbkit.pipeline import inference as pipeline
+    from nbkit.evaluate import inference as pipeline
     from tests._corpus import char_tokenizer
 
     tok = char_tokenizer()

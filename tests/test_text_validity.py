@@ -72,8 +72,8 @@ def test_encoder_and_predict_agree_with_the_loader_and_the_suggested_fix_works(t
     import datasets
 
     from nbkit import text
+    from nbkit.evaluate.inference import predict
     from nbkit.models import build_classifier
-    from nbkit.pipeline.inference import predict
 
     tok = text.train_wordpiece(["质量很好", "质量很差", "物流很快"] * 4, 60, tmp_path / "tok", 32)
     bad = datasets.Dataset.from_dict({"text": ["质量很好", "\u2060\u2060", "很差"], "label": [1, 0, 0]})

@@ -52,11 +52,11 @@ def test_every_loader_gives_nbkits_ids_on_varied_text(saved, how):
 def test_a_classifier_export_reloads_with_the_same_ids(saved, tmp_path):
     from transformers import BertTokenizer, BertTokenizerLegacy, pipeline
 
-    from nbkit import pipeline as nbpipe
+    from nbkit import models
     from tests.test_export_loaders import _classifier
 
     tok, _ = saved
-    out = nbpipe.export_classifier(_classifier(tok, {0: "neg", 1: "pos"}, "cls", positions=64), tok,
+    out = models.export_classifier(_classifier(tok, {0: "neg", 1: "pos"}, "cls", positions=64), tok,
                                    tmp_path / "export", max_length=32)
     want = [tok(p, truncation=True, max_length=32)["input_ids"] for p in PROBES]
     for cls in (BertTokenizer, BertTokenizerLegacy):
@@ -72,11 +72,11 @@ def test_a_mean_pooling_export_loads_its_tokenizer_as_the_readme_says(saved, tmp
     trust_remote_code=True (it reads config.json, whose model type is the export's own); same ids."""
     from transformers import AutoTokenizer, BertTokenizer
 
-    from nbkit import pipeline as nbpipe
+    from nbkit import models
     from tests.test_export_loaders import _classifier
 
     tok, _ = saved
-    out = nbpipe.export_classifier(_classifier(tok, {0: "neg", 1: "pos"}, "mean", positions=64), tok,
+    out = models.export_classifier(_classifier(tok, {0: "neg", 1: "pos"}, "mean", positions=64), tok,
                                    tmp_path / "export", max_length=32)
     want = [tok(p, truncation=True, max_length=32)["input_ids"] for p in PROBES]
     for loaded in (BertTokenizer.from_pretrained(str(out)), AutoTokenizer.from_pretrained(str(out), trust_remote_code=True)):

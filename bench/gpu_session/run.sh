@@ -24,7 +24,7 @@ if [ -n "${MLM_STEPS:-}" ]; then
   cat > "$W/hook/sitecustomize.py" <<PYEOF
 import os
 if os.environ.get("NBKIT_SESSION_MLM_STEPS"):
-    from nbkit.pipeline import scale as _s
+    from nbkit.recipes import scale as _s
     _n = int(os.environ["NBKIT_SESSION_MLM_STEPS"])
     _s.PRESETS["$SCALE"] = _s.PRESETS["$SCALE"].replace(mlm_steps=_n)
 PYEOF

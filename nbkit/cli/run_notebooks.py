@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbkit.pipeline.runs import notebooks_dir
+from nbkit.runs import notebooks_dir
 
 
 def select(paths: list[Path], only: list[str] | None) -> list[Path]:
@@ -65,7 +65,7 @@ def plan(scale: str | None = None, only: list[str] | None = None,
             The message names the fix.
     """
     from nbkit.errors import ConfigError
-    from nbkit.pipeline.scale import SCALES, get_scale
+    from nbkit.recipes.scale import SCALES, get_scale
 
     env = dict(os.environ if environ is None else environ)
     try:
@@ -192,7 +192,7 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
 
     Args:
         scale: ``smoke``, ``cpu`` or ``gpu``; exported as ``NBKIT_SCALE`` for the
-            kernels (default: the environment's, see :func:`nbkit.pipeline.scale.get_scale`).
+            kernels (default: the environment's, see :func:`nbkit.recipes.scale.get_scale`).
         only: file-name prefixes (``["01", "02"]``) to run a subset.
         timeout: seconds allowed per cell.
         heartbeat_s: seconds between "still running" lines when stdout is not a terminal.

@@ -2,7 +2,7 @@
 
 ``nbkit run-notebooks`` ends each notebook with one line and the run with a
 table; the numbers come from the artifacts the notebooks save (layout in
-:mod:`nbkit.pipeline.runs`), never from their printed output:
+:mod:`nbkit.runs`), never from their printed output:
 
 ====  ==========================================  ==============================================
  NN    file under ``<runs>/<scale>/``              headline

@@ -136,6 +136,6 @@ class StoreMLMDataset(torch.utils.data.Dataset):
 
     def sample_blocks(self, n: int = 10_000) -> list[np.ndarray]:
         """``input_ids`` of at most ``n`` blocks evenly spaced over the split (for statistics
-        such as :func:`nbkit.pipeline.plateau.unigram_entropy`; O(n * B))."""
+        such as :func:`nbkit.evaluate.probes.unigram_entropy`; O(n * B))."""
         step = max(1, self._n // max(1, n))
         return [self[i]["input_ids"].numpy() for i in range(0, self._n, step)][:n]

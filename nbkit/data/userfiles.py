@@ -21,7 +21,7 @@ in validation/test unseen in training, an empty split.
 Every text passes one validity rule (:mod:`nbkit.data.textrule`, shared with the encoders and
 ``predict()``): missing and blank (invisible-only) texts are dropped and counted, lone surrogates
 repaired to U+FFFD and counted. A JSON file Arrow refuses is read record by record
-(:mod:`nbkit.data.jsonrecords`): one bad line is located by its 1-based line number and either
+(:mod:`nbkit.data.userfiles`): one bad line is located by its 1-based line number and either
 stops the load (``errors="raise"``, default) or is skipped and listed (``errors="skip"``).
 Corpus rows longer than ``max_chars`` (2,000) are cut at sentence ends.
 """
@@ -36,13 +36,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nbkit.data.filecheck import check_utf8, locate_json_error, record_lines  # noqa: F401  (re-exported)
-from nbkit.data.jsonrecords import check_errors, read_json_columns
 from nbkit.data.labeled import LabeledData, build_labeled_data
 from nbkit.data.textrule import CORPUS_MAX_CHARS, check_text, cut_rows
 from nbkit.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
+import json
+
+from nbkit.data.filecheck import _a, _json_kind, json_error_text, json_lines
+from nbkit.data.textrule import repair_surrogates
 
 #: extension -> (datasets builder, extra builder kwargs)
 FORMATS: dict[str, tuple[str, dict]] = {
@@ -88,7 +91,7 @@ def _load_table(path: Path, encoding: str, columns: list[str], errors: str = "ra
 
     Returns ``(table, info)``: a ``datasets.Dataset``, or for a JSON file Arrow refuses (a lone
     surrogate escape, a bad line under ``errors="skip"``, a type change) the ``columns`` as
-    Python lists read record by record (:func:`nbkit.data.jsonrecords.read_json_columns`);
+    Python lists read record by record (:func:`nbkit.data.userfiles.read_json_columns`);
     ``info`` lists the skipped lines and the lines with lone surrogates (empty for Arrow reads).
 
     Raises:
@@ -310,3 +313,88 @@ def load_labeled_files(
     data.report["label2id"] = dict(data.label2id)
     return data
 
+
+#: the policies for a record that cannot be read
+ERRORS = ("raise", "skip")
+_SHOWN = 20  # line numbers kept in a report
+
+
+def check_errors(errors: str) -> None:
+    """Raise :class:`ConfigError` unless ``errors`` is one of :data:`ERRORS`."""
+    if errors not in ERRORS:
+        raise ConfigError(f"errors={errors!r}: use 'raise' (stop at the first bad record, naming its line) "
+                          "or 'skip' (skip bad records; their lines are listed in the report).")
+
+
+def _has_surrogate(value) -> bool:
+    return isinstance(value, str) and repair_surrogates(value)[1] > 0
+
+
+def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str = "raise") -> tuple[dict, dict]:
+    """``columns`` of a ``.jsonl``/``.json`` file as Python lists, plus what was skipped or needs repair.
+
+    Args:
+        path: the file (already checked to be UTF-8).
+        encoding: its codec (``utf-8`` or ``utf-8-sig``).
+        columns: the fields to return; a record without one gives ``None`` there.
+        errors: ``"raise"`` or ``"skip"`` for a line that is not a JSON object (see the module docstring).
+
+    Returns:
+        ``(table, info)``: ``table`` maps each column to a list (one entry per record read) and
+        ``"__fields__"`` to the fields seen in any record; ``info`` has ``n_skipped_lines``,
+        ``skipped_lines`` (first 20, 1-based), ``n_surrogate_lines`` and ``surrogate_lines`` (first 20).
+
+    Raises:
+        DataError: with ``errors="raise"``, the first line that is not a JSON object (1-based line,
+            the parser's reason, and ``errors="skip"`` as the way to load the rest); a ``.json``
+            array that does not parse (line and column); no record at all.
+    """
+    check_errors(errors)
+    table: dict[str, list] = {c: [] for c in columns}
+    fields: set[str] = set()
+    info = {"n_skipped_lines": 0, "skipped_lines": [], "n_surrogate_lines": 0, "surrogate_lines": []}
+    for lineno, record, problem in _records(path, encoding, columns):
+        if problem is not None:
+            if errors == "raise":
+                raise DataError(f"Could not read {path} as JSON: {problem}. Fix that line, or load with "
+                                "errors=\"skip\" to skip such lines (their 1-based line numbers are listed in the "
+                                "report and a warning).")
+            info["n_skipped_lines"] += 1
+            if len(info["skipped_lines"]) < _SHOWN:
+                info["skipped_lines"].append(lineno)
+            continue
+        fields.update(record)
+        for c in columns:
+            table[c].append(record.get(c))
+        if lineno is not None and any(_has_surrogate(record.get(c)) for c in columns):
+            info["n_surrogate_lines"] += 1
+            if len(info["surrogate_lines"]) < _SHOWN:
+                info["surrogate_lines"].append(lineno)
+    if not any(table[c] for c in columns) and not fields:
+        raise DataError(f"{path} has no readable record (skipped lines: {info['skipped_lines']}); check the file.")
+    table["__fields__"] = sorted(fields)
+    return table, info
+
+
+def _records(path: Path, encoding: str, columns: list[str]):
+    """``(line, record, problem)`` per record (only the ``columns`` fields are checked) (line None inside a ``.json`` array): ``problem`` is None
+    or why the line is unusable."""
+    if path.suffix.lower() == ".json":
+        text = path.read_text(encoding=encoding)
+        if text.lstrip()[:1] == "[":
+            try:
+                rows = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise DataError(f"Could not read {path} as JSON: {json_error_text(err, with_line=True)}. "
+                                "Fix that place (a .json file needs an array of objects).") from err
+            for i, row in enumerate(rows):
+                if not isinstance(row, dict):
+                    raise DataError(f"{path}: item {i + 1} (1-based) of the JSON array is a {type(row).__name__}, "
+                                    'not an object like {"text": ..., "label": ...}; fix that item.')
+                yield None, row, None
+            return
+    for lineno, row, problem in json_lines(path, encoding):
+        nested = [] if problem else [k for k, v in row.items() if k in columns and isinstance(v, (dict, list))]
+        if nested:
+            problem = f"line {lineno}: field {nested[0]!r} is {_a(_json_kind(row[nested[0]]))}; use a string or a number"
+        yield (lineno, None, problem) if problem else (lineno, row, None)

@@ -22,7 +22,6 @@ from typing import Any, Callable
 
 from nbkit.gpu import nvml_state
 from nbkit.gpu.nvml_state import NvmlState
-from nbkit.gpu.nvml_strings import nvml_string, nvml_text
 
 MIB = 1024 * 1024
 HOST_PID_NOTE = "host PID (container without --pid=host)"
@@ -327,3 +326,35 @@ def take_sample(nvml: Nvml, host: bool = True) -> Sample:
     devices = tuple(nvml.sample())
     return Sample(time.monotonic(), time.time(), devices,
                   host_snapshot() if host else None, nvml.state)
+
+
+def nvml_text(value: Any) -> str | None:
+    """An NVML string as ``str``, decoded leniently; ``None`` stays ``None``.
+
+    NVML returns C ``char`` arrays. nvidia-ml-py decodes them strictly as UTF-8
+    (``convertStrBytes``), so a device name, UUID, driver version or process
+    name that is not valid UTF-8 (a corrupted VBIOS string, a vGPU guest
+    driver, a test double returning ``b"\\xfeGPU-x"``) would raise
+    ``UnicodeDecodeError``. Here bytes are decoded as UTF-8 with each bad byte
+    shown as U+FFFD, so the device still shows with its metrics.
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace").rstrip("\x00")
+    return str(value)
+
+
+def nvml_string(fn: Callable[..., Any], *args: Any) -> str | None:
+    """Call the NVML string getter ``fn(*args)`` and decode its result with :func:`nvml_text`.
+
+    nvidia-ml-py raises ``UnicodeDecodeError`` from inside the getter when the
+    bytes are not UTF-8; the error object still holds those bytes
+    (``exc.object``), which are decoded leniently instead. Every other
+    exception (``NVMLError``: not supported, no permission, ...) propagates, so
+    callers record the reason as for any metric.
+    """
+    try:
+        return nvml_text(fn(*args))
+    except UnicodeDecodeError as exc:
+        return nvml_text(exc.object)

@@ -6,5 +6,5 @@
 Both parse the same core flags (``nbkit.jobs.common.job_parser``) and call a plain
 function (``nbkit.recipes.pretraining.run_pretraining`` / ``nbkit.recipes.finetuning.run_finetuning``) that notebooks can call too. Rank 0
 reports progress as ``NBKIT_METRICS {json}`` lines on stdout, which
-``nbkit.train.launch`` streams back into a notebook. See ``docs/distributed.md``.
+``nbkit.jobs.launch`` streams back into a notebook. See ``docs/distributed.md``.
 """

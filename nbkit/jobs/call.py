@@ -1,8 +1,8 @@
 """Call ``module:function`` with string arguments: ``python -m nbkit.jobs.call pkg.mod:fn [args...]``.
 
-This is how ``nbkit.train.launch`` runs a *function* under torchrun: each worker imports
+This is how ``nbkit.jobs.launch`` runs a *function* under torchrun: each worker imports
 the module and calls ``fn(*args)``; a non-zero int return becomes the exit code. A process
-group the function joined is destroyed after it returns (``nbkit.train.distributed.cleanup``).
+group the function joined is destroyed after it returns (``nbkit.train.ddp.group.cleanup``).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ImportError, AttributeError) as e:
         print(f"cannot find {argv[0]}: {e}; is its directory on PYTHONPATH?", file=sys.stderr)
         return 2
-    from nbkit.train.distributed import cleanup
+    from nbkit.train.ddp.group import cleanup
 
     try:
         rc = obj(*argv[1:])

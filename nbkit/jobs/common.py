@@ -9,9 +9,9 @@ def job_parser(description: str, output_dir_help: str = "where checkpoints and m
                ) -> argparse.ArgumentParser:
     """An ``argparse`` parser with the flags every job takes.
 
-    ``None`` means "the scale preset's value" (``nbkit.pipeline.scale.get_scale``).
+    ``None`` means "the scale preset's value" (``nbkit.recipes.scale.get_scale``).
     ``--resume`` takes ``auto`` (newest complete checkpoint under ``--output-dir``, if any,
-    possibly written under another world size: ``nbkit.train.ddp_sampler``) or ``none``
+    possibly written under another world size: ``nbkit.train.ddp.sampler``) or ``none``
     (start fresh); see :func:`loop_resume`. ``output_dir_help``: ``--output-dir``'s help, which should
     name the job's default folder.
     """

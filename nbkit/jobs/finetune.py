@@ -1,7 +1,7 @@
 """Sentiment fine-tuning as a script: ``[torchrun ...] python -m nbkit.jobs.finetune [flags]``.
 
 A thin argparse wrapper around :func:`nbkit.recipes.finetuning.run_finetuning` (notebook 03's recipe):
-each flag left out keeps :meth:`~nbkit.recipes.finetune_config.FinetuneConfig.for_scale`'s value.
+each flag left out keeps :meth:`~nbkit.recipes.finetuning.FinetuneConfig.for_scale`'s value.
 Under torchrun ``--batch-size`` is per process and the steps come from the global batch.
 
 Data: ``--task reviews|news`` (bundled), or your own labelled files as notebook 05 reads them
@@ -74,8 +74,8 @@ def data_step(a) -> str:
     """The run folder's step for parsed flags ``a``: ``sentiment`` for a bundled task (``news``: the
     recipe's own defaults tag it), ``sentiment-own-<train file stem>-<hash>`` for your files (``<hash>``:
     6 hex of the absolute paths of all three files and both column names,
-    :func:`nbkit.pipeline.runs.path_tag`), so runs on other files never share checkpoints."""
-    from nbkit.pipeline.runs import path_tag
+    :func:`nbkit.runs.path_tag`), so runs on other files never share checkpoints."""
+    from nbkit.runs import path_tag
 
     if a.train_file is None:
         return "sentiment"
@@ -85,7 +85,7 @@ def data_step(a) -> str:
 
 
 def config(a):
-    """``(cfg, out_dir)`` for parsed flags ``a``: the :class:`~nbkit.recipes.finetune_config.FinetuneConfig`
+    """``(cfg, out_dir)`` for parsed flags ``a``: the :class:`~nbkit.recipes.finetuning.FinetuneConfig`
     and ``--output-dir``, else :func:`nbkit.recipes.finetuning.run_dir` of that config and ``--pretrained``
     (notebook 03's folder for the same settings, so runs with other settings or encoders never share one).
 
@@ -104,7 +104,7 @@ def config(a):
 
 def summary(metrics: dict, out_dir, export_dir=None) -> str:
     """The job's last words (rank 0): the test split's accuracy / macro-F1 beside the TF-IDF baseline, full
-    text and the same cut (``metrics["table"]``, :func:`nbkit.pipeline.evaluation.compare_reports`, as notebooks
+    text and the same cut (``metrics["table"]``, :func:`nbkit.evaluate.metrics.compare_reports`, as notebooks
     03 and 05 show it), the output folder, the export folder (``export_dir``, if any) and ``metrics["warnings"]``
     (e.g. a degenerate classifier that predicts one class)."""
     where = f"-> {out_dir} (metrics.json)" + (f"; exported model: {export_dir}" if export_dir else "")
@@ -123,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    from nbkit.pipeline.artifacts import pretrained_model_dir
-    from nbkit.pipeline.scale import get_scale
     from nbkit.recipes.finetuning import run_finetuning, tokenizer_for
-    from nbkit.train import distributed as D
+    from nbkit.recipes.scale import get_scale
+    from nbkit.recipes.tokenizer import pretrained_model_dir
+    from nbkit.train.ddp import group as D
 
     cfg, out_dir = config(a)
     scale = get_scale(a.scale)
@@ -136,7 +136,7 @@ def _run(argv: list[str] | None = None) -> int:
         tokenizer = tokenizer_for(cfg, pretrained) if info.is_main else None   # rank 0 trains notebook 01's if missing
         D.barrier()
         tokenizer = tokenizer or tokenizer_for(cfg, pretrained)   # the encoder's own, as notebook 03
-        from nbkit.train.metrics_stream import MetricsPrinter
+        from nbkit.jobs.launch import MetricsPrinter
 
         task = own_data(a, cfg.seed) if a.train_file else a.task
         metrics = run_finetuning(cfg, out_dir, pretrained=pretrained, task=task, tokenizer=tokenizer,

@@ -1,7 +1,7 @@
 """How a training job ends when it does not finish: one line each, no traceback.
 
 * Ctrl-C (``KeyboardInterrupt``; torchrun forwards it to its workers as SIGINT) or a launcher that
-  died (``nbkit.train.launcher_watch``): rank 0 says at which step the run stopped, which complete
+  died (``nbkit.train.ddp.launcher_watch``): rank 0 says at which step the run stopped, which complete
   checkpoint the same command resumes from (``--resume auto`` is the default), exit code 130.
 * an nbkit error (``ConfigError``, ``DataError``, ``CheckpointError``, ...: ``nbkit.errors.NbkitError``):
   its message once, then a line mapping the API names in it to this job's flags
@@ -115,7 +115,7 @@ def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
     2 after an nbkit error. Other exceptions propagate unchanged (a traceback: a bug to report).
     """
     from nbkit.errors import NbkitError
-    from nbkit.train.launcher_watch import orphaned
+    from nbkit.train.ddp.launcher_watch import orphaned
 
     flags = job_flags(parser)
     show = warnings.showwarning

@@ -1,7 +1,7 @@
 """MLM pretraining as a script: ``[torchrun ...] python -m nbkit.jobs.pretrain [flags]``.
 
 A thin argparse wrapper around :func:`nbkit.recipes.pretraining.run_pretraining` (notebook 02's recipe):
-each flag left out keeps :meth:`~nbkit.recipes.pretrain_config.PretrainConfig.for_scale`'s value.
+each flag left out keeps :meth:`~nbkit.recipes.pretraining.PretrainConfig.for_scale`'s value.
 ``--corpus PATH`` pretrains on the user's corpus through the prepared store (docs/corpus.md): rank 0
 prepares it (or reads a prepared directory), the other ranks and nodes poll for its ``manifest.json``,
 then every rank reads its share of the blocks. To check a launcher, a cluster or a multi-node
@@ -10,7 +10,7 @@ corpus (the tokenizer is trained on the way if notebook 01 has not run). Under t
 ``--batch-size`` is per process; ``--seed`` also sets ``split_seed`` (as notebook 02's ``seed`` does).
 The run goes to :func:`nbkit.recipes.pretraining.run_dir` (``runs/<scale>/mlm[-<store>][-<overrides>]``,
 the folder notebook 02 names for the same settings) unless ``--output-dir`` says otherwise. With ``NBKIT_BLOCK_LOG=DIR`` each rank logs its training blocks
-(:func:`nbkit.recipes.pretrain_data.blocks`).
+(:func:`nbkit.recipes.pretraining.blocks`).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def parse_args(argv: list[str] | None = None):
 
 
 def config(a):
-    """``(cfg, out_dir)`` for parsed flags ``a``: the :class:`~nbkit.recipes.pretrain_config.PretrainConfig`
+    """``(cfg, out_dir)`` for parsed flags ``a``: the :class:`~nbkit.recipes.pretraining.PretrainConfig`
     (``--seed`` also as ``split_seed``, as notebook 02) and ``--output-dir``, else
     :func:`nbkit.recipes.pretraining.run_dir` of that config (notebook 02's folder for the same settings).
 
@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    from nbkit.jobs.launch import MetricsPrinter
     from nbkit.recipes.pretraining import run_pretraining
-    from nbkit.train.distributed import cleanup
-    from nbkit.train.metrics_stream import MetricsPrinter
+    from nbkit.train.ddp.group import cleanup
 
     cfg, out_dir = config(a)
     try:

@@ -7,6 +7,7 @@ from nbkit._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
     from nbkit.models.bert import POOLINGS, PRESETS, build_classifier, build_config, build_mlm_model, count_parameters
+    from nbkit.models.export import export_classifier
     from nbkit.models.flops import bert_flops_per_token, mfu, peak_tflops
     from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
     from nbkit.models.pooling import MeanPoolBertForSequenceClassification

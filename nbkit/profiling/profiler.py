@@ -22,6 +22,12 @@ cost lands there), then ``active`` steps recorded. Results:
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -204,7 +210,6 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
 
     from nbkit.errors import ConfigError
     from nbkit.profiling.microbench import resolve_device
-    from nbkit.profiling.quiet import quiet_fd
 
     if active < 1:
         raise ConfigError("profile_steps needs active >= 1 recorded steps")
@@ -221,7 +226,7 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
         if memory_snapshot:
             torch.cuda.memory._record_memory_history(max_entries=100_000)
     # Kineto's own lines (``USDT:... profiler_start``) go to fd 2, which Jupyter shows in the
-    # cell: capture them; only error lines come back (nbkit.profiling.quiet).
+    # cell: capture them; only error lines come back (nbkit.profiling.profiler).
     with quiet_fd(2) as log, profile(activities=activities,
                                      schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
                                      on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
@@ -281,3 +286,53 @@ def make_step_fn(loop, windows: int = 4):
         return loop.train_step(next(cycle))
 
     return step
+
+
+# Informational lines of the profiler (Kineto): USDT probes, older releases' "STAGE:" lines.
+NOISE = re.compile(r"^(USDT:|STAGE:)")
+# What counts as an error worth showing (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES included).
+ERROR = re.compile(r"error|traceback|fatal|exception|abort", re.IGNORECASE)
+
+
+@dataclass
+class Captured:
+    """What the descriptor received inside the block (``text``, filled in on exit)."""
+
+    text: str = ""
+
+    @property
+    def errors(self) -> list[str]:
+        """The captured lines that look like errors (and are not known noise)."""
+        return [ln for ln in self.text.splitlines() if ERROR.search(ln) and not NOISE.match(ln)]
+
+
+@contextlib.contextmanager
+def quiet_fd(fd: int = 2) -> Iterator[Captured]:
+    """Capture everything written to ``fd`` inside the block; re-emit only error lines.
+
+    Yields a :class:`Captured` whose ``text`` holds the raw output after the block
+    (e.g. for :func:`nbkit.profiling.profiler.check_kernel_events`). Python-level
+    ``sys.stderr`` writes are flushed first so their order is kept.
+    """
+    captured = Captured()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    saved = os.dup(fd)
+    ok = False
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), fd)
+        try:
+            yield captured
+            ok = True
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            sink.seek(0)
+            captured.text = sink.read().decode("utf-8", errors="replace")
+            keep = captured.errors if ok else [ln for ln in captured.text.splitlines()
+                                               if ln.strip() and not NOISE.match(ln)]
+            if keep:
+                print("\n".join(keep), file=sys.stderr, flush=True)

@@ -20,17 +20,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nbkit.errors import ConfigError
-from nbkit.recipes.finetune_config import FinetuneConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from nbkit.data.labeled import LabeledData
+from dataclasses import dataclass
+
+from nbkit.recipes.config import RecipeConfig
 
 __all__ = ["FinetuneConfig", "data", "encode", "model", "train_config", "train", "evaluate", "export",
            "save", "run_finetuning"]
 
 
 def data(cfg: FinetuneConfig, task="reviews") -> "LabeledData":
-    """The labelled splits: ``task`` ``"reviews"``/``"news"`` (:func:`nbkit.pipeline.tasks.load_task` with
+    """The labelled splits: ``task`` ``"reviews"``/``"news"`` (:func:`nbkit.recipes.tasks.load_task` with
     ``cfg.seed``, ``cfg.max_train``), or a :class:`~nbkit.data.labeled.LabeledData` (the user's, returned as is).
 
     Raises:
@@ -38,7 +40,7 @@ def data(cfg: FinetuneConfig, task="reviews") -> "LabeledData":
     """
     if not isinstance(task, str):
         return task
-    from nbkit.pipeline.tasks import load_task
+    from nbkit.recipes.tasks import load_task
 
     return load_task(task, seed=cfg.seed, max_train=cfg.max_train)
 
@@ -46,11 +48,11 @@ def data(cfg: FinetuneConfig, task="reviews") -> "LabeledData":
 def tokenizer_for(cfg: FinetuneConfig, pretrained=None):
     """The tokenizer a run reads its text with: ``pretrained``'s own when given (a model directory or hub name,
     ``AutoTokenizer.from_pretrained``: a model pretrained on your corpus brings the tokenizer its ids belong
-    to), else notebook 01's for ``cfg.scale`` (:func:`nbkit.pipeline.artifacts.load_tokenizer`, trained when
+    to), else notebook 01's for ``cfg.scale`` (:func:`nbkit.recipes.tokenizer.load_tokenizer`, trained when
     missing). Raises ``OSError`` from transformers when ``pretrained`` holds no tokenizer files."""
     if pretrained is None:
-        from nbkit.pipeline.artifacts import load_tokenizer
-        from nbkit.pipeline.scale import get_scale
+        from nbkit.recipes.scale import get_scale
+        from nbkit.recipes.tokenizer import load_tokenizer
 
         return load_tokenizer(get_scale(cfg.scale))
     from transformers import AutoTokenizer
@@ -80,7 +82,7 @@ def run_dir(cfg: FinetuneConfig, pretrained=None, step: str = "sentiment") -> Pa
     names an encoder (``<name>``: its folder, ``mlm-wiki`` for ``runs/cpu/mlm-wiki/model``; ``<hash>``: 6 hex
     of its absolute path). So a run from another encoder never resumes, or overwrites, this one's
     checkpoints; ``pretrained=None`` (notebook 02's default encoder, or random weights) keeps the plain name."""
-    from nbkit.pipeline.runs import path_tag, step_dir
+    from nbkit.runs import path_tag, step_dir
 
     tag = ""
     if pretrained is not None:
@@ -151,7 +153,7 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
     each rank reads ``1/world_size`` of every epoch). Evaluations/checkpoints: ``cfg.eval_every`` /
     ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
-    from nbkit.pipeline.artifacts import steps_for_epochs
+    from nbkit.recipes.tokenizer import steps_for_epochs
     from nbkit.train import TrainConfig
 
     steps = cfg.max_steps or steps_for_epochs(n_train, cfg.batch_size * cfg.grad_accum_steps * world_size,
@@ -177,7 +179,7 @@ def train(cfg: FinetuneConfig, classifier, tokenizer, encoded: dict, out_dir=Non
     """
     from nbkit.text.mlm import classification_collator
     from nbkit.train import Loop
-    from nbkit.train.ddp_loop import launch_world_size
+    from nbkit.train.ddp.mechanics import launch_world_size
 
     tcfg = train_config(cfg, len(encoded["train"]), out_dir, world_size=launch_world_size())
     val = encoded.get("validation") if tcfg.eval_every else None
@@ -200,10 +202,9 @@ def evaluate(cfg: FinetuneConfig, classifier, tokenizer, labeled: "LabeledData",
     comparison for long texts), both weighted like the model (``cfg.class_weights``), and ``"table"``
     (the three side by side, a DataFrame).
     """
-    from nbkit.pipeline.baseline import fit_tfidf_baseline
-    from nbkit.pipeline.evaluation import classification_report, compare_reports
-    from nbkit.pipeline.inference import predict
-    from nbkit.pipeline.tasks import baseline_at_cut
+    from nbkit.evaluate.baseline import baseline_at_cut, fit_tfidf_baseline
+    from nbkit.evaluate.inference import predict
+    from nbkit.evaluate.metrics import classification_report, compare_reports
 
     out, s = {}, labeled.splits
     for split in splits:
@@ -225,8 +226,8 @@ def evaluate(cfg: FinetuneConfig, classifier, tokenizer, labeled: "LabeledData",
 
 
 def export(cfg: FinetuneConfig, classifier, tokenizer, labeled: "LabeledData", out_dir) -> Path:
-    """One directory plain ``transformers`` loads (:func:`nbkit.pipeline.owndata.export_classifier`), cut at ``cfg.max_length``."""
-    from nbkit.pipeline.owndata import export_classifier
+    """One directory plain ``transformers`` loads (:func:`nbkit.models.export.export_classifier`), cut at ``cfg.max_length``."""
+    from nbkit.models.export import export_classifier
 
     return export_classifier(classifier, tokenizer, out_dir, labeled.id2label, max_length=cfg.max_length)
 
@@ -285,3 +286,102 @@ def run_finetuning(cfg: FinetuneConfig, out_dir, *, pretrained=None, task="revie
     name = task_name or (task if isinstance(task, str) else "own")
     return {**save(cfg, out_dir, labeled, truncation, scores, how, result, task=name,
                    world_size=loop.dist.world_size), "table": scores["table"]}
+
+
+#: task -> {config field: the Scale field its default comes from}; fields not listed: recipe constants
+FROM_SCALE = {
+    "reviews": {"scale": "name", "model": "model", "max_length": "cls_max_length", "batch_size": "cls_batch_size",
+                "epochs": "cls_epochs", "lr": "cls_lr", "pooling": "cls_pooling", "seed": "seed",
+                "max_train": "sentiment_max_train", "num_workers": "num_workers"},
+}
+# news (notebook 03's second task): the reviews recipe with its own length, passes and size, the loss
+# weighted by inverse class frequency (unweighted it all but ignores the 10 % positive class:
+# bench/results/pretrain_value_news vs pretrain_value_news_balanced), and no mid-run evaluation (time)
+FROM_SCALE["news"] = {**FROM_SCALE["reviews"], "max_length": "news_max_length", "epochs": "news_epochs",
+                      "max_train": "news_max_train"}
+ALL_MEANS_NONE = ("max_train", "max_steps")   # papermill passes "all" for None ("the whole split")
+TASK_DEFAULTS = {"reviews": {}, "news": {"class_weights": "balanced", "eval_every": 0}}
+
+
+@dataclass(frozen=True, repr=False)
+class FinetuneConfig(RecipeConfig):
+    """Every setting of sentiment (sequence-classification) fine-tuning; build it with :meth:`for_scale`.
+
+    Fields (units in brackets):
+        scale: name of the scale the defaults came from (``runs/<scale>/``, the tokenizer to load).
+        model: BERT preset (:data:`nbkit.models.bert.PRESETS`) when starting without a checkpoint.
+        max_length: tokens per text, ``[CLS]``/``[SEP]`` included; longer texts are cut (and counted).
+        batch_size: texts per micro-batch (per process under torchrun).
+        grad_accum_steps: micro-batches per optimizer step.
+        epochs: passes over the training split; sets the steps unless ``max_steps`` is given.
+        max_steps: optimizer steps in all, or None (from ``epochs``).
+        lr: peak learning rate; warmup_ratio: share of steps warming up (0-1); scheduler: LR decay
+            after warm-up (``linear``/``cosine``/``constant``); weight_decay: AdamW's.
+        pooling: classifier input: ``"mean"`` of the token states (what MLM-only pretraining trains)
+            or ``"cls"`` (BERT's pooler, untrained without next-sentence prediction).
+        class_weights: None, ``"balanced"`` (``n / (K n_c)``, also for the TF-IDF baseline) or a list.
+        seed: data split, subsample, new head's weights, data order, dropout.
+        max_train: training examples kept after cleaning (None: all).
+        precision: ``"auto"`` | ``"fp32"`` | ``"bf16"`` | ``"fp16"`` (:mod:`nbkit.train.precision`).
+        eval_every: steps between validation evaluations; None: 4 per run; 0: none.
+        checkpoint_every: steps between checkpoints; None: 2 per run; 0: none (also without an output dir).
+        keep_last: checkpoints kept; group_by_length: batch texts of similar length (less padding).
+        num_workers: DataLoader workers; log_every: steps between log lines (None: about 20 per run).
+        resume: continue from the newest checkpoint in the output directory; progress: a tqdm bar.
+    """
+
+    scale: str
+    model: str
+    max_length: int
+    batch_size: int
+    epochs: float
+    lr: float
+    pooling: str
+    seed: int
+    max_train: int | None
+    grad_accum_steps: int = 1
+    max_steps: int | None = None
+    warmup_ratio: float = 0.1
+    scheduler: str = "linear"
+    weight_decay: float = 0.01
+    class_weights: str | list | None = None
+    precision: str = "auto"
+    eval_every: int | None = None
+    checkpoint_every: int | None = None
+    keep_last: int = 1
+    group_by_length: bool = True
+    num_workers: int = 0
+    log_every: int | None = None
+    resume: bool = True
+    progress: bool = True
+
+    ALL_MEANS_NONE = ALL_MEANS_NONE
+    QUIET = frozenset({"progress", "resume", "num_workers", "log_every"})   # how a run shows, not what it trains: not in run_tag
+
+    @classmethod
+    def for_scale(cls, scale=None, task: str = "reviews", **overrides) -> "FinetuneConfig":
+        """The recipe at ``scale`` (a :class:`nbkit.recipes.scale.Scale`, its name, or None for ``$NBKIT_SCALE``).
+
+        ``task`` (``"reviews"`` or ``"news"``) picks which of the scale's fields give the defaults
+        (:data:`FROM_SCALE`, :data:`TASK_DEFAULTS`); ``overrides`` (field=value) win; a ``None``
+        override keeps the default, so notebook parameters can be passed as they are
+        (``max_train="all"``: the whole split).
+
+        Raises:
+            ConfigError: an unknown field or task, naming the valid ones.
+        """
+        from nbkit.recipes.params import resolve_scale
+
+        if task not in FROM_SCALE:
+            raise ConfigError(f"task={task!r}: the recipe has defaults for {', '.join(FROM_SCALE)}; for your own "
+                              "data pass task='reviews' (the general recipe) and a LabeledData to the stages")
+        sc = resolve_scale(scale)
+        values = {f: getattr(sc, s) for f, s in FROM_SCALE[task].items()}
+        values.update(TASK_DEFAULTS[task])
+        return cls(**values).replace(**overrides)
+
+    def _base(self, task: str = "reviews"):
+        return FinetuneConfig.for_scale(self.scale, task=task) if task in FROM_SCALE else None
+
+    def _source(self, name, task: str = "reviews"):
+        return FROM_SCALE.get(task, {}).get(name)

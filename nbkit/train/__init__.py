@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING
 from nbkit._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
-    from nbkit.train.callbacks import Callback, TrainerBridge
+    from nbkit.train.callbacks import Callback, EarlyStopping, TrainerBridge
     from nbkit.train.config import TrainConfig, TrainResult, TrainState
-    from nbkit.train.early_stopping import EarlyStopping
     from nbkit.train.loop import Loop
     from nbkit.train.loss import token_loss_sum
 

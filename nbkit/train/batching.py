@@ -1,4 +1,4 @@
-"""Resumable batching and RNG state capture, for exact resume (the data order: ``nbkit.train.ddp_sampler``).
+"""Resumable batching and RNG state capture, for exact resume (the data order: ``nbkit.train.ddp.sampler``).
 
 Exact resume needs three things restored at an optimizer-step boundary:
 the data order (a permutation fixed by ``seed`` and ``epoch``), the position
@@ -63,7 +63,7 @@ class SeededCollate:
 
 
 def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: bool = False):
-    # sampler: nbkit.train.ddp_sampler.ResumableDistributedSampler (from distributed.make_sampler)
+    # sampler: nbkit.train.ddp.sampler.ResumableDistributedSampler (from distributed.make_sampler)
     """Endless micro-batches over epochs, advancing ``state.epoch`` / ``state.batch_in_epoch``.
 
     Starts at ``state``'s position (so a restored state resumes mid-epoch): global

@@ -18,7 +18,7 @@ removes its ``.tmp-`` folder and raises ``nbkit.errors.WriteError`` (a ``Checkpo
 naming the path, the free space and the size needed; the earlier checkpoints stay usable. A final name
 therefore only ever appears complete; a kill mid-write leaves a ``.tmp-``
 directory, which :func:`load_latest` skips with a warning and the next save
-removes (only when its writer process is gone: ``nbkit.train.ckpt_cleanup``). A
+removes (only when its writer process is gone: ``nbkit.train.checkpoint``). A
 ``step-*`` directory without ``COMPLETE`` (e.g. copied by hand), or with it but
 without the files a resume reads, is also skipped with a warning. Deleting a
 checkpoint (``keep_last`` pruning) renames it out of the ``step-*`` names first,
@@ -26,13 +26,15 @@ so a kill mid-delete never leaves a marked but half-deleted checkpoint.
 """
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from nbkit.atomic import fsync_dir  # noqa: F401  (re-exported: one implementation, nbkit.atomic)
 from nbkit.errors import CheckpointError
-from nbkit.train.ckpt_cleanup import discard_checkpoint, missing_files, remove_stale
 from nbkit.train.config import START_FRESH
 
 MARKER = "COMPLETE"
@@ -84,7 +86,7 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
     Returns the final directory. Raises ``WriteError`` when the file system refuses the
     write (nothing of this save is left; older checkpoints untouched). Stale ``.tmp-``/``.old-`` directories of dead
     writers are removed first; old checkpoints are discarded kill-safely
-    (``nbkit.train.ckpt_cleanup``). Hold the ``output_dir`` lock
+    (``nbkit.train.checkpoint``). Hold the ``output_dir`` lock
     (``nbkit.train.run_lock``; ``Loop`` does) so no other run writes there.
     """
     import torch
@@ -206,7 +208,7 @@ def loop_state(loop) -> dict:
     Optimizer, scheduler and (fp16) GradScaler state dicts, RNG states of
     Python/NumPy/torch CPU/CUDA (this process; under DDP the loop adds every rank's
     as ``rng_per_rank``), the data position (epoch, ``epoch_start``, local batches
-    consumed, ``world_size``: see ``nbkit.train.ddp_loop.global_position``), step and
+    consumed, ``world_size``: see ``nbkit.train.ddp.mechanics.global_position``), step and
     skip counters, the full log history and the config.
     """
     import dataclasses
@@ -234,8 +236,8 @@ def save_loop(loop) -> Path:
     waits at a barrier until the checkpoint is complete, so no rank resumes from,
     or exits before, a half-written one. One process: a plain save.
     """
-    from nbkit.train import distributed as D
     from nbkit.train.batching import capture_rng
+    from nbkit.train.ddp import group as D
 
     info = getattr(loop, "dist", None) or D.DistInfo()
     rngs = D.all_gather_object(capture_rng()) if info.is_distributed else None
@@ -268,8 +270,8 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     plain data).
     """
     from nbkit.train.batching import restore_rng
-    from nbkit.train.ddp_loop import global_position, restore_order, seed_rank_streams
-    from nbkit.train.distributed import DistInfo
+    from nbkit.train.ddp.group import DistInfo
+    from nbkit.train.ddp.mechanics import global_position, restore_order, seed_rank_streams
     from nbkit.train.optim import build_scheduler
 
     load_model_weights(loop.model, found.model_dir)
@@ -306,3 +308,56 @@ def world_sizes(state: dict, now: int) -> str:
     if then == int(now):
         return f"world size {then}"
     return f"written by {then} process{'es' if then != 1 else ''}, resumed under {int(now)}"
+
+
+_LEFTOVER = re.compile(r"\.(?:tmp|old)-(\d+)$")
+
+
+def discard_checkpoint(path) -> None:
+    """Delete the checkpoint folder ``path`` (``.../checkpoints/step-NNNNNN``), kill-safe.
+
+    Renames it to ``<name>.old-<pid>`` and fsyncs the parent (from here the loader
+    never sees it), then removes the files; a kill before the rename leaves the
+    complete checkpoint, after it a leftover :func:`remove_stale` deletes at the next save.
+    A folder already gone is not an error.
+    """
+    path = Path(path)
+    trash = path.with_name(f"{path.name}.old-{os.getpid()}")
+    try:
+        os.rename(path, trash)
+    except FileNotFoundError:
+        return
+    fsync_dir(path.parent)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def leftover_pid(name: str) -> int | None:
+    """The writer's pid of a ``step-NNNNNN.tmp-<pid>`` / ``.old-<pid>`` name, else None."""
+    m = _LEFTOVER.search(name)
+    return int(m.group(1)) if m else None
+
+
+def remove_stale(root) -> list[Path]:
+    """Delete the ``.tmp-<pid>`` / ``.old-<pid>`` folders in ``root`` whose writer is dead or
+    is this process (a save it abandoned); return what was deleted. A live other writer's
+    folder is left alone (``nbkit.train.run_lock.pid_alive``; pids are of this machine)."""
+    from nbkit.train.run_lock import pid_alive
+
+    gone = []
+    for p in Path(root).iterdir():
+        pid = leftover_pid(p.name)
+        if pid is None or (pid != os.getpid() and pid_alive(pid)):
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        gone.append(p)
+    return gone
+
+
+def missing_files(path, state_file: str) -> list[str]:
+    """Files a resume needs that the checkpoint folder ``path`` lacks: ``state_file``,
+    ``model/config.json`` and at least one ``model/*.safetensors``."""
+    path = Path(path)
+    missing = [n for n in (state_file, "model/config.json") if not (path / n).is_file()]
+    if not any((path / "model").glob("*.safetensors")):
+        missing.append("model/*.safetensors")
+    return missing

@@ -25,11 +25,11 @@ class TrainConfig:
     padded to a multiple of ``pad_to_multiple_of`` (64 when unset) and the last
     partial batch is dropped, so shapes stay static. ``group_by_length`` puts
     examples of similar ``input_ids`` length into the same batch (less padding;
-    ``nbkit.train.ddp_sampler``), as ``Trainer(group_by_length=True)`` does. ``log_every``,
+    ``nbkit.train.ddp.sampler``), as ``Trainer(group_by_length=True)`` does. ``log_every``,
     ``eval_every`` and ``checkpoint_every`` count optimizer steps. ``class_weights``
     (classification only): ``None``, ``"balanced"`` (inverse class frequency from the
     training labels) or one weight per class; the loss becomes a weighted mean
-    (``nbkit.train.class_weights``). Evaluation loss stays unweighted.
+    (``nbkit.train.loss``). Evaluation loss stays unweighted.
     """
 
     max_steps: int

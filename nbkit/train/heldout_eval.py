@@ -19,10 +19,10 @@ import warnings
 import torch
 
 from nbkit.errors import ConfigError, DataError
+from nbkit.evaluate.metrics import macro_f1
 from nbkit.switches import model_mode
 from nbkit.train.batching import isolated_rng
 from nbkit.train.loss import token_loss_sum
-from nbkit.train.scores import macro_f1
 
 
 @torch.no_grad()
@@ -52,7 +52,7 @@ def _evaluate(loop, max_batches: int | None = None) -> dict:
     ``max_batches`` defaults to ``loop.config.eval_batches`` (None = all).
     Batch ``i`` is collated under ``isolated_rng(seed + i)``, so its masks do not
     depend on which batches came before. Under DDP every rank must call it: rank r
-    scores batches r, r+W, ... (``nbkit.train.ddp_loop.eval_shard``) with the plain
+    scores batches r, r+W, ... (``nbkit.train.ddp.mechanics.eval_shard``) with the plain
     module (no DDP collectives) and the sums are all-reduced, so the result equals
     the one-process result up to float summation order.
     Raises ``ConfigError`` when the loop has no eval_data or its sequences exceed the
@@ -60,8 +60,8 @@ def _evaluate(loop, max_batches: int | None = None) -> dict:
     ``nbkit.train.preflight.check_sequence_length``), ``DataError`` when it gives no batch (empty).
     """
     from nbkit.models.mlm_head import forward_logits, uses_sparse_head
-    from nbkit.train import distributed as D
-    from nbkit.train.ddp_loop import eval_shard
+    from nbkit.train.ddp import group as D
+    from nbkit.train.ddp.mechanics import eval_shard
 
     if loop.eval_data is None:
         raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")

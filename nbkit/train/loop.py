@@ -9,7 +9,7 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
     non-finite? skip the update and count it; else optimizer step
     scheduler step; log / eval / checkpoint on their intervals     # all but this line: Loop.train_step
 
-Under ``torchrun`` (W > 1) the loop runs DDP (``nbkit.train.distributed`` lists each point): sharded
+Under ``torchrun`` (W > 1) the loop runs DDP (``nbkit.train.ddp.group`` lists each point): sharded
 order, ``n`` summed over ranks, loss x ``W / n``, ``no_sync`` but on the last micro-batch, rank-0-only
 logs/callbacks/checkpoints, sharded evaluation. Global batch = ``W * batch_size * grad_accum_steps``.
 """
@@ -27,13 +27,13 @@ from nbkit.errors import ConfigError, NonFiniteLossError
 from nbkit.models.flops import bert_batch_flops, mfu, peak_tflops
 from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.train import checkpoint as ckpt
-from nbkit.train import ddp_loop, preflight, workers
-from nbkit.train import distributed as D
+from nbkit.train import preflight, workers
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
-from nbkit.train.class_weights import class_weights
 from nbkit.train.config import TrainConfig, TrainResult, TrainState  # noqa: F401  (re-exported)
-from nbkit.train.launcher_watch import watch_launcher
-from nbkit.train.loss import label_weight_sum, token_loss_sum
+from nbkit.train.ddp import group as D
+from nbkit.train.ddp import mechanics as ddp_loop
+from nbkit.train.ddp.launcher_watch import watch_launcher
+from nbkit.train.loss import class_weights, label_weight_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
 from nbkit.train.progress_file import with_env_progress
@@ -54,7 +54,7 @@ class Loop:
     Raises ``ConfigError`` (unusable device or output_dir) or ``DataError`` (empty data)
     here, before any work (``nbkit.train.preflight``); ``fit()`` checks batches have labels.
     Under torchrun with ``WORLD_SIZE`` > 1 it joins the process group
-    (``nbkit.train.distributed.init_distributed``: NCCL on CUDA, gloo on CPU); every rank
+    (``nbkit.train.ddp.group.init_distributed``: NCCL on CUDA, gloo on CPU); every rank
     must build the same model and data and call ``fit()``.
     Read by profiling: ``sparse_head`` (MLM logits only at label positions, ``nbkit.models.mlm_head``) and
     ``peak_tflops`` (this device's dense peak at the loop's matmul precision, TFLOP/s; None off CUDA or

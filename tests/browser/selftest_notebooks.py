@@ -6,7 +6,7 @@ does not collect them):
 - ``live.ipynb``: an ipywidgets box updated from a background thread every
   0.2 s while a cell sleeps, and a matplotlib PNG updated in place through
   ``display(..., display_id=True)`` + ``handle.update`` (the pattern of
-  ``nbkit.pipeline.plots.LivePlot`` and ``nbkit.GpuMonitor``). The checks must pass.
+  ``nbkit.views.plots.LivePlot`` and ``nbkit.GpuMonitor``). The checks must pass.
 - ``broken.ipynb``: a widget whose frontend model does not exist (JupyterLab
   shows its "Error displaying widget" box), then a cell that raises, then one
   that Run All never reaches. The widget, error and unrun-cell checks must fire.

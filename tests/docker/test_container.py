@@ -209,7 +209,7 @@ def smoke_notebook() -> str:
     """Stand-in for notebook 00 until the repository has it: import nbkit and report."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        nbformat.v4.new_code_cell("from nbkit.pipeline.scale import get_scale\nscale = get_scale()"),
+        nbformat.v4.new_code_cell("from nbkit.recipes.scale import get_scale\nscale = get_scale()"),
         nbformat.v4.new_code_cell("import os, nbkit, torch\n"
                                   "print('nbkit', nbkit.__version__, 'scale', scale.name, 'uid', os.getuid(),"
                                   " 'torch', torch.__version__)"),

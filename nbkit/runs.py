@@ -1,0 +1,74 @@
+"""Where artifacts go (one runs directory, one sub-directory per scale and step), and where the notebooks are.
+
+``NBKIT_RUNS_DIR`` overrides the default ``runs/`` in the working directory
+(the container mounts a volume there). Layout::
+
+    runs/<scale>/tokenizer/   transformers-loadable tokenizer + stats.json
+    runs/<scale>/mlm/         checkpoints/, model/, metrics.json (the scale's recipe on the bundled text)
+    runs/<scale>/mlm-<store>-<overrides>/   another pretraining run (nbkit.recipes.pretraining.run_dir)
+    runs/<scale>/sentiment/   metrics.json, confusion matrix PNG
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def runs_dir() -> Path:
+    """Return the root runs directory (created if missing).
+
+    Reads ``NBKIT_RUNS_DIR``; defaults to ``./runs`` relative to the current
+    working directory.
+    """
+    root = Path(os.environ.get("NBKIT_RUNS_DIR", "runs")).expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def step_dir(scale: str, step: str) -> Path:
+    """Return ``runs/<scale>/<step>`` (created if missing).
+
+    ``step`` is one of ``tokenizer``, ``mlm``, ``sentiment``, ``profiling``
+    or any other name a notebook chooses.
+    """
+    path = runs_dir() / scale / step
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def pretrain_dir(scale: str, suffix: str = "") -> Path:
+    """``runs/<scale>/mlm<suffix>`` (created if missing): the folder of one MLM pretraining run.
+
+    ``suffix`` is what :func:`nbkit.recipes.pretraining.run_dir` derives from a config (``"-wiki"`` for
+    a store, ``"-seed3"`` for an override); ``""``, the scale's recipe on the bundled text, is the
+    model notebook 03 starts from by default (:func:`nbkit.recipes.tokenizer.pretrained_model_dir`).
+    """
+    return step_dir(scale, "mlm" + suffix)
+
+
+def path_tag(name: str, key: str, n_hex: int, fallback: str) -> str:
+    """``<name>-<hash>`` for a folder named after a path: ``name`` with characters other than
+    ``A-Za-z0-9_.-`` replaced by ``_`` and cut to 40 (``fallback`` when empty), then the first ``n_hex``
+    hex digits of sha256(``key``), so two paths of the same name get two folders."""
+    import hashlib
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:40] or fallback
+    return f"{stem}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:n_hex]}"
+
+
+def notebooks_dir() -> Path:
+    """The ``notebooks/`` folder: ``$NBKIT_NOTEBOOKS_DIR``, else beside the package, else ``./notebooks``.
+
+    Raises:
+        FileNotFoundError: none of those exists.
+    """
+    candidates = [os.environ.get("NBKIT_NOTEBOOKS_DIR"),
+                  Path(__file__).resolve().parents[2] / "notebooks",
+                  Path.cwd() / "notebooks"]
+    for c in candidates:
+        if c and Path(c).is_dir():
+            return Path(c).resolve()
+    raise FileNotFoundError(
+        "no notebooks/ folder found; run from the nbkit checkout or set NBKIT_NOTEBOOKS_DIR"
+    )
