@@ -79,7 +79,7 @@ def test_baseline_reads_the_text_the_model_reads(news_pkg, tokenizer):
         assert tokenizer(short)["input_ids"] == ids and full.startswith(short)
     base = baseline.baseline_at_cut(s, tokenizer, 12)
     assert base["truncated_fraction"]["test"] == 1.0 and 0 <= base["test_macro_f1"] <= 1
-    assert tasks.baseline_at_cut(s, tokenizer, 128)["truncated_fraction"]["test"] == 0.0
+    assert baseline.baseline_at_cut(s, tokenizer, 128)["truncated_fraction"]["test"] == 0.0
 
 
 def test_unknown_task_is_a_config_error():
