@@ -36,7 +36,7 @@ def main() -> None:
             cfg = ft.FinetuneConfig.for_scale("smoke", model="tiny", max_length=32, batch_size=16, max_steps=args.steps,
                                               lr=args.lr, class_weights=weights, pooling="cls", warmup_ratio=0.06,
                                               group_by_length=False, seed=0, eval_every=0, log_every=args.steps,
-                                              progress=False)
+                                              init="random", progress=False)
             enc, _ = ft.encode(cfg, tok, labeled, splits=("train",))
             model, _ = ft.model(cfg, tok, labeled)
             ft.train(cfg, model, tok, enc, device="cpu")

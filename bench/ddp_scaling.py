@@ -21,7 +21,7 @@ def samples_per_s(nproc: int, device: str, steps: int, batch: int) -> float:
     with tempfile.TemporaryDirectory() as out:
         h = launch("nbkit.jobs.pretrain", nproc_per_node=nproc, device=device, show=False,
                    env={"OMP_NUM_THREADS": "1"},  # torchrun sets 1 only for N > 1: same for both
-                   args=["--scale", "smoke", "--max-steps", steps, "--batch-size", batch, "--grad-accum", 1,
+                   args=["--scale", "smoke", "--max-steps", steps, "--batch-size", batch, "--grad-accum-steps", 1,
                          "--log-every", 1, "--checkpoint-every", 10 ** 9, "--output-dir", out, "--resume", "none"])
         h.wait()
     logs = [m for m in h.metrics if "loss" in m][4:]  # the loop's log lines (evaluations have no loss)

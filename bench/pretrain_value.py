@@ -53,11 +53,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-from nbkit import evaluate, jsonio, models, recipes, text  # noqa: E402
+from nbkit import evaluate, jsonio, models, text  # noqa: E402
 from nbkit.evaluate import pretrain_value  # noqa: E402
 from nbkit.recipes import finetuning as ft  # noqa: E402
-from nbkit.recipes import tasks  # noqa: E402
 from nbkit.recipes.finetuning import FinetuneConfig  # noqa: E402
+from nbkit.recipes.tokenizer import TokenizerConfig  # noqa: E402
 
 SEED_SPLIT = 0          # the task's split (load_sentiment's seed), the same for every arm
 DELTA = {"accuracy": "Δtest vs random [95% CI]", "macro_f1": "Δtest F1 vs random [95% CI]"}
@@ -66,8 +66,8 @@ DELTA = {"accuracy": "Δtest vs random [95% CI]", "macro_f1": "Δtest F1 vs rand
 # ----- data ---------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def labeled(task: str):
-    """The task's splits (``tasks.load_task``): ``reviews`` (default) or ``news`` (optional package)."""
-    return tasks.load_task(task, seed=SEED_SPLIT)
+    """The task's splits (``ft.data``): ``reviews`` (default) or ``news`` (optional package)."""
+    return ft.data(FinetuneConfig.for_scale("cpu", task=task, seed=SEED_SPLIT, max_train="all"))
 
 
 def get_tokenizer(path: pathlib.Path, vocab_size: int, max_positions: int):
@@ -76,19 +76,21 @@ def get_tokenizer(path: pathlib.Path, vocab_size: int, max_positions: int):
 
     if (path / "tokenizer.json").exists():
         return AutoTokenizer.from_pretrained(str(path))
-    texts, _ = recipes.tokenizer_texts(recipes.get_scale("cpu"))   # notebook 01's: split seed 0, all lines
+    from nbkit.recipes import tokenizer as tk
+
+    texts, _ = tk.texts(tk.TokenizerConfig.for_scale("cpu"))   # notebook 01's: split seed 0, all lines
     return text.train_wordpiece(texts, vocab_size=vocab_size, out_dir=path, model_max_length=max_positions)
 
 
 #: bench flag -> PretrainConfig field (nbkit.recipes.pretraining); flags left out keep the scale's recipe
 PRETRAIN_FLAGS = {"model": "model", "block": "block_size", "mlm_batch": "batch_size", "mlm_lr": "lr",
-                  "mlm_warmup": "warmup_ratio", "mlm_schedule": "schedule", "mlm_prob": "mlm_probability",
+                  "mlm_warmup": "warmup_ratio", "mlm_schedule": "scheduler", "mlm_prob": "mlm_probability",
                   "pretrain_seed": "seed"}
 #: bench flag -> FinetuneConfig field (nbkit.recipes.finetuning)
 FINETUNE_FLAGS = {"model": "model", "max_length": "max_length", "ft_batch": "batch_size", "ft_epochs": "epochs",
                   "ft_lr": "lr", "ft_warmup": "warmup_ratio", "pooling": "pooling",
                   "ft_class_weights": "class_weights"}
-#: --corpus -> the pretraining mix (nbkit.recipes.pretrain_corpus sources; a task's TRAINING texts only)
+#: --corpus -> the pretraining mix (nbkit.recipes.pretraining.SOURCES; a task's TRAINING texts only)
 MIXES = {"pd": (("peoples_daily", 1.0),), "reviews": (("reviews", 1.0),), "news": (("news", 1.0),),
          "mix": (("peoples_daily", 1.0), ("reviews", 1.0))}
 
@@ -97,8 +99,7 @@ def scale_recipes(scale_name: str = "cpu"):
     """``(PretrainConfig, FinetuneConfig)`` of the scale: where every flag's default comes from."""
     from nbkit.recipes.pretraining import PretrainConfig
 
-    scale = recipes.get_scale(scale_name)
-    return PretrainConfig.for_scale(scale), FinetuneConfig.for_scale(scale)
+    return PretrainConfig.for_scale(scale_name), FinetuneConfig.for_scale(scale_name)
 
 
 def device_of(args) -> str:
@@ -117,7 +118,7 @@ def pretrain_config(args):
     mix = tuple((name, float(args.review_repeat) if name == "reviews" and args.corpus == "mix" else w)
                 for name, w in MIXES[args.corpus])
     flags = {field: getattr(args, flag) for flag, field in PRETRAIN_FLAGS.items()}
-    return PretrainConfig.for_scale(recipes.get_scale(args.scale), max_steps=save_steps[-1], mix=mix,
+    return PretrainConfig.for_scale(args.scale, max_steps=save_steps[-1], mix=mix,
                                     **flags), save_steps
 
 
@@ -147,14 +148,14 @@ def finetune_config(args, init: str | None, seed: int) -> FinetuneConfig:
     """The fine-tuning recipe of ``--scale`` with the flags given (``--ft-lr-random`` for the random arm)."""
     lr = args.ft_lr_random if (init is None and args.ft_lr_random) else args.ft_lr
     flags = {field: getattr(args, flag) for flag, field in FINETUNE_FLAGS.items()}
-    return FinetuneConfig.for_scale(recipes.get_scale(args.scale), **{**flags, "lr": lr}, seed=seed,
-                                    eval_every=0, checkpoint_every=0, progress=False)
+    return FinetuneConfig.for_scale(args.scale, **{**flags, "lr": lr}, seed=seed,
+                                    init=init or "random", eval_every=0, checkpoint_every=0, progress=False)
 
 
 def finetune_one(args, init: str | None, seed: int, tok, s, enc) -> dict:
     """Fine-tune once by the recipe (``init`` None = random weights) and score validation and test."""
     cfg = finetune_config(args, init, seed)
-    model, how = ft.model(cfg, tok, s, pretrained=init)
+    model, how = ft.model(cfg, tok, s)
     _, res = ft.train(cfg, model, tok, enc, out_dir=None, device=device_of(args))
     scores = ft.evaluate(cfg, model, tok, s, splits=("validation", "test"), baseline=False)
     row = {"init": init or "random", "seed": seed, "lr": cfg.lr, "steps": res.metrics["steps"],
@@ -194,7 +195,7 @@ def report(args) -> dict:
     rows = [r for r in rows if r.get("task", "reviews") == args.task]
     tok = get_tokenizer(pathlib.Path(args.tokenizer), args.vocab_size, args.positions)
     s = labeled(args.task)
-    metric = tasks.HEADLINE[args.task]   # the Δ column: accuracy (reviews), macro-F1 (news)
+    metric = ft.HEADLINE[args.task]   # the Δ column: accuracy (reviews), macro-F1 (news)
     y_test = s.splits["test"]["label"]
     ckpts = {}
     for pj in [out / "pretrain.json", *[pathlib.Path(p) for p in args.pretrain_json]]:
@@ -246,7 +247,7 @@ def build_parser(scale_name: str = "cpu") -> argparse.ArgumentParser:
     ap.add_argument("--scale", default=scale_name, help="whose recipes give the defaults (cpu: the recorded runs)")
     ap.add_argument("--out", default="runs/pretrain_value")
     ap.add_argument("--tokenizer", default="runs/pretrain_value_tokenizer", help="trained once, then reused")
-    ap.add_argument("--vocab-size", type=int, default=recipes.get_scale(scale_name).vocab_size)
+    ap.add_argument("--vocab-size", type=int, default=TokenizerConfig.for_scale(scale_name).vocab_size)
     ap.add_argument("--positions", type=int, default=128, help="the tokenizer's model_max_length")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
@@ -254,7 +255,7 @@ def build_parser(scale_name: str = "cpu") -> argparse.ArgumentParser:
     ap.add_argument("--tag", default="")
     ap.add_argument("--model", default=fc.model, help="BERT preset (nbkit.models.bert.PRESETS), both recipes")
     # pretraining (nbkit.recipes.pretraining)
-    ap.add_argument("--task", choices=tasks.TASKS, default="reviews",
+    ap.add_argument("--task", choices=("reviews", "news"), default="reviews",
                     help="fine-tuning task: reviews (2 classes) or news (3 classes, optional nbkit[news])")
     ap.add_argument("--corpus", choices=tuple(MIXES), default=None,
                     help="MLM text: People's Daily, a task's TRAINING texts, or PD + reviews; default: --task's")
@@ -263,7 +264,7 @@ def build_parser(scale_name: str = "cpu") -> argparse.ArgumentParser:
     ap.add_argument("--mlm-batch", type=int, default=pt.batch_size)
     ap.add_argument("--mlm-lr", type=float, default=pt.lr)
     ap.add_argument("--mlm-warmup", type=float, default=pt.warmup_ratio)
-    ap.add_argument("--mlm-schedule", default=pt.schedule)
+    ap.add_argument("--mlm-schedule", default=pt.scheduler)
     ap.add_argument("--mlm-prob", type=float, default=pt.mlm_probability)
     ap.add_argument("--save-steps", default=f"{quarter},{2 * quarter},{pt.max_steps}",
                     help="checkpoints to fine-tune from; the LR schedule ends at the last")

@@ -20,7 +20,6 @@ ensure_writable_caches()   # HOME not writable: HF/matplotlib/jieba caches to $T
 
 if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
     from nbkit.gpu.widgets import GpuMonitor
-    from nbkit.recipes.scale import Scale, get_scale
     from nbkit.runs import runs_dir
     from nbkit.views.plots import LivePlot
 

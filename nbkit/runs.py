@@ -15,35 +15,23 @@ from pathlib import Path
 
 
 def runs_dir() -> Path:
-    """Return the root runs directory (created if missing).
-
-    Reads ``NBKIT_RUNS_DIR``; defaults to ``./runs`` relative to the current
-    working directory.
-    """
-    root = Path(os.environ.get("NBKIT_RUNS_DIR", "runs")).expanduser().resolve()
+    """The root runs directory, ``$NBKIT_RUNS_DIR`` or ``./runs`` (created if missing)."""
+    root = step_path()
     root.mkdir(parents=True, exist_ok=True)
     return root
 
 
-def step_dir(scale: str, step: str) -> Path:
-    """Return ``runs/<scale>/<step>`` (created if missing).
+def step_path(scale: str | None = None, step: str | None = None) -> Path:
+    """``runs/<scale>/<step>`` (or the root, or ``runs/<scale>``) without creating anything: for looking."""
+    root = Path(os.environ.get("NBKIT_RUNS_DIR", "runs")).expanduser().resolve()
+    return root.joinpath(*[p for p in (scale, step) if p])
 
-    ``step`` is one of ``tokenizer``, ``mlm``, ``sentiment``, ``profiling``
-    or any other name a notebook chooses.
-    """
-    path = runs_dir() / scale / step
+
+def step_dir(scale: str, step: str) -> Path:
+    """``runs/<scale>/<step>`` (created if missing): where a step writes."""
+    path = step_path(scale, step)
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def pretrain_dir(scale: str, suffix: str = "") -> Path:
-    """``runs/<scale>/mlm<suffix>`` (created if missing): the folder of one MLM pretraining run.
-
-    ``suffix`` is what :func:`nbkit.recipes.pretraining.run_dir` derives from a config (``"-wiki"`` for
-    a store, ``"-seed3"`` for an override); ``""``, the scale's recipe on the bundled text, is the
-    model notebook 03 starts from by default (:func:`nbkit.recipes.tokenizer.pretrained_model_dir`).
-    """
-    return step_dir(scale, "mlm" + suffix)
 
 
 def path_tag(name: str, key: str, n_hex: int, fallback: str) -> str:
@@ -64,7 +52,7 @@ def notebooks_dir() -> Path:
         FileNotFoundError: none of those exists.
     """
     candidates = [os.environ.get("NBKIT_NOTEBOOKS_DIR"),
-                  Path(__file__).resolve().parents[2] / "notebooks",
+                  Path(__file__).resolve().parents[1] / "notebooks",
                   Path.cwd() / "notebooks"]
     for c in candidates:
         if c and Path(c).is_dir():

@@ -26,25 +26,25 @@
 # (`--json` for scripts; exit code 1 when a line fails).
 
 # %% [markdown]
-# **Parameters.** Plain values only (papermill overrides them: `-p scale cpu`); `None` means "the scale's value". The scale (`smoke`, `cpu` or `gpu`; `None`: `NBKIT_SCALE`, else `gpu` when CUDA is usable, else `cpu`) sets the matrix sizes; `monitor_interval` is the sampling period of the live monitor in seconds.
+# **Parameters.** Plain values only (papermill overrides them: `-p scale cpu`); `None` keeps the recipe's value. The scale (`smoke`, `cpu` or `gpu`; `None`: `NBKIT_SCALE`, else `gpu` when CUDA is usable, else `cpu`) sets the matrix sizes (notebook 04's `bench_sizes`); `monitor_interval` is the sampling period of the live monitor in seconds.
 
 # %% tags=["parameters"]
 scale = None              # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
-matmul_sizes = None       # square matmul sizes n (an n×n @ n×n product each), e.g. [256, 512]; None: the scale's
+bench_sizes = None        # square matmul sizes n (an n×n @ n×n product each), e.g. [256, 512]; None: the scale's
 monitor_interval = 1.0    # seconds between monitor samples
 watch_seconds = 3.0       # keep each device busy this long so the monitor visibly moves
 
 # %% [markdown]
-# Derived values: the scale by name plus the overrides above; the largest size is the one we report; `repeats` keeps each timing above timer noise without making the smoke run slow.
+# Derived values: the profiling recipe's sizes with the overrides above; the largest size is the one we report; `repeats` keeps each timing above timer noise without making the smoke run slow.
 
 # %%
-from nbkit.recipes import resolve_scale
+from nbkit.recipes import ProfileConfig
 
-scale = resolve_scale(scale, bench_sizes=matmul_sizes)
-matmul_sizes = scale.bench_sizes
-matmul_n = max(matmul_sizes)
-repeats = 3 if scale.name == "smoke" else 20
-print(f"scale={scale.name}  matmul n={matmul_n}  repeats={repeats}")
+cfg = ProfileConfig.for_scale(scale, bench_sizes=bench_sizes)
+matmul_n = max(cfg.bench_sizes)
+repeats = 3 if cfg.scale == "smoke" else 20
+print(f"matmul n={matmul_n}  repeats={repeats}")
+cfg.table().loc[["scale", "bench_sizes"]]
 
 # %% [markdown]
 # ## 1. The report

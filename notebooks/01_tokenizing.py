@@ -28,34 +28,35 @@
 
 # %% [markdown]
 # ## Parameters
-# Plain values only, so papermill can override each (`-p scale cpu -p vocab_size 4000`); `None` means "the scale's value". The next cell resolves the scale by name (`None`: `NBKIT_SCALE`, else `gpu` when CUDA is usable, else `cpu`) and applies the overrides.
+# Plain values only, so papermill can override each (`-p scale cpu -p vocab_size 4000`); `None` keeps the recipe's value. The names are the recipe's field names (`TokenizerConfig`).
 
 # %% tags=["parameters"]
 scale = None          # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
-seed = None           # split seed; None: the scale's (0)
-corpus_lines = None   # People's Daily lines; None: the scale's (smoke 1,500; cpu, gpu all 19,484); "all": every line
-vocab_size = None     # WordPiece target vocabulary; None: the scale's (smoke 2,000, cpu 8,000, gpu 16,000)
-model_preset = None   # BERT preset whose position table sets model_max_length; None: the scale's
-max_length = None     # notebook 03's tokens per review, marked on the length histogram; None: the scale's
+seed = None           # the news split and the review split
+corpus_lines = None   # People's Daily lines; "all": every line
+vocab_size = None     # WordPiece target vocabulary
+model = None          # BERT preset whose position table sets model_max_length
+
+# %% [markdown]
+# The whole recipe is one object: the scale's defaults plus what you set above; the table says where each value comes from. A run with other settings writes to its own folder (`runs/<scale>/tokenizer-vocab_size4000`), so it never overwrites the scale's tokenizer that notebooks 02 and 03 read.
 
 # %%
-from nbkit import data, models, recipes, runs, text
+from nbkit import data, text
+from nbkit.recipes import finetuning as ft
+from nbkit.recipes import tokenizer as tk
 
-scale = recipes.resolve_scale(scale, seed=seed, corpus_lines=corpus_lines, vocab_size=vocab_size, model=model_preset,
-                               cls_max_length=max_length)
-seed, corpus_lines, vocab_size, model_preset = scale.seed, scale.corpus_lines, scale.vocab_size, scale.model
-max_length = scale.cls_max_length
-out_dir = runs.step_dir(scale.name, "tokenizer" + recipes.run_tag(scale))   # "tokenizer-seed3" with overrides
-max_positions = models.build_config(model_preset, vocab_size=vocab_size).max_position_embeddings
-print(f"scale={scale.name}  seed={seed}  corpus_lines={corpus_lines}  vocab_size={vocab_size}  "
-      f"model_max_length={max_positions}  ->  {out_dir}")
+cfg = tk.TokenizerConfig.for_scale(scale, seed=seed, corpus_lines=corpus_lines, vocab_size=vocab_size, model=model)
+out_dir = cfg.run_dir()
+max_length = ft.FinetuneConfig.for_scale(cfg.scale).max_length   # notebook 03's cut, marked on the histogram
+print(f"-> {out_dir}")
+cfg.table()
 
 # %% [markdown]
 # ## 1. Load the corpus
 # Each line of `199801.txt` is `word/POS` tokens. `load_peoples_daily` strips the part-of-speech tags and keeps the word boundaries in a `words` column (useful later for whole-word masking).
 
 # %%
-corpus = data.load_peoples_daily(max_lines=corpus_lines)
+corpus = data.load_peoples_daily(max_lines=cfg.corpus_lines)
 print(corpus)
 print(corpus[0]["text"][:80])
 print(corpus[0]["words"][:12])
@@ -64,7 +65,7 @@ print(corpus[0]["words"][:12])
 # We hold out 5% of the lines: the tokenizer never sees them, so the `[UNK]` rate below is honest.
 
 # %%
-splits = data.split_corpus(corpus, eval_fraction=0.05, seed=seed)
+splits = data.split_corpus(corpus, eval_fraction=cfg.eval_fraction, seed=cfg.seed)
 n_chars = sum(len(t) for t in splits["train"]["text"])
 print({k: len(v) for k, v in splits.items()}, f"training characters: {n_chars:,}")
 
@@ -72,7 +73,7 @@ print({k: len(v) for k, v in splits.items()}, f"training characters: {n_chars:,}
 # The tokenizer also reads the **training reviews**: notebook 02 continues pretraining on them (domain-adaptive pretraining) and notebook 03 classifies them. Their validation and test reviews stay unseen.
 
 # %%
-sentiment = data.load_sentiment(seed=seed)   # deduplicated reviews, split as notebook 03 does
+sentiment = data.load_sentiment(seed=cfg.seed)   # deduplicated reviews, split as notebook 03 does
 train_texts = list(splits["train"]["text"]) + list(sentiment.splits["train"]["text"])
 print(f"{len(train_texts):,} training texts: {len(splits['train']):,} news lines + "
       f"{len(sentiment.splits['train']):,} training reviews")
@@ -83,8 +84,9 @@ print(f"{len(train_texts):,} training texts: {len(splits['train']):,} news lines
 # Its normalisation is BERT's own (`BertNormalizer`: Latin lowercased, accents kept), with no Unicode NFKC step, so `BertTokenizer.from_pretrained(out_dir)` gives the same ids as `AutoTokenizer`. People's Daily writes Latin letters and digits full-width (`ＧＤＰ７．８％`), reviews in ASCII (`GDP7.8%`): both forms are in the training text, so both are in the vocabulary (measured in `bench/tokenizer_alphabet.py`: NFKC would change the `[UNK]` rate by under 0.01 percentage points here).
 
 # %%
-tokenizer = text.train_wordpiece(train_texts, vocab_size=vocab_size, out_dir=out_dir, model_max_length=max_positions)
-print(f"asked for vocab_size={vocab_size:,}, got {len(tokenizer):,} tokens")
+tokenizer = text.train_wordpiece(train_texts, vocab_size=cfg.vocab_size, out_dir=out_dir,
+                                 model_max_length=cfg.model_max_length)
+print(f"asked for vocab_size={cfg.vocab_size:,}, got {len(tokenizer):,} tokens")
 
 # %% [markdown]
 # The vocabulary is not the size we asked for: every character seen is kept (so it can be larger), and because each Chinese character is its own word, WordPiece can only merge inside Latin words and digit runs (so it saturates below a large target: the merges run out).
@@ -113,8 +115,8 @@ import tempfile
 
 with tempfile.TemporaryDirectory() as tmp:
     limited = text.train_wordpiece(
-        train_texts, vocab_size=vocab_size, out_dir=tmp,
-        model_max_length=max_positions, limit_alphabet=1000,
+        train_texts, vocab_size=cfg.vocab_size, out_dir=tmp,
+        model_max_length=cfg.model_max_length, limit_alphabet=1000,
     )
     limited_stats = text.tokenizer_stats(limited, splits["validation"]["text"])
 print(f"full alphabet:      vocab {stats['vocab_size']:>6,}  [UNK] rate {stats['unk_rate']:.3%}")

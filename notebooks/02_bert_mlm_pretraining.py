@@ -23,7 +23,7 @@
 
 # %% [markdown]
 # ## Parameters
-# Plain values only, so papermill can override each (`-p scale cpu -p seed 3 -p max_steps 100`); `None` means "the scale's value" (`nbkit/pipeline/scale.py`). The names are the recipe's field names.
+# Plain values only, so papermill can override each (`-p scale cpu -p seed 3 -p max_steps 100`); `None` keeps the recipe's value (the scale's defaults: `nbkit/recipes/scales.py`). The names are the recipe's field names (`PretrainConfig`), and `python -m nbkit.jobs.pretrain` takes the same as flags (`--grad-accum-steps`).
 
 # %% tags=["parameters"]
 scale = None              # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
@@ -40,17 +40,17 @@ precision = None          # auto / bf16 / fp16 / fp32
 corpus = None             # your corpus: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: the bundled mix
 
 # %% [markdown]
-# The whole recipe is one object: the scale's defaults plus what you set above. The run's folder is named after what you set (`pt.run_dir`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. The table says where each value comes from (`scale.<field>`, a `recipe` constant, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
+# The whole recipe is one object: the scale's defaults plus what you set above. The run's folder is named after what you set (`cfg.run_dir()`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. The table says where each value comes from (the `scale`, a `recipe` constant and why, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
 
 # %%
 from nbkit import evaluate, models, recipes
 from nbkit.recipes import pretraining as pt
 
-params = dict(seed=seed, split_seed=seed, model=model, block_size=block_size, batch_size=batch_size,
-              grad_accum_steps=grad_accum_steps, max_steps=max_steps, lr=lr, eval_every=eval_every,
-              corpus_lines=corpus_lines, precision=precision, corpus=corpus)
-cfg = pt.PretrainConfig.for_scale(scale, **params)   # None values keep the scale's
-out_dir = pt.run_dir(cfg)   # runs/<scale>/mlm, "mlm-seed3-split_seed3" with overrides, "mlm-<store>[-lr0.002]" with corpus
+cfg = pt.PretrainConfig.for_scale(scale, seed=seed, split_seed=seed, model=model, block_size=block_size,
+                                  batch_size=batch_size, grad_accum_steps=grad_accum_steps, max_steps=max_steps,
+                                  lr=lr, eval_every=eval_every, corpus_lines=corpus_lines, precision=precision,
+                                  corpus=corpus)   # None values keep the recipe's
+out_dir = cfg.run_dir()   # runs/<scale>/mlm, "mlm-seed3-split_seed3" with overrides, "mlm-<store>[-lr0.002]" with corpus
 print(f"-> {out_dir}")
 cfg.table()
 
@@ -61,20 +61,20 @@ cfg.table()
 # With `corpus`, your text is prepared once into a **store** on disk (token ids, word starts, a held-out share chosen by hash; `docs/corpus.md`) with its own tokenizer, and the run is sized for its token count (the plan says why; fields you set stay). Training then reads blocks from disk in constant memory.
 
 # %%
-source, what_went_in = pt.corpus(cfg)           # jieba marks word boundaries where the text has none
-tokenizer = pt.tokenizer(cfg, source)
-cfg, plan = pt.size(cfg, source)                 # a store: model, steps and lr for its size
+corpus = pt.data(cfg)                            # jieba marks word boundaries where the text has none
+tokenizer = pt.tokenizer(cfg, corpus)
+cfg, plan = pt.size(cfg, corpus)                 # a store: model, steps and lr for its size
 if plan:
     print(recipes.plan_text(plan))
 print(f"vocabulary {len(tokenizer):,} tokens -> {out_dir}")
-what_went_in
+corpus.report
 
 # %% [markdown]
 # ## 2. MLM blocks
 # Texts are tokenized, concatenated and cut into blocks of `block_size` tokens, `[CLS] … [SEP]`: packing wastes no compute on padding, and no block is longer than the model's position table. 5 % of the texts were held out above; their blocks give the held-out loss.
 
 # %%
-blocks = pt.blocks(cfg, tokenizer, source)
+blocks = pt.blocks(cfg, tokenizer, corpus)
 print({k: len(v) for k, v in blocks.items()}, "blocks of", cfg.block_size, "tokens")
 print(tokenizer.decode(blocks["train"][0]["input_ids"][:40]))
 
@@ -111,8 +111,7 @@ from nbkit import LivePlot
 
 plot = LivePlot(out_dir=out_dir)                 # also saved as loss.png
 telemetry = monitor.telemetry()                  # GPU samples on the loop's time axis
-loop = pt.loop(cfg, bert, tokenizer, blocks, out_dir, callbacks=[plot, telemetry])   # patience: stop when stalled
-result = pt.fit(cfg, loop)
+loop, result = pt.train(cfg, bert, tokenizer, blocks, out_dir, callbacks=[plot, telemetry])   # patience: stop when stalled
 
 # %% [markdown]
 # ## 5. Held-out loss and perplexity
@@ -146,7 +145,7 @@ print(telemetry.advice or "No sign of an input-bound run (or no GPU samples to j
 # `model/` loads with `from_pretrained` (notebook 03 starts from it); `metrics.json` is the machine-readable summary, with every config field and the loss history.
 
 # %%
-summary = pt.save(cfg, loop, result, tokenizer, out_dir)
+summary = pt.save(cfg, out_dir, loop, result, tokenizer)
 {k: summary[k] for k in ("steps", "train_tokens", "untrained_eval_loss", "eval_loss", "eval_perplexity",
                          "tokens_per_s", "device", "precision")}
 
@@ -164,7 +163,7 @@ else:
     job = launch("nbkit.jobs.pretrain", nproc_per_node=n_gpus, on_metrics=LivePlot(out_dir=out_dir / "ddp"),
                  args=["--scale", cfg.scale, "--output-dir", str(out_dir / "ddp"),
                        "--batch-size", str(max(1, cfg.batch_size // n_gpus)),
-                       *(["--corpus", str(source)] if pt.is_store(source) else [])])
+                       *(["--corpus", str(corpus.store)] if corpus.store else [])])
     job.wait()
 
 # %% [markdown]

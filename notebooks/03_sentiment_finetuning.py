@@ -22,30 +22,30 @@
 # Every step below is one function of the fine-tuning recipe, `nbkit.recipes.finetuning`; the same functions run `python -m nbkit.jobs.finetune`, notebook 05 and the benchmark. The measurements behind the choices are in [docs/finetuning.md](../docs/finetuning.md).
 
 # %% tags=["parameters"]
-# Plain values only, so papermill can override each (-p scale cpu -p seed 3); None: the recipe's value.
+# Plain values only, so papermill can override each (-p scale cpu -p seed 3); None keeps the recipe's value.
+# The names are the recipe's field names (FinetuneConfig), and python -m nbkit.jobs.finetune takes them as flags.
 scale = None          # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
 seed = None           # data split, subsample, new head and training order
 max_length = None     # tokens per review; longer reviews are truncated
 batch_size = None     # reviews per step
 epochs = None         # passes over the training split
-learning_rate = None  # peak learning rate
-max_train = None      # training examples used; None: the scale's (smoke 800, else all); "all": the whole split
-model_preset = None   # BERT preset when no notebook-02 checkpoint exists (built from config)
+lr = None             # peak learning rate
+max_train = None      # training examples used; "all": the whole split
+model = None          # BERT preset when there is no encoder to start from (built from config)
 pooling = None        # classifier input: "mean" of the token states or BERT's "cls" pooler
-pretrained = None     # a model folder, e.g. notebook 02's run on your corpus (runs/cpu/mlm-<corpus>/model); None: runs/<scale>/mlm/model
+init = None           # the encoder: a model folder (e.g. runs/cpu/mlm-<corpus>/model) or Hub name; None: notebook 02's
 
 # %% [markdown]
 # ## The recipe
 # One object holds every decision of this notebook: its values come from the scale, the parameters above override them, and the table says where each came from.
 
 # %%
-from nbkit import evaluate, recipes, views
+from nbkit import evaluate, views
 from nbkit.recipes import finetuning as ft
 
-scale = recipes.resolve_scale(scale)
 cfg = ft.FinetuneConfig.for_scale(scale, seed=seed, max_length=max_length, batch_size=batch_size, epochs=epochs,
-                                  lr=learning_rate, max_train=max_train, model=model_preset, pooling=pooling)
-out_dir = ft.run_dir(cfg, pretrained)   # "sentiment-seed3" with overrides, "-from-mlm-wiki-…" with pretrained
+                                  lr=lr, max_train=max_train, model=model, pooling=pooling, init=init)
+out_dir = cfg.run_dir()   # "sentiment-seed3" with overrides, "-from-mlm-wiki-…" with init
 print(f"-> {out_dir}")
 cfg.table()
 
@@ -54,7 +54,7 @@ cfg.table()
 # The bundled review files hold many copies of the same review. A random split would put copies of test reviews into training and inflate every number below, so `data` deduplicates, drops texts that appear with both labels, and splits by unique text (stratified). The report says how much was dropped.
 
 # %%
-sentiment = ft.data(cfg, "reviews")
+sentiment = ft.data(cfg)
 sentiment.report
 
 # %% [markdown]
@@ -63,7 +63,7 @@ sentiment.report
 
 # %%
 # a model pretrained on your corpus (notebook 02 with `corpus`) brings its own tokenizer; else notebook 01's
-tokenizer = ft.tokenizer_for(cfg, pretrained)
+tokenizer = ft.tokenizer(cfg)
 encoded, trunc = ft.encode(cfg, tokenizer, sentiment)
 print(f"reviews longer than {cfg.max_length} tokens (truncated): "
       + ", ".join(f"{k} {v['truncated_fraction']:.1%}" for k, v in trunc.items()))
@@ -73,8 +73,8 @@ print(f"reviews longer than {cfg.max_length} tokens (truncated): "
 # The encoder comes from notebook 02's checkpoint when there is one (else random weights, and the cell says so; a local model directory or Hub name works too). A new, seeded head maps the **mean of the token states** to the two labels: BERT's own head reads `[CLS]` through a pooler that only next-sentence prediction trains, so after MLM-only pretraining it starts untrained.
 
 # %%
-source = pretrained or recipes.pretrained_model_dir(scale)    # None if notebook 02 has not run
-model, how = ft.model(cfg, tokenizer, sentiment, pretrained=source, out_dir=out_dir)  # out_dir: never resume another encoder's run
+print("encoder:", ft.encoder(cfg))   # init, else notebook 02's model, else None (random weights)
+model, how = ft.model(cfg, tokenizer, sentiment, out_dir)   # out_dir: never resume another encoder's run
 print(how)
 
 # %% [markdown]
@@ -123,7 +123,7 @@ evaluate.predict(loop.model, tokenizer, reviews, max_length=cfg.max_length, id2l
 # `metrics.json`: test and baseline scores, what the data check dropped, truncation, the recipe and the loop's summary.
 
 # %%
-summary = ft.save(cfg, out_dir, sentiment, trunc, scores, how, result)
+summary = ft.save(cfg, out_dir, loop, result, sentiment, trunc, scores, how)
 {k: summary[k] for k in ("test_accuracy", "test_macro_f1", "baseline_accuracy", "baseline_cut_accuracy", "init")}
 
 # %% [markdown]
@@ -144,16 +144,15 @@ for run in ("cpu", "gpu"):
 # One data set is thin evidence. `pip install -e '.[news]'` adds about 7,300 Chinese news articles labelled positive / neutral / negative (about 10 / 50 / 40 %; why it is optional: [docs/finetuning.md](../docs/finetuning.md)). With imbalanced classes read **macro-F1**: always answering "neutral" scores about 0.49 accuracy but 0.22 macro-F1. The same recipe with the news defaults (longer cut, loss weighted by inverse class frequency, the baseline too). Without the package the next cell prints how to install it and the section is skipped.
 
 # %%
-news = recipes.load_news_task(scale)   # None, and one line saying how to install it, without nbkit[news]
+news_cfg = ft.FinetuneConfig.for_scale(cfg.scale, task="news", init=init)
+news = ft.news_data(news_cfg)   # None, and one line saying how to install it, without nbkit[news]
 if news is not None:
-    news_cfg = ft.FinetuneConfig.for_scale(scale, task="news")
     print(news.report["class_counts"])
-    display(news_cfg.table("news"))
+    display(news_cfg.table())
 
 # %%
 if news is not None:
-    news_result = ft.run_finetuning(news_cfg, out_dir / "news", pretrained=source, task=news, tokenizer=tokenizer,
-                                    task_name="news")
+    news_result = ft.run_finetuning(news_cfg, labeled=news, tokenizer=tokenizer)
     print(f"articles cut at {news_cfg.max_length} tokens: "
           + ", ".join(f"{k} {v:.0%}" for k, v in news_result["truncated_fraction"].items()))
     display(news_result["table"])

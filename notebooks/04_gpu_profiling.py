@@ -31,26 +31,27 @@
 # On a CPU the same code runs (CPU profiler, GFLOP/s instead of % of peak); each step says what would differ on a GPU.
 
 # %% [markdown]
-# **Parameters.** Plain values only, so papermill can override each (`-p scale cpu -p batch_size 16`); `None` means "the scale's value": the scale (`smoke`, `cpu`, `gpu`; `None`: `NBKIT_SCALE`, else `gpu` when CUDA is usable, else `cpu`) sets the sizes in the next cell.
+# **Parameters.** Plain values only, so papermill can override each (`-p scale cpu -p batch_size 16`); `None` keeps the recipe's value (`ProfileConfig`: the scale sets the sizes).
 
 # %% tags=["parameters"]
 scale = None               # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
-profile_steps = None       # active profiler steps; None: the scale's (smoke 2, cpu 5, gpu 10)
-bench_sizes = None         # square matmul sizes n (n x n @ n x n), e.g. [256, 512]; None: the scale's
-model_preset = None        # BERT preset when notebook 02 saved no model (built from config); None: the scale's
-vocab_size = None          # vocabulary of that model built from config; None: the scale's
-seq_len = None             # tokens per sequence; None: 32 at smoke, else the scale's block size (notebook 02)
-batch_size = None          # sequences per step; None: 4 at smoke, 8 at cpu, the MLM batch size at gpu
-timing_steps = None        # timed steps per measurement (after warm-up); None: smoke 2, cpu 3, gpu 10
-sdpa_seq_lens = [128, 512]  # attention lengths to compare
-sdpa_batch = None          # attention batch; None: 32 at gpu, else 1
-sdpa_heads = None          # attention heads; None: 12 at gpu, else 2
-h2d_mib = None             # host-to-device copy size (MiB); None: 256 at gpu, else 8
-worker_values = None       # DataLoader workers to compare; None: smoke [0, 1], cpu [0, 2], gpu [0, 2, 4]
-compile_values = None      # torch.compile off/on; None: [False] at smoke (unit tests cover compile), else [False, True]
+profile_steps = None       # active profiler steps
+bench_sizes = None         # square matmul sizes n (n x n @ n x n), e.g. [256, 512]
+model = None               # BERT preset when notebook 02 saved no model (built from config)
+vocab_size = None          # vocabulary of that model built from config
+seq_len = None             # tokens per sequence
+batch_size = None          # sequences per step
+timing_steps = None        # timed steps per measurement (after warm-up)
+sdpa_seq_lens = None       # attention lengths to compare
+sdpa_batch = None          # attention batch
+sdpa_heads = None          # attention heads
+h2d_mib = None             # host-to-device copy size (MiB)
+worker_values = None       # DataLoader workers to compare
+compile_values = None      # torch.compile off/on (smoke: [False], unit tests cover compile)
+init = None                # the model to time (a folder); None: notebook 02's at this scale, else built from config
 
 # %% [markdown]
-# **Derived values.** The scale by name with the overrides above (the cpu scale runs fewer, smaller steps: each costs seconds on 2 cores). Device and precision (bf16 on GPUs with compute capability 8.0+, fp16 with a loss scaler
+# **The recipe.** One object with every size below (the cpu scale runs fewer, smaller steps: each costs seconds on 2 cores). Then device and precision (bf16 on GPUs with compute capability 8.0+, fp16 with a loss scaler
 # on older GPUs, fp32 on a CPU), where results go,
 # and the model: the checkpoint notebook 02 saved, or, if there is none, the same architecture built from config.
 # `step_loop(model, base)` wraps a model in a training `Loop` whose data are random token ids (step time depends on
@@ -62,33 +63,26 @@ import torch
 
 from nbkit import jsonio
 from nbkit.profiling import StepConfig, model_factory, step_loop
-from nbkit.recipes.params import knob, resolve_scale, run_tag
-from nbkit.runs import pretrain_dir, step_dir
+from nbkit.recipes.profiling import ProfileConfig
 from nbkit.train.precision import choose_precision
 
-scale = resolve_scale(scale, profile_steps=profile_steps, bench_sizes=bench_sizes, model=model_preset,
-                      vocab_size=vocab_size)
-smoke, gpu = scale.name == "smoke", scale.name == "gpu"   # smoke (CI): every code path, tiny sizes, seconds
-profile_steps, bench_sizes = scale.profile_steps, scale.bench_sizes
-seq_len = knob(seq_len, 32 if smoke else scale.block_size)
-batch_size = knob(batch_size, 4 if smoke else (scale.mlm_batch_size if gpu else 8))
-timing_steps = knob(timing_steps, 2 if smoke else (10 if gpu else 3))
-sdpa_batch, sdpa_heads = knob(sdpa_batch, 32 if gpu else 1), knob(sdpa_heads, 12 if gpu else 2)
-h2d_mib = knob(h2d_mib, 256 if gpu else 8)
-worker_values = knob(worker_values, [0, 1] if smoke else ([0, 2, 4] if gpu else [0, 2]))
-compile_values = knob(compile_values, [False] if smoke else [False, True])
+cfg = ProfileConfig.for_scale(scale, profile_steps=profile_steps, bench_sizes=bench_sizes, model=model,
+                              vocab_size=vocab_size, seq_len=seq_len, batch_size=batch_size, timing_steps=timing_steps,
+                              sdpa_seq_lens=sdpa_seq_lens, sdpa_batch=sdpa_batch, sdpa_heads=sdpa_heads,
+                              h2d_mib=h2d_mib, worker_values=worker_values, compile_values=compile_values, init=init)
+cfg.table()
 
+# %%
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 precision = choose_precision("auto", device).name    # the training loop's rule: bf16 on sm80+, fp16, fp32 on CPU
-out_dir = step_dir(scale.name, "profiling" + run_tag(scale))   # e.g. "profiling-profile_steps3" with a scale knob overridden
-make_model, how = model_factory(scale.model, scale.vocab_size, seq_len,  # used when there is no checkpoint
-                                pretrain_dir(scale.name) / "model")   # notebook 02 at the scale's recipe
+out_dir = cfg.run_dir()   # e.g. "profiling-profile_steps3" with a field overridden
+make_model, how = model_factory(cfg.model, cfg.vocab_size, cfg.seq_len, cfg.model_dir())  # notebook 02's, or from config
 vocab_size = make_model().config.vocab_size
 # torch.compile: inductor (real kernel fusion) on a GPU; the 'eager' backend elsewhere
 # only exercises tracing and recompilation counting (inductor's C++ build is minutes on 2 cores).
 compile_backend = "inductor" if device.type == "cuda" else "eager"
-base = StepConfig(batch_size=batch_size, seq_len=seq_len, precision=precision, mlm_head="masked",
-                  num_workers=0, steps=timing_steps, warmup=1 if smoke else 2, compile_backend=compile_backend)
+base = StepConfig(batch_size=cfg.batch_size, seq_len=cfg.seq_len, precision=precision, mlm_head="masked",
+                  num_workers=0, steps=cfg.timing_steps, warmup=cfg.warmup_steps, compile_backend=compile_backend)
 print(f"device={device}, precision={precision}, model: {how}, vocab={vocab_size}")
 print(base)
 print(f"results go to {out_dir}")
@@ -106,7 +100,7 @@ from nbkit.profiling import format_table, make_step_fn
 from nbkit.profiling import profile_steps as run_profiler
 
 step_fn = make_step_fn(step_loop(make_model(), base, device=device))   # the loop's own train_step
-prof = run_profiler(step_fn, out_dir, wait=1, warmup=1, active=profile_steps, device=device)
+prof = run_profiler(step_fn, out_dir, wait=1, warmup=1, active=cfg.profile_steps, device=device)
 print(prof.kernel_check.message)
 if prof.top_device:
     print(format_table(prof.top_device, "top operators by self GPU time (ms, all active steps)"))
@@ -134,7 +128,7 @@ prof.stats
 # %%
 from nbkit.profiling import h2d_bench, matmul_bench, sdpa_bench
 
-mm = pd.DataFrame(matmul_bench(bench_sizes, device=device))
+mm = pd.DataFrame(matmul_bench(cfg.bench_sizes, device=device))
 mm[["n", "precision", "ms", "gflops", "tflops", "peak_tflops", "pct_of_peak", "status"]]
 
 # %% [markdown]
@@ -143,7 +137,8 @@ mm[["n", "precision", "ms", "gflops", "tflops", "peak_tflops", "pct_of_peak", "s
 # On a CPU the memory-efficient kernel does not exist: the row gives PyTorch's reason instead of a number.
 
 # %%
-sd = pd.DataFrame(sdpa_bench(sdpa_seq_lens, batch=sdpa_batch, heads=sdpa_heads, precision=precision, device=device))
+sd = pd.DataFrame(sdpa_bench(cfg.sdpa_seq_lens, batch=cfg.sdpa_batch, heads=cfg.sdpa_heads, precision=precision,
+                             device=device))
 sd
 
 # %% [markdown]
@@ -152,7 +147,7 @@ sd
 # machine there is nothing to copy to.
 
 # %%
-pd.DataFrame(h2d_bench(h2d_mib, device=device))
+pd.DataFrame(h2d_bench(cfg.h2d_mib, device=device))
 
 # %% [markdown]
 # ## 3. One training step, phase by phase
@@ -196,8 +191,9 @@ from nbkit.profiling import ablation
 
 cols = ["value", "step_s", "data_share", "tokens_per_s", "mfu", "speedup"]
 tables = {
-    "num_workers": ablation(make_model, base, "num_workers", worker_values, device=device),
-    "batch_size": ablation(make_model, base, "batch_size", (max(batch_size // 2, 1), batch_size), device=device),
+    "num_workers": ablation(make_model, base, "num_workers", cfg.worker_values, device=device),
+    "batch_size": ablation(make_model, base, "batch_size", (max(cfg.batch_size // 2, 1), cfg.batch_size),
+                           device=device),
     "precision": ablation(make_model, base, "precision",
                           ("fp32", "bf16" if precision == "fp32" else precision), device=device),
     "attn": ablation(make_model, base, "attn", ("sdpa", "eager"), device=device),
@@ -214,7 +210,7 @@ for name, rows in tables.items():
 # uncompiled row runs (compilation would dominate CI time; `tests/test_stepanalysis.py` covers it).
 
 # %%
-tables["compile"] = ablation(make_model, base.replace(warmup=3), "compile", compile_values, device=device)
+tables["compile"] = ablation(make_model, base.replace(warmup=3), "compile", cfg.compile_values, device=device)
 pd.DataFrame(tables["compile"])[cols + ["compiled_graphs", "recompiles", "graph_breaks"]]
 
 # %% [markdown]
@@ -237,7 +233,7 @@ print(verdict.text())
 # **Save the numbers** so you can compare after changing something: `results.json` in the profiling run directory.
 
 # %%
-results = {"scale": scale.name, "device": str(device), "precision": precision, "model": how,
+results = {"scale": cfg.scale, "device": str(device), "precision": precision, "model": how,
            "step": step, "telemetry": telemetry, "op_stats": prof.stats,
            "matmul": mm.to_dict("records"), "sdpa": sd.to_dict("records"), "ablations": tables,
            "verdict": {"bound": verdict.bound, "evidence": verdict.evidence,

@@ -33,10 +33,10 @@
 
 # %% tags=["parameters"]
 scale = None                             # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
-seed = None                              # data split and training order; None: the scale's (0)
-max_length = None                        # tokens per text; None: the scale's
-model_preset = None                      # BERT preset; None: the scale's
-block_size = None                        # tokens per MLM block; None: the scale's
+seed = None                              # data split and training order
+max_length = None                        # tokens per text
+model = None                             # BERT preset
+block_size = None                        # tokens per MLM block
 train_file = "data/sample_reviews.csv"   # your labelled texts
 validation_file = None                   # None: drawn from train_file (10 %)
 test_file = None                         # None: drawn from train_file (10 %)
@@ -49,20 +49,27 @@ max_passes = 10                          # MLM reads your corpus at most this ma
 run_name = "sample"                      # outputs go to runs/<scale>/own_data/<run_name>/
 
 # %%
-from nbkit import data, evaluate, recipes, runs
+from nbkit import evaluate
+from nbkit.recipes import own_data as own
 
-scale = recipes.resolve_scale(scale, seed=seed, cls_max_length=max_length, model=model_preset, block_size=block_size)
-seed, max_length, model_preset, block_size = scale.seed, scale.cls_max_length, scale.model, scale.block_size
-out_dir = runs.step_dir(scale.name, "own_data" + recipes.run_tag(scale)) / run_name
-print(f"scale={scale.name}  model={model_preset}  max_length={max_length}  -> {out_dir}")
+cfg = own.OwnDataConfig.for_scale(scale, seed=seed, max_length=max_length, model=model, block_size=block_size,
+                                  train_file=train_file, validation_file=validation_file, test_file=test_file,
+                                  text_column=text_column, label_column=label_column, corpus_file=corpus_file,
+                                  corpus_text_column=corpus_text_column, pretrain=pretrain, max_passes=max_passes,
+                                  run_name=run_name)
+out_dir = cfg.run_dir()
+print(f"-> {out_dir}")
+cfg.table()
 
 # %% [markdown]
 # ## 1. Load and check the labelled data
 # Duplicates and texts with two different labels are dropped, the rest split by unique text (stratified), so no test text was seen in training. Read the report: how much was dropped, the class balance per split, text lengths in characters. A file that does not load gives an error naming the fix (encoding, a missing column, ...).
 
 # %%
-labeled = data.load_labeled_files(train_file, validation=validation_file, test=test_file,
-                                  text_column=text_column, label_column=label_column, seed=seed)
+from nbkit.recipes import finetuning as ft
+
+fcfg = own.finetune_config(cfg)   # notebook 03's recipe on your files (task own)
+labeled = ft.data(fcfg)
 splits = labeled.splits
 labeled.report
 
@@ -87,27 +94,26 @@ splits["train"].to_pandas().head()
 # %%
 from nbkit.recipes import pretraining as pt
 
-if corpus_file:
-    store = recipes.own_corpus_store(corpus_file, labeled, out_dir / "corpus", scale, text_column=corpus_text_column)
-    pcfg = pt.PretrainConfig.for_scale(scale, corpus=str(store), max_passes=max_passes, resume=False)
-else:
-    pcfg = pt.PretrainConfig.for_scale(scale, mix=(("reviews", 1.0),), max_passes=max_passes, resume=False)
-pretrain_source, pretrain_report = pt.corpus(pcfg, labeled=labeled)
-pretrain_report
+store = own.corpus_store(cfg, labeled) if cfg.corpus_file else None
+pcfg = own.pretrain_config(cfg, store)
+corpus = pt.data(pcfg, labeled=labeled)
+corpus.report
 
 # %% [markdown]
 # ## 3. The tokenizer and its coverage
 # With a corpus, the store's WordPiece (trained on it while preparing); without, WordPiece trained now on the training texts; every character kept either way. The same tokenizer serves pretraining and fine-tuning. Coverage is measured on your validation texts, which the tokenizer never saw: the `[UNK]` rate is the share of tokens the model cannot read, and the length percentiles tell whether `max_length` cuts many texts.
 
 # %%
+from nbkit.recipes import tokenizer as tk
 from nbkit.text import tokenizer_stats
 
-if pt.is_store(pretrain_source):
-    tokenizer = pt.tokenizer(pcfg, pretrain_source)
+if corpus.store is not None:
+    tokenizer = pt.tokenizer(pcfg, corpus)
     tok_stats = tokenizer_stats(tokenizer, splits["validation"]["text"])
 else:
-    tokenizer, tok_stats = recipes.train_tokenizer_on(pretrain_source["train"]["text"], splits["validation"]["text"],
-                                                       scale, out_dir / "tokenizer")
+    tcfg = tk.TokenizerConfig.for_scale(cfg.scale, vocab_size=cfg.vocab_size, model=cfg.model)
+    tokenizer, tok_stats = tk.train(tcfg, corpus.splits["train"]["text"], splits["validation"]["text"],
+                                    out_dir / "tokenizer")
 tok_stats
 
 # %% [markdown]
@@ -118,15 +124,14 @@ tok_stats
 from nbkit import LivePlot
 
 mlm_dir = out_dir / "mlm"
-if pretrain:
-    blocks = pt.blocks(pcfg, tokenizer, pretrain_source)
-    mlm_loop = pt.loop(pcfg, pt.model(pcfg, tokenizer), tokenizer, blocks, mlm_dir,
-                       callbacks=[LivePlot(out_dir=mlm_dir)])
-    mlm_result = pt.fit(pcfg, mlm_loop)
+if cfg.pretrain:
+    blocks = pt.blocks(pcfg, tokenizer, corpus)
+    mlm_loop, mlm_result = pt.train(pcfg, pt.model(pcfg, tokenizer), tokenizer, blocks, mlm_dir,
+                                    callbacks=[LivePlot(out_dir=mlm_dir)])
 
 # %%
-if pretrain:
-    mlm_summary = pt.save(pcfg, mlm_loop, mlm_result, tokenizer, mlm_dir)
+if cfg.pretrain:
+    mlm_summary = pt.save(pcfg, mlm_dir, mlm_loop, mlm_result, tokenizer)
     print(f"{len(blocks['train'])} blocks of {pcfg.block_size} tokens, {mlm_summary['steps']} steps; eval loss "
           f"{mlm_summary['eval_loss']:.3f}, perplexity {mlm_summary['eval_perplexity']:.1f} "
           f"(vocabulary: {len(tokenizer):,})")
@@ -138,17 +143,15 @@ else:
 # Notebook 03's recipe on your data: the same config object (the scale's values, `max_length` and `seed` from the parameters above), from the pretrained encoder (or random weights) with a new classification head. Texts longer than `max_length` tokens are truncated, and the cell says how many. Every run starts over (`resume=False`), as the pretraining does.
 
 # %%
-from nbkit.recipes import finetuning as ft
-
-cfg = ft.FinetuneConfig.for_scale(scale, resume=False)
-encoded, trunc = ft.encode(cfg, tokenizer, labeled)
-model, how = ft.model(cfg, tokenizer, labeled, pretrained=mlm_dir / "model" if pretrain else None)
+fcfg = own.finetune_config(cfg, init=str(mlm_dir / "model") if cfg.pretrain else "random")
+encoded, trunc = ft.encode(fcfg, tokenizer, labeled)
+classifier, how = ft.model(fcfg, tokenizer, labeled)
 print(how)
 print("truncated:", ", ".join(f"{k} {v['truncated_fraction']:.1%}" for k, v in trunc.items()))
-cfg.table()
+fcfg.table()
 
 # %%
-loop, result = ft.train(cfg, model, tokenizer, encoded, out_dir / "classifier",
+loop, result = ft.train(fcfg, classifier, tokenizer, encoded, out_dir / "classifier",
                         callbacks=[LivePlot(out_dir=out_dir / "classifier")])
 
 # %% [markdown]
@@ -156,7 +159,7 @@ loop, result = ft.train(cfg, model, tokenizer, encoded, out_dir / "classifier",
 # The test split was used for nothing so far. The baseline, TF-IDF over character 1-3-grams with logistic regression, takes seconds and is hard to beat on short texts; it reads the same training texts, on the full text and on the text cut where the model's tokenizer cuts it. At `smoke` scale (a tiny model, a few steps) expect chance level: that scale checks the code paths, not the model.
 
 # %%
-scores = ft.evaluate(cfg, loop.model, tokenizer, labeled)
+scores = ft.evaluate(fcfg, loop.model, tokenizer, labeled)
 scores["table"]
 
 # %%
@@ -167,14 +170,14 @@ evaluate.format_report(scores["report"])
 
 # %%
 examples = list(splits["test"]["text"][:5])
-evaluate.predict(loop.model, tokenizer, examples, max_length=max_length, id2label=labeled.id2label)["table"]
+evaluate.predict(loop.model, tokenizer, examples, max_length=fcfg.max_length, id2label=labeled.id2label)["table"]
 
 # %% [markdown]
 # ## 8. Export the model
 # One directory with the weights, the tokenizer (cutting at the `max_length` trained with) and the label names in `config.json`. It needs no nbkit: `transformers.pipeline("text-classification", model=DIR, truncation=True)` gives `predict()`'s labels and scores (add `trust_remote_code=True` for a mean-pooling model), as the next cell shows.
 
 # %%
-export_dir = ft.export(cfg, loop.model, tokenizer, labeled, out_dir / "model")
+export_dir = ft.export(fcfg, loop.model, tokenizer, labeled, out_dir / "model")
 sorted(p.name for p in export_dir.iterdir())
 
 # %%
@@ -189,6 +192,6 @@ classify = hf_pipeline("text-classification", model=str(export_dir), truncation=
 # `metrics.json` beside the model: test and baseline scores, what the data check dropped, truncation, how the model was initialised, the recipe.
 
 # %%
-summary = ft.save(cfg, out_dir, labeled, trunc, scores, how, result, task="own")
+summary = ft.save(fcfg, out_dir, loop, result, labeled, trunc, scores, how)
 {k: summary[k] for k in ("test_accuracy", "test_macro_f1", "baseline_accuracy", "baseline_macro_f1",
                          "n_train", "n_val", "n_test", "n_duplicates_dropped", "n_conflicts_dropped", "warnings")}

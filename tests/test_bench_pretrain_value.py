@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nbkit.recipes.finetuning import FinetuneConfig
-from nbkit.recipes.scale import get_scale
+from nbkit.recipes.tokenizer import TokenizerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,16 +23,17 @@ def bench(monkeypatch):
 
 def test_defaults_are_the_cpu_scales_recipes(bench):
     args = bench.parse_args(["report"])
-    scale = get_scale("cpu")
+    scale = "cpu"
     fc = FinetuneConfig.for_scale(scale)
     for flag, field in bench.FINETUNE_FLAGS.items():
         assert getattr(args, flag) == getattr(fc, field), flag
     pt = sys.modules["nbkit.recipes.pretraining"].PretrainConfig.for_scale(scale)
     for flag, field in bench.PRETRAIN_FLAGS.items():
         assert getattr(args, flag) == getattr(pt, field), flag
-    assert int(args.save_steps.split(",")[-1]) == pt.max_steps and args.vocab_size == scale.vocab_size
+    assert int(args.save_steps.split(",")[-1]) == pt.max_steps and args.vocab_size == TokenizerConfig.for_scale(scale).vocab_size
     # what the flags build is the recipe itself: no value of the bench's own
-    assert bench.finetune_config(args, None, 0) == fc.replace(eval_every=0, checkpoint_every=0, progress=False)
+    assert bench.finetune_config(args, None, 0) == fc.replace(eval_every=0, checkpoint_every=0, progress=False,
+                                                              init="random")
     cfg, steps = bench.pretrain_config(args)
     assert cfg == pt.__class__.for_scale(scale, mix=(("reviews", 1.0),), max_steps=pt.max_steps)
     gpu = bench.parse_args(["report", "--scale", "gpu"])
@@ -75,7 +76,7 @@ def test_finetune_and_report_phases_at_smoke(bench, tmp_path, monkeypatch):
     bench.main(["finetune", "--init", "random", "--seeds", "0,1", *common])
     got = [json.loads(x) for x in (out / "finetune.jsonl").read_text().splitlines()]
     assert [r["seed"] for r in got] == [0, 1] and all(r["max_length"] == 16 and r["epochs"] == 0.5 for r in got)
-    assert len(got[0]["test_pred"]) == len(labeled.splits["test"]) and got[0]["lr"] == get_scale("smoke").cls_lr
+    assert len(got[0]["test_pred"]) == len(labeled.splits["test"]) and got[0]["lr"] == FinetuneConfig.for_scale("smoke").lr
     stats = bench.report(bench.parse_args(["report", *common]))
     assert stats["n_rows"] == 2 and stats["table"][0]["seeds"] == [0, 1] and "16" in stats["baseline"]
     assert json.loads((out / "stats.json").read_text())["table"] == stats["table"]

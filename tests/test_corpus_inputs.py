@@ -41,7 +41,7 @@ def run(inputs, out, tok_dir, **kw):
 # ----- 1. a store is never read as text ---------------------------------------------------------
 @pytest.mark.parametrize("wrap", [list, tuple])
 def test_a_store_alone_in_a_list_is_that_store(store, runs_tmp, wrap):
-    from nbkit.recipes.pretrain_corpus import corpus_store
+    from nbkit.corpus.store import corpus_store
 
     assert corpus_store(wrap([str(store)])) == store
     assert not (runs_tmp / "corpus").exists()          # nothing prepared from the store's own files
@@ -53,11 +53,11 @@ def test_other_ranks_wait_for_a_store_given_in_a_list(store, monkeypatch):
     for name, value in (("RANK", "1"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_WORLD_SIZE", "1")):
         monkeypatch.setenv(name, value)
     cfg = PretrainConfig.for_scale("smoke", corpus=[str(store)])
-    assert _store_rank0_first(cfg, wait_s=0.5) == store      # not runs/corpus/<hash of the list>
+    assert _store_rank0_first(cfg, wait_s=0.5).store == store      # not runs/corpus/<hash of the list>
 
 
 def test_a_store_listed_with_other_inputs_is_refused(store, tmp_path, runs_tmp):
-    from nbkit.recipes.pretrain_corpus import corpus_store
+    from nbkit.corpus.store import corpus_store
 
     raw = write_txt(tmp_path / "more.txt", review_lines(20, 300))
     with pytest.raises(ConfigError, match="together with.*more.txt.*Pass one store alone"):

@@ -37,7 +37,7 @@ def _env(tmp: Path, log_dir: Path | None) -> dict:
 
 def _job_args(store, out, steps, accum) -> list[str]:
     return ["-m", "nbkit.jobs.pretrain", "--scale", "smoke", "--corpus", str(store), "--output-dir", str(out),
-            "--max-steps", str(steps), "--batch-size", "1", "--grad-accum", str(accum), "--dropout", "0",
+            "--max-steps", str(steps), "--batch-size", "1", "--grad-accum-steps", str(accum), "--dropout", "0",
             "--backend", "gloo", "--log-every", "1", "--checkpoint-every", str(steps)]
 
 

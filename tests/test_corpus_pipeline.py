@@ -63,7 +63,7 @@ def test_size_run_on_cpu_stays_narrow_and_inside_its_budget():
 
 
 def test_corpus_store_reads_a_prepared_directory_as_it_is(store_dir):
-    from nbkit.recipes.pretrain_corpus import corpus_store
+    from nbkit.corpus.store import corpus_store
 
     assert corpus_store(store_dir) == store_dir
 
@@ -72,7 +72,7 @@ def test_corpus_store_prepares_raw_input_into_the_runs_dir(tmp_path, monkeypatch
     import shutil
 
     import nbkit.corpus
-    from nbkit.recipes.pretrain_corpus import corpus_store, store_dir_for
+    from nbkit.corpus.store import corpus_store, store_dir_for
 
     calls = []
 
@@ -81,10 +81,10 @@ def test_corpus_store_prepares_raw_input_into_the_runs_dir(tmp_path, monkeypatch
         shutil.copytree(store_dir, out_dir, dirs_exist_ok=True)
 
     monkeypatch.setattr(nbkit.corpus, "prepare_corpus", fake_prepare, raising=False)
-    got = corpus_store(str(tmp_path / "*.txt"), scale_name="smoke", text_field="body")
-    assert got == store_dir_for(str(tmp_path / "*.txt"), "smoke") and got.is_relative_to(runs_tmp)
+    got = corpus_store(str(tmp_path / "*.txt"), text_field="body")
+    assert got == store_dir_for(str(tmp_path / "*.txt")) and got.is_relative_to(runs_tmp)
     assert calls == [(str(tmp_path / "*.txt"), got, {"text_field": "body"})]
-    assert store_dir_for(["a.txt", "b.txt"], "smoke") != store_dir_for(["a.txt"], "smoke")
+    assert store_dir_for(["a.txt", "b.txt"]) != store_dir_for(["a.txt"])
 
 
 def test_wait_for_store_returns_when_the_manifest_appears_and_times_out_clearly(tmp_path, store_dir):
@@ -128,18 +128,18 @@ def test_recipe_size_applies_the_plan_but_keeps_what_the_user_set(store_dir, mon
 
     real = sizing.size_run
     monkeypatch.setattr(sizing, "size_run", lambda n, device, **kw: real(700_000_000, device, **kw))  # a big corpus
-    cfg, plan = pt.size(pt.PretrainConfig.for_scale("gpu", corpus=str(store_dir)), store_dir, "cuda")
+    cfg, plan = pt.size(pt.PretrainConfig.for_scale("gpu", corpus=str(store_dir)), pt.PretrainCorpus(store=store_dir), "cuda")
     assert cfg.model == "small" and cfg.max_steps == plan["max_steps"] and plan["applied"] == "applied"
     assert cfg.warmup_ratio == plan["warmup_ratio"] and cfg.eval_every == plan["eval_every"]
-    mine, plan = pt.size(pt.PretrainConfig.for_scale("gpu", lr=3e-4, corpus=str(store_dir)), store_dir, "cuda")
+    mine, plan = pt.size(pt.PretrainConfig.for_scale("gpu", lr=3e-4, corpus=str(store_dir)), pt.PretrainCorpus(store=store_dir), "cuda")
     assert mine.lr == 3e-4 and mine.model == "small" and "lr" in plan["applied"]
     monkeypatch.setattr(sizing, "size_run", real)
-    few, plan = pt.size(pt.PretrainConfig.for_scale("cpu", corpus=str(store_dir), max_passes=2), store_dir, "cpu")
+    few, plan = pt.size(pt.PretrainConfig.for_scale("cpu", corpus=str(store_dir), max_passes=2), pt.PretrainCorpus(store=store_dir), "cpu")
     assert plan["passes"] <= 2 + 1e-9 and few.max_steps == plan["max_steps"]    # the plan is what will run
     smoke = pt.PretrainConfig.for_scale("smoke", corpus=str(store_dir))
-    assert pt.size(smoke, store_dir, "cuda")[0] == smoke
-    assert pt.size(smoke.replace(fit_to_corpus=False, scale="gpu"), store_dir, "cuda")[1] is None
-    assert pt.size(pt.PretrainConfig.for_scale("gpu"), {"train": []}, "cuda") == (pt.PretrainConfig.for_scale("gpu"), None)
+    assert pt.size(smoke, pt.PretrainCorpus(store=store_dir), "cuda")[0] == smoke
+    assert pt.size(smoke.replace(fit_to_corpus=False, scale="gpu"), pt.PretrainCorpus(store=store_dir), "cuda")[1] is None
+    assert pt.size(pt.PretrainConfig.for_scale("gpu"), pt.PretrainCorpus(splits={"train": []}), "cuda") == (pt.PretrainConfig.for_scale("gpu"), None)
 
 
 def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp):
@@ -168,13 +168,12 @@ def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp):
 
 
 def test_one_store_per_corpus_whatever_the_scale_or_how_the_paths_were_typed(tmp_path, monkeypatch, runs_tmp):
-    from nbkit.corpus.store import is_prepared
-    from nbkit.recipes.pretrain_corpus import store_dir_for
+    from nbkit.corpus.store import is_prepared, store_dir_for
 
     (tmp_path / "data").mkdir()
     monkeypatch.chdir(tmp_path)
-    relative = store_dir_for(["data/wiki.jsonl", "data/txt/"], "smoke")
-    absolute = store_dir_for([str(tmp_path / "data" / "wiki.jsonl"), str(tmp_path / "data" / "txt")], "cpu")
+    relative = store_dir_for(["data/wiki.jsonl", "data/txt/"])
+    absolute = store_dir_for([str(tmp_path / "data" / "wiki.jsonl"), str(tmp_path / "data" / "txt")])
     assert relative == absolute and relative.parent == runs_tmp / "corpus"
     assert store_dir_for(["data/wiki.jsonl"]) != relative
     assert not is_prepared(["data/wiki.jsonl", "data/txt/"]) and not is_prepared(None)   # a list of inputs: no raise

@@ -43,14 +43,14 @@ def test_sample_data_is_small_text_and_loads(labeled):
 def test_pretraining_corpus_keeps_evaluation_texts_out(labeled):
     import datasets
 
-    from nbkit import recipes
     from nbkit.errors import DataError
+    from nbkit.recipes.pretraining import pretraining_corpus
 
     test_text = labeled.splits["test"]["text"][0]
     corpus = datasets.Dataset.from_dict({"text": [f"一段没有标签的评论{i}。" for i in range(30)]
                                         + ["一段没有标签的评论0。", test_text, f"  {test_text} "]})
     mix = (("own", 1.0), ("reviews", 1.0))
-    splits, mixed = recipes.pretraining_corpus(mix, labeled=labeled, texts=corpus, eval_fraction=0.1, words=False)
+    splits, mixed = pretraining_corpus(mix, labeled=labeled, texts=corpus, eval_fraction=0.1, words=False)
     lines = list(splits["train"]["text"]) + list(splits["validation"]["text"])
     own, reviews = mixed.report["own"], mixed.report["reviews"]
     assert own["n_in"] == 33 and own["n_excluded"] == 2 and own["n_duplicates"] == 1 and own["n_kept"] == 30
@@ -61,14 +61,14 @@ def test_pretraining_corpus_keeps_evaluation_texts_out(labeled):
 
     tiny = SimpleNamespace(splits={"train": {"text": [f"好{i}" for i in range(5)]}, "test": {"text": []}})
     with pytest.raises(DataError, match="only 5 texts"):
-        recipes.pretraining_corpus(labeled=tiny, words=False)
+        pretraining_corpus(labeled=tiny, words=False)
 
 
-def test_train_tokenizer_on_measures_heldout_text(labeled, tmp_path):
-    from nbkit import get_scale, recipes
+def test_the_tokenizer_stage_measures_heldout_text(labeled, tmp_path):
+    from nbkit.recipes import tokenizer as tk
 
-    tok, stats = recipes.train_tokenizer_on(labeled.splits["train"]["text"], labeled.splits["validation"]["text"],
-                                             get_scale("smoke"), tmp_path / "tok")
+    tok, stats = tk.train(tk.TokenizerConfig.for_scale("smoke"), labeled.splits["train"]["text"],
+                          labeled.splits["validation"]["text"], tmp_path / "tok")
     assert stats["n_texts"] == len(labeled.splits["validation"]) and 0 <= stats["unk_rate"] < 0.1
     assert strict_json(tmp_path / "tok" / "stats.json")["vocab_size"] == len(tok)
     assert tok.model_max_length == 128                # the tiny preset's position limit
@@ -151,7 +151,7 @@ def test_pretraining_checkpoint_works_with_fill_mask(tokenizer, tmp_path):
     loop = SimpleNamespace(model=model, config=SimpleNamespace(batch_size=2, grad_accum_steps=1, lr=1e-3),
                            dist=SimpleNamespace(world_size=1))
     result = SimpleNamespace(history=[{"step": 1, "eval_loss": 5.0, "eval_perplexity": 148.4}], metrics={"steps": 1})
-    pt.save(pt.PretrainConfig.for_scale("smoke"), loop, result, tokenizer, tmp_path)
+    pt.save(pt.PretrainConfig.for_scale("smoke"), tmp_path, loop, result, tokenizer)
     model_dir = tmp_path / "model"
     assert strict_json(model_dir / "config.json")["architectures"] == ["BertForMaskedLM"]
     assert strict_json(tmp_path / "metrics.json")["eval_loss"] == 5.0

@@ -22,13 +22,14 @@ def own_job(tmp_path, monkeypatch):
     """The job module with a tiny tokenizer for notebook 01's and no pretrained encoder (random weights)."""
     from nbkit import text
     from nbkit.jobs import finetune as job
-    from nbkit.recipes import tokenizer as artifacts
+    from nbkit.recipes import finetuning as ft
+    from nbkit.recipes import tokenizer as tk
 
     train = _csv(tmp_path / "data" / "my_reviews.csv")
     tok = text.train_wordpiece([w * 3 for w in LABELS.values()] + [f"第{i}回" for i in range(40)], vocab_size=40,
                                out_dir=tmp_path / "tok", model_max_length=64)
-    monkeypatch.setattr(artifacts, "load_tokenizer", lambda scale: tok)
-    monkeypatch.setattr(artifacts, "pretrained_model_dir", lambda scale: None)
+    monkeypatch.setattr(tk, "load", lambda scale: tok)
+    monkeypatch.setattr(ft, "default_encoder", lambda scale: None)
     monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
     return job, train
 
@@ -38,7 +39,7 @@ def test_job_trains_on_own_csv_with_custom_columns_and_chinese_labels(own_job, c
     job, train = own_job
     assert job.main(["--scale", "smoke", "--train-file", str(train), "--text-column", "评论", "--label-column", "情感",
                      "--max-steps", "2", "--batch-size", "8", "--resume", "none", "--export"]) == 0
-    _, out_dir = job.config(job.parse_args(["--scale", "smoke", "--train-file", str(train), "--text-column", "评论",
+    _, out_dir = job.config(job.parser().parse_args(["--scale", "smoke", "--train-file", str(train), "--text-column", "评论",
                                             "--label-column", "情感", "--max-steps", "2", "--batch-size", "8"]))
     assert out_dir.name.startswith("sentiment-own-my_reviews-") and out_dir.name.endswith("-batch_size8-max_steps2")
     m = json.loads((out_dir / "metrics.json").read_text(encoding="utf-8"))
@@ -57,22 +58,20 @@ def test_job_trains_on_own_csv_with_custom_columns_and_chinese_labels(own_job, c
 
 def test_task_and_own_files_are_one_or_the_other(own_job, capsys):
     job, train = own_job
-    with pytest.raises(SystemExit) as e:
-        job.parse_args(["--task", "news", "--train-file", str(train)])
-    assert e.value.code == 2 and "not allowed with argument --task" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as e:
-        job.parse_args(["--test-file", str(train), "--label-column", "y"])
+    assert job.main(["--task", "news", "--train-file", str(train)]) == 2
+    assert "--task news is a bundled task; --train-file trains on your own files" in capsys.readouterr().err
+    assert job.main(["--test-file", str(train), "--label-column", "y"]) == 2
     err = capsys.readouterr().err
-    assert e.value.code == 2 and "--test-file, --label-column" in err and "add --train-file" in err
-    a = job.parse_args(["--train-file", str(train)])
-    assert (a.text_column, a.label_column) == ("text", "label")       # load_labeled_files' defaults
+    assert "--test-file, --label-column" in err and "add --train-file" in err
+    cfg, _ = job.config(job.parser().parse_args(["--train-file", str(train)]))
+    assert (cfg.task, cfg.text_column, cfg.label_column) == ("own", "text", "label")   # load_labeled_files' defaults
 
 
 def test_other_files_or_columns_get_other_folders(own_job, tmp_path):
     """Two files named alike (and the same file read by other columns) never share a folder, or the bundled one's."""
     job, train = own_job
     other = _csv(tmp_path / "elsewhere" / "my_reviews.csv", shift=1)
-    folder = lambda *flags: job.config(job.parse_args(["--scale", "smoke", *flags]))[1]  # noqa: E731
+    folder = lambda *flags: job.config(job.parser().parse_args(["--scale", "smoke", *flags]))[1]  # noqa: E731
     names = {folder("--train-file", str(train)), folder("--train-file", str(other)),
              folder("--train-file", str(train), "--text-column", "编号"),
              folder("--train-file", str(train), "--test-file", str(other)), folder()}

@@ -91,7 +91,8 @@ def test_an_nbkit_error_is_one_message_and_a_line_of_the_jobs_flags(monkeypatch,
     # a flag the job itself refuses: same shape, from the real parser path
     assert finetune.main(["--resume", "maybe"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("nbkit.jobs.finetune: error: --resume 'maybe'") and "Traceback" not in err
+    assert err.startswith("nbkit.jobs.finetune: error: resume='maybe': expected True or False") and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == "in this job's flags: resume -> --resume"
 
 
 def test_warnings_that_name_api_settings_get_the_flag_line(monkeypatch, capsys):
@@ -107,7 +108,7 @@ def test_warnings_that_name_api_settings_get_the_flag_line(monkeypatch, capsys):
 
 def test_flag_hint_reads_api_spellings_not_prose():
     flags = outcome.job_flags(pretrain.parser())
-    assert flags["grad_accum_steps"] == "--grad-accum" and flags["output_dir"] == "--output-dir"
+    assert flags["grad_accum_steps"] == "--grad-accum-steps" and flags["output_dir"] == "--output-dir"
     assert outcome.flag_hint("the same data and seed, in the same order", flags) is None
     assert outcome.flag_hint("lr=0.1 diverged; lower lr", flags) == "in this job's flags: lr -> --lr"
     assert outcome.flag_hint("resume=True continues", flags) == "in this job's flags: resume=True -> --resume auto"

@@ -86,7 +86,7 @@ def test_no_import_cycle_between_nbkit_modules():
 def test_top_level_is_subpackages_by_concern():
     top = sorted(p.name for p in PKG.iterdir() if not p.name.startswith(("_", ".")) and p.name != "nbkit.egg-info")
     assert top == ["atomic.py", "cli", "corpus", "data", "env", "errors.py", "evaluate", "gpu", "jobs", "jsonio.py",
-                   "models", "profiling", "recipes", "rng.py", "runs.py", "settings.py", "switches.py", "text", "train",
+                   "models", "pipeline.py", "profiling", "recipes", "rng.py", "runs.py", "settings.py", "switches.py", "text", "train",
                    "units.py", "views"]
     for pkg in PKG.iterdir():
         if pkg.is_dir() and not pkg.name.startswith("_"):
@@ -129,6 +129,7 @@ MAY_IMPORT = {                                       # package -> the nbkit pack
     **{pkg: set(_BELOW[:i]) for i, pkg in enumerate(_BELOW)},
     "cli": {*_BELOW, "gpu", "env"}, "jobs": set(_BELOW),
     "__main__": {"cli"},
+    "pipeline": {*_BELOW},   # the deprecated old names, each pointing to its new home
 }
 MAY_IMPORT["profiling"] |= {"gpu"}                   # notebook 04 samples utilisation during its steps
 MAY_IMPORT["recipes"] |= {"gpu"}

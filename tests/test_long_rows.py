@@ -57,7 +57,7 @@ def test_cut_rows_without_punctuation_cuts_hard_and_measures_share():
 
 def test_pretraining_corpus_cuts_a_giant_own_row_for_every_seed():
     from nbkit.data.labeled import build_labeled_data
-    from nbkit.recipes.pretrain_corpus import pretraining_corpus
+    from nbkit.recipes.pretraining import pretraining_corpus
 
     texts = [f"评论{i}号，{'很好' if i % 2 else '很差'}" for i in range(40)]
     lab = build_labeled_data({"train": (texts, [i % 2 for i in range(40)])}, seed=0)
@@ -72,7 +72,7 @@ def test_pretraining_corpus_cuts_a_giant_own_row_for_every_seed():
 
 def test_notebook_05_mix_of_labelled_and_own_texts_cuts_the_giant_row_for_every_seed():
     from nbkit.data.labeled import build_labeled_data
-    from nbkit.recipes import pretraining_texts  # public: notebook 05's in-memory mix
+    from nbkit.recipes.own_data import pretraining_texts  # public: notebook 05's in-memory mix
 
     texts = [f"评论{i}号，{'很好' if i % 2 else '很差'}" for i in range(40)]
     lab = build_labeled_data({"train": (texts, [i % 2 for i in range(40)])}, seed=0)

@@ -10,7 +10,8 @@ import pytest
 
 from nbkit.data import news
 from nbkit.evaluate import baseline
-from nbkit.recipes import get_scale, tasks
+from nbkit.recipes import finetuning as ft
+from nbkit.recipes.finetuning import FinetuneConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 HELD_OUT = "龘"   # a character only validation/test articles contain
@@ -43,9 +44,13 @@ def news_pkg(tmp_path, monkeypatch):
 def tokenizer(tmp_path, news_pkg):
     from nbkit import text
 
-    s = tasks.load_task("news")
+    s = load_news()
     texts = [t for split in s.splits.values() for t in split["text"]]
     return text.train_wordpiece(texts, vocab_size=300, out_dir=tmp_path / "tok", model_max_length=128)
+
+
+def load_news():
+    return ft.data(FinetuneConfig.for_scale("smoke", task="news", max_train="all"))
 
 
 def load_bench():
@@ -60,7 +65,7 @@ def test_bench_news_corpus_holds_training_texts_only(news_pkg, tokenizer):
     s = bench.labeled("news")
     assert s.report["n_overlap_dropped"] == 1 and s.num_labels == 3
     from nbkit.data.labeled import normalize_text
-    from nbkit.recipes.pretrain_corpus import pretraining_corpus
+    from nbkit.recipes.pretraining import pretraining_corpus
 
     corpus, _ = pretraining_corpus((("reviews", 1.0),), labeled=s, words=False)   # the task's training texts
     texts = set(corpus["train"]["text"]) | set(corpus["validation"]["text"])
@@ -71,7 +76,7 @@ def test_bench_news_corpus_holds_training_texts_only(news_pkg, tokenizer):
 
 
 def test_baseline_reads_the_text_the_model_reads(news_pkg, tokenizer):
-    s = tasks.load_task("news")
+    s = load_news()
     texts = s.splits["test"]["text"][:5]
     cut, _ = baseline._cut(tokenizer, texts, 12)
     for full, short in zip(texts, cut):
@@ -86,7 +91,7 @@ def test_unknown_task_is_a_config_error():
     from nbkit.errors import ConfigError
 
     with pytest.raises(ConfigError, match="reviews, news"):
-        tasks.load_task("weather")
+        FinetuneConfig.for_scale("smoke", task="weather")
 
 
 def section_cells() -> list[str]:
@@ -98,13 +103,9 @@ def section_cells() -> list[str]:
 
 
 def test_notebook_section_skips_without_the_package(monkeypatch, tmp_path):
-    from nbkit import evaluate, recipes, views
-    from nbkit.recipes import finetuning as ft
-
     monkeypatch.setattr(news, "news_available", lambda: False)
-    monkeypatch.setattr(tasks, "load_task", lambda *a, **k: pytest.fail("loaded news without the package"))
-    ns = {"recipes": recipes, "evaluate": evaluate, "views": views, "ft": ft, "scale": get_scale("smoke"), "tokenizer": None, "source": None,
-          "out_dir": tmp_path}
+    monkeypatch.setattr(news, "load_news_sentiment", lambda *a, **k: pytest.fail("loaded news without the package"))
+    ns = {"ft": ft, "cfg": FinetuneConfig.for_scale("smoke"), "init": None, "tokenizer": None, "out_dir": tmp_path}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         for src in section_cells():
@@ -116,13 +117,14 @@ def test_notebook_section_skips_without_the_package(monkeypatch, tmp_path):
 
 @pytest.mark.filterwarnings("ignore:class .* has recall 0")
 def test_notebook_section_runs_with_the_package(news_pkg, tokenizer, tmp_path, monkeypatch):
-    from nbkit import evaluate, recipes, views
-    from nbkit.recipes import finetuning as ft
+    from nbkit.recipes.scales import PER_SCALE
 
-    scale = get_scale("smoke").replace(news_max_train=40, news_max_length=32, cls_batch_size=16)
+    monkeypatch.setitem(PER_SCALE["finetuning/news"], "max_train", (40, None, None))    # a tiny smoke run
+    monkeypatch.setitem(PER_SCALE["finetuning/news"], "max_length", (32, 128, 256))
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path))
     shown = []
-    ns = {"recipes": recipes, "evaluate": evaluate, "views": views, "ft": ft, "scale": scale, "tokenizer": tokenizer, "source": None,
-          "out_dir": tmp_path, "display": shown.append}
+    ns = {"ft": ft, "cfg": FinetuneConfig.for_scale("smoke"), "init": "random", "tokenizer": tokenizer,
+          "display": shown.append}
     for src in section_cells():
         exec(compile(src, "notebook-03-section-10", "exec"), ns)
     res = ns["news_result"]
@@ -130,5 +132,5 @@ def test_notebook_section_runs_with_the_package(news_pkg, tokenizer, tmp_path, m
     assert sum(c["support"] for c in res["per_class"].values()) == n_test and res["truncated_fraction"]["test"] == 1.0
     assert shown[0].loc["class_weights", "value"] == "balanced"             # the news recipe, shown as a table
     assert list(shown[1].columns) == ["accuracy", "macro_f1", "n"] and len(shown[1]) == 3   # BERT, TF-IDF full, cut
-    assert (tmp_path / "news" / "metrics.json").is_file() and res["task"] == "news"
+    assert (tmp_path / "smoke" / "news-random" / "metrics.json").is_file() and res["task"] == "news"
     assert res["class_weights"] == "balanced"  # the loss and the baseline weighted alike (measured to matter)

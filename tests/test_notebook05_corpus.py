@@ -49,10 +49,10 @@ def test_notebook05_pretrains_from_a_prepared_store(tmp_path, monkeypatch):
     # a second run reuses the finished store (its manifest is not rewritten)
     stamp = (run_dir / "corpus" / "manifest.json").stat().st_mtime_ns
     from nbkit.data import load_labeled_files
-    from nbkit.recipes import get_scale, own_corpus_store
+    from nbkit.recipes import own_data as own
 
     labeled = load_labeled_files(str(NOTEBOOKS / "data" / "sample_reviews.csv"), text_column="review",
                                  label_column="label", seed=0)
-    own_corpus_store(str(corpus), labeled, run_dir / "corpus", get_scale("smoke"), text_column="body",
-                     progress=False)
+    cfg = own.OwnDataConfig.for_scale("smoke", corpus_file=str(corpus), corpus_text_column="body", run_name="jl")
+    own.corpus_store(cfg, labeled, run_dir / "corpus", progress=False)
     assert (run_dir / "corpus" / "manifest.json").stat().st_mtime_ns == stamp

@@ -1,9 +1,8 @@
 """C07: each notebook's ``parameters`` cell holds plain literals, so papermill overrides take effect.
 
-Papermill injects overrides as a cell right after the one tagged ``parameters``; a value
-computed inside that cell from the preset would never see them (and ``-p scale cpu``
-used to crash on ``'str' object has no attribute 'name'``). The next cell resolves the
-scale by name with :func:`nbkit.recipes.params.resolve_scale`.
+Papermill injects overrides as a cell right after the one tagged ``parameters``; a value computed inside that
+cell would never see them. The next cell builds the recipe's config from them by the same names
+(``Config.for_scale(scale, seed=seed, ...)``) and prints its table.
 """
 from __future__ import annotations
 
@@ -16,10 +15,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
-from nbkit.errors import ConfigError
-from nbkit.recipes.params import knob, overrides_of, resolve_scale, run_tag
-from nbkit.recipes.scale import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -39,22 +34,24 @@ def _parameters(source: str) -> dict:
     return out
 
 
+#: parameters that steer a notebook's own cells, not a recipe (notebook 00's live monitor)
+NOT_CONFIG = {"monitor_interval", "watch_seconds"}
+
+
 @pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
-def test_parameters_are_plain_literals_resolved_in_the_next_cell(ipynb):
+def test_parameters_are_plain_literals_passed_by_name_to_the_recipe_config(ipynb):
     cells = _code_cells(ipynb)
     params = _parameters(cells[0])
     assert params.get("scale", "missing") is None, "the scale is a parameter, by name (None: $NBKIT_SCALE)"
+    build = re.search(r"\w+Config\.for_scale\(scale(.*?)\)[ \t]*(?:#[^\n]*)?\n", cells[1], re.S)
+    assert build, "the cell after the parameters builds the recipe config: Config.for_scale(scale, ...)"
+    passed = dict(re.findall(r"(\w+)=(\w+)", build.group(1)))
+    for name in set(params) - {"scale"} - NOT_CONFIG:
+        assert passed.get(name) == name, f"parameter {name!r} is not passed as {name}={name}: one name per setting"
     later = "\n".join(cells[1:])
-    resolve = re.search(r"(?:resolve_scale|\.for_scale)\(scale(.*?)\)[ \t]*(?:#[^\n]*)?\n", cells[1], re.S)
-    assert resolve, ("the cell after the parameters resolves them: scale = resolve_scale(scale, ...) or a "
-                     "recipe's Config.for_scale(scale, ...)")
-    assert "get_scale(" not in later, "read the scale only through the parameters"
     for name in params:
         assert re.search(rf"\b{name}\b", later), f"parameter {name!r} is never read: an override would be ignored"
-    # every preset field the notebook reads directly can be overridden by a parameter
-    overridable = set(re.findall(r"(\w+)=\w+", resolve.group(1))) | {"name"}
-    read = {m for line in later.splitlines() if "knob(" not in line for m in re.findall(r"\bscale\.(\w+)", line)}
-    assert read <= overridable, f"scale fields read without a parameter: {sorted(read - overridable)}"
+    assert "get_scale(" not in later and "knob(" not in later and "run_tag(scale" not in later
 
 
 def test_seed_is_a_parameter_wherever_a_notebook_uses_a_seed():
@@ -65,43 +62,12 @@ def test_seed_is_a_parameter_wherever_a_notebook_uses_a_seed():
     assert "seed" in _parameters(_code_cells(ROOT / "notebooks" / "03_sentiment_finetuning.ipynb")[0])
 
 
-def test_resolve_scale_by_name_with_overrides():
-    s = resolve_scale("CPU", seed=3, vocab_size=500.0, corpus_lines="all", bench_sizes="[64, 128]", mlm_lr=1,
-                      model=None)
-    assert s.name == "cpu" and s.seed == 3 and s.vocab_size == 500 and isinstance(s.vocab_size, int)
-    assert s.corpus_lines is None and s.bench_sizes == (64, 128) and s.mlm_lr == 1.0 and s.model == PRESETS["cpu"].model
-    assert overrides_of(s) == {"seed": 3, "vocab_size": 500, "bench_sizes": (64, 128), "mlm_lr": 1.0}
-    assert resolve_scale(s) is s and resolve_scale(s, seed=None) is s  # rerunning the cell changes nothing
-    assert resolve_scale("smoke") is PRESETS["smoke"] and overrides_of(PRESETS["smoke"]) == {}
-    assert resolve_scale(None).name == "smoke"  # NBKIT_SCALE=smoke in the tests
-    assert knob(None, 4) == 4 and knob(0, 4) == 0
-    assert run_tag(PRESETS["cpu"]) == "" and run_tag(s) == "-bench_sizes64x128-mlm_lr1-seed3-vocab_size500"
-    assert run_tag(resolve_scale("smoke", sentiment_max_train="all")) == "-sentiment_max_trainall"
-
-
 @pytest.mark.parametrize("ipynb", NOTEBOOKS[1:], ids=lambda p: p.stem)
 def test_a_run_with_overrides_writes_to_its_own_folder(ipynb):
-    """`-p seed 3` on notebook 03 must not resume (or overwrite) the preset's finished run in runs/<scale>/sentiment."""
+    """`-p seed 3` on notebook 03 must not resume (or overwrite) the preset's finished run in runs/<scale>/sentiment:
+    every notebook writes to its config's run folder, which the overrides name."""
     later = "\n".join(_code_cells(ipynb)[1:])
-    direct = r"step_dir\((scale\.name|cfg\.scale), \"\w+\" \+ ((pipeline\.)?run_tag\(scale\)|cfg\.run_tag\(\))\)"
-    named = (r"(\w+) = \"\w+\" \+ .*cfg\.run_tag\(\)", r"step_dir\((scale\.name|cfg\.scale), {}\)")  # name = "mlm" + ...
-    recipe = r"= (ft\.run_dir\(cfg, pretrained\)|pt\.run_dir\(cfg\))"   # notebooks 03/02: the recipes' run_dir
-    m = re.search(named[0], later)
-    assert re.search(direct, later) or re.search(recipe, later) or (m and re.search(named[1].format(m.group(1)), later))
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(scale="large"), r"scale='large' is not a scale.*smoke, cpu, gpu"),
-    (dict(scale=3), r"scale=3: give the scale's name"),
-    (dict(seeds=3), r"'seeds' is not a scale knob; known: .*seed"),
-    (dict(vocab_size="big"), r"vocab_size='big': expected a whole number \(the 'smoke' scale uses 2000\)"),
-    (dict(seed=True), r"seed=True: expected a whole number"),
-    (dict(bench_sizes=[64, "x"]), r"bench_sizes=\[64, 'x'\]: expected a list of whole numbers"),
-])
-def test_resolve_scale_names_a_bad_value_and_the_fix(kwargs, match):
-    scale = kwargs.pop("scale", "smoke")
-    with pytest.raises(ConfigError, match=match):
-        resolve_scale(scale, **kwargs)
+    assert re.search(r"out_dir = (cfg\.run_dir\(\)|(ft|pt)\.run_dir\(cfg\))", later)
 
 
 @pytest.mark.slow
@@ -112,15 +78,11 @@ def test_papermill_overrides_take_effect(tmp_path):
     out = tmp_path / "out.ipynb"
     cmd = [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / "01_tokenizing.ipynb"), str(out),
            "-p", "scale", "cpu", "-p", "seed", "3", "-p", "corpus_lines", "300", "-p", "vocab_size", "700",
-           "-p", "max_length", "48", "-k", "python3", "--cwd", str(ROOT / "notebooks")]
+           "-k", "python3", "--cwd", str(ROOT / "notebooks")]
     env = {**__import__("os").environ, "NBKIT_RUNS_DIR": str(runs), "NBKIT_SCALE": "smoke"}
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
-    printed = "".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells
-                      if c.cell_type == "code" for o in c.get("outputs", []))
-    assert "scale=cpu  seed=3  corpus_lines=300  vocab_size=700" in printed  # the name beat NBKIT_SCALE=smoke
-    assert "max_length=48" in printed or "longer than 48" in printed
-    tokenizer_dir = runs / "cpu" / "tokenizer-cls_max_length48-corpus_lines300-seed3-vocab_size700"
+    tokenizer_dir = runs / "cpu" / "tokenizer-corpus_lines300-seed3-vocab_size700"   # cpu beat NBKIT_SCALE=smoke
     training = json.loads((tokenizer_dir / "training.json").read_text())
     assert training["vocab_size_requested"] == 700 and training["model_max_length"] == 128  # narrow: 128 positions
     from nbkit.data import load_sentiment

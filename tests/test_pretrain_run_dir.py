@@ -33,28 +33,28 @@ def _notebook_out_dir(**parameters) -> Path:
 def _job_out_dir(*flags: str) -> Path:
     from nbkit.jobs import pretrain
 
-    return Path(pretrain.config(pretrain.parse_args(list(flags)))[1])
+    return Path(pretrain.config(pretrain.parser().parse_args(list(flags)))[1])
 
 
 def test_overrides_with_a_corpus_give_another_folder(runs_tmp, tmp_path):
     from nbkit.recipes import pretraining as pt
 
     store = _store(tmp_path / "zhnews7")
-    plain = pt.run_dir(pt.PretrainConfig.for_scale("smoke", corpus=str(store)))
-    tuned = pt.run_dir(pt.PretrainConfig.for_scale("smoke", corpus=str(store), max_steps=17, lr=0.004))
+    plain = pt.PretrainConfig.for_scale("smoke", corpus=str(store)).run_dir()
+    tuned = pt.PretrainConfig.for_scale("smoke", corpus=str(store), max_steps=17, lr=0.004).run_dir()
     assert plain == runs_tmp.resolve() / "smoke" / "mlm-zhnews7"          # unchanged without an override
     assert tuned == runs_tmp.resolve() / "smoke" / "mlm-zhnews7-lr0.004-max_steps17"
     # a field the store makes irrelevant (the bundled mix's lines) names no other run
-    same = pt.run_dir(pt.PretrainConfig.for_scale("smoke", corpus=str(store), corpus_lines=77))
+    same = pt.PretrainConfig.for_scale("smoke", corpus=str(store), corpus_lines=77).run_dir()
     assert same == plain
 
 
 def test_raw_files_name_the_run_by_their_store_not_their_path(runs_tmp, tmp_path):
+    from nbkit.corpus.store import store_dir_for
     from nbkit.recipes import pretraining as pt
-    from nbkit.recipes.pretrain_corpus import store_dir_for
 
     deep = tmp_path / ("very_long_folder_name_" * 4) / "notes.txt"
-    name = pt.run_dir(pt.PretrainConfig.for_scale("smoke", corpus=str(deep), seed=4)).name
+    name = pt.PretrainConfig.for_scale("smoke", corpus=str(deep), seed=4).run_dir().name
     assert name == f"mlm-{store_dir_for(str(deep)).name}-seed4" and len(name) < 80 and "/" not in name
 
 
@@ -78,20 +78,20 @@ def test_a_bundled_run_and_a_corpus_run_never_share_a_folder(runs_tmp, tmp_path)
     from nbkit.recipes import pretraining as pt
 
     P = pt.PretrainConfig.for_scale
-    bundled = {pt.run_dir(P("smoke", **kw)) for kw in ({}, {"seed": 3}, {"max_steps": 40}, {"model": "mini"})}
+    bundled = {P("smoke", **kw).run_dir() for kw in ({}, {"seed": 3}, {"max_steps": 40}, {"model": "mini"})}
     stores = [_store(tmp_path / n) for n in ("seed3", "max_steps40", "modelmini", "mlm")]
-    corpus = {pt.run_dir(P("smoke", corpus=str(s), **kw)) for s in stores for kw in ({}, {"seed": 3})}
+    corpus = {P("smoke", corpus=str(s), **kw).run_dir() for s in stores for kw in ({}, {"seed": 3})}
     assert len(bundled) == 4 and len(corpus) == 8 and not bundled & corpus
-    assert pt.run_dir(P("smoke", corpus=str(stores[0]))).name == "mlm-corpus-seed3"   # not the bundled -p seed 3
+    assert P("smoke", corpus=str(stores[0])).run_dir().name == "mlm-corpus-seed3"   # not the bundled -p seed 3
     # the bundled default stays where notebook 03 looks for it
-    from nbkit.recipes.tokenizer import runs
-    assert pt.run_dir(P("smoke")) == runs.pretrain_dir("smoke") == runs_tmp.resolve() / "smoke" / "mlm"
+    from nbkit import runs
+    assert P("smoke").run_dir() == runs.step_path("smoke", "mlm") == runs_tmp.resolve() / "smoke" / "mlm"
 
 
 def test_job_help_names_its_default_output_dir(capsys):
     from nbkit.jobs import pretrain
 
     with pytest.raises(SystemExit):
-        pretrain.parse_args(["--help"])
+        pretrain.parser().parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "default: runs/<scale>/mlm" in text and "mlm-<store name> with --corpus" in text

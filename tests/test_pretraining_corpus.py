@@ -2,7 +2,7 @@
 import pytest
 
 from nbkit.errors import ConfigError
-from nbkit.recipes.pretrain_corpus import pretraining_corpus
+from nbkit.recipes.pretraining import pretraining_corpus
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (scripts/test.sh --fast leaves it out)

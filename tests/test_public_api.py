@@ -40,7 +40,7 @@ def _resolve(dotted: str):
 
 def test_the_map_writes_down_contracts():
     names = _contract_names()
-    assert len(names) > 40 and "recipes.pretraining_texts" in names and "text.make_blocks" in names
+    assert len(names) > 40 and "recipes.own_data.pretraining_texts" in names and "text.make_blocks" in names
 
 
 @pytest.mark.parametrize("dotted", _contract_names())

@@ -5,20 +5,15 @@ import json
 import pytest
 
 from nbkit.errors import ConfigError
-from nbkit.recipes.finetuning import FROM_SCALE, FinetuneConfig
-from nbkit.recipes.scale import PRESETS
+from nbkit.recipes.finetuning import FinetuneConfig
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", ["smoke", "cpu", "gpu"])
 @pytest.mark.parametrize("task", ["reviews", "news"])
-def test_defaults_are_the_scales_fields(name, task):
-    scale = PRESETS[name]
-    cfg = FinetuneConfig.for_scale(scale, task=task)
-    for field, scale_field in FROM_SCALE[task].items():
-        assert getattr(cfg, field) == getattr(scale, scale_field), field
-    assert FinetuneConfig.for_scale(name, task=task) == cfg       # by name too
-    assert cfg.class_weights == (None if task == "reviews" else "balanced")
-    assert cfg.overrides(task) == {} and cfg.run_tag(task) == ""
+def test_defaults_per_task(name, task):
+    cfg = FinetuneConfig.for_scale(name, task=task)
+    assert cfg.task == task and cfg.class_weights == (None if task == "reviews" else "balanced")
+    assert cfg.overrides() == {} and cfg.run_tag() == ""
 
 
 def test_cpu_recipe_is_the_one_notebook_03_used():
@@ -42,15 +37,15 @@ def test_overrides_win_none_keeps_and_all_means_everything():
     assert cfg.overrides() == {"lr": 1e-2, "max_train": None, "epochs": 3}
     assert cfg.run_tag() == "-epochs3-lr0.01-max_trainall"
     table = cfg.table()
-    assert table.loc["lr", "from"] == "override" and table.loc["batch_size", "from"] == "scale.cls_batch_size"
-    assert table.loc["warmup_ratio", "from"] == "recipe" and len(table) == len(dataclasses.fields(cfg))
+    assert table.loc["lr", "from"] == "override" and table.loc["max_length", "from"] == "scale smoke"
+    assert table.loc["warmup_ratio", "from"].startswith("recipe: 10 %") and len(table) == len(dataclasses.fields(cfg))
     assert "lr               = 0.01" in repr(cfg)
 
 
 def test_unknown_field_and_task_are_config_errors_naming_the_valid_ones():
     with pytest.raises(ConfigError, match=r"learning_rate: not a FinetuneConfig field; the fields are .*\blr\b"):
         FinetuneConfig.for_scale("smoke", learning_rate=1e-3)
-    with pytest.raises(ConfigError, match="reviews, news"):
+    with pytest.raises(ConfigError, match="reviews, news, own"):
         FinetuneConfig.for_scale("smoke", task="weather")
 
 
@@ -76,8 +71,7 @@ def test_each_stage_at_smoke_then_export_loads(tiny_task, tmp_path):
     from nbkit.recipes import finetuning as ft
 
     labeled, tok = tiny_task
-    cfg = FinetuneConfig.for_scale("smoke", max_length=8, batch_size=8, max_steps=4, progress=False)
-    assert ft.data(cfg, labeled) is labeled
+    cfg = FinetuneConfig.for_scale("smoke", max_length=8, batch_size=8, max_steps=4, progress=False, init="random")
     encoded, trunc = ft.encode(cfg, tok, labeled)
     assert set(encoded) == {"train", "validation", "test"} and max(map(len, encoded["train"]["input_ids"])) <= 8
     assert 0 < trunc["train"]["truncated_fraction"] <= 1
@@ -92,7 +86,7 @@ def test_each_stage_at_smoke_then_export_loads(tiny_task, tmp_path):
     assert scores["report"]["n"] == n_test and len(scores["test_pred"]) == n_test
     assert scores["baseline_report"]["n"] == scores["baseline_cut_report"]["n"] == n_test
     assert len(scores["table"]) == 3
-    summary = ft.save(cfg, tmp_path / "run", labeled, trunc, scores, how, result, task="own")
+    summary = ft.save(cfg, tmp_path / "run", loop, result, labeled, trunc, scores, how)
     on_disk = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert on_disk["config"]["max_length"] == 8 and on_disk["test_accuracy"] == summary["test_accuracy"]
     assert on_disk["baseline_cut_accuracy"] == scores["baseline_cut_report"]["accuracy"]
@@ -107,13 +101,14 @@ def test_run_finetuning_same_seed_same_result_and_starts_from_a_checkpoint(tiny_
     from nbkit.recipes import finetuning as ft
 
     labeled, tok = tiny_task
-    cfg = FinetuneConfig.for_scale("smoke", max_length=16, batch_size=8, max_steps=3, progress=False,
-                                   checkpoint_every=0, eval_every=0)
-    a = ft.run_finetuning(cfg, tmp_path / "a", task=labeled, tokenizer=tok, export_model=True)
-    b = ft.run_finetuning(cfg, tmp_path / "b", task=labeled, tokenizer=tok)
+    cfg = FinetuneConfig.for_scale("smoke", task="own", max_length=16, batch_size=8, max_steps=3, progress=False,
+                                   checkpoint_every=0, eval_every=0, init="random")
+    a = ft.run_finetuning(cfg, tmp_path / "a", labeled=labeled, tokenizer=tok, export_model=True)
+    b = ft.run_finetuning(cfg, tmp_path / "b", labeled=labeled, tokenizer=tok)
     assert a["train"]["train_loss"] == b["train"]["train_loss"] and a["test_accuracy"] == b["test_accuracy"]
     assert (tmp_path / "a" / "model" / "config.json").is_file()
-    c = ft.run_finetuning(cfg, tmp_path / "c", task=labeled, tokenizer=tok, pretrained=tmp_path / "a" / "model")
+    c = ft.run_finetuning(cfg.replace(init=str(tmp_path / "a" / "model")), tmp_path / "c", labeled=labeled,
+                          tokenizer=tok)
     assert "loaded" in c["init"] and json.loads((tmp_path / "c" / "metrics.json").read_text())["task"] == "own"
 
 
@@ -121,18 +116,18 @@ def test_run_finetuning_same_seed_same_result_and_starts_from_a_checkpoint(tiny_
 def test_job_is_a_thin_wrapper_that_runs_at_smoke(tiny_task, tmp_path, monkeypatch):
     """`python -m nbkit.jobs.finetune --scale smoke ...` runs the recipe with its flags as overrides."""
     from nbkit.jobs import finetune as job
-    from nbkit.recipes import tasks
-    from nbkit.recipes import tokenizer as artifacts
+    from nbkit.recipes import finetuning as ft
+    from nbkit.recipes import tokenizer as tk
 
     labeled, tok = tiny_task
-    monkeypatch.setattr(tasks, "load_task", lambda task, seed, max_train: labeled)
-    monkeypatch.setattr(artifacts, "load_tokenizer", lambda scale: tok)
-    monkeypatch.setattr(artifacts, "pretrained_model_dir", lambda scale: None)
+    monkeypatch.setattr(ft, "data", lambda cfg: labeled)
+    monkeypatch.setattr(tk, "load", lambda scale: tok)
+    monkeypatch.setattr(ft, "default_encoder", lambda scale: None)
     assert job.main(["--scale", "smoke", "--output-dir", str(tmp_path), "--max-steps", "2", "--batch-size", "4",
-                     "--lr", "0.003", "--resume", "none"]) == 0
+                     "--lr", "0.003", "--grad-accum-steps", "1", "--resume", "none"]) == 0
     m = json.loads((tmp_path / "metrics.json").read_text())
     assert m["config"]["lr"] == 0.003 and m["config"]["batch_size"] == 4 and m["train"]["steps"] == 2
-    assert m["config"]["resume"] is False and m["config"]["max_length"] == PRESETS["smoke"].cls_max_length
+    assert m["config"]["resume"] is False and m["config"]["max_length"] == FinetuneConfig.for_scale("smoke").max_length
 
 
 @pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
@@ -145,26 +140,29 @@ def test_a_run_never_resumes_checkpoints_that_began_from_another_encoder(tiny_ta
     cfg = FinetuneConfig.for_scale("smoke", max_length=16, batch_size=8, max_steps=2, progress=False,
                                    checkpoint_every=1, eval_every=0)
     run = tmp_path / "run"
-    ft.run_finetuning(cfg, run, task=labeled, tokenizer=tok, export_model=True)        # from random weights
+    ft.run_finetuning(cfg.replace(init="random"), run, labeled=labeled, tokenizer=tok, export_model=True)
     enc = tmp_path / "enc" / "model"
     enc.parent.mkdir()
     import shutil
 
     shutil.copytree(run / "model", enc)
+    mine = cfg.replace(init=str(enc))
     with pytest.raises(ConfigError, match=r"trained from .*'random'.* this run starts from .*resume=False"):
-        ft.model(cfg, tok, labeled, pretrained=enc, out_dir=run)
-    ft.model(cfg.replace(resume=False), tok, labeled, pretrained=enc, out_dir=run)    # train anew: allowed
-    ft.model(cfg, tok, labeled, pretrained=enc, out_dir=run)                          # same encoder: resumes
+        ft.model(mine, tok, labeled, out_dir=run)
+    ft.model(mine.replace(resume=False), tok, labeled, out_dir=run)    # train anew: allowed
+    ft.model(mine, tok, labeled, out_dir=run)                          # same encoder: resumes
     weights = next(enc.glob("*.safetensors"))
-    weights.write_bytes(weights.read_bytes() + b"\0")                                # same path, new content
+    weights.write_bytes(weights.read_bytes() + b"\0")                  # same path, new content
     with pytest.raises(ConfigError, match="trained from"):
-        ft.model(cfg, tok, labeled, pretrained=enc, out_dir=run)
+        ft.model(mine, tok, labeled, out_dir=run)
     monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
     preset = FinetuneConfig.for_scale("smoke")
-    plain, mine, other = ft.run_dir(preset), ft.run_dir(preset, enc), ft.run_dir(preset, tmp_path / "x" / "model")
+    plain, mine, other = (preset.run_dir(), preset.replace(init=str(enc)).run_dir(),
+                          preset.replace(init=str(tmp_path / "x" / "model")).run_dir())
     assert plain.name == "sentiment" and mine.name.startswith("sentiment-from-enc-") and len({plain, mine, other}) == 3
-    assert ft.run_dir(preset, str(enc)) == mine
-    assert ft.run_dir(preset.replace(seed=3), enc).name.startswith("sentiment-seed3-from-enc-")
+    assert preset.replace(init=str(enc) + "/").run_dir() == mine
+    assert preset.replace(seed=3, init=str(enc)).run_dir().name.startswith("sentiment-seed3-from-enc-")
+    assert preset.replace(init="random").run_dir().name == "sentiment-random"
 
 
 def test_epochs_count_global_batches_under_torchrun(tiny_task, tmp_path, monkeypatch):
@@ -179,27 +177,26 @@ def test_epochs_count_global_batches_under_torchrun(tiny_task, tmp_path, monkeyp
     labeled, tok = tiny_task
     encoded, _ = ft.encode(cfg, tok, labeled)
     n = len(encoded["train"])
-    clf, _ = ft.model(cfg, tok, labeled)
+    clf, _ = ft.model(cfg.replace(init="random"), tok, labeled)
     monkeypatch.setattr(ddp_loop, "launch_world_size", lambda env=None: 3)   # what torchrun would give
     loop, _ = ft.train(cfg.replace(eval_every=0), clf, tok, encoded)
     assert loop.config.max_steps == -(-n * 2 // (8 * 3))
 
 
 def test_the_finetune_job_names_notebook_03s_folder_for_the_same_settings(tmp_path, monkeypatch):
-    """Overrides and the encoder name the job's folder as they name notebook 03's (ft.run_dir), so a job with
+    """Overrides and the encoder name the job's folder as they name notebook 03's (cfg.run_dir), so a job with
     another lr, or from another encoder, never resumes or overwrites the plain run."""
     from nbkit.jobs import finetune as job
-    from nbkit.recipes import finetuning as ft
 
     monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
     enc = tmp_path / "mlm-wiki" / "model"
     enc.mkdir(parents=True)
-    for flags, kw, pretrained in (([], {}, None), (["--lr", "0.002", "--seed", "3"], {"lr": 0.002, "seed": 3}, None),
-                                  (["--pretrained", str(enc)], {}, enc)):
-        _, out = job.config(job.parse_args(["--scale", "smoke", *flags]))
-        assert out == ft.run_dir(FinetuneConfig.for_scale("smoke", **kw), pretrained)
-    names = {job.config(job.parse_args(["--scale", "smoke", *f]))[1].name
-             for f in ([], ["--lr", "0.002"], ["--pretrained", str(enc)])}
+    for flags, kw in (([], {}), (["--lr", "0.002", "--seed", "3"], {"lr": 0.002, "seed": 3}),
+                      (["--init", str(enc)], {"init": str(enc)})):
+        _, out = job.config(job.parser().parse_args(["--scale", "smoke", *flags]))
+        assert out == FinetuneConfig.for_scale("smoke", **kw).run_dir()
+    names = {job.config(job.parser().parse_args(["--scale", "smoke", *f]))[1].name
+             for f in ([], ["--lr", "0.002"], ["--init", str(enc)])}
     assert len(names) == 3 and "sentiment" in names
 
 
@@ -212,6 +209,6 @@ def test_a_pretrained_encoder_brings_its_own_tokenizer(tiny_task, tmp_path, runs
     _, tok = tiny_task
     save_tokenizer(tok, tmp_path / "mlm-own" / "model")
     cfg = FinetuneConfig.for_scale("smoke")
-    own = ft.tokenizer_for(cfg, tmp_path / "mlm-own" / "model")
+    own = ft.tokenizer(cfg.replace(init=str(tmp_path / "mlm-own" / "model")))
     assert own.get_vocab() == tok.get_vocab()
-    assert ft.tokenizer_for(cfg, None).get_vocab() != tok.get_vocab()        # notebook 01's, another vocabulary
+    assert ft.tokenizer(cfg.replace(init="random")).get_vocab() != tok.get_vocab()   # notebook 01's vocabulary

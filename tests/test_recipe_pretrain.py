@@ -5,18 +5,14 @@ import json
 import pytest
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.recipes.pretraining import FROM_SCALE, PretrainConfig
-from nbkit.recipes.scale import PRESETS
+from nbkit.recipes.pretraining import PretrainConfig
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS), ids=lambda n: f"scale_{n.upper()}")  # "gpu" would skip
-def test_for_scale_defaults_are_the_scales_fields(name):
-    sc, cfg = PRESETS[name], PretrainConfig.for_scale(name)
-    for field, src in FROM_SCALE.items():
-        assert getattr(cfg, field) == getattr(sc, src), field
-    # the recipe constants notebook 02 used before the recipe (pipeline.pretrain_config): unchanged
-    assert (cfg.warmup_ratio, cfg.schedule, cfg.mlm_probability, cfg.keep_last, cfg.checkpoint_every) == (
-        0.06, "linear", 0.15, 2, None)
+@pytest.mark.parametrize("name", ["smoke", "cpu", "gpu"], ids=lambda n: f"scale_{n.upper()}")  # "gpu" would skip
+def test_the_recipe_constants_are_unchanged(name):
+    cfg = PretrainConfig.for_scale(name)
+    assert (cfg.warmup_ratio, cfg.scheduler, cfg.mlm_probability, cfg.keep_last, cfg.checkpoint_every, cfg.lr) == (
+        0.06, "linear", 0.15, 2, None, 1e-3)
     assert cfg.overrides() == {} and cfg.run_tag() == ""
 
 
@@ -24,8 +20,8 @@ def test_overrides_none_all_and_unknown_fields():
     cfg = PretrainConfig.for_scale("cpu", lr=2e-3, seed=None, corpus_lines="all", mix=[["reviews", 1.0]])
     assert cfg.lr == 2e-3 and cfg.seed == 0 and cfg.corpus_lines is None and cfg.mix == (("reviews", 1.0),)
     assert cfg.overrides() == {"lr": 2e-3} and cfg.run_tag() == "-lr0.002"
-    assert cfg.table().loc["lr", "from"] == "override" and cfg.table().loc["model", "from"] == "scale.model"
-    assert cfg.table().loc["warmup_ratio", "from"] == "recipe" and "lr" in repr(cfg)
+    assert cfg.table().loc["lr", "from"] == "override" and cfg.table().loc["model", "from"] == "scale cpu"
+    assert cfg.table().loc["warmup_ratio", "from"].startswith("recipe: 6 %") and "lr" in repr(cfg)
     assert cfg.replace(progress=False).run_tag() == "-lr0.002"          # no effect on the result: no new folder
     # the table marks what a corpus makes irrelevant (a fresh user read "mix: peoples_daily, reviews" beside a store)
     assert cfg.table().loc["fit_to_corpus", "from"] == "recipe; unused: no corpus"
@@ -69,11 +65,11 @@ def test_stages_and_run_pretraining_at_smoke(tmp_path, runs_tmp):
     from nbkit.recipes import pretraining as pt
 
     cfg = PretrainConfig.for_scale("smoke", max_steps=6, eval_every=3, log_every=1, progress=False)
-    source, table = pt.corpus(cfg)
-    assert not pt.is_store(source) and "reviews" in table.index and "peoples_daily" in table.index
-    tok = pt.tokenizer(cfg, source)
-    assert pt.size(cfg, source) == (cfg, None)
-    data = pt.blocks(cfg, tok, source)
+    corpus = pt.data(cfg)
+    assert corpus.store is None and "reviews" in corpus.report.index and "peoples_daily" in corpus.report.index
+    tok = pt.tokenizer(cfg, corpus)
+    assert pt.size(cfg, corpus) == (cfg, None)
+    data = pt.blocks(cfg, tok, corpus)
     assert len(data["train"][0]["input_ids"]) == cfg.block_size and "word_ids" in data["train"].column_names
     batch = pt.collator(cfg, tok)([data["train"][i] for i in range(4)])
     assert batch["labels"].shape == (4, cfg.block_size) and (batch["labels"] != -100).any()
@@ -109,13 +105,13 @@ def test_own_texts_and_labeled_data_through_the_stages(tmp_path, runs_tmp):
     own = [f"没有标签的第{i}段文字，讲了一件事情。" for i in range(60)] + [labeled.splits["test"]["text"][0]]
     cfg = PretrainConfig.for_scale("smoke", mix=(("own", 1.0), ("reviews", 1.0)), max_passes=2, resume=False,
                                    progress=False)
-    source, table = pt.corpus(cfg, labeled=labeled, texts=own)
+    corpus = pt.data(cfg, labeled=labeled, texts=own)
+    table = corpus.report
     assert table.loc["own", "n_excluded"] == 1 and table.loc["reviews", "n_kept"] == len(labeled.splits["train"])
-    tok = text.train_wordpiece(list(source["train"]["text"]), vocab_size=300, out_dir=tmp_path / "tok",
+    tok = text.train_wordpiece(list(corpus.splits["train"]["text"]), vocab_size=300, out_dir=tmp_path / "tok",
                                model_max_length=64)
-    data_ = pt.blocks(cfg, tok, source)
-    lp = pt.loop(cfg, pt.model(cfg, tok), tok, data_, tmp_path / "mlm")
+    data_ = pt.blocks(cfg, tok, corpus)
+    lp, result = pt.train(cfg, pt.model(cfg, tok), tok, data_, tmp_path / "mlm")
     assert lp.config.max_steps < cfg.max_steps                        # 2 passes over a tiny corpus
-    result = pt.fit(cfg, lp)
-    summary = pt.save(cfg, lp, result, tok, tmp_path / "mlm")
+    summary = pt.save(cfg, tmp_path / "mlm", lp, result, tok)
     assert summary["steps"] == lp.config.max_steps and (tmp_path / "mlm" / "model" / "config.json").is_file()

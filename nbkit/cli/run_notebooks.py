@@ -65,15 +65,18 @@ def plan(scale: str | None = None, only: list[str] | None = None,
             The message names the fix.
     """
     from nbkit.errors import ConfigError
-    from nbkit.recipes.scale import SCALES, get_scale
+    from nbkit.settings import SCALES, scale_name
 
     env = dict(os.environ if environ is None else environ)
-    try:
-        preset = get_scale(scale or env.get("NBKIT_SCALE") or None)
-    except ValueError as exc:
+    name = scale_name(scale or env.get("NBKIT_SCALE") or "")
+    if not name:
+        from nbkit.recipes.config import resolve_scale
+
+        name = resolve_scale(None)
+    if name not in SCALES:
         source = "--scale" if scale else "NBKIT_SCALE"
         raise ConfigError(f"unknown scale {(scale or env.get('NBKIT_SCALE'))!r} ({source}); "
-                          f"use one of {', '.join(SCALES)}") from exc
+                          f"use one of {', '.join(SCALES)}")
     try:
         src = notebooks_dir()
         todo = select(list(src.glob("[0-9][0-9]_*.ipynb")), only)
@@ -83,7 +86,7 @@ def plan(scale: str | None = None, only: list[str] | None = None,
         raise ConfigError(f"no NN_*.ipynb notebooks in {src}; set NBKIT_NOTEBOOKS_DIR to the notebooks/ folder")
     # Kernels run inside notebooks/: pin the runs dir to the caller's choice first.
     runs = Path(env.get("NBKIT_RUNS_DIR") or "runs").expanduser().resolve()
-    out_dir = runs / preset.name / "executed"
+    out_dir = runs / name / "executed"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         probe = out_dir / f".nbkit-write-test.{os.getpid()}"
@@ -95,10 +98,10 @@ def plan(scale: str | None = None, only: list[str] | None = None,
             f"cannot write executed notebooks to {out_dir} ({where}): {exc.strerror or exc}; "
             "set NBKIT_RUNS_DIR to a writable folder"
         ) from exc
-    env.update(NBKIT_SCALE=preset.name, NBKIT_RUNS_DIR=str(runs))
+    env.update(NBKIT_SCALE=name, NBKIT_RUNS_DIR=str(runs))
     for name, value in KERNEL_ENV_DEFAULTS.items():
         env.setdefault(name, value)
-    return Plan(preset.name, todo, src, out_dir, env)
+    return Plan(name, todo, src, out_dir, env)
 
 
 class Terminated(KeyboardInterrupt):
@@ -192,7 +195,7 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
 
     Args:
         scale: ``smoke``, ``cpu`` or ``gpu``; exported as ``NBKIT_SCALE`` for the
-            kernels (default: the environment's, see :func:`nbkit.recipes.scale.get_scale`).
+            kernels (default: the environment's, see :func:`nbkit.recipes.config.resolve_scale`).
         only: file-name prefixes (``["01", "02"]``) to run a subset.
         timeout: seconds allowed per cell.
         heartbeat_s: seconds between "still running" lines when stdout is not a terminal.

@@ -169,3 +169,59 @@ def wait_for_store(path, timeout_s: float = 6 * 3600.0, poll_s: float = 2.0, clo
                             "`nbkit prepare-corpus` before launching (or raise --corpus-wait-s). Every "
                             "node must see the same directory (a shared filesystem).")
         sleep(poll_s)
+
+
+# ----- a store for a run: where a raw corpus is prepared, and what went in ---------------------
+def store_dir_for(corpus) -> Path:
+    """Where a corpus that is not yet prepared gets prepared: ``runs/corpus/<name>-<hash>``.
+
+    The hash is of the inputs as absolute paths (``~`` expanded, relative paths resolved against the
+    working directory; glob patterns kept as patterns), so the same files given as ``data/x.jsonl``
+    from the shell and as ``/home/me/data/x.jsonl`` from a notebook, at any scale, share one store
+    (preparing 2 GB twice costs minutes and GBs); every rank and node given the same ``--corpus``
+    computes the same directory (it must be on a shared filesystem).
+    """
+    import os
+
+    from nbkit import runs
+
+    items = [str(c) for c in (corpus if isinstance(corpus, (list, tuple)) else [corpus])]
+    absolute = [os.path.abspath(os.path.expanduser(c)).rstrip("/") for c in items]
+    name = Path(absolute[0].rstrip("/*")).name
+    return runs.runs_dir() / "corpus" / runs.path_tag(name, "\n".join(absolute), 10, fallback="corpus")
+
+
+def corpus_store(corpus, out_dir=None, **settings) -> Path:
+    """A prepared store for ``corpus``: itself when it already is one, else prepared into ``out_dir``.
+
+    Args:
+        corpus: a prepared directory (``manifest.json`` with ``complete: true``), alone or as the
+            only item of a list (papermill's ``-y 'corpus: [DIR]'``), or a path, glob, folder or
+            list of them for ``nbkit.corpus.prepare_corpus``.
+        out_dir: where to prepare (default :func:`store_dir_for`); a finished one is reused
+            (the writer checks its inputs and settings).
+        settings: passed to ``prepare_corpus`` (``text_field=``, ``num_workers=``, ...).
+
+    Raises:
+        DataError / ConfigError: what preparing raises (bad input under ``errors="raise"``, a
+            changed input or setting of a finished store, an input that is, holds or lies in a
+            store), or a store listed with other inputs (:func:`nbkit.corpus.store.given_store`).
+    """
+    from nbkit.corpus import prepare_corpus
+
+    store = given_store(corpus)   # a store alone (also as a one-item list) is read as it is, never as text
+    if store is not None:
+        return store
+    out = Path(out_dir) if out_dir is not None else store_dir_for(corpus)
+    prepare_corpus(corpus, out, **settings)   # reuses a finished store, names a changed input or setting
+    return out
+
+
+def store_summary(store) -> dict:
+    """What went into a prepared store, from its manifest: tokens and documents per split, counts, drops."""
+    m = read_manifest(store)
+    out = {f"{k}_{name}": v.get(k) for name, v in m["splits"].items() for k in ("n_tokens", "n_docs")}
+    out.update({f"dropped_{k}": v for k, v in (m.get("dropped") or {}).items()})
+    out.update(vocab_size=m["tokenizer"].get("vocab_size"), tokenizer=m["tokenizer"].get("trained_on"),
+               heldout_share=(m.get("heldout") or {}).get("share"), dtype=m["dtype"])
+    return out

@@ -1,53 +1,70 @@
-"""Flags shared by the job scripts and how their ``--resume`` maps onto the loop."""
+"""The jobs' flags: one per recipe config field, spelled as the field with dashes (``grad_accum_steps`` ->
+``--grad-accum-steps``), so a notebook parameter, a config field and a flag share one name."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
+YES, NO = ("auto", "yes", "true", "1", "on"), ("none", "no", "false", "0", "off", "")
 
-def job_parser(description: str, output_dir_help: str = "where checkpoints and metrics.json go"
-               ) -> argparse.ArgumentParser:
-    """An ``argparse`` parser with the flags every job takes.
 
-    ``None`` means "the scale preset's value" (``nbkit.recipes.scale.get_scale``).
-    ``--resume`` takes ``auto`` (newest complete checkpoint under ``--output-dir``, if any,
-    possibly written under another world size: ``nbkit.train.ddp.sampler``) or ``none``
-    (start fresh); see :func:`loop_resume`. ``output_dir_help``: ``--output-dir``'s help, which should
-    name the job's default folder.
-    """
+def _yes_no(text: str):
+    """``yes``/``no`` (and auto/none, true/false, 1/0, on/off) -> bool; anything else as given, for the config
+    to refuse with the field's name (ConfigError: exit 2 with one line, not argparse's usage)."""
+    value = text.strip().lower()
+    return True if value in YES else False if value in NO else text
+
+
+def _number(kind):
+    """An argparse type: ``kind(text)``, or the text itself for ``all``/``none`` (the config decides)."""
+    def parse(text: str):
+        if text.strip().lower() in ("all", "none"):
+            return text.strip().lower()
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {'a whole number' if kind is int else 'a number'}")
+    return parse
+
+
+def job_parser(description: str, config_cls, output_dir_help: str, skip=()) -> argparse.ArgumentParser:
+    """An ``argparse`` parser: ``--scale``, ``--output-dir``, ``--backend`` and one flag per field of
+    ``config_cls`` (except ``scale`` and ``skip``); a flag left out keeps the config's value at ``--scale``."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--scale", default=None, help="smoke | cpu | gpu (default: $NBKIT_SCALE, else by hardware)")
     p.add_argument("--output-dir", type=Path, default=None, help=output_dir_help)
-    p.add_argument("--max-steps", type=int, default=None, help="optimizer steps in all")
-    p.add_argument("--batch-size", type=int, default=None, help="sequences per micro-batch PER PROCESS")
-    p.add_argument("--grad-accum", type=int, default=None, help="micro-batches per optimizer step")
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate")
-    p.add_argument("--seed", type=int, default=None, help="data order and init seed (same on every rank)")
-    p.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints")
-    p.add_argument("--log-every", type=int, default=None,
-                   help="steps between NBKIT_METRICS lines (default: the preset's)")
-    p.add_argument("--resume", default="auto",
-                   help="auto (newest complete checkpoint under --output-dir) | none")
     p.add_argument("--backend", default=None, choices=("nccl", "gloo"),
                    help="process-group backend (default: nccl on CUDA, gloo on CPU)")
+    fields = p.add_argument_group(f"{config_cls.__name__} fields (default: the scale's recipe)")
+    for f in dataclasses.fields(config_cls):
+        if f.name == "scale" or f.name in skip:
+            continue
+        kind, kw = str(f.type), {}
+        if kind.startswith("bool"):
+            kw = dict(type=_yes_no, metavar="yes|no")
+        elif kind.startswith(("tuple", "str | list")):
+            kw = dict(nargs="+")
+        elif kind.startswith("int"):
+            kw = dict(type=_number(int))
+        elif kind.startswith("float"):
+            kw = dict(type=_number(float))
+        fields.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=None,
+                            help=(config_cls.HELP.get(f.name) or "").replace("%", "%%"), **kw)
     return p
 
 
-def loop_resume(resume: str | None) -> bool:
-    """``--resume`` for the ``nbkit.train.loop.Loop`` jobs: ``auto`` -> True, ``none`` -> False.
-
-    The loop resumes from the newest complete checkpoint under its ``--output-dir``
-    (``checkpoints/step-NNNNNN``), so a path is not accepted.
+def config_of(config_cls, a, skip=(), **fixed):
+    """The config for parsed flags ``a``: ``config_cls.for_scale(a.scale, **flags, **fixed)``; a one-item list
+    flag (``--corpus DIR``) is that item.
 
     Raises:
-        nbkit.errors.ConfigError: anything else, naming the two accepted values.
+        ConfigError: an unknown scale or a value of the wrong type (from the config).
     """
-    from nbkit.errors import ConfigError
-
-    value = "none" if resume is None else str(resume).lower()
-    if value in ("auto", "yes", "true"):
-        return True
-    if value in ("none", "no", "false", ""):
-        return False
-    raise ConfigError(f"--resume {resume!r}: the pretraining and fine-tuning jobs take 'auto' (newest "
-                      "checkpoint under --output-dir) or 'none'; point --output-dir at the run to resume")
+    values = {}
+    for f in dataclasses.fields(config_cls):
+        v = getattr(a, f.name, None)
+        if f.name == "scale" or f.name in skip or v is None:
+            continue
+        values[f.name] = v[0] if isinstance(v, list) and len(v) == 1 and "str" in str(f.type) else v
+    return config_cls.for_scale(a.scale, **{**values, **fixed})

@@ -25,17 +25,12 @@ import warnings
 
 INTERRUPTED = 130
 BAD_INPUT = 2
-ALIASES = {"grad_accum_steps": "grad_accum"}       # API name -> the flag's dest, where they differ
 LITERALS = {"resume=False": "--resume none", "resume=True": "--resume auto"}
 
 
 def job_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """``{api_name: flag}`` for every flag of ``parser`` (``output_dir -> --output-dir``) and the API
-    names whose flag is spelled differently (:data:`ALIASES`: ``grad_accum_steps -> --grad-accum``)."""
-    flags = {a.dest: max(a.option_strings, key=len) for a in parser._actions
-             if a.option_strings and a.dest != "help"}
-    flags.update({api: flags[dest] for api, dest in ALIASES.items() if dest in flags})
-    return flags
+    """``{api_name: flag}`` for every flag of ``parser`` (``grad_accum_steps -> --grad-accum-steps``)."""
+    return {a.dest: max(a.option_strings, key=len) for a in parser._actions if a.option_strings and a.dest != "help"}
 
 
 def flag_hint(text: str, flags: dict[str, str]) -> str | None:

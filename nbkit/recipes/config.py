@@ -1,94 +1,213 @@
-"""What every recipe config shares: overrides with ``None``/``"all"`` rules, the diff against the scale's
-recipe, the run tag, the table a notebook prints, and a readable repr.
+"""The one config mechanism: a recipe config is a frozen dataclass of its step's settings, defaults per scale.
 
-A recipe config is a frozen dataclass (``@dataclass(frozen=True, repr=False)``) that also derives from
-:class:`RecipeConfig` and says, through :meth:`RecipeConfig._base` and :meth:`RecipeConfig._source`,
-what the scale's recipe is and which Scale field each default comes from. ``*ctx`` (e.g. the
-fine-tuning ``task``) is passed through to those two hooks.
+Every notebook parameter, config field and job flag of a setting share one name (``grad_accum_steps``,
+``--grad-accum-steps``). A config subclass declares:
+
+- ``RECIPE``: its row group in :data:`nbkit.recipes.scales.PER_SCALE` (the scale-dependent defaults);
+- ``STEP``: its run folder's name under ``runs/<scale>/``;
+- ``HELP``: one line per field (units in brackets), shown by :meth:`RecipeConfig.table` and ``--help``;
+- ``WHY``: the reason for a recipe constant, shown beside it in the table;
+- ``ALL_MEANS_NONE``: fields where papermill's ``"all"`` means None; ``QUIET``: fields that change how a run
+  shows or resumes, not what it trains (left out of the run's name).
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
+import os
+from pathlib import Path
+from typing import ClassVar
 
 from nbkit.errors import ConfigError
+from nbkit.recipes.scales import PER_SCALE
+from nbkit.settings import SCALES, scale_name
 
 
+def cuda_usable() -> bool:
+    """True when torch imports and reports a CUDA device (``torch.cuda.is_available()``: no CUDA context);
+    False, never an exception, when torch itself is broken."""
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # a broken torch install must not break the notebooks; doctor reports it
+        return False
+
+
+def resolve_scale(scale: str | None = None) -> str:
+    """The scale's name: ``scale`` (any case), else ``$NBKIT_SCALE``, else ``gpu`` with CUDA, else ``cpu``.
+
+    Raises:
+        ConfigError: not one of ``smoke``, ``cpu``, ``gpu`` (the message names where it came from).
+    """
+    given = scale_name(scale or "")
+    name = given or scale_name(os.environ.get("NBKIT_SCALE", "")) or ("gpu" if cuda_usable() else "cpu")
+    if name not in SCALES:
+        where = f"scale={scale!r}" if given else f"NBKIT_SCALE={os.environ.get('NBKIT_SCALE')!r}"
+        raise ConfigError(f"{where} is not a scale: use one of {', '.join(SCALES)} (papermill: -p scale cpu; "
+                          "jobs: --scale cpu), or leave it unset for the default")
+    return name
+
+
+def scale_defaults(recipe: str, scale: str) -> dict:
+    """``{field: value}`` of :data:`~nbkit.recipes.scales.PER_SCALE`'s ``recipe`` rows at ``scale``."""
+    i = SCALES.index(scale)
+    return {field: row[i] for field, row in PER_SCALE[recipe].items()}
+
+
+def tag_of(changes: dict) -> str:
+    """``{"seed": 3, "lr": 0.001}`` -> ``"-lr0.001-seed3"`` (sorted; None -> ``all``, tuples joined by ``x``)."""
+    def text(v) -> str:
+        if isinstance(v, tuple):
+            return "x".join(text(x) for x in v)
+        return "all" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+    return "".join(f"-{k}{text(v)}" for k, v in sorted(changes.items()))
+
+
+_KINDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool": "True or False",
+          "tuple": "a list", "list": "a list"}
+
+
+def _coerce(name: str, value, annotation: str, default):
+    """``value`` as a field annotated ``annotation`` stores it, or ConfigError naming the field, value and kind.
+
+    Papermill passes some values as text (``-p bench_sizes "[64, 128]"``) and whole floats for ints."""
+    kinds = [k.strip() for k in annotation.split("|")]
+    base = [k.split("[")[0] for k in kinds]
+    if isinstance(value, str) and any(b in ("tuple", "list") for b in base) and value.strip().startswith(("[", "(")):
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            pass
+    if isinstance(value, Path) and "str" in base:
+        return str(value)
+    for kind, b in zip(kinds, base):
+        if b == "bool" and isinstance(value, bool):
+            return value
+        if b == "int" and not isinstance(value, bool):
+            if isinstance(value, int):
+                return value
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+        if b == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if b == "str" and isinstance(value, str) and value:
+            return value
+        if b in ("tuple", "list") and isinstance(value, (list, tuple)):
+            return tuple(tuple(v) if isinstance(v, list) else v for v in value) if b == "tuple" else list(value)
+        if b == "object":
+            return value
+    wanted = " or ".join(dict.fromkeys(_KINDS.get(b, b) for b in base if b != "None"))
+    raise ConfigError(f"{name}={value!r}: expected {wanted} (default {default!r}); fix the value in the "
+                      "parameters cell, the papermill -p option or the job flag")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
 class RecipeConfig:
-    """Mixin for the recipe configs (:class:`~nbkit.recipes.pretraining.PretrainConfig`,
-    :class:`~nbkit.recipes.finetuning.FinetuneConfig`)."""
+    """Base of the recipe configs: build one with :meth:`for_scale`, change it with :meth:`replace`."""
 
-    #: fields where papermill's ``"all"`` means None ("every line", "the whole split")
-    ALL_MEANS_NONE: tuple = ()
-    #: fields left out of :meth:`run_tag` (they do not change the result)
-    QUIET: frozenset = frozenset()
+    scale: str
 
-    def _base(self, *ctx):
-        """The scale's recipe for this config's scale (or None when there is none to compare with)."""
-        raise NotImplementedError
+    RECIPE: ClassVar[str] = ""
+    STEP: ClassVar[str] = ""
+    HELP: ClassVar[dict[str, str]] = {}
+    WHY: ClassVar[dict[str, str]] = {}
+    ALL_MEANS_NONE: ClassVar[tuple] = ()
+    QUIET: ClassVar[frozenset] = frozenset()
 
-    def _source(self, name: str, *ctx) -> str | None:
-        """The Scale field the default of ``name`` comes from, or None (a recipe constant)."""
-        raise NotImplementedError
+    @classmethod
+    def defaults(cls, scale: str, **context) -> dict:
+        """``{field: value}`` the scale gives (hook: a subclass adds context such as the task)."""
+        return scale_defaults(cls.RECIPE, scale)
 
-    def unused(self) -> dict[str, str]:
-        """``{field: why}`` for the fields the other fields make irrelevant (hook; default none): the
-        table marks them, so a notebook does not show a setting that plays no part in its run."""
-        return {}
+    @classmethod
+    def for_scale(cls, scale: str | None = None, **overrides):
+        """The recipe at ``scale`` (a name, None for ``$NBKIT_SCALE``/the hardware's) with ``overrides`` applied.
 
-    def _coerce(self, name: str, value):
-        """An override's value as the field stores it (hook; default unchanged)."""
-        return value
+        A ``None`` override keeps the default, so a notebook's parameters pass as they are; ``"all"`` means
+        None for :attr:`ALL_MEANS_NONE` fields. Raises ConfigError: an unknown scale or field, a wrong type.
+        """
+        name = resolve_scale(scale)
+        context = {k: overrides.pop(k) for k in cls.context_fields() if overrides.get(k) is not None}
+        return cls(scale=name, **cls.defaults(name, **context), **context).replace(**overrides)
+
+    @classmethod
+    def context_fields(cls) -> tuple[str, ...]:
+        """Fields that choose other fields' defaults (e.g. ``task``): set before the scale's defaults."""
+        return ()
 
     def replace(self, **overrides):
         """A copy with ``overrides`` applied (``None`` values ignored; ``"all"`` for :attr:`ALL_MEANS_NONE`).
 
         Raises:
-            ConfigError: a name that is not a field, listing the fields.
+            ConfigError: a name that is not a field (listing the fields), or a value of the wrong type.
         """
-        names = [f.name for f in dataclasses.fields(self)]
-        unknown = sorted(set(overrides) - set(names))
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        unknown = sorted(set(overrides) - set(fields))
         if unknown:
-            raise ConfigError(f"{', '.join(unknown)}: not a {type(self).__name__} field; "
-                              f"the fields are {', '.join(names)}")
-        changes = {k: (None if isinstance(v, str) and v.strip().lower() == "all" and k in self.ALL_MEANS_NONE
-                       else self._coerce(k, v))
-                   for k, v in overrides.items() if v is not None}
+            raise ConfigError(f"{', '.join(unknown)}: not a {type(self).__name__} field; the fields are "
+                              f"{', '.join(fields)}")
+        changes = {}
+        for k, v in overrides.items():
+            if v is None:
+                continue
+            if isinstance(v, str) and v.strip().lower() == "all" and k in self.ALL_MEANS_NONE:
+                changes[k] = None
+            else:
+                changes[k] = _coerce(k, v, str(fields[k].type), getattr(self, k))
+        if "scale" in changes:
+            changes["scale"] = resolve_scale(changes["scale"])
         return dataclasses.replace(self, **changes) if changes else self
 
-    def overrides(self, *ctx) -> dict:
-        """``{field: value}`` where this config differs from the scale's recipe."""
-        base = self._base(*ctx)
-        if base is None:
-            return {}
+    def base(self):
+        """The scale's recipe this config started from (same scale and context fields, no overrides)."""
+        return type(self).for_scale(self.scale, **{k: getattr(self, k) for k in self.context_fields()})
+
+    def overrides(self) -> dict:
+        """``{field: value}`` where this config differs from :meth:`base`."""
+        base = self.base()
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if getattr(self, f.name) != getattr(base, f.name)}
 
-    def run_tag(self, *ctx) -> str:
-        """``""`` for the scale's recipe, else ``"-"`` + its overrides (``"-seed3"``): a folder suffix, so a
-        run with other settings neither resumes nor overwrites the recipe's
-        (:func:`nbkit.recipes.params.tag_of`); :attr:`QUIET` fields and the :meth:`unused` ones (they
-        play no part in the run) are left out."""
-        from nbkit.recipes.params import tag_of
+    def origin(self, name: str) -> str | None:
+        """Where ``name``'s default comes from when not a recipe constant (hook): ``"scale cpu"``, or None."""
+        return f"scale {self.scale}" if name in PER_SCALE.get(self.RECIPE, {}) or name == "scale" else None
 
-        quiet = self.QUIET | set(self.unused())
-        return tag_of({k: v for k, v in self.overrides(*ctx).items() if k not in quiet})
+    def unused(self) -> dict[str, str]:
+        """``{field: why}`` for fields the other fields make irrelevant (hook; default none)."""
+        return {}
+
+    def run_tag(self) -> str:
+        """``""`` for the scale's recipe, else ``"-"`` + its overrides (``"-seed3"``): a folder suffix, so a run
+        with other settings neither resumes nor overwrites another's; :attr:`QUIET` and unused fields left out."""
+        quiet = self.QUIET | set(self.unused()) | set(self.context_fields())
+        return tag_of({k: v for k, v in self.overrides().items() if k not in quiet})
+
+    def run_dir(self) -> Path:
+        """``runs/<scale>/<STEP><run_tag>`` (created): where this run writes."""
+        from nbkit.runs import step_dir
+
+        return step_dir(self.scale, self.STEP + self.run_tag())
 
     def to_dict(self) -> dict:
         """The fields as a plain dict (for ``metrics.json``)."""
         return dataclasses.asdict(self)
 
-    def table(self, *ctx):
-        """A ``pandas.DataFrame`` (field, value, from): ``from`` names the Scale field, ``recipe`` or ``override``."""
+    def table(self):
+        """A ``pandas.DataFrame`` indexed by field: ``value``, ``from`` (``scale``, ``recipe``, ``override``, or
+        why a constant is what it is) and ``meaning`` (:attr:`HELP`)."""
         import pandas as pd
 
-        changed, idle = self.overrides(*ctx), self.unused()
+        changed, idle = self.overrides(), self.unused()
         rows = []
         for f in dataclasses.fields(self):
-            value, src = getattr(self, f.name), self._source(f.name, *ctx)
-            where = "override" if f.name in changed else (f"scale.{src}" if src else "recipe")
+            value = getattr(self, f.name)
+            where = ("override" if f.name in changed else self.origin(f.name)
+                     or "recipe" + (f": {self.WHY[f.name]}" if f.name in self.WHY else ""))
             if f.name in idle:
                 where += f"; unused: {idle[f.name]}"
-            rows.append({"field": f.name, "value": "None" if value is None else str(value), "from": where})
+            rows.append({"field": f.name, "value": "None" if value is None else str(value), "from": where,
+                         "meaning": self.HELP.get(f.name, "")})
         return pd.DataFrame(rows).set_index("field")
 
     def __repr__(self) -> str:

@@ -1,40 +1,101 @@
-"""Notebook 05's glue: the whole pipeline on the user's own files, and the exported model.
+"""The own-data recipe (notebook 05): notebooks 01-03 on your labelled files and an optional corpus.
 
-The same steps as notebooks 01-03, with the user's labelled file(s) and an
-optional unlabelled corpus instead of the bundled corpora:
+    cfg = OwnDataConfig.for_scale("cpu", train_file="reviews.csv", text_column="review", corpus_file="c.txt")
+    labeled = ft.data(finetune_config(cfg))                          # your files, checked and split
+    store = corpus_store(cfg, labeled)                               # corpus + training texts -> a token store
+    pcfg = pretrain_config(cfg, store)                               # notebook 02's recipe on it
+    fcfg = finetune_config(cfg)                                      # notebook 03's recipe on your labels
 
-- the text for the tokenizer and MLM pretraining: with a corpus file, :func:`own_corpus_store`
-  (the corpus + the training texts prepared into a token store, validation/test texts excluded);
-  without one, the one builder :func:`nbkit.recipes.pretrain_corpus.pretraining_corpus` (``reviews``);
-- :func:`train_tokenizer_on`: WordPiece on that text, coverage measured on the
-  labelled validation split;
-- :func:`export_classifier`: one directory (model + tokenizer + label names)
-  that plain ``transformers`` loads without nbkit.
+Pretraining never reads a validation or test text: they are the store's ``exclude_texts``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from nbkit import jsonio
-from nbkit.recipes.scale import Scale
+from nbkit.recipes.config import RecipeConfig
+
+
+@dataclass(frozen=True, repr=False)
+class OwnDataConfig(RecipeConfig):
+    """Every setting of notebook 05; the pretraining and fine-tuning configs derive from it."""
+
+    model: str
+    max_length: int
+    block_size: int
+    vocab_size: int
+    seed: int = 0
+    train_file: str | None = None
+    validation_file: str | None = None
+    test_file: str | None = None
+    text_column: str = "text"
+    label_column: str = "label"
+    corpus_file: str | list | None = None
+    corpus_text_column: str = "text"
+    pretrain: bool = True
+    max_passes: float = 10.0
+    run_name: str = "own"
+
+    RECIPE, STEP = "own_data", "own_data"
+    HELP = {"scale": "smoke | cpu | gpu", "model": "BERT preset",
+            "max_length": "tokens per text for fine-tuning, [CLS]/[SEP] included",
+            "block_size": "tokens per MLM block", "vocab_size": "WordPiece target vocabulary of the store",
+            "seed": "data split and training order",
+            "train_file": "your labelled texts (.csv/.tsv/.jsonl/.json)",
+            "validation_file": "None: 10 % drawn from train_file (by unique text, stratified)",
+            "test_file": "None: 10 % drawn from train_file",
+            "text_column": "the text column / JSON key", "label_column": "the label column (strings or integers)",
+            "corpus_file": "unlabelled text for MLM (.txt/.jsonl/.json/.parquet, .gz/.zst, a folder); None: the "
+                           "training texts only",
+            "corpus_text_column": "JSON key / parquet column of corpus_file",
+            "pretrain": "False: skip MLM pretraining, fine-tune from random weights",
+            "max_passes": "MLM reads your text at most this many times",
+            "run_name": "the run's folder under runs/<scale>/own_data/"}
+    WHY = {"max_passes": "10: a small corpus read hundreds of times is memorised"}
+    QUIET = frozenset({"run_name", "train_file", "validation_file", "test_file", "text_column", "label_column",
+                       "corpus_file", "corpus_text_column", "pretrain", "max_passes"})   # run_name names the run
+
+    def run_dir(self) -> Path:
+        """``runs/<scale>/own_data<overrides>/<run_name>`` (created)."""
+        from nbkit.runs import step_dir
+
+        path = step_dir(self.scale, self.STEP + self.run_tag()) / self.run_name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def finetune_config(cfg: OwnDataConfig, **overrides):
+    """Notebook 03's recipe on your labels: task ``own`` with your files, ``model``, ``max_length``, ``seed``;
+    every run starts over (``resume=False``: your data may have changed)."""
+    from nbkit.recipes.finetuning import FinetuneConfig
+
+    return FinetuneConfig.for_scale(
+        cfg.scale, task="own", train_file=cfg.train_file, validation_file=cfg.validation_file,
+        test_file=cfg.test_file, text_column=cfg.text_column, label_column=cfg.label_column, model=cfg.model,
+        max_length=cfg.max_length, seed=cfg.seed, resume=False, **overrides)
+
+
+def pretrain_config(cfg: OwnDataConfig, store=None, **overrides):
+    """Notebook 02's recipe on your text: ``store`` (:func:`corpus_store`) as its corpus, else the training
+    texts alone (mix ``reviews``); ``model``, ``block_size``, ``seed``, ``max_passes``; ``resume=False``."""
+    from nbkit.recipes.pretraining import PretrainConfig
+
+    text = {"corpus": str(store)} if store is not None else {"mix": (("reviews", 1.0),)}
+    return PretrainConfig.for_scale(cfg.scale, model=cfg.model, block_size=cfg.block_size, seed=cfg.seed,
+                                    split_seed=cfg.seed, max_passes=cfg.max_passes, resume=False,
+                                    **text, **overrides)
 
 
 def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: int = 0):
-    """Notebook 05's pretraining text held in memory: the labelled training texts plus ``corpus``.
+    """The labelled training texts plus ``corpus`` (a Dataset with ``text``, a list of str, or None) held in
+    memory, through :func:`nbkit.recipes.pretraining.pretraining_corpus` (mix ``reviews`` + ``own``):
+    validation/test texts excluded, duplicates dropped, rows over 2,000 characters cut at sentence ends.
 
-    ``corpus`` is a ``datasets.Dataset`` with a ``text`` column, a list of str, or None (the labelled
-    training texts alone). Both go through the one builder
-    :func:`nbkit.recipes.pretrain_corpus.pretraining_corpus` with the mix ``reviews`` (+ ``own``):
-    validation/test texts are excluded, duplicates dropped, and rows over 2,000 characters cut at
-    sentence ends before the split, so a one-line corpus never lands whole in validation. For a corpus
-    that does not fit in memory use :func:`own_corpus_store` (a streamed token store).
-
-    Returns ``(splits, report)``: a ``DatasetDict(train, validation)`` and the per-source report
-    (rows, characters, ``n_rows_cut``, ``largest_row_share``). Raises ``DataError`` when too few texts
-    remain for a validation split. Cost: the texts are held in memory (about 3 B of Python string
-    per character of Chinese text, plus the dedup keys).
+    Returns ``(splits, report)``. Raises DataError when too few texts remain. Cost: ~3 B per character in
+    memory; for a corpus that does not fit, :func:`corpus_store` streams.
     """
-    from nbkit.recipes.pretrain_corpus import pretraining_corpus
+    from nbkit.recipes.pretraining import pretraining_corpus
 
     mix = (("reviews", 1.0),) + ((("own", 1.0),) if corpus is not None else ())
     splits, mixed = pretraining_corpus(mix, labeled=labeled, texts=corpus, seed=seed,
@@ -42,48 +103,32 @@ def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: i
     return splits, mixed.report
 
 
-def own_corpus_store(corpus_file, labeled, out_dir, scale: Scale, text_column: str = "text",
-                     heldout_share: float = 0.05, **settings) -> Path:
-    """Notebook 05's unlabelled corpus prepared into a token store (:func:`nbkit.corpus.prepare_corpus`).
+def corpus_store(cfg: OwnDataConfig, labeled, out_dir=None, heldout_share: float = 0.05, **settings) -> Path:
+    """``cfg.corpus_file`` and the labelled *training* texts prepared into one token store
+    (:func:`nbkit.corpus.prepare_corpus`), the validation and test texts excluded.
 
-    Inputs: ``corpus_file`` (any format the writer reads: ``.txt``, ``.jsonl``, ``.json``, ``.parquet``,
-    optionally compressed, a folder or glob) and the labelled *training* texts, written beside the
-    store as ``labeled_train.jsonl`` (domain-adaptive pretraining on the texts the classifier learns
-    from; rewritten only when they change, so an unchanged run reuses the store). The labelled
-    validation and test texts are the writer's ``exclude_texts``: pretraining never reads what the
-    classifier is evaluated on. The tokenizer is trained by the writer (``scale.vocab_size``, the
-    position limit of ``scale.model``) and serves pretraining and fine-tuning alike.
-
-    Args:
-        corpus_file: the user's corpus path(s); labeled: :class:`nbkit.data.LabeledData`;
-        out_dir: the store's directory (``out_dir.parent`` gets the training-text file);
-        scale: the :class:`~nbkit.recipes.scale.Scale`; text_column: the JSON key / parquet column;
-        heldout_share: texts (by hash) in the store's validation split, for the MLM eval loss (0-1);
-        settings: more ``prepare_corpus`` settings (``num_workers=``, ``progress=`` ...).
-
-    Returns:
-        The store's directory. A finished store of the same inputs and settings is reused; one of
-        other inputs or settings (a new split, another file) is prepared again in its place.
+    The training texts are written beside the store as ``labeled_train.jsonl`` (rewritten only when they
+    change, so an unchanged run reuses the store). The store's WordPiece (``cfg.vocab_size``, the position
+    limit of ``cfg.model``) serves pretraining and fine-tuning alike. ``out_dir``: None is
+    ``cfg.run_dir() / "corpus"``; ``settings``: more ``prepare_corpus`` settings (``num_workers=`` ...).
 
     Raises:
         ConfigError / DataError: what ``prepare_corpus`` raises (an unreadable format, no text kept).
     """
+    from nbkit.atomic import atomic_file
     from nbkit.corpus import prepare_corpus
-    from nbkit.models.bert import build_config
+    from nbkit.models.bert import PRESETS
 
-    out = Path(out_dir)
+    out = Path(out_dir) if out_dir is not None else cfg.run_dir() / "corpus"
     out.parent.mkdir(parents=True, exist_ok=True)
     train_file = out.parent / "labeled_train.jsonl"
-    lines = "".join(jsonio.dumps({text_column: t}) + "\n" for t in labeled.splits["train"]["text"])
+    lines = "".join(jsonio.dumps({cfg.corpus_text_column: t}) + "\n" for t in labeled.splits["train"]["text"])
     if not train_file.is_file() or train_file.read_text(encoding="utf-8") != lines:
-        from nbkit.atomic import atomic_file
-
         with atomic_file(train_file, what="labelled training texts") as tmp:
             tmp.write_text(lines, encoding="utf-8")
     evaluation = list(labeled.splits["validation"]["text"]) + list(labeled.splits["test"]["text"])
-    max_positions = build_config(scale.model, vocab_size=scale.vocab_size).max_position_embeddings
-    inputs = [str(p) for p in (corpus_file if isinstance(corpus_file, (list, tuple)) else [corpus_file])]
-    prepare_corpus(inputs + [str(train_file)], out, text_field=text_column, vocab_size=scale.vocab_size,
-                   model_max_length=max_positions, heldout_share=heldout_share, exclude_texts=evaluation,
-                   overwrite=True, **settings)
+    files = cfg.corpus_file if isinstance(cfg.corpus_file, (list, tuple)) else [cfg.corpus_file]
+    prepare_corpus([str(p) for p in files] + [str(train_file)], out, text_field=cfg.corpus_text_column,
+                   vocab_size=cfg.vocab_size, model_max_length=PRESETS[cfg.model]["max_position_embeddings"],
+                   heldout_share=heldout_share, exclude_texts=evaluation, overwrite=True, **settings)
     return out

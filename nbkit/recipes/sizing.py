@@ -104,3 +104,14 @@ def plan_text(plan: dict) -> str:
     applied = f" [{plan['applied']}]" if "applied" in plan else ""
     return "\n".join([f"run sized for the corpus: {knobs} (~{plan['estimated_s'] / 60:,.0f} min of steps){applied}",
                       *(f"  - {r}" for r in plan["reasons"])])
+
+
+def steps_for_epochs(n_examples: int, batch_size: int, epochs: float) -> int:
+    """Optimizer steps for ``epochs`` passes over ``n_examples`` at ``batch_size`` (the global batch; >= 1).
+
+    Raises:
+        ValueError: ``n_examples`` or ``batch_size`` is not positive.
+    """
+    if n_examples <= 0 or batch_size <= 0:
+        raise ValueError(f"need n_examples > 0 and batch_size > 0, got {n_examples} and {batch_size}")
+    return max(1, math.ceil(n_examples * epochs / batch_size))

@@ -209,9 +209,9 @@ def smoke_notebook() -> str:
     """Stand-in for notebook 00 until the repository has it: import nbkit and report."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        nbformat.v4.new_code_cell("from nbkit.recipes.scale import get_scale\nscale = get_scale()"),
+        nbformat.v4.new_code_cell("from nbkit.recipes import resolve_scale\nscale = resolve_scale()"),
         nbformat.v4.new_code_cell("import os, nbkit, torch\n"
-                                  "print('nbkit', nbkit.__version__, 'scale', scale.name, 'uid', os.getuid(),"
+                                  "print('nbkit', nbkit.__version__, 'scale', scale, 'uid', os.getuid(),"
                                   " 'torch', torch.__version__)"),
     ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

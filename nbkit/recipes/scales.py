@@ -1,0 +1,75 @@
+"""Every default that depends on the scale, for every recipe, in one table: ``(smoke, cpu, gpu)`` per setting.
+
+- ``smoke``: CI; all notebooks in under 3 minutes on 2 cores, every code path, tiny model and data.
+- ``cpu``: meaningful results on a 2-core laptop, all notebooks in under 15 minutes.
+- ``gpu``: the cpu recipe with more of everything in bf16, sized for the ~1 M tokens of in-domain
+  review text (docs/pretraining.md: a bigger model only memorises them).
+
+A recipe config takes a setting from its row here (``RecipeConfig.for_scale``); settings not listed are
+the recipe's constants. Plain data: importing this module imports nothing.
+"""
+from __future__ import annotations
+
+MODEL = ("tiny", "narrow", "mini")   # BERT preset (nbkit.models.bert.PRESETS): L2/H64, L4/H128, L4/H256
+VOCAB_SIZE = (2000, 8000, 8000)      # WordPiece target vocabulary
+BLOCK_SIZE = (64, 64, 128)           # tokens per MLM block, [CLS]/[SEP] included
+MAX_LENGTH = (64, 64, 128)           # tokens per review for fine-tuning (median ~50 characters, p95 ~190)
+
+#: recipe -> setting -> (smoke, cpu, gpu)
+PER_SCALE: dict[str, dict[str, tuple]] = {
+    "tokenizer": {
+        "corpus_lines":     (1500, None, None),      # People's Daily lines (None: all 19,484)
+        "vocab_size":       VOCAB_SIZE,
+        "model":            MODEL,                    # its position table sets model_max_length
+    },
+    # cpu: domain-adaptive MLM on the training reviews, L4/H128, 1,000 x 64 x 64 = 4.1 M tokens;
+    # gpu: L4/H256, 3,000 x 128 x 128 = 49 M tokens (docs/pretraining.md).
+    "pretraining": {
+        "model":            MODEL,
+        "block_size":       BLOCK_SIZE,
+        "batch_size":       (16, 64, 128),
+        "max_steps":        (30, 1000, 3000),
+        "eval_every":       (15, 250, 500),
+        "patience":         (None, None, 3),
+        "mix":              ((("peoples_daily", 1.0), ("reviews", 1.0)),   # both source code paths, tiny
+                             (("reviews", 1.0),), (("reviews", 1.0),)),
+        "corpus_lines":     (1500, None, None),
+        "max_train":        (800, None, None),
+        "num_workers":      (0, 0, 4),
+    },
+    "finetuning": {
+        "model":            MODEL,                    # used only without a pretrained encoder
+        "max_length":       MAX_LENGTH,
+        "epochs":           (1.0, 2.0, 2.0),
+        "lr":               (1e-3, 5e-4, 5e-4),
+        "max_train":        (800, None, None),
+        "num_workers":      (0, 0, 4),
+    },
+    # the news task (nbkit[news]): long documents (median ~730 characters), 5,284 training documents
+    "finetuning/news": {
+        "max_length":       (64, 128, 256),
+        "epochs":           (1.0, 1.0, 2.0),
+        "max_train":        (300, None, None),
+    },
+    "profiling": {
+        "model":            MODEL,
+        "vocab_size":       VOCAB_SIZE,
+        "profile_steps":    (2, 5, 10),
+        "bench_sizes":      ((64, 128), (256, 512, 1024), (1024, 2048, 4096, 8192)),
+        "seq_len":          (32, 64, 128),
+        "batch_size":       (4, 8, 128),
+        "timing_steps":     (2, 3, 10),
+        "warmup_steps":     (1, 2, 2),
+        "sdpa_batch":       (1, 1, 32),
+        "sdpa_heads":       (2, 2, 12),
+        "h2d_mib":          (8, 8, 256),
+        "worker_values":    ((0, 1), (0, 2), (0, 2, 4)),
+        "compile_values":   ((False,), (False, True), (False, True)),   # smoke: unit tests cover compile
+    },
+    "own_data": {
+        "model":            MODEL,
+        "max_length":       MAX_LENGTH,
+        "block_size":       BLOCK_SIZE,
+        "vocab_size":       VOCAB_SIZE,
+    },
+}
