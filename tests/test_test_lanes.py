@@ -65,3 +65,30 @@ def test_fast_lane_leaves_out_browser_docker_multiproc_slow_and_notebooks():
     assert '-m "not browser and not docker and not multiproc and not slow"' in fast
     assert "--ignore=tests/browser --ignore=tests/docker" in fast and " tests " in fast
     assert "--nbval" not in fast and "notebooks" not in fast and "pre-commit" not in fast
+
+
+def test_the_fast_lane_adds_the_test_tools_to_a_venv_from_the_readmes_plain_setup(tmp_path):
+    """README: `scripts/setup.sh` (no test extra), then `scripts/test.sh --fast`: hadolint and pytest were missing and
+    two tests failed. The lane now installs nbkit's [test] extra first; a fake .venv records what it is asked."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "test.sh").write_text((ROOT / "scripts" / "test.sh").read_text())
+    venv = tmp_path / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    log = tmp_path / "calls.log"
+    (venv / "python").write_text(f"""#!/usr/bin/env bash
+echo "$*" >> {log}
+case "$*" in
+  "-c import pytest, nbval") [ -e {venv}/hadolint ] ;;
+  "-m pip install -q -e .[test]") touch {venv}/hadolint; chmod +x {venv}/hadolint ;;
+esac
+""")
+    (venv / "python").chmod(0o755)
+    run = subprocess.run(["bash", "scripts/test.sh", "--fast", "-k", "nothing"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    calls = log.read_text().splitlines()
+    assert calls.index("-m pip install -q -e .[test]") < next(i for i, c in enumerate(calls) if c.startswith("-m pytest"))
+    assert "installing the test tools" in run.stdout
+    log.write_text("")                                   # now complete: nothing more is installed
+    subprocess.run(["bash", "scripts/test.sh", "--fast"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert not any("pip install" in c for c in log.read_text().splitlines())
