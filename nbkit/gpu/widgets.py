@@ -192,9 +192,11 @@ class GpuMonitor(w.VBox):
         """Render one sample in place (called for every tick; callable directly in tests)."""
         hist = self.sampler.snapshot()[-self.SPARK_POINTS:]
         n = self.sampler.count
+        err = self.sampler.error_text()
         self.header.value = (f"<b>nbkit GPU monitor</b> · sample {n} · "
                              f"{time.strftime('%H:%M:%S', time.localtime(sample.wall_time))} · "
-                             f"every {self.sampler.interval:g} s")
+                             f"every {self.sampler.interval:g} s"
+                             + (f" · <span style='color:#cf222e'>{html.escape(err)}</span>" if err else ""))
         if len(sample.devices) != len(self._rows) and sample.devices:
             self._layout_for(len(sample.devices))
         for i, (row, d) in enumerate(zip(self._rows, sample.devices)):
@@ -214,7 +216,8 @@ class GpuMonitor(w.VBox):
     def __repr__(self) -> str:
         what = (f"devices={len(self._rows)}" if self._rows
                 else f"no GPU: {self.state.name}")
-        return f"GpuMonitor({what}, interval={self.sampler.interval:g}s)"
+        err = self.sampler.error_text()
+        return f"GpuMonitor({what}, interval={self.sampler.interval:g}s" + (f"; {err}" if err else "") + ")"
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self))
