@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
@@ -149,6 +150,7 @@ class Nvml:
         self._state: NvmlState | None = None
         self._lock = threading.Lock()
         self._count = 0
+        self.unavailable: dict[str, str] = {}   # NVML function -> reason of its last failure ("not supported")
 
     # ---- lifecycle
     def init(self) -> NvmlState:
@@ -183,8 +185,9 @@ class Nvml:
             if self._state is not None and self._state.name in ("ok", "no_devices"):
                 try:
                     self._lib.nvmlShutdown()
-                except Exception:
-                    pass
+                except Exception as exc:  # nothing to undo, but say so
+                    warnings.warn(f"nvmlShutdown failed: {nvml_state.metric_reason(exc)} ({exc})",
+                                  RuntimeWarning, stacklevel=2)
             self._state = None
 
     def device_count(self) -> int:
@@ -193,16 +196,19 @@ class Nvml:
 
     # ---- system
     def _get(self, fn: str, *args: Any) -> Any:
+        """``lib.fn(*args)``, or None with the reason kept in :attr:`unavailable`."""
         try:
             return getattr(self._lib, fn)(*args)
-        except Exception:
+        except Exception as exc:
+            self.unavailable[fn] = nvml_state.metric_reason(exc)
             return None
 
     def driver_version(self) -> str | None:
         """Driver version string, e.g. ``"550.54.15"`` (``nvidia-smi --query-gpu=driver_version``)."""
         try:
             return nvml_string(self._lib.nvmlSystemGetDriverVersion)
-        except Exception:
+        except Exception as exc:
+            self.unavailable["nvmlSystemGetDriverVersion"] = nvml_state.metric_reason(exc)
             return None
 
     def cuda_driver_version(self) -> tuple[int, int] | None:
@@ -219,6 +225,25 @@ class Nvml:
         h = self._get("nvmlDeviceGetHandleByIndex", index)
         cc = self._get("nvmlDeviceGetCudaComputeCapability", h) if h is not None else None
         return None if cc is None else (int(cc[0]), int(cc[1]))
+
+    def pcie_link(self, index: int) -> tuple[int | None, int | None]:
+        """Current PCIe (generation, width) of GPU ``index`` (``nvidia-smi --query-gpu=pcie.link.gen.current,
+        pcie.link.width.current``); None for what NVML cannot say (reason in :attr:`unavailable`)."""
+        if not self.init().ok:
+            return None, None
+        h = self._get("nvmlDeviceGetHandleByIndex", index)
+        if h is None:
+            return None, None
+        gen = self._get("nvmlDeviceGetCurrPcieLinkGeneration", h)
+        width = self._get("nvmlDeviceGetCurrPcieLinkWidth", h)
+        return (None if gen is None else int(gen)), (None if width is None else int(width))
+
+    def why_unavailable(self, *functions: str) -> str:
+        """``"nvmlDeviceGetCudaComputeCapability: not supported"`` for those of ``functions`` that failed,
+        or the NVML state's name when NVML itself is not usable ("" when nothing failed)."""
+        if not self.init().ok:
+            return f"NVML {self.init().name}"
+        return "; ".join(f"{fn}: {self.unavailable[fn]}" for fn in functions if fn in self.unavailable)
 
     # ---- sampling
     def sample(self) -> list[DeviceSnapshot]:

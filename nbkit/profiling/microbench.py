@@ -196,22 +196,6 @@ def sdpa_bench(seq_lens=(128, 512), batch: int = 32, heads: int = 12, head_dim: 
     return rows
 
 
-def pcie_link(device_index: int = 0) -> tuple[int | None, int | None]:
-    """Current PCIe (generation, width) from NVML, or (None, None) when unknown."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
-            return (pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle),
-                    pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle))
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # no NVML, no permission, not supported: peak stays unknown
-        return None, None
-
-
 def h2d_bench(size_mib: int = 256, device=None, iters: int = 5, repeats: int = 3) -> list[dict]:
     """Host-to-device copy GB/s (1e9 bytes/s) from pageable and pinned memory.
 
@@ -226,8 +210,16 @@ def h2d_bench(size_mib: int = 256, device=None, iters: int = 5, repeats: int = 3
 
     device = resolve_device(device)
     rows = []
-    gen, width = pcie_link(device.index or 0) if device.type == "cuda" else (None, None)
-    peak = pcie_peak_gbps(gen, width)
+    peak, why = None, ""
+    if device.type == "cuda":
+        from nbkit.gpu.nvml import Nvml
+
+        nv = Nvml(pcie=False)
+        gen, width = nv.pcie_link(device.index or 0)
+        peak = pcie_peak_gbps(gen, width)
+        why = (nv.why_unavailable("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetCurrPcieLinkGeneration",
+                                  "nvmlDeviceGetCurrPcieLinkWidth") or f"no peak known for PCIe Gen{gen} x{width}")
+        nv.shutdown()
     for pinned in (False, True):
         row = {"pinned": pinned, "size_mib": size_mib, "gbps": None, "peak_gbps": peak,
                "pct_of_peak": None, "status": "ok"}
@@ -241,5 +233,7 @@ def h2d_bench(size_mib: int = 256, device=None, iters: int = 5, repeats: int = 3
         row["gbps"] = host.numel() / seconds / 1e9
         if peak:
             row["pct_of_peak"] = 100.0 * row["gbps"] / peak
+        else:
+            row["status"] = f"ok; peak unknown ({why})"
         rows.append(row)
     return rows

@@ -316,7 +316,7 @@ def quiet_fd(fd: int = 2) -> Iterator[Captured]:
     """
     captured = Captured()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(OSError, ValueError):   # a closed or detached stream: nothing to flush
             stream.flush()
     saved = os.dup(fd)
     ok = False
@@ -326,7 +326,7 @@ def quiet_fd(fd: int = 2) -> Iterator[Captured]:
             yield captured
             ok = True
         finally:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(OSError, ValueError):
                 sys.stderr.flush()
             os.dup2(saved, fd)
             os.close(saved)
