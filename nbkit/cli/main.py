@@ -132,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_prepare_corpus)
 
     args = parser.parse_args(argv)
+    from nbkit.caches import ensure_writable_caches
+
+    ensure_writable_caches()   # HOME's cache unwritable: HF, matplotlib, jieba caches to a temp folder, said on stderr
     return int(args.func(args) or 0)
 
 
