@@ -1,23 +1,26 @@
-"""Run the guided notebooks headless, in order, keeping the executed copies.
+"""``nbkit run-notebooks``: the guided notebooks run headless, in order, one kernel each, with live progress.
 
-``nbkit run-notebooks`` (and ``scripts/run_notebooks.sh``) is the main job
-without a browser: it executes ``notebooks/NN_*.ipynb`` with nbclient in
-their own directory, one kernel per notebook, and writes each executed copy
-to ``<runs>/<scale>/executed/`` (with ``NN_name.kernel.log``, the kernel
-process's own output). Bad inputs (scale, ``--only``, runs
-directory) are :class:`nbkit.errors.ConfigError` before any kernel starts; a
-failing, timed-out or killed cell stops the run with one line naming the
-notebook, the cell and the fix, and the executed copy up to that cell is saved.
+Each executed copy goes to ``<runs>/<scale>/executed/`` beside ``NN_name.kernel.log`` (the kernel
+process's own output). Bad inputs are a :class:`~nbkit.errors.ConfigError` before any kernel starts; a
+failing, timed-out or killed cell stops the run with one line naming the notebook, the cell and the fix.
+Progress: a tqdm bar on a terminal, plain lines and a heartbeat in logs, carrying the training loop's
+step, loss and ETA (read from ``NBKIT_PROGRESS_FILE``, :mod:`nbkit.train.progress_file`); each notebook
+ends with its headline metric, read back from the JSON it wrote, and the run with a table.
 """
 from __future__ import annotations
 
+import json
+import math
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from nbkit.runs import notebooks_dir
+from nbkit.units import fmt_duration
 
 
 def select(paths: list[Path], only: list[str] | None) -> list[Path]:
@@ -101,6 +104,285 @@ def plan(scale: str | None = None, only: list[str] | None = None,
     return Plan(preset.name, todo, src, out_dir, env)
 
 
+# ---- progress of one notebook
+SKIP_TAG = "skip-execution"  # nbclient's default skip_cells_with_tag
+
+
+def first_line(source: str, width: int = 60) -> str:
+    """The first non-blank line of a cell's source, cut to ``width`` characters with ``...``."""
+    line = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def loop_status(path: str | Path | None, since: float) -> str | None:
+    """``training step 12/40, loss 3.21, ETA 1 min 11 s`` from a progress file, or None.
+
+    None when ``path`` is None, missing, unreadable or not strict JSON, when the run it
+    describes is done, or when it was last written before ``since`` (Unix seconds: the running
+    cell's start), so a loop of an earlier cell is never shown as this cell's.
+    """
+    if path is None:
+        return None
+    try:
+        from nbkit.jsonio import loads_strict
+
+        st = loads_strict(Path(path).read_text(encoding="utf-8"))
+        if st.get("done") or float(st.get("updated", 0)) < since:
+            return None
+        text = f"training step {int(st['step'])}/{int(st['total'])}"
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    if st.get("loss") is not None:
+        text += f", loss {float(st['loss']):.4g}"
+    if st.get("eta_s") is not None:
+        text += f", ETA {fmt_duration(float(st['eta_s']))}"
+    return text
+
+
+def code_cells(nb) -> int:
+    """How many cells nbclient will execute: code cells with source, not tagged ``skip-execution``."""
+    return sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip()
+               and SKIP_TAG not in c.get("metadata", {}).get("tags", []))
+
+
+class NotebookProgress:
+    """Live progress of one notebook, fed by nbclient's ``on_cell_execute`` / ``on_cell_executed`` hooks.
+
+    Args:
+        name: the notebook's file name, shown on every line.
+        total: code cells to execute (:func:`code_cells`).
+        stream: where to write (default ``sys.stdout``).
+        tty: bar (True) or plain lines (False); default ``stream.isatty()``.
+        heartbeat_s: seconds between heartbeat lines in plain mode (the bar redraws every second).
+        status_file: the kernel's ``NBKIT_PROGRESS_FILE``; its training progress joins the
+            heartbeat (:func:`loop_status`). None: cells only.
+
+    Use as a context manager: ``__enter__`` starts the clock and the heartbeat
+    thread, ``__exit__`` stops them. :meth:`finish` writes the closing line.
+    """
+
+    def __init__(self, name: str, total: int, stream: TextIO | None = None, tty: bool | None = None,
+                 heartbeat_s: float = 10.0, status_file: str | Path | None = None):
+        self.name, self.total = name, total
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.heartbeat_s, self.status_file = heartbeat_s, status_file
+        self.cell_wall0 = time.time()        # Unix start of the running cell (progress files older are stale)
+        self.done = 0
+        self.running = False                 # a cell is executing now
+        self.cell_index: int | None = None   # nbclient's index (all cells, from 0) of the running cell
+        self.cell_line = "starting the kernel"
+        self.t0 = self.cell_t0 = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._bar = None
+
+    # --- nbclient hooks (NotebookClient on_cell_execute / on_cell_executed)
+    def cell_started(self, cell, cell_index: int) -> None:
+        """A code cell was sent to the kernel: show it (a line in plain mode)."""
+        with self._lock:
+            self.cell_index, self.cell_line, self.running = cell_index, first_line(cell.source), True
+            self.cell_t0, self.cell_wall0 = time.monotonic(), time.time()
+            if self._bar is not None:
+                self._bar.set_postfix_str(self._running(), refresh=True)
+            else:
+                self._line(f"{self.done}/{self.total} done, {self._elapsed()}  running {self._running()}")
+
+    def cell_finished(self, cell, cell_index: int, execute_reply=None) -> None:
+        """A code cell finished (with or without an error): count it."""
+        with self._lock:
+            self.done += 1
+            self.running = False
+            if self._bar is not None:
+                self._bar.update(1)
+
+    # --- lifetime
+    def __enter__(self) -> NotebookProgress:
+        self.t0 = self.cell_t0 = time.monotonic()
+        if self.tty:
+            from tqdm.std import tqdm  # the console bar (tqdm.auto would pick a widget inside Jupyter)
+
+            self._bar = tqdm(total=self.total, desc=self.name, unit="cell", file=self.stream, leave=False,
+                             dynamic_ncols=True, mininterval=0.5,
+                             bar_format="{desc} {n_fmt}/{total_fmt} cells |{bar:20}| {elapsed}{postfix}")
+            self._bar.set_postfix_str(self.cell_line, refresh=True)
+        else:
+            self._line(f"start: {self.total} code cell{'s' if self.total != 1 else ''}")
+        self._thread = threading.Thread(target=self._beat, name=f"progress-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        with self._lock:
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
+
+    def finish(self, ok: bool, headline: str | None = None) -> float:
+        """Write the notebook's closing line; return its wall time in seconds.
+
+        ``ok``: ``done in 42 s: <headline>``; else ``FAILED after 42 s in cell 3 ('x = ...')``
+        (cell numbered as in the failure line: all cells, from 1).
+        """
+        wall = time.monotonic() - self.t0
+        self.__exit__(None, None, None)
+        if ok:
+            self._line(f"done in {fmt_duration(wall)}" + (f": {headline}" if headline else ""))
+        else:
+            where = f" in cell {self.cell_index + 1} ({self.cell_line!r})" if self.cell_index is not None else ""
+            self._line(f"FAILED after {fmt_duration(wall)}{where}")
+        return wall
+
+    # --- rendering
+    def _elapsed(self) -> str:
+        return fmt_duration(time.monotonic() - self.t0)
+
+    def _running(self) -> str:
+        if self.cell_index is None:
+            return self.cell_line
+        return f"cell {self.cell_index + 1}: {self.cell_line}"
+
+    def _line(self, text: str) -> None:
+        print(f"[{self.name}] {text}", file=self.stream, flush=True)
+
+    def _beat(self) -> None:
+        every = 1.0 if self.tty else self.heartbeat_s
+        while not self._stop.wait(every):
+            with self._lock:
+                loop = loop_status(self.status_file, self.cell_wall0) if self.running else None
+                if self._bar is not None:
+                    self._bar.set_postfix_str(self._running() + (f" | {loop}" if loop else ""), refresh=False)
+                    self._bar.refresh()  # the elapsed clock moves during a long cell
+                elif self.running:
+                    in_cell = fmt_duration(time.monotonic() - self.cell_t0)
+                    self._line(f"{self.done}/{self.total} done, {self._elapsed()}  still running "
+                               f"{self._running()} ({in_cell} so far)" + (f"; {loop}" if loop else ""))
+                else:
+                    idle = ("starting the kernel" if self.cell_index is None else
+                            "stopping the kernel" if self.done >= self.total else "between cells")
+                    self._line(f"{self.done}/{self.total} done, {self._elapsed()}  {idle}")
+
+
+# ---- headline metrics and the final table
+# notebook-name prefix -> (file under <runs>/<scale>/, function of the parsed JSON -> headline)
+SOURCES: dict[str, str] = {
+    "01": "tokenizer/stats.json",
+    "02": "mlm/metrics.json",
+    "03": "sentiment/metrics.json",
+    "04": "profiling/results.json",
+}
+
+
+def _num(value) -> float | None:
+    """A finite float, or None (missing, null, NaN, a string such as "None")."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _tokenizer(d: dict) -> str:
+    unk = _num(d.get("unk_rate"))
+    vocab = d.get("vocab_size")
+    head = f"[UNK] rate {unk:.3%} on held-out text" if unk is not None else "[UNK] rate not recorded"
+    return head + (f" (vocabulary {vocab:,})" if isinstance(vocab, int) else "")
+
+
+def _mlm(d: dict) -> str:
+    ppl = _num(d.get("eval_perplexity"))
+    head = f"held-out perplexity {ppl:,.1f}" if ppl is not None else "held-out perplexity not recorded"
+    return head + (f" after {d['steps']:,} steps" if isinstance(d.get("steps"), int) else "")
+
+
+def _sentiment(d: dict) -> str:
+    acc, base = _num(d.get("test_accuracy")), _num(d.get("baseline_accuracy"))
+    if acc is None:
+        return "test accuracy not recorded"
+    head = f"test accuracy {acc:.3f}"
+    if base is None:
+        return head
+    return f"{head} vs TF-IDF baseline {base:.3f} ({(acc - base) * 100:+.1f} points)"
+
+
+def _profiling(d: dict) -> str:
+    step = d.get("step") or {}
+    mfu, tps = _num(step.get("mfu")), _num(step.get("tokens_per_s"))
+    rate = f"{tps:,.0f} tokens/s" if tps is not None else None
+    if mfu is None:
+        where = d.get("device") or "this device"
+        head = f"MFU n/a (no known peak FLOP/s for {where})"
+    else:
+        head = f"MFU {mfu:.1%}"
+    return f"{head}, {rate}" if rate else head
+
+
+READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling}
+
+
+def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:
+    """The headline metric of ``notebook`` (a file name such as ``02_bert_mlm_pretraining.ipynb``).
+
+    Args:
+        scale_dir: ``<runs>/<scale>``, where the notebooks write.
+        since: the notebook's start (``time.time()``); a file last written before it is
+            reported as stale rather than read.
+
+    Returns:
+        one short phrase, or None for a notebook without a headline (00). Never raises:
+        a missing, stale or unreadable file becomes a phrase saying so.
+    """
+    prefix = notebook[:2]
+    if prefix not in SOURCES:
+        return None
+    path = Path(scale_dir) / SOURCES[prefix]
+    if not path.is_file():
+        return f"no {SOURCES[prefix]} written"
+    if since is not None and path.stat().st_mtime < since - 1:  # 1 s: coarse file-system clocks
+        return f"{SOURCES[prefix]} not rewritten by this run (stale)"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"{SOURCES[prefix]} unreadable ({type(exc).__name__})"
+    if not isinstance(data, dict):
+        return f"{SOURCES[prefix]} is not a JSON object"
+    return READERS[prefix](data)
+
+
+@dataclass
+class Row:
+    """One notebook in the final table: ``status`` is ``ok``, ``FAILED`` or ``not run``; ``wall_s`` in seconds."""
+
+    notebook: str
+    status: str
+    wall_s: float | None = None
+    headline: str | None = None
+
+
+def table(rows: list[Row]) -> str:
+    """The final table as aligned plain text (no colour, no box characters: it goes to logs too).
+
+    The last line totals the wall time of the notebooks that ran.
+    """
+    head = ("notebook", "status", "wall time", "headline")
+    body = [(r.notebook, r.status, fmt_duration(r.wall_s) if r.wall_s is not None else "-", r.headline or "")
+            for r in rows]
+    total = sum(r.wall_s for r in rows if r.wall_s is not None)
+    body.append(("total", "", fmt_duration(total), ""))
+    widths = [max(len(line[i]) for line in [head, *body]) for i in range(3)]
+
+    def fmt(line):
+        return (f"{line[0]:<{widths[0]}}  {line[1]:<{widths[1]}}  {line[2]:>{widths[2]}}  {line[3]}").rstrip()
+
+    rule = "-" * max(len(fmt(line)) for line in [head, *body])
+    return "\n".join([fmt(head), rule, *(fmt(b) for b in body[:-1]), rule, fmt(body[-1])])
+
+
+# ---- running
 class Terminated(KeyboardInterrupt):
     """A signal stopped the run: SIGTERM (``timeout``, a batch scheduler, ``kill``), or SIGINT while a kernel ran."""
 
@@ -128,8 +410,6 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
     """
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-
-    from nbkit.cli.notebook_progress import first_line
 
     where = f"{name} cell {cell_index + 1} ({first_line((cell or {}).get('source', ''))!r})" if cell_index is not None else name
     if isinstance(exc, CellTimeoutError):
@@ -197,16 +477,13 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
         timeout: seconds allowed per cell.
         heartbeat_s: seconds between "still running" lines when stdout is not a terminal.
 
-    Progress (:mod:`nbkit.cli.notebook_progress`) goes to stdout: a bar per notebook on a
-    terminal, plain lines otherwise (a line per cell start, a heartbeat every
-    ``heartbeat_s``); each notebook ends with a line giving its wall time and
-    headline metric, and the run with a table of them (:mod:`nbkit.cli.summary`).
+    Progress (:class:`NotebookProgress`) goes to stdout; each notebook ends with its wall time and
+    :func:`headline`, the run with a :func:`table`.
 
     Raises:
         nbkit.errors.ConfigError: bad inputs, before anything runs (see :func:`plan`).
     """
     import signal
-    import threading
 
     p = plan(scale, only)
 
@@ -225,9 +502,6 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
 def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
     import nbformat
     from nbclient import NotebookClient
-
-    from nbkit.cli.notebook_progress import NotebookProgress, code_cells
-    from nbkit.cli.summary import Row, headline, table
 
     print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)
     rows = [Row(path.stem, "not run") for path in p.notebooks]
