@@ -259,7 +259,7 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
 def make_step_fn(loop, windows: int = 4):
     """A zero-argument training step for :func:`profile_steps`: ``loop.train_step`` on the next window.
 
-    ``loop``: a :class:`nbkit.train.loop.Loop` (:func:`nbkit.profiling.stepdata.step_loop`,
+    ``loop``: a :class:`nbkit.train.loop.Loop` (:func:`nbkit.profiling.step_timing.step_loop`,
     or the one a notebook trains with). ``windows`` windows of ``grad_accum_steps`` batches are
     drawn once from ``loop.batch_stream()`` and cycled, so the timed steps cost no collation
     (the step itself still copies each batch to the device); without per-phase
