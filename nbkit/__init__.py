@@ -14,8 +14,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
     from nbkit.gpu.widgets import GpuMonitor
-    from nbkit.recipes.scale import Scale, get_scale
-    from nbkit.runs import runs_dir
+    from nbkit.recipes.scale import get_scale
     from nbkit.views.plots import LivePlot
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

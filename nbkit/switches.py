@@ -12,7 +12,6 @@ here restores the previous state in ``finally``, on success and on any exception
 * :func:`logger_level`: a ``logging`` logger's level.
 * :func:`transformers_verbosity`: ``transformers``' log verbosity.
 * :func:`progress_bars`: ``transformers``' or ``datasets``' progress bars on or off.
-* :func:`progress_bar`: a ``tqdm`` bar that is closed however the block ends.
 
 Heavy imports (torch, NumPy, transformers) happen inside the functions.
 """
@@ -142,15 +141,3 @@ def progress_bars(library: str, enabled: bool):
     finally:
         (enable if was else disable)()
 
-
-@contextlib.contextmanager
-def progress_bar(**tqdm_kwargs):
-    """A ``tqdm.auto.tqdm(**tqdm_kwargs)`` bar, closed when the block ends (also on an exception,
-    so a notebook is not left with a live bar of a failed run)."""
-    from tqdm.auto import tqdm
-
-    bar = tqdm(**tqdm_kwargs)
-    try:
-        yield bar
-    finally:
-        bar.close()

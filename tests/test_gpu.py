@@ -105,7 +105,7 @@ def test_init_failures_become_named_states(code, name):
     nv = Nvml(lib=FakeNvml([FakeGpu()], init_error=code))
     st = nv.state
     assert (st.name, st.ok) == (name, False)
-    assert st.fix and "Fix:" in st.line()
+    assert st.fix and st.detail and "NVML" in st.detail
     assert nv.sample() == [] and nv.device_count() == 0
     assert nv.cuda_driver_version() is None
 

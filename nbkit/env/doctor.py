@@ -24,8 +24,6 @@ from nbkit import jsonio
 from nbkit.env.layer_checks import ALL_CHECKS, FAIL, OK, WARN, Check, Context
 from nbkit.gpu.nvml import Nvml
 
-__all__ = ["Check", "Report", "report", "doctor_main", "keep_busy", "OK", "WARN", "FAIL"]
-
 
 class Report:
     """The list of :class:`Check` lines with text, JSON and HTML views."""

@@ -25,7 +25,6 @@ LIBRARY_NOT_FOUND = 12
 FUNCTION_NOT_FOUND = 13
 GPU_IS_LOST = 15
 LIB_RM_VERSION_MISMATCH = 18
-UNKNOWN = 999
 
 
 @dataclass(frozen=True)
@@ -45,12 +44,6 @@ class NvmlState:
     ok: bool
     detail: str
     fix: str
-
-    def line(self) -> str:
-        """One human line: ``NVML driver_not_loaded: <detail> Fix: <fix>``."""
-        if self.ok:
-            return f"NVML ok: {self.detail}"
-        return f"NVML {self.name}: {self.detail} Fix: {self.fix}"
 
 
 # code -> (name, explanation, fix)

@@ -48,8 +48,6 @@ MIN_GAIN = 1.03
 PHASE_OF_FACTOR = {"num_workers": "data", "pin_memory": "data"}
 MAX_CHANGES = 3
 
-BOUNDS = ("input-bound", "compute-bound", "launch-overhead-bound", "memory-bound", "mixed")
-
 # Rule-of-thumb changes per verdict: (factor it maps to or None, action, needs a CUDA GPU).
 SUGGESTIONS = {
     "input-bound": [("num_workers", "more DataLoader workers (num_workers=4) with pin_memory=True", False),
