@@ -1,8 +1,5 @@
-"""A daemon thread that calls ``read()`` every ``interval`` seconds and keeps a bounded history.
-
-Ticks sit on a fixed grid (``t0 + k * interval``): a slow read does not make the period drift,
-and ticks that fall behind are skipped, not bunched. Listeners run on the sampler thread, so
-views set widget traits instead of printing.
+"""A daemon thread that calls ``read()`` every ``interval`` seconds on a fixed grid (a slow read skips
+ticks, never drifts or bunches them), keeping a bounded history; listeners run on that thread.
 """
 from __future__ import annotations
 
@@ -18,16 +15,11 @@ T = TypeVar("T")
 
 
 class Sampler(Generic[T]):
-    """Call ``read()`` every ``interval`` seconds on a daemon thread; pass each sample to ``listeners``.
+    """Call ``read()`` every ``interval`` s (> 0; 1 s is nvidia-smi's ``utilization.gpu`` period) and pass each
+    sample to ``listeners``; :attr:`history` keeps the last ``maxlen``.
 
-    Args:
-        read: returns one sample.
-        interval: seconds between ticks (> 0; 1 s is the period of nvidia-smi's ``utilization.gpu``).
-        maxlen: samples kept in :attr:`history` (oldest dropped first).
-
-    A read or listener that raises does not stop sampling: :attr:`errors` counts them, :attr:`last_error`
-    keeps the last, both are shown by ``repr`` and the first one is warned (``RuntimeWarning``).
-    :meth:`close` is registered with ``atexit`` (ipykernel runs it on kernel shutdown and restart).
+    A read or listener that raises does not stop sampling: :attr:`errors` counts, :attr:`last_error` keeps
+    the last, ``repr`` shows both and the first is warned (``RuntimeWarning``). :meth:`close` runs at exit.
 
     Raises:
         nbkit.errors.ConfigError: interval <= 0 or maxlen < 1.
@@ -128,11 +120,7 @@ class Sampler(Generic[T]):
             self._stop.wait(max(0.0, t0 + k * self.interval - time.monotonic()))
 
     def start(self) -> "Sampler[T]":
-        """Start the thread (no-op if running). Returns self.
-
-        Raises:
-            nbkit.errors.ConfigError: the sampler was closed.
-        """
+        """Start the thread (no-op if running); return self. Raises ``ConfigError`` once closed."""
         from nbkit.errors import ConfigError
 
         if self._closed:
