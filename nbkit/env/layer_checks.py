@@ -1,11 +1,7 @@
-"""The individual checks behind :func:`nbkit.env.doctor.report`, one function per layer.
+"""The checks behind :func:`nbkit.env.doctor.report`, one function per layer, each returning :class:`Check` lines.
 
-Each check takes a :class:`Context` and returns :class:`Check` lines. None of
-them creates a CUDA context unless ``ctx.cuda`` is True: GPU facts come from
-NVML (name, memory, compute capability), cuDNN's version from
-``torch._C._cudnn.getVersionInt()`` (``torch.backends.cudnn.version()`` calls
-``torch.cuda.get_device_capability`` and so initialises CUDA), NCCL's from
-``torch.cuda.nccl.version()`` (``ncclGetVersion``, no context).
+No CUDA context unless ``ctx.cuda``: GPU facts come from NVML, cuDNN's version from
+``torch._C._cudnn.getVersionInt()`` (``torch.backends.cudnn.version()`` initialises CUDA).
 """
 from __future__ import annotations
 
@@ -154,7 +150,7 @@ def check_torch(ctx: Context) -> list[Check]:
 
 
 def _library_version(name: str, read) -> Check:
-    """OK with ``read()``'s version, OK "n/a" when the build has none, WARN naming the error when reading it failed."""
+    """OK with ``read()``'s version, "n/a" when the build has none, WARN naming the error when reading fails."""
     try:
         version = read()
     except Exception as exc:  # a broken CUDA library: say so, the other lines still run
@@ -349,14 +345,9 @@ def installed_locations(module: str) -> list[tuple[str, str, str]]:
 
 def import_failure(module: str, exc: BaseException | str,
                    env: dict[str, str] | None = None) -> tuple[str, str]:
-    """``(value, fix)`` for a report line about ``import module`` having raised ``exc``.
-
-    ``value`` names the exception and the file Python imported, with the
-    ``sys.path`` entry and its source; when that file lies outside every
-    installed distribution providing ``module``, it says the file shadows the
-    installed version and ``fix`` says to move the folder or drop the entry from
-    ``PYTHONPATH``. Otherwise ``fix`` says to reinstall (naming the broken path),
-    or to install when nothing is found. Never raises.
+    """``(value, fix)`` for a line about ``import module`` raising ``exc``: the file Python imported, its
+    ``sys.path`` entry and why it is there; a file outside every installed distribution of ``module`` is named
+    as shadowing it. Never raises (a failed diagnosis names its own failure).
     """
     what = exc if isinstance(exc, str) else repr(exc)
     pip = {"pynvml": "nvidia-ml-py"}.get(module, module)
