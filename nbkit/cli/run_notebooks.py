@@ -1,11 +1,8 @@
-"""``nbkit run-notebooks``: the guided notebooks run headless, in order, one kernel each, with live progress.
+"""``nbkit run-notebooks``: the guided notebooks headless, in order, one kernel each, with live progress.
 
-Each executed copy goes to ``<runs>/<scale>/executed/`` beside ``NN_name.kernel.log`` (the kernel
-process's own output). Bad inputs are a :class:`~nbkit.errors.ConfigError` before any kernel starts; a
-failing, timed-out or killed cell stops the run with one line naming the notebook, the cell and the fix.
-Progress: a tqdm bar on a terminal, plain lines and a heartbeat in logs, carrying the training loop's
-step, loss and ETA (read from ``NBKIT_PROGRESS_FILE``, :mod:`nbkit.train.progress_file`); each notebook
-ends with its headline metric, read back from the JSON it wrote, and the run with a table.
+Executed copies go to ``<runs>/<scale>/executed/`` beside ``NN_name.kernel.log``. A failing, timed-out or
+killed cell stops the run with one line naming the notebook, the cell and the fix. Progress: a tqdm bar
+on a terminal, plain lines and a heartbeat in logs, with the loop's step, loss and ETA while a cell trains.
 """
 from __future__ import annotations
 
@@ -57,15 +54,12 @@ class Plan:
 
 def plan(scale: str | None = None, only: list[str] | None = None,
          environ: dict[str, str] | None = None) -> Plan:
-    """Check the inputs of a run and return its :class:`Plan`; runs nothing.
-
-    The kernels get ``environ`` (default ``os.environ``) plus ``NBKIT_SCALE``, an
-    absolute ``NBKIT_RUNS_DIR`` and :data:`KERNEL_ENV_DEFAULTS` where unset.
+    """Check a run's inputs and return its :class:`Plan` (runs nothing). The kernels get ``environ`` plus
+    ``NBKIT_SCALE``, an absolute ``NBKIT_RUNS_DIR`` and :data:`KERNEL_ENV_DEFAULTS` where unset.
 
     Raises:
-        nbkit.errors.ConfigError: unknown scale, no notebook matching ``only``, no
-            notebooks folder, or a runs directory that cannot be created or written.
-            The message names the fix.
+        nbkit.errors.ConfigError: unknown scale, no notebook matching ``only``, no notebooks folder, or a
+            runs directory that cannot be written.
     """
     from nbkit.errors import ConfigError
     from nbkit.recipes.scale import SCALES, get_scale
@@ -115,11 +109,8 @@ def first_line(source: str, width: int = 60) -> str:
 
 
 def loop_status(path: str | Path | None, since: float) -> str | None:
-    """``training step 12/40, loss 3.21, ETA 1 min 11 s`` from a progress file, or None.
-
-    None when ``path`` is None, missing, unreadable or not strict JSON, when the run it
-    describes is done, or when it was last written before ``since`` (Unix seconds: the running
-    cell's start), so a loop of an earlier cell is never shown as this cell's.
+    """``training step 12/40, loss 3.21, ETA 1 min 11 s`` from the progress file ``path``
+    (:mod:`nbkit.train.progress_file`); None when missing, unreadable, done, or written before ``since`` (Unix s).
     """
     if path is None:
         return None
@@ -148,17 +139,9 @@ def code_cells(nb) -> int:
 class NotebookProgress:
     """Live progress of one notebook, fed by nbclient's ``on_cell_execute`` / ``on_cell_executed`` hooks.
 
-    Args:
-        name: the notebook's file name, shown on every line.
-        total: code cells to execute (:func:`code_cells`).
-        stream: where to write (default ``sys.stdout``).
-        tty: bar (True) or plain lines (False); default ``stream.isatty()``.
-        heartbeat_s: seconds between heartbeat lines in plain mode (the bar redraws every second).
-        status_file: the kernel's ``NBKIT_PROGRESS_FILE``; its training progress joins the
-            heartbeat (:func:`loop_status`). None: cells only.
-
-    Use as a context manager: ``__enter__`` starts the clock and the heartbeat
-    thread, ``__exit__`` stops them. :meth:`finish` writes the closing line.
+    ``tty`` (default ``stream.isatty()``): a bar redrawn every second; else plain lines, a heartbeat every
+    ``heartbeat_s`` s. ``status_file``: the kernel's ``NBKIT_PROGRESS_FILE`` (:func:`loop_status`). A context
+    manager (the clock and heartbeat thread); :meth:`finish` writes the closing line.
     """
 
     def __init__(self, name: str, total: int, stream: TextIO | None = None, tty: bool | None = None,
@@ -223,11 +206,7 @@ class NotebookProgress:
                 self._bar = None
 
     def finish(self, ok: bool, headline: str | None = None) -> float:
-        """Write the notebook's closing line; return its wall time in seconds.
-
-        ``ok``: ``done in 42 s: <headline>``; else ``FAILED after 42 s in cell 3 ('x = ...')``
-        (cell numbered as in the failure line: all cells, from 1).
-        """
+        """Write ``done in 42 s: <headline>`` or ``FAILED after 42 s in cell 3 ('x = ...')``; return its seconds."""
         wall = time.monotonic() - self.t0
         self.__exit__(None, None, None)
         if ok:
@@ -325,16 +304,9 @@ READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling}
 
 
 def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:
-    """The headline metric of ``notebook`` (a file name such as ``02_bert_mlm_pretraining.ipynb``).
-
-    Args:
-        scale_dir: ``<runs>/<scale>``, where the notebooks write.
-        since: the notebook's start (``time.time()``); a file last written before it is
-            reported as stale rather than read.
-
-    Returns:
-        one short phrase, or None for a notebook without a headline (00). Never raises:
-        a missing, stale or unreadable file becomes a phrase saying so.
+    """The headline metric of ``notebook`` (``02_...ipynb``) from the JSON it wrote under ``scale_dir``
+    (:data:`SOURCES`); None for a notebook without one. Never raises: a missing, unreadable or stale file
+    (written before ``since``, Unix s) becomes a phrase saying so.
     """
     prefix = notebook[:2]
     if prefix not in SOURCES:
@@ -364,10 +336,7 @@ class Row:
 
 
 def table(rows: list[Row]) -> str:
-    """The final table as aligned plain text (no colour, no box characters: it goes to logs too).
-
-    The last line totals the wall time of the notebooks that ran.
-    """
+    """The final table as aligned plain text (it goes to logs), ending with the total wall time."""
     head = ("notebook", "status", "wall time", "headline")
     body = [(r.notebook, r.status, fmt_duration(r.wall_s) if r.wall_s is not None else "-", r.headline or "")
             for r in rows]
@@ -396,18 +365,13 @@ def _raise_terminated(signum, frame):
 
 
 def _cleanup_after_dead_kernel(exc: BaseException) -> bool:
-    """nbclient 0.10-0.11 raises ``AttributeError: 'NoneType' object has no attribute 'cleanup_resources'``
-    from its own cleanup when the kernel was killed from outside (seen under ``timeout`` on a GPU machine)."""
+    """nbclient 0.10-0.11's own cleanup raises this ``AttributeError`` after a kernel killed from outside."""
     return isinstance(exc, AttributeError) and "cleanup_resources" in str(exc)
 
 
 def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: dict | None,
                  timeout: int) -> str:
-    """One line: which notebook and cell failed, how, and the fix.
-
-    ``cell_index`` counts all cells from 0 (as nbclient does); the line shows it
-    1-based, as "cell 3", with the cell's first source line.
-    """
+    """One line: which notebook and cell (1-based, with its first line) failed, how, and the fix."""
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -436,7 +400,7 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
 
 
 def machine_summary() -> str:
-    """This machine in words: ``"Linux x86_64, 2 CPUs, no GPU"`` or ``"..., 1 × NVIDIA H200"`` (NVML, no CUDA context)."""
+    """``"Linux x86_64, 2 CPUs, 1 × NVIDIA H200"`` (NVML, no CUDA context)."""
     import platform
 
     from nbkit.gpu.nvml import Nvml
@@ -449,10 +413,7 @@ def machine_summary() -> str:
 
 
 def record_timings(out_dir: Path, seconds: dict[str, float]) -> Path:
-    """Write ``out_dir/timings.json``: ``{"seconds": {"01": 27.0, ...}, "machine": ..., "written_at": ...}``.
-
-    ``scripts/expect_table.py`` reads it for the README's time row and machine name.
-    """
+    """Merge ``seconds`` into ``out_dir/timings.json`` with the machine (read by ``scripts/expect_table.py``)."""
     from nbkit import jsonio
 
     path = Path(out_dir) / "timings.json"
@@ -464,24 +425,14 @@ def record_timings(out_dir: Path, seconds: dict[str, float]) -> Path:
 
 def run_all(scale: str | None = None, only: list[str] | None = None, timeout: int = 3600,
             kernel_name: str = "python3", heartbeat_s: float = 10.0) -> int:
-    """Execute the notebooks in order; return 0 when all ran, 1 at the first failure (130: Ctrl-C, 143: SIGTERM).
+    """Execute the notebooks in order: 0 when all ran, 1 at the first failure, 130 after Ctrl-C, 143 after SIGTERM.
 
-    Whatever stops a notebook (a cell error, a cell over ``timeout``, a dead
-    kernel, a missing kernel) ends the run with one line on stderr naming the
-    notebook, the cell and the fix; the executed copy up to that cell is saved.
-
-    Args:
-        scale: ``smoke``, ``cpu`` or ``gpu``; exported as ``NBKIT_SCALE`` for the
-            kernels (default: the environment's, see :func:`nbkit.recipes.scale.get_scale`).
-        only: file-name prefixes (``["01", "02"]``) to run a subset.
-        timeout: seconds allowed per cell.
-        heartbeat_s: seconds between "still running" lines when stdout is not a terminal.
-
-    Progress (:class:`NotebookProgress`) goes to stdout; each notebook ends with its wall time and
-    :func:`headline`, the run with a :func:`table`.
+    ``scale``: ``smoke``, ``cpu`` or ``gpu`` (default ``NBKIT_SCALE``); ``only``: file-name prefixes
+    (``["01", "02"]``); ``timeout``: seconds per cell; ``heartbeat_s``: seconds between log heartbeats.
+    Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved.
 
     Raises:
-        nbkit.errors.ConfigError: bad inputs, before anything runs (see :func:`plan`).
+        nbkit.errors.ConfigError: bad inputs, before any kernel starts (:func:`plan`).
     """
     import signal
 
