@@ -1,8 +1,7 @@
 """nbkit: a Jupyter-first toolkit for training Chinese BERT models on a GPU.
 
-``import nbkit`` is cheap, changes nothing in the process (no environment variable) and never fails
-because torch, CUDA or NVML is broken, so the environment check can report exactly that. The names
-below are imported on first use.
+``import nbkit`` is cheap, sets no environment variable and works with a broken torch, CUDA or NVML (the
+environment check reports them); the names below are imported on first use.
 """
 from __future__ import annotations
 

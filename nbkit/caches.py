@@ -1,10 +1,6 @@
-"""Writable per-user cache folders when HOME's is not (``docker run --user <uid>``, a locked-down host).
-
-Never run at import: :func:`ensure_writable_caches` is called by the ``nbkit`` command
-(:func:`nbkit.cli.main.main`; the kernels of ``nbkit run-notebooks`` inherit its environment), by the
-training jobs (:func:`nbkit.jobs.outcome.run_job`) and by :func:`nbkit.models.export_classifier`, whose
-mean-pooling export copies its code into ``HF_MODULES_CACHE`` when loaded. Same rule as
-``docker/entrypoint.sh``. Standard library only.
+"""Writable per-user cache folders when HOME's is not (``docker run --user <uid>``), the rule of
+``docker/entrypoint.sh``. Never at import: called by :func:`nbkit.cli.main.main`, :func:`nbkit.jobs.outcome.run_job`
+and :func:`nbkit.models.export_classifier` (a mean-pooling export's code is copied to ``HF_MODULES_CACHE`` on load).
 """
 from __future__ import annotations
 
@@ -34,12 +30,9 @@ def cache_root(environ=os.environ) -> tuple[Path, bool]:
 
 
 def ensure_writable_caches(environ=os.environ) -> dict[str, str]:
-    """Point the unset ``XDG_CACHE_HOME``, ``HF_HOME``, ``HF_MODULES_CACHE``, ``MPLCONFIGDIR`` and
-    ``NBKIT_JIEBA_CACHE`` at ``$TMPDIR/nbkit-cache-<uid>/...`` when HOME's cache folder is not writable.
-
-    Returns ``{variable: folder}`` of what it set (``{}`` when HOME's cache is writable or all are set) and
-    warns (``UserWarning``) naming them. Variables already set are kept. An already imported
-    ``transformers`` gets the new ``HF_MODULES_CACHE`` too (it reads the variable at import).
+    """When HOME's cache is not writable, point the unset ``XDG_CACHE_HOME``, ``HF_HOME``, ``HF_MODULES_CACHE``,
+    ``MPLCONFIGDIR`` and ``NBKIT_JIEBA_CACHE`` at ``$TMPDIR/nbkit-cache-<uid>/...`` (an imported ``transformers``
+    too) and warn (``UserWarning``). Returns ``{variable: folder}`` of what it set.
     """
     root, moved = cache_root(environ)
     if not moved:
