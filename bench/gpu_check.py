@@ -17,7 +17,7 @@ stats, the diagnosis, then the GPU-marked tests. A global time guard
 (``--budget-s``) skips sections that would run late.
 
 Every step timed is ``nbkit.train.loop.Loop.train_step``, the step ``fit()`` runs
-(``nbkit.profiling.stepdata.step_loop``: the loop's fused AdamW, LR schedule,
+(``nbkit.profiling.step_timing.step_loop``: the loop's fused AdamW, LR schedule,
 gradient clipping, precision rule, sparse MLM head in eager mode, and the real
 MLM collator on random token ids); its FLOPs are the loop's own count.
 

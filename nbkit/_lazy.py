@@ -1,12 +1,6 @@
-"""Lazy re-exports for nbkit's subpackages, written as imports an editor can follow.
-
-Each subpackage's ``__init__`` lists its public API as plain imports under
-``if TYPE_CHECKING:``: go-to-definition, type checkers and readers follow them to the
-defining module, and at run time nothing there runs. :func:`lazy_exports` reads the
-same lines (one list, no second map to keep in step) and imports a module only when
-one of its names is first used (PEP 562), so ``import nbkit.gpu`` never imports torch
-and ``import nbkit`` works with a broken torch install. This is the shape of SPEC 1's
-``lazy_loader.attach_stub``, with the imports in the ``__init__`` instead of a ``.pyi``.
+"""Lazy re-exports (PEP 562) read from the ``from X import a`` lines under ``if TYPE_CHECKING:`` in a
+package's ``__init__``: editors follow them, and a module is imported only when one of its names is first
+used (``import nbkit.gpu`` imports no torch).
 """
 from __future__ import annotations
 
@@ -17,11 +11,8 @@ from typing import Callable
 
 
 def type_checking_imports(init_file: str | Path, package: str) -> dict[str, str]:
-    """``{public name: defining module}`` from the ``from X import a, b`` lines under
-    ``if TYPE_CHECKING:`` in ``init_file`` (relative imports resolved against ``package``).
-
-    Raises:
-        ValueError: a plain ``import X`` or a star import there (name the objects instead).
+    """``{name: defining module}`` from those lines of ``init_file`` (relative imports resolved against ``package``).
+    Raises ``ValueError`` for a plain ``import X`` or a star import there.
     """
     tree = ast.parse(Path(init_file).read_text(encoding="utf-8"))
     out: dict[str, str] = {}
@@ -41,11 +32,8 @@ def type_checking_imports(init_file: str | Path, package: str) -> dict[str, str]
 
 
 def lazy_exports(package: str, init_file: str | Path) -> tuple[Callable, Callable]:
-    """Return ``(__getattr__, __dir__)`` for ``package`` (PEP 562), its names from :func:`type_checking_imports`.
-
-    A public name must differ from every submodule's name: once a submodule is
-    imported, Python sets it as the package attribute of that name.
-    ``__getattr__`` raises AttributeError for names not listed (as a module would).
+    """``(__getattr__, __dir__)`` for ``package``. A public name must differ from every submodule's name (an
+    imported submodule becomes the package attribute of its name); unknown names raise ``AttributeError``.
     """
     exports = type_checking_imports(init_file, package)
 

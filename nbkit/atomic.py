@@ -1,31 +1,10 @@
-"""One write path for every artifact nbkit writes: temp output beside the target, fsync, rename.
+"""One write path for every artifact (checkpoints, exports, tokenizers, JSON): :func:`atomic_dir` /
+:func:`atomic_file` write to ``<target>.tmp-<pid>`` beside the target, give ``open()``'s permissions,
+fsync, then rename; on any exception the temp output is deleted before the error propagates.
 
-Checkpoints (:mod:`nbkit.train.checkpoint`), classifier exports
-(:func:`nbkit.models.export.export_classifier`), tokenizers
-(:func:`nbkit.text.tokenizer.train_wordpiece`) and JSON (:func:`nbkit.jsonio.write_json`) all
-write through :func:`atomic_dir` or :func:`atomic_file`:
-
-1. the content goes into ``<target>.tmp-<pid>`` in the target's own folder (same file
-   system, so the final ``rename(2)`` is atomic);
-2. every file and folder written gets the permissions ``open()`` would give (``0o666 & ~umask``;
-   safetensors writes weights ``0600``), is ``fsync``'ed, then renamed to the target (a folder that
-   already exists is either replaced whole, ``replace=True``, or has the new files moved
-   into it one ``os.replace`` each, ``replace=False``, so other files in it survive);
-3. on *any* exception inside the block the temp output is deleted before the error
-   propagates: a failed write leaves nothing behind (a process killed mid-write leaves its
-   ``.tmp-<pid>``, which :func:`nbkit.train.checkpoint.remove_stale` removes later).
-
-A failure that the file system caused (disk full ``ENOSPC``, quota ``EDQUOT``, read-only
-``EROFS``, no permission ``EACCES``/``EPERM``) becomes a :class:`~nbkit.errors.WriteError`
-naming the target, the cause, the free space (``shutil.disk_usage``) and the size needed
-(bytes written before the failure, or the caller's estimate when larger). Libraries that do
-not raise ``OSError`` for it are recognised by their messages: safetensors'
-``SafetensorError: ... No space left on device (os error 28)`` and torch's
-``[enforce fail at inline_container.cc] unexpected pos`` (the disk full seen by its C++
-writer; :mod:`nbkit.train.checkpoint` passes torch a Python file object so it raises
-``OSError`` instead). Other exceptions propagate unchanged.
-
-Standard library only (``import nbkit.jsonio`` stays cheap).
+A failure the file system caused (``ENOSPC``, ``EDQUOT``, ``EROFS``, ``EACCES``/``EPERM``, also recognised
+in safetensors' and torch's messages) becomes a :class:`~nbkit.errors.WriteError` naming the target, the
+cause, the free space and the size needed. Standard library only.
 """
 from __future__ import annotations
 
@@ -62,10 +41,8 @@ _FSYNC_UNSUPPORTED = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF
 
 
 def fsync_dir(path: str | os.PathLike) -> None:
-    """Flush a folder's entries (renames, deletions) to disk (``fsync`` on the folder).
-
-    A file system that cannot fsync a folder (``EINVAL``/``ENOTSUP``, e.g. some container bind mounts)
-    is skipped, as SQLite and git do; any other ``OSError`` (``EIO``: the disk failed) propagates.
+    """``fsync`` a folder's entries; skipped where the file system cannot (``EINVAL``/``ENOTSUP``, some bind
+    mounts), any other ``OSError`` (``EIO``) propagates.
     """
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -167,9 +144,9 @@ def current_umask() -> int:
 
 
 def share_like_open(root: str | os.PathLike) -> None:
-    """Give every file under ``root`` (or ``root`` itself) ``0o666 & ~umask`` and every folder ``0o777 & ~umask``:
-    what ``open()``/``mkdir`` give. safetensors writes weights ``0600``, so without this a container
-    or colleague of another uid could read a model's ``config.json`` but not its weights."""
+    """``0o666 & ~umask`` for every file under ``root``, ``0o777 & ~umask`` for every folder: what ``open()``/``mkdir``
+    give (safetensors writes weights ``0600``, unreadable to another uid).
+    """
     mask = current_umask()
     root = Path(root)
     if root.is_file():
@@ -196,7 +173,7 @@ def _remove(path: Path) -> None:
 
 
 def _publish_dir(tmp: Path, target: Path, replace: bool) -> None:
-    """Move the finished ``tmp`` folder to ``target`` (see the module docstring, step 2)."""
+    """Move the finished ``tmp`` folder to ``target``: rename, swap (``replace``) or merge file by file."""
     if not target.exists():
         os.rename(tmp, target)
     elif replace:  # swap: the old one leaves the name in one rename, then is deleted
@@ -233,19 +210,13 @@ def _guard(tmp: Path, target: Path, estimate: int | None, what: str) -> Iterator
 @contextlib.contextmanager
 def atomic_dir(target: str | os.PathLike, *, replace: bool = True, estimate: int | None = None,
                what: str = "folder") -> Iterator[Path]:
-    """Write a folder atomically: yields an empty temp folder beside ``target`` to fill.
+    """Yield an empty temp folder beside ``target`` to fill; on success it becomes ``target``.
 
-    Args:
-        target: the final folder (its parent is created).
-        replace: an existing ``target`` is swapped out whole (True: checkpoints) or the new files
-            are moved into it, others kept (False: exports and tokenizers into a user's folder).
-        estimate: bytes the write is expected to take (for the message when it fails).
-        what: what is written, for the message ("checkpoint", "export", ...).
+    ``replace``: an existing ``target`` is swapped whole (checkpoints) or the new files are moved into it,
+    others kept (exports, tokenizers). ``estimate`` (bytes) and ``what`` ("checkpoint") go into the message.
 
     Raises:
-        WriteError: the file system refused a write (full, quota, read-only, permission); the
-            temp folder is removed, ``target`` is as it was.
-        Exception: any other error from the block, unchanged, after removing the temp folder.
+        WriteError: the file system refused a write; the temp folder is removed, ``target`` unchanged.
     """
     target = Path(target)
     tmp = _temp_name(target, "tmp")
@@ -261,10 +232,7 @@ def atomic_dir(target: str | os.PathLike, *, replace: bool = True, estimate: int
 
 @contextlib.contextmanager
 def atomic_file(target: str | os.PathLike, *, estimate: int | None = None, what: str = "file") -> Iterator[Path]:
-    """Write one file atomically: yields a temp path beside ``target``; on success fsync + ``os.replace``.
-
-    Same errors and clean-up as :func:`atomic_dir` (the temp file is removed on any failure).
-    """
+    """Yield a temp path beside ``target``; on success fsync and ``os.replace``. Errors as :func:`atomic_dir`."""
     target = Path(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     with _guard(tmp, target, estimate, what):

@@ -1,8 +1,4 @@
-"""Errors a user can cause. Each message says what to do next.
-
-All are ``ValueError`` subclasses so generic callers can catch them; notebooks
-show the message, not a traceback into library internals.
-"""
+"""Errors a user can cause, each message naming the fix; ``ValueError`` subclasses, so generic callers catch them."""
 from __future__ import annotations
 
 
@@ -27,9 +23,9 @@ class NonFiniteLossError(NbkitError):
 
 
 class WriteError(CheckpointError):
-    """An artifact (checkpoint, export, tokenizer, JSON) could not be written: disk full, quota,
-    read-only or no permission. The message names the path, the free space and the size needed;
-    ``path``, ``errno``, ``free_bytes`` and ``needed_bytes`` hold the same as attributes."""
+    """An artifact could not be written (disk full, quota, read-only, no permission); ``path``, ``errno``,
+    ``free_bytes``, ``needed_bytes`` as in the message.
+    """
 
     path = None
     errno = None

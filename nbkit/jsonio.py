@@ -1,16 +1,5 @@
-"""Strict JSON for every file nbkit writes: no ``NaN``/``Infinity``, a missing value is ``null``.
-
-Python's ``json`` writes ``float("nan")`` as a bare ``NaN`` by default, which is
-not JSON (RFC 8259): ``jq``, JavaScript's ``JSON.parse``, Go, Rust's serde and
-``json.loads(..., parse_constant=...)`` reject the whole file. A held-out loss
-with no scored token, an MFU without a known peak or a profiler share of an
-empty phase are NaN in nbkit, so every artifact (``metrics.json``,
-``stats.json``, ``training.json``, notebook 04's ``results.json``, the
-``NBKIT_METRICS`` lines, ``nbkit doctor --json``) is written through
-:func:`dumps` / :func:`write_json`, which first map each non-finite float to
-``None`` and then encode with ``allow_nan=False``.
-
-This module imports only the standard library (``import nbkit`` stays cheap).
+"""Strict JSON (RFC 8259) for every file nbkit writes: each non-finite float (NaN, ±inf) becomes ``null``,
+then ``allow_nan=False`` (``jq``, ``JSON.parse`` and serde reject a bare ``NaN``). Standard library only.
 """
 from __future__ import annotations
 
@@ -23,12 +12,8 @@ from typing import Any
 
 
 def to_strict(value: Any) -> Any:
-    """``value`` as plain JSON types, each non-finite float (NaN, ±inf) replaced by ``None``.
-
-    Handles dicts (keys that JSON cannot take become ``str``), lists/tuples/sets,
-    numpy and torch numbers and arrays (through their ``tolist()``), dataclasses
-    (``dataclasses.asdict``) and paths; anything else becomes ``str(value)``, as
-    ``json.dumps(..., default=str)`` did before.
+    """``value`` as plain JSON types, non-finite floats as ``None``: dicts (other keys as ``str``), sequences,
+    numpy/torch numbers and arrays (``tolist()``), dataclasses, paths; anything else ``str(value)``.
     """
     if value is None or isinstance(value, (bool, int, str)):
         return value
@@ -53,24 +38,13 @@ def to_strict(value: Any) -> Any:
 
 
 def dumps(value: Any, indent: int | None = None) -> str:
-    """Strict JSON text for ``value`` (see :func:`to_strict`); UTF-8 characters kept as they are.
-
-    Raises:
-        ValueError: never for NaN/inf (they become ``null``); only if :func:`to_strict`
-            let one through, which would be a bug.
-    """
+    """Strict JSON text of ``value`` (:func:`to_strict`), UTF-8 characters kept."""
     return json.dumps(to_strict(value), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
 def write_json(path: str | Path, payload: Any, indent: int | None = 2) -> Any:
-    """Write ``payload`` as strict, indented UTF-8 JSON atomically (temp file + rename); return it.
-
-    The file ends with a newline; the parent folder is created if missing. Written through
-    :func:`nbkit.atomic.atomic_file` (fsync, rename; the temp file removed on failure).
-
-    Raises:
-        WriteError: the disk is full, over quota, read-only or not writable (path, free space
-            and size needed named); the previous file at ``path`` is unchanged.
+    """Write ``payload`` as strict, indented UTF-8 JSON through :func:`nbkit.atomic.atomic_file`; return it.
+    Raises ``WriteError`` when the disk is full, over quota, read-only or not writable (the old file stays).
     """
     from nbkit.atomic import atomic_file
 

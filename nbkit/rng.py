@@ -1,14 +1,6 @@
-"""A seed scope that reaches private generators (an MLM collator's), not only the global RNGs.
-
-``nbkit.train.batching.isolated_rng(seed)`` seeds and restores Python's, NumPy's and torch's
-global RNGs around a block (each training batch, each evaluation batch). A component that keeps
-its own ``torch.Generator`` (``MLMCollator(seed=...)``) is out of reach of that: its stream just
-continues, so two evaluations of the same checkpoint drew different masks and a resumed run drew
-other masks than a straight one. Inside :func:`seed_scope` such a component asks
-:func:`current_scope` and derives a fresh generator from (its own seed, the scope's seed) once
-per scope entry, so its draws depend on the batch, not on how many calls came before.
-
-Standard library only: ``import nbkit`` stays cheap, and every layer may import it.
+"""A seed scope that reaches private generators (an ``MLMCollator(seed=...)``'s), not only the global RNGs:
+inside :func:`seed_scope` such a component derives a fresh generator from (its seed, the scope's) once
+per scope entry, so its draws depend on the batch, not on how many calls came before. Standard library only.
 """
 from __future__ import annotations
 
@@ -19,8 +11,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, eq=False)
 class Scope:
-    """One entry of :func:`seed_scope`: ``seed`` (int). Compared by identity, so two entries with
-    the same seed are two scopes (a component re-derives its generator at each entry)."""
+    """One entry of :func:`seed_scope`, compared by identity (two entries with one ``seed`` are two scopes)."""
 
     seed: int
 

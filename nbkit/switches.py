@@ -1,20 +1,6 @@
-"""Every temporary change of global or object state, as a context manager that undoes it.
-
-A state switched by hand (``model.eval()`` ... ``model.train(was)``) is not switched back
-when the block raises: a callback that caught an out-of-memory error inside ``predict()``
-left the model in eval mode, and the rest of the run trained without dropout. Each switch
-here restores the previous state in ``finally``, on success and on any exception
-(``KeyboardInterrupt`` included), and nbkit uses these wherever it switches state:
-
-* :func:`model_mode`: train/eval mode of a module and of each of its submodules.
-* :func:`isolated_rng`: the RNG states of Python, NumPy, torch CPU (and CUDA), optionally
-  seeded inside (:func:`capture_rng` / :func:`restore_rng` are the two halves).
-* :func:`logger_level`: a ``logging`` logger's level.
-* :func:`transformers_verbosity`: ``transformers``' log verbosity.
-* :func:`progress_bars`: ``transformers``' or ``datasets``' progress bars on or off.
-* :func:`progress_bar`: a ``tqdm`` bar that is closed however the block ends.
-
-Heavy imports (torch, NumPy, transformers) happen inside the functions.
+"""Every temporary change of global or object state, as a context manager that restores it in ``finally``
+(on any exception, ``KeyboardInterrupt`` included): a state switched back by hand stays switched when the
+block raises. Heavy imports (torch, NumPy, transformers) happen inside the functions.
 """
 from __future__ import annotations
 
@@ -24,8 +10,7 @@ import random
 
 
 def capture_rng() -> dict:
-    """States of Python's ``random``, NumPy's global RNG, torch CPU and every CUDA device
-    (CUDA only once it is initialised: capturing must not create a CUDA context)."""
+    """States of Python's, NumPy's and torch's CPU RNGs, and CUDA's once initialised (never creates a context)."""
     import numpy as np
     import torch
 
@@ -49,13 +34,9 @@ def restore_rng(state: dict) -> None:
 
 @contextlib.contextmanager
 def isolated_rng(seed: int | None = None, cuda: bool = True):
-    """Run a block with the RNGs seeded by ``seed`` (``None``: as they are), then restore them.
-
-    Evaluation and collation run inside this so they draw the same masks every time and
-    never move the training RNG (which would break exact resume). With a ``seed``, "the RNGs"
-    include private generators that follow :func:`nbkit.rng.seed_scope` (a seeded
-    ``MLMCollator``): the block runs in a fresh scope of ``seed``. ``cuda=False`` leaves the
-    CUDA RNGs alone; otherwise they are seeded and restored when CUDA is initialised.
+    """Run a block with the RNGs seeded by ``seed`` (None: as they are), then restore them (evaluation and
+    collation then never move the training RNG); with a ``seed`` also inside :func:`nbkit.rng.seed_scope`.
+    ``cuda=False`` leaves the CUDA RNGs alone.
     """
     import numpy as np
     import torch
@@ -82,9 +63,9 @@ def isolated_rng(seed: int | None = None, cuda: bool = True):
 
 @contextlib.contextmanager
 def model_mode(model, training: bool):
-    """Put ``model`` (a ``torch.nn.Module``) in train (``True``) or eval (``False``) mode for the
-    block, then give every submodule back its own previous mode (a frozen part kept in eval
-    mode inside a training model stays so)."""
+    """``model`` in train (True) or eval (False) mode for the block; then every submodule gets its own previous
+    mode back (a frozen part kept in eval stays so).
+    """
     saved = [(m, m.training) for m in model.modules()]
     model.train(training)
     try:
@@ -142,15 +123,3 @@ def progress_bars(library: str, enabled: bool):
     finally:
         (enable if was else disable)()
 
-
-@contextlib.contextmanager
-def progress_bar(**tqdm_kwargs):
-    """A ``tqdm.auto.tqdm(**tqdm_kwargs)`` bar, closed when the block ends (also on an exception,
-    so a notebook is not left with a live bar of a failed run)."""
-    from tqdm.auto import tqdm
-
-    bar = tqdm(**tqdm_kwargs)
-    try:
-        yield bar
-    finally:
-        bar.close()

@@ -48,6 +48,7 @@ class FakeGpu:
     power_limit_mw: int = 700_000
     clocks: tuple[int, int] = (1980, 2619)      # SM, memory MHz
     pcie_kb_s: tuple[int, int] = (2048, 1024)   # tx, rx
+    pcie_link: tuple[int, int] = (5, 16)        # current generation, width
     cc: tuple[int, int] = (9, 0)
     processes: list[tuple[int, int | None]] = field(default_factory=list)  # (pid, bytes)
     mig_mode: int = 0
@@ -147,6 +148,14 @@ class FakeNvml:
     def nvmlDeviceGetPcieThroughput(self, g: FakeGpu, counter: int) -> int:
         self._call("nvmlDeviceGetPcieThroughput", g)
         return g.pcie_kb_s[counter]
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, g: FakeGpu) -> int:
+        self._call("nvmlDeviceGetCurrPcieLinkGeneration", g)
+        return g.pcie_link[0]
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, g: FakeGpu) -> int:
+        self._call("nvmlDeviceGetCurrPcieLinkWidth", g)
+        return g.pcie_link[1]
 
     def nvmlDeviceGetCudaComputeCapability(self, g: FakeGpu) -> tuple[int, int]:
         self._call("nvmlDeviceGetCudaComputeCapability", g)

@@ -11,7 +11,7 @@ import pytest
 
 from nbkit.env import doctor as env
 from nbkit.gpu.nvml import Nvml
-from tests.nvml_fake import LIB_RM_VERSION_MISMATCH, FakeGpu, FakeNvml, h100_mig_child
+from tests.nvml_fake import LIB_RM_VERSION_MISMATCH, NO_PERMISSION, FakeGpu, FakeNvml, h100_mig_child
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOOD_ENV = {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
@@ -139,6 +139,34 @@ def test_import_failure_without_shadowing_says_reinstall_or_install():
     assert "shadows" not in value and "--force-reinstall torch" in fix
     value, fix = import_failure("no_such_module_xyz", ModuleNotFoundError("No module named 'no_such_module_xyz'"))
     assert "no no_such_module_xyz on sys.path" in value and "pip install no_such_module_xyz" in fix
+
+
+def test_a_diagnosis_that_fails_names_its_own_failure(monkeypatch):
+    from nbkit.env import layer_checks
+
+    def crash(module):
+        raise PermissionError("site-packages not readable")
+
+    monkeypatch.setattr(layer_checks, "module_origin", crash)
+    value, fix = layer_checks.import_failure("torch", OSError("libcudart.so.12"))
+    assert "locating torch failed too (PermissionError: site-packages not readable)" in value
+    assert "no torch on sys.path" not in value and "--force-reinstall torch" in fix
+
+
+def test_unreadable_library_versions_and_capability_are_named(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+
+    class BrokenCudnn:
+        @staticmethod
+        def getVersionInt():
+            raise RuntimeError("libcudnn.so.9: undefined symbol")
+
+    monkeypatch.setattr(torch._C, "_cudnn", BrokenCudnn, raising=False)
+    fake = FakeNvml([FakeGpu(fail={"nvmlDeviceGetCudaComputeCapability": NO_PERMISSION})])
+    r = _by_name(env.report(nvml=Nvml(lib=fake), env=GOOD_ENV, dev_root=_dev(tmp_path)))
+    assert r["cuDNN"].status == "WARN" and "RuntimeError: libcudnn.so.9: undefined symbol" in r["cuDNN"].value
+    assert r["cuDNN"].fix
+    assert "sm ? (nvmlDeviceGetCudaComputeCapability: no permission)" in r["GPU 0"].value
 
 
 def test_keep_busy_runs_for_the_requested_time():

@@ -57,7 +57,7 @@ def test_a_corrupt_checkpoint_is_checkpoint_error_with_the_report(four_label_dir
     with pytest.raises(CheckpointError, match="has config.json but its weights could not be read"):
         build_classifier(tmp_path, 4, LABELS4, tokenizer=tok)
     weights.write_bytes(b"\0" * 1000)
-    from nbkit.profiling.stepdata import model_factory  # the other loader (notebook 04)
+    from nbkit.profiling.step_timing import model_factory  # the other loader (notebook 04)
     factory, _ = model_factory("tiny", len(tok), 32, model_dir=tmp_path)
     with pytest.raises(CheckpointError):
         factory()

@@ -105,7 +105,7 @@ def test_init_failures_become_named_states(code, name):
     nv = Nvml(lib=FakeNvml([FakeGpu()], init_error=code))
     st = nv.state
     assert (st.name, st.ok) == (name, False)
-    assert st.fix and "Fix:" in st.line()
+    assert st.fix and st.detail and "NVML" in st.detail
     assert nv.sample() == [] and nv.device_count() == 0
     assert nv.cuda_driver_version() is None
 
@@ -115,6 +115,32 @@ def test_versions_and_capability():
     assert nv.cuda_driver_version() == (12, 4)
     assert nv.compute_capability(0) == (8, 6)
     assert nv.driver_version() == "550.54.15"
+
+
+def test_failed_queries_keep_their_reason():
+    nv = Nvml(lib=FakeNvml([FakeGpu(fail={"nvmlDeviceGetCudaComputeCapability": NOT_SUPPORTED,
+                                          "nvmlDeviceGetCurrPcieLinkWidth": NO_PERMISSION})]))
+    assert nv.compute_capability(0) is None and nv.pcie_link(0) == (5, None)
+    assert nv.unavailable == {"nvmlDeviceGetCudaComputeCapability": "not supported",
+                              "nvmlDeviceGetCurrPcieLinkWidth": "no permission"}
+    assert nv.why_unavailable("nvmlDeviceGetCurrPcieLinkWidth") == "nvmlDeviceGetCurrPcieLinkWidth: no permission"
+    assert nv.why_unavailable("nvmlDeviceGetName") == ""
+    broken = Nvml(lib=FakeNvml([FakeGpu()], init_error=DRIVER_NOT_LOADED))
+    assert broken.pcie_link(0) == (None, None) and broken.why_unavailable("x") == "NVML driver_not_loaded"
+
+
+def test_a_failing_shutdown_is_warned():
+    fake = FakeNvml([FakeGpu()])
+    nv = Nvml(lib=fake)
+    assert nv.state.ok
+
+    def refuse():
+        import pynvml
+        raise pynvml.NVMLError(NO_PERMISSION)
+
+    fake.nvmlShutdown = refuse
+    with pytest.warns(RuntimeWarning, match="nvmlShutdown failed: no permission"):
+        nv.shutdown()
 
 
 def test_metrics_table_documents_unit_and_smi_field():

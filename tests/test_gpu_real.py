@@ -36,7 +36,7 @@ def test_busy_matmul_drives_utilisation_and_memory_matches_torch():
     import torch
 
     nv = Nvml()
-    assert nv.state.ok, nv.state.line()
+    assert nv.state.ok, nv.state
     idx = torch.cuda.current_device()  # NVML index == CUDA index unless CUDA_VISIBLE_DEVICES reorders
     d0 = nv.sample()[idx]
     stop = threading.Event()

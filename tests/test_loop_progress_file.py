@@ -1,7 +1,7 @@
 """D12: a long training cell reports the loop's own progress (step / total, loss, ETA) to the headless runner.
 
 The loop installs nbkit.train.progress_file.ProgressFile when NBKIT_PROGRESS_FILE is set (the
-runner sets it per notebook); the runner's heartbeat reads it with nbkit.cli.notebook_progress.loop_status.
+runner sets it per notebook); the runner's heartbeat reads it with nbkit.cli.run_notebooks.loop_status.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbkit.cli.notebook_progress import NotebookProgress, loop_status
+from nbkit.cli.run_notebooks import NotebookProgress, loop_status
 from nbkit.train.progress_file import ENV, ProgressFile, with_env_progress
 
 TESTS = Path(__file__).resolve().parent

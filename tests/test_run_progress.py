@@ -1,7 +1,7 @@
 """What `nbkit run-notebooks` prints: progress while a notebook runs, its headline, the final table.
 
 Two tests run a real kernel on a tiny notebook (one as a log file sees it, one as a
-terminal does); the rest drive nbkit.cli.notebook_progress and nbkit.cli.summary directly.
+terminal does); the rest drive nbkit.cli.run_notebooks' progress and summary directly.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import nbformat
 import pytest
 
 from nbkit.cli import run_notebooks
-from nbkit.cli.notebook_progress import NotebookProgress, code_cells, fmt_duration
-from nbkit.cli.summary import Row, headline, table
+from nbkit.cli.run_notebooks import NotebookProgress, Row, code_cells, headline, table
+from nbkit.units import fmt_duration
 
 
 def _write(path, cells):

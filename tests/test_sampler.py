@@ -79,14 +79,34 @@ def test_failing_read_and_listener_do_not_kill_the_thread():
             raise RuntimeError("flaky")
         return "ok"
 
+    def bad_view(sample):
+        raise ValueError("bad view")
+
     seen = []
     s = Sampler(read, interval=0.01)
-    s.listeners.append(lambda x: (_ for _ in ()).throw(ValueError("bad view")))
+    s.listeners.append(bad_view)
     s.listeners.append(seen.append)
-    with s:
-        assert _wait(lambda: len(seen) >= 3)
+    with pytest.warns(RuntimeWarning) as warned:
+        with s:
+            assert _wait(lambda: len(seen) >= 3)
     assert s.errors >= 3 and isinstance(s.last_error, (RuntimeError, ValueError))
     assert not s.running
+    assert len(warned) == 1 and "sampling goes on" in str(warned[0].message)   # warned once, not per error
+
+
+def test_errors_are_named_in_repr_and_error_text():
+    def read():
+        raise OSError("sensor gone")
+
+    s = Sampler(read, interval=0.01)
+    assert s.error_text() is None and "error" not in repr(s)
+    with pytest.warns(RuntimeWarning, match="read raised OSError: sensor gone"):
+        s.sample_once()
+    s.sample_once()
+    assert s.errors == 2 and str(s.last_error) == "sensor gone"
+    assert s.error_text() == "2 errors, last: read raised OSError: sensor gone"
+    assert repr(s).endswith("stopped; 2 errors, last: read raised OSError: sensor gone)")
+    s.close()
 
 
 def test_bad_arguments():

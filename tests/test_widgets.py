@@ -44,6 +44,22 @@ def test_repr_is_stable():
     m.close()
 
 
+def test_a_failing_view_is_shown_in_the_header_and_repr():
+    m = GpuMonitor(nvml=Nvml(lib=_fake()), autostart=False)
+
+    def broken(sample):
+        raise ValueError("comm closed")
+
+    m.sampler.listeners.append(broken)
+    with pytest.warns(RuntimeWarning, match="listener broken raised ValueError: comm closed"):
+        m.sampler.sample_once()
+    m.sampler.sample_once()
+    assert "1 error, last: listener broken raised ValueError: comm closed" in m.header.value
+    assert repr(m) == ("GpuMonitor(devices=2, interval=1s; 2 errors, last: listener broken raised "
+                       "ValueError: comm closed)")
+    m.close()
+
+
 def test_no_gpu_shows_reason_cpu_and_ram():
     m = GpuMonitor(nvml=Nvml(lib=FakeNvml([FakeGpu()], init_error=DRIVER_NOT_LOADED)),
                    autostart=False)

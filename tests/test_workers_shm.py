@@ -125,8 +125,7 @@ def test_real_64k_dev_shm_in_a_mount_namespace(tmp_path):
 def test_step_analysis_loop_checks_shm_too(monkeypatch):
     from transformers import BertConfig, BertForMaskedLM
 
-    from nbkit.profiling.step_timing import StepConfig
-    from nbkit.profiling.stepdata import step_loop
+    from nbkit.profiling.step_timing import StepConfig, step_loop
 
     model = BertForMaskedLM(BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                                        intermediate_size=32, max_position_embeddings=128))

@@ -1,9 +1,7 @@
 """Command line: ``nbkit doctor``, ``nbkit run-notebooks`` and ``nbkit prepare-corpus``.
 
-Each sub-command lives in the module of its concern; this file only parses
-arguments and dispatches, so ``nbkit doctor`` works even when torch is broken.
-Exit codes: 0 success, 1 a FAIL line / a failed notebook, 2 bad input (one
-line on stderr naming the fix, no traceback).
+Only parses and dispatches (``nbkit doctor`` works with a broken torch). Exit codes: 0 success, 1 a FAIL
+line or a failed notebook, 2 bad input (one line on stderr naming the fix).
 """
 from __future__ import annotations
 
@@ -132,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_prepare_corpus)
 
     args = parser.parse_args(argv)
+    from nbkit.caches import ensure_writable_caches
+
+    ensure_writable_caches()   # HOME's cache unwritable: HF, matplotlib, jieba caches to a temp folder, said on stderr
     return int(args.func(args) or 0)
 
 

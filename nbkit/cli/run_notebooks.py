@@ -1,23 +1,23 @@
-"""Run the guided notebooks headless, in order, keeping the executed copies.
+"""``nbkit run-notebooks``: the guided notebooks headless, in order, one kernel each, with live progress.
 
-``nbkit run-notebooks`` (and ``scripts/run_notebooks.sh``) is the main job
-without a browser: it executes ``notebooks/NN_*.ipynb`` with nbclient in
-their own directory, one kernel per notebook, and writes each executed copy
-to ``<runs>/<scale>/executed/`` (with ``NN_name.kernel.log``, the kernel
-process's own output). Bad inputs (scale, ``--only``, runs
-directory) are :class:`nbkit.errors.ConfigError` before any kernel starts; a
-failing, timed-out or killed cell stops the run with one line naming the
-notebook, the cell and the fix, and the executed copy up to that cell is saved.
+Executed copies go to ``<runs>/<scale>/executed/`` beside ``NN_name.kernel.log``. A failing, timed-out or
+killed cell stops the run with one line naming the notebook, the cell and the fix. Progress: a tqdm bar
+on a terminal, plain lines and a heartbeat in logs, with the loop's step, loss and ETA while a cell trains.
 """
 from __future__ import annotations
 
+import json
+import math
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from nbkit.runs import notebooks_dir
+from nbkit.units import fmt_duration
 
 
 def select(paths: list[Path], only: list[str] | None) -> list[Path]:
@@ -54,15 +54,12 @@ class Plan:
 
 def plan(scale: str | None = None, only: list[str] | None = None,
          environ: dict[str, str] | None = None) -> Plan:
-    """Check the inputs of a run and return its :class:`Plan`; runs nothing.
-
-    The kernels get ``environ`` (default ``os.environ``) plus ``NBKIT_SCALE``, an
-    absolute ``NBKIT_RUNS_DIR`` and :data:`KERNEL_ENV_DEFAULTS` where unset.
+    """Check a run's inputs and return its :class:`Plan` (runs nothing). The kernels get ``environ`` plus
+    ``NBKIT_SCALE``, an absolute ``NBKIT_RUNS_DIR`` and :data:`KERNEL_ENV_DEFAULTS` where unset.
 
     Raises:
-        nbkit.errors.ConfigError: unknown scale, no notebook matching ``only``, no
-            notebooks folder, or a runs directory that cannot be created or written.
-            The message names the fix.
+        nbkit.errors.ConfigError: unknown scale, no notebook matching ``only``, no notebooks folder, or a
+            runs directory that cannot be written.
     """
     from nbkit.errors import ConfigError
     from nbkit.settings import SCALES, scale_name
@@ -104,6 +101,260 @@ def plan(scale: str | None = None, only: list[str] | None = None,
     return Plan(name, todo, src, out_dir, env)
 
 
+# ---- progress of one notebook
+SKIP_TAG = "skip-execution"  # nbclient's default skip_cells_with_tag
+
+
+def first_line(source: str, width: int = 60) -> str:
+    """The first non-blank line of a cell's source, cut to ``width`` characters with ``...``."""
+    line = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def loop_status(path: str | Path | None, since: float) -> str | None:
+    """``training step 12/40, loss 3.21, ETA 1 min 11 s`` from the progress file ``path``
+    (:mod:`nbkit.train.progress_file`); None when missing, unreadable, done, or written before ``since`` (Unix s).
+    """
+    if path is None:
+        return None
+    try:
+        from nbkit.jsonio import loads_strict
+
+        st = loads_strict(Path(path).read_text(encoding="utf-8"))
+        if st.get("done") or float(st.get("updated", 0)) < since:
+            return None
+        text = f"training step {int(st['step'])}/{int(st['total'])}"
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    if st.get("loss") is not None:
+        text += f", loss {float(st['loss']):.4g}"
+    if st.get("eta_s") is not None:
+        text += f", ETA {fmt_duration(float(st['eta_s']))}"
+    return text
+
+
+def code_cells(nb) -> int:
+    """How many cells nbclient will execute: code cells with source, not tagged ``skip-execution``."""
+    return sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip()
+               and SKIP_TAG not in c.get("metadata", {}).get("tags", []))
+
+
+class NotebookProgress:
+    """Live progress of one notebook, fed by nbclient's ``on_cell_execute`` / ``on_cell_executed`` hooks.
+
+    ``tty`` (default ``stream.isatty()``): a bar redrawn every second; else plain lines, a heartbeat every
+    ``heartbeat_s`` s. ``status_file``: the kernel's ``NBKIT_PROGRESS_FILE`` (:func:`loop_status`). A context
+    manager (the clock and heartbeat thread); :meth:`finish` writes the closing line.
+    """
+
+    def __init__(self, name: str, total: int, stream: TextIO | None = None, tty: bool | None = None,
+                 heartbeat_s: float = 10.0, status_file: str | Path | None = None):
+        self.name, self.total = name, total
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.heartbeat_s, self.status_file = heartbeat_s, status_file
+        self.cell_wall0 = time.time()        # Unix start of the running cell (progress files older are stale)
+        self.done = 0
+        self.running = False                 # a cell is executing now
+        self.cell_index: int | None = None   # nbclient's index (all cells, from 0) of the running cell
+        self.cell_line = "starting the kernel"
+        self.t0 = self.cell_t0 = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._bar = None
+
+    # --- nbclient hooks (NotebookClient on_cell_execute / on_cell_executed)
+    def cell_started(self, cell, cell_index: int) -> None:
+        """A code cell was sent to the kernel: show it (a line in plain mode)."""
+        with self._lock:
+            self.cell_index, self.cell_line, self.running = cell_index, first_line(cell.source), True
+            self.cell_t0, self.cell_wall0 = time.monotonic(), time.time()
+            if self._bar is not None:
+                self._bar.set_postfix_str(self._running(), refresh=True)
+            else:
+                self._line(f"{self.done}/{self.total} done, {self._elapsed()}  running {self._running()}")
+
+    def cell_finished(self, cell, cell_index: int, execute_reply=None) -> None:
+        """A code cell finished (with or without an error): count it."""
+        with self._lock:
+            self.done += 1
+            self.running = False
+            if self._bar is not None:
+                self._bar.update(1)
+
+    # --- lifetime
+    def __enter__(self) -> NotebookProgress:
+        self.t0 = self.cell_t0 = time.monotonic()
+        if self.tty:
+            from tqdm.std import tqdm  # the console bar (tqdm.auto would pick a widget inside Jupyter)
+
+            self._bar = tqdm(total=self.total, desc=self.name, unit="cell", file=self.stream, leave=False,
+                             dynamic_ncols=True, mininterval=0.5,
+                             bar_format="{desc} {n_fmt}/{total_fmt} cells |{bar:20}| {elapsed}{postfix}")
+            self._bar.set_postfix_str(self.cell_line, refresh=True)
+        else:
+            self._line(f"start: {self.total} code cell{'s' if self.total != 1 else ''}")
+        self._thread = threading.Thread(target=self._beat, name=f"progress-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        with self._lock:
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
+
+    def finish(self, ok: bool, headline: str | None = None) -> float:
+        """Write ``done in 42 s: <headline>`` or ``FAILED after 42 s in cell 3 ('x = ...')``; return its seconds."""
+        wall = time.monotonic() - self.t0
+        self.__exit__(None, None, None)
+        if ok:
+            self._line(f"done in {fmt_duration(wall)}" + (f": {headline}" if headline else ""))
+        else:
+            where = f" in cell {self.cell_index + 1} ({self.cell_line!r})" if self.cell_index is not None else ""
+            self._line(f"FAILED after {fmt_duration(wall)}{where}")
+        return wall
+
+    # --- rendering
+    def _elapsed(self) -> str:
+        return fmt_duration(time.monotonic() - self.t0)
+
+    def _running(self) -> str:
+        if self.cell_index is None:
+            return self.cell_line
+        return f"cell {self.cell_index + 1}: {self.cell_line}"
+
+    def _line(self, text: str) -> None:
+        print(f"[{self.name}] {text}", file=self.stream, flush=True)
+
+    def _beat(self) -> None:
+        every = 1.0 if self.tty else self.heartbeat_s
+        while not self._stop.wait(every):
+            with self._lock:
+                loop = loop_status(self.status_file, self.cell_wall0) if self.running else None
+                if self._bar is not None:
+                    self._bar.set_postfix_str(self._running() + (f" | {loop}" if loop else ""), refresh=False)
+                    self._bar.refresh()  # the elapsed clock moves during a long cell
+                elif self.running:
+                    in_cell = fmt_duration(time.monotonic() - self.cell_t0)
+                    self._line(f"{self.done}/{self.total} done, {self._elapsed()}  still running "
+                               f"{self._running()} ({in_cell} so far)" + (f"; {loop}" if loop else ""))
+                else:
+                    idle = ("starting the kernel" if self.cell_index is None else
+                            "stopping the kernel" if self.done >= self.total else "between cells")
+                    self._line(f"{self.done}/{self.total} done, {self._elapsed()}  {idle}")
+
+
+# ---- headline metrics and the final table
+# notebook-name prefix -> (file under <runs>/<scale>/, function of the parsed JSON -> headline)
+SOURCES: dict[str, str] = {
+    "01": "tokenizer/stats.json",
+    "02": "mlm/metrics.json",
+    "03": "sentiment/metrics.json",
+    "04": "profiling/results.json",
+}
+
+
+def _num(value) -> float | None:
+    """A finite float, or None (missing, null, NaN, a string such as "None")."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _tokenizer(d: dict) -> str:
+    unk = _num(d.get("unk_rate"))
+    vocab = d.get("vocab_size")
+    head = f"[UNK] rate {unk:.3%} on held-out text" if unk is not None else "[UNK] rate not recorded"
+    return head + (f" (vocabulary {vocab:,})" if isinstance(vocab, int) else "")
+
+
+def _mlm(d: dict) -> str:
+    ppl = _num(d.get("eval_perplexity"))
+    head = f"held-out perplexity {ppl:,.1f}" if ppl is not None else "held-out perplexity not recorded"
+    return head + (f" after {d['steps']:,} steps" if isinstance(d.get("steps"), int) else "")
+
+
+def _sentiment(d: dict) -> str:
+    acc, base = _num(d.get("test_accuracy")), _num(d.get("baseline_accuracy"))
+    if acc is None:
+        return "test accuracy not recorded"
+    head = f"test accuracy {acc:.3f}"
+    if base is None:
+        return head
+    return f"{head} vs TF-IDF baseline {base:.3f} ({(acc - base) * 100:+.1f} points)"
+
+
+def _profiling(d: dict) -> str:
+    step = d.get("step") or {}
+    mfu, tps = _num(step.get("mfu")), _num(step.get("tokens_per_s"))
+    rate = f"{tps:,.0f} tokens/s" if tps is not None else None
+    if mfu is None:
+        where = d.get("device") or "this device"
+        head = f"MFU n/a (no known peak FLOP/s for {where})"
+    else:
+        head = f"MFU {mfu:.1%}"
+    return f"{head}, {rate}" if rate else head
+
+
+READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling}
+
+
+def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:
+    """The headline metric of ``notebook`` (``02_...ipynb``) from the JSON it wrote under ``scale_dir``
+    (:data:`SOURCES`); None for a notebook without one. Never raises: a missing, unreadable or stale file
+    (written before ``since``, Unix s) becomes a phrase saying so.
+    """
+    prefix = notebook[:2]
+    if prefix not in SOURCES:
+        return None
+    path = Path(scale_dir) / SOURCES[prefix]
+    if not path.is_file():
+        return f"no {SOURCES[prefix]} written"
+    if since is not None and path.stat().st_mtime < since - 1:  # 1 s: coarse file-system clocks
+        return f"{SOURCES[prefix]} not rewritten by this run (stale)"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"{SOURCES[prefix]} unreadable ({type(exc).__name__})"
+    if not isinstance(data, dict):
+        return f"{SOURCES[prefix]} is not a JSON object"
+    return READERS[prefix](data)
+
+
+@dataclass
+class Row:
+    """One notebook in the final table: ``status`` is ``ok``, ``FAILED`` or ``not run``; ``wall_s`` in seconds."""
+
+    notebook: str
+    status: str
+    wall_s: float | None = None
+    headline: str | None = None
+
+
+def table(rows: list[Row]) -> str:
+    """The final table as aligned plain text (it goes to logs), ending with the total wall time."""
+    head = ("notebook", "status", "wall time", "headline")
+    body = [(r.notebook, r.status, fmt_duration(r.wall_s) if r.wall_s is not None else "-", r.headline or "")
+            for r in rows]
+    total = sum(r.wall_s for r in rows if r.wall_s is not None)
+    body.append(("total", "", fmt_duration(total), ""))
+    widths = [max(len(line[i]) for line in [head, *body]) for i in range(3)]
+
+    def fmt(line):
+        return (f"{line[0]:<{widths[0]}}  {line[1]:<{widths[1]}}  {line[2]:>{widths[2]}}  {line[3]}").rstrip()
+
+    rule = "-" * max(len(fmt(line)) for line in [head, *body])
+    return "\n".join([fmt(head), rule, *(fmt(b) for b in body[:-1]), rule, fmt(body[-1])])
+
+
+# ---- running
 class Terminated(KeyboardInterrupt):
     """A signal stopped the run: SIGTERM (``timeout``, a batch scheduler, ``kill``), or SIGINT while a kernel ran."""
 
@@ -117,22 +368,15 @@ def _raise_terminated(signum, frame):
 
 
 def _cleanup_after_dead_kernel(exc: BaseException) -> bool:
-    """nbclient 0.10-0.11 raises ``AttributeError: 'NoneType' object has no attribute 'cleanup_resources'``
-    from its own cleanup when the kernel was killed from outside (seen under ``timeout`` on a GPU machine)."""
+    """nbclient 0.10-0.11's own cleanup raises this ``AttributeError`` after a kernel killed from outside."""
     return isinstance(exc, AttributeError) and "cleanup_resources" in str(exc)
 
 
 def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: dict | None,
                  timeout: int) -> str:
-    """One line: which notebook and cell failed, how, and the fix.
-
-    ``cell_index`` counts all cells from 0 (as nbclient does); the line shows it
-    1-based, as "cell 3", with the cell's first source line.
-    """
+    """One line: which notebook and cell (1-based, with its first line) failed, how, and the fix."""
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-
-    from nbkit.cli.notebook_progress import first_line
 
     where = f"{name} cell {cell_index + 1} ({first_line((cell or {}).get('source', ''))!r})" if cell_index is not None else name
     if isinstance(exc, CellTimeoutError):
@@ -159,7 +403,7 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
 
 
 def machine_summary() -> str:
-    """This machine in words: ``"Linux x86_64, 2 CPUs, no GPU"`` or ``"..., 1 × NVIDIA H200"`` (NVML, no CUDA context)."""
+    """``"Linux x86_64, 2 CPUs, 1 × NVIDIA H200"`` (NVML, no CUDA context)."""
     import platform
 
     from nbkit.gpu.nvml import Nvml
@@ -172,10 +416,7 @@ def machine_summary() -> str:
 
 
 def record_timings(out_dir: Path, seconds: dict[str, float]) -> Path:
-    """Write ``out_dir/timings.json``: ``{"seconds": {"01": 27.0, ...}, "machine": ..., "written_at": ...}``.
-
-    ``scripts/expect_table.py`` reads it for the README's time row and machine name.
-    """
+    """Merge ``seconds`` into ``out_dir/timings.json`` with the machine (read by ``scripts/expect_table.py``)."""
     from nbkit import jsonio
 
     path = Path(out_dir) / "timings.json"
@@ -187,29 +428,16 @@ def record_timings(out_dir: Path, seconds: dict[str, float]) -> Path:
 
 def run_all(scale: str | None = None, only: list[str] | None = None, timeout: int = 3600,
             kernel_name: str = "python3", heartbeat_s: float = 10.0) -> int:
-    """Execute the notebooks in order; return 0 when all ran, 1 at the first failure (130: Ctrl-C, 143: SIGTERM).
+    """Execute the notebooks in order: 0 when all ran, 1 at the first failure, 130 after Ctrl-C, 143 after SIGTERM.
 
-    Whatever stops a notebook (a cell error, a cell over ``timeout``, a dead
-    kernel, a missing kernel) ends the run with one line on stderr naming the
-    notebook, the cell and the fix; the executed copy up to that cell is saved.
-
-    Args:
-        scale: ``smoke``, ``cpu`` or ``gpu``; exported as ``NBKIT_SCALE`` for the
-            kernels (default: the environment's, see :func:`nbkit.recipes.config.resolve_scale`).
-        only: file-name prefixes (``["01", "02"]``) to run a subset.
-        timeout: seconds allowed per cell.
-        heartbeat_s: seconds between "still running" lines when stdout is not a terminal.
-
-    Progress (:mod:`nbkit.cli.notebook_progress`) goes to stdout: a bar per notebook on a
-    terminal, plain lines otherwise (a line per cell start, a heartbeat every
-    ``heartbeat_s``); each notebook ends with a line giving its wall time and
-    headline metric, and the run with a table of them (:mod:`nbkit.cli.summary`).
+    ``scale``: ``smoke``, ``cpu`` or ``gpu`` (default ``NBKIT_SCALE``); ``only``: file-name prefixes
+    (``["01", "02"]``); ``timeout``: seconds per cell; ``heartbeat_s``: seconds between log heartbeats.
+    Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved.
 
     Raises:
-        nbkit.errors.ConfigError: bad inputs, before anything runs (see :func:`plan`).
+        nbkit.errors.ConfigError: bad inputs, before any kernel starts (:func:`plan`).
     """
     import signal
-    import threading
 
     p = plan(scale, only)
 
@@ -228,9 +456,6 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
 def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
     import nbformat
     from nbclient import NotebookClient
-
-    from nbkit.cli.notebook_progress import NotebookProgress, code_cells
-    from nbkit.cli.summary import Row, headline, table
 
     print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)
     rows = [Row(path.stem, "not run") for path in p.notebooks]

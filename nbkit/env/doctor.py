@@ -1,17 +1,7 @@
-"""Environment report (``nbkit doctor``): every layer from OS to Hugging Face, OK/WARN/FAIL + fix.
+"""Environment report (``nbkit doctor``, notebook 00): every layer from OS to Hugging Face, OK/WARN/FAIL + fix.
 
-Layers, in order: OS and container (GPU device nodes, ``NVIDIA_DRIVER_CAPABILITIES``,
-``/dev/shm`` size), Python, torch build (CPU-only wheel?), ``torch.version.cuda``
-against the highest CUDA version the driver supports (NVML), cuDNN, NCCL,
-scaled-dot-product-attention backends, NVML health, each GPU (name, compute
-capability, memory, bf16/TF32), ipywidgets vs the JupyterLab widget extension,
-the deprecated ``pynvml`` package, ``TOKENIZERS_PARALLELISM``, Hugging Face
-offline mode and cache, nbkit's ``NBKIT_SCALE`` and ``NBKIT_RUNS_DIR``. The
-checks live in :mod:`nbkit.env.layer_checks`.
-
-It works when ``import torch`` fails (that becomes a FAIL line) and creates no
-CUDA context unless ``cuda=True`` is asked for. It measures nothing: a device's matmul
-throughput is :func:`nbkit.profiling.microbench.matmul_bench` (notebook 00 calls it).
+Works when ``import torch`` fails (a FAIL line); creates no CUDA context unless ``cuda=True``. The checks
+are in :mod:`nbkit.env.layer_checks`; benchmarks are :mod:`nbkit.profiling.microbench`'s.
 """
 from __future__ import annotations
 
@@ -23,8 +13,6 @@ from typing import Any
 from nbkit import jsonio
 from nbkit.env.layer_checks import ALL_CHECKS, FAIL, OK, WARN, Check, Context
 from nbkit.gpu.nvml import Nvml
-
-__all__ = ["Check", "Report", "report", "doctor_main", "keep_busy", "OK", "WARN", "FAIL"]
 
 
 class Report:
@@ -81,13 +69,10 @@ class Report:
 
 def report(cuda: bool = False, nvml: Nvml | None = None, env: dict[str, str] | None = None,
            dev_root: str = "/dev") -> Report:
-    """Run every check and return the :class:`Report`. Never raises.
+    """Run every check and return the :class:`Report`; never raises (a crashing check becomes a WARN line).
 
-    Args:
-        cuda: also create a CUDA context and launch one tiny kernel per process.
-        nvml: an :class:`nbkit.gpu.nvml.Nvml` (inject a fake in tests); default real NVML.
-        env: environment variables to judge (default ``os.environ``).
-        dev_root: where device nodes live (``/dev``; tests point elsewhere).
+    ``cuda``: also create a CUDA context and launch one kernel; ``nvml``: an :class:`~nbkit.gpu.nvml.Nvml`
+    (a test double); ``env``: the variables judged (default ``os.environ``); ``dev_root``: where device nodes are.
     """
     ctx = Context(nvml=nvml if nvml is not None else Nvml(), cuda=cuda, dev_root=dev_root)
     if env is not None:
@@ -116,13 +101,10 @@ def doctor_main(as_json: bool = False, cuda: bool = False) -> int:
 
 
 def keep_busy(device: str = "cpu", seconds: float = 3.0, n: int = 512) -> dict[str, Any]:
-    """Run back-to-back ``(n, n) @ (n, n)`` matmuls on ``device`` for ``seconds`` (s).
+    """Back-to-back ``(n, n) @ (n, n)`` matmuls on ``device`` for ``seconds`` s, so the live monitor visibly moves.
 
-    Notebook 00 calls it so the live monitor visibly moves (utilisation, SM
-    clock and power on a GPU; CPU % without one). Returns ``{"device",
-    "matmuls", "seconds", "gflops"}`` (GFLOP/s over the whole period, 2 n³ FLOPs
-    per matmul, a load's rate rather than a benchmark's: that is
-    :func:`nbkit.profiling.microbench.matmul_bench`). On CUDA this creates a context.
+    Returns ``{"device", "matmuls", "seconds", "gflops"}`` (GFLOP/s over the period, 2 n³ FLOPs per matmul:
+    a load's rate, not a benchmark's). On CUDA this creates a context.
     """
     import torch
 

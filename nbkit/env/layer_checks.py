@@ -1,11 +1,7 @@
-"""The individual checks behind :func:`nbkit.env.doctor.report`, one function per layer.
+"""The checks behind :func:`nbkit.env.doctor.report`, one function per layer, each returning :class:`Check` lines.
 
-Each check takes a :class:`Context` and returns :class:`Check` lines. None of
-them creates a CUDA context unless ``ctx.cuda`` is True: GPU facts come from
-NVML (name, memory, compute capability), cuDNN's version from
-``torch._C._cudnn.getVersionInt()`` (``torch.backends.cudnn.version()`` calls
-``torch.cuda.get_device_capability`` and so initialises CUDA), NCCL's from
-``torch.cuda.nccl.version()`` (``ncclGetVersion``, no context).
+No CUDA context unless ``ctx.cuda``: GPU facts come from NVML, cuDNN's version from
+``torch._C._cudnn.getVersionInt()`` (``torch.backends.cudnn.version()`` initialises CUDA).
 """
 from __future__ import annotations
 
@@ -123,9 +119,10 @@ def check_torch(ctx: Context) -> list[Check]:
     else:
         out.append(Check("torch", "torch", OK, f"{torch.__version__}, built for CUDA {built}"))
     if built is None or drv is None:
+        why = ctx.nvml.why_unavailable("nvmlSystemGetCudaDriverVersion") if drv is None else ""
         out.append(Check("cuda", "CUDA runtime vs driver", OK,
                          f"n/a (torch CUDA {built or 'none'}, driver CUDA "
-                         f"{'%d.%d' % drv if drv else 'none'})"))
+                         f"{'%d.%d' % drv if drv else 'none'}{f': {why}' if why else ''})"))
     else:
         rt = tuple(int(x) for x in built.split(".")[:2])
         status, fix = OK, ""
@@ -137,23 +134,29 @@ def check_torch(ctx: Context) -> list[Check]:
                                  "(e.g. torch.compile kernels) may fail: update the driver")
         out.append(Check("cuda", "CUDA runtime vs driver", status,
                          f"torch CUDA {built}, driver supports up to {drv[0]}.{drv[1]}", fix))
-    cudnn = None
-    try:
-        cudnn = torch._C._cudnn.getVersionInt() if hasattr(torch._C, "_cudnn") else None
-    except Exception:
-        pass
-    out.append(Check("cuda", "cuDNN", OK, str(cudnn) if cudnn else "n/a (not in this build)"))
-    nccl = None
-    try:
+    out.append(_library_version("cuDNN", lambda: torch._C._cudnn.getVersionInt()
+                                if hasattr(torch._C, "_cudnn") else None))
+
+    def nccl():
         import torch.distributed as dist
 
         if built is not None and dist.is_available() and dist.is_nccl_available():
-            nccl = ".".join(str(x) for x in torch.cuda.nccl.version()[:3])
-    except Exception:
-        pass
-    out.append(Check("cuda", "NCCL", OK, nccl or "n/a (not in this build)"))
+            return ".".join(str(x) for x in torch.cuda.nccl.version()[:3])
+        return None
+
+    out.append(_library_version("NCCL", nccl))
     out.append(_sdpa(ctx, built))
     return out
+
+
+def _library_version(name: str, read) -> Check:
+    """OK with ``read()``'s version, "n/a" when the build has none, WARN naming the error when reading fails."""
+    try:
+        version = read()
+    except Exception as exc:  # a broken CUDA library: say so, the other lines still run
+        return Check("cuda", name, WARN, f"version unreadable: {type(exc).__name__}: {exc}"[:300],
+                     "reinstall torch for the driver's CUDA version (https://pytorch.org/get-started/locally/)")
+    return Check("cuda", name, OK, str(version) if version else "n/a (not in this build)")
 
 
 def _sdpa(ctx: Context, built: str | None) -> Check:
@@ -194,7 +197,8 @@ def check_gpus(ctx: Context) -> list[Check]:
             continue
         cc = ctx.nvml.compute_capability(d.index)
         new = cc is not None and cc >= (8, 0)
-        sm = f"sm_{cc[0]}{cc[1]}" if cc else "sm ?"
+        why = "" if cc else ctx.nvml.why_unavailable("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetCudaComputeCapability")
+        sm = f"sm_{cc[0]}{cc[1]}" if cc else f"sm ? ({why or 'unknown'})"
         out.append(Check("gpu", d.label, OK if new else WARN,
                          f"{d.name}, {sm}, {d.fmt('mem_total_mib')}, "
                          f"bf16 {'yes' if new else 'no'}, TF32 {'yes' if new else 'no'}",
@@ -341,22 +345,18 @@ def installed_locations(module: str) -> list[tuple[str, str, str]]:
 
 def import_failure(module: str, exc: BaseException | str,
                    env: dict[str, str] | None = None) -> tuple[str, str]:
-    """``(value, fix)`` for a report line about ``import module`` having raised ``exc``.
-
-    ``value`` names the exception and the file Python imported, with the
-    ``sys.path`` entry and its source; when that file lies outside every
-    installed distribution providing ``module``, it says the file shadows the
-    installed version and ``fix`` says to move the folder or drop the entry from
-    ``PYTHONPATH``. Otherwise ``fix`` says to reinstall (naming the broken path),
-    or to install when nothing is found. Never raises.
+    """``(value, fix)`` for a line about ``import module`` raising ``exc``: the file Python imported, its
+    ``sys.path`` entry and why it is there; a file outside every installed distribution of ``module`` is named
+    as shadowing it. Never raises (a failed diagnosis names its own failure).
     """
     what = exc if isinstance(exc, str) else repr(exc)
     pip = {"pynvml": "nvidia-ml-py"}.get(module, module)
     try:
         origin = module_origin(module)
         installed = installed_locations(module)
-    except Exception:  # noqa: BLE001  (a diagnosis must not crash the report)
-        origin, installed = None, []
+    except Exception as diag:  # noqa: BLE001  (a diagnosis must not crash the report: it names its own failure)
+        return (f"`import {module}` failed: {what}; locating {module} failed too ({type(diag).__name__}: {diag})",
+                f"`{sys.executable} -m pip install --force-reinstall {pip}`")
     if origin is None:
         return (f"`import {module}` failed: {what}; no {module} on sys.path of {sys.executable}",
                 f"`{sys.executable} -m pip install {pip}`")

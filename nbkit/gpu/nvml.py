@@ -1,22 +1,14 @@
-"""NVML sampling: pure snapshots of every GPU, one metric queried at a time.
+"""NVML snapshots of every GPU, one metric queried at a time; never a CUDA context.
 
-Pure data first: :class:`DeviceSnapshot` holds one reading per metric with its
-unit and the matching ``nvidia-smi --query-gpu`` field in the field metadata
-(see :data:`METRICS`); a metric the driver cannot give is ``None`` and its
-reason sits in ``DeviceSnapshot.unavailable`` ("not supported",
-"no permission"), shown as "n/a", never as zero and never as an exception.
-
-:class:`Nvml` wraps the ``pynvml`` module (``nvidia-ml-py``). It initialises
-lazily on the first call, never at import, and never touches CUDA, so using it
-keeps ``torch.cuda.is_initialized()`` False. Inject a test double with the same
-function names through ``Nvml(lib=fake)``; failures at init become a named
-:class:`~nbkit.gpu.nvml_state.NvmlState` with a fix.
+Each :class:`DeviceSnapshot` metric carries its unit and ``nvidia-smi --query-gpu`` field (:data:`METRICS`);
+one the driver cannot give is ``None`` with its reason in ``unavailable``, shown as "n/a", never as 0.
 """
 from __future__ import annotations
 
 import os
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
@@ -33,12 +25,10 @@ def _m(unit: str, smi: str, doc: str) -> Any:
 
 @dataclass(frozen=True)
 class ProcessInfo:
-    """A compute process on a GPU (``nvidia-smi --query-compute-apps=pid,used_memory``).
+    """A compute process (``nvidia-smi --query-compute-apps=pid,used_memory``); ``used_mib`` None when hidden.
 
-    ``used_mib`` is None when the driver hides it (WDDM, MIG without
-    permission). ``host_pid`` is True when the PID is not in this PID namespace's
-    ``/proc``: NVML reports host PIDs, and a container without ``--pid=host``
-    cannot see them; ``name`` then is :data:`HOST_PID_NOTE`.
+    ``host_pid``: the PID is not in this PID namespace (a container without ``--pid=host``); ``name`` then
+    is :data:`HOST_PID_NOTE`.
     """
 
     pid: int
@@ -130,16 +120,12 @@ def _process_name(pid: int, proc_root: str) -> str:
 
 
 class Nvml:
-    """Lazy, failure-tolerant access to NVML.
+    """Lazy, failure-tolerant NVML: nothing happens at construction, :meth:`init` never raises.
 
     Args:
-        lib: the ``pynvml`` module or a test double with the same names; default
-            imports ``pynvml`` on first use.
-        proc_root: where to look for PIDs (``/proc``); tests point it elsewhere.
-        pcie: read PCIe throughput (each read samples a 20 ms window per direction).
-
-    Nothing happens at construction. :meth:`init` is called by every reader and
-    returns the :class:`NvmlState`; it never raises.
+        lib: the ``pynvml`` module (``nvidia-ml-py``) or a test double with its names; default imported on first use.
+        proc_root: where PIDs are looked up (``/proc``).
+        pcie: read PCIe throughput (a 20 ms window per direction per read).
     """
 
     def __init__(self, lib: Any = None, proc_root: str = "/proc", pcie: bool = True):
@@ -149,10 +135,11 @@ class Nvml:
         self._state: NvmlState | None = None
         self._lock = threading.Lock()
         self._count = 0
+        self.unavailable: dict[str, str] = {}   # NVML function -> reason of its last failure ("not supported")
 
     # ---- lifecycle
     def init(self) -> NvmlState:
-        """Initialise NVML once; return ``ok`` or the named failure with its fix."""
+        """Initialise NVML once; return the :class:`NvmlState` (``ok`` or the named failure with its fix)."""
         with self._lock:
             if self._state is not None:
                 return self._state
@@ -183,8 +170,9 @@ class Nvml:
             if self._state is not None and self._state.name in ("ok", "no_devices"):
                 try:
                     self._lib.nvmlShutdown()
-                except Exception:
-                    pass
+                except Exception as exc:  # nothing to undo, but say so
+                    warnings.warn(f"nvmlShutdown failed: {nvml_state.metric_reason(exc)} ({exc})",
+                                  RuntimeWarning, stacklevel=2)
             self._state = None
 
     def device_count(self) -> int:
@@ -193,16 +181,19 @@ class Nvml:
 
     # ---- system
     def _get(self, fn: str, *args: Any) -> Any:
+        """``lib.fn(*args)``, or None with the reason in :attr:`unavailable`."""
         try:
             return getattr(self._lib, fn)(*args)
-        except Exception:
+        except Exception as exc:
+            self.unavailable[fn] = nvml_state.metric_reason(exc)
             return None
 
     def driver_version(self) -> str | None:
         """Driver version string, e.g. ``"550.54.15"`` (``nvidia-smi --query-gpu=driver_version``)."""
         try:
             return nvml_string(self._lib.nvmlSystemGetDriverVersion)
-        except Exception:
+        except Exception as exc:
+            self.unavailable["nvmlSystemGetDriverVersion"] = nvml_state.metric_reason(exc)
             return None
 
     def cuda_driver_version(self) -> tuple[int, int] | None:
@@ -220,14 +211,28 @@ class Nvml:
         cc = self._get("nvmlDeviceGetCudaComputeCapability", h) if h is not None else None
         return None if cc is None else (int(cc[0]), int(cc[1]))
 
+    def pcie_link(self, index: int) -> tuple[int | None, int | None]:
+        """Current PCIe (generation, width) of GPU ``index`` (``pcie.link.gen.current``, ``pcie.link.width.current``);
+        None where NVML cannot say (reason in :attr:`unavailable`).
+        """
+        if not self.init().ok:
+            return None, None
+        h = self._get("nvmlDeviceGetHandleByIndex", index)
+        if h is None:
+            return None, None
+        gen = self._get("nvmlDeviceGetCurrPcieLinkGeneration", h)
+        width = self._get("nvmlDeviceGetCurrPcieLinkWidth", h)
+        return (None if gen is None else int(gen)), (None if width is None else int(width))
+
+    def why_unavailable(self, *functions: str) -> str:
+        """``"fn: not supported"`` for each of ``functions`` that failed, ``"NVML <state>"`` when NVML is not usable."""
+        if not self.init().ok:
+            return f"NVML {self.init().name}"
+        return "; ".join(f"{fn}: {self.unavailable[fn]}" for fn in functions if fn in self.unavailable)
+
     # ---- sampling
     def sample(self) -> list[DeviceSnapshot]:
-        """One snapshot per GPU, each MIG instance listed after its parent.
-
-        Returns [] when NVML is not usable (see :attr:`state`). Never raises:
-        each metric is queried on its own and a failure is recorded in
-        ``unavailable`` as "not supported", "no permission", ...
-        """
+        """One snapshot per GPU, each MIG instance after its parent; [] when NVML is not usable. Never raises."""
         if not self.init().ok:
             return []
         out: list[DeviceSnapshot] = []
@@ -329,14 +334,8 @@ def take_sample(nvml: Nvml, host: bool = True) -> Sample:
 
 
 def nvml_text(value: Any) -> str | None:
-    """An NVML string as ``str``, decoded leniently; ``None`` stays ``None``.
-
-    NVML returns C ``char`` arrays. nvidia-ml-py decodes them strictly as UTF-8
-    (``convertStrBytes``), so a device name, UUID, driver version or process
-    name that is not valid UTF-8 (a corrupted VBIOS string, a vGPU guest
-    driver, a test double returning ``b"\\xfeGPU-x"``) would raise
-    ``UnicodeDecodeError``. Here bytes are decoded as UTF-8 with each bad byte
-    shown as U+FFFD, so the device still shows with its metrics.
+    """An NVML string (``bytes`` or ``str``) as ``str``, bad UTF-8 bytes as U+FFFD (a corrupted VBIOS name must
+    not hide the device); ``None`` stays ``None``.
     """
     if value is None or isinstance(value, str):
         return value
@@ -346,13 +345,8 @@ def nvml_text(value: Any) -> str | None:
 
 
 def nvml_string(fn: Callable[..., Any], *args: Any) -> str | None:
-    """Call the NVML string getter ``fn(*args)`` and decode its result with :func:`nvml_text`.
-
-    nvidia-ml-py raises ``UnicodeDecodeError`` from inside the getter when the
-    bytes are not UTF-8; the error object still holds those bytes
-    (``exc.object``), which are decoded leniently instead. Every other
-    exception (``NVMLError``: not supported, no permission, ...) propagates, so
-    callers record the reason as for any metric.
+    """``nvml_text(fn(*args))``; the bytes of nvidia-ml-py's own ``UnicodeDecodeError`` are decoded leniently too.
+    Other errors (``NVMLError``) propagate, for the caller to record.
     """
     try:
         return nvml_text(fn(*args))

@@ -1,14 +1,6 @@
-"""NVML failures as named states, each with a one-line fix.
+"""NVML failures (``pynvml.NVMLError`` with an ``NVML_ERROR_*`` code, ``nvmlReturn_t``) as named states with a fix.
 
-NVML (``nvidia-ml-py``, module ``pynvml``) reports failures as ``pynvml.NVMLError``
-subclasses carrying an ``NVML_ERROR_*`` code. The monitor and the environment
-report never show those as tracebacks: :func:`state_from_error` maps them to an
-:class:`NvmlState` whose ``name`` is stable (tests and JSON output key on it) and
-whose ``fix`` says what to do. Codes and their meaning come from the NVML API
-reference (``nvmlReturn_t``) and the ``NVML_ERROR_*`` constants in ``pynvml.py``.
-
-This module imports nothing heavy; ``pynvml`` is only touched through the error
-object's ``value`` attribute, so it works with the real library and test doubles.
+Imports nothing heavy: only the error's ``value`` is read, so it works when ``pynvml`` itself is broken.
 """
 from __future__ import annotations
 
@@ -25,32 +17,20 @@ LIBRARY_NOT_FOUND = 12
 FUNCTION_NOT_FOUND = 13
 GPU_IS_LOST = 15
 LIB_RM_VERSION_MISMATCH = 18
-UNKNOWN = 999
 
 
 @dataclass(frozen=True)
 class NvmlState:
-    """Where NVML stands: ``ok`` or one named failure with its fix.
-
-    Attributes:
-        name: stable key, one of ``ok``, ``pynvml_missing``, ``library_not_found``,
-            ``driver_not_loaded``, ``version_mismatch``, ``no_permission``,
-            ``no_devices``, ``gpu_lost``, ``error``.
-        ok: True when devices can be sampled.
-        detail: what happened, in words (includes NVML's own message).
-        fix: one line saying what to do next ("" when ok).
+    """Where NVML stands. ``name`` (stable, tests and JSON key on it): ``ok``, ``pynvml_missing``,
+    ``library_not_found``, ``driver_not_loaded``, ``version_mismatch``, ``no_permission``, ``no_devices``,
+    ``gpu_lost`` or ``error``; ``ok``: devices can be sampled; ``detail``: what happened (NVML's message
+    included); ``fix``: one line ("" when ok).
     """
 
     name: str
     ok: bool
     detail: str
     fix: str
-
-    def line(self) -> str:
-        """One human line: ``NVML driver_not_loaded: <detail> Fix: <fix>``."""
-        if self.ok:
-            return f"NVML ok: {self.detail}"
-        return f"NVML {self.name}: {self.detail} Fix: {self.fix}"
 
 
 # code -> (name, explanation, fix)
@@ -113,11 +93,8 @@ def pynvml_missing(exc: BaseException) -> NvmlState:
 
 
 def state_from_error(exc: BaseException) -> NvmlState:
-    """Map an exception raised by ``nvmlInit``/``nvmlDeviceGetCount`` to a state.
-
-    ``exc.value`` (an ``NVML_ERROR_*`` code) picks the state; anything else
-    (``OSError`` from ctypes, unknown codes) becomes ``error`` with a generic fix.
-    Never raises.
+    """The state for an exception of ``nvmlInit``/``nvmlDeviceGetCount``: its ``value`` code picks it, anything
+    else is ``error``. Never raises.
     """
     code = getattr(exc, "value", None)
     if code in _INIT_FAILURES:

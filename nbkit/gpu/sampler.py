@@ -1,23 +1,12 @@
-"""A background thread that calls a reader at a fixed interval, keeping a bounded history.
-
-The sampler knows nothing about NVML or widgets: it calls ``read()`` every
-``interval`` seconds (default 1 s, the period nvidia-smi's utilisation counter
-is averaged over on most GPUs), appends the result to a ``deque(maxlen=...)``
-and hands it to listeners (the widget, the training telemetry). Ticks are
-scheduled on a fixed grid (``t0 + k * interval``) so a slow read does not make
-the period drift; ticks that fall behind are skipped, not bunched.
-
-Shutdown: the thread is a daemon, :meth:`close` is registered with ``atexit``
-(ipykernel 6 and 7 run atexit hooks on kernel shutdown and restart), and stop
-waits for the thread with a timeout. Listeners run on the sampler thread; with
-ipykernel 7, ``print`` from such a thread goes to the cell that started it, so
-views update widget traits instead of printing.
+"""A daemon thread that calls ``read()`` every ``interval`` seconds on a fixed grid (a slow read skips
+ticks, never drifts or bunches them), keeping a bounded history; listeners run on that thread.
 """
 from __future__ import annotations
 
 import atexit
 import threading
 import time
+import warnings
 import weakref
 from collections import deque
 from typing import Any, Callable, Generic, TypeVar
@@ -26,13 +15,11 @@ T = TypeVar("T")
 
 
 class Sampler(Generic[T]):
-    """Call ``read()`` every ``interval`` seconds on a daemon thread.
+    """Call ``read()`` every ``interval`` s (> 0; 1 s is nvidia-smi's ``utilization.gpu`` period) and pass each
+    sample to ``listeners``; :attr:`history` keeps the last ``maxlen``.
 
-    Args:
-        read: returns one sample; an exception is counted in ``errors`` and the
-            last one kept in ``last_error``, and the thread keeps going.
-        interval: seconds between ticks (> 0).
-        maxlen: samples kept in :attr:`history` (oldest dropped first).
+    A read or listener that raises does not stop sampling: :attr:`errors` counts, :attr:`last_error` keeps
+    the last, ``repr`` shows both and the first is warned (``RuntimeWarning``). :meth:`close` runs at exit.
 
     Raises:
         nbkit.errors.ConfigError: interval <= 0 or maxlen < 1.
@@ -45,22 +32,21 @@ class Sampler(Generic[T]):
         self.history: deque[T] = deque(maxlen=maxlen)
         self.listeners: list[Callable[[T], Any]] = []
         self.count = 0            # samples taken since construction
-        self.errors = 0           # reads or listeners that raised
         self.busy_s = 0.0         # CPU seconds (thread_time) spent in read() and listeners
-        self.last_error: BaseException | None = None
+        self._errors = 0
+        self._last_error: BaseException | None = None
+        self._last_error_where = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
-        # atexit holds only a weak reference, so a dropped sampler can be collected.
-        ref = weakref.ref(self)
+        ref = weakref.ref(self)   # atexit holds only a weak reference: a dropped sampler can be collected
         self._atexit = lambda: (s := ref()) is not None and s.close()
         atexit.register(self._atexit)
 
     @staticmethod
     def check_args(interval: float, maxlen: int) -> None:
-        """Raise ``nbkit.errors.ConfigError`` unless interval > 0 (seconds) and maxlen >= 1
-        (callers that build other objects first, e.g. a widget, check before doing so)."""
+        """Raise ``nbkit.errors.ConfigError`` unless interval > 0 (seconds) and maxlen >= 1."""
         from nbkit.errors import ConfigError
 
         if not interval > 0:
@@ -73,26 +59,56 @@ class Sampler(Generic[T]):
         """True while the thread is alive."""
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def errors(self) -> int:
+        """Reads and listener calls that raised."""
+        with self._lock:
+            return self._errors
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """The last exception a read or listener raised (None: none yet)."""
+        with self._lock:
+            return self._last_error
+
+    def error_text(self) -> str | None:
+        """``"3 errors, last: listener update raised ValueError: bad view"``, or None without errors."""
+        with self._lock:
+            if not self._errors:
+                return None
+            exc = self._last_error
+            return (f"{self._errors} error{'s' if self._errors != 1 else ''}, last: {self._last_error_where} "
+                    f"raised {type(exc).__name__}: {exc}")
+
+    def _record(self, where: str, exc: BaseException) -> None:
+        with self._lock:
+            self._errors += 1
+            self._last_error, self._last_error_where = exc, where
+            first = self._errors == 1
+        if first:
+            warnings.warn(f"nbkit Sampler: {where} raised {type(exc).__name__}: {exc}; sampling goes on "
+                          "(Sampler.errors counts such errors, Sampler.last_error keeps the last)",
+                          RuntimeWarning, stacklevel=2)
+
     def sample_once(self) -> T | None:
-        """Read one sample now on the caller's thread, store it and notify listeners."""
+        """Read one sample now on the caller's thread, store it and notify listeners (None: the read raised)."""
         t0 = time.thread_time()  # CPU time of this thread: waiting for the GIL is not counted
         try:
             s = self.read()
         except Exception as exc:
-            self.errors += 1
-            self.last_error = exc
-            self.busy_s += time.thread_time() - t0
-            return None
+            self._record("read", exc)
+            s = None
+        else:
+            with self._lock:
+                self.history.append(s)
+                self.count += 1
+            for fn in list(self.listeners):
+                try:
+                    fn(s)
+                except Exception as exc:  # a broken view must not stop sampling
+                    self._record(f"listener {getattr(fn, '__name__', repr(fn))}", exc)
         with self._lock:
-            self.history.append(s)
-            self.count += 1
-        for fn in list(self.listeners):
-            try:
-                fn(s)
-            except Exception as exc:  # a broken view must not kill sampling
-                self.errors += 1
-                self.last_error = exc
-        self.busy_s += time.thread_time() - t0
+            self.busy_s += time.thread_time() - t0
         return s
 
     def _run(self) -> None:
@@ -104,11 +120,7 @@ class Sampler(Generic[T]):
             self._stop.wait(max(0.0, t0 + k * self.interval - time.monotonic()))
 
     def start(self) -> "Sampler[T]":
-        """Start the thread (no-op if running). Returns self.
-
-        Raises:
-            nbkit.errors.ConfigError: the sampler was closed.
-        """
+        """Start the thread (no-op if running); return self. Raises ``ConfigError`` once closed."""
         from nbkit.errors import ConfigError
 
         if self._closed:
@@ -148,4 +160,6 @@ class Sampler(Generic[T]):
 
     def __repr__(self) -> str:
         state = "running" if self.running else ("closed" if self._closed else "stopped")
-        return f"Sampler(interval={self.interval:g}s, maxlen={self.history.maxlen}, {state})"
+        err = self.error_text()
+        return (f"Sampler(interval={self.interval:g}s, maxlen={self.history.maxlen}, {state}"
+                + (f"; {err}" if err else "") + ")")

@@ -1,18 +1,6 @@
-"""GPU telemetry beside training: samples on the loop's time axis, and input-bound advice.
+"""GPU telemetry beside training: sampler ticks on the loop's ``elapsed_s`` axis, and input-bound advice.
 
-:class:`TelemetryCallback` follows the nbkit Callback protocol by duck typing
-(``on_train_begin/on_log/on_evaluate/on_train_end(loop, ...)``; see
-docs/architecture.md), so the loop needs no import of this module. It records
-every sampler tick while the loop runs as a row on the same ``elapsed_s`` axis
-as the loop's log rows (loss, tokens/s), and at the end asks
-:func:`input_bound_advice` whether the GPU was starved.
-
-The heuristic: a GPU that is busy computing shows high ``utilization.gpu``;
-when the median stays low *and* much memory is free, the GPU waits for the
-host (data loading, collation, Python overhead) rather than running out of
-work it could hold, so more loader workers, pinned memory or a larger batch
-help. (Same reading as PyTorch's performance tuning guide: "enable async data
-loading", and nvitop/gpustat users' rule of thumb.)
+:class:`TelemetryCallback` is a duck-typed nbkit Callback (the loop does not import this module).
 """
 from __future__ import annotations
 
@@ -25,11 +13,9 @@ from nbkit.gpu.sampler import Sampler
 
 
 def sample_row(s: Sample, t0: float) -> dict[str, float | None]:
-    """Flatten one :class:`~nbkit.gpu.nvml.Sample` to a row on the ``elapsed_s`` axis.
-
-    ``util_pct``: mean utilisation over physical GPUs that report it (%);
-    ``mem_used_mib``/``mem_total_mib``: summed over physical GPUs (MiB);
-    ``cpu_pct``, ``ram_used_mib`` from the host. ``None`` = not available.
+    """One :class:`~nbkit.gpu.nvml.Sample` as a row at ``elapsed_s`` (s since ``t0``): ``util_pct`` mean over
+    physical GPUs (%, ``utilization.gpu``), ``mem_used_mib``/``mem_total_mib`` summed (MiB, ``memory.used``/
+    ``memory.total``), host ``cpu_pct`` (%) and ``ram_used_mib`` (MiB); ``None`` = not available.
     """
     phys = [d for d in s.devices if not d.mig]
     utils = [d.util_gpu_pct for d in phys if d.util_gpu_pct is not None]
@@ -47,20 +33,12 @@ def sample_row(s: Sample, t0: float) -> dict[str, float | None]:
 
 def input_bound_advice(samples: list[Any], util_below: float = 60.0, free_above: float = 0.3,
                        min_samples: int = 5, warmup_fraction: float = 0.2) -> str | None:
-    """Say so when a run looks input-bound; otherwise ``None``.
+    """One sentence (numbers, ``num_workers``, ``pin_memory``, a larger batch) when the run looks input-bound.
 
-    Args:
-        samples: :class:`~nbkit.gpu.nvml.Sample` objects or rows from :func:`sample_row`.
-        util_below: median GPU utilisation (%) under which the GPU counts as starved.
-        free_above: fraction of device memory that must be free (0-1) to suggest a
-            larger batch; with less free memory low utilisation has other causes.
-        min_samples: fewer usable samples (after warm-up) -> ``None`` (no verdict).
-        warmup_fraction: leading share of samples ignored (model load, first compile).
-
-    Returns:
-        One sentence with the numbers and the suggestions ``num_workers``,
-        ``pin_memory`` and a larger batch, or ``None`` (no GPU data, too few
-        samples, or the GPU looks busy).
+    Input-bound: after the first ``warmup_fraction`` of ``samples`` (Samples or :func:`sample_row` rows), the
+    median GPU utilisation is below ``util_below`` (%) while more than ``free_above`` (0-1) of device memory
+    is free: the GPU waits for the host (PyTorch tuning guide: "enable async data loading"). None otherwise,
+    and with fewer than ``min_samples`` usable samples.
     """
     rows = [sample_row(s, 0.0) if isinstance(s, Sample) else s for s in samples]
     rows = rows[int(len(rows) * warmup_fraction):]
@@ -79,23 +57,15 @@ def input_bound_advice(samples: list[Any], util_below: float = 60.0, free_above:
 
 
 class TelemetryCallback:
-    """Record GPU/host samples while the nbkit loop trains (duck-typed Callback).
+    """Record GPU/host samples while the loop trains; at the end :attr:`advice` (:func:`input_bound_advice`).
 
     Args:
-        source: a :class:`nbkit.gpu.widgets.GpuMonitor` (anything with ``.sampler``),
-            a :class:`nbkit.gpu.sampler.Sampler` of Samples, or ``None`` to sample
-            on its own (real NVML, ``interval`` seconds).
-        interval: seconds between samples when ``source`` is None (default 1 s).
-        verbose: print the input-bound advice at the end of training.
+        source: a ``GpuMonitor`` (anything with ``.sampler``), a ``Sampler`` of Samples, or None to sample
+            real NVML every ``interval`` s.
+        verbose: print the advice at the end of training.
 
-    Attributes:
-        rows: one :func:`sample_row` dict per sampler tick during training.
-        logs: the loop's log dicts (``elapsed_s``, ``loss``, ``tokens_per_s``, ...).
-        evals: ``(elapsed_s, metrics)`` pairs.
-        advice: :func:`input_bound_advice` of ``rows`` after training (or None).
-
-    The sampler is started at ``on_train_begin`` if it was not running, and then
-    stopped again at ``on_train_end``; a running monitor keeps running.
+    ``rows`` (one :func:`sample_row` per tick), ``logs`` (the loop's log dicts) and ``evals`` (``(elapsed_s,
+    metrics)``) share one clock. A sampler this callback started is stopped at the end.
     """
 
     def __init__(self, source: Any = None, interval: float = 1.0, verbose: bool = True,
@@ -150,9 +120,8 @@ class TelemetryCallback:
             print(self.advice)
 
     def plot(self):
-        """Loss and tokens/s (top) and GPU util % and memory % (bottom) on one elapsed_s axis.
-
-        Returns the matplotlib ``Figure``; GPU panels say "no GPU samples" when empty.
+        """A matplotlib ``Figure``: loss and tokens/s above, GPU util % and memory % below, on one elapsed_s axis
+        (CPU % when there are no GPU samples).
         """
         import matplotlib.pyplot as plt
 

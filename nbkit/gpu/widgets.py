@@ -1,15 +1,7 @@
-"""``GpuMonitor``: a live ipywidgets view of every GPU (or of CPU and RAM without one).
+"""``GpuMonitor``: a live ipywidgets view of every GPU (CPU and RAM without one), updated in place.
 
-The view only renders :class:`nbkit.gpu.nvml.Sample` objects that a
-:class:`nbkit.gpu.sampler.Sampler` reads on its own thread. Updates set widget traits
-(``bar.value = ...``), which ipykernel 6 and 7 both forward to the frontend from
-any thread, so the widget changes in place while other cells run; nothing is
-printed and nothing is cleared. A header with a sample counter and the clock
-changes every tick, so a frontend test can see it is alive even without a GPU.
-
-The text repr (``text/plain``, what nbval and consoles see) is stable:
-``GpuMonitor(devices=2, interval=1s)`` or
-``GpuMonitor(no GPU: library_not_found, interval=1s)``.
+Updates set widget traits from the sampler thread (ipykernel forwards them), never print or clear; the
+``text/plain`` repr is stable (``GpuMonitor(devices=2, interval=1s)``) unless sampling errors occurred.
 """
 from __future__ import annotations
 
@@ -85,24 +77,18 @@ class _DeviceRow:
 
 
 class GpuMonitor(w.VBox):
-    """Live per-GPU bars and sparklines; CPU and RAM with the reason when there is no GPU.
+    """Live per-GPU bars and sparklines; without a GPU, CPU and RAM with the reason and fix. No CUDA context.
 
     Args:
-        interval: seconds between samples (default 1 s).
-        history: samples kept (and drawn in the sparkline, last 60).
-        nvml: an :class:`nbkit.gpu.nvml.Nvml` (inject a test double here); default
-            uses the real NVML, initialised now (not at import).
+        interval: seconds between samples.
+        history: samples kept (the sparkline draws the last 60).
+        nvml: an :class:`~nbkit.gpu.nvml.Nvml` (a test double here); default the real NVML, initialised now.
         autostart: start sampling at construction.
+
+    ``sampler`` holds the :class:`~nbkit.gpu.nvml.Sample` history; ``state`` the NVML state found.
 
     Raises:
         nbkit.errors.ConfigError: interval <= 0 or history < 1 (before any widget is built).
-
-    Attributes:
-        sampler: the :class:`~nbkit.gpu.sampler.Sampler`; its ``history`` holds
-            :class:`~nbkit.gpu.nvml.Sample` objects (used by :mod:`nbkit.gpu.telemetry`).
-        state: the :class:`~nbkit.gpu.nvml_state.NvmlState` found at construction.
-
-    Never creates a CUDA context.
     """
 
     SPARK_POINTS = 60
@@ -140,11 +126,7 @@ class GpuMonitor(w.VBox):
 
     # ---- control
     def start(self) -> "GpuMonitor":
-        """Start sampling on the background thread; returns self.
-
-        Other monitors in this kernel are stopped first: re-running the cell that
-        creates a monitor must not pile up sampler threads.
-        """
+        """Start sampling, stopping this kernel's other monitors (a re-run cell must not pile up threads)."""
         for other in list(GpuMonitor._live):
             if other is not self:
                 other.stop()
@@ -157,9 +139,7 @@ class GpuMonitor(w.VBox):
         self.sampler.stop()
 
     def close(self) -> None:
-        """Stop sampling, release the sampler and close this widget and all its parts.
-
-        Safe on a monitor whose construction failed part-way (``Widget.__del__`` calls it)."""
+        """Stop sampling and close every part of the widget; safe on one whose construction failed part-way."""
         sampler = getattr(self, "sampler", None)
         if sampler is not None:
             sampler.close()
@@ -173,11 +153,7 @@ class GpuMonitor(w.VBox):
         super().close()
 
     def telemetry(self, verbose: bool = True):
-        """A :class:`nbkit.gpu.telemetry.TelemetryCallback` recording this monitor's samples.
-
-        Pass it to the loop (``Loop(..., callbacks=[monitor.telemetry()])``) to get GPU
-        utilisation and memory on the loss's time axis, and the input-bound advice.
-        """
+        """A :class:`~nbkit.gpu.telemetry.TelemetryCallback` on these samples (``Loop(callbacks=[m.telemetry()])``)."""
         from nbkit.gpu.telemetry import TelemetryCallback
 
         return TelemetryCallback(self, verbose=verbose)
@@ -192,9 +168,11 @@ class GpuMonitor(w.VBox):
         """Render one sample in place (called for every tick; callable directly in tests)."""
         hist = self.sampler.snapshot()[-self.SPARK_POINTS:]
         n = self.sampler.count
+        err = self.sampler.error_text()
         self.header.value = (f"<b>nbkit GPU monitor</b> · sample {n} · "
                              f"{time.strftime('%H:%M:%S', time.localtime(sample.wall_time))} · "
-                             f"every {self.sampler.interval:g} s")
+                             f"every {self.sampler.interval:g} s"
+                             + (f" · <span style='color:#cf222e'>{html.escape(err)}</span>" if err else ""))
         if len(sample.devices) != len(self._rows) and sample.devices:
             self._layout_for(len(sample.devices))
         for i, (row, d) in enumerate(zip(self._rows, sample.devices)):
@@ -214,7 +192,8 @@ class GpuMonitor(w.VBox):
     def __repr__(self) -> str:
         what = (f"devices={len(self._rows)}" if self._rows
                 else f"no GPU: {self.state.name}")
-        return f"GpuMonitor({what}, interval={self.sampler.interval:g}s)"
+        err = self.sampler.error_text()
+        return f"GpuMonitor({what}, interval={self.sampler.interval:g}s" + (f"; {err}" if err else "") + ")"
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self))

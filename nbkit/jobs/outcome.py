@@ -109,6 +109,7 @@ def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
     Returns ``body``'s int (0 when it returns None), 130 after an interrupt or a launcher's death,
     2 after an nbkit error. Other exceptions propagate unchanged (a traceback: a bug to report).
     """
+    from nbkit.caches import ensure_writable_caches
     from nbkit.errors import NbkitError
     from nbkit.train.ddp.launcher_watch import orphaned
 
@@ -123,6 +124,7 @@ def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
 
     warnings.showwarning = show_with_flags
     try:
+        ensure_writable_caches()   # HOME's cache unwritable: HF, matplotlib, jieba caches to a temp folder (warned)
         rc = body(argv)
         return rc if isinstance(rc, int) else 0
     except KeyboardInterrupt as exc:

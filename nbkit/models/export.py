@@ -19,7 +19,7 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
         AutoModelForSequenceClassification.from_pretrained(out_dir)
         AutoTokenizer.from_pretrained(out_dir)
 
-    and the pipeline gives :func:`nbkit.pipeline.predict`'s labels and scores (within 1e-5)
+    and the pipeline gives :func:`nbkit.evaluate.predict`'s labels and scores (within 1e-5)
     on short, long, empty and batched input (``tests/test_export_loaders.py``): with
     ``truncation=True`` it cuts every text at ``max_length`` tokens as ``predict()`` does
     (without it a text longer than the position limit is a tensor-size error). A mean-pooling
@@ -27,7 +27,8 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
     code (``nbkit/models/pooling.py``, torch and transformers only) is saved beside the weights
     with an ``auto_map``, so the same calls work with ``trust_remote_code=True`` and without nbkit;
     without that flag transformers refuses it (it does not silently pool ``[CLS]``). Loading the
-    code needs a writable ``HF_MODULES_CACHE`` (README, "Cache locations").
+    code needs a writable ``HF_MODULES_CACHE``: with HOME's cache unwritable, this export points the unset
+    cache variables at a temp folder for this process and warns (:func:`nbkit.caches.ensure_writable_caches`).
 
     The caller's ``model`` and ``tokenizer`` are not changed (the config is saved from a copy).
 
@@ -55,6 +56,7 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
     """
     import copy
 
+    from nbkit.caches import ensure_writable_caches
     from nbkit.models.bert import label_order, quiet_transformers, reorder_head
     from nbkit.models.pooling import MeanPoolBertConfig, MeanPoolBertForSequenceClassification
     from nbkit.text.tokenizer_files import save_tokenizer
@@ -82,6 +84,7 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
         clone.classifier = copy.deepcopy(model.classifier)
         reorder_head(clone, order)
     if isinstance(model, MeanPoolBertForSequenceClassification):  # custom code travels with the weights
+        ensure_writable_caches()                      # loading it copies the code into HF_MODULES_CACHE
         config.classifier_pooling = "mean"
         config.classifier_max_length = max_length     # its forward cuts longer input as truncation=True does
         config = MeanPoolBertConfig(**{k: v for k, v in config.to_dict().items() if k != "model_type"})

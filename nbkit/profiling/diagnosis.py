@@ -1,21 +1,10 @@
-"""From measurements to a verdict: what bounds training, and what to change.
+"""From measurements to a verdict: what bounds training, and what to change. Pure functions over plain dicts
+(replayable in tests, re-diagnosable from a results file).
 
-Pure functions over plain dicts, so recorded measurements can be replayed in
-tests and a results file can be re-diagnosed later:
-
-- ``step``: a row from :func:`nbkit.profiling.step_timing.measure_steps`
-  (``data_share``, ``mfu``, ``precision``, ``device``, config fields),
-- ``ops``: :func:`nbkit.profiling.profiler.op_stats` (``kernels_per_step``,
-  ``mean_kernel_us``, ``memory_bound_share``, ``matmul_share``),
-- ``telemetry``: GPU samples taken during the steps (``gpu_util_pct``: NVML
-  ``utilization.gpu``, the % of time at least one kernel ran;
-  ``memory_used_pct``),
-- ``ablations``: rows of :func:`nbkit.profiling.step_timing.ablation` (any factors).
-
-The verdict is the first rule that fires, in the order below; changes are
-ranked by the speedup measured in the ablation tables (gains larger than
-Amdahl's law allows for the phase a change acts on are dropped as noise), then
-rule-of-thumb suggestions for the verdict that were not measured.
+Inputs: ``step`` (a :func:`~nbkit.profiling.step_timing.measure_steps` row), ``ops``
+(:func:`~nbkit.profiling.profiler.op_stats`), ``telemetry`` (``gpu_util_pct``: NVML ``utilization.gpu``,
+%; ``memory_used_pct``) and ``ablations`` (:func:`~nbkit.profiling.step_timing.ablation` rows). The verdict
+is the first rule that fires; changes are ranked by measured speedup, then rules of thumb.
 """
 from __future__ import annotations
 
@@ -47,8 +36,6 @@ MIN_GAIN = 1.03
 # a measured gain above that (times MIN_GAIN) is noise, not the change.
 PHASE_OF_FACTOR = {"num_workers": "data", "pin_memory": "data"}
 MAX_CHANGES = 3
-
-BOUNDS = ("input-bound", "compute-bound", "launch-overhead-bound", "memory-bound", "mixed")
 
 # Rule-of-thumb changes per verdict: (factor it maps to or None, action, needs a CUDA GPU).
 SUGGESTIONS = {
@@ -99,13 +86,10 @@ class Verdict:
 
 
 def classify(step: dict, ops: dict | None = None, telemetry: dict | None = None) -> tuple[str, list[str]]:
-    """Return ``(bound, evidence)`` from the first rule that fires.
-
-    Order: input (data share >= :data:`INPUT_BOUND_SHARE`), compute (MFU >=
-    :data:`COMPUTE_BOUND_MFU`), launch overhead (mean kernel <
-    :data:`LAUNCH_KERNEL_US`, or NVML utilisation < :data:`LOW_UTIL_PCT`),
-    memory (bandwidth-bound op share >= :data:`MEMORY_BOUND_SHARE`), compute
-    again when matmuls take most of the operator time, else ``mixed``.
+    """``(bound, evidence)`` from the first rule that fires: data share >= :data:`INPUT_BOUND_SHARE` (input),
+    MFU >= :data:`COMPUTE_BOUND_MFU` (compute), mean kernel < :data:`LAUNCH_KERNEL_US` µs or utilisation
+    < :data:`LOW_UTIL_PCT` % (launch overhead), bandwidth-bound op share >= :data:`MEMORY_BOUND_SHARE`
+    (memory), matmuls >= half of operator time (compute), else ``mixed``.
     """
     ops, telemetry = ops or {}, telemetry or {}
     data_share = step.get("data_share") or 0.0
@@ -144,11 +128,8 @@ def amdahl_limit(share: float) -> float:
 
 
 def implausible_gain(factor: str, gain: float, step: dict) -> str | None:
-    """Why a measured ``gain`` for ``factor`` cannot be real, or None when it can.
-
-    Only for factors in :data:`PHASE_OF_FACTOR` with that phase's ``<phase>_share``
-    in ``step``: the gain must not exceed :func:`amdahl_limit` of the share
-    (times :data:`MIN_GAIN` for noise).
+    """Why ``gain`` for ``factor`` cannot be real (above :func:`amdahl_limit` of its phase's ``<phase>_share``
+    in ``step``, times :data:`MIN_GAIN`), or None when it can.
     """
     phase = PHASE_OF_FACTOR.get(factor)
     share = step.get(f"{phase}_share") if phase else None
@@ -162,12 +143,8 @@ def implausible_gain(factor: str, gain: float, step: dict) -> str | None:
 
 
 def noise_ratio(ablations: list[dict], current: dict) -> float:
-    """Run-to-run spread of the configuration being diagnosed: max / min tokens/s (1.0 = no estimate).
-
-    Every ablation table re-measures ``current`` in the row whose ``value``
-    equals ``current[factor]``; with ``current["tokens_per_s"]`` those are
-    repeated measurements of one configuration, so their spread is the noise
-    any claimed gain has to beat.
+    """Run-to-run spread (max / min tokens/s) of the configuration diagnosed: the ablation rows that re-measure
+    ``current`` plus ``current`` itself; 1.0 with fewer than two.
     """
     rates = [r["tokens_per_s"] for r in ablations
              if r.get("tokens_per_s") and r["factor"] in current and r["value"] == current[r["factor"]]]
@@ -178,16 +155,9 @@ def noise_ratio(ablations: list[dict], current: dict) -> float:
 
 def measured_changes(ablations: list[dict], current: dict | None = None,
                      rejected: list[str] | None = None) -> list[Change]:
-    """Best measured value per factor, as :class:`Change` s ranked by speedup.
-
-    For each ``factor`` in ``ablations`` the reference row is the one whose
-    ``value`` equals ``current[factor]`` (the configuration being diagnosed),
-    else the table's first row. Changes below :data:`MIN_GAIN` are dropped, as
-    are gains within the measured noise (:func:`noise_ratio`: the same
-    configuration measured several times varied that much) and gains larger
-    than the factor's phase allows (:func:`implausible_gain`, judged against
-    ``current``'s phase shares); the reason for each of the last two is
-    appended to ``rejected`` when given.
+    """The best value per ablated factor as :class:`Change` s, by speedup over the row matching ``current``
+    (else the first). Gains below :data:`MIN_GAIN`, within :func:`noise_ratio` or beyond
+    :func:`implausible_gain` are dropped, the reasons of the last two appended to ``rejected``.
     """
     current = current or {}
     noise = noise_ratio(ablations, current)
@@ -233,13 +203,8 @@ def _action(factor: str, value) -> str:
 
 def diagnose(step: dict, ops: dict | None = None, telemetry: dict | None = None,
              ablations: list[dict] | None = None, max_changes: int = MAX_CHANGES) -> Verdict:
-    """Verdict plus at most ``max_changes`` changes: measured ones first, by speedup.
-
-    Unmeasured suggestions for the verdict follow, skipping factors the
-    ablations already measured (a measured "no gain" beats a rule of thumb).
-    Measured gains larger than their phase allows are left out, with the
-    reason added to the evidence.
-    On CPU the launch-overhead and MFU rules cannot fire (no kernels, no peak).
+    """:class:`Verdict` with at most ``max_changes`` changes: measured ones by speedup, then the verdict's
+    rules of thumb for factors not measured (on CPU none needing CUDA or reduced precision).
     """
     bound, evidence = classify(step, ops, telemetry)
     measured = measured_changes(ablations or [], step, rejected=evidence)

@@ -1,17 +1,8 @@
-"""Microbenchmarks beside the device's peak: matmul, attention, host-to-device.
+"""Microbenchmarks beside the device's peak (:mod:`nbkit.models.flops`): matmul, attention, host-to-device.
 
-Each function returns a list of plain dict rows (one per measurement) so a
-notebook can show them with ``pandas.DataFrame(rows)`` and a script can dump
-them to JSON. Timing:
-
-- CUDA: ``torch.cuda.Event`` pairs around ``iters`` back-to-back calls after
-  ``warmup`` calls; the median of ``repeats`` such batches is kept (one
-  outlier, e.g. a clock ramp, does not move a median).
-- CPU: ``time.perf_counter`` around the same loop.
-
-Peaks come from :mod:`nbkit.models.flops` (NVIDIA datasheets, PCI-SIG specs); on a
-CPU there is no peak in the table, so ``pct_of_peak`` is None and the
-notebook reads GFLOP/s instead.
+Each returns plain dict rows. CUDA: ``torch.cuda.Event`` pairs around ``iters`` calls after ``warmup``,
+the median of ``repeats`` batches kept; CPU: ``time.perf_counter``. Without a known peak (CPUs)
+``pct_of_peak`` is None.
 """
 from __future__ import annotations
 
@@ -45,11 +36,7 @@ def device_name(device) -> str:
 
 
 def time_fn(fn, device, warmup: int = 2, iters: int = 5, repeats: int = 3) -> float:
-    """Median seconds per call of ``fn()`` on ``device`` (see module docstring).
-
-    Raises:
-        ConfigError: ``iters`` or ``repeats`` below 1.
-    """
+    """Median seconds per call of ``fn()`` on ``device``. Raises ``ConfigError`` when ``iters`` or ``repeats`` < 1."""
     import torch
 
     if iters < 1 or repeats < 1:
@@ -84,22 +71,15 @@ def _dtype_for(precision: str):
 
 def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None,
                  iters: int = 5, repeats: int = 3) -> list[dict]:
-    """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls, 2 n^3 FLOPs each: nbkit's one matmul benchmark
-    (notebook 00's "a small matmul on each device", notebook 04's table against the peak, bench/gpu_check.py).
+    """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls (2 n³ FLOPs each) per precision: nbkit's one matmul benchmark.
 
-    TF32 is fp32 storage with ``torch.backends.cuda.matmul.allow_tf32 = True``
-    (restored afterwards); it exists only on CUDA (Ampere and newer), so on a
-    CPU that row says ``skipped``. Each of the ``repeats`` timings (:func:`time_fn`, median kept) runs
-    at least ``iters`` back-to-back matmuls and at least :data:`MIN_TIMED_FLOP` FLOPs (at most 1000
-    matmuls), so small sizes measure the matmul rather than the few-ms wake-up of CPU threads (on a
-    GPU at n >= 1024 that is ``iters`` itself). A matmul that fails (fp16 on an old CPU build) gives a
-    row whose ``status`` says why. On CUDA this creates a context. Row keys: ``n``, ``precision``,
-    ``iters`` (matmuls per timing), ``ms`` (per matmul), ``tflops``, ``gflops``, ``peak_tflops``,
-    ``pct_of_peak`` (%), ``status``.
+    ``tf32`` is fp32 with ``allow_tf32`` (CUDA only; ``skipped`` elsewhere). Each timing runs at least
+    ``iters`` and at least :data:`MIN_TIMED_FLOP` FLOPs (at most 1000 matmuls); a failing matmul gives a row
+    whose ``status`` says why. Row keys: ``n``, ``precision``, ``iters``, ``ms`` (per matmul), ``tflops``,
+    ``gflops``, ``peak_tflops``, ``pct_of_peak`` (%), ``status``. On CUDA this creates a context.
 
     Raises:
-        ConfigError: an unknown precision name; ``iters`` or ``repeats`` below 1; a device PyTorch
-            cannot use (``"cuda:3"`` on a one-GPU machine: the message points to the doctor).
+        ConfigError: an unknown precision; ``iters`` or ``repeats`` < 1; a device PyTorch cannot use.
     """
     import torch
 
@@ -152,15 +132,11 @@ def attention_flops(batch: int, heads: int, seq_len: int, head_dim: int) -> floa
 def sdpa_bench(seq_lens=(128, 512), batch: int = 32, heads: int = 12, head_dim: int = 64,
                precision: str = "bf16", backends=SDPA_BACKENDS, device=None,
                iters: int = 5, repeats: int = 3) -> list[dict]:
-    """Forward time of ``F.scaled_dot_product_attention`` per backend and length.
+    """Forward time of ``F.scaled_dot_product_attention`` per backend (forced with ``sdpa_kernel``) and length.
 
-    Shapes: q, k, v are ``(batch, heads, seq_len, head_dim)``; the defaults are
-    BERT-base (12 heads of 64). Each backend is forced with
-    ``torch.nn.attention.sdpa_kernel``; a backend that cannot run these
-    inputs (flash needs fp16/bf16 on sm80+, efficient is CUDA-only, ...) gives
-    a row with ``status`` holding PyTorch's reason instead of a number.
-    Row keys: ``backend``, ``seq_len``, ``ms``, ``tflops``, ``speedup_vs_math``,
-    ``status``.
+    q, k, v: ``(batch, heads, seq_len, head_dim)`` (defaults: BERT-base). A backend that cannot run gives
+    PyTorch's reason in ``status``. Row keys: ``backend``, ``seq_len``, ``ms``, ``tflops``,
+    ``speedup_vs_math``, ``status``.
     """
     import torch
     import torch.nn.functional as F
@@ -196,38 +172,26 @@ def sdpa_bench(seq_lens=(128, 512), batch: int = 32, heads: int = 12, head_dim: 
     return rows
 
 
-def pcie_link(device_index: int = 0) -> tuple[int | None, int | None]:
-    """Current PCIe (generation, width) from NVML, or (None, None) when unknown."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
-            return (pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle),
-                    pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle))
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # no NVML, no permission, not supported: peak stays unknown
-        return None, None
-
-
 def h2d_bench(size_mib: int = 256, device=None, iters: int = 5, repeats: int = 3) -> list[dict]:
-    """Host-to-device copy GB/s (1e9 bytes/s) from pageable and pinned memory.
+    """Host-to-device copy GB/s (1e9 B/s) of a ``size_mib`` MiB buffer, pageable and pinned.
 
-    Copies a ``size_mib`` MiB uint8 buffer with ``Tensor.to(device,
-    non_blocking=True)``. The peak is the PCIe link NVML reports now (an idle
-    GPU may down-train its link to Gen1; the link gets back up under load).
-    On a CPU-only machine there is nothing to copy to: both rows say so.
-    Row keys: ``pinned``, ``size_mib``, ``gbps``, ``peak_gbps``, ``pct_of_peak``,
-    ``status``.
+    The peak is the PCIe link NVML reports now (an idle GPU may down-train it); without one ``status`` says
+    why. Row keys: ``pinned``, ``size_mib``, ``gbps``, ``peak_gbps``, ``pct_of_peak`` (%), ``status``.
     """
     import torch
 
     device = resolve_device(device)
     rows = []
-    gen, width = pcie_link(device.index or 0) if device.type == "cuda" else (None, None)
-    peak = pcie_peak_gbps(gen, width)
+    peak, why = None, ""
+    if device.type == "cuda":
+        from nbkit.gpu.nvml import Nvml
+
+        nv = Nvml(pcie=False)
+        gen, width = nv.pcie_link(device.index or 0)
+        peak = pcie_peak_gbps(gen, width)
+        why = (nv.why_unavailable("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetCurrPcieLinkGeneration",
+                                  "nvmlDeviceGetCurrPcieLinkWidth") or f"no peak known for PCIe Gen{gen} x{width}")
+        nv.shutdown()
     for pinned in (False, True):
         row = {"pinned": pinned, "size_mib": size_mib, "gbps": None, "peak_gbps": peak,
                "pct_of_peak": None, "status": "ok"}
@@ -241,5 +205,7 @@ def h2d_bench(size_mib: int = 256, device=None, iters: int = 5, repeats: int = 3
         row["gbps"] = host.numel() / seconds / 1e9
         if peak:
             row["pct_of_peak"] = 100.0 * row["gbps"] / peak
+        else:
+            row["status"] = f"ok; peak unknown ({why})"
         rows.append(row)
     return rows

@@ -1,24 +1,9 @@
-"""``torch.profiler`` around N training steps: top-operator tables, trace, memory.
+"""``torch.profiler`` around N training steps: top-operator tables, a trace, peak memory, a CUPTI check.
 
-:func:`profile_steps` takes any zero-argument ``step_fn`` that runs one
-training step (forward, backward, optimizer). Notebook 04 and ``bench/gpu_check.py``
-pass :func:`make_step_fn` of a :class:`nbkit.train.loop.Loop`: the loop's own
-``train_step``, the step ``fit()`` runs and :mod:`nbkit.profiling.step_timing` times.
-
-The profiler follows a schedule (``torch.profiler.schedule``): ``wait`` steps
-untouched, ``warmup`` steps traced but discarded (the tracer's own start-up
-cost lands there), then ``active`` steps recorded. Results:
-
-- two tables of the top operators, by self device (CUDA) time and by self
-  CPU time (``key_averages()``, times in ms over all active steps),
-- a Chrome/Perfetto trace (``trace.json.gz``; open at https://ui.perfetto.dev
-  or chrome://tracing),
-- peak memory (CUDA: ``torch.cuda.max_memory_allocated``; CPU: the process's
-  peak resident set, ``getrusage(...).ru_maxrss``), and on CUDA a memory
-  snapshot pickle for https://pytorch.org/memory_viz,
-- :func:`check_kernel_events`: on CUDA, a run that recorded no kernel time
-  (CUPTI restricted in the container) says so and names the fix instead of
-  showing an empty table.
+Schedule: ``wait`` steps untouched, ``warmup`` traced and discarded, ``active`` recorded. Results: top
+operators by self device and self CPU time (ms over the active steps), ``trace.json.gz`` (Perfetto,
+chrome://tracing), peak memory (MiB; CUDA ``max_memory_allocated``, CPU ``ru_maxrss``) and on CUDA a
+memory snapshot for https://pytorch.org/memory_viz.
 """
 from __future__ import annotations
 
@@ -105,13 +90,8 @@ def _is_device_event(evt) -> bool:
 
 
 def summarize(averages, top: int = 10, sort_by: str = "self_device") -> list[OpRow]:
-    """Top ``top`` operators from ``prof.key_averages()`` (µs -> ms).
-
-    ``averages`` is any iterable of objects with ``key``, ``count``,
-    ``self_cpu_time_total``, ``self_device_time_total`` (µs), ``cpu_time_total``,
-    ``device_time_total``. ``sort_by``: ``self_device`` or ``self_cpu``.
-    Rows with zero time in the sort column are dropped (so a CPU run's device
-    table is empty rather than a list of zeros).
+    """Top ``top`` :class:`OpRow` s of ``prof.key_averages()`` (µs -> ms) by ``sort_by`` (``self_device`` or
+    ``self_cpu``), rows with zero time there dropped. Raises ``ConfigError`` for another ``sort_by``.
     """
     key = {"self_device": "self_device_ms", "self_cpu": "self_cpu_ms"}.get(sort_by)
     if key is None:
@@ -142,11 +122,8 @@ def format_table(rows: list[OpRow], title: str = "", name_width: int = 48) -> st
 
 
 def check_kernel_events(averages, device_type: str, log_text: str = "") -> KernelCheck:
-    """On CUDA, detect a profile with no kernel time (CUPTI restricted).
-
-    ``averages`` as for :func:`summarize`; ``log_text`` is anything the
-    profiler printed (a ``CUPTI_ERROR_INSUFFICIENT_PRIVILEGES`` line there is
-    quoted). On CPU there are no kernels to miss: always ok.
+    """On CUDA, a profile with no kernel time (CUPTI restricted in the container) gives the fix
+    (:data:`CUPTI_FIX`, quoting ``log_text``'s ``CUPTI_ERROR_INSUFFICIENT_PRIVILEGES``); CPU is always ok.
     """
     if device_type != "cuda":
         return KernelCheck(True, "CPU run: operator times are CPU times (no GPU kernels).")
@@ -160,12 +137,9 @@ def check_kernel_events(averages, device_type: str, log_text: str = "") -> Kerne
 
 
 def op_stats(averages, active_steps: int, device_type: str) -> dict:
-    """Numbers the diagnosis rules read, per active step.
-
-    Returns ``kernels_per_step`` and ``mean_kernel_us`` (CUDA kernel events;
-    None on CPU), ``memory_bound_share`` and ``matmul_share``: the fraction of
-    aten-op self time (device time on CUDA, CPU time on CPU) spent in
-    :data:`MEMORY_BOUND_OPS` / :data:`MATMUL_OPS`.
+    """What the diagnosis reads, per active step: ``kernels_per_step``, ``mean_kernel_us`` (CUDA; None on CPU),
+    ``memory_bound_share`` and ``matmul_share`` (shares of aten self time in :data:`MEMORY_BOUND_OPS` /
+    :data:`MATMUL_OPS`).
     """
     averages = list(averages)
     steps = max(active_steps, 1)
@@ -192,16 +166,9 @@ def op_stats(averages, active_steps: int, device_type: str) -> dict:
 
 def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int = 3,
                   device=None, top: int = 10, memory_snapshot: bool = True) -> ProfileResult:
-    """Profile ``wait + warmup + active`` calls of ``step_fn()``.
-
-    ``out_dir`` receives ``trace.json.gz`` and, on CUDA with
-    ``memory_snapshot``, ``memory_snapshot.pickle``. ``device`` is where the
-    step runs (default: CUDA when usable); it picks the profiler activities.
-    The profiler's raw lines on file descriptor 2 are captured and dropped
-    (error lines are printed; the text feeds :func:`check_kernel_events`).
-
-    Raises:
-        ConfigError: ``active`` below 1.
+    """Profile ``wait + warmup + active`` calls of ``step_fn()`` into ``out_dir`` (``trace.json.gz``; on CUDA
+    ``memory_snapshot.pickle``); ``device`` picks the activities. The profiler's own fd-2 lines are captured
+    (error lines printed). Raises ``ConfigError`` when ``active`` < 1.
     """
     import resource
 
@@ -257,19 +224,9 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
 
 
 def make_step_fn(loop, windows: int = 4):
-    """A zero-argument training step for :func:`profile_steps`: ``loop.train_step`` on the next window.
-
-    ``loop``: a :class:`nbkit.train.loop.Loop` (:func:`nbkit.profiling.stepdata.step_loop`,
-    or the one a notebook trains with). ``windows`` windows of ``grad_accum_steps`` batches are
-    drawn once from ``loop.batch_stream()`` and cycled, so the timed steps cost no collation
-    (the step itself still copies each batch to the device); without per-phase
-    synchronisation, so the trace shows the natural overlap and
-    ``nbkit.profiling.microbench.time_fn(step)`` gives the unperturbed step time. Each call
-    returns ``train_step``'s dict (``tokens``, ``flops`` of that step, ...). It puts the
-    model in train mode, as ``fit()`` does.
-
-    Raises:
-        ConfigError: ``windows`` below 1.
+    """A zero-argument step for :func:`profile_steps`: ``loop.train_step`` on ``windows`` windows of
+    ``grad_accum_steps`` batches drawn once and cycled (no collation in the timed steps, no per-phase sync);
+    returns ``train_step``'s dict. Puts the model in train mode. Raises ``ConfigError`` when ``windows`` < 1.
     """
     import itertools
 
@@ -308,15 +265,12 @@ class Captured:
 
 @contextlib.contextmanager
 def quiet_fd(fd: int = 2) -> Iterator[Captured]:
-    """Capture everything written to ``fd`` inside the block; re-emit only error lines.
-
-    Yields a :class:`Captured` whose ``text`` holds the raw output after the block
-    (e.g. for :func:`nbkit.profiling.profiler.check_kernel_events`). Python-level
-    ``sys.stderr`` writes are flushed first so their order is kept.
+    """Capture what is written to file descriptor ``fd`` in the block; re-emit only error lines (all lines if the
+    block raised). Yields a :class:`Captured` whose ``text`` is filled on exit.
     """
     captured = Captured()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(OSError, ValueError):   # a closed or detached stream: nothing to flush
             stream.flush()
     saved = os.dup(fd)
     ok = False
@@ -326,7 +280,7 @@ def quiet_fd(fd: int = 2) -> Iterator[Captured]:
             yield captured
             ok = True
         finally:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(OSError, ValueError):
                 sys.stderr.flush()
             os.dup2(saved, fd)
             os.close(saved)

@@ -1,25 +1,10 @@
-"""Where a training step's time goes, and what each knob changes, measured on the loop's own step.
+"""The training step as profiling measures it: :func:`step_loop` (a real ``Loop`` on random token ids),
+its timed split (:func:`measure_steps`) and one-knob ablations (:func:`ablation`).
 
-:func:`measure_steps` runs :meth:`nbkit.train.loop.Loop.train_step` (the step ``fit()``
-runs: the loop's loss, optimizer, LR schedule, clipping, precision and sparse MLM head)
-on a loop from :func:`nbkit.profiling.stepdata.step_loop` and times four phases through
-the step's ``mark`` hook (:class:`PhaseTimer`):
-
-- data: the window's ``next(loop.batch_stream())`` (collation by the real MLM collator,
-  workers) plus each micro-batch's host-to-device copy,
-- forward: model forward + the loop's loss (cross-entropy summed over label tokens),
-- backward: ``backward()``,
-- optimizer: unscale, clip, the loop's one host sync, ``optimizer.step()``, ``zero_grad``,
-  scheduler step.
-
-On CUDA each mark first calls ``torch.cuda.synchronize()`` (otherwise the asynchronous
-launch returns at once and the time lands in the next phase); this removes the overlap
-of data loading with GPU work, so the sum is a slight upper bound on an unsynchronised
-step. On CPU wall time is exact.
-
-:func:`ablation` re-measures with one knob changed at a time (``num_workers``,
-batch size, precision, attention implementation, ``torch.compile``) and
-reports tokens/s, MFU and the speedup over the first value.
+Phases, timed through ``Loop.train_step``'s ``mark`` hook: data (collation, workers, host-to-device
+copy), forward (model + the loop's loss), backward, optimizer (unscale, clip, step, zero_grad,
+scheduler). On CUDA each mark synchronises, which removes data/GPU overlap: the sum is a slight upper
+bound on an unsynchronised step. Timings depend on shapes, not on which tokens or weights.
 """
 from __future__ import annotations
 
@@ -29,27 +14,18 @@ from dataclasses import dataclass
 
 from nbkit.errors import ConfigError
 from nbkit.models.flops import mfu
-from nbkit.profiling.stepdata import RandomMLMDataset, ids_tokenizer, model_factory, step_loop
-
-__all__ = ["PHASES", "StepConfig", "PhaseTimer", "measure_steps", "ablation", "gpu_utilization_during",
-           "RandomMLMDataset", "ids_tokenizer", "model_factory", "step_loop"]
 
 PHASES = ("data", "forward", "backward", "optimizer")
 
 
 @dataclass
 class StepConfig:
-    """One point in the ablation space: the loop :func:`~nbkit.profiling.stepdata.step_loop` builds.
+    """One point in the ablation space, the loop :func:`step_loop` builds.
 
-    ``precision``: ``fp32``, ``bf16`` or ``fp16`` (the loop's rule: fp16 gets a GradScaler;
-    fp16 on a CPU falls back to fp32 with a warning), or ``auto``. ``attn``: ``sdpa`` or
-    ``eager`` (``model.set_attn_implementation``). ``compile``: ``TrainConfig(compile=
-    compile_backend)``. ``steps`` are timed after ``warmup`` untimed steps (the first steps
-    pay for cuBLAS heuristics, allocator growth and compilation). ``mlm_head``: ``masked``
-    (the loop's sparse head: logits only where a label is; needs a model with
-    ``supports_predict_mask``, see :mod:`nbkit.models.mlm_head`) or ``all`` (the head and
-    softmax on every position, as ``BertForMaskedLM`` does). A compiled loop always runs
-    the full head.
+    ``precision``: ``fp32``, ``bf16``, ``fp16`` (with a GradScaler) or ``auto``; ``attn``: ``sdpa`` or
+    ``eager``; ``compile``: ``TrainConfig(compile=compile_backend)``; ``mlm_head``: ``masked`` (logits only
+    where a label is; a compiled loop runs the full head) or ``all``; ``steps`` timed after ``warmup``
+    untimed ones (cuBLAS heuristics, allocator growth, compilation).
     """
 
     batch_size: int = 16
@@ -71,6 +47,104 @@ class StepConfig:
         return dataclasses.replace(self, **changes)
 
 
+class RandomMLMDataset:
+    """``n`` random sequences ``(seq_len,)`` of ids in ``[5, vocab_size)`` (0-4: special tokens), from ``seed``."""
+
+    def __init__(self, vocab_size: int, seq_len: int, n: int, seed: int = 0):
+        import torch
+
+        gen = torch.Generator().manual_seed(seed)
+        self.ids = torch.randint(5, vocab_size, (n, seq_len), generator=gen)  # (n, T)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i]}
+
+
+def ids_tokenizer(vocab_size: int):
+    """A ``PreTrainedTokenizerFast`` of ``[PAD] [UNK] [CLS] [SEP] [MASK]`` (ids 0-4) then ``t5 ..``: what the MLM
+    collator needs without a trained tokenizer. Raises ``ConfigError`` for ``vocab_size`` below 6.
+    """
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from transformers import PreTrainedTokenizerFast
+
+    from nbkit.errors import ConfigError
+    from nbkit.text.tokenizer import SPECIAL_TOKENS
+
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ConfigError(f"vocab_size={vocab_size}: needs more than the {len(SPECIAL_TOKENS)} special tokens")
+    vocab = {t: i for i, t in enumerate(SPECIAL_TOKENS)} | {f"t{i}": i for i in range(5, vocab_size)}
+    pad, unk, cls, sep, mask = SPECIAL_TOKENS
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(WordLevel(vocab, unk_token=unk)),
+                                   pad_token=pad, unk_token=unk, cls_token=cls, sep_token=sep, mask_token=mask)
+
+
+def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0):
+    """A :class:`nbkit.train.loop.Loop` over random MLM blocks, built from ``cfg`` (:class:`StepConfig`) for timing.
+
+    The data: ``batch_size x grad_accum_steps x (warmup + steps)`` random sequences of ``seq_len`` tokens
+    collated by ``MLMCollator(tokenizer)`` (default :func:`ids_tokenizer`), or ``data`` (examples with
+    ``input_ids``). ``attn`` is set on the model; the model is put in train mode.
+
+    Raises:
+        ConfigError: unknown precision or ``mlm_head``, ``mlm_head="masked"`` on a model without
+            ``supports_predict_mask``, or ``/dev/shm`` too small for ``num_workers``.
+    """
+    from nbkit.errors import ConfigError
+    from nbkit.text.mlm import MLMCollator
+    from nbkit.train import Loop, TrainConfig
+    from nbkit.train.workers import check_worker_shm
+
+    sparse = bool(getattr(model, "supports_predict_mask", False))
+    if cfg.mlm_head not in ("all", "masked") or (cfg.mlm_head == "masked" and not sparse):
+        raise ConfigError(f"mlm_head={cfg.mlm_head!r}: use 'all', or 'masked' with a model that supports it "
+                          "(nbkit.models.mlm_head.SparseHeadBertForMaskedLM, what models.build_mlm_model returns)")
+    if cfg.mlm_head == "all" and sparse:
+        model.supports_predict_mask = False  # this instance runs the head on every position
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(cfg.attn)
+    model.train()
+    vocab_size = model.config.vocab_size
+    collator = MLMCollator(tokenizer if tokenizer is not None else ids_tokenizer(vocab_size))
+    n_steps = cfg.warmup + cfg.steps
+    if data is None:
+        data = RandomMLMDataset(vocab_size, cfg.seq_len, cfg.batch_size * cfg.grad_accum_steps * max(n_steps, 1), seed)
+    check_worker_shm(data, collator, cfg.batch_size, cfg.num_workers, seed)  # ConfigError, not a hung run
+    config = TrainConfig(max_steps=max(n_steps, 1), batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
+                         lr=cfg.lr, precision=cfg.precision, num_workers=cfg.num_workers,
+                         pin_memory=cfg.pin_memory, compile=cfg.compile_backend if cfg.compile else False,
+                         progress=False, seed=seed)
+    return Loop(model, config, data, collate_fn=collator, device=device)
+
+
+def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):
+    """``(factory, how)``: ``factory()`` gives a fresh ``SparseHeadBertForMaskedLM``, loaded from ``model_dir``
+    (notebook 02's checkpoint) when it is a folder, else ``preset`` with random weights; ``how`` says which.
+
+    Raises:
+        ConfigError: unknown preset.
+        CheckpointError: (from ``factory()``) a ``model_dir`` transformers cannot load, with its report.
+    """
+    from pathlib import Path
+
+    from nbkit.models.bert import build_config
+    from nbkit.models.loading import load_pretrained
+    from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
+
+    if model_dir is not None and Path(model_dir).is_dir():
+        def load():  # quiet (no "Loading weights" bar per ablation row); a bad checkpoint: CheckpointError
+            return load_pretrained(SparseHeadBertForMaskedLM, model_dir)[0]
+
+        return (load,
+                f"checkpoint from notebook 02: {model_dir}")
+    config = build_config(preset, vocab_size, max_position_embeddings=block_size)  # ConfigError if unknown
+    return (lambda: SparseHeadBertForMaskedLM(config),
+            f"no checkpoint found, built BERT-{preset} from config with random weights")
+
+
 def _sync(device) -> None:
     import torch
 
@@ -79,9 +153,9 @@ def _sync(device) -> None:
 
 
 class PhaseTimer:
-    """A ``mark`` for ``Loop.train_step``: ``timer(phase)`` ends the running phase and starts
-    ``phase`` (``None``: stop). ``totals``: seconds per phase of :data:`PHASES`, summed over
-    the calls (phases interleave under gradient accumulation). On CUDA each call synchronises."""
+    """``mark`` for ``Loop.train_step``: ``timer(phase)`` ends the running phase and starts ``phase`` (None: stop);
+    ``totals``: seconds per phase. Synchronises CUDA at each call.
+    """
 
     def __init__(self, device):
         self.device, self.totals = device, dict.fromkeys(PHASES, 0.0)
@@ -107,19 +181,13 @@ def _compile_counts() -> tuple[int, int]:
 
 
 def measure_steps(loop, cfg: StepConfig) -> dict:
-    """Run ``cfg.warmup + cfg.steps`` calls of ``loop.train_step`` and time each phase.
+    """Time ``cfg.warmup + cfg.steps`` calls of ``loop.train_step`` by phase (``grad_accum_steps`` batches each).
 
-    ``loop``: a :class:`nbkit.train.loop.Loop` (:func:`~nbkit.profiling.stepdata.step_loop`
-    builds one from ``cfg``); its batches come from ``loop.batch_stream()``,
-    ``grad_accum_steps`` per step. Returns a dict with per-step means in seconds
-    (``data_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``step_s``),
-    ``*_share`` (fraction of ``step_s``), ``tokens_per_s`` (input tokens ``B*T`` per second,
-    padding included since it costs the same compute), ``flops_per_token`` (the loop's own
-    count, :func:`nbkit.models.flops.bert_batch_flops`: the MLM head on the rows it ran
-    on; None for non-BERT models), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
-    (CUDA only), ``loss`` (mean over the timed steps), ``compiled_graphs`` and ``recompiles``
-    (graphs compiled after the first step: shape or guard changes), ``graph_breaks``, and
-    the settings (``precision`` as the loop chose it, ``mlm_head`` as it ran).
+    Returns per-step means in seconds (``data_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``step_s``),
+    ``*_share`` of ``step_s``, ``tokens_per_s`` (``B*T`` input tokens incl. padding), ``flops_per_token``
+    (the loop's count; None for non-BERT), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
+    (CUDA only), ``loss``, ``compiled_graphs``, ``recompiles`` (after the first step), ``graph_breaks``
+    and the settings (``precision`` as the loop chose it, ``mlm_head`` as it ran).
     """
     import torch
 
@@ -170,13 +238,9 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
 
 def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
              tokenizer=None, data=None) -> list[dict]:
-    """Measure ``base`` with ``factor`` set to each of ``values`` in turn, each on its own loop.
-
-    ``model_factory()`` returns a fresh model (each variant gets its own, so
-    optimizer state and compilation do not leak between rows); ``step_loop(model, cfg,
-    device, tokenizer, data=data)`` wraps it (:func:`~nbkit.profiling.stepdata.step_loop`).
-    Rows carry the :func:`measure_steps` fields plus ``factor``, ``value`` and
-    ``speedup`` (tokens/s over the first value's; 1.0 for the first).
+    """:func:`measure_steps` of ``base`` with ``factor`` set to each of ``values``, each on a fresh
+    ``model_factory()`` model and :func:`step_loop`; rows add ``factor``, ``value`` and ``speedup``
+    (tokens/s over the first row's).
 
     Raises:
         ConfigError: ``factor`` is not a :class:`StepConfig` field, or what ``step_loop`` raises.
@@ -205,15 +269,9 @@ def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
 
 
 def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05, nvml=None):
-    """Run ``fn()`` while sampling NVML; return ``(fn(), telemetry or None)``.
-
-    Uses nbkit's own telemetry (:class:`nbkit.gpu.nvml.Nvml` read by a
-    :class:`nbkit.gpu.sampler.Sampler` thread every ``interval_s`` seconds), so no
-    CUDA context is created and every NVML failure is a named state.
-    ``telemetry``: ``gpu_util_pct`` (mean of NVML's utilisation.gpu over the
-    run, % of time a kernel ran) and ``memory_used_pct`` (max of
-    memory.used / memory.total, %) of GPU ``device_index``. None when NVML is
-    unavailable (CPU machines, no permission) or reported nothing.
+    """``(fn(), telemetry)``: NVML sampled every ``interval_s`` s on a :class:`~nbkit.gpu.sampler.Sampler` while
+    ``fn`` runs (no CUDA context). ``telemetry``: ``gpu_util_pct`` (mean ``utilization.gpu``, %) and
+    ``memory_used_pct`` (max ``memory.used`` / ``memory.total``, %) of GPU ``device_index``; None without NVML data.
     """
     from nbkit.gpu.nvml import Nvml
     from nbkit.gpu.sampler import Sampler

@@ -4,7 +4,7 @@
 trains for 40 minutes, its log could only say "still running cell 15". It therefore names a
 file in ``NBKIT_PROGRESS_FILE`` for the kernel, every :class:`nbkit.train.loop.Loop` built in
 that kernel installs a :class:`ProgressFile` callback (:func:`with_env_progress`), and the
-runner's heartbeat reads the file (``nbkit.cli.notebook_progress.loop_status``). The file, written
+runner's heartbeat reads the file (``nbkit.cli.run_notebooks.loop_status``). The file, written
 atomically through :mod:`nbkit.jsonio` at most once per ``every_s`` seconds::
 
     {"step": 12, "total": 40, "loss": 3.21, "elapsed_s": 30.5, "eta_s": 71.2,
