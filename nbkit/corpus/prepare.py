@@ -1,6 +1,7 @@
 """``prepare_corpus``: files, globs or folders of text -> a sharded, resumable token store (``nbkit-corpus/1``).
 
-The stages (docs/corpus.md has the why and the measurements):
+The stages (docs/corpus.md has the why and the measurements), under a lock on ``out_dir`` (:class:`StoreLock`:
+one writer per store; a second preparation waits for the first, then reuses or continues its store):
 
 1. resolve the inputs (:mod:`nbkit.corpus.sources`, :mod:`nbkit.corpus.readers`) and check the output folder: a complete store
    of the same input and settings is returned as is; one of other input or settings is named
@@ -10,7 +11,8 @@ The stages (docs/corpus.md has the why and the measurements):
    (:mod:`nbkit.corpus.worker`), deduplicated and split by hash here, written part by part
    (:mod:`nbkit.corpus.shards`); a part closes after the chunk that brings its train shard to
    ``shard_tokens``, so part boundaries depend only on the input and the settings;
-4. ``manifest.json`` last (atomic): its presence with ``"complete": true`` means the store is done.
+4. every shard's largest id checked against the tokenizer's ``vocab_size`` (recorded per part), then
+   ``manifest.json`` last (atomic): its presence with ``"complete": true`` means the store is done.
 
 Memory: the in-flight chunks (at most ``2 * num_workers`` of <= 4 MB each and their results), the
 longest line, and the dedup hash set (:mod:`nbkit.corpus.dedup`: 8 bytes per kept text, the only part
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -36,7 +40,7 @@ from nbkit.corpus.pool import Workers
 from nbkit.corpus.progress import CorpusProgress
 from nbkit.corpus.readers import FileProblem, iter_chunks
 from nbkit.corpus.report import RULE, DropLog
-from nbkit.corpus.sources import resolve_inputs
+from nbkit.corpus.sources import fingerprint, resolve_inputs
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
 from nbkit.errors import ConfigError, DataError, NbkitError
 
@@ -45,6 +49,87 @@ DROPPED = ("blank", "missing", "excluded", "duplicate", "too_short", "non_cjk", 
 REPAIRED = ("repaired_surrogates", "long_texts_cut", "long_text_pieces")
 COUNTS = ("n_files", "n_items", "n_texts_read", "n_texts_kept", "n_chars", "n_tokens")
 _OURS = ("manifest.json", "prepare.json", "tokenizer", "tokenizer_info.json", "shards", ".tokenizer.tmp", "tmp")
+LOCK_NAME, HOLDER_NAME = ".nbkit-prepare.lock", ".nbkit-prepare.json"   # beside the store's files, never wiped
+_REPORT_EVERY_S = 300.0   # a waiting preparation says it still waits this often
+
+
+class StoreLock:
+    """One preparation per store folder at a time: hold it while writing ``out_dir``.
+
+    ``filelock.FileLock`` on ``out_dir/.nbkit-prepare.lock`` (``flock(2)``: the kernel drops it when the
+    holder exits, even by SIGKILL, so a killed preparation never leaves a stale lock); the holder's pid,
+    host and start time (UTC) are in ``.nbkit-prepare.json`` beside it. :meth:`acquire` waits for another
+    holder, printing a line on stderr that names it (and again every 5 min).
+
+    Raises (:meth:`acquire`):
+        ConfigError: the holder is this process (a second call while the first still runs would wait for
+            itself).
+    """
+
+    def __init__(self, out_dir: Path):
+        self.out = Path(out_dir)
+        self._lock = None
+
+    def _record(self) -> dict:
+        try:
+            h = jsonio.loads_strict((self.out / HOLDER_NAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return h if isinstance(h, dict) else {}
+
+    def holder(self) -> str:
+        """Who holds the lock, as text (``pid 123 on host h (started ... UTC)``)."""
+        h = self._record()
+        if "pid" not in h:
+            return "another process (it has not written its pid yet)"
+        return f"pid {h['pid']} on host {h.get('host')} (started {h.get('started')} UTC)"
+
+    def _mine(self) -> bool:
+        h = self._record()
+        return h.get("pid") == os.getpid() and h.get("host") == socket.gethostname()
+
+    def acquire(self) -> StoreLock:
+        from filelock import FileLock, Timeout
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.out / LOCK_NAME), timeout=0, thread_local=False)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            if self._mine():
+                raise ConfigError(f"{self.out} is being prepared by this process already ({self.holder()}); one "
+                                  "preparation per store at a time: wait for that call to finish, or pass another "
+                                  "out_dir") from None
+            t0 = time.monotonic()
+            print(f"[prepare-corpus] {self.out} is being prepared by another process: {self.holder()}; waiting for "
+                  "that preparation to finish (its lock is released when it exits, even if killed), then this one "
+                  "reuses the finished store, or continues it", file=sys.stderr, flush=True)
+            while True:
+                try:
+                    lock.acquire(timeout=_REPORT_EVERY_S)
+                    break
+                except Timeout:
+                    print(f"[prepare-corpus] still waiting for the preparation of {self.out} by {self.holder()} "
+                          f"({(time.monotonic() - t0) / 60:.0f} min)", file=sys.stderr, flush=True)
+        self._lock = lock
+        holder = {"pid": os.getpid(), "host": socket.gethostname(),
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        jsonio.write_json(self.out / HOLDER_NAME, holder, indent=None)   # atomic: temp file + rename
+        return self
+
+    def release(self) -> None:
+        if self._lock is None:
+            return
+        if self._mine():
+            (self.out / HOLDER_NAME).unlink(missing_ok=True)
+        self._lock.release()
+        self._lock = None
+
+    def __enter__(self) -> StoreLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def default_workers() -> int:
@@ -88,7 +173,7 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None
             raise mf.changed_error(out, diffs or ["the manifest is not complete"], complete)
         _wipe(out)
         return None, mf.with_fingerprints(ident)
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
+    if out.is_dir() and any(p.name not in (LOCK_NAME, HOLDER_NAME) for p in out.iterdir()) and not overwrite:
         raise ConfigError(f"{out} is not empty and holds no corpus store; pass a new or empty out_dir "
                           "(overwrite=True deletes only nbkit's own files there)")
     _wipe(out)
@@ -113,6 +198,9 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
                    progress: bool = True, **settings) -> dict[str, Any]:
     """Prepare ``inputs`` into the token store ``out_dir`` and return its manifest (format ``nbkit-corpus/1``).
 
+    A preparation of ``out_dir`` under way in another process is waited for (:class:`StoreLock`, a line on
+    stderr names its pid and host); then its finished store is reused, or its stopped one continued.
+
     Args:
         inputs: a path, glob or folder, or a list of them (``.txt``, ``.jsonl``, ``.json``, ``.parquet``,
             each optionally ``.gz``/``.zst``; folders recursively).
@@ -134,12 +222,14 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         ConfigError: a bad setting, no input, an input that is, holds or lies in a corpus store (never
             read as text), or ``out_dir`` holding a store of other input or settings (every difference
             named; an input of equal size but a new modification time differs only if its SHA-256 does).
+        DataError: with ``errors="raise"``, the first bad line or file (file and line named); nothing kept;
+            or token ids at or above the tokenizer's ``vocab_size`` (the store is not marked complete).
+        CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
+        WorkerDied: a worker process was killed (e.g. by the out-of-memory killer); complete parts stay.
 
     Warns:
         UserWarning: ``vocab_size``, ``sample_mb`` or ``model_max_length`` passed with ``tokenizer``
             (ignored; recorded as null: :data:`nbkit.corpus.manifest.TRAINED_ONLY`).
-        DataError: with ``errors="raise"``, the first bad line or file (file and line named); nothing kept.
-        CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
     """
     t_start = time.perf_counter()
     n_workers = default_workers() if num_workers is None else int(num_workers)
@@ -156,10 +246,24 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     sources = resolve_inputs(inputs)
     ident = mf.identity(s, [src.as_dict() for src in sources])
     out = Path(out_dir).expanduser()
+    try:
+        lock = StoreLock(out).acquire()
+    except OSError:   # a read-only folder: only a finished store of this input and settings can be used there
+        if overwrite or not (out / "manifest.json").is_file():
+            raise
+        return _check_out_dir(out, ident, overwrite=False)[0]
+    try:
+        return _write_store(out, ident, s, sources, excluded, n_workers, overwrite, progress, t_start)
+    finally:
+        lock.release()
+
+
+def _write_store(out: Path, ident: dict, s: dict, sources, excluded: np.ndarray, n_workers: int, overwrite: bool,
+                 progress: bool, t_start: float) -> dict[str, Any]:
+    """Stages 1-4 in ``out``, under its lock; the manifest."""
     reuse, ident = _check_out_dir(out, ident, overwrite)
     if reuse is not None:
         return reuse
-    out.mkdir(parents=True, exist_ok=True)
     jsonio.write_json(out / "prepare.json", ident)
     shard_dir, tmp_dir = out / "shards", out / "tmp"
     shard_dir.mkdir(exist_ok=True)
@@ -178,8 +282,9 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
                     bar.update(item.raw_pos + sum(x.size_bytes for x in sources[:item.source]), len(result[0]))
                     yield result[0]
         tok, tok_seconds = ensure_tokenizer(out, s, cleaned, excluded)
-        job.update(tokenizer_file=str(out / "tokenizer" / "tokenizer.json"), dtype=tok["dtype"],
-                   sep_id=tok["sep_id"])
+        tok_file = out / "tokenizer" / "tokenizer.json"
+        job.update(tokenizer_file=str(tok_file), tokenizer_json_sha256=fingerprint(tok_file), dtype=tok["dtype"],
+                   sep_id=tok["sep_id"])   # the workers key their loaded tokenizer by its content
         markers, resumed, done = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total,
                                          excluded)
     timing = {"seconds": round(time.perf_counter() - t_start, 3), "tokenizer_seconds": round(tok_seconds, 3),
@@ -192,9 +297,35 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     if not result["splits"]["train"]["n_tokens"]:
         raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
                         f"{ {k: v for k, v in result['dropped'].items() if v} }); check text_field and the filters")
+    _check_ids(shard_dir, markers, tok)
     shutil.rmtree(tmp_dir, ignore_errors=True)
     jsonio.write_json(out / "manifest.json", result)
     return result
+
+
+def _check_ids(shard_dir: Path, markers: list[dict], tok: dict) -> None:
+    """Every shard's largest id is below ``tok["vocab_size"]``: from each part's marker (``max_id``, recorded
+    as the part is written; checked as each part closes and again before the manifest), or, for a part an
+    older nbkit wrote, read from its ``.ids``.
+
+    Raises:
+        DataError: a shard with an id at or above ``vocab_size`` (names it, the id and the fix).
+    """
+    size = int(tok["vocab_size"])
+    for marker in markers:
+        for entry in marker["shards"].values():
+            if not entry:
+                continue
+            path = shard_dir / f"{entry['name']}.ids"
+            top = entry.get("max_id")
+            if top is None:
+                top = int(np.memmap(path, dtype=np.dtype(tok["dtype"]).newbyteorder("<"), mode="r").max())
+            if top >= size:
+                raise DataError(
+                    f"{path} holds token id {top:,}, but the store's tokenizer ({shard_dir.parent / tok['dir']}) has "
+                    f"{size:,} tokens: the shards were written with another tokenizer, so the store is not marked "
+                    "complete. Prepare it again with overwrite=True (--overwrite), in a new process if an earlier "
+                    "preparation ran in this one")
 
 
 def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Path, tok, bar, total,
@@ -227,6 +358,7 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         nonlocal part, written
         try:
             entries = {sp: f.commit() for sp, f in part.files.items()}
+            _check_ids(shard_dir, [{"shards": entries}], tok)   # before its marker: a bad part is never trusted
             fsync_dir(shard_dir)
             state = log.state()
             marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,

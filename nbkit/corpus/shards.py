@@ -52,6 +52,7 @@ class ShardFile:
     def __init__(self, shard_dir: Path, name: str):
         self.dir, self.name = shard_dir, name
         self.n_tokens = self.n_docs = 0
+        self.max_id = -1   # the largest id appended: checked against the vocabulary before the store is complete
         self._fh: dict[str, Any] = {}
         self._sha = {ext: hashlib.sha256() for ext in ("ids", "wst")}
 
@@ -76,9 +77,11 @@ class ShardFile:
             raise
         self.n_tokens += len(ids)
         self.n_docs += n_docs
+        self.max_id = max(self.max_id, int(ids.max()))
 
     def commit(self) -> dict[str, Any] | None:
-        """Flush, fsync and rename to the final names; the shard's manifest entry (None when empty)."""
+        """Flush, fsync and rename to the final names; the shard's marker entry (None when empty): ``name``,
+        ``n_tokens``, ``n_docs``, ``max_id`` (its largest token id), ``sha256`` of each file."""
         if not self.n_tokens:
             self.abort()
             return None
@@ -93,7 +96,7 @@ class ShardFile:
                 self.abort()
                 raise DiskFull(str(exc)) from exc
             raise
-        return {"name": self.name, "n_tokens": self.n_tokens, "n_docs": self.n_docs,
+        return {"name": self.name, "n_tokens": self.n_tokens, "n_docs": self.n_docs, "max_id": self.max_id,
                 "sha256": {ext: h.hexdigest() for ext, h in self._sha.items()}}
 
     def abort(self) -> None:
