@@ -114,7 +114,7 @@ def test_when_the_first_preparation_is_killed_the_waiting_one_continues_its_part
 
 
 def test_a_second_preparation_in_the_same_process_is_refused_naming_it(tmp_path, tok_dir):
-    from nbkit.corpus.prepare import StoreLock
+    from nbkit.corpus.lock import StoreLock
 
     src = write_txt(tmp_path / "a.txt", review_lines(50))
     with StoreLock(tmp_path / "out"):
@@ -187,7 +187,8 @@ def test_a_shard_truncated_under_an_open_reader_is_a_data_error_naming_it_not_a_
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 0, f"reader ended by {signal.Signals(-p.returncode).name if p.returncode < 0 else p.returncode}"
+    how = signal.Signals(-p.returncode).name if p.returncode < 0 else p.returncode
+    assert p.returncode == 0, f"reader ended by {how}"          # SIGBUS through a memory map
     assert out.startswith("RAISED DataError " + str(f)), out + err[-2000:]
     assert f"expected {shard['n_tokens'] * width:,} bytes ({shard['n_tokens']:,} tokens), found 4,096" in out
     assert "nbkit prepare-corpus" in out

@@ -1,7 +1,8 @@
 """``prepare_corpus``: files, globs or folders of text -> a sharded, resumable token store (``nbkit-corpus/1``).
 
-The stages (docs/corpus.md has the why and the measurements), under a lock on ``out_dir`` (:class:`StoreLock`:
-one writer per store; a second preparation waits for the first, then reuses or continues its store):
+The stages (docs/corpus.md has the why and the measurements), under a lock on ``out_dir``
+(:class:`nbkit.corpus.lock.StoreLock`: one writer per store; a second preparation waits for the first,
+then reuses or continues its store):
 
 1. resolve the inputs (:mod:`nbkit.corpus.sources`, :mod:`nbkit.corpus.readers`) and check the output folder: a complete store
    of the same input and settings is returned as is; one of other input or settings is named
@@ -22,8 +23,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -36,6 +35,7 @@ from nbkit.atomic import fsync_dir
 from nbkit.corpus import manifest as mf
 from nbkit.corpus import segment, shards
 from nbkit.corpus.dedup import HashSet, exclusion_hashes, exclusion_identity
+from nbkit.corpus.lock import HOLDER_NAME, LOCK_NAME, StoreLock
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.progress import CorpusProgress
 from nbkit.corpus.readers import FileProblem, iter_chunks
@@ -49,87 +49,6 @@ DROPPED = ("blank", "missing", "excluded", "duplicate", "too_short", "non_cjk", 
 REPAIRED = ("repaired_surrogates", "long_texts_cut", "long_text_pieces")
 COUNTS = ("n_files", "n_items", "n_texts_read", "n_texts_kept", "n_chars", "n_tokens")
 _OURS = ("manifest.json", "prepare.json", "tokenizer", "tokenizer_info.json", "shards", ".tokenizer.tmp", "tmp")
-LOCK_NAME, HOLDER_NAME = ".nbkit-prepare.lock", ".nbkit-prepare.json"   # beside the store's files, never wiped
-_REPORT_EVERY_S = 300.0   # a waiting preparation says it still waits this often
-
-
-class StoreLock:
-    """One preparation per store folder at a time: hold it while writing ``out_dir``.
-
-    ``filelock.FileLock`` on ``out_dir/.nbkit-prepare.lock`` (``flock(2)``: the kernel drops it when the
-    holder exits, even by SIGKILL, so a killed preparation never leaves a stale lock); the holder's pid,
-    host and start time (UTC) are in ``.nbkit-prepare.json`` beside it. :meth:`acquire` waits for another
-    holder, printing a line on stderr that names it (and again every 5 min).
-
-    Raises (:meth:`acquire`):
-        ConfigError: the holder is this process (a second call while the first still runs would wait for
-            itself).
-    """
-
-    def __init__(self, out_dir: Path):
-        self.out = Path(out_dir)
-        self._lock = None
-
-    def _record(self) -> dict:
-        try:
-            h = jsonio.loads_strict((self.out / HOLDER_NAME).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return h if isinstance(h, dict) else {}
-
-    def holder(self) -> str:
-        """Who holds the lock, as text (``pid 123 on host h (started ... UTC)``)."""
-        h = self._record()
-        if "pid" not in h:
-            return "another process (it has not written its pid yet)"
-        return f"pid {h['pid']} on host {h.get('host')} (started {h.get('started')} UTC)"
-
-    def _mine(self) -> bool:
-        h = self._record()
-        return h.get("pid") == os.getpid() and h.get("host") == socket.gethostname()
-
-    def acquire(self) -> StoreLock:
-        from filelock import FileLock, Timeout
-
-        self.out.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.out / LOCK_NAME), timeout=0, thread_local=False)
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            if self._mine():
-                raise ConfigError(f"{self.out} is being prepared by this process already ({self.holder()}); one "
-                                  "preparation per store at a time: wait for that call to finish, or pass another "
-                                  "out_dir") from None
-            t0 = time.monotonic()
-            print(f"[prepare-corpus] {self.out} is being prepared by another process: {self.holder()}; waiting for "
-                  "that preparation to finish (its lock is released when it exits, even if killed), then this one "
-                  "reuses the finished store, or continues it", file=sys.stderr, flush=True)
-            while True:
-                try:
-                    lock.acquire(timeout=_REPORT_EVERY_S)
-                    break
-                except Timeout:
-                    print(f"[prepare-corpus] still waiting for the preparation of {self.out} by {self.holder()} "
-                          f"({(time.monotonic() - t0) / 60:.0f} min)", file=sys.stderr, flush=True)
-        self._lock = lock
-        holder = {"pid": os.getpid(), "host": socket.gethostname(),
-                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        jsonio.write_json(self.out / HOLDER_NAME, holder, indent=None)   # atomic: temp file + rename
-        return self
-
-    def release(self) -> None:
-        if self._lock is None:
-            return
-        if self._mine():
-            (self.out / HOLDER_NAME).unlink(missing_ok=True)
-        self._lock.release()
-        self._lock = None
-
-    def __enter__(self) -> StoreLock:
-        return self.acquire()
-
-    def __exit__(self, *exc) -> None:
-        self.release()
 
 
 def default_workers() -> int:
@@ -198,8 +117,9 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
                    progress: bool = True, **settings) -> dict[str, Any]:
     """Prepare ``inputs`` into the token store ``out_dir`` and return its manifest (format ``nbkit-corpus/1``).
 
-    A preparation of ``out_dir`` under way in another process is waited for (:class:`StoreLock`, a line on
-    stderr names its pid and host); then its finished store is reused, or its stopped one continued.
+    A preparation of ``out_dir`` under way in another process is waited for (a line on stderr names its
+    pid and host: :class:`nbkit.corpus.lock.StoreLock`); then its finished store is reused, or its
+    stopped one continued.
 
     Args:
         inputs: a path, glob or folder, or a list of them (``.txt``, ``.jsonl``, ``.json``, ``.parquet``,
@@ -297,35 +217,10 @@ def _write_store(out: Path, ident: dict, s: dict, sources, excluded: np.ndarray,
     if not result["splits"]["train"]["n_tokens"]:
         raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
                         f"{ {k: v for k, v in result['dropped'].items() if v} }); check text_field and the filters")
-    _check_ids(shard_dir, markers, tok)
+    shards.check_ids(shard_dir, markers, tok)
     shutil.rmtree(tmp_dir, ignore_errors=True)
     jsonio.write_json(out / "manifest.json", result)
     return result
-
-
-def _check_ids(shard_dir: Path, markers: list[dict], tok: dict) -> None:
-    """Every shard's largest id is below ``tok["vocab_size"]``: from each part's marker (``max_id``, recorded
-    as the part is written; checked as each part closes and again before the manifest), or, for a part an
-    older nbkit wrote, read from its ``.ids``.
-
-    Raises:
-        DataError: a shard with an id at or above ``vocab_size`` (names it, the id and the fix).
-    """
-    size = int(tok["vocab_size"])
-    for marker in markers:
-        for entry in marker["shards"].values():
-            if not entry:
-                continue
-            path = shard_dir / f"{entry['name']}.ids"
-            top = entry.get("max_id")
-            if top is None:
-                top = int(np.memmap(path, dtype=np.dtype(tok["dtype"]).newbyteorder("<"), mode="r").max())
-            if top >= size:
-                raise DataError(
-                    f"{path} holds token id {top:,}, but the store's tokenizer ({shard_dir.parent / tok['dir']}) has "
-                    f"{size:,} tokens: the shards were written with another tokenizer, so the store is not marked "
-                    "complete. Prepare it again with overwrite=True (--overwrite), in a new process if an earlier "
-                    "preparation ran in this one")
 
 
 def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Path, tok, bar, total,
@@ -358,7 +253,7 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         nonlocal part, written
         try:
             entries = {sp: f.commit() for sp, f in part.files.items()}
-            _check_ids(shard_dir, [{"shards": entries}], tok)   # before its marker: a bad part is never trusted
+            shards.check_ids(shard_dir, [{"shards": entries}], tok)   # before its marker: a bad part is never trusted
             fsync_dir(shard_dir)
             state = log.state()
             marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,
