@@ -70,6 +70,7 @@ def _end(proc: subprocess.Popen) -> None:
 
 
 # --- one store, one writer ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_second_preparation_of_one_store_waits_for_the_first_then_reuses_its_store(tmp_path, tok_dir, big, ref):
     out = tmp_path / "shared"
     a = _prep_process(big, out, tok_dir)
@@ -91,6 +92,7 @@ def test_a_second_preparation_of_one_store_waits_for_the_first_then_reuses_its_s
     assert store_files(out) == ref                       # one writer: as if prepared alone
 
 
+@pytest.mark.slow
 def test_when_the_first_preparation_is_killed_the_waiting_one_continues_its_parts(tmp_path, tok_dir, big, ref):
     out = tmp_path / "shared"
     a = _prep_process(big, out, tok_dir)
@@ -123,7 +125,23 @@ def test_a_second_preparation_in_the_same_process_is_refused_naming_it(tmp_path,
     assert prepare(src, tmp_path / "out", tok_dir)["counts"]["n_texts_kept"] == 50   # released: it prepares
 
 
+def test_a_finished_store_in_a_folder_that_cannot_take_the_lock_is_still_reused(tmp_path, tok_dir, monkeypatch):
+    from nbkit.corpus import lock
+
+    src = write_txt(tmp_path / "a.txt", review_lines(50))
+    m = prepare(src, tmp_path / "out", tok_dir)
+
+    def read_only(self):
+        raise PermissionError(13, "Read-only file system", str(self.out / lock.LOCK_NAME))
+
+    monkeypatch.setattr(lock.StoreLock, "acquire", read_only)
+    assert prepare(src, tmp_path / "out", tok_dir) == m
+    with pytest.raises(PermissionError):            # anything to write there still needs the lock
+        prepare(src, tmp_path / "new", tok_dir)
+
+
 # --- a parent never waits for ever on a child -----------------------------------------------------------------
+@pytest.mark.slow
 def test_a_killed_worker_stops_the_preparation_at_once_naming_it_and_a_rerun_completes(tmp_path, tok_dir, big, ref):
     out = tmp_path / "out"
     proc = _prep_process(big, out, tok_dir, workers=2)
