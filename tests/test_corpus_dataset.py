@@ -144,11 +144,11 @@ def test_missing_directory_and_tiny_split(tmp_path, store_dir):
 
 def test_shards_open_lazily_and_never_travel_in_a_pickle(store_dir):
     ds = StoreMLMDataset(store_dir, 32)
-    assert ds._maps == {}                                   # nothing opened by construction
+    assert ds._files == {}                                  # nothing opened by construction
     ds[0]
-    assert list(ds._maps) == [0]                            # only the shard that block 0 lives in
+    assert list(ds._files) == [0]                           # only the shard that block 0 lives in
     clone = pickle.loads(pickle.dumps(ds))
-    assert clone._maps == {} and torch.equal(clone[3]["input_ids"], ds[3]["input_ids"])
+    assert clone._files == {} and torch.equal(clone[3]["input_ids"], ds[3]["input_ids"])
 
 
 @pytest.mark.parametrize("context", ["fork", "spawn"])

@@ -2,7 +2,7 @@
 
 ``prepare_corpus(inputs, out_dir, **settings) -> manifest`` (also ``nbkit prepare-corpus``) writes
 the store; ``store`` reads and checks a prepared directory's ``manifest.json``; ``dataset`` serves
-MLM blocks from its memory-mapped shards (:class:`StoreMLMDataset`). The format and its reasons are
+MLM blocks read from its shards by offset (:class:`StoreMLMDataset`). The format and its reasons are
 in ``docs/corpus.md``. Names are imported lazily (``import nbkit.corpus`` stays cheap).
 """
 from typing import TYPE_CHECKING

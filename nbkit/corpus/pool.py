@@ -1,32 +1,72 @@
-"""An ordered, bounded parallel map over the chunk stream (``Pool.imap`` would read the whole input ahead).
+"""An ordered, bounded parallel map over the chunk stream, which never waits on a dead worker.
 
-At most ``2 * num_workers`` chunks are in flight, so memory stays flat however large the corpus;
+At most ``2 * num_workers + 1`` chunks are in flight, so memory stays flat however large the corpus;
 results come back in input order, so the output never depends on the number of workers. Workers are
 spawned (not forked: the parent may hold a tokenizer's Rust thread pool) and run single-threaded
 (``TOKENIZERS_PARALLELISM=false``).
+
+Each worker has its own two pipes (tasks in, results out) and the parent waits on the result pipes
+and the processes' sentinels together (``multiprocessing.connection.wait``): a worker that dies
+(SIGKILL from the out-of-memory killer) wakes the parent at once, which raises :class:`WorkerDied`.
+``multiprocessing.Pool`` instead replaces a dead worker and waits for its lost task for ever, and
+its shared queue lock, held by a killed worker, can block every other one.
 """
 from __future__ import annotations
 
 import os
+import queue
+import signal
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from nbkit.corpus import worker
+from nbkit.errors import NbkitError
+
+
+class WorkerDied(NbkitError):
+    """A corpus worker process ended during the preparation (``pid``, ``exitcode``: ``-9`` for SIGKILL)."""
+
+    def __init__(self, message: str, pid: int, exitcode: int | None):
+        super().__init__(message)
+        self.pid, self.exitcode = pid, exitcode
 
 
 def _init() -> None:
-    import signal
-
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches the main process, which ends the pool
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches the main process, which ends the workers
+
+
+def _serve(tasks, results) -> None:
+    """A worker's loop: ``(seq, task)`` in, ``(seq, result, exception)`` out; ends on None or a closed pipe."""
+    _init()
+    while True:
+        try:
+            msg = tasks.recv()
+        except (EOFError, OSError):   # the parent is gone
+            return
+        if msg is None:
+            return
+        seq, task = msg
+        try:
+            out = (seq, worker.run(task), None)
+        except Exception as exc:  # noqa: BLE001  (re-raised in the parent, at this chunk's place in the order)
+            out = (seq, None, exc)
+        try:
+            results.send(out)
+        except (BrokenPipeError, EOFError, OSError):
+            return
+        except Exception as exc:  # noqa: BLE001  (it does not pickle: send the text of what went wrong)
+            bad = out[2] if out[2] is not None else exc
+            results.send((seq, None, RuntimeError(f"{type(bad).__name__}: {bad}")))
 
 
 def spawn_blocker() -> str | None:
     """Why worker processes cannot start here, or None. A spawned worker re-imports the parent's
     ``__main__`` from its file; a script read from standard input (``python - <<EOF``) names the file
-    ``<stdin>``, so every worker dies at start and ``multiprocessing.Pool`` replaces it forever (a hang).
-    A notebook kernel or ``python -c`` has no ``__main__`` file and spawns fine."""
+    ``<stdin>``, so every worker would die at start. A notebook kernel or ``python -c`` has no
+    ``__main__`` file and spawns fine."""
     import sys
 
     path = getattr(sys.modules.get("__main__"), "__file__", None)
@@ -35,15 +75,65 @@ def spawn_blocker() -> str | None:
     return None
 
 
+class _Proc:
+    """One worker: its process, its task pipe (fed by a thread, so a large task never blocks the parent)
+    and result pipe, and the chunks it holds (``seq -> (chunk, path)``)."""
+
+    def __init__(self, ctx, index: int):
+        self.index = index
+        task_r, self.tasks = ctx.Pipe(duplex=False)
+        self.results, result_w = ctx.Pipe(duplex=False)
+        self.process = ctx.Process(target=_serve, args=(task_r, result_w), daemon=True,
+                                   name=f"nbkit-corpus-worker-{index}")
+        self.process.start()
+        task_r.close()      # the parent keeps only its ends: a dead peer then reads as EOF on both sides
+        result_w.close()
+        self.held: dict[int, tuple[Any, str]] = {}
+        self._out: queue.SimpleQueue = queue.SimpleQueue()
+        self._feeder = threading.Thread(target=self._feed, daemon=True, name=f"nbkit-corpus-feed-{index}")
+        self._feeder.start()
+
+    def _feed(self) -> None:
+        while (msg := self._out.get()) is not None:
+            try:
+                self.tasks.send(msg)
+            except OSError:   # the worker died (the parent's wait names it) or the pipe was closed
+                return
+
+    def submit(self, seq: int, task: tuple, chunk, path: str) -> None:
+        self.held[seq] = (chunk, path)
+        self._out.put((seq, task))
+
+    def close(self) -> None:
+        """End the process (SIGTERM: it holds nothing to save) and the feeder; close the pipes."""
+        self._out.put(None)
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join(5)
+        if self.process.is_alive():  # pragma: no cover - SIGTERM ignored
+            self.process.kill()
+            self.process.join(5)
+        self._feeder.join(5)        # it ends on None, or on EPIPE from the ended process
+        for conn in (self.tasks, self.results):
+            conn.close()
+
+
 class Workers:
     """``num_workers`` processes (none for 1: the work runs in this process). Use as a context manager.
 
     Where workers cannot start (:func:`spawn_blocker`) it warns once and runs in this process.
+
+    Raises (from :meth:`map`):
+        WorkerDied: a worker ended (killed by a signal, e.g. SIGKILL from the out-of-memory killer, or
+            exited), naming it, its pid, signal or exit code, the chunk it held and the fix; the parent
+            learns it at once, not after a timeout.
     """
 
     def __init__(self, num_workers: int):
         self.n = max(1, int(num_workers))
-        self._pool = None
+        self._procs: list[_Proc] = []
+        self._done: dict[int, tuple[Any, BaseException | None]] = {}
+        self._seq = 0
         why = spawn_blocker() if self.n > 1 else None
         if why:
             import warnings
@@ -57,30 +147,88 @@ class Workers:
         if self.n > 1:
             import multiprocessing as mp
 
-            self._pool = mp.get_context("spawn").Pool(self.n, initializer=_init)
+            ctx = mp.get_context("spawn")
+            try:
+                for i in range(self.n):
+                    self._procs.append(_Proc(ctx, i))
+            except BaseException:
+                self.__exit__()
+                raise
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
+        for p in self._procs:
+            p.close()
+        self._procs, self._done = [], {}
 
     def map(self, mode: str, items: Iterable[Any], settings: dict, paths: list[str]) -> Iterator[tuple[Any, Any]]:
         """``(item, result)`` in order; items without ``items`` attribute (file problems) pass with None."""
-        if self._pool is None:
+        if not self._procs:
             for item in items:
                 yield item, (worker.run((mode, item, settings, paths[item.source]))
                              if hasattr(item, "items") else None)
             return
         pending: deque = deque()
         for item in items:
-            job = (self._pool.apply_async(worker.run, ((mode, item, settings, paths[item.source]),))
-                   if hasattr(item, "items") else None)
-            pending.append((item, job))
+            seq = None
+            if hasattr(item, "items"):
+                seq, self._seq = self._seq, self._seq + 1
+                min(self._procs, key=lambda p: len(p.held)).submit(
+                    seq, (mode, item, settings, paths[item.source]), item, paths[item.source])
+            pending.append((item, seq))
             while len(pending) > 2 * self.n or (pending and pending[0][1] is None):
-                done, job = pending.popleft()
-                yield done, job.get() if job is not None else None
+                done, seq = pending.popleft()
+                yield done, (self._result(seq) if seq is not None else None)
         while pending:
-            done, job = pending.popleft()
-            yield done, job.get() if job is not None else None
+            done, seq = pending.popleft()
+            yield done, (self._result(seq) if seq is not None else None)
+
+    def _result(self, seq: int) -> Any:
+        from multiprocessing.connection import wait
+
+        while seq not in self._done:
+            by_conn = {p.results: p for p in self._procs}
+            by_sentinel = {p.process.sentinel: p for p in self._procs}
+            ready = wait([*by_conn, *by_sentinel])      # wakes on a result or on a worker's exit
+            for r in ready:
+                p = by_conn.get(r)
+                if p is not None:
+                    try:
+                        got, res, exc = p.results.recv()
+                    except (EOFError, OSError):   # its process ended: its sentinel says how
+                        raise self._died(p) from None
+                    p.held.pop(got, None)
+                    self._done[got] = (res, exc)
+            for r in ready:
+                if r in by_sentinel:
+                    raise self._died(by_sentinel[r])
+        res, exc = self._done.pop(seq)
+        if exc is not None:
+            raise exc
+        return res
+
+    def _died(self, p: _Proc) -> WorkerDied:
+        p.process.join(5)
+        code = p.process.exitcode
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = "unknown signal"
+            how = f"was killed by signal {-code} ({name})"
+            why = (" SIGKILL with no one sending it is most often the kernel's out-of-memory killer "
+                   "(`dmesg | grep -i oom` or `journalctl -k` says so)." if code == -signal.SIGKILL else "")
+        else:
+            how, why = f"exited with code {code}", ""
+        held = ""
+        if p.held:
+            chunk, path = p.held[min(p.held)]
+            last = chunk.first_line + len(chunk.items) - 1
+            held = (f" It held {len(p.held)} chunk(s) of work, the first {path} lines {chunk.first_line:,}-"
+                    f"{last:,}.")
+        fewer = max(1, self.n // 2)
+        return WorkerDied(
+            f"corpus worker {p.index} (pid {p.process.pid}) {how} while preparing the corpus.{held}{why} "
+            f"Run the same preparation again with fewer workers (num_workers={fewer}, --num-workers {fewer}; "
+            f"now {self.n}: each holds a tokenizer and its chunks in memory) or with more memory: the parts "
+            "already complete are kept and it continues after them.", p.process.pid, code)

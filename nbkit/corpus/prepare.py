@@ -1,6 +1,8 @@
 """``prepare_corpus``: files, globs or folders of text -> a sharded, resumable token store (``nbkit-corpus/1``).
 
-The stages (docs/corpus.md has the why and the measurements):
+The stages (docs/corpus.md has the why and the measurements), under a lock on ``out_dir``
+(:class:`nbkit.corpus.lock.StoreLock`: one writer per store; a second preparation waits for the first,
+then reuses or continues its store):
 
 1. resolve the inputs (:mod:`nbkit.corpus.sources`, :mod:`nbkit.corpus.readers`) and check the output folder: a complete store
    of the same input and settings is returned as is; one of other input or settings is named
@@ -10,7 +12,8 @@ The stages (docs/corpus.md has the why and the measurements):
    (:mod:`nbkit.corpus.worker`), deduplicated and split by hash here, written part by part
    (:mod:`nbkit.corpus.shards`); a part closes after the chunk that brings its train shard to
    ``shard_tokens``, so part boundaries depend only on the input and the settings;
-4. ``manifest.json`` last (atomic): its presence with ``"complete": true`` means the store is done.
+4. every shard's largest id checked against the tokenizer's ``vocab_size`` (recorded per part), then
+   ``manifest.json`` last (atomic): its presence with ``"complete": true`` means the store is done.
 
 Memory: the in-flight chunks (at most ``2 * num_workers`` of <= 4 MB each and their results), the
 longest line, and the dedup hash set (:mod:`nbkit.corpus.dedup`: 8 bytes per kept text, the only part
@@ -32,11 +35,12 @@ from nbkit.atomic import fsync_dir
 from nbkit.corpus import manifest as mf
 from nbkit.corpus import segment, shards
 from nbkit.corpus.dedup import HashSet, exclusion_hashes, exclusion_identity
+from nbkit.corpus.lock import HOLDER_NAME, LOCK_NAME, StoreLock
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.progress import CorpusProgress
 from nbkit.corpus.readers import FileProblem, iter_chunks
 from nbkit.corpus.report import RULE, DropLog
-from nbkit.corpus.sources import resolve_inputs
+from nbkit.corpus.sources import fingerprint, resolve_inputs
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
 from nbkit.errors import ConfigError, DataError, NbkitError
 
@@ -88,7 +92,7 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None
             raise mf.changed_error(out, diffs or ["the manifest is not complete"], complete)
         _wipe(out)
         return None, mf.with_fingerprints(ident)
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
+    if out.is_dir() and any(p.name not in (LOCK_NAME, HOLDER_NAME) for p in out.iterdir()) and not overwrite:
         raise ConfigError(f"{out} is not empty and holds no corpus store; pass a new or empty out_dir "
                           "(overwrite=True deletes only nbkit's own files there)")
     _wipe(out)
@@ -113,6 +117,10 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
                    progress: bool = True, **settings) -> dict[str, Any]:
     """Prepare ``inputs`` into the token store ``out_dir`` and return its manifest (format ``nbkit-corpus/1``).
 
+    A preparation of ``out_dir`` under way in another process is waited for (a line on stderr names its
+    pid and host: :class:`nbkit.corpus.lock.StoreLock`); then its finished store is reused, or its
+    stopped one continued.
+
     Args:
         inputs: a path, glob or folder, or a list of them (``.txt``, ``.jsonl``, ``.json``, ``.parquet``,
             each optionally ``.gz``/``.zst``; folders recursively).
@@ -134,12 +142,14 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         ConfigError: a bad setting, no input, an input that is, holds or lies in a corpus store (never
             read as text), or ``out_dir`` holding a store of other input or settings (every difference
             named; an input of equal size but a new modification time differs only if its SHA-256 does).
+        DataError: with ``errors="raise"``, the first bad line or file (file and line named); nothing kept;
+            or token ids at or above the tokenizer's ``vocab_size`` (the store is not marked complete).
+        CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
+        WorkerDied: a worker process was killed (e.g. by the out-of-memory killer); complete parts stay.
 
     Warns:
         UserWarning: ``vocab_size``, ``sample_mb`` or ``model_max_length`` passed with ``tokenizer``
             (ignored; recorded as null: :data:`nbkit.corpus.manifest.TRAINED_ONLY`).
-        DataError: with ``errors="raise"``, the first bad line or file (file and line named); nothing kept.
-        CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
     """
     t_start = time.perf_counter()
     n_workers = default_workers() if num_workers is None else int(num_workers)
@@ -156,10 +166,24 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     sources = resolve_inputs(inputs)
     ident = mf.identity(s, [src.as_dict() for src in sources])
     out = Path(out_dir).expanduser()
+    try:
+        lock = StoreLock(out).acquire()
+    except OSError:   # a read-only folder: only a finished store of this input and settings can be used there
+        if overwrite or not (out / "manifest.json").is_file():
+            raise
+        return _check_out_dir(out, ident, overwrite=False)[0]
+    try:
+        return _write_store(out, ident, s, sources, excluded, n_workers, overwrite, progress, t_start)
+    finally:
+        lock.release()
+
+
+def _write_store(out: Path, ident: dict, s: dict, sources, excluded: np.ndarray, n_workers: int, overwrite: bool,
+                 progress: bool, t_start: float) -> dict[str, Any]:
+    """Stages 1-4 in ``out``, under its lock; the manifest."""
     reuse, ident = _check_out_dir(out, ident, overwrite)
     if reuse is not None:
         return reuse
-    out.mkdir(parents=True, exist_ok=True)
     jsonio.write_json(out / "prepare.json", ident)
     shard_dir, tmp_dir = out / "shards", out / "tmp"
     shard_dir.mkdir(exist_ok=True)
@@ -178,8 +202,9 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
                     bar.update(item.raw_pos + sum(x.size_bytes for x in sources[:item.source]), len(result[0]))
                     yield result[0]
         tok, tok_seconds = ensure_tokenizer(out, s, cleaned, excluded)
-        job.update(tokenizer_file=str(out / "tokenizer" / "tokenizer.json"), dtype=tok["dtype"],
-                   sep_id=tok["sep_id"])
+        tok_file = out / "tokenizer" / "tokenizer.json"
+        job.update(tokenizer_file=str(tok_file), tokenizer_json_sha256=fingerprint(tok_file), dtype=tok["dtype"],
+                   sep_id=tok["sep_id"])   # the workers key their loaded tokenizer by its content
         markers, resumed, done = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total,
                                          excluded)
     timing = {"seconds": round(time.perf_counter() - t_start, 3), "tokenizer_seconds": round(tok_seconds, 3),
@@ -192,6 +217,7 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     if not result["splits"]["train"]["n_tokens"]:
         raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
                         f"{ {k: v for k, v in result['dropped'].items() if v} }); check text_field and the filters")
+    shards.check_ids(shard_dir, markers, tok)
     shutil.rmtree(tmp_dir, ignore_errors=True)
     jsonio.write_json(out / "manifest.json", result)
     return result
@@ -227,6 +253,7 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         nonlocal part, written
         try:
             entries = {sp: f.commit() for sp, f in part.files.items()}
+            shards.check_ids(shard_dir, [{"shards": entries}], tok)   # before its marker: a bad part is never trusted
             fsync_dir(shard_dir)
             state = log.state()
             marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,

@@ -23,7 +23,7 @@ import numpy as np
 
 from nbkit import jsonio
 from nbkit.atomic import fsync_dir
-from nbkit.errors import CheckpointError
+from nbkit.errors import CheckpointError, DataError
 
 SPLITS = ("train", "validation")
 
@@ -52,6 +52,7 @@ class ShardFile:
     def __init__(self, shard_dir: Path, name: str):
         self.dir, self.name = shard_dir, name
         self.n_tokens = self.n_docs = 0
+        self.max_id = -1   # the largest id appended: checked against the vocabulary before the store is complete
         self._fh: dict[str, Any] = {}
         self._sha = {ext: hashlib.sha256() for ext in ("ids", "wst")}
 
@@ -76,9 +77,11 @@ class ShardFile:
             raise
         self.n_tokens += len(ids)
         self.n_docs += n_docs
+        self.max_id = max(self.max_id, int(ids.max()))
 
     def commit(self) -> dict[str, Any] | None:
-        """Flush, fsync and rename to the final names; the shard's manifest entry (None when empty)."""
+        """Flush, fsync and rename to the final names; the shard's marker entry (None when empty): ``name``,
+        ``n_tokens``, ``n_docs``, ``max_id`` (its largest token id), ``sha256`` of each file."""
         if not self.n_tokens:
             self.abort()
             return None
@@ -93,7 +96,7 @@ class ShardFile:
                 self.abort()
                 raise DiskFull(str(exc)) from exc
             raise
-        return {"name": self.name, "n_tokens": self.n_tokens, "n_docs": self.n_docs,
+        return {"name": self.name, "n_tokens": self.n_tokens, "n_docs": self.n_docs, "max_id": self.max_id,
                 "sha256": {ext: h.hexdigest() for ext, h in self._sha.items()}}
 
     def abort(self) -> None:
@@ -170,3 +173,28 @@ def disk_full_error(shard_dir: Path, detail: str, needed_bytes: float) -> Checkp
         f"disk full while writing the corpus store in {shard_dir} ({detail}): {_mb(free)} free, about "
         f"{_mb(needed_bytes)} still needed for the rest of the store. Free space (or pass another out_dir "
         "on a larger disk) and rerun: the complete shards are kept and the preparation continues after them.")
+
+
+def check_ids(shard_dir: Path, markers: list[dict], tok: dict) -> None:
+    """Every shard's largest id is below ``tok["vocab_size"]``: from each part's marker (``max_id``, recorded
+    as the part is written; checked as each part closes and again before the manifest), or, for a part an
+    older nbkit wrote, read from its ``.ids``.
+
+    Raises:
+        DataError: a shard with an id at or above ``vocab_size`` (names it, the id and the fix).
+    """
+    size = int(tok["vocab_size"])
+    for marker in markers:
+        for entry in marker["shards"].values():
+            if not entry:
+                continue
+            path = shard_dir / f"{entry['name']}.ids"
+            top = entry.get("max_id")
+            if top is None:
+                top = int(np.memmap(path, dtype=np.dtype(tok["dtype"]).newbyteorder("<"), mode="r").max())
+            if top >= size:
+                raise DataError(
+                    f"{path} holds token id {top:,}, but the store's tokenizer ({shard_dir.parent / tok['dir']}) has "
+                    f"{size:,} tokens: the shards were written with another tokenizer, so the store is not marked "
+                    "complete. Prepare it again with overwrite=True (--overwrite), in a new process if an earlier "
+                    "preparation ran in this one")

@@ -41,7 +41,7 @@ from nbkit.errors import DataError
 
 _CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _WS = re.compile(r"\s+")
-_STATE: dict[str, Any] = {}  # per process: the loaded tokenizer and segmenter
+_STATE: dict[str, Any] = {}  # per process: the loaded tokenizer and segmenter, keyed by content (see _tools)
 
 
 def text_hash(text: str) -> int:
@@ -190,15 +190,29 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
 
 
 def _tools(settings: dict):
-    key = (settings["tokenizer_file"], settings["segmenter"])
+    """``(tokenizer, lookup table, cutter)`` of this process, reloaded when ``tokenizer_json_sha256`` (the
+    SHA-256 of ``tokenizer.json``'s bytes, from the parent) or the segmenter differ: keyed by content, not
+    by the path, whose file a re-preparation (``overwrite=True`` in one kernel) replaces.
+
+    Raises:
+        DataError: the file's bytes do not hash to ``tokenizer_json_sha256`` (it changed during the preparation).
+    """
+    key = (settings["tokenizer_json_sha256"], settings["segmenter"])
     if _STATE.get("key") != key:
         from tokenizers import Tokenizer
 
         from nbkit.corpus.fastpath import lookup_table
         from nbkit.corpus.segment import cutter
 
-        _STATE.update(key=key, tok=Tokenizer.from_file(settings["tokenizer_file"]),
-                      table=lookup_table(settings["tokenizer_file"]),
+        path = settings["tokenizer_file"]
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if hashlib.sha256(data).hexdigest() != key[0]:
+            raise DataError(f"{path} changed while the corpus was being prepared (its SHA-256 is not the one the "
+                            "preparation started with); let one preparation write a store at a time, then run it "
+                            "again with overwrite=True")
+        _STATE.clear()
+        _STATE.update(key=key, tok=Tokenizer.from_str(data.decode("utf-8")), table=lookup_table(path),
                       cut=cutter(settings["segmenter"], keep_space=True))
     return _STATE["tok"], _STATE["table"], _STATE["cut"]
 
