@@ -159,13 +159,11 @@ def test_a_changed_order_setting_is_named_with_what_happens_to_the_epoch(tmp_pat
 
 
 def test_checkpoint_stores_the_epoch_order_inputs_and_a_pre_order_checkpoint_rebuilds_them(tmp_path):
-    from nbkit.train.ddp import mechanics as ddp_loop
-
     _fit(tmp_path, max_steps=2, group_by_length=True, batch_size=3, seed=2)
     state = checkpoint.load_latest(tmp_path).load_state()
     assert state["order"] == {"epoch": 0, "seed": 2, "dataset_size": 48, "group_size": 3}
     del state["order"]                                                  # as written before this field
-    assert ddp_loop.saved_order(state) == {"epoch": 0, "seed": 2, "group_size": 3}
+    assert checkpoint.saved_order(state) == {"epoch": 0, "seed": 2, "group_size": 3}
 
 
 def test_resume_on_data_of_another_size_is_refused_naming_both_sizes(tmp_path):

@@ -63,7 +63,7 @@ class SeededCollate:
 
 
 def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: bool = False):
-    # sampler: nbkit.train.ddp.sampler.ResumableDistributedSampler (from distributed.make_sampler)
+    # sampler: nbkit.train.ddp.sampler.ResumableDistributedSampler
     """Endless micro-batches over epochs, advancing ``state.epoch`` / ``state.batch_in_epoch``.
 
     Starts at ``state``'s position (so a restored state resumes mid-epoch): global

@@ -33,7 +33,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbkit.atomic import fsync_dir  # noqa: F401  (re-exported: one implementation, nbkit.atomic)
+from nbkit.atomic import fsync_dir
 from nbkit.errors import CheckpointError
 from nbkit.train.config import START_FRESH
 
@@ -208,12 +208,12 @@ def loop_state(loop) -> dict:
     Optimizer, scheduler and (fp16) GradScaler state dicts, RNG states of
     Python/NumPy/torch CPU/CUDA (this process; under DDP the loop adds every rank's
     as ``rng_per_rank``), the data position (epoch, ``epoch_start``, local batches
-    consumed, ``world_size``: see ``nbkit.train.ddp.mechanics.global_position``), step and
+    consumed, ``world_size``: see :func:`global_position`), step and
     skip counters, the full log history and the config.
     """
     import dataclasses
 
-    from nbkit.train.batching import capture_rng
+    from nbkit.switches import capture_rng
 
     st = loop.state
     dist = getattr(loop, "dist", None)
@@ -236,7 +236,7 @@ def save_loop(loop) -> Path:
     waits at a barrier until the checkpoint is complete, so no rank resumes from,
     or exits before, a half-written one. One process: a plain save.
     """
-    from nbkit.train.batching import capture_rng
+    from nbkit.switches import capture_rng
     from nbkit.train.ddp import group as D
 
     info = getattr(loop, "dist", None) or D.DistInfo()
@@ -269,9 +269,8 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     (``nbkit.train.preflight.warn_resume_changes`` says so). Returns the loaded state dict (``config``: the saved TrainConfig as
     plain data).
     """
-    from nbkit.train.batching import restore_rng
-    from nbkit.train.ddp.group import DistInfo
-    from nbkit.train.ddp.mechanics import global_position, restore_order, seed_rank_streams
+    from nbkit.switches import restore_rng
+    from nbkit.train.ddp.group import DistInfo, seed_rank
     from nbkit.train.optim import build_scheduler
 
     load_model_weights(loop.model, found.model_dir)
@@ -296,8 +295,54 @@ def restore_loop(loop, found: Checkpoint) -> dict:
         restore_rng(per_rank[info.rank])
     else:
         restore_rng(s["rng"])
-        seed_rank_streams(loop.config.seed + loop.state.step, info)  # no-op on rank 0
+        if info.rank > 0:   # another world size: rank 0 continues the saved stream, the others start fresh
+            seed_rank(loop.config.seed + loop.state.step, info.rank)
     return s
+
+
+def global_position(state: dict, dataset_size: int) -> tuple[int, int]:
+    """``(epoch, global samples consumed in it)`` from a loop checkpoint ``state`` of any world size.
+
+    Consumed = ``epoch_start`` (absent: 0) + ``batch_in_epoch`` x ``config["batch_size"]`` (per process)
+    x ``world_size`` (absent: 1); a finished epoch rolls over to ``(epoch + 1, 0)``.
+    """
+    consumed = (int(state.get("epoch_start", 0)) + int(state["batch_in_epoch"])
+                * int(state["config"]["batch_size"]) * int(state.get("world_size", 1)))
+    epoch = int(state["epoch"])
+    if consumed >= dataset_size:
+        return epoch + 1, 0
+    return epoch, consumed
+
+
+def saved_order(state: dict) -> dict | None:
+    """The order inputs (``ResumableDistributedSampler.order_key``) of the epoch a checkpoint ``state``
+    was in: ``state["order"]``, or for older checkpoints rebuilt from the saved config; None if unknown."""
+    if state.get("order"):
+        return dict(state["order"])
+    cfg = state.get("config") or {}
+    if "seed" not in cfg:
+        return None
+    grouped = cfg.get("group_by_length")
+    return {"epoch": int(state["epoch"]), "seed": int(cfg["seed"]),
+            "group_size": int(cfg["batch_size"]) * int(state.get("world_size", 1)) if grouped else None}
+
+
+def restore_order(loop, state: dict) -> None:
+    """Pin the resumed epoch of ``loop.sampler`` to the order ``state`` was written in, so each example
+    of that epoch is still seen once; later epochs follow the loop's own settings.
+
+    Raises:
+        ConfigError: the checkpoint's order is for another dataset size.
+    """
+    from nbkit.train.batching import input_lengths
+
+    key = saved_order(state)
+    if key is None or int(key["epoch"]) != loop.state.epoch:
+        return
+    key.setdefault("dataset_size", len(loop.train_data))
+    sampler = loop.sampler
+    lengths = input_lengths(loop.train_data) if key.get("group_size") and sampler.lengths is None else None
+    sampler.pin_order(key, lengths)
 
 
 def world_sizes(state: dict, now: int) -> str:

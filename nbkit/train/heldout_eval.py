@@ -52,7 +52,7 @@ def _evaluate(loop, max_batches: int | None = None) -> dict:
     ``max_batches`` defaults to ``loop.config.eval_batches`` (None = all).
     Batch ``i`` is collated under ``isolated_rng(seed + i)``, so its masks do not
     depend on which batches came before. Under DDP every rank must call it: rank r
-    scores batches r, r+W, ... (``nbkit.train.ddp.mechanics.eval_shard``) with the plain
+    scores batches r, r+W, ... (:func:`eval_shard`) with the plain
     module (no DDP collectives) and the sums are all-reduced, so the result equals
     the one-process result up to float summation order.
     Raises ``ConfigError`` when the loop has no eval_data or its sequences exceed the
@@ -61,7 +61,6 @@ def _evaluate(loop, max_batches: int | None = None) -> dict:
     """
     from nbkit.models.mlm_head import forward_logits, uses_sparse_head
     from nbkit.train.ddp import group as D
-    from nbkit.train.ddp.mechanics import eval_shard
 
     if loop.eval_data is None:
         raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
@@ -156,3 +155,13 @@ def _kind_sums(logits: torch.Tensor, labels: torch.Tensor, kinds: torch.Tensor) 
     valid = labels.reshape(-1) != -100
     one_hot = F.one_hot(kinds.reshape(-1)[valid], len(TARGET_KINDS)).double()      # (n, K)
     return torch.stack([ce[valid] @ one_hot, one_hot.sum(0)], dim=1)                # (K, 2)
+
+
+def eval_shard(n_examples: int, batch_size: int, max_batches: int | None, info) -> list[tuple[int, list[int]]]:
+    """This rank's evaluation batches ``[(batch_index, example indices), ...]``: the one-process batches
+    (``batch_size`` each, at most ``max_batches``), rank r taking batches r, r + W, ..."""
+    n_batches = -(-n_examples // batch_size)
+    if max_batches:
+        n_batches = min(n_batches, max_batches)
+    return [(i, list(range(i * batch_size, min((i + 1) * batch_size, n_examples))))
+            for i in range(info.rank, n_batches, info.world_size)]

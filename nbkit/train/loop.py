@@ -16,6 +16,7 @@ logs/callbacks/checkpoints, sharded evaluation. Global batch = ``W * batch_size 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 import warnings
@@ -31,8 +32,9 @@ from nbkit.train import preflight, workers
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
 from nbkit.train.config import TrainConfig, TrainResult, TrainState  # noqa: F401  (re-exported)
 from nbkit.train.ddp import group as D
-from nbkit.train.ddp import mechanics as ddp_loop
 from nbkit.train.ddp.launcher_watch import watch_launcher
+from nbkit.train.ddp.rendezvous import should_join
+from nbkit.train.ddp.sampler import ResumableDistributedSampler
 from nbkit.train.loss import class_weights, label_weight_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
@@ -65,7 +67,7 @@ class Loop:
                  callbacks=(), device=None):
         self.config, self.train_data, self.eval_data = config, train_data, eval_data
         self.collate_fn, self.callbacks = collate_fn, with_env_progress(list(callbacks))  # + $NBKIT_PROGRESS_FILE
-        self.dist = D.init_distributed() if ddp_loop.launched_by_torchrun() else D.DistInfo()
+        self.dist = D.init_distributed() if should_join() else D.DistInfo()
         watch_launcher()  # also under torchrun --nproc-per-node=1: stop when the launcher dies
         default = self.dist.device if self.dist.is_distributed else ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(device or default)
@@ -78,7 +80,7 @@ class Loop:
         num_labels = getattr(getattr(model, "config", None), "num_labels", None)
         self.class_weights = class_weights(config.class_weights, train_data, num_labels)  # (C,) CPU, or None
         self._weight_dev = None if self.class_weights is None else self.class_weights.to(self.device)
-        ddp_loop.seed_streams(config.seed, self.dist)  # dropout/collator RNG: same seed, same run
+        D.seed_rank(config.seed, self.dist.rank)  # dropout/collator RNG: same seed, same run
         self.precision = choose_precision(config.precision, self.device)
         self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
         self.scheduler = build_scheduler(self.optimizer, config.scheduler, config.max_steps, config.warmup_ratio)
@@ -89,7 +91,7 @@ class Loop:
         self.recompilations: int | None = None
         self._forward = self.model  # what training forwards through: DDP-wrapped, compiled
         if self.dist.is_distributed:
-            self._forward = D.wrap_ddp(self.model, ddp_loop.replace_device(self.dist, self.device))
+            self._forward = D.wrap_ddp(self.model, dataclasses.replace(self.dist, device=str(self.device)))
         if config.compile:
             backend = config.compile if isinstance(config.compile, str) else "inductor"
             self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
@@ -104,8 +106,9 @@ class Loop:
         # one global order per epoch (seed + epoch), rank r reads every W-th; the consumed part is
         # a prefix of that order for any W, so checkpoints move between 1 and N processes
         lengths = input_lengths(self.train_data) if self.config.group_by_length else None
-        return ddp_loop.make_sampler(len(self.train_data), shuffle=True, seed=self.config.seed, dist_info=self.dist,
-                              lengths=lengths, batch_size=self.config.batch_size)
+        w = self.dist.world_size
+        return ResumableDistributedSampler(len(self.train_data), num_replicas=w, rank=self.dist.rank, shuffle=True,
+                                           seed=self.config.seed, lengths=lengths, group_size=self.config.batch_size * w)
 
     def _backward_context(self, micro: int, n_micro: int):
         return D.maybe_no_sync(self._forward, is_last_microbatch=micro == n_micro - 1)

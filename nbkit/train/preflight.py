@@ -224,7 +224,7 @@ def warn_resume_changes(loop, state: dict, path) -> None:
       stated (0 after a linear schedule's end: those steps do not move the weights).
       :data:`ORDER_SETTINGS` (and ``batch_size`` with length grouping) are applied too,
       but the epoch in progress keeps the checkpoint's example order (each example once;
-      ``nbkit.train.ddp.mechanics.restore_order``); the new order starts with the next epoch.
+      ``nbkit.train.checkpoint.restore_order``); the new order starts with the next epoch.
     """
     cfg, step = loop.config, loop.state.step
     if step >= cfg.max_steps:
