@@ -49,6 +49,7 @@ def test_the_loop_writes_step_total_loss_and_eta_when_the_env_names_a_file(tmp_p
 
     monkeypatch.setenv(ENV, str(path))
     loop = _fit(tmp_path, [Spy()])
+    loop.setup()                                 # where the loop reads the variable
     assert sum(isinstance(cb, ProgressFile) for cb in loop.callbacks) == 1
     loop.callbacks = [cb if not isinstance(cb, ProgressFile) else ProgressFile(path, every_s=0)
                       for cb in loop.callbacks]

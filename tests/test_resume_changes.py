@@ -206,7 +206,9 @@ def test_resume_under_another_world_size_with_grouping_sees_the_rest_once(world_
 
 def test_loop_checkpoint_of_one_process_resumes_under_two_ranks_in_the_saved_order(tmp_path):
     """restore_loop on two (simulated) ranks of a 2-process resume: the ranks' shards are the rest once."""
+    from nbkit.train.batching import input_lengths
     from nbkit.train.ddp import group as D
+    from nbkit.train.ddp.sampler import ResumableDistributedSampler
 
     seen = []
     cfg = dict(lr=1e-3, progress=False, precision="fp32", output_dir=tmp_path, group_by_length=True)
@@ -216,7 +218,8 @@ def test_loop_checkpoint_of_one_process_resumes_under_two_ranks_in_the_saved_ord
     for rank in range(2):
         loop = Loop(_recording_model([]), TrainConfig(max_steps=9, batch_size=3, **cfg), data, collate_fn=_pad_collate)
         loop.dist = D.DistInfo(rank=rank, world_size=2)
-        loop.sampler = loop._make_sampler()                    # group size 6 now, 3 before
+        loop.sampler = ResumableDistributedSampler(len(data), 2, rank, lengths=input_lengths(data),
+                                                   group_size=3 * 2)  # the loop's sampler on rank r of 2: 6, 3 before
         checkpoint.restore_loop(loop, checkpoint.load_latest(tmp_path))
         loop.sampler.set_epoch(loop.state.epoch, start=loop.state.epoch_start)
         shards.append(list(loop.sampler))

@@ -41,17 +41,19 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
 
 
 def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float,
-                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> torch.optim.AdamW:
-    """AdamW over :func:`param_groups`; the fused CUDA kernel when all params are on CUDA.
+                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, device=None) -> torch.optim.AdamW:
+    """AdamW over :func:`param_groups`, fused (the whole update in one kernel) when the parameters train
+    on CUDA: ``device`` (where they will be moved before the first step), else where they are now.
 
-    ``fused=True`` does the whole update in one kernel launch (PyTorch AdamW
-    docs); on CPU the default ``foreach`` implementation is used.
     Raises ``ConfigError`` for a non-positive learning rate.
     """
     if not lr > 0:
         raise ConfigError(f"lr={lr} must be > 0; BERT pretraining typically uses 1e-4 to 1e-3.")
     groups = param_groups(model, weight_decay)
-    on_cuda = all(p.is_cuda for g in groups for p in g["params"])
+    if device is not None:
+        on_cuda = torch.device(device).type == "cuda"
+    else:
+        on_cuda = all(p.is_cuda for g in groups for p in g["params"])
     return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=True if on_cuda else None)
 
 
