@@ -75,8 +75,9 @@ def _size_estimate(output_dir, model) -> int:
     return 3 * sum(p.numel() * p.element_size() for p in model.parameters())
 
 
-def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | None = 2) -> Path:
-    """Write a checkpoint for ``step`` atomically and keep the newest ``keep_last``.
+def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | None = 2,
+                    keep_steps=()) -> Path:
+    """Write a checkpoint for ``step`` atomically and keep the newest ``keep_last`` plus those at ``keep_steps``.
 
     model: a ``transformers.PreTrainedModel`` (saved with ``save_pretrained``,
         safetensors) -- pass the uncompiled module.
@@ -106,7 +107,8 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
         (tmp / MARKER).write_text(f"step {step}\n")
     if keep_last:
         for ckpt in list_checkpoints(output_dir, warn=False)[:-keep_last]:
-            discard_checkpoint(ckpt.path)
+            if ckpt.step not in keep_steps:
+                discard_checkpoint(ckpt.path)
     return final
 
 
@@ -247,7 +249,7 @@ def save_loop(loop) -> Path:
         if rngs is not None:
             state["rng_per_rank"] = rngs
         path = save_checkpoint(loop.config.output_dir, loop.state.step, loop.model, state,
-                               keep_last=loop.config.keep_last)
+                               keep_last=loop.config.keep_last, keep_steps=loop.config.keep_steps)
     D.barrier()
     return path
 

@@ -29,7 +29,9 @@ class TrainConfig:
     ``eval_every`` and ``checkpoint_every`` count optimizer steps. ``class_weights``
     (classification only): ``None``, ``"balanced"`` (inverse class frequency from the
     training labels) or one weight per class; the loss becomes a weighted mean
-    (``nbkit.train.loss``). Evaluation loss stays unweighted.
+    (``nbkit.train.loss``). Evaluation loss stays unweighted. Checkpoints: every ``checkpoint_every``
+    steps and at each of ``keep_steps``; each save prunes all but the newest ``keep_last`` (0 keeps all)
+    and those at ``keep_steps``.
     """
 
     max_steps: int
@@ -45,6 +47,7 @@ class TrainConfig:
     eval_batches: int | None = None
     checkpoint_every: int | None = None
     keep_last: int = 2
+    keep_steps: tuple[int, ...] = ()
     output_dir: str | Path | None = None
     seed: int = 0
     compile: bool | str = False
@@ -62,8 +65,14 @@ class TrainConfig:
         for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every", "max_consecutive_nonfinite"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1.")
-        if self.checkpoint_every and self.output_dir is None:
-            raise ConfigError("checkpoint_every needs output_dir: set TrainConfig(output_dir=...).")
+        if (self.checkpoint_every or self.keep_steps) and self.output_dir is None:
+            what = "checkpoint_every" if self.checkpoint_every else "keep_steps"
+            raise ConfigError(f"{what} needs output_dir: set TrainConfig(output_dir=...).")
+        self.keep_steps = tuple(sorted({int(s) for s in self.keep_steps}))
+        bad = [s for s in self.keep_steps if not 1 <= s <= self.max_steps]
+        if bad:
+            raise ConfigError(f"keep_steps {bad} outside 1..{self.max_steps} (max_steps): raise max_steps or "
+                              "drop those steps")
 
 
 @dataclass

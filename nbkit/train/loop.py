@@ -274,7 +274,7 @@ class Loop:
             if self.eval_data is not None and cfg.eval_every and st.step % cfg.eval_every == 0:
                 self._record_eval(self.evaluate())
                 t0 = time.perf_counter()  # keep eval time out of throughput
-            if cfg.checkpoint_every and st.step % cfg.checkpoint_every == 0:
+            if (cfg.checkpoint_every and st.step % cfg.checkpoint_every == 0) or st.step in cfg.keep_steps:
                 self.save()
                 t0 = time.perf_counter()
         bar.close()
