@@ -12,7 +12,7 @@ cell's first line):
 
 While a cell trains, both carry the training loop's own progress (``training step 12/40,
 loss 3.21, ETA 1 min 11 s``), read from the JSON file that the runner names in
-``NBKIT_PROGRESS_FILE`` for the kernel (:mod:`nbkit.train.progress_file` writes it).
+``NBKIT_PROGRESS_FILE`` for the kernel (:class:`nbkit.train.callbacks.ProgressFile` writes it).
 
 The notebook's end (done or failed) is one line either way; the headline metric
 in it comes from :mod:`nbkit.cli.summary`.

@@ -1,16 +1,17 @@
-"""Callbacks: how views (live plot, GPU monitor) subscribe to a training loop.
+"""Callbacks: how views (live plot, GPU monitor, a progress file) subscribe to a training loop.
 
-``Callback`` documents the events of ``nbkit.train.loop.Loop``; subclass it and
-override what you need (the loop also accepts any object with some of these
-methods). ``TrainerBridge`` feeds the same views from ``transformers.Trainer``
-so its users get nbkit's live plot with one line::
-
-    trainer = Trainer(..., callbacks=[TrainerBridge(live_plot=LivePlot())])
+``Callback`` documents the events of ``nbkit.train.loop.Loop`` (the loop accepts any object with
+some of its methods); ``EarlyStopping`` and ``ProgressFile`` are loop callbacks; ``TrainerBridge``
+feeds the same views from ``transformers.Trainer``:
+``Trainer(..., callbacks=[TrainerBridge(live_plot=LivePlot())])``.
 """
 from __future__ import annotations
 
 import math
+import os
 import time
+import warnings
+from pathlib import Path
 
 from transformers import TrainerCallback
 
@@ -129,3 +130,70 @@ class EarlyStopping:
             self.stopped_step = step
             self.reason = (f"{self.metric} has not improved by {self.min_delta:g} for {self.patience} evaluations "
                            f"(best {self.best:.4f} at step {self.best_step}); stopped at step {step}")
+
+
+class ProgressFile:
+    """Loop callback: the running ``fit()``'s step, loss and ETA in a small JSON file, for a watcher outside
+    the kernel (``nbkit run-notebooks``' heartbeat reads it: ``nbkit.cli.notebook_progress.loop_status``).
+
+    Args:
+        path: the file to (over)write, atomically (``nbkit.jsonio``); its folder must exist.
+        every_s: least seconds between two writes while training (the first and last always write).
+
+    Content: ``{"step": 12, "total": 40, "loss": 3.21, "elapsed_s": 30.5, "eta_s": 71.2, "updated":
+    1764590000.0, "done": false}``: ``loss`` the last logged training loss (None before the first log),
+    ``elapsed_s`` seconds since ``fit()`` began, ``eta_s`` the remaining steps at this run's mean rate
+    (None before a step), ``updated`` Unix seconds. A failed write warns once, naming the file and the
+    error, and the callback writes no more: progress reporting never stops training.
+    """
+
+    ENV = "NBKIT_PROGRESS_FILE"
+
+    def __init__(self, path: str | Path, every_s: float = 1.0):
+        self.path, self.every_s = Path(path), every_s
+        self._t0 = self._last = 0.0
+        self._step0, self._loss, self.failed = 0, None, None
+
+    @classmethod
+    def from_env(cls, env=None) -> "ProgressFile | None":
+        """A ProgressFile writing to ``$NBKIT_PROGRESS_FILE``, or None when it is unset: the one place nbkit reads
+        it (``nbkit run-notebooks`` sets it per notebook; ``Loop.setup()`` adds this callback unless one is there)."""
+        path = (os.environ if env is None else env).get(cls.ENV)
+        return cls(path) if path else None
+
+    def on_train_begin(self, loop) -> None:
+        self._t0, self._step0, self._loss = time.monotonic(), loop.state.step, None
+        self._write(loop)
+
+    def on_step_end(self, loop) -> None:
+        if time.monotonic() - self._last >= self.every_s:
+            self._write(loop)
+
+    def on_log(self, loop, logs: dict) -> None:
+        self._loss = logs.get("loss")
+
+    def on_train_end(self, loop, result) -> None:
+        self._write(loop, done=True)
+
+    def status(self, loop, done: bool = False) -> dict:
+        """The payload written now (see the class docstring)."""
+        step, total = loop.state.step, loop.config.max_steps
+        elapsed = time.monotonic() - self._t0
+        done_here = step - self._step0  # a resumed run's earlier steps took no time here
+        eta = (total - step) * elapsed / done_here if done_here > 0 else None
+        return {"step": step, "total": total, "loss": self._loss, "elapsed_s": round(elapsed, 1),
+                "eta_s": None if eta is None else round(eta, 1), "updated": time.time(), "done": done}
+
+    def _write(self, loop, done: bool = False) -> None:
+        from nbkit import jsonio
+        from nbkit.errors import WriteError
+
+        if self.failed is not None:
+            return
+        self._last = time.monotonic()
+        try:
+            jsonio.write_json(self.path, self.status(loop, done), indent=None)
+        except (OSError, WriteError) as err:   # write_json reports a full disk as WriteError
+            self.failed = f"{type(err).__name__}: {err}"
+            warnings.warn(f"could not write the training progress file {self.path} ({self.failed}); training "
+                          "goes on, and no further progress is written there.", UserWarning, stacklevel=2)

@@ -28,6 +28,7 @@ from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.train import checkpoint as ckpt
 from nbkit.train import preflight, workers
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
+from nbkit.train.callbacks import ProgressFile
 from nbkit.train.config import TrainConfig, TrainResult, TrainState
 from nbkit.train.ddp import group as D
 from nbkit.train.ddp.launcher_watch import watch_launcher
@@ -36,7 +37,6 @@ from nbkit.train.ddp.sampler import ResumableDistributedSampler
 from nbkit.train.loss import class_weights, label_weight_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
-from nbkit.train.progress_file import with_env_progress
 from nbkit.train.run_lock import RunLock
 
 
@@ -98,7 +98,7 @@ class Loop:
         starts the launcher watch (``nbkit.train.ddp.launcher_watch``), seeds this rank's global RNGs
         from ``config.seed`` (``D.seed_rank``: dropout and collators draw from them, so the same seed
         gives the same run), moves the model to ``device`` (DDP-wrapped and compiled for training as
-        configured) and adds the ``$NBKIT_PROGRESS_FILE`` callback (``nbkit.train.progress_file``).
+        configured) and adds ``ProgressFile.from_env()`` (``nbkit.train.callbacks``) to the callbacks.
 
         Raises:
             ConfigError: ranks that do not meet in time, or ``LOCAL_RANK`` without a GPU (named).
@@ -117,7 +117,8 @@ class Loop:
         if self.config.compile:
             backend = self.config.compile if isinstance(self.config.compile, str) else "inductor"
             self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
-        self.callbacks = with_env_progress(self.callbacks)
+        if not any(isinstance(cb, ProgressFile) for cb in self.callbacks):
+            self.callbacks += [cb for cb in (ProgressFile.from_env(),) if cb is not None]
         self._ready = True
 
     # ----- data --------------------------------------------------------------------------
