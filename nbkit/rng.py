@@ -1,6 +1,6 @@
 """A seed scope that reaches private generators (an MLM collator's), not only the global RNGs.
 
-``nbkit.train.batching.isolated_rng(seed)`` seeds and restores Python's, NumPy's and torch's
+``nbkit.switches.isolated_rng(seed)`` seeds and restores Python's, NumPy's and torch's
 global RNGs around a block (each training batch, each evaluation batch). A component that keeps
 its own ``torch.Generator`` (``MLMCollator(seed=...)``) is out of reach of that: its stream just
 continues, so two evaluations of the same checkpoint drew different masks and a resumed run drew

@@ -174,7 +174,7 @@ def test_explicit_start_as_the_single_process_loop_passes_it():
     ranks = [ResumableDistributedSampler(20, 2, r, seed=3) for r in range(2)]
     for s in ranks:
         s.set_epoch(1, start=6)
-    order = ranks[0].order(1)
+    order = ranks[0].global_order(1)
     assert sorted(list(ranks[0]) + list(ranks[1])) == sorted(order[6:])
     assert list(ranks[1]) == order[6:][1::2]
     with pytest.raises(ConfigError, match="global samples"):

@@ -152,11 +152,10 @@ def test_nonfinite_steps_are_skipped_counted_and_leave_weights_unchanged():
 
 
 def test_consecutive_nonfinite_steps_abort_with_advice():
-    loop = Loop(NaNAt(tiny_mlm(), bad={"all"}), _cfg(max_steps=10, max_consecutive_nonfinite=3), token_data(),
-                collate_fn=mlm_collate)
+    loop = Loop(NaNAt(tiny_mlm(), bad={"all"}), _cfg(max_steps=10), token_data(), collate_fn=mlm_collate)
     with pytest.raises(NonFiniteLossError, match="Lower lr"):
         loop.fit()
-    assert loop.state.step == 3 and loop.state.skipped_steps == 3
+    assert loop.state.step == 5 and loop.state.skipped_steps == 5   # MAX_CONSECUTIVE_NONFINITE
 
 
 def test_bad_config_and_data_errors_name_the_fix():

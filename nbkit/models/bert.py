@@ -19,7 +19,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.models.loading import _saved_labels, load_pretrained, quiet_transformers, seeded  # noqa: F401
+from nbkit.models.loading import _saved_labels, load_pretrained, seeded
 from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
 #: BertConfig kwargs per preset. Parameter counts (vocab 8,000, 512 positions
@@ -116,10 +116,6 @@ def build_mlm_model(preset: str, tokenizer, block_size: int, seed: int | None = 
 def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:
     """Number of parameters (tied weights counted once, as ``model.parameters()`` yields them)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
 
 
 #: Files ``tokenizer.save_pretrained`` writes that hold the vocabulary.
@@ -314,7 +310,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
                 f"{path} has config.json but its weights could not be read ({type(exc).__name__}: "
                 f"{str(exc)[:200]}); it holds: {files}. Re-save the model with save_pretrained, or pass the "
                 "complete directory (model.safetensors beside config.json).") from exc
-        where = ("HF_HUB_OFFLINE=1 forbids downloading and it is not in the local cache" if _offline()
+        offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+        where = ("HF_HUB_OFFLINE=1 forbids downloading and it is not in the local cache" if offline
                  else "it could not be downloaded")
         raise ConfigError(
             f"model {str(source)!r} is not a local directory and {where}. To proceed: pass a local "

@@ -55,7 +55,8 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
     """
     import copy
 
-    from nbkit.models.bert import label_order, quiet_transformers, reorder_head
+    from nbkit.models.bert import label_order, reorder_head
+    from nbkit.models.loading import quiet_transformers
     from nbkit.models.pooling import MeanPoolBertConfig, MeanPoolBertForSequenceClassification
     from nbkit.text.tokenizer_files import save_tokenizer
 

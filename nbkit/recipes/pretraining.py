@@ -158,7 +158,8 @@ def save(cfg: PretrainConfig, lp, result, tok, out_dir) -> dict:
 
     from nbkit import jsonio
     from nbkit.atomic import atomic_dir
-    from nbkit.models.bert import count_parameters, quiet_transformers
+    from nbkit.models.bert import count_parameters
+    from nbkit.models.loading import quiet_transformers
     from nbkit.text.tokenizer_files import save_tokenizer
     from nbkit.train.checkpoint import list_checkpoints
 

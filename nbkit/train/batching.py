@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from nbkit.errors import DataError
-from nbkit.switches import capture_rng, isolated_rng, restore_rng  # noqa: F401  (re-exported)
+from nbkit.switches import isolated_rng
 from nbkit.train.workers import loader_timeout
 
 

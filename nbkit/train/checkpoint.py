@@ -93,7 +93,7 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
     import torch
 
     from nbkit.atomic import atomic_dir
-    from nbkit.models.bert import quiet_transformers
+    from nbkit.models.loading import quiet_transformers
 
     root = checkpoints_dir(output_dir)
     root.mkdir(parents=True, exist_ok=True)

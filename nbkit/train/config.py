@@ -54,7 +54,6 @@ class TrainConfig:
     num_workers: int = 0
     pin_memory: bool | None = None
     log_every: int = 10
-    max_consecutive_nonfinite: int = 5
     resume: bool = True
     pad_to_multiple_of: int | None = None
     group_by_length: bool = False
@@ -62,7 +61,7 @@ class TrainConfig:
     class_weights: str | list[float] | None = None
 
     def __post_init__(self):
-        for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every", "max_consecutive_nonfinite"):
+        for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1.")
         if (self.checkpoint_every or self.keep_steps) and self.output_dir is None:

@@ -193,7 +193,7 @@ class Loop:
                 "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops}
 
     def _check_nonfinite(self) -> None:
-        st, limit = self.state, self.config.max_consecutive_nonfinite
+        st, limit = self.state, MAX_CONSECUTIVE_NONFINITE
         if st.consecutive_nonfinite >= limit:
             raise NonFiniteLossError(
                 f"{limit} optimizer steps in a row had a non-finite loss or gradient (step {st.step}, "
@@ -212,7 +212,7 @@ class Loop:
         Raises:
             ConfigError: another run holds ``output_dir``.
             DataError: the data yields no batch, or batches lack ``labels``/``input_ids`` (before any step).
-            NonFiniteLossError: ``max_consecutive_nonfinite`` skipped steps in a row.
+            NonFiniteLossError: :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row.
         """
         self.setup()
         with self._output_lock():
@@ -459,6 +459,7 @@ class Loop:
                 fn(self, *args)
 
 
+MAX_CONSECUTIVE_NONFINITE = 5  # skipped (non-finite) steps in a row before fit() gives up
 _SUMS = ("loss_sum", "n_label", "samples", "tokens", "flops", "time")  # summed per log window
 TARGET_KINDS = ("mask", "random", "kept")  # what the collator put at a target: [MASK], another token, itself
 

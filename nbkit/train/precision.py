@@ -65,14 +65,6 @@ class Precision:
         return torch.amp.GradScaler(self.device_type)
 
 
-def _capability(device_type: str, device_index: int | None):
-    import torch
-
-    if device_type != "cuda":
-        return None
-    return torch.cuda.get_device_capability(device_index)
-
-
 def choose_precision(requested: str = "auto", device=None, capability: tuple[int, int] | None = None,
                      verbose: bool = True) -> Precision:
     """Pick the precision for ``device`` and print the reason.
@@ -97,7 +89,7 @@ def choose_precision(requested: str = "auto", device=None, capability: tuple[int
     device = torch.device(device)
     dtype = device.type
     if dtype == "cuda" and capability is None:
-        capability = _capability(dtype, device.index)
+        capability = torch.cuda.get_device_capability(device.index)
     cc = f"{capability[0]}.{capability[1]}" if capability else None
     ampere = capability is not None and tuple(capability) >= (8, 0)
 

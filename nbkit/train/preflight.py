@@ -93,7 +93,7 @@ def check_batches(data, collate_fn, seed: int, name: str) -> None:
     Collates ``[data[0]]`` with ``collate_fn`` (``default_collate`` when None)
     inside ``isolated_rng(seed)``, so no RNG the training draws from moves.
     """
-    from nbkit.train.batching import isolated_rng
+    from nbkit.switches import isolated_rng
 
     check_not_empty(data, name)
     with isolated_rng(seed):

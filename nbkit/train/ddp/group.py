@@ -209,16 +209,12 @@ def maybe_no_sync(model, is_last_microbatch: bool):
 
     ``model`` may be ``torch.compile(ddp_model)``; a model that is not DDP-wrapped gets a null context.
     """
-    inner = getattr(model, "_orig_mod", model)  # torch.compile(DDP(model)) keeps DDP inside
-    if not is_last_microbatch and _is_ddp(inner):
-        return inner.no_sync()
-    return contextlib.nullcontext()
-
-
-def _is_ddp(model) -> bool:
     from torch.nn.parallel import DistributedDataParallel
 
-    return isinstance(model, DistributedDataParallel)
+    inner = getattr(model, "_orig_mod", model)  # torch.compile(DDP(model)) keeps DDP inside
+    if not is_last_microbatch and isinstance(inner, DistributedDataParallel):
+        return inner.no_sync()
+    return contextlib.nullcontext()
 
 
 def wrap_ddp(model, dist_info: DistInfo, **ddp_kwargs):

@@ -184,10 +184,6 @@ class ResumableDistributedSampler(DistributedSampler):
             self.local_consumed = 0
         super().set_epoch(epoch)
 
-    def order(self, epoch: int) -> list[int]:
-        """Alias of ``global_order``: the full index order of ``epoch``."""
-        return self.global_order(epoch)
-
     def advance(self, n_local: int) -> None:
         """Record that this rank consumed ``n_local`` more samples (one micro-batch)."""
         self.local_consumed += int(n_local)
