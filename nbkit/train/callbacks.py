@@ -1,9 +1,5 @@
-"""Callbacks: how views (live plot, GPU monitor, a progress file) subscribe to a training loop.
-
-``Callback`` documents the events of ``nbkit.train.loop.Loop`` (the loop accepts any object with
-some of its methods); ``EarlyStopping`` and ``ProgressFile`` are loop callbacks; ``TrainerBridge``
-feeds the same views from ``transformers.Trainer``:
-``Trainer(..., callbacks=[TrainerBridge(live_plot=LivePlot())])``.
+"""Loop callbacks (``Callback`` lists the events; any object with some of them will do), ``EarlyStopping``,
+``ProgressFile``, and ``TrainerBridge``, which feeds the same views from ``transformers.Trainer``.
 """
 from __future__ import annotations
 
@@ -19,10 +15,8 @@ from nbkit.errors import ConfigError
 
 
 class Callback:
-    """Base class for loop callbacks; every method is optional and returns nothing.
-
-    ``loop`` exposes ``config`` (TrainConfig), ``state`` (step, epoch,
-    skipped_steps, history), ``device``, ``precision`` and ``model``.
+    """Base class for loop callbacks; every method is optional and returns nothing. ``loop`` exposes
+    ``config``, ``state`` (step, epoch, skipped_steps, history), ``device``, ``precision`` and ``model``.
     """
 
     def on_train_begin(self, loop) -> None:
@@ -32,9 +26,9 @@ class Callback:
         """After each optimizer step (e.g. ``torch.profiler`` ``prof.step()``); keep it cheap."""
 
     def on_log(self, loop, logs: dict) -> None:
-        """Every ``log_every`` steps: step, epoch, loss, lr, grad_norm, samples_per_s,
-        tokens_per_s, mfu (None when the peak is unknown), elapsed_s (s since fit() began),
-        window_s (s this log window trained), skipped_steps."""
+        """Every ``log_every`` steps: step, epoch, loss, lr, grad_norm, samples_per_s, tokens_per_s, mfu (None:
+        peak unknown), elapsed_s (s since fit() began), window_s (s this log window trained), skipped_steps.
+        """
 
     def on_evaluate(self, loop, metrics: dict) -> None:
         """After an evaluation: eval_loss, eval_tokens, eval_perplexity or eval_accuracy + eval_examples."""
@@ -49,15 +43,9 @@ class Callback:
 class TrainerBridge(TrainerCallback):
     """A ``transformers.TrainerCallback`` that feeds nbkit views from ``Trainer``.
 
-    live_plot: a ``nbkit.views.plots.LivePlot`` (or anything with ``update(step, **metrics)``
-        and ``close()``).
-    monitor: anything with ``record(step: int, metrics: dict)`` (e.g. a GPU
-        monitor that stores telemetry next to each training log).
-
-    Trainer logs ``loss``, ``learning_rate``, ``grad_norm`` every
-    ``logging_steps``; the bridge renames them to nbkit's keys (``lr``) and adds
-    ``samples_per_s`` measured between two logs (global batch x steps / wall
-    seconds), since Trainer reports throughput only at the end.
+    live_plot: anything with ``update(step, **metrics)`` and ``close()`` (``nbkit.views.plots.LivePlot``);
+    monitor: anything with ``record(step: int, metrics: dict)``. Trainer's ``learning_rate`` becomes
+    ``lr``, and ``samples_per_s`` is measured between two logs (global batch x steps / wall s).
     """
 
     def __init__(self, live_plot=None, monitor=None):
@@ -93,16 +81,10 @@ class TrainerBridge(TrainerCallback):
 
 
 class EarlyStopping:
-    """Loop callback: set ``loop.stop_training`` when ``metric`` has not improved for ``patience`` evals.
+    """Loop callback: set ``loop.stop_training`` when ``metric`` (lower is better) has not improved by more
+    than ``min_delta`` (its unit; nats for ``eval_loss``) for ``patience`` evaluations.
 
-    Args:
-        patience: evaluations without improvement before stopping (>= 1).
-        min_delta: smallest decrease (in the metric's unit, nats for ``eval_loss``) that
-            counts as an improvement (>= 0).
-        metric: a key of the loop's evaluation metrics, lower is better.
-
-    Attributes: ``best`` (best value seen), ``best_step``, ``stopped_step`` (None while running),
-    ``reason`` (one line, or None).
+    Attributes: ``best``, ``best_step``, ``stopped_step`` (None while running), ``reason`` (one line, or None).
 
     Raises:
         ConfigError: patience < 1 or min_delta < 0.
@@ -133,18 +115,13 @@ class EarlyStopping:
 
 
 class ProgressFile:
-    """Loop callback: the running ``fit()``'s step, loss and ETA in a small JSON file, for a watcher outside
-    the kernel (``nbkit run-notebooks``' heartbeat reads it: ``nbkit.cli.notebook_progress.loop_status``).
+    """Loop callback: the running ``fit()``'s step, loss and ETA in a small JSON file for a watcher outside the
+    kernel (``nbkit run-notebooks``' heartbeat: ``nbkit.cli.notebook_progress.loop_status``).
 
-    Args:
-        path: the file to (over)write, atomically (``nbkit.jsonio``); its folder must exist.
-        every_s: least seconds between two writes while training (the first and last always write).
-
-    Content: ``{"step": 12, "total": 40, "loss": 3.21, "elapsed_s": 30.5, "eta_s": 71.2, "updated":
-    1764590000.0, "done": false}``: ``loss`` the last logged training loss (None before the first log),
-    ``elapsed_s`` seconds since ``fit()`` began, ``eta_s`` the remaining steps at this run's mean rate
-    (None before a step), ``updated`` Unix seconds. A failed write warns once, naming the file and the
-    error, and the callback writes no more: progress reporting never stops training.
+    Written atomically (``nbkit.jsonio``), at most once per ``every_s`` seconds (the first and last always):
+    ``{"step", "total", "loss" (last logged; None before), "elapsed_s" (since fit() began), "eta_s" (at this
+    run's mean rate; None before a step), "updated" (Unix s), "done"}``. A failed write warns once, naming
+    the file and the error, and the callback writes no more: progress reporting never stops training.
     """
 
     ENV = "NBKIT_PROGRESS_FILE"

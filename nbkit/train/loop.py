@@ -9,7 +9,7 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
     non-finite? skip the update and count it; else optimizer step
     scheduler step; log / eval / checkpoint on their intervals     # all but this line: Loop.train_step
 
-Under ``torchrun`` (W > 1) the same code runs DDP; what differs where: ``docs/distributed.md``.
+Under torchrun (W > 1) the same code runs DDP: ``docs/distributed.md`` says what differs where.
 """
 from __future__ import annotations
 
@@ -41,21 +41,17 @@ from nbkit.train.run_lock import RunLock
 
 
 class Loop:
-    """Train ``model`` on ``train_data`` with ``config``; see the module docstring.
+    """Train ``model`` on ``train_data`` with ``config``.
 
-    model: a Hugging Face model whose output has ``.logits`` (BertForMaskedLM,
-        BertForSequenceClassification, ...); labels are never passed to it.
-    train_data / eval_data: map-style datasets; ``collate_fn`` turns a list of
-        examples into a dict of tensors with ``labels`` (-100 = ignored).
-    callbacks: objects with any of the methods of ``nbkit.train.callbacks.Callback``.
-    device: default CUDA when available, else CPU (under torchrun: ``cuda:LOCAL_RANK``).
+    model: a Hugging Face model whose output has ``.logits``; labels are never passed to it.
+    train_data / eval_data: map-style datasets; ``collate_fn`` makes a dict of tensors with ``labels``
+    (-100 = ignored). callbacks: objects with any of ``nbkit.train.callbacks.Callback``'s methods.
+    device: default CUDA when available, else CPU (under torchrun ``cuda:LOCAL_RANK``).
 
-    Building a Loop checks and records, and changes nothing outside it (the model stays where it
-    is); :meth:`setup` does the rest when ``fit()``, ``evaluate()``, ``train_step()`` or ``save()``
-    first runs. Raises ``ConfigError`` (unusable device or output_dir, inherited torchrun variables)
-    or ``DataError`` (empty data) here, before any work.
-    Read by profiling: ``sparse_head`` (MLM logits only at label positions) and ``peak_tflops``
-    (the MFU denominator, TFLOP/s at the loop's matmul precision; None off CUDA or unknown).
+    Building a Loop only checks and records (the model stays where it is); :meth:`setup` does the rest.
+    Raises ``ConfigError`` (unusable device or output_dir, inherited torchrun variables) or ``DataError``
+    (empty data) here. ``sparse_head``: MLM logits at label positions only; ``peak_tflops``: the MFU
+    denominator (TFLOP/s at this precision; None off CUDA or unknown).
     """
 
     def __init__(self, model, config: TrainConfig, train_data, eval_data=None, collate_fn=None,
@@ -92,13 +88,11 @@ class Loop:
         self._ready = self._eval_checked = False
 
     def setup(self) -> None:
-        """Make this process ready to train: once; later calls return at once.
+        """Ready this process to train, once (``fit``, ``evaluate``, ``train_step`` and ``save`` call it).
 
-        Joins the process group when torchrun started several processes (``D.init_distributed``),
-        starts the launcher watch (``nbkit.train.ddp.launcher_watch``), seeds this rank's global RNGs
-        from ``config.seed`` (``D.seed_rank``: dropout and collators draw from them, so the same seed
-        gives the same run), moves the model to ``device`` (DDP-wrapped and compiled for training as
-        configured) and adds ``ProgressFile.from_env()`` (``nbkit.train.callbacks``) to the callbacks.
+        Joins the process group under torchrun (``D.init_distributed``), starts the launcher watch, seeds the
+        global RNGs from ``config.seed`` (``D.seed_rank``: same seed, same dropout and masks), moves the model
+        to ``device`` (DDP-wrapped, compiled as configured) and adds ``ProgressFile.from_env()``.
 
         Raises:
             ConfigError: ranks that do not meet in time, or ``LOCAL_RANK`` without a GPU (named).
@@ -205,13 +199,13 @@ class Loop:
     def fit(self) -> TrainResult:
         """Train to ``max_steps``, resuming from ``output_dir`` when ``config.resume``; returns a TrainResult.
 
-        Holds the lock on ``output_dir`` (``nbkit.train.run_lock``) throughout. On resume it warns when
-        the config differs from the checkpoint's (``nbkit.train.preflight.warn_resume_changes``). Any
-        exception leaving it carries ``exc.nbkit_stopped`` = ``{"step", "max_steps", "output_dir"}``.
+        Holds the ``output_dir`` lock (``nbkit.train.run_lock``); warns when resuming with changed settings
+        (``nbkit.train.preflight.warn_resume_changes``). An exception leaving it carries
+        ``exc.nbkit_stopped = {"step", "max_steps", "output_dir"}``.
 
         Raises:
             ConfigError: another run holds ``output_dir``.
-            DataError: the data yields no batch, or batches lack ``labels``/``input_ids`` (before any step).
+            DataError: no batch, or batches without ``labels``/``input_ids`` (before any step).
             NonFiniteLossError: :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row.
         """
         self.setup()
@@ -330,19 +324,14 @@ class Loop:
     # ----- held-out evaluation -----------------------------------------------------------
     @torch.no_grad()
     def evaluate(self, max_batches: int | None = None) -> dict:
-        """Held-out metrics of the model on ``eval_data``, in eval mode (the mode is restored after).
+        """Held-out metrics on ``eval_data`` in eval mode; the training RNG never moves (exact resume).
 
-        Returns ``eval_loss`` (mean CE per label token over the whole set, nats: independent of batch size
-        and padding) and ``eval_tokens`` (label tokens scored). MLM (labels (B, T)): ``eval_perplexity`` =
-        exp(eval_loss); with a collator that names its ``mask_id`` (``nbkit.text.mlm.MLMCollator``) also
-        ``eval_{mask,random,kept}_loss`` (nats; NaN when none) and ``_tokens`` for the targets whose input was
-        ``[MASK]``, a random token or the target itself (:func:`target_kinds`): the kept ones a model can
-        copy, so ``eval_mask_loss`` shows whether it uses context. Classification (labels (B,)):
-        ``eval_accuracy`` (fraction), ``eval_macro_f1`` (``nbkit.evaluate.metrics.macro_f1``) and
-        ``eval_examples`` (= ``eval_tokens``). 0 labels scored: NaN metrics and a warning.
-        ``max_batches``: default ``config.eval_batches`` (None = all). Batch i is collated under
-        ``isolated_rng(seed + i)``: the same masks every time, the training RNG untouched (exact resume).
-        Under DDP every rank calls it; rank r scores batches r, r + W, ... and the sums are all-reduced.
+        ``eval_loss``: mean CE per label token over the whole set (nats; independent of batch size and padding),
+        ``eval_tokens``: label tokens scored. MLM (labels (B, T)): ``eval_perplexity``; with a collator naming its
+        ``mask_id`` also ``eval_{mask,random,kept}_loss``/``_tokens`` by what the input held at the target
+        (:func:`target_kinds`; the kept ones a model can copy). Classification (labels (B,)): ``eval_accuracy``,
+        ``eval_macro_f1``, ``eval_examples``. No label scored: NaN and a warning. ``max_batches``: default
+        ``config.eval_batches`` (None: all); batch i is masked with seed + i; under DDP rank r scores batches r, r + W, ...
 
         Raises:
             ConfigError: no eval_data, or its sequences exceed ``max_position_embeddings`` (checked once).
@@ -424,9 +413,8 @@ class Loop:
 
     # ----- checkpoints -------------------------------------------------------------------
     def save(self) -> Path:
-        """Write an atomic checkpoint of everything needed to resume exactly; returns its directory.
-
-        Under DDP every rank must call it (``nbkit.train.checkpoint.save_loop``): rank 0 writes.
+        """Write an atomic checkpoint of everything needed to resume exactly; returns its folder. Under DDP every
+        rank calls it and rank 0 writes (``nbkit.train.checkpoint.save_loop``).
 
         Raises:
             ConfigError: no ``output_dir``, or another run holds it.

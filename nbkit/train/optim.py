@@ -1,9 +1,5 @@
-"""Optimizer and LR schedule for BERT training: AdamW, decay groups, warmup.
-
-Weight decay follows the BERT recipe (Devlin et al. 2019, and the original
-``run_pretraining.py``: ``exclude_from_weight_decay=["LayerNorm", "bias"]``):
-decay applies to matmul weights and embeddings, not to biases or LayerNorm
-weights, whose scale decay would only fight.
+"""Optimizer and LR schedule for BERT: AdamW without weight decay on biases and LayerNorm weights (the
+original BERT recipe's ``exclude_from_weight_decay``), warmup, then linear/cosine/constant.
 """
 from __future__ import annotations
 
@@ -17,13 +13,8 @@ SCHEDULERS = ("linear", "cosine", "constant_with_warmup")
 
 
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """Split trainable parameters into a decayed and a non-decayed group.
-
-    No decay: every parameter of a ``LayerNorm`` module (found by type, and by
-    the ``LayerNorm``/``layer_norm`` name Hugging Face models use) and every
-    bias. Tied parameters (BERT's MLM decoder shares the word embeddings)
-    appear once. Returns two ``torch.optim`` param-group dicts (empty groups
-    dropped).
+    """Trainable parameters in a decayed and a non-decayed group (every LayerNorm parameter, by type or
+    Hugging Face's name, and every bias); tied parameters appear once, empty groups are dropped.
     """
     no_decay_ids: set[int] = set()
     for mod_name, module in model.named_modules():
@@ -58,20 +49,15 @@ def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float,
 
 
 def warmup_steps(max_steps: int, warmup_ratio: float) -> int:
-    """Warmup length in optimizer steps: ``ceil(max_steps * warmup_ratio)`` (as ``transformers.Trainer``)."""
+    """Warmup length in optimizer steps, ``ceil(max_steps * warmup_ratio)`` (as ``transformers.Trainer``)."""
     if not 0.0 <= warmup_ratio < 1.0:
         raise ConfigError(f"warmup_ratio={warmup_ratio} must be in [0, 1); 0.06 is a common choice.")
     return math.ceil(max_steps * warmup_ratio)
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, name: str, max_steps: int, warmup_ratio: float):
-    """A ``transformers.get_scheduler`` LR schedule: linear warmup, then linear/cosine/constant.
-
-    The schedule is a ``LambdaLR`` stepped once per optimizer step; its state
-    (``last_epoch``) is checkpointed so a resumed run continues the same curve.
-    Its shape is kept as ``nbkit_schedule`` (``scheduler``, ``max_steps``,
-    ``warmup_ratio``), which ``state_dict()`` includes: the lambda itself is not
-    saved, so a resume can rebuild the checkpoint's schedule from it.
+    """A ``transformers.get_scheduler`` schedule stepped once per optimizer step. Its shape is kept as
+    ``nbkit_schedule`` (scheduler, max_steps, warmup_ratio) in its state, so a resume can rebuild it.
     Raises ``ConfigError`` for an unknown name.
     """
     from transformers import get_scheduler

@@ -14,16 +14,9 @@ from nbkit.errors import ConfigError
 
 @dataclass(frozen=True)
 class DistInfo:
-    """Where this process sits in a torchrun job.
-
-    Attributes:
-        rank: global rank, 0 .. world_size-1 (``RANK``).
-        local_rank: rank on this node; also the CUDA device index (``LOCAL_RANK``).
-        world_size: processes in the whole job, all nodes (``WORLD_SIZE``).
-        local_world_size: processes on this node (``LOCAL_WORLD_SIZE``).
-        master_addr, master_port: rendezvous store address (``MASTER_ADDR``/``MASTER_PORT``).
-        backend: ``"nccl"`` (CUDA), ``"gloo"`` (CPU), or ``None`` for one process.
-        device: ``"cuda:<local_rank>"`` or ``"cpu"``.
+    """Where this process sits in a torchrun job: ``rank`` (global, ``RANK``), ``local_rank`` (on this node,
+    also the CUDA index), ``world_size`` (all nodes), ``local_world_size``, ``master_addr``/``master_port``
+    (the rendezvous store), ``backend`` (``"nccl"``, ``"gloo"``, None for one process) and ``device``.
     """
 
     rank: int = 0
@@ -88,14 +81,13 @@ def _dist():
 def init_distributed(backend: str | None = None, timeout_s: float | None = None) -> DistInfo:
     """Join the torchrun process group (no-op for one process) and return this rank's ``DistInfo``.
 
-    Joins only when ``nbkit.train.ddp.rendezvous.should_join`` says so; the ranks must meet within
-    ``timeout_s`` seconds (default ``NBKIT_DIST_TIMEOUT_S`` or 60). Backend: ``nccl`` with CUDA, else
-    ``gloo``; on CUDA the device is set to ``cuda:LOCAL_RANK`` first, so NCCL binds each rank to its
-    GPU. Starts the launcher watch (``nbkit.train.ddp.launcher_watch``). Safe to call twice.
+    Joins when ``rendezvous.should_join``; the ranks must meet within ``timeout_s`` s (default
+    ``NBKIT_DIST_TIMEOUT_S`` or 60). Backend ``nccl`` with CUDA (the device is set to ``cuda:LOCAL_RANK``
+    first), else ``gloo``. Starts the launcher watch. Safe to call twice.
 
     Raises:
-        ConfigError: ``LOCAL_RANK`` has no matching GPU, ``nccl`` without CUDA, inherited or
-            incomplete launcher variables, or ranks that did not join in time (named).
+        ConfigError: ``LOCAL_RANK`` without a GPU, ``nccl`` without CUDA, inherited or incomplete launcher
+            variables, or ranks that did not join in time (named).
     """
     import torch
     import torch.distributed as dist
