@@ -110,8 +110,8 @@ def test_a_rank_whose_rank0_never_comes_says_it_could_not_reach_the_store():
 
 
 def test_launch_world_size_is_torchruns_only_when_the_process_joins():
-    assert R.launch_world_size({}) == 1
-    assert R.launch_world_size({**FULL, "NBKIT_DISTRIBUTED": "0"}) == 1      # opted out: one process
-    assert R.launch_world_size({**FULL, "TORCHELASTIC_RUN_ID": "x"}) == 4
+    assert D.launch_world_size({}) == 1
+    assert D.launch_world_size({**FULL, "NBKIT_DISTRIBUTED": "0"}) == 1      # opted out: one process
+    assert D.launch_world_size({**FULL, "TORCHELASTIC_RUN_ID": "x"}) == 4
     with pytest.raises(ConfigError, match="TORCHELASTIC_RUN_ID"):
-        R.launch_world_size(dict(FULL))                                      # inherited, not launched
+        D.launch_world_size(dict(FULL))                                      # inherited, not launched

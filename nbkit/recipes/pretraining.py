@@ -94,7 +94,7 @@ def loop(cfg: PretrainConfig, bert, tok, data: dict, out_dir, callbacks=(), save
     """A :class:`nbkit.train.Loop` over ``data["train"]`` (held-out loss on ``data["validation"]``), with
     :func:`collator`, :func:`train_config` and, when ``cfg.patience``, :class:`nbkit.train.EarlyStopping`."""
     from nbkit.train import EarlyStopping, Loop
-    from nbkit.train.ddp.rendezvous import launch_world_size
+    from nbkit.train.ddp.group import launch_world_size
 
     extra = [EarlyStopping(patience=cfg.patience)] if cfg.patience else []
     tcfg = train_config(cfg, out_dir, len(data["train"]), save_steps, world_size=launch_world_size())
@@ -447,7 +447,7 @@ def size(cfg: PretrainConfig, source, device: str | None = None) -> tuple[Pretra
     from nbkit.recipes.pretrain_corpus import store_summary
     from nbkit.recipes.scale import cuda_usable
     from nbkit.recipes.sizing import size_run
-    from nbkit.train.ddp.rendezvous import launch_world_size
+    from nbkit.train.ddp.group import launch_world_size
 
     device = device or ("cuda" if cuda_usable() else "cpu")
     plan = size_run(store_summary(source)["n_tokens_train"], device, block_size=cfg.block_size,

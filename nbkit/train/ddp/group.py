@@ -72,6 +72,20 @@ class DistInfo:
                    backend=backend, device=device or "cpu")
 
 
+def launch_world_size(env=None) -> int:
+    """Processes this job trains with: ``WORLD_SIZE`` when this process joins a group
+    (``rendezvous.should_join``), else 1. Read before a ``Loop`` exists, so a recipe counts epochs in global
+    batches (``batch_size * grad_accum_steps * world_size`` examples per optimizer step).
+
+    Raises:
+        ConfigError: inherited or inconsistent torchrun variables (as the loop would).
+    """
+    from nbkit.train.ddp.rendezvous import should_join
+
+    env = os.environ if env is None else env
+    return DistInfo.from_env(env).world_size if should_join(env) else 1
+
+
 def _dist():
     import torch.distributed as dist
 

@@ -59,20 +59,6 @@ def should_join(env=None) -> bool:
     return True
 
 
-def launch_world_size(env=None) -> int:
-    """Processes this job trains with: ``WORLD_SIZE`` when this process joins a group
-    (:func:`should_join`), else 1. Read before a ``Loop`` exists, so a recipe counts epochs in global
-    batches (``batch_size * grad_accum_steps * world_size`` examples per optimizer step).
-
-    Raises:
-        ConfigError: inherited or inconsistent torchrun variables (as the loop would).
-    """
-    from nbkit.train.ddp.group import DistInfo
-
-    env = os.environ if env is None else env
-    return DistInfo.from_env(env).world_size if should_join(env) else 1
-
-
 def timeout_s(env=None) -> float:
     """Seconds a rank waits for the others at the rendezvous: ``NBKIT_DIST_TIMEOUT_S`` or 60.
 
