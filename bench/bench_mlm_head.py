@@ -1,6 +1,6 @@
 """Benchmark: MLM training step with the head on every position vs on masked positions only.
 
-Same model, same batches, same ``nbkit.train.loop.Loop._step``; only
+Same model, same batches, same ``nbkit.train.loop.Loop.train_step``; only
 ``loop.sparse_head`` differs (``nbkit.models.mlm_head``). Rounds alternate full and
 sparse so drift in machine load hits both; prints the median step time of each,
 their ratio, and the model FLOPs per step the loop counts for each.
@@ -66,7 +66,7 @@ def main() -> None:
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
             for b in data:
-                out = loop._step([b])      # the sync inside _step ends each step
+                out = loop.train_step([b])      # the sync inside train_step ends each step
             dt = (time.perf_counter() - t0) / len(data)
             flops[name] = out["flops"]
             if r:

@@ -33,6 +33,22 @@ def test_save_is_loadable_with_from_pretrained_and_keeps_last_n(tmp_path):
     assert checkpoint.load_latest(tmp_path).load_state()["step"] == 3
 
 
+def test_keep_steps_are_saved_and_never_pruned(tmp_path):
+    """TrainConfig(keep_steps=...): the loop saves at those steps too, and pruning (keep_last) spares them."""
+    from nbkit.errors import ConfigError
+    from nbkit.train import Loop, TrainConfig
+
+    cfg = TrainConfig(max_steps=6, batch_size=4, checkpoint_every=2, keep_last=1, keep_steps=[4, 3],
+                      output_dir=tmp_path, progress=False, precision="fp32")
+    assert cfg.keep_steps == (3, 4)
+    Loop(loop_helpers.tiny_mlm(), cfg, loop_helpers.token_data(), collate_fn=loop_helpers.mlm_collate).fit()
+    assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [3, 4, 6]   # 2 pruned; 3 off the interval
+    with pytest.raises(ConfigError, match=r"keep_steps \[7\] outside 1..6"):
+        TrainConfig(max_steps=6, batch_size=4, keep_steps=(2, 7), output_dir=tmp_path)
+    with pytest.raises(ConfigError, match="keep_steps needs output_dir"):
+        TrainConfig(max_steps=6, batch_size=4, keep_steps=(2,))
+
+
 def test_load_model_weights_restores_tied_decoder_and_rejects_other_shapes(tmp_path):
     src, dst = loop_helpers.tiny_mlm(seed=1), loop_helpers.tiny_mlm(seed=2)
     path = checkpoint.save_checkpoint(tmp_path, 1, src, _state(1))

@@ -23,31 +23,28 @@ from nethelpers import free_port, stop_group  # noqa: E402
 
 pytestmark = [pytest.mark.multiproc, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
+LOGGED_JOB = Path(__file__).resolve().parent / "block_log_job.py"   # nbkit.jobs.pretrain, each rank's blocks logged
 TIMEOUT_S = 300
 
 
-def _env(tmp: Path, log_dir: Path | None) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "NBKIT_RUNS_DIR": str(tmp / "runs"), "NBKIT_SCALE": "smoke",
-           "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    env.pop("NBKIT_BLOCK_LOG", None)
-    if log_dir is not None:
-        env["NBKIT_BLOCK_LOG"] = str(log_dir)
-    return env
+def _env(tmp: Path) -> dict:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "NBKIT_RUNS_DIR": str(tmp / "runs"), "NBKIT_SCALE": "smoke",
+            "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def _job_args(store, out, steps, accum) -> list[str]:
-    return ["-m", "nbkit.jobs.pretrain", "--scale", "smoke", "--corpus", str(store), "--output-dir", str(out),
+def _job_args(log_dir, store, out, steps, accum) -> list[str]:
+    return [str(LOGGED_JOB), str(log_dir), "--scale", "smoke", "--corpus", str(store), "--output-dir", str(out),
             "--max-steps", str(steps), "--batch-size", "1", "--grad-accum-steps", str(accum), "--dropout", "0",
             "--backend", "gloo", "--log-every", "1", "--checkpoint-every", str(steps)]
 
 
-def two_nodes(tmp, store, out, steps, accum, log_dir=None):
+def two_nodes(tmp, store, out, steps, accum, log_dir):
     """Start two single-process torchrun nodes that rendezvous on a free port; wait for both."""
     port = free_port()
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
            "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=nbkit-{port}",
-           "--max-restarts=0", *_job_args(store, out, steps, accum)]
-    nodes = [subprocess.Popen(cmd, cwd=ROOT, env=_env(tmp, log_dir), stdout=subprocess.PIPE,
+           "--max-restarts=0", *_job_args(log_dir, store, out, steps, accum)]
+    nodes = [subprocess.Popen(cmd, cwd=ROOT, env=_env(tmp), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True) for _ in range(2)]
     logs = []
     try:
@@ -60,9 +57,9 @@ def two_nodes(tmp, store, out, steps, accum, log_dir=None):
     assert all(p.returncode == 0 for p in nodes), "\n----\n".join(logs)[-6000:]
 
 
-def one_process(tmp, store, out, steps, accum, log_dir=None):
-    proc = subprocess.run([sys.executable, *_job_args(store, out, steps, accum)], cwd=ROOT,
-                          env=_env(tmp, log_dir), capture_output=True, text=True, timeout=TIMEOUT_S)
+def one_process(tmp, store, out, steps, accum, log_dir):
+    proc = subprocess.run([sys.executable, *_job_args(log_dir, store, out, steps, accum)], cwd=ROOT,
+                          env=_env(tmp), capture_output=True, text=True, timeout=TIMEOUT_S)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
 
 

@@ -6,8 +6,6 @@ from loop_helpers import VOCAB, tiny_classifier
 from nbkit.errors import CheckpointError, ConfigError, DataError
 from nbkit.train import Loop, TrainConfig
 from nbkit.train.batching import input_lengths
-from nbkit.train.ddp import group as D
-from nbkit.train.ddp import mechanics as ddp_loop
 from nbkit.train.ddp.sampler import ResumableDistributedSampler
 
 
@@ -38,8 +36,7 @@ def test_grouped_order_is_a_seeded_permutation_with_far_less_padding():
 
 def test_grouped_order_is_shared_by_ranks_and_resumes_under_another_world_size():
     lengths = _lengths(50)
-    ranks = [ddp_loop.make_sampler(50, seed=1, dist_info=D.DistInfo(rank=r, world_size=2), lengths=lengths,
-                            batch_size=3) for r in range(2)]
+    ranks = [ResumableDistributedSampler(50, 2, r, seed=1, lengths=lengths, group_size=3 * 2) for r in range(2)]
     assert ranks[0].group_size == 6
     seen = []
     for s in ranks:
@@ -47,7 +44,7 @@ def test_grouped_order_is_shared_by_ranks_and_resumes_under_another_world_size()
         s.advance(4)
     state = ranks[0].state_dict()
     assert state["grouped"] and sorted(seen) == sorted(ranks[0].global_order()[:8])
-    one = ddp_loop.make_sampler(50, seed=1, lengths=lengths, batch_size=6)
+    one = ResumableDistributedSampler(50, seed=1, lengths=lengths, group_size=6)
     one.load_state_dict(state)
     assert list(one) == ranks[0].global_order()[8:]
 

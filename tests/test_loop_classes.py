@@ -39,7 +39,7 @@ def test_weighted_loss_with_accumulation_equals_one_weighted_batch():
                             max_grad_norm=None, progress=False), data, collate_fn=cls_collate, device="cpu")
     grads = {}
     loop.optimizer.step = lambda *a, **k: grads.update(g=loop.model.classifier.weight.grad.clone())
-    out = loop._step([cls_collate(data[0:8]), cls_collate(data[8:16])])
+    out = loop.train_step([cls_collate(data[0:8]), cls_collate(data[8:16])])
 
     ref_model = tiny_classifier(seed=0, **nodrop)
     full = cls_collate(data[:16])

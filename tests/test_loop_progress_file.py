@@ -1,6 +1,6 @@
 """D12: a long training cell reports the loop's own progress (step / total, loss, ETA) to the headless runner.
 
-The loop installs nbkit.train.progress_file.ProgressFile when NBKIT_PROGRESS_FILE is set (the
+Loop.setup() adds nbkit.train.callbacks.ProgressFile.from_env() when NBKIT_PROGRESS_FILE is set (the
 runner sets it per notebook); the runner's heartbeat reads it with nbkit.cli.run_notebooks.loop_status.
 """
 from __future__ import annotations
@@ -15,7 +15,9 @@ import nbformat
 import pytest
 
 from nbkit.cli.run_notebooks import NotebookProgress, loop_status
-from nbkit.train.progress_file import ENV, ProgressFile, with_env_progress
+from nbkit.train.callbacks import ProgressFile
+
+ENV = ProgressFile.ENV
 
 TESTS = Path(__file__).resolve().parent
 
@@ -49,6 +51,7 @@ def test_the_loop_writes_step_total_loss_and_eta_when_the_env_names_a_file(tmp_p
 
     monkeypatch.setenv(ENV, str(path))
     loop = _fit(tmp_path, [Spy()])
+    loop.setup()                                 # where the loop reads the variable
     assert sum(isinstance(cb, ProgressFile) for cb in loop.callbacks) == 1
     loop.callbacks = [cb if not isinstance(cb, ProgressFile) else ProgressFile(path, every_s=0)
                       for cb in loop.callbacks]
@@ -63,13 +66,20 @@ def test_the_loop_writes_step_total_loss_and_eta_when_the_env_names_a_file(tmp_p
 
 def test_no_file_no_callback_and_no_duplicate(monkeypatch, tmp_path):
     monkeypatch.delenv(ENV, raising=False)
-    assert with_env_progress([]) == []
+    assert ProgressFile.from_env() is None
+    loop = _fit(tmp_path)
+    loop.setup()
+    assert not any(isinstance(cb, ProgressFile) for cb in loop.callbacks)
     monkeypatch.setenv(ENV, str(tmp_path / "x.json"))
+    assert ProgressFile.from_env().path == tmp_path / "x.json"
     mine = ProgressFile(tmp_path / "mine.json")
-    assert with_env_progress([mine]) == [mine]
+    loop = _fit(tmp_path, [mine])
+    loop.setup()
+    loop.setup()
+    assert loop.callbacks == [mine]
 
 
-def test_writes_are_throttled_and_never_stop_training(tmp_path):
+def test_writes_are_throttled_and_a_failed_one_warns_once_then_stops(tmp_path):
     class L:  # the loop's surface the callback reads
         class state:
             step = 0
@@ -83,9 +93,13 @@ def test_writes_are_throttled_and_never_stop_training(tmp_path):
     L.state.step = 5
     cb.on_step_end(L)
     assert (tmp_path / "p.json").read_text() == first, "throttled: at most one write per every_s"
-    gone = ProgressFile(tmp_path / "no" / "such" / "dir" / "p.json")
+    gone = ProgressFile(tmp_path / "no" / "such" / "dir" / "p.json", every_s=0)
     (tmp_path / "no").write_text("a file where a folder should be")
-    gone.on_train_begin(L)  # OSError swallowed
+    with pytest.warns(UserWarning, match=r"progress file .*p\.json .*Error") as rec:
+        gone.on_train_begin(L)   # training goes on
+        gone.on_step_end(L)
+        gone.on_train_end(L, None)
+    assert len(rec) == 1 and gone.failed, "one warning, then no more attempts"
 
 
 def test_a_full_disk_while_writing_progress_never_stops_training(tmp_path, monkeypatch):
@@ -100,11 +114,18 @@ def test_a_full_disk_while_writing_progress_never_stops_training(tmp_path, monke
         class config:
             max_steps = 10
 
+    calls = []
+
     def full(*a, **k):
+        calls.append(1)
         raise WriteError("no space left on device")
 
     monkeypatch.setattr(nbkit.jsonio, "write_json", full)
-    ProgressFile(tmp_path / "p.json", every_s=0).on_train_begin(L)   # swallowed, as the docstring says
+    cb = ProgressFile(tmp_path / "p.json", every_s=0)
+    with pytest.warns(UserWarning, match="no space left on device"):
+        cb.on_train_begin(L)
+        cb.on_step_end(L)
+    assert calls == [1] and "WriteError" in cb.failed
 
 
 def test_loop_status_reads_only_this_cells_unfinished_run(tmp_path):

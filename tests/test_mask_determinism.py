@@ -11,9 +11,9 @@ import torch
 from datasets import Dataset
 
 from nbkit.rng import seed_scope
+from nbkit.switches import isolated_rng
 from nbkit.text.mlm import MLMCollator, make_blocks
 from nbkit.train import Loop, TrainConfig
-from nbkit.train.batching import isolated_rng
 from tests._corpus import char_tokenizer, peoples_daily
 
 torch.set_num_threads(1)

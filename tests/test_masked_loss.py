@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from nbkit import evaluate
 from nbkit.text.mlm import MLMCollator
 from nbkit.train import Loop, TrainConfig
-from nbkit.train.heldout_eval import target_kinds
+from nbkit.train.loop import target_kinds
 from tests._corpus import char_tokenizer
 
 torch.set_num_threads(1)

@@ -64,7 +64,7 @@ def test_loop_uses_the_sparse_head_in_eager_mode_only_and_counts_its_flops():
     loop = Loop(_sparse(), TrainConfig(**cfg), token_data(8), collate_fn=mlm_collate)
     assert loop.sparse_head
     window = [_micro_with_labels()]
-    out = loop._step(window)
+    out = loop.train_step(window)
     ids, labels = window[0]["input_ids"], window[0]["labels"]
     n_label, config = int((labels != -100).sum()), loop.model.config
     encoder = ids.numel() * bert_flops_per_token(config, ids.shape[1], "encoder")

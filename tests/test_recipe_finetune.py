@@ -168,7 +168,7 @@ def test_a_run_never_resumes_checkpoints_that_began_from_another_encoder(tiny_ta
 def test_epochs_count_global_batches_under_torchrun(tiny_task, tmp_path, monkeypatch):
     """Each rank reads 1/world_size of an epoch, so ``epochs`` passes take 1/world_size of the steps."""
     from nbkit.recipes import finetuning as ft
-    from nbkit.train.ddp import mechanics as ddp_loop
+    from nbkit.train.ddp import group
 
     cfg = FinetuneConfig.for_scale("smoke", max_length=8, batch_size=8, epochs=2, max_steps=None, progress=False)
     assert ft.train_config(cfg, 100).max_steps == 25                      # ceil(100 * 2 / 8)
@@ -178,7 +178,7 @@ def test_epochs_count_global_batches_under_torchrun(tiny_task, tmp_path, monkeyp
     encoded, _ = ft.encode(cfg, tok, labeled)
     n = len(encoded["train"])
     clf, _ = ft.model(cfg.replace(init="random"), tok, labeled)
-    monkeypatch.setattr(ddp_loop, "launch_world_size", lambda env=None: 3)   # what torchrun would give
+    monkeypatch.setattr(group, "launch_world_size", lambda env=None: 3)   # what torchrun would give
     loop, _ = ft.train(cfg.replace(eval_every=0), clf, tok, encoded)
     assert loop.config.max_steps == -(-n * 2 // (8 * 3))
 

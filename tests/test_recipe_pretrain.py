@@ -51,7 +51,7 @@ def test_train_config_caps_passes_and_keeps_save_steps(tmp_path):
     assert small.max_steps == 50 and small.eval_every == 12
     assert train_config(cpu.replace(max_passes=10), tmp_path, n_blocks=10**6).max_steps == 1000  # steps cap too
     kept = train_config(cpu, tmp_path, save_steps=(300, 600, 1000))
-    assert kept.checkpoint_every == 50 and kept.keep_last == 0                    # gcd(300, 600, 1000, 250)
+    assert kept.keep_steps == (300, 600, 1000) and kept.keep_last == 1 and kept.checkpoint_every == 250
     with pytest.raises(ConfigError, match=r"save_steps \[1200\] outside 1..1000"):
         train_config(cpu, tmp_path, save_steps=(500, 1200))
 

@@ -9,7 +9,6 @@ import pytest
 
 from nbkit.errors import ConfigError
 from nbkit.train.ddp import group as D
-from nbkit.train.ddp import mechanics as ddp_loop
 from nbkit.train.ddp import rendezvous as R
 
 FULL = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "29511"}
@@ -18,7 +17,7 @@ FULL = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "10.0.
 @pytest.mark.parametrize("env", [{}, {"WORLD_SIZE": "1"}, {"WORLD_SIZE": "1", "RANK": "0"},
                                  {**FULL, "NBKIT_DISTRIBUTED": "0"}, {**FULL, "NBKIT_DISTRIBUTED": "off"}])
 def test_one_process_without_world_size_or_when_opted_out(env):
-    assert R.should_join(env) is False and ddp_loop.launched_by_torchrun(env) is False
+    assert R.should_join(env) is False
 
 
 def test_inherited_world_size_without_torchrun_names_both_fixes():
@@ -111,8 +110,8 @@ def test_a_rank_whose_rank0_never_comes_says_it_could_not_reach_the_store():
 
 
 def test_launch_world_size_is_torchruns_only_when_the_process_joins():
-    assert ddp_loop.launch_world_size({}) == 1
-    assert ddp_loop.launch_world_size({**FULL, "NBKIT_DISTRIBUTED": "0"}) == 1      # opted out: one process
-    assert ddp_loop.launch_world_size({**FULL, "TORCHELASTIC_RUN_ID": "x"}) == 4
+    assert D.launch_world_size({}) == 1
+    assert D.launch_world_size({**FULL, "NBKIT_DISTRIBUTED": "0"}) == 1      # opted out: one process
+    assert D.launch_world_size({**FULL, "TORCHELASTIC_RUN_ID": "x"}) == 4
     with pytest.raises(ConfigError, match="TORCHELASTIC_RUN_ID"):
-        ddp_loop.launch_world_size(dict(FULL))                                      # inherited, not launched
+        D.launch_world_size(dict(FULL))                                      # inherited, not launched

@@ -159,13 +159,11 @@ def test_a_changed_order_setting_is_named_with_what_happens_to_the_epoch(tmp_pat
 
 
 def test_checkpoint_stores_the_epoch_order_inputs_and_a_pre_order_checkpoint_rebuilds_them(tmp_path):
-    from nbkit.train.ddp import mechanics as ddp_loop
-
     _fit(tmp_path, max_steps=2, group_by_length=True, batch_size=3, seed=2)
     state = checkpoint.load_latest(tmp_path).load_state()
     assert state["order"] == {"epoch": 0, "seed": 2, "dataset_size": 48, "group_size": 3}
     del state["order"]                                                  # as written before this field
-    assert ddp_loop.saved_order(state) == {"epoch": 0, "seed": 2, "group_size": 3}
+    assert checkpoint.saved_order(state) == {"epoch": 0, "seed": 2, "group_size": 3}
 
 
 def test_resume_on_data_of_another_size_is_refused_naming_both_sizes(tmp_path):
@@ -208,7 +206,9 @@ def test_resume_under_another_world_size_with_grouping_sees_the_rest_once(world_
 
 def test_loop_checkpoint_of_one_process_resumes_under_two_ranks_in_the_saved_order(tmp_path):
     """restore_loop on two (simulated) ranks of a 2-process resume: the ranks' shards are the rest once."""
+    from nbkit.train.batching import input_lengths
     from nbkit.train.ddp import group as D
+    from nbkit.train.ddp.sampler import ResumableDistributedSampler
 
     seen = []
     cfg = dict(lr=1e-3, progress=False, precision="fp32", output_dir=tmp_path, group_by_length=True)
@@ -218,7 +218,8 @@ def test_loop_checkpoint_of_one_process_resumes_under_two_ranks_in_the_saved_ord
     for rank in range(2):
         loop = Loop(_recording_model([]), TrainConfig(max_steps=9, batch_size=3, **cfg), data, collate_fn=_pad_collate)
         loop.dist = D.DistInfo(rank=rank, world_size=2)
-        loop.sampler = loop._make_sampler()                    # group size 6 now, 3 before
+        loop.sampler = ResumableDistributedSampler(len(data), 2, rank, lengths=input_lengths(data),
+                                                   group_size=3 * 2)  # the loop's sampler on rank r of 2: 6, 3 before
         checkpoint.restore_loop(loop, checkpoint.load_latest(tmp_path))
         loop.sampler.set_epoch(loop.state.epoch, start=loop.state.epoch_start)
         shards.append(list(loop.sampler))

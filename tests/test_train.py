@@ -16,7 +16,7 @@ def _cfg(**kw):
 
 
 def _grads_of_one_step(model, window):
-    """Run Loop._step on `window` and return the gradients the optimizer saw."""
+    """Run Loop.train_step on `window` and return the gradients the optimizer saw."""
     loop = Loop(model, _cfg(max_grad_norm=None), token_data(8))
     seen = {}
 
@@ -24,7 +24,7 @@ def _grads_of_one_step(model, window):
         seen["grads"] = [p.grad.clone() for p in loop.model.parameters() if p.grad is not None]
     loop.optimizer.register_step_pre_hook(capture)
     loop.model.train()
-    out = loop._step(window)
+    out = loop.train_step(window)
     return seen["grads"], out
 
 
@@ -85,10 +85,32 @@ def test_classification_eval_reports_accuracy():
 
 def test_evaluate_leaves_training_rng_untouched_and_is_repeatable():
     loop = Loop(tiny_mlm(), _cfg(), token_data(), eval_data=token_data(8, seed=1), collate_fn=mlm_collate)
+    loop.setup()                         # seeds the training RNG (fit() and evaluate() call it on first use)
     before = torch.get_rng_state()
     first = loop.evaluate()
     assert torch.equal(before, torch.get_rng_state())
     assert loop.evaluate() == first
+
+
+def test_building_a_loop_changes_nothing_outside_it_and_setup_does_it_once(monkeypatch):
+    """Loop() leaves the global RNG, the model's device and the process alone; setup() (first fit/evaluate)
+    seeds, moves and starts the launcher watch, once."""
+    import nbkit.train.loop as loop_module
+
+    watched = []
+    monkeypatch.setattr(loop_module, "watch_launcher", lambda: watched.append(1))
+    model = tiny_mlm()
+    torch.manual_seed(5)
+    rng = torch.get_rng_state()
+    loop = Loop(model, _cfg(seed=3), token_data(), collate_fn=mlm_collate, device="meta")
+    assert torch.equal(torch.get_rng_state(), rng), "building a Loop reseeded the global RNG"
+    assert next(model.parameters()).device.type == "cpu" and not watched
+    loop.setup()
+    seeded = torch.get_rng_state()
+    loop.setup()
+    assert next(model.parameters()).device.type == "meta" and watched == [1]
+    torch.manual_seed(3)
+    assert torch.equal(seeded, torch.get_rng_state()), "setup() seeds from config.seed"
 
 
 def test_no_weight_decay_on_bias_and_layernorm():
@@ -130,11 +152,10 @@ def test_nonfinite_steps_are_skipped_counted_and_leave_weights_unchanged():
 
 
 def test_consecutive_nonfinite_steps_abort_with_advice():
-    loop = Loop(NaNAt(tiny_mlm(), bad={"all"}), _cfg(max_steps=10, max_consecutive_nonfinite=3), token_data(),
-                collate_fn=mlm_collate)
+    loop = Loop(NaNAt(tiny_mlm(), bad={"all"}), _cfg(max_steps=10), token_data(), collate_fn=mlm_collate)
     with pytest.raises(NonFiniteLossError, match="Lower lr"):
         loop.fit()
-    assert loop.state.step == 3 and loop.state.skipped_steps == 3
+    assert loop.state.step == 5 and loop.state.skipped_steps == 5   # MAX_CONSECUTIVE_NONFINITE
 
 
 def test_bad_config_and_data_errors_name_the_fix():

@@ -113,7 +113,7 @@ def first_line(source: str, width: int = 60) -> str:
 
 def loop_status(path: str | Path | None, since: float) -> str | None:
     """``training step 12/40, loss 3.21, ETA 1 min 11 s`` from the progress file ``path``
-    (:mod:`nbkit.train.progress_file`); None when missing, unreadable, done, or written before ``since`` (Unix s).
+    (:class:`nbkit.train.callbacks.ProgressFile`); None when missing, unreadable, done, or written before ``since`` (Unix s).
     """
     if path is None:
         return None
@@ -463,7 +463,7 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
     for row, path in zip(rows, p.notebooks):
         nb = nbformat.read(path, as_version=4)
         current: dict = {}  # the cell being executed, for the failure line
-        # the kernel's loops write their step/loss/ETA here (nbkit.train.progress_file); the heartbeat reads it
+        # the kernel's loops write their step/loss/ETA here (nbkit.train.callbacks.ProgressFile); the heartbeat reads it
         status_file = p.out_dir / f"{path.stem}.progress.json"
         status_file.unlink(missing_ok=True)
         progress = NotebookProgress(path.stem, code_cells(nb), heartbeat_s=heartbeat_s, status_file=status_file)

@@ -1,14 +1,8 @@
 """BERT presets and model construction: MLM from config, classifier from a checkpoint or from scratch.
 
-Presets follow Turc et al. 2019 ("Well-Read Students Learn Better", the
-BERT-Tiny/Mini/Small/Medium family; nbkit's ``tiny`` is narrower still so CI
-runs in seconds) and the original BERT-base (Devlin et al. 2019). Attention uses
-PyTorch's fused ``scaled_dot_product_attention`` (``attn_implementation="sdpa"``).
-
-Nothing is downloaded implicitly: a hub name works only if the user has it
-cached or has network access; with ``HF_HUB_OFFLINE=1`` and nothing cached,
-:func:`build_classifier` raises :class:`~nbkit.errors.ConfigError` saying how to
-proceed.
+Presets follow the BERT miniatures (Turc et al. 2019; ``tiny`` is narrower still, for CI) and BERT-base
+(Devlin et al. 2019), with PyTorch's fused attention (``attn_implementation="sdpa"``). Nothing is
+downloaded implicitly: a hub name works only when cached or online.
 """
 from __future__ import annotations
 
@@ -19,7 +13,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.models.loading import _saved_labels, load_pretrained, quiet_transformers, seeded  # noqa: F401
+from nbkit.models.loading import _saved_labels, load_pretrained, seeded
 from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
 #: BertConfig kwargs per preset. Parameter counts (vocab 8,000, 512 positions
@@ -45,18 +39,14 @@ ATTN_IMPLEMENTATION = "sdpa"
 
 
 def build_config(preset: str, vocab_size: int, max_position_embeddings: int | None = None, **overrides) -> BertConfig:
-    """A ``BertConfig`` for ``preset`` with the given vocabulary size (tokens).
+    """A ``BertConfig`` for ``preset`` (:data:`PRESETS`) with ``vocab_size`` rows (normally ``len(tokenizer)``).
 
-    Args:
-        preset: one of :data:`PRESETS` (``tiny``, ``narrow``, ``mini``, ``small``, ``base``).
-        vocab_size: rows of the token embedding table, normally ``len(tokenizer)``.
-        max_position_embeddings: position-table size in tokens; ``None`` keeps
-            the preset's (512, tiny 128).
-        **overrides: any other ``BertConfig`` field (e.g. ``hidden_dropout_prob``).
+    ``max_position_embeddings``: positions in tokens (None: the preset's, 512, tiny 128); ``overrides``:
+    other ``BertConfig`` fields (e.g. ``hidden_dropout_prob``).
 
     Raises:
-        ConfigError: unknown preset (the message lists the presets), a
-            non-positive size, or ``hidden_size`` not divisible by the head count.
+        ConfigError: unknown preset (the presets listed), a non-positive size, or ``hidden_size`` not
+            divisible by the head count.
     """
     if preset not in PRESETS:
         raise ConfigError(f"unknown model preset {preset!r}; choose one of {', '.join(PRESETS)}")
@@ -83,21 +73,14 @@ def _token_ids(tokenizer) -> dict:
 
 
 def build_mlm_model(preset: str, tokenizer, block_size: int, seed: int | None = 0, **overrides) -> BertForMaskedLM:
-    """A randomly initialised ``BertForMaskedLM`` sized for ``tokenizer`` and ``block_size``.
+    """A randomly initialised :class:`~nbkit.models.mlm_head.SparseHeadBertForMaskedLM` for ``tokenizer``
+    (vocabulary size, pad/cls/sep ids): ``input_ids`` (B, T <= block_size) -> ``logits`` (B, T, V).
 
-    ``seed``: the initial weights are drawn under ``torch.manual_seed(seed)`` in a
-    forked RNG (:func:`nbkit.models.loading.seeded`): the same seed gives the same
-    weights, and the caller's RNG is not moved; pass the scale's seed; ``None`` draws
-    from the global RNG as it is.
-
-    ``vocab_size = len(tokenizer)``; pad/cls/sep ids come from the tokenizer.
-    The model maps ``input_ids`` (B, T) with T <= block_size to ``logits``
-    (B, T, vocab_size). It is a :class:`~nbkit.models.mlm_head.SparseHeadBertForMaskedLM`,
-    so the nbkit loop can run the head on masked positions only.
+    ``seed``: weights drawn under :func:`nbkit.models.loading.seeded` (same seed, same weights; the
+    caller's RNG does not move); None draws from the global RNG.
 
     Raises:
-        ConfigError: unknown preset, or ``block_size`` above the position
-            limit (the message names both numbers and the fix).
+        ConfigError: unknown preset, or ``block_size`` <= 2 or above the position limit (both named).
     """
     config = build_config(preset, len(tokenizer), **{**_token_ids(tokenizer), **overrides})
     limit = config.max_position_embeddings
@@ -118,22 +101,14 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> in
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
 
 
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
-
-
 #: Files ``tokenizer.save_pretrained`` writes that hold the vocabulary.
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 
 
 def check_tokenizer_matches(tokenizer, vocab_size: int, model_dir: Path | None, name: str) -> None:
-    """Raise ``ConfigError`` unless ``tokenizer`` is the one the model was trained with.
-
-    ``vocab_size``: rows of the model's embedding table. When ``model_dir`` holds
-    the tokenizer saved with the model (:data:`TOKENIZER_FILES`, as nbkit's
-    pretraining writes), the vocabularies (token -> id) must be equal; otherwise
-    ``len(tokenizer)`` must equal ``vocab_size``. A different tokenizer would
-    feed ids that mean other tokens to the pretrained embeddings, silently.
+    """Raise ``ConfigError`` unless ``tokenizer`` is the model's: the same vocabulary (token -> id) as a
+    tokenizer saved in ``model_dir`` (:data:`TOKENIZER_FILES`), else ``len(tokenizer) == vocab_size``
+    (embedding rows). Another tokenizer would feed ids meaning other tokens, silently.
     """
     fix = f"use the tokenizer saved with the model: AutoTokenizer.from_pretrained({name!r})"
     if model_dir is not None and any((model_dir / f).is_file() for f in TOKENIZER_FILES):
@@ -161,9 +136,8 @@ POOLINGS = ("cls", "mean")
 
 
 def label_order(saved: dict, wanted: dict) -> list[int] | None:
-    """Saved ids in the order of ``wanted``'s ids when both name the same labels in another order, else None.
-
-    ``saved``/``wanted``: class id -> name. ``[2, 1, 0]`` means the head's output 2 is ``wanted``'s class 0.
+    """Saved ids in the order of ``wanted``'s (both: class id -> name) when they name the same labels in
+    another order, else None. ``[2, 1, 0]``: the head's output 2 is ``wanted``'s class 0.
     """
     saved = {int(k): str(v) for k, v in saved.items()}
     wanted = {int(k): str(v) for k, v in wanted.items()}
@@ -174,10 +148,7 @@ def label_order(saved: dict, wanted: dict) -> list[int] | None:
 
 
 def reorder_head(model, order: list[int]) -> None:
-    """Permute the classification head's outputs in place: new output ``i`` is old output ``order[i]``.
-
-    ``model.classifier`` is the ``nn.Linear`` (num_labels, hidden) of BERT's sequence classifiers.
-    """
+    """Permute ``model.classifier`` (``nn.Linear`` (C, d)) in place: new output ``i`` is old output ``order[i]``."""
     import torch
 
     with torch.no_grad():
@@ -187,9 +158,8 @@ def reorder_head(model, order: list[int]) -> None:
 
 
 def _check_saved_classifier(path: Path, id2label: dict[int, str], pooling: str | None) -> str | None:
-    """The pooling to load ``path`` with; ``ConfigError`` when the call contradicts what the classifier saved.
-
-    A checkpoint that is not a classifier (an MLM model) saved neither, so anything goes.
+    """The pooling to load ``path`` with: the saved classifier's (None for a checkpoint that is not a
+    classifier). Raises ``ConfigError`` when ``pooling`` contradicts the saved one.
     """
     import json
 
@@ -209,10 +179,9 @@ def _check_saved_classifier(path: Path, id2label: dict[int, str], pooling: str |
 
 
 def classifier_class(pooling: str):
-    """The classifier class for ``pooling``: ``"cls"`` (BERT's pooler on ``[CLS]``) or ``"mean"``.
-
-    Raises:
-        ConfigError: another value.
+    """The classifier class for ``pooling``: ``"cls"`` (``BertForSequenceClassification``, the pooler on
+    ``[CLS]``) or ``"mean"`` (:class:`~nbkit.models.pooling.MeanPoolBertForSequenceClassification`).
+    Raises ``ConfigError`` for another value.
     """
     if pooling not in POOLINGS:
         raise ConfigError(f"pooling={pooling!r}: use one of {', '.join(POOLINGS)}")
@@ -226,48 +195,29 @@ def classifier_class(pooling: str):
 def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
                      tokenizer=None, preset: str | None = None, reinit_head: bool = False, seed: int | None = 0,
                      pooling: str | None = None, **overrides):
-    """A BERT sequence classifier plus a one-line note saying where it came from.
+    """A BERT sequence classifier (``logits`` (B, num_labels)) and a one-line note ``how`` saying where it came from.
 
     Args:
-        source: a local directory written by ``save_pretrained`` (nbkit's
-            pretraining output: ``config.json`` + weights), a hub name/path the
-            user has cached or can download, or ``None`` to build from config.
-        num_labels: number of classes; ``logits`` are (B, num_labels).
-        id2label: class id -> name, stored in the config for readable outputs.
-        tokenizer: required when ``source`` is None (vocabulary size and pad
-            id); otherwise checked to be the model's own (same size as the
-            embedding table; same vocabulary as a tokenizer saved in ``source``).
-        preset: a :data:`PRESETS` name, required when ``source`` is None.
-        reinit_head: when ``source`` is a classifier trained with another number of
-            labels, initialise a new head for ``num_labels`` (``how`` lists the
-            re-initialised weights with their shapes) instead of raising.
-        seed: seed for every weight not loaded (the new head, or all of them from
-            scratch), see :func:`nbkit.models.loading.seeded`; pass the scale's seed.
-        pooling: ``None`` (default): the checkpoint's saved pooling when ``source`` is a
-            classifier, else ``"cls"``; or ``"cls"`` (``BertForSequenceClassification``: the pooler on ``[CLS]``) or
-            ``"mean"`` (:class:`nbkit.models.pooling.MeanPoolBertForSequenceClassification`:
-            the mean of the token states, what MLM-only pretraining trains; worth about
-            +1.2 points to an nbkit checkpoint in ``bench/pretrain_value.py``, docs/pretraining.md).
-        **overrides: ``BertConfig`` fields for a model built from scratch (e.g.
-            ``hidden_size=128``); ignored with a ``source`` (its config is used).
+        source: a ``save_pretrained`` directory (nbkit's pretraining output), a cached or downloadable
+            hub name, or None to build from ``preset`` and ``tokenizer``.
+        id2label: class id -> name (one per label), stored in the config.
+        tokenizer: required for ``source=None``; otherwise checked to be the model's
+            (:func:`check_tokenizer_matches`).
+        reinit_head: a new head for ``num_labels`` where the checkpoint's has another count (``how``
+            lists the re-initialised weights and shapes), instead of raising.
+        seed: for every weight not loaded (:func:`nbkit.models.loading.seeded`).
+        pooling: None (a classifier checkpoint's saved pooling, else ``"cls"``), ``"cls"`` or ``"mean"``
+            (the mean of the token states, which MLM-only pretraining trains: :func:`classifier_class`).
+        overrides: ``BertConfig`` fields when built from scratch (ignored with a ``source``).
 
-    Returns:
-        ``(model, how)``; ``how`` is e.g. ``"loaded encoder from runs/mlm/model;
-        new classifier head (2 labels)"`` or ``"from scratch: preset 'tiny',
-        random init"``.
+    Saved label names in another order are not an error: the head is reordered to follow ``id2label``.
 
     Raises:
-        ConfigError: missing preset/tokenizer for ``source=None``; a hub name
-            that is not available offline or cannot be downloaded; a tokenizer
-            that is not the model's (:func:`check_tokenizer_matches`); a checkpoint
-            whose head has another number of labels, without ``reinit_head=True``
-            (names both counts and the two fixes); a classifier checkpoint whose saved pooling
-            differs from ``pooling`` (both named; saved metadata wins unless ``reinit_head=True``).
-            Saved label names given in another order are not an error: the head's outputs are
-            reordered to follow ``id2label`` by name (``how`` says so).
-        CheckpointError: a local directory without ``config.json``, or any other
-            load failure (:func:`nbkit.models.loading.load_pretrained`, with
-            transformers' report).
+        ConfigError: ``id2label`` not one name per label; preset/tokenizer missing for ``source=None``;
+            a hub name not available (offline or not downloadable); another tokenizer; a head with another
+            label count without ``reinit_head``; a pooling that contradicts the saved one.
+        CheckpointError: a directory without ``config.json``, unreadable weights, or another load failure
+            (:func:`nbkit.models.loading.load_pretrained`, with transformers' report).
     """
     id2label = {int(k): str(v) for k, v in id2label.items()}
     if len(id2label) != num_labels:
@@ -314,7 +264,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
                 f"{path} has config.json but its weights could not be read ({type(exc).__name__}: "
                 f"{str(exc)[:200]}); it holds: {files}. Re-save the model with save_pretrained, or pass the "
                 "complete directory (model.safetensors beside config.json).") from exc
-        where = ("HF_HUB_OFFLINE=1 forbids downloading and it is not in the local cache" if _offline()
+        offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+        where = ("HF_HUB_OFFLINE=1 forbids downloading and it is not in the local cache" if offline
                  else "it could not be downloaded")
         raise ConfigError(
             f"model {str(source)!r} is not a local directory and {where}. To proceed: pass a local "

@@ -8,56 +8,33 @@ from nbkit.errors import ConfigError
 
 
 def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, max_length: int | None = None) -> Path:
-    """Save a fine-tuned classifier as one directory that plain ``transformers`` loads.
+    """Save a fine-tuned classifier as one directory plain ``transformers`` loads; returns it as a ``Path``.
 
-    The directory holds the weights (``model.safetensors``), ``config.json`` with
-    ``id2label``/``label2id`` (so predictions come back as label names),
-    ``classifier_pooling`` and ``architectures``, and the complete tokenizer file set
-    (:mod:`nbkit.text.tokenizer_files`) whose ``model_max_length`` is ``max_length``. It loads with::
-
-        transformers.pipeline("text-classification", model=out_dir, truncation=True)
-        AutoModelForSequenceClassification.from_pretrained(out_dir)
-        AutoTokenizer.from_pretrained(out_dir)
-
-    and the pipeline gives :func:`nbkit.evaluate.predict`'s labels and scores (within 1e-5)
-    on short, long, empty and batched input (``tests/test_export_loaders.py``): with
-    ``truncation=True`` it cuts every text at ``max_length`` tokens as ``predict()`` does
-    (without it a text longer than the position limit is a tensor-size error). A mean-pooling
-    classifier (``build_classifier(..., pooling="mean")``) is not a ``transformers`` class: its
-    code (``nbkit/models/pooling.py``, torch and transformers only) is saved beside the weights
-    with an ``auto_map``, so the same calls work with ``trust_remote_code=True`` and without nbkit;
-    without that flag transformers refuses it (it does not silently pool ``[CLS]``). Loading the
-    code needs a writable ``HF_MODULES_CACHE``: with HOME's cache unwritable, this export points the unset
-    cache variables at a temp folder for this process and warns (:func:`nbkit.caches.ensure_writable_caches`).
-
-    The caller's ``model`` and ``tokenizer`` are not changed (the config is saved from a copy).
+    It holds the weights, ``config.json`` (``id2label``/``label2id``, ``classifier_pooling``) and the full
+    tokenizer (``model_max_length`` = ``max_length``), so ``pipeline("text-classification", model=out_dir,
+    truncation=True)`` and the ``Auto*`` classes give :func:`nbkit.evaluate.inference.predict`'s labels and scores.
+    A mean-pooling classifier carries its code (``nbkit/models/pooling.py``) with an ``auto_map``: it loads
+    with ``trust_remote_code=True`` and without nbkit, and without that flag transformers refuses it. The
+    caller's model and tokenizer are not changed. Loading that code needs a writable
+    ``HF_MODULES_CACHE``: with HOME's cache unwritable, this export points the unset cache variables at a temp
+    folder and warns (:func:`nbkit.caches.ensure_writable_caches`).
 
     Args:
-        model: a ``transformers`` sequence-classification model (any device;
-            ``logits`` (B, num_labels)).
-        tokenizer: its tokenizer.
-        out_dir: the export directory (created; files in it are overwritten).
-        id2label: class id -> name; ``None`` keeps the names in ``model.config``
-            (:func:`nbkit.models.build_classifier` puts them there). The same names in another
-            order export a head whose outputs are reordered to match (the model's stays).
-        max_length: the length in tokens the model was trained and evaluated with (the
-            ``max_length`` given to ``encode_classification``/``predict``); ``None``: the
-            tokenizer's ``model_max_length`` capped at the position limit.
-
-    Returns:
-        ``out_dir`` as a ``Path``.
+        model: a sequence-classification model (``logits`` (B, num_labels)); tokenizer: its tokenizer.
+        out_dir: created; files in it are overwritten.
+        id2label: class id -> name (None: the model's); the same names in another order reorder the head.
+        max_length: tokens the model was trained with (None: the tokenizer's, capped at the position limit).
 
     Raises:
-        ConfigError: ``id2label`` does not have one name per class (the message
-            gives both counts), ``max_length`` outside 3..the position limit, or
-            ``out_dir`` is an existing file.
-        WriteError: the disk is full or not writable (path, free space, size needed); the files
-            are written beside ``out_dir`` first (:func:`nbkit.atomic.atomic_dir`), so nothing partial is left.
+        ConfigError: ``id2label`` without one name per class, ``max_length`` outside 3..the position limit,
+            or ``out_dir`` an existing file.
+        WriteError: the disk is full or not writable (path, free space, size needed); nothing partial is left.
     """
     import copy
 
     from nbkit.caches import ensure_writable_caches
-    from nbkit.models.bert import label_order, quiet_transformers, reorder_head
+    from nbkit.models.bert import label_order, reorder_head
+    from nbkit.models.loading import quiet_transformers
     from nbkit.models.pooling import MeanPoolBertConfig, MeanPoolBertForSequenceClassification
     from nbkit.text.tokenizer_files import save_tokenizer
 

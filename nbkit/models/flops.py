@@ -1,21 +1,9 @@
-"""FLOPs per token for BERT and the peak throughput of known GPUs, for MFU.
+"""Model FLOPs for BERT and the peak throughput of known GPUs, for MFU (model FLOPs utilisation, PaLM,
+Chowdhery et al. 2022, appendix B: achieved model FLOP/s / the device's peak FLOP/s).
 
-MFU (model FLOPs utilisation, PaLM paper, Chowdhery et al. 2022, appendix B)
-= achieved model FLOP/s / peak FLOP/s of the device, where model FLOPs count
-only the matmuls the model needs (no recomputation, no elementwise ops).
-
-FLOPs per token, training (forward + backward = 3 x forward):
-
-    forward  = 2 * N_matmul + 4 * L * T * d
-    training = 6 * N_matmul + 12 * L * T * d
-
-with ``N_matmul`` the weights that take part in a matmul for every token
-(per layer ``4 d^2`` for Q, K, V, output and ``2 d i`` for the feed-forward,
-plus the task head), ``L`` layers, ``T`` the sequence length and ``d`` the
-hidden size; ``4 L T d`` counts ``QK^T`` and ``attention @ V``
-(``2 T d`` each per token and layer). Embedding lookups cost no matmul.
-For masked-LM the head runs on every position in ``BertForMaskedLM``
-(transform ``d^2`` + decoder ``d V``), so it is counted for every token.
+Per token, training = 3 x forward, forward = ``2 N + 4 L T d``: ``N`` the weights in a matmul per
+token (per layer ``4 d^2 + 2 d i``, plus the task head), ``L`` layers, ``T`` sequence length, ``d``
+hidden size; ``4 L T d`` counts ``QK^T`` and ``attention @ V``. Embedding lookups cost no matmul.
 """
 from __future__ import annotations
 
@@ -44,13 +32,9 @@ PEAK_TFLOPS: dict[str, dict[str, float]] = {
 
 
 def peak_tflops(device_name: str, precision: str) -> float | None:
-    """Dense peak TFLOP/s of a GPU for ``precision`` (bf16, fp16, tf32, fp32).
-
-    ``device_name`` is what ``torch.cuda.get_device_name()`` or NVML report,
-    e.g. ``"NVIDIA H100 80GB HBM3"``. The longest matching key of
-    :data:`PEAK_TFLOPS` wins (so "H100 PCIe" beats "H100"). Returns None when
-    the device or precision is unknown (CPUs included): MFU is then not shown
-    rather than guessed.
+    """Dense peak TFLOP/s of a GPU for ``precision`` (bf16, fp16, tf32, fp32), or None when the device or
+    precision is unknown (MFU not shown rather than guessed). ``device_name`` as torch or NVML report it;
+    the longest matching :data:`PEAK_TFLOPS` key wins ("H100 PCIe" over "H100").
     """
     name = device_name.upper().replace("NVIDIA", "").replace("GEFORCE", "").strip()
     best = None
@@ -65,13 +49,8 @@ def peak_tflops(device_name: str, precision: str) -> float | None:
 
 
 def bert_matmul_params(config, task: str = "mlm") -> int:
-    """Weights used in a matmul for every token: encoder layers plus task head.
-
-    ``config`` is a ``transformers.BertConfig`` (or anything with
-    ``hidden_size``, ``intermediate_size``, ``num_hidden_layers`` and
-    ``vocab_size``). ``task`` is ``"mlm"`` (transform ``d^2`` + decoder ``d V``
-    on every position) or ``"encoder"`` (no head; a classification head runs
-    on one position per sequence and is negligible).
+    """Weights used in a matmul per token: the encoder layers plus, for ``task="mlm"``, the head
+    (``d^2 + d V`` on every position); ``"encoder"`` leaves it out. ``config``: a ``BertConfig``.
     """
     d, i, n_layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     per_layer = 4 * d * d + 2 * d * i
@@ -80,12 +59,7 @@ def bert_matmul_params(config, task: str = "mlm") -> int:
 
 
 def bert_flops_per_token(config, seq_len: int, task: str = "mlm", training: bool = True) -> float:
-    """Model FLOPs per token for one BERT pass at sequence length ``seq_len``.
-
-    Returns ``6 N + 12 L T d`` when ``training`` (forward + backward), else
-    ``2 N + 4 L T d`` (see the module docstring for the derivation; units:
-    FLOP per token).
-    """
+    """Model FLOP per token at sequence length ``seq_len``: ``6 N + 12 L T d`` when ``training``, else ``2 N + 4 L T d``."""
     n = bert_matmul_params(config, task)
     attn = 4 * config.num_hidden_layers * seq_len * config.hidden_size
     forward = 2 * n + attn
@@ -93,11 +67,7 @@ def bert_flops_per_token(config, seq_len: int, task: str = "mlm", training: bool
 
 
 def mfu(tokens_per_s: float, flops_per_token: float, peak: float | None) -> float | None:
-    """Model FLOPs utilisation in [0, 1]: ``tokens/s * FLOPs/token / peak``.
-
-    ``peak`` is in TFLOP/s (as returned by :func:`peak_tflops`); returns None
-    when the peak is unknown.
-    """
+    """Model FLOPs utilisation in [0, 1]: ``tokens_per_s * flops_per_token / (peak * 1e12)``, ``peak`` in TFLOP/s; None without a peak."""
     if not peak:
         return None
     return tokens_per_s * flops_per_token / (peak * 1e12)
@@ -113,12 +83,8 @@ PCIE_LANE_GBPS: dict[int, float] = {3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8,
 
 
 def pcie_peak_gbps(generation: int | None, width: int | None = 16) -> float | None:
-    """Theoretical one-direction PCIe bandwidth in GB/s for ``generation`` x ``width``.
-
-    ``generation`` and ``width`` are what NVML reports as the current link
-    (``nvmlDeviceGetCurrPcieLinkGeneration`` / ``...Width``; ``nvidia-smi
-    --query-gpu=pcie.link.gen.current,pcie.link.width.current``). Returns None
-    for unknown generations (older than Gen3 or missing).
+    """Theoretical one-direction PCIe bandwidth in GB/s for ``generation`` x ``width`` lanes (NVML's current
+    link, ``nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current``); None below Gen3 or unknown.
     """
     if generation not in PCIE_LANE_GBPS or not width:
         return None
@@ -126,25 +92,17 @@ def pcie_peak_gbps(generation: int | None, width: int | None = 16) -> float | No
 
 
 def mlm_head_flops(config, training: bool = True) -> float:
-    """Model FLOPs of the masked-LM head for one scored position.
-
-    Transform ``d x d`` + decoder ``d x V``: ``2 (d^2 + d V)`` forward, three
-    times that when ``training``. Used when the head runs on the masked
-    positions only (``nbkit.models.mlm_head``); add it to
-    ``bert_flops_per_token(config, T, "encoder")`` per token.
+    """Model FLOP of the masked-LM head for one scored position: ``2 (d^2 + d V)`` forward, 3x that when
+    ``training``; add it to ``bert_flops_per_token(config, T, "encoder")`` per scored token (sparse head).
     """
     forward = 2 * (bert_matmul_params(config, "mlm") - bert_matmul_params(config, "encoder"))
     return float(3 * forward if training else forward)
 
 
 def bert_batch_flops(config, n_tokens: int, seq_len: int, head_positions: int) -> float:
-    """Training model FLOPs of one BERT batch (forward + backward).
-
-    The encoder runs on ``n_tokens`` input tokens (padding included) at sequence
-    length ``seq_len``; the masked-LM head runs on ``head_positions`` of them:
-    every token for ``BertForMaskedLM`` (then this equals ``n_tokens *
-    bert_flops_per_token(config, seq_len, "mlm")``), the scored ones for the
-    masked-positions head (``nbkit.models.mlm_head``), 0 for classification.
+    """Training model FLOP of one BERT batch: the encoder on ``n_tokens`` (padding included) at ``seq_len``,
+    the MLM head on ``head_positions`` of them (every token for ``BertForMaskedLM``, the scored ones for
+    the sparse head, 0 for classification).
     """
     return (n_tokens * bert_flops_per_token(config, seq_len, "encoder")
             + head_positions * mlm_head_flops(config))

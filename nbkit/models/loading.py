@@ -1,19 +1,9 @@
 """Load a model from a checkpoint with every failure translated, and seed model construction.
 
-``transformers``' ``from_pretrained`` reports a checkpoint that does not fit the model
-in a log table and then raises ``RuntimeError(... look at the above report!)``; nbkit
-silences that log in notebooks (one progress widget per load otherwise), which hid the
-cause. :func:`load_pretrained` captures the log instead of printing it, loads with
-``ignore_mismatched_sizes=True`` so it can see every mismatched weight with its shapes,
-and then decides: a mismatched classification head is a :class:`~nbkit.errors.ConfigError`
-naming the checkpoint's and the requested label counts and both fixes, unless the caller
-asked to re-initialise the head (``reinit_head=True``, said back in the load note); any
-other mismatch or load error is a :class:`~nbkit.errors.CheckpointError` that carries
-the captured report.
-
-:func:`seeded` builds models under a fixed seed: BERT's initialisation draws from
-PyTorch's global RNG, so a model built before any seed was set differed on every run
-(notebook 02 gave a different untrained loss each time).
+``from_pretrained`` reports a misfitting checkpoint in a log table (silenced in notebooks) and then a
+bare ``RuntimeError``; :func:`load_pretrained` captures the log, loads with ``ignore_mismatched_sizes``
+to see every mismatch, and raises ``ConfigError`` (a head with another label count: both counts and
+fixes) or ``CheckpointError`` (anything else, with the report).
 """
 from __future__ import annotations
 
@@ -29,12 +19,8 @@ HEAD_PREFIXES = ("classifier.",)
 
 @contextlib.contextmanager
 def quiet_transformers(capture: list[str] | None = None):
-    """Silence transformers' load report and its per-call progress bars ("Loading weights",
-    "Writing model shards"), which would print one widget per checkpoint in a notebook.
-
-    ``capture``: a list that receives every warning/error message ``transformers`` logs
-    meanwhile (the load report included), so a caller can show it when loading fails;
-    ``None`` drops them.
+    """Silence transformers' load report and per-call progress bars (one widget per checkpoint in a notebook).
+    ``capture``: a list that receives every warning/error message transformers logs meanwhile (None drops them).
     """
     from transformers.utils import logging as hf_logging
 
@@ -67,11 +53,8 @@ class _ListHandler(logging.Handler):
 
 @contextlib.contextmanager
 def seeded(seed: int | None):
-    """Run the block with PyTorch's CPU RNG seeded to ``seed``, restoring the RNG afterwards.
-
-    Models built inside get the same initial weights for the same seed, and the
-    caller's RNG stream is not moved (``torch.random.fork_rng``). ``None``: no-op
-    (the global RNG as it is). Build on CPU inside it (CUDA RNGs are not forked).
+    """Run the block with torch's CPU RNG seeded to ``seed`` and restored after (``torch.random.fork_rng``):
+    the same seed builds the same weights, the caller's stream does not move. None: no-op. Build on CPU.
     """
     if seed is None:
         yield
@@ -99,28 +82,15 @@ def _saved_labels(path: Path) -> dict | None:
 
 def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False, seed: int | None = 0,
                     **kwargs):
-    """``model_cls.from_pretrained(source, **kwargs)`` with failures translated.
+    """``model_cls.from_pretrained(source, **kwargs)`` with failures translated; returns ``(model, info)``.
 
-    Args:
-        model_cls: a ``transformers`` model class (``BertForSequenceClassification``, ...).
-        source: a local ``save_pretrained`` directory or a hub name.
-        reinit_head: allow the task head (:data:`HEAD_PREFIXES`) to have another shape
-            than the checkpoint's (e.g. 2 labels where it was trained with 4): those
-            weights are initialised afresh and listed in the returned info.
-        seed: seed for the weights the checkpoint does not provide (:func:`seeded`).
-        **kwargs: passed on (``num_labels``, ``id2label``, ``attn_implementation``, ...).
-
-    Returns:
-        ``(model, info)``; ``info`` is transformers' loading info (``missing_keys``,
-        ``unexpected_keys``, ``mismatched_keys``) plus ``reinitialised``: lines
-        ``"classifier.weight (4, 64) -> (2, 64)"`` for the re-initialised weights.
+    ``info``: transformers' loading info plus ``reinitialised``, lines like ``"classifier.weight (4, 64) ->
+    (2, 64)"``. ``reinit_head``: the task head (:data:`HEAD_PREFIXES`) may have another shape and is then
+    initialised afresh (``seed``: :func:`seeded`).
 
     Raises:
-        ConfigError: the checkpoint's classification head has another number of labels
-            than requested and ``reinit_head`` is False (names both counts and the fixes).
-        CheckpointError: any other mismatched weight, or a checkpoint transformers cannot
-            load (corrupt or truncated weights, bad ``config.json``); the message includes
-            transformers' own report.
+        ConfigError: the classification head has another label count and not ``reinit_head`` (fixes named).
+        CheckpointError: any other mismatched weight, or a checkpoint transformers cannot load (its report included).
         OSError: ``source`` not found (the caller says where to look).
     """
     log: list[str] = []

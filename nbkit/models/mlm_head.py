@@ -1,16 +1,8 @@
-"""Masked-LM head on the masked positions only.
+"""Masked-LM head on the masked positions only (NVIDIA's BERT pretraining, ModernBERT's sparse prediction).
 
-``BertForMaskedLM`` runs its head (transform ``d x d`` + decoder ``d x V``) and
-the softmax on every position, although only the ~15 % masked positions carry a
-label. For BERT-mini with a 5.7 k vocabulary at T = 128 that head is about 30 %
-of the model FLOPs, and its (B, T, V) logits are the largest activation of the
-step. Gathering the masked positions first (as NVIDIA's BERT pretraining code
-and ModernBERT's "sparse prediction" do) gives the same loss and gradients for
-a fraction of the cost; ``bench/mlm_pipeline.py`` measures the difference.
-
-The gather has a data-dependent shape, so the loop uses it only in eager mode
-(``TrainConfig(compile=False)``); compiled runs keep the full head and static
-shapes.
+Only the ~15 % masked positions carry a label, yet ``BertForMaskedLM`` runs its head (``d x d`` + ``d x V``)
+and builds (B, T, V) logits everywhere; gathering the masked positions first gives the same loss and
+gradients for a fraction of the cost. Its shapes depend on the data, so compiled runs keep the full head.
 """
 from __future__ import annotations
 
@@ -22,25 +14,16 @@ from transformers.modeling_outputs import MaskedLMOutput
 class SparseHeadBertForMaskedLM(BertForMaskedLM):
     """``BertForMaskedLM`` whose forward can score only the positions being predicted.
 
-    ``forward(input_ids (B, T), ..., predict_mask=(B, T) bool)`` returns
-    ``logits`` (N, V) for the N positions where ``predict_mask`` is True, in
-    row-major order (the order of ``labels[predict_mask]``). Without
-    ``predict_mask`` it is exactly ``BertForMaskedLM`` (logits (B, T, V)), so
-    fill-mask, ``Trainer`` and checkpoints behave as usual; the weights and
-    config are the same, and ``BertForMaskedLM.from_pretrained`` loads its
-    checkpoints (and it loads theirs).
+    ``forward(input_ids (B, T), ..., predict_mask=(B, T) bool)`` -> ``logits`` (N, V) for the N True
+    positions, in the order of ``labels[predict_mask]``; without ``predict_mask`` exactly ``BertForMaskedLM``.
+    Same weights and config: the two classes load each other's checkpoints.
     """
 
     supports_predict_mask = True
 
     def save_pretrained(self, save_directory, *args, **kwargs):
-        """``BertForMaskedLM.save_pretrained``, with ``architectures: ["BertForMaskedLM"]`` in config.json.
-
-        ``save_pretrained`` records the class name, and ``SparseHeadBertForMaskedLM``
-        exists only in nbkit; tools that read ``architectures`` (serving stacks,
-        ``transformers.pipeline``) must see the ``transformers`` class with the
-        same weights. The saved directory loads with ``BertForMaskedLM``,
-        ``AutoModelForMaskedLM`` and ``pipeline("fill-mask", model=dir)``.
+        """``save_pretrained`` with ``architectures: ["BertForMaskedLM"]`` in config.json, so tools that read it
+        (``pipeline("fill-mask")``, ``AutoModelForMaskedLM``) load the directory without nbkit.
         """
         result = super().save_pretrained(save_directory, *args, **kwargs)
         self.config.architectures = [BertForMaskedLM.__name__]
@@ -59,13 +42,9 @@ class SparseHeadBertForMaskedLM(BertForMaskedLM):
 
 
 def forward_logits(forward, batch: dict, labels: torch.Tensor, sparse: bool):
-    """Logits and the labels they are scored against, for the loop and its evaluation.
-
-    ``forward``: the module to call (plain, DDP-wrapped or compiled); ``batch``:
-    model inputs without labels; ``labels``: (B, T) for MLM or (B,) for
-    classification, -100 = ignored. With ``sparse`` (a model with
-    ``supports_predict_mask`` and MLM labels) returns ``(logits (N, V), labels (N,))``
-    for the N label positions, else ``(logits (B, T, V) or (B, C), labels)``.
+    """``(logits, labels)`` to score, for the loop and its evaluation. ``forward``: the plain, DDP-wrapped or
+    compiled module; ``labels`` (B, T) or (B,), -100 ignored. With ``sparse`` and MLM labels: logits (N, V)
+    and labels (N,) at the N label positions; else logits (B, T, V) or (B, C) and ``labels``.
     """
     if sparse and labels.dim() == 2:
         keep = labels != -100                                          # (B, T)

@@ -1,19 +1,10 @@
 """A BERT sequence classifier on the mean of the token states instead of the pooled ``[CLS]``.
 
-BERT's default head reads ``[CLS]`` through the pooler (dense + tanh), which only the
-next-sentence task trains; after MLM-only pretraining (as nbkit's) both are untrained,
-so the classifier must learn them from the labels alone. Averaging the non-padding
-token states (``attention_mask`` = 1, ``[CLS]``/``[SEP]`` included) uses what MLM did
-train, as Sentence-BERT does (Reimers & Gurevych 2019).
-
-This module imports only torch and transformers, so an exported model directory can
-carry it as custom code (``register_for_auto_class``): ``AutoModelForSequenceClassification``
-and ``transformers.pipeline`` load it with ``trust_remote_code=True`` and get the same
-predictions, without nbkit installed. The export's ``config.json`` names
-:class:`MeanPoolBertConfig` (``model_type: "nbkit_mean_pool_bert"``): without
-``trust_remote_code=True`` transformers refuses it loudly instead of loading the weights
-silently as a CLS-pooling ``BertForSequenceClassification``, and with it the class is
-registered for its own config, so ``pipeline()`` logs no "not supported" error.
+After MLM-only pretraining BERT's pooler and ``[CLS]`` state are untrained (only next-sentence
+prediction trains them); the masked mean of the token states uses what MLM trained (Sentence-BERT,
+Reimers & Gurevych 2019). Torch and transformers only: an export carries this file as custom code, and
+its ``config.json`` names :class:`MeanPoolBertConfig`, so transformers refuses it without
+``trust_remote_code=True`` rather than load it as a CLS classifier.
 """
 from __future__ import annotations
 
@@ -31,15 +22,9 @@ class MeanPoolBertConfig(BertConfig):
 class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
     """``BertForSequenceClassification`` whose head reads the masked mean of the last hidden states.
 
-    Weights and config are BERT's (the unused pooler stays, so checkpoints load both
-    ways, but takes no gradient: ``requires_grad=False``, so DDP, which requires every trained
-    parameter to get a gradient in each step, does not stop at it); ``config.classifier_pooling =
-    "mean"`` records the choice.
-
-    ``forward(input_ids (B, T), attention_mask (B, T), token_type_ids=None, labels=None)``
-    returns ``logits`` (B, num_labels), plus the mean cross-entropy ``loss`` when
-    ``labels`` (B,) is given (as transformers' heads do; the nbkit loop passes none and
-    computes its own).
+    ``forward(input_ids (B, T), attention_mask (B, T), token_type_ids=None, labels=None)`` -> ``logits``
+    (B, num_labels), plus the mean CE ``loss`` when ``labels`` (B,) are given. The unused pooler stays (the
+    weights load both ways) but is frozen: DDP requires a gradient for every trained parameter.
     """
 
     config_class = MeanPoolBertConfig   # its own config class: registered for it when loaded as remote code
@@ -50,8 +35,7 @@ class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
 
     @classmethod
     def from_pretrained(cls, *args, **kwargs):
-        """``BertForSequenceClassification.from_pretrained``, the pooler frozen again (transformers 5 loads the
-        weights as new parameters, which would take gradients)."""
+        """``BertForSequenceClassification.from_pretrained``, with the pooler frozen again."""
         out = super().from_pretrained(*args, **kwargs)
         (out[0] if isinstance(out, tuple) else out)._freeze_pooler()   # output_loading_info=True: (model, info)
         return out
@@ -77,11 +61,8 @@ class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
 
 
 def truncate(input_ids, attention_mask, token_type_ids, limit: int):
-    """Cut (B, T) inputs to (B, limit) as the tokenizer's ``truncation=True`` would: the first
-    ``limit - 1`` tokens and the row's last real token (``[SEP]``). Right padding assumed.
-
-    An export sets ``config.classifier_max_length``, so an untruncated long text (a plain
-    ``pipeline()`` call) gets the same prediction as ``nbkit.pipeline.predict``.
+    """Cut (B, T) inputs to (B, limit) as ``truncation=True`` would: the first ``limit - 1`` tokens and the
+    row's last real token (``[SEP]``); right padding assumed. Used when ``config.classifier_max_length`` is set.
     """
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)

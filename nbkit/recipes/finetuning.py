@@ -352,7 +352,7 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
     """
     from nbkit.text.mlm import classification_collator
     from nbkit.train import Loop
-    from nbkit.train.ddp.mechanics import launch_world_size
+    from nbkit.train.ddp.group import launch_world_size
 
     tcfg = train_config(cfg, len(encoded["train"]), out_dir, world_size=launch_world_size())
     val = encoded.get("validation") if tcfg.eval_every else None

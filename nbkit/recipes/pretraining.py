@@ -17,8 +17,6 @@ The fine-tuning recipe (:mod:`nbkit.recipes.finetuning`) has the same stages and
 """
 from __future__ import annotations
 
-import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,7 +281,7 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None)
     from nbkit.corpus.store import store_summary
     from nbkit.recipes.config import cuda_usable
     from nbkit.recipes.sizing import size_run
-    from nbkit.train.ddp.mechanics import launch_world_size
+    from nbkit.train.ddp.group import launch_world_size
 
     device = device or ("cuda" if cuda_usable() else "cpu")
     plan = size_run(store_summary(corpus.store)["n_tokens_train"], device, block_size=cfg.block_size,
@@ -298,13 +296,12 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None)
     return cfg.replace(**{k: v for k, v in mine.items() if k not in kept}), plan
 
 
-def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus, rank: int = 0) -> dict:
+def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
     """``{"train", "validation"}`` MLM blocks of ``cfg.block_size`` tokens, ``[CLS] ... [SEP]``.
 
     The mix: texts tokenized, concatenated and cut (:func:`nbkit.text.mlm.make_blocks`), with ``word_ids``
     for whole-word masking. A store: :class:`nbkit.corpus.StoreMLMDataset` per split (random access from
-    disk, constant memory). With ``NBKIT_BLOCK_LOG=DIR`` each batched fetch of training blocks is appended
-    to ``DIR/blocks-rank<rank>.jsonl`` (a debugging aid).
+    disk, constant memory).
     """
     if corpus.store is not None:
         from nbkit.corpus.dataset import StoreMLMDataset
@@ -315,7 +312,6 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus, rank: int = 0) -> d
 
         out = {split: mlm.make_blocks(corpus.splits[split], tok, cfg.block_size, words_column="words")
                for split in ("train", "validation")}
-    out["train"] = _block_log(out["train"], rank)
     return out
 
 
@@ -344,8 +340,8 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
     """The loop's :class:`nbkit.train.config.TrainConfig`.
 
     ``cfg.max_passes`` with ``n_blocks`` caps the steps at that many passes at the global batch
-    ``batch_size * grad_accum_steps * world_size`` (evaluations shrink to >= 4 per run). ``save_steps``: the
-    checkpoint interval becomes their greatest common divisor with ``checkpoint_every``, and all are kept.
+    ``batch_size * grad_accum_steps * world_size`` (evaluations shrink to >= 4 per run). ``save_steps``:
+    checkpoints the loop also saves and never prunes (``TrainConfig.keep_steps``), beside the newest.
 
     Raises:
         ConfigError: a save step outside ``1..max_steps``.
@@ -362,12 +358,11 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
     bad = [s for s in save_steps if not 1 <= int(s) <= steps]
     if bad:
         raise ConfigError(f"save_steps {bad} outside 1..{steps} (max_steps): raise max_steps or drop those steps")
-    if save_steps:
-        ckpt = math.gcd(*(int(s) for s in save_steps), *([ckpt] if ckpt else []))
     return TrainConfig(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
                        lr=cfg.lr, warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
                        weight_decay=cfg.weight_decay, precision=cfg.precision, eval_every=every,
-                       checkpoint_every=ckpt, keep_last=0 if save_steps else cfg.keep_last,
+                       checkpoint_every=ckpt, keep_last=1 if save_steps else cfg.keep_last,
+                       keep_steps=tuple(int(s) for s in save_steps),
                        output_dir=Path(out_dir), seed=cfg.seed, num_workers=cfg.num_workers,
                        log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
                        eval_batches=-(-cfg.eval_blocks // cfg.batch_size) if cfg.eval_blocks else None,
@@ -384,8 +379,7 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     ``["untrained_eval_perplexity"]``). ``save_steps``: checkpoints kept besides the newest.
     """
     from nbkit.train import EarlyStopping, Loop
-    from nbkit.train.checkpoint import discard_checkpoint, list_checkpoints
-    from nbkit.train.ddp.mechanics import launch_world_size
+    from nbkit.train.ddp.group import launch_world_size
 
     extra = [EarlyStopping(patience=cfg.patience)] if cfg.patience else []
     tcfg = train_config(cfg, out_dir, len(blocks["train"]), save_steps, world_size=launch_world_size())
@@ -395,11 +389,6 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     result = loop.fit()
     result.metrics["untrained_eval_loss"] = first.get("eval_loss")
     result.metrics["untrained_eval_perplexity"] = first.get("eval_perplexity")
-    keep = {int(s) for s in save_steps}
-    if keep and loop.dist.is_main:
-        for ckpt in list_checkpoints(out_dir, warn=False)[:-1]:
-            if ckpt.step not in keep:
-                discard_checkpoint(ckpt.path)
     return loop, result
 
 
@@ -433,7 +422,8 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
         WriteError: the disk is full or not writable (nothing half-written).
     """
     from nbkit.atomic import atomic_dir
-    from nbkit.models.bert import count_parameters, quiet_transformers
+    from nbkit.models.bert import count_parameters
+    from nbkit.models.loading import quiet_transformers
     from nbkit.text.tokenizer_files import save_tokenizer
     from nbkit.train.checkpoint import list_checkpoints
 
@@ -479,8 +469,8 @@ def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callba
     stage = globals()["tokenizer"]   # the stage function, which the keyword shadows here
     tok = tokenizer if tokenizer is not None else _rank0_first(info, lambda: stage(cfg, corpus))
     cfg, _ = size(cfg, corpus)
-    loop, result = train(cfg, model(cfg, tok), tok, blocks(cfg, tok, corpus, info.rank), out_dir, callbacks,
-                         save_steps, device)
+    loop, result = train(cfg, model(cfg, tok), tok, blocks(cfg, tok, corpus), out_dir, callbacks, save_steps,
+                         device)
     metrics = save(cfg, out_dir, loop, result, tok) if info.is_main else dict(result.metrics)
     D.barrier()
     return metrics
@@ -506,35 +496,3 @@ def _store_rank0_first(cfg: PretrainConfig, wait_s: float) -> PretrainCorpus:
     store = store_dir(cfg)
     wait_for_store(store, timeout_s=wait_s)
     return PretrainCorpus(store=store, report=store_summary(store))
-
-
-class _BlockLog:
-    """``data`` with every batched fetch (the training DataLoader's) logged to ``$NBKIT_BLOCK_LOG``."""
-
-    def __init__(self, data, path: Path):
-        self.data, self.path = data, path
-
-    def __len__(self):
-        return len(self.data)
-
-    def __getitem__(self, i):
-        return self.data[i]
-
-    def __getitems__(self, indices):
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(jsonio.dumps([int(i) for i in indices]) + "\n")
-        getitems = getattr(self.data, "__getitems__", None)
-        return getitems(indices) if getitems else [self.data[i] for i in indices]
-
-    def __getattr__(self, name):   # block_size, n_tokens, sample_blocks, ...
-        if name == "data":
-            raise AttributeError(name)
-        return getattr(self.data, name)
-
-
-def _block_log(data, rank: int):
-    target = os.environ.get("NBKIT_BLOCK_LOG")
-    if not target:
-        return data
-    Path(target).mkdir(parents=True, exist_ok=True)
-    return _BlockLog(data, Path(target) / f"blocks-rank{rank}.jsonl")

@@ -1,8 +1,5 @@
-"""The training loop and its parts: config, checks, evaluation, checkpoints, batching,
-precision, optimizer, callbacks, DDP and the torchrun launcher.
-
-The loop (``loop.Loop``) knows nothing about Jupyter: views subscribe through callbacks.
-"""
+"""The training loop (``loop.Loop``) and its parts: config, checks, checkpoints, batching, precision,
+optimizer, callbacks, DDP. It knows nothing about Jupyter: views subscribe through callbacks."""
 from typing import TYPE_CHECKING
 
 from nbkit._lazy import lazy_exports

@@ -1,15 +1,9 @@
-"""Resumable batching and RNG state capture, for exact resume (the data order: ``nbkit.train.ddp.sampler``).
+"""Resumable batching for exact resume (the data order itself: ``nbkit.train.ddp.sampler``).
 
-Exact resume needs three things restored at an optimizer-step boundary:
-the data order (a permutation fixed by ``seed`` and ``epoch``), the position
-in the epoch, and every RNG that later steps draw from (dropout and the MLM
-masking collator use torch's global RNG; user code may use ``random`` or
-NumPy). The collate function (where the MLM collator draws its masks) runs
-under :func:`isolated_rng` seeded by the run's seed, the epoch and the
-batch's sample indices (:class:`SeededCollate`), so a batch's masks depend only
-on which samples it holds: the same in the main process or any DataLoader
-worker, before or after a resume, with any ``num_workers``; and collating never
-moves the global RNG that dropout draws from.
+Collation (where an MLM collator draws its masks) runs under ``isolated_rng`` seeded by the run's
+seed, the epoch and the batch's sample indices (:class:`SeededCollate`): a batch's masks depend only
+on which samples it holds, with any ``num_workers``, before or after a resume, and collating never
+moves the global RNG dropout draws from.
 """
 from __future__ import annotations
 
@@ -18,12 +12,12 @@ import torch
 import torch.nn.functional as F
 
 from nbkit.errors import DataError
-from nbkit.switches import capture_rng, isolated_rng, restore_rng  # noqa: F401  (re-exported)
+from nbkit.switches import isolated_rng
 from nbkit.train.workers import loader_timeout
 
 
 class IndexedDataset(torch.utils.data.Dataset):
-    """``data`` whose items come with their index: ``ds[i] == (i, data[i])``."""
+    """``data`` whose items come with their index: ``ds[i] == (i, data[i])``; batched fetches stay batched."""
 
     def __init__(self, data):
         self.data = data
@@ -43,12 +37,8 @@ class IndexedDataset(torch.utils.data.Dataset):
 
 
 class SeededCollate:
-    """Collate ``(index, example)`` pairs with every RNG seeded from (seed, epoch, indices).
-
-    ``collate_fn`` (default ``torch.utils.data.default_collate``) sees the plain
-    examples. The seed comes from ``numpy.random.SeedSequence([seed, epoch,
-    *indices])``, so random choices inside collation (MLM masks) are a function
-    of the batch's content, not of process or call order. Picklable, for workers.
+    """Collate ``(index, example)`` pairs under every RNG seeded from ``SeedSequence([seed, epoch, *indices])``;
+    ``collate_fn`` (default ``default_collate``) sees the plain examples. Picklable, for workers.
     """
 
     def __init__(self, collate_fn, seed: int, epoch: int):
@@ -63,19 +53,16 @@ class SeededCollate:
 
 
 def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: bool = False):
-    # sampler: nbkit.train.ddp.sampler.ResumableDistributedSampler (from distributed.make_sampler)
-    """Endless micro-batches over epochs, advancing ``state.epoch`` / ``state.batch_in_epoch``.
+    # sampler: nbkit.train.ddp.sampler.ResumableDistributedSampler
+    """Endless micro-batches over epochs from ``state``'s position, advancing ``state.epoch``/``batch_in_epoch``.
 
-    Starts at ``state``'s position (so a restored state resumes mid-epoch): global
-    sample ``state.epoch_start + state.batch_in_epoch * batch_size * W`` of the epoch's
-    order, where ``W`` is the sampler's ``num_replicas`` (1 for one process).
-    ``config`` gives batch_size, num_workers, pin_memory (None = ``pin_memory``
-    argument), seed and compile (a compiled model drops the last partial batch
-    to keep shapes static). With workers the DataLoader waits at most
-    ``nbkit.train.workers.WORKER_TIMEOUT_S`` per batch. The DataLoader gets its own seeded generator so
-    creating an iterator never draws from the global RNG, and ``collate_fn``
-    runs inside :class:`SeededCollate`. Raises ``DataError`` when the data
-    cannot fill one batch.
+    Starts at global sample ``state.epoch_start + state.batch_in_epoch * batch_size * W`` of the epoch's
+    order (W: the sampler's ``num_replicas``). ``config``: batch_size, num_workers, pin_memory (None:
+    the ``pin_memory`` argument), seed, compile (drops the last partial batch: static shapes). With
+    workers each batch is waited for at most ``nbkit.train.workers.WORKER_TIMEOUT_S``.
+
+    Raises:
+        DataError: the data cannot fill one batch.
     """
     pin = config.pin_memory if config.pin_memory is not None else pin_memory
     world = getattr(sampler, "num_replicas", 1)
@@ -87,7 +74,7 @@ def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: boo
             collate_fn=SeededCollate(collate_fn, config.seed, state.epoch),
             num_workers=config.num_workers, pin_memory=pin, drop_last=bool(config.compile),
             timeout=loader_timeout(config.num_workers),  # a batch lost by a worker is an error, not a hang
-            generator=torch.Generator().manual_seed(config.seed))
+            generator=torch.Generator().manual_seed(config.seed))  # a new iterator never draws from the global RNG
         got = False
         for batch in loader:
             got = True
@@ -102,11 +89,8 @@ def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: boo
 
 
 def prepare_batch(batch: dict, device, pad_multiple: int | None = None, pad_id: int = 0) -> dict:
-    """Pad 2-D tensors (B, T) on T to a multiple of ``pad_multiple`` and move all to ``device``.
-
-    Padding values: ``labels`` -100 (ignored by the loss), ``input_ids``
-    ``pad_id``, everything else (attention_mask, token_type_ids) 0. Static
-    shapes let ``torch.compile`` reuse one graph.
+    """Pad 2-D tensors (B, T) on T to a multiple of ``pad_multiple`` (``labels`` with -100, ``input_ids``
+    with ``pad_id``, others 0: static shapes for ``torch.compile``) and move all to ``device``.
     """
     out = {}
     for k, v in batch.items():
@@ -118,15 +102,10 @@ def prepare_batch(batch: dict, device, pad_multiple: int | None = None, pad_id: 
 
 
 def input_lengths(data) -> list[int]:
-    """Tokens per example (``len(input_ids)``) for length-grouped batching.
-
-    ``data``: a ``datasets.Dataset`` with an ``input_ids`` column (read as one
-    column, without decoding other fields) or any sequence of dicts with
-    ``input_ids``.
+    """Tokens per example (``len(input_ids)``), from a ``datasets.Dataset``'s column or any sequence of dicts.
 
     Raises:
-        DataError: the examples have no ``input_ids`` (tokenize first, or set
-            ``TrainConfig(group_by_length=False)``).
+        DataError: the examples have no ``input_ids`` (tokenize first, or ``group_by_length=False``).
     """
     names = getattr(data, "column_names", None)
     if names is not None:

@@ -1,16 +1,13 @@
-"""Callbacks: how views (live plot, GPU monitor) subscribe to a training loop.
-
-``Callback`` documents the events of ``nbkit.train.loop.Loop``; subclass it and
-override what you need (the loop also accepts any object with some of these
-methods). ``TrainerBridge`` feeds the same views from ``transformers.Trainer``
-so its users get nbkit's live plot with one line::
-
-    trainer = Trainer(..., callbacks=[TrainerBridge(live_plot=LivePlot())])
+"""Loop callbacks (``Callback`` lists the events; any object with some of them will do), ``EarlyStopping``,
+``ProgressFile``, and ``TrainerBridge``, which feeds the same views from ``transformers.Trainer``.
 """
 from __future__ import annotations
 
 import math
+import os
 import time
+import warnings
+from pathlib import Path
 
 from transformers import TrainerCallback
 
@@ -18,10 +15,8 @@ from nbkit.errors import ConfigError
 
 
 class Callback:
-    """Base class for loop callbacks; every method is optional and returns nothing.
-
-    ``loop`` exposes ``config`` (TrainConfig), ``state`` (step, epoch,
-    skipped_steps, history), ``device``, ``precision`` and ``model``.
+    """Base class for loop callbacks; every method is optional and returns nothing. ``loop`` exposes
+    ``config``, ``state`` (step, epoch, skipped_steps, history), ``device``, ``precision`` and ``model``.
     """
 
     def on_train_begin(self, loop) -> None:
@@ -31,9 +26,9 @@ class Callback:
         """After each optimizer step (e.g. ``torch.profiler`` ``prof.step()``); keep it cheap."""
 
     def on_log(self, loop, logs: dict) -> None:
-        """Every ``log_every`` steps: step, epoch, loss, lr, grad_norm, samples_per_s,
-        tokens_per_s, mfu (None when the peak is unknown), elapsed_s (s since fit() began),
-        window_s (s this log window trained), skipped_steps."""
+        """Every ``log_every`` steps: step, epoch, loss, lr, grad_norm, samples_per_s, tokens_per_s, mfu (None:
+        peak unknown), elapsed_s (s since fit() began), window_s (s this log window trained), skipped_steps.
+        """
 
     def on_evaluate(self, loop, metrics: dict) -> None:
         """After an evaluation: eval_loss, eval_tokens, eval_perplexity or eval_accuracy + eval_examples."""
@@ -48,15 +43,9 @@ class Callback:
 class TrainerBridge(TrainerCallback):
     """A ``transformers.TrainerCallback`` that feeds nbkit views from ``Trainer``.
 
-    live_plot: a ``nbkit.views.plots.LivePlot`` (or anything with ``update(step, **metrics)``
-        and ``close()``).
-    monitor: anything with ``record(step: int, metrics: dict)`` (e.g. a GPU
-        monitor that stores telemetry next to each training log).
-
-    Trainer logs ``loss``, ``learning_rate``, ``grad_norm`` every
-    ``logging_steps``; the bridge renames them to nbkit's keys (``lr``) and adds
-    ``samples_per_s`` measured between two logs (global batch x steps / wall
-    seconds), since Trainer reports throughput only at the end.
+    live_plot: anything with ``update(step, **metrics)`` and ``close()`` (``nbkit.views.plots.LivePlot``);
+    monitor: anything with ``record(step: int, metrics: dict)``. Trainer's ``learning_rate`` becomes
+    ``lr``, and ``samples_per_s`` is measured between two logs (global batch x steps / wall s).
     """
 
     def __init__(self, live_plot=None, monitor=None):
@@ -92,16 +81,10 @@ class TrainerBridge(TrainerCallback):
 
 
 class EarlyStopping:
-    """Loop callback: set ``loop.stop_training`` when ``metric`` has not improved for ``patience`` evals.
+    """Loop callback: set ``loop.stop_training`` when ``metric`` (lower is better) has not improved by more
+    than ``min_delta`` (its unit; nats for ``eval_loss``) for ``patience`` evaluations.
 
-    Args:
-        patience: evaluations without improvement before stopping (>= 1).
-        min_delta: smallest decrease (in the metric's unit, nats for ``eval_loss``) that
-            counts as an improvement (>= 0).
-        metric: a key of the loop's evaluation metrics, lower is better.
-
-    Attributes: ``best`` (best value seen), ``best_step``, ``stopped_step`` (None while running),
-    ``reason`` (one line, or None).
+    Attributes: ``best``, ``best_step``, ``stopped_step`` (None while running), ``reason`` (one line, or None).
 
     Raises:
         ConfigError: patience < 1 or min_delta < 0.
@@ -129,3 +112,65 @@ class EarlyStopping:
             self.stopped_step = step
             self.reason = (f"{self.metric} has not improved by {self.min_delta:g} for {self.patience} evaluations "
                            f"(best {self.best:.4f} at step {self.best_step}); stopped at step {step}")
+
+
+class ProgressFile:
+    """Loop callback: the running ``fit()``'s step, loss and ETA in a small JSON file for a watcher outside the
+    kernel (``nbkit run-notebooks``' heartbeat: ``nbkit.cli.notebook_progress.loop_status``).
+
+    Written atomically (``nbkit.jsonio``), at most once per ``every_s`` seconds (the first and last always):
+    ``{"step", "total", "loss" (last logged; None before), "elapsed_s" (since fit() began), "eta_s" (at this
+    run's mean rate; None before a step), "updated" (Unix s), "done"}``. A failed write warns once, naming
+    the file and the error, and the callback writes no more: progress reporting never stops training.
+    """
+
+    ENV = "NBKIT_PROGRESS_FILE"
+
+    def __init__(self, path: str | Path, every_s: float = 1.0):
+        self.path, self.every_s = Path(path), every_s
+        self._t0 = self._last = 0.0
+        self._step0, self._loss, self.failed = 0, None, None
+
+    @classmethod
+    def from_env(cls, env=None) -> "ProgressFile | None":
+        """A ProgressFile writing to ``$NBKIT_PROGRESS_FILE``, or None when it is unset: the one place nbkit reads
+        it (``nbkit run-notebooks`` sets it per notebook; ``Loop.setup()`` adds this callback unless one is there)."""
+        path = (os.environ if env is None else env).get(cls.ENV)
+        return cls(path) if path else None
+
+    def on_train_begin(self, loop) -> None:
+        self._t0, self._step0, self._loss = time.monotonic(), loop.state.step, None
+        self._write(loop)
+
+    def on_step_end(self, loop) -> None:
+        if time.monotonic() - self._last >= self.every_s:
+            self._write(loop)
+
+    def on_log(self, loop, logs: dict) -> None:
+        self._loss = logs.get("loss")
+
+    def on_train_end(self, loop, result) -> None:
+        self._write(loop, done=True)
+
+    def status(self, loop, done: bool = False) -> dict:
+        """The payload written now (see the class docstring)."""
+        step, total = loop.state.step, loop.config.max_steps
+        elapsed = time.monotonic() - self._t0
+        done_here = step - self._step0  # a resumed run's earlier steps took no time here
+        eta = (total - step) * elapsed / done_here if done_here > 0 else None
+        return {"step": step, "total": total, "loss": self._loss, "elapsed_s": round(elapsed, 1),
+                "eta_s": None if eta is None else round(eta, 1), "updated": time.time(), "done": done}
+
+    def _write(self, loop, done: bool = False) -> None:
+        from nbkit import jsonio
+        from nbkit.errors import WriteError
+
+        if self.failed is not None:
+            return
+        self._last = time.monotonic()
+        try:
+            jsonio.write_json(self.path, self.status(loop, done), indent=None)
+        except (OSError, WriteError) as err:   # write_json reports a full disk as WriteError
+            self.failed = f"{type(err).__name__}: {err}"
+            warnings.warn(f"could not write the training progress file {self.path} ({self.failed}); training "
+                          "goes on, and no further progress is written there.", UserWarning, stacklevel=2)

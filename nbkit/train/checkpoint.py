@@ -3,26 +3,14 @@
 Layout (``output_dir/checkpoints/``)::
 
     step-000120/
-        model/             save_pretrained (config.json + model.safetensors):
-                           loadable with from_pretrained on its own
-        trainer_state.pt   optimizer, scheduler, scaler, RNG states, sampler
-                           position, step, history (torch.save)
+        model/             save_pretrained (config.json + model.safetensors): from_pretrained loads it alone
+        trainer_state.pt   optimizer, scheduler, scaler, RNG states, data position, step, history (torch.save)
         COMPLETE           marker, written last
 
-Atomicity: everything, marker included, is written into
-``step-000120.tmp-<pid>/``; each file and the directory are fsync'ed, then
-the directory is renamed to ``step-000120`` (``os.rename`` is atomic on POSIX
-within one file system) and the parent directory is fsync'ed (``nbkit.atomic.atomic_dir``,
-the one write path of every artifact). A save that fails (disk full, quota, read-only)
-removes its ``.tmp-`` folder and raises ``nbkit.errors.WriteError`` (a ``CheckpointError``)
-naming the path, the free space and the size needed; the earlier checkpoints stay usable. A final name
-therefore only ever appears complete; a kill mid-write leaves a ``.tmp-``
-directory, which :func:`load_latest` skips with a warning and the next save
-removes (only when its writer process is gone: ``nbkit.train.checkpoint``). A
-``step-*`` directory without ``COMPLETE`` (e.g. copied by hand), or with it but
-without the files a resume reads, is also skipped with a warning. Deleting a
-checkpoint (``keep_last`` pruning) renames it out of the ``step-*`` names first,
-so a kill mid-delete never leaves a marked but half-deleted checkpoint.
+Each save is written whole into ``step-000120.tmp-<pid>/`` and renamed into place
+(``nbkit.atomic.atomic_dir``), so a final name only ever appears complete; deleting one renames it
+out of the ``step-*`` names first. Leftover ``.tmp-``/``.old-`` folders of dead writers are removed at
+the next save; incomplete or damaged ``step-*`` folders are skipped with a warning.
 """
 from __future__ import annotations
 
@@ -33,7 +21,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbkit.atomic import fsync_dir  # noqa: F401  (re-exported: one implementation, nbkit.atomic)
+from nbkit.atomic import fsync_dir
 from nbkit.errors import CheckpointError
 from nbkit.train.config import START_FRESH
 
@@ -44,7 +32,7 @@ _NAME = re.compile(r"^step-(\d+)$")
 
 @dataclass
 class Checkpoint:
-    """A complete checkpoint on disk: ``path`` (the step dir), ``step``, ``model_dir``."""
+    """A complete checkpoint on disk: ``path`` (the step folder), ``step``, ``model_dir``."""
 
     path: Path
     step: int
@@ -54,8 +42,9 @@ class Checkpoint:
         return self.path / "model"
 
     def load_state(self, map_location="cpu") -> dict:
-        """The ``trainer_state.pt`` dict. Uses ``weights_only=False`` because it
-        holds NumPy/Python RNG states; only load checkpoints you wrote."""
+        """The ``trainer_state.pt`` dict, loaded with ``weights_only=False`` (it holds NumPy/Python RNG
+        states): load only checkpoints you wrote.
+        """
         import torch
 
         return torch.load(self.path / STATE_FILE, map_location=map_location, weights_only=False)
@@ -75,24 +64,21 @@ def _size_estimate(output_dir, model) -> int:
     return 3 * sum(p.numel() * p.element_size() for p in model.parameters())
 
 
-def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | None = 2) -> Path:
-    """Write a checkpoint for ``step`` atomically and keep the newest ``keep_last``.
+def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | None = 2,
+                    keep_steps=()) -> Path:
+    """Write a checkpoint for ``step`` atomically; then keep the newest ``keep_last`` (None or 0: all) and those at ``keep_steps``.
 
-    model: a ``transformers.PreTrainedModel`` (saved with ``save_pretrained``,
-        safetensors) -- pass the uncompiled module.
-    state: a picklable dict (optimizer/scheduler/scaler state dicts, RNG
-        states, sampler position, history, ...), saved with ``torch.save``.
-    keep_last: complete checkpoints to keep (None or 0 keeps all).
-    Returns the final directory. Raises ``WriteError`` when the file system refuses the
-    write (nothing of this save is left; older checkpoints untouched). Stale ``.tmp-``/``.old-`` directories of dead
-    writers are removed first; old checkpoints are discarded kill-safely
-    (``nbkit.train.checkpoint``). Hold the ``output_dir`` lock
+    model: the uncompiled ``transformers.PreTrainedModel`` (``save_pretrained``, safetensors); state: a
+    picklable dict (``torch.save``). Returns the final folder. Hold the ``output_dir`` lock
     (``nbkit.train.run_lock``; ``Loop`` does) so no other run writes there.
+
+    Raises:
+        WriteError: the file system refused the write (nothing of it is left; older checkpoints untouched).
     """
     import torch
 
     from nbkit.atomic import atomic_dir
-    from nbkit.models.bert import quiet_transformers
+    from nbkit.models.loading import quiet_transformers
 
     root = checkpoints_dir(output_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -106,16 +92,14 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
         (tmp / MARKER).write_text(f"step {step}\n")
     if keep_last:
         for ckpt in list_checkpoints(output_dir, warn=False)[:-keep_last]:
-            discard_checkpoint(ckpt.path)
+            if ckpt.step not in keep_steps:
+                discard_checkpoint(ckpt.path)
     return final
 
 
 def list_checkpoints(output_dir, warn: bool = True) -> list[Checkpoint]:
-    """Complete checkpoints under ``output_dir/checkpoints``, oldest first.
-
-    With ``warn``, each incomplete directory (``.tmp-`` left by a killed
-    writer, a ``step-*`` without ``COMPLETE``, or with it but missing files a
-    resume reads) triggers a ``UserWarning`` naming it.
+    """Complete checkpoints under ``output_dir/checkpoints``, oldest first; with ``warn``, a ``UserWarning``
+    names each incomplete folder (a killed writer's ``.tmp-``, no ``COMPLETE``, or files a resume reads missing).
     """
     root = checkpoints_dir(output_dir)
     if not root.is_dir():
@@ -139,21 +123,17 @@ def list_checkpoints(output_dir, warn: bool = True) -> list[Checkpoint]:
 
 
 def load_latest(output_dir) -> Checkpoint | None:
-    """The newest complete checkpoint, or None when there is none.
-
-    Warns (``UserWarning``) about incomplete checkpoints it skips.
-    """
+    """The newest complete checkpoint, or None; warns about the incomplete ones it skips."""
     ckpts = list_checkpoints(output_dir, warn=True)
     return ckpts[-1] if ckpts else None
 
 
 def load_model_weights(model, model_dir) -> None:
-    """Load ``model_dir/model.safetensors`` into ``model`` in place.
+    """Load ``model_dir/*.safetensors`` into ``model`` in place; missing keys are accepted only when tied to
+    a loaded tensor (BERT's MLM decoder is the word embedding).
 
-    Keys missing from the file are accepted only when they are tied to a
-    loaded tensor (BERT's MLM decoder weight is the word-embedding matrix;
-    ``save_pretrained`` stores it once). Raises ``CheckpointError`` when the
-    file is missing or the architecture does not match.
+    Raises:
+        CheckpointError: no weights file, or weights whose names or shapes do not fit the model (the fix named).
     """
     from safetensors.torch import load_file
 
@@ -203,17 +183,12 @@ def _mismatch(model_dir, model, summary: str, details: list[str], show: int = 5)
 
 
 def loop_state(loop) -> dict:
-    """Everything besides the weights that exact resume needs, from an ``nbkit.train.loop.Loop``.
-
-    Optimizer, scheduler and (fp16) GradScaler state dicts, RNG states of
-    Python/NumPy/torch CPU/CUDA (this process; under DDP the loop adds every rank's
-    as ``rng_per_rank``), the data position (epoch, ``epoch_start``, local batches
-    consumed, ``world_size``: see ``nbkit.train.ddp.mechanics.global_position``), step and
-    skip counters, the full log history and the config.
+    """Everything but the weights that exact resume needs from a ``Loop``: optimizer, scheduler and scaler
+    states, this process's RNG states, the data position (see :func:`global_position`), counters, history, config.
     """
     import dataclasses
 
-    from nbkit.train.batching import capture_rng
+    from nbkit.switches import capture_rng
 
     st = loop.state
     dist = getattr(loop, "dist", None)
@@ -229,14 +204,10 @@ def loop_state(loop) -> dict:
 
 
 def save_loop(loop) -> Path:
-    """Checkpoint ``loop`` (an ``nbkit.train.loop.Loop``) at its current step; returns the directory.
-
-    Under DDP every rank calls this: the ranks' RNG states are gathered into
-    ``rng_per_rank``, rank 0 alone writes (:func:`save_checkpoint`), and every rank
-    waits at a barrier until the checkpoint is complete, so no rank resumes from,
-    or exits before, a half-written one. One process: a plain save.
+    """Checkpoint ``loop`` at its current step; returns the folder. Under DDP every rank calls it: the ranks'
+    RNG states are gathered (``rng_per_rank``), rank 0 writes, and all wait at a barrier until it is complete.
     """
-    from nbkit.train.batching import capture_rng
+    from nbkit.switches import capture_rng
     from nbkit.train.ddp import group as D
 
     info = getattr(loop, "dist", None) or D.DistInfo()
@@ -247,31 +218,24 @@ def save_loop(loop) -> Path:
         if rngs is not None:
             state["rng_per_rank"] = rngs
         path = save_checkpoint(loop.config.output_dir, loop.state.step, loop.model, state,
-                               keep_last=loop.config.keep_last)
+                               keep_last=loop.config.keep_last, keep_steps=loop.config.keep_steps)
     D.barrier()
     return path
 
 
 def restore_loop(loop, found: Checkpoint) -> dict:
-    """Inverse of :func:`loop_state` plus the weights: put ``loop`` exactly where ``found`` was saved.
+    """Inverse of :func:`loop_state` plus the weights: put ``loop`` where ``found`` was saved, under any world size.
 
-    The state is loaded on CPU; ``Optimizer.load_state_dict`` moves it to the
-    parameters' device. Raises ``CheckpointError`` if the weights do not fit.
-    Works across world sizes (every rank of a DDP run calls it): the data position
-    becomes global samples consumed in the epoch; rank r restores its own RNG states
-    when the world size is unchanged, else rank 0 restores the saved (rank-0) states
-    and the other ranks get fresh per-rank streams.
+    The optimizer and LR schedule are the checkpoint's (a different saved ``nbkit_schedule`` rebuilds
+    ``loop.scheduler``). RNG states: each rank its own when the world size is unchanged; otherwise rank 0
+    the saved ones and the other ranks fresh streams. Returns the loaded state (``config``: the saved
+    TrainConfig as plain data).
 
-    The optimizer and LR schedule are the checkpoint's: when the loop's schedule
-    (``nbkit.train.optim.build_scheduler``'s ``nbkit_schedule``: scheduler, max_steps,
-    warmup_ratio) differs from the saved one, ``loop.scheduler`` is rebuilt with the
-    saved one, so the LR continues on the same curve
-    (``nbkit.train.preflight.warn_resume_changes`` says so). Returns the loaded state dict (``config``: the saved TrainConfig as
-    plain data).
+    Raises:
+        CheckpointError: the weights do not fit the model.
     """
-    from nbkit.train.batching import restore_rng
-    from nbkit.train.ddp.group import DistInfo
-    from nbkit.train.ddp.mechanics import global_position, restore_order, seed_rank_streams
+    from nbkit.switches import restore_rng
+    from nbkit.train.ddp.group import DistInfo, seed_rank
     from nbkit.train.optim import build_scheduler
 
     load_model_weights(loop.model, found.model_dir)
@@ -296,14 +260,57 @@ def restore_loop(loop, found: Checkpoint) -> dict:
         restore_rng(per_rank[info.rank])
     else:
         restore_rng(s["rng"])
-        seed_rank_streams(loop.config.seed + loop.state.step, info)  # no-op on rank 0
+        if info.rank > 0:   # another world size: rank 0 continues the saved stream, the others start fresh
+            seed_rank(loop.config.seed + loop.state.step, info.rank)
     return s
 
 
+def global_position(state: dict, dataset_size: int) -> tuple[int, int]:
+    """``(epoch, global samples consumed in it)`` from a loop checkpoint ``state`` of any world size.
+
+    Consumed = ``epoch_start`` (absent: 0) + ``batch_in_epoch`` x ``config["batch_size"]`` (per process)
+    x ``world_size`` (absent: 1); a finished epoch rolls over to ``(epoch + 1, 0)``.
+    """
+    consumed = (int(state.get("epoch_start", 0)) + int(state["batch_in_epoch"])
+                * int(state["config"]["batch_size"]) * int(state.get("world_size", 1)))
+    epoch = int(state["epoch"])
+    if consumed >= dataset_size:
+        return epoch + 1, 0
+    return epoch, consumed
+
+
+def saved_order(state: dict) -> dict | None:
+    """The order inputs (``ResumableDistributedSampler.order_key``) of the epoch a checkpoint ``state``
+    was in: ``state["order"]``, or for older checkpoints rebuilt from the saved config; None if unknown."""
+    if state.get("order"):
+        return dict(state["order"])
+    cfg = state.get("config") or {}
+    if "seed" not in cfg:
+        return None
+    grouped = cfg.get("group_by_length")
+    return {"epoch": int(state["epoch"]), "seed": int(cfg["seed"]),
+            "group_size": int(cfg["batch_size"]) * int(state.get("world_size", 1)) if grouped else None}
+
+
+def restore_order(loop, state: dict) -> None:
+    """Pin the resumed epoch of ``loop.sampler`` to the order ``state`` was written in (each example once);
+    later epochs follow the loop's settings. Raises ``ConfigError`` for another dataset size.
+    """
+    from nbkit.train.batching import input_lengths
+
+    key = saved_order(state)
+    if key is None or int(key["epoch"]) != loop.state.epoch:
+        return
+    key.setdefault("dataset_size", len(loop.train_data))
+    sampler = loop.sampler
+    lengths = input_lengths(loop.train_data) if key.get("group_size") and sampler.lengths is None else None
+    sampler.pin_order(key, lengths)
+
+
 def world_sizes(state: dict, now: int) -> str:
-    """How a resume words the processes: ``"world size 2"`` when the checkpoint ``state`` was written by
-    as many processes as resume it (``now``), else ``"written by 2 processes, resumed under 1"``.
-    A state without ``world_size`` (older checkpoints) counts as one process."""
+    """``"world size 2"`` when the checkpoint ``state`` was written by as many processes as resume it (``now``),
+    else ``"written by 2 processes, resumed under 1"`` (no ``world_size`` saved: one process).
+    """
     then = int(state.get("world_size", 1))
     if then == int(now):
         return f"world size {then}"
@@ -314,12 +321,8 @@ _LEFTOVER = re.compile(r"\.(?:tmp|old)-(\d+)$")
 
 
 def discard_checkpoint(path) -> None:
-    """Delete the checkpoint folder ``path`` (``.../checkpoints/step-NNNNNN``), kill-safe.
-
-    Renames it to ``<name>.old-<pid>`` and fsyncs the parent (from here the loader
-    never sees it), then removes the files; a kill before the rename leaves the
-    complete checkpoint, after it a leftover :func:`remove_stale` deletes at the next save.
-    A folder already gone is not an error.
+    """Delete the checkpoint folder ``path`` kill-safely: renamed to ``<name>.old-<pid>`` (the loader no longer
+    sees it) before its files go; a kill in between leaves a leftover :func:`remove_stale` deletes. Gone already: no error.
     """
     path = Path(path)
     trash = path.with_name(f"{path.name}.old-{os.getpid()}")
@@ -338,9 +341,9 @@ def leftover_pid(name: str) -> int | None:
 
 
 def remove_stale(root) -> list[Path]:
-    """Delete the ``.tmp-<pid>`` / ``.old-<pid>`` folders in ``root`` whose writer is dead or
-    is this process (a save it abandoned); return what was deleted. A live other writer's
-    folder is left alone (``nbkit.train.run_lock.pid_alive``; pids are of this machine)."""
+    """Delete the ``.tmp-<pid>``/``.old-<pid>`` folders in ``root`` whose writer is dead or this process, and
+    return them; a live writer's (``nbkit.train.run_lock.pid_alive``, pids of this machine) stays.
+    """
     from nbkit.train.run_lock import pid_alive
 
     gone = []
@@ -354,8 +357,9 @@ def remove_stale(root) -> list[Path]:
 
 
 def missing_files(path, state_file: str) -> list[str]:
-    """Files a resume needs that the checkpoint folder ``path`` lacks: ``state_file``,
-    ``model/config.json`` and at least one ``model/*.safetensors``."""
+    """Files a resume needs that the checkpoint folder ``path`` lacks: ``state_file``, ``model/config.json``,
+    a ``model/*.safetensors``.
+    """
     path = Path(path)
     missing = [n for n in (state_file, "model/config.json") if not (path / n).is_file()]
     if not any((path / "model").glob("*.safetensors")):

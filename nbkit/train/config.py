@@ -1,8 +1,4 @@
-"""What a training run is told and what it keeps: ``TrainConfig``, ``TrainState``, ``TrainResult``.
-
-Plain dataclasses, kept apart from the loop (``nbkit.train.loop``), which re-exports
-them: ``from nbkit.train import TrainConfig`` keeps working.
-"""
+"""What a training run is told and what it keeps: ``TrainConfig``, ``TrainState``, ``TrainResult`` (plain dataclasses)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,19 +13,18 @@ START_FRESH = ("a new output_dir, or resume=False (TrainConfig(resume=False) for
 
 @dataclass
 class TrainConfig:
-    """Every knob of a run. Steps are optimizer steps; a batch is ``batch_size`` sequences.
+    """Every knob of a run. Steps are optimizer steps; a batch is ``batch_size`` sequences (per process).
 
-    Effective batch = ``batch_size * grad_accum_steps`` (times ``world_size`` under
-    torchrun: ``batch_size`` is per process). ``compile`` is False,
-    True (inductor) or a ``torch.compile`` backend name; with it, sequences are
-    padded to a multiple of ``pad_to_multiple_of`` (64 when unset) and the last
-    partial batch is dropped, so shapes stay static. ``group_by_length`` puts
-    examples of similar ``input_ids`` length into the same batch (less padding;
-    ``nbkit.train.ddp.sampler``), as ``Trainer(group_by_length=True)`` does. ``log_every``,
-    ``eval_every`` and ``checkpoint_every`` count optimizer steps. ``class_weights``
-    (classification only): ``None``, ``"balanced"`` (inverse class frequency from the
-    training labels) or one weight per class; the loss becomes a weighted mean
-    (``nbkit.train.loss``). Evaluation loss stays unweighted.
+    Global batch = ``batch_size * grad_accum_steps * world_size``. ``log_every``, ``eval_every``,
+    ``checkpoint_every`` count steps; checkpoints are also written at ``keep_steps``, and each save keeps
+    the newest ``keep_last`` (0: all) plus those. ``compile``: False, True (inductor) or a backend name;
+    it pads to a multiple of ``pad_to_multiple_of`` (default 64) and drops the last partial batch (static
+    shapes). ``group_by_length``: similar lengths share a batch (``nbkit.train.ddp.sampler``).
+    ``class_weights`` (classification): None, ``"balanced"`` or one weight per class (``nbkit.train.loss``;
+    evaluation stays unweighted). ``eval_batches``: None evaluates everything.
+
+    Raises:
+        ConfigError: a count < 1, ``keep_steps`` outside 1..max_steps, checkpoints without ``output_dir``.
     """
 
     max_steps: int
@@ -45,13 +40,13 @@ class TrainConfig:
     eval_batches: int | None = None
     checkpoint_every: int | None = None
     keep_last: int = 2
+    keep_steps: tuple[int, ...] = ()
     output_dir: str | Path | None = None
     seed: int = 0
     compile: bool | str = False
     num_workers: int = 0
     pin_memory: bool | None = None
     log_every: int = 10
-    max_consecutive_nonfinite: int = 5
     resume: bool = True
     pad_to_multiple_of: int | None = None
     group_by_length: bool = False
@@ -59,11 +54,17 @@ class TrainConfig:
     class_weights: str | list[float] | None = None
 
     def __post_init__(self):
-        for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every", "max_consecutive_nonfinite"):
+        for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1.")
-        if self.checkpoint_every and self.output_dir is None:
-            raise ConfigError("checkpoint_every needs output_dir: set TrainConfig(output_dir=...).")
+        if (self.checkpoint_every or self.keep_steps) and self.output_dir is None:
+            what = "checkpoint_every" if self.checkpoint_every else "keep_steps"
+            raise ConfigError(f"{what} needs output_dir: set TrainConfig(output_dir=...).")
+        self.keep_steps = tuple(sorted({int(s) for s in self.keep_steps}))
+        bad = [s for s in self.keep_steps if not 1 <= s <= self.max_steps]
+        if bad:
+            raise ConfigError(f"keep_steps {bad} outside 1..{self.max_steps} (max_steps): raise max_steps or "
+                              "drop those steps")
 
 
 @dataclass

@@ -9,13 +9,12 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
     non-finite? skip the update and count it; else optimizer step
     scheduler step; log / eval / checkpoint on their intervals     # all but this line: Loop.train_step
 
-Under ``torchrun`` (W > 1) the loop runs DDP (``nbkit.train.ddp.group`` lists each point): sharded
-order, ``n`` summed over ranks, loss x ``W / n``, ``no_sync`` but on the last micro-batch, rank-0-only
-logs/callbacks/checkpoints, sharded evaluation. Global batch = ``W * batch_size * grad_accum_steps``.
+Under torchrun (W > 1) the same code runs DDP: ``docs/distributed.md`` says what differs where.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 import warnings
@@ -23,98 +22,98 @@ from pathlib import Path
 
 import torch
 
-from nbkit.errors import ConfigError, NonFiniteLossError
+from nbkit.errors import ConfigError, DataError, NonFiniteLossError
 from nbkit.models.flops import bert_batch_flops, mfu, peak_tflops
 from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.train import checkpoint as ckpt
 from nbkit.train import preflight, workers
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
-from nbkit.train.config import TrainConfig, TrainResult, TrainState  # noqa: F401  (re-exported)
+from nbkit.train.callbacks import ProgressFile
+from nbkit.train.config import TrainConfig, TrainResult, TrainState
 from nbkit.train.ddp import group as D
-from nbkit.train.ddp import mechanics as ddp_loop
 from nbkit.train.ddp.launcher_watch import watch_launcher
+from nbkit.train.ddp.rendezvous import should_join
+from nbkit.train.ddp.sampler import ResumableDistributedSampler
 from nbkit.train.loss import class_weights, label_weight_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
-from nbkit.train.progress_file import with_env_progress
 from nbkit.train.run_lock import RunLock
 
 
 class Loop:
-    """Train ``model`` on ``train_data`` with ``config``; see the module docstring.
+    """Train ``model`` on ``train_data`` with ``config``.
 
-    model: a Hugging Face model whose output has ``.logits`` (BertForMaskedLM,
-        BertForSequenceClassification, ...); labels are never passed to it.
-    train_data / eval_data: map-style datasets; ``collate_fn`` turns a list of
-        examples into a dict of tensors with ``labels`` (-100 = ignored).
-    callbacks: objects with any of ``on_train_begin(loop)``, ``on_log(loop, logs)``,
-        ``on_evaluate(loop, metrics)``, ``on_save(loop, path)``,
-        ``on_step_end(loop)``, ``on_train_end(loop, result)``.
-    device: default CUDA when available, else CPU (under torchrun: ``cuda:LOCAL_RANK``).
-    Raises ``ConfigError`` (unusable device or output_dir) or ``DataError`` (empty data)
-    here, before any work (``nbkit.train.preflight``); ``fit()`` checks batches have labels.
-    Under torchrun with ``WORLD_SIZE`` > 1 it joins the process group
-    (``nbkit.train.ddp.group.init_distributed``: NCCL on CUDA, gloo on CPU); every rank
-    must build the same model and data and call ``fit()``.
-    Read by profiling: ``sparse_head`` (MLM logits only at label positions, ``nbkit.models.mlm_head``) and
-    ``peak_tflops`` (this device's dense peak at the loop's matmul precision, TFLOP/s; None off CUDA or
-    unknown), the MFU denominator.
+    model: a Hugging Face model whose output has ``.logits``; labels are never passed to it.
+    train_data / eval_data: map-style datasets; ``collate_fn`` makes a dict of tensors with ``labels``
+    (-100 = ignored). callbacks: objects with any of ``nbkit.train.callbacks.Callback``'s methods.
+    device: default CUDA when available, else CPU (under torchrun ``cuda:LOCAL_RANK``).
+
+    Building a Loop only checks and records (the model stays where it is); :meth:`setup` does the rest.
+    Raises ``ConfigError`` (unusable device or output_dir, inherited torchrun variables) or ``DataError``
+    (empty data) here. ``sparse_head``: MLM logits at label positions only; ``peak_tflops``: the MFU
+    denominator (TFLOP/s at this precision; None off CUDA or unknown).
     """
 
     def __init__(self, model, config: TrainConfig, train_data, eval_data=None, collate_fn=None,
                  callbacks=(), device=None):
         self.config, self.train_data, self.eval_data = config, train_data, eval_data
-        self.collate_fn, self.callbacks = collate_fn, with_env_progress(list(callbacks))  # + $NBKIT_PROGRESS_FILE
-        self.dist = D.init_distributed() if ddp_loop.launched_by_torchrun() else D.DistInfo()
-        watch_launcher()  # also under torchrun --nproc-per-node=1: stop when the launcher dies
-        default = self.dist.device if self.dist.is_distributed else ("cuda" if torch.cuda.is_available() else "cpu")
-        self.device = torch.device(device or default)
+        self.collate_fn, self.callbacks = collate_fn, list(callbacks)
+        self.dist = D.DistInfo.from_env() if should_join() else D.DistInfo()  # setup() joins the group
+        self.device = torch.device(device or _default_device(self.dist))
         preflight.check_device(self.device)            # each raises naming the fix, before any work
         preflight.check_output_dir(config.output_dir)
         preflight.check_not_empty(train_data, "train_data")
         if eval_data is not None:
             preflight.check_not_empty(eval_data, "eval_data")
-        self.model = model.to(self.device)  # the plain module: eval, clipping, checkpoints
+        self.model = model  # the plain module: eval, clipping, checkpoints; setup() moves it to device
         num_labels = getattr(getattr(model, "config", None), "num_labels", None)
         self.class_weights = class_weights(config.class_weights, train_data, num_labels)  # (C,) CPU, or None
-        self._weight_dev = None if self.class_weights is None else self.class_weights.to(self.device)
-        ddp_loop.seed_streams(config.seed, self.dist)  # dropout/collator RNG: same seed, same run
         self.precision = choose_precision(config.precision, self.device)
-        self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
+        self.optimizer = build_optimizer(model, config.lr, config.weight_decay, device=self.device)
         self.scheduler = build_scheduler(self.optimizer, config.scheduler, config.max_steps, config.warmup_ratio)
         self.scaler = self.precision.make_scaler()
-        self.sampler = self._make_sampler()
+        # one global order per epoch (seed + epoch), rank r reads every W-th: checkpoints move between 1 and N ranks
+        w = self.dist.world_size
+        lengths = input_lengths(train_data) if config.group_by_length else None
+        self.sampler = ResumableDistributedSampler(len(train_data), num_replicas=w, rank=self.dist.rank,
+                                                   seed=config.seed, lengths=lengths, group_size=config.batch_size * w)
         self.state = TrainState()
         self.last_checkpoint: Path | None = None
         self.recompilations: int | None = None
-        self._forward = self.model  # what training forwards through: DDP-wrapped, compiled
-        if self.dist.is_distributed:
-            self._forward = D.wrap_ddp(self.model, ddp_loop.replace_device(self.dist, self.device))
-        if config.compile:
-            backend = config.compile if isinstance(config.compile, str) else "inductor"
-            self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
         self._pad_multiple = config.pad_to_multiple_of or (64 if config.compile else None)
         self._is_bert = getattr(getattr(model, "config", None), "model_type", None) == "bert"
-        self.sparse_head = uses_sparse_head(model, config.compile)  # MLM head on masked positions only
+        self.sparse_head = uses_sparse_head(model, config.compile)
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
         self.peak_tflops = peak_tflops(peak_name, matmul_precision_name(self.precision)) if peak_name else None
+        self._ready = self._eval_checked = False
 
-    # ----- points where DDP plugs in -----------------------------------------------------
-    def _make_sampler(self):
-        # one global order per epoch (seed + epoch), rank r reads every W-th; the consumed part is
-        # a prefix of that order for any W, so checkpoints move between 1 and N processes
-        lengths = input_lengths(self.train_data) if self.config.group_by_length else None
-        return ddp_loop.make_sampler(len(self.train_data), shuffle=True, seed=self.config.seed, dist_info=self.dist,
-                              lengths=lengths, batch_size=self.config.batch_size)
+    def setup(self) -> None:
+        """Ready this process to train, once (``fit``, ``evaluate``, ``train_step`` and ``save`` call it).
 
-    def _backward_context(self, micro: int, n_micro: int):
-        return D.maybe_no_sync(self._forward, is_last_microbatch=micro == n_micro - 1)
+        Joins the process group under torchrun (``D.init_distributed``), starts the launcher watch, seeds the
+        global RNGs from ``config.seed`` (``D.seed_rank``: same seed, same dropout and masks), moves the model
+        to ``device`` (DDP-wrapped, compiled as configured) and adds ``ProgressFile.from_env()``.
 
-    def _reduce(self, values: torch.Tensor) -> torch.Tensor:
-        return D.all_reduce_sum(values)  # sum over ranks; identity for one process
-
-    def _is_main(self) -> bool:
-        return self.dist.is_main
+        Raises:
+            ConfigError: ranks that do not meet in time, or ``LOCAL_RANK`` without a GPU (named).
+        """
+        if self._ready:
+            return
+        if self.dist.is_distributed:
+            self.dist = D.init_distributed()
+        watch_launcher()  # also under torchrun --nproc-per-node=1: stop when the launcher dies
+        D.seed_rank(self.config.seed, self.dist.rank)
+        self.model.to(self.device)
+        self._weight_dev = None if self.class_weights is None else self.class_weights.to(self.device)
+        self._forward = self.model  # what training forwards through: DDP-wrapped, compiled
+        if self.dist.is_distributed:
+            self._forward = D.wrap_ddp(self.model, dataclasses.replace(self.dist, device=str(self.device)))
+        if self.config.compile:
+            backend = self.config.compile if isinstance(self.config.compile, str) else "inductor"
+            self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
+        if not any(isinstance(cb, ProgressFile) for cb in self.callbacks):
+            self.callbacks += [cb for cb in (ProgressFile.from_env(),) if cb is not None]
+        self._ready = True
 
     # ----- data --------------------------------------------------------------------------
     def batch_stream(self):
@@ -129,9 +128,11 @@ class Loop:
 
     # ----- one optimizer step ------------------------------------------------------------
     def train_step(self, window: list[dict], mark=None) -> dict:
-        """One optimizer step on ``window`` (``grad_accum_steps`` batches of ``batch_stream()``) as ``fit()`` runs it
-        and ``nbkit.profiling`` times it. ``mark(phase)`` is called as ``data`` (to device), ``forward``, ``backward``
-        start per micro-batch, then ``optimizer``. Returns loss_sum, n_label, finite, grad_norm, lr, samples, tokens, flops."""
+        """One optimizer step on ``window`` (``grad_accum_steps`` batches of ``batch_stream()``), as ``fit()``
+        runs it and ``nbkit.profiling`` times it. ``mark(phase)`` is called as ``data`` (to device), ``forward``,
+        ``backward`` start per micro-batch, then ``optimizer``. Returns sums over ranks: loss_sum (nats),
+        n_label, finite, grad_norm, lr, samples, tokens, flops."""
+        self.setup()
         mark = mark or (lambda phase: None)
         n_local = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
         n_label = D.global_label_tokens(n_local)       # all ranks' label tokens in the window
@@ -144,7 +145,7 @@ class Loop:
             batch = self._prepare(raw)
             labels = batch.pop("labels")
             mark("forward")
-            with self._backward_context(i, len(window)):
+            with D.maybe_no_sync(self._forward, is_last_microbatch=i == len(window) - 1):
                 with self.precision.autocast():
                     logits, scored = forward_logits(self._forward, batch, labels, self.sparse_head)
                     loss = token_loss_sum(logits, scored, self._weight_dev)  # scalar, fp32
@@ -165,7 +166,7 @@ class Loop:
         samples = sum(len(b["labels"]) for b in window)
         local = torch.cat([loss_sum.double().reshape(1),            # (4,): loss sum, tokens, samples, FLOPs
                            torch.tensor([tokens, samples, seq_flops], dtype=torch.float64, device=self.device)])
-        vals = torch.cat([self._reduce(local), grad_norm.double().reshape(1)]).tolist()  # the one sync/step
+        vals = torch.cat([D.all_reduce_sum(local), grad_norm.double().reshape(1)]).tolist()  # the one sync/step
         loss_v, tokens, samples, seq_flops, norm_v = vals  # sums over ranks; grad norm equal on all ranks
         tokens, samples = int(tokens), int(samples)
         lr = self.optimizer.param_groups[0]["lr"]
@@ -184,10 +185,9 @@ class Loop:
             self.scheduler.step()
         return {"loss_sum": loss_v if finite else 0.0, "n_label": n_label if finite else 0, "finite": finite,
                 "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops}
-    _step = train_step  # the name the loop's own tests use
 
     def _check_nonfinite(self) -> None:
-        st, limit = self.state, self.config.max_consecutive_nonfinite
+        st, limit = self.state, MAX_CONSECUTIVE_NONFINITE
         if st.consecutive_nonfinite >= limit:
             raise NonFiniteLossError(
                 f"{limit} optimizer steps in a row had a non-finite loss or gradient (step {st.step}, "
@@ -197,10 +197,18 @@ class Loop:
 
     # ----- the run -----------------------------------------------------------------------
     def fit(self) -> TrainResult:
-        """Train to ``max_steps`` and return a TrainResult (see ``_fit``), holding the lock on
-        ``output_dir`` (``nbkit.train.run_lock``) throughout: a second run there is a ``ConfigError``.
-        Any exception leaving it (Ctrl-C's ``KeyboardInterrupt`` too) carries where the run stopped as
-        ``exc.nbkit_stopped`` = ``{"step", "max_steps", "output_dir"}`` (the jobs' last line reads it)."""
+        """Train to ``max_steps``, resuming from ``output_dir`` when ``config.resume``; returns a TrainResult.
+
+        Holds the ``output_dir`` lock (``nbkit.train.run_lock``); warns when resuming with changed settings
+        (``nbkit.train.preflight.warn_resume_changes``). An exception leaving it carries
+        ``exc.nbkit_stopped = {"step", "max_steps", "output_dir"}``.
+
+        Raises:
+            ConfigError: another run holds ``output_dir``.
+            DataError: no batch, or batches without ``labels``/``input_ids`` (before any step).
+            NonFiniteLossError: :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row.
+        """
+        self.setup()
         with self._output_lock():
             try:
                 return self._fit()
@@ -212,36 +220,30 @@ class Loop:
 
     def _output_lock(self):
         """The lock on ``output_dir`` (rank 0 only: the ranks are one run); a no-op without one."""
-        if self.config.output_dir is None or not self._is_main():
+        if self.config.output_dir is None or not self.dist.is_main:
             return contextlib.nullcontext()
         self._lock = getattr(self, "_lock", None) or RunLock(self.config.output_dir)
         return self._lock
 
-    def _fit(self) -> TrainResult:
-        """Train to ``max_steps`` (resuming from ``output_dir`` when possible) and return a TrainResult.
+    def _check_data(self) -> None:
+        cfg = self.config
+        for data, name in ((self.train_data, "train_data"), (self.eval_data, "eval_data")):
+            if data is not None:
+                preflight.check_batches(data, self.collate_fn, cfg.seed, name)
+                preflight.check_sequence_length(self.model, data, name, self._pad_multiple)
+                preflight.check_token_ids(self.model, data, name)
+        self._eval_checked = True
+        workers.check_worker_shm(self.train_data, self.collate_fn, cfg.batch_size, cfg.num_workers, cfg.seed)
 
-        Raises ``NonFiniteLossError`` after ``max_consecutive_nonfinite``
-        skipped steps in a row, ``DataError`` when the data yields no batch or batches lack
-        ``labels``/``input_ids`` (checked before the first step). On resume
-        it warns when the config differs from the checkpoint's (the optimizer and LR
-        schedule continue from the checkpoint) or the checkpoint is at/after max_steps.
-        """
+    def _fit(self) -> TrainResult:
         from tqdm.auto import tqdm
 
         cfg, st = self.config, self.state
-        preflight.check_batches(self.train_data, self.collate_fn, cfg.seed, "train_data")  # before any step
-        preflight.check_sequence_length(self.model, self.train_data, "train_data", self._pad_multiple)
-        preflight.check_token_ids(self.model, self.train_data, "train_data")
-        if self.eval_data is not None:
-            preflight.check_batches(self.eval_data, self.collate_fn, cfg.seed, "eval_data")
-            preflight.check_sequence_length(self.model, self.eval_data, "eval_data", self._pad_multiple)
-            preflight.check_token_ids(self.model, self.eval_data, "eval_data")
-            self._eval_length_checked = True   # evaluate() runs these two checks only when fit() has not
-        workers.check_worker_shm(self.train_data, self.collate_fn, cfg.batch_size, cfg.num_workers, cfg.seed)
+        self._check_data()
         if cfg.resume and cfg.output_dir is not None:
             self._resume()
         self._emit("on_train_begin")
-        bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self._is_main()),
+        bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self.dist.is_main),
                    desc="train", unit="step")
         batches = self.batch_stream()
         self._win, self._run = dict.fromkeys(_SUMS, 0), dict.fromkeys(_SUMS, 0)  # this log window, whole run
@@ -267,7 +269,7 @@ class Loop:
             if self.eval_data is not None and cfg.eval_every and st.step % cfg.eval_every == 0:
                 self._record_eval(self.evaluate())
                 t0 = time.perf_counter()  # keep eval time out of throughput
-            if cfg.checkpoint_every and st.step % cfg.checkpoint_every == 0:
+            if (cfg.checkpoint_every and st.step % cfg.checkpoint_every == 0) or st.step in cfg.keep_steps:
                 self.save()
                 t0 = time.perf_counter()
         bar.close()
@@ -319,20 +321,108 @@ class Loop:
         self.state.history.append({"step": self.state.step, **metrics})
         self._emit("on_evaluate", metrics)
 
+    # ----- held-out evaluation -----------------------------------------------------------
+    @torch.no_grad()
     def evaluate(self, max_batches: int | None = None) -> dict:
-        """Held-out metrics (see ``nbkit.train.heldout_eval.evaluate``); never moves the training RNG."""
-        from nbkit.train.heldout_eval import evaluate
+        """Held-out metrics on ``eval_data`` in eval mode; the training RNG never moves (exact resume).
 
-        return evaluate(self, max_batches)
+        ``eval_loss``: mean CE per label token over the whole set (nats; independent of batch size and padding),
+        ``eval_tokens``: label tokens scored. MLM (labels (B, T)): ``eval_perplexity``; with a collator naming its
+        ``mask_id`` also ``eval_{mask,random,kept}_loss``/``_tokens`` by what the input held at the target
+        (:func:`target_kinds`; the kept ones a model can copy). Classification (labels (B,)): ``eval_accuracy``,
+        ``eval_macro_f1``, ``eval_examples``. No label scored: NaN and a warning. ``max_batches``: default
+        ``config.eval_batches`` (None: all); batch i is masked with seed + i; under DDP rank r scores batches r, r + W, ...
+
+        Raises:
+            ConfigError: no eval_data, or its sequences exceed ``max_position_embeddings`` (checked once).
+            DataError: eval_data gives no batch, or a token id outside the vocabulary (checked once).
+        """
+        from nbkit.switches import model_mode
+
+        if self.eval_data is None:
+            raise ConfigError("evaluate() needs eval data: pass Loop(..., eval_data=...).")
+        self.setup()
+        if not self._eval_checked:  # evaluate() may run before fit() (the untrained loss)
+            preflight.check_sequence_length(self.model, self.eval_data, "eval_data", self._pad_multiple)
+            preflight.check_token_ids(self.model, self.eval_data, "eval_data")
+            self._eval_checked = True
+        with model_mode(self.model, training=False):
+            return self._evaluate(max_batches or self.config.eval_batches)
+
+    def _evaluate(self, max_batches: int | None) -> dict:
+        from nbkit.evaluate.metrics import macro_f1
+        from nbkit.switches import isolated_rng
+
+        cfg, model, dev = self.config, self.model, self.device
+        collate = self.collate_fn or torch.utils.data.default_collate
+        sparse = uses_sparse_head(model, False)  # eval runs the plain module, never compiled
+        loss_sum, correct = torch.zeros((), device=dev), torch.zeros((), device=dev)
+        k = getattr(getattr(model, "config", None), "num_labels", None) or 0
+        confusion = torch.zeros(k * k, device=dev)                    # (C*C,) true x predicted, classification
+        n, n_mlm, n_batches = 0, 0, 0
+        mask_id = getattr(collate, "mask_id", None)
+        by_kind = torch.zeros(len(TARGET_KINDS), 2, dtype=torch.float64, device=dev)  # (kind, [CE sum, n])
+        for i, idx in eval_shard(len(self.eval_data), cfg.batch_size, max_batches, self.dist):
+            with isolated_rng(cfg.seed + i):
+                raw = collate([self.eval_data[j] for j in idx])
+            batch = self._prepare(raw)
+            labels = batch.pop("labels")                                  # (B, T) or (B,)
+            n_mlm += labels.dim() == 2
+            kinds = target_kinds(batch["input_ids"], labels, mask_id) if mask_id is not None and labels.dim() == 2 else None
+            with self.precision.autocast():
+                logits, scored = forward_logits(model, batch, labels, sparse)  # (B, T, V) or (N, V) or (B, C)
+                if kinds is None:
+                    loss_sum += token_loss_sum(logits, scored)
+            if kinds is not None:  # one per-target CE gives the loss and its split by kind
+                sums = _kind_sums(logits, scored, kinds[labels != -100] if sparse else kinds)   # (K, 2)
+                by_kind += sums
+                loss_sum += sums[:, 0].sum()
+            labels = scored
+            mask = labels != -100
+            n += int(mask.sum())
+            n_batches += 1
+            correct += ((logits.argmax(-1) == labels) & mask).sum()
+            if labels.dim() == 1 and logits.shape[-1] == k:
+                confusion += torch.bincount((labels * k + logits.argmax(-1))[mask], minlength=k * k)
+        kind_sums = {f"{kind}_{what}": v for kind, row in zip(TARGET_KINDS, by_kind.tolist())
+                     for what, v in zip(("sum", "n"), row)} if mask_id is not None else {}
+        tot = D.all_reduce_dict({"loss_sum": loss_sum.item(), "n": n, "correct": correct.item(),
+                                 "n_mlm": n_mlm, "n_batches": n_batches, **kind_sums})   # sums over ranks
+        if tot["n_batches"] == 0:
+            raise DataError(f"evaluation got no batch: eval_data has {len(self.eval_data)} examples; pass a "
+                            "non-empty eval_data (or eval_data=None to train without evaluation).")
+        n = int(tot["n"])
+        if n == 0:  # no score from nothing: NaN, not loss 0 / perplexity 1
+            warnings.warn(f"evaluation scored 0 labels in {int(tot['n_batches'])} batches (every label is -100); "
+                          "its metrics are NaN. Check that collate_fn sets labels for eval_data.",
+                          UserWarning, stacklevel=4)
+        loss = tot["loss_sum"] / n if n else math.nan
+        metrics = {"eval_loss": loss, "eval_tokens": n}
+        if tot["n_mlm"] > 0:
+            metrics["eval_perplexity"] = math.exp(min(loss, 700.0))  # exp overflows float64 above ~709
+            for kind in TARGET_KINDS if kind_sums else ():
+                k_n = int(tot[f"{kind}_n"])
+                metrics[f"eval_{kind}_loss"] = tot[f"{kind}_sum"] / k_n if k_n else math.nan
+                metrics[f"eval_{kind}_tokens"] = k_n
+        else:  # one label per example: eval_tokens kept (= examples) for existing readers
+            metrics["eval_examples"] = n
+            metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan
+            if k:  # every rank takes this branch (n_mlm is summed), so the all-reduce matches
+                metrics["eval_macro_f1"] = macro_f1(D.all_reduce_sum(confusion).view(k, k))
+        return metrics
 
     # ----- checkpoints -------------------------------------------------------------------
     def save(self) -> Path:
-        """Write an atomic checkpoint of everything needed to resume exactly; returns its directory.
+        """Write an atomic checkpoint of everything needed to resume exactly; returns its folder. Under DDP every
+        rank calls it and rank 0 writes (``nbkit.train.checkpoint.save_loop``).
 
-        Under DDP every rank must call it (see ``nbkit.train.checkpoint.save_loop``): rank 0 writes.
+        Raises:
+            ConfigError: no ``output_dir``, or another run holds it.
+            WriteError: the file system refused the write (nothing of it is left).
         """
         if self.config.output_dir is None:
             raise ConfigError("save() needs a directory: set TrainConfig(output_dir=...).")
+        self.setup()
         with self._output_lock():
             self.last_checkpoint = ckpt.save_loop(self)
         self._emit("on_save", self.last_checkpoint)
@@ -344,12 +434,12 @@ class Loop:
             return
         saved = ckpt.restore_loop(self, found)
         self.last_checkpoint = found.path
-        if self._is_main():
+        if self.dist.is_main:
             print(f"resumed from {found.path} (step {self.state.step}, {ckpt.world_sizes(saved, self.dist.world_size)})")
             preflight.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
 
     def _emit(self, event: str, *args) -> None:
-        if not self._is_main():
+        if not self.dist.is_main:
             return
         for cb in self.callbacks:
             fn = getattr(cb, event, None)
@@ -357,7 +447,15 @@ class Loop:
                 fn(self, *args)
 
 
+MAX_CONSECUTIVE_NONFINITE = 5  # skipped (non-finite) steps in a row before fit() gives up
 _SUMS = ("loss_sum", "n_label", "samples", "tokens", "flops", "time")  # summed per log window
+TARGET_KINDS = ("mask", "random", "kept")  # what the collator put at a target: [MASK], another token, itself
+
+
+def _default_device(info: D.DistInfo) -> str:
+    if not torch.cuda.is_available():
+        return "cpu"
+    return f"cuda:{info.local_rank}" if info.is_distributed else "cuda"
 
 
 def _dynamo_frames() -> int:
@@ -365,3 +463,34 @@ def _dynamo_frames() -> int:
     from torch._dynamo.utils import counters
 
     return int(counters["frames"]["ok"])
+
+
+def eval_shard(n_examples: int, batch_size: int, max_batches: int | None, info) -> list[tuple[int, list[int]]]:
+    """This rank's evaluation batches ``[(batch_index, example indices), ...]``: the one-process batches
+    (``batch_size`` each, at most ``max_batches``), rank r taking batches r, r + W, ..."""
+    n_batches = -(-n_examples // batch_size)
+    if max_batches:
+        n_batches = min(n_batches, max_batches)
+    return [(i, list(range(i * batch_size, min((i + 1) * batch_size, n_examples))))
+            for i in range(info.rank, n_batches, info.world_size)]
+
+
+def target_kinds(input_ids: torch.Tensor, labels: torch.Tensor, mask_id: int) -> torch.Tensor:
+    """Index into :data:`TARGET_KINDS` per position: 0 where the input is ``[MASK]``, 2 where it is the target
+    itself, 1 otherwise (a random replacement). input_ids, labels: (B, T); returns (B, T) int64, meaningful
+    where ``labels != -100`` (exact: ``MLMCollator`` never picks ``[MASK]`` as a target)."""
+    kinds = torch.ones_like(labels)
+    kinds[input_ids == labels] = 2
+    kinds[input_ids == mask_id] = 0
+    return kinds
+
+
+def _kind_sums(logits: torch.Tensor, labels: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
+    """(len(TARGET_KINDS), 2) float64: CE sum (nats) and target count per kind; logits (..., V), labels and kinds (...)."""
+    import torch.nn.functional as F
+
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
+                         ignore_index=-100, reduction="none").double()              # (N,)
+    valid = labels.reshape(-1) != -100
+    one_hot = F.one_hot(kinds.reshape(-1)[valid], len(TARGET_KINDS)).double()      # (n, K)
+    return torch.stack([ce[valid] @ one_hot, one_hot.sum(0)], dim=1)                # (K, 2)

@@ -1,7 +1,5 @@
-"""The loss the loop and its evaluation share: cross-entropy summed over label tokens.
-
-Summed, not averaged, so gradient accumulation can divide by the label tokens of the
-whole accumulation window (design.md section 7).
+"""The loss the loop and its evaluation share: cross-entropy summed over label tokens, so accumulation
+can divide by the label tokens of the whole window (design.md section 7).
 """
 from __future__ import annotations
 
@@ -17,10 +15,8 @@ from nbkit.errors import ConfigError
 def token_loss_sum(logits: torch.Tensor, labels: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
     """Cross-entropy summed over label tokens (labels != -100), each weighted by its class.
 
-    logits: (B, T, V) for MLM or (B, C) for classification; labels: (B, T) or (B,);
-    weight: (C,) class weights or None (all 1). Returns sum_i weight[y_i] * CE_i, a
-    scalar (fp32 under autocast, which runs cross_entropy in fp32); divide by
-    :func:`label_weight_sum` over the accumulation window for the mean.
+    logits (B, T, V) or (B, C); labels (B, T) or (B,); weight (C,) or None. Returns a scalar (fp32 under
+    autocast); divide by :func:`label_weight_sum` of the window for the mean.
     """
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), weight=weight,
                            ignore_index=-100, reduction="sum")
@@ -33,10 +29,10 @@ def label_weight_sum(labels: torch.Tensor, weight: torch.Tensor | None) -> float
 
 
 def label_counts(data) -> Counter:
-    """Examples per class id in ``data`` (its ``labels``, else ``label``: one int per example).
+    """Examples per class id in ``data`` (``labels``, else ``label``: one int per example).
 
-    Raises ``ConfigError`` when examples carry a label per token (MLM), where class
-    weights do not apply, or have neither field.
+    Raises:
+        ConfigError: per-token (MLM) labels, or neither field.
     """
     names = getattr(data, "column_names", None) or list(data[0])
     key = next((k for k in ("labels", "label") if k in names), None)
@@ -56,18 +52,14 @@ def label_counts(data) -> Counter:
 
 
 def class_weights(spec, train_data, num_labels: int | None) -> torch.Tensor | None:
-    """The weight per class, shape (K,), float32 on CPU; None for ``spec=None``.
+    """Weight per class, (K,) float32 on CPU, or None for ``spec=None``.
 
-    Args:
-        spec: ``None`` (plain cross-entropy), ``"balanced"`` (from ``train_data``'s
-            counts, see the module docstring; a class absent from training gets 0:
-            it is never a target) or a sequence of K non-negative numbers.
-        train_data: the loop's training data (``labels``: one class id per example).
-        num_labels: K, the model's ``config.num_labels`` (None: largest id + 1).
+    spec: ``"balanced"`` (``n / (K * count)`` from ``train_data``; 0 for a class absent from it) or K
+    non-negative numbers; num_labels: K (None: largest id + 1).
 
     Raises:
-        ConfigError: unknown ``spec``, a list of the wrong length or with a negative /
-            non-finite value, label ids outside 0..K-1, or per-token labels.
+        ConfigError: an unknown ``spec``, a wrong-length, negative or non-finite list, ids outside 0..K-1,
+            or per-token labels.
     """
     if spec is None:
         return None

@@ -1,9 +1,5 @@
-"""Optimizer and LR schedule for BERT training: AdamW, decay groups, warmup.
-
-Weight decay follows the BERT recipe (Devlin et al. 2019, and the original
-``run_pretraining.py``: ``exclude_from_weight_decay=["LayerNorm", "bias"]``):
-decay applies to matmul weights and embeddings, not to biases or LayerNorm
-weights, whose scale decay would only fight.
+"""Optimizer and LR schedule for BERT: AdamW without weight decay on biases and LayerNorm weights (the
+original BERT recipe's ``exclude_from_weight_decay``), warmup, then linear/cosine/constant.
 """
 from __future__ import annotations
 
@@ -17,13 +13,8 @@ SCHEDULERS = ("linear", "cosine", "constant_with_warmup")
 
 
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """Split trainable parameters into a decayed and a non-decayed group.
-
-    No decay: every parameter of a ``LayerNorm`` module (found by type, and by
-    the ``LayerNorm``/``layer_norm`` name Hugging Face models use) and every
-    bias. Tied parameters (BERT's MLM decoder shares the word embeddings)
-    appear once. Returns two ``torch.optim`` param-group dicts (empty groups
-    dropped).
+    """Trainable parameters in a decayed and a non-decayed group (every LayerNorm parameter, by type or
+    Hugging Face's name, and every bias); tied parameters appear once, empty groups are dropped.
     """
     no_decay_ids: set[int] = set()
     for mod_name, module in model.named_modules():
@@ -41,35 +32,32 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
 
 
 def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float,
-                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> torch.optim.AdamW:
-    """AdamW over :func:`param_groups`; the fused CUDA kernel when all params are on CUDA.
+                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, device=None) -> torch.optim.AdamW:
+    """AdamW over :func:`param_groups`, fused (the whole update in one kernel) when the parameters train
+    on CUDA: ``device`` (where they will be moved before the first step), else where they are now.
 
-    ``fused=True`` does the whole update in one kernel launch (PyTorch AdamW
-    docs); on CPU the default ``foreach`` implementation is used.
     Raises ``ConfigError`` for a non-positive learning rate.
     """
     if not lr > 0:
         raise ConfigError(f"lr={lr} must be > 0; BERT pretraining typically uses 1e-4 to 1e-3.")
     groups = param_groups(model, weight_decay)
-    on_cuda = all(p.is_cuda for g in groups for p in g["params"])
+    if device is not None:
+        on_cuda = torch.device(device).type == "cuda"
+    else:
+        on_cuda = all(p.is_cuda for g in groups for p in g["params"])
     return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=True if on_cuda else None)
 
 
 def warmup_steps(max_steps: int, warmup_ratio: float) -> int:
-    """Warmup length in optimizer steps: ``ceil(max_steps * warmup_ratio)`` (as ``transformers.Trainer``)."""
+    """Warmup length in optimizer steps, ``ceil(max_steps * warmup_ratio)`` (as ``transformers.Trainer``)."""
     if not 0.0 <= warmup_ratio < 1.0:
         raise ConfigError(f"warmup_ratio={warmup_ratio} must be in [0, 1); 0.06 is a common choice.")
     return math.ceil(max_steps * warmup_ratio)
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, name: str, max_steps: int, warmup_ratio: float):
-    """A ``transformers.get_scheduler`` LR schedule: linear warmup, then linear/cosine/constant.
-
-    The schedule is a ``LambdaLR`` stepped once per optimizer step; its state
-    (``last_epoch``) is checkpointed so a resumed run continues the same curve.
-    Its shape is kept as ``nbkit_schedule`` (``scheduler``, ``max_steps``,
-    ``warmup_ratio``), which ``state_dict()`` includes: the lambda itself is not
-    saved, so a resume can rebuild the checkpoint's schedule from it.
+    """A ``transformers.get_scheduler`` schedule stepped once per optimizer step. Its shape is kept as
+    ``nbkit_schedule`` (scheduler, max_steps, warmup_ratio) in its state, so a resume can rebuild it.
     Raises ``ConfigError`` for an unknown name.
     """
     from transformers import get_scheduler

@@ -1,19 +1,8 @@
-"""Mixed-precision choice for the loop: bf16, fp16 + GradScaler, or fp32.
+"""Mixed-precision choice for the loop: bf16, fp16 + GradScaler, or fp32 (PyTorch's AMP guidance).
 
-``choose_precision("auto")`` follows the usual rule (PyTorch AMP docs,
-"Automatic Mixed Precision"; NVIDIA's Ampere whitepaper for bf16 support):
-
-- CUDA with compute capability >= 8.0 (Ampere and newer: A100, A10, L4,
-  H100, RTX 30xx/40xx) -> ``bf16`` autocast. bf16 has fp32's exponent range,
-  so no loss scaling is needed.
-- older CUDA GPUs (V100 = 7.0, T4 = 7.5) -> ``fp16`` autocast with a
-  ``torch.amp.GradScaler`` (fp16 overflows/underflows without loss scaling).
-- CPU (or MPS) -> ``fp32``.
-
-An explicit request the hardware cannot do (``fp16`` on CPU, ``bf16`` on a
-pre-Ampere GPU) falls back with a ``UserWarning`` instead of crashing a guided
-notebook. A GradScaler is created only for fp16. Model weights stay fp32 in
-every mode: autocast only lowers the precision of matmuls/activations.
+``"auto"``: bf16 autocast on CUDA compute capability >= 8.0 (Ampere and newer; fp32's exponent range,
+no loss scaling), fp16 with a ``GradScaler`` on older GPUs (V100, T4), fp32 on CPU. A request the
+hardware cannot do falls back with a ``UserWarning``. Weights stay fp32 in every mode.
 """
 from __future__ import annotations
 
@@ -28,12 +17,8 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 
 @dataclass(frozen=True)
 class Precision:
-    """The precision a run uses and why.
-
-    name: ``"bf16"``, ``"fp16"`` or ``"fp32"``.
-    device_type: ``"cuda"``, ``"cpu"``, ... (what ``torch.autocast`` expects).
-    use_scaler: True only for fp16 (dynamic loss scaling).
-    reason: one sentence for the notebook, e.g. "bf16: CUDA compute capability 9.0 >= 8.0".
+    """The precision a run uses and why: ``name`` (bf16, fp16, fp32), ``device_type`` (as ``torch.autocast``
+    expects), ``use_scaler`` (fp16 only) and ``reason`` (one sentence for the notebook).
     """
 
     name: str
@@ -65,28 +50,16 @@ class Precision:
         return torch.amp.GradScaler(self.device_type)
 
 
-def _capability(device_type: str, device_index: int | None):
-    import torch
-
-    if device_type != "cuda":
-        return None
-    return torch.cuda.get_device_capability(device_index)
-
-
 def choose_precision(requested: str = "auto", device=None, capability: tuple[int, int] | None = None,
                      verbose: bool = True) -> Precision:
-    """Pick the precision for ``device`` and print the reason.
+    """Pick the precision for ``device`` (default CUDA if available, else CPU) and print it with the reason.
 
-    requested: ``"auto"``, ``"bf16"``, ``"fp16"`` or ``"fp32"``.
-    device: a ``torch.device`` or string; default CUDA if available, else CPU.
-    capability: CUDA compute capability ``(major, minor)``; read from the device
-        when None (tests pass it to simulate GPUs they do not have).
-    verbose: print ``"precision: <name> (<reason>)"``.
+    requested: ``"auto"``, ``"bf16"``, ``"fp16"`` or ``"fp32"``; capability: CUDA compute capability
+    ``(major, minor)``, read from the device when None (tests simulate GPUs with it). fp16 on CPU falls
+    back to fp32, bf16 below capability 8.0 to fp16 + GradScaler (``UserWarning``); bf16 on CPU is allowed.
 
-    Raises ``nbkit.errors.ConfigError`` for an unknown name. Warns
-    (``UserWarning``) and falls back when the hardware cannot do the request:
-    fp16 on CPU -> fp32; bf16 on a GPU below compute capability 8.0 -> fp16
-    with a GradScaler. bf16 on CPU is allowed (CPU autocast supports it).
+    Raises:
+        ConfigError: an unknown name.
     """
     import torch
 
@@ -97,7 +70,7 @@ def choose_precision(requested: str = "auto", device=None, capability: tuple[int
     device = torch.device(device)
     dtype = device.type
     if dtype == "cuda" and capability is None:
-        capability = _capability(dtype, device.index)
+        capability = torch.cuda.get_device_capability(device.index)
     cc = f"{capability[0]}.{capability[1]}" if capability else None
     ampere = capability is not None and tuple(capability) >= (8, 0)
 
@@ -129,11 +102,8 @@ def choose_precision(requested: str = "auto", device=None, capability: tuple[int
 
 
 def matmul_precision_name(choice: Precision) -> str:
-    """Name of the peak-throughput column for MFU: bf16/fp16, or tf32/fp32 for fp32 runs.
-
-    fp32 matmuls run on TF32 tensor cores when
-    ``torch.get_float32_matmul_precision()`` is not ``"highest"``, so the tf32
-    peak applies then.
+    """The peak column for MFU: bf16/fp16, or for fp32 runs tf32 when CUDA matmuls may use TF32
+    (``torch.get_float32_matmul_precision() != "highest"``), else fp32.
     """
     if choice.name != "fp32":
         return choice.name

@@ -1,23 +1,6 @@
-"""Checks the loop makes before any work is done, and on resume.
-
-Each raises (or warns) with a message that names the fix, so a mistake costs
-seconds, not a finished run:
-
-* :func:`check_device`: ``device="cuda"`` where PyTorch sees no CUDA.
-* :func:`check_output_dir`: an ``output_dir`` that is a file or not writable
-  (otherwise found only at the final save, after training).
-* :func:`check_not_empty` (at construction), :func:`check_batches` (as ``fit()``
-  starts): empty data, or batches without ``labels``/``input_ids`` (one example
-  is collated under ``isolated_rng``, so the training RNG, and with it exact
-  resume, is untouched).
-* :func:`check_sequence_length` (as ``fit()`` starts): sequences longer than the
-  model's ``max_position_embeddings`` (BERT would fail inside with a tensor-size
-  ``RuntimeError`` at the first step).
-* :func:`check_token_ids` (as ``fit()`` starts, and once before ``evaluate()``): a token id at or
-  above the model's vocabulary size, or negative (the embedding lookup would fail inside with a
-  raw ``IndexError`` at the first step): the tokenizer and the model disagree.
-* :func:`warn_resume_changes`: a resumed run whose ``TrainConfig`` differs from
-  the one the checkpoint was written with, or that has nothing left to train.
+"""Checks the loop makes before any work, and on resume: each raises (or warns) naming the fix, so a
+mistake costs seconds, not a finished run. Data checks collate under ``isolated_rng``: no training
+RNG moves (exact resume).
 """
 from __future__ import annotations
 
@@ -43,8 +26,9 @@ SCHEDULE_SETTINGS = ("lr", "weight_decay", "scheduler", "warmup_ratio")
 
 
 def check_device(device: torch.device) -> None:
-    """Raise ``ConfigError`` when ``device`` is CUDA and this PyTorch cannot use it
-    (no CUDA build, no visible GPU, or an index past the last GPU)."""
+    """Raise ``ConfigError`` when ``device`` is CUDA and this PyTorch cannot use it (no CUDA build, no
+    visible GPU, or an index past the last GPU).
+    """
     if device.type != "cuda":
         return
     if not torch.cuda.is_available():
@@ -60,8 +44,9 @@ def check_device(device: torch.device) -> None:
 
 
 def check_output_dir(output_dir) -> None:
-    """Raise ``ConfigError`` when ``output_dir`` (or its ``checkpoints/``) cannot hold checkpoints:
-    it, or the nearest existing folder above it, is a file or is not writable by this user."""
+    """Raise ``ConfigError`` when ``output_dir`` (or its ``checkpoints/``) is a file, or it or the nearest
+    existing folder above it is not writable: found now, not at the save after training.
+    """
     if output_dir is None:
         return
     path = Path(output_dir).expanduser()
@@ -88,12 +73,10 @@ def check_not_empty(data, name: str) -> None:
 
 
 def check_batches(data, collate_fn, seed: int, name: str) -> None:
-    """Raise ``DataError`` when batches of ``data`` lack ``input_ids`` or ``labels``.
-
-    Collates ``[data[0]]`` with ``collate_fn`` (``default_collate`` when None)
-    inside ``isolated_rng(seed)``, so no RNG the training draws from moves.
+    """Raise ``DataError`` when a batch of ``data`` (``[data[0]]`` collated under ``isolated_rng(seed)``)
+    lacks ``input_ids`` or ``labels``.
     """
-    from nbkit.train.batching import isolated_rng
+    from nbkit.switches import isolated_rng
 
     check_not_empty(data, name)
     with isolated_rng(seed):
@@ -110,14 +93,11 @@ def check_batches(data, collate_fn, seed: int, name: str) -> None:
 
 
 def check_sequence_length(model, data, name: str, pad_multiple: int | None = None) -> None:
-    """Raise ``ConfigError`` when an example of ``data`` is longer than the model's position table.
+    """Raise ``ConfigError`` when an example of ``data``, padded up to ``pad_multiple``, is longer than the
+    model's ``max_position_embeddings`` (BERT would fail at the first step with a tensor-size error).
 
-    Reads every example's ``input_ids`` length (``nbkit.train.batching.input_lengths``: one
-    column read for a ``datasets.Dataset``; a dataset with an int ``block_size`` attribute, such
-    as ``nbkit.corpus.StoreMLMDataset``, is taken at its word and not scanned), rounds it up to ``pad_multiple`` when batches are
-    padded to a multiple, and compares the longest with ``model.config.max_position_embeddings``
-    through :func:`nbkit.text.mlm.check_length`, the check ``predict()`` makes. Models without
-    that field, and data without ``input_ids``, are not checked here.
+    Data with an int ``block_size`` (``nbkit.corpus.StoreMLMDataset``) is taken at its word, a
+    ``datasets.Dataset`` read as one column; models without that field or data without ``input_ids`` pass.
     """
     from nbkit.text.mlm import check_length
     from nbkit.train.batching import input_lengths
@@ -146,11 +126,8 @@ def check_sequence_length(model, data, name: str, pad_multiple: int | None = Non
 
 
 def _id_range(data) -> tuple[int, int] | None:
-    """``(min, max)`` token id over every example's ``input_ids``; ``None`` without that field.
-
-    Data that declares ``token_id_range`` (``(lo, hi)``, as :class:`nbkit.corpus.StoreMLMDataset` does
-    from its manifest) is taken at its word. A ``datasets.Dataset`` is read as one Arrow column (no
-    Python lists); other data example by example (tensors or lists).
+    """``(min, max)`` token id of ``data``'s ``input_ids`` (None without them): a declared ``token_id_range``
+    taken at its word, a ``datasets.Dataset`` read as one Arrow column, else example by example.
     """
     declared = getattr(data, "token_id_range", None)   # e.g. a corpus store: its tokenizer's bound, no scan
     if declared is not None:
@@ -179,13 +156,9 @@ def _id_range(data) -> tuple[int, int] | None:
 
 
 def check_token_ids(model, data, name: str) -> None:
-    """Raise ``DataError`` when a token id in ``data`` does not index the model's embedding table.
-
-    The table's size is the input embedding's ``num_embeddings`` (``model.config.vocab_size``
-    when the model has no ``get_input_embeddings``). An id >= that size (or < 0) would fail
-    inside the first step with a raw ``IndexError``; it means the data was tokenized with a
-    tokenizer the model was not built for. Models without a vocabulary size, and data without
-    ``input_ids``, are not checked.
+    """Raise ``DataError`` when a token id of ``data`` is negative or >= the model's embedding rows (the
+    data was tokenized with another tokenizer; the first step would fail with a raw ``IndexError``).
+    Models without a vocabulary size, and data without ``input_ids``, pass.
     """
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     vocab = getattr(emb, "num_embeddings", None) or getattr(getattr(model, "config", None), "vocab_size", None)
@@ -208,23 +181,14 @@ def _fmt(v) -> str:
 
 
 def warn_resume_changes(loop, state: dict, path) -> None:
-    """Warn (one ``UserWarning``) when the resumed ``loop`` cannot do what its config asks.
+    """Warn once (``UserWarning``) when the resumed ``loop`` cannot do what its config asks.
 
-    ``state``: the checkpoint's state (``nbkit.train.checkpoint.loop_state``); its ``config``
-    is the ``TrainConfig`` it was written with (fields it lacks, e.g. written before
-    they existed, are not compared). ``batch_size`` is per process, so it counts as
-    changed only when the global batch (``batch_size * world_size``) changed. Cases:
-
-    * checkpoint step >= ``max_steps``: nothing to train; ``fit()`` returns the
-      checkpoint's state.
-    * any of :data:`RUN_SETTINGS` differs: each is listed ``old -> new``. The
-      optimizer and LR schedule (lr, weight_decay, scheduler, warmup_ratio and
-      the schedule's length, the old ``max_steps``) continue from the checkpoint,
-      so those changes are not applied; the LR the remaining steps will get is
-      stated (0 after a linear schedule's end: those steps do not move the weights).
-      :data:`ORDER_SETTINGS` (and ``batch_size`` with length grouping) are applied too,
-      but the epoch in progress keeps the checkpoint's example order (each example once;
-      ``nbkit.train.ddp.mechanics.restore_order``); the new order starts with the next epoch.
+    ``state``: the checkpoint's (``nbkit.train.checkpoint.loop_state``). A checkpoint at/after
+    ``max_steps``: nothing to train. Otherwise each differing :data:`RUN_SETTINGS` field is listed
+    ``old -> new`` with what happens to it (``batch_size`` counts as changed only when the global batch
+    did): :data:`SCHEDULE_SETTINGS` and the schedule's length stay the checkpoint's, and the LR the
+    remaining steps get is stated; :data:`ORDER_SETTINGS` apply from the next epoch (the epoch in
+    progress keeps its saved order); the others apply from the next step.
     """
     cfg, step = loop.config, loop.state.step
     if step >= cfg.max_steps:

@@ -1,17 +1,9 @@
 """One training run per ``output_dir``: a lock the run holds, and who holds it.
 
-Two runs writing checkpoints into the same ``output_dir`` corrupt each other: each
-save cleans up temporary folders, and pruning (``keep_last``) counts the other run's
-checkpoints as its own. ``Loop.fit()`` (and ``Loop.save()``) therefore hold
-:class:`RunLock` on ``output_dir`` while they run; a second run fails at once with
-a ``ConfigError`` naming the holder (pid, host, start time) and the fixes.
-
-The lock is ``filelock.FileLock`` on ``output_dir/.nbkit-run.lock`` (``flock(2)`` on
-Linux): the kernel drops it when the holding process dies, even by ``SIGKILL``, so a
-crashed run never leaves a stale lock behind. Who holds it is written beside it in
-``.nbkit-run.json`` (strict JSON: ``pid``, ``host``, ``started`` in UTC ISO 8601),
-because the lock file itself is opened (and may be truncated) by every contender.
-Under DDP only rank 0 takes the lock: the ranks are one run.
+Two runs in one ``output_dir`` prune and overwrite each other's checkpoints, so ``Loop.fit()``/``save()``
+hold :class:`RunLock` (rank 0 only under DDP). It is ``filelock`` on ``output_dir/.nbkit-run.lock``
+(``flock(2)``: released by the kernel when the holder dies, even by SIGKILL); the holder (``pid``,
+``host``, ``started`` UTC ISO 8601) is written beside it in ``.nbkit-run.json``.
 """
 from __future__ import annotations
 
@@ -55,12 +47,8 @@ def read_holder(output_dir) -> dict | None:
 
 
 class RunLock:
-    """Exclusive, non-blocking lock on ``output_dir`` for one training run (see the module docstring).
-
-    ``acquire()`` creates ``output_dir`` if needed and raises ``ConfigError`` when another
-    process (or another ``RunLock`` in this one) holds it; acquiring again in the same
-    object nests (released by the matching number of ``release()``). Use as a context
-    manager: ``with RunLock(out): ...``.
+    """Exclusive, non-blocking lock on ``output_dir``; a context manager. ``acquire()`` creates ``output_dir``,
+    nests within one object, and raises ``ConfigError`` naming the holder and the fixes when another holds it.
     """
 
     def __init__(self, output_dir):

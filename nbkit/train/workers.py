@@ -1,21 +1,9 @@
 """DataLoader worker processes and the shared memory they need: fail fast, never hang.
 
-Worker processes (``num_workers > 0``) hand every collated batch to the main process
-through POSIX shared memory: ``torch.multiprocessing``'s sharing strategies
-(``file_descriptor`` and ``file_system``) both create the tensors' storage as files in
-the tmpfs at ``/dev/shm``. Docker gives a container a 64 MiB ``/dev/shm`` unless told
-otherwise (``docker run --shm-size``, compose ``shm_size``). When it is full, the
-worker's queue-feeder thread fails with ``unable to allocate shared memory(shm) ...
-No space left on device``, prints a traceback and drops the batch; the main process
-then waits for that batch forever (measured: 64 KiB ``/dev/shm``, ``num_workers=2``,
-training hung until killed). Two defences:
-
-* :func:`check_worker_shm`, a pre-flight before the first step: collate one batch,
-  count the shared memory the workers keep in flight (:func:`shm_need_bytes`) and
-  raise ``ConfigError`` when ``/dev/shm`` has less free space.
-* :func:`loader_timeout` and :func:`guard_batches`: a DataLoader ``timeout`` so a batch
-  that never arrives (``/dev/shm`` filled later, by another process) becomes an
-  error, translated to a ``ConfigError`` that names the free space and the fixes.
+Workers hand batches to the main process through ``/dev/shm`` (Docker's default: 64 MiB). When it is
+full, the worker drops the batch and the main process waits for it forever. :func:`check_worker_shm`
+raises before the first step when the batches in flight would not fit; a DataLoader ``timeout``
+(:func:`loader_timeout`) turns a batch lost later into a ``ConfigError`` naming the fixes (:func:`guard_batches`).
 """
 from __future__ import annotations
 
@@ -40,8 +28,7 @@ def _fixes(num_workers: int) -> str:
 
 
 def shm_free_bytes(shm_dir: str = SHM_DIR, statvfs=os.statvfs) -> int | None:
-    """Free bytes in ``shm_dir`` for an unprivileged user (``f_bavail * f_frsize``);
-    None when it does not exist or cannot be read (not Linux: nothing to check)."""
+    """Free bytes in ``shm_dir`` for an unprivileged user; None when it cannot be read (not Linux)."""
     try:
         st = statvfs(shm_dir)
     except OSError:
@@ -50,8 +37,7 @@ def shm_free_bytes(shm_dir: str = SHM_DIR, statvfs=os.statvfs) -> int | None:
 
 
 def batch_shm_bytes(batch) -> int:
-    """Shared memory one collated batch takes when a worker sends it: the bytes of every
-    tensor in it (dicts, lists and tuples are walked), each rounded up to a 4 KiB page."""
+    """Bytes of shared memory one collated batch takes in transit: every tensor in it, each rounded up to a 4 KiB page."""
     import torch
 
     if isinstance(batch, torch.Tensor):
@@ -65,10 +51,9 @@ def batch_shm_bytes(batch) -> int:
 
 
 def shm_need_bytes(batch_bytes: int, num_workers: int, prefetch_factor: int = PREFETCH_FACTOR) -> int:
-    """Shared memory (bytes) the workers hold at once: ``num_workers * prefetch_factor``
-    batches in flight (the DataLoader keeps that many outstanding) plus two in the main
-    process (the one the step uses and the one just received; measured: with 2 workers,
-    batches of 24 KiB hang in a 128 KiB ``/dev/shm`` and train in 160 KiB)."""
+    """Shared memory (bytes) in use at once: ``num_workers * prefetch_factor`` batches in flight plus two in
+    the main process (measured: 2 workers with 24 KiB batches hang in 128 KiB and train in 160 KiB).
+    """
     return batch_bytes * (num_workers * prefetch_factor + 2)
 
 
@@ -78,14 +63,9 @@ def _fmt(n: int) -> str:
 
 def check_worker_shm(data, collate_fn, batch_size: int, num_workers: int, seed: int = 0,
                      prefetch_factor: int = PREFETCH_FACTOR, shm_dir: str = SHM_DIR, statvfs=os.statvfs) -> dict:
-    """Raise ``ConfigError`` when ``shm_dir`` cannot hold the batches ``num_workers`` workers keep in flight.
-
-    Collates the first ``batch_size`` examples of ``data`` (``collate_fn``, default
-    ``default_collate``) with every RNG seeded by ``seed`` and restored, so no training RNG moves, and
-    compares :func:`shm_need_bytes` with :func:`shm_free_bytes`. Batches of longer
-    examples take more (padding to the longest): below twice the need it warns.
-    Returns ``{"batch_bytes", "need_bytes", "free_bytes"}`` (bytes; empty dict when
-    ``num_workers == 0`` or there is no ``shm_dir``).
+    """Raise ``ConfigError`` when ``shm_dir`` cannot hold what ``num_workers`` workers keep in flight
+    (:func:`shm_need_bytes` of the first batch, collated with the RNGs restored after); warn below twice that.
+    Returns ``{"batch_bytes", "need_bytes", "free_bytes"}`` (bytes; empty without workers or ``shm_dir``).
     """
     import warnings
 
@@ -110,8 +90,7 @@ def check_worker_shm(data, collate_fn, batch_size: int, num_workers: int, seed: 
 
 
 def _collate_isolated(data, collate_fn, batch_size: int, seed: int):
-    """The first batch of ``data``, collated with Python/NumPy/torch RNGs seeded by ``seed`` and
-    restored afterwards (``nbkit.switches.isolated_rng``; CUDA RNG states stay untouched)."""
+    """The first batch of ``data``, collated under ``isolated_rng(seed)`` (CUDA RNGs untouched)."""
     import torch
 
     from nbkit.switches import isolated_rng
@@ -122,7 +101,7 @@ def _collate_isolated(data, collate_fn, batch_size: int, seed: int):
 
 
 def loader_timeout(num_workers: int) -> float:
-    """The DataLoader ``timeout`` (s): :data:`WORKER_TIMEOUT_S` with workers, 0 (wait) without."""
+    """The DataLoader ``timeout`` in s: :data:`WORKER_TIMEOUT_S` with workers, 0 (wait) without."""
     return WORKER_TIMEOUT_S if num_workers > 0 else 0
 
 
@@ -131,9 +110,9 @@ _WORKER_FAILURES = ("DataLoader timed out", "exited unexpectedly", "shared memor
 
 
 def explain_loader_error(err: Exception, num_workers: int, shm_dir: str = SHM_DIR, statvfs=os.statvfs):
-    """The ``ConfigError`` for a worker failure ``err`` (a RuntimeError from the DataLoader),
-    naming the free shared memory now and the fixes; None when ``err`` is something else
-    (e.g. a user's collate_fn raising: that is re-raised unchanged)."""
+    """The ``ConfigError`` for a DataLoader worker failure ``err`` (free shared memory now, the fixes);
+    None for any other error (re-raised unchanged).
+    """
     if num_workers <= 0 or not isinstance(err, RuntimeError) or not any(s in str(err) for s in _WORKER_FAILURES):
         return None
     free = shm_free_bytes(shm_dir, statvfs)

@@ -1,34 +1,7 @@
-"""Distributed data parallel (DDP) helpers: the few points where a loop differs under torchrun.
+"""The process-group points where the loop differs under torchrun; each is a no-op for one process.
 
-One process per device, launched by ``torchrun`` (``python -m torch.distributed.run``),
-which sets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``,
-``MASTER_ADDR`` and ``MASTER_PORT`` for every worker (see
-https://pytorch.org/docs/stable/elastic/run.html#environment-variables). Without
-them every helper is a cheap no-op, so the same loop runs in a notebook kernel
-(one process) and under ``torchrun`` (N processes) unchanged.
-
-Where a loop calls what (the contract for ``nbkit.train.loop``):
-
-- start: ``info = init_distributed()``; ``model = wrap_ddp(model.to(info.device), info)``
-- data: ``sampler = make_sampler(len(ds), shuffle=True, seed=cfg.seed, dist_info=info)``;
-  ``sampler.set_epoch(epoch)`` at each epoch, or ``set_epoch(epoch, start=g)`` with ``g`` the
-  *global* samples already consumed in it; ``sampler.advance(local_batch_size)`` after each
-  consumed micro-batch; ``sampler.state_dict()`` into the checkpoint (any world size resumes it).
-- accumulation window: ``n = global_label_tokens(local_label_tokens)``; each micro-batch
-  ``loss = loss_sum * info.world_size / n`` (DDP *averages* gradients over ranks, so the
-  factor ``world_size`` turns the average back into "sum over all label tokens / n");
-  backward inside ``maybe_no_sync(model, is_last_microbatch)``.
-- logging: ``all_reduce_dict({"loss_sum": .., "tokens": ..})`` *before* deciding whether a
-  loss is finite, so every rank skips or steps together; only ``is_main_process()`` prints,
-  plots and writes checkpoints; ``barrier()`` on all ranks after a save. Per-rank state
-  (RNG) is collected with ``all_gather_object`` on all ranks before rank 0 saves.
-- end: ``cleanup()``.
-
-``nbkit.train.loop.Loop`` follows this list; the loop-side mechanics that are not one call
-(the sampler, joining only under torchrun, per-rank RNG streams, where a checkpoint's data
-position is in global samples, sharded evaluation) live in ``nbkit.train.ddp.mechanics``.
-
-Heavy imports (torch) happen inside functions: ``import nbkit`` stays cheap.
+torchrun sets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` and
+``MASTER_PORT`` per worker. Which call the loop makes where (the DDP contract): ``docs/distributed.md``.
 """
 from __future__ import annotations
 
@@ -41,16 +14,9 @@ from nbkit.errors import ConfigError
 
 @dataclass(frozen=True)
 class DistInfo:
-    """Where this process sits in a torchrun job.
-
-    Attributes:
-        rank: global rank, 0 .. world_size-1 (``RANK``).
-        local_rank: rank on this node; also the CUDA device index (``LOCAL_RANK``).
-        world_size: processes in the whole job, all nodes (``WORLD_SIZE``).
-        local_world_size: processes on this node (``LOCAL_WORLD_SIZE``).
-        master_addr, master_port: rendezvous store address (``MASTER_ADDR``/``MASTER_PORT``).
-        backend: ``"nccl"`` (CUDA), ``"gloo"`` (CPU), or ``None`` for one process.
-        device: ``"cuda:<local_rank>"`` or ``"cpu"``.
+    """Where this process sits in a torchrun job: ``rank`` (global, ``RANK``), ``local_rank`` (on this node,
+    also the CUDA index), ``world_size`` (all nodes), ``local_world_size``, ``master_addr``/``master_port``
+    (the rendezvous store), ``backend`` (``"nccl"``, ``"gloo"``, None for one process) and ``device``.
     """
 
     rank: int = 0
@@ -75,14 +41,10 @@ class DistInfo:
     @classmethod
     def from_env(cls, env: dict | None = None, backend: str | None = None,
                  device: str | None = None) -> "DistInfo":
-        """Read torchrun's variables from ``env`` (default ``os.environ``).
-
-        Missing variables mean "one process": rank 0 of 1. ``backend`` and
-        ``device`` are recorded as given (``init_distributed`` chooses them).
+        """Read torchrun's variables from ``env`` (default ``os.environ``); missing ones mean rank 0 of 1.
 
         Raises:
-            ConfigError: a variable is not an integer, or rank/local rank is
-                outside ``[0, world_size)``.
+            ConfigError: a variable is not an integer, or rank/local rank is outside ``[0, world_size)``.
         """
         env = os.environ if env is None else env
 
@@ -110,6 +72,20 @@ class DistInfo:
                    backend=backend, device=device or "cpu")
 
 
+def launch_world_size(env=None) -> int:
+    """Processes this job trains with: ``WORLD_SIZE`` when this process joins a group
+    (``rendezvous.should_join``), else 1. Read before a ``Loop`` exists, so a recipe counts epochs in global
+    batches (``batch_size * grad_accum_steps * world_size`` examples per optimizer step).
+
+    Raises:
+        ConfigError: inherited or inconsistent torchrun variables (as the loop would).
+    """
+    from nbkit.train.ddp.rendezvous import should_join
+
+    env = os.environ if env is None else env
+    return DistInfo.from_env(env).world_size if should_join(env) else 1
+
+
 def _dist():
     import torch.distributed as dist
 
@@ -119,18 +95,13 @@ def _dist():
 def init_distributed(backend: str | None = None, timeout_s: float | None = None) -> DistInfo:
     """Join the torchrun process group (no-op for one process) and return this rank's ``DistInfo``.
 
-    A group is joined only under torchrun or on opt-in (``nbkit.train.ddp.rendezvous.should_join``:
-    an inherited ``WORLD_SIZE`` is a ``ConfigError``, ``NBKIT_DISTRIBUTED=0`` ignores it), and
-    the ranks must meet within ``timeout_s`` seconds (default ``NBKIT_DIST_TIMEOUT_S`` or 60).
-    Backend: ``nccl`` when CUDA is available, else ``gloo`` (unless ``backend`` is
-    given). On CUDA the current device is set to ``cuda:LOCAL_RANK`` before the
-    group is created, so NCCL binds each rank to its own GPU. Safe to call twice. A process a
-    launcher started watches it (``nbkit.train.ddp.launcher_watch``): it stops when the launcher dies.
+    Joins when ``rendezvous.should_join``; the ranks must meet within ``timeout_s`` s (default
+    ``NBKIT_DIST_TIMEOUT_S`` or 60). Backend ``nccl`` with CUDA (the device is set to ``cuda:LOCAL_RANK``
+    first), else ``gloo``. Starts the launcher watch. Safe to call twice.
 
     Raises:
-        ConfigError: ``LOCAL_RANK`` has no matching GPU (more processes per node than
-            visible GPUs), ``nccl`` was asked for without CUDA, the launcher's variables are
-            inherited or incomplete, or ranks did not join in time (named).
+        ConfigError: ``LOCAL_RANK`` without a GPU, ``nccl`` without CUDA, inherited or incomplete launcher
+            variables, or ranks that did not join in time (named).
     """
     import torch
     import torch.distributed as dist
@@ -138,7 +109,7 @@ def init_distributed(backend: str | None = None, timeout_s: float | None = None)
     from nbkit.train.ddp import rendezvous
     from nbkit.train.ddp.launcher_watch import watch_launcher
 
-    watch_launcher()  # a worker whose launcher dies (kill -9 torchrun) stops: nbkit.train.ddp.launcher_watch
+    watch_launcher()
     info = DistInfo.from_env() if rendezvous.should_join() else DistInfo()
     cuda = torch.cuda.is_available()
     if backend is None:
@@ -162,10 +133,21 @@ def init_distributed(backend: str | None = None, timeout_s: float | None = None)
     return DistInfo.from_env(backend=backend, device=device)
 
 
-def is_main_process() -> bool:
-    """True in a single process, or on global rank 0 of an initialised group."""
-    d = _dist()
-    return d is None or d.get_rank() == 0
+def seed_rank(seed: int, rank: int) -> None:
+    """Seed Python's, NumPy's and torch's (CPU and CUDA) global RNGs for ``rank``.
+
+    Rank 0 gets ``seed`` (so one process and rank 0 agree), rank r > 0 ``seed + 1_000_003 * r``:
+    dropout and MLM masking then differ between ranks (a prime stride, so nearby seeds never collide).
+    """
+    import random
+
+    import numpy as np
+    import torch
+
+    s = seed + 1_000_003 * rank
+    random.seed(s)
+    np.random.seed(s % 2**32)
+    torch.manual_seed(s)
 
 
 def barrier() -> None:
@@ -180,11 +162,10 @@ def _reduce_device(d) -> str:
 
 
 def all_reduce_sum(value):
-    """Sum ``value`` over all ranks; returns the same kind (tensor or Python number).
+    """Sum ``value`` (a tensor of any shape, or a Python int/float) over all ranks; same kind back.
 
-    A tensor (any shape) is reduced in a copy on the backend's device (NCCL needs
-    CUDA tensors) and returned on ``value.device``; a float/int comes back as a
-    float / int. One process: returned unchanged.
+    A tensor is reduced in a copy on the backend's device (NCCL needs CUDA) and returned on
+    ``value.device``. One process: returned unchanged.
     """
     import torch
 
@@ -202,11 +183,7 @@ def all_reduce_sum(value):
 
 
 def all_reduce_dict(values: dict[str, float]) -> dict[str, float]:
-    """Sum a dict of numbers over all ranks in one collective (float64).
-
-    Use for additive quantities (loss sums, token and sample counts); derive
-    means after the reduction, e.g. ``loss = s["loss_sum"] / s["tokens"]``.
-    """
+    """Sum a dict of additive numbers (loss sums, counts) over all ranks in one float64 collective."""
     import torch
 
     d = _dist()
@@ -219,13 +196,7 @@ def all_reduce_dict(values: dict[str, float]) -> dict[str, float]:
 
 
 def all_gather_object(obj) -> list:
-    """Every rank's ``obj`` (picklable), as a list indexed by rank; ``[obj]`` for one process.
-
-    For per-rank state a checkpoint must hold, e.g. RNG states: dropout and MLM masking
-    draw different numbers on each rank, so exact resume needs all of them
-    (``states = all_gather_object(capture_rng())``; rank 0 saves ``states``; on resume
-    rank r restores ``states[r]`` when the world size is unchanged, else reseeds).
-    """
+    """Every rank's picklable ``obj`` as a list indexed by rank (``[obj]`` for one process)."""
     d = _dist()
     if d is None:
         return [obj]
@@ -235,43 +206,26 @@ def all_gather_object(obj) -> list:
 
 
 def global_label_tokens(local_label_tokens: int) -> int:
-    """Label tokens (labels != -100) in the accumulation window, summed over ranks.
-
-    The loop divides each micro-batch's summed cross-entropy by this number (and
-    multiplies by ``world_size``, see the module docstring), so the gradient equals
-    the single-process gradient over the same global batch, however unevenly the
-    label tokens fall across ranks.
-    """
+    """Label tokens (labels != -100) of the accumulation window, summed over ranks: the loss divisor."""
     return int(all_reduce_sum(int(local_label_tokens)))
 
 
 def maybe_no_sync(model, is_last_microbatch: bool):
-    """Context for one micro-batch's backward: skip DDP's gradient all-reduce except on the last.
+    """Context for one micro-batch's backward: DDP's ``no_sync`` except on the last micro-batch.
 
-    Gradients accumulate locally for micro-batches 1..k-1 (``DistributedDataParallel.no_sync``)
-    and are all-reduced once, during the backward of micro-batch k. ``model`` may be
-    ``torch.compile(ddp_model)``. For a model that is not DDP-wrapped this is a null context.
+    ``model`` may be ``torch.compile(ddp_model)``; a model that is not DDP-wrapped gets a null context.
     """
+    from torch.nn.parallel import DistributedDataParallel
+
     inner = getattr(model, "_orig_mod", model)  # torch.compile(DDP(model)) keeps DDP inside
-    if not is_last_microbatch and _is_ddp(inner):
+    if not is_last_microbatch and isinstance(inner, DistributedDataParallel):
         return inner.no_sync()
     return contextlib.nullcontext()
 
 
-def _is_ddp(model) -> bool:
-    from torch.nn.parallel import DistributedDataParallel
-
-    return isinstance(model, DistributedDataParallel)
-
-
 def wrap_ddp(model, dist_info: DistInfo, **ddp_kwargs):
-    """Wrap ``model`` in ``DistributedDataParallel`` when ``world_size > 1``; else return it.
-
-    The model is moved to ``dist_info.device`` first; on CUDA ``device_ids`` is
-    ``[local_rank]``. Extra keyword arguments go to DDP (e.g.
-    ``find_unused_parameters=True`` for models with branches unused in a step).
-    Use ``unwrap_model`` before saving so checkpoints hold plain parameter names.
-    """
+    """``model`` moved to ``dist_info.device`` and wrapped in ``DistributedDataParallel`` when
+    ``world_size > 1`` (``device_ids=[local_rank]`` on CUDA; ``ddp_kwargs`` go to DDP); else the moved model."""
     model = model.to(dist_info.device)
     if not dist_info.is_distributed:
         return model
@@ -281,28 +235,12 @@ def wrap_ddp(model, dist_info: DistInfo, **ddp_kwargs):
     return DistributedDataParallel(model, device_ids=ids, **ddp_kwargs)
 
 
-def unwrap_model(model):
-    """The module inside DDP and ``torch.compile`` wrappers; ``model`` itself otherwise."""
-    while True:
-        if _is_ddp(model):
-            model = model.module
-        elif hasattr(model, "_orig_mod"):  # torch.compile's OptimizedModule
-            model = model._orig_mod
-        else:
-            return model
-
-
 def cleanup() -> None:
-    """Leave the process group (no-op when none was created), and free it while Python is alive.
+    """Leave the process group (no-op when none was created), deterministically, while Python is alive.
 
-    ``destroy_process_group`` only drops the registry's reference: a DDP wrapper still
-    alive (its reducer holds the group), often only in a reference cycle, keeps the gloo
-    process group and its worker threads until interpreter shutdown, where destroying
-    them raced with finalization: rank 1 died with ``terminate called without an active
-    exception`` (SIGABRT) after finishing its work, in 2 of 22 runs of
-    tests/test_launch.py on a shared 2-core machine (both while its load average was 13-16);
-    0 of 16 with this (pytorch/pytorch PR 179291 describes the same crash). So unreferenced wrappers are garbage-collected first, and the group
-    is destroyed here, deterministically; callers drop their DDP model before calling this.
+    DDP wrappers kept alive in reference cycles hold the gloo group until interpreter shutdown, where
+    destroying it can abort a finished rank (SIGABRT; pytorch/pytorch PR 179291): so they are
+    garbage-collected first. Callers drop their DDP model before calling this.
     """
     import gc
 

@@ -1,33 +1,10 @@
 """Stop a worker whose launcher is gone: ``kill -9`` of torchrun must not leave workers training.
 
-torchrun's agent stops its workers when it is told to (SIGINT, SIGTERM), but a SIGKILL gives it
-no chance: the workers are reparented (to PID 1 or the nearest subreaper), keep their process
-group among themselves, train to the end and write ``model/``. So every worker started by a
-launcher runs :func:`watch_launcher` (``nbkit.train.ddp.group.init_distributed`` and the
-``Loop`` call it): a daemon thread that checks ``os.getppid()`` every ``interval_s`` seconds.
-
-Why a ``getppid`` watchdog and not ``prctl(PR_SET_PDEATHSIG)``:
-
-* the death signal fires when the *thread* that forked the worker exits, not its process: torch's
-  agent supports running off the main thread (``torch.distributed.elastic.multiprocessing.api``
-  checks for it), and a launcher that starts workers from a helper thread would have them
-  killed while it is alive;
-* it is set by the worker after it started, so a launcher that died before that is missed unless
-  ``getppid`` is checked anyway; it is Linux-only; and it delivers a bare signal that either ends
-  the process mid-step (SIGTERM/SIGKILL: no message, no cleanup) or needs a handler that competes
-  with torchrun's own SIGTERM on failure;
-* ``getppid`` changes on every POSIX system when the parent dies, whichever thread started the
-  worker, inside containers too (torchrun as PID 1: the value recorded at start is compared, so a
-  parent that *is* PID 1 is fine). Cost: one system call per ``interval_s``.
-
-What happens then: :func:`orphaned` becomes True, the main thread gets a ``KeyboardInterrupt`` (as
-for Ctrl-C: the jobs print one line saying where the run stopped and how to resume; a checkpoint
-being written is discarded whole, ``nbkit.atomic``), and if the process still runs ``grace_s``
-later (its main thread blocked in a collective whose peer is gone, or in C code) it ends with
-``os._exit(EXIT_CODE)``. ``NBKIT_LAUNCHER_WATCH=0`` turns the watch off.
-
-Limits: it watches the direct parent. A wrapper between torchrun and Python (``torchrun
---no-python sh -c ...``) is the parent then, and is watched instead of torchrun.
+A daemon thread compares ``os.getppid()`` with its first value every ``interval_s`` s; once the parent
+is gone the main thread gets a ``KeyboardInterrupt`` (the jobs' Ctrl-C line), and a process still
+alive ``grace_s`` later (blocked in a collective) ends with ``os._exit(EXIT_CODE)``.
+``NBKIT_LAUNCHER_WATCH=0`` turns it off. Why ``getppid`` and not ``PR_SET_PDEATHSIG``, and its limits:
+``docs/distributed.md``, "Stopping a job".
 """
 from __future__ import annotations
 
@@ -48,8 +25,7 @@ class LauncherWatch(threading.Thread):
     Args:
         interval_s: seconds between checks (how late a dead launcher is noticed, at most).
         grace_s: seconds between interrupting the main thread and ``os._exit(EXIT_CODE)``.
-        getppid: the parent-PID function (tests pass a fake); default ``os.getppid``.
-        on_gone: what to do (default :meth:`stop_process`); called in this thread.
+        getppid: the parent-PID function (tests pass a fake); on_gone: default :meth:`stop_process`.
     """
 
     def __init__(self, interval_s: float = 0.5, grace_s: float = 5.0, getppid=os.getppid, on_gone=None):
@@ -76,8 +52,9 @@ class LauncherWatch(threading.Thread):
 
 
 def launched_worker(env=None) -> bool:
-    """True when a launcher that should be watched started this process (torchrun's marker, or
-    ``NBKIT_DISTRIBUTED=1`` with ``WORLD_SIZE`` > 1: srun, mpirun), and the watch is not disabled."""
+    """True when a launcher started this process (torchrun's marker, or ``NBKIT_DISTRIBUTED=1`` with
+    ``WORLD_SIZE`` > 1: srun, mpirun) and ``NBKIT_LAUNCHER_WATCH`` does not turn the watch off.
+    """
     from nbkit.train.ddp.rendezvous import NO, OPT_IN_ENV, TORCHRUN_MARKER, YES
 
     env = os.environ if env is None else env
@@ -90,10 +67,7 @@ def launched_worker(env=None) -> bool:
 
 
 def watch_launcher(interval_s: float = 0.5, grace_s: float = 5.0, env=None) -> "LauncherWatch | None":
-    """Start the process's one watch when a launcher started it (:func:`launched_worker`); idempotent.
-
-    Returns the running :class:`LauncherWatch`, or None in a notebook kernel or a plain ``python``.
-    """
+    """Start the process's one watch when :func:`launched_worker` (idempotent); the running watch, or None."""
     global _watch
     if not launched_worker(env):
         return None

@@ -1,22 +1,9 @@
 """When to join a process group, and joining it with a short, explained timeout.
 
-A notebook kernel or a plain ``python`` often inherits ``WORLD_SIZE``/``RANK``/``MASTER_*``
-from somewhere else (a Kubeflow PyTorchJob pod, an ``sbatch`` script that exports them,
-Jupyter started under torchrun) without being one of several workers. Trusting them gave a
-raw torch ``ValueError`` (a variable missing) or a silent 30-minute wait for peers that never
-come (torch's default rendezvous timeout). So:
-
-* :func:`should_join`: a group is joined only when ``WORLD_SIZE`` > 1 *and* torchrun started
-  this process (its own marker ``TORCHELASTIC_RUN_ID``), or on explicit opt-in
-  (``NBKIT_DISTRIBUTED=1``, for launchers such as ``srun`` or ``mpirun`` that export the
-  variables themselves). ``NBKIT_DISTRIBUTED=0`` ignores them: one process. Otherwise
-  ``WORLD_SIZE`` > 1 is a ``ConfigError`` with both fixes. The variables a rendezvous needs
-  (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``) are checked
-  up front and the missing ones named.
-* :func:`join_group`: every rank registers in the rendezvous store and waits at most
-  ``NBKIT_DIST_TIMEOUT_S`` seconds (default :data:`DEFAULT_TIMEOUT_S` = 60) for the others;
-  the error names the world size and the ranks that never joined. The process group itself
-  keeps torch's long default timeout for collectives (a rank-0 checkpoint save may take minutes).
+A kernel or a plain ``python`` often inherits ``WORLD_SIZE``/``RANK``/``MASTER_*`` without being one of
+several workers; trusting them meant a raw ``ValueError`` or a 30-minute wait for peers that never come.
+The rules (:func:`should_join`, :func:`join_group`, ``NBKIT_DISTRIBUTED``, ``NBKIT_DIST_TIMEOUT_S``):
+``docs/distributed.md``, "What the loop does under torchrun".
 """
 from __future__ import annotations
 
@@ -35,9 +22,9 @@ _ALONE = ("to train in this one process, unset WORLD_SIZE (shell: `unset WORLD_S
 
 
 def should_join(env=None) -> bool:
-    """True when this process must join a process group (see the module docstring).
-
-    ``env``: the environment (default ``os.environ``). ``WORLD_SIZE`` unset or 1: False.
+    """True when ``WORLD_SIZE`` > 1 and torchrun started this process (``TORCHELASTIC_RUN_ID``) or
+    ``NBKIT_DISTRIBUTED=1`` opts in; False for ``WORLD_SIZE`` unset or 1, or ``NBKIT_DISTRIBUTED=0``.
+    ``env``: default ``os.environ``.
 
     Raises:
         ConfigError: ``WORLD_SIZE`` is not an integer; ``WORLD_SIZE`` > 1 without torchrun's
@@ -94,11 +81,9 @@ def timeout_s(env=None) -> float:
 
 def join_group(backend: str, rank: int, world_size: int, master_addr: str, master_port: int,
                timeout: float | None = None) -> None:
-    """Meet the other ranks within ``timeout`` seconds, then ``init_process_group(backend)``.
-
-    Rank 0 hosts the rendezvous store (torchrun's agent hosts it when it says so,
-    ``TORCHELASTIC_USE_AGENT_STORE=True``); each rank writes its key and waits for all
-    ``world_size`` keys. ``timeout``: default :func:`timeout_s`.
+    """Meet the other ranks within ``timeout`` seconds (default :func:`timeout_s`), then
+    ``init_process_group(backend)``. Rank 0 hosts the store unless torchrun's agent does
+    (``TORCHELASTIC_USE_AGENT_STORE=True``); each rank writes its key and waits for all.
 
     Raises:
         ConfigError: the store cannot be opened or reached (``MASTER_ADDR:MASTER_PORT``), or
