@@ -132,7 +132,7 @@ def test_a_finished_store_in_a_folder_that_cannot_take_the_lock_is_still_reused(
     m = prepare(src, tmp_path / "out", tok_dir)
 
     def read_only(self):
-        raise PermissionError(13, "Read-only file system", str(self.out / lock.LOCK_NAME))
+        raise PermissionError(13, "Read-only file system", str(self.folder / lock.StoreLock.LOCK_NAME))
 
     monkeypatch.setattr(lock.StoreLock, "acquire", read_only)
     assert prepare(src, tmp_path / "out", tok_dir) == m

@@ -85,7 +85,8 @@ def test_no_import_cycle_between_nbkit_modules():
 
 def test_top_level_is_subpackages_by_concern():
     top = sorted(p.name for p in PKG.iterdir() if not p.name.startswith(("_", ".")) and p.name != "nbkit.egg-info")
-    assert top == ["atomic.py", "caches.py", "cli", "corpus", "data", "env", "errors.py", "evaluate", "gpu", "jobs",
+    assert top == ["atomic.py", "caches.py", "cli", "corpus", "data", "env", "errors.py", "evaluate", "folder_lock.py",
+                   "gpu", "jobs",
                    "jsonio.py", "models", "pipeline.py", "profiling", "recipes", "rng.py", "runs.py", "settings.py",
                    "switches.py", "text", "train",
                    "units.py", "views"]
@@ -123,7 +124,8 @@ def test_no_binary_files_outside_docs_img():
 
 # ----- layers (docs/architecture.md "Data flow"): imports point down, gpu/ and env/ stand alone -----
 # top-level modules every layer may import (settings: the scale names pipeline defines presets for and env checks)
-BASE = {"nbkit", "errors", "jsonio", "rng", "atomic", "caches", "switches", "units", "settings", "runs", "_lazy"}
+BASE = {"nbkit", "errors", "jsonio", "rng", "atomic", "caches", "folder_lock", "switches", "units", "settings", "runs",
+        "_lazy"}
 _BELOW = ["data", "text", "corpus", "models", "evaluate", "train", "views", "profiling", "recipes"]
 MAY_IMPORT = {                                       # package -> the nbkit packages it may import (+ BASE, itself)
     "gpu": set(), "env": {"gpu"},

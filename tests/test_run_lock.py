@@ -14,7 +14,10 @@ import pytest
 
 from nbkit.errors import ConfigError
 from nbkit.train import Loop, TrainConfig, checkpoint
-from nbkit.train.run_lock import HOLDER_NAME, RunLock, pid_alive
+from nbkit.folder_lock import pid_alive
+from nbkit.train.run_lock import RunLock
+
+HOLDER_NAME = RunLock.HOLDER_NAME
 
 HELPER = Path(H.__file__)
 

@@ -35,7 +35,7 @@ from nbkit.atomic import fsync_dir
 from nbkit.corpus import manifest as mf
 from nbkit.corpus import segment, shards
 from nbkit.corpus.dedup import HashSet, exclusion_hashes, exclusion_identity
-from nbkit.corpus.lock import HOLDER_NAME, LOCK_NAME, StoreLock
+from nbkit.corpus.lock import StoreLock
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.progress import CorpusProgress
 from nbkit.corpus.readers import FileProblem, iter_chunks
@@ -92,7 +92,7 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None
             raise mf.changed_error(out, diffs or ["the manifest is not complete"], complete)
         _wipe(out)
         return None, mf.with_fingerprints(ident)
-    if out.is_dir() and any(p.name not in (LOCK_NAME, HOLDER_NAME) for p in out.iterdir()) and not overwrite:
+    if out.is_dir() and any(p.name not in (StoreLock.LOCK_NAME, StoreLock.HOLDER_NAME) for p in out.iterdir()) and not overwrite:
         raise ConfigError(f"{out} is not empty and holds no corpus store; pass a new or empty out_dir "
                           "(overwrite=True deletes only nbkit's own files there)")
     _wipe(out)

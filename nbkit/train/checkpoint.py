@@ -342,9 +342,9 @@ def leftover_pid(name: str) -> int | None:
 
 def remove_stale(root) -> list[Path]:
     """Delete the ``.tmp-<pid>``/``.old-<pid>`` folders in ``root`` whose writer is dead or this process, and
-    return them; a live writer's (``nbkit.train.run_lock.pid_alive``, pids of this machine) stays.
+    return them; a live writer's (``nbkit.folder_lock.pid_alive``, pids of this machine) stays.
     """
-    from nbkit.train.run_lock import pid_alive
+    from nbkit.folder_lock import pid_alive
 
     gone = []
     for p in Path(root).iterdir():
