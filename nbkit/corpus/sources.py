@@ -208,7 +208,8 @@ def _refuse_type(item: Any, label: str) -> ConfigError:
         hint = "; a dict of columns: pass datasets.Dataset.from_dict(d)"
     elif kind.__name__ == "DataFrame":
         hint = "; a pandas DataFrame: pass datasets.Dataset.from_pandas(df)"
-    return ConfigError(f"{label} is a {what}: prepare_corpus takes a path, a glob or a folder (str or "
+    article = "an" if what[:1].lower() in "aeiou" else "a"
+    return ConfigError(f"{label} is {article} {what}: prepare_corpus takes a path, a glob or a folder (str or "
                        f"pathlib.Path), a datasets Dataset / DatasetDict / IterableDataset, or a list of them{hint}")
 
 

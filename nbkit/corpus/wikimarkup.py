@@ -118,14 +118,14 @@ def strip_markup(text: str) -> str:
         return text
     s = _COMMENT.sub("", "\n" + text)
     s = _REFERENCES.sub("", _DROPPED.sub("", s))
+    if "-{" in s:   # before templates: a conversion's braces inside an infobox would hide the template
+        s = _CONVERT.sub(_convert, s)
     while True:  # innermost templates and tables first: a table inside an infobox, a template in a table
         new = _until_stable(_TEMPLATE, _template, s)
         new = _TABLE.sub("\n", new) if "{|" in new else new
         if new == s:
             break
         s = new
-    if "-{" in s:
-        s = _CONVERT.sub(_convert, s)
     s = _until_stable(_LINK, _link, s)   # a link in a file caption: the inner one first
     s = _EXTERNAL.sub(lambda m: m.group(1) or "", s)
     s = _TAG.sub("", _BR.sub("\n", s))
