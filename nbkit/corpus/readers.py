@@ -1,6 +1,6 @@
-"""Streaming the corpus sources (:mod:`nbkit.corpus.sources`) in chunks, and telling a file's format by content.
+"""Streaming the corpus sources (:mod:`nbkit.corpus.sources`) in chunks.
 
-Formats (by file name, else by content: :func:`sniff`; each optionally ``.gz`` or ``.zst``):
+Formats (by file name, else by content: :func:`nbkit.corpus.formats.sniff`; each optionally ``.gz`` or ``.zst``):
 
 - ``.txt``: one text per line (UTF-8);
 - ``.jsonl`` / ``.json``: one JSON object per line, the text under ``text_field``; a ``.json``
@@ -8,11 +8,11 @@ Formats (by file name, else by content: :func:`sniff`; each optionally ``.gz`` o
 - ``.parquet``: the ``text_field`` column, read in batches of rows (a compressed parquet file is
   first decompressed to a temporary file beside the store, since parquet needs random access); a
   string, large_string, dictionary or binary (UTF-8) column, or a list of them (paragraphs); another
-  Arrow type refuses the file, named (:func:`text_type_problem`);
+  Arrow type refuses the file, named (:func:`nbkit.corpus.formats.text_type_problem`);
 - a ``datasets.Dataset`` / ``IterableDataset``: the ``text_field`` column in batches of rows.
 
 A UTF-8 byte order mark is ignored (also before a JSON array). A file is binary only when at least
-:data:`BINARY_SHARE` of its first :data:`_SNIFF` bytes are NUL or other control bytes (text has almost
+:data:`nbkit.corpus.formats.BINARY_SHARE` of its first 64 KB are NUL or other control bytes (text has almost
 none): one NUL byte in a text file drops only its line (``nul_byte``, by the worker).
 
 Nothing is read whole: lines come from a buffered stream, parquet in row batches, JSON arrays
@@ -29,162 +29,16 @@ unreadable parquet, a parquet column that is not text) come as :class:`FileProbl
 from __future__ import annotations
 
 import codecs
-import gzip
-import io
 import json
 import os
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from nbkit.corpus.formats import FAULTS, SNIFF, fault_reason, looks_binary, open_binary, text_type_problem
+from nbkit.corpus.sources import Source
 from nbkit.data.filecheck import sniff_wide_encoding
 from nbkit.errors import DataError
-
-if TYPE_CHECKING:
-    from nbkit.corpus.sources import Source
-
-_SNIFF = 65536  # bytes of a file's (decompressed) start that decide binary / UTF-16 / format
-#: A file is binary when at least this share of its first 64 KB are NUL or control bytes (tab, line breaks,
-#: form feed and ESC excepted). UTF-8 or GBK text has almost none; random bytes (compressed data, images)
-#: about 10 %; a text file with one NUL byte in 64 KB 0.002 %.
-BINARY_SHARE = 0.05
-_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\v\x1b") + b"\x7f"
-_MAGIC = ((b"\x89PNG", "PNG image"), (b"\xff\xd8\xff", "JPEG image"), (b"GIF8", "GIF image"),
-          (b"%PDF", "PDF document"), (b"PK\x03\x04", "zip archive (or .docx/.xlsx)"), (b"\x7fELF", "executable"),
-          (b"SQLite format 3", "SQLite database"), (b"7z\xbc\xaf", "7z archive"), (b"Rar!", "RAR archive"),
-          (b"BZh", "bzip2-compressed file (recompress it as .gz or .zst)"),
-          (b"\xfd7zXZ", "xz-compressed file (recompress it as .gz or .zst)"),
-          (b"\xd0\xcf\x11\xe0", "MS Office document"), (b"ARROW1", "Arrow file"), (b"\x93NUMPY", "numpy array"))
-_SNIFF_LINES = 5  # non-empty lines that decide JSON lines vs plain text
-
-
-def control_share(head: bytes) -> float:
-    """Share (0-1) of ``head``'s bytes that are NUL or control bytes (not tab, line breaks, form feed, ESC)."""
-    return (len(head) - len(head.translate(None, _CONTROL))) / len(head) if head else 0.0
-
-
-def _looks_binary(head: bytes) -> str | None:
-    share = control_share(head)
-    if share >= BINARY_SHARE:
-        return (f"binary: {share:.0%} of its first {len(head):,} bytes are NUL or control bytes "
-                f"(text has almost none; a file is binary from {BINARY_SHARE:.0%})")
-    return None
-
-
-def sniff(path: str, compression: str | None = None) -> tuple[str | None, str | None, str]:
-    """A file's format by content: ``(kind, compression, "content: why")``, or ``(None, None, why)`` for a
-    file that is not corpus text (binary by magic bytes or by :data:`BINARY_SHARE`).
-
-    Order: gzip / zstd by magic bytes (then the decompressed start is looked at), parquet (``PAR1``),
-    known binary formats; then the first :data:`_SNIFF_LINES` non-empty lines (read up to 4 MB): JSON
-    lines when the first is a JSON object and at least half are; a JSON array when the text starts
-    with ``[`` and ``{``; else plain text (UTF-16 or GBK text too: their reader reports them).
-
-    Raises:
-        OSError: the file cannot be opened.
-    """
-    with open(path, "rb", buffering=0) as raw:
-        magic = raw.read(16)
-        raw.seek(0)
-        comp = compression or ("gz" if magic[:2] == b"\x1f\x8b" else "zst" if magic[:4] == b"\x28\xb5\x2f\xfd"
-                               else None)
-        packed = f"{comp}-compressed " if comp else ""
-        if comp is None:
-            if magic[:4] == b"PAR1":
-                return "parquet", None, "content: parquet (PAR1 magic bytes)"
-            for sig, what in _MAGIC:
-                if magic.startswith(sig):
-                    return None, None, f"a {what} (magic bytes {sig[:4]!r})"
-        stream, guard = open_binary(comp, raw)
-        head = stream.peek(_SNIFF)[:_SNIFF]
-        if not head:
-            why = f"data that does not decompress ({guard.fault})" if guard.fault is not None else "empty file"
-            return "txt", comp, f"content: {packed}{why}; read as text (its reader reports it)"
-        wide = sniff_wide_encoding(head)
-        if wide:
-            return "txt", comp, f"content: {packed}{wide[1]} text"
-        if why := _looks_binary(head):
-            return None, None, why
-        lines, size, filled, eof = [], 0, 0, False
-        while filled < _SNIFF_LINES and size < 4 << 20:
-            line = stream.readline(4 << 20)
-            if not line:
-                eof = True
-                break
-            lines.append(line)
-            size, filled = size + len(line), filled + bool(line.strip())
-    lines[0] = lines[0].removeprefix(codecs.BOM_UTF8)
-    first = next((x.strip() for x in lines if x.strip()), b"")
-    complete = [x.strip() for x in lines if x.strip() and (x.endswith(b"\n") or eof)]
-    if first[:1] == b"[" and first[1:].lstrip()[:1] in (b"{", b""):
-        return "json", comp, f"content: {packed}a JSON array (starts with '[')"
-    objects = sum(1 for x in complete if _is_object(x))
-    if first[:1] == b"{" and not complete:
-        return "jsonl", comp, f"content: {packed}JSON lines (a first line over 4 MB that starts with '{{')"
-    said = f"{objects} of the first {len(complete)} non-empty lines are JSON objects"
-    if first[:1] == b"{" and objects * 2 >= len(complete):
-        return "jsonl", comp, f"content: {packed}JSON lines ({said})"
-    return "txt", comp, f"content: {packed}plain text ({said})"
-
-
-def first_record(src: Source) -> dict | None:
-    """The first record of a JSON lines file, a parquet file's first row, a ``datasets`` object's first row
-    (a dict), or None (plain text, a JSON array, an unreadable or empty file). Reads at most 4 MB."""
-    try:
-        if src.kind == "dataset":
-            ds = src.dataset
-            return dict(ds[0]) if src.reusable and len(ds) else next(iter(ds), None)
-        if src.kind == "parquet" and not src.compression:
-            import pyarrow.parquet as pq
-
-            pf = pq.ParquetFile(src.path)
-            batch = next(pf.iter_batches(batch_size=1), None)
-            return batch.to_pylist()[0] if batch is not None and batch.num_rows else None
-        if src.kind != "jsonl":
-            return None
-        with open(src.path, "rb", buffering=0) as raw:
-            stream, _ = open_binary(src.compression, raw)
-            for _ in range(_SNIFF_LINES):
-                line = stream.readline(4 << 20).removeprefix(codecs.BOM_UTF8)
-                if line.strip():
-                    value = json.loads(line)
-                    return value if isinstance(value, dict) else None
-    except Exception:  # noqa: BLE001  (a broken file: its reader reports it; here it is only "not a record")
-        return None
-    return None
-
-
-def is_wikipedia(record: dict | None) -> bool:
-    """True for a Wikipedia article's record: a ``url`` on wikipedia.org (wiki_zh, HF's wikimedia/wikipedia)."""
-    url = record.get("url") if isinstance(record, dict) else None
-    return isinstance(url, str) and "wikipedia.org/" in url
-
-
-def _is_object(line: bytes) -> bool:
-    try:
-        return isinstance(json.loads(line), dict)
-    except ValueError:   # JSONDecodeError and UnicodeDecodeError
-        return False
-
-
-def text_type_problem(arrow_type) -> str | None:
-    """None when a column of ``arrow_type`` holds text (string, large_string, string_view, binary as UTF-8,
-    a dictionary of those, a list of those as paragraphs, or null); else the type in words (``"int64 (Arrow type)"``)."""
-    import pyarrow.types as pat
-
-    t = arrow_type
-    if pat.is_dictionary(t):
-        t = t.value_type
-    if pat.is_list(t) or pat.is_large_list(t) or getattr(pat, "is_list_view", lambda _: False)(t):
-        t = t.value_type
-        if pat.is_dictionary(t):
-            t = t.value_type
-    texty = (pat.is_string(t) or pat.is_large_string(t) or pat.is_binary(t) or pat.is_large_binary(t)
-             or pat.is_null(t) or getattr(pat, "is_string_view", lambda _: False)(t)
-             or getattr(pat, "is_binary_view", lambda _: False)(t))
-    return None if texty else f"{arrow_type} (Arrow type), not text"
 
 
 @dataclass
@@ -215,82 +69,6 @@ class FileProblem:
     detail: str = ""
 
 
-class _ZstdRaw(io.RawIOBase):
-    """A zstd stream as a raw file that raises EOFError when the data ends inside a frame (truncated)."""
-
-    def __init__(self, fh):
-        import zstandard
-
-        self._zstd, self._fh = zstandard, fh
-        self._d = zstandard.ZstdDecompressor().decompressobj()
-        self._buf, self._started, self._done = b"", False, False
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        while not self._buf and not self._done:
-            data = self._fh.read(1 << 20)
-            if not data:
-                self._done = True
-                if self._started and not self._d.eof:
-                    raise EOFError("zstd data ends inside a frame (truncated file)")
-                break
-            self._started = True
-            try:
-                self._buf = self._d.decompress(data)
-                while self._d.eof and self._d.unused_data:  # several frames
-                    rest = self._d.unused_data
-                    self._d = self._zstd.ZstdDecompressor().decompressobj()
-                    self._buf += self._d.decompress(rest)
-            except self._zstd.ZstdError as exc:
-                raise zlib.error(f"corrupt zstd data: {exc}") from exc
-        n = min(len(b), len(self._buf))
-        b[:n], self._buf = self._buf[:n], self._buf[n:]
-        return n
-
-
-_FAULTS = (EOFError, OSError, zlib.error, gzip.BadGzipFile)
-
-
-class _Guarded(io.RawIOBase):
-    """A decompressed stream whose read fault (truncated, corrupt) ends it cleanly and is kept in ``fault``.
-
-    The bytes decoded before the fault are all delivered first, so the lines before it are kept.
-    """
-
-    def __init__(self, inner):
-        self.inner, self.fault = inner, None
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        if self.fault is not None:
-            return 0
-        try:
-            if isinstance(self.inner, gzip.GzipFile):  # one raw read: a fault then loses nothing decoded
-                data = self.inner.read1(len(b))
-                b[:len(data)] = data
-                return len(data)
-            return self.inner.readinto(b)
-        except _FAULTS as exc:
-            self.fault = exc
-            return 0
-
-
-def open_binary(compression: str | None, raw) -> tuple[io.BufferedReader, _Guarded]:
-    """A buffered binary stream of the decompressed bytes (``compression``: None, "gz", "zst") over the open raw
-    file ``raw``, and its guard."""
-    inner = (gzip.GzipFile(fileobj=raw) if compression == "gz" else
-             _ZstdRaw(raw) if compression == "zst" else raw)
-    guard = _Guarded(inner)
-    return io.BufferedReader(guard, buffer_size=1 << 20), guard
-
-
-def _reason(exc: BaseException) -> str:
-    return "truncated_file" if isinstance(exc, EOFError) else "unreadable_file"
-
 
 def iter_chunks(sources: list[Source], text_field: str, start: tuple[int, int] = (0, 0),
                 chunk_items: int = 1000, chunk_bytes: int = 4 << 20,
@@ -317,10 +95,10 @@ def iter_chunks(sources: list[Source], text_field: str, start: tuple[int, int] =
 def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes: int):
     with open(src.path, "rb", buffering=0) as raw:
         stream, guard = open_binary(src.compression, raw)
-        head = stream.peek(_SNIFF)[:_SNIFF]
+        head = stream.peek(SNIFF)[:SNIFF]
         if not head:
             if guard.fault is not None:
-                yield FileProblem(si, src.path, 1, _reason(guard.fault), str(guard.fault))
+                yield FileProblem(si, src.path, 1, fault_reason(guard.fault), str(guard.fault))
             else:
                 yield FileProblem(si, src.path, None, "empty_file", "no bytes" if src.size_bytes == 0 else
                                   "no bytes after decompression")
@@ -331,7 +109,7 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
                               f"{wide[1]}; convert it: iconv -f {wide[0]} -t UTF-8 FILE > FILE.utf8 (zcat/zstdcat "
                               "first when compressed), and prepare the converted copy")
             return
-        if why := _looks_binary(head):
+        if why := looks_binary(head):
             yield FileProblem(si, src.path, None, "binary_file", why)
             return
         if src.kind == "json" and head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] == b"[":
@@ -357,7 +135,7 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
             chunk.next_line, chunk.raw_pos = n, raw.tell()
             yield chunk
         if guard.fault is not None:
-            yield FileProblem(si, src.path, n + 1, _reason(guard.fault), str(guard.fault))
+            yield FileProblem(si, src.path, n + 1, fault_reason(guard.fault), str(guard.fault))
 
 
 def _json_array_chunks(si: int, src: Source, stream, guard, raw, skip: int, chunk_items: int):
@@ -401,9 +179,9 @@ def _json_array_chunks(si: int, src: Source, stream, guard, raw, skip: int, chun
                 yield chunk
                 chunk = None
         problem = None
-    except (*_FAULTS, ValueError) as exc:
+    except (*FAULTS, ValueError) as exc:
         reason = "bad_utf8" if isinstance(exc, UnicodeDecodeError) else (
-            _reason(exc) if isinstance(exc, _FAULTS) else "bad_json")
+            fault_reason(exc) if isinstance(exc, FAULTS) else "bad_json")
         problem = FileProblem(si, src.path, n + 1, reason, str(exc)[:200])
     if chunk is not None:
         chunk.next_line, chunk.raw_pos = n, raw.tell()

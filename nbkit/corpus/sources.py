@@ -3,7 +3,7 @@
 Formats (each optionally ``.gz`` or ``.zst``): ``.txt`` (one text per line), ``.jsonl`` / ``.json``
 (JSON objects, the text under ``text_field``), ``.parquet`` (the ``text_field`` column). A file whose name
 gives no format (``wiki_00``, ``part.001``, ``corpus.text``) is read by content
-(:func:`nbkit.corpus.readers.sniff`: gzip/zstd/parquet by magic bytes, then JSON lines or plain text);
+(:func:`nbkit.corpus.formats.sniff`: gzip/zstd/parquet by magic bytes, then JSON lines or plain text);
 ``Source.detected`` says how each file's format was chosen. Reading them is :mod:`nbkit.corpus.readers`.
 
 Folders are walked recursively, symlinks followed (a folder reached twice, e.g. by a link loop, is walked
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nbkit.corpus.readers import first_record, is_wikipedia, sniff, text_type_problem
+from nbkit.corpus.formats import first_record, is_wikipedia, sniff, text_type_problem
 from nbkit.corpus.store import holds_store_files
 from nbkit.errors import ConfigError
 
@@ -218,7 +218,7 @@ def resolve_inputs(inputs, text_field: str = "text", skipped: list[dict] | None 
     argument order, each file once.
 
     A folder's files are sorted by path; those of a known format are read by name, the others by content
-    (:func:`nbkit.corpus.readers.sniff`). What a folder leaves out (module docstring) is appended to
+    (:func:`nbkit.corpus.formats.sniff`). What a folder leaves out (module docstring) is appended to
     ``skipped`` as ``{"path", "reason"}``. A glob's matches are sorted and treated as a folder's files.
 
     Raises:
