@@ -165,7 +165,7 @@ def test_a_wiki_zh_folder_as_shipped_just_works(tmp_path, capsys):
     # the redirect and the markup-only page are dropped, the English page by the Wikipedia CJK share
     assert (m["dropped"]["markup_only"], m["dropped"]["non_cjk"]) == (2, 1)
     assert m["counts"]["n_texts_kept"] == len(arts) - 3
-    assert m["repaired"]["markup_stripped"] == len(arts) - 1            # all but the plain English one
+    assert m["repaired"]["markup_stripped"] == len(arts) - 3      # the kept articles (the English one has none)
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(tmp_path / "tok"))

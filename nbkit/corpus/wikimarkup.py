@@ -10,11 +10,12 @@ interwiki ``[[en:...]]``), other tags (their content kept), ``'''bold'''`` and `
 ``[[a|b]]`` -> ``b``, ``[[a]]`` -> ``a``, ``[http://x 标签]`` -> ``标签``. HTML entities are decoded.
 
 Unbalanced markup (a stray ``{{`` in a review) is left as written, never eats the rest of a text. A text
-holding no markup character pays one regex search (:data:`_ANY`).
+holding no markup character pays one character-class search (:data:`_HINT`), one with line breaks also :data:`_ANY`.
 
-Cost (``bench/corpus_wiki.py``, one core of the shared 2-core machine): about 25 MB/s (40 us per KB) on
-zhwiki-style articles full of markup, several hundred MB/s on text without markup; mwparserfromhell 0.7.2's
-``strip_code`` on the same articles: about 1 MB/s, so it is not used.
+Cost (``bench/corpus_wiki.py``, one core of the shared 2-core machine, load 1.5-5): 11-15 MB/s (about
+70-90 us per KB) on zhwiki-style articles full of markup; 130 MB/s on articles with line breaks but no markup,
+290 MB/s on single lines without any (one character-class search). mwparserfromhell 0.7.2's ``strip_code``
+on the same articles: 0.4-1 MB/s (10-30x slower), so it is not used.
 """
 from __future__ import annotations
 
@@ -110,9 +111,9 @@ def _until_stable(pattern: re.Pattern, repl, text: str) -> str:
 def strip_markup(text: str) -> str:
     """``text`` with MediaWiki markup removed (module docstring: what goes, what stays); plain text unchanged.
 
-    Cost: about 40 us per KB of markup-heavy article (25 MB/s, one core), one regex search for a text
-    without markup. Blank lines runs are cut to one empty line; leading/trailing whitespace is stripped
-    only when markup was found.
+    Cost: about 80 us per KB of markup-heavy article (11-15 MB/s, one core), one character-class search for
+    a line without markup. Runs of blank lines become one empty line; leading/trailing whitespace is
+    stripped only when markup was found.
     """
     if not _HINT.search(text) and text[:1] not in "=*#:;" or not _ANY.search(text):
         return text

@@ -85,9 +85,10 @@ def _type_name(value) -> str:
 def as_text(value, field: str):
     """A field's value as text, or ``(reason, detail)`` naming what it is instead.
 
-    ``str`` as is; ``bytes`` decoded as UTF-8 (raises ``UnicodeDecodeError``); a list of strings returned as
-    is (a document's paragraphs: the caller joins them with ``"\n"``); ``None`` -> ``("missing", "text is null")``; any other type ->
-    ``("not_text", "text is int")``, ``"text is a list of 2 str, 1 int"``, ``"text is dict (keys: [...])"``.
+    ``str`` as is; ``bytes`` decoded as UTF-8 (raises ``UnicodeDecodeError``); a list of strings as a list
+    (a document's paragraphs: the caller joins them with ``"\n"``); ``None`` -> ``("missing", "text is null")``;
+    any other type -> ``("not_text", "text is int")``, ``"text is a list of 2 str, 1 int"``, ``"text is dict
+    (keys: [...])"``.
     """
     if isinstance(value, str):
         return value
@@ -97,7 +98,7 @@ def as_text(value, field: str):
         return ("missing", f"{field} is {'null' if value is None else 'NaN'}")
     if isinstance(value, (list, tuple)):
         if value and all(isinstance(v, str) for v in value):
-            return value
+            return list(value)
         kinds = Counter(_type_name(v) for v in value)
         parts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
         return ("not_text", f"{field} is {'an empty list' if not value else f'a list of {parts}'}")
@@ -216,12 +217,13 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
         if markup:
             stripped = strip_markup(value)
             if stripped is not value and stripped != value:
-                counts["markup_stripped"] += 1
-                if is_redirect(value) or (value.strip() and not stripped.strip()):
+                redirect = is_redirect(value)
+                if redirect or (value.strip() and not stripped.strip()):
                     counts["markup_only"] += 1
                     keep_location(problems, seen, path, line, "markup_only",
-                                  "a redirect page" if is_redirect(value) else "only MediaWiki markup, no text")
+                                  "a redirect page" if redirect else "only MediaWiki markup, no text")
                     continue
+                counts["markup_stripped"] += 1
                 value = stripped
         pieces = [value]
         if isinstance(value, str) and len(value) > max_chars:
