@@ -77,20 +77,33 @@ def test_prepare_never_reads_a_store_as_text(store, tmp_path, tok_dir):
     assert not any((tmp_path / o).exists() for o in ("o1", "o2", "o3"))
 
 
-def test_a_folder_holding_a_store_is_refused_with_the_store_named(store, tmp_path, tok_dir):
+def test_a_store_inside_an_input_folder_is_left_out_and_named(store, tmp_path, tok_dir):
     folder = tmp_path / "runs"
     (folder / "corpus").mkdir(parents=True)
     shutil.copytree(store, folder / "corpus" / "wiki")
     write_txt(folder / "notes.txt", review_lines(10, 500))
-    with pytest.raises(ConfigError, match=f"holds a prepared corpus store at {folder / 'corpus' / 'wiki'}"):
-        run(folder, tmp_path / "out", tok_dir)
+    m = run(folder, tmp_path / "out", tok_dir)
+    assert [os.path.basename(x["path"]) for x in m["sources"]] == ["notes.txt"]   # no manifest.json, vocab.txt
+    assert m["inputs"]["skipped"] == [{"path": str(folder / "corpus" / "wiki"),
+                                       "reason": "a corpus store (its files are not text to prepare)"}]
+    # a folder holding nothing but a store: refused, the store named as what was left out
+    with pytest.raises(ConfigError, match=f"holds no corpus file; left out: {folder / 'corpus' / 'wiki'}: a corpus store"):
+        run(folder / "corpus", tmp_path / "out1", tok_dir)
+    # a store prepared inside its own input folder: the second call reuses it (its files are not inputs)
+    raw = tmp_path / "own"
+    raw.mkdir()
+    write_txt(raw / "a.txt", review_lines(20, 520))
+    first = run(raw, raw / "store", tok_dir)
+    assert run(raw, raw / "store", tok_dir)["splits"] == first["splits"]
     # a stopped preparation (prepare.json + shards/, no manifest yet) is a store's folder too
     partial = tmp_path / "raw" / "half"
     (partial / "shards").mkdir(parents=True)
     (partial / "prepare.json").write_text("{}")
     write_jsonl(tmp_path / "raw" / "texts.jsonl", review_lines(10, 600))
+    m2 = run(tmp_path / "raw", tmp_path / "out2", tok_dir)
+    assert m2["inputs"]["skipped"][0]["path"] == str(partial) and m2["counts"]["n_files"] == 1
     with pytest.raises(ConfigError, match="not finished.*finish it with its original command"):
-        run(tmp_path / "raw", tmp_path / "out2", tok_dir)
+        run(partial, tmp_path / "out2b", tok_dir)
     # a folder with a manifest.json of its own but no shards/ is ordinary input
     (partial / "prepare.json").unlink()
     (partial / "shards").rmdir()

@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_run_notebooks)
 
     p = sub.add_parser("prepare-corpus", help="files/globs/folders of text -> a token store (docs/corpus.md)")
-    p.add_argument("inputs", nargs="+", help=".txt/.jsonl/.json/.parquet files (optionally .gz/.zst), globs, folders")
+    p.add_argument("inputs", nargs="+", help=".txt/.jsonl/.json/.parquet files (optionally .gz/.zst; other files by "
+                   "content), globs, folders")
     p.add_argument("--out", required=True, help="the store's folder (reused when complete, continued when partial)")
     p.add_argument("--text-field", help="JSON key / parquet column of the text (default text)")
     p.add_argument("--tokenizer", help="a tokenizer folder to use (default: train one on a sample)")
@@ -117,7 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-workers", type=int, default=None, help="processes (default: the usable cores)")
     p.add_argument("--errors", choices=("skip", "raise"), help="bad lines: count and skip (default) or stop")
     p.add_argument("--min-chars", type=int, help="drop texts with fewer visible characters (default 5)")
-    p.add_argument("--min-cjk-share", type=float, help="drop texts with a smaller share of CJK characters (default 0: off)")
+    p.add_argument("--min-cjk-share", type=lambda v: v if v == "auto" else float(v),
+                   help="drop texts with a smaller share of CJK characters (default auto: 0.1 for a Wikipedia "
+                   "dump's texts, off for others; 0: off)")
+    p.add_argument("--no-strip-markup", dest="strip_markup", action="store_false", default=None,
+                   help="keep MediaWiki markup (default: stripped, docs/corpus.md)")
     p.add_argument("--heldout-share", type=float, help="share of texts held out by hash (default 0.005)")
     p.add_argument("--max-chars", type=int, help="cut longer texts at sentence ends into pieces of at most this "
                    "(default 20000)")

@@ -39,14 +39,15 @@ from nbkit.corpus.lock import StoreLock
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.progress import CorpusProgress
 from nbkit.corpus.readers import FileProblem, iter_chunks
-from nbkit.corpus.report import RULE, DropLog
-from nbkit.corpus.sources import fingerprint, resolve_inputs
+from nbkit.corpus.report import RULE, DropLog, input_lines
+from nbkit.corpus.sources import fingerprint, resolve_inputs, skipped_summary
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
 from nbkit.errors import ConfigError, DataError, NbkitError
 
-DROPPED = ("blank", "missing", "excluded", "duplicate", "too_short", "non_cjk", "bad_utf8", "bad_json", "no_text_field",
-           "no_tokens", "empty_file", "binary_file", "truncated_file", "unreadable_file")
-REPAIRED = ("repaired_surrogates", "long_texts_cut", "long_text_pieces")
+DROPPED = ("blank", "missing", "not_text", "markup_only", "excluded", "duplicate", "too_short", "non_cjk", "bad_utf8",
+           "nul_byte", "bad_json", "no_text_field", "no_tokens", "empty_file", "binary_file", "not_utf8_file",
+           "truncated_file", "unreadable_file")
+REPAIRED = ("repaired_surrogates", "long_texts_cut", "long_text_pieces", "paragraph_lists_joined", "markup_stripped")
 COUNTS = ("n_files", "n_items", "n_texts_read", "n_texts_kept", "n_chars", "n_tokens")
 _OURS = ("manifest.json", "prepare.json", "tokenizer", "tokenizer_info.json", "shards", ".tokenizer.tmp", "tmp")
 
@@ -99,6 +100,26 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None
     return None, mf.with_fingerprints(ident)
 
 
+def _check_stream(out: Path, sources, overwrite: bool) -> None:
+    """An input without identity (an ``IterableDataset``) cannot match a store: refuse one in ``out`` (or wipe it
+    with ``overwrite``) and warn that this preparation cannot be resumed or reused."""
+    streams = [src for src in sources if not src.reusable]
+    if not streams:
+        return
+    import warnings
+
+    why = (f"{streams[0].path}: a datasets.IterableDataset has no fingerprint, so a store cannot tell it from "
+           "another stream")
+    if any((out / n).is_file() for n in ("manifest.json", "prepare.json")):
+        if not overwrite:
+            raise ConfigError(f"{out} holds a corpus store, and {why}: it cannot be resumed or reused from it. Pass "
+                              "overwrite=True to prepare it again, a new out_dir, or a datasets.Dataset (e.g. "
+                              "load_dataset(..., streaming=False)), whose fingerprint makes the store resumable")
+        _wipe(out)
+    warnings.warn(f"{why}: this preparation cannot be resumed after a stop, nor its store reused by a later call "
+                  "(a datasets.Dataset can)", UserWarning, stacklevel=3)
+
+
 def _split_counts(tally: Counter) -> dict[str, Any]:
     return {"counts": {k: int(tally[k]) for k in COUNTS}, "dropped": {k: int(tally[k]) for k in DROPPED},
             "repaired": {k: int(tally[k]) for k in REPAIRED}}
@@ -123,7 +144,10 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
 
     Args:
         inputs: a path, glob or folder, or a list of them (``.txt``, ``.jsonl``, ``.json``, ``.parquet``,
-            each optionally ``.gz``/``.zst``; folders recursively).
+            each optionally ``.gz``/``.zst``; other files by content; folders recursively, links followed,
+            hidden entries, stores and binaries left out and listed in the manifest's ``inputs``), or a
+            ``datasets.Dataset`` / ``DatasetDict`` (its ``train`` split) / ``IterableDataset`` (streamed in
+            row batches; it has no fingerprint, so its store cannot be resumed or reused).
         out_dir: the store's folder (created; a finished store there is reused, a partial one continued).
         num_workers: processes for the per-text work (default: the usable cores); never changes the output.
         overwrite: delete a store of other input or settings in ``out_dir`` instead of raising.
@@ -139,9 +163,10 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         The manifest dict (also in ``out_dir/manifest.json``).
 
     Raises:
-        ConfigError: a bad setting, no input, an input that is, holds or lies in a corpus store (never
-            read as text), or ``out_dir`` holding a store of other input or settings (every difference
-            named; an input of equal size but a new modification time differs only if its SHA-256 does).
+        ConfigError: a bad setting, no input, an input of a type it cannot take (named), an input that is
+            or lies in a corpus store (never read as text), or ``out_dir`` holding a store of other input or
+            settings (every difference named; an input of equal size but a new modification time differs only
+            if its SHA-256 does), or any store when the input is an ``IterableDataset`` (without ``overwrite``).
         DataError: with ``errors="raise"``, the first bad line or file (file and line named); nothing kept;
             or token ids at or above the tokenizer's ``vocab_size`` (the store is not marked complete).
         CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
@@ -149,7 +174,8 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
 
     Warns:
         UserWarning: ``vocab_size``, ``sample_mb`` or ``model_max_length`` passed with ``tokenizer``
-            (ignored; recorded as null: :data:`nbkit.corpus.manifest.TRAINED_ONLY`).
+            (ignored; recorded as null: :data:`nbkit.corpus.manifest.TRAINED_ONLY`); a trained vocabulary
+            under 90 % of ``vocab_size`` (the reason and the fix); an ``IterableDataset`` input (not resumable).
     """
     t_start = time.perf_counter()
     n_workers = default_workers() if num_workers is None else int(num_workers)
@@ -163,9 +189,11 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     s["segmenter"] = segment.resolve(s["segmenter"])
     s["segmenter_version"] = segment.version(s["segmenter"])
     s.update(tokenizer_identity(s["tokenizer"]))  # its normalisation (applied to the text) and fingerprint
-    sources = resolve_inputs(inputs)
+    skipped: list[dict] = []
+    sources = resolve_inputs(inputs, s["text_field"], skipped)
     ident = mf.identity(s, [src.as_dict() for src in sources])
     out = Path(out_dir).expanduser()
+    _check_stream(out, sources, overwrite)
     try:
         lock = StoreLock(out).acquire()
     except OSError:   # a read-only folder: only a finished store of this input and settings can be used there
@@ -173,17 +201,20 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
             raise
         return _check_out_dir(out, ident, overwrite=False)[0]
     try:
-        return _write_store(out, ident, s, sources, excluded, n_workers, overwrite, progress, t_start)
+        return _write_store(out, ident, s, sources, skipped, excluded, n_workers, overwrite, progress, t_start)
     finally:
         lock.release()
 
 
-def _write_store(out: Path, ident: dict, s: dict, sources, excluded: np.ndarray, n_workers: int, overwrite: bool,
-                 progress: bool, t_start: float) -> dict[str, Any]:
+def _write_store(out: Path, ident: dict, s: dict, sources, skipped: list, excluded: np.ndarray, n_workers: int,
+                 overwrite: bool, progress: bool, t_start: float) -> dict[str, Any]:
     """Stages 1-4 in ``out``, under its lock; the manifest."""
     reuse, ident = _check_out_dir(out, ident, overwrite)
     if reuse is not None:
         return reuse
+    if progress:
+        for line in input_lines(ident["sources"], skipped):
+            print(f"[prepare-corpus] {line}", flush=True)
     jsonio.write_json(out / "prepare.json", ident)
     shard_dir, tmp_dir = out / "shards", out / "tmp"
     shard_dir.mkdir(exist_ok=True)
@@ -192,7 +223,8 @@ def _write_store(out: Path, ident: dict, s: dict, sources, excluded: np.ndarray,
     total = sum(src.size_bytes for src in sources)
     bar = CorpusProgress(total, enabled=progress)
     job = {k: s[k] for k in ("errors", "text_field", "max_chars", "min_chars", "min_cjk_share", "segmenter",
-                             "unicode_normalization")}
+                             "unicode_normalization", "strip_markup")}
+    job["cjk_share_by_source"] = {i: mf.WIKI_CJK_SHARE for i, x in enumerate(sources) if x.wikipedia}
     with Workers(n_workers) as pool:
         def cleaned():
             bar.begin(f"tokenizer sample (reads from the start until {s['sample_mb']:g} MB of text are kept)")
@@ -213,7 +245,9 @@ def _write_store(out: Path, ident: dict, s: dict, sources, excluded: np.ndarray,
     timing["mb_per_s"] = round((total - done) / 1e6 / max(timing["seconds"], 1e-9), 3)
     result = mf.build_manifest(ident, markers[-1], markers, tok, timing)
     log = DropLog.from_marker(DROPPED, markers[-1])
-    result.update(problems_rule=RULE, by_file=log.by_file({x.path: x.compression for x in sources}))
+    result.update(problems_rule=RULE, by_file=log.by_file({x.path: x.compression for x in sources}),
+                  inputs={"by_name": sum(x.detected == "name" for x in sources),
+                          "by_content": sum(x.detected != "name" for x in sources), **skipped_summary(skipped)})
     if not result["splits"]["train"]["n_tokens"]:
         raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
                         f"{ {k: v for k, v in result['dropped'].items() if v} }); check text_field and the filters")

@@ -1,12 +1,19 @@
 """Streaming the corpus sources (:mod:`nbkit.corpus.sources`) in chunks.
 
-Formats (by file name; each optionally ``.gz`` or ``.zst``):
+Formats (by file name, else by content: :func:`nbkit.corpus.formats.sniff`; each optionally ``.gz`` or ``.zst``):
 
 - ``.txt``: one text per line (UTF-8);
 - ``.jsonl`` / ``.json``: one JSON object per line, the text under ``text_field``; a ``.json``
   file whose first visible character is ``[`` is read as one array of objects, element by element;
 - ``.parquet``: the ``text_field`` column, read in batches of rows (a compressed parquet file is
-  first decompressed to a temporary file beside the store, since parquet needs random access).
+  first decompressed to a temporary file beside the store, since parquet needs random access); a
+  string, large_string, dictionary or binary (UTF-8) column, or a list of them (paragraphs); another
+  Arrow type refuses the file, named (:func:`nbkit.corpus.formats.text_type_problem`);
+- a ``datasets.Dataset`` / ``IterableDataset``: the ``text_field`` column in batches of rows.
+
+A UTF-8 byte order mark is ignored (also before a JSON array). A file is binary only when at least
+:data:`nbkit.corpus.formats.BINARY_SHARE` of its first 64 KB are NUL or other control bytes (text has almost
+none): one NUL byte in a text file drops only its line (``nul_byte``, by the worker).
 
 Nothing is read whole: lines come from a buffered stream, parquet in row batches, JSON arrays
 through an incremental decoder. One *line* (or array element, or parquet row) is held at a time, so
@@ -16,24 +23,22 @@ by the worker before any per-text step).
 The stream is cut into :class:`Chunk` s of at most ``chunk_items`` lines or ``chunk_bytes`` bytes,
 counted from the chunk's start, never across a source boundary; so chunk boundaries depend only on
 the input, and a stream restarted at a chunk boundary gives the same chunks again (resume).
-File-level faults (empty file, binary file, truncated or corrupt compression, unreadable parquet)
-come as :class:`FileProblem` items in stream order; the lines before the fault are kept.
+File-level faults (empty file, binary file, UTF-16/UTF-32 text, truncated or corrupt compression,
+unreadable parquet, a parquet column that is not text) come as :class:`FileProblem` items in stream order; the lines before the fault are kept.
 """
 from __future__ import annotations
 
-import gzip
-import io
+import codecs
 import json
 import os
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nbkit.corpus.formats import FAULTS, SNIFF, fault_reason, looks_binary, open_binary, text_type_problem
 from nbkit.corpus.sources import Source
+from nbkit.data.filecheck import sniff_wide_encoding
 from nbkit.errors import DataError
-
-_SNIFF = 8192  # bytes looked at for NUL bytes (binary / UTF-16 files)
 
 
 @dataclass
@@ -64,81 +69,6 @@ class FileProblem:
     detail: str = ""
 
 
-class _ZstdRaw(io.RawIOBase):
-    """A zstd stream as a raw file that raises EOFError when the data ends inside a frame (truncated)."""
-
-    def __init__(self, fh):
-        import zstandard
-
-        self._zstd, self._fh = zstandard, fh
-        self._d = zstandard.ZstdDecompressor().decompressobj()
-        self._buf, self._started, self._done = b"", False, False
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        while not self._buf and not self._done:
-            data = self._fh.read(1 << 20)
-            if not data:
-                self._done = True
-                if self._started and not self._d.eof:
-                    raise EOFError("zstd data ends inside a frame (truncated file)")
-                break
-            self._started = True
-            try:
-                self._buf = self._d.decompress(data)
-                while self._d.eof and self._d.unused_data:  # several frames
-                    rest = self._d.unused_data
-                    self._d = self._zstd.ZstdDecompressor().decompressobj()
-                    self._buf += self._d.decompress(rest)
-            except self._zstd.ZstdError as exc:
-                raise zlib.error(f"corrupt zstd data: {exc}") from exc
-        n = min(len(b), len(self._buf))
-        b[:n], self._buf = self._buf[:n], self._buf[n:]
-        return n
-
-
-_FAULTS = (EOFError, OSError, zlib.error, gzip.BadGzipFile)
-
-
-class _Guarded(io.RawIOBase):
-    """A decompressed stream whose read fault (truncated, corrupt) ends it cleanly and is kept in ``fault``.
-
-    The bytes decoded before the fault are all delivered first, so the lines before it are kept.
-    """
-
-    def __init__(self, inner):
-        self.inner, self.fault = inner, None
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        if self.fault is not None:
-            return 0
-        try:
-            if isinstance(self.inner, gzip.GzipFile):  # one raw read: a fault then loses nothing decoded
-                data = self.inner.read1(len(b))
-                b[:len(data)] = data
-                return len(data)
-            return self.inner.readinto(b)
-        except _FAULTS as exc:
-            self.fault = exc
-            return 0
-
-
-def open_binary(source: Source, raw) -> tuple[io.BufferedReader, _Guarded]:
-    """A buffered binary stream of ``source``'s decompressed bytes over the open raw file ``raw``, and its guard."""
-    inner = (gzip.GzipFile(fileobj=raw) if source.compression == "gz" else
-             _ZstdRaw(raw) if source.compression == "zst" else raw)
-    guard = _Guarded(inner)
-    return io.BufferedReader(guard, buffer_size=1 << 20), guard
-
-
-def _reason(exc: BaseException) -> str:
-    return "truncated_file" if isinstance(exc, EOFError) else "unreadable_file"
-
 
 def iter_chunks(sources: list[Source], text_field: str, start: tuple[int, int] = (0, 0),
                 chunk_items: int = 1000, chunk_bytes: int = 4 << 20,
@@ -151,6 +81,9 @@ def iter_chunks(sources: list[Source], text_field: str, start: tuple[int, int] =
     for si in range(start[0], len(sources)):
         skip = start[1] if si == start[0] else 0
         src = sources[si]
+        if src.kind == "dataset":
+            yield from _dataset_chunks(si, src, text_field, skip, chunk_items)
+            continue
         if not os.path.exists(src.path):
             raise DataError(f"{src.path} is gone since the preparation started; restore it or start again")
         if src.kind == "parquet":
@@ -161,20 +94,25 @@ def iter_chunks(sources: list[Source], text_field: str, start: tuple[int, int] =
 
 def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes: int):
     with open(src.path, "rb", buffering=0) as raw:
-        stream, guard = open_binary(src, raw)
-        head = stream.peek(_SNIFF)[:_SNIFF]
+        stream, guard = open_binary(src.compression, raw)
+        head = stream.peek(SNIFF)[:SNIFF]
         if not head:
             if guard.fault is not None:
-                yield FileProblem(si, src.path, 1, _reason(guard.fault), str(guard.fault))
+                yield FileProblem(si, src.path, 1, fault_reason(guard.fault), str(guard.fault))
             else:
                 yield FileProblem(si, src.path, None, "empty_file", "no bytes" if src.size_bytes == 0 else
                                   "no bytes after decompression")
             return
-        if b"\0" in head:
-            yield FileProblem(si, src.path, None, "binary_file",
-                              "NUL bytes: a binary or UTF-16 file; convert text to UTF-8")
+        wide = sniff_wide_encoding(head)
+        if wide:
+            yield FileProblem(si, src.path, None, "not_utf8_file",
+                              f"{wide[1]}; convert it: iconv -f {wide[0]} -t UTF-8 FILE > FILE.utf8 (zcat/zstdcat "
+                              "first when compressed), and prepare the converted copy")
             return
-        if src.kind == "json" and head.lstrip()[:1] == b"[":
+        if why := looks_binary(head):
+            yield FileProblem(si, src.path, None, "binary_file", why)
+            return
+        if src.kind == "json" and head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] == b"[":
             yield from _json_array_chunks(si, src, stream, guard, raw, skip, chunk_items)
             return
         kind = "txt" if src.kind == "txt" else "jsonl"
@@ -197,14 +135,12 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
             chunk.next_line, chunk.raw_pos = n, raw.tell()
             yield chunk
         if guard.fault is not None:
-            yield FileProblem(si, src.path, n + 1, _reason(guard.fault), str(guard.fault))
+            yield FileProblem(si, src.path, n + 1, fault_reason(guard.fault), str(guard.fault))
 
 
 def _json_array_chunks(si: int, src: Source, stream, guard, raw, skip: int, chunk_items: int):
     """Elements of one JSON array, decoded incrementally (``raw_decode`` over a sliding text buffer)."""
-    import codecs
-
-    decoder, dec = json.JSONDecoder(), codecs.getincrementaldecoder("utf-8")()
+    decoder, dec = json.JSONDecoder(), codecs.getincrementaldecoder("utf-8-sig")()   # a leading BOM dropped
     buf, pos, n, chunk, eof = "", 0, 0, None, False
     started = False
     try:
@@ -243,9 +179,9 @@ def _json_array_chunks(si: int, src: Source, stream, guard, raw, skip: int, chun
                 yield chunk
                 chunk = None
         problem = None
-    except (*_FAULTS, ValueError) as exc:
+    except (*FAULTS, ValueError) as exc:
         reason = "bad_utf8" if isinstance(exc, UnicodeDecodeError) else (
-            _reason(exc) if isinstance(exc, _FAULTS) else "bad_json")
+            fault_reason(exc) if isinstance(exc, FAULTS) else "bad_json")
         problem = FileProblem(si, src.path, n + 1, reason, str(exc)[:200])
     if chunk is not None:
         chunk.next_line, chunk.raw_pos = n, raw.tell()
@@ -265,7 +201,7 @@ def _parquet_chunks(si: int, src: Source, text_field: str, skip: int, chunk_item
 
             fd, tmp = tempfile.mkstemp(suffix=".parquet", dir=tmp_dir)
             with open(src.path, "rb", buffering=0) as raw, os.fdopen(fd, "wb") as out:
-                stream, guard = open_binary(src, raw)
+                stream, guard = open_binary(src.compression, raw)
                 shutil.copyfileobj(stream, out, 1 << 20)
                 if guard.fault is not None:
                     raise guard.fault
@@ -285,6 +221,12 @@ def _parquet_chunks(si: int, src: Source, text_field: str, skip: int, chunk_item
             yield FileProblem(si, src.path, None, "no_text_field",
                               f"no column {text_field!r} (columns: {pf.schema_arrow.names}); pass text_field=")
             return
+        why = text_type_problem(pf.schema_arrow.field(text_field).type)
+        if why:
+            yield FileProblem(si, src.path, None, "not_text",
+                              f"column {text_field!r} is {why}: cast it to string, or pass text_field= naming the "
+                              "text column")
+            return
         n = 0
         try:
             for batch in pf.iter_batches(batch_size=chunk_items, columns=[text_field]):
@@ -299,3 +241,24 @@ def _parquet_chunks(si: int, src: Source, text_field: str, skip: int, chunk_item
     finally:
         if tmp:
             os.unlink(tmp)
+
+
+def _dataset_chunks(si: int, src: Source, text_field: str, skip: int, chunk_items: int):
+    """The ``text_field`` column of a ``datasets`` object in batches of ``chunk_items`` rows (never whole)."""
+    ds = src.dataset.select_columns([text_field])
+    rows, n, pos = len(ds) if src.reusable else None, skip, 0
+    if skip:
+        ds = ds.skip(skip)
+    batches = (ds.with_format("arrow").iter(batch_size=chunk_items) if rows is not None else
+               ds.iter(batch_size=chunk_items))
+    try:
+        for batch in batches:
+            values = batch.column(0).to_pylist() if rows is not None else batch[text_field]
+            first, n = n + 1, n + len(values)
+            if rows:
+                pos = src.size_bytes * n // rows
+            else:   # a stream of unknown size: the UTF-8 bytes (about) read so far
+                pos += sum(len(v) * 3 if isinstance(v, str) else len(v) for v in values if isinstance(v, (str, bytes)))
+            yield Chunk(si, "values", first, values, n, pos)
+    except Exception as exc:  # noqa: BLE001  (a stream's file or generator may fail in any way)
+        yield FileProblem(si, src.path, n + 1, "unreadable_file", f"{type(exc).__name__}: {exc}"[:200])

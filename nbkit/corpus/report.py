@@ -13,6 +13,10 @@ Three things go into ``manifest.json`` (and each part's done-marker, so a resume
   :data:`MAX_PROBLEMS` in all, for every reason, the filters' too: so one broken file cannot hide
   the others, and the list stays small on any corpus.
 
+:func:`input_lines` says how each input's format was chosen (by name, or by content and why) and what
+the input folders left out (hidden entries, stores, binaries): printed when a preparation starts, and by the
+CLI from the manifest's ``sources[].detected`` and ``inputs``.
+
 Cost: nothing per kept line but the encoding count of :func:`nbkit.data.filecheck.scan_line` (an
 ``isascii`` test, about 0.1 us per line); a dropped line costs a counter increment and, while its
 (file, reason) has fewer than :data:`PER_FILE_REASON` locations, one small dict.
@@ -166,6 +170,28 @@ def file_note(path: str, n_lines: int, bad_utf8: int, scan: dict | None, compres
             f"{_pipe(path, out, 'iconv -f THAT_ENCODING -t UTF-8', compression)}")
 
 
+def input_lines(sources: list[dict], skipped: list[dict], max_lines: int = 10) -> list[str]:
+    """Lines for a person: the inputs read by name and by content (each such file with what was seen, or
+    per format with examples when more than ``max_lines``), then what was left out, and why."""
+    by_name = [x for x in sources if x.get("detected", "name") == "name"]
+    sniffed = [x for x in sources if x.get("detected", "name") != "name"]
+    out = [f"inputs: {len(sources):,} ({len(by_name):,} by file name, {len(sniffed):,} by content)"]
+    if len(sniffed) <= max_lines:
+        out += [f"  {x['path']}: {x['kind']}, by {x['detected']}" for x in sniffed]
+    else:
+        kinds: dict[str, list[dict]] = {}
+        for x in sniffed:
+            kinds.setdefault(x["kind"], []).append(x)
+        for kind, xs in kinds.items():
+            out.append(f"  {len(xs):,} read as {kind} by content, e.g. {xs[0]['path']} ({xs[0]['detected']})")
+    if skipped:
+        out.append(f"left out: {len(skipped):,}")
+        out += [f"  {x['path']}: {x['reason']}" for x in skipped[:max_lines]]
+        if len(skipped) > max_lines:
+            out.append(f"  ... and {len(skipped) - max_lines:,} more (manifest.json: inputs.skipped)")
+    return out
+
+
 def summary_lines(manifest: dict, max_files: int = 20, per_reason: int = 3) -> list[str]:
     """Lines for a person (the CLI's summary): per file that lost anything, its counts, its note and the
     first ``per_reason`` lines per reason; at most ``max_files`` files (then where the rest is)."""
@@ -173,7 +199,12 @@ def summary_lines(manifest: dict, max_files: int = 20, per_reason: int = 3) -> l
     where: dict[tuple[str, str], list[str]] = {}
     for p in manifest.get("problems", []):
         where.setdefault((p["path"], p["reason"]), []).append("file" if p["line"] is None else str(p["line"]))
+    inputs = manifest.get("inputs") or {}
     out = []
+    if inputs.get("by_content") or inputs.get("n_skipped"):
+        out += input_lines(manifest.get("sources", []), inputs.get("skipped", []), max_lines=5)
+        if inputs.get("n_skipped", 0) > len(inputs.get("skipped", [])):
+            out.append(f"  ({inputs['n_skipped']:,} left out in all)")
     for path, f in list(by_file.items())[:max_files]:
         parts = []
         for reason, n in f["dropped"].items():

@@ -1,39 +1,70 @@
-"""Corpus inputs: files, globs and folders resolved to :class:`Source` s (format from the file name).
+"""Corpus inputs: files, globs, folders and ``datasets`` objects resolved to :class:`Source` s.
 
 Formats (each optionally ``.gz`` or ``.zst``): ``.txt`` (one text per line), ``.jsonl`` / ``.json``
-(JSON objects, the text under ``text_field``), ``.parquet`` (the ``text_field`` column). Reading them
-is :mod:`nbkit.corpus.readers`. A prepared store's own files (``manifest.json``, ``tokenizer/``'s
-``vocab.txt`` and ``tokenizer.json``, ...) are never inputs: a folder that is, holds or lies in a store
-is refused (:func:`resolve_inputs`).
+(JSON objects, the text under ``text_field``), ``.parquet`` (the ``text_field`` column). A file whose name
+gives no format (``wiki_00``, ``part.001``, ``corpus.text``) is read by content
+(:func:`nbkit.corpus.formats.sniff`: gzip/zstd/parquet by magic bytes, then JSON lines or plain text);
+``Source.detected`` says how each file's format was chosen. Reading them is :mod:`nbkit.corpus.readers`.
+
+Folders are walked recursively, symlinks followed (a folder reached twice, e.g. by a link loop, is walked
+once: by ``(st_dev, st_ino)``; a file reached twice is read once). Left out of a folder, and listed in
+``skipped``: hidden entries (``.DS_Store``, ``.git/``), corpus stores, files of a known non-text type
+(:data:`NOT_CORPUS`: ``.md``, ``.py``, ``.csv``, images, archives, ...) and files whose content is binary.
+A prepared store's own files (``manifest.json``, ``tokenizer/``'s ``vocab.txt``, ...) are never inputs: an
+input that is or lies in a store is refused (:func:`resolve_inputs`).
 """
 from __future__ import annotations
 
 import glob
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nbkit.corpus.formats import first_record, is_wikipedia, sniff, text_type_problem
 from nbkit.corpus.store import holds_store_files
 from nbkit.errors import ConfigError
 
 KINDS = {".txt": "txt", ".jsonl": "jsonl", ".json": "json", ".parquet": "parquet"}
 COMPRESSIONS = {".gz": "gz", ".zst": "zst"}
+#: Extensions of files that are not corpus text: left out of a folder (named explicitly, a file is read by content).
+NOT_CORPUS = frozenset(
+    ".md .rst .html .htm .xml .csv .tsv .xls .xlsx .doc .docx .ppt .pptx .pdf .odt .epub .py .ipynb .sh .js .c .h "
+    ".cpp .java .go .rs .yaml .yml .toml .cfg .ini .conf .lock .log .pkl .pickle .npy .npz .pt .bin .safetensors .h5 "
+    ".arrow .idx .ids .wst .done .hashes .tmp .part .png .jpg .jpeg .gif .bmp .webp .svg .ico .mp3 .wav .mp4 .mkv "
+    ".avi .zip .tar .tgz .bz2 .xz .7z .rar .exe .so .dll .dylib .o .a .class .jar .db .sqlite .iso .img".split())
+DATASET_TYPES = ("Dataset", "DatasetDict", "IterableDataset", "IterableDatasetDict")
+MAX_SKIPPED = 100  # entries of ``skipped`` kept (the count is exact)
 
 
 @dataclass(frozen=True)
 class Source:
-    """One input file: ``path`` (absolute), ``kind`` (txt/jsonl/json/parquet), ``compression`` (None/gz/zst)."""
+    """One input: ``path`` (absolute file path, or a dataset's name), ``kind`` (txt/jsonl/json/parquet/dataset),
+    ``compression`` (None/gz/zst), ``detected`` (``"name"``, or ``"content: ..."`` saying what was seen),
+    ``wikipedia`` (its first record has a wikipedia.org ``url``: ``min_cjk_share="auto"`` applies to it).
+
+    A ``datasets`` input carries the object in ``dataset`` and its identity in ``sha256`` (None when it
+    has none: then ``reusable`` is False and the store cannot be resumed or reused).
+    """
 
     path: str
     kind: str
     compression: str | None
     size_bytes: int
     mtime: float
+    detected: str = "name"
+    sha256: str | None = None
+    reusable: bool = True
+    dataset: Any = field(default=None, compare=False, repr=False)
+    wikipedia: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "size_bytes": self.size_bytes, "mtime": self.mtime,
-                "kind": self.kind, "compression": self.compression}
+        out = {"path": self.path, "size_bytes": self.size_bytes, "mtime": self.mtime,
+               "kind": self.kind, "compression": self.compression, "detected": self.detected,
+               "wikipedia": self.wikipedia}
+        if self.kind == "dataset":
+            out["sha256"] = self.sha256
+        return out
 
 
 def classify(path: Path) -> tuple[str, str | None] | None:
@@ -84,56 +115,195 @@ def _store_error(text: str, path: Path, store: Path) -> ConfigError:
     fix = ("train on it as it is: pass it alone (corpus=STORE, --corpus STORE)" if done else
            "finish it with its original command (it resumes)")
     where = (f"{text!r} is {what} ({store})" if path.resolve() == store.resolve() else
-             f"{text!r} {'holds' if store.resolve().is_relative_to(path.resolve()) else 'lies in'} {what} "
-             f"at {store}")
+             f"{text!r} lies in {what} at {store}")
     return ConfigError(f"{where}: its manifest.json, vocab.txt, tokenizer.json, ... are not text to prepare. "
                        f"To use the store, {fix}; to prepare raw text, name its files or folders without "
                        "the store (a store's manifest.json lists its own inputs under \"sources\")")
 
 
-def resolve_inputs(inputs) -> list[Source]:
-    """Expand files, globs and folders (recursive) to sources, in argument order, each path once.
+def _walk(root: Path, skipped: list[dict]) -> list[Path]:
+    """Files under ``root`` (links followed, each folder once by ``(st_dev, st_ino)``), sorted by path.
 
-    Folders contribute their files with a known format, sorted by path; other files in them are
-    ignored. A glob's matches are sorted.
+    Hidden entries and corpus stores are left out and appended to ``skipped``.
+    """
+    found: list[Path] = []
+    seen_dirs: dict[tuple[int, int], str] = {}
+
+    def visit(folder: Path) -> None:
+        try:
+            st = folder.stat()
+        except OSError as exc:
+            skipped.append({"path": str(folder), "reason": f"unreadable folder ({exc.strerror})"})
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in seen_dirs:
+            skipped.append({"path": str(folder), "reason": f"a link to a folder already read ({seen_dirs[key]}): "
+                                                           "read once (a link loop, or two links to one folder)"})
+            return
+        seen_dirs[key] = str(folder)
+        if folder != root and holds_store_files(folder):
+            skipped.append({"path": str(folder), "reason": "a corpus store (its files are not text to prepare)"})
+            return
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append({"path": str(folder), "reason": f"unreadable folder ({exc.strerror})"})
+            return
+        for entry in entries:
+            p = folder / entry.name
+            if entry.name.startswith("."):
+                skipped.append({"path": str(p), "reason": "hidden"})
+            elif entry.is_dir():   # follows a link
+                visit(p)
+            elif entry.is_file():
+                found.append(p)
+            elif entry.is_symlink():
+                skipped.append({"path": str(p), "reason": f"a broken link (to {os.readlink(p)})"})
+
+    visit(root)
+    return sorted(found)
+
+
+def _dataset_sources(obj: Any, text_field: str, label: str) -> list[Source]:
+    """A ``datasets`` object as one source (a dict of splits: its ``train`` split, or its only one)."""
+    name = type(obj).__name__
+    if name in ("DatasetDict", "IterableDatasetDict"):
+        splits = list(obj)
+        pick = "train" if "train" in obj else splits[0] if len(splits) == 1 else None
+        if pick is None:
+            raise ConfigError(f"{label}: a {name} with splits {splits} and no 'train' split: pass the split to "
+                              f"prepare, e.g. ds[{splits[0]!r}]")
+        obj, split = obj[pick], pick
+    else:
+        split = str(obj.split) if getattr(obj, "split", None) is not None else None
+    name = type(obj).__name__
+    columns = list(obj.features) if obj.features is not None else None
+    if columns is not None and text_field not in columns:
+        raise ConfigError(f"{label}: the {name} has no column {text_field!r} (columns: {columns}); pass "
+                          f"text_field= naming the text column")
+    if obj.features is not None:
+        why = text_type_problem(obj.features.arrow_schema.field(text_field).type)
+        if why:
+            raise ConfigError(f"{label}: column {text_field!r} of the {name} is {why}; cast it to string "
+                              "(ds.cast_column(...)) or pass text_field= naming the text column")
+    where = f", split {split}" if split else ""
+    if name == "Dataset":
+        ident = obj._fingerprint
+        size = int(obj.data.nbytes)
+        path = f"datasets.Dataset(fingerprint={ident}{where})"
+        detected = f"a datasets.Dataset of {len(obj):,} rows{where}, read in row batches"
+        return [Source(path, "dataset", None, size, 0.0, detected, ident, True, obj)]
+    size = int(getattr(obj.info, "dataset_size", None) or 0)
+    path = f"datasets.IterableDataset(no fingerprint{where})"
+    detected = (f"a datasets.IterableDataset{where}, streamed in batches; it has no fingerprint, so the store "
+                "cannot tell it from another stream: it cannot be resumed or reused")
+    return [Source(path, "dataset", None, size, 0.0, detected, None, False, obj)]
+
+
+def _refuse_type(item: Any, label: str) -> ConfigError:
+    kind = type(item)
+    what = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__name__
+    hint = ""
+    if isinstance(item, dict):
+        hint = "; a dict of columns: pass datasets.Dataset.from_dict(d)"
+    elif kind.__name__ == "DataFrame":
+        hint = "; a pandas DataFrame: pass datasets.Dataset.from_pandas(df)"
+    article = "an" if what[:1].lower() in "aeiou" else "a"
+    return ConfigError(f"{label} is {article} {what}: prepare_corpus takes a path, a glob or a folder (str or "
+                       f"pathlib.Path), a datasets Dataset / DatasetDict / IterableDataset, or a list of them{hint}")
+
+
+def resolve_inputs(inputs, text_field: str = "text", skipped: list[dict] | None = None) -> list[Source]:
+    """Expand files, globs, folders (recursive, links followed) and ``datasets`` objects to sources, in
+    argument order, each file once.
+
+    A folder's files are sorted by path; those of a known format are read by name, the others by content
+    (:func:`nbkit.corpus.formats.sniff`). What a folder leaves out (module docstring) is appended to
+    ``skipped`` as ``{"path", "reason"}``. A glob's matches are sorted and treated as a folder's files.
 
     Raises:
-        ConfigError: no input, an input that matches nothing, a named file of unknown format, or an
-            input that is, holds or lies in a corpus store (``shards/`` beside ``manifest.json`` or
-            ``prepare.json``): a store is never read as text (the message names the store and the fix).
+        ConfigError: no input, an input that matches nothing (the left-out entries named), a named file whose
+            content is binary, a type that is not an input (named), a ``datasets`` object without the
+            ``text_field`` column or with a non-text one, or an input that is or lies in a corpus store
+            (``shards/`` beside ``manifest.json`` or ``prepare.json``): a store is never read as text.
     """
-    if isinstance(inputs, (str, os.PathLike)):
+    if isinstance(inputs, (str, os.PathLike)) or type(inputs).__name__ in DATASET_TYPES:
         inputs = [inputs]
+    elif not isinstance(inputs, (list, tuple)):
+        raise _refuse_type(inputs, "inputs")
     inputs = list(inputs)
     if not inputs:
-        raise ConfigError("prepare_corpus needs at least one input: a file, a glob or a folder")
-    seen: dict[str, Source] = {}
+        raise ConfigError("prepare_corpus needs at least one input: a file, a glob, a folder or a datasets.Dataset")
+    skipped = [] if skipped is None else skipped
+    seen: dict[Any, Source] = {}
     stores: dict[Path, bool] = {}
-    for item in inputs:
+    for i, item in enumerate(inputs):
+        label = "inputs" if len(inputs) == 1 else f"inputs[{i}]"
+        if type(item).__name__ in DATASET_TYPES and type(item).__module__.startswith("datasets"):
+            for src in _dataset_sources(item, text_field, label):
+                seen.setdefault(src.path if src.reusable else ("stream", i), src)
+            continue
+        if not isinstance(item, (str, os.PathLike)):
+            raise _refuse_type(item, label)
         text = os.fspath(item)
         path = Path(text).expanduser()
+        before = len(skipped)
+        named = path.is_file()
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and classify(p))
-        elif path.is_file():
-            if classify(path) is None:
-                raise ConfigError(f"{path}: unknown format; name it .txt, .jsonl, .json or .parquet "
-                                  "(optionally .gz or .zst)")
+            if holds_store_files(path):
+                raise _store_error(text, path, path)
+            found = _walk(path, skipped)
+        elif named:
             found = [path]
         elif glob.has_magic(text):
-            found = sorted(Path(p) for p in glob.glob(os.path.expanduser(text), recursive=True)
-                           if Path(p).is_file() and classify(Path(p)))
+            found = sorted(Path(p) for p in glob.glob(os.path.expanduser(text), recursive=True) if Path(p).is_file())
         else:
             found = []
-        if not found:
-            raise ConfigError(f"input {text!r} matches no corpus file (.txt, .jsonl, .json, .parquet, "
-                              "optionally .gz/.zst); check the path")
+        n_sources = 0
         for p in found:
             store = _store_of(p.resolve(), stores)
             if store is not None:
                 raise _store_error(text, path, store)
-            key = str(p.resolve())
-            if key not in seen:
-                st = p.stat()
-                kind, comp = classify(p)
-                seen[key] = Source(key, kind, comp, st.st_size, st.st_mtime)
-    return list(seen.values())
+            st = p.stat()
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                if not (named and seen[key].path == str(p.resolve())):   # a file named twice: silently once
+                    skipped.append({"path": str(p), "reason": f"the same file as {seen[key].path}: read once"})
+                n_sources += 1
+                continue
+            by_name = classify(p)
+            if by_name:
+                kind, comp, detected = *by_name, "name"
+            elif not named and p.suffix.lower() in NOT_CORPUS:
+                skipped.append({"path": str(p), "reason": f"a {p.suffix} file, not corpus text (name it .txt or "
+                                                          ".jsonl, or pass it by name, to read it)"})
+                continue
+            else:
+                kind, comp, detected = sniff(str(p), COMPRESSIONS.get(p.suffix.lower()))
+                if kind is None:
+                    if named:
+                        raise ConfigError(f"{p}: {detected}, not corpus text; pass .txt, .jsonl, .json or .parquet "
+                                          "files (optionally .gz or .zst), or a folder of them")
+                    skipped.append({"path": str(p), "reason": detected})
+                    continue
+            seen[key] = Source(str(p.resolve()), kind, comp, st.st_size, st.st_mtime, detected)
+            n_sources += 1
+        if not n_sources:
+            raise ConfigError(_nothing_found(text, path, skipped[before:]))
+    return [replace(x, wikipedia=is_wikipedia(first_record(x))) for x in seen.values()]
+
+
+def _nothing_found(text: str, path: Path, left_out: list[dict]) -> str:
+    if left_out:
+        shown = "; ".join(f"{s['path']}: {s['reason']}" for s in left_out[:3])
+        more = f" (and {len(left_out) - 3} more)" if len(left_out) > 3 else ""
+        return f"input {text!r} holds no corpus file; left out: {shown}{more}"
+    if not path.exists() and ("\n" in text or (len(text) > 8 and not any(c in text for c in "/\\.*"))):
+        return (f"input {text!r} is no file or folder; it looks like a text, not a path: pass texts as "
+                "datasets.Dataset.from_dict({'text': texts}), or write them to a .txt file")
+    return f"input {text!r} matches no corpus file (.txt, .jsonl, .json, .parquet, optionally .gz/.zst); check the path"
+
+
+def skipped_summary(skipped: list[dict]) -> dict[str, Any]:
+    """The manifest's ``inputs.skipped``: the first :data:`MAX_SKIPPED` entries and the exact count."""
+    return {"n_skipped": len(skipped), "skipped": skipped[:MAX_SKIPPED]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,25 @@ def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int,
     return texts, size
 
 
+def short_vocab_note(n_vocab: int, asked: int, n_texts: int, sample_bytes: int, sample_cut: bool,
+                     sample_mb: float) -> str | None:
+    """The warning for a trained vocabulary under :data:`~nbkit.text.wordpiece_order.FAR_BELOW` of ``asked``
+    (tokens), with its reason and fix; None when it came close enough. Depends on the outcome only."""
+    from nbkit.text.wordpiece_order import FAR_BELOW
+
+    if n_vocab >= FAR_BELOW * asked:
+        return None
+    if sample_cut:
+        fix = (f"the sample is the corpus's first sample_mb={sample_mb:g} MB: a larger sample_mb gives it more to "
+               f"merge; or pass vocab_size={n_vocab} to ask for what this sample holds")
+    else:
+        fix = f"the sample was the whole corpus: more text, or vocab_size={n_vocab}, fits it"
+    return (f"the store's tokenizer has {n_vocab:,} tokens, {n_vocab / asked:.0%} of vocab_size={asked:,}: "
+            f"WordPiece ran out of pairs occurring at least twice in its {n_texts:,} training texts "
+            f"({sample_bytes / 1e6:,.2f} MB; each Chinese character is its own word, so merges happen only inside "
+            f"Latin words and digit runs); {fix}")
+
+
 def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
                      cleaned: Callable[[], Iterable[list[str]]], excluded=()) -> tuple[dict[str, Any], float]:
     """``out_dir/tokenizer/`` ready (reused, copied or trained); returns ``(info, seconds spent)``.
@@ -127,7 +147,9 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
         if not texts:
             raise DataError("no text of the corpus passes the validity rule and filters, so there is nothing "
                             "to train the tokenizer on; check text_field, min_chars and min_cjk_share")
-        tok = train_wordpiece(texts, settings["vocab_size"], tmp, settings["model_max_length"], nfkc=TRAINED_NFKC)
+        with warnings.catch_warnings(record=True) as caught:   # its own shortfall warning is replaced below
+            warnings.simplefilter("always")
+            tok = train_wordpiece(texts, settings["vocab_size"], tmp, settings["model_max_length"], nfkc=TRAINED_NFKC)
         training = tmp / "training.json"  # its train_seconds would make the folder differ between runs
         record = jsonio.loads_strict(training.read_text(encoding="utf-8"))
         record.pop("train_seconds", None)
@@ -135,7 +157,15 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
         whole = "the whole corpus" if size < max_bytes else f"sample_mb={settings['sample_mb']}"
         info = {"trained_on": (
             f"the first {len(texts):,} texts ({size / 1e6:,.2f} MB UTF-8, {whole}) in input order that pass the "
-            "validity rule and filters, held-out, repeated and excluded texts left out")}
+            "validity rule and filters, held-out, repeated and excluded texts left out"),
+            "vocab_size_asked": settings["vocab_size"]}
+        info["note"] = short_vocab_note(len(tok), settings["vocab_size"], len(texts), size, size >= max_bytes,
+                                        settings["sample_mb"])
+        for w in caught:
+            if not (info["note"] and issubclass(w.category, UserWarning) and "far below vocab_size" in str(w.message)):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if info["note"]:
+            warnings.warn(info["note"], UserWarning, stacklevel=3)
     if not (tmp / "tokenizer.json").is_file():
         raise ConfigError(f"the tokenizer saved to {tmp} has no tokenizer.json; pass a fast tokenizer")
     info = _ids(tok, info)

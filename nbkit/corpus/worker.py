@@ -2,8 +2,14 @@
 
 For each raw item of a :class:`~nbkit.corpus.readers.Chunk`, in order:
 
-1. decode (UTF-8, strict: a broken line is dropped as ``bad_utf8``) and parse (JSON lines:
-   ``bad_json`` when not a JSON object, ``no_text_field`` when the field is absent);
+1. decode (UTF-8, strict: a broken line is dropped as ``bad_utf8``; a UTF-8 byte order mark at a line's
+   start is ignored; a line holding a NUL byte is dropped as ``nul_byte``) and parse (JSON lines:
+   ``bad_json`` when not a JSON object, ``no_text_field`` when the field is absent); a value that is not
+   a string is named by its type (:func:`as_text`: ``missing`` for null, ``not_text`` for ``text is int``,
+   ``text is a list of 2 str, 1 int``, ...), a list of strings is a document's paragraphs joined with
+   ``"\n"`` (``paragraph_lists_joined``), bytes (a binary parquet column) are decoded as UTF-8;
+   then MediaWiki markup is stripped when ``strip_markup`` is on (:mod:`nbkit.corpus.wikimarkup`;
+   ``markup_stripped``; a text left empty, or a redirect page, is dropped as ``markup_only``);
 2. cut a text longer than ``max_chars`` with :func:`nbkit.data.textrule.split_long` (each piece is
    its own text from here on; counted as ``long_texts_cut``);
 3. the validity rule :func:`nbkit.data.textrule.check_text` (``missing``, ``blank``,
@@ -35,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from nbkit.corpus.report import keep_location, locate_mask
+from nbkit.corpus.wikimarkup import is_redirect, strip_markup
 from nbkit.data.filecheck import json_error_text, new_scan, scan_line
 from nbkit.data.textrule import check_text, split_long
 from nbkit.errors import DataError
@@ -68,8 +75,47 @@ def _problem(counts: Counter, problems: list, seen: Counter, errors: str, path: 
     keep_location(problems, seen, path, line, reason, detail)
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _type_name(value) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def as_text(value, field: str):
+    """A field's value as text, or ``(reason, detail)`` naming what it is instead.
+
+    ``str`` as is; ``bytes`` decoded as UTF-8 (raises ``UnicodeDecodeError``); a list of strings as a list
+    (a document's paragraphs: the caller joins them with ``"\n"``); ``None`` -> ``("missing", "text is null")``;
+    any other type -> ``("not_text", "text is int")``, ``"text is a list of 2 str, 1 int"``, ``"text is dict
+    (keys: [...])"``.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if value is None or (isinstance(value, float) and value != value):
+        return ("missing", f"{field} is {'null' if value is None else 'NaN'}")
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, str) for v in value):
+            return list(value)
+        kinds = Counter(_type_name(v) for v in value)
+        parts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+        return ("not_text", f"{field} is {'an empty list' if not value else f'a list of {parts}'}")
+    if isinstance(value, dict):
+        return ("not_text", f"{field} is dict (keys: {sorted(map(str, value))[:5]})")
+    return ("not_text", f"{field} is {_type_name(value)}")
+
+
 def _value(item, kind: str, field: str):
-    """The raw text value of one item, or ``(reason, detail)`` for a bad line."""
+    """The raw text value of one item (a list of strings: paragraphs, joined by the caller), or
+    ``(reason, detail)`` for a bad line."""
+    if isinstance(item, bytes) and kind in ("txt", "jsonl", "json"):
+        if item.startswith(_BOM):
+            item = item[3:]
+        nul = item.find(0)
+        if nul >= 0:
+            return ("nul_byte", f"a NUL byte at byte {nul + 1} of the line")
     if kind == "txt":
         return item.decode("utf-8")
     if kind in ("jsonl", "json"):
@@ -85,8 +131,8 @@ def _value(item, kind: str, field: str):
             return ("bad_json", f"a JSON {type(item).__name__}, not an object")
         if field not in item:
             return ("no_text_field", f"no {field!r} key; keys: {sorted(item)[:5]}")
-        return item[field]
-    return item  # parquet: the column's value
+        item = item[field]
+    return as_text(item, field)  # JSON's field, a parquet or datasets column's value
 
 
 def iter_texts(inputs, text_field: str = "text"):
@@ -115,6 +161,8 @@ def iter_texts(inputs, text_field: str = "text"):
                     value = _value(item, chunk.kind, text_field)
                 except UnicodeDecodeError:
                     continue
+                if isinstance(value, list):
+                    value = "\n".join(value)
                 if isinstance(value, str):
                     yield value
 
@@ -136,8 +184,11 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
     seen: Counter = Counter()
     errors, field, max_chars = settings["errors"], settings["text_field"], settings["max_chars"]
     min_chars, min_cjk = settings["min_chars"], settings["min_cjk_share"]
+    if min_cjk == "auto":   # per source: the Wikipedia dumps' share (nbkit.corpus.manifest.WIKI_CJK_SHARE), else off
+        min_cjk = settings["cjk_share_by_source"].get(chunk.source, 0.0)
     form = settings["unicode_normalization"]
     form = None if form == "none" else form
+    markup = settings.get("strip_markup", False)
     scan = new_scan() if chunk.kind in ("txt", "jsonl") else None
     texts, lines, utf8 = [], [], 0  # utf8: non-ASCII UTF-8 lines once the scan's GBK check has failed
     for offset, item in enumerate(chunk.items):
@@ -158,6 +209,22 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
         if isinstance(value, tuple):
             _problem(counts, problems, seen, errors, path, line, *value)
             continue
+        if isinstance(value, list):
+            keep_location(problems, seen, path, line, "paragraph_lists_joined",
+                          f"{field} is a list of {len(value)} str: joined with \\n as one document's paragraphs")
+            value = "\n".join(value)
+            counts["paragraph_lists_joined"] += 1
+        if markup:
+            stripped = strip_markup(value)
+            if stripped is not value and stripped != value:
+                redirect = is_redirect(value)
+                if redirect or (value.strip() and not stripped.strip()):
+                    counts["markup_only"] += 1
+                    keep_location(problems, seen, path, line, "markup_only",
+                                  "a redirect page" if redirect else "only MediaWiki markup, no text")
+                    continue
+                counts["markup_stripped"] += 1
+                value = stripped
         pieces = [value]
         if isinstance(value, str) and len(value) > max_chars:
             pieces = split_long(value, max_chars)

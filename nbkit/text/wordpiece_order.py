@@ -32,8 +32,9 @@ from nbkit.errors import ConfigError
 #: whole process, a notebook kernel included). The largest vocabularies in use are a few
 #: hundred thousand tokens (Gemma: 262,144); ``bert-base-chinese`` has 21,128.
 MAX_VOCAB_SIZE = 1_000_000
-#: A trained vocabulary below this share of the request is reported (a warning).
-FAR_BELOW = 0.5
+#: A trained vocabulary below this share of the request is reported (a warning). The trainer stops short only
+#: when it runs out of pairs, whatever the corpus size, so the warning depends on that outcome alone.
+FAR_BELOW = 0.9
 
 
 def check_vocab_size(vocab_size: int, min_size: int) -> None:
