@@ -43,7 +43,7 @@ WORKER = textwrap.dedent("""
     from pathlib import Path
     from nbkit.train.ddp.launcher_watch import watch_launcher
     out, stubborn = Path(sys.argv[1]), sys.argv[2] == "stubborn"
-    watch_launcher(interval_s=0.1, grace_s=1.5)
+    watch_launcher(interval_s=0.1, grace_s=4.0)   # generous: a loaded 2-core CI machine schedules late
     out.joinpath("started").write_text("")
     while True:
         try:
@@ -91,10 +91,13 @@ def test_worker_stops_when_its_launcher_is_killed(tmp_path, mode):
     try:
         launcher.kill()                   # SIGKILL: the launcher cannot stop its worker
         launcher.wait()
-        took = gone_within(worker, 10)
+        took = gone_within(worker, 20)
         assert took is not None, "the worker outlived its launcher"
         assert (tmp_path / "interrupted").exists()   # the main thread got a KeyboardInterrupt first
-        assert took < (1.0 if mode == "clean" else 6.0), took   # stubborn: os._exit after grace_s
+        if mode == "clean":
+            assert took < 3.0, took                   # it left on the interrupt, well before the grace period
+        else:
+            assert 3.5 <= took < 15.0, took           # it ignored the interrupt: os._exit after grace_s
     finally:
         with __import__("contextlib").suppress(psutil.Error):
             worker.kill()
