@@ -58,7 +58,23 @@ def bootstrap_diff(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, n_boot
     Raises:
         DataError: predictions and ``y_true`` differ in length, or no examples.
     """
-    return _bootstrap(y_true, [y_pred_a, y_pred_b], lambda m: m[0] - m[1], metric, n_boot, level, seed)
+    import numpy as np
+
+    true = np.asarray(y_true)
+    a, b = _as_runs(y_pred_a), _as_runs(y_pred_b)
+    _check(true, a)
+    _check(true, b)
+
+    def diff(idx) -> float:  # each system's metric on this resample, averaged over its seeds
+        return (float(np.mean([metric(true[idx], row[idx]) for row in a]))
+                - float(np.mean([metric(true[idx], row[idx]) for row in b])))
+
+    rng = np.random.default_rng(seed)
+    full = diff(np.arange(len(true)))
+    samples = [diff(rng.integers(0, len(true), len(true))) for _ in range(n_boot)]
+    alpha = (1 - level) / 2
+    low, high = np.quantile(samples, [alpha, 1 - alpha])
+    return {"value": full, "low": float(low), "high": float(high), "level": level, "n_boot": n_boot}
 
 
 def bootstrap_diff_seeds(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, n_boot: int = 1000,
@@ -92,23 +108,3 @@ def bootstrap_diff_seeds(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, 
     low, high = np.quantile(samples, [alpha, 1 - alpha])
     return {"value": float(np.mean(per_seed)), "low": float(low), "high": float(high), "level": level,
             "n_boot": n_boot, "per_seed": [float(x) for x in per_seed]}
-
-
-def _bootstrap(y_true, preds, combine, metric, n_boot, level, seed) -> dict:
-    import numpy as np
-
-    true = np.asarray(y_true)
-    runs = [_as_runs(p) for p in preds]
-    for r in runs:
-        _check(true, r)
-
-    def stat(idx) -> float:
-        # each system's metric on this resample, averaged over its seeds
-        return combine([float(np.mean([metric(true[idx], row[idx]) for row in r])) for r in runs])
-
-    rng = np.random.default_rng(seed)
-    full = stat(np.arange(len(true)))
-    samples = [stat(rng.integers(0, len(true), len(true))) for _ in range(n_boot)]
-    alpha = (1 - level) / 2
-    low, high = np.quantile(samples, [alpha, 1 - alpha])
-    return {"value": full, "low": float(low), "high": float(high), "level": level, "n_boot": n_boot}
