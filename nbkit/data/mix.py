@@ -1,18 +1,8 @@
-"""A pretraining corpus mixed from several sources, deduplicated across them, with held-out text kept out.
+"""A pretraining corpus mixed from several sources (domain-adaptive pretraining, Gururangan et al. 2020).
 
-Domain-adaptive pretraining (Gururangan et al. 2020, "Don't Stop Pretraining") continues
-MLM on in-domain unlabelled text: for the review task, the review texts of the *training*
-split. :func:`mix_corpora` combines such sources (People's Daily, optional news, training
-reviews, a user's corpus) into one ``datasets.Dataset`` and reports what went in:
-
-1. every text is normalised (:func:`nbkit.data.labeled.normalize_text`) and blank ones go;
-2. a text equal to one in ``exclude`` (validation/test texts of any task evaluated
-   later) is dropped, so no held-out text is ever pretrained on;
-3. a text already taken from an earlier source (or earlier in the same source) is a
-   duplicate and dropped, so overlapping corpora do not count twice;
-4. each source's kept texts are repeated ``weight`` times: an integer part of whole
-   copies plus a seeded random sample for the fraction (0.5 = a random half, 2 = twice);
-5. the result is shuffled with ``seed``.
+Texts are normalised, blank ones and held-out ones (``exclude``) dropped, duplicates across and within
+sources dropped (the first source wins), each source repeated ``weight`` times (whole copies plus a
+seeded sample for the fraction), then the mix is shuffled.
 """
 from __future__ import annotations
 
@@ -20,32 +10,27 @@ import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nbkit.data.labeled import normalize_text
 from nbkit.errors import ConfigError, DataError
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
 
 
 @dataclass
 class MixedCorpus:
     """The mixed corpus and what went into it.
 
-    dataset: columns ``text`` (str) and ``source`` (str), plus ``words`` (list[str])
-        when a source gave word boundaries (``[]`` for rows of sources without them:
-        :func:`nbkit.text.words.add_words` fills those with jieba); shuffled.
-    report: per source ``{n_in, n_blank, n_excluded, n_duplicates, n_kept, weight,
-        n_out, chars_out, char_share}`` (``char_share`` of the mix's characters, 0-1)
-        plus totals ``n_out`` and ``chars_out``.
+    dataset: shuffled; columns ``text``, ``source`` and, when a source had them, ``words``
+        (list[str]; ``[]`` for rows without, which :func:`nbkit.text.words.add_words` fills).
+    report: per source ``n_in, n_blank, n_excluded, n_duplicates, n_kept, weight, n_out, chars_out``
+        and ``char_share`` (0-1 of the mix's characters); totals ``n_out``, ``chars_out``.
     """
 
     dataset: Any
     report: dict = field(default_factory=dict)
 
     def table(self):
-        """The per-source report as a ``pandas.DataFrame`` (one row per source)."""
+        """The per-source report, one ``pandas.DataFrame`` row per source."""
         import pandas as pd
 
         return pd.DataFrame({k: v for k, v in self.report.items() if isinstance(v, dict)}).T
@@ -65,20 +50,15 @@ def _rows(source) -> tuple[list[str], list | None]:
 
 def mix_corpora(sources: Mapping[str, Sequence[str] | Any], weights: Mapping[str, float] | None = None,
                 *, exclude: Iterable[str] = (), seed: int = 0) -> MixedCorpus:
-    """Mix ``sources`` (name -> texts or a Dataset with ``text``) into one shuffled corpus.
+    """Mix ``sources`` (name -> texts or a Dataset with ``text``, in priority order) into one corpus.
 
-    Args:
-        sources: in priority order: a text found in two sources counts for the first.
-        weights: name -> repeat factor >= 0 (default 1 for every source); see the
-            module docstring. 0 leaves a source out (still reported).
-        exclude: texts that must never be pretrained on (held-out splits); compared
-            after :func:`~nbkit.data.labeled.normalize_text`.
-        seed: for the fractional sampling and the shuffle.
+    ``weights``: name -> repeat factor >= 0 (default 1; 0 leaves a source out, still reported).
+    ``exclude``: held-out texts never pretrained on, compared after normalisation.
 
     Raises:
-        ConfigError: a weight for an unknown source, a negative or non-finite weight,
-            no sources.
-        DataError: nothing left to pretrain on.
+        ConfigError: no sources, a source that is one string, a weight for an unknown source, a
+            negative or non-finite weight.
+        DataError: a Dataset source without ``text``, or nothing left to pretrain on.
     """
     import datasets
 

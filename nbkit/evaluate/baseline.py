@@ -1,15 +1,5 @@
-"""A TF-IDF + logistic-regression baseline for text classification.
-
-Character n-grams (1-3) need no word segmentation, which suits Chinese; a
-linear model on them is the bar a fine-tuned BERT has to clear.
-
-Measured (``bench/sentiment_baseline.py``, seed 0): on the deduplicated
-80/10/10 split of :func:`nbkit.data.corpora.load_sentiment` it scores 0.845 accuracy /
-0.844 macro-F1 on the test split (``shared/design.md`` §3 quotes 0.857 / 0.850
-for a differently sized 80/20 split); on a leaky random 80/20 split of the raw
-lines (78 % of test texts also in training) it scores 0.958: the baseline is
-also a leak detector. ``min_df=2`` and ``C=10`` were picked on the validation
-split (C in {1, 4, 10}: 0.858, 0.863, 0.868 validation accuracy).
+"""A TF-IDF character 1-3-gram + logistic-regression baseline: no word segmentation needed, and the bar
+a fine-tuned BERT has to clear (it also exposes a leaky split).
 """
 from __future__ import annotations
 
@@ -27,21 +17,9 @@ if TYPE_CHECKING:  # pragma: no cover
 def fit_tfidf_baseline(train_texts: Sequence[str], train_labels: Sequence[int], *,
                        ngram_range: tuple[int, int] = (1, 3), min_df: int = 2, C: float = 10.0,
                        max_iter: int = 1000, seed: int = 0, class_weight: str | None = None) -> "Pipeline":
-    """Fit ``TfidfVectorizer(analyzer="char", ngram_range) -> LogisticRegression``.
-
-    Args:
-        train_texts: ``N`` texts.
-        train_labels: ``N`` label ids.
-        ngram_range: character n-gram lengths (default 1-3).
-        min_df: drop n-grams in fewer documents than this.
-        C: inverse L2 regularisation strength of the logistic regression.
-        max_iter: solver iterations (lbfgs).
-        seed: ``random_state`` of the classifier.
-        class_weight: ``None`` or ``"balanced"`` (scikit-learn's n/(K·n_c) loss weights), to compare
-            with a BERT fine-tuned with ``TrainConfig(class_weights="balanced")`` on equal terms.
-
-    Returns:
-        A fitted scikit-learn ``Pipeline`` (``predict``, ``predict_proba``).
+    """A fitted ``TfidfVectorizer(analyzer="char", ngram_range, min_df) -> LogisticRegression(C)`` pipeline
+    on ``N`` texts and label ids. ``class_weight="balanced"`` (n/(K·n_c)) matches
+    ``TrainConfig(class_weights="balanced")``.
 
     Raises:
         DataError: lengths differ, no texts, or a single class.
@@ -67,19 +45,10 @@ def fit_tfidf_baseline(train_texts: Sequence[str], train_labels: Sequence[int], 
 
 def tfidf_baseline(train_texts: Sequence[str], train_labels: Sequence[int], eval_texts: Sequence[str],
                    **kwargs) -> "np.ndarray":
-    """Fit the baseline on the training texts and predict the evaluation texts.
-
-    Args:
-        train_texts, train_labels: as for :func:`fit_tfidf_baseline`.
-        eval_texts: ``M`` texts to label.
-        **kwargs: passed to :func:`fit_tfidf_baseline`.
-
-    Returns:
-        Predicted label ids, shape ``(M,)``.
+    """:func:`fit_tfidf_baseline` (``**kwargs``) on the training texts; the ``(M,)`` predicted ids of ``eval_texts``.
 
     Raises:
-        DataError: no evaluation texts (checked before fitting), or any
-            error of :func:`fit_tfidf_baseline`.
+        DataError: no evaluation texts (checked before fitting), or :func:`fit_tfidf_baseline`'s errors.
     """
     eval_texts = list(eval_texts)
     if not eval_texts:
@@ -90,7 +59,7 @@ def tfidf_baseline(train_texts: Sequence[str], train_labels: Sequence[int], eval
 
 
 def _cut(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[str], int]:
-    """``(texts cut where the model's tokens end, how many were cut)`` from one tokenizer pass."""
+    """``(texts, n_cut)``: each text cut after its first ``max_length - 2`` tokens, in one tokenizer pass."""
     texts = list(texts)
     enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     cut = [t if len(off) <= max_length - 2 else t[:off[max_length - 3][1]]
@@ -98,22 +67,11 @@ def _cut(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[str], i
     return cut, sum(len(off) + 2 > max_length for off in enc["offset_mapping"])
 
 
-def truncated_fraction(tokenizer, texts: Sequence[str], max_length: int) -> float:
-    """Fraction (0-1) of ``texts`` longer than ``max_length`` tokens, ``[CLS]``/``[SEP]`` included."""
-    texts = list(texts)
-    return _cut(tokenizer, texts, max_length)[1] / max(1, len(texts))
-
-
 def baseline_at_cut(labeled: "LabeledData", tokenizer, max_length: int,
                     splits: Sequence[str] = ("validation", "test"), class_weight: str | None = None) -> dict:
-    """TF-IDF char 1-3-gram + LR (:func:`nbkit.evaluate.baseline.tfidf_baseline`) on text cut at ``max_length`` tokens.
-
-    Trained on the cut training texts, scored on each of ``splits``. Returns
-    ``{"<split>_accuracy", "<split>_macro_f1", "<split>_report" (the full classification
-    report), "truncated_fraction": {split: 0-1}}`` (train included in the fractions). ``class_weight``:
-    ``"balanced"`` weights the logistic regression's loss like ``TrainConfig(class_weights="balanced")``.
-    """
-    from nbkit.evaluate.baseline import fit_tfidf_baseline
+    """The baseline trained and scored on text cut at ``max_length`` tokens (specials included), as the
+    model sees it: ``{"<split>_accuracy", "<split>_macro_f1", "<split>_report", "truncated_fraction":
+    {split: 0-1}}`` for ``splits`` (fractions for train too)."""
     from nbkit.evaluate.metrics import classification_report
 
     s = labeled.splits

@@ -1,44 +1,23 @@
-"""Classify texts with a fine-tuned model: length-sorted batches, answers in input order, ``[UNK]`` share.
-
-What notebook 03 (and 05) show after training and :func:`nbkit.recipes.finetuning.evaluate` scores
-the test split with; texts the tokenizer cannot read are refused (``DataError``), not guessed.
-"""
+"""Classify texts with a fine-tuned model, refusing texts the tokenizer cannot read."""
 from __future__ import annotations
 
 
 def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2label=None) -> dict:
-    """Classify ``texts`` with a sequence-classification model.
+    """Classify ``texts`` (a list, or one ``str``) with a sequence-classification model, in eval mode under
+    ``torch.inference_mode`` on its device, in batches of similar length.
 
     Args:
-        model: a ``transformers`` sequence-classification model (its
-            ``config.max_position_embeddings`` bounds ``max_length``).
-        tokenizer: the model's tokenizer.
-        texts: the texts to classify, any iterable of str. A single ``str`` is
-            one text (not an iterable of characters): ``predict(m, t, "质量很好", ...)``
-            returns one label.
-        max_length: tokens per text, ``[CLS]`` and ``[SEP]`` included; longer
-            texts are truncated.
+        max_length: tokens per text, ``[CLS]``/``[SEP]`` included; longer texts are truncated.
         batch_size: texts per forward pass.
-        id2label: label id -> name; adds ``table``.
+        id2label: id -> name; adds ``table``.
 
-    Returns ``{"label": list[int], "prob": list[float] (probability of the
-    predicted class), "unk_share": list[float], "table": pandas.DataFrame}``
-    (``table`` only with ``id2label``), one entry per text in input order;
-    ``unk_share`` is the fraction of the text's tokens that are ``[UNK]`` (0-1):
-    a prediction for a text the tokenizer could not read is a guess. Runs in eval mode under
-    ``torch.inference_mode`` on the model's device. Batches are formed in
-    order of text length (results come back in input order), so each batch
-    pads to a similar length.
+    Returns ``{"label": [int], "prob": [float] (of the predicted class, 0-1), "unk_share": [float]
+    (0-1 of the text's tokens that are ``[UNK]``), "table": pandas.DataFrame}``, in input order.
 
     Raises:
-        ConfigError: ``max_length`` above the model's ``max_position_embeddings``
-            or the tokenizer's ``model_max_length``, or below 3
-            (:func:`nbkit.text.mlm.check_length`).
-        DataError: texts that give no token (empty, whitespace only, U+3000
-            ideographic spaces, zero-width or control characters): the model would
-            still give them a confident label. The message names their 0-based indices and a
-            filter that removes them (:func:`nbkit.data.textrule.check_text`, the loaders' rule).
-            Lone surrogates are replaced by U+FFFD first, as the loaders do.
+        ConfigError: ``max_length`` above a limit or below 3 (:func:`nbkit.text.mlm.check_length`).
+        DataError: a non-string, or texts that give no token (blank, U+3000, zero-width): any label
+            would be a guess; their indices and a filter are named. Lone surrogates become U+FFFD first.
     """
     import torch
 
@@ -74,7 +53,7 @@ def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2l
 
 
 def _unk_shares(tokenizer, texts: list) -> list[float]:
-    """Share of ``[UNK]`` among each text's tokens; ``DataError`` naming the texts with no token."""
+    """Share (0-1) of ``[UNK]`` among each text's tokens; DataError naming texts with no token."""
     from nbkit.errors import DataError
 
     bad_type = [i for i, t in enumerate(texts) if not isinstance(t, str)]

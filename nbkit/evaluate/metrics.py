@@ -1,38 +1,18 @@
-"""Classification metrics, a confusion-matrix plot and tables for notebooks.
+"""Classification metrics (scikit-learn) in ``id2label`` order, as plain Python types for ``metrics.json``,
+and tables for notebooks.
 
-Metrics come from scikit-learn (``accuracy_score``,
-``precision_recall_fscore_support``, ``confusion_matrix``); this module fixes
-the label order (``id2label``), keeps classes that never occur in the
-predictions (their scores are 0, not missing) and returns plain Python types
-so the result can go straight into ``metrics.json``.
-
-Macro-F1 is the unweighted mean of the per-class F1 scores: on the bundled
-reviews (52 % negative) it punishes a model that favours one class, which
-accuracy hides. A class with no example in ``y_true`` and none predicted has no
-F1 at all (0/0): it is left out of the average and listed under ``absent``, as
-scikit-learn does when ``labels=`` is not given (counting it as 0 would turn a
-perfect two-class result with a three-class ``id2label`` into 0.667). A class
-with examples but recall 0 (never predicted right: the usual symptom of class
-imbalance) is listed under ``zero_recall`` and warned about.
-
-Notebook 03 in short::
-
-    data = load_sentiment(seed=scale.seed, max_train=scale.sentiment_max_train)
-    test = data.splits["test"]
-    pred = tfidf_baseline(data.splits["train"]["text"][:], data.splits["train"]["label"][:], test["text"][:])
-    base = classification_report(test["label"][:], pred, data.id2label)
-    plot_confusion_matrix(base["confusion_matrix"], base["labels"], title="TF-IDF baseline")
-    compare_reports({"TF-IDF baseline": base, "BERT": bert_report})
+Macro-F1 averages the classes that occur in ``y_true`` or ``y_pred``: a class in neither has no F1
+(0/0) and is listed under ``absent``; a class never predicted right is under ``zero_recall`` and warned.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from nbkit.errors import DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-import math
 
 
 def _as_int_array(values: Any, name: str):
@@ -48,35 +28,23 @@ def _as_int_array(values: Any, name: str):
 
 
 def classification_report(y_true: Sequence[int], y_pred: Sequence[int], id2label: Mapping[int, str]) -> dict:
-    """Accuracy, macro-F1, per-class scores and the confusion matrix.
-
-    Args:
-        y_true: gold label ids, shape ``(N,)`` (list, NumPy array or tensor).
-        y_pred: predicted label ids, shape ``(N,)``.
-        id2label: id -> name for every class, e.g. ``LabeledData.id2label``;
-            fixes the row/column order (sorted ids).
+    """Accuracy, macro-F1, per-class scores and the confusion matrix of ``(N,)`` label ids (list, array or
+    tensor), classes in sorted ``id2label`` order.
 
     Returns:
-        ``{"n", "accuracy", "macro_f1", "labels", "per_class", "confusion_matrix",
-        "absent", "zero_recall"}``: ``accuracy`` and ``macro_f1`` in [0, 1];
-        ``macro_f1`` averages the classes that occur in ``y_true`` or ``y_pred``;
-        ``per_class[name]`` holds ``precision``, ``recall``, ``f1`` (0 when
-        undefined, sklearn's ``zero_division=0``) and ``support`` (count);
-        ``confusion_matrix`` is a nested list, rows = true class, columns =
-        predicted class, counts; ``absent``: names of classes in neither (left
-        out of ``macro_f1``); ``zero_recall``: names of classes with support > 0
-        and recall 0.
+        ``n``, ``accuracy`` and ``macro_f1`` (0-1), ``labels``, ``per_class`` (name -> ``precision``,
+        ``recall``, ``f1``, 0 when undefined, and ``support``), ``confusion_matrix`` (nested list of
+        counts, rows true, columns predicted), ``absent``, ``zero_recall`` and ``degenerate`` (why a
+        classifier predicting one class for all is useless, else None).
 
     Warns:
-        UserWarning: a class with support has recall 0 (names it, its support
-        and what it was predicted as), or a class is absent from both.
+        UserWarning: a class with recall 0, an absent class, a degenerate classifier.
 
     Raises:
-        DataError: lengths differ, no examples, or ids not in ``id2label``.
+        DataError: lengths differ, no examples, ids not in ``id2label``, or not 1-D.
     """
     import numpy as np
     from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
-
 
     true, pred = _as_int_array(y_true, "y_true"), _as_int_array(y_pred, "y_pred")
     if len(true) != len(pred):
@@ -135,15 +103,9 @@ def _warn_classes(absent: list, zero_recall: list, names: list, cm) -> None:
 
 
 def format_report(report: dict, digits: int = 3) -> "pd.DataFrame":
-    """Per-class table of a :func:`classification_report`, with a macro average row.
-
-    Returns:
-        ``pandas.DataFrame`` indexed by class name plus ``"macro avg"``, columns
-        ``precision``, ``recall``, ``f1``, ``support``, rounded to ``digits``.
-        The macro row averages the classes not in ``report["absent"]``.
-        Accuracy is in ``df.attrs["accuracy"]`` and the caption; classes with
-        recall 0 are named in the caption too.
-    """
+    """A :func:`classification_report` as a ``DataFrame``: one row per class plus ``"macro avg"`` (over
+    classes not absent), columns ``precision``, ``recall``, ``f1``, ``support``; accuracy and classes
+    with recall 0 in the caption, accuracy also in ``df.attrs["accuracy"]``."""
     import pandas as pd
 
     df = pd.DataFrame.from_dict(report["per_class"], orient="index")[["precision", "recall", "f1", "support"]]
@@ -159,30 +121,16 @@ def format_report(report: dict, digits: int = 3) -> "pd.DataFrame":
 
 
 def compare_reports(reports: Mapping[str, dict], digits: int = 3) -> "pd.DataFrame":
-    """Side-by-side accuracy and macro-F1 of several models (e.g. baseline vs BERT).
-
-    Args:
-        reports: model name -> :func:`classification_report` result.
-
-    Returns:
-        ``pandas.DataFrame`` indexed by model, columns ``accuracy``,
-        ``macro_f1``, ``n``.
-    """
+    """``accuracy``, ``macro_f1`` and ``n`` per model (name -> :func:`classification_report`) as a ``DataFrame``."""
     import pandas as pd
 
     rows = {name: {"accuracy": r["accuracy"], "macro_f1": r["macro_f1"], "n": r["n"]} for name, r in reports.items()}
     return pd.DataFrame.from_dict(rows, orient="index").round(digits)
 
 
-
-
 def macro_f1(confusion) -> float:
-    """Macro-F1 from a (C, C) confusion matrix (rows true, columns predicted, counts): a tensor or an array.
-
-    F1_c = 2 TP / (2 TP + FP + FN); classes with no example and no prediction (0/0)
-    are left out of the mean (sklearn's ``zero_division`` would count them as 0). NaN when
-    the matrix is empty.
-    """
+    """Macro-F1 (0-1) of a (C, C) count matrix (rows true, columns predicted; tensor or array): the mean of
+    2 TP / (2 TP + FP + FN) over classes with an example or a prediction; NaN when there is none."""
     import numpy as np
 
     cm = np.asarray(confusion.detach().cpu() if hasattr(confusion, "detach") else confusion, dtype=np.float64)

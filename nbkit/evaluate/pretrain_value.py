@@ -1,11 +1,7 @@
-"""What pretraining buys, from a recorded ``bench/pretrain_value.py`` run: a table and a curve.
+"""What pretraining buys, from a recorded ``bench/pretrain_value.py`` run: the table, a headline, a curve.
 
-``bench/pretrain_value.py report`` writes ``stats.json``: for each initialisation (random
-weights, or an MLM checkpoint after so many pretraining tokens) and fine-tuning recipe, the
-validation/test accuracy and macro-F1 over seeds and the paired bootstrap 95 % interval of
-the test-accuracy difference to random init (:mod:`nbkit.evaluate.stats`). The recorded run
-ships as ``notebooks/data/pretrain_value.json`` so that notebooks 02/03 and the README show
-measured numbers (never typed by hand) without rerunning the 30-minute benchmark.
+The recorded ``stats.json`` files ship in ``notebooks/data/`` so notebooks and README show measured
+numbers without rerunning the benchmark.
 """
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ RECORDED = {"cpu": "data/pretrain_value.json",      # relative to the notebooks 
 
 
 def load_recorded(path: str | Path | None = None, run: str = "cpu") -> dict:
-    """A recorded ``stats.json``: ``path``, else the ``run`` (``"cpu"`` or ``"gpu"``) shipped in ``notebooks/data/``.
+    """A recorded ``stats.json``: ``path``, else the shipped ``run`` (``"cpu"`` or ``"gpu"``).
 
     Raises:
         DataError: the file is missing or not a ``pretrain_value`` stats file, or ``run`` is unknown.
@@ -42,20 +38,12 @@ def load_recorded(path: str | Path | None = None, run: str = "cpu") -> dict:
 
 
 def aggregate(finetune_rows: list[dict], checkpoints: dict, y_test, metrics=("accuracy",)) -> list[dict]:
-    """``bench/pretrain_value.py report``'s table: ``finetune.jsonl`` rows grouped by recipe, seeds summarised.
+    """The benchmark's table: fine-tune rows (``init``, ``lr``, ``epochs``, ``pooling``, ``max_length``,
+    ``seed``, ``finetune_s``, scores, ``test_pred`` (N,)) grouped by recipe, seeds summarised.
 
-    Args:
-        finetune_rows: one dict per fine-tune (``init``, ``lr``, ``epochs``, ``pooling``, ``max_length``,
-            ``seed``, ``finetune_s``, ``{validation,test}_{accuracy,macro_f1}``, ``test_pred`` (N,)).
-        checkpoints: checkpoint dir -> ``pretrain.json`` entry (``step``, ``train_tokens``, ``wall_s``, ``eval_loss``).
-        y_test: (N,) gold test labels.
-        metrics: for each (``accuracy``, ``macro_f1``), ``test_<metric>_diff_vs_random``: the paired
-            bootstrap (:func:`nbkit.evaluate.stats.bootstrap_diff`, seeds in common) of a checkpoint's
-            test metric minus random init's with the same epochs, pooling, max_length and ``class_weights``
-            (rows without the key count as unweighted).
-
-    Returns one entry per group, each metric as ``{"mean", "std" (ddof=1; 0 for one seed), "values"}``,
-    sorted by max_length, pooling, epochs, pretraining tokens, init, lr.
+    ``checkpoints``: dir -> ``step``, ``train_tokens``, ``wall_s``, ``eval_loss``; ``y_test``: (N,) labels.
+    Each metric gets ``{"mean", "std" (ddof=1; 0 for one seed), "values"}``, and for ``metrics``
+    ``test_<metric>_diff_vs_random``: the paired bootstrap against random init of the same recipe.
     """
     import numpy as np
 
@@ -101,14 +89,11 @@ def aggregate(finetune_rows: list[dict], checkpoints: dict, y_test, metrics=("ac
 
 
 def rows(stats: dict, pooling: str = "mean", epochs: float | None = None) -> list[dict]:
-    """One dict per initialisation for one recipe (``pooling``; ``epochs`` None = each one's own), sorted by tokens.
-
-    Keys: ``init`` (``random`` or ``run/step``), ``epochs``, ``lr``, ``max_length`` (tokens), ``tokens_m`` (pretraining tokens, millions),
-    ``pretrain_min`` (wall minutes as recorded), ``mlm_loss`` (held-out, nats), ``test_acc``/``test_acc_std``,
-    ``test_f1``, ``gain``/``gain_low``/``gain_high`` (test accuracy minus random init's, points, 95 % CI over
-    test examples), ``gain_seeds_low``/``gain_seeds_high`` (95 % CI with seeds resampled too; None in files
-    written before it existed), ``gain_per_seed`` (points, one per paired seed, or None).
-    """
+    """One dict per initialisation of a ``pooling`` (and ``epochs``; None: all), sorted by tokens: ``init``,
+    ``epochs``, ``lr``, ``max_length`` (tokens), ``tokens_m`` (millions), ``pretrain_min`` (minutes),
+    ``mlm_loss`` (nats), ``test_acc``/``test_acc_std``, ``test_f1``, ``gain``/``gain_low``/``gain_high``
+    (accuracy points over random init, 95 % CI), ``gain_seeds_low``/``gain_seeds_high`` and
+    ``gain_per_seed`` (points; None where not recorded)."""
     out = []
     for e in stats["table"]:
         if e["pooling"] != pooling or (epochs is not None and e["epochs"] != epochs):
@@ -128,7 +113,7 @@ def rows(stats: dict, pooling: str = "mean", epochs: float | None = None) -> lis
 
 
 def _seed_part(r: dict) -> str:
-    """``"; per seed +4.4/+1.4/+2.1, seeds resampled too [+1.4, +4.4]"`` when the file has them, else ``""``."""
+    """``"; per seed +4.4/+1.4/+2.1, seeds resampled too [+1.4, +4.4]"``, or ``""``."""
     if r.get("gain_per_seed") is None or r.get("gain_seeds_low") is None:
         return ""
     per = "/".join(f"{x:+.1f}" for x in r["gain_per_seed"])
@@ -136,7 +121,7 @@ def _seed_part(r: dict) -> str:
 
 
 def headline(stats: dict, pooling: str = "mean", machine: str = "the recorded machine") -> str:
-    """One line: the checkpoint with the highest lower 95 % bound of its gain over random init, and the baseline.
+    """One line: the checkpoint whose gain over random init has the highest lower 95 % bound, and TF-IDF.
 
     Raises:
         DataError: no pretrained row has a gain (no paired random-init run).
@@ -156,7 +141,7 @@ def headline(stats: dict, pooling: str = "mean", machine: str = "the recorded ma
 
 
 def markdown_table(stats: dict, pooling: str = "mean") -> str:
-    """The README's table: one line per initialisation and epoch count, plus the TF-IDF baseline."""
+    """The README's markdown table: a line per initialisation and epoch count, and the TF-IDF rows."""
     lines = ["| init | fine-tune epochs | pretraining tokens | pretraining wall (recorded) | held-out MLM loss "
              "| test accuracy (mean ± std, seeds) | test macro-F1 | Δ test vs random init [95 % CI] |",
              "|---|---|---|---|---|---|---|---|"]

@@ -1,10 +1,7 @@
-"""Look inside a pretrained masked LM: ``transformers.pipeline("fill-mask")`` on a few sentences.
+"""MLM probes: fill-mask on a few sentences (does the model use context?) and the unigram plateau check.
 
-The held-out MLM loss says *how much* a model learnt; filling a ``[MASK]`` shows *what*. A model that
-only learnt how frequent each token is (the unigram plateau) gives the same top guesses (，的。是不 for
-Chinese) whatever the sentence; a model that uses context changes its guesses with the sentence.
-:func:`fill_mask` runs the standard pipeline (the call a user would make on the saved checkpoint) and
-:class:`FillMaskReport` says which of the two it saw.
+A model that learnt only token frequencies gives the same top fillers whatever the sentence, and a
+held-out MLM loss at the entropy of the token frequencies.
 """
 from __future__ import annotations
 
@@ -27,12 +24,10 @@ class FillMaskReport:
     """Top-k fillers per sentence, and whether they depend on the sentence.
 
     Attributes:
-        sentences: the inputs, each with exactly one ``[MASK]``.
-        top: per sentence, the ``top_k`` fillers as ``(token, probability 0-1)``, best first.
-        top_overlap: mean share (0-1) of top-k fillers two sentences have in common, over every pair;
-            near 1.0 means the guesses hardly depend on the sentence: frequencies learnt, not context.
-            (A share of pairs, not "how many sets are identical": one filler swapped at rank 5 keeps
-            four in common, and a frequency-only model often differs just there.)
+        sentences: the inputs, one ``[MASK]`` each.
+        top: per sentence, ``(token, probability 0-1)`` best first.
+        top_overlap: mean share (0-1) of top-k fillers two sentences have in common, over all pairs;
+            near 1 means frequencies learnt, not context.
     """
 
     sentences: list[str]
@@ -47,11 +42,11 @@ class FillMaskReport:
 
     @property
     def uses_context(self) -> bool:
-        """True when two sentences share under half of their top-k fillers on average."""
+        """Two sentences share under half of their top-k fillers on average."""
         return self.top_overlap < 0.5
 
     def verdict(self) -> str:
-        """One plain sentence on what the table shows."""
+        """One sentence on what the table shows."""
         k = len(self.top[0]) if self.top else 0
         if not self.uses_context:
             return (f"Two sentences share {self.top_overlap:.0%} of their top {k} on average: the model learnt "
@@ -59,7 +54,7 @@ class FillMaskReport:
         return f"The top {k} change with the sentence: the model uses context to fill the [MASK]."
 
     def table(self):
-        """A ``pandas.DataFrame``: one row per sentence, the fillers with their probabilities."""
+        """One ``DataFrame`` row per sentence with its fillers and probabilities."""
         import pandas as pd
 
         return pd.DataFrame({"sentence": self.sentences,
@@ -67,20 +62,11 @@ class FillMaskReport:
 
 
 def fill_mask(model, tokenizer, sentences=DEFAULT_SENTENCES, top_k: int = 5) -> FillMaskReport:
-    """Fill the ``[MASK]`` of each sentence with ``transformers.pipeline("fill-mask")``.
-
-    Args:
-        model: a masked-LM model (``BertForMaskedLM`` or nbkit's sparse-head subclass) or a saved
-            model directory.
-        tokenizer: its tokenizer (or directory); ``[MASK]`` in the sentences is its mask token.
-        sentences: each with exactly one ``[MASK]``.
-        top_k: fillers kept per sentence.
-
-    Returns a :class:`FillMaskReport`. Runs on the model's device in eval mode; cost: one forward
-    pass per sentence.
+    """Fill each sentence's one ``[MASK]`` with ``transformers.pipeline("fill-mask")`` (``top_k`` fillers),
+    on the model's device in eval mode. ``model``/``tokenizer``: objects or saved directories.
 
     Raises:
-        nbkit.errors.DataError: a sentence without exactly one ``[MASK]`` (the message names it).
+        nbkit.errors.DataError: a sentence without exactly one ``[MASK]`` (named).
     """
     from transformers import pipeline
 
@@ -104,10 +90,8 @@ def fill_mask(model, tokenizer, sentences=DEFAULT_SENTENCES, top_k: int = 5) -> 
 
 
 def unigram_entropy(token_ids: Iterable[Sequence[int]], ignore_ids: Iterable[int] = ()) -> float:
-    """Entropy (nats) of the token-frequency distribution of ``token_ids``, a sequence of id rows.
-
-    ``ignore_ids`` (``[CLS]``, ``[SEP]``, ``[PAD]``: never masked) are left out. This is the
-    held-out MLM loss of a model that predicts token frequencies only.
+    """Entropy (nats) of the token frequencies in ``token_ids`` (id rows), ``ignore_ids`` left out: the MLM
+    loss of a model that predicts frequencies only.
 
     Raises:
         ValueError: no token left to count.
@@ -128,14 +112,11 @@ def unigram_entropy(token_ids: Iterable[Sequence[int]], ignore_ids: Iterable[int
 
 @dataclass(frozen=True)
 class PlateauCheck:
-    """Held-out MLM loss vs the unigram entropy (both nats): ``above`` it, ``stuck`` within ``margin``, or below.
+    """Held-out MLM loss vs the unigram entropy (nats): ``above`` it, ``stuck`` within ``margin``, or below.
 
-    ``eval_loss`` is the loss compared; ``scored`` says over which targets: ``"[MASK]"`` (the targets
-    the collator replaced by ``[MASK]``: evaluate()'s ``eval_mask_loss``) or ``"all"`` (``eval_loss``,
-    which mixes in the unchanged and random-replaced targets). ``all_loss`` / ``kept_loss`` (nats or
-    None) are shown beside it: a model can copy an unchanged target from its input, so the loss over
-    all targets falls below the entropy before the model uses any context (case D14: 0.47 nats
-    below it while the ``[MASK]`` targets sat on it).
+    ``scored``: the targets ``eval_loss`` covers, ``"[MASK]"`` or ``"all"`` (which mixes in unchanged
+    targets a model can copy from its input, so it falls below the entropy without context);
+    ``all_loss``, ``kept_loss`` (nats or None) are shown beside it.
     """
 
     eval_loss: float
@@ -147,17 +128,17 @@ class PlateauCheck:
 
     @property
     def gap(self) -> float:
-        """Nats below the unigram entropy (positive: the model uses context)."""
+        """Nats below the unigram entropy."""
         return self.unigram_entropy - self.eval_loss
 
     @property
     def stuck(self) -> bool:
-        """Within ``margin`` of the entropy: frequencies learnt, context not (the unigram plateau)."""
+        """Within ``margin`` of the entropy: the unigram plateau."""
         return abs(self.gap) < self.margin
 
     @property
     def above(self) -> bool:
-        """More than ``margin`` above the entropy: not even token frequencies learnt yet (too few steps)."""
+        """More than ``margin`` above the entropy: not even frequencies learnt yet."""
         return self.gap <= -self.margin
 
     def text(self) -> str:
@@ -186,14 +167,11 @@ class PlateauCheck:
 
 
 def plateau_check(eval_loss, token_ids, tokenizer=None, margin: float = 0.3) -> PlateauCheck:
-    """Compare a held-out MLM loss (nats) with the unigram entropy of ``token_ids`` (the training blocks).
+    """Compare a held-out MLM loss (nats) with the unigram entropy of ``token_ids`` (training blocks: rows,
+    a Dataset, or a corpus store's 10,000 sampled blocks), ``tokenizer``'s special ids left out.
 
-    ``eval_loss``: evaluate()'s metrics dict (or a loop history entry): its ``eval_mask_loss`` (the
-    targets replaced by ``[MASK]``, where only context helps) is compared when present, else its
-    ``eval_loss``; or a float, taken as the loss over all targets. ``tokenizer`` (optional) supplies
-    the special-token ids to leave out. ``margin`` (nats) is how far below the entropy a loss must be
-    to count as off the plateau; 0.3 is about a quarter of the drop the cpu recipe reaches (1 nat by
-    1,000 steps, README "What to expect").
+    ``eval_loss``: ``evaluate()``'s metrics (its ``eval_mask_loss`` when present, where only context
+    helps) or a float over all targets. ``margin``: nats below the entropy that count as off the plateau.
 
     Raises:
         ValueError: the loss compared is missing or not finite, or there are no tokens.

@@ -1,5 +1,4 @@
-"""Text to model inputs: the WordPiece tokenizer, MLM blocks and masking, classification encoding.
-"""
+"""Text to model inputs: the WordPiece tokenizer, MLM blocks and masking, classification encoding."""
 from typing import TYPE_CHECKING
 
 from nbkit._lazy import lazy_exports
@@ -7,7 +6,6 @@ from nbkit._lazy import lazy_exports
 if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
     from nbkit.text.mlm import MLMCollator, check_length, classification_collator, encode_classification, make_blocks
     from nbkit.text.tokenizer import save_stats, tokenizer_stats, train_wordpiece
-    from nbkit.text.tokenizer_files import complete_tokenizer_files, save_tokenizer
-    from nbkit.text.words import add_words, segment
+    from nbkit.text.words import add_words
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -1,15 +1,8 @@
-"""MLM data pipeline (blocks + masking collator) and classification encoding.
+"""MLM blocks and BERT's masking collator (Devlin et al. 2019, 15 % with 80/10/10; whole words after
+Cui et al. 2019), and classification encoding.
 
-Masking follows BERT (Devlin et al. 2019, section 3.1 and appendix A.1): choose
-15% of the real (non-special, non-padding) tokens as prediction targets; of
-those, 80% become ``[MASK]``, 10% a random token, 10% stay unchanged. Chinese
-whole-word masking (Cui et al. 2019, "Pre-Training with Whole Word Masking for
-Chinese BERT") chooses whole words instead, using the word boundaries that the
-People's Daily corpus carries (``words`` column).
-
-Why not ``transformers.DataCollatorForLanguageModeling``: in 5.x its random
-replacement draws from the whole vocabulary, special tokens included, and a
-row can end up with no target at all; this collator guarantees neither happens.
+Not ``transformers.DataCollatorForLanguageModeling``: in 5.x it may replace with special tokens and
+leave a row without a target.
 """
 from __future__ import annotations
 
@@ -22,19 +15,12 @@ IGNORE_INDEX = -100  # label value that cross-entropy ignores
 
 
 def check_length(name: str, value: int, tokenizer=None, max_position_embeddings: int | None = None) -> None:
-    """Check a sequence length in tokens (``block_size``, ``max_length``) against the limits.
-
-    Args:
-        name: the argument's name, used in the message (``"max_length"``).
-        value: the requested length in tokens, ``[CLS]`` and ``[SEP]`` included.
-        tokenizer: if given, ``value`` must not exceed ``tokenizer.model_max_length``.
-        max_position_embeddings: if given (``model.config.max_position_embeddings``),
-            ``value`` must not exceed it: BERT has no position embedding beyond
-            it and fails with a raw size-mismatch ``RuntimeError``.
+    """Check the length ``value`` (tokens, ``[CLS]``/``[SEP]`` included) of argument ``name`` against
+    ``tokenizer.model_max_length`` and ``max_position_embeddings`` (beyond it BERT fails with a raw
+    size mismatch), each when given.
 
     Raises:
-        ConfigError: ``value`` above a limit (names both numbers and the fix),
-            or below 3 (no room between ``[CLS]`` and ``[SEP]``).
+        ConfigError: ``value`` above a limit (both numbers named), or below 3.
     """
     limits = {}
     if tokenizer is not None:
@@ -51,33 +37,14 @@ def check_length(name: str, value: int, tokenizer=None, max_position_embeddings:
 def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
                 words_column: str | None = None, max_position_embeddings: int | None = None,
                 num_proc: int | None = None):
-    """Tokenize, concatenate and cut a corpus into MLM blocks ``[CLS] ... [SEP]``.
+    """Blocks of exactly ``block_size`` tokens, ``[CLS] chunk [SEP]``, cut from the texts concatenated per
+    ``datasets.map`` batch of 1,000 (each batch's short tail dropped, as in ``run_mlm.py``).
 
-    Texts are tokenized without special tokens and concatenated (no separator)
-    within each ``datasets.map`` batch of 1,000 texts; the stream is cut into
-    chunks of ``block_size - 2`` tokens, each wrapped as ``[CLS] chunk [SEP]``,
-    so every block has exactly ``block_size`` tokens and fits the position
-    table. The last chunk of each map batch, if shorter, is **dropped** (at
-    most ``block_size - 3`` tokens per 1,000 texts), as in ``run_mlm.py``.
-
-    Args:
-        dataset: a ``datasets.Dataset`` with a ``text_column`` of strings.
-        tokenizer: the (fast) tokenizer from :mod:`nbkit.text.tokenizer`.
-        block_size: tokens per block, special tokens included.
-        words_column: optional column of word lists (People's Daily
-            ``words``); the text is then tokenized word by word and each block
-            gets ``word_ids`` (list[int], -1 at ``[CLS]``/``[SEP]``, words
-            numbered from 0 within the block) for whole-word masking.
-        max_position_embeddings: the model's position limit, if known.
-        num_proc: ``datasets.map`` worker processes.
-
-    Returns:
-        ``datasets.Dataset`` with ``input_ids`` (list[int] of length
-        ``block_size``) and, with ``words_column``, ``word_ids``.
+    Returns column ``input_ids`` and, with ``words_column`` (word lists, tokenized word by word),
+    ``word_ids`` (-1 at ``[CLS]``/``[SEP]``, words numbered from 0 per block) for whole-word masking.
 
     Raises:
-        ConfigError: ``block_size`` above ``tokenizer.model_max_length`` or
-            ``max_position_embeddings``, or below 3.
+        ConfigError: ``block_size`` above a limit (:func:`check_length`) or below 3.
         DataError: a missing column, or too little text for one block.
     """
     check_length("block_size", block_size, tokenizer, max_position_embeddings)
@@ -119,40 +86,24 @@ def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
 
 
 class MLMCollator:
-    """Pad a list of blocks and choose MLM targets (BERT's 15% with 80/10/10).
+    """Pad blocks (dicts with ``input_ids`` and optionally ``word_ids``) and choose MLM targets.
 
-    Call with a list of dicts holding ``input_ids`` (list[int] or 1-D tensor)
-    and optionally ``word_ids`` (from :func:`make_blocks`). Returns
-    ``input_ids``, ``attention_mask`` and ``labels``, each a (B, T) int64
-    tensor; T is the longest row, rounded up to ``pad_to_multiple_of``.
-    ``labels`` holds the original token at target positions and -100 elsewhere.
-
-    Invariants (tested): padding and special tokens (``[UNK]`` included:
-    predicting it teaches nothing) are never targets; a
-    random replacement is never a special token; every row with at least one
-    real token has at least one target (if the draw chose none, one real token
-    is picked uniformly), so the loss is always defined.
+    Returns ``input_ids``, ``attention_mask``, ``labels``: (B, T) int64, T the longest row rounded up
+    to ``pad_to_multiple_of``; ``labels`` is the original token at targets, -100 elsewhere. Padding and
+    special tokens (``[UNK]`` too) are never targets nor replacements, and every row with a real token
+    has a target, so the loss is always defined.
 
     Args:
-        tokenizer: supplies ``pad/mask`` ids, special ids and ``len(tokenizer)``.
-        mlm_probability: fraction of real tokens chosen as targets (0-1).
-        mask_replace_prob / random_replace_prob: of the targets, fraction set
-            to ``[MASK]`` / to a random non-special token; the rest stay.
-        pad_to_multiple_of: round T up (8 helps tensor cores with fp16/bf16).
-        whole_word: choose whole words when rows carry ``word_ids`` (each word
-            chosen with ``mlm_probability``, so ~15% of tokens in expectation).
-        seed: seed of a private ``torch.Generator``; ``None`` uses torch's
-            global RNG. In DataLoader workers the seed is offset by worker id.
-            Inside ``nbkit.rng.seed_scope(s)`` (each batch the Loop collates for
-            training, evaluation or its checks runs in one) the generator is
-            re-derived from ``(seed, s)`` at each scope entry, so a batch's masks
-            depend on the batch, not on the calls before: evaluating a checkpoint
-            twice, or after reloading it, scores the same masks, and a resumed run
-            draws the masks of a straight one.
+        mlm_probability: share of real tokens (or, with ``whole_word`` and ``word_ids``, of words)
+            chosen as targets (0-1).
+        mask_replace_prob, random_replace_prob: shares of targets set to ``[MASK]`` / a random
+            non-special token; the rest stay.
+        seed: of a private ``torch.Generator`` (None: torch's global RNG), offset per DataLoader
+            worker; inside ``nbkit.rng.seed_scope(s)`` re-derived from ``(seed, s)``, so a batch's
+            masks depend on the batch only (re-evaluation and resume see the same masks).
 
     Raises:
-        ConfigError: probabilities outside [0, 1] or summing above 1, or a
-            tokenizer without ``[PAD]``/``[MASK]``.
+        ConfigError: probabilities outside [0, 1] or summing above 1, or no ``[PAD]``/``[MASK]``.
     """
 
     def __init__(self, tokenizer, mlm_probability: float = 0.15, pad_to_multiple_of: int | None = None,
@@ -249,23 +200,16 @@ class MLMCollator:
 
 def encode_classification(dataset, tokenizer, max_length: int, text_column: str = "text",
                           label_column: str = "label", num_proc: int | None = None):
-    """Tokenize labelled text for sequence classification, truncating to ``max_length`` tokens.
-
-    Each text becomes ``[CLS] text [SEP]``; longer ones keep their first
-    ``max_length - 2`` tokens (BERT's usual head truncation).
+    """``[CLS] text [SEP]`` per row, cut to ``max_length`` tokens (specials included, the head kept).
 
     Returns:
-        ``(dataset, report)``: the dataset has ``input_ids``, ``attention_mask``
-        (unpadded lists; pad per batch with :func:`classification_collator`)
-        and ``labels`` (int); ``report`` has ``n``, ``max_length``,
-        ``n_truncated``, ``truncated_fraction`` (0-1) and
-        ``length_p50/p95/max`` in tokens before truncation, specials included
-        (``numpy.percentile``).
+        ``(dataset, report)``: unpadded ``input_ids``, ``attention_mask`` and int ``labels``;
+        ``report``: ``n``, ``max_length``, ``n_truncated``, ``truncated_fraction`` (0-1),
+        ``length_p50/p95/max`` (tokens before the cut, specials included).
 
     Raises:
         ConfigError: ``max_length`` above ``tokenizer.model_max_length`` or below 3.
-        DataError: a missing text/label column, non-integer labels, an empty dataset, or
-            missing/blank texts (:func:`nbkit.data.textrule.check_text`, rows named).
+        DataError: a missing column, non-integer labels, no rows, or missing/blank texts (rows named).
     """
     import numpy as np
 
@@ -310,11 +254,8 @@ def encode_classification(dataset, tokenizer, max_length: int, text_column: str 
 
 
 def classification_collator(tokenizer, pad_to_multiple_of: int | None = None):
-    """Dynamic padding for :func:`encode_classification` rows (``transformers.DataCollatorWithPadding``).
-
-    Returns a callable mapping a list of rows to ``input_ids``/``attention_mask``
-    (B, T) and ``labels`` (B,) int64 tensors; T is the longest row in the batch.
-    """
+    """Pad :func:`encode_classification` rows per batch (``DataCollatorWithPadding``): ``input_ids``,
+    ``attention_mask`` (B, T) and ``labels`` (B,), T the longest row."""
     from transformers import DataCollatorWithPadding
 
     return DataCollatorWithPadding(tokenizer, padding="longest", pad_to_multiple_of=pad_to_multiple_of,

@@ -1,50 +1,11 @@
-"""Chinese-aware WordPiece tokenizer training and held-out statistics.
+"""Chinese WordPiece training in BERT's Chinese layout, and held-out statistics.
 
-The pipeline is BERT's Chinese one (Devlin et al. 2019; the layout of ``bert-base-chinese``),
-made only of pieces ``BertTokenizer`` rebuilds from the saved flags, so every standard loader gives
-the same ids (nbkit lowercases and keeps accents; ``bert-base-chinese`` on the Hub says
-``do_lower_case: false``, so Latin letters can get other ids there):
-
-- ``BertNormalizer(clean_text, handle_chinese_chars=True, strip_accents, lowercase=True)``:
-  drops control characters, puts spaces around every CJK ideograph, so each Chinese
-  character is its own "word";
-- ``BertPreTokenizer``: splits on whitespace and punctuation;
-- ``WordPiece`` with the ``##`` continuation prefix (Latin words, digits);
-- ``TemplateProcessing``: ``[CLS] A [SEP]`` and ``[CLS] A [SEP] B [SEP]``;
-- special tokens ``[PAD] [UNK] [CLS] [SEP] [MASK]`` with ids 0-4.
-
-Pitfall this module avoids: ``tokenizers``' ``BertWordPieceTokenizer.train``
-defaults to ``limit_alphabet=1000``, which keeps only the 1,000 most frequent
-characters. On People's Daily (4,687 distinct characters) that gives a
-1,821-token vocabulary instead of 5,736, and every rarer character becomes
-``[UNK]``: 7.65% of held-out tokens vs 0.03% (95/5 split by line, measured
-with ``bench/tokenizer_alphabet.py``). Here ``limit_alphabet=None`` keeps every
-character seen in training.
-
-No Unicode NFKC step by default. People's Daily writes Latin letters and digits
-full-width (``ＧＤＰ``, ``７．８％``) while reviews use ASCII; a tokenizer trained on
-People's Daily *alone* without NFKC has no ASCII letter or digit and about 4 % of
-review tokens become ``[UNK]`` (3.96 %; 0.42 % with NFKC). But notebook 01 trains on
-the news *and* the training reviews, and there NFKC buys nothing measurable (vocab_size
-8000, ``bench/tokenizer_alphabet.py`` on a shared 2-core CPU box, 2026-12-01, written to
-``bench/results/tokenizer_nfkc_2026-12-01.json``:
-NFKC on: vocabulary 7,424, test-review ``[UNK]`` 0.047 %, held-out news 0.022 %; off:
-7,811, 0.048 %, 0.023 %). NFKC, on the other hand, cannot be expressed by
-``BertTokenizer`` (which rebuilds ``BertNormalizer`` from the flags on load) or the slow
-classes, so with it full-width text (``ＭＰ３``, ``１９９``, every ``，。！（）``) silently
-tokenizes differently there. Without it every loader gives the same ids.
-``nfkc=True`` remains an option: the saved files then say so (``unicode_normalization:
-"NFKC"`` and a ``normalization_note`` naming the loaders that drop it, written by
-:mod:`nbkit.text.tokenizer_files`), and such a tokenizer loads as itself only through
-``AutoTokenizer`` / ``PreTrainedTokenizerFast`` (``tokenizer.json``).
-
-Because each CJK character is its own word, WordPiece can only merge inside
-Latin words and digit runs: on this corpus the vocabulary saturates near
-5,700 tokens whatever ``vocab_size`` asks for.
-
-Artifacts in ``out_dir``: the ``transformers`` tokenizer files
-(``tokenizer.json``, ``tokenizer_config.json``, ``vocab.txt``), ``training.json`` (what was
-trained on and how long it took) and, via :func:`save_stats`, ``stats.json``.
+BERT's normalizer (each CJK character its own word, lowercase, accents kept), pre-tokenizer,
+``##`` WordPiece, ``[CLS] A [SEP]`` and ``[PAD] [UNK] [CLS] [SEP] [MASK]`` as ids 0-4: all pieces
+``BertTokenizer`` rebuilds from the saved flags, so every loader gives the same ids. Every character
+is kept (``limit_alphabet=None``; the library's 1,000 turns rare characters into ``[UNK]``). NFKC is
+off by default: it buys nothing on notebook 01's text and loaders that rebuild the normalizer drop
+it (README, "Measured by the other benchmarks").
 """
 from __future__ import annotations
 
@@ -62,7 +23,7 @@ _BATCH = 1000  # texts handed to the Rust trainer per batch
 
 
 def _build_backend(strip_accents: bool, lowercase: bool, nfkc: bool = False):
-    """An untrained BERT-style ``tokenizers.Tokenizer`` (normalizer, pre-tokenizer, decoder)."""
+    """An untrained BERT-style ``tokenizers.Tokenizer``."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
@@ -76,18 +37,14 @@ def _build_backend(strip_accents: bool, lowercase: bool, nfkc: bool = False):
 
 
 def with_nfkc(normalizer):
-    """``normalizers.Sequence([NFKC(), normalizer])``: width variants folded first."""
+    """``normalizers.Sequence([NFKC(), normalizer])``."""
     from tokenizers import normalizers
 
     return normalizers.Sequence([normalizers.NFKC(), normalizer])
 
 
 class _CountingBatches:
-    """Stream ``texts`` to the trainer in lists of ``_BATCH``, counting as they pass.
-
-    Counts texts, characters and distinct characters (the alphabet) without
-    holding the corpus in memory; empty / whitespace-only texts are skipped.
-    """
+    """Batches of ``_BATCH`` non-blank texts, counting texts, characters and the alphabet on the way."""
 
     def __init__(self, texts: Iterable[str]):
         self.texts = texts
@@ -127,52 +84,29 @@ def train_wordpiece(
     lowercase: bool = True,
     nfkc: bool = False,
 ):
-    """Train a BERT-style WordPiece tokenizer on Chinese text and save it.
+    """Train a WordPiece tokenizer on ``texts`` (read once, held in memory) and save it in ``out_dir``
+    with ``training.json``.
 
     Args:
-        texts: any iterable of strings (a list, a generator, a ``datasets``
-            column); read once and held in memory (the continuation tokens are
-            fixed before training, see :mod:`nbkit.text.wordpiece_order`), then
-            handed to the trainer in batches of 1,000.
-        vocab_size: target vocabulary size in tokens, special tokens included.
-            Every character of the alphabet is always kept, so the result can
-            be larger than this when the corpus has more distinct characters;
-            it is smaller when the corpus runs out of merges (each CJK
-            character is its own word), and a ``UserWarning`` names both sizes
-            when it is below half the request.
-        out_dir: directory for the tokenizer files (created if missing).
-        model_max_length: the model's position limit in tokens (BERT's
-            ``max_position_embeddings``); ``tokenizer(..., truncation=True)``
-            and :func:`nbkit.text.mlm.make_blocks` respect it.
-        limit_alphabet: keep at most this many distinct characters; ``None``
-            (default) keeps all of them (see the module docstring for why).
-        min_frequency: a merge (multi-character token) must occur at least
-            this many times; it does not drop single characters.
-        strip_accents: strip accents after NFD (``café`` -> ``cafe``). BERT's
-            default follows ``lowercase``; it is off here so decoding gives the
-            text back (it does not affect CJK characters).
-        lowercase: lowercase Latin text (BERT's ``uncased`` models; ``bert-base-chinese`` says ``do_lower_case: false``).
-        nfkc: fold width variants with Unicode NFKC before BERT's normalizer.
-            Off by default: BERT's normalizer alone is what every loader rebuilds
-            (``BertTokenizer``, the slow classes); with it only ``AutoTokenizer`` /
-            ``PreTrainedTokenizerFast`` reproduce the ids (see the module docstring).
+        vocab_size: target size in tokens, specials included; every character is kept, so it can come
+            out larger, and smaller when merges run out (a ``UserWarning`` below half the request).
+        model_max_length: the model's position limit in tokens, respected by truncation.
+        limit_alphabet: most distinct characters kept; ``None`` keeps all.
+        min_frequency: occurrences a merge needs (single characters always stay).
+        strip_accents: off, so decoding gives the text back.
+        nfkc: NFKC before BERT's normalizer; then only ``AutoTokenizer``/``PreTrainedTokenizerFast``
+            reproduce the ids.
 
     Returns:
-        A fast ``transformers`` tokenizer (``NbkitTokenizerFast``, a ``PreTrainedTokenizerFast``
-        whose ``save_pretrained`` writes the complete file set: BERT's normalizer
-        (NFKC in front with ``nfkc=True``), pre-tokenizer, WordPiece and ``[CLS] A [SEP]``
-        templates) that ``AutoTokenizer``, ``BertTokenizer`` and ``BertTokenizerLegacy``
-        ``.from_pretrained(out_dir)`` load back with identical ids (only the first with ``nfkc=True``).
-        The same texts and settings give the same vocabulary, ids included
-        (:mod:`nbkit.text.wordpiece_order` says why ``tokenizers`` alone does not).
+        An ``NbkitTokenizerFast`` (a ``PreTrainedTokenizerFast`` whose ``save_pretrained`` writes the
+        complete file set); the same texts and settings give the same ids.
 
     Raises:
-        ConfigError: ``vocab_size`` not above the 5 special tokens or above
-            :data:`~nbkit.text.wordpiece_order.MAX_VOCAB_SIZE` (the Rust trainer
-            would abort the process), ``model_max_length`` not above 2.
+        ConfigError: ``vocab_size`` not above the 5 specials or above
+            :data:`~nbkit.text.wordpiece_order.MAX_VOCAB_SIZE`, ``model_max_length`` not above 2,
+            ``limit_alphabet`` below 1.
         DataError: no non-empty text, or a non-string item.
-        WriteError: ``out_dir``'s disk is full or not writable (path, free space, size needed named;
-            the files are written beside it first, :func:`nbkit.atomic.atomic_dir`, and removed on failure).
+        WriteError: ``out_dir``'s disk full or not writable (nothing half-written is left).
     """
     from tokenizers import trainers
     from transformers import BertTokenizer
@@ -255,17 +189,9 @@ def train_wordpiece(
 
 
 def tokenizer_stats(tokenizer, heldout_texts: Iterable[str]) -> dict[str, Any]:
-    """Measure a tokenizer on held-out text (text it was not trained on).
-
-    Lengths count tokens without ``[CLS]``/``[SEP]``; characters are counted
-    with whitespace removed (Chinese has none; BERT's normaliser drops it).
-
-    Returns:
-        ``vocab_size`` (tokens), ``n_texts``, ``n_tokens``, ``unk_rate``
-        (fraction of tokens that are ``[UNK]``, 0-1), ``chars_per_token``
-        (non-whitespace characters / tokens; about 1.0 for Chinese, where each
-        character is a token), and ``length_p50/p95/p99/max`` in tokens per
-        text (``numpy.percentile``, linear interpolation).
+    """A tokenizer measured on held-out text: ``vocab_size``, ``n_texts``, ``n_tokens``, ``unk_rate``
+    (0-1 of tokens), ``chars_per_token`` (non-whitespace characters per token) and
+    ``length_p50/p95/p99/max`` (tokens per text, without ``[CLS]``/``[SEP]``).
 
     Raises:
         DataError: no non-empty held-out text.
@@ -312,7 +238,7 @@ def tokenizer_stats(tokenizer, heldout_texts: Iterable[str]) -> dict[str, Any]:
 
 
 def save_stats(stats: dict[str, Any], out_dir: str | Path) -> Path:
-    """Write ``stats`` as ``out_dir/stats.json`` (strict JSON, UTF-8, indented; NaN -> null); return the path."""
+    """Write ``stats`` to ``out_dir/stats.json`` (strict JSON, NaN -> null); return the path."""
     path = Path(out_dir) / "stats.json"
     jsonio.write_json(path, stats)
     return path

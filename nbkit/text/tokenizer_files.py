@@ -1,28 +1,9 @@
-"""The saved tokenizer as a complete, consistent file set that every standard loader reads.
+"""The saved tokenizer as a complete file set that every standard loader reads alike.
 
-``tokenizer.json`` defines nbkit's tokenizer (BERT's normalizer, pre-tokenizer, WordPiece,
-``[CLS] A [SEP]``; NFKC in front only with ``train_wordpiece(..., nfkc=True)``). Other loaders
-rebuild it from the other files, so :func:`complete_tokenizer_files` writes them to agree with it:
-
-- ``vocab.txt``: one token per line in id order (what ``BertTokenizer`` and the slow
-  ``BertTokenizerLegacy`` / 4.x ``BertTokenizer`` read; without it the slow class raised
-  a raw ``TypeError``);
-- ``tokenizer_config.json``: ``tokenizer_class: "PreTrainedTokenizerFast"`` (resolved by
-  transformers 4.x and 5.x alike, and it loads ``tokenizer.json`` as saved; 5.x's own name
-  ``TokenizersBackend`` does not exist in 4.x, and ``BertTokenizerFast`` is in 5.x an alias
-  of ``BertTokenizer``, which rebuilds the normalizer from the flags), the explicit flags
-  ``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``, ``clean_text`` (so a
-  rebuilding loader no longer strips accents because ``strip_accents`` defaulted to
-  ``lowercase``) and ``unicode_normalization`` (``null``, or ``"NFKC"`` with then a
-  ``normalization_note`` saying which loaders cannot reproduce it).
-
-With the default (no NFKC) every loader gives nbkit's ids: ``AutoTokenizer``,
-``PreTrainedTokenizerFast``, ``BertTokenizer``/``BertTokenizerFast`` (5.x),
-``BertTokenizerLegacy`` and ``pipeline()`` (``tests/test_tokenizer_reload.py``: full-width
-letters, digits and punctuation, accents, kana, control characters, emoji, CJK Extension B,
-mixed case, long Latin words). With ``nfkc=True`` the classes that rebuild BERT's normalizer
-differ on text that NFKC changes (full-width ``！`` becomes ``[UNK]``) unless given
-``unicodedata.normalize("NFKC", text)``; the note says so.
+``tokenizer.json`` defines the tokenizer; loaders that rebuild it from the other files get ``vocab.txt``
+(ids in order) and ``tokenizer_config.json`` with ``tokenizer_class: "PreTrainedTokenizerFast"``
+(resolved by transformers 4.x and 5.x) and explicit normalisation flags, so all give the same ids
+(``tests/test_tokenizer_reload.py``); with NFKC a ``normalization_note`` names the loaders that drop it.
 """
 from __future__ import annotations
 
@@ -33,13 +14,11 @@ from nbkit import jsonio
 from nbkit.atomic import atomic_file
 from nbkit.errors import ConfigError
 
-#: The class name written to ``tokenizer_config.json``: resolved by transformers 4.x (4.57 tried) and 5.x.
+#: The class name written to ``tokenizer_config.json``.
 TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 #: Generic fast-tokenizer class names that :func:`complete_tokenizer_files` renames to :data:`TOKENIZER_CLASS`.
 GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast", "NbkitTokenizerFast")
-#: ``from_pretrained`` arguments that transformers 5 keeps in ``init_kwargs`` and writes back on save: how
-#: *this* load went (offline, from a local folder, a cache), not what the tokenizer is; dropped from the
-#: saved config so an export does not tell the next loader to stay offline.
+#: ``from_pretrained`` arguments transformers 5 writes back on save (how one load went, e.g. offline): dropped.
 LOAD_ONLY_KEYS = ("is_local", "local_files_only", "cache_dir", "force_download", "proxies", "revision",
                   "subfolder", "token", "trust_remote_code", "_commit_hash")
 NFKC_NOTE = ("NFKC runs before BERT's normalizer (full-width ＡＢＣ１２３ -> abc123). Load with AutoTokenizer or "
@@ -49,12 +28,9 @@ NFKC_NOTE = ("NFKC runs before BERT's normalizer (full-width ＡＢＣ１２３ 
 
 
 def normalization_flags(backend) -> dict:
-    """The normalisation a ``tokenizers.Tokenizer`` applies, as ``tokenizer_config.json`` flags.
-
-    Returns ``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``, ``clean_text``
-    (from its ``BertNormalizer``; empty when it has none) and ``unicode_normalization``
-    (``"NFKC"``/``"NFC"``/... when such a step runs first, else ``None``).
-    """
+    """A ``tokenizers.Tokenizer``'s normalisation as config flags: ``do_lower_case``, ``strip_accents``,
+    ``tokenize_chinese_chars``, ``clean_text`` (when it has a ``BertNormalizer``) and
+    ``unicode_normalization`` (``"NFKC"``, ... or None)."""
     spec = json.loads(backend.to_str()).get("normalizer") or {}
     steps = spec.get("normalizers", []) if spec.get("type") == "Sequence" else [spec]
     flags: dict = {"unicode_normalization": None}
@@ -71,19 +47,11 @@ def normalization_flags(backend) -> dict:
 
 
 def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: int | None = None) -> Path:
-    """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote (see the module docstring).
-
-    Args:
-        out_dir: the directory ``save_pretrained`` just wrote.
-        tokenizer: the fast tokenizer that was saved (a WordPiece model; other models are left as saved).
-        model_max_length: the length in tokens the saved tokenizer truncates to with
-            ``truncation=True`` (an export's training ``max_length``); ``None`` keeps the saved one.
-
-    Returns:
-        ``out_dir`` as a ``Path``.
+    """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote (WordPiece only; others stay as saved);
+    ``model_max_length`` (tokens, None: keep) is what ``truncation=True`` cuts to. Returns ``out_dir``.
 
     Raises:
-        ConfigError: the vocabulary's ids are not 0..n-1 (no ``vocab.txt`` can hold it).
+        ConfigError: the ids are not 0..n-1 (no ``vocab.txt`` can hold them).
     """
     out = Path(out_dir)
     backend = getattr(tokenizer, "backend_tokenizer", None)
@@ -114,11 +82,8 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
 
 
 def save_tokenizer(tokenizer, out_dir: str | Path, model_max_length: int | None = None) -> Path:
-    """``tokenizer.save_pretrained(out_dir)`` plus :func:`complete_tokenizer_files`; returns ``out_dir``.
-
-    nbkit saves every tokenizer through this (training, pretraining checkpoints, exports),
-    whatever class it was loaded as. ``model_max_length``: see :func:`complete_tokenizer_files`.
-    """
+    """``tokenizer.save_pretrained(out_dir)`` plus :func:`complete_tokenizer_files`, whatever its class;
+    returns ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(str(out))
@@ -126,17 +91,14 @@ def save_tokenizer(tokenizer, out_dir: str | Path, model_max_length: int | None 
 
 
 def nbkit_tokenizer_class():
-    """``NbkitTokenizerFast``: ``PreTrainedTokenizerFast`` whose ``save_pretrained`` writes the complete set.
-
-    Defined on first use (transformers is imported only then); :func:`nbkit.text.train_wordpiece`
-    returns one, so the README's ``tok.save_pretrained(dir)`` writes ``vocab.txt`` and the flags too.
-    """
+    """``NbkitTokenizerFast``, a ``PreTrainedTokenizerFast`` whose ``save_pretrained`` writes the complete
+    set; defined on first use, so transformers is imported only then."""
     global _CLASS
     if _CLASS is None:
         from transformers import PreTrainedTokenizerFast
 
         class NbkitTokenizerFast(PreTrainedTokenizerFast):
-            """A ``PreTrainedTokenizerFast`` saved as a complete file set (:mod:`nbkit.text.tokenizer_files`)."""
+            """A ``PreTrainedTokenizerFast`` saved as a complete file set."""
 
             def save_pretrained(self, save_directory, *args, **kwargs):
                 files = super().save_pretrained(save_directory, *args, **kwargs)

@@ -1,12 +1,7 @@
-"""Word boundaries for Chinese whole-word masking on any corpus, from ``jieba``.
+"""jieba word boundaries for whole-word masking on text without gold ones (People's Daily has them).
 
-Whole-word masking (Cui et al. 2019, "Pre-Training with Whole Word Masking for Chinese
-BERT") needs to know which characters form a word. People's Daily carries gold
-boundaries (its ``words`` column); other text (news, reviews, a user's corpus) gets them
-from jieba's default dictionary and HMM (``jieba.lcut``), as the Chinese BERT-wwm
-models did with LTP. Segmenting costs about 1 s per 100 k characters on one core, so
-results are cached on disk, keyed by the texts and jieba's version: the second call on
-the same corpus only reads the cache.
+Segmenting costs about 1 s per 100 k characters on one core, so results are cached on disk by texts
+and jieba version.
 """
 from __future__ import annotations
 
@@ -26,9 +21,7 @@ from nbkit.errors import DataError
 def _jieba():
     try:
         with warnings.catch_warnings():
-            # jieba 0.42.1's regexes have invalid escapes (SyntaxWarning on Python 3.12+, DeprecationWarning
-            # before) and its _compat imports pkg_resources (UserWarning with setuptools < 81): noise in a
-            # notebook's output that the user can do nothing about (seen in notebook 02 on the GPU machine).
+            # jieba 0.42.1's invalid regex escapes and pkg_resources import warn: noise the user cannot fix
             warnings.simplefilter("ignore", SyntaxWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -44,11 +37,7 @@ def _jieba():
 
 
 def segment(texts: Sequence[str]) -> list[list[str]]:
-    """jieba words of each text, whitespace-only pieces dropped.
-
-    ``"我爱北京天安门"`` -> ``["我", "爱", "北京", "天安门"]``. Joining a text's words
-    gives the text without its whitespace.
-    """
+    """jieba words of each text without whitespace pieces: ``"我爱北京天安门"`` -> ``["我", "爱", "北京", "天安门"]``."""
     jieba = _jieba()
     return [[w for w in jieba.lcut(t) if w.strip()] for t in texts]
 
@@ -64,10 +53,7 @@ def _cache_key(texts: Sequence[str]) -> str:
 
 
 def cached_segment(texts: Sequence[str], cache_dir: str | Path | None) -> list[list[str]]:
-    """:func:`segment` with an on-disk cache (``cache_dir/words-<hash>.json``); ``None``: no cache.
-
-    A corrupt cache file is ignored and rewritten (written atomically by :func:`nbkit.jsonio.write_json`).
-    """
+    """:func:`segment` cached in ``cache_dir/words-<hash>.json`` (None: no cache); a corrupt file is rewritten."""
     if cache_dir is None:
         return segment(texts)
     _jieba()
@@ -86,11 +72,8 @@ def cached_segment(texts: Sequence[str], cache_dir: str | Path | None) -> list[l
 
 
 def add_words(dataset: Any, text_column: str = "text", cache_dir: str | Path | None = None) -> Any:
-    """``dataset`` with a ``words`` column (list[str]) for whole-word masking.
-
-    Rows that already have words (e.g. People's Daily in a mixed corpus) keep them when
-    the column exists and is non-empty; the rest are segmented with jieba.
-    Use with ``nbkit.text.make_blocks(..., words_column="words")``.
+    """``dataset`` with a ``words`` column (list[str]); rows with non-empty words keep them, the rest
+    are segmented (for ``make_blocks(..., words_column="words")``).
 
     Raises:
         DataError: no ``text_column``.

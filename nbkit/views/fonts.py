@@ -1,28 +1,15 @@
 """A CJK font for matplotlib, so that Chinese labels render instead of empty boxes.
 
-matplotlib's default font (DejaVu Sans) has no Chinese glyphs: ``正面`` in a tick label
-draws as two boxes and logs ``Glyph 27491 (\\N{CJK UNIFIED IDEOGRAPH-6B63}) missing from
-font(s) DejaVu Sans``. :func:`use_cjk_font` looks for an installed CJK font in
-matplotlib's font list (``matplotlib.font_manager.fontManager.ttflist``) and puts it first
-in ``rcParams["font.sans-serif"]``, keeping the previous entries after it: matplotlib
-(>= 3.6) falls back glyph by glyph along that list, so anything the CJK font lacks still
-comes from DejaVu Sans. The usual recipe (``plt.rcParams["font.sans-serif"] = ["SimHei"]``)
-names one Windows font; here the first installed one of :data:`CJK_FAMILIES` wins.
-
-When none is installed it warns once, with the fix (``apt-get install fonts-noto-cjk``
-on Debian/Ubuntu; the container image has it), and callers keep ASCII labels.
-``nbkit.views.plots.LivePlot`` and ``nbkit.views.plots.plot_confusion_matrix``
-call it before drawing; notebooks call it to choose Chinese or English class names.
+:func:`use_cjk_font` puts the first installed of :data:`CJK_FAMILIES` in front of
+``font.sans-serif``; matplotlib (>= 3.6) falls back glyph by glyph along that list. Without one it
+warns once with the install command, and callers keep ASCII labels.
 """
 from __future__ import annotations
 
 import warnings
 
-# Families in order of preference: Simplified Chinese faces first, then any CJK face
-# (Japanese/Korean/Traditional faces of Noto/Source Han cover the same ideographs, with
-# regional glyph shapes). matplotlib 3.11 lists every face of a .ttc collection, so
-# Debian's fonts-noto-cjk (NotoSansCJK-Regular.ttc) gives "Noto Sans CJK SC"; older
-# versions read only the first face, "Noto Sans CJK JP".
+# Simplified Chinese faces first, then any CJK face (same ideographs, regional shapes); older matplotlib
+# reads only the first face of Debian's NotoSansCJK-Regular.ttc, "Noto Sans CJK JP".
 CJK_FAMILIES = (
     "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN",
     "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Microsoft YaHei", "PingFang SC",
@@ -52,14 +39,8 @@ def _first_cjk_family(ttflist) -> str | None:
 
 
 def find_cjk_font(ttflist=None) -> str | None:
-    """The first of :data:`CJK_FAMILIES` that is installed, or None.
-
-    Args:
-        ttflist: font entries with a ``.name`` (family) attribute, searched as given.
-            Default: matplotlib's font list (``matplotlib.font_manager.fontManager.ttflist``),
-            and when that has none, also the system fonts installed after matplotlib
-            cached its list (they are registered with matplotlib on the way).
-    """
+    """The first installed of :data:`CJK_FAMILIES`, or None, in ``ttflist`` (entries with ``.name``);
+    default matplotlib's list, then the system fonts installed after matplotlib cached it."""
     if ttflist is not None:
         return _first_cjk_family(ttflist)
     from matplotlib import font_manager
@@ -72,13 +53,7 @@ def find_cjk_font(ttflist=None) -> str | None:
 
 
 def _add_fonts_missing_from_cache() -> None:
-    """Register system fonts installed after matplotlib wrote its font cache.
-
-    matplotlib scans the system fonts once and caches the list (``fontlist-*.json`` in
-    ``matplotlib.get_cachedir()``); a font installed later (``apt-get install
-    fonts-noto-cjk`` on a machine that has run matplotlib before) stays invisible until
-    that cache is rebuilt. ``FontManager.addfont`` registers the new files.
-    """
+    """Register system fonts missing from matplotlib's cached font list (installed after it was written)."""
     from matplotlib import font_manager
 
     fm = font_manager.fontManager
@@ -92,20 +67,9 @@ def _add_fonts_missing_from_cache() -> None:
 
 
 def use_cjk_font(rc=None) -> str | None:
-    """Put an installed CJK font first in ``font.sans-serif``; return its family, or None.
-
-    The font lookup runs once per process (later calls reuse its answer, and re-apply it
-    to ``rc``, e.g. after ``plt.rcdefaults()``). Entries already in ``font.sans-serif``
-    stay behind the CJK font as per-glyph fallbacks; ``font.family`` is not changed
-    (its default is ``sans-serif``).
-
-    Args:
-        rc: the rcParams mapping to change (default ``matplotlib.rcParams``).
-
-    Returns:
-        The family name, e.g. ``"Noto Sans CJK JP"``; None when no CJK font is installed,
-        after warning once (:class:`CjkFontWarning`, with the install command).
-    """
+    """Put an installed CJK font first in ``rc["font.sans-serif"]`` (default ``matplotlib.rcParams``) and
+    return its family; None when there is none, after warning once (:class:`CjkFontWarning`). The lookup
+    runs once per process; each call re-applies it."""
     import matplotlib
 
     rc = matplotlib.rcParams if rc is None else rc
@@ -121,8 +85,3 @@ def use_cjk_font(rc=None) -> str | None:
     if current[:1] != [family]:
         rc["font.sans-serif"] = [family] + [f for f in current if f != family]
     return family
-
-
-def reset() -> None:
-    """Forget the lookup and the warning (tests; after installing a font in a live kernel)."""
-    _state.update(looked=False, family=None, warned=False)

@@ -1,18 +1,8 @@
-"""LivePlot: train/eval loss, learning rate and throughput on one step axis.
+"""LivePlot (train/eval loss, learning rate, throughput on one step axis) and the confusion-matrix plot.
 
-In a notebook the figure is rendered to PNG and shown through one display
-handle (``IPython.display.display(..., display_id=True)``) that is updated in
-place -- no ``clear_output`` flicker, the same approach as fastprogress and
-transformers' ``NotebookProgressCallback``. Redraws are throttled by time
-(default at most one per second) plus a final draw at the end. Outside a
-notebook it prints one throttled text line instead.
-
-Memory stays flat over any number of updates: each series keeps at most
-``max_points`` points by decimation (when full, every second point is dropped
-and only every ``stride``-th new point is kept), and the figure is a
-``matplotlib.figure.Figure`` created once, never registered with pyplot, so
-nothing accumulates in pyplot's figure manager and no stray inline copy is
-shown. ``close()`` saves ``loss.png`` and releases the figure.
+In a notebook the PNG goes to one display handle updated in place (as fastprogress does, no
+``clear_output`` flicker), redraws throttled by time; elsewhere one text line. Memory stays flat:
+series are decimated to ``max_points`` and the ``Figure`` is made once, outside pyplot.
 """
 from __future__ import annotations
 
@@ -58,19 +48,16 @@ def _in_notebook() -> bool:
 
 
 class LivePlot:
-    """Live training curves; use as a loop callback or call :meth:`update` yourself.
+    """Live curves of ``loss``, ``eval_loss``, ``lr`` and ``tokens_per_s`` (else ``samples_per_s``); a loop
+    callback, or call :meth:`update`.
 
-    out_dir: where ``close()`` saves ``loss.png`` (default: the loop's
-        ``config.output_dir``; None = no file).
-    min_interval_s: seconds between redraws (s); updates in between only record.
-    max_overhead: largest fraction of wall time spent drawing (default 5 %): when one
-        draw takes ``c`` seconds, the next waits at least ``c / max_overhead``.
-    max_points: points kept per series (memory bound).
-    mode: ``"auto"`` (notebook when inside an IPython kernel, else text),
-        ``"notebook"``, ``"text"`` or ``"none"``.
-    clock: monotonic time source in seconds (tests inject a fake one).
-    Recognised metrics: loss, eval_loss, lr, tokens_per_s (or samples_per_s
-    when tokens are unknown); others are ignored.
+    out_dir: where ``close()`` saves ``loss.png`` (default the loop's ``config.output_dir``).
+    min_interval_s: least seconds between redraws. max_overhead: largest share (0-1) of time spent
+        drawing. max_points: points kept per series. mode: ``"auto"`` (notebook in a kernel, else
+        text), ``"notebook"``, ``"text"`` or ``"none"``. clock: monotonic seconds.
+
+    Raises:
+        ConfigError: an unknown ``mode``.
     """
 
     def __init__(self, out_dir=None, min_interval_s: float = 1.0, max_points: int = 1000,
@@ -93,12 +80,8 @@ class LivePlot:
 
     # ----- data ------------------------------------------------------------------------
     def update(self, step: int | dict, /, **metrics) -> None:
-        """Record metrics at ``step``; redraw if ``min_interval_s`` has passed since the last draw.
-
-        Also takes one dict with a ``"step"`` key (``update({"step": 3, "loss": 2.1})``), the
-        form ``nbkit.jobs.launch`` hands over for each ``NBKIT_METRICS`` line of a torchrun job;
-        a dict without ``"step"`` is recorded at the last step seen.
-        """
+        """Record metrics at ``step`` (or one dict with a ``"step"`` key, else the last step, as
+        ``nbkit.jobs.launch`` passes them); redraw when :meth:`interval_s` has passed."""
         if isinstance(step, dict):
             metrics = {**step, **metrics}
             step = metrics.pop("step", self.step)
@@ -116,12 +99,11 @@ class LivePlot:
             self.draw_cost_s = self.clock() - now
 
     def interval_s(self) -> float:
-        """Seconds until the next redraw: ``min_interval_s``, stretched so drawing stays
-        under ``max_overhead`` of the time (a 0.5 s draw on a busy CPU waits 10 s at 5 %)."""
+        """Seconds between redraws: ``min_interval_s``, stretched so drawing stays under ``max_overhead``."""
         return max(self.min_interval_s, self.draw_cost_s / self.max_overhead)
 
     def text(self) -> str:
-        """One line with the latest values, e.g. ``step 120 | loss 3.2100 | lr 4.00e-04 | tokens/s 12,345``."""
+        """The latest values: ``step 120 | loss 3.2100 | lr 4.00e-04 | tokens/s 12,345``."""
         parts = [f"step {self.step}"]
         fmt = {"loss": "loss {:.4f}", "eval_loss": "eval_loss {:.4f}", "lr": "lr {:.2e}",
                "tokens_per_s": "tokens/s {:,.0f}", "samples_per_s": "samples/s {:,.1f}"}
@@ -134,7 +116,7 @@ class LivePlot:
 
     # ----- rendering -------------------------------------------------------------------
     def figure(self):
-        """The (lazily created) ``matplotlib.figure.Figure`` with current data."""
+        """The ``matplotlib.figure.Figure``, made on first use, with the current data."""
         from matplotlib.figure import Figure
 
         if self._fig is None:
@@ -189,11 +171,8 @@ class LivePlot:
             print(self.text(), flush=True)
 
     def close(self, out_dir=None) -> Path | None:
-        """Final draw, save ``loss.png`` to ``out_dir`` (or the one given before), release the figure.
-
-        Returns the PNG path, or None when there is no directory or no data.
-        Safe to call twice.
-        """
+        """Final draw, save ``loss.png`` to ``out_dir`` (or the one given before), release the figure;
+        the path, or None without a directory or data (and on a second call)."""
         if self.closed:
             return None
         self.closed = True
@@ -227,27 +206,12 @@ class LivePlot:
 
 def plot_confusion_matrix(cm: Sequence[Sequence[int]], labels: Sequence[str], ax: "Axes | None" = None,
                           title: str | None = None) -> "Axes":
-    """Draw a confusion matrix: colour = row-normalised %, text = count and %.
-
-    Rows are true classes, columns predicted ones (as in
-    :func:`classification_report`). Colour uses the share of each true class
-    (recall on the diagonal), so a rare class is as visible as a common one.
-
-    Args:
-        cm: counts, shape ``(K, K)``.
-        labels: ``K`` class names.
-        ax: axes to draw into; default a new 4x4-inch figure.
-        title: optional title.
-
-    Returns:
-        The matplotlib ``Axes``.
-
-    Chinese class names render when a CJK font is installed
-    (:func:`nbkit.views.fonts.use_cjk_font` puts it first; without one it warns
-    once how to install it).
+    """Draw ``(K, K)`` counts (rows true, columns predicted) for ``K`` ``labels`` into ``ax`` (default a new
+    4x4-inch figure) and return it: colour the % of each true class, so a rare class shows as well,
+    text count and %. A CJK font is put first (:func:`~nbkit.views.fonts.use_cjk_font`).
 
     Raises:
-        DataError: ``cm`` is not ``K x K`` with ``K == len(labels)``.
+        DataError: ``cm`` is not ``K x K``.
     """
     import matplotlib.pyplot as plt
     import numpy as np
