@@ -1,9 +1,7 @@
-"""An ordered, bounded parallel map over the chunk stream that never waits on a dead worker.
-
-At most ``2 * num_workers + 1`` chunks in flight (memory flat), results in input order (output independent of
-the worker count). Workers are spawned, single-threaded, each with its own pipes; the parent waits on their
-result pipes and process sentinels together, so a killed worker is :class:`WorkerDied` at once
-(``multiprocessing.Pool`` would wait for its lost task for ever).
+"""An ordered, bounded parallel map over the chunk stream: at most ``2 * num_workers + 1`` chunks in flight
+(memory flat), results in input order (output independent of the worker count). Each spawned worker has its own
+pipes, and the parent waits on their result pipes and process sentinels together, so a killed worker is
+:class:`WorkerDied` at once (``multiprocessing.Pool`` would wait for its lost task for ever).
 """
 from __future__ import annotations
 

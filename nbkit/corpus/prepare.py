@@ -1,9 +1,7 @@
-"""``prepare_corpus``: inputs -> the sharded, resumable token store ``nbkit-corpus/1`` (docs/corpus.md).
-
-The main process: the store's lock, the output folder checked (reused, continued or refused), the tokenizer,
-one pass of chunks through the workers, exact dedup and the held-out split by hash, parts written and marked,
-``manifest.json`` last. Memory: at most ``2 * num_workers + 1`` chunks of <= 4 MB in flight and the dedup set
-(8 bytes per kept text, the only state growing with the corpus).
+"""``prepare_corpus``: inputs -> the resumable token store ``nbkit-corpus/1`` (docs/corpus.md), in the main
+process: the store's lock, the folder checked, the tokenizer, chunks through the workers, exact dedup and the
+held-out split by hash, parts written, ``manifest.json`` last. Memory: ``2 * num_workers + 1`` chunks of
+<= 4 MB in flight and the dedup set (8 bytes per kept text, the only state growing with the corpus).
 """
 from __future__ import annotations
 
@@ -46,9 +44,8 @@ REPORT_EVERY_S = 300.0   # a waiting preparation says it still waits this often
 
 
 class StoreLock(FolderLock):
-    """The store folder's waiting lock (``.nbkit-prepare.lock``): a second preparation names the holder on
-    stderr (again every 5 min), waits, then reuses or continues the store. Two writers would delete each
-    other's part files.
+    """The store folder's waiting lock (``.nbkit-prepare.lock``): a second preparation names the holder on stderr
+    (again every 5 min), waits, then reuses or continues the store; two writers would delete each other's parts.
 
     Raises (``acquire``):
         ConfigError: the holder is this process (it would wait for itself).
@@ -242,8 +239,8 @@ def _wipe(out: Path) -> None:
 
 
 def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None, dict]:
-    """``(manifest to reuse or None, identity with fingerprints)``; with None, ``out`` is ready to (continue to)
-    prepare. A reused store whose inputs were touched (same content, new time) gets their new times."""
+    """``(manifest, identity with fingerprints)``: the manifest to reuse, or None when ``out`` is ready to
+    prepare; a reused store's touched inputs (same content, new time) get their new times."""
     for name, complete in (("manifest.json", True), ("prepare.json", False)):
         path = out / name
         if not path.is_file():
@@ -308,16 +305,15 @@ class _Part:
 
 def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite: bool = False,
                    progress: bool = True, **settings) -> dict[str, Any]:
-    """Prepare ``inputs`` into the token store ``out_dir``; returns its manifest (also ``out_dir/manifest.json``).
-
-    A preparation of ``out_dir`` by another process is waited for (:class:`StoreLock`), then its store
-    reused or continued; a finished store of the same input and settings is returned at once.
+    """Prepare ``inputs`` into the token store ``out_dir`` (after another process preparing it, :class:`StoreLock`);
+    returns its manifest (also ``out_dir/manifest.json``).
 
     Args:
         inputs: a path, glob or folder, or a list of them (``.txt``, ``.jsonl``, ``.json``, ``.parquet``,
             optionally ``.gz``/``.zst``; other files by content), or a ``datasets.Dataset`` / ``DatasetDict``
             / ``IterableDataset`` (the last cannot be resumed or reused).
-        out_dir: the store's folder.
+        out_dir: the store's folder; a finished store of the same input and settings is reused, a stopped one
+            continued.
         num_workers: processes for the per-text work (default: the usable cores); never changes the output.
         overwrite: delete a store of other input or settings in ``out_dir`` instead of raising.
         progress: print MB/s, texts/s and an ETA.

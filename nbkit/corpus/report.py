@@ -1,9 +1,7 @@
-"""What a corpus preparation dropped and how its inputs were read, for the manifest and for a person.
-
-The manifest's ``dropped`` (exact counts per reason), ``by_file`` (per file that lost anything: its counts and
-a ``note`` naming the fix, e.g. the ``iconv`` command for a GBK file) and ``problems`` (the first
-:data:`PER_FILE_REASON` locations per file and reason, at most :data:`MAX_PROBLEMS`: one broken file cannot
-hide the others). Cost per kept line: nothing but the encoding scan's ``isascii`` test.
+"""What a corpus preparation dropped and how its inputs were read, for the manifest and for a person:
+``dropped`` (exact counts per reason), ``by_file`` (per file that lost anything, with a ``note`` naming the fix,
+e.g. ``iconv`` for GBK) and ``problems`` (the first :data:`PER_FILE_REASON` locations per file and reason, at
+most :data:`MAX_PROBLEMS`: one broken file cannot hide the others). A kept line costs one ``isascii`` test.
 """
 from __future__ import annotations
 

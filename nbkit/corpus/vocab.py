@@ -20,10 +20,9 @@ TRAINED_NFKC = False
 
 
 def tokenizer_identity(given: str | None) -> dict[str, Any]:
-    """``{"unicode_normalization", "tokenizer_sha256"}`` for the settings, before any text is read: the form the
-    tokenizer runs (``"NFKC"``, ...; ``"none"`` for BERT's normalizer alone), applied to the stored text, and
-    the SHA-256 of a given tokenizer's pipeline (None when the store trains its own), so a store is never
-    reused with another tokenizer.
+    """``{"unicode_normalization", "tokenizer_sha256"}`` for the settings: the form the tokenizer runs (applied
+    to the stored text; ``"none"`` for BERT's normalizer alone) and the SHA-256 of a given one's pipeline (None
+    when the store trains its own), so a store is never reused with another tokenizer.
 
     Raises:
         ConfigError: a given tokenizer that does not load with ``AutoTokenizer`` or has no fast version.

@@ -1,10 +1,7 @@
-"""Per-chunk work of the corpus preparation, in the worker processes (or in-process for one worker).
-
-Each raw item of a :class:`~nbkit.corpus.readers.Chunk`, in order: decoded and parsed (bad lines named by
-reason), MediaWiki markup stripped, long texts cut, the validity rule, the store tokenizer's own Unicode
-normalisation, the ``min_chars`` / ``min_cjk_share`` filters; then (``encode``) the document key, ids and
-word starts. docs/corpus.md, "What happens to each text", has each step; dedup and the held-out split need
-the whole stream, so the main process does them from the hashes returned here.
+"""Per-chunk work of the corpus preparation, in the worker processes (docs/corpus.md, "What happens to each
+text"): decode and parse, strip markup, cut long texts, the validity rule, the tokenizer's own normalisation,
+the filters; then the document key, ids and word starts. Dedup and the held-out split need the whole stream:
+the main process does them from the hashes returned here.
 """
 from __future__ import annotations
 
@@ -242,13 +239,12 @@ def _tools(settings: dict):
 
 
 def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
-    """Clean and encode one chunk; arrays for the main process (``n``: texts kept, ``t``: their tokens).
+    """Clean and encode one chunk (``n``: texts kept, ``t``: their tokens; a text with no token is ``no_tokens``).
 
     Returns:
         ``hashes`` (n,) uint64 :func:`doc_key`; ``lens`` (n,) int64 tokens incl. ``[SEP]``; ``chars`` (n,);
         ``lines`` (n,); ``ids`` (t,) of ``settings["dtype"]``; ``wst`` (t,) uint8, 1 at a word's first token
-        and at ``[SEP]``; ``counts``, ``problems``, ``scan`` as :func:`clean_chunk`'s. A text with no token
-        is dropped as ``no_tokens``.
+        and at ``[SEP]``; ``counts``, ``problems``, ``scan`` as :func:`clean_chunk`'s.
     """
     from nbkit.corpus.fastpath import encode_texts
 
