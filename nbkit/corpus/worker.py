@@ -5,6 +5,7 @@ the main process does them from the hashes returned here.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import re
@@ -41,9 +42,6 @@ def _problem(counts: Counter, problems: list, seen: Counter, errors: str, path: 
     keep_location(problems, seen, path, line, reason, detail)
 
 
-_BOM = b"\xef\xbb\xbf"
-
-
 def _type_name(value) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -72,8 +70,7 @@ def as_text(value, field: str):
 def _value(item, kind: str, field: str):
     """One item's raw text value (a list of strings: paragraphs), or ``(reason, detail)`` for a bad line."""
     if isinstance(item, bytes) and kind in ("txt", "jsonl", "json"):
-        if item.startswith(_BOM):
-            item = item[3:]
+        item = item.removeprefix(codecs.BOM_UTF8)
         nul = item.find(0)
         if nul >= 0:
             return ("nul_byte", f"a NUL byte at byte {nul + 1} of the line")
