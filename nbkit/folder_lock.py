@@ -3,7 +3,7 @@
 ``flock(2)`` is released by the kernel when the holder exits, even by SIGKILL, so a killed writer never leaves
 a stale lock. The holder (``pid``, ``host``, ``started`` UTC) is written to ``<name>.json`` (strict JSON,
 atomic) so the next writer can name it. Training runs refuse a held folder (:class:`nbkit.train.run_lock.RunLock`);
-corpus preparations wait for it (:class:`nbkit.corpus.lock.StoreLock`).
+corpus preparations wait for it (:class:`nbkit.corpus.prepare.StoreLock`).
 """
 from __future__ import annotations
 

@@ -8,10 +8,8 @@ import numpy as np
 import pytest
 
 from nbkit.corpus import prepare_corpus
-from nbkit.corpus.dedup import HashSet
-from nbkit.corpus.progress import CorpusProgress
+from nbkit.corpus.prepare import CorpusProgress, HashSet
 from nbkit.corpus.vocab import heldout_cut
-from nbkit.corpus.worker import text_hash
 from nbkit.errors import ConfigError
 from tests.corpus_helpers import docs, load_split, review_lines, store_files, write_jsonl, write_txt
 
@@ -110,7 +108,12 @@ def test_dedup_is_global_first_kept_and_nfkc_aware(tmp_path, tok_dir, tok):
 
 
 def test_heldout_by_hash_is_stable_and_follows_the_rule(tmp_path, tok_dir, tok):
+    import hashlib
     import unicodedata
+
+    def blake2b_64(text):   # the manifest's rule, written out: blake2b, 8 bytes, little-endian, of the NFKC form
+        digest = hashlib.blake2b(unicodedata.normalize("NFKC", text).encode("utf-8"), digest_size=8).digest()
+        return int.from_bytes(digest, "little")
 
     lines = review_lines(400)
     small = run(write_txt(tmp_path / "s.txt", lines[:200]), tmp_path / "o1", tok_dir, heldout_share=0.2)
@@ -119,7 +122,7 @@ def test_heldout_by_hash_is_stable_and_follows_the_rule(tmp_path, tok_dir, tok):
     assert 0 < small["splits"]["validation"]["n_docs"] < 200
     v_small = set(docs(tmp_path / "o1", tok, "validation"))
     v_big = set(docs(tmp_path / "o2", tok, "validation"))
-    expected = {norm(t) for t in lines[:200] if text_hash(unicodedata.normalize("NFKC", t)) < heldout_cut(0.2)}
+    expected = {norm(t) for t in lines[:200] if blake2b_64(t) < heldout_cut(0.2)}
     assert v_small == expected
     assert v_small <= v_big  # the same texts stay held out in a larger corpus, in another order
     assert "h < share * 2**64" in big["heldout"]["rule"]

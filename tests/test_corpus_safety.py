@@ -116,7 +116,7 @@ def test_when_the_first_preparation_is_killed_the_waiting_one_continues_its_part
 
 
 def test_a_second_preparation_in_the_same_process_is_refused_naming_it(tmp_path, tok_dir):
-    from nbkit.corpus.lock import StoreLock
+    from nbkit.corpus.prepare import StoreLock
 
     src = write_txt(tmp_path / "a.txt", review_lines(50))
     with StoreLock(tmp_path / "out"):
@@ -126,15 +126,15 @@ def test_a_second_preparation_in_the_same_process_is_refused_naming_it(tmp_path,
 
 
 def test_a_finished_store_in_a_folder_that_cannot_take_the_lock_is_still_reused(tmp_path, tok_dir, monkeypatch):
-    from nbkit.corpus import lock
+    from nbkit.corpus.prepare import StoreLock
 
     src = write_txt(tmp_path / "a.txt", review_lines(50))
     m = prepare(src, tmp_path / "out", tok_dir)
 
     def read_only(self):
-        raise PermissionError(13, "Read-only file system", str(self.folder / lock.StoreLock.LOCK_NAME))
+        raise PermissionError(13, "Read-only file system", str(self.folder / StoreLock.LOCK_NAME))
 
-    monkeypatch.setattr(lock.StoreLock, "acquire", read_only)
+    monkeypatch.setattr(StoreLock, "acquire", read_only)
     assert prepare(src, tmp_path / "out", tok_dir) == m
     with pytest.raises(PermissionError):            # anything to write there still needs the lock
         prepare(src, tmp_path / "new", tok_dir)

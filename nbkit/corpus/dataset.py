@@ -1,20 +1,7 @@
-"""MLM blocks read straight from a prepared store's shards by offset (``nbkit-corpus/1``).
-
-The split's token stream is its shards concatenated in manifest order. With block size ``B``
-(chosen here, at read time), block ``i`` is ``stream[i*(B-2) : (i+1)*(B-2)]`` wrapped as
-``[CLS] ... [SEP]``; the trailing partial block is dropped, so ``n_blocks = n_tokens // (B-2)``.
-Its ``word_ids`` (for :class:`nbkit.text.mlm.MLMCollator` whole-word masking) come from the
-stored word starts: ``cumsum(wst) - 1`` clamped at 0 (a block that starts mid-word numbers
-that word 0), -1 at the wrapper's ``[CLS]``/``[SEP]``.
-
-The same layout as nanoGPT's ``train.bin`` (``np.memmap`` of uint16 ids) and Megatron-LM's
-indexed datasets: random access by offset, nothing loaded up front, memory flat in corpus size.
-A block is read with ``os.pread`` rather than through a memory map: a shard truncated under an open
-reader (a copy cut short, a full disk, a new preparation into the folder) then gives a short read, a
-:class:`~nbkit.errors.DataError` naming the file, where a map's access past the end kills the process
-with SIGBUS. The check is the length of what ``pread`` returned, free: a 128-token block's read took
-23.4 us with ``pread`` and 24.5 us through ``np.memmap`` slices (medians, 2-core machine), where an
-``os.fstat`` of each file before the read would add 2.3 us per file and still leave a window for SIGBUS.
+"""MLM blocks read from a prepared store's shards by offset (the layout of nanoGPT's ``train.bin`` and Megatron-LM's
+indexed datasets: random access, memory flat in corpus size). Blocks are read with ``os.pread``, not a memory
+map: a shard truncated under the reader is then a short read and a ``DataError``, not a SIGBUS that kills the
+process, at no measured cost (23.4 vs 24.5 us per 128-token block).
 """
 from __future__ import annotations
 
@@ -32,34 +19,26 @@ from nbkit.errors import DataError
 class StoreMLMDataset(torch.utils.data.Dataset):
     """Map-style dataset of ``block_size``-token MLM blocks over one split of a prepared store.
 
-    ``ds[i]`` -> ``{"input_ids": (B,) int64 tensor, "word_ids": (B,) int64 tensor}`` with
-    ``input_ids[0] = [CLS]``, ``input_ids[-1] = [SEP]`` and ``word_ids`` -1 at both.
-    ``len(ds)`` is the number of blocks. Shuffling and DDP sharding are the caller's
-    (``nbkit.train.Loop`` shards by global rank with its resumable sampler: a block index
-    is a sample position, so resume is exact under any world size).
+    Block ``i`` is the split's stream (its shards in manifest order) ``[i*(B-2) : (i+1)*(B-2)]`` wrapped as
+    ``[CLS] ... [SEP]``; ``len(ds) = n_tokens // (B-2)``. ``ds[i]`` -> ``{"input_ids": (B,) int64,
+    "word_ids": (B,) int64}``, ``word_ids = cumsum(wst) - 1`` clamped at 0, -1 at ``[CLS]``/``[SEP]``
+    (for ``MLMCollator(whole_word=True)``). Shuffling and DDP sharding are the loop's sampler's.
 
-    Cost: O(B) per block: two ``os.pread`` of ``(B-2) * itemsize`` and ``B-2`` bytes (uint16
-    ids + uint8 word starts: 378 bytes at B=128) through the page cache, from one shard or
-    two at a boundary (``bisect`` over the shard offsets: O(log shards)); about 23 us per
-    block read at B=128 on the 2-core machine. Memory: the manifest and shard offsets only; the
-    shards are opened lazily, on first use *in each process* (the handles are dropped when
-    pickled, and reopened after a fork), so DataLoader workers never share an open file.
-    A shard that shrank since it was opened (each read returns what is there, so the check
-    costs nothing) is a ``DataError`` naming it, its expected and found size and the fix.
+    Cost: O(B) per block, ``(B-2) * (itemsize + 1)`` bytes (378 at B=128, uint16), about 23 us. Memory: the
+    manifest and shard offsets; files are opened lazily in each process (dropped on pickling, reopened after a
+    fork), so DataLoader workers never share one.
 
     Args:
-        path: the prepared directory (``manifest.json``, ``tokenizer/``, ``shards/``).
+        path: the prepared directory.
         block_size: tokens per block ``B``, ``[CLS]`` and ``[SEP]`` included (>= 3).
-        split: ``"train"`` or ``"validation"`` (the held-out share chosen by hash).
+        split: ``"train"`` or ``"validation"``.
 
     Attributes:
         block_size, split, path, manifest, n_tokens (tokens in the split), cls_id, sep_id.
 
     Raises:
-        DataError: not a complete store of this format, a split it lacks, a shard of the
-            wrong size (:mod:`nbkit.corpus.store`; each names the directory and the fix:
-            ``nbkit prepare-corpus``), or fewer than ``B-2`` tokens in the split; on a read,
-            a shard truncated since this process opened it.
+        DataError: not a complete store, a split it lacks, a shard of the wrong size, fewer than ``B-2`` tokens;
+            on a read, a shard truncated since it was opened (its expected and found size, the fix).
         ConfigError: ``block_size < 3``.
     """
 
@@ -88,7 +67,7 @@ class StoreMLMDataset(torch.utils.data.Dataset):
 
     @property
     def token_id_range(self) -> tuple[int, int]:
-        """``(0, vocab_size - 1)`` of the store's tokenizer: the bound the loop's id check uses without a scan."""
+        """``(0, vocab_size - 1)`` of the store's tokenizer: the loop's id check without a scan."""
         return 0, int(self.manifest["tokenizer"]["vocab_size"]) - 1
 
     def __repr__(self) -> str:
@@ -157,7 +136,6 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         return [self[i] for i in indices]
 
     def sample_blocks(self, n: int = 10_000) -> list[np.ndarray]:
-        """``input_ids`` of at most ``n`` blocks evenly spaced over the split (for statistics
-        such as :func:`nbkit.evaluate.probes.unigram_entropy`; O(n * B))."""
+        """``input_ids`` of at most ``n`` blocks evenly spaced over the split (for statistics; O(n * B))."""
         step = max(1, self._n // max(1, n))
         return [self[i]["input_ids"].numpy() for i in range(0, self._n, step)][:n]

@@ -1,27 +1,9 @@
-"""Tokenize a chunk of texts with word starts, the CJK characters and punctuation by table lookup.
+"""Token ids and word starts of a chunk of texts, CJK ideographs and punctuation by code-point table lookup.
 
-Why: with BERT's Chinese pipeline (``BertNormalizer(handle_chinese_chars=True)`` puts spaces around
-every CJK ideograph, ``BertPreTokenizer`` splits off every punctuation character, ``WordPiece``)
-each CJK ideograph and each punctuation character is a word of one character, whose token is its
-vocabulary entry or ``[UNK]``. ``tokenizers`` spends most of its time on those one-character words
-(about 1 MB/s per core on Chinese text, measured in ``bench/corpus_scale.py``), so here they are
-looked up in a code-point table (numpy) and only the runs between them (Latin words, digits,
-spaces, rare characters) go through the tokenizer, in one ``encode_batch`` call per chunk. The ids
-are those of ``tokenizer.encode(text, add_special_tokens=False)`` (``tests/test_corpus_fastpath.py``
-checks this on varied text), except that a literal special token written in the text (``"[SEP]"``)
-stays its characters instead of becoming the special token.
-
-A tokenizer without that pipeline gets an empty table: everything goes through ``encode_batch``.
-
-Word starts: each token takes the segmenter word holding its first character; a token starts a word
-when its word differs from the previous token's (so a token spanning a word boundary belongs to the
-first word). Words come from the segmenter on the same text (as stored: NFKC only for a tokenizer whose
-own normalizer starts with NFKC, :mod:`nbkit.corpus.worker` step 4).
-
-A normalizer that strips accents (``strip_accents=True``, or unset with ``lowercase``, as in
-BERT's uncased models) decomposes text with NFD first, which changes some of these characters (the
-CJK compatibility ideographs ``U+F900-FAFF`` become unified ones, ``U+037E`` becomes ``;``): those
-are left out of the table and go through the tokenizer.
+In BERT's Chinese pipeline each of those is a one-character word, on which ``tokenizers`` spends most of its
+time; only the runs between them go through ``encode_batch``. The ids equal ``tokenizer.encode(text,
+add_special_tokens=False)``'s, except that a literal ``"[SEP]"`` in a text stays its characters. A token
+starts a word when its first character lies in another segmenter word than the previous token's.
 """
 from __future__ import annotations
 
@@ -55,11 +37,9 @@ def _strips_accents(spec: dict) -> bool:
 
 
 def lookup_table(tokenizer_file: str) -> np.ndarray:
-    """Code point -> token id for the one-character words (CJK ideographs, BMP punctuation); -1 elsewhere.
-
-    Returns an int32 array of 0x110000 entries (4.4 MB); all -1 when the tokenizer's pipeline is not
-    BERT's Chinese one (see the module docstring).
-    """
+    """Code point -> token id for the one-character words, -1 elsewhere: int32 (0x110000,), 4.4 MB. All -1
+    for a pipeline other than BERT's Chinese one; with accent stripping (NFD first), the characters NFD
+    changes are left to the tokenizer."""
     with open(tokenizer_file, encoding="utf-8") as fh:
         spec = json.load(fh)
     table = np.full(0x110000, -1, dtype=np.int32)
@@ -81,12 +61,8 @@ def lookup_table(tokenizer_file: str) -> np.ndarray:
 
 
 def encode_texts(texts: list[str], tok, table: np.ndarray, cut: Callable[[str], list[str]]):
-    """Token ids and word starts of each text: ``(ids, wst, counts)`` for the whole chunk, no ``[SEP]``.
-
-    Returns:
-        ``ids`` (int64, all tokens of all texts in order), ``wst`` (uint8, same length),
-        ``counts`` (int64, tokens per text; 0 when a text gives none).
-    """
+    """``(ids, wst, counts)`` of the chunk, no ``[SEP]``: ``ids`` (t,) int64 in text order, ``wst`` (t,) uint8,
+    ``counts`` (n_texts,) int64 tokens per text (0: none). ``cut``: text -> words that join to it."""
     if not texts:
         return np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.int64)
     joined = "\n".join(texts)

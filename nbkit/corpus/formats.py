@@ -1,12 +1,6 @@
-"""What a corpus input is: its compressed bytes opened (gz/zst, faults kept), its format told by content,
-its text column's type checked.
-
-- :func:`open_binary` / :class:`_Guarded`: a decompressed stream whose read fault (truncated, corrupt)
-  ends it cleanly and is kept in ``guard.fault``, so the lines before the fault are kept;
-- :func:`sniff`: a file's format from its bytes, for files whose name gives none (``wiki_00``);
-  :func:`looks_binary`: the rule that calls a file binary (a share of control bytes, not one byte);
-- :func:`first_record` / :func:`is_wikipedia`: whether a source is a Wikipedia dump (its first record's ``url``);
-- :func:`text_type_problem`: whether an Arrow column type holds text.
+"""What a corpus file is, from its bytes: gz/zst streams whose read fault ends them cleanly (the lines before
+it kept), a format told by content for a name that gives none (``wiki_00``), binary by a share of control
+bytes, a Wikipedia dump by its first record, a text-holding Arrow type.
 """
 from __future__ import annotations
 
@@ -19,9 +13,8 @@ import zlib
 from nbkit.data.filecheck import sniff_wide_encoding
 
 SNIFF = 65536  # bytes of a file's (decompressed) start that decide binary / UTF-16 / format
-#: A file is binary when at least this share of its first 64 KB are NUL or control bytes (tab, line breaks,
-#: form feed and ESC excepted). UTF-8 or GBK text has almost none; random bytes (compressed data, images)
-#: about 10 %; a text file with one NUL byte in 64 KB 0.002 %.
+#: A file is binary from this share (0-1) of NUL or control bytes in its first 64 KB (tab, line breaks, form feed,
+#: ESC excepted): text has almost none, random bytes about 10 %.
 BINARY_SHARE = 0.05
 _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\v\x1b") + b"\x7f"
 _MAGIC = ((b"\x89PNG", "PNG image"), (b"\xff\xd8\xff", "JPEG image"), (b"GIF8", "GIF image"),
@@ -33,15 +26,10 @@ _MAGIC = ((b"\x89PNG", "PNG image"), (b"\xff\xd8\xff", "JPEG image"), (b"GIF8", 
 _SNIFF_LINES = 5  # non-empty lines that decide JSON lines vs plain text
 
 
-def control_share(head: bytes) -> float:
-    """Share (0-1) of ``head``'s bytes that are NUL or control bytes (not tab, line breaks, form feed, ESC)."""
-    return (len(head) - len(head.translate(None, _CONTROL))) / len(head) if head else 0.0
-
-
 def looks_binary(head: bytes) -> str | None:
-    """Why a file whose first bytes are ``head`` is binary (at least :data:`BINARY_SHARE` NUL or control
-    bytes: one NUL byte is a bad line, not a binary file), or None."""
-    share = control_share(head)
+    """Why a file whose first bytes are ``head`` is binary (at least :data:`BINARY_SHARE` NUL or control bytes:
+    one NUL byte is a bad line, not a binary file), or None."""
+    share = (len(head) - len(head.translate(None, _CONTROL))) / len(head) if head else 0.0
     if share >= BINARY_SHARE:
         return (f"binary: {share:.0%} of its first {len(head):,} bytes are NUL or control bytes "
                 f"(text has almost none; a file is binary from {BINARY_SHARE:.0%})")
@@ -49,13 +37,9 @@ def looks_binary(head: bytes) -> str | None:
 
 
 def sniff(path: str, compression: str | None = None) -> tuple[str | None, str | None, str]:
-    """A file's format by content: ``(kind, compression, "content: why")``, or ``(None, None, why)`` for a
-    file that is not corpus text (binary by magic bytes or by :data:`BINARY_SHARE`).
-
-    Order: gzip / zstd by magic bytes (then the decompressed start is looked at), parquet (``PAR1``),
-    known binary formats; then the first :data:`_SNIFF_LINES` non-empty lines (read up to 4 MB): JSON
-    lines when the first is a JSON object and at least half are; a JSON array when the text starts
-    with ``[`` and ``{``; else plain text (UTF-16 or GBK text too: their reader reports them).
+    """A file's format by content: ``(kind, compression, "content: why")``; ``(None, None, why)`` when it is
+    binary. gzip/zstd/parquet/known binaries by magic bytes, then the first 5 non-empty lines (up to 4 MB):
+    JSON lines when the first and at least half are JSON objects, a JSON array from ``[{``, else text.
 
     Raises:
         OSError: the file cannot be opened.
@@ -105,8 +89,8 @@ def sniff(path: str, compression: str | None = None) -> tuple[str | None, str | 
 
 
 def first_record(src) -> dict | None:
-    """The first record of ``src`` (a :class:`nbkit.corpus.sources.Source`): of a JSON lines file, a parquet file's first row, a ``datasets`` object's first row
-    (a dict), or None (plain text, a JSON array, an unreadable or empty file). Reads at most 4 MB."""
+    """The first record (dict) of a JSON lines file, parquet file or ``datasets`` source ``src``; else None
+    (plain text, a JSON array, a broken file). Reads at most 4 MB."""
     try:
         if src.kind == "dataset":
             ds = src.dataset
@@ -145,8 +129,8 @@ def _is_object(line: bytes) -> bool:
 
 
 def text_type_problem(arrow_type) -> str | None:
-    """None when a column of ``arrow_type`` holds text (string, large_string, string_view, binary as UTF-8,
-    a dictionary of those, a list of those as paragraphs, or null); else the type in words (``"int64 (Arrow type)"``)."""
+    """None when a column of ``arrow_type`` holds text (string or binary kinds, a dictionary or list of them,
+    null); else the type in words (``"int64 (Arrow type), not text"``)."""
     import pyarrow.types as pat
 
     t = arrow_type
@@ -202,10 +186,8 @@ FAULTS = (EOFError, OSError, zlib.error, gzip.BadGzipFile)
 
 
 class _Guarded(io.RawIOBase):
-    """A decompressed stream whose read fault (truncated, corrupt) ends it cleanly and is kept in ``fault``.
-
-    The bytes decoded before the fault are all delivered first, so the lines before it are kept.
-    """
+    """A decompressed stream whose read fault (truncated, corrupt) ends it after every byte decoded before it;
+    the fault is kept in ``fault``."""
 
     def __init__(self, inner):
         self.inner, self.fault = inner, None
@@ -228,8 +210,8 @@ class _Guarded(io.RawIOBase):
 
 
 def open_binary(compression: str | None, raw) -> tuple[io.BufferedReader, _Guarded]:
-    """A buffered binary stream of the decompressed bytes (``compression``: None, "gz", "zst") over the open raw
-    file ``raw``, and its guard."""
+    """``(buffered stream of the decompressed bytes, its guard)`` over the open raw file ``raw``;
+    ``compression``: None, "gz" or "zst"."""
     inner = (gzip.GzipFile(fileobj=raw) if compression == "gz" else
              _ZstdRaw(raw) if compression == "zst" else raw)
     guard = _Guarded(inner)

@@ -1,13 +1,6 @@
-"""Settings of a corpus preparation, the store's identity (settings + sources), and ``manifest.json``.
-
-A store is identified by its settings and by each source's path, size and content: a source whose size
-is unchanged but whose modification time differs (``touch``, a copy without ``cp -p``) is compared
-by the SHA-256 recorded at preparation (:func:`nbkit.corpus.sources.fingerprint`), so only a real
-edit is a change. With a given tokenizer, the settings that only shape a trained one
-(:data:`TRAINED_ONLY`) are recorded as ``None`` and are no part of the identity.
-``prepare.json`` holds that identity from the first moment of a preparation; ``manifest.json``
-(format ``nbkit-corpus/1``, see ``docs/corpus.md``) repeats it when the store is complete. A rerun
-compares them with the new call and names every difference (:func:`differences`).
+"""A preparation's settings (defaults, checks), the store's identity (settings + sources: path, size, content)
+and ``manifest.json``. ``prepare.json`` holds the identity from a preparation's start; a rerun names every
+difference from it (:func:`differences`), a touched input (same size, new time) only if its SHA-256 differs.
 """
 from __future__ import annotations
 
@@ -15,9 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from nbkit.corpus.store import FORMAT
 from nbkit.errors import ConfigError
-
-FORMAT = "nbkit-corpus/1"
 
 #: Every preparation setting and its default (docs/corpus.md explains each).
 DEFAULTS: dict[str, Any] = {
@@ -37,30 +29,21 @@ DEFAULTS: dict[str, Any] = {
     "segmenter": "auto",       # rjieba if installed, else jieba
     "errors": "skip",          # bad lines: "skip" (count and name them) or "raise" (DataError)
     "exclude_texts": None,     # texts never stored (e.g. evaluation texts); the manifest keeps only
-                               # {"n_hashes", "sha256"} of their sorted hashes (nbkit.corpus.dedup)
+                               # {"n_hashes", "sha256"} of their sorted hashes (nbkit.corpus.prepare)
 }
-#: ``min_cjk_share="auto"`` for the texts of a Wikipedia dump (records whose ``url`` is on wikipedia.org): zhwiki
-#: prose with Latin names and numbers has 0.35-0.55 CJK ideographs per visible character even in its densest
-#: sentences (``"TCP/IP协议（Transmission Control Protocol/...）是互联网的基础。"``: 0.15); English, list or table
-#: pages fall below. On People's Daily this share drops 0.5 % of lines (stock tables), on the reviews 0.17 %
-#: (reviews in English): so elsewhere ``"auto"`` leaves the filter off.
+#: ``min_cjk_share="auto"`` for a Wikipedia dump's texts (zhwiki prose: 0.35-0.55; English, list and table pages
+#: fall below); off elsewhere, where it would drop real text (docs/corpus.md, step 4).
 WIKI_CJK_SHARE = 0.1
-#: Settings that do not change the output (not compared on a rerun).
-RUNTIME = ("num_workers", "progress", "overwrite")
 #: Settings that only shape the tokenizer a store trains: ``None`` (not applicable) with a given tokenizer.
 TRAINED_ONLY = ("vocab_size", "sample_mb", "model_max_length")
 
 
 def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Defaults filled in and each value checked; returns the full settings dict.
-
-    With ``tokenizer`` given, :data:`TRAINED_ONLY` (``vocab_size``, ``sample_mb``, ``model_max_length``)
-    become ``None``: the given tokenizer's own vocabulary and limits are used, so these values would
-    only make the store's identity differ where its content does not. Passing one of them explicitly
-    (not None) then warns (``UserWarning``) that it is ignored.
+    """The full settings, defaults filled in and each value checked. With ``tokenizer`` given,
+    :data:`TRAINED_ONLY` become ``None`` (no part of the identity); one passed explicitly warns that it is ignored.
 
     Raises:
-        ConfigError: an unknown setting or a value out of range (the message names the range).
+        ConfigError: an unknown setting or a value out of range (the range named).
     """
     unknown = sorted(set(settings) - set(DEFAULTS))
     if unknown:
@@ -109,13 +92,10 @@ def identity(settings: dict[str, Any], sources: list[dict[str, Any]]) -> dict[st
 
 
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Human-readable differences between two identities (empty when the same store would result).
+    """Differences between a recorded identity ``old`` and the call's ``new``, in words (empty: the same store).
 
-    ``old`` is a recorded identity (``prepare.json`` or ``manifest.json``), ``new`` the call's, its
-    sources without fingerprints. A source of equal size whose modification time differs is read
-    once and its SHA-256 compared with the recorded one (:func:`_content_change`; about 1.5 ms per
-    MB); an old store that recorded none reports the time. With a given tokenizer (in ``new``), the
-    :data:`TRAINED_ONLY` settings are not compared (old stores recorded their defaults).
+    A source of equal size and a new modification time is read once and its SHA-256 compared (about 1.5 ms
+    per MB). With a given tokenizer the :data:`TRAINED_ONLY` settings are not compared.
     """
     out = []
     if old.get("format") != new["format"]:
@@ -142,7 +122,7 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def _content_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``[]`` when a source of the same size but a new modification time has the recorded SHA-256, else its line."""
+    """``[]`` when a touched source (same size, new time) still has the recorded SHA-256, else its line."""
     from nbkit.corpus.sources import fingerprint
 
     path, when = new["path"], f"modification time {old.get('mtime')} -> {new['mtime']}"
@@ -160,8 +140,7 @@ def _content_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def with_fingerprints(ident: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``ident`` with each source's ``sha256``: the one ``old`` recorded for the same path (an identity that
-    :func:`differences` found equal), else computed now (:func:`nbkit.corpus.sources.fingerprint`)."""
+    """``ident`` with each source's ``sha256``: the one ``old`` recorded for its path, else computed now."""
     from nbkit.corpus.sources import fingerprint
 
     known = {s["path"]: s.get("sha256") for s in (old or {}).get("sources", [])}

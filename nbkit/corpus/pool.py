@@ -1,15 +1,7 @@
-"""An ordered, bounded parallel map over the chunk stream, which never waits on a dead worker.
-
-At most ``2 * num_workers + 1`` chunks are in flight, so memory stays flat however large the corpus;
-results come back in input order, so the output never depends on the number of workers. Workers are
-spawned (not forked: the parent may hold a tokenizer's Rust thread pool) and run single-threaded
-(``TOKENIZERS_PARALLELISM=false``).
-
-Each worker has its own two pipes (tasks in, results out) and the parent waits on the result pipes
-and the processes' sentinels together (``multiprocessing.connection.wait``): a worker that dies
-(SIGKILL from the out-of-memory killer) wakes the parent at once, which raises :class:`WorkerDied`.
-``multiprocessing.Pool`` instead replaces a dead worker and waits for its lost task for ever, and
-its shared queue lock, held by a killed worker, can block every other one.
+"""An ordered, bounded parallel map over the chunk stream: at most ``2 * num_workers + 1`` chunks in flight
+(memory flat), results in input order (output independent of the worker count). Each spawned worker has its own
+pipes, and the parent waits on their result pipes and process sentinels together, so a killed worker is
+:class:`WorkerDied` at once (``multiprocessing.Pool`` would wait for its lost task for ever).
 """
 from __future__ import annotations
 
@@ -63,10 +55,8 @@ def _serve(tasks, results) -> None:
 
 
 def spawn_blocker() -> str | None:
-    """Why worker processes cannot start here, or None. A spawned worker re-imports the parent's
-    ``__main__`` from its file; a script read from standard input (``python - <<EOF``) names the file
-    ``<stdin>``, so every worker would die at start. A notebook kernel or ``python -c`` has no
-    ``__main__`` file and spawns fine."""
+    """Why worker processes cannot start here, or None: a spawned worker re-imports ``__main__`` from its file,
+    which a script read from standard input (``python - <<EOF``) lacks."""
     import sys
 
     path = getattr(sys.modules.get("__main__"), "__file__", None)
@@ -76,8 +66,8 @@ def spawn_blocker() -> str | None:
 
 
 class _Proc:
-    """One worker: its process, its task pipe (fed by a thread, so a large task never blocks the parent)
-    and result pipe, and the chunks it holds (``seq -> (chunk, path)``)."""
+    """One worker: its process, its task pipe (fed by a thread: a large task never blocks the parent), its
+    result pipe and the chunks it holds (``seq -> (chunk, path)``)."""
 
     def __init__(self, ctx, index: int):
         self.index = index
@@ -119,14 +109,11 @@ class _Proc:
 
 
 class Workers:
-    """``num_workers`` processes (none for 1: the work runs in this process). Use as a context manager.
-
-    Where workers cannot start (:func:`spawn_blocker`) it warns once and runs in this process.
+    """``num_workers`` spawned processes (none for 1, or where :func:`spawn_blocker` says they cannot start:
+    then it warns and works in this process). A context manager.
 
     Raises (from :meth:`map`):
-        WorkerDied: a worker ended (killed by a signal, e.g. SIGKILL from the out-of-memory killer, or
-            exited), naming it, its pid, signal or exit code, the chunk it held and the fix; the parent
-            learns it at once, not after a timeout.
+        WorkerDied: a worker was killed or exited (its pid, signal or exit code, the chunk it held and the fix).
     """
 
     def __init__(self, num_workers: int):

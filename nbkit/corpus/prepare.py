@@ -1,32 +1,18 @@
-"""``prepare_corpus``: files, globs or folders of text -> a sharded, resumable token store (``nbkit-corpus/1``).
-
-The stages (docs/corpus.md has the why and the measurements), under a lock on ``out_dir``
-(:class:`nbkit.corpus.lock.StoreLock`: one writer per store; a second preparation waits for the first,
-then reuses or continues its store):
-
-1. resolve the inputs (:mod:`nbkit.corpus.sources`, :mod:`nbkit.corpus.readers`) and check the output folder: a complete store
-   of the same input and settings is returned as is; one of other input or settings is named
-   (ConfigError) unless ``overwrite=True``; a partial one of the same is continued;
-2. the tokenizer (:mod:`nbkit.corpus.vocab`): given, or trained on a documented sample;
-3. one pass over the input in chunks, cleaned, segmented and tokenized in ``num_workers`` processes
-   (:mod:`nbkit.corpus.worker`), deduplicated and split by hash here, written part by part
-   (:mod:`nbkit.corpus.shards`); a part closes after the chunk that brings its train shard to
-   ``shard_tokens``, so part boundaries depend only on the input and the settings;
-4. every shard's largest id checked against the tokenizer's ``vocab_size`` (recorded per part), then
-   ``manifest.json`` last (atomic): its presence with ``"complete": true`` means the store is done.
-
-Memory: the in-flight chunks (at most ``2 * num_workers`` of <= 4 MB each and their results), the
-longest line, and the dedup hash set (:mod:`nbkit.corpus.dedup`: 8 bytes per kept text, the only part
-growing with the corpus); the shards are written as they fill, never held whole.
+"""``prepare_corpus``: inputs -> the resumable token store ``nbkit-corpus/1`` (docs/corpus.md), in the main
+process: the store's lock, the folder checked, the tokenizer, chunks through the workers, exact dedup and the
+held-out split by hash, parts written, ``manifest.json`` last. Memory: ``2 * num_workers + 1`` chunks of
+<= 4 MB in flight and the dedup set (8 bytes per kept text, the only state growing with the corpus).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -34,15 +20,16 @@ from nbkit import jsonio
 from nbkit.atomic import fsync_dir
 from nbkit.corpus import manifest as mf
 from nbkit.corpus import segment, shards
-from nbkit.corpus.dedup import HashSet, exclusion_hashes, exclusion_identity
-from nbkit.corpus.lock import StoreLock
 from nbkit.corpus.pool import Workers
-from nbkit.corpus.progress import CorpusProgress
 from nbkit.corpus.readers import FileProblem, iter_chunks
 from nbkit.corpus.report import RULE, DropLog, input_lines
 from nbkit.corpus.sources import fingerprint, resolve_inputs, skipped_summary
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
+from nbkit.corpus.worker import doc_key
+from nbkit.data.textrule import check_text, split_long
 from nbkit.errors import ConfigError, DataError, NbkitError
+from nbkit.folder_lock import FolderLock
+from nbkit.units import fmt_duration
 
 DROPPED = ("blank", "missing", "not_text", "markup_only", "excluded", "duplicate", "too_short", "non_cjk", "bad_utf8",
            "nul_byte", "bad_json", "no_text_field", "no_tokens", "empty_file", "binary_file", "not_utf8_file",
@@ -50,6 +37,188 @@ DROPPED = ("blank", "missing", "not_text", "markup_only", "excluded", "duplicate
 REPAIRED = ("repaired_surrogates", "long_texts_cut", "long_text_pieces", "paragraph_lists_joined", "markup_stripped")
 COUNTS = ("n_files", "n_items", "n_texts_read", "n_texts_kept", "n_chars", "n_tokens")
 _OURS = ("manifest.json", "prepare.json", "tokenizer", "tokenizer_info.json", "shards", ".tokenizer.tmp", "tmp")
+
+
+
+REPORT_EVERY_S = 300.0   # a waiting preparation says it still waits this often
+
+
+class StoreLock(FolderLock):
+    """The store folder's waiting lock (``.nbkit-prepare.lock``): a second preparation names the holder on stderr
+    (again every 5 min), waits, then reuses or continues the store; two writers would delete each other's parts.
+
+    Raises (``acquire``):
+        ConfigError: the holder is this process (it would wait for itself).
+    """
+
+    LOCK_NAME, HOLDER_NAME = ".nbkit-prepare.lock", ".nbkit-prepare.json"   # beside the store's files, never wiped
+
+    def busy(self, lock) -> None:
+        from filelock import Timeout
+
+        if self.holder_is_me():
+            raise ConfigError(f"{self.folder} is being prepared by this process already ({self.holder()}); one "
+                              "preparation per store at a time: wait for that call to finish, or pass another "
+                              "out_dir")
+        t0 = time.monotonic()
+        print(f"[prepare-corpus] {self.folder} is being prepared by another process: {self.holder()}; waiting for "
+              "that preparation to finish (its lock is released when it exits, even if killed), then this one "
+              "reuses the finished store, or continues it", file=sys.stderr, flush=True)
+        while True:
+            try:
+                lock.acquire(timeout=REPORT_EVERY_S)
+                return
+            except Timeout:
+                print(f"[prepare-corpus] still waiting for the preparation of {self.folder} by {self.holder()} "
+                      f"({(time.monotonic() - t0) / 60:.0f} min)", file=sys.stderr, flush=True)
+
+
+class HashSet:
+    """The uint64 text hashes seen: a sorted array (8 bytes each) plus a set of the newest, merged every
+    ``merge_every`` additions. Two texts share a hash with probability about n²/2⁶⁵ (under 1e-6 for 7 M)."""
+
+    def __init__(self, initial: np.ndarray | None = None, merge_every: int = 1 << 18):
+        self.sorted = np.unique(initial.astype(np.uint64)) if initial is not None else np.zeros(0, np.uint64)
+        self.recent: set[int] = set()
+        self.merge_every = merge_every
+
+    def __len__(self) -> int:
+        return len(self.sorted) + len(self.recent)
+
+    def filter_new(self, hashes: np.ndarray) -> np.ndarray:
+        """Boolean mask (n,) of the hashes not seen before, in order (a repeat within ``hashes`` too)."""
+        if not len(hashes):
+            return np.zeros(0, bool)
+        if len(self.sorted):
+            idx = np.minimum(np.searchsorted(self.sorted, hashes), len(self.sorted) - 1)
+            seen = self.sorted[idx] == hashes
+        else:
+            seen = np.zeros(len(hashes), bool)
+        keep = np.zeros(len(hashes), bool)
+        for i, h in enumerate(hashes.tolist()):
+            if not seen[i] and h not in self.recent:
+                self.recent.add(h)
+                keep[i] = True
+        if len(self.recent) >= self.merge_every:
+            self.merge()
+        return keep
+
+    def merge(self) -> None:
+        """Fold the recent hashes into the sorted array."""
+        if self.recent:
+            new = np.fromiter(self.recent, dtype=np.uint64, count=len(self.recent))
+            self.sorted = np.union1d(self.sorted, new)
+            self.recent.clear()
+
+
+def exclusion_hashes(texts, max_chars: int) -> np.ndarray:
+    """Sorted unique uint64 hashes of ``texts`` (the ``exclude_texts`` setting), cut, checked and keyed
+    (:func:`~nbkit.corpus.worker.doc_key`) as corpus texts are, so an equal corpus text is dropped.
+
+    Raises:
+        ConfigError: ``texts`` is one string (pass a list).
+    """
+    if isinstance(texts, (str, bytes)):
+        raise ConfigError("exclude_texts is one string; pass a list of texts (e.g. [text]), one per item")
+    out = []
+    for value in texts:
+        pieces = split_long(value, max_chars) if isinstance(value, str) and len(value) > max_chars else [value]
+        for piece in pieces:
+            text = check_text(piece)
+            if text is not None:
+                out.append(doc_key(text))
+    return np.unique(np.asarray(out, dtype=np.uint64))
+
+
+def exclusion_identity(hashes: np.ndarray) -> dict | None:
+    """``{"n_hashes", "sha256"}`` of the sorted hashes (little-endian uint64) for the manifest; None for none."""
+    if not len(hashes):
+        return None
+    digest = hashlib.sha256(np.asarray(hashes, dtype="<u8").tobytes()).hexdigest()
+    return {"n_hashes": int(len(hashes)), "sha256": digest}
+
+
+class CorpusProgress:
+    """Progress in MB of input with MB/s, texts/s and an ETA: a tqdm bar on a terminal, else a plain line
+    every ``every_s`` seconds and one at the end (logs, notebooks: no carriage return).
+
+    Args:
+        total_bytes: input bytes in all (compressed files: their compressed bytes).
+        stream: default ``sys.stdout``; ``tty``: default ``stream.isatty()``; ``enabled=False`` writes nothing.
+    """
+
+    def __init__(self, total_bytes: int, stream: TextIO | None = None, tty: bool | None = None,
+                 every_s: float = 10.0, enabled: bool = True):
+        self.total = max(1, total_bytes)
+        self.stream = stream or sys.stdout
+        self.enabled = enabled
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.every_s = every_s
+        self.t0 = self.t_last = time.monotonic()
+        self.start_bytes = 0
+        self.bytes = self.texts = 0
+        self._bar = None
+
+    def begin(self, stage: str, start_bytes: int = 0) -> None:
+        """Restart the clock for ``stage``; ``start_bytes`` were done before (a resume)."""
+        self.stage, self.start_bytes = stage, start_bytes
+        self.bytes, self.texts = start_bytes, 0
+        self.t0 = self.t_last = time.monotonic()
+        if not self.enabled:
+            return
+        if self.tty:
+            from tqdm.std import tqdm
+
+            self.close()
+            self._bar = tqdm(total=self.total / 1e6, initial=start_bytes / 1e6, desc=stage, unit="MB",
+                             file=self.stream, leave=False, dynamic_ncols=True, mininterval=0.5,
+                             bar_format="{desc} |{bar:20}| {n:.1f}/{total:.1f} MB {elapsed}<{remaining}{postfix}")
+        else:
+            self._line(f"{stage}: {self.total / 1e6:,.1f} MB of input in all" +
+                       (f", {start_bytes / 1e6:,.1f} MB already done" if start_bytes else ""))
+
+    def rates(self) -> tuple[float, float, float | None]:
+        """``(MB/s, texts/s, ETA in s or None)`` since :meth:`begin`."""
+        dt = max(1e-9, time.monotonic() - self.t0)
+        mbps = (self.bytes - self.start_bytes) / 1e6 / dt
+        eta = (self.total - self.bytes) / 1e6 / mbps if mbps > 0 else None
+        return mbps, self.texts / dt, eta
+
+    def summary(self) -> str:
+        mbps, tps, eta = self.rates()
+        pct = 100 * self.bytes / self.total
+        left = f", ETA {fmt_duration(eta)}" if eta is not None else ""
+        return f"{pct:.1f}% ({self.bytes / 1e6:,.1f} MB), {mbps:.2f} MB/s, {tps:,.0f} texts/s{left}"
+
+    def update(self, bytes_done: int, texts: int) -> None:
+        """``bytes_done``: the absolute input position in bytes; ``texts``: kept since the last call."""
+        self.texts += texts
+        delta, self.bytes = bytes_done - self.bytes, max(self.bytes, bytes_done)
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            mbps, tps, _ = self.rates()
+            self._bar.set_postfix_str(f"{mbps:.2f} MB/s, {tps:,.0f} texts/s", refresh=False)
+            self._bar.update(max(0, delta) / 1e6)
+        elif time.monotonic() - self.t_last >= self.every_s:
+            self.t_last = time.monotonic()
+            self._line(f"{self.stage}: {self.summary()}")
+
+    def finish(self, what: str) -> None:
+        """The closing line: ``what``, the mean rates and the wall time."""
+        self.close()
+        if self.enabled:
+            mbps, tps, _ = self.rates()
+            wall = fmt_duration(time.monotonic() - self.t0)
+            self._line(f"{self.stage} done in {wall}: {what} ({mbps:.2f} MB/s, {tps:,.0f} texts/s)")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def _line(self, text: str) -> None:
+        print(f"[prepare-corpus] {text}", file=self.stream, flush=True)
 
 
 def default_workers() -> int:
@@ -70,8 +239,8 @@ def _wipe(out: Path) -> None:
 
 
 def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None, dict]:
-    """``(manifest to reuse or None, identity with fingerprints)``; with None, ``out`` is ready to (continue to)
-    prepare. A reused store whose inputs were touched (same content, new time) gets their new times."""
+    """``(manifest, identity with fingerprints)``: the manifest to reuse, or None when ``out`` is ready to
+    prepare; a reused store's touched inputs (same content, new time) get their new times."""
     for name, complete in (("manifest.json", True), ("prepare.json", False)):
         path = out / name
         if not path.is_file():
@@ -136,46 +305,33 @@ class _Part:
 
 def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite: bool = False,
                    progress: bool = True, **settings) -> dict[str, Any]:
-    """Prepare ``inputs`` into the token store ``out_dir`` and return its manifest (format ``nbkit-corpus/1``).
-
-    A preparation of ``out_dir`` under way in another process is waited for (a line on stderr names its
-    pid and host: :class:`nbkit.corpus.lock.StoreLock`); then its finished store is reused, or its
-    stopped one continued.
+    """Prepare ``inputs`` into the token store ``out_dir`` (after another process preparing it, :class:`StoreLock`);
+    returns its manifest (also ``out_dir/manifest.json``).
 
     Args:
         inputs: a path, glob or folder, or a list of them (``.txt``, ``.jsonl``, ``.json``, ``.parquet``,
-            each optionally ``.gz``/``.zst``; other files by content; folders recursively, links followed,
-            hidden entries, stores and binaries left out and listed in the manifest's ``inputs``), or a
-            ``datasets.Dataset`` / ``DatasetDict`` (its ``train`` split) / ``IterableDataset`` (streamed in
-            row batches; it has no fingerprint, so its store cannot be resumed or reused).
-        out_dir: the store's folder (created; a finished store there is reused, a partial one continued).
+            optionally ``.gz``/``.zst``; other files by content), or a ``datasets.Dataset`` / ``DatasetDict``
+            / ``IterableDataset`` (the last cannot be resumed or reused).
+        out_dir: the store's folder; a finished store of the same input and settings is reused, a stopped one
+            continued.
         num_workers: processes for the per-text work (default: the usable cores); never changes the output.
         overwrite: delete a store of other input or settings in ``out_dir`` instead of raising.
-        progress: print MB/s, texts/s and an ETA (a bar on a terminal, plain lines otherwise).
-        **settings: see :data:`nbkit.corpus.manifest.DEFAULTS` (``text_field``, ``tokenizer``,
-            ``vocab_size``, ``min_chars``, ``min_cjk_share``, ``heldout_share``, ``errors``, ...).
-            ``exclude_texts``: a list of texts never stored: a corpus text whose normalised hash equals
-            one of theirs (same cut, validity rule and NFKC-form 64-bit hash as dedup) is dropped as
-            ``excluded`` (before dedup; nor is it in the tokenizer's sample); the manifest records
-            ``{"n_hashes", "sha256"}`` of their sorted hashes, so a changed list is a changed setting.
-
-    Returns:
-        The manifest dict (also in ``out_dir/manifest.json``).
+        progress: print MB/s, texts/s and an ETA.
+        **settings: :data:`nbkit.corpus.manifest.DEFAULTS`; ``exclude_texts``: texts never stored (keyed as
+            dedup keys them; the manifest keeps only ``{"n_hashes", "sha256"}``).
 
     Raises:
-        ConfigError: a bad setting, no input, an input of a type it cannot take (named), an input that is
-            or lies in a corpus store (never read as text), or ``out_dir`` holding a store of other input or
-            settings (every difference named; an input of equal size but a new modification time differs only
-            if its SHA-256 does), or any store when the input is an ``IterableDataset`` (without ``overwrite``).
-        DataError: with ``errors="raise"``, the first bad line or file (file and line named); nothing kept;
-            or token ids at or above the tokenizer's ``vocab_size`` (the store is not marked complete).
-        CheckpointError: the disk filled up (directory, free and needed space named); complete shards stay.
-        WorkerDied: a worker process was killed (e.g. by the out-of-memory killer); complete parts stay.
+        ConfigError: a bad setting; no input, or one of a type it cannot take or inside a store; ``out_dir``
+            holding a store of other input or settings (each difference named), or any store for an
+            ``IterableDataset`` (without ``overwrite``).
+        DataError: with ``errors="raise"``, the first bad line or file (named); token ids at or above the
+            tokenizer's ``vocab_size`` (the store is not marked complete).
+        CheckpointError: the disk filled up (free and needed space named); complete parts stay.
+        WorkerDied: a worker process was killed; complete parts stay.
 
     Warns:
-        UserWarning: ``vocab_size``, ``sample_mb`` or ``model_max_length`` passed with ``tokenizer``
-            (ignored; recorded as null: :data:`nbkit.corpus.manifest.TRAINED_ONLY`); a trained vocabulary
-            under 90 % of ``vocab_size`` (the reason and the fix); an ``IterableDataset`` input (not resumable).
+        UserWarning: a :data:`~nbkit.corpus.manifest.TRAINED_ONLY` setting passed with ``tokenizer``
+            (ignored); a trained vocabulary under 90 % of ``vocab_size``; an ``IterableDataset`` input.
     """
     t_start = time.perf_counter()
     n_workers = default_workers() if num_workers is None else int(num_workers)

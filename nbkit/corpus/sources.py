@@ -1,17 +1,8 @@
-"""Corpus inputs: files, globs, folders and ``datasets`` objects resolved to :class:`Source` s.
+"""Corpus inputs (files, globs, folders, ``datasets`` objects) resolved to :class:`Source` s, each file once.
 
-Formats (each optionally ``.gz`` or ``.zst``): ``.txt`` (one text per line), ``.jsonl`` / ``.json``
-(JSON objects, the text under ``text_field``), ``.parquet`` (the ``text_field`` column). A file whose name
-gives no format (``wiki_00``, ``part.001``, ``corpus.text``) is read by content
-(:func:`nbkit.corpus.formats.sniff`: gzip/zstd/parquet by magic bytes, then JSON lines or plain text);
-``Source.detected`` says how each file's format was chosen. Reading them is :mod:`nbkit.corpus.readers`.
-
-Folders are walked recursively, symlinks followed (a folder reached twice, e.g. by a link loop, is walked
-once: by ``(st_dev, st_ino)``; a file reached twice is read once). Left out of a folder, and listed in
-``skipped``: hidden entries (``.DS_Store``, ``.git/``), corpus stores, files of a known non-text type
-(:data:`NOT_CORPUS`: ``.md``, ``.py``, ``.csv``, images, archives, ...) and files whose content is binary.
-A prepared store's own files (``manifest.json``, ``tokenizer/``'s ``vocab.txt``, ...) are never inputs: an
-input that is or lies in a store is refused (:func:`resolve_inputs`).
+A file's format comes from its name, else from its content (:func:`nbkit.corpus.formats.sniff`). Folders are
+walked recursively, links followed, each folder and file once; hidden entries, stores, :data:`NOT_CORPUS`
+types and binary files are left out and listed. An input that is or lies in a store is refused.
 """
 from __future__ import annotations
 
@@ -27,7 +18,7 @@ from nbkit.errors import ConfigError
 
 KINDS = {".txt": "txt", ".jsonl": "jsonl", ".json": "json", ".parquet": "parquet"}
 COMPRESSIONS = {".gz": "gz", ".zst": "zst"}
-#: Extensions of files that are not corpus text: left out of a folder (named explicitly, a file is read by content).
+#: Extensions left out of a folder as not corpus text (a file named explicitly is read by content).
 NOT_CORPUS = frozenset(
     ".md .rst .html .htm .xml .csv .tsv .xls .xlsx .doc .docx .ppt .pptx .pdf .odt .epub .py .ipynb .sh .js .c .h "
     ".cpp .java .go .rs .yaml .yml .toml .cfg .ini .conf .lock .log .pkl .pickle .npy .npz .pt .bin .safetensors .h5 "
@@ -39,12 +30,10 @@ MAX_SKIPPED = 100  # entries of ``skipped`` kept (the count is exact)
 
 @dataclass(frozen=True)
 class Source:
-    """One input: ``path`` (absolute file path, or a dataset's name), ``kind`` (txt/jsonl/json/parquet/dataset),
-    ``compression`` (None/gz/zst), ``detected`` (``"name"``, or ``"content: ..."`` saying what was seen),
-    ``wikipedia`` (its first record has a wikipedia.org ``url``: ``min_cjk_share="auto"`` applies to it).
-
-    A ``datasets`` input carries the object in ``dataset`` and its identity in ``sha256`` (None when it
-    has none: then ``reusable`` is False and the store cannot be resumed or reused).
+    """One input: ``path`` (absolute, or a dataset's label), ``kind`` (txt/jsonl/json/parquet/dataset),
+    ``compression`` (None/gz/zst), ``size_bytes``, ``detected`` (``"name"`` or ``"content: ..."``), ``wikipedia``
+    (``min_cjk_share="auto"`` applies). A ``datasets`` input: the object in ``dataset``, its fingerprint in
+    ``sha256`` (None for a stream: ``reusable`` False, its store cannot be resumed or reused).
     """
 
     path: str
@@ -78,13 +67,8 @@ def classify(path: Path) -> tuple[str, str | None] | None:
 
 
 def fingerprint(path) -> str:
-    """SHA-256 (hex) of the file's bytes as stored (compressed files: their compressed bytes), read in 1 MB blocks.
-
-    Recorded per input at preparation, it tells a touched or copied file (same content, new
-    modification time) from an edited one. Cost per MB, measured on the shared 2-core dev machine
-    (load about 3.5): 0.67 ms to hash from memory (hashlib's SHA-256 on the CPU's SHA extensions;
-    blake2b 1.28, md5 1.57), 1.2-1.5 ms read from the page cache and hashed, so about 1.5 s per GB
-    (plus the disk's read time when not cached) beside 3-4 min per GB of preparing.
+    """SHA-256 (hex) of the file's bytes as stored, read in 1 MB blocks: tells a touched or copied input
+    (new modification time) from an edited one. Cost: about 1.5 ms per MB from the page cache.
 
     Raises:
         OSError: the file cannot be read.
@@ -122,10 +106,8 @@ def _store_error(text: str, path: Path, store: Path) -> ConfigError:
 
 
 def _walk(root: Path, skipped: list[dict]) -> list[Path]:
-    """Files under ``root`` (links followed, each folder once by ``(st_dev, st_ino)``), sorted by path.
-
-    Hidden entries and corpus stores are left out and appended to ``skipped``.
-    """
+    """Files under ``root``, sorted (links followed, each folder once by ``(st_dev, st_ino)``); hidden entries
+    and stores go to ``skipped``."""
     found: list[Path] = []
     seen_dirs: dict[tuple[int, int], str] = {}
 
@@ -214,18 +196,13 @@ def _refuse_type(item: Any, label: str) -> ConfigError:
 
 
 def resolve_inputs(inputs, text_field: str = "text", skipped: list[dict] | None = None) -> list[Source]:
-    """Expand files, globs, folders (recursive, links followed) and ``datasets`` objects to sources, in
-    argument order, each file once.
-
-    A folder's files are sorted by path; those of a known format are read by name, the others by content
-    (:func:`nbkit.corpus.formats.sniff`). What a folder leaves out (module docstring) is appended to
-    ``skipped`` as ``{"path", "reason"}``. A glob's matches are sorted and treated as a folder's files.
+    """Files, globs, folders and ``datasets`` objects as sources, in argument order, each file once; what a
+    folder leaves out is appended to ``skipped`` as ``{"path", "reason"}``.
 
     Raises:
-        ConfigError: no input, an input that matches nothing (the left-out entries named), a named file whose
-            content is binary, a type that is not an input (named), a ``datasets`` object without the
-            ``text_field`` column or with a non-text one, or an input that is or lies in a corpus store
-            (``shards/`` beside ``manifest.json`` or ``prepare.json``): a store is never read as text.
+        ConfigError: no input; one that matches nothing (what was left out named), a named binary file, a type
+            that is not an input, a ``datasets`` object without a text ``text_field`` column, or an input that
+            is or lies in a store (a store is never read as text).
     """
     if isinstance(inputs, (str, os.PathLike)) or type(inputs).__name__ in DATASET_TYPES:
         inputs = [inputs]

@@ -1,11 +1,6 @@
-"""A prepared corpus directory (format ``nbkit-corpus/1``): its manifest, checked, and its files.
-
-The layout (docs/corpus.md, the writer's contract): ``manifest.json`` written last and
-atomically (``"complete": true`` means finished), ``tokenizer/`` (a transformers tokenizer
-directory), and per split a list of shards ``shards/<split>-<k:05d>.ids`` (little-endian token
-ids of ``manifest["dtype"]``) with ``.wst`` beside each (uint8, 1 where a token starts a word).
-The reader relies on nothing else. Every error names the directory and the fix: prepare it
-with ``nbkit prepare-corpus`` (or ``nbkit.corpus.prepare_corpus``), which resumes a stopped run.
+"""A prepared store (format ``nbkit-corpus/1``, docs/corpus.md) as the reader sees it: ``manifest.json`` checked,
+its shard files, its tokenizer, waiting for another rank to prepare it, and the store a run trains from. Every
+error names the directory and the fix (``nbkit prepare-corpus``, which resumes).
 """
 from __future__ import annotations
 
@@ -22,8 +17,7 @@ _FIX = "prepare it with `nbkit prepare-corpus INPUT... --out {path}` (a stopped 
 
 
 def is_prepared(path) -> bool:
-    """True when ``path/manifest.json`` exists and says ``"complete": true`` (never raises; a list of
-    inputs, a glob or None is simply not a prepared store)."""
+    """True when ``path/manifest.json`` says ``"complete": true``; never raises (a list, a glob, None: False)."""
     if not isinstance(path, (str, os.PathLike)):
         return False
     try:
@@ -34,8 +28,8 @@ def is_prepared(path) -> bool:
 
 
 def holds_store_files(folder) -> bool:
-    """True when ``folder`` has a store's own files: ``shards/`` beside ``manifest.json`` (finished) or
-    ``prepare.json`` (a preparation under way or stopped). Two ``stat`` calls; never raises."""
+    """True when ``folder`` holds ``shards/`` beside ``manifest.json`` or ``prepare.json`` (a store, finished or
+    not); never raises."""
     folder = Path(folder)
     try:
         return (folder / "shards").is_dir() and any((folder / n).is_file() for n in ("manifest.json", "prepare.json"))
@@ -44,15 +38,10 @@ def holds_store_files(folder) -> bool:
 
 
 def given_store(corpus) -> Path | None:
-    """The prepared store ``corpus`` names, or None when it names raw input to prepare.
-
-    ``corpus`` is a path, or a list/tuple of paths (``--corpus A B``, papermill's ``-y 'corpus: [A]'``).
-    A store (:func:`is_prepared`) alone, as a path or as the only item of a list, is that store
-    (``~`` expanded). Only ``stat`` calls and the manifest are read.
+    """The store ``corpus`` names (a path, or a list or tuple holding only it; ``~`` expanded), or None for raw input.
 
     Raises:
-        ConfigError: a store listed with other inputs, or several stores (training reads one store;
-            a store is never read as text), naming the stores and the fix.
+        ConfigError: a store listed with other inputs, or several stores (training reads one store).
     """
     items = list(corpus) if isinstance(corpus, (list, tuple)) else [corpus]
     prepared = [is_prepared(i) for i in items]                      # each reads a manifest: once
@@ -70,14 +59,11 @@ def given_store(corpus) -> Path | None:
 
 
 def read_manifest(path) -> dict:
-    """Read and check ``path/manifest.json`` of a prepared store; return it as a dict.
-
-    Checks: the directory and manifest exist, it is strict JSON with the keys the reader
-    needs, ``format == "nbkit-corpus/1"``, ``complete`` is true, ``dtype`` is uint16/uint32,
-    every split lists its shards with ``n_tokens``. Only ``stat`` calls, no data read.
+    """``path/manifest.json`` of a prepared store, checked (strict JSON, format, ``complete``, dtype, each split's
+    shards); no data read.
 
     Raises:
-        DataError: naming the directory, what is wrong and the fix (run ``nbkit prepare-corpus``).
+        DataError: what is wrong, the directory and the fix.
     """
     from nbkit import jsonio
 
@@ -116,8 +102,7 @@ def split_shards(path, manifest: dict, split: str) -> list[tuple[Path, Path, int
     """``[(ids_path, wst_path, n_tokens), ...]`` of ``split`` in manifest order, sizes checked.
 
     Raises:
-        DataError: an unknown split (names the ones there), or a shard file missing or
-            of the wrong size (a damaged or half-copied store).
+        DataError: an unknown split (the ones there named), or a shard missing or of the wrong size.
     """
     path = Path(path).expanduser()
     if split not in manifest["splits"]:
@@ -137,7 +122,7 @@ def split_shards(path, manifest: dict, split: str) -> list[tuple[Path, Path, int
 
 
 def store_tokenizer(path):
-    """The store's tokenizer (``transformers.AutoTokenizer`` from ``path/<manifest tokenizer dir>``).
+    """The store's tokenizer (``transformers.AutoTokenizer``).
 
     Raises:
         DataError: the store is not prepared (:func:`read_manifest`).
@@ -150,14 +135,11 @@ def store_tokenizer(path):
 
 def wait_for_store(path, timeout_s: float = 6 * 3600.0, poll_s: float = 2.0, clock=time.monotonic,
                    sleep=time.sleep) -> dict:
-    """Wait until ``path`` is a complete store (another process prepares it); return its manifest.
-
-    Polls ``manifest.json`` every ``poll_s`` seconds: no process-group collective is
-    pending while rank 0 prepares, so no NCCL/gloo timeout can fire however long that takes.
+    """The manifest of ``path`` once another process (rank 0) completes it, polled every ``poll_s`` seconds: no
+    collective is pending meanwhile, so no NCCL/gloo timeout fires.
 
     Raises:
-        DataError: not complete after ``timeout_s`` seconds (names the directory, the wait,
-            and the fixes: prepare it first, or raise ``--corpus-wait-s``), or complete but invalid.
+        DataError: no manifest after ``timeout_s`` seconds (the fixes named), or one that is invalid.
     """
     deadline = clock() + timeout_s
     while True:
@@ -171,18 +153,9 @@ def wait_for_store(path, timeout_s: float = 6 * 3600.0, poll_s: float = 2.0, clo
         sleep(poll_s)
 
 
-# ----- a store for a run: where a raw corpus is prepared, and what went in ---------------------
 def store_dir_for(corpus) -> Path:
-    """Where a corpus that is not yet prepared gets prepared: ``runs/corpus/<name>-<hash>``.
-
-    The hash is of the inputs as absolute paths (``~`` expanded, relative paths resolved against the
-    working directory; glob patterns kept as patterns), so the same files given as ``data/x.jsonl``
-    from the shell and as ``/home/me/data/x.jsonl`` from a notebook, at any scale, share one store
-    (preparing 2 GB twice costs minutes and GBs); every rank and node given the same ``--corpus``
-    computes the same directory (it must be on a shared filesystem).
-    """
-    import os
-
+    """``runs/corpus/<name>-<hash of the inputs as absolute paths>``: where a raw corpus is prepared, the same
+    however its paths are typed and on every rank and node (a shared filesystem)."""
     from nbkit import runs
 
     items = [str(c) for c in (corpus if isinstance(corpus, (list, tuple)) else [corpus])]
@@ -192,20 +165,11 @@ def store_dir_for(corpus) -> Path:
 
 
 def corpus_store(corpus, out_dir=None, **settings) -> Path:
-    """A prepared store for ``corpus``: itself when it already is one, else prepared into ``out_dir``.
-
-    Args:
-        corpus: a prepared directory (``manifest.json`` with ``complete: true``), alone or as the
-            only item of a list (papermill's ``-y 'corpus: [DIR]'``), or a path, glob, folder or
-            list of them for ``nbkit.corpus.prepare_corpus``.
-        out_dir: where to prepare (default :func:`store_dir_for`); a finished one is reused
-            (the writer checks its inputs and settings).
-        settings: passed to ``prepare_corpus`` (``text_field=``, ``num_workers=``, ...).
+    """The store for ``corpus``: itself when it is one (:func:`given_store`), else prepared by
+    ``prepare_corpus(corpus, out_dir, **settings)`` (default :func:`store_dir_for`; a finished one is reused).
 
     Raises:
-        DataError / ConfigError: what preparing raises (bad input under ``errors="raise"``, a
-            changed input or setting of a finished store, an input that is, holds or lies in a
-            store), or a store listed with other inputs (:func:`nbkit.corpus.store.given_store`).
+        ConfigError / DataError: what :func:`given_store` and ``prepare_corpus`` raise.
     """
     from nbkit.corpus import prepare_corpus
 

@@ -1,10 +1,6 @@
-"""The store's tokenizer: the user's own (copied in), or WordPiece trained on a documented sample.
-
-The sample is the first ``sample_mb`` MB (UTF-8) of texts, in input order, that pass the validity
-rule and the filters, are not held out (:func:`is_heldout`) and are not repeats within the sample;
-the whole corpus when it is smaller. It is trained with :func:`nbkit.text.tokenizer.train_wordpiece`
-(deterministic: the same sample gives the same ``tokenizer.json``) into a temp folder renamed to
-``tokenizer/`` when complete, so a killed run retrains and a finished one is reused.
+"""The store's tokenizer: the user's own (copied in), or WordPiece trained on a documented sample (the first
+``sample_mb`` MB of kept texts in input order, held-out, repeated and excluded ones left out), written to a temp
+folder renamed to ``tokenizer/`` when complete; and the held-out rule.
 """
 from __future__ import annotations
 
@@ -24,14 +20,9 @@ TRAINED_NFKC = False
 
 
 def tokenizer_identity(given: str | None) -> dict[str, Any]:
-    """What the store's settings record of its tokenizer, known before any text is read.
-
-    Returns ``{"unicode_normalization": form, "tokenizer_sha256": digest}``: ``form`` is the Unicode
-    normalisation the tokenizer runs (``"NFKC"``, ``"NFC"``, ...; ``"none"`` for BERT's normalizer
-    alone), which the workers apply to the stored text; ``digest`` is the SHA-256 of the given
-    tokenizer's pipeline as loaded (``backend_tokenizer.to_str()``), ``None`` when the store trains
-    its own. Both are compared on a rerun, so a store prepared with one tokenizer is never reused
-    with another (another file at the same path, or nbkit's old NFKC default).
+    """``{"unicode_normalization", "tokenizer_sha256"}`` for the settings: the form the tokenizer runs (applied
+    to the stored text; ``"none"`` for BERT's normalizer alone) and the SHA-256 of a given one's pipeline (None
+    when the store trains its own), so a store is never reused with another tokenizer.
 
     Raises:
         ConfigError: a given tokenizer that does not load with ``AutoTokenizer`` or has no fast version.
@@ -77,8 +68,8 @@ def _ids(tok, out: dict[str, Any]) -> dict[str, Any]:
 
 def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int,
                  excluded=()) -> tuple[list[str], int]:
-    """The tokenizer's training sample from lists of cleaned texts in input order: ``(texts, bytes)``;
-    held-out texts, repeats and texts whose hash is in ``excluded`` (uint64 hashes) are left out."""
+    """The training sample ``(texts, UTF-8 bytes)`` from batches of cleaned texts in input order, held-out
+    texts, repeats and ``excluded`` (uint64 hashes) left out, up to ``max_bytes``."""
     from nbkit.corpus.worker import doc_key
 
     texts, seen, size, cut = [], {int(h) for h in excluded}, 0, heldout_cut(share)
@@ -97,8 +88,8 @@ def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int,
 
 def short_vocab_note(n_vocab: int, asked: int, n_texts: int, sample_bytes: int, sample_cut: bool,
                      sample_mb: float) -> str | None:
-    """The warning for a trained vocabulary under :data:`~nbkit.text.wordpiece_order.FAR_BELOW` of ``asked``
-    (tokens), with its reason and fix; None when it came close enough. Depends on the outcome only."""
+    """The warning for a trained vocabulary under :data:`~nbkit.text.wordpiece_order.FAR_BELOW` of ``asked``,
+    with its reason and fix; None when close enough."""
     from nbkit.text.wordpiece_order import FAR_BELOW
 
     if n_vocab >= FAR_BELOW * asked:
@@ -116,11 +107,8 @@ def short_vocab_note(n_vocab: int, asked: int, n_texts: int, sample_bytes: int, 
 
 def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
                      cleaned: Callable[[], Iterable[list[str]]], excluded=()) -> tuple[dict[str, Any], float]:
-    """``out_dir/tokenizer/`` ready (reused, copied or trained); returns ``(info, seconds spent)``.
-
-    Args:
-        cleaned: called only when training: yields lists of cleaned texts in input order.
-        excluded: uint64 hashes of texts kept out of the sample (the ``exclude_texts`` setting).
+    """``out_dir/tokenizer/`` reused, copied or trained; returns ``(info, seconds)``. ``cleaned()`` (called only
+    to train) yields batches of cleaned texts; ``excluded``: uint64 hashes kept out of the sample.
 
     Raises:
         ConfigError: a given tokenizer that does not load or lacks [SEP]/[CLS].

@@ -1,21 +1,9 @@
-"""MediaWiki markup stripped from corpus texts (a Wikipedia dump as users have it), by regexes.
+"""MediaWiki markup stripped from corpus texts by regexes (a Wikipedia dump as users have it).
 
-:func:`strip_markup` keeps the prose and drops what a reader of the rendered page does not read as text:
-comments, ``<ref>...</ref>`` (and ``<math>``, ``<gallery>``, ... with their content), templates
-``{{...}}`` (nested; a few that show text keep it: ``{{lang|en|X}}``, ``{{lang-en|X}}``, ``{{le|中文|English}}``,
-``{{nowrap|X}}``), tables ``{| ... |}`` (nested), file and category links (``[[File:...]]``, ``[[分类:...]]``,
-interwiki ``[[en:...]]``), other tags (their content kept), ``'''bold'''`` and ``''italic''`` quotes, heading
-``==`` marks, list marks at line starts, magic words (``__TOC__``), and zhwiki's language conversion
-``-{zh-hans:计算机;zh-hant:電腦}-`` (the zh-hans / zh-cn form, else the first). Links keep their label:
-``[[a|b]]`` -> ``b``, ``[[a]]`` -> ``a``, ``[http://x 标签]`` -> ``标签``. HTML entities are decoded.
-
-Unbalanced markup (a stray ``{{`` in a review) is left as written, never eats the rest of a text. A text
-holding no markup character pays one character-class search (:data:`_HINT`), one with line breaks also :data:`_ANY`.
-
-Cost (``bench/corpus_wiki.py``, one core of the shared 2-core machine, load 1.5-5): 11-15 MB/s (about
-70-90 us per KB) on zhwiki-style articles full of markup; 130 MB/s on articles with line breaks but no markup,
-290 MB/s on single lines without any (one character-class search). mwparserfromhell 0.7.2's ``strip_code``
-on the same articles: 0.4-1 MB/s (10-30x slower), so it is not used.
+:func:`strip_markup` keeps what a reader of the rendered page reads: templates, tables, ``<ref>``, file and
+category links, comments and formatting go; links keep their label, a few templates their text, zhwiki's
+``-{zh-hans:...;zh-hant:...}-`` its zh-hans form (the full list: docs/corpus.md, step 1). Unbalanced markup is
+left as written. Regexes, not mwparserfromhell: 10-30x faster on the same articles (``bench/corpus_wiki.py``).
 """
 from __future__ import annotations
 
@@ -109,11 +97,10 @@ def _until_stable(pattern: re.Pattern, repl, text: str) -> str:
 
 
 def strip_markup(text: str) -> str:
-    """``text`` with MediaWiki markup removed (module docstring: what goes, what stays); plain text unchanged.
+    """``text`` with MediaWiki markup removed; a text without markup is returned as is.
 
-    Cost: about 80 us per KB of markup-heavy article (11-15 MB/s, one core), one character-class search for
-    a line without markup. Runs of blank lines become one empty line; leading/trailing whitespace is
-    stripped only when markup was found.
+    Cost: 11-15 MB/s per core on markup-heavy articles; 130-290 MB/s (one or two regex searches) without markup.
+    Runs of blank lines become one empty line; whitespace is stripped at the ends only when markup was found.
     """
     if not _HINT.search(text) and text[:1] not in "=*#:;" or not _ANY.search(text):
         return text

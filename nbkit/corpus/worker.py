@@ -1,36 +1,11 @@
-"""Per-chunk work of the corpus preparation, run in the worker processes (or in-process for one worker).
-
-For each raw item of a :class:`~nbkit.corpus.readers.Chunk`, in order:
-
-1. decode (UTF-8, strict: a broken line is dropped as ``bad_utf8``; a UTF-8 byte order mark at a line's
-   start is ignored; a line holding a NUL byte is dropped as ``nul_byte``) and parse (JSON lines:
-   ``bad_json`` when not a JSON object, ``no_text_field`` when the field is absent); a value that is not
-   a string is named by its type (:func:`as_text`: ``missing`` for null, ``not_text`` for ``text is int``,
-   ``text is a list of 2 str, 1 int``, ...), a list of strings is a document's paragraphs joined with
-   ``"\n"`` (``paragraph_lists_joined``), bytes (a binary parquet column) are decoded as UTF-8;
-   then MediaWiki markup is stripped when ``strip_markup`` is on (:mod:`nbkit.corpus.wikimarkup`;
-   ``markup_stripped``; a text left empty, or a redirect page, is dropped as ``markup_only``);
-2. cut a text longer than ``max_chars`` with :func:`nbkit.data.textrule.split_long` (each piece is
-   its own text from here on; counted as ``long_texts_cut``);
-3. the validity rule :func:`nbkit.data.textrule.check_text` (``missing``, ``blank``,
-   ``repaired_surrogates``);
-4. the Unicode normalisation the store's tokenizer itself runs first, if any (``settings
-   ["unicode_normalization"]``: ``"NFKC"`` for a tokenizer trained with ``nfkc=True``, ``"none"`` for
-   nbkit's default and ``bert-base-chinese``: the text is stored as that tokenizer sees it, so the
-   table lookup of :mod:`nbkit.corpus.fastpath` gives its ids), then the filters: ``too_short``
-   (fewer than ``min_chars`` non-whitespace characters), ``non_cjk`` (CJK ideographs below
-   ``min_cjk_share`` of the non-whitespace characters; off at 0);
-5. (``encode`` only) the document key :func:`doc_key` (the 64-bit hash of the text after NFKC, whatever
-   the tokenizer: width variants count as one text for dedup, held-out split and exclusion), the
-   WordPiece ids of the text and the
-   word starts aligned to them (:mod:`nbkit.corpus.fastpath`: the segmenter's words, ids by table
-   lookup for CJK characters and punctuation, the tokenizer for the rest).
-
-Deduplication and the held-out split need the whole stream's history, so the main process does them
-(:mod:`nbkit.corpus.prepare`) from the hashes returned here.
+"""Per-chunk work of the corpus preparation, in the worker processes (docs/corpus.md, "What happens to each
+text"): decode and parse, strip markup, cut long texts, the validity rule, the tokenizer's own normalisation,
+the filters; then the document key, ids and word starts. Dedup and the held-out split need the whole stream:
+the main process does them from the hashes returned here.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import re
@@ -51,19 +26,11 @@ _WS = re.compile(r"\s+")
 _STATE: dict[str, Any] = {}  # per process: the loaded tokenizer and segmenter, keyed by content (see _tools)
 
 
-def text_hash(text: str) -> int:
-    """64-bit hash of ``text`` (blake2b, 8-byte digest, little-endian): deterministic across processes and runs."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
-
-
 def doc_key(text: str) -> int:
-    """The identity of a text for dedup, the held-out split and ``exclude_texts``: :func:`text_hash` of its NFKC form.
-
-    NFKC whatever the tokenizer, so ``ＡＢＣ１２３`` and ``ABC123`` are one text (a duplicate) and a
-    text's split does not depend on the tokenizer; NFKC is idempotent, so for an NFKC tokenizer this
-    is the hash of the stored text.
-    """
-    return text_hash(unicodedata.normalize("NFKC", text))
+    """A text's identity for dedup, the held-out split and ``exclude_texts``: blake2b-64 (little-endian) of
+    its NFKC form, whatever the tokenizer, so ``ＡＢＣ１２３`` and ``ABC123`` are one text."""
+    nfkc = unicodedata.normalize("NFKC", text).encode("utf-8")
+    return int.from_bytes(hashlib.blake2b(nfkc, digest_size=8).digest(), "little")
 
 
 def _problem(counts: Counter, problems: list, seen: Counter, errors: str, path: str, line: int, reason: str,
@@ -75,21 +42,14 @@ def _problem(counts: Counter, problems: list, seen: Counter, errors: str, path: 
     keep_location(problems, seen, path, line, reason, detail)
 
 
-_BOM = b"\xef\xbb\xbf"
-
-
 def _type_name(value) -> str:
     return "null" if value is None else type(value).__name__
 
 
 def as_text(value, field: str):
-    """A field's value as text, or ``(reason, detail)`` naming what it is instead.
-
-    ``str`` as is; ``bytes`` decoded as UTF-8 (raises ``UnicodeDecodeError``); a list of strings as a list
-    (a document's paragraphs: the caller joins them with ``"\n"``); ``None`` -> ``("missing", "text is null")``;
-    any other type -> ``("not_text", "text is int")``, ``"text is a list of 2 str, 1 int"``, ``"text is dict
-    (keys: [...])"``.
-    """
+    """A field's value as text (``bytes`` decoded as UTF-8, may raise ``UnicodeDecodeError``), a list of
+    strings (a document's paragraphs), or ``(reason, detail)``: ``("missing", "text is null")``,
+    ``("not_text", "text is int")``, ``"text is a list of 2 str, 1 int"``, ``"text is dict (keys: [...])"``."""
     if isinstance(value, str):
         return value
     if isinstance(value, bytes):
@@ -108,11 +68,9 @@ def as_text(value, field: str):
 
 
 def _value(item, kind: str, field: str):
-    """The raw text value of one item (a list of strings: paragraphs, joined by the caller), or
-    ``(reason, detail)`` for a bad line."""
+    """One item's raw text value (a list of strings: paragraphs), or ``(reason, detail)`` for a bad line."""
     if isinstance(item, bytes) and kind in ("txt", "jsonl", "json"):
-        if item.startswith(_BOM):
-            item = item[3:]
+        item = item.removeprefix(codecs.BOM_UTF8)
         nul = item.find(0)
         if nul >= 0:
             return ("nul_byte", f"a NUL byte at byte {nul + 1} of the line")
@@ -136,12 +94,8 @@ def _value(item, kind: str, field: str):
 
 
 def iter_texts(inputs, text_field: str = "text"):
-    """Every raw text of ``inputs``, in order, as ``str``: the corpus formats (``.txt`` lines, JSON lines /
-    arrays' ``text_field``, parquet columns; optionally ``.gz``/``.zst``), bad lines and bad files skipped.
-
-    For small files, such as the evaluation texts ``prepare-corpus --exclude`` keeps out of a store:
-    :func:`nbkit.corpus.dedup.exclusion_hashes` then cuts, checks and hashes them as corpus texts are.
-    Reads each input once; the texts are held only as long as the caller keeps them.
+    """Every raw text of ``inputs`` in order (the corpus formats; bad lines and files skipped), streamed: for
+    the evaluation texts ``prepare-corpus --exclude`` keeps out of a store.
 
     Raises:
         ConfigError: no input file found (:func:`nbkit.corpus.sources.resolve_inputs`).
@@ -168,13 +122,11 @@ def iter_texts(inputs, text_field: str = "text"):
 
 
 def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, list[dict], list[int], dict | None]:
-    """Steps 1-4 for one chunk: ``(texts, counts, problems, lines, scan)``, texts as stored (step 4), in input order.
+    """Clean one chunk: ``(texts as stored, counts, problems, lines, scan)``, in input order.
 
-    ``counts`` holds drops by reason (exact), repairs and ``n_items`` / ``n_texts_read`` (texts after
-    cutting); ``problems`` locates dropped lines, every reason (file and 1-based line; the first
-    :data:`nbkit.corpus.report.PER_FILE_REASON` per reason); ``lines`` the 1-based line of each text
-    (a long line's pieces share it); ``scan`` the chunk's :func:`nbkit.data.filecheck.scan_line`
-    counts (``.txt``/``.jsonl``; None for parquet and JSON arrays), for the file's encoding verdict.
+    ``counts``: drops by reason (exact), repairs, ``n_items``, ``n_texts_read``; ``problems``: the first
+    located drops per reason; ``lines``: each text's 1-based line; ``scan``: the chunk's
+    :func:`nbkit.data.filecheck.scan_line` counts (None for parquet and JSON arrays).
 
     Raises:
         DataError: a bad line when ``settings["errors"] == "raise"``.
@@ -257,12 +209,11 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
 
 
 def _tools(settings: dict):
-    """``(tokenizer, lookup table, cutter)`` of this process, reloaded when ``tokenizer_json_sha256`` (the
-    SHA-256 of ``tokenizer.json``'s bytes, from the parent) or the segmenter differ: keyed by content, not
-    by the path, whose file a re-preparation (``overwrite=True`` in one kernel) replaces.
+    """``(tokenizer, lookup table, cutter)`` of this process, keyed by ``tokenizer.json``'s SHA-256 and the
+    segmenter, not by its path (``overwrite=True`` in one kernel replaces the file).
 
     Raises:
-        DataError: the file's bytes do not hash to ``tokenizer_json_sha256`` (it changed during the preparation).
+        DataError: the file no longer hashes to ``tokenizer_json_sha256`` (changed during the preparation).
     """
     key = (settings["tokenizer_json_sha256"], settings["segmenter"])
     if _STATE.get("key") != key:
@@ -285,15 +236,12 @@ def _tools(settings: dict):
 
 
 def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
-    """Steps 1-5 for one chunk; returns numpy arrays for the main process.
+    """Clean and encode one chunk (``n``: texts kept, ``t``: their tokens; a text with no token is ``no_tokens``).
 
     Returns:
-        ``hashes`` (uint64, n_docs: :func:`doc_key`), ``lens`` (int64, n_docs: tokens per text incl. its ``[SEP]``),
-        ``chars`` (int64, n_docs), ``lines`` (int64, n_docs: each text's 1-based line), ``ids`` (``settings["dtype"]``, sum(lens)), ``wst`` (uint8, sum(lens):
-        1 at a word's first token and at ``[SEP]``), ``counts`` (Counter), ``problems`` (list), ``scan``
-        (:func:`clean_chunk`'s).
-        A text that gives no token (every character removed by the tokenizer's normaliser) is
-        dropped as ``no_tokens``.
+        ``hashes`` (n,) uint64 :func:`doc_key`; ``lens`` (n,) int64 tokens incl. ``[SEP]``; ``chars`` (n,);
+        ``lines`` (n,); ``ids`` (t,) of ``settings["dtype"]``; ``wst`` (t,) uint8, 1 at a word's first token
+        and at ``[SEP]``; ``counts``, ``problems``, ``scan`` as :func:`clean_chunk`'s.
     """
     from nbkit.corpus.fastpath import encode_texts
 
