@@ -209,3 +209,11 @@ def test_every_executable_script_names_its_interpreter():
                              capture_output=True, text=True, check=True).stdout.split()
     bad = [p for p in tracked if os.access(ROOT / p, os.X_OK) and not (ROOT / p).read_bytes().startswith(b"#!")]
     assert not bad, f"executable without a #! line (add `#!/usr/bin/env bash` or python3): {bad}"
+
+
+def test_the_architecture_map_lists_every_module_as_it_is():
+    """docs/architecture.md's tree is generated from the modules' docstrings; a module added, moved or renamed
+    without `scripts/architecture_tree.py` leaves the map stale."""
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "architecture_tree.py"), "--check"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
