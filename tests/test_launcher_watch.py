@@ -61,10 +61,13 @@ LAUNCHER = textwrap.dedent("""
 """)
 
 
-def start_family(tmp_path, mode):
+def start_family(tmp_path, mode, sigint_ignored=False):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHELASTIC_RUN_ID": "test"}
+    import signal
+
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None   # as `cmd &` does
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, WORKER, str(tmp_path), mode], env=env,
-                                stdout=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, text=True, preexec_fn=ignore)
     worker = psutil.Process(int(launcher.stdout.readline()))
     deadline = time.monotonic() + 60
     while not (tmp_path / "started").exists():
@@ -85,9 +88,12 @@ def gone_within(proc: psutil.Process, seconds: float) -> float | None:
     return None
 
 
-@pytest.mark.parametrize("mode", ["clean", "stubborn"])
-def test_worker_stops_when_its_launcher_is_killed(tmp_path, mode):
-    launcher, worker = start_family(tmp_path, mode)
+@pytest.mark.parametrize("mode, sigint_ignored", [("clean", False), ("stubborn", False), ("clean", True)],
+                         ids=["clean", "stubborn", "started-in-the-background"])
+def test_worker_stops_when_its_launcher_is_killed(tmp_path, mode, sigint_ignored):
+    """Also when started from a background shell (`torchrun ... &`: SIGINT inherited as ignored), where the
+    interrupt did nothing and the worker died by os._exit after the grace period, without its clean stop."""
+    launcher, worker = start_family(tmp_path, mode, sigint_ignored)
     try:
         launcher.kill()                   # SIGKILL: the launcher cannot stop its worker
         launcher.wait()

@@ -67,10 +67,19 @@ def launched_worker(env=None) -> bool:
 
 
 def watch_launcher(interval_s: float = 0.5, grace_s: float = 5.0, env=None) -> "LauncherWatch | None":
-    """Start the process's one watch when :func:`launched_worker` (idempotent); the running watch, or None."""
+    """Start the process's one watch when :func:`launched_worker` (idempotent); the running watch, or None.
+
+    Called from the main thread, it also undoes an inherited ``SIGINT`` ignore (a job started with ``&``), so
+    the launcher's death still reaches the main thread as ``KeyboardInterrupt``."""
     global _watch
     if not launched_worker(env):
         return None
+    import signal
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # started from a background shell (`cmd &`, nohup): SIGINT is inherited as ignored, and the watch's
+        # interrupt would do nothing (the process would only end by os._exit after grace_s, without a checkpoint)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     with _lock:
         if _watch is None or not _watch.is_alive():
             _watch = LauncherWatch(interval_s, grace_s)
