@@ -123,7 +123,7 @@ def test_missing_torchrun_is_a_config_error(monkeypatch):
 def test_build_command_forms(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("")
-    head = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    head = [sys.executable, "-m", "nbkit.jobs.launch", "--standalone", "--nproc-per-node=2"]
     assert L.build_command(str(script), 2, ["--x", 1]) == [*head, str(script), "--x", "1"]
     assert L.build_command("nbkit.jobs.pretrain", 2) == [*head, "-m", "nbkit.jobs.pretrain"]
     assert L.build_command(psutil.cpu_count, 2)[-2:] == ["nbkit.jobs.call", "psutil:cpu_count"]
