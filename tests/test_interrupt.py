@@ -184,3 +184,27 @@ def test_torchrun_ctrl_c_exits_130_and_one_process_resumes_with_the_same_global_
     assert "global batch 32 -> 16" not in done.stdout + done.stderr     # no "changed settings" warning for it
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["steps"] == 300 and metrics["grad_accum_steps"] == 2 and metrics["world_size"] == 1
+
+
+@pytest.mark.slow
+def test_in_a_jupyter_kernel_the_interrupt_is_one_line_and_the_checkpoint_is_there(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell(
+        f"import sys\nsys.path.insert(0, {str(TESTS)!r})\n"
+        "from test_interrupt import CtrlC, _loop\n"
+        f"loop = _loop({str(tmp_path / 'run')!r}, [CtrlC(at=2)])"),
+        nbformat.v4.new_code_cell("result = loop.fit()"), nbformat.v4.new_code_cell("print('not reached')")]
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}})
+    with pytest.raises(CellExecutionError) as info:      # papermill stops here too: the cell raised
+        client.execute()
+    assert info.value.ename == "TrainingInterrupted"
+    error = next(o for o in nb.cells[1].outputs if o.output_type == "error")
+    assert len(error.traceback) == 1 and error.traceback[0].startswith("TrainingInterrupted: Ctrl-C: stopped at step 3")
+    assert "Run the same cell or command again to resume" in error.traceback[0]
+    assert not nb.cells[2].outputs
+    assert [c.step for c in ckpt.list_checkpoints(tmp_path / "run")] == [3]
