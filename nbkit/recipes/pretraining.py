@@ -352,7 +352,8 @@ def _resumed_plan(cfg: PretrainConfig, out: Path, inputs: dict) -> dict | None:
         return None
     if plan.get("inputs") != inputs:
         return None
-    plan["reasons"] = [*plan.get("reasons", []), f"kept from {path}: this run resumes from its checkpoints"]
+    plan["reasons"] = [*(r for r in plan.get("reasons", []) if not r.startswith("kept from ")),
+                       f"kept from {path}: this run resumes from its checkpoints"]
     return plan
 
 
