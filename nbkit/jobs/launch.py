@@ -234,16 +234,20 @@ class LaunchHandle:
     def interrupt(self, grace_s: float = 60.0) -> int | None:
         """Ctrl-C for the job: SIGINT to torchrun, which forwards it to the workers (they save a checkpoint at the
         step boundary and exit, within torchrun's ``--shutdown-timeout``, 30 s by default); after ``grace_s`` s
-        :meth:`terminate`. Returns the exit code (130 when it stopped on the signal)."""
+        :meth:`terminate` (at once after a second interrupt). Returns the exit code (130 when it stopped on the
+        signal)."""
         try:
             os.kill(self.proc.pid, signal.SIGINT)
         except ProcessLookupError:
             pass
         deadline = time.monotonic() + grace_s
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            self.poll()   # show the workers' last lines (where they stopped, how to resume)
-            time.sleep(0.1)
-        return self.terminate()
+        try:
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                self.poll()   # show the workers' last lines (where they stopped, how to resume)
+                time.sleep(0.1)
+        finally:              # also after a second interrupt: nothing of the job is left running
+            rc = self.terminate()
+        return rc
 
     def terminate(self, grace_s: float = 10.0) -> int | None:
         """SIGTERM the job (torchrun's group and every worker seen), SIGKILL after ``grace_s`` s.
