@@ -96,8 +96,10 @@ def main(argv=None):
     ap.add_argument("--stop-at", type=int, default=None)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--step-sleep", type=float, default=0.0)
+    ap.add_argument("--ckpt-every", type=int, default=2)
     a = ap.parse_args(argv)
-    run(a.out, a.batch_size, steps=a.steps, stop_at=a.stop_at, resume=a.resume, step_sleep=a.step_sleep)
+    run(a.out, a.batch_size, steps=a.steps, stop_at=a.stop_at, resume=a.resume, step_sleep=a.step_sleep,
+        ckpt_every=a.ckpt_every)
     from nbkit.train.ddp.group import cleanup
 
     cleanup()

@@ -24,19 +24,19 @@ def test_size_run_grows_the_model_with_the_corpus_and_reads_a_big_one_about_once
     small, wiki = size_run(1_000_000, "cuda"), size_run(700_000_000, "cuda")
     assert small["model"] == "mini" and wiki["model"] == "small"      # 20 tokens per parameter: 35 M -> small
     assert small["train_tokens"] >= 0.99 * min(MIN_TOKENS, MAX_PASSES * 1_000_000)   # 40 passes win here
-    assert small["passes"] <= MAX_PASSES and "40 passes" in small["reasons"][1]
+    assert small["passes"] <= MAX_PASSES and "40 passes" in small["reasons"][2]
     assert 0.9 < wiki["passes"] < 1.2                                  # one pass (within the 4 h budget)
     huge = size_run(5_000_000_000, "cuda")
     assert huge["model"] == "base" and huge["lr"] == 1e-4 and huge["warmup_ratio"] == 0.1
     assert huge["passes"] < 1 and huge["estimated_s"] <= 4 * 3600 + 60          # capped by the time budget
-    assert all(isinstance(r, str) and r for r in huge["reasons"]) and len(huge["reasons"]) == 3
+    assert all(isinstance(r, str) and r for r in huge["reasons"]) and len(huge["reasons"]) == 4
 
 
 def test_size_run_under_torchrun_counts_every_process_in_a_step():
     one, two = size_run(1_000_000, "cuda"), size_run(1_000_000, "cuda", world_size=2)   # capped by passes
     assert two["train_tokens"] == pytest.approx(one["train_tokens"], rel=1e-3)            # same passes ...
     assert two["max_steps"] in (one["max_steps"] // 2, one["max_steps"] // 2 + 1)         # ... in half the steps
-    assert "x 2 processes" in two["reasons"][1]
+    assert "x 2 processes" in two["reasons"][2]
     big1, big4 = size_run(10**11, "cuda"), size_run(10**11, "cuda", world_size=4)  # 4 h-bound
     assert big4["train_tokens"] == pytest.approx(4 * big1["train_tokens"], rel=1e-3)
     assert big4["estimated_s"] == pytest.approx(big1["estimated_s"], rel=1e-3)
@@ -52,7 +52,7 @@ def test_size_run_on_cpu_stays_narrow_and_inside_its_budget():
     assert tiny_corpus["passes"] <= MAX_PASSES + 1e-9 and "too small" in tiny_corpus["reasons"][0]
     capped = size_run(10_000, "cpu", block_size=64, max_passes=10)   # the run's own cap, stated in the plan
     assert capped["passes"] <= 10 + 1e-9 and capped["max_steps"] < tiny_corpus["max_steps"]
-    assert "the run's max_passes" in capped["reasons"][1]
+    assert "the run's max_passes" in capped["reasons"][2]
     assert size_run(10_000, "cpu", block_size=64, max_passes=100)["passes"] <= MAX_PASSES + 1e-9
     with pytest.raises(ValueError, match="max_passes"):
         size_run(1000, "cpu", max_passes=0)
@@ -122,11 +122,12 @@ def test_plateau_check_samples_a_store_instead_of_reading_it_all(store_dir):
     assert len(ds.sample_blocks(10)) == 10
 
 
-def test_recipe_size_applies_the_plan_but_keeps_what_the_user_set(store_dir, monkeypatch):
+def test_recipe_size_applies_the_plan_but_keeps_what_the_user_set(store_dir, monkeypatch, runs_tmp):
     from nbkit.recipes import pretraining as pt
     from nbkit.recipes import sizing
 
     real = sizing.size_run
+    monkeypatch.setattr(sizing, "measure_speed", lambda *a, **k: {"tokens_per_s": 10_900.0, "how": "timed"})
     monkeypatch.setattr(sizing, "size_run", lambda n, device, **kw: real(700_000_000, device, **kw))  # a big corpus
     cfg, plan = pt.size(pt.PretrainConfig.for_scale("gpu", corpus=str(store_dir)), pt.PretrainCorpus(store=store_dir), "cuda")
     assert cfg.model == "small" and cfg.max_steps == plan["max_steps"] and plan["applied"] == "applied"

@@ -88,6 +88,29 @@ def test_interrupt_terminates_torchrun_and_its_workers(tmp_path, monkeypatch):
 
 @pytest.mark.multiproc
 @pytest.mark.slow
+def test_a_kernel_interrupt_lets_the_workers_checkpoint_and_the_job_exits_130(tmp_path):
+    from nbkit.train.checkpoint import list_checkpoints
+
+    seen = []
+
+    def interrupt_once(m):
+        seen.append(m)
+        if len(seen) == 3:
+            raise KeyboardInterrupt   # "interrupt kernel" once, during wait()
+
+    h = L.launch(LOOP_JOB, nproc_per_node=2, device="cpu", show=False, env=ENV, on_metrics=interrupt_once,
+                 args=[*long_loop_job(tmp_path / "run"), "--ckpt-every", "100000"])
+    with pytest.raises(KeyboardInterrupt):
+        h.wait(timeout=180)
+    assert h.returncode == 130, "\n".join(h.lines)        # python -m nbkit.jobs.launch: 128 + SIGINT
+    saved = list_checkpoints(tmp_path / "run")
+    assert saved and saved[-1].step >= 3, "the workers saved at the step boundary, not by steps"
+    assert not any("SignalException" in ln for ln in h.lines)
+    no_process_left(h)
+
+
+@pytest.mark.multiproc
+@pytest.mark.slow
 def test_terminate_stops_a_running_job(tmp_path):
     h = L.launch(LOOP_JOB, nproc_per_node=2, device="cpu", show=False, env=ENV,
                  args=long_loop_job(tmp_path / "run"))
@@ -123,7 +146,7 @@ def test_missing_torchrun_is_a_config_error(monkeypatch):
 def test_build_command_forms(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("")
-    head = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    head = [sys.executable, "-m", "nbkit.jobs.launch", "--standalone", "--nproc-per-node=2"]
     assert L.build_command(str(script), 2, ["--x", 1]) == [*head, str(script), "--x", "1"]
     assert L.build_command("nbkit.jobs.pretrain", 2) == [*head, "-m", "nbkit.jobs.pretrain"]
     assert L.build_command(psutil.cpu_count, 2)[-2:] == ["nbkit.jobs.call", "psutil:cpu_count"]

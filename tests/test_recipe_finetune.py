@@ -1,6 +1,7 @@
 """The fine-tuning recipe (nbkit.recipes.finetuning): defaults per scale, overrides, each stage at smoke, the job."""
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -39,7 +40,7 @@ def test_overrides_win_none_keeps_and_all_means_everything():
     table = cfg.table()
     assert table.loc["lr", "from"] == "override" and table.loc["max_length", "from"] == "scale smoke"
     assert table.loc["warmup_ratio", "from"].startswith("recipe: 10 %") and len(table) == len(dataclasses.fields(cfg))
-    assert "lr               = 0.01" in repr(cfg)
+    assert re.search(r"\n  lr +  = 0\.01,\n", repr(cfg))   # one field a line, aligned
 
 
 def test_unknown_field_and_task_are_config_errors_naming_the_valid_ones():

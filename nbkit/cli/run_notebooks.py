@@ -2,7 +2,8 @@
 
 Executed copies go to ``<runs>/<scale>/executed/`` beside ``NN_name.kernel.log``. A failing, timed-out or
 killed cell stops the run with one line naming the notebook, the cell and the fix. Progress: a tqdm bar
-on a terminal, plain lines and a heartbeat in logs, with the loop's step, loss and ETA while a cell trains.
+on a terminal, plain lines and a heartbeat in logs, and while a cell trains the loop's own progress lines
+(step, loss, ETA: ``nbkit.train.callbacks.ProgressLine``) as they appear in the cell's output.
 """
 from __future__ import annotations
 
@@ -111,26 +112,13 @@ def first_line(source: str, width: int = 60) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
-def loop_status(path: str | Path | None, since: float) -> str | None:
-    """``training step 12/40, loss 3.21, ETA 1 min 11 s`` from the progress file ``path``
-    (:class:`nbkit.train.callbacks.ProgressFile`); None when missing, unreadable, done, or written before ``since`` (Unix s).
-    """
-    if path is None:
-        return None
-    try:
-        from nbkit.jsonio import loads_strict
+#: how a training loop's progress line begins (``nbkit.train.callbacks.ProgressLine.PREFIX``; a test ties them)
+LOOP_PREFIX = "train step "
 
-        st = loads_strict(Path(path).read_text(encoding="utf-8"))
-        if st.get("done") or float(st.get("updated", 0)) < since:
-            return None
-        text = f"training step {int(st['step'])}/{int(st['total'])}"
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return None
-    if st.get("loss") is not None:
-        text += f", loss {float(st['loss']):.4g}"
-    if st.get("eta_s") is not None:
-        text += f", ETA {fmt_duration(float(st['eta_s']))}"
-    return text
+
+def loop_lines(text: str) -> list[str]:
+    """The training loop's progress lines in a chunk of a cell's stdout (:data:`LOOP_PREFIX`)."""
+    return [ln.strip() for ln in text.splitlines() if ln.strip().startswith(LOOP_PREFIX)]
 
 
 def code_cells(nb) -> int:
@@ -143,17 +131,18 @@ class NotebookProgress:
     """Live progress of one notebook, fed by nbclient's ``on_cell_execute`` / ``on_cell_executed`` hooks.
 
     ``tty`` (default ``stream.isatty()``): a bar redrawn every second; else plain lines, a heartbeat every
-    ``heartbeat_s`` s. ``status_file``: the kernel's ``NBKIT_PROGRESS_FILE`` (:func:`loop_status`). A context
-    manager (the clock and heartbeat thread); :meth:`finish` writes the closing line.
+    ``heartbeat_s`` s. The training loop's progress lines in a cell's output (:meth:`cell_output`) are printed
+    as they come (plain) or shown beside the bar (tty). A context manager (the clock and heartbeat thread);
+    :meth:`finish` writes the closing line.
     """
 
     def __init__(self, name: str, total: int, stream: TextIO | None = None, tty: bool | None = None,
-                 heartbeat_s: float = 10.0, status_file: str | Path | None = None):
+                 heartbeat_s: float = 10.0):
         self.name, self.total = name, total
         self.stream = stream or sys.stdout
         self.tty = self.stream.isatty() if tty is None else tty
-        self.heartbeat_s, self.status_file = heartbeat_s, status_file
-        self.cell_wall0 = time.time()        # Unix start of the running cell (progress files older are stale)
+        self.heartbeat_s = heartbeat_s
+        self.loop_line: str | None = None    # the running cell's latest training progress line
         self.done = 0
         self.running = False                 # a cell is executing now
         self.cell_index: int | None = None   # nbclient's index (all cells, from 0) of the running cell
@@ -169,11 +158,24 @@ class NotebookProgress:
         """A code cell was sent to the kernel: show it (a line in plain mode)."""
         with self._lock:
             self.cell_index, self.cell_line, self.running = cell_index, first_line(cell.source), True
-            self.cell_t0, self.cell_wall0 = time.monotonic(), time.time()
+            self.cell_t0, self.loop_line = time.monotonic(), None
             if self._bar is not None:
                 self._bar.set_postfix_str(self._running(), refresh=True)
             else:
                 self._line(f"{self.done}/{self.total} done, {self._elapsed()}  running {self._running()}")
+
+    def cell_output(self, text: str) -> None:
+        """Stdout text of the running cell arrived: show the training loop's progress lines in it."""
+        lines = loop_lines(text)
+        if not lines:
+            return
+        with self._lock:
+            self.loop_line = lines[-1]
+            if self._bar is not None:
+                self._bar.set_postfix_str(f"{self._running()} | {self.loop_line}", refresh=True)
+            else:
+                for line in lines:
+                    self._line(line)
 
     def cell_finished(self, cell, cell_index: int, execute_reply=None) -> None:
         """A code cell finished (with or without an error): count it."""
@@ -235,14 +237,14 @@ class NotebookProgress:
         every = 1.0 if self.tty else self.heartbeat_s
         while not self._stop.wait(every):
             with self._lock:
-                loop = loop_status(self.status_file, self.cell_wall0) if self.running else None
+                loop = self.loop_line if self.running else None
                 if self._bar is not None:
                     self._bar.set_postfix_str(self._running() + (f" | {loop}" if loop else ""), refresh=False)
                     self._bar.refresh()  # the elapsed clock moves during a long cell
                 elif self.running:
                     in_cell = fmt_duration(time.monotonic() - self.cell_t0)
                     self._line(f"{self.done}/{self.total} done, {self._elapsed()}  still running "
-                               f"{self._running()} ({in_cell} so far)" + (f"; {loop}" if loop else ""))
+                               f"{self._running()} ({in_cell} so far)")
                 else:
                     idle = ("starting the kernel" if self.cell_index is None else
                             "stopping the kernel" if self.done >= self.total else "between cells")
@@ -453,9 +455,24 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
             signal.signal(signal.SIGTERM, previous)
 
 
+def _client_class():
+    """``NotebookClient`` that hands each stdout chunk of a cell to ``self.on_stdout`` (the loop's progress lines)."""
+    from nbclient import NotebookClient
+
+    class WatchedClient(NotebookClient):
+        on_stdout = None
+
+        def process_message(self, msg, cell, cell_index):
+            content = msg.get("content") or {}
+            if self.on_stdout is not None and msg.get("msg_type") == "stream" and content.get("name") == "stdout":
+                self.on_stdout(content.get("text", ""))
+            return super().process_message(msg, cell, cell_index)
+
+    return WatchedClient
+
+
 def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
     import nbformat
-    from nbclient import NotebookClient
 
     print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)
     rows = [Row(path.stem, "not run") for path in p.notebooks]
@@ -463,25 +480,23 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
     for row, path in zip(rows, p.notebooks):
         nb = nbformat.read(path, as_version=4)
         current: dict = {}  # the cell being executed, for the failure line
-        # the kernel's loops write their step/loss/ETA here (nbkit.train.callbacks.ProgressFile); the heartbeat reads it
-        status_file = p.out_dir / f"{path.stem}.progress.json"
-        status_file.unlink(missing_ok=True)
-        progress = NotebookProgress(path.stem, code_cells(nb), heartbeat_s=heartbeat_s, status_file=status_file)
+        progress = NotebookProgress(path.stem, code_cells(nb), heartbeat_s=heartbeat_s)
 
         def track(cell, cell_index, current=current, progress=progress):
             current.update(cell=cell, index=cell_index)
             progress.cell_started(cell, cell_index)
 
-        client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
-                                resources={"metadata": {"path": str(p.src)}}, on_cell_execute=track,
-                                on_cell_executed=progress.cell_finished)
+        client = _client_class()(nb, timeout=timeout, kernel_name=kernel_name,
+                                 resources={"metadata": {"path": str(p.src)}}, on_cell_execute=track,
+                                 on_cell_executed=progress.cell_finished)
+        client.on_stdout = progress.cell_output
         started = time.time()
         # The kernel process's own output (not the cells': those are in the notebook)
         # goes to a log beside the copy, so a killed kernel's traceback stays off the console.
         kernel_log = p.out_dir / f"{path.stem}.kernel.log"
         try:
             with progress, open(kernel_log, "w") as log:
-                client.execute(env={**p.env, "NBKIT_PROGRESS_FILE": str(status_file)}, stdout=log, stderr=log)
+                client.execute(env=p.env, stdout=log, stderr=log)
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001  (each is reported, none re-raised)
             # While a kernel runs, nbclient's own SIGINT/SIGTERM handler shuts the kernel down (then
             # DeadKernelError or an AttributeError from its cleanup); it leaves this future behind.

@@ -1,6 +1,7 @@
-"""Run a training script under ``torchrun`` from a notebook, stream its output back, stop it cleanly.
+"""Run a training script under ``torchrun`` from a notebook, stream its output back, stop it cleanly;
+and ``python -m nbkit.jobs.launch [torchrun arguments]``: torchrun whose Ctrl-C exits 130 in one line.
 
-``launch`` starts ``python -m torch.distributed.run --standalone --nproc-per-node=N <target> args``
+``launch`` starts ``python -m nbkit.jobs.launch --standalone --nproc-per-node=N <target> args``
 as a *new process* in its own session (``subprocess.Popen(start_new_session=True)``), never
 by forking the kernel: a fork after CUDA is initialised gives children a broken CUDA
 context. Workers write to the same pipe; ``LaunchHandle.wait()`` (in the kernel's main
@@ -8,10 +9,16 @@ thread) shows the latest lines in one display area updated in place (throttled),
 hands every ``NBKIT_METRICS {json}`` line (printed by rank 0 through ``emit_metrics``)
 to ``on_metrics`` - e.g. a ``LivePlot``.
 
-Stopping: ``terminate()`` sends SIGTERM to torchrun's process group *and* to every worker
-seen (torchrun starts each worker in its own session, so a process-group signal alone
-does not reach them), waits ``grace_s``, then SIGKILLs what is left. Interrupting the
-kernel during ``wait()`` does the same, and so does interpreter exit.
+Stopping: ``interrupt()`` sends SIGINT to torchrun, which forwards it to the workers: they save
+a checkpoint at the step boundary and exit (``nbkit.train.loop``); interrupting the kernel during
+``wait()`` does this. ``terminate()`` sends SIGTERM to torchrun's process group *and* to every
+worker seen (torchrun starts each worker in its own session, so a process-group signal alone
+does not reach them), waits ``grace_s``, then SIGKILLs what is left: what ``interrupt()`` falls
+back to, and what interpreter exit does.
+
+Exit codes: torchrun ends any signal with torch's ``SignalException`` traceback and exit code 1, after
+the workers said their line; :func:`main` runs the same launcher but exits 128 + the signal (130 for
+Ctrl-C, 143 for SIGTERM) without that traceback or the agent's shutdown warnings.
 """
 from __future__ import annotations
 
@@ -72,7 +79,7 @@ def build_command(target, nproc_per_node: int = 1, args=(), torchrun_args=()) ->
     else:
         entry = ["-m", target]
     head = list(torchrun_args) or ["--standalone"]
-    return [sys.executable, "-m", "torch.distributed.run", *head,
+    return [sys.executable, "-m", "nbkit.jobs.launch", *head,
             f"--nproc-per-node={int(nproc_per_node)}", *entry, *map(str, args)]
 
 
@@ -181,7 +188,7 @@ class LaunchHandle:
     def wait(self, timeout: float | None = None, check: bool = True) -> int | None:
         """Stream output until the job ends; return its exit code (``None`` after ``timeout`` s).
 
-        Kernel interrupt (KeyboardInterrupt) terminates the whole job, then re-raises.
+        Kernel interrupt (KeyboardInterrupt): :meth:`interrupt` (the workers checkpoint), then re-raises.
 
         Raises:
             RuntimeError: ``check`` and a non-zero exit code; the message holds the last lines.
@@ -193,7 +200,7 @@ class LaunchHandle:
                     return None
                 time.sleep(0.05)
         except KeyboardInterrupt:
-            self.terminate()
+            self.interrupt()
             raise
         finally:
             if self._show and _in_kernel() and self.lines:
@@ -223,6 +230,24 @@ class LaunchHandle:
             except psutil.Error:
                 pass
         return alive
+
+    def interrupt(self, grace_s: float = 60.0) -> int | None:
+        """Ctrl-C for the job: SIGINT to torchrun, which forwards it to the workers (they save a checkpoint at the
+        step boundary and exit, within torchrun's ``--shutdown-timeout``, 30 s by default); after ``grace_s`` s
+        :meth:`terminate` (at once after a second interrupt). Returns the exit code (130 when it stopped on the
+        signal)."""
+        try:
+            os.kill(self.proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + grace_s
+        try:
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                self.poll()   # show the workers' last lines (where they stopped, how to resume)
+                time.sleep(0.1)
+        finally:              # also after a second interrupt: nothing of the job is left running
+            rc = self.terminate()
+        return rc
 
     def terminate(self, grace_s: float = 10.0) -> int | None:
         """SIGTERM the job (torchrun's group and every worker seen), SIGKILL after ``grace_s`` s.
@@ -355,3 +380,32 @@ def parse_metrics_line(line: str) -> dict | None:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+_SHUTDOWN_NOISE = ("death signal, shutting down workers", "closing signal")   # the agent's lines on a signal
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m nbkit.jobs.launch [torchrun arguments]``: torchrun (``torch.distributed.run``), except that a
+    signal stopping it (Ctrl-C) exits ``128 + signal`` (130) after the workers' own lines, without torch's
+    ``SignalException`` traceback and the agent's shutdown warnings. Other outcomes are torchrun's."""
+    import logging
+
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.run import main as torchrun
+
+    class Quiet(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return not any(n in record.getMessage() for n in _SHUTDOWN_NOISE)
+
+    for name in ("torch.distributed.elastic.agent.server.api", "torch.distributed.elastic.multiprocessing.api"):
+        logging.getLogger(name).addFilter(Quiet())
+    try:
+        torchrun(argv)
+    except SignalException as exc:
+        return 128 + int(exc.sigval)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

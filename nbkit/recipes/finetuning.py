@@ -73,6 +73,9 @@ class FinetuneConfig(RecipeConfig):
     log_every: int | None = None
     resume: bool = True
     progress: bool = True
+    checkpoint_minutes: float = 10.0
+    progress_every_s: float = 30.0
+    report_to: str = "tensorboard"
 
     RECIPE, STEP = "finetuning", "sentiment"
     HELP = {
@@ -108,6 +111,9 @@ class FinetuneConfig(RecipeConfig):
         "log_every": "steps between log lines (None: about 20 per run)",
         "resume": "continue from the newest complete checkpoint in the run folder",
         "progress": "a progress bar",
+        "checkpoint_minutes": "also checkpoint when this many minutes passed since the last save (0: by steps only)",
+        "progress_every_s": "seconds between plain progress lines on stdout: step, loss, tokens/s, ETA (0: none)",
+        "report_to": "tensorboard: event files in <run>/tensorboard (tensorboard --logdir runs/); none",
     }
     WHY = {"warmup_ratio": "10 %, BERT's fine-tuning warm-up (pretraining warms up 6 %)",
            "pooling": "mean: MLM-only pretraining leaves BERT's [CLS] pooler untrained",
@@ -115,7 +121,14 @@ class FinetuneConfig(RecipeConfig):
            "batch_size": "32, BERT's fine-tuning batch (Devlin et al. 2019)"}
     ALL_MEANS_NONE = ("max_train", "max_steps")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "init", "train_file",
-                       "validation_file", "test_file", "text_column", "label_column"})
+                       "validation_file", "test_file", "text_column", "label_column", "checkpoint_minutes",
+                       "progress_every_s", "report_to"})
+
+    def __post_init__(self):
+        from nbkit.train.config import REPORT_TO
+
+        if self.report_to not in REPORT_TO:
+            raise ConfigError(f"report_to={self.report_to!r}: use one of {', '.join(REPORT_TO)}")
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -340,7 +353,8 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
                        keep_last=cfg.keep_last, output_dir=None if out_dir is None else Path(out_dir),
                        seed=cfg.seed, num_workers=cfg.num_workers, group_by_length=cfg.group_by_length,
                        log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
-                       progress=cfg.progress)
+                       progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
+                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to)
 
 
 def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, callbacks=(), device=None):
@@ -348,16 +362,19 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
     on); checkpoints under ``out_dir/checkpoints`` (resumed when ``cfg.resume``; None: none).
 
     Returns ``(loop, result)``; ``result.metrics`` has ``train_loss``, ``tokens_per_s``, ``eval_*`` ... and
-    ``finetune_s`` (wall seconds of ``fit``).
+    ``finetune_s`` (wall seconds of ``fit``). With ``out_dir`` and ``cfg.report_to="tensorboard"`` the events go
+    to ``out_dir/tensorboard`` with this config as text.
     """
     from nbkit.text.mlm import classification_collator
-    from nbkit.train import Loop
+    from nbkit.train import Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
 
     tcfg = train_config(cfg, len(encoded["train"]), out_dir, world_size=launch_world_size())
     val = encoded.get("validation") if tcfg.eval_every else None
+    views = ([TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict())]
+             if cfg.report_to == "tensorboard" and out_dir is not None else [])
     loop = Loop(classifier, tcfg, encoded["train"], val, collate_fn=classification_collator(tok),
-                callbacks=list(callbacks), device=device)
+                callbacks=[*callbacks, *views], device=device)
     t0 = time.perf_counter()
     result = loop.fit()
     result.metrics["finetune_s"] = time.perf_counter() - t0

@@ -64,6 +64,10 @@ class PretrainConfig(RecipeConfig):
     log_every: int | None = None
     resume: bool = True
     progress: bool = True
+    checkpoint_minutes: float = 10.0
+    progress_every_s: float = 30.0
+    report_to: str = "tensorboard"
+    budget_minutes: float | None = None
 
     RECIPE, STEP = "pretraining", "mlm"
     HELP = {
@@ -99,14 +103,27 @@ class PretrainConfig(RecipeConfig):
         "log_every": "steps between log lines (None: about 20 per run)",
         "resume": "continue from the newest complete checkpoint in the run folder",
         "progress": "a progress bar",
+        "checkpoint_minutes": "also checkpoint when this many minutes passed since the last save (0: by steps only)",
+        "progress_every_s": "seconds between plain progress lines on stdout: step, loss, tokens/s, ETA (0: none)",
+        "report_to": "tensorboard: event files in <run>/tensorboard (tensorboard --logdir runs/); none",
+        "budget_minutes": "with corpus: wall-clock minutes the sized run may take (None: 15 on a CPU, 240 on a GPU)",
     }
     WHY = {"warmup_ratio": "6 %, RoBERTa's pretraining warm-up (fine-tuning warms up 10 %)",
            "lr": "1e-3 for the small presets (docs/pretraining.md; base needs 1e-4, size_run)",
            "keep_last": "2: the newest and one before it, in case the newest is from a diverging run",
            "mlm_probability": "15 %, BERT's (Devlin et al. 2019)",
-           "eval_blocks": "4,096: scoring 55,000 held-out blocks of a 2 GB corpus took most of a smoke run"}
-    ALL_MEANS_NONE = ("corpus_lines", "max_train", "eval_blocks", "patience", "max_passes")
-    QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus"})
+           "eval_blocks": "4,096: scoring 55,000 held-out blocks of a 2 GB corpus took most of a smoke run",
+           "checkpoint_minutes": "10: a Ctrl-C or a crash loses at most this much (Ctrl-C also saves at the step)",
+           "progress_every_s": "30: a headless log shows the run without flooding a notebook cell"}
+    ALL_MEANS_NONE = ("corpus_lines", "max_train", "eval_blocks", "patience", "max_passes", "budget_minutes")
+    QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
+                       "progress_every_s", "report_to"})
+
+    def __post_init__(self):
+        from nbkit.train.config import REPORT_TO
+
+        if self.report_to not in REPORT_TO:
+            raise ConfigError(f"report_to={self.report_to!r}: use one of {', '.join(REPORT_TO)}")
 
     def unused(self) -> dict[str, str]:
         """With ``corpus`` the store replaces the bundled mix and its split; without, ``fit_to_corpus``."""
@@ -271,29 +288,92 @@ def tokenizer(cfg: PretrainConfig, corpus: PretrainCorpus):
     return load(cfg.scale)
 
 
-def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None) -> tuple[PretrainConfig, dict | None]:
-    """``(cfg, plan)``: for a store with ``cfg.fit_to_corpus``, the model, batch, steps, lr, warm-up and
-    evaluation interval of :func:`nbkit.recipes.sizing.size_run` for its tokens (fields you set stay; ``smoke``
-    keeps its CI sizes; ``plan["applied"]`` says which). Else ``(cfg, None)``. ``device``: ``"cuda"``/``"cpu"``
-    (None: CUDA when usable); under torchrun the plan is for its world size."""
+def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
+         out_dir=None) -> tuple[PretrainConfig, dict | None]:
+    """``(cfg, plan)``: for a store with ``cfg.fit_to_corpus``, the model, batch, steps, lr, warm-up, evaluation
+    interval (and ``eval_blocks`` when evaluations would eat the budget) of :func:`nbkit.recipes.sizing.size_run`
+    for its tokens within ``cfg.budget_minutes``, at the speed of a few real training steps of the chosen model
+    timed here (:func:`~nbkit.recipes.sizing.measure_speed`; ``smoke`` skips the timing and keeps its CI sizes,
+    and a CUDA plan without a GPU here uses the recorded speeds: the plan says which). Fields you set stay
+    (``plan["applied"]`` says which). Else ``(cfg, None)``. ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when
+    usable). A run that resumes from checkpoints in ``out_dir`` (None: ``cfg.run_dir()``) keeps the plan it began
+    with (``out_dir/plan.json``), so its steps do not move with the machine's load. Under torchrun every rank
+    times the steps together (DDP), the mean speed sizes the run for its world size, rank 0 writes the plan.
+    """
     if corpus.store is None or not cfg.fit_to_corpus:
         return cfg, None
     from nbkit.corpus.store import store_summary
+    from nbkit.recipes import sizing
     from nbkit.recipes.config import cuda_usable
-    from nbkit.recipes.sizing import size_run
-    from nbkit.train.ddp.group import launch_world_size
+    from nbkit.train.ddp import group as D
 
     device = device or ("cuda" if cuda_usable() else "cpu")
-    plan = size_run(store_summary(corpus.store)["n_tokens_train"], device, block_size=cfg.block_size,
-                    max_passes=cfg.max_passes, world_size=launch_world_size())
+    summary = store_summary(corpus.store)
+    n_train, world = summary["n_tokens_train"], D.launch_world_size()
+    inputs = {"n_tokens": n_train, "block_size": cfg.block_size, "device": sizing.device_kind(device),
+              "budget_minutes": cfg.budget_minutes, "max_passes": cfg.max_passes}
+    out = Path(out_dir) if out_dir is not None else cfg.run_dir()
+    plan = D.all_gather_object(_resumed_plan(cfg, out, inputs))[0]    # rank 0's file decides for all
+    if plan is None:
+        speed, how = _timed_speed(cfg, summary, device, world)
+        n_val_blocks = (summary.get("n_tokens_validation") or 0) // cfg.block_size
+        plan = sizing.size_run(n_train, device, block_size=cfg.block_size, max_passes=cfg.max_passes,
+                               world_size=world, budget_s=cfg.budget_minutes and 60.0 * cfg.budget_minutes,
+                               tokens_per_s=speed, measured=how,
+                               eval_blocks=min(cfg.eval_blocks or n_val_blocks, n_val_blocks) or None)
+        if how and speed is None:
+            plan["reasons"][1] += f"; {how}"
+        plan["inputs"] = inputs
     if cfg.scale == "smoke":
         plan["applied"] = "not applied: the smoke scale keeps its CI sizes"
         return cfg, plan
     mine = {k: plan[k] for k in ("model", "batch_size", "grad_accum_steps", "max_steps", "lr", "warmup_ratio",
-                                 "eval_every")}
+                                 "eval_every", "eval_blocks") if k in plan}
     kept = set(cfg.overrides()) & set(mine)
     plan["applied"] = "applied" + (f", except what you set: {', '.join(sorted(kept))}" if kept else "")
+    if D.DistInfo.from_env().rank == 0:
+        jsonio.write_json(out / PLAN_FILE, plan)
     return cfg.replace(**{k: v for k, v in mine.items() if k not in kept}), plan
+
+
+PLAN_FILE = "plan.json"   # the sized plan a resumed run keeps
+
+
+def _resumed_plan(cfg: PretrainConfig, out: Path, inputs: dict) -> dict | None:
+    """The plan in ``out/plan.json`` when this run resumes from a checkpoint there and sized the same corpus."""
+    from nbkit.train.checkpoint import list_checkpoints
+
+    path = out / PLAN_FILE
+    if not (cfg.resume and path.is_file() and list_checkpoints(out, warn=False)):
+        return None
+    try:
+        plan = jsonio.loads_strict(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if plan.get("inputs") != inputs:
+        return None
+    plan["reasons"] = [*(r for r in plan.get("reasons", []) if not r.startswith("kept from ")),
+                       f"kept from {path}: this run resumes from its checkpoints"]
+    return plan
+
+
+def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) -> tuple[float | None, str | None]:
+    """``(tokens/s per process, how)`` of a few real steps of the planned model here; ``(None, why not)`` at
+    smoke or for a CUDA plan without a GPU. Under torchrun the ranks time together and share the mean."""
+    from nbkit.recipes import sizing
+    from nbkit.recipes.config import cuda_usable
+    from nbkit.train.ddp import group as D
+
+    kind = sizing.device_kind(device)
+    if cfg.scale == "smoke":
+        return None, "smoke skips the timing"
+    if kind == "cuda" and not cuda_usable():
+        return None, "no CUDA device here to time on"
+    model, _ = sizing.choose_model(summary["n_tokens_train"], kind)
+    m = sizing.measure_speed(model, int(summary["vocab_size"]), cfg.block_size, sizing.BATCH[kind],
+                             device=None if kind == "cuda" else "cpu")   # None: this rank's GPU under torchrun
+    per_process = m["tokens_per_s"] / world      # a DDP timing counts every rank's tokens
+    return D.all_reduce_sum(per_process) / world, m["how"]
 
 
 def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
@@ -366,7 +446,8 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
                        output_dir=Path(out_dir), seed=cfg.seed, num_workers=cfg.num_workers,
                        log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
                        eval_batches=-(-cfg.eval_blocks // cfg.batch_size) if cfg.eval_blocks else None,
-                       progress=cfg.progress)
+                       progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
+                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to)
 
 
 def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), save_steps=(), device=None,
@@ -376,12 +457,15 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     resuming from ``out_dir``'s checkpoints when ``cfg.resume``. Returns ``(loop, result)``.
 
     ``untrained``: first score the initial weights (``result.metrics["untrained_eval_loss"]``,
-    ``["untrained_eval_perplexity"]``). ``save_steps``: checkpoints kept besides the newest.
+    ``["untrained_eval_perplexity"]``). ``save_steps``: checkpoints kept besides the newest. With
+    ``cfg.report_to="tensorboard"`` the events go to ``out_dir/tensorboard`` with this config as text.
     """
-    from nbkit.train import EarlyStopping, Loop
+    from nbkit.train import EarlyStopping, Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
 
     extra = [EarlyStopping(patience=cfg.patience)] if cfg.patience else []
+    if cfg.report_to == "tensorboard":
+        extra.append(TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict()))
     tcfg = train_config(cfg, out_dir, len(blocks["train"]), save_steps, world_size=launch_world_size())
     loop = Loop(bert, tcfg, blocks["train"], blocks["validation"], collate_fn=collator(cfg, tok),
                 callbacks=[*callbacks, *extra], device=device)
@@ -468,7 +552,7 @@ def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callba
         corpus = _rank0_first(info, lambda: data(cfg, labeled, texts))
     stage = globals()["tokenizer"]   # the stage function, which the keyword shadows here
     tok = tokenizer if tokenizer is not None else _rank0_first(info, lambda: stage(cfg, corpus))
-    cfg, _ = size(cfg, corpus)
+    cfg, _ = size(cfg, corpus, out_dir=out_dir)
     loop, result = train(cfg, model(cfg, tok), tok, blocks(cfg, tok, corpus), out_dir, callbacks, save_steps,
                          device)
     metrics = save(cfg, out_dir, loop, result, tok) if info.is_main else dict(result.metrics)

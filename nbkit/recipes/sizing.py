@@ -1,4 +1,4 @@
-"""Size an MLM pretraining run for a corpus of ``n_tokens`` tokens on a device: a pure function.
+"""Size an MLM pretraining run for a corpus of ``n_tokens`` tokens on a device, at a speed measured here.
 
 The rules, each with its source, so the printed plan says *why*:
 
@@ -7,10 +7,14 @@ The rules, each with its source, so the printed plan says *why*:
   (the ``gpu`` preset's model: it left the unigram plateau on ~1 M tokens of reviews, while
   BERT-base stayed on it; docs/pretraining.md) and never above ``narrow`` on a CPU (the ``cpu``
   preset's: wider models run at ~2,900 tokens/s on 2 cores, docs/pretraining.md).
+- **Speed**: :func:`measure_speed` times a few real training steps of that model on this machine
+  (``Loop.train_step`` on random blocks, at the run's batch), since a loaded machine runs far below the
+  recorded idle-machine speeds (:data:`TOKENS_PER_S`: 10,900 tokens/s planned on 2 CPU cores, 351
+  measured under load); without a measurement the recorded speed is used and the plan says so.
 - **Tokens to train on**: at least the ``gpu`` recipe's 49 M (3,000 steps x 128 x 128, where
   its fine-tuning gain passed two points), at most 40 passes over the corpus (BERT's own
-  ~40 epochs, Devlin et al. 2019) and at most what the device reads in ``budget_s`` at the
-  measured speed of that model (``TOKENS_PER_S``): a big corpus is read about once.
+  ~40 epochs, Devlin et al. 2019) and at most what the device reads in ``budget_s`` at that speed,
+  after the evaluations' estimated time: a big corpus is read about once, or a share of it.
 - **Steps** = tokens / (batch x block x world_size); **lr**: 1e-3 up to ``mini`` (the gpu and cpu presets),
   5e-4 for ``small``, 1e-4 with 10 % warm-up for ``base`` (its plateau fix, nbkit.evaluate.probes).
 """
@@ -20,60 +24,151 @@ import math
 
 #: parameters of each preset with an 8,000-token vocabulary (models.count_parameters), smallest first
 PARAMS = {"tiny": 0.6e6, "narrow": 1.9e6, "mini": 5.3e6, "small": 17.0e6, "base": 92.0e6}
-#: measured training speed (tokens/s) at block 128: H200 bf16 (bench/results/gpu_h200_2026-11-30:
+#: recorded training speed (tokens/s) at block 128 on idle machines: H200 bf16 (bench/results/gpu_h200_2026-11-30:
 #: mini 609 k in notebook 02, base 441,722 in gpu_check's bert_eager), 2-core CPU fp32 (docs/pretraining.md:
-#: narrow 10,900). NOT measured, interpolated: small on the H200 and tiny on the CPU.
+#: narrow 10,900). NOT measured, interpolated (:data:`INTERPOLATED`): small on the H200 and tiny on the CPU.
 TOKENS_PER_S = {"cuda": {"mini": 609_000, "small": 520_000, "base": 441_722},
                 "cpu": {"tiny": 20_000, "narrow": 10_900}}
+INTERPOLATED = {("cuda", "small"), ("cpu", "tiny")}
+BATCH = {"cuda": 128, "cpu": 64}   # blocks per step (per process)
 MIN_TOKENS = 49_152_000   # the gpu recipe: 3,000 steps x 128 blocks x 128 tokens
 MAX_PASSES = 40.0
 DEFAULT_BUDGET_S = {"cuda": 4 * 3600.0, "cpu": 15 * 60.0}
+#: evaluations in a sized run: the untrained score, ~6 during the run (eval_every = steps / 6), the last
+EVALS_PER_RUN = 8
+#: an evaluation's tokens/s over training's: forward only, ~2N of the ~6N FLOPs per token (Kaplan et al. 2020)
+EVAL_SPEEDUP = 3.0
+FAR_LARGER = 0.5   # passes below this: the plan says how much of the corpus the budget cannot read
 
 
-def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_s: float | None = None,
-             max_passes: float | None = None, world_size: int = 1) -> dict:
-    """A pretraining plan for ``n_tokens`` training tokens on ``device`` (``"cuda"`` or ``"cpu"``).
-
-    Args:
-        n_tokens: tokens in the store's training split (``StoreMLMDataset.n_tokens``).
-        device: ``"cuda"`` (any ``"cuda:N"``) or ``"cpu"``; speeds are the measured ones above.
-        block_size: tokens per block, ``[CLS]``/``[SEP]`` included.
-        budget_s: wall-clock budget for the steps (s); default 4 h on a GPU, 15 min on a CPU.
-        max_passes: the run's own cap on passes over the corpus (``PretrainConfig.max_passes``), applied
-            when below :data:`MAX_PASSES`, so the plan states the steps the loop will really run.
-        world_size: processes training together (torchrun): each optimizer step reads
-            ``batch_size * block_size * world_size`` tokens, and the budget assumes each process runs
-            at the measured per-device speed (linear scaling, an upper bound).
-
-    Returns:
-        ``{"model", "batch_size", "grad_accum_steps", "block_size", "max_steps", "lr",
-        "warmup_ratio", "eval_every", "train_tokens", "passes", "estimated_s", "reasons"}``
-        (``reasons``: one sentence per choice, for the notebook to print).
+def device_kind(device) -> str:
+    """``"cuda"`` for any ``cuda``/``cuda:N``, else the name (``"cpu"``).
 
     Raises:
-        ValueError: ``n_tokens`` < 1, ``block_size`` < 3, ``max_passes`` <= 0, ``world_size`` < 1 or an
-            unknown ``device``.
+        ValueError: a device :data:`TOKENS_PER_S` has no speeds for.
     """
     kind = "cuda" if str(device).startswith("cuda") else str(device)
     if kind not in TOKENS_PER_S:
         raise ValueError(f"device={device!r}: size_run knows 'cuda' and 'cpu'")
+    return kind
+
+
+def choose_model(n_tokens: int, device: str = "cuda") -> tuple[str, str]:
+    """``(preset, reason)``: the largest preset of ``device``'s with at most ``n_tokens / 20`` parameters
+    (Chinchilla's ~20 tokens per parameter), else its smallest."""
+    kind = device_kind(device)
+    allowed = list(TOKENS_PER_S[kind])                                # smallest first
+    fits = [m for m in allowed if PARAMS[m] <= n_tokens / 20]
+    model = fits[-1] if fits else allowed[0]
+    return model, (f"model {model} ({PARAMS[model] / 1e6:.1f} M parameters): "
+                   + (f"the largest {kind} preset with <= n_tokens/20 = {n_tokens / 20 / 1e6:.2f} M parameters "
+                      "(~20 tokens per parameter, Chinchilla)" if fits else
+                      f"the smallest {kind} preset; the corpus ({n_tokens:,} tokens) is too small for 20 tokens per "
+                      "parameter even there, so it is read several times"))
+
+
+def recorded_speed(device: str, model: str) -> tuple[float, str]:
+    """``(tokens/s, where it comes from)`` of :data:`TOKENS_PER_S` for ``model`` on ``device``."""
+    kind = device_kind(device)
+    where = "interpolated between recorded speeds" if (kind, model) in INTERPOLATED else (
+        "recorded on an idle H200" if kind == "cuda" else "recorded on an idle 2-core CPU")
+    return float(TOKENS_PER_S[kind][model]), where
+
+
+def measure_speed(model: str, vocab_size: int, block_size: int, batch_size: int, device: str = "cpu",
+                  steps: int = 2, warmup: int = 1) -> dict:
+    """Time ``warmup + steps`` real training steps (``Loop.train_step``, the loop's own step, through
+    :func:`nbkit.profiling.step_timing.measure_steps`) of a fresh ``model`` preset on random blocks of
+    ``block_size`` tokens, ``batch_size`` per step, on ``device`` (None: the loop's default, this rank's GPU
+    under torchrun, where the ranks time DDP steps together), at the run's precision and sparse MLM head.
+    The global RNGs are as before afterwards.
+
+    Returns ``{"tokens_per_s" (timed steps, input tokens), "step_s", "seconds" (wall, building included),
+    "how" (one phrase for the plan)}``. Takes ``warmup + steps`` steps of the real run's time (seconds on a
+    loaded CPU): batch size matters on a CPU too (the optimizer's per-step cost), so it times the real batch.
+    """
+    import contextlib
+    import io
+    import time
+
+    from nbkit.profiling.step_timing import StepConfig, measure_steps, model_factory, step_loop
+    from nbkit.switches import isolated_rng
+
+    t0 = time.perf_counter()
+    factory, _ = model_factory(model, vocab_size, block_size)
+    cfg = StepConfig(batch_size=batch_size, seq_len=block_size, precision="auto", mlm_head="masked",
+                     steps=steps, warmup=warmup)
+    with contextlib.redirect_stdout(io.StringIO()), isolated_rng():   # its precision line; the run's RNG untouched
+        res = measure_steps(step_loop(factory(), cfg, device=device), cfg)
+    wall = time.perf_counter() - t0
+    return {"tokens_per_s": res["tokens_per_s"], "step_s": res["step_s"], "seconds": wall,
+            "how": (f"measured here: {steps} training steps of {model} at {batch_size} x {block_size} tokens "
+                    f"after {warmup} warm-up ({res['step_s']:.2f} s a step; {wall:.0f} s to time)")}
+
+
+def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_s: float | None = None,
+             max_passes: float | None = None, world_size: int = 1, tokens_per_s: float | None = None,
+             measured: str | None = None, eval_blocks: int | None = None) -> dict:
+    """A pretraining plan for ``n_tokens`` training tokens on ``device`` (``"cuda"`` or ``"cpu"``).
+
+    Args:
+        n_tokens: tokens in the store's training split (``StoreMLMDataset.n_tokens``).
+        device: ``"cuda"`` (any ``"cuda:N"``) or ``"cpu"``.
+        block_size: tokens per block, ``[CLS]``/``[SEP]`` included.
+        budget_s: wall-clock budget for the steps and evaluations (s); default 4 h on a GPU, 15 min on a CPU.
+        max_passes: the run's own cap on passes over the corpus (``PretrainConfig.max_passes``), applied
+            when below :data:`MAX_PASSES`, so the plan states the steps the loop will really run.
+        world_size: processes training together (torchrun): each optimizer step reads
+            ``batch_size * block_size * world_size`` tokens, and the budget assumes each process runs
+            at the per-device speed (linear scaling, an upper bound).
+        tokens_per_s: this machine's speed for the chosen model (:func:`choose_model`), per process, as
+            :func:`measure_speed` gives it; None: the recorded one (:func:`recorded_speed`), said so.
+        measured: how ``tokens_per_s`` was measured (a phrase for the plan).
+        eval_blocks: held-out blocks one evaluation scores (None: evaluations not counted). Their
+            :data:`EVALS_PER_RUN` at :data:`EVAL_SPEEDUP` x the training speed come out of the budget; when they
+            would take over a quarter of it the plan lowers ``eval_blocks`` to fit a quarter (>= 64 blocks).
+
+    Returns:
+        ``{"model", "batch_size", "grad_accum_steps", "block_size", "max_steps", "lr", "warmup_ratio",
+        "eval_every", "train_tokens", "passes", "estimated_s" (steps + evaluations), "tokens_per_s" (per
+        process), "speed_source", "one_pass_s" (here), "gpu_one_pass_s" (on one GPU at the recorded speed;
+        None on a GPU or when the budget reads half a pass or more), "reasons"}``, plus ``"eval_blocks"`` when
+        the plan lowers it (``reasons``: one sentence per choice, for the notebook to print).
+
+    Raises:
+        ValueError: ``n_tokens`` < 1, ``block_size`` < 3, ``max_passes`` <= 0, ``world_size`` < 1,
+            ``tokens_per_s`` <= 0 or an unknown ``device``.
+    """
+    from nbkit.units import fmt_duration
+
+    kind = device_kind(device)
     if n_tokens < 1 or block_size < 3:
         raise ValueError(f"need n_tokens >= 1 and block_size >= 3, got {n_tokens} and {block_size}")
     if world_size < 1:
         raise ValueError(f"world_size={world_size} must be >= 1")
     if max_passes is not None and not max_passes > 0:
         raise ValueError(f"max_passes={max_passes} must be > 0 (None: no cap of the run's own)")
-    allowed = list(TOKENS_PER_S[kind])                                # smallest first
-    fits = [m for m in allowed if PARAMS[m] <= n_tokens / 20]
-    model = fits[-1] if fits else allowed[0]
-    reasons = [f"model {model} ({PARAMS[model] / 1e6:.1f} M parameters): "
-               + (f"the largest {kind} preset with <= n_tokens/20 = {n_tokens / 20 / 1e6:.2f} M parameters "
-                  "(~20 tokens per parameter, Chinchilla)" if fits else
-                  f"the smallest {kind} preset; the corpus ({n_tokens:,} tokens) is too small for 20 tokens per "
-                  "parameter even there, so it is read several times")]
-    batch = 128 if kind == "cuda" else 64
-    speed = TOKENS_PER_S[kind][model] * world_size
+    if tokens_per_s is not None and not tokens_per_s > 0:
+        raise ValueError(f"tokens_per_s={tokens_per_s} must be > 0 (None: the recorded speed)")
+    model, why_model = choose_model(n_tokens, kind)
+    reasons = [why_model]
+    recorded, where = recorded_speed(kind, model)
+    per_process = recorded if tokens_per_s is None else float(tokens_per_s)
+    source = (measured or "measured") if tokens_per_s is not None else f"{where}; not measured on this machine"
+    reasons.append(f"speed {per_process:,.0f} tokens/s per process ({source})"
+                   + (f"; the recorded idle-machine speed is {recorded:,.0f}" if tokens_per_s is not None else ""))
+    batch = BATCH[kind]
+    speed = per_process * world_size
     budget = DEFAULT_BUDGET_S[kind] if budget_s is None else float(budget_s)
+    eval_rate = EVAL_SPEEDUP * speed / block_size                        # held-out blocks scored per s
+    eval_s, fewer = EVALS_PER_RUN * (eval_blocks or 0) / eval_rate, None
+    if eval_s > budget / 4:
+        fewer = max(64, math.floor(budget / 4 * eval_rate / EVALS_PER_RUN))
+        reasons.append(f"eval_blocks {eval_blocks:,} -> {fewer:,}: {EVALS_PER_RUN} evaluations of {eval_blocks:,} "
+                       f"blocks would take ~{fmt_duration(eval_s)} of the {fmt_duration(budget)} (forward only, "
+                       f"~{EVAL_SPEEDUP:g}x the training speed); {fewer:,} keep them to about a quarter")
+        eval_s = EVALS_PER_RUN * fewer / eval_rate
+    step_budget = budget - eval_s
     tokens = max(MIN_TOKENS, n_tokens)
     why = f"at least one pass and at least the gpu recipe's {MIN_TOKENS / 1e6:.0f} M tokens"
     if tokens > MAX_PASSES * n_tokens:
@@ -82,28 +177,49 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         tokens, why = max_passes * n_tokens, f"at most {max_passes:g} passes (the run's max_passes)"
     ranks = f" x {world_size} processes" if world_size > 1 else ""
     per_step = batch * block_size * world_size                           # tokens one optimizer step reads
-    if tokens > speed * budget:
-        tokens, why = speed * budget, f"what {speed:,} tokens/s (measured, {model} on {kind}{ranks}) reads in {budget:,.0f} s"
+    if tokens > speed * step_budget:
+        left = f" ({fmt_duration(step_budget)} of it for steps, after the evaluations)" if eval_s else ""
+        tokens, why = speed * step_budget, f"what {speed:,.0f} tokens/s{ranks} reads in {fmt_duration(budget)}{left}"
     steps = max(1, math.floor(tokens / per_step))   # floor: never past a cap
     train_tokens = steps * per_step
+    passes = train_tokens / n_tokens
     reasons.append(f"{steps:,} steps x {batch}{ranks} x {block_size} = {train_tokens / 1e6:,.1f} M tokens, "
-                   f"{train_tokens / n_tokens:.2f} passes over the corpus: {why}")
+                   f"{_passes(passes)} passes over the corpus: {why}")
+    one_pass_s = n_tokens / speed
+    gpu_one_pass_s = None
+    if passes < FAR_LARGER:
+        line = (f"the corpus ({n_tokens / 1e6:,.1f} M tokens) is far larger than this budget reads: "
+                f"{_passes(passes)} passes; one pass would take ~{fmt_duration(one_pass_s)} here")
+        if kind != "cuda":
+            gpu_model, _ = choose_model(n_tokens, "cuda")
+            gpu_speed, gpu_where = recorded_speed("cuda", gpu_model)
+            gpu_one_pass_s = n_tokens / gpu_speed
+            line += (f"; on one GPU ~{fmt_duration(gpu_one_pass_s)} ({gpu_model} at {gpu_speed:,.0f} tokens/s, "
+                     f"{gpu_where})")
+        reasons.append(line + "; give more time (budget_minutes) or use a GPU to read more of it")
     lr, warmup = {"base": (1e-4, 0.1), "small": (5e-4, 0.06)}.get(model, (1e-3, 0.06))
     reasons.append(f"lr {lr:g} with {warmup:.0%} warm-up"
                    + (" (post-LN BERT-base leaves the unigram plateau only at a low lr)" if model == "base" else
                       " (the presets' value for this width)"))
     return {"model": model, "batch_size": batch, "grad_accum_steps": 1, "block_size": block_size,
             "max_steps": steps, "lr": lr, "warmup_ratio": warmup, "eval_every": max(1, min(2000, steps // 6)),
-            "train_tokens": train_tokens, "passes": train_tokens / n_tokens,
-            "estimated_s": train_tokens / speed, "reasons": reasons}
+            "train_tokens": train_tokens, "passes": passes, "estimated_s": train_tokens / speed + eval_s,
+            "tokens_per_s": per_process, "speed_source": source, "one_pass_s": one_pass_s,
+            "gpu_one_pass_s": gpu_one_pass_s, "reasons": reasons, **({"eval_blocks": fewer} if fewer else {})}
+
+
+def _passes(x: float) -> str:
+    return f"{x:.2f}" if x >= 0.01 else f"{x:.1e}"
 
 
 def plan_text(plan: dict) -> str:
     """The plan as lines a notebook prints: the knobs, then the reasons."""
+    from nbkit.units import fmt_duration
+
     knobs = ", ".join(f"{k}={plan[k]}" for k in ("model", "batch_size", "block_size", "max_steps", "lr", "eval_every"))
     applied = f" [{plan['applied']}]" if "applied" in plan else ""
-    return "\n".join([f"run sized for the corpus: {knobs} (~{plan['estimated_s'] / 60:,.0f} min of steps){applied}",
-                      *(f"  - {r}" for r in plan["reasons"])])
+    return "\n".join([f"run sized for the corpus: {knobs} (~{fmt_duration(plan['estimated_s'])} of steps and "
+                      f"evaluations){applied}", *(f"  - {r}" for r in plan["reasons"])])
 
 
 def steps_for_epochs(n_examples: int, batch_size: int, epochs: float) -> int:

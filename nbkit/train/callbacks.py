@@ -1,10 +1,10 @@
 """Loop callbacks (``Callback`` lists the events; any object with some of them will do), ``EarlyStopping``,
-``ProgressFile``, and ``TrainerBridge``, which feeds the same views from ``transformers.Trainer``.
+``ProgressLine`` (plain progress lines), ``TensorBoardLogger``, and ``TrainerBridge``, which feeds the same
+views from ``transformers.Trainer``.
 """
 from __future__ import annotations
 
 import math
-import os
 import time
 import warnings
 from pathlib import Path
@@ -23,7 +23,8 @@ class Callback:
         """Before the first step (after a resume has restored ``loop.state``)."""
 
     def on_step_end(self, loop) -> None:
-        """After each optimizer step (e.g. ``torch.profiler`` ``prof.step()``); keep it cheap."""
+        """After each optimizer step (e.g. ``torch.profiler`` ``prof.step()``); keep it cheap.
+        ``loop.last_step``: that step's ``Loop.train_step`` dict."""
 
     def on_log(self, loop, logs: dict) -> None:
         """Every ``log_every`` steps: step, epoch, loss, lr, grad_norm, samples_per_s, tokens_per_s, mfu (None:
@@ -31,7 +32,7 @@ class Callback:
         """
 
     def on_evaluate(self, loop, metrics: dict) -> None:
-        """After an evaluation: eval_loss, eval_tokens, eval_perplexity or eval_accuracy + eval_examples."""
+        """After an evaluation: eval_loss, eval_tokens, eval_accuracy, and eval_perplexity or eval_examples."""
 
     def on_save(self, loop, path) -> None:
         """After a complete checkpoint was written to ``path``."""
@@ -114,63 +115,136 @@ class EarlyStopping:
                            f"(best {self.best:.4f} at step {self.best_step}); stopped at step {step}")
 
 
-class ProgressFile:
-    """Loop callback: the running ``fit()``'s step, loss and ETA in a small JSON file for a watcher outside the
-    kernel (``nbkit run-notebooks``' heartbeat: ``nbkit.cli.notebook_progress.loop_status``).
+class ProgressLine:
+    """Loop callback: a plain progress line on stdout after the first step, every ``every_s`` seconds and at the
+    end, so a job log, papermill's ``--log-output``, ``nbkit run-notebooks`` and an executed notebook all show
+    the run (a widget bar shows in JupyterLab only)::
 
-    Written atomically (``nbkit.jsonio``), at most once per ``every_s`` seconds (the first and last always):
-    ``{"step", "total", "loss" (last logged; None before), "elapsed_s" (since fit() began), "eta_s" (at this
-    run's mean rate; None before a step), "updated" (Unix s), "done"}``. A failed write warns once, naming
-    the file and the error, and the callback writes no more: progress reporting never stops training.
+        train step 120/400 (30%) | loss 5.213 | lr 8.1e-04 | 10,900 tokens/s | elapsed 4 min 02 s | ETA 9 min 25 s
+
+    ``loss``: the last log window's mean (before the first log, the last step's); tokens/s and ETA: this
+    process's steps so far at the wall clock's rate, evaluations and checkpoints included. ``Loop.setup()``
+    adds one when ``TrainConfig.progress_every_s`` is set; the loop calls callbacks on rank 0 only.
     """
 
-    ENV = "NBKIT_PROGRESS_FILE"
+    PREFIX = "train step "   # what nbkit run-notebooks looks for in a cell's output
 
-    def __init__(self, path: str | Path, every_s: float = 1.0):
-        self.path, self.every_s = Path(path), every_s
-        self._t0 = self._last = 0.0
-        self._step0, self._loss, self.failed = 0, None, None
-
-    @classmethod
-    def from_env(cls, env=None) -> "ProgressFile | None":
-        """A ProgressFile writing to ``$NBKIT_PROGRESS_FILE``, or None when it is unset: the one place nbkit reads
-        it (``nbkit run-notebooks`` sets it per notebook; ``Loop.setup()`` adds this callback unless one is there)."""
-        path = (os.environ if env is None else env).get(cls.ENV)
-        return cls(path) if path else None
+    def __init__(self, every_s: float = 30.0, stream=None, clock=time.monotonic):
+        self.every_s, self.stream, self.clock = every_s, stream, clock
+        self._t0, self._last, self._step0, self._tokens0, self._loss = 0.0, None, 0, 0, None
 
     def on_train_begin(self, loop) -> None:
-        self._t0, self._step0, self._loss = time.monotonic(), loop.state.step, None
-        self._write(loop)
-
-    def on_step_end(self, loop) -> None:
-        if time.monotonic() - self._last >= self.every_s:
-            self._write(loop)
+        self._t0, self._last, self._loss = self.clock(), None, None
+        self._step0, self._tokens0 = loop.state.step, loop.state.train_tokens
 
     def on_log(self, loop, logs: dict) -> None:
         self._loss = logs.get("loss")
 
+    def on_step_end(self, loop) -> None:
+        if self._last is None or self.clock() - self._last >= self.every_s:
+            self._print(self.line(loop))
+
     def on_train_end(self, loop, result) -> None:
-        self._write(loop, done=True)
+        self._print(self.line(loop, done=True))
 
-    def status(self, loop, done: bool = False) -> dict:
-        """The payload written now (see the class docstring)."""
-        step, total = loop.state.step, loop.config.max_steps
-        elapsed = time.monotonic() - self._t0
-        done_here = step - self._step0  # a resumed run's earlier steps took no time here
-        eta = (total - step) * elapsed / done_here if done_here > 0 else None
-        return {"step": step, "total": total, "loss": self._loss, "elapsed_s": round(elapsed, 1),
-                "eta_s": None if eta is None else round(eta, 1), "updated": time.time(), "done": done}
+    def line(self, loop, done: bool = False) -> str:
+        """The line for ``loop`` now (``done``: the closing one, ETA replaced by ``done``)."""
+        from nbkit.units import fmt_duration
 
-    def _write(self, loop, done: bool = False) -> None:
-        from nbkit import jsonio
-        from nbkit.errors import WriteError
+        st, total = loop.state, loop.config.max_steps
+        elapsed = self.clock() - self._t0
+        last = getattr(loop, "last_step", None) or {}
+        loss = self._loss
+        if loss is None and last.get("n_label"):
+            loss = last["loss_sum"] / last["n_label"]
+        lr = last.get("lr", loop.optimizer.param_groups[0]["lr"])    # the LR the last step used
+        parts = [f"{self.PREFIX}{st.step}/{total} ({st.step / total:.0%})",
+                 "loss " + (f"{loss:.4g}" if loss is not None and math.isfinite(loss) else "-"), f"lr {lr:.2e}"]
+        if elapsed > 0:
+            parts.append(f"{(st.train_tokens - self._tokens0) / elapsed:,.0f} tokens/s")
+        parts.append(f"elapsed {fmt_duration(elapsed)}")
+        done_here = st.step - self._step0
+        if done:
+            parts.append("done" if st.step >= total else f"stopped before {total}")
+        elif done_here > 0:
+            parts.append(f"ETA {fmt_duration((total - st.step) * elapsed / done_here)}")
+        return " | ".join(parts)
 
-        if self.failed is not None:
+    def _print(self, text: str) -> None:
+        import sys
+
+        self._last = self.clock()
+        print(text, file=self.stream or sys.stdout, flush=True)
+
+
+class TensorBoardLogger:
+    """Loop callback: TensorBoard event files in ``log_dir`` (view: ``tensorboard --logdir runs/``).
+
+    Scalars: ``train/loss``, ``train/lr``, ``train/grad_norm``, ``train/tokens_per_s`` (and ``train/mfu`` when
+    known) at every log; each number an evaluation reports as ``eval/<name>`` (``eval/loss``,
+    ``eval/perplexity``, ``eval/accuracy``: masked-token top-1 for MLM, ``eval/mask_loss``, ...; counts left
+    out). Text ``config``: ``config`` (default the loop's ``TrainConfig``) as a table, at the start. A resumed
+    run hides the events an earlier run wrote after its checkpoint (``purge_step``). Written by a background
+    thread, flushed every ``flush_s`` s and at each checkpoint; a failed write warns once and logging stops,
+    never training. ``Loop.setup()`` adds one for ``TrainConfig.report_to="tensorboard"``; rank 0 only.
+
+    Raises:
+        ConfigError: the ``tensorboard`` package is missing (the install line named).
+    """
+
+    def __init__(self, log_dir: str | Path, config: dict | None = None, flush_s: float = 30.0):
+        import importlib.util
+
+        if importlib.util.find_spec("tensorboard") is None:
+            raise ConfigError("report_to='tensorboard' needs the tensorboard package: pip install tensorboard "
+                              "(an nbkit dependency), or set report_to='none'")
+        self.log_dir, self.config, self.flush_s = Path(log_dir), config, flush_s
+        self.writer, self.failed = None, None
+
+    def on_train_begin(self, loop) -> None:
+        import dataclasses
+
+        def start():
+            from torch.utils.tensorboard import SummaryWriter
+
+            step = loop.state.step
+            self.writer = SummaryWriter(str(self.log_dir), purge_step=step + 1 if step else None,
+                                        flush_secs=int(max(1, self.flush_s)))
+            config = self.config if self.config is not None else dataclasses.asdict(loop.config)
+            rows = "\n".join(f"| {k} | {v!r} |" for k, v in config.items())
+            self.writer.add_text("config", "| field | value |\n|---|---|\n" + rows, global_step=step)
+        self._guard(start, started=False)
+
+    def on_log(self, loop, logs: dict) -> None:
+        self._scalars("train", logs, ("loss", "lr", "grad_norm", "tokens_per_s", "samples_per_s", "mfu"))
+
+    def on_evaluate(self, loop, metrics: dict) -> None:
+        names = [k for k in metrics if not k.endswith(("_tokens", "_examples"))]
+        self._scalars("eval", {k.removeprefix("eval_"): metrics[k] for k in names}, None, loop.state.step)
+        self._guard(lambda: self.writer.flush())
+
+    def on_save(self, loop, path) -> None:
+        self._guard(lambda: self.writer.flush())
+
+    def on_train_end(self, loop, result) -> None:
+        self._guard(lambda: self.writer.close())
+
+    def _scalars(self, group: str, values: dict, names, step=None) -> None:
+        step = values.get("step") if step is None else step
+
+        def write():
+            for k in names or values:
+                v = values.get(k)
+                if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                    self.writer.add_scalar(f"{group}/{k}", v, global_step=step)
+        self._guard(write)
+
+    def _guard(self, fn, started: bool = True) -> None:
+        if self.failed is not None or (started and self.writer is None):
             return
-        self._last = time.monotonic()
         try:
-            jsonio.write_json(self.path, self.status(loop, done), indent=None)
-        except (OSError, WriteError) as err:   # write_json reports a full disk as WriteError
+            fn()
+        except Exception as err:   # noqa: BLE001  (a metrics view never stops training)
             self.failed = f"{type(err).__name__}: {err}"
-            warnings.warn(f"could not write the training progress file {self.path} ({self.failed}); training "
-                          "goes on, and no further progress is written there.", UserWarning, stacklevel=2)
+            warnings.warn(f"TensorBoard logging to {self.log_dir} failed ({self.failed}); training goes on without "
+                          "it.", UserWarning, stacklevel=3)

@@ -307,6 +307,33 @@ def restore_order(loop, state: dict) -> None:
     sampler.pin_order(key, lengths)
 
 
+def keep_global_batch(state: dict, batch_size: int, grad_accum_steps: int, world_size: int) -> tuple[int, str | None, bool]:
+    """``(grad_accum_steps, note, kept)`` for resuming checkpoint ``state`` under ``world_size`` processes.
+
+    Only the world size changed (per-process ``batch_size`` and accumulation as saved): the accumulation that
+    keeps the saved global batch (``batch_size x grad_accum_steps x world_size`` sequences per step) when it
+    divides evenly, with a note (``kept``); else the given one, with a note naming both global batches and the
+    fix (not ``kept``: the caller warns). Nothing to say: ``(grad_accum_steps, None, True)``.
+    """
+    saved = state.get("config") or {}
+    then = int(state.get("world_size", 1))
+    same = (int(saved.get("batch_size", batch_size)) == batch_size
+            and int(saved.get("grad_accum_steps", 1)) == grad_accum_steps)
+    if then == world_size or not same:
+        return grad_accum_steps, None, True
+    global_then, per_step = batch_size * grad_accum_steps * then, batch_size * world_size
+    if global_then % per_step == 0:
+        k = global_then // per_step
+        return k, (f"grad_accum_steps {grad_accum_steps} -> {k} keeps the global batch at {global_then} "
+                   f"({batch_size} x {k} x {world_size} processes; the checkpoint's: {batch_size} x "
+                   f"{grad_accum_steps} x {then})"), True
+    return grad_accum_steps, (
+        f"resuming a checkpoint of {then} process{'es' if then != 1 else ''} under {world_size} changes the global "
+        f"batch from {global_then} to {batch_size * grad_accum_steps * world_size} sequences per step: no whole "
+        f"grad_accum_steps keeps {global_then} with batch_size {batch_size}. To keep it, choose batch_size and "
+        f"grad_accum_steps with batch_size x grad_accum_steps x {world_size} = {global_then}."), False
+
+
 def world_sizes(state: dict, now: int) -> str:
     """``"world size 2"`` when the checkpoint ``state`` was written by as many processes as resume it (``now``),
     else ``"written by 2 processes, resumed under 1"`` (no ``world_size`` saved: one process).

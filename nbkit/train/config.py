@@ -11,6 +11,10 @@ START_FRESH = ("a new output_dir, or resume=False (TrainConfig(resume=False) for
                "recipes FinetuneConfig/PretrainConfig.for_scale(..., resume=False), or cfg.replace(resume=False))")
 
 
+#: where a run's scalars go besides ``metrics.json``: TensorBoard event files, or nowhere
+REPORT_TO = ("tensorboard", "none")
+
+
 @dataclass
 class TrainConfig:
     """Every knob of a run. Steps are optimizer steps; a batch is ``batch_size`` sequences (per process).
@@ -23,8 +27,15 @@ class TrainConfig:
     ``class_weights`` (classification): None, ``"balanced"`` or one weight per class (``nbkit.train.loss``;
     evaluation stays unweighted). ``eval_batches``: None evaluates everything.
 
+    Watching and stopping a run: with ``output_dir``, a checkpoint is also written when ``checkpoint_minutes``
+    passed since the last save (None: by steps only), and a Ctrl-C saves one at the next step boundary.
+    ``progress_every_s``: a plain progress line on stdout every that many seconds and at the end (None:
+    none; ``nbkit.train.callbacks.ProgressLine``), beside the ``progress`` bar. ``report_to``:
+    ``"tensorboard"`` writes event files to ``output_dir/tensorboard`` (``TensorBoardLogger``), ``"none"`` not.
+
     Raises:
-        ConfigError: a count < 1, ``keep_steps`` outside 1..max_steps, checkpoints without ``output_dir``.
+        ConfigError: a count < 1, ``keep_steps`` outside 1..max_steps, checkpoints without ``output_dir``,
+            ``checkpoint_minutes``/``progress_every_s`` <= 0, an unknown ``report_to``.
     """
 
     max_steps: int
@@ -52,6 +63,9 @@ class TrainConfig:
     group_by_length: bool = False
     progress: bool = True
     class_weights: str | list[float] | None = None
+    checkpoint_minutes: float | None = 10.0
+    progress_every_s: float | None = 30.0
+    report_to: str = "none"
 
     def __post_init__(self):
         for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every"):
@@ -60,6 +74,11 @@ class TrainConfig:
         if (self.checkpoint_every or self.keep_steps) and self.output_dir is None:
             what = "checkpoint_every" if self.checkpoint_every else "keep_steps"
             raise ConfigError(f"{what} needs output_dir: set TrainConfig(output_dir=...).")
+        for name in ("checkpoint_minutes", "progress_every_s"):
+            if getattr(self, name) is not None and not getattr(self, name) > 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be > 0 (None: off).")
+        if self.report_to not in REPORT_TO:
+            raise ConfigError(f"report_to={self.report_to!r}: use one of {', '.join(map(repr, REPORT_TO))}.")
         self.keep_steps = tuple(sorted({int(s) for s in self.keep_steps}))
         bad = [s for s in self.keep_steps if not 1 <= s <= self.max_steps]
         if bad:

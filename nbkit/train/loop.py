@@ -9,6 +9,8 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
     non-finite? skip the update and count it; else optimizer step
     scheduler step; log / eval / checkpoint on their intervals     # all but this line: Loop.train_step
 
+A Ctrl-C (SIGINT) while training is held until the step ends: the loop saves a checkpoint there and raises
+:class:`TrainingInterrupted` (a ``KeyboardInterrupt``) saying how to resume; a second Ctrl-C stops at once.
 Under torchrun (W > 1) the same code runs DDP: ``docs/distributed.md`` says what differs where.
 """
 from __future__ import annotations
@@ -16,6 +18,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import signal
+import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -28,7 +33,7 @@ from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.train import checkpoint as ckpt
 from nbkit.train import preflight, workers
 from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
-from nbkit.train.callbacks import ProgressFile
+from nbkit.train.callbacks import ProgressLine, TensorBoardLogger
 from nbkit.train.config import TrainConfig, TrainResult, TrainState
 from nbkit.train.ddp import group as D
 from nbkit.train.ddp.launcher_watch import watch_launcher
@@ -86,16 +91,21 @@ class Loop:
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
         self.peak_tflops = peak_tflops(peak_name, matmul_precision_name(self.precision)) if peak_name else None
         self._ready = self._eval_checked = False
+        self.last_step: dict | None = None   # the latest train_step dict (callbacks read it)
+        self._last_save_t = time.monotonic()
 
     def setup(self) -> None:
         """Ready this process to train, once (``fit``, ``evaluate``, ``train_step`` and ``save`` call it).
 
         Joins the process group under torchrun (``D.init_distributed``), starts the launcher watch, seeds the
         global RNGs from ``config.seed`` (``D.seed_rank``: same seed, same dropout and masks), moves the model
-        to ``device`` (DDP-wrapped, compiled as configured) and adds ``ProgressFile.from_env()``.
+        to ``device`` (DDP-wrapped, compiled as configured) and adds the views the config asks for unless
+        given: a :class:`ProgressLine` (``progress_every_s``), a :class:`TensorBoardLogger` in
+        ``output_dir/tensorboard`` (``report_to="tensorboard"``).
 
         Raises:
-            ConfigError: ranks that do not meet in time, or ``LOCAL_RANK`` without a GPU (named).
+            ConfigError: ranks that do not meet in time, ``LOCAL_RANK`` without a GPU (named), or
+                ``report_to="tensorboard"`` without the tensorboard package.
         """
         if self._ready:
             return
@@ -111,8 +121,12 @@ class Loop:
         if self.config.compile:
             backend = self.config.compile if isinstance(self.config.compile, str) else "inductor"
             self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
-        if not any(isinstance(cb, ProgressFile) for cb in self.callbacks):
-            self.callbacks += [cb for cb in (ProgressFile.from_env(),) if cb is not None]
+        cfg = self.config
+        if cfg.progress_every_s and not any(isinstance(cb, ProgressLine) for cb in self.callbacks):
+            self.callbacks.append(ProgressLine(cfg.progress_every_s))
+        if (cfg.report_to == "tensorboard" and cfg.output_dir is not None
+                and not any(isinstance(cb, TensorBoardLogger) for cb in self.callbacks)):
+            self.callbacks.append(TensorBoardLogger(Path(cfg.output_dir) / "tensorboard"))
         self._ready = True
 
     # ----- data --------------------------------------------------------------------------
@@ -127,11 +141,13 @@ class Loop:
         return prepare_batch(batch, self.device, self._pad_multiple, pad_id)
 
     # ----- one optimizer step ------------------------------------------------------------
-    def train_step(self, window: list[dict], mark=None) -> dict:
+    def train_step(self, window: list[dict], mark=None, votes=None) -> dict:
         """One optimizer step on ``window`` (``grad_accum_steps`` batches of ``batch_stream()``), as ``fit()``
         runs it and ``nbkit.profiling`` times it. ``mark(phase)`` is called as ``data`` (to device), ``forward``,
-        ``backward`` start per micro-batch, then ``optimizer``. Returns sums over ranks: loss_sum (nats),
-        n_label, finite, grad_norm, lr, samples, tokens, flops."""
+        ``backward`` start per micro-batch, then ``optimizer``. ``votes()``: called once before the step's
+        all-reduce, its floats ride along (``fit()``: stop after a Ctrl-C, checkpoint by time), so every rank
+        acts at the same step. Returns sums over ranks: loss_sum (nats), n_label, finite, grad_norm, lr,
+        samples, tokens, flops, votes (a tuple)."""
         self.setup()
         mark = mark or (lambda phase: None)
         n_local = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
@@ -164,10 +180,12 @@ class Loop:
         max_norm = self.config.max_grad_norm or float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
         samples = sum(len(b["labels"]) for b in window)
-        local = torch.cat([loss_sum.double().reshape(1),            # (4,): loss sum, tokens, samples, FLOPs
-                           torch.tensor([tokens, samples, seq_flops], dtype=torch.float64, device=self.device)])
+        voted = tuple(float(v) for v in votes()) if votes is not None else ()
+        local = torch.cat([loss_sum.double().reshape(1),            # (4 + votes,): loss sum, tokens, samples, FLOPs
+                           torch.tensor([tokens, samples, seq_flops, *voted], dtype=torch.float64,
+                                        device=self.device)])
         vals = torch.cat([D.all_reduce_sum(local), grad_norm.double().reshape(1)]).tolist()  # the one sync/step
-        loss_v, tokens, samples, seq_flops, norm_v = vals  # sums over ranks; grad norm equal on all ranks
+        loss_v, tokens, samples, seq_flops, *voted, norm_v = vals  # sums over ranks; grad norm equal on all ranks
         tokens, samples = int(tokens), int(samples)
         lr = self.optimizer.param_groups[0]["lr"]
         finite = math.isfinite(loss_v) and (self.scaler is not None or math.isfinite(norm_v))
@@ -184,7 +202,8 @@ class Loop:
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
             self.scheduler.step()
         return {"loss_sum": loss_v if finite else 0.0, "n_label": n_label if finite else 0, "finite": finite,
-                "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops}
+                "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops,
+                "votes": tuple(voted)}
 
     def _check_nonfinite(self) -> None:
         st, limit = self.state, MAX_CONSECUTIVE_NONFINITE
@@ -200,13 +219,15 @@ class Loop:
         """Train to ``max_steps``, resuming from ``output_dir`` when ``config.resume``; returns a TrainResult.
 
         Holds the ``output_dir`` lock (``nbkit.train.run_lock``); warns when resuming with changed settings
-        (``nbkit.train.preflight.warn_resume_changes``). An exception leaving it carries
-        ``exc.nbkit_stopped = {"step", "max_steps", "output_dir"}``.
+        (``nbkit.train.preflight.warn_resume_changes``), and resumed under another number of processes keeps the
+        global batch by changing ``grad_accum_steps`` when it divides (``checkpoint.keep_global_batch``). An
+        exception leaving it carries ``exc.nbkit_stopped = {"step", "max_steps", "output_dir"}``.
 
         Raises:
             ConfigError: another run holds ``output_dir``.
             DataError: no batch, or batches without ``labels``/``input_ids`` (before any step).
             NonFiniteLossError: :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row.
+            TrainingInterrupted: Ctrl-C, after the checkpoint at the step boundary (with ``output_dir``).
         """
         self.setup()
         with self._output_lock():
@@ -238,10 +259,10 @@ class Loop:
     def _fit(self) -> TrainResult:
         from tqdm.auto import tqdm
 
-        cfg, st = self.config, self.state
         self._check_data()
-        if cfg.resume and cfg.output_dir is not None:
-            self._resume()
+        if self.config.resume and self.config.output_dir is not None:
+            self._resume()             # may change grad_accum_steps (the global batch kept)
+        cfg, st = self.config, self.state
         self._emit("on_train_begin")
         bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self.dist.is_main),
                    desc="train", unit="step")
@@ -249,30 +270,37 @@ class Loop:
         self._win, self._run = dict.fromkeys(_SUMS, 0), dict.fromkeys(_SUMS, 0)  # this log window, whole run
         frames0 = None
         t0 = self._t_start = time.perf_counter()
+        self._last_save_t = time.monotonic()
         self.model.train()
         self.stop_training = False  # a callback (e.g. EarlyStopping) may set it to end the run early
-        while st.step < cfg.max_steps and not self.stop_training:
-            out = self.train_step([next(batches) for _ in range(cfg.grad_accum_steps)])
-            st.step += 1
-            st.train_tokens += out["tokens"]
-            for k in _SUMS[:-1]:
-                self._win[k] += out[k]
-            self._check_nonfinite()
-            if frames0 is None and cfg.compile:
-                frames0 = _dynamo_frames()  # after the first step's compile
-            bar.update(1)
-            self._emit("on_step_end")
-            if st.step % cfg.log_every == 0 or st.step == cfg.max_steps:
-                logs = self._log(out, time.perf_counter() - t0)
-                bar.set_postfix(loss=f"{logs['loss']:.4f}", lr=f"{logs['lr']:.2e}")
-                t0 = time.perf_counter()
-            if self.eval_data is not None and cfg.eval_every and st.step % cfg.eval_every == 0:
-                self._record_eval(self.evaluate())
-                t0 = time.perf_counter()  # keep eval time out of throughput
-            if (cfg.checkpoint_every and st.step % cfg.checkpoint_every == 0) or st.step in cfg.keep_steps:
-                self.save()
-                t0 = time.perf_counter()
-        bar.close()
+        with _HeldInterrupt(self.dist.is_main) as interrupt, contextlib.closing(bar):
+            votes = lambda: (interrupt.requested, self._checkpoint_due())  # noqa: E731
+            while st.step < cfg.max_steps and not self.stop_training:
+                out = self.last_step = self.train_step([next(batches) for _ in range(cfg.grad_accum_steps)],
+                                                       votes=votes)
+                stop, save_due = (v > 0 for v in out["votes"])
+                st.step += 1
+                st.train_tokens += out["tokens"]
+                for k in _SUMS[:-1]:
+                    self._win[k] += out[k]
+                self._check_nonfinite()
+                if frames0 is None and cfg.compile:
+                    frames0 = _dynamo_frames()  # after the first step's compile
+                bar.update(1)
+                self._emit("on_step_end")
+                if stop:                    # some rank got a Ctrl-C: all save this step, then stop
+                    self._stop_interrupted(out, time.perf_counter() - t0)
+                if st.step % cfg.log_every == 0 or st.step == cfg.max_steps:
+                    logs = self._log(out, time.perf_counter() - t0)
+                    bar.set_postfix(loss=f"{logs['loss']:.4f}", lr=f"{logs['lr']:.2e}")
+                    t0 = time.perf_counter()
+                if self.eval_data is not None and cfg.eval_every and st.step % cfg.eval_every == 0:
+                    self._record_eval(self.evaluate())
+                    t0 = time.perf_counter()  # keep eval time out of throughput
+                if (save_due or (cfg.checkpoint_every and st.step % cfg.checkpoint_every == 0)
+                        or st.step in cfg.keep_steps):
+                    self.save()
+                    t0 = time.perf_counter()
         if frames0 is not None:
             self.recompilations = _dynamo_frames() - frames0
         if self.eval_data is not None and not (st.history and "eval_loss" in st.history[-1]
@@ -284,6 +312,25 @@ class Loop:
         result = TrainResult(history=list(st.history), metrics=self._summary(), checkpoint=self.last_checkpoint)
         self._emit("on_train_end", result)
         return result
+
+    def _checkpoint_due(self) -> bool:
+        """True when ``checkpoint_minutes`` passed since the last save (on this rank's clock)."""
+        cfg = self.config
+        return bool(cfg.output_dir is not None and cfg.checkpoint_minutes
+                    and time.monotonic() - self._last_save_t >= 60.0 * cfg.checkpoint_minutes)
+
+    def _stop_interrupted(self, out: dict, dt: float) -> None:
+        """After a Ctrl-C: log the open window, save (every rank, with ``output_dir``), raise TrainingInterrupted."""
+        st, cfg = self.state, self.config
+        if self._win["samples"]:
+            self._log(out, dt)
+        where = f"stopped at step {st.step} of {cfg.max_steps}"
+        if cfg.output_dir is None:
+            raise TrainingInterrupted(f"Ctrl-C: {where}; nothing saved (no output_dir): set "
+                                      "TrainConfig(output_dir=...) to keep the work of an interrupted run.")
+        path = self.save()
+        raise TrainingInterrupted(f"Ctrl-C: {where}; checkpoint saved: {path}. Run the same cell or command "
+                                  "again to resume from it (resume=True, the default).")
 
     def _rates(self, sums: dict) -> dict:
         dt = sums["time"]
@@ -400,6 +447,7 @@ class Loop:
         metrics = {"eval_loss": loss, "eval_tokens": n}
         if tot["n_mlm"] > 0:
             metrics["eval_perplexity"] = math.exp(min(loss, 700.0))  # exp overflows float64 above ~709
+            metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan   # targets predicted exactly (top-1)
             for kind in TARGET_KINDS if kind_sums else ():
                 k_n = int(tot[f"{kind}_n"])
                 metrics[f"eval_{kind}_loss"] = tot[f"{kind}_sum"] / k_n if k_n else math.nan
@@ -425,6 +473,7 @@ class Loop:
         self.setup()
         with self._output_lock():
             self.last_checkpoint = ckpt.save_loop(self)
+        self._last_save_t = time.monotonic()
         self._emit("on_save", self.last_checkpoint)
         return self.last_checkpoint
 
@@ -434,8 +483,15 @@ class Loop:
             return
         saved = ckpt.restore_loop(self, found)
         self.last_checkpoint = found.path
+        cfg = self.config
+        accum, note, kept = ckpt.keep_global_batch(saved, cfg.batch_size, cfg.grad_accum_steps, self.dist.world_size)
+        if accum != cfg.grad_accum_steps:
+            self.config = dataclasses.replace(cfg, grad_accum_steps=accum)
         if self.dist.is_main:
-            print(f"resumed from {found.path} (step {self.state.step}, {ckpt.world_sizes(saved, self.dist.world_size)})")
+            print(f"resumed from {found.path} (step {self.state.step}, {ckpt.world_sizes(saved, self.dist.world_size)})"
+                  + (f"; {note}" if note and kept else ""))
+            if note and not kept:
+                warnings.warn(note, UserWarning, stacklevel=4)
             preflight.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
 
     def _emit(self, event: str, *args) -> None:
@@ -445,6 +501,46 @@ class Loop:
             fn = getattr(cb, event, None)
             if fn is not None:
                 fn(self, *args)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped ``fit()`` at a step boundary, after its checkpoint; the message says how to resume.
+    Jupyter shows it as that one line (IPython's ``_render_traceback_`` protocol), and it stops papermill."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+class _HeldInterrupt:
+    """While training, a SIGINT sets ``requested`` (the loop stops at the step's end) and says so on stdout;
+    another one at least 1 s later raises ``KeyboardInterrupt`` at once. Main thread only; a SIGINT that is
+    ignored (``SIG_IGN``) stays ignored. ``announce``: print the notice (rank 0)."""
+
+    def __init__(self, announce: bool = True):
+        self.announce, self.requested, self._t, self._prev = announce, False, 0.0, None
+
+    def __enter__(self) -> "_HeldInterrupt":
+        if threading.current_thread() is threading.main_thread():
+            prev = signal.getsignal(signal.SIGINT)
+            if prev is not signal.SIG_IGN and prev is not None:
+                self._prev = prev
+                signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        now = time.monotonic()
+        if self.requested and now - self._t >= 1.0:
+            raise KeyboardInterrupt
+        if not self.requested:
+            self.requested, self._t = True, now
+            if self.announce:
+                with contextlib.suppress(Exception):  # a print interrupted mid-write may refuse a second one
+                    print("Ctrl-C: stopping after this step and saving a checkpoint (Ctrl-C again to stop at once)",
+                          file=sys.stdout, flush=True)
+
+    def __exit__(self, *exc) -> None:
+        if self._prev is not None:
+            signal.signal(signal.SIGINT, self._prev)
 
 
 MAX_CONSECUTIVE_NONFINITE = 5  # skipped (non-finite) steps in a row before fit() gives up

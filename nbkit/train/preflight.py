@@ -186,7 +186,7 @@ def warn_resume_changes(loop, state: dict, path) -> None:
     ``state``: the checkpoint's (``nbkit.train.checkpoint.loop_state``). A checkpoint at/after
     ``max_steps``: nothing to train. Otherwise each differing :data:`RUN_SETTINGS` field is listed
     ``old -> new`` with what happens to it (``batch_size`` counts as changed only when the global batch
-    did): :data:`SCHEDULE_SETTINGS` and the schedule's length stay the checkpoint's, and the LR the
+    did; under another world size neither it nor ``grad_accum_steps`` does when the global batch stayed): :data:`SCHEDULE_SETTINGS` and the schedule's length stay the checkpoint's, and the LR the
     remaining steps get is stated; :data:`ORDER_SETTINGS` apply from the next epoch (the epoch in
     progress keeps its saved order); the others apply from the next step.
     """
@@ -198,7 +198,10 @@ def warn_resume_changes(loop, state: dict, path) -> None:
         return
     saved = state.get("config") or {}
     w_old, w_new = int(state.get("world_size", 1)), loop.dist.world_size
+    same_global = (saved.get("batch_size", cfg.batch_size) * saved.get("grad_accum_steps", 1) * w_old
+                   == cfg.batch_size * cfg.grad_accum_steps * w_new)   # a re-split of one global batch
     diffs = [(k, saved[k], getattr(cfg, k)) for k in RUN_SETTINGS if k in saved and saved[k] != getattr(cfg, k)
+             and not (k in ("batch_size", "grad_accum_steps") and same_global and w_old != w_new)
              and not (k == "batch_size" and saved[k] * w_old == cfg.batch_size * w_new)]
     if not diffs:
         return
