@@ -13,8 +13,8 @@ import loop_helpers as H
 import pytest
 
 from nbkit.errors import ConfigError
-from nbkit.train import Loop, TrainConfig, checkpoint
 from nbkit.folder_lock import pid_alive
+from nbkit.train import Loop, TrainConfig, checkpoint
 from nbkit.train.run_lock import RunLock
 
 HOLDER_NAME = RunLock.HOLDER_NAME
