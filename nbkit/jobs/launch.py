@@ -1,24 +1,10 @@
-"""Run a training script under ``torchrun`` from a notebook, stream its output back, stop it cleanly;
-and ``python -m nbkit.jobs.launch [torchrun arguments]``: torchrun whose Ctrl-C exits 130 in one line.
+"""Run a training script under ``torchrun`` from a notebook, stream its output back, stop it cleanly; and
+``python -m nbkit.jobs.launch [torchrun arguments]``: torchrun whose Ctrl-C exits 130 in one line.
 
-``launch`` starts ``python -m nbkit.jobs.launch --standalone --nproc-per-node=N <target> args``
-as a *new process* in its own session (``subprocess.Popen(start_new_session=True)``), never
-by forking the kernel: a fork after CUDA is initialised gives children a broken CUDA
-context. Workers write to the same pipe; ``LaunchHandle.wait()`` (in the kernel's main
-thread) shows the latest lines in one display area updated in place (throttled), and
-hands every ``NBKIT_METRICS {json}`` line (printed by rank 0 through ``emit_metrics``)
-to ``on_metrics`` - e.g. a ``LivePlot``.
-
-Stopping: ``interrupt()`` sends SIGINT to torchrun, which forwards it to the workers: they save
-a checkpoint at the step boundary and exit (``nbkit.train.loop``); interrupting the kernel during
-``wait()`` does this. ``terminate()`` sends SIGTERM to torchrun's process group *and* to every
-worker seen (torchrun starts each worker in its own session, so a process-group signal alone
-does not reach them), waits ``grace_s``, then SIGKILLs what is left: what ``interrupt()`` falls
-back to, and what interpreter exit does.
-
-Exit codes: torchrun ends any signal with torch's ``SignalException`` traceback and exit code 1, after
-the workers said their line; :func:`main` runs the same launcher but exits 128 + the signal (130 for
-Ctrl-C, 143 for SIGTERM) without that traceback or the agent's shutdown warnings.
+``launch`` starts torchrun as a new process in its own session, never by forking the kernel (a fork after
+CUDA is initialised breaks the children's CUDA context); ``LaunchHandle.wait()`` shows the latest lines in
+place and hands every ``NBKIT_METRICS {json}`` line to ``on_metrics`` (e.g. a LivePlot). Stopping, signals and
+exit codes: docs/distributed.md, "Stopping a job".
 """
 from __future__ import annotations
 
