@@ -4,7 +4,7 @@
 ``launch`` starts torchrun as a new process in its own session, never by forking the kernel (a fork after
 CUDA is initialised breaks the children's CUDA context); ``LaunchHandle.wait()`` shows the latest lines in
 place and hands every ``NBKIT_METRICS {json}`` line to ``on_metrics`` (e.g. a LivePlot). Stopping, signals and
-exit codes: docs/distributed.md, "Stopping a job".
+exit codes: docs/distributed.md, "Stopping a job: Ctrl-C, a killed launcher, errors".
 """
 from __future__ import annotations
 
