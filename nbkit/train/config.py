@@ -21,7 +21,9 @@ class TrainConfig:
     it pads to a multiple of ``pad_to_multiple_of`` (default 64) and drops the last partial batch (static
     shapes). ``group_by_length``: similar lengths share a batch (``nbkit.train.ddp.sampler``).
     ``class_weights`` (classification): None, ``"balanced"`` or one weight per class (``nbkit.train.loss``;
-    evaluation stays unweighted). ``eval_batches``: None evaluates everything.
+    evaluation stays unweighted). ``eval_batches``: None evaluates everything. ``identity``: what the run's data
+    means that must not change across a resume (``{"tokenizer": sha256}``), saved with each checkpoint; a resume
+    under another identity is refused (``nbkit.train.checkpoint.check_identity``).
 
     Raises:
         ConfigError: a count < 1, ``keep_steps`` outside 1..max_steps, checkpoints without ``output_dir``.
@@ -52,6 +54,7 @@ class TrainConfig:
     group_by_length: bool = False
     progress: bool = True
     class_weights: str | list[float] | None = None
+    identity: dict | None = None
 
     def __post_init__(self):
         for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every"):
