@@ -373,13 +373,13 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
     ``finetune_s`` (wall seconds of ``fit``). Checkpoints record ``tok``'s hash: a resume on another tokenizer
     is refused (``CheckpointError``).
     """
+    from nbkit.recipes.pretraining import tokenizer_identity
     from nbkit.text.mlm import classification_collator
-    from nbkit.text.tokenizer_files import tokenizer_sha256
     from nbkit.train import Loop
     from nbkit.train.ddp.group import launch_world_size
 
     tcfg = train_config(cfg, len(encoded["train"]), out_dir, world_size=launch_world_size(),
-                        identity={"tokenizer": tokenizer_sha256(tok)})
+                        identity=tokenizer_identity(tok))
     val = encoded.get("validation") if tcfg.eval_every else None
     loop = Loop(classifier, tcfg, encoded["train"], val, collate_fn=classification_collator(tok),
                 callbacks=list(callbacks), device=device)

@@ -174,6 +174,14 @@ class PretrainConfig(RecipeConfig):
         return step_dir(self.scale, self.STEP + part + self.run_tag() + init_tag(self.init))
 
 
+def tokenizer_identity(tok) -> dict:
+    """``{"tokenizer": sha256, "vocab_size": n}``: what a checkpoint records of the tokenizer it was trained with
+    (``TrainConfig.identity``), so a resume on another one is refused naming both."""
+    from nbkit.text.tokenizer_files import tokenizer_sha256
+
+    return {"tokenizer": tokenizer_sha256(tok), "vocab_size": len(tok)}
+
+
 def init_tag(init: str | None) -> str:
     """``""`` without ``init``; else ``"-from-<name>-<6 hex>"``: the folder's name (``mlm-wiki`` for
     ``runs/cpu/mlm-wiki/model``) or the Hub name, and a hash of its absolute path (or the name), so runs from
@@ -521,13 +529,12 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     ``["untrained_eval_perplexity"]``). ``save_steps``: checkpoints kept besides the newest. The checkpoints
     record ``tok``'s hash: a resume on another tokenizer is refused (``CheckpointError``).
     """
-    from nbkit.text.tokenizer_files import tokenizer_sha256
     from nbkit.train import EarlyStopping, Loop
     from nbkit.train.ddp.group import launch_world_size
 
     extra = [EarlyStopping(patience=cfg.patience)] if cfg.patience else []
     tcfg = train_config(cfg, out_dir, len(blocks["train"]), save_steps, world_size=launch_world_size(),
-                        identity={"tokenizer": tokenizer_sha256(tok)})
+                        identity=tokenizer_identity(tok))
     loop = Loop(bert, tcfg, blocks["train"], blocks["validation"], collate_fn=collator(cfg, tok),
                 callbacks=[*callbacks, *extra], device=device)
     first = loop.evaluate() if untrained else {}
