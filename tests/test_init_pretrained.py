@@ -227,10 +227,10 @@ def test_resume_on_another_tokenizer_is_refused(tmp_path, runs_tmp):
                                       max_train=200, corpus_lines=100)
     out = tmp_path / "mlm"
     pt.run_pretraining(cfg, out, tokenizer=tok)
-    state = torch.load(next((out / "checkpoints").glob("step-*")) / "trainer_state.pt", weights_only=False)
-    assert state["config"]["identity"] == pt.tokenizer_identity(tok)
     with pytest.raises(CheckpointError, match=r"tokenizer: checkpoint [0-9a-f]{64} vs this run [0-9a-f]{64}.*resume=False"):
         pt.run_pretraining(cfg.replace(max_steps=4), out, tokenizer=other)
+    state = torch.load(next((out / "checkpoints").glob("step-*")) / "trainer_state.pt", weights_only=False)
+    assert state["config"]["identity"] == pt.tokenizer_identity(tok)
     pt.run_pretraining(cfg.replace(max_steps=3), out, tokenizer=tok)               # its own tokenizer resumes
     # fine-tuning: the same mechanism
     fcfg = ft.FinetuneConfig.for_scale("smoke", init="random", model="tiny", max_train=64, max_steps=2,
@@ -314,3 +314,12 @@ def test_continued_model_loads_in_plain_transformers(standins, tmp_path, runs_tm
     sample = texts(10)
     theirs, back = AutoTokenizer.from_pretrained(str(standins["ckip"])), AutoTokenizer.from_pretrained(str(model_dir))
     assert [back(t)["input_ids"] for t in sample] == [theirs(t)["input_ids"] for t in sample]
+
+
+def test_the_jobs_take_init_as_a_flag(standins, runs_tmp):
+    from nbkit.jobs import finetune, pretrain
+
+    cfg, out = pretrain.config(pretrain.parser().parse_args(["--scale", "cpu", "--init", str(standins["bbc"])]))
+    assert cfg.init == str(standins["bbc"]) and cfg.lr == 5e-5 and "-from-bert-base-chinese-" in out.name
+    fcfg, _ = finetune.config(finetune.parser().parse_args(["--scale", "cpu", "--init", str(standins["bbc"])]))
+    assert fcfg.init == str(standins["bbc"]) and fcfg.pooling is None
