@@ -31,7 +31,8 @@ masking), or PD + reviews (``mix``). Validation and test texts are never pretrai
 Gururangan et al. 2020)? nbkit's own model pretrained on People's Daily (``--published-steps``) stands in for the
 published one; it is continued on the training reviews with ``PretrainConfig.init`` (``--tapt-steps``,
 ``--tapt-lr``), both are fine-tuned with the same seeds, and ``<out>/tapt.json`` holds the paired difference
-(continued minus published) with its bootstrap intervals.
+(continued minus published) with its bootstrap intervals. Recorded 2026-12-02 on the 2-core CPU
+(``bench/results/pretrain_value_tapt``): +1.1 points [+0.3, +1.9] over 1.02 M review tokens.
 
 The benchmark is the recipes plus overrides, over seeds: pretraining is
 ``nbkit.recipes.pretraining.run_pretraining(PretrainConfig.for_scale(scale, **flags))`` and every fine-tune is

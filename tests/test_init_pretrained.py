@@ -129,6 +129,13 @@ def test_init_tokenizer_is_kept_and_the_store_is_prepared_with_it(standins, runs
             assert bool(masked[b][where].all()), "a word was masked in part"
             multi += int(where.sum()) > 1
     assert multi > 0                                                               # words of several characters
+    # fit_to_corpus with init: steps and batch for the store, never another model or the from-scratch lr
+    cpu = pt.PretrainConfig.for_scale("cpu", init=str(init), corpus=str(corpus_file))
+    assert pt.store_dir(cpu) == corpus.store                                       # the same store, any scale
+    sized, plan = pt.size(cpu, corpus, device="cpu")
+    assert sized.model == cpu.model and sized.lr == 5e-5 and sized.warmup_ratio == cpu.warmup_ratio
+    assert sized.max_steps == plan["max_steps"] and sized.batch_size == plan["batch_size"]
+    assert any("init fixes the model" in r for r in plan["reasons"])
 
 
 def test_hub_name_offline_without_cache_is_one_clear_error(tmp_path, monkeypatch, runs_tmp):

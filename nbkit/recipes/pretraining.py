@@ -171,7 +171,7 @@ class PretrainConfig(RecipeConfig):
         store = store_dir(self)
         part = ""
         if store is not None:
-            name = store.name or "corpus"
+            name = (store.name.split("-tok-")[0] if self.init else store.name) or "corpus"   # init: named below
             tagged = [f.name for f in dataclasses.fields(self) if f.name not in self.QUIET]
             part = "-" + ("corpus-" + name if any(name.startswith(f) for f in tagged) else name)
         return step_dir(self.scale, self.STEP + part + self.run_tag() + init_tag(self.init))
@@ -567,8 +567,8 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
     """Save model + tokenizer to ``out_dir/model`` (atomic; loads with ``AutoModelForMaskedLM``) and write
     ``out_dir/metrics.json``; return it.
 
-    The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``model``,
-    ``parameters``, ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``,
+    The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``model`` (the
+    preset, or ``init``), ``init``, ``parameters``, ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``,
     the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``, ``mfu``, ``device``, ``precision``,
     ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``, ``first_eval_loss``/``first_eval_step``,
     ``model_dir``, ``checkpoints`` (step -> model dir), ``history``, ``config``, ``world_size``, ``written_at``.
