@@ -17,7 +17,9 @@
 # %% [markdown]
 # # 02 · BERT masked-LM pretraining
 #
-# We pretrain a BERT from scratch with **masked language modelling (MLM)**: 15 % of the tokens in each block are hidden and the model learns to predict them from the rest. The text is the *training* reviews that notebook 03 will classify: continuing MLM on in-domain text ("domain-adaptive pretraining", Gururangan et al. 2020) is what makes the pretrained model useful there. (The `smoke` scale adds a slice of People's Daily so both corpus code paths run in CI; `corpus` below swaps in your own text.)
+# We pretrain a BERT with **masked language modelling (MLM)**: 15 % of the tokens in each block are hidden and the model learns to predict them from the rest. The text is the *training* reviews that notebook 03 will classify: continuing MLM on in-domain text ("domain-adaptive pretraining", Gururangan et al. 2020) is what makes the pretrained model useful there. (The `smoke` scale adds a slice of People's Daily so both corpus code paths run in CI; `corpus` below swaps in your own text.)
+#
+# By default the model starts from random weights. Where practitioners start is a **published checkpoint**: `init` names one (a local folder, or a Hub name such as `bert-base-chinese` when it is cached or you are online), and this notebook then *continues* its pretraining on the reviews with its own tokenizer and continued-pretraining defaults (`-p init bert-base-chinese`; docs/pretraining.md, "From a published checkpoint").
 #
 # Every step is one function of the pretraining recipe, `nbkit.recipes.pretraining`, called cell by cell; `python -m nbkit.jobs.pretrain` and the benchmarks run the same functions. What did and did not work while choosing the recipe, with the measured numbers, is in [docs/pretraining.md](../docs/pretraining.md).
 
@@ -38,9 +40,10 @@ eval_every = None         # steps between held-out evaluations (and checkpoints)
 corpus_lines = None       # People's Daily lines, where the scale's mix reads them; "all": every line
 precision = None          # auto / bf16 / fp16 / fp32
 corpus = None             # your corpus: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: the bundled mix
+init = None               # continue a published BERT masked LM: a folder or Hub name ("bert-base-chinese"); None: random weights
 
 # %% [markdown]
-# The whole recipe is one object: the scale's defaults plus what you set above. The run's folder is named after what you set (`cfg.run_dir()`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. The table says where each value comes from (the `scale`, a `recipe` constant and why, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
+# The whole recipe is one object: the scale's defaults plus what you set above (with `init`, the continued-pretraining defaults: a low learning rate, the checkpoint's model; the table gives each reason). The run's folder is named after what you set (`cfg.run_dir()`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. The table says where each value comes from (the `scale`, a `recipe` constant and why, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
 
 # %%
 from nbkit import evaluate, models, recipes
@@ -49,8 +52,9 @@ from nbkit.recipes import pretraining as pt
 cfg = pt.PretrainConfig.for_scale(scale, seed=seed, split_seed=seed, model=model, block_size=block_size,
                                   batch_size=batch_size, grad_accum_steps=grad_accum_steps, max_steps=max_steps,
                                   lr=lr, eval_every=eval_every, corpus_lines=corpus_lines, precision=precision,
-                                  corpus=corpus)   # None values keep the recipe's
-out_dir = cfg.run_dir()   # runs/<scale>/mlm, "mlm-seed3-split_seed3" with overrides, "mlm-<store>[-lr0.002]" with corpus
+                                  corpus=corpus, init=init)   # None values keep the recipe's
+out_dir = cfg.run_dir()   # runs/<scale>/mlm, "mlm-seed3-split_seed3" with overrides, "mlm-<store>[-lr0.002]" with corpus,
+                          # "mlm-from-bert-base-chinese-<hash>" with init
 print(f"-> {out_dir}")
 cfg.table()
 
@@ -59,6 +63,8 @@ cfg.table()
 # Without `corpus`, the text is the scale's mix (`mix`: source and repeat weight). A text found twice counts once, and every validation and test review is excluded, so notebook 03's evaluation stays honest; the table says what went in. The tokenizer is notebook 01's (trained now if missing).
 #
 # With `corpus`, your text is prepared once into a **store** on disk (token ids, word starts, a held-out share chosen by hash; `docs/corpus.md`) with its own tokenizer, and the run is sized for its token count (the plan says why; fields you set stay). Training then reads blocks from disk in constant memory.
+#
+# With `init`, the tokenizer is the checkpoint's own (bert-base-chinese: 21,128 tokens, one per Chinese character): no WordPiece is trained, a `corpus` is prepared with it, and a block size past its position table or a store of another tokenizer is refused here, before any work.
 
 # %%
 corpus = pt.data(cfg)                            # jieba marks word boundaries where the text has none
@@ -88,12 +94,12 @@ print(tokenizer.decode(batch["input_ids"][0][:40]))
 print(f"target fraction: {(batch['labels'] != -100).float().mean():.2%}")
 
 # %% [markdown]
-# ## 3. Build BERT from config
-# No download: the architecture comes from the preset, the vocabulary from our tokenizer, the initial weights from the seed (running the notebook again gives the same numbers).
+# ## 3. Build BERT: from config, or from `init`
+# Without `init`: no download; the architecture comes from the preset, the vocabulary from our tokenizer, the initial weights from the seed (running the notebook again gives the same numbers). With `init`: every weight of the checkpoint's masked LM is loaded (nothing starts random; the decoder stays tied to the word embeddings), and the cell names what MLM does not use (the pooler and next-sentence head).
 
 # %%
 bert = pt.model(cfg, tokenizer)
-print(f"{cfg.model}: {models.count_parameters(bert) / 1e6:.1f} M parameters, "
+print(f"{cfg.init or cfg.model}: {models.count_parameters(bert) / 1e6:.1f} M parameters, "
       f"hidden={bert.config.hidden_size}, layers={bert.config.num_hidden_layers}")
 
 # %% [markdown]
@@ -163,7 +169,8 @@ else:
     job = launch("nbkit.jobs.pretrain", nproc_per_node=n_gpus, on_metrics=LivePlot(out_dir=out_dir / "ddp"),
                  args=["--scale", cfg.scale, "--output-dir", str(out_dir / "ddp"),
                        "--batch-size", str(max(1, cfg.batch_size // n_gpus)),
-                       *(["--corpus", str(corpus.store)] if corpus.store else [])])
+                       *(["--corpus", str(corpus.store)] if corpus.store else []),
+                       *(["--init", str(cfg.init)] if cfg.init else [])])
     job.wait()
 
 # %% [markdown]
@@ -171,9 +178,9 @@ else:
 # The saved model directory goes into plain `transformers.pipeline("fill-mask")` with five everyday sentences, each with one character hidden (首都, 很好, 非常好, 公园, 牛奶). Each row lists the model's five best guesses with their probabilities, and the line above the table says what they show:
 #
 # - **the same five guesses for every sentence** (typically punctuation and the most frequent characters, such as ，的。是不): the model learnt which tokens are frequent, not how the sentence constrains them. The loss can fall a long way before that changes. This is what the `smoke` scale shows (a few steps on a tiny model), and what a run of the `cpu` recipe gave in December 2026 (the same five, ，的。是不, for all five sentences), in line with the plateau check above: its gain in notebook 03 is small.
-# - **guesses that change with the sentence** (都 after 首, 奶 after 牛): the model uses context. The `gpu` recipe is where to look for that.
+# - **guesses that change with the sentence** (都 after 首, 奶 after 牛): the model uses context. The `gpu` recipe is where to look for that, and a published checkpoint continued with `init` starts there.
 #
-# **Next:** `03_sentiment_finetuning` fine-tunes a classifier from this checkpoint.
+# **Next:** `03_sentiment_finetuning` fine-tunes a classifier from this checkpoint (with `init`, pass it `-p init runs/<scale>/mlm-from-…/model`, the `out_dir` printed above).
 
 # %%
 from nbkit.evaluate.probes import fill_mask

@@ -32,8 +32,8 @@ epochs = None         # passes over the training split
 lr = None             # peak learning rate
 max_train = None      # training examples used; "all": the whole split
 model = None          # BERT preset when there is no encoder to start from (built from config)
-pooling = None        # classifier input: "mean" of the token states or BERT's "cls" pooler
-init = None           # the encoder: a model folder (e.g. runs/cpu/mlm-<corpus>/model) or Hub name; None: notebook 02's
+pooling = None        # classifier input: "mean" of the token states, BERT's "cls" pooler; None: chosen per encoder
+init = None           # the encoder: a model folder (e.g. runs/cpu/mlm-<corpus>/model) or Hub name (bert-base-chinese); None: notebook 02's
 
 # %% [markdown]
 # ## The recipe
@@ -70,7 +70,12 @@ print(f"reviews longer than {cfg.max_length} tokens (truncated): "
 
 # %% [markdown]
 # ## 3. Start from the pretrained checkpoint
-# The encoder comes from notebook 02's checkpoint when there is one (else random weights, and the cell says so; a local model directory or Hub name works too). A new, seeded head maps the **mean of the token states** to the two labels: BERT's own head reads `[CLS]` through a pooler that only next-sentence prediction trains, so after MLM-only pretraining it starts untrained.
+# The encoder comes from notebook 02's checkpoint when there is one (else random weights, and the cell says so; `init` names a local model folder or a Hub name such as `bert-base-chinese`). A new, seeded head maps the encoder's output to the two labels, and the pooling is chosen per encoder (`pooling=None`), with the reason printed:
+#
+# - **`cls`**, BERT's own head, reading `[CLS]` through the pooler, when the checkpoint carries a pooler trained by its authors (bert-base-chinese's next-sentence prediction); the export is then a plain `BertForSequenceClassification`.
+# - **`mean`** of the token states otherwise: nbkit's pretraining, like any MLM-only pretraining, never trains the pooler, while the token states are exactly what MLM trains.
+#
+# A BERT-base-sized encoder also gets its authors' fine-tuning rate (2e-5; the table above says so).
 
 # %%
 print("encoder:", ft.encoder(cfg))   # init, else notebook 02's model, else None (random weights)

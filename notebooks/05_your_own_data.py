@@ -44,7 +44,8 @@ text_column = "review"
 label_column = "label"
 corpus_file = "data/sample_corpus.txt"   # unlabelled text for MLM pretraining (prepared into a store); None: training texts only
 corpus_text_column = "text"              # JSON key / parquet column; ignored for .txt
-pretrain = True                          # False: skip MLM pretraining, fine-tune from random init
+pretrain = True                          # False: skip MLM pretraining, fine-tune from init (or random weights)
+init = None                              # a published BERT to start from: a folder or Hub name ("bert-base-chinese"); None: random weights
 max_passes = 10                          # MLM reads your corpus at most this many times (the scale's steps cap it too)
 run_name = "sample"                      # outputs go to runs/<scale>/own_data/<run_name>/
 
@@ -56,7 +57,7 @@ cfg = own.OwnDataConfig.for_scale(scale, seed=seed, max_length=max_length, model
                                   train_file=train_file, validation_file=validation_file, test_file=test_file,
                                   text_column=text_column, label_column=label_column, corpus_file=corpus_file,
                                   corpus_text_column=corpus_text_column, pretrain=pretrain, max_passes=max_passes,
-                                  run_name=run_name)
+                                  run_name=run_name, init=init)
 out_dir = cfg.run_dir()
 print(f"-> {out_dir}")
 cfg.table()
@@ -101,13 +102,13 @@ corpus.report
 
 # %% [markdown]
 # ## 3. The tokenizer and its coverage
-# With a corpus, the store's WordPiece (trained on it while preparing); without, WordPiece trained now on the training texts; every character kept either way. The same tokenizer serves pretraining and fine-tuning. Coverage is measured on your validation texts, which the tokenizer never saw: the `[UNK]` rate is the share of tokens the model cannot read, and the length percentiles tell whether `max_length` cuts many texts.
+# With `init`, the checkpoint's own tokenizer (nothing trained; the store was prepared with it). Else, with a corpus, the store's WordPiece (trained on it while preparing); without, WordPiece trained now on the training texts; every character kept either way. The same tokenizer serves pretraining and fine-tuning. Coverage is measured on your validation texts, which the tokenizer never saw: the `[UNK]` rate is the share of tokens the model cannot read, and the length percentiles tell whether `max_length` cuts many texts.
 
 # %%
 from nbkit.recipes import tokenizer as tk
 from nbkit.text import tokenizer_stats
 
-if corpus.store is not None:
+if corpus.store is not None or pcfg.init is not None:
     tokenizer = pt.tokenizer(pcfg, corpus)
     tok_stats = tokenizer_stats(tokenizer, splits["validation"]["text"])
 else:
@@ -118,7 +119,7 @@ tok_stats
 
 # %% [markdown]
 # ## 4. Optional: MLM pretraining on your text
-# The model reads your text with 15 % of the tokens masked and learns to fill them in: notebook 02's stages (blocks, model, loop, fit, save) with the config above. Every run starts over (`resume=False`): your data or tokenizer may have changed since the last run. With `pretrain = False` the classifier starts from random weights.
+# The model reads your text with 15 % of the tokens masked and learns to fill them in: notebook 02's stages (blocks, model, loop, fit, save) with the config above; with `init` it continues that checkpoint (its weights, a low learning rate). Every run starts over (`resume=False`): your data or tokenizer may have changed since the last run. With `pretrain = False` the classifier starts from `init` as published (or from random weights).
 
 # %%
 from nbkit import LivePlot
@@ -143,7 +144,7 @@ else:
 # Notebook 03's recipe on your data: the same config object (the scale's values, `max_length` and `seed` from the parameters above), from the pretrained encoder (or random weights) with a new classification head. Texts longer than `max_length` tokens are truncated, and the cell says how many. Every run starts over (`resume=False`), as the pretraining does.
 
 # %%
-fcfg = own.finetune_config(cfg, init=str(mlm_dir / "model") if cfg.pretrain else "random")
+fcfg = own.finetune_config(cfg, init=str(mlm_dir / "model") if cfg.pretrain else (cfg.init or "random"))
 encoded, trunc = ft.encode(fcfg, tokenizer, labeled)
 classifier, how = ft.model(fcfg, tokenizer, labeled)
 print(how)

@@ -80,3 +80,40 @@ def test_finetune_and_report_phases_at_smoke(bench, tmp_path, monkeypatch):
     stats = bench.report(bench.parse_args(["report", *common]))
     assert stats["n_rows"] == 2 and stats["table"][0]["seeds"] == [0, 1] and "16" in stats["baseline"]
     assert json.loads((out / "stats.json").read_text())["table"] == stats["table"]
+
+
+def test_tapt_phase_continues_the_published_model_and_pairs_the_seeds(bench, tmp_path, monkeypatch):
+    from nbkit import data
+
+    rows = [{"text": f"{w}{i}号", "label": lab} for lab, w in (("pos", "很好满意"), ("neg", "太差失望")) for i in range(30)]
+    f = tmp_path / "d.jsonl"
+    f.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    labeled = data.load_labeled_files(str(f), seed=0)
+    y = labeled.splits["test"]["label"]
+    seen = []
+
+    def fake_run(cfg, out_dir, *, tokenizer=None, **kw):
+        seen.append(cfg)
+        return {"model_dir": str(Path(out_dir) / "model"), "steps": cfg.max_steps, "train_tokens": 1, "lr": cfg.lr,
+                "eval_loss": 5.0, "untrained_eval_loss": 9.0, "tokens_per_s": 1.0}
+
+    def fake_finetune(args):   # the continued model gets every test example right, the published one half
+        with open(Path(args.out) / "finetune.jsonl", "a") as fh:
+            for seed in (0, 1, 2):
+                for init, pred in zip(args.init.split(","), ([1 - t if i % 2 else t for i, t in enumerate(y)], y)):
+                    fh.write(json.dumps({"init": init, "seed": seed, "tag": args.tag, "test_pred": list(pred)}) + "\n")
+
+    monkeypatch.setattr(sys.modules["nbkit.recipes.pretraining"], "run_pretraining", fake_run)
+    monkeypatch.setattr(bench, "finetune", fake_finetune)
+    monkeypatch.setattr(bench, "labeled", lambda task: labeled)
+    monkeypatch.setattr(bench, "get_tokenizer", lambda *a: "tok")
+    monkeypatch.setattr(bench.evaluate, "baseline_at_cut", lambda *a, **k: {"test_accuracy": 0.5})
+    result = bench.tapt(bench.parse_args(["tapt", "--out", str(tmp_path / "pv"), "--published-steps", "8",
+                                          "--tapt-steps", "4", "--tapt-lr", "0.0003"]))
+    published, continued = seen
+    assert published.init is None and published.mix == (("peoples_daily", 1.0),) and published.max_steps == 8
+    assert continued.init == str(tmp_path / "pv" / "published" / "model") and continued.mix == (("reviews", 1.0),)
+    assert continued.lr == 0.0003 and continued.max_steps == 4
+    d = result["test_accuracy_diff_tapt_vs_published"]
+    assert result["seeds"] == [0, 1, 2] and d["mean"] == pytest.approx(len(y[1::2]) / len(y)) and "ci95_seeds" in d
+    assert json.loads((tmp_path / "pv" / "tapt.json").read_text())["runs"]["tapt"]["test_accuracy"]["mean"] == 1.0

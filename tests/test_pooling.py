@@ -30,8 +30,10 @@ def test_mean_pooling_loads_the_encoder_and_ignores_padding(tok, tmp_path):
     a = clf(input_ids=ids, attention_mask=torch.ones_like(ids)).logits            # (1, 2)
     b = clf(input_ids=padded, attention_mask=mask).logits
     assert a.shape == (1, 2) and torch.allclose(a, b, atol=1e-5)
-    cls_clf, _ = build_classifier(tmp_path / "model", 2, ID2LABEL, tokenizer=tok)   # [CLS] pooler: padding-safe too,
-    assert not isinstance(cls_clf, MeanPoolBertForSequenceClassification)          # but another class
+    cls_clf, _ = build_classifier(tmp_path / "model", 2, ID2LABEL, tokenizer=tok, pooling="cls")   # padding-safe
+    assert not isinstance(cls_clf, MeanPoolBertForSequenceClassification)                          # too, another class
+    auto, how = build_classifier(tmp_path / "model", 2, ID2LABEL, tokenizer=tok)   # no pooler saved: mean, said why
+    assert isinstance(auto, MeanPoolBertForSequenceClassification) and "no pooler weights" in how
 
 
 def test_from_scratch_overrides_and_bad_pooling(tok):

@@ -6,7 +6,6 @@ downloaded implicitly: a hub name works only when cached or online.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import torch
@@ -105,6 +104,17 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> in
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 
 
+def vocab_difference(saved: dict, given: dict) -> str | None:
+    """None when the two vocabularies (token -> id) are equal, else what differs: ``"21128 vs 8000 tokens, 21000
+    tokens with other ids (saved vs given: '的': 4638 vs 7, ...)"`` (sizes given vs saved)."""
+    if saved == given:
+        return None
+    wrong = [t for t in sorted(set(saved) | set(given), key=lambda t: saved.get(t, len(saved)))
+             if saved.get(t) != given.get(t)]
+    examples = ", ".join(f"{t!r}: {saved.get(t)} vs {given.get(t)}" for t in wrong[:3])
+    return f"{len(given)} vs {len(saved)} tokens, {len(wrong)} tokens with other ids (saved vs given: {examples})"
+
+
 def check_tokenizer_matches(tokenizer, vocab_size: int, model_dir: Path | None, name: str) -> None:
     """Raise ``ConfigError`` unless ``tokenizer`` is the model's: the same vocabulary (token -> id) as a
     tokenizer saved in ``model_dir`` (:data:`TOKENIZER_FILES`), else ``len(tokenizer) == vocab_size``
@@ -114,16 +124,10 @@ def check_tokenizer_matches(tokenizer, vocab_size: int, model_dir: Path | None, 
     if model_dir is not None and any((model_dir / f).is_file() for f in TOKENIZER_FILES):
         from transformers import AutoTokenizer
 
-        saved = AutoTokenizer.from_pretrained(str(model_dir)).get_vocab()
-        given = tokenizer.get_vocab()
-        if saved != given:
-            wrong = [t for t in sorted(set(saved) | set(given), key=lambda t: saved.get(t, len(saved)))
-                     if saved.get(t) != given.get(t)]
-            examples = ", ".join(f"{t!r}: {saved.get(t)} vs {given.get(t)}" for t in wrong[:3])
-            raise ConfigError(
-                f"the tokenizer does not match the one saved with the model in {model_dir}: "
-                f"{len(given)} vs {len(saved)} tokens, {len(wrong)} tokens with other ids (saved vs given: "
-                f"{examples}); {fix}")
+        differ = vocab_difference(AutoTokenizer.from_pretrained(str(model_dir)).get_vocab(), tokenizer.get_vocab())
+        if differ:
+            raise ConfigError(f"the tokenizer does not match the one saved with the model in {model_dir}: "
+                              f"{differ}; {fix}")
         if len(tokenizer) <= vocab_size:
             return
     if len(tokenizer) != vocab_size:
@@ -157,25 +161,50 @@ def reorder_head(model, order: list[int]) -> None:
         model.classifier.bias.copy_(model.classifier.bias[index])            # (C,)
 
 
-def _check_saved_classifier(path: Path, id2label: dict[int, str], pooling: str | None) -> str | None:
-    """The pooling to load ``path`` with: the saved classifier's (None for a checkpoint that is not a
-    classifier). Raises ``ConfigError`` when ``pooling`` contradicts the saved one.
-    """
+def _saved_pooling(path: Path) -> str | None:
+    """The pooling a saved classifier was trained with; None when ``path`` holds no classifier."""
     import json
 
     try:
         saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return pooling                     # load_pretrained reports the broken file
+        return None                         # load_pretrained reports the broken file
     if not any(str(a).endswith("ForSequenceClassification") for a in saved.get("architectures") or []):
-        return pooling
-    saved_pooling = saved.get("classifier_pooling") or (
-        "mean" if "MeanPool" in str(saved.get("architectures")) else "cls")
-    if pooling is not None and pooling != saved_pooling:
-        raise ConfigError(
-            f"{path} is a classifier trained with pooling={saved_pooling!r}, but pooling={pooling!r} was requested; "
-            f"omit pooling= (the saved one is used), or pass reinit_head=True to train a new {pooling} head")
-    return saved_pooling
+        return None
+    return saved.get("classifier_pooling") or ("mean" if "MeanPool" in str(saved.get("architectures")) else "cls")
+
+
+#: config.json key nbkit's pretraining writes into the models it saves (``{"objective": "mlm", "init": ...}``)
+NBKIT_MARK = "nbkit_pretraining"
+
+
+def choose_pooling(folder: Path | None) -> tuple[str, str]:
+    """``(pooling, reason)`` for a classifier whose encoder starts from ``folder`` (None: random weights).
+
+    The rule ("auto"): a saved classifier keeps its pooling; ``cls`` (BERT's own head, reading the pooler on
+    ``[CLS]``) when the checkpoint carries pooler weights and nbkit's MLM-only recipe did not save it (a
+    published BERT: next-sentence or sentence-order prediction trained that pooler); else ``mean``, which reads
+    what MLM trains (the token states).
+    """
+    import json
+
+    from nbkit.models.loading import weight_names
+
+    if folder is None:
+        return "mean", "random weights: no trained pooler to reuse"
+    saved = _saved_pooling(folder)
+    if saved is not None:
+        return saved, "the saved classifier's"
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    if config.get(NBKIT_MARK):
+        return "mean", "pretrained by nbkit's MLM-only recipe: its [CLS] pooler was never trained"
+    if any(n.endswith("pooler.dense.weight") for n in weight_names(folder)):
+        return "cls", ("the checkpoint carries a trained [CLS] pooler (published BERTs train it with next-sentence "
+                       "or sentence-order prediction; their authors' scores use it)")
+    return "mean", "the checkpoint has no pooler weights (an MLM-only model): a cls head would read a random pooler"
 
 
 def classifier_class(pooling: str):
@@ -206,15 +235,15 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         reinit_head: a new head for ``num_labels`` where the checkpoint's has another count (``how``
             lists the re-initialised weights and shapes), instead of raising.
         seed: for every weight not loaded (:func:`nbkit.models.loading.seeded`).
-        pooling: None (a classifier checkpoint's saved pooling, else ``"cls"``), ``"cls"`` or ``"mean"``
-            (the mean of the token states, which MLM-only pretraining trains: :func:`classifier_class`).
+        pooling: None chooses by :func:`choose_pooling` (the reason goes into ``how``), or ``"cls"`` / ``"mean"``
+            (:func:`classifier_class`).
         overrides: ``BertConfig`` fields when built from scratch (ignored with a ``source``).
 
     Saved label names in another order are not an error: the head is reordered to follow ``id2label``.
 
     Raises:
         ConfigError: ``id2label`` not one name per label; preset/tokenizer missing for ``source=None``;
-            a hub name not available (offline or not downloadable); another tokenizer; a head with another
+            a hub name not available (:func:`nbkit.models.loading.resolve_checkpoint`); another tokenizer; a head with another
             label count without ``reinit_head``; a pooling that contradicts the saved one.
         CheckpointError: a directory without ``config.json``, unreadable weights, or another load failure
             (:func:`nbkit.models.loading.load_pretrained`, with transformers' report).
@@ -225,61 +254,46 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     label_kwargs = dict(num_labels=num_labels, id2label=id2label, label2id={v: k for k, v in id2label.items()})
 
     if source is None:
-        pooling = pooling or "cls"
+        pooling, why = (pooling, "requested") if pooling else choose_pooling(None)
         if preset is None or tokenizer is None:
             raise ConfigError("build_classifier(source=None) builds from scratch and needs preset=... and tokenizer=...")
         config = build_config(preset, len(tokenizer), **_token_ids(tokenizer), **label_kwargs, **overrides)
         config.classifier_pooling = pooling
         with seeded(seed):
             model = classifier_class(pooling)(config)
-        return model, (f"from scratch: preset {preset!r}, random init, {pooling} pooling "
-                       f"({count_parameters(model):,} parameters)")
+        return model, (f"from scratch: preset {preset!r}, random init, {pooling} pooling ({why}; "
+                       f"{count_parameters(model):,} parameters)")
 
-    path = Path(source).expanduser()
+    from nbkit.models.loading import resolve_checkpoint
+
     text = str(source)
-    if not path.exists() and (text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text):
+    path = resolve_checkpoint(source, what="source", alternative="use source=None with preset='tiny'|'mini'|"
+                              "'small'|'base' to train from scratch")
+    local = Path(text).expanduser().is_dir()
+    saved_labels = _saved_labels(path) if not reinit_head else None
+    saved_pooling = _saved_pooling(path) if not reinit_head else None
+    if pooling and saved_pooling and pooling != saved_pooling:
         raise ConfigError(
-            f"no directory {text!r} (resolved: {path.resolve()}); check the path to the model saved by "
-            "notebook 02, or use source=None with preset=... to train from scratch"
-        )
-    if path.is_dir() and not (path / "config.json").is_file():
-        raise CheckpointError(
-            f"{path} has no config.json; pass the directory written by model.save_pretrained(...) "
-            "(nbkit's pretraining model directory), not a training-state checkpoint"
-        )
-    local = path.is_dir()
-    saved_labels = _saved_labels(path) if local and not reinit_head else None
-    if local and not reinit_head:
-        pooling = _check_saved_classifier(path, id2label, pooling)
-    pooling = pooling or "cls"
+            f"{path} is a classifier trained with pooling={saved_pooling!r}, but pooling={pooling!r} was requested; "
+            f"omit pooling= (the saved one is used), or pass reinit_head=True to train a new {pooling} head")
+    pooling, why = (pooling, "requested") if pooling else choose_pooling(path)
     try:
-        model, info = load_pretrained(classifier_class(pooling), str(path) if local else text,
-                                      reinit_head=reinit_head, seed=seed, attn_implementation=ATTN_IMPLEMENTATION,
-                                      **label_kwargs)
+        model, info = load_pretrained(classifier_class(pooling), str(path), reinit_head=reinit_head, seed=seed,
+                                      attn_implementation=ATTN_IMPLEMENTATION, **label_kwargs)
         model.config.classifier_pooling = pooling
-    except OSError as exc:
-        if local:  # config.json is there (checked above): the weights are missing or unreadable
-            files = ", ".join(sorted(p.name for p in path.iterdir())[:8])
-            raise CheckpointError(
-                f"{path} has config.json but its weights could not be read ({type(exc).__name__}: "
-                f"{str(exc)[:200]}); it holds: {files}. Re-save the model with save_pretrained, or pass the "
-                "complete directory (model.safetensors beside config.json).") from exc
-        offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
-        where = ("HF_HUB_OFFLINE=1 forbids downloading and it is not in the local cache" if offline
-                 else "it could not be downloaded")
-        raise ConfigError(
-            f"model {str(source)!r} is not a local directory and {where}. To proceed: pass a local "
-            "directory saved with save_pretrained (e.g. notebook 02's pretrained model), or use "
-            "source=None with preset='tiny'|'mini'|'small'|'base' to train from scratch, or download it "
-            f"once with network access and HF_HUB_OFFLINE unset. ({type(exc).__name__}: {str(exc)[:200]})"
-        ) from exc
+    except OSError as exc:   # config.json is there (checked): the weights are missing or unreadable
+        files = ", ".join(sorted(p.name for p in path.iterdir())[:8])
+        raise CheckpointError(
+            f"{path} has config.json but its weights could not be read ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); it holds: {files}. Re-save the model with save_pretrained, or pass the "
+            "complete directory (model.safetensors beside config.json).") from exc
 
     if tokenizer is not None:
-        check_tokenizer_matches(tokenizer, model.config.vocab_size, path if local else None, text)
+        check_tokenizer_matches(tokenizer, model.config.vocab_size, path, text)
     new = sorted({k.rsplit(".", 1)[0] for k in info["missing_keys"]})
     kind = "local checkpoint" if local else "hub model"
     how = (f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} "
-           f"({num_labels} labels, {pooling} pooling)")
+           f"({num_labels} labels, {pooling} pooling: {why})")
     order = label_order(saved_labels, id2label) if saved_labels and "classifier" not in new else None
     if order is not None:           # same names, other order: the saved head's rows follow the names
         reorder_head(model, order)

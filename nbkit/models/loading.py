@@ -131,3 +131,150 @@ def _head_message(source, mismatched, kwargs) -> str:
             f"checkpoint's labels (num_labels={saved_n} and its id2label), or re-initialise the head for your "
             f"labels with reinit_head=True (its trained weights are discarded: "
             f"{', '.join(m[0] for m in mismatched)}).")
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
+
+
+def resolve_checkpoint(source, what: str = "init", alternative: str = "") -> Path:
+    """The local folder of checkpoint ``source``: itself when it is a folder, else the Hugging Face cache's
+    snapshot of that Hub name (fetched once when online: ``*.json``, ``*.txt``, the weights).
+
+    ``what``: the setting's name in messages (``init``); ``alternative``: another fix to name.
+
+    Raises:
+        ConfigError: a path that does not exist; a Hub name neither cached nor downloadable (with
+            ``HF_HUB_OFFLINE=1``: that setting, the cache folder and how to pass a local folder instead).
+        CheckpointError: a folder without ``config.json``.
+    """
+    path = Path(source).expanduser()
+    text = str(source)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise CheckpointError(f"{path} has no config.json; pass the folder written by save_pretrained(...) "
+                                  "(e.g. nbkit's pretraining model/), not a training-state checkpoint")
+        return path
+    if path.exists() or _looks_like_path(text):
+        raise ConfigError(f"{what}={text!r}: no directory there (resolved: {path.resolve()}); check the path"
+                          + (f", or {alternative}" if alternative else ""))
+    try:
+        from huggingface_hub import snapshot_download
+
+        patterns = ["*.json", "*.txt", "*.safetensors"]
+        folder = Path(snapshot_download(text, allow_patterns=patterns))
+        if not any(folder.glob("*.safetensors")):          # older repos: PyTorch's .bin only
+            folder = Path(snapshot_download(text, allow_patterns=[*patterns, "pytorch_model*.bin"]))
+    except Exception as exc:  # noqa: BLE001  (offline, not found, gated, network: one kind for the user)
+        raise ConfigError(hub_message(text, exc, what, alternative)) from exc
+    if not (folder / "config.json").is_file():
+        raise CheckpointError(f"{what}={text!r}: the Hub repository has no config.json; it is not a transformers "
+                              "model (pass a BERT checkpoint's name or folder)")
+    return folder
+
+
+def hub_message(name: str, exc: BaseException, what: str = "init", alternative: str = "") -> str:
+    """The error text for a Hub name that could not be had: offline without a cached copy, or not fetched."""
+    import os
+
+    from huggingface_hub import constants
+
+    offline = constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    local = (f"download it once where there is network (`hf download {name} --local-dir DIR`) and pass "
+             f"{what}=DIR, a folder with config.json, the weights and vocab.txt")
+    other = f"; or {alternative}" if alternative else ""
+    if offline:
+        return (f"{what}={name!r} is not a local folder, and the Hugging Face cache ({constants.HF_HUB_CACHE}, "
+                f"set by HF_HOME / HF_HUB_CACHE) holds no copy of it while HF_HUB_OFFLINE=1 forbids downloads. "
+                f"Fix: {local}; or point HF_HOME / HF_HUB_CACHE at a cache that holds it; or unset HF_HUB_OFFLINE "
+                f"to download it now{other}.")
+    return (f"{what}={name!r} is not a local folder and could not be fetched from the Hugging Face Hub "
+            f"({type(exc).__name__}: {str(exc)[:200]}). Check the name (e.g. bert-base-chinese, "
+            f"hfl/chinese-roberta-wwm-ext) and the network, or {local}{other}.")
+
+
+def weight_names(folder) -> set[str]:
+    """The tensor names in ``folder``'s weights (``*.safetensors`` headers, a sharded index, or
+    ``pytorch_model*.bin`` memory-mapped): without loading the tensors."""
+    import json
+
+    folder = Path(folder)
+    names: set[str] = set()
+    for index in folder.glob("*.index.json"):
+        names |= set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}))
+    if names:
+        return names
+    files = sorted(folder.glob("*.safetensors"))
+    if files:
+        from safetensors import safe_open
+
+        for f in files:
+            with safe_open(str(f), framework="pt") as fh:
+                names |= set(fh.keys())
+        return names
+    import torch
+
+    for f in sorted(folder.glob("pytorch_model*.bin")):
+        names |= set(torch.load(f, map_location="meta", weights_only=True, mmap=True))
+    return names
+
+
+def load_mlm_model(source, **config_overrides):
+    """A :class:`~nbkit.models.mlm_head.SparseHeadBertForMaskedLM` holding every weight of the masked-LM
+    checkpoint ``source`` (a folder or Hub name of a ``BertForMaskedLM``/``BertForPreTraining``), nothing
+    initialised afresh: the decoder stays tied to the word embeddings, its bias the checkpoint's.
+
+    Returns ``(model, report)``: ``report`` has ``source``, ``folder`` (:func:`resolve_checkpoint`) and ``unused``
+    (checkpoint weights MLM does not use, by name: the pooler and next-sentence head). ``config_overrides``:
+    ``BertConfig`` fields that change no shape (dropout).
+
+    Raises:
+        ConfigError: not a BERT-architecture checkpoint (``model_type`` named), or a Hub name not available.
+        CheckpointError: weights of the masked LM missing from the checkpoint (named), shapes that differ, or
+            files that do not load.
+    """
+    import json
+
+    from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
+
+    folder = resolve_checkpoint(source)
+    saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if saved.get("model_type") != "bert":
+        raise ConfigError(f"init={str(source)!r} is a {saved.get('model_type')!r} model ({saved.get('architectures')}); "
+                          "init takes a BERT-architecture masked LM (BertForMaskedLM: bert-base-chinese, "
+                          "chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
+    model, info = load_pretrained(SparseHeadBertForMaskedLM, folder, seed=None, attn_implementation="sdpa",
+                                  **config_overrides)
+    missing = sorted(info.get("missing_keys") or [])
+    if missing:
+        raise CheckpointError(
+            f"init={str(source)!r} lacks {len(missing)} weights of a BERT masked LM, which would start random: "
+            f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}. Pass a masked-LM checkpoint (its "
+            "cls.predictions.* head saved: BertForMaskedLM or BertForPreTraining); a BertModel or a classifier has none")
+    return model, {"source": str(source), "folder": str(folder), "unused": sorted(info.get("unexpected_keys") or [])}
+
+
+def saved_config(source) -> dict | None:
+    """``config.json`` of a checkpoint folder, or of a Hub name's cached snapshot, as a dict; None when there is
+    none or it does not parse. Never downloads."""
+    import json
+
+    path = Path(str(source)).expanduser()
+    if path.is_dir():
+        file = path / "config.json"
+    elif _looks_like_path(str(source)) or path.exists():
+        return None
+    else:
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            found = try_to_load_from_cache(str(source), "config.json")
+        except Exception:  # noqa: BLE001  (an invalid repo id: no cached config)
+            return None
+        if not isinstance(found, str):
+            return None
+        file = Path(found)
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

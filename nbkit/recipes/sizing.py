@@ -76,9 +76,10 @@ def recorded_speed(device: str, model: str) -> tuple[float, str]:
 
 
 def measure_speed(model: str, vocab_size: int, block_size: int, batch_size: int, device: str = "cpu",
-                  steps: int = 2, warmup: int = 1) -> dict:
+                  steps: int = 2, warmup: int = 1, model_dir=None) -> dict:
     """Time ``warmup + steps`` real training steps (``Loop.train_step``, the loop's own step, through
-    :func:`nbkit.profiling.step_timing.measure_steps`) of a fresh ``model`` preset on random blocks of
+    :func:`nbkit.profiling.step_timing.measure_steps`) of a fresh ``model`` preset (or the checkpoint in
+    ``model_dir``, a continued-pretraining ``init``'s folder) on random blocks of
     ``block_size`` tokens, ``batch_size`` per step, on ``device`` (None: the loop's default, this rank's GPU
     under torchrun, where the ranks time DDP steps together), at the run's precision and sparse MLM head.
     The global RNGs are as before afterwards.
@@ -90,12 +91,15 @@ def measure_speed(model: str, vocab_size: int, block_size: int, batch_size: int,
     import contextlib
     import io
     import time
+    from pathlib import Path
 
     from nbkit.profiling.step_timing import StepConfig, measure_steps, model_factory, step_loop
     from nbkit.switches import isolated_rng
 
     t0 = time.perf_counter()
-    factory, _ = model_factory(model, vocab_size, block_size)
+    factory, _ = model_factory(model, vocab_size, block_size, model_dir=model_dir)
+    if model_dir is not None:
+        model = Path(model_dir).name
     cfg = StepConfig(batch_size=batch_size, seq_len=block_size, precision="auto", mlm_head="masked",
                      steps=steps, warmup=warmup)
     with contextlib.redirect_stdout(io.StringIO()), isolated_rng():   # its precision line; the run's RNG untouched

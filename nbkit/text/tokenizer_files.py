@@ -46,6 +46,17 @@ def normalization_flags(backend) -> dict:
     return flags
 
 
+def tokenizer_sha256(tokenizer) -> str:
+    """SHA-256 (hex) of a fast tokenizer's pipeline (vocabulary, normalizer, pre-tokenizer, post-processor),
+    without its per-call truncation/padding state: equal exactly when two tokenizers give the same ids."""
+    import hashlib
+
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    spec.pop("truncation", None)
+    spec.pop("padding", None)
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
 def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: int | None = None) -> Path:
     """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote (WordPiece only; others stay as saved);
     ``model_max_length`` (tokens, None: keep) is what ``truncation=True`` cuts to. Returns ``out_dir``.

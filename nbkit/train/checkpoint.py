@@ -232,14 +232,16 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     TrainConfig as plain data).
 
     Raises:
-        CheckpointError: the weights do not fit the model.
+        CheckpointError: the checkpoint's identity is not the run's (:func:`check_identity`), or the weights do
+            not fit the model.
     """
     from nbkit.switches import restore_rng
     from nbkit.train.ddp.group import DistInfo, seed_rank
     from nbkit.train.optim import build_scheduler
 
-    load_model_weights(loop.model, found.model_dir)
     s = found.load_state()
+    check_identity((s.get("config") or {}).get("identity"), loop.config.identity, found.path)
+    load_model_weights(loop.model, found.model_dir)
     shape = s["scheduler"].get("nbkit_schedule")  # absent before nbkit recorded it: keep the loop's
     if shape and shape != getattr(loop.scheduler, "nbkit_schedule", None):
         # before the optimizer state: building a LambdaLR sets the groups' lr, which that state then restores
@@ -263,6 +265,23 @@ def restore_loop(loop, found: Checkpoint) -> dict:
         if info.rank > 0:   # another world size: rank 0 continues the saved stream, the others start fresh
             seed_rank(loop.config.seed + loop.state.step, info.rank)
     return s
+
+
+def check_identity(saved: dict | None, now: dict | None, path) -> None:
+    """Refuse to resume the checkpoint at ``path`` when an entry of its saved ``TrainConfig.identity`` differs
+    from this run's (a key missing on either side is not compared: older checkpoints have none).
+
+    Raises:
+        CheckpointError: naming each differing entry (``tokenizer``: the checkpoint's vs this run's hash) and the fix.
+    """
+    differ = [f"{k}: checkpoint {saved[k]} vs this run {now[k]}" for k in sorted(set(saved or {}) & set(now or {}))
+              if saved[k] != now[k]]
+    if differ:
+        raise CheckpointError(
+            f"the checkpoint {path} was trained on other data than this run reads ({'; '.join(differ)}): with "
+            "another tokenizer the same ids mean other tokens, so resuming would train the old embedding rows on "
+            f"new meanings. Fix: {START_FRESH}; or go back to the "
+            "tokenizer the checkpoint was trained with.")
 
 
 def global_position(state: dict, dataset_size: int) -> tuple[int, int]:

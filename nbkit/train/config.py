@@ -25,7 +25,9 @@ class TrainConfig:
     it pads to a multiple of ``pad_to_multiple_of`` (default 64) and drops the last partial batch (static
     shapes). ``group_by_length``: similar lengths share a batch (``nbkit.train.ddp.sampler``).
     ``class_weights`` (classification): None, ``"balanced"`` or one weight per class (``nbkit.train.loss``;
-    evaluation stays unweighted). ``eval_batches``: None evaluates everything.
+    evaluation stays unweighted). ``eval_batches``: None evaluates everything. ``identity``: what the run's data
+    means that must not change across a resume (``{"tokenizer": sha256}``), saved with each checkpoint; a resume
+    under another identity is refused (``nbkit.train.checkpoint.check_identity``).
 
     Watching and stopping a run: with ``output_dir``, a checkpoint is also written when ``checkpoint_minutes``
     passed since the last save (None: by steps only), and a Ctrl-C saves one at the next step boundary.
@@ -66,6 +68,7 @@ class TrainConfig:
     checkpoint_minutes: float | None = 10.0
     progress_every_s: float | None = 30.0
     report_to: str = "none"
+    identity: dict | None = None
 
     def __post_init__(self):
         for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every"):

@@ -1,0 +1,111 @@
+"""Stand-ins for published Chinese BERT checkpoints, built locally: a folder in the file layout of
+``bert-base-chinese`` or of a ckiplab model, with random weights.
+
+For tests, notebook 02's smoke path and ``bench/continued_pretraining.py``: they exercise loading a
+published checkpoint (its 21,128-token vocabulary, its tokenizer files, its weight names) without a
+download. The weights are random, so a stand-in is no language model.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbkit import jsonio
+
+VOCAB_SIZE = 21128   # bert-base-chinese's vocabulary
+POSITIONS = 512
+SPECIALS = ["[PAD]", *(f"[unused{i}]" for i in range(1, 100)), "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<S>", "<T>"]
+PUNCT = "，。！？、；：“”‘’（）《》【】…—～·「」『』〈〉％＋"
+LAYOUTS = ("bert-base-chinese", "ckiplab")
+#: the sizes of BERT-base (Devlin et al. 2019), for a stand-in as big as bert-base-chinese
+BASE_SIZES = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
+
+
+def chinese_vocab() -> list[str]:
+    """21,128 tokens in bert-base-chinese's order of kinds: ``[PAD]``, ``[unused1..99]``, ``[UNK] [CLS] [SEP]
+    [MASK] <S> <T>`` (ids 0-105), ASCII, Chinese punctuation, CJK characters from U+4E00, ``##`` + ASCII letters
+    and digits. Single characters, as bert-base-chinese splits Chinese text."""
+    ascii_ = [chr(c) for c in range(33, 127)]
+    tail = ["##" + c for c in ascii_ if c.isalnum()]
+    head = SPECIALS + ascii_ + list(PUNCT)
+    n_cjk = VOCAB_SIZE - len(head) - len(tail)
+    return head + [chr(0x4E00 + i) for i in range(n_cjk)] + tail
+
+
+def build_standin(out_dir, layout: str = "bert-base-chinese", seed: int = 0, hidden_size: int = 32,
+                  num_hidden_layers: int = 2, num_attention_heads: int = 2, intermediate_size: int = 64) -> Path:
+    """Write a stand-in checkpoint into ``out_dir`` (created) and return it as a ``Path``.
+
+    ``layout``: ``"bert-base-chinese"``: ``config.json`` (``BertForMaskedLM``, 512 positions), ``vocab.txt``,
+    ``tokenizer.json`` (BERT's normalizer, no lower-casing), ``tokenizer_config.json`` (``do_lower_case``), and
+    ``model.safetensors`` with ``BertForPreTraining``'s weights under the original names (``LayerNorm.gamma`` /
+    ``beta``, the pooler and next-sentence head present, the tied decoder left out). ``"ckiplab"``: the same
+    vocabulary as ``vocab.txt`` only (no ``tokenizer.json``), ``tokenizer_class`` in ``config.json``, and a
+    ``pytorch_model.bin`` of ``BertForMaskedLM`` (no pooler). Sizes: tiny by default (hidden 32, 2 layers);
+    :data:`BASE_SIZES` for BERT-base. Same ``seed``, same weights.
+
+    Raises:
+        ValueError: an unknown ``layout``.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r}: use one of {', '.join(LAYOUTS)}")
+    from nbkit.atomic import atomic_dir
+
+    with atomic_dir(Path(out_dir), what="stand-in checkpoint") as tmp:
+        _write(tmp, layout, seed, dict(hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
+                                       num_attention_heads=num_attention_heads, intermediate_size=intermediate_size))
+    return Path(out_dir)
+
+
+def _write(out: Path, layout: str, seed: int, sizes: dict) -> None:
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
+
+    from nbkit.models.loading import seeded
+
+    vocab = chinese_vocab()
+    (out / "vocab.txt").write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
+    config = BertConfig(vocab_size=VOCAB_SIZE, max_position_embeddings=POSITIONS, type_vocab_size=2, pad_token_id=0,
+                        **sizes)
+    with seeded(seed):
+        model = (BertForPreTraining if layout == "bert-base-chinese" else BertForMaskedLM)(config)
+    state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()
+             if not k.startswith("cls.predictions.decoder.")}           # tied to the word embeddings
+    saved = config.to_dict()
+    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache", "return_dict", "output_hidden_states"):
+        saved.pop(k, None)
+    saved["architectures"] = ["BertForMaskedLM"]
+    if layout == "bert-base-chinese":
+        from safetensors.torch import save_file
+
+        saved.update(directionality="bidi", pooler_type="first_token_transform")
+        legacy = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+                  for k, v in state.items()}
+        save_file(legacy, str(out / "model.safetensors"), metadata={"format": "pt"})
+        jsonio.write_json(out / "tokenizer_config.json", {"do_lower_case": False, "model_max_length": POSITIONS})
+        _tokenizer_json(vocab).save(str(out / "tokenizer.json"))
+    else:
+        saved["tokenizer_class"] = "BertTokenizerFast"
+        torch.save(state, out / "pytorch_model.bin")
+        jsonio.write_json(out / "tokenizer_config.json", {"do_lower_case": False, "tokenizer_class": "BertTokenizerFast",
+                                                          "model_max_length": POSITIONS})
+        jsonio.write_json(out / "special_tokens_map.json", {"unk_token": "[UNK]", "sep_token": "[SEP]",
+                                                            "pad_token": "[PAD]", "cls_token": "[CLS]",
+                                                            "mask_token": "[MASK]"})
+    jsonio.write_json(out / "config.json", saved)
+
+
+def _tokenizer_json(vocab: list[str]):
+    """A ``tokenizers.Tokenizer`` as bert-base-chinese's ``tokenizer.json`` defines it."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    ids = {t: i for i, t in enumerate(vocab)}
+    tok = Tokenizer(models.WordPiece(vocab=ids, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
+                                                lowercase=False)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])])
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.add_special_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    return tok
