@@ -131,7 +131,8 @@ def arm_nbkit(a) -> dict:
     peak = Peak(a.device)
     result = loop.fit()
     return {**clock.summary(a.batch * a.block), **peak.stop(), "precision": result.metrics["precision"],
-            "train_loss": result.metrics["train_loss"], "model_class": type(model).__name__}
+            "train_loss": result.metrics["train_loss"], "model_class": type(model).__name__,
+            "n_parameters": sum(p.numel() for p in model.parameters())}
 
 
 def arm_trainer(a) -> dict:
@@ -167,7 +168,8 @@ def arm_trainer(a) -> dict:
         peak = Peak(a.device)
         out_ = trainer.train()
     return {**clock.summary(a.batch * a.block), **peak.stop(), "precision": "bf16" if bf16 else "fp32",
-            "train_loss": out_.training_loss, "model_class": type(model).__name__}
+            "train_loss": out_.training_loss, "model_class": type(model).__name__,
+            "n_parameters": sum(p.numel() for p in model.parameters())}
 
 
 def prepare(a) -> None:
@@ -202,6 +204,7 @@ def main(argv=None) -> None:
     ap.add_argument("--precision", default="auto")
     ap.add_argument("--work", default="runs/bench_continued")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2-core CPU, nothing else running"')
     ap.add_argument("--arm", choices=("nbkit", "trainer"), default=None, help=argparse.SUPPRESS)
     ap.add_argument("--standin", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--store", default=None, help=argparse.SUPPRESS)
@@ -263,7 +266,7 @@ def main(argv=None) -> None:
         "size": a.size, "device": a.device, "threads": a.threads, "batch": a.batch, "block": a.block,
         "tokens_per_step": a.batch * a.block, "warmup_steps": a.warmup, "timed_steps": a.steps, "rounds": a.rounds,
         "runs": runs, "median": med, "ratio_nbkit_over_trainer": ratios,
-        "machine": f"{os.cpu_count()} CPUs", "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        "machine": a.machine or f"{os.cpu_count()} CPUs", "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
     print(f"wrote {out}")
 
 

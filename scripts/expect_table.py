@@ -7,7 +7,7 @@ Usage::
     .venv/bin/python scripts/expect_table.py runs        # rewrites README.md between the markers
     .venv/bin/python scripts/expect_table.py runs --print   # only print the block
 
-Also rewrites the "does pretraining pay off" block from ``notebooks/data/pretrain_value.json``
+Also rewrites the "From a published checkpoint" blocks (``scripts/continued_table.py``) and the "does pretraining pay off" block from ``notebooks/data/pretrain_value.json``
 (the recorded ``bench/pretrain_value.py`` run). Reads, under ``RUNS_DIR/<scale>/`` (``--scale``, default ``cpu``): ``tokenizer/stats.json``
 (+ ``tokenizer/training.json``), ``mlm/metrics.json``, ``sentiment/metrics.json`` and,
 when present, ``executed/timings.json`` (written by ``nbkit run-notebooks``: seconds per
@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         block = render(a.runs_dir, a.scale, a.machine)
         pv_block = render_pretrain_value()
         pvg_block = render_pretrain_value(PV_GPU_RECORDED)
+        import continued_table
         import corpus_table
         import gpu_table
 
@@ -171,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             other.write_text(replace_block(other.read_text(encoding="utf-8"), corpus_block, corpus_table.START,
                                            corpus_table.END), encoding="utf-8")
         a.readme.write_text(replace_block(readme, pvg_block, PVG_START, PVG_END), encoding="utf-8")
+        if a.readme.resolve() == continued_table.FILES[0]:     # the recorded benches behind "From a published checkpoint"
+            continued_table.main([])
     except Missing as exc:
         print(f"expect_table.py: {exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ SCRIPT = ROOT / "scripts" / "expect_table.py"
 spec = importlib.util.spec_from_file_location("expect_table", SCRIPT)
 expect_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(expect_table)  # puts scripts/ on sys.path
+import continued_table  # noqa: E402
 import corpus_table  # noqa: E402
 import gpu_table  # noqa: E402
 
@@ -147,3 +148,19 @@ def test_corpus_table_says_which_nbkit_rows_predate_the_store_following_its_toke
     d["runs"]["nbkit_20mb"]["store_text"] = "the tokenizer's own normalisation"
     (tmp_path / "r.json").write_text(json.dumps(d), encoding="utf-8")
     assert "NFKC-normalised" not in corpus_table.render(tmp_path / "r.json")
+
+
+def test_continued_block_is_the_rendering_of_the_recorded_benchmarks(tmp_path):
+    block = continued_table.render()
+    for path in continued_table.FILES:
+        inside = path.read_text(encoding="utf-8").split(continued_table.START, 1)[1].split(continued_table.END, 1)[0]
+        assert inside.strip() == block, f"{path.name}'s block is stale: run .venv/bin/python scripts/continued_table.py"
+    d = json.loads(continued_table.latest_run().read_text(encoding="utf-8"))
+    d["median"]["trainer"]["tokens_per_s"] = 1234.5                 # the block follows the file
+    d["ratio_nbkit_over_trainer"]["tokens_per_s_per_round"] = [0.5, 2.0]
+    other = tmp_path / "continued_pretraining_cpu_2099-01-01.json"
+    other.write_text(json.dumps(d), encoding="utf-8")
+    text = continued_table.render(other)
+    assert "| 1,234.5 |" in text and "per round x0.50, x2.00" in text
+    with pytest.raises(ValueError, match="exactly one"):
+        continued_table.replace_block("no markers", "B")
