@@ -68,6 +68,13 @@ def test_report_to_none_writes_no_events_and_a_bad_value_is_refused(tmp_path):
     assert not any(isinstance(cb, TensorBoardLogger) for cb in loop.callbacks)
     with pytest.raises(ValueError, match="report_to='wandb': use one of 'tensorboard', 'none'"):
         TrainConfig(max_steps=1, batch_size=1, report_to="wandb")
+    from nbkit.errors import ConfigError
+    from nbkit.recipes.finetuning import FinetuneConfig
+    from nbkit.recipes.pretraining import PretrainConfig
+
+    for recipe in (PretrainConfig, FinetuneConfig):                 # refused when the recipe is built, not at fit
+        with pytest.raises(ConfigError, match="report_to='wandb': use one of 'tensorboard', 'none'"):
+            recipe.for_scale("smoke", report_to="wandb")
 
 
 def test_a_failing_writer_warns_once_and_training_goes_on(tmp_path, monkeypatch):

@@ -114,6 +114,12 @@ class RecipeConfig:
     WHY: ClassVar[dict[str, str]] = {}
     ALL_MEANS_NONE: ClassVar[tuple] = ()
     QUIET: ClassVar[frozenset] = frozenset()
+    CHOICES: ClassVar[dict[str, tuple]] = {}   # field -> the values it takes (ConfigError for another)
+
+    def __post_init__(self):
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: use one of {', '.join(map(repr, allowed))}")
 
     @classmethod
     def defaults(cls, scale: str, **context) -> dict:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
+from nbkit.train.config import REPORT_TO
 
 if TYPE_CHECKING:  # pragma: no cover
     from nbkit.data.labeled import LabeledData
@@ -130,11 +131,7 @@ class FinetuneConfig(RecipeConfig):
                        "validation_file", "test_file", "text_column", "label_column", "checkpoint_minutes",
                        "progress_every_s", "report_to"})
 
-    def __post_init__(self):
-        from nbkit.train.config import REPORT_TO
-
-        if self.report_to not in REPORT_TO:
-            raise ConfigError(f"report_to={self.report_to!r}: use one of {', '.join(REPORT_TO)}")
+    CHOICES = {"report_to": REPORT_TO}
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from nbkit import jsonio
 from nbkit.errors import ConfigError, DataError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
+from nbkit.train.config import REPORT_TO
 
 SOURCES = ("peoples_daily", "news", "own", "reviews")   # the bundled mix's sources, in priority order
 MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
@@ -141,11 +142,7 @@ class PretrainConfig(RecipeConfig):
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
                        "progress_every_s", "report_to"})
 
-    def __post_init__(self):
-        from nbkit.train.config import REPORT_TO
-
-        if self.report_to not in REPORT_TO:
-            raise ConfigError(f"report_to={self.report_to!r}: use one of {', '.join(REPORT_TO)}")
+    CHOICES = {"report_to": REPORT_TO}
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
