@@ -37,9 +37,10 @@ def to_strict(value: Any) -> Any:
     return str(value)
 
 
-def dumps(value: Any, indent: int | None = None) -> str:
-    """Strict JSON text of ``value`` (:func:`to_strict`), UTF-8 characters kept."""
-    return json.dumps(to_strict(value), indent=indent, ensure_ascii=False, allow_nan=False)
+def dumps(value: Any, indent: int | None = None, sort_keys: bool = False) -> str:
+    """Strict JSON text of ``value`` (:func:`to_strict`), UTF-8 characters kept; ``sort_keys`` at every depth
+    (a canonical text to hash)."""
+    return json.dumps(to_strict(value), indent=indent, ensure_ascii=False, allow_nan=False, sort_keys=sort_keys)
 
 
 def write_json(path: str | Path, payload: Any, indent: int | None = 2) -> Any:

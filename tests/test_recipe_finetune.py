@@ -21,7 +21,10 @@ def test_cpu_recipe_is_the_one_notebook_03_used():
     """The cpu numbers must not move: the values the notebook's finetune_config used before the recipe."""
     cfg = FinetuneConfig.for_scale("cpu")
     assert (cfg.model, cfg.max_length, cfg.batch_size, cfg.epochs, cfg.lr, cfg.pooling, cfg.seed, cfg.max_train) == \
-        ("narrow", 64, 32, 2.0, 5e-4, "mean", 0, None)
+        ("narrow", 64, 32, 2.0, 5e-4, None, 0, None)
+    from nbkit.models.bert import choose_pooling
+
+    assert choose_pooling(None)[0] == "mean"     # pooling None chooses per encoder: mean from random weights
     assert (cfg.warmup_ratio, cfg.scheduler, cfg.weight_decay, cfg.keep_last, cfg.group_by_length) == \
         (0.1, "linear", 0.01, 1, True)
     from nbkit.recipes.finetuning import train_config
@@ -204,11 +207,13 @@ def test_the_finetune_job_names_notebook_03s_folder_for_the_same_settings(tmp_pa
 def test_a_pretrained_encoder_brings_its_own_tokenizer(tiny_task, tmp_path, runs_tmp):
     """notebook 03 and the finetune job read text with the encoder's tokenizer (a store-trained model has
     its own vocabulary); without an encoder, notebook 01's."""
+    from nbkit.models.bert import build_config
     from nbkit.recipes import finetuning as ft
     from nbkit.text.tokenizer_files import save_tokenizer
 
     _, tok = tiny_task
     save_tokenizer(tok, tmp_path / "mlm-own" / "model")
+    build_config("tiny", len(tok)).save_pretrained(tmp_path / "mlm-own" / "model")   # a model folder's config
     cfg = FinetuneConfig.for_scale("smoke")
     own = ft.tokenizer(cfg.replace(init=str(tmp_path / "mlm-own" / "model")))
     assert own.get_vocab() == tok.get_vocab()

@@ -450,7 +450,7 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     Keys: ``scale``, ``task``, ``data_files`` (split -> path, task own), ``init`` (``how``), ``test_accuracy``,
     ``test_macro_f1``, ``baseline_accuracy``/``baseline_macro_f1`` (full text), ``baseline_cut_accuracy``/
     ``baseline_cut_macro_f1`` (same cut), the data report's ``n_*`` counts, ``truncated_fraction`` per split,
-    ``max_length``, ``per_class``, ``confusion_matrix``, ``warnings`` (e.g. one class always predicted),
+    ``max_length``, ``pooling`` (the one chosen), ``per_class``, ``confusion_matrix``, ``warnings`` (e.g. one class always predicted),
     ``config``, ``world_size`` and the loop's summary under ``train``.
     """
     from nbkit import jsonio
@@ -463,6 +463,7 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
                **{k: v for k, v in labeled.report.items() if k.startswith("n_")},
                "truncated_fraction": {k: v["truncated_fraction"] for k, v in truncation.items()},
                "max_length": cfg.max_length, "class_weights": cfg.class_weights,
+               "pooling": getattr(loop.model.config, "classifier_pooling", None),
                "per_class": report["per_class"], "confusion_matrix": report["confusion_matrix"],
                "warnings": [w for w in (report.get("degenerate"),) if w], "config": cfg.to_dict(),
                "world_size": loop.dist.world_size, "train": result.metrics,

@@ -54,7 +54,8 @@ def tokenizer_sha256(tokenizer) -> str:
     spec = json.loads(tokenizer.backend_tokenizer.to_str())
     spec.pop("truncation", None)
     spec.pop("padding", None)
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return hashlib.sha256(jsonio.dumps(spec, sort_keys=True).encode("utf-8")).hexdigest()
+
 
 
 def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: int | None = None) -> Path:
