@@ -374,3 +374,22 @@ def test_the_store_says_why_its_vocabulary_is_short_at_any_size(tmp_path, sample
     with pytest.warns(UserWarning, match=rf"tokenizer has {full:,} tokens, 70% of vocab_size={asked:,}: .*{why}"):
         m = prepare_corpus(raw, tmp_path / "s1", vocab_size=asked, **kw)
     assert m["tokenizer"]["vocab_size_asked"] == asked and why.split(":")[0].replace("\\", "") in m["tokenizer"]["note"]
+
+
+def test_the_pretraining_recipe_takes_a_datasets_object_keyed_by_its_fingerprint(runs_tmp):
+    from datasets import Dataset
+
+    from nbkit import jsonio
+    from nbkit.recipes.pretraining import PretrainConfig, store_dir
+
+    ds = Dataset.from_dict({"text": ["北京是中国的首都。", "今天天气很好。"]})
+    cfg = PretrainConfig.for_scale("smoke", corpus=ds)
+    assert cfg.corpus is ds
+    where = store_dir(cfg)
+    assert where.parent == runs_tmp / "corpus" and where.name.startswith("dataset-")
+    assert store_dir(PretrainConfig.for_scale("smoke", corpus=Dataset.from_dict({"text": ["另一段文本。"]}))) != where
+    assert store_dir(PretrainConfig.for_scale("smoke", corpus=ds)) == where            # same fingerprint, same store
+    assert cfg.to_dict()["corpus"] == f"datasets.Dataset(fingerprint={ds._fingerprint})"
+    jsonio.dumps(cfg.to_dict())                                                         # metrics.json can hold it
+    with pytest.raises(ConfigError, match="corpus=3: expected a string or a list or a datasets Dataset"):
+        PretrainConfig.for_scale("smoke", corpus=3)

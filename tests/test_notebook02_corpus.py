@@ -34,3 +34,61 @@ def test_notebook02_pretrains_from_a_store(tmp_path, monkeypatch):
     cells = json.loads((tmp_path / "out.ipynb").read_text())["cells"]
     text = "".join("".join(o.get("text", "")) for c in cells for o in c.get("outputs", []))
     assert "run sized for the corpus" in text and "not applied" in text
+
+
+def _run_notebook02(papermill, tmp_path, monkeypatch, parameters: dict, inject: str | None = None) -> tuple[dict, str]:
+    """Notebook 02 at smoke (``inject``: code run right after the parameters cell, as a user edits it there);
+    ``(metrics.json of its one run, the printed text)``."""
+    import nbformat
+
+    runs = tmp_path / "runs"
+    for k, v in {"NBKIT_RUNS_DIR": str(runs), "NBKIT_SCALE": "smoke", "MPLBACKEND": "Agg",
+                 "PYTHONPATH": str(NOTEBOOKS.parent) + os.pathsep + os.environ.get("PYTHONPATH", "")}.items():
+        monkeypatch.setenv(k, v)
+    source = NOTEBOOKS / "02_bert_mlm_pretraining.ipynb"
+    if inject is not None:
+        nb = nbformat.read(source, as_version=4)
+        at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(inject))
+        source = tmp_path / "02_edited.ipynb"
+        nbformat.write(nb, source)
+    papermill.execute_notebook(str(source), str(tmp_path / "out.ipynb"), parameters={**parameters, "max_steps": 6},
+                               kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False)
+    [metrics] = [json.loads(p.read_text()) for p in (runs / "smoke").glob("mlm-*/metrics.json")]
+    cells = json.loads((tmp_path / "out.ipynb").read_text())["cells"]
+    return metrics, "".join("".join(o.get("text", "")) for c in cells for o in c.get("outputs", []))
+
+
+@pytest.mark.slow
+def test_notebook02_pretrains_on_a_wiki_zh_folder_as_shipped(tmp_path, monkeypatch):
+    """Extensionless JSON-lines files in AA/, AB/ and a symlinked folder, with MediaWiki markup: no renaming."""
+    papermill = pytest.importorskip("papermill")
+    from test_corpus_as_shipped import _articles, _jsonl
+
+    base = _articles(150)      # 2,100 distinct articles: the store holds out 0.5 % of the texts, whole
+    arts = [dict(a, id=str(i), text=f"{a['text']}\n第{i}号条目。") for i, a in enumerate(base * 14)]
+    root = tmp_path / "wiki_zh"
+    for sub in ("AA", "AB"):
+        (root / sub).mkdir(parents=True)
+    (tmp_path / "elsewhere" / "AC").mkdir(parents=True)
+    (root / "AA" / "wiki_00").write_bytes(_jsonl(arts[:900]))
+    (root / "AB" / "wiki_00").write_bytes(_jsonl(arts[900:1800]))
+    (tmp_path / "elsewhere" / "AC" / "wiki_00").write_bytes(_jsonl(arts[1800:]))
+    os.symlink("../elsewhere/AC", root / "AC")
+    metrics, text = _run_notebook02(papermill, tmp_path, monkeypatch, {"corpus": str(root)})
+    assert metrics["steps"] == 6 and metrics["eval_loss"] > 0
+    assert "3 (0 by file name, 3 by content)" in text                        # every file sniffed, the link followed
+    assert "elsewhere/AC/wiki_00: jsonl, by content: JSON lines" in text
+    [manifest] = [json.loads(p.read_text()) for p in (tmp_path / "runs" / "corpus").glob("wiki_zh-*/manifest.json")]
+    assert manifest["repaired"]["markup_stripped"] > 2000 and "[[" not in text and "{{" not in text
+
+
+@pytest.mark.slow
+def test_notebook02_pretrains_on_a_datasets_dataset(tmp_path, monkeypatch):
+    """``corpus = load_dataset(...)`` in the parameters cell, as the seeds' idiom has it (a ``datasets.Dataset``)."""
+    papermill = pytest.importorskip("papermill")
+    texts = [t for t, _ in peoples_daily(300)]
+    code = f"import datasets\ncorpus = datasets.Dataset.from_dict({{'text': {texts!r}}})"
+    metrics, text = _run_notebook02(papermill, tmp_path, monkeypatch, {}, inject=code)
+    assert metrics["steps"] == 6 and metrics["eval_loss"] > 0
+    assert "datasets.Dataset(fingerprint=" in text

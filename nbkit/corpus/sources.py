@@ -146,6 +146,17 @@ def _walk(root: Path, skipped: list[dict]) -> list[Path]:
     return sorted(found)
 
 
+def is_datasets_object(obj: Any) -> bool:
+    """True for an object of the ``datasets`` library (``Dataset``, ``DatasetDict``, ``IterableDataset``, ...)."""
+    return type(obj).__module__.split(".")[0] == "datasets"
+
+
+def describe_input(obj: Any, text_field: str = "text") -> str:
+    """An input's identity as one line: a ``datasets`` object as its source path (``datasets.Dataset(fingerprint=
+    ...)``), anything else as ``str``. Raises ConfigError: a ``datasets`` object prepare_corpus refuses."""
+    return _dataset_sources(obj, text_field, "corpus")[0].path if is_datasets_object(obj) else str(obj)
+
+
 def _dataset_sources(obj: Any, text_field: str, label: str) -> list[Source]:
     """A ``datasets`` object as one source (a dict of splits: its ``train`` split, or its only one)."""
     name = type(obj).__name__

@@ -50,7 +50,7 @@ def given_store(corpus) -> Path | None:
         return None
     if len(items) == 1:
         return Path(stores[0]).expanduser()
-    others = [os.fspath(i) for i, yes in zip(items, prepared) if not yes]
+    others = [str(i) for i, yes in zip(items, prepared) if not yes]
     raise ConfigError(
         f"the corpus lists the prepared store(s) {stores} together with {others or 'another store'}; a store is "
         "read as it is, never as text, and training reads one store. Pass one store alone (corpus=STORE), or "
@@ -155,13 +155,22 @@ def wait_for_store(path, timeout_s: float = 6 * 3600.0, poll_s: float = 2.0, clo
 
 def store_dir_for(corpus) -> Path:
     """``runs/corpus/<name>-<hash of the inputs as absolute paths>``: where a raw corpus is prepared, the same
-    however its paths are typed and on every rank and node (a shared filesystem)."""
+    however its paths are typed and on every rank and node (a shared filesystem); a ``datasets`` object counts
+    by its fingerprint (``dataset-<hash>``)."""
     from nbkit import runs
 
-    items = [str(c) for c in (corpus if isinstance(corpus, (list, tuple)) else [corpus])]
-    absolute = [os.path.abspath(os.path.expanduser(c)).rstrip("/") for c in items]
-    name = Path(absolute[0].rstrip("/*")).name
+    items = corpus if isinstance(corpus, (list, tuple)) else [corpus]
+    absolute = [_dataset_key(c) if type(c).__module__.split(".")[0] == "datasets"
+                else os.path.abspath(os.path.expanduser(str(c))).rstrip("/") for c in items]
+    name = "dataset" if absolute[0].startswith("datasets:") else Path(absolute[0].rstrip("/*")).name
     return runs.runs_dir() / "corpus" / runs.path_tag(name, "\n".join(absolute), 10, fallback="corpus")
+
+
+def _dataset_key(obj) -> str:
+    """A ``datasets`` object's identity: its fingerprint (each split's for a dict of splits)."""
+    if isinstance(obj, dict):
+        return "datasets:" + ",".join(f"{k}={_dataset_key(v)}" for k, v in sorted(obj.items()))
+    return f"datasets:{type(obj).__name__}:{getattr(obj, '_fingerprint', None) or 'no fingerprint'}"
 
 
 def corpus_store(corpus, out_dir=None, **settings) -> Path:

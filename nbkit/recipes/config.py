@@ -65,7 +65,7 @@ def tag_of(changes: dict) -> str:
 
 
 _KINDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool": "True or False",
-          "tuple": "a list", "list": "a list"}
+          "tuple": "a list", "list": "a list", "Dataset": "a datasets Dataset / DatasetDict / IterableDataset"}
 
 
 def _coerce(name: str, value, annotation: str, default):
@@ -96,6 +96,8 @@ def _coerce(name: str, value, annotation: str, default):
         if b in ("tuple", "list") and isinstance(value, (list, tuple)):
             return tuple(tuple(v) if isinstance(v, list) else v for v in value) if b == "tuple" else list(value)
         if b == "object":
+            return value
+        if b == "Dataset" and type(value).__module__.split(".")[0] == "datasets":   # DatasetDict, IterableDataset too
             return value
     wanted = " or ".join(dict.fromkeys(_KINDS.get(b, b) for b in base if b != "None"))
     raise ConfigError(f"{name}={value!r}: expected {wanted} (default {default!r}); fix the value in the "
@@ -196,8 +198,13 @@ class RecipeConfig:
         return step_dir(self.scale, self.STEP + self.run_tag())
 
     def to_dict(self) -> dict:
-        """The fields as a plain dict (for ``metrics.json``)."""
-        return dataclasses.asdict(self)
+        """The fields as a plain dict (for ``metrics.json``); a ``datasets`` object as its one-line description."""
+        import copy
+
+        from nbkit.corpus.sources import describe_input, is_datasets_object
+
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: describe_input(v) if is_datasets_object(v) else copy.deepcopy(v) for k, v in values.items()}
 
     def table(self):
         """A ``pandas.DataFrame`` indexed by field: ``value``, ``from`` (``scale``, ``recipe``, ``override``, or

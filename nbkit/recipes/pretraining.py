@@ -24,11 +24,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nbkit import jsonio
 from nbkit.errors import ConfigError, DataError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
 from nbkit.train.config import REPORT_TO
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 SOURCES = ("peoples_daily", "news", "own", "reviews")   # the bundled mix's sources, in priority order
 MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
@@ -76,7 +80,7 @@ class PretrainConfig(RecipeConfig):
     mlm_probability: float = 0.15
     whole_word: bool = True
     precision: str = "auto"
-    corpus: str | list | None = None
+    corpus: str | list | Dataset | None = None
     eval_fraction: float = 0.05
     eval_blocks: int | None = 4096
     max_passes: float | None = None
@@ -117,7 +121,8 @@ class PretrainConfig(RecipeConfig):
         "mlm_probability": "share of tokens chosen as targets (0-1; 80 % [MASK], 10 % random, 10 % kept)",
         "whole_word": "choose whole words as targets (gold or jieba boundaries)",
         "precision": "auto / bf16 / fp16 / fp32",
-        "corpus": "your text: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: mix",
+        "corpus": "your text: a prepared store, files/globs/folders or a datasets Dataset to prepare (docs/corpus.md); "
+                  "None: mix",
         "eval_fraction": "share of the mix's texts held out for the MLM loss (0-1)",
         "eval_blocks": "held-out blocks scored per evaluation (None: all)",
         "max_passes": "cap the steps at this many passes over the training blocks (None: no cap)",
