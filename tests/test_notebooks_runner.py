@@ -146,6 +146,15 @@ def test_read_only_runs_dir_is_a_bad_input(tmp_path, monkeypatch):
         notebooks.plan("smoke")
 
 
+def test_plan_names_the_scale_it_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    p = notebooks.plan(" CPU ")
+    assert p.scale == "cpu" and p.env["NBKIT_SCALE"] == "cpu"
+    assert p.out_dir == tmp_path / "runs" / "cpu" / "executed"
+    assert p.env["MPLBACKEND"] == notebooks.KERNEL_ENV_DEFAULTS["MPLBACKEND"]
+
+
 def test_non_positive_timeout_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit) as info:
         cli.main(["run-notebooks", "--timeout", "0"])

@@ -97,8 +97,8 @@ def plan(scale: str | None = None, only: list[str] | None = None,
             "set NBKIT_RUNS_DIR to a writable folder"
         ) from exc
     env.update(NBKIT_SCALE=name, NBKIT_RUNS_DIR=str(runs))
-    for name, value in KERNEL_ENV_DEFAULTS.items():
-        env.setdefault(name, value)
+    for key, value in KERNEL_ENV_DEFAULTS.items():
+        env.setdefault(key, value)
     return Plan(name, todo, src, out_dir, env)
 
 
