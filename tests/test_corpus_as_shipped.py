@@ -133,18 +133,25 @@ def _jsonl(rows: list[dict]) -> bytes:
                    for r in rows).encode("utf-8")
 
 
+def wiki_folder(tmp_path: Path, files: dict[str, bytes], linked: bytes) -> Path:
+    """``tmp_path/wiki_zh`` as wikiextractor ships it: ``files`` at their paths under it (``"AA/wiki_00"``,
+    extensionless), and ``AC/wiki_00`` (``linked``) in a folder elsewhere that ``wiki_zh/AC`` links to."""
+    root = tmp_path / "wiki_zh"
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    (tmp_path / "elsewhere" / "AC").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "AC" / "wiki_00").write_bytes(linked)
+    os.symlink("../elsewhere/AC", root / "AC")                                       # a folder on another disk
+    return root
+
+
 def test_a_wiki_zh_folder_as_shipped_just_works(tmp_path, capsys):
     arts = _articles(12)
-    root = tmp_path / "wiki_zh"
-    for sub in ("AA", "AB"):
-        (root / sub).mkdir(parents=True)
-    (tmp_path / "elsewhere" / "AC").mkdir(parents=True)
-    (root / "AA" / "wiki_00").write_bytes(_jsonl(arts[:5]))
-    (root / "AA" / "wiki_01").write_bytes(_jsonl(arts[5:8]))
-    (root / "AB" / "wiki_00").write_bytes(_jsonl(arts[8:11]))
-    (root / "AB" / "wiki_01").write_bytes(gzip.compress(_jsonl(arts[11:14])))     # gzipped, still no extension
-    (tmp_path / "elsewhere" / "AC" / "wiki_00").write_bytes(_jsonl(arts[14:]))
-    os.symlink("../elsewhere/AC", root / "AC")                                       # a folder on another disk
+    root = wiki_folder(tmp_path, {"AA/wiki_00": _jsonl(arts[:5]), "AA/wiki_01": _jsonl(arts[5:8]),
+                                  "AB/wiki_00": _jsonl(arts[8:11]),
+                                  "AB/wiki_01": gzip.compress(_jsonl(arts[11:14]))},  # gzipped, still no extension
+                       linked=_jsonl(arts[14:]))
     (root / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1" + bytes(range(256)) * 4)
     from nbkit.text.tokenizer import train_wordpiece
 
@@ -377,7 +384,7 @@ def test_the_store_says_why_its_vocabulary_is_short_at_any_size(tmp_path, sample
 
 
 def test_the_pretraining_recipe_takes_a_datasets_object_keyed_by_its_fingerprint(runs_tmp):
-    from datasets import Dataset
+    from datasets import Dataset, DatasetDict
 
     from nbkit import jsonio
     from nbkit.recipes.pretraining import PretrainConfig, store_dir
@@ -390,6 +397,13 @@ def test_the_pretraining_recipe_takes_a_datasets_object_keyed_by_its_fingerprint
     assert store_dir(PretrainConfig.for_scale("smoke", corpus=Dataset.from_dict({"text": ["另一段文本。"]}))) != where
     assert store_dir(PretrainConfig.for_scale("smoke", corpus=ds)) == where            # same fingerprint, same store
     assert cfg.to_dict()["corpus"] == f"datasets.Dataset(fingerprint={ds._fingerprint})"
+    # a dict of splits counts by the split read (its train one): the store key and metrics.json say the same
+    splits = DatasetDict(train=ds, test=Dataset.from_dict({"text": ["测试。"]}))
+    keyed = PretrainConfig.for_scale("smoke", corpus=splits)
+    assert keyed.to_dict()["corpus"] == f"datasets.Dataset(fingerprint={ds._fingerprint}, split train)"
+    assert store_dir(keyed) != where and store_dir(keyed) == store_dir(PretrainConfig.for_scale("smoke", corpus=splits))
+    with pytest.raises(ConfigError, match=r"splits \['a', 'b'\] and no 'train' split"):
+        store_dir(PretrainConfig.for_scale("smoke", corpus=DatasetDict(a=ds, b=ds)))
     jsonio.dumps(cfg.to_dict())                                                         # metrics.json can hold it
     with pytest.raises(ConfigError, match="corpus=3: expected a string or a list or a datasets Dataset"):
         PretrainConfig.for_scale("smoke", corpus=3)

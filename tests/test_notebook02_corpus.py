@@ -63,18 +63,12 @@ def _run_notebook02(papermill, tmp_path, monkeypatch, parameters: dict, inject: 
 def test_notebook02_pretrains_on_a_wiki_zh_folder_as_shipped(tmp_path, monkeypatch):
     """Extensionless JSON-lines files in AA/, AB/ and a symlinked folder, with MediaWiki markup: no renaming."""
     papermill = pytest.importorskip("papermill")
-    from test_corpus_as_shipped import _articles, _jsonl
+    from test_corpus_as_shipped import _articles, _jsonl, wiki_folder
 
     base = _articles(150)      # 2,100 distinct articles: the store holds out 0.5 % of the texts, whole
     arts = [dict(a, id=str(i), text=f"{a['text']}\n第{i}号条目。") for i, a in enumerate(base * 14)]
-    root = tmp_path / "wiki_zh"
-    for sub in ("AA", "AB"):
-        (root / sub).mkdir(parents=True)
-    (tmp_path / "elsewhere" / "AC").mkdir(parents=True)
-    (root / "AA" / "wiki_00").write_bytes(_jsonl(arts[:900]))
-    (root / "AB" / "wiki_00").write_bytes(_jsonl(arts[900:1800]))
-    (tmp_path / "elsewhere" / "AC" / "wiki_00").write_bytes(_jsonl(arts[1800:]))
-    os.symlink("../elsewhere/AC", root / "AC")
+    root = wiki_folder(tmp_path, {"AA/wiki_00": _jsonl(arts[:900]), "AB/wiki_00": _jsonl(arts[900:1800])},
+                       linked=_jsonl(arts[1800:]))
     metrics, text = _run_notebook02(papermill, tmp_path, monkeypatch, {"corpus": str(root)})
     assert metrics["steps"] == 6 and metrics["eval_loss"] > 0
     assert "3 (0 by file name, 3 by content)" in text                        # every file sniffed, the link followed

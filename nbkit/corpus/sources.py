@@ -151,14 +151,26 @@ def is_datasets_object(obj: Any) -> bool:
     return type(obj).__module__.split(".")[0] == "datasets"
 
 
-def describe_input(obj: Any, text_field: str = "text") -> str:
-    """An input's identity as one line: a ``datasets`` object as its source path (``datasets.Dataset(fingerprint=
-    ...)``), anything else as ``str``. Raises ConfigError: a ``datasets`` object prepare_corpus refuses."""
-    return _dataset_sources(obj, text_field, "corpus")[0].path if is_datasets_object(obj) else str(obj)
+def describe_input(obj: Any) -> str:
+    """An input's identity as one line, the same one that keys its store folder and names it in ``metrics.json``:
+    a ``datasets`` object as the split it is read from (``datasets.Dataset(fingerprint=..., split train)``; a dict of
+    splits by its ``train`` split, or its only one), anything else as ``str``.
+
+    Raises:
+        ConfigError: a dict of splits with several splits and no ``train`` one (which to read is ambiguous).
+    """
+    return _describe(*_read_split(obj, "corpus")) if is_datasets_object(obj) else str(obj)
 
 
-def _dataset_sources(obj: Any, text_field: str, label: str) -> list[Source]:
-    """A ``datasets`` object as one source (a dict of splits: its ``train`` split, or its only one)."""
+def _describe(obj: Any, split: str | None) -> str:
+    where = f", split {split}" if split else ""
+    if type(obj).__name__ == "Dataset":
+        return f"datasets.Dataset(fingerprint={obj._fingerprint}{where})"
+    return f"datasets.IterableDataset(no fingerprint{where})"
+
+
+def _read_split(obj: Any, label: str) -> tuple[Any, str | None]:
+    """``(the dataset read, its split name)``: a dict of splits gives its ``train`` split, or its only one."""
     name = type(obj).__name__
     if name in ("DatasetDict", "IterableDatasetDict"):
         splits = list(obj)
@@ -166,9 +178,14 @@ def _dataset_sources(obj: Any, text_field: str, label: str) -> list[Source]:
         if pick is None:
             raise ConfigError(f"{label}: a {name} with splits {splits} and no 'train' split: pass the split to "
                               f"prepare, e.g. ds[{splits[0]!r}]")
-        obj, split = obj[pick], pick
-    else:
-        split = str(obj.split) if getattr(obj, "split", None) is not None else None
+        return obj[pick], pick
+    return obj, str(obj.split) if getattr(obj, "split", None) is not None else None
+
+
+def _dataset_sources(obj: Any, text_field: str, label: str) -> list[Source]:
+    """A ``datasets`` object as one source (a dict of splits: its ``train`` split, or its only one)."""
+    obj, split = _read_split(obj, label)
+    path = _describe(obj, split)
     name = type(obj).__name__
     columns = list(obj.features) if obj.features is not None else None
     if columns is not None and text_field not in columns:
@@ -183,11 +200,9 @@ def _dataset_sources(obj: Any, text_field: str, label: str) -> list[Source]:
     if name == "Dataset":
         ident = obj._fingerprint
         size = int(obj.data.nbytes)
-        path = f"datasets.Dataset(fingerprint={ident}{where})"
         detected = f"a datasets.Dataset of {len(obj):,} rows{where}, read in row batches"
         return [Source(path, "dataset", None, size, 0.0, detected, ident, True, obj)]
     size = int(getattr(obj.info, "dataset_size", None) or 0)
-    path = f"datasets.IterableDataset(no fingerprint{where})"
     detected = (f"a datasets.IterableDataset{where}, streamed in batches; it has no fingerprint, so the store "
                 "cannot tell it from another stream: it cannot be resumed or reused")
     return [Source(path, "dataset", None, size, 0.0, detected, None, False, obj)]

@@ -156,21 +156,19 @@ def wait_for_store(path, timeout_s: float = 6 * 3600.0, poll_s: float = 2.0, clo
 def store_dir_for(corpus) -> Path:
     """``runs/corpus/<name>-<hash of the inputs as absolute paths>``: where a raw corpus is prepared, the same
     however its paths are typed and on every rank and node (a shared filesystem); a ``datasets`` object counts
-    by its fingerprint (``dataset-<hash>``)."""
+    by the split it is read from (``dataset-<hash>``; :func:`nbkit.corpus.sources.describe_input`).
+
+    Raises:
+        ConfigError: what ``describe_input`` raises (a dict of splits without a ``train`` one).
+    """
     from nbkit import runs
+    from nbkit.corpus.sources import describe_input, is_datasets_object  # sources imports this module
 
     items = corpus if isinstance(corpus, (list, tuple)) else [corpus]
-    absolute = [_dataset_key(c) if type(c).__module__.split(".")[0] == "datasets"
+    absolute = [describe_input(c) if is_datasets_object(c)
                 else os.path.abspath(os.path.expanduser(str(c))).rstrip("/") for c in items]
-    name = "dataset" if absolute[0].startswith("datasets:") else Path(absolute[0].rstrip("/*")).name
+    name = "dataset" if absolute[0].startswith("datasets.") else Path(absolute[0].rstrip("/*")).name
     return runs.runs_dir() / "corpus" / runs.path_tag(name, "\n".join(absolute), 10, fallback="corpus")
-
-
-def _dataset_key(obj) -> str:
-    """A ``datasets`` object's identity: its fingerprint (each split's for a dict of splits)."""
-    if isinstance(obj, dict):
-        return "datasets:" + ",".join(f"{k}={_dataset_key(v)}" for k, v in sorted(obj.items()))
-    return f"datasets:{type(obj).__name__}:{getattr(obj, '_fingerprint', None) or 'no fingerprint'}"
 
 
 def corpus_store(corpus, out_dir=None, **settings) -> Path:
