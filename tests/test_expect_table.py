@@ -120,6 +120,17 @@ def test_readme_has_the_markers_once_in_order():
         expect_table.END)
 
 
+def test_the_readme_table_is_the_rendering_of_the_recorded_notebook_run():
+    """Every row of the README's block comes from the run kept in bench/results/ (the intro names the machine)."""
+    [recorded] = sorted((ROOT / "bench" / "results").glob("notebooks_cpu_*"))[-1:]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    inside = readme.split(expect_table.START, 1)[1].split(expect_table.END, 1)[0].strip()
+    intro, rows = inside.split("\n", 1)
+    rendered_intro, rendered_rows = expect_table.render(recorded, "cpu").split("\n", 1)
+    assert rows == rendered_rows, "README's table is stale: run scripts/expect_table.py on the recorded run"
+    assert intro.endswith(rendered_intro.split("`NBKIT_SCALE=cpu`", 1)[1]) and recorded.name in intro
+
+
 def test_corpus_block_is_the_rendering_of_the_recorded_benchmark(tmp_path):
     run = corpus_table.latest_run()
     block = corpus_table.render(run)
