@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nbkit.corpus.formats import first_record, is_wikipedia, sniff, text_type_problem
-from nbkit.corpus.store import holds_store_files
+from nbkit.corpus.store import describe_split, holds_store_files, read_split
 from nbkit.errors import ConfigError
 
 KINDS = {".txt": "txt", ".jsonl": "jsonl", ".json": "json", ".parquet": "parquet"}
@@ -146,46 +146,10 @@ def _walk(root: Path, skipped: list[dict]) -> list[Path]:
     return sorted(found)
 
 
-def is_datasets_object(obj: Any) -> bool:
-    """True for an object of the ``datasets`` library (``Dataset``, ``DatasetDict``, ``IterableDataset``, ...)."""
-    return type(obj).__module__.split(".")[0] == "datasets"
-
-
-def describe_input(obj: Any) -> str:
-    """An input's identity as one line, the same one that keys its store folder and names it in ``metrics.json``:
-    a ``datasets`` object as the split it is read from (``datasets.Dataset(fingerprint=..., split train)``; a dict of
-    splits by its ``train`` split, or its only one), anything else as ``str``.
-
-    Raises:
-        ConfigError: a dict of splits with several splits and no ``train`` one (which to read is ambiguous).
-    """
-    return _describe(*_read_split(obj, "corpus")) if is_datasets_object(obj) else str(obj)
-
-
-def _describe(obj: Any, split: str | None) -> str:
-    where = f", split {split}" if split else ""
-    if type(obj).__name__ == "Dataset":
-        return f"datasets.Dataset(fingerprint={obj._fingerprint}{where})"
-    return f"datasets.IterableDataset(no fingerprint{where})"
-
-
-def _read_split(obj: Any, label: str) -> tuple[Any, str | None]:
-    """``(the dataset read, its split name)``: a dict of splits gives its ``train`` split, or its only one."""
-    name = type(obj).__name__
-    if name in ("DatasetDict", "IterableDatasetDict"):
-        splits = list(obj)
-        pick = "train" if "train" in obj else splits[0] if len(splits) == 1 else None
-        if pick is None:
-            raise ConfigError(f"{label}: a {name} with splits {splits} and no 'train' split: pass the split to "
-                              f"prepare, e.g. ds[{splits[0]!r}]")
-        return obj[pick], pick
-    return obj, str(obj.split) if getattr(obj, "split", None) is not None else None
-
-
 def _dataset_sources(obj: Any, text_field: str, label: str) -> list[Source]:
     """A ``datasets`` object as one source (a dict of splits: its ``train`` split, or its only one)."""
-    obj, split = _read_split(obj, label)
-    path = _describe(obj, split)
+    obj, split = read_split(obj, label)
+    path = describe_split(obj, split)
     name = type(obj).__name__
     columns = list(obj.features) if obj.features is not None else None
     if columns is not None and text_field not in columns:

@@ -1,5 +1,6 @@
 """A prepared store (format ``nbkit-corpus/1``, docs/corpus.md) as the reader sees it: ``manifest.json`` checked,
-its shard files, its tokenizer, waiting for another rank to prepare it, and the store a run trains from. Every
+its shard files, its tokenizer, waiting for another rank to prepare it, the folder a corpus input is prepared into
+(keyed by the input's identity) and the store a run trains from. Every
 error names the directory and the fix (``nbkit prepare-corpus``, which resumes).
 """
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from nbkit.errors import ConfigError, DataError
 
@@ -153,16 +155,56 @@ def wait_for_store(path, timeout_s: float = 6 * 3600.0, poll_s: float = 2.0, clo
         sleep(poll_s)
 
 
+def is_datasets_object(obj: Any) -> bool:
+    """True for an object of the ``datasets`` library (``Dataset``, ``DatasetDict``, ``IterableDataset``, ...)."""
+    return type(obj).__module__.split(".")[0] == "datasets"
+
+
+def describe_input(obj: Any) -> str:
+    """An input's identity as one line, the same one that keys its store folder and names it in ``metrics.json``:
+    a ``datasets`` object as the split it is read from (``datasets.Dataset(fingerprint=..., split train)``; a dict of
+    splits by its ``train`` split, or its only one), anything else as ``str``.
+
+    Raises:
+        ConfigError: a dict of splits with several splits and no ``train`` one (which to read is ambiguous).
+    """
+    return describe_split(*read_split(obj, "corpus")) if is_datasets_object(obj) else str(obj)
+
+
+def describe_split(obj: Any, split: str | None) -> str:
+    """A ``Dataset`` (by its fingerprint) or an ``IterableDataset`` (which has none) and its split, as one line."""
+    where = f", split {split}" if split else ""
+    if type(obj).__name__ == "Dataset":
+        return f"datasets.Dataset(fingerprint={obj._fingerprint}{where})"
+    return f"datasets.IterableDataset(no fingerprint{where})"
+
+
+def read_split(obj: Any, label: str) -> tuple[Any, str | None]:
+    """``(the dataset read, its split name)``: a dict of splits gives its ``train`` split, or its only one.
+
+    Raises:
+        ConfigError: several splits and no ``train`` one (``label`` names the input).
+    """
+    name = type(obj).__name__
+    if name in ("DatasetDict", "IterableDatasetDict"):
+        splits = list(obj)
+        pick = "train" if "train" in obj else splits[0] if len(splits) == 1 else None
+        if pick is None:
+            raise ConfigError(f"{label}: a {name} with splits {splits} and no 'train' split: pass the split to "
+                              f"prepare, e.g. ds[{splits[0]!r}]")
+        return obj[pick], pick
+    return obj, str(obj.split) if getattr(obj, "split", None) is not None else None
+
+
 def store_dir_for(corpus) -> Path:
     """``runs/corpus/<name>-<hash of the inputs as absolute paths>``: where a raw corpus is prepared, the same
     however its paths are typed and on every rank and node (a shared filesystem); a ``datasets`` object counts
-    by the split it is read from (``dataset-<hash>``; :func:`nbkit.corpus.sources.describe_input`).
+    by the split it is read from (``dataset-<hash>``; :func:`describe_input`).
 
     Raises:
         ConfigError: what ``describe_input`` raises (a dict of splits without a ``train`` one).
     """
     from nbkit import runs
-    from nbkit.corpus.sources import describe_input, is_datasets_object  # sources imports this module
 
     items = corpus if isinstance(corpus, (list, tuple)) else [corpus]
     absolute = [describe_input(c) if is_datasets_object(c)

@@ -201,7 +201,7 @@ class RecipeConfig:
         """The fields as a plain dict (for ``metrics.json``); a ``datasets`` object as its one-line description."""
         import copy
 
-        from nbkit.corpus.sources import describe_input, is_datasets_object
+        from nbkit.corpus.store import describe_input, is_datasets_object
 
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {k: describe_input(v) if is_datasets_object(v) else copy.deepcopy(v) for k, v in values.items()}
