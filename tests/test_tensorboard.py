@@ -50,6 +50,19 @@ def test_the_loop_writes_scalars_eval_numbers_and_its_config(tmp_path):
     assert "| max_steps | 6 |" in config and "| report_to | 'tensorboard' |" in config
 
 
+def test_a_resumed_writer_waits_for_the_next_second_so_its_file_is_read_after_the_earlier_ones(tmp_path):
+    from nbkit.train.callbacks import after_earlier_event_files
+
+    slept = []
+    (tmp_path / "events.out.tfevents.1700000005.host.42.9").write_bytes(b"")
+    (tmp_path / "events.out.tfevents.1700000003.host.42.10").write_bytes(b"")
+    after_earlier_event_files(tmp_path, clock=lambda: 1700000005.25, sleep=slept.append)
+    assert slept == [pytest.approx(0.75)]                    # the same second as the newest file: wait it out
+    after_earlier_event_files(tmp_path, clock=lambda: 1700000006.0, sleep=slept.append)
+    after_earlier_event_files(tmp_path / "none", clock=lambda: 0.0, sleep=slept.append)
+    assert len(slept) == 1                                   # a later second, or no earlier file: no wait
+
+
 def test_a_resumed_run_hides_what_an_earlier_run_logged_after_its_checkpoint(tmp_path):
     _loop(tmp_path, checkpoint_every=2, keep_last=0).fit()
     for c in ckpt.list_checkpoints(tmp_path)[1:]:      # keep step 2: as if the run had died before saving 4

@@ -177,6 +177,18 @@ class ProgressLine:
         print(text, file=self.stream or sys.stdout, flush=True)
 
 
+def after_earlier_event_files(log_dir: Path, clock=time.time, sleep=time.sleep) -> None:
+    """Wait until the clock is past the creation second of every event file in ``log_dir`` (at most 1 s).
+
+    TensorBoard reads a folder's event files in name order, whose first field is that second; a resumed run's
+    ``purge_step`` hides the earlier run's later events only when its file is read after theirs. Within one
+    second the order falls to a per-process writer counter compared as text ("10" before "9")."""
+    seconds = [int(f) for p in Path(log_dir).glob("events.out.tfevents.*")
+               if (f := p.name.split(".")[3]).isdigit()]
+    if seconds and clock() < max(seconds) + 1:
+        sleep(max(seconds) + 1 - clock())
+
+
 class TensorBoardLogger:
     """Loop callback: TensorBoard event files in ``log_dir`` (view: ``tensorboard --logdir runs/``).
 
@@ -208,6 +220,8 @@ class TensorBoardLogger:
             from torch.utils.tensorboard import SummaryWriter
 
             step = loop.state.step
+            if step:
+                after_earlier_event_files(self.log_dir)
             self.writer = SummaryWriter(str(self.log_dir), purge_step=step + 1 if step else None,
                                         flush_secs=int(max(1, self.flush_s)))
             config = self.config if self.config is not None else dataclasses.asdict(loop.config)
