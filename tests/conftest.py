@@ -1,7 +1,9 @@
-"""Shared pytest setup: offline hub, hardware markers, temporary runs dir."""
+"""Shared pytest setup: offline hub, hardware markers, temporary runs dir, and the split over pytest-xdist workers
+(``scripts/test.sh`` runs ``-n 2 --dist loadgroup``)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +22,35 @@ def _cuda_available() -> bool:
         return False
 
 
+def pytest_configure(config):
+    # each xdist worker gets its own runs dir under the session's: two workers never share a run or store folder
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and os.environ.get("NBKIT_RUNS_DIR"):
+        os.environ["NBKIT_RUNS_DIR"] = str(Path(os.environ["NBKIT_RUNS_DIR"]) / worker)
+
+
+NOTEBOOK_GROUP = "notebooks"   # the notebooks under nbval and the browser suite: one worker, in collection order
+
+
+def xdist_group_of(nodeid: str) -> str:
+    """The worker group of a test: ``notebooks`` for nbval's notebook cells and the browser suite (notebook 03 reads
+    the model 02 wrote, and the browser suite drops nbval's run of each notebook it runs), else its file, so module
+    fixtures are built once and a file's tests keep their order (what ``--dist loadfile`` does)."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith(("notebooks/", "tests/browser/")) or path.endswith(".ipynb"):
+        return NOTEBOOK_GROUP
+    return path
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook, which reads the marks
 def pytest_collection_modifyitems(config, items):
+    if getattr(config.option, "loadgroup", False):          # an xdist worker under --dist loadgroup
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
+        # longest first (test.sh passes --no-loadscope-reorder, which keeps this order): the notebooks, then the
+        # files holding slow or multi-process tests, so no long group starts last and runs alone at the end
+        heavy = {xdist_group_of(i.nodeid) for i in items if "slow" in i.keywords or "multiproc" in i.keywords}
+        items.sort(key=lambda i: (xdist_group_of(i.nodeid) != NOTEBOOK_GROUP, xdist_group_of(i.nodeid) not in heavy))
     if _cuda_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")

@@ -140,8 +140,9 @@ def _interrupt_when_training(cmd, env, timeout=600) -> tuple[int, str]:
     return proc.wait(timeout=120), "".join(out)
 
 
-JOB = ["-m", "nbkit.jobs.pretrain", "--scale", "smoke", "--max-steps", "300", "--report-to", "none",
-       "--progress-every-s", "0.2", "--eval-every", "100"]
+STEPS = 60   # the Ctrl-C comes at step 2 or 3 (the second progress line, 0.2 s apart): the run is far from its end
+JOB = ["-m", "nbkit.jobs.pretrain", "--scale", "smoke", "--max-steps", str(STEPS), "--report-to", "none",
+       "--progress-every-s", "0.2", "--eval-every", "20"]
 
 
 @pytest.mark.slow
@@ -149,9 +150,9 @@ def test_a_job_interrupted_by_ctrl_c_exits_130_with_one_line_and_resumes_to_the_
     out, env = tmp_path / "mlm", _job_env(tmp_path)
     rc, log = _interrupt_when_training([sys.executable, *JOB, "--output-dir", str(out)], env)
     stopped = ckpt.load_latest(out)
-    assert rc == 130 and stopped is not None and 0 < stopped.step < 300, log[-3000:]
+    assert rc == 130 and stopped is not None and 0 < stopped.step < STEPS, log[-3000:]
     line = next(ln for ln in log.splitlines() if ln.startswith("nbkit.jobs.pretrain: interrupted"))
-    assert f"at step {stopped.step} of 300; newest complete checkpoint: {stopped.path}" in line
+    assert f"at step {stopped.step} of {STEPS}; newest complete checkpoint: {stopped.path}" in line
     assert "Run the same command again to resume" in line and "Traceback" not in log
     done = subprocess.run([sys.executable, *JOB, "--output-dir", str(out)], env=env, capture_output=True,
                           text=True, timeout=900)
@@ -159,7 +160,7 @@ def test_a_job_interrupted_by_ctrl_c_exits_130_with_one_line_and_resumes_to_the_
     assert f"resumed from {stopped.path} (step {stopped.step}" in done.stdout
     import json
 
-    assert json.loads((out / "metrics.json").read_text())["steps"] == 300
+    assert json.loads((out / "metrics.json").read_text())["steps"] == STEPS
 
 
 @pytest.mark.multiproc
@@ -183,7 +184,7 @@ def test_torchrun_ctrl_c_exits_130_and_one_process_resumes_with_the_same_global_
             in done.stdout), done.stdout[-2000:]
     assert "global batch 32 -> 16" not in done.stdout + done.stderr     # no "changed settings" warning for it
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["steps"] == 300 and metrics["grad_accum_steps"] == 2 and metrics["world_size"] == 1
+    assert metrics["steps"] == STEPS and metrics["grad_accum_steps"] == 2 and metrics["world_size"] == 1
 
 
 @pytest.mark.slow

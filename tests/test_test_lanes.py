@@ -79,7 +79,7 @@ def test_the_fast_lane_adds_the_test_tools_to_a_venv_from_the_readmes_plain_setu
     (venv / "python").write_text(f"""#!/usr/bin/env bash
 echo "$*" >> {log}
 case "$*" in
-  "-c import pytest, nbval") [ -e {venv}/hadolint ] ;;
+  "-c import pytest, nbval, xdist") [ -e {venv}/hadolint ] ;;
   "-m pip install -q -e .[test]") touch {venv}/hadolint; chmod +x {venv}/hadolint ;;
 esac
 """)
