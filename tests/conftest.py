@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,10 @@ def _cuda_available() -> bool:
 
 
 def pytest_configure(config):
+    # a shell starts a background job (`cmd &`, nohup) with SIGINT ignored, and children inherit that: the Ctrl-C
+    # tests (in this process and in the jobs they start) need it delivered, as it is to a foreground run
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # each xdist worker gets its own runs dir under the session's: two workers never share a run or store folder
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker and os.environ.get("NBKIT_RUNS_DIR"):
@@ -48,8 +53,9 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
         # longest first (test.sh passes --no-loadscope-reorder, which keeps this order): the notebooks, then the
-        # files holding slow or multi-process tests, so no long group starts last and runs alone at the end
-        heavy = {xdist_group_of(i.nodeid) for i in items if "slow" in i.keywords or "multiproc" in i.keywords}
+        # files holding slow, multi-process or container tests, so no long group starts last and runs alone at the end
+        heavy = {xdist_group_of(i.nodeid) for i in items
+                 if any(mark in i.keywords for mark in ("slow", "multiproc", "docker"))}
         items.sort(key=lambda i: (xdist_group_of(i.nodeid) != NOTEBOOK_GROUP, xdist_group_of(i.nodeid) not in heavy))
     if _cuda_available():
         return

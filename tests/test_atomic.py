@@ -30,7 +30,9 @@ def _assert_disk_full_message(err: WriteError, target: Path):
     msg = str(err)
     assert str(target) in msg and "ENOSPC" in msg and "no space left" in msg
     assert "Free space on that file system:" in msg and "needs about" in msg and "MiB" in msg
-    assert err.path == target and err.errno == errno.ENOSPC and err.free_bytes == shutil.disk_usage(target.parent).free
+    assert err.path == target and err.errno == errno.ENOSPC
+    # that file system's free space, read a moment earlier (other processes may write in between)
+    assert abs(err.free_bytes - shutil.disk_usage(target.parent).free) < 64 << 20
     assert isinstance(err, CheckpointError)  # callers catching CheckpointError keep working
 
 
