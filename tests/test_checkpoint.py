@@ -33,6 +33,27 @@ def test_save_is_loadable_with_from_pretrained_and_keeps_last_n(tmp_path):
     assert checkpoint.load_latest(tmp_path).load_state()["step"] == 3
 
 
+def test_a_fresh_run_sets_the_earlier_runs_checkpoints_aside_so_keep_last_keeps_its_own(tmp_path, capsys):
+    from nbkit.train import Loop, TrainConfig
+
+    def fit(max_steps, **kw):
+        cfg = TrainConfig(max_steps=max_steps, batch_size=4, checkpoint_every=2, keep_last=2, output_dir=tmp_path,
+                          progress=False, progress_every_s=None, **kw)
+        return Loop(loop_helpers.tiny_mlm(), cfg, loop_helpers.token_data(16), collate_fn=loop_helpers.mlm_collate,
+                    device="cpu").fit()
+
+    fit(8)                                                   # the earlier run: step-000006, step-000008
+    result = fit(4, resume=False)                            # fresh: its 2 and 4 must not be pruned by 6 and 8
+    assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [2, 4]
+    assert result.checkpoint.is_dir() and result.checkpoint.name == "step-000004"
+    aside = list(checkpoint.checkpoints_dir(tmp_path).glob("previous-*"))
+    assert len(aside) == 1 and sorted(p.name for p in aside[0].iterdir()) == ["step-000006", "step-000008"]
+    assert f"the earlier run's checkpoints moved to {aside[0]}" in capsys.readouterr().out
+    with pytest.warns(UserWarning, match="max_steps: 4 -> 6"):   # a resume reads the new run's step 4, not the old 8
+        assert fit(6).metrics["steps"] == 6
+    assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [4, 6]
+
+
 def test_keep_steps_are_saved_and_never_pruned(tmp_path):
     """TrainConfig(keep_steps=...): the loop saves at those steps too, and pruning (keep_last) spares them."""
     from nbkit.errors import ConfigError
