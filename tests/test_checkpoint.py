@@ -2,12 +2,12 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import loop_helpers
 import pytest
 import torch
+from waiting import wait_until
 
 from nbkit.errors import CheckpointError
 from nbkit.train import checkpoint
@@ -94,7 +94,7 @@ def test_incomplete_checkpoints_are_skipped_with_a_warning(tmp_path):
 
 def _run_helper(out, *args, wait=True):
     cmd = [sys.executable, str(HELPER), str(out), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=240) if wait else subprocess.Popen(cmd)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900) if wait else subprocess.Popen(cmd)
 
 
 def _history(out):
@@ -118,9 +118,7 @@ def test_sigkill_during_save_keeps_previous_checkpoint(tmp_path):
     out, marker = tmp_path / "run", tmp_path / "hanging"
     proc = _run_helper(out, "--hang-in-save", "6", "--marker", str(marker), wait=False)
     try:
-        deadline = time.time() + 200
-        while not marker.exists() and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: marker.exists() or proc.poll() is not None, 600, "the helper's save of step 6")
         assert marker.exists(), "the helper never reached the save of step 6"
     finally:
         proc.kill()                                              # SIGKILL while writing step 6

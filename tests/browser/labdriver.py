@@ -148,7 +148,7 @@ def open_notebook(page, server, path: str, timeout_s: float = 120.0) -> float:
     raise TimeoutError(f"kernel of {path} not idle after {timeout_s:.0f} s: {page.evaluate(SNAPSHOT_JS)['status']!r}")
 
 
-def run_all(page, result: RunResult, timeout_s: float, start_timeout_s: float = 30.0, on_sample=None) -> None:
+def run_all(page, result: RunResult, timeout_s: float, start_timeout_s: float = 120.0, on_sample=None) -> None:
     """Click Run > Run All Cells and sample the DOM until the kernel is idle again.
 
     Fails fast (``TimeoutError``) if no cell starts within ``start_timeout_s``.
@@ -186,7 +186,7 @@ def run_all(page, result: RunResult, timeout_s: float, start_timeout_s: float = 
     result.run_s = time.monotonic() - t0
 
 
-def save_and_read(page, server, path: str, timeout_s: float = 20.0) -> dict:
+def save_and_read(page, server, path: str, timeout_s: float = 60.0) -> dict:
     """Save the notebook from the UI and return the JSON the server stored.
 
     Presses Ctrl+S and waits for the file's ``last_modified`` (contents API) to
