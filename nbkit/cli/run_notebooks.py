@@ -430,7 +430,9 @@ def _execute(client, env: dict, log) -> BaseException | None:
                 break
     # nbclient registers its cleanup with atexit and unregisters it only when the kernel started: one killed
     # during start-up would fail that cleanup at exit (an AssertionError traceback after the report)
-    atexit.unregister(client._cleanup_kernel)
+    cleanup = getattr(client, "_cleanup_kernel", None)
+    if cleanup is not None:
+        atexit.unregister(cleanup)
     return box.get("exc")
 
 

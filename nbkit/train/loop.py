@@ -269,7 +269,10 @@ class Loop:
         if not resumed and cfg.output_dir is not None and self.dist.is_main:
             aside = ckpt.set_aside_earlier(cfg.output_dir, keep=self.last_checkpoint)
             if aside is not None:
-                print(f"a fresh run in {cfg.output_dir}: the earlier run's checkpoints moved to {aside}")
+                from nbkit.atomic import tree_bytes
+
+                print(f"a fresh run in {cfg.output_dir}: the earlier run's checkpoints moved to {aside} "
+                      f"({tree_bytes(aside) / 2**20:,.1f} MiB; delete it once you no longer need them)")
         self._emit("on_train_begin")
         bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self.dist.is_main),
                    desc="train", unit="step")
