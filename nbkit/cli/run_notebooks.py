@@ -496,7 +496,9 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
 
     ``scale``: ``smoke``, ``cpu`` or ``gpu`` (default ``NBKIT_SCALE``); ``only``: file-name prefixes
     (``["01", "02"]``); ``timeout``: seconds per cell; ``heartbeat_s``: seconds between log heartbeats.
-    Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved.
+    Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved. A SIGTERM or
+    Ctrl-C at any moment (kernel start-up, a cell, shutdown, between notebooks) only sets a flag; the kernel is
+    killed and the report written once nbclient, which runs in a worker thread (:func:`_execute`), is done.
 
     Raises:
         nbkit.errors.ConfigError: bad inputs, before any kernel starts (:func:`plan`).
