@@ -33,9 +33,10 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
     from the softmax at ``temperature``, cut to the ``top_k`` most likely tokens and to the smallest set whose
     probability reaches ``top_p`` (nucleus sampling, Holtzman et al. 2020), with ``seed`` (torch's generators
     are seeded for the call and restored after, so a rerun prints the same). Stops early at the model's eos,
-    the document separator nbkit trains with. The prompt is encoded without special tokens, as
-    ``pipeline("text-generation")`` does, so an exported model (:func:`nbkit.models.export.export_causal_lm`)
-    continues it with the same tokens. Returns the prompt and the continuation (``full_text=False``: the
+    the document separator nbkit trains with. The prompt is encoded as the opening of a document (the
+    separator, then its tokens: :func:`nbkit.text.causal.prompt_ids`), as ``pipeline("text-generation")``
+    encodes it with an exported model's tokenizer (:func:`nbkit.models.export.export_causal_lm`), so both
+    continue it with the same tokens; the separator counts toward the context. Returns the prompt and the continuation (``full_text=False``: the
     continuation only), decoded with Chinese characters unspaced
     (:func:`nbkit.text.tokenizer_files.cjk_decoding`); special tokens are dropped.
 
@@ -52,6 +53,7 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
     from nbkit.models.causal import is_causal_lm, positions
     from nbkit.models.loading import quiet_transformers
     from nbkit.switches import model_mode
+    from nbkit.text.causal import prompt_ids
     from nbkit.text.tokenizer_files import cjk_decoding
 
     if not is_causal_lm(model):
@@ -64,12 +66,13 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
         raise DataError(f"prompt={prompt!r}: give some text to continue (e.g. '今天天气'); a causal LM needs at least "
                         "one token of context")
     context = positions(model.config)
-    if max_new_tokens >= context:
-        raise ConfigError(f"max_new_tokens={max_new_tokens} leaves no room for the prompt in the model's context of "
-                          f"{context} tokens; use max_new_tokens <= {context - 1 - 1} (with a one-token prompt)")
-    ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]     # (1, T)
+    if max_new_tokens > context - 2:
+        raise ConfigError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's context of "
+                          f"{context} tokens (the separator and one token at least); use max_new_tokens <= "
+                          f"{context - 2}")
+    ids = torch.tensor([prompt_ids(tokenizer, prompt)])                                   # (1, T)
     n_prompt = int(ids.shape[1])
-    if n_prompt == 0:
+    if n_prompt == 1:
         raise DataError(f"prompt={prompt!r} gives no token with this tokenizer; give text it knows")
     if n_prompt + max_new_tokens > context:
         raise DataError(f"the prompt is {n_prompt} tokens and max_new_tokens={max_new_tokens}, {n_prompt + max_new_tokens} "

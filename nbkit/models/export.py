@@ -93,9 +93,10 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
     (``GPT2LMHeadModel`` / ``LlamaForCausalLM``: ``AutoModelForCausalLM`` and ``pipeline("text-generation",
     model=out_dir)`` load it without ``trust_remote_code``; eos = the document separator, so generation stops
     there) and the full tokenizer with ``model_max_length`` = the model's positions and Chinese decoded without
-    spaces (:func:`nbkit.text.tokenizer_files.cjk_decoder`). ``pipeline`` tokenizes a prompt without special
-    tokens, as :func:`nbkit.evaluate.generation.generate` does, so their greedy continuations agree token for
-    token. Written atomically (files already in ``out_dir`` and not written here are kept); the caller's model
+    spaces (:func:`nbkit.text.tokenizer_files.cjk_decoder`); its ``tokenizer(text)`` puts the document
+    separator before the text (a document opens there, as in training; :func:`nbkit.text.causal.prompt_ids`),
+    which is how ``pipeline`` encodes a prompt, so its greedy continuation and
+    :func:`nbkit.evaluate.generation.generate`'s agree token for token. Written atomically (files already in ``out_dir`` and not written here are kept); the caller's model
     and tokenizer are not changed.
 
     Raises:
@@ -108,6 +109,7 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
     from nbkit.atomic import atomic_dir
     from nbkit.models.causal import is_causal_lm, positions
     from nbkit.models.loading import quiet_transformers
+    from nbkit.text.causal import document_separator
     from nbkit.text.tokenizer_files import save_tokenizer
 
     if not is_causal_lm(model):
@@ -126,5 +128,6 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
     with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():  # WriteError: disk full
         clone.save_pretrained(tmp)
         jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
-        save_tokenizer(tokenizer, tmp, model_max_length=min(int(tokenizer.model_max_length), limit), cjk_decode=True)
+        save_tokenizer(tokenizer, tmp, model_max_length=min(int(tokenizer.model_max_length), limit), cjk_decode=True,
+                       start_token=document_separator(tokenizer)[1])
     return out

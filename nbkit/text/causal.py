@@ -32,6 +32,13 @@ def document_separator(tokenizer) -> tuple[int, str]:
                       "WordPiece (nbkit.text.train_wordpiece) or a tokenizer with an eos token")
 
 
+def prompt_ids(tokenizer, prompt: str) -> list[int]:
+    """A prompt's ids as a causal LM trained on packed documents reads one: the document separator (the end of
+    the previous document: :func:`document_separator`), then the text without ``[CLS]``/``[SEP]``."""
+    sep, _ = document_separator(tokenizer)
+    return [sep, *tokenizer(prompt, add_special_tokens=False)["input_ids"]]
+
+
 def make_causal_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
                        max_position_embeddings: int | None = None, num_proc: int | None = None):
     """Blocks of ``block_size`` tokens cut from the texts of each ``datasets.map`` batch of 1,000, every text

@@ -99,14 +99,31 @@ def cjk_decoding(tokenizer):
     return backend
 
 
+def _start_template(tokenizer, token: str) -> dict:
+    """The ``tokenizer.json`` post-processor that puts ``token`` before a text (and between a pair)."""
+    from tokenizers import processors
+
+    i = tokenizer.convert_tokens_to_ids(token)
+    template = processors.TemplateProcessing(single=f"{token} $A", pair=f"{token} $A {token}:1 $B:1",
+                                             special_tokens=[(token, int(i))])
+    from tokenizers import Tokenizer, models
+
+    holder = Tokenizer(models.WordLevel({token: int(i)}, unk_token=token))
+    holder.post_processor = template
+    return json.loads(holder.to_str())["post_processor"]
+
+
 def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: int | None = None,
-                             cjk_decode: bool = False) -> Path:
+                             cjk_decode: bool = False, start_token: str | None = None) -> Path:
     """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote (WordPiece only; others stay as saved);
     ``model_max_length`` (tokens, None: keep) is what ``truncation=True`` cuts to. Returns ``out_dir``.
 
     ``cjk_decode``: a WordPiece's ``tokenizer.json`` gets :func:`cjk_decoder` (Chinese decoded without spaces;
     ids unchanged) and ``tokenizer_class`` becomes :data:`TOKENIZER_CLASS`, so loaders read that file (a
-    ``BertTokenizer`` class would rebuild BERT's spacing decoder from ``vocab.txt``).
+    ``BertTokenizer`` class would rebuild BERT's spacing decoder from ``vocab.txt``). ``start_token``: the
+    post-processor puts that token (a causal LM's document separator) before the text instead of BERT's
+    ``[CLS] ... [SEP]``: ``tokenizer(prompt)`` then opens a document, as ``pipeline("text-generation")`` calls it
+    (a Llama tokenizer adds its bos the same way).
 
     Raises:
         ConfigError: the ids are not 0..n-1 (no ``vocab.txt`` can hold them).
@@ -132,6 +149,8 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
         if cjk_decode and (out / "tokenizer.json").is_file():
             spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
             spec["decoder"] = json.loads(cjk_decoding(tokenizer).to_str())["decoder"]
+            if start_token is not None:
+                spec["post_processor"] = _start_template(tokenizer, start_token)
             jsonio.write_json(out / "tokenizer.json", spec)
             config["tokenizer_class"] = TOKENIZER_CLASS
             config["clean_up_tokenization_spaces"] = False
@@ -146,13 +165,14 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
 
 
 def save_tokenizer(tokenizer, out_dir: str | Path, model_max_length: int | None = None,
-                   cjk_decode: bool = False) -> Path:
+                   cjk_decode: bool = False, start_token: str | None = None) -> Path:
     """``tokenizer.save_pretrained(out_dir)`` plus :func:`complete_tokenizer_files` (``cjk_decode``: Chinese
-    decoded without spaces, for generated text), whatever its class; returns ``out_dir``."""
+    decoded without spaces; ``start_token``: put before every text; both for a causal LM), whatever its class;
+    returns ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(str(out))
-    return complete_tokenizer_files(out, tokenizer, model_max_length, cjk_decode=cjk_decode)
+    return complete_tokenizer_files(out, tokenizer, model_max_length, cjk_decode=cjk_decode, start_token=start_token)
 
 
 def nbkit_tokenizer_class():
