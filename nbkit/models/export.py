@@ -1,4 +1,5 @@
-"""A fine-tuned classifier exported as one directory plain ``transformers`` loads (``pipeline()``, ``Auto*``)."""
+"""A fine-tuned classifier or a causal LM exported as one directory plain ``transformers`` loads (``pipeline()``,
+``Auto*``)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Model FLOPs for BERT and the peak throughput of known GPUs, for MFU (model FLOPs utilisation, PaLM,
+"""Model FLOPs for BERT and GPT-2 / Llama, and the peak throughput of known GPUs, for MFU (model FLOPs utilisation, PaLM,
 Chowdhery et al. 2022, appendix B: achieved model FLOP/s / the device's peak FLOP/s).
 
 Per token, training = 3 x forward, forward = ``2 N + 4 L T d``: ``N`` the weights in a matmul per

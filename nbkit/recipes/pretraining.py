@@ -1,4 +1,4 @@
-"""The pretraining recipe: text -> tokenizer -> MLM blocks -> BERT -> training loop -> saved model.
+"""The pretraining recipe: text -> tokenizer -> blocks -> BERT or GPT -> training loop -> saved model.
 
 The one pretraining driver: notebook 02 calls the stages cell by cell, notebook 05 on the user's text,
 ``python -m nbkit.jobs.pretrain`` and ``bench/pretrain_value.py`` call :func:`run_pretraining`::
@@ -16,6 +16,12 @@ The one pretraining driver: notebook 02 calls the stages cell by cell, notebook 
 With ``init`` (a published BERT masked LM: a folder or Hub name) the run continues that checkpoint: its
 tokenizer everywhere (no WordPiece is trained; a ``corpus`` is prepared with it), its weights loaded exactly, and
 continued-pretraining defaults (:data:`INIT`, ``PER_SCALE["pretraining/init"]``).
+
+``objective="causal"`` makes it GPT-style next-token pretraining with the same stages, store, loop and
+checkpoints: GPT-2 / Llama presets (``PER_SCALE["pretraining/causal"]``, :mod:`nbkit.models.causal`), blocks
+packed with ``[SEP]`` between documents (:mod:`nbkit.text.causal`), ``init`` a published causal LM
+(``uer/gpt2-chinese-cluecorpussmall``), ``out_dir/model`` a text-generation folder
+(:func:`nbkit.models.export.export_causal_lm`), run folders ``runs/<scale>/causal...``.
 
 The fine-tuning recipe (:mod:`nbkit.recipes.finetuning`) has the same stages and signatures.
 """
@@ -57,7 +63,12 @@ INIT_WHY = {
 
 @dataclass(frozen=True, repr=False)
 class PretrainConfig(RecipeConfig):
-    """Every setting of BERT masked-LM pretraining; build it with :meth:`for_scale`."""
+    """Every setting of BERT masked-LM or (``objective="causal"``) GPT-style pretraining; build it with
+    :meth:`for_scale` (``objective`` chooses the model defaults, as ``init`` does).
+
+    Raises:
+        ConfigError: an unknown objective (the allowed ones listed), a model preset of the other objective.
+    """
 
     model: str
     block_size: int
