@@ -29,11 +29,12 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
         ConfigError: ``id2label`` without one name per class, ``max_length`` outside 3..the position limit,
             or ``out_dir`` an existing file.
         WriteError: the disk is full or not writable (path, free space, size needed); nothing partial is left.
+        NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
     """
     import copy
 
     from nbkit.caches import ensure_writable_caches
-    from nbkit.models.bert import label_order, reorder_head
+    from nbkit.models.bert import check_finite_weights, label_order, reorder_head
     from nbkit.models.loading import quiet_transformers
     from nbkit.models.pooling import MeanPoolBertConfig, MeanPoolBertForSequenceClassification
     from nbkit.text.tokenizer_files import save_tokenizer
@@ -41,6 +42,7 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
     out = Path(out_dir).expanduser()
     if out.exists() and not out.is_dir():
         raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
+    check_finite_weights(model, f"the export to {out}")
     config = copy.deepcopy(model.config)                 # the caller's config stays as it is
     names = {int(k): str(v) for k, v in (id2label if id2label is not None else config.id2label).items()}
     if sorted(names) != list(range(config.num_labels)):
