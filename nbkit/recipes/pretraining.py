@@ -114,7 +114,8 @@ class PretrainConfig(RecipeConfig):
         "model": "mlm: BERT preset tiny / narrow / mini / small / base (nbkit.models.bert.PRESETS); causal: "
                  "gpt2-tiny / gpt2-narrow / gpt2-mini / gpt2-small (124 M) / llama-tiny / llama-narrow / llama-mini "
                  "(nbkit.models.causal.PRESETS)",
-        "block_size": "tokens per block, [CLS]/[SEP] included (at most the preset's positions)",
+        "block_size": "tokens per block (mlm: [CLS]/[SEP] included; causal: packed text and [SEP]s), at most the "
+                      "model's positions",
         "batch_size": "blocks per micro-batch (per process under torchrun)",
         "max_steps": "optimizer steps in all",
         "eval_every": "steps between held-out evaluations",
