@@ -458,7 +458,7 @@ def test_a_cache_snapshot_without_weights_names_the_files_and_the_download(stand
         shutil.copy(standins["bbc"] / f, snapshot / f)
     calls = {"pretraining data": lambda: pt.data(pt.PretrainConfig.for_scale("smoke", init=name)),
              "pretraining model": lambda: pt.model(pt.PretrainConfig.for_scale("smoke", init=name), None),
-             "fine-tuning": lambda: ft.tokenizer(ft.FinetuneConfig.for_scale("smoke", init=name))}
+             "fine-tuning": lambda: ft.model(ft.FinetuneConfig.for_scale("smoke", init=name), None, _TWO)}
     for what, call in calls.items():
         with pytest.raises(CheckpointError) as err:
             call()

@@ -291,11 +291,13 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
                        f"{count_parameters(model):,} parameters)")
 
     from nbkit.models.loading import dtype_note, require_model_type, resolve_checkpoint
+    from nbkit.models.pooling import MeanPoolBertConfig
 
     text = str(source)
     path = resolve_checkpoint(source, what="source", alternative="use source=None with preset='tiny'|'mini'|"
                               "'small'|'base' to train from scratch")
-    require_model_type(path, source, what="source")     # the question pretraining's init asks: one answer
+    require_model_type(path, source, what="source",      # the question pretraining's init asks: one answer
+                       allowed=("bert", MeanPoolBertConfig.model_type))   # and nbkit's own mean-pooling classifier
     local = Path(text).expanduser().is_dir()
     saved_labels = _saved_labels(path) if not reinit_head else None
     saved_pooling = _saved_pooling(path) if not reinit_head else None

@@ -161,11 +161,12 @@ def _looks_like_path(text: str) -> bool:
     return text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
 
 
-def resolve_checkpoint(source, what: str = "init", alternative: str = "") -> Path:
+def resolve_checkpoint(source, what: str = "init", alternative: str = "", weights: bool = True) -> Path:
     """The local folder of checkpoint ``source``: itself when it is a folder, else the Hugging Face cache's
     snapshot of that Hub name (fetched once when online: ``*.json``, ``*.txt``, the weights).
 
-    ``what``: the setting's name in messages (``init``); ``alternative``: another fix to name.
+    ``what``: the setting's name in messages (``init``); ``alternative``: another fix to name; ``weights``: check
+    that the weights files are there too (False: a caller that reads only the tokenizer).
 
     Raises:
         ConfigError: a path that does not exist; a Hub name neither cached nor downloadable (with
@@ -179,7 +180,7 @@ def resolve_checkpoint(source, what: str = "init", alternative: str = "") -> Pat
         if not (path / "config.json").is_file():
             raise CheckpointError(f"{path} has no config.json; pass the folder written by save_pretrained(...) "
                                   "(e.g. nbkit's pretraining model/), not a training-state checkpoint")
-        lacks = missing_weights(path)
+        lacks = missing_weights(path) if weights else None
         if lacks:
             raise CheckpointError(f"{what}={text!r}: {path} has config.json but {lacks} (it holds: "
                                   f"{_listing(path)}). Re-save the model there with save_pretrained, or copy the "
@@ -200,7 +201,7 @@ def resolve_checkpoint(source, what: str = "init", alternative: str = "") -> Pat
     if not (folder / "config.json").is_file():
         raise CheckpointError(f"{what}={text!r}: the Hub repository has no config.json; it is not a transformers "
                               "model (pass a BERT checkpoint's name or folder)")
-    lacks = missing_weights(folder)
+    lacks = missing_weights(folder) if weights else None
     if lacks:
         raise CheckpointError(snapshot_message(text, folder, lacks, what, alternative))
     return folder
