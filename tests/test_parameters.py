@@ -62,7 +62,10 @@ NOT_PARAMETERS = {
     "00_environment_check": {"*": "notebook 00 runs only the matmul benchmark (bench_sizes); ProfileConfig's other "
                                   "fields are notebook 04's, whose parameters cell has them"},
     "02_bert_mlm_pretraining": {"split_seed": "the notebook passes seed as split_seed too: notebook 03, with the "
-                                              "same seed, tests on reviews that were never pretrained on"},
+                                              "same seed, tests on reviews that were never pretrained on",
+                                "objective": "notebook 02 is the masked LM (its fill-mask and plateau probes are "
+                                             "MLM's); causal pretraining is notebook 06's and the job's --objective "
+                                             "causal"},
     "03_sentiment_finetuning": {
         "task": "notebook 03 is the bundled review task (its cells show the review split); news: "
                 "python -m nbkit.jobs.finetune --task news, your files: notebook 05",
