@@ -102,12 +102,16 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> in
 
 def nonfinite_weights(model: torch.nn.Module) -> list[str]:
     """Names of ``model``'s floating-point tensors (parameters and buffers, as ``state_dict`` saves them) holding
-    a NaN or an infinity; ``[]`` when every one is finite. One host sync for all (a save already syncs)."""
-    named = [(k, v) for k, v in model.state_dict().items() if torch.is_floating_point(v) and v.device.type != "meta"]
-    if not named:
-        return []
-    flags = torch.stack([torch.isfinite(v).all().to("cpu") for _, v in named]).tolist()
-    return [k for (k, _), ok in zip(named, flags) if not ok]
+    a NaN or an infinity; ``[]`` when every one is finite. One host sync per device (a save syncs anyway)."""
+    by_device: dict = {}
+    for k, v in model.state_dict().items():
+        if torch.is_floating_point(v) and v.device.type != "meta":
+            by_device.setdefault(v.device, []).append((k, v))
+    bad = []
+    for named in by_device.values():                 # one sync per device
+        flags = torch.stack([torch.isfinite(v).all() for _, v in named]).tolist()
+        bad += [k for (k, _), ok in zip(named, flags) if not ok]
+    return bad
 
 
 def check_finite_weights(model: torch.nn.Module, what: str) -> None:
