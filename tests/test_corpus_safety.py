@@ -161,7 +161,7 @@ def test_a_killed_worker_stops_the_preparation_at_once_naming_it_and_a_rerun_com
     assert f"(pid {victim}) was killed by signal 9 (SIGKILL)" in line, line
     assert "out-of-memory" in line and "num_workers=1" in line and "continues after them" in line
     assert not (out / "manifest.json").exists() and _done(out) >= 1     # complete parts kept
-    assert not psutil.wait_procs(workers, timeout=10)[1]                # the other worker ended too
+    assert not psutil.wait_procs(workers, timeout=GENEROUS_S)[1]        # the other worker ended too
     rerun = _prep_process(big, out, tok_dir, workers=2)
     try:
         assert rerun.wait(timeout=300) == 0, rerun.communicate()[1][-2000:]

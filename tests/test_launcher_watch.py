@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from nbkit.train.ddp import launcher_watch as W
+from tests.waiting import GENEROUS_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +26,7 @@ def test_watch_calls_on_gone_once_when_the_parent_pid_changes():
     calls = []
     w = W.LauncherWatch(interval_s=0.01, getppid=lambda: next(ppids), on_gone=lambda: calls.append(1))
     w.start()
-    w.join(timeout=5)
+    w.join(timeout=GENEROUS_S)                  # six polls 10 ms apart: generous for a busy machine
     assert not w.is_alive() and w.gone.is_set() and calls == [1]
 
 

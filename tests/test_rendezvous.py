@@ -10,6 +10,7 @@ import pytest
 from nbkit.errors import ConfigError
 from nbkit.train.ddp import group as D
 from nbkit.train.ddp import rendezvous as R
+from tests.waiting import GENEROUS_S
 
 FULL = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "29511"}
 
@@ -82,7 +83,8 @@ def _free_port() -> int:
 
 
 def test_rank0_alone_times_out_naming_world_size_and_missing_ranks(monkeypatch):
-    """Real gloo rendezvous on 127.0.0.1, world size 3, one process: a ConfigError in about 2 s."""
+    """Real gloo rendezvous on 127.0.0.1, world size 3, one process: a ConfigError after the 2 s set, not torch's
+    30 minutes (the message names the 2 s; the wall bound is generous: a busy machine slows the rendezvous)."""
     env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": str(_free_port()), "TORCHELASTIC_RUN_ID": "test", "NBKIT_DIST_TIMEOUT_S": "2"}
     for k, v in env.items():
@@ -94,7 +96,7 @@ def test_rank0_alone_times_out_naming_world_size_and_missing_ranks(monkeypatch):
     took = time.monotonic() - t0
     msg = str(err.value)
     assert "timed out after 2 s" in msg and "world size 3" in msg and "rank(s) 1, 2 never joined" in msg
-    assert "NBKIT_DIST_TIMEOUT_S" in msg and 1.5 < took < 20
+    assert "NBKIT_DIST_TIMEOUT_S" in msg and 1.5 < took < GENEROUS_S
     import torch.distributed as dist
 
     assert not dist.is_initialized()
@@ -106,7 +108,7 @@ def test_a_rank_whose_rank0_never_comes_says_it_could_not_reach_the_store():
         R.join_group("gloo", 1, 2, "127.0.0.1", _free_port(), timeout=1.5)
     msg = str(err.value)
     assert "rank 1 of world size 2 could not reach rank 0's rendezvous store at 127.0.0.1:" in msg
-    assert "within 1.5 s" in msg and time.monotonic() - t0 < 20
+    assert "within 1.5 s" in msg and time.monotonic() - t0 < GENEROUS_S   # not a wait for ever; a busy machine is slow
 
 
 def test_launch_world_size_is_torchruns_only_when_the_process_joins():

@@ -3,6 +3,7 @@ chosen model are timed before steps are chosen, so a slower machine (a slowed st
 run keeps its plan; smoke skips the timing and says so; a corpus far larger than the budget reads is named."""
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -36,20 +37,35 @@ def slowed(monkeypatch, seconds: float) -> list:
     return calls
 
 
+def steps_by_the_rule(tokens_per_s: float, budget_s: float, batch: int, block: int, eval_blocks: int = 0) -> int:
+    """size_run's steps when the speed bounds them: what ``tokens_per_s`` reads in the budget less the evaluations
+    (sizing.EVALS_PER_RUN of ``eval_blocks`` at sizing.EVAL_SPEEDUP x the speed), in whole steps."""
+    eval_s = sizing.EVALS_PER_RUN * eval_blocks * block / (sizing.EVAL_SPEEDUP * tokens_per_s)
+    return max(1, math.floor(tokens_per_s * (budget_s - eval_s) / (batch * block)))
+
+
+def measured(tokens_per_s: float):
+    """A stand-in for sizing.measure_speed at a speed the test sets (a real timing depends on the load)."""
+    return lambda *a, **k: {"tokens_per_s": tokens_per_s, "step_s": 1.0, "seconds": 1.0,
+                            "how": f"set by the test: {tokens_per_s:,.0f} tokens/s"}
+
+
 @pytest.mark.slow
 def test_measure_speed_times_the_loops_own_step_and_a_slower_step_gets_fewer_steps(monkeypatch):
-    fast = sizing.measure_speed("tiny", 60, 32, 8, "cpu", steps=2, warmup=1)
+    # one real timing, of a step slowed by 1.5 s: it shows in step_s, so the loop's own train_step is what is
+    # timed (a second real timing to compare with would depend on the machine's load between the two)
     calls = slowed(monkeypatch, 1.5)
     slow = sizing.measure_speed("tiny", 60, 32, 8, "cpu", steps=2, warmup=1)
     assert len(calls) == 3, "warm-up + timed steps, each the loop's own train_step"
     assert slow["step_s"] >= 1.5 and slow["tokens_per_s"] == pytest.approx(8 * 32 / slow["step_s"], rel=0.05)
-    assert slow["tokens_per_s"] < fast["tokens_per_s"]
+    assert slow["tokens_per_s"] <= 8 * 32 / 1.5 and slow["seconds"] >= 3 * 1.5
     assert "measured here: 2 training steps of tiny at 8 x 32" in slow["how"]
-    plans = [sizing.size_run(10**9, "cpu", block_size=32, budget_s=600, tokens_per_s=m["tokens_per_s"],
-                             measured=m["how"]) for m in (fast, slow)]
-    ratio = slow["tokens_per_s"] / fast["tokens_per_s"]
-    assert plans[1]["max_steps"] == pytest.approx(plans[0]["max_steps"] * ratio, rel=0.01, abs=1)
+    # the plan follows the measured speed in proportion: the same speed, and one 4x faster (set, not timed)
+    plans = [sizing.size_run(10**9, "cpu", block_size=32, budget_s=600, tokens_per_s=speed, measured=slow["how"])
+             for speed in (4 * slow["tokens_per_s"], slow["tokens_per_s"])]
+    assert [p["max_steps"] for p in plans] == [steps_by_the_rule(p["tokens_per_s"], 600, 64, 32) for p in plans]
     assert plans[1]["max_steps"] < plans[0]["max_steps"]
+    assert plans[1]["max_steps"] == pytest.approx(plans[0]["max_steps"] / 4, abs=1)
     assert any(slow["how"] in r and "recorded idle-machine speed is 10,900" in r for r in plans[1]["reasons"])
 
 
@@ -61,15 +77,25 @@ def test_size_times_the_planned_model_here_and_a_resumed_run_keeps_its_plan(stor
     cfg = pt.PretrainConfig.for_scale("cpu", corpus=str(big), budget_minutes=0.3,    # 18 s: speed-bound
                                       eval_blocks=8)                                 # evaluations: a small share
     corpus = pt.PretrainCorpus(store=big)
-    fast_cfg, fast = pt.size(cfg, corpus, "cpu", out_dir=tmp_path / "fast")
+    # one real timing (of a step slowed by 1.5 s): size() times the planned model's own steps and sizes from them
     calls = slowed(monkeypatch, 1.5)
     slow_cfg, slow = pt.size(cfg, corpus, "cpu", out_dir=tmp_path / "run")
-    assert len(calls) == 3 and fast["speed_source"].startswith("measured here: 2 training steps of tiny at 64 x 64")
-    assert all(any("tokens/s reads in 18 s" in r for r in plan["reasons"]) for plan in (fast, slow))  # speed-bound
-    assert slow["tokens_per_s"] < fast["tokens_per_s"] and slow_cfg.max_steps < fast_cfg.max_steps
-    assert slow_cfg.max_steps == pytest.approx(fast_cfg.max_steps * slow["tokens_per_s"] / fast["tokens_per_s"],
-                                               rel=0.1, abs=1.5)   # in proportion to the speed (less the evaluations)
-    assert slow_cfg.max_steps == slow["max_steps"] and (tmp_path / "run" / "plan.json").is_file()
+    assert len(calls) == 3 and slow["speed_source"].startswith("measured here: 2 training steps of tiny at 64 x 64")
+    assert slow["tokens_per_s"] <= 64 * 64 / 1.5                                     # the slowed step was timed
+    assert slow_cfg.max_steps == slow["max_steps"] == steps_by_the_rule(slow["tokens_per_s"], 18, 64, 64, 8)
+    assert (tmp_path / "run" / "plan.json").is_file()
+    # in proportion to the speed (less the evaluations), at speeds the test sets: a real pair of timings would
+    # compare two moments of the machine's load, not the plan
+    plans = {}
+    for speed in (20_000.0, 5_000.0):
+        monkeypatch.setattr(sizing, "measure_speed", measured(speed))
+        plans[speed] = pt.size(cfg, corpus, "cpu", out_dir=tmp_path / f"at-{speed:.0f}")
+    (fast_cfg, fast), (quarter_cfg, quarter) = plans.values()
+    assert all(any("tokens/s reads in 18 s" in r for r in plan["reasons"]) for _, plan in plans.values())
+    assert [c.max_steps for c, _ in plans.values()] == [steps_by_the_rule(s, 18, 64, 64, 8) for s in plans]
+    assert quarter_cfg.max_steps < fast_cfg.max_steps
+    assert quarter_cfg.max_steps == pytest.approx(fast_cfg.max_steps / 4, abs=1.5)
+    assert quarter["tokens_per_s"] == 5_000 and "set by the test: 5,000 tokens/s" in quarter["speed_source"]
     # the same run resumed from a checkpoint keeps its plan: no timing, same steps, however loaded the machine is
     (tmp_path / "run" / "checkpoints" / "step-000001" / "model").mkdir(parents=True)
     for name in ("trainer_state.pt", "COMPLETE", "model/config.json", "model/model.safetensors"):
@@ -77,6 +103,33 @@ def test_size_times_the_planned_model_here_and_a_resumed_run_keeps_its_plan(stor
     monkeypatch.setattr(sizing, "measure_speed", lambda *a, **k: pytest.fail("a resumed run must not re-time"))
     again, plan = pt.size(cfg, corpus, "cpu", out_dir=tmp_path / "run")
     assert again == slow_cfg and "kept from" in plan["reasons"][-1]
+
+
+def test_a_slow_machine_never_raises_eval_blocks_and_says_when_evaluations_outlast_the_budget():
+    """Below ~300 tokens/s, 8 evaluations of 8 blocks of 64 take over a quarter of an 18 s budget: the plan once
+    'lowered' eval_blocks 8 -> 64 (its floor), planning ~75 s (at 200 tokens/s) for 18 s and a negative time for
+    steps. Now it keeps what was asked, and says what the evaluations take."""
+    def plan_at(tokens_per_s, eval_blocks):
+        plan = sizing.size_run(165_937, "cpu", block_size=64, budget_s=18, tokens_per_s=tokens_per_s, measured="m",
+                               eval_blocks=eval_blocks)
+        return plan, " ".join(plan["reasons"])
+
+    plan, text = plan_at(200, 8)
+    assert "eval_blocks" not in plan and "eval_blocks 8 ->" not in text            # what you asked, not more
+    assert "evaluations take ~7 s of the 18 s at this speed (8 evaluations of 8 blocks), over a quarter" in text
+    assert "give more time (budget_minutes) or set fewer eval_blocks" in text and "(11 s of it for steps" in text
+    assert plan["max_steps"] == 1 and plan["estimated_s"] == pytest.approx(8 * 8 * 64 / 600 + 64 * 64 / 200)
+    plan, text = plan_at(50, 8)                                                     # 27 s of evaluations alone
+    assert "evaluations alone take ~27 s of the 18 s" in text and "so the run takes longer than the budget" in text
+    assert "(0 s of it for steps" in text and plan["max_steps"] == 1 and "eval_blocks" not in plan
+    # asked for more than the floor: lowered to the floor, and still said to outlast the budget
+    plan, text = plan_at(200, 500)
+    assert plan["eval_blocks"] == sizing.MIN_EVAL_BLOCKS and "eval_blocks 500 -> 64" in text
+    assert "as near as 64 blocks allow" in text and "evaluations alone take" in text
+    # fast enough: lowered to a quarter exactly, and nothing more said
+    plan, text = plan_at(20_000, 5_000)
+    assert 64 < plan["eval_blocks"] < 5_000 and "as near as" not in text and "evaluations alone" not in text
+    assert plan["estimated_s"] <= 18 + 1e-6
 
 
 def test_smoke_and_a_gpu_plan_without_a_gpu_skip_the_timing_and_say_so(store_dir, monkeypatch, runs_tmp):

@@ -41,6 +41,8 @@ DEFAULT_BUDGET_S = {"cuda": 4 * 3600.0, "cpu": 15 * 60.0}
 EVALS_PER_RUN = 8
 #: an evaluation's tokens/s over training's: forward only, ~2N of the ~6N FLOPs per token (Kaplan et al. 2020)
 EVAL_SPEEDUP = 3.0
+#: fewest held-out blocks :func:`size_run` lowers ``eval_blocks`` to (an evaluation's noise grows below)
+MIN_EVAL_BLOCKS = 64
 FAR_LARGER = 0.5   # passes below this: the plan says how much of the corpus the budget cannot read
 
 
@@ -198,7 +200,9 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         measured: how ``tokens_per_s`` was measured (a phrase for the plan).
         eval_blocks: held-out blocks one evaluation scores (None: evaluations not counted). Their
             :data:`EVALS_PER_RUN` at :data:`EVAL_SPEEDUP` x the training speed come out of the budget; when they
-            would take over a quarter of it the plan lowers ``eval_blocks`` to fit a quarter (>= 64 blocks).
+            would take over a quarter of it the plan lowers ``eval_blocks`` to fit a quarter (never below
+            :data:`MIN_EVAL_BLOCKS`, never above what was asked); when they still take over a quarter the plan
+            says the run outlasts the budget (steps get what is left, at least one).
         init: the checkpoint a continued run trains (``{"name", "parameters", "flops_per_token", "lr",
             "warmup_ratio"}``, :func:`checkpoint_figures`): the plan's model, lr and warm-up are its, and a speed not
             measured (here, or on one GPU) is :func:`estimated_speed` for its FLOPs, never another model's.
@@ -246,12 +250,23 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
     eval_rate = EVAL_SPEEDUP * speed / block_size                        # held-out blocks scored per s
     eval_s, fewer = EVALS_PER_RUN * (eval_blocks or 0) / eval_rate, None
     if eval_s > budget / 4:
-        fewer = max(64, math.floor(budget / 4 * eval_rate / EVALS_PER_RUN))
-        reasons.append(f"eval_blocks {eval_blocks:,} -> {fewer:,}: {EVALS_PER_RUN} evaluations of {eval_blocks:,} "
-                       f"blocks would take ~{fmt_duration(eval_s)} of the {fmt_duration(budget)} (forward only, "
-                       f"~{EVAL_SPEEDUP:g}x the training speed); {fewer:,} keep them to about a quarter")
-        eval_s = EVALS_PER_RUN * fewer / eval_rate
-    step_budget = budget - eval_s
+        quarter = math.floor(budget / 4 * eval_rate / EVALS_PER_RUN)
+        fewer = max(MIN_EVAL_BLOCKS, quarter)
+        if fewer < eval_blocks:                                          # lower it, never raise it
+            reasons.append(f"eval_blocks {eval_blocks:,} -> {fewer:,}: {EVALS_PER_RUN} evaluations of "
+                           f"{eval_blocks:,} blocks would take ~{fmt_duration(eval_s)} of the {fmt_duration(budget)} "
+                           f"(forward only, ~{EVAL_SPEEDUP:g}x the training speed); {fewer:,} keep them to about a "
+                           "quarter" + ("" if fewer == quarter else f" or as near as {MIN_EVAL_BLOCKS} blocks allow"))
+            eval_s = EVALS_PER_RUN * fewer / eval_rate
+        else:
+            fewer = None
+        if eval_s > budget / 4:
+            over = "alone take" if eval_s > budget else "take"
+            reasons.append(f"evaluations {over} ~{fmt_duration(eval_s)} of the {fmt_duration(budget)} at this speed "
+                           f"({EVALS_PER_RUN} evaluations of {eval_blocks if fewer is None else fewer:,} blocks), "
+                           + ("so the run takes longer than the budget" if eval_s > budget else "over a quarter")
+                           + "; give more time (budget_minutes) or set fewer eval_blocks")
+    step_budget = max(0.0, budget - eval_s)
     tokens = max(MIN_TOKENS, n_tokens)
     why = f"at least one pass and at least the gpu recipe's {MIN_TOKENS / 1e6:.0f} M tokens"
     if tokens > MAX_PASSES * n_tokens:
