@@ -69,6 +69,7 @@ def test_measure_speed_times_the_loops_own_step_and_a_slower_step_gets_fewer_ste
     assert any(slow["how"] in r and "recorded idle-machine speed is 10,900" in r for r in plans[1]["reasons"])
 
 
+@pytest.mark.slow
 def test_size_times_the_planned_model_here_and_a_resumed_run_keeps_its_plan(store_dir, tmp_path, monkeypatch,
                                                                               runs_tmp):
     from nbkit.recipes import pretraining as pt
