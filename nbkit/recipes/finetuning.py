@@ -522,7 +522,8 @@ def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", split
     return out
 
 
-def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "test", baseline: bool = True) -> dict:
+def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "test", baseline: bool = True,
+                 baseline_pred: list | None = None) -> dict:
     """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
     sentences (trained on the same training split; whole sentences, nothing cut for either).
 
@@ -532,7 +533,8 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
     of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``
     the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``), ``"table"`` (both,
     :func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and spurious entities in
-    context, :func:`nbkit.evaluate.ner_report.entity_errors`).
+    context, :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's tags on ``split``
+    when already made (notebook 07 trains it before BERT), else it is trained here.
     """
     from nbkit.evaluate import ner
     from nbkit.evaluate.inference import predict_tags
@@ -545,7 +547,7 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
            "interval": ner.entity_f1_interval(gold, pred, n_boot=cfg.n_boot, seed=cfg.seed)}
     results = {"fine-tuned BERT": {"scores": out["report"], "interval": out["interval"]}}
     if baseline:
-        crf = ner.crf_baseline(labeled.splits["train"], items)
+        crf = baseline_pred if baseline_pred is not None else ner.crf_baseline(labeled.splits["train"], items)
         out.update(baseline_pred=crf, baseline_report=ner.entity_scores(gold, crf),
                    baseline_interval=ner.entity_f1_interval(gold, crf, n_boot=cfg.n_boot, seed=cfg.seed))
         results["CRF (character windows)"] = {"scores": out["baseline_report"], "interval": out["baseline_interval"]}
