@@ -1,8 +1,8 @@
 """Reading named-entity predictions: the error table (missed and spurious entities in context), the scores
 table of several taggers, and a ``transformers`` pipeline's spans turned back into per-character tags.
 
-Entities are read from BIO tags by seqeval's rule (``seqeval.metrics.sequence_labeling.get_entities``, the
-conlleval reading: an ``I-X`` after ``O`` starts an entity), the same reading its scores use.
+Entities are read from BIO tags by :func:`nbkit.data.ner.entity_spans` (the conlleval reading seqeval's scores
+use: an ``I-X`` that continues nothing starts an entity).
 """
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def entities(tags: list[str]) -> set[tuple[str, int, int]]:
-    """``{(type, start, end)}`` of one sentence's BIO tags, ``end`` exclusive (seqeval's reading)."""
-    from seqeval.metrics.sequence_labeling import get_entities
+    """``{(type, start, end)}`` of one sentence's BIO tags, ``end`` exclusive (:func:`nbkit.data.ner.entity_spans`)."""
+    from nbkit.data.ner import entity_spans
 
-    return {(kind, start, end + 1) for kind, start, end in get_entities(list(tags))}
+    return set(entity_spans(tags))
 
 
 def entity_errors(tokens, gold, pred, context: int = 5) -> "pd.DataFrame":
