@@ -1,5 +1,8 @@
 """Named entities through the fine-tuning recipe (task ner): config, a BertForTokenClassification from a
 published-layout checkpoint, the loop (loss, resume), entity-level evaluation beside the CRF, the job."""
+import json
+from pathlib import Path
+
 import pytest
 from _ner_items import fake_ner
 
@@ -76,3 +79,38 @@ def test_smoke_run_learns_resumes_and_scores_every_entity(standin, tmp_path, cap
     capsys.readouterr()
     again = ft.run_finetuning(cfg.replace(max_steps=30), out, labeled=labeled)
     assert "resumed from" in capsys.readouterr().out and again["train"]["steps"] == 30
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "sample_ner.conll"
+
+
+@pytest.mark.slow
+def test_the_job_trains_on_the_users_conll_file(standin, tmp_path, capsys):
+    pytest.importorskip("nbkit.evaluate.ner")
+    from nbkit.jobs import finetune
+
+    out = tmp_path / "out"
+    rc = finetune.main(["--scale", "smoke", "--task", "ner", "--train-file", str(SAMPLE), "--init", str(standin),
+                        "--max-steps", "4", "--n-boot", "20", "--report-to", "none", "--output-dir", str(out),
+                        "--export"])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["task"] == "ner" and metrics["config"]["train_file"] == str(SAMPLE)
+    assert (metrics["n_train"], metrics["n_val"], metrics["n_test"]) == (161, 20, 20)
+    assert "fine-tuned BERT" in printed and "CRF" in printed and "exported model" in printed
+    saved = json.loads((out / "model" / "config.json").read_text(encoding="utf-8"))
+    assert saved["architectures"] == ["BertForTokenClassification"] and "B-PER" in saved["label2id"]
+
+
+def test_job_flags_for_ner(tmp_path):
+    from nbkit.errors import ConfigError
+    from nbkit.jobs import finetune
+
+    cfg, out = finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner"]))
+    assert cfg.task == "ner" and cfg.train_file is None and out.name == "ner"
+    cfg, out = finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--train-file",
+                                                             str(SAMPLE), "--stride", "4"]))
+    assert cfg.task == "ner" and cfg.stride == 4 and out.name.startswith("ner-own-sample_ner-")
+    with pytest.raises(ConfigError, match="add --train-file"):
+        finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--test-file", "t.conll"]))
