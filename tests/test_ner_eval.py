@@ -96,3 +96,28 @@ def test_crf_baseline_refuses_empty_or_misaligned_training():
         ner.crf_baseline([], [{"tokens": ["a"]}])
     with pytest.raises(DataError, match="sentence x: tags and tokens differ"):
         ner.crf_baseline([{"id": "x", "tokens": ["a", "b"], "tags": ["O"]}], [{"tokens": ["a"]}])
+
+
+def test_docs_block_comes_from_the_recorded_run(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("ner_table", root / "scripts" / "ner_table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    run = table.latest_run()
+    block = table.render(run)
+    for path in table.FILES:
+        inside = path.read_text(encoding="utf-8").split(table.START, 1)[1].split(table.END, 1)[0]
+        assert inside.strip() == block, f"{path.name}'s block is stale: run .venv/bin/python scripts/ner_table.py"
+    d = json.loads(run.read_text(encoding="utf-8"))
+    assert f"{d['test']['f1']:.3f} [{d['test']['f1_low']:.3f}, {d['test']['f1_high']:.3f}]" in block
+    assert d["machine"] in block and "shared" in d["machine"]
+    d["test"]["f1"] = 0.123456  # the block follows the file, nothing typed by hand
+    other = tmp_path / "ner_baseline_cpu_2099-01-01.json"
+    other.write_text(json.dumps(d), encoding="utf-8")
+    assert "0.123 [" in table.render(other)
+    with pytest.raises(ValueError, match="needs exactly one"):
+        table.replace_block("no markers", "B")
