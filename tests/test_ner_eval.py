@@ -104,14 +104,14 @@ def test_docs_block_comes_from_the_recorded_run(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("ner_table", root / "scripts" / "ner_table.py")
+    spec = importlib.util.spec_from_file_location("ner_baseline_table", root / "scripts" / "ner_baseline_table.py")
     table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(table)
     run = table.latest_run()
     block = table.render(run)
     for path in table.FILES:
         inside = path.read_text(encoding="utf-8").split(table.START, 1)[1].split(table.END, 1)[0]
-        assert inside.strip() == block, f"{path.name}'s block is stale: run .venv/bin/python scripts/ner_table.py"
+        assert inside.strip() == block, f"{path.name}'s block is stale: run .venv/bin/python scripts/ner_baseline_table.py"
     d = json.loads(run.read_text(encoding="utf-8"))
     assert f"{d['test']['f1']:.3f} [{d['test']['f1_low']:.3f}, {d['test']['f1_high']:.3f}]" in block
     assert d["machine"] in block and "shared" in d["machine"]
