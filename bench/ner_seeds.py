@@ -3,10 +3,11 @@
 Each seed runs the fine-tuning recipe's task ``ner`` end to end (:func:`nbkit.recipes.finetuning.run_finetuning`:
 its own split, subsample, head and data order), which scores BERT and the CRF (trained on the same training
 split) on the same test sentences by entity-level micro-F1 with a bootstrap 95 % interval over sentences. The
-record keeps per seed both F1s, their intervals and per-type F1, and over seeds the mean, the standard
-deviation and the paired difference BERT - CRF per seed. The encoder is the recipe's default: notebook 02's
-model at this scale when saved in the runs folder, else random weights of the scale's preset (the record says
-which).
+record keeps per seed both F1s, their intervals, the difference BERT - CRF with a paired bootstrap interval
+(same sentences) and per-type F1, and over seeds the mean and standard deviation of each. No mid-run
+validation (``eval_every=0``: time; nothing is chosen on it). The encoder is the recipe's default: notebook
+02's model at this scale when saved in the runs folder, else random weights of the scale's preset (the record
+says which).
 
     python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --machine "2-core CPU shared with 6 other jobs"
     python bench/ner_seeds.py --scale cpu --seeds 0 --max-train 500 --epochs 1     # minutes
@@ -58,11 +59,12 @@ def main(argv=None) -> int:
     per_seed, configs = [], []
     for seed in a.seeds:
         cfg = ft.FinetuneConfig.for_scale(a.scale, task="ner", seed=seed, max_train=a.max_train, epochs=a.epochs,
-                                          init=a.init, progress=False, report_to="none")
+                                          init=a.init, eval_every=0, progress=False, report_to="none")
         t0 = time.perf_counter()
         m = ft.run_finetuning(cfg)
         row = {"seed": seed, "bert_f1": m["test_entity_f1"], "bert_f1_interval": m["test_entity_f1_interval"],
                "crf_f1": m["baseline_entity_f1"], "crf_f1_interval": m["baseline_entity_f1_interval"],
+               "diff_f1_interval": [m["diff_entity_f1"]["low"], m["diff_entity_f1"]["high"]],
                "bert_per_type": {t: v["f1"] for t, v in (m["per_type"] or {}).items()},
                "crf_per_type": {t: v["f1"] for t, v in (m["baseline_per_type"] or {}).items()},
                "n_train": m.get("n_train"), "n_test": m.get("n_test"), "init": m["init"],

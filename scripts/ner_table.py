@@ -47,12 +47,12 @@ def render_run(path: Path) -> str:
              f"({rows[0]['init'].split(';')[0]}), max_length {c['max_length']} (stride {c['stride']}), "
              f"{c['epochs']:g} epochs; the CRF on the same training split. Entity-level micro-F1 (seqeval), "
              f"95 % bootstrap interval over test sentences ({c['n_boot']} resamples); per type {' / '.join(types)}:",
-             "", "| seed | BERT F1 [95 % CI] | BERT per type | CRF F1 [95 % CI] | CRF per type | BERT - CRF |",
+             "", "| seed | BERT F1 [95 % CI] | BERT per type | CRF F1 [95 % CI] | CRF per type | BERT - CRF [paired 95 % CI] |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['seed']} | {r['bert_f1']:.3f} {ci(r['bert_f1_interval'])} | {per_type(r['bert_per_type'])} "
                      f"| {r['crf_f1']:.3f} {ci(r['crf_f1_interval'])} | {per_type(r['crf_per_type'])} | "
-                     f"{r['bert_f1'] - r['crf_f1']:+.3f} |")
+                     f"{r['bert_f1'] - r['crf_f1']:+.3f} {ci(r['diff_f1_interval'])} |")
     lines.append(f"| mean ± std ({s['bert_f1']['n']} seeds) | {s['bert_f1']['mean']:.3f}{std(s['bert_f1'])} | | "
                  f"{s['crf_f1']['mean']:.3f}{std(s['crf_f1'])} | | {s['diff_f1']['mean']:+.3f}{std(s['diff_f1'])} |")
     winner = "BERT" if s["diff_f1"]["mean"] > 0 else "the CRF"

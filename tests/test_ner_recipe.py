@@ -11,7 +11,7 @@ from nbkit.recipes.finetuning import FinetuneConfig
 
 def test_ner_defaults_and_run_folders(tmp_path):
     cfg = FinetuneConfig.for_scale("smoke", task="ner")
-    assert (cfg.max_length, cfg.stride, cfg.corpus_lines) == (32, 8, 1500)
+    assert (cfg.max_length, cfg.stride, cfg.corpus_lines) == (32, 8, 600)
     assert cfg.table().loc["stride", "from"] == "scale smoke, task ner"
     assert cfg.run_dir().name == "ner"
     assert "text_column" in cfg.unused() and "pooling" in cfg.unused()

@@ -23,7 +23,8 @@ def test_readme_blocks_are_the_rendering_of_the_recorded_run():
 
 def _row(seed, bert, crf):
     return {"seed": seed, "bert_f1": bert, "bert_f1_interval": [bert - 0.02, bert + 0.02], "crf_f1": crf,
-            "crf_f1_interval": [crf - 0.02, crf + 0.02], "bert_per_type": {"LOC": 0.8, "ORG": 0.5, "PER": 0.9},
+            "crf_f1_interval": [crf - 0.02, crf + 0.02], "diff_f1_interval": [bert - crf - 0.03, bert - crf + 0.03],
+            "bert_per_type": {"LOC": 0.8, "ORG": 0.5, "PER": 0.9},
             "crf_per_type": {"LOC": 0.7, "ORG": 0.6, "PER": 0.8}, "n_train": 3000, "n_test": 2100,
             "init": "from scratch: preset 'narrow'; random init"}
 

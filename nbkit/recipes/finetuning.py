@@ -531,7 +531,8 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
     so every gold entity is scored. Returns ``"pred"`` (tags per sentence), ``"report"``
     (:func:`nbkit.evaluate.ner.entity_scores`: micro P/R/F1, per type), ``"interval"`` (a bootstrap 95 % interval
     of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``
-    the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``), ``"table"`` (both,
+    the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and ``"diff"`` (BERT's
+    F1 minus the CRF's with a paired bootstrap interval, :func:`nbkit.evaluate.ner.entity_f1_diff`), ``"table"`` (both,
     :func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and spurious entities in
     context, :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's tags on ``split``
     when already made (notebook 07 trains it before BERT), else it is trained here.
@@ -551,6 +552,7 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
         out.update(baseline_pred=crf, baseline_report=ner.entity_scores(gold, crf),
                    baseline_interval=ner.entity_f1_interval(gold, crf, n_boot=cfg.n_boot, seed=cfg.seed))
         results["CRF (character windows)"] = {"scores": out["baseline_report"], "interval": out["baseline_interval"]}
+        out["diff"] = ner.entity_f1_diff(gold, pred, crf, n_boot=cfg.n_boot, seed=cfg.seed)   # paired, same sentences
     out["table"] = scores_table(results)
     out["errors"] = entity_errors([list(it["tokens"]) for it in items], gold, pred)
     return out
@@ -599,7 +601,8 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
 
 def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: dict, scores: dict, how: str) -> dict:
     """Task ner's ``metrics.json``: ``test_entity_f1`` / ``_precision`` / ``_recall`` (micro, 0-1),
-    ``test_entity_f1_interval`` ([low, high]), ``per_type``, the same ``baseline_*`` for the CRF, ``windows``
+    ``test_entity_f1_interval`` ([low, high]), ``per_type``, the same ``baseline_*`` for the CRF, ``diff_entity_f1``
+    (BERT - CRF: ``value``, ``low``, ``high``, paired over the same test sentences), ``windows``
     (the test encoding's counts) and ``windows_per_split``, ``n_errors`` (missed / spurious), the data report's
     ``n_*`` counts and ``types``, ``config``, ``world_size`` and the loop's summary under ``train``."""
     from nbkit import jsonio
@@ -614,7 +617,7 @@ def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: d
                "baseline_entity_f1": base and base["f1"], "baseline_entity_precision": base and base["precision"],
                "baseline_entity_recall": base and base["recall"],
                "baseline_entity_f1_interval": list(scores["baseline_interval"]) if base else None,
-               "baseline_per_type": base and base.get("per_type"),
+               "baseline_per_type": base and base.get("per_type"), "diff_entity_f1": scores.get("diff"),
                **{k: v for k, v in labeled.report.items() if k.startswith("n_")}, "types": list(labeled.types),
                "windows": scores["windows"], "windows_per_split": {k: v["n_windows"] for k, v in truncation.items()},
                "n_errors": {k: int((errors["kind"] == k).sum()) for k in ("missed", "spurious")},
