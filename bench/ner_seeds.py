@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scale", default="cpu")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--max-train", default=None, help="training sentences (default: the scale's; all: every one)")
+    ap.add_argument("--max-train", default=None, type=lambda v: v if v == "all" else int(v), help="training sentences (default: the scale's; all: every one)")
     ap.add_argument("--epochs", type=float, default=None)
     ap.add_argument("--init", default=None, help="the encoder (default: the recipe's: notebook 02's, else random)")
     ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2-core CPU shared with other jobs"')
