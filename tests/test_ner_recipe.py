@@ -114,3 +114,11 @@ def test_job_flags_for_ner(tmp_path):
     assert cfg.task == "ner" and cfg.stride == 4 and out.name.startswith("ner-own-sample_ner-")
     with pytest.raises(ConfigError, match="add --train-file"):
         finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--test-file", "t.conll"]))
+
+
+def test_run_notebooks_headline_of_notebook_07(tmp_path):
+    from nbkit.cli.run_notebooks import headline
+
+    (tmp_path / "ner").mkdir()
+    (tmp_path / "ner" / "metrics.json").write_text(json.dumps({"test_entity_f1": 0.7512, "baseline_entity_f1": 0.8}))
+    assert headline("07_named_entities.ipynb", tmp_path) == "test entity F1 0.751 vs CRF baseline 0.800 (-4.9 points)"

@@ -258,6 +258,7 @@ SOURCES: dict[str, str] = {
     "02": "mlm/metrics.json",
     "03": "sentiment/metrics.json",
     "04": "profiling/results.json",
+    "07": "ner/metrics.json",
 }
 
 
@@ -305,7 +306,15 @@ def _profiling(d: dict) -> str:
     return f"{head}, {rate}" if rate else head
 
 
-READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling}
+def _ner(d: dict) -> str:
+    f1, base = _num(d.get("test_entity_f1")), _num(d.get("baseline_entity_f1"))
+    if f1 is None:
+        return "test entity F1 not recorded"
+    head = f"test entity F1 {f1:.3f}"
+    return head if base is None else f"{head} vs CRF baseline {base:.3f} ({(f1 - base) * 100:+.1f} points)"
+
+
+READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling, "07": _ner}
 
 
 def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:
