@@ -10,7 +10,7 @@ validation (``eval_every=0``: time; nothing is chosen on it). The encoder is the
 says which).
 
     python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --machine "2-core CPU shared with 6 other jobs"
-    python bench/ner_seeds.py --scale cpu --seeds 0 --max-train 500 --epochs 1     # minutes
+    python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --max-train 600 --corpus-lines 4000   # a busy machine
     python bench/ner_seeds.py --scale gpu --seeds 0 1 2                            # the gpu arm, on a GPU
 
 Writes ``--out`` (strict JSON, default ``bench/results/ner_<scale>_<date>.json``); ``scripts/ner_table.py``
@@ -48,18 +48,20 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--max-train", default=None, type=lambda v: v if v == "all" else int(v), help="training sentences (default: the scale's; all: every one)")
     ap.add_argument("--epochs", type=float, default=None)
+    ap.add_argument("--corpus-lines", type=int, default=None,
+                    help="People's Daily lines read (default: the scale's; fewer: a smaller test split, faster)")
     ap.add_argument("--init", default=None, help="the encoder (default: the recipe's: notebook 02's, else random)")
     ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2-core CPU shared with other jobs"')
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
 
-    from nbkit import jsonio
     from nbkit.recipes import finetuning as ft
 
     per_seed, configs = [], []
     for seed in a.seeds:
         cfg = ft.FinetuneConfig.for_scale(a.scale, task="ner", seed=seed, max_train=a.max_train, epochs=a.epochs,
-                                          init=a.init, eval_every=0, progress=False, report_to="none")
+                                          corpus_lines=a.corpus_lines, init=a.init, eval_every=0, progress=False,
+                                          report_to="none")
         t0 = time.perf_counter()
         m = ft.run_finetuning(cfg)
         row = {"seed": seed, "bert_f1": m["test_entity_f1"], "bert_f1_interval": m["test_entity_f1_interval"],
@@ -74,17 +76,26 @@ def main(argv=None) -> int:
         configs.append(m["config"])
         print(f"seed {seed}: BERT entity F1 {row['bert_f1']:.3f} {row['bert_f1_interval']}, CRF {row['crf_f1']:.3f} "
               f"{row['crf_f1_interval']} ({row['wall_s']:.0f} s)", flush=True)
+        write(a, per_seed, configs)       # after every seed: a stopped run keeps the seeds it finished
+    return 0
+
+
+def write(a, per_seed: list[dict], configs: list[dict]) -> Path:
+    """The record of the seeds done so far (``seeds_done``), written to ``a.out`` (strict JSON, atomic)."""
     import torch
 
+    from nbkit import jsonio
+
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
-    record = {"benchmark": "ner_seeds", "scale": a.scale, "seeds": a.seeds, "per_seed": per_seed,
+    record = {"benchmark": "ner_seeds", "scale": a.scale, "seeds": a.seeds,
+              "seeds_done": [r["seed"] for r in per_seed], "per_seed": per_seed,
               "summary": summarize(per_seed), "config": configs[0], "device": device,
               "machine": a.machine or f"{os.cpu_count()} CPUs", "threads": torch.get_num_threads(),
               "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     out = a.out or ROOT / "bench" / "results" / f"ner_{a.scale}_{time.strftime('%Y-%m-%d')}.json"
     jsonio.write_json(out, record)
-    print(f"-> {out}")
-    return 0
+    print(f"-> {out}", flush=True)
+    return out
 
 
 if __name__ == "__main__":
