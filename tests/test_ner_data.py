@@ -234,3 +234,8 @@ def test_load_ner_files_refuses_types_unseen_in_training(tmp_path):
                            val_fraction=0.01)
     with pytest.raises(ConfigError, match="train=None"):
         ner.load_ner_files(None)
+
+
+def test_conll_bracket_and_space_characters_are_tokens(tmp_path):
+    path = _write(tmp_path, "b.conll", "[\tO\n \tO\n张\tB-PER\n]\tO\n")
+    assert ner.read_ner_file(path)[0]["tokens"] == ["[", " ", "张", "]"]

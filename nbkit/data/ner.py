@@ -424,8 +424,8 @@ def _read_conll(path: Path, encoding: str, repair_orphan_i: bool, info: dict) ->
                 raw.append((tokens, tags, lines))
                 tokens, tags, lines = [], [], []
             continue
-        if row.lstrip().startswith(("{", "[")) and lineno == 1:
-            raise DataError(f"{path} looks like JSON (line 1 starts with {row.lstrip()[0]!r}), not CoNLL columns; "
+        if lineno == 1 and row.lstrip().startswith(("{", "[{")):  # a "[" alone is a bracket character's line
+            raise DataError(f"{path} looks like JSON (line 1 starts with {row.lstrip()[:2]!r}), not CoNLL columns; "
                             f"rename it to {path.with_suffix('.jsonl').name} to read it as JSON lines with spans.")
         if row.split()[0] == "-DOCSTART-":
             info["n_docstart_lines"] += 1
