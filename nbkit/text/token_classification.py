@@ -69,7 +69,8 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
 
     Returns a :class:`TokenEncoding` whose ``report`` has ``n_items``, ``n_windows``, ``n_windowed`` (items in
     more than one window), ``max_length``, ``stride``, ``n_words``, ``n_subtokens``, ``n_multi_subtoken_words``
-    (words of more than one sub-token: only the first is labelled), ``n_words_without_token`` (words the
+    (words of more than one sub-token: only the first is labelled), ``n_extra_subtokens`` (their unlabelled
+    sub-tokens), ``n_words_without_token`` (words the
     tokenizer drops, e.g. a space: predicted by :func:`merge_window_predictions`'s repair, counted here) and
     ``subtokens_p50/p95/max`` per item.
 
