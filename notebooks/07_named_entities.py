@@ -51,11 +51,12 @@ cfg.table()
 
 # %% [markdown]
 # ## 1. The data: entities per type and split
-# Persons are consecutive `nr` words merged (surname + given name), places `ns`, organisations `nt`. Read the report: sentences and entities per type in each split, and what was dropped (duplicates).
+# Persons are consecutive `nr` words merged (surname + given name), places `ns`, organisations `nt`. Read the report: what was read and dropped (duplicates, conflicts), then the entities per type, sentences and characters in each split.
 
 # %%
 ner = ft.data(cfg)
-ner.report
+print({k: v for k, v in ner.report.items() if k.startswith("n_")})
+ner.table()
 
 # %%
 first = ner.splits["train"][0]

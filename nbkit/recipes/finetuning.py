@@ -282,7 +282,8 @@ def ner_data(cfg: FinetuneConfig):
     """Task ner's :class:`nbkit.data.ner.NerData`: ``cfg.train_file`` (+ validation/test files) through
     :func:`nbkit.data.ner.load_ner_files`, else People's Daily 1998 (:func:`nbkit.data.ner.load_peoples_daily_ner`,
     ``cfg.corpus_lines`` lines); seeded with ``cfg.seed``. ``cfg.max_train``: the first that many training
-    sentences are kept (the split is already shuffled), the rest counted in ``report["n_train_unused"]``.
+    sentences are kept (the split is already shuffled), the rest counted in ``report["n_train_unused"]`` and the
+    per-split counts (``n_train``, ``entities``, ...) recomputed.
 
     Raises:
         DataError: a file that does not load (file and line named).
@@ -295,8 +296,10 @@ def ner_data(cfg: FinetuneConfig):
         out = ner.load_peoples_daily_ner(lines=cfg.corpus_lines, seed=cfg.seed)
     train_items = out.splits["train"]
     if cfg.max_train is not None and len(train_items) > cfg.max_train:
-        out.splits["train"] = train_items[:cfg.max_train]
-        out.report["n_train_unused"] = len(train_items) - cfg.max_train
+        # the counts per split (sentences, characters, entities per type, lengths) recomputed the loader's way
+        kept = ner._build({**out.splits, "train": train_items[:cfg.max_train]}, out.types)
+        kept.report = {**out.report, **kept.report, "n_train_unused": len(train_items) - cfg.max_train}
+        return kept
     return out
 
 
