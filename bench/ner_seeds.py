@@ -10,7 +10,8 @@ validation (``eval_every=0``: time; nothing is chosen on it). The encoder is the
 says which).
 
     python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --machine "2-core CPU shared with 6 other jobs"
-    python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --max-train 600 --corpus-lines 4000   # a busy machine
+    python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --max-train 600 --corpus-lines 4000 \
+        --epochs 6 --batch-size 16 --lr 1e-3                                              # a busy machine
     python bench/ner_seeds.py --scale gpu --seeds 0 1 2                            # the gpu arm, on a GPU
 
 Writes ``--out`` (strict JSON, default ``bench/results/ner_<scale>_<date>.json``); ``scripts/ner_table.py``
@@ -48,6 +49,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--max-train", default=None, type=lambda v: v if v == "all" else int(v), help="training sentences (default: the scale's; all: every one)")
     ap.add_argument("--epochs", type=float, default=None)
+    ap.add_argument("--batch-size", type=int, default=None)
+    ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--corpus-lines", type=int, default=None,
                     help="People's Daily lines read (default: the scale's; fewer: a smaller test split, faster)")
     ap.add_argument("--init", default=None, help="the encoder (default: the recipe's: notebook 02's, else random)")
@@ -60,8 +63,8 @@ def main(argv=None) -> int:
     per_seed, configs = [], []
     for seed in a.seeds:
         cfg = ft.FinetuneConfig.for_scale(a.scale, task="ner", seed=seed, max_train=a.max_train, epochs=a.epochs,
-                                          corpus_lines=a.corpus_lines, init=a.init, eval_every=0, progress=False,
-                                          report_to="none")
+                                          corpus_lines=a.corpus_lines, batch_size=a.batch_size, lr=a.lr, init=a.init,
+                                          eval_every=0, progress=False, report_to="none")
         t0 = time.perf_counter()
         m = ft.run_finetuning(cfg)
         row = {"seed": seed, "bert_f1": m["test_entity_f1"], "bert_f1_interval": m["test_entity_f1_interval"],

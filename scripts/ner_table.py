@@ -45,7 +45,7 @@ def render_run(path: Path) -> str:
              f"`{_rel(path)}`): People's Daily 1998 as character BIO, {rows[0]['n_train']:,} training and "
              f"{rows[0]['n_test']:,} test sentences per seed (each seed its own split), BERT `{c['model']}` "
              f"({rows[0]['init'].split(';')[0]}), max_length {c['max_length']} (stride {c['stride']}), "
-             f"{c['epochs']:g} epochs; the CRF on the same training split. Entity-level micro-F1 (seqeval), "
+             f"{c['epochs']:g} epochs, batch {c['batch_size']}, lr {c['lr']:g}; the CRF on the same training split. Entity-level micro-F1 (seqeval), "
              f"95 % bootstrap interval over test sentences ({c['n_boot']} resamples); per type {' / '.join(types)}:",
              "", "| seed | BERT F1 [95 % CI] | BERT per type | CRF F1 [95 % CI] | CRF per type | BERT - CRF [paired 95 % CI] |",
              "|---|---|---|---|---|---|"]

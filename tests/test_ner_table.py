@@ -33,7 +33,8 @@ def test_a_record_renders_one_row_per_seed_and_says_who_wins(tmp_path):
     rows = [_row(0, 0.70, 0.75), _row(1, 0.72, 0.74)]
     record = {"per_seed": rows, "summary": ner_seeds.summarize(rows), "scale": "cpu", "device": "CPU",
               "machine": "2-core CPU shared with other jobs", "written_at": "2026-12-03T07:00:00",
-              "config": {"model": "narrow", "max_length": 128, "stride": 32, "epochs": 2.0, "n_boot": 1000}}
+              "config": {"model": "narrow", "max_length": 128, "stride": 32, "epochs": 2.0, "n_boot": 1000,
+                         "batch_size": 32, "lr": 5e-4}}
     path = tmp_path / "ner_cpu_2026-12-03.json"
     path.write_text(json.dumps(record), encoding="utf-8")
     text = ner_table.render_run(path)
