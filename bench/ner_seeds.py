@@ -11,7 +11,7 @@ says which).
 
     python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --machine "2-core CPU shared with 6 other jobs"
     python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --max-train 600 --corpus-lines 4000 \
-        --epochs 6 --batch-size 16 --lr 1e-3                                              # a busy machine
+        --epochs 4 --batch-size 16 --lr 1e-3                                              # a busy machine
     python bench/ner_seeds.py --scale gpu --seeds 0 1 2                            # the gpu arm, on a GPU
 
 Writes ``--out`` (strict JSON, default ``bench/results/ner_<scale>_<date>.json``); ``scripts/ner_table.py``
