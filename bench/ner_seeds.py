@@ -72,7 +72,7 @@ def main(argv=None) -> int:
                "diff_f1_interval": [m["diff_entity_f1"]["low"], m["diff_entity_f1"]["high"]],
                "bert_per_type": {t: v["f1"] for t, v in (m["per_type"] or {}).items()},
                "crf_per_type": {t: v["f1"] for t, v in (m["baseline_per_type"] or {}).items()},
-               "n_train": m.get("n_train"), "n_test": m.get("n_test"), "init": m["init"],
+               "n_train": m.get("n_train"), "n_test": m.get("n_test"), "init": m["init"], "bert_errors": m["n_errors"],
                "steps": m["train"]["steps"], "finetune_s": m["train"].get("finetune_s"),
                "wall_s": time.perf_counter() - t0, "windows": m["windows"]}
         per_seed.append(row)
