@@ -34,6 +34,20 @@ max_train = None      # training sentences used; "all": the whole split
 model = None          # BERT preset when there is no encoder to start from
 init = None           # the encoder: a model folder or Hub name (bert-base-chinese); None: notebook 02's
 train_file = None     # your tagged file (CoNLL char<TAB>tag, or JSONL spans); None: People's Daily
+validation_file = None# with train_file: None draws 10 % from it
+test_file = None      # with train_file: None draws 10 % from it
+corpus_lines = None   # People's Daily lines read; "all": every one (19,484)
+n_boot = None         # bootstrap resamples for the entity-F1 intervals
+max_steps = None      # optimizer steps in all; "all": from epochs
+grad_accum_steps = None# micro-batches per optimizer step
+warmup_ratio = None   # share of steps warming up (0-1)
+scheduler = None      # LR decay after warm-up: linear / cosine / constant
+weight_decay = None   # AdamW's (not on biases and LayerNorm)
+precision = None      # auto / bf16 / fp16 / fp32
+eval_every = None     # steps between validation evaluations (the recipe's: 4 per run); 0: none
+checkpoint_every = None# steps between checkpoints (the recipe's: 2 per run); 0: none
+keep_last = None      # checkpoints kept
+group_by_length = None# batch windows of similar length (less padding)
 
 # %% [markdown]
 # ## The recipe
@@ -44,7 +58,12 @@ from nbkit.recipes import finetuning as ft
 
 cfg = ft.FinetuneConfig.for_scale(scale, task="ner", seed=seed, max_length=max_length, stride=stride,
                                   batch_size=batch_size, epochs=epochs, lr=lr, max_train=max_train, model=model,
-                                  init=init, train_file=train_file)
+                                  init=init, train_file=train_file, validation_file=validation_file,
+                                  test_file=test_file, corpus_lines=corpus_lines, n_boot=n_boot, max_steps=max_steps,
+                                  grad_accum_steps=grad_accum_steps, warmup_ratio=warmup_ratio, scheduler=scheduler,
+                                  weight_decay=weight_decay, precision=precision, eval_every=eval_every,
+                                  checkpoint_every=checkpoint_every, keep_last=keep_last,
+                                  group_by_length=group_by_length)
 out_dir = cfg.run_dir()   # runs/<scale>/ner[-<overrides>]
 print(f"-> {out_dir}")
 cfg.table()
