@@ -208,8 +208,10 @@ def crf_baseline(train_items: Sequence[dict], test_items: Sequence[dict], *, c1:
 
     ``seed`` is accepted for a uniform signature and recorded by callers: L-BFGS on the CRF's convex objective
     starts from zero weights and draws nothing, so a fit is deterministic. Prediction is Viterbi decoding,
-    O(T·L²) per sentence of T characters. Measured fit time on the full People's Daily train split:
-    bench/results/ner_baseline_*.json.
+    O(T·L²) per sentence of T characters. Measured (bench/results/ner_baseline_cpu_2026-12-03.json, a shared
+    2-core machine): the full People's Daily train split (35,029 sentences, 1.46 M characters) fits in 18.6 min
+    for 100 iterations (about 131,000 characters x iterations per second), tagging runs at about 34,000
+    characters/s, test entity F1 0.952.
 
     Raises:
         DataError: as :func:`fit_crf`.
