@@ -6,7 +6,7 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
     for each micro-batch:  loss_sum = CE(logits, labels, reduction="sum")
                            backward(loss_sum * W / n)          # = one batch of k x the size (W ranks)
     unscale (fp16) -> clip grad norm -> one host sync (loss, grad norm)
-    non-finite? skip the update and count it; else optimizer step
+    non-finite loss? stop the run, naming the step; non-finite gradients? skip the update and count it
     scheduler step; log / eval / checkpoint on their intervals     # all but this line: Loop.train_step
 
 A Ctrl-C (SIGINT) while training is held until the step ends: the loop saves a checkpoint there and raises
@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 
 from nbkit.errors import ConfigError, DataError, NonFiniteLossError
-from nbkit.models.flops import bert_batch_flops, mfu, peak_tflops
+from nbkit.models.causal import MODEL_TYPES as CAUSAL_TYPES
+from nbkit.models.flops import bert_batch_flops, causal_flops_per_token, mfu, peak_tflops
 from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.train import checkpoint as ckpt
 from nbkit.train import preflight, workers
@@ -86,7 +87,9 @@ class Loop:
         self.last_checkpoint: Path | None = None
         self.recompilations: int | None = None
         self._pad_multiple = config.pad_to_multiple_of or (64 if config.compile else None)
-        self._is_bert = getattr(getattr(model, "config", None), "model_type", None) == "bert"
+        model_type = getattr(getattr(model, "config", None), "model_type", None)
+        self._is_bert = model_type == "bert"
+        self._is_causal = model_type in CAUSAL_TYPES
         self.sparse_head = uses_sparse_head(model, config.compile)
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
         self.peak_tflops = peak_tflops(peak_name, matmul_precision_name(self.precision)) if peak_name else None
@@ -146,8 +149,9 @@ class Loop:
         runs it and ``nbkit.profiling`` times it. ``mark(phase)`` is called as ``data`` (to device), ``forward``,
         ``backward`` start per micro-batch, then ``optimizer``. ``votes()``: called once before the step's
         all-reduce, its floats ride along (``fit()``: stop after a Ctrl-C, checkpoint by time), so every rank
-        acts at the same step. Returns sums over ranks: loss_sum (nats), n_label, finite, grad_norm, lr,
-        samples, tokens, flops, votes (a tuple)."""
+        acts at the same step. Returns sums over ranks: loss_sum (nats), n_label, finite (the update was applied),
+        loss_finite, loss (the step's mean, nats; NaN or inf when not loss_finite), grad_norm, lr, samples, tokens,
+        flops, votes (a tuple). A non-finite loss or gradient skips the update (``fit()`` stops on the loss)."""
         self.setup()
         mark = mark or (lambda phase: None)
         n_local = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
@@ -174,6 +178,8 @@ class Loop:
             if self._is_bert:  # MLM head rows: every position, or the scored ones (sparse); none for classification
                 head_rows = scored.numel() if labels.dim() == 2 else 0
                 seq_flops += bert_batch_flops(self.model.config, ids.numel(), ids.shape[1], head_rows)
+            elif self._is_causal:  # the output layer on every position
+                seq_flops += ids.numel() * causal_flops_per_token(self.model.config, ids.shape[1])
         mark("optimizer")
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
@@ -188,10 +194,13 @@ class Loop:
         loss_v, tokens, samples, seq_flops, *voted, norm_v = vals  # sums over ranks; grad norm equal on all ranks
         tokens, samples = int(tokens), int(samples)
         lr = self.optimizer.param_groups[0]["lr"]
-        finite = math.isfinite(loss_v) and (self.scaler is not None or math.isfinite(norm_v))
+        loss_finite = math.isfinite(loss_v)   # a GradScaler's overflow shows in the gradients, never in the loss
+        finite = loss_finite and (self.scaler is not None or math.isfinite(norm_v))
         if finite:
             (self.scaler.step(self.optimizer) if self.scaler else self.optimizer.step())
             self.state.consecutive_nonfinite = 0
+            if not math.isfinite(norm_v):     # the scaler found an overflow and skipped the update itself
+                self.state.skipped_steps += 1
         else:
             self.state.skipped_steps += 1
             self.state.consecutive_nonfinite += 1
@@ -202,21 +211,48 @@ class Loop:
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
             self.scheduler.step()
         return {"loss_sum": loss_v if finite else 0.0, "n_label": n_label if finite else 0, "finite": finite,
-                "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops,
+                "loss_finite": loss_finite, "loss": loss_v / (n_label or 1), "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops,
                 "votes": tuple(voted)}
 
-    def _check_nonfinite(self) -> None:
+    def _check_nonfinite(self, out: dict) -> None:
+        """Stop at a non-finite loss (its step named: no later step recovers a model whose loss is NaN, and a run
+        that "finished" on NaN would save it), or after :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row
+        of non-finite gradients (a GradScaler's overflow: it lowers the scale and the next step usually passes)."""
         st, limit = self.state, MAX_CONSECUTIVE_NONFINITE
+        if not out.get("loss_finite", True):
+            raise NonFiniteLossError(self._nonfinite_message(out["loss"]))
         if st.consecutive_nonfinite >= limit:
             raise NonFiniteLossError(
-                f"{limit} optimizer steps in a row had a non-finite loss or gradient (step {st.step}, "
+                f"{limit} optimizer steps in a row had non-finite gradients (step {st.step}, "
                 f"{st.skipped_steps} skipped in all). Lower lr (now {self.config.lr}), raise warmup_ratio, "
                 f"keep max_grad_norm set, use precision='bf16' or 'fp32' instead of fp16, and check the data "
                 f"for empty or corrupt examples; then resume from the last checkpoint.")
 
+    def _nonfinite_message(self, loss: float) -> str:
+        from nbkit.models.bert import nonfinite_weights
+
+        st, cfg = self.state, self.config
+        bad = nonfinite_weights(self.model)
+        dtype = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        if bad:
+            why = (f"the weights already hold NaN/inf ({len(bad)} tensors, e.g. {bad[0]}): an earlier update diverged"
+                   + (f"; the parameters are {dtype}, where AdamW's updates underflow: load the model in float32 "
+                      "(nbkit's loaders do) and let precision choose the autocast" if dtype != "float32" else ""))
+        else:
+            why = f"the weights are finite: this step's batch or forward pass overflowed (precision {self.precision.name})"
+        where = self.last_checkpoint or "none saved yet"
+        return (f"the training loss is {loss} at step {st.step} of {cfg.max_steps}, so the run stops there (that "
+                f"step's update was not applied; nothing of it is saved): {why}. Fix: lower lr (now {cfg.lr}), raise "
+                f"warmup_ratio, use precision='bf16' or 'fp32' instead of fp16, check the data for empty or corrupt "
+                f"examples; then resume from the last checkpoint ({where}) or start afresh.")
+
     # ----- the run -----------------------------------------------------------------------
     def fit(self) -> TrainResult:
         """Train to ``max_steps``, resuming from ``output_dir`` when ``config.resume``; returns a TrainResult.
+
+        A run that resumes nothing (``resume=False``, or no complete checkpoint) in a folder an earlier run wrote
+        first moves that run's checkpoints into ``checkpoints/previous-<UTC time>/`` and says so in one line
+        (``checkpoint.set_aside_earlier``); its TensorBoard logger does the same with the event files.
 
         Holds the ``output_dir`` lock (``nbkit.train.run_lock``); warns when resuming with changed settings
         (``nbkit.train.preflight.warn_resume_changes``), and resumed under another number of processes keeps the
@@ -226,7 +262,9 @@ class Loop:
         Raises:
             ConfigError: another run holds ``output_dir``.
             DataError: no batch, or batches without ``labels``/``input_ids`` (before any step).
-            NonFiniteLossError: :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row.
+            NonFiniteLossError: a non-finite loss (the step named), or :data:`MAX_CONSECUTIVE_NONFINITE` steps in a
+                row skipped for non-finite gradients.
+            NonFiniteWeightsError: a checkpoint would hold NaN/infinite weights (nothing written).
             TrainingInterrupted: Ctrl-C, after the checkpoint at the step boundary (with ``output_dir``).
         """
         self.setup()
@@ -260,9 +298,15 @@ class Loop:
         from tqdm.auto import tqdm
 
         self._check_data()
-        if self.config.resume and self.config.output_dir is not None:
-            self._resume()             # may change grad_accum_steps (the global batch kept)
-        cfg, st = self.config, self.state
+        resumed = self.config.resume and self.config.output_dir is not None and self._resume()
+        cfg, st = self.config, self.state   # _resume may change grad_accum_steps (the global batch kept)
+        if not resumed and cfg.output_dir is not None and self.dist.is_main:
+            aside = ckpt.set_aside_earlier(cfg.output_dir, keep=self.last_checkpoint)
+            if aside is not None:
+                from nbkit.atomic import tree_bytes
+
+                print(f"a fresh run in {cfg.output_dir}: the earlier run's checkpoints moved to {aside} "
+                      f"({tree_bytes(aside) / 2**20:,.1f} MiB; delete it once you no longer need them)")
         self._emit("on_train_begin")
         bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self.dist.is_main),
                    desc="train", unit="step")
@@ -283,7 +327,7 @@ class Loop:
                 st.train_tokens += out["tokens"]
                 for k in _SUMS[:-1]:
                     self._win[k] += out[k]
-                self._check_nonfinite()
+                self._check_nonfinite(out)
                 if frames0 is None and cfg.compile:
                     frames0 = _dynamo_frames()  # after the first step's compile
                 bar.update(1)
@@ -477,10 +521,11 @@ class Loop:
         self._emit("on_save", self.last_checkpoint)
         return self.last_checkpoint
 
-    def _resume(self) -> None:
+    def _resume(self) -> bool:
+        """Restore the newest complete checkpoint in ``output_dir``; False when there is none."""
         found = ckpt.load_latest(self.config.output_dir)
         if found is None:
-            return
+            return False
         saved = ckpt.restore_loop(self, found)
         self.last_checkpoint = found.path
         cfg = self.config
@@ -493,6 +538,7 @@ class Loop:
             if note and not kept:
                 warnings.warn(note, UserWarning, stacklevel=4)
             preflight.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
+        return True
 
     def _emit(self, event: str, *args) -> None:
         if not self.dist.is_main:
