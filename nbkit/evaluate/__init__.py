@@ -1,4 +1,4 @@
-"""Evaluation: classification metrics, the TF-IDF baseline, predictions, MLM probes, seed statistics."""
+"""Evaluation: classification metrics, the TF-IDF and n-gram baselines, predictions, MLM probes, seed statistics."""
 from typing import TYPE_CHECKING
 
 from nbkit._lazy import lazy_exports
@@ -7,6 +7,7 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
     from nbkit.evaluate.baseline import baseline_at_cut, fit_tfidf_baseline, tfidf_baseline
     from nbkit.evaluate.inference import predict
     from nbkit.evaluate.metrics import classification_report, compare_reports, format_report
+    from nbkit.evaluate.ngram import NgramLM, ngram_baselines, store_stream
     from nbkit.evaluate.probes import plateau_check
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
