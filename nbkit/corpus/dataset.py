@@ -139,3 +139,42 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         """``input_ids`` of at most ``n`` blocks evenly spaced over the split (for statistics; O(n * B))."""
         step = max(1, self._n // max(1, n))
         return [self[i]["input_ids"].numpy() for i in range(0, self._n, step)][:n]
+
+
+class StoreCausalDataset(StoreMLMDataset):
+    """Map-style dataset of ``block_size``-token causal-LM blocks over one split of a prepared store.
+
+    Block ``i`` is the split's stream ``[i*B : (i+1)*B]`` as it is: the store already ends every document with
+    ``[SEP]`` (:mod:`nbkit.corpus.worker`), the separator a causal model learns as a document end, so nothing
+    is added; ``len(ds) = n_tokens // B``. ``ds[i]`` -> ``{"input_ids": (B,) int64, "next_id": int}``, the
+    stream's token after the block (-100 after the last), for :class:`nbkit.text.causal.CausalCollator`, so all
+    ``B`` positions have a target. Same reading, pickling and errors as :class:`StoreMLMDataset`.
+
+    Raises:
+        DataError: as :class:`StoreMLMDataset`; fewer than ``B`` tokens.
+        ConfigError: ``block_size < 3``.
+    """
+
+    def __init__(self, path, block_size: int, split: str = "train"):
+        super().__init__(path, block_size, split)
+        self._chunk = self.block_size
+        self._n = self.n_tokens // self._chunk
+        if self._n == 0:
+            raise DataError(f"split {split!r} of {self.path} has {self.n_tokens:,} tokens, fewer than one block of "
+                            f"{self.block_size}; use a smaller block_size or more text")
+
+    def __repr__(self) -> str:
+        return (f"StoreCausalDataset({str(self.path)!r}, block_size={self.block_size}, split={self.split!r}: "
+                f"{self._n:,} blocks from {self.n_tokens:,} tokens in {len(self._shards)} shard(s))")
+
+    def __getitem__(self, i: int) -> dict:
+        i = int(i)
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"block {i} out of range: {self.split!r} has {self._n:,} blocks")
+        start = i * self._chunk
+        stop = min(start + self._chunk + 1, self.n_tokens)          # one more: the last position's target
+        tokens, _ = self._read(start, stop)
+        nxt = int(tokens[self._chunk]) if len(tokens) > self._chunk else -100
+        return {"input_ids": torch.from_numpy(np.ascontiguousarray(tokens[:self._chunk])), "next_id": nxt}

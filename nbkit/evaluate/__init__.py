@@ -1,10 +1,11 @@
-"""Evaluation: classification metrics, the TF-IDF and n-gram baselines, predictions, MLM probes, seed statistics."""
+"""Evaluation: classification metrics, the TF-IDF and n-gram baselines, predictions, MLM probes, text generation, seed statistics."""
 from typing import TYPE_CHECKING
 
 from nbkit._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
     from nbkit.evaluate.baseline import baseline_at_cut, fit_tfidf_baseline, tfidf_baseline
+    from nbkit.evaluate.generation import generate
     from nbkit.evaluate.inference import predict
     from nbkit.evaluate.metrics import classification_report, compare_reports, format_report
     from nbkit.evaluate.ngram import NgramLM, ngram_baselines, store_stream

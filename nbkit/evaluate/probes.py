@@ -67,10 +67,21 @@ def fill_mask(model, tokenizer, sentences=DEFAULT_SENTENCES, top_k: int = 5) -> 
 
     Raises:
         nbkit.errors.DataError: a sentence without exactly one ``[MASK]`` (named).
+        nbkit.errors.ConfigError: a causal LM (GPT-2 / Llama), which predicts the next token, not a masked one:
+            use :func:`nbkit.evaluate.generation.generate`.
     """
     from transformers import pipeline
 
-    from nbkit.errors import DataError
+    from nbkit.errors import ConfigError, DataError
+    from nbkit.models.causal import MODEL_TYPES
+    from nbkit.models.loading import saved_config
+
+    kind = ((saved_config(model) or {}).get("model_type") if isinstance(model, str)
+            else getattr(getattr(model, "config", None), "model_type", None))
+    if kind in MODEL_TYPES:
+        raise ConfigError(f"fill_mask needs a masked LM (BERT); this is a {kind} causal LM, which writes the next "
+                          "token instead: use nbkit.evaluate.generation.generate(model, tokenizer, prompt), or a "
+                          "PretrainConfig(objective='mlm') model for fill-mask")
 
     sentences = [sentences] if isinstance(sentences, str) else list(sentences)
     for s in sentences:

@@ -1,4 +1,4 @@
-"""MLM pretraining as a script: ``[torchrun ...] python -m nbkit.jobs.pretrain [flags]``.
+"""MLM or causal pretraining as a script: ``[torchrun ...] python -m nbkit.jobs.pretrain [flags]``.
 
 A wrapper around :func:`nbkit.recipes.pretraining.run_pretraining`: one flag per
 :class:`~nbkit.recipes.pretraining.PretrainConfig` field (``--grad-accum-steps``, ``--corpus``, ...), each left
@@ -6,7 +6,8 @@ out keeping the scale's recipe. ``--corpus PATH`` pretrains on your corpus throu
 (docs/corpus.md): rank 0 prepares it, the other ranks and nodes poll for its manifest. To check a launcher or a
 multi-node rendezvous: ``--scale smoke --max-steps 6``. Under torchrun ``--batch-size`` is per process;
 ``--seed`` also sets ``split_seed``. The run goes to notebook 02's folder for the same settings
-(:func:`~nbkit.recipes.pretraining.run_dir`) unless ``--output-dir``.
+(:func:`~nbkit.recipes.pretraining.run_dir`) unless ``--output-dir``. ``--objective causal`` pretrains a GPT
+(``--model gpt2-narrow`` / ``llama-narrow``, ``--init uer/gpt2-chinese-cluecorpussmall``) into ``runs/<scale>/causal...``.
 """
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ def parser():
     from nbkit.jobs.common import job_parser
     from nbkit.recipes.pretraining import PretrainConfig
 
-    p = job_parser("nbkit MLM pretraining (runs under torchrun)", PretrainConfig, skip=SKIP,
-                   output_dir_help="where checkpoints, model/ and metrics.json go (default: runs/<scale>/mlm, "
+    p = job_parser("nbkit pretraining, masked (mlm) or causal (runs under torchrun)", PretrainConfig, skip=SKIP,
+                   output_dir_help="where checkpoints, model/ and metrics.json go (default: runs/<scale>/mlm, causal with "
+                                   "--objective causal, "
                                    "runs/<scale>/mlm-<store name> with --corpus, plus -<overrides> such as "
                                    "-lr0.002-seed3: notebook 02's folder for the same settings; runs/ is "
                                    "$NBKIT_RUNS_DIR)")

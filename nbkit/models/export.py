@@ -1,4 +1,5 @@
-"""A fine-tuned classifier exported as one directory plain ``transformers`` loads (``pipeline()``, ``Auto*``)."""
+"""A fine-tuned classifier or a causal LM exported as one directory plain ``transformers`` loads (``pipeline()``,
+``Auto*``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -83,4 +84,51 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
                                  "AutoModelForSequenceClassification": "pooling.MeanPoolBertForSequenceClassification"}
             jsonio.write_json(tmp / "config.json", saved)
         save_tokenizer(tokenizer, tmp, model_max_length=max_length)
+    return out
+
+
+def export_causal_lm(model, tokenizer, out_dir) -> Path:
+    """Save a causal LM (GPT-2 / Llama) as one directory plain ``transformers`` loads; returns it as a ``Path``.
+
+    It holds the weights, ``config.json`` and ``generation_config.json`` of the standard class
+    (``GPT2LMHeadModel`` / ``LlamaForCausalLM``: ``AutoModelForCausalLM`` and ``pipeline("text-generation",
+    model=out_dir)`` load it without ``trust_remote_code``; eos = the document separator, so generation stops
+    there) and the full tokenizer with ``model_max_length`` = the model's positions and Chinese decoded without
+    spaces (:func:`nbkit.text.tokenizer_files.cjk_decoder`); its ``tokenizer(text)`` puts the document
+    separator before the text (a document opens there, as in training; :func:`nbkit.text.causal.prompt_ids`),
+    which is how ``pipeline`` encodes a prompt, so its greedy continuation and
+    :func:`nbkit.evaluate.generation.generate`'s agree token for token. Written atomically (files already in ``out_dir`` and not written here are kept); the caller's model
+    and tokenizer are not changed.
+
+    Raises:
+        ConfigError: ``model`` is not a causal LM (a BERT masked LM: use ``export_classifier`` after
+            fine-tuning, or its pretraining folder with ``pipeline("fill-mask")``), or ``out_dir`` is a file.
+        WriteError: the disk is full or not writable; nothing partial is left.
+    """
+    import copy
+
+    from nbkit.atomic import atomic_dir
+    from nbkit.models.causal import is_causal_lm, positions
+    from nbkit.models.loading import quiet_transformers
+    from nbkit.text.causal import document_separator
+    from nbkit.text.tokenizer_files import save_tokenizer
+
+    if not is_causal_lm(model):
+        kind = getattr(getattr(model, "config", None), "model_type", None)
+        raise ConfigError(f"export_causal_lm takes a GPT-2 / Llama causal LM, got a {kind!r} model "
+                          f"({type(model).__name__}); a BERT masked LM cannot generate text: use its pretraining "
+                          "folder with pipeline('fill-mask') (nbkit.evaluate.probes.fill_mask), or export a "
+                          "fine-tuned classifier with export_classifier")
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
+    clone = copy.copy(model)                             # shares the weights; save_pretrained edits clone.config
+    clone.config = copy.deepcopy(model.config)
+    clone.config.use_cache = True                        # generation reuses the keys and values
+    limit = positions(model.config)
+    with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():  # WriteError: disk full
+        clone.save_pretrained(tmp)
+        jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
+        save_tokenizer(tokenizer, tmp, model_max_length=min(int(tokenizer.model_max_length), limit), cjk_decode=True,
+                       start_token=document_separator(tokenizer)[1])
     return out

@@ -1,4 +1,4 @@
-"""Model FLOPs for BERT and the peak throughput of known GPUs, for MFU (model FLOPs utilisation, PaLM,
+"""Model FLOPs for BERT and GPT-2 / Llama, and the peak throughput of known GPUs, for MFU (model FLOPs utilisation, PaLM,
 Chowdhery et al. 2022, appendix B: achieved model FLOP/s / the device's peak FLOP/s).
 
 Per token, training = 3 x forward, forward = ``2 N + 4 L T d``: ``N`` the weights in a matmul per
@@ -106,3 +106,25 @@ def bert_batch_flops(config, n_tokens: int, seq_len: int, head_positions: int) -
     """
     return (n_tokens * bert_flops_per_token(config, seq_len, "encoder")
             + head_positions * mlm_head_flops(config))
+
+
+def causal_matmul_params(config) -> int:
+    """Weights in a matmul per token of a GPT-2 or Llama causal LM: per layer attention (GPT-2 ``4 d^2``; Llama
+    ``2 d^2`` for q, o plus ``2 d d_kv`` for k, v with grouped heads) and MLP (GPT-2 ``2 d i``; Llama's SwiGLU
+    ``3 d i``), plus the output layer ``d V`` on every position. ``config``: a ``GPT2Config``/``LlamaConfig``."""
+    d, n_layers, v = config.hidden_size, config.num_hidden_layers, config.vocab_size
+    if config.model_type == "llama":
+        heads = config.num_attention_heads
+        d_kv = (getattr(config, "num_key_value_heads", None) or heads) * (getattr(config, "head_dim", None) or d // heads)
+        per_layer = 2 * d * d + 2 * d * d_kv + 3 * d * config.intermediate_size
+    else:
+        per_layer = 4 * d * d + 2 * d * (getattr(config, "n_inner", None) or 4 * d)
+    return n_layers * per_layer + d * v
+
+
+def causal_flops_per_token(config, seq_len: int, training: bool = True) -> float:
+    """Model FLOP per token of a causal LM at ``seq_len``: ``6 N + 12 L T d`` when ``training``, else
+    ``2 N + 4 L T d`` (:func:`causal_matmul_params`; attention counted in full, as PaLM's MFU does, not halved
+    for the causal mask)."""
+    forward = 2 * causal_matmul_params(config) + 4 * config.num_hidden_layers * seq_len * config.hidden_size
+    return float(3 * forward if training else forward)

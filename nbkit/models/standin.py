@@ -1,5 +1,6 @@
-"""Stand-ins for published Chinese BERT checkpoints, built locally: a folder in the file layout of
-``bert-base-chinese`` or of a ckiplab model, with random weights.
+"""Stand-ins for published Chinese checkpoints, built locally: a folder in the file layout of
+``bert-base-chinese`` or of a ckiplab model (BERT masked LMs), of ``uer/gpt2-chinese-cluecorpussmall`` (a GPT-2
+over the same vocabulary) or of a Llama causal LM, with random weights.
 
 For tests, notebook 02's smoke path and ``bench/continued_pretraining.py``: they exercise loading a
 published checkpoint (its 21,128-token vocabulary, its tokenizer files, its weight names) without a
@@ -15,7 +16,9 @@ VOCAB_SIZE = 21128   # bert-base-chinese's vocabulary
 POSITIONS = 512
 SPECIALS = ["[PAD]", *(f"[unused{i}]" for i in range(1, 100)), "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<S>", "<T>"]
 PUNCT = "，。！？、；：“”‘’（）《》【】…—～·「」『』〈〉％＋"
-LAYOUTS = ("bert-base-chinese", "ckiplab")
+LAYOUTS = ("bert-base-chinese", "ckiplab", "uer-gpt2", "llama")
+#: the causal layouts (GPT-2 / Llama), the rest are BERT masked LMs
+CAUSAL_LAYOUTS = ("uer-gpt2", "llama")
 #: the sizes of BERT-base (Devlin et al. 2019), for a stand-in as big as bert-base-chinese
 BASE_SIZES = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
 
@@ -43,6 +46,14 @@ def build_standin(out_dir, layout: str = "bert-base-chinese", seed: int = 0, hid
     ``pytorch_model.bin`` of ``BertForMaskedLM`` (no pooler). Sizes: tiny by default (hidden 32, 2 layers);
     :data:`BASE_SIZES` for BERT-base. Same ``seed``, same weights.
 
+    Causal layouts: ``"uer-gpt2"``, as ``uer/gpt2-chinese-cluecorpussmall``: ``config.json`` (``model_type``
+    gpt2, ``GPT2LMHeadModel``, 1,024 positions, ``tokenizer_class: BertTokenizer``, GPT-2's own bos/eos id 50256,
+    past its 21,128 rows, as UER's is), ``vocab.txt``, ``tokenizer_config.json`` naming ``BertTokenizer``,
+    ``special_tokens_map.json`` and a ``pytorch_model.bin`` without the tied ``lm_head.weight``. ``"llama"``:
+    ``config.json`` (``LlamaForCausalLM``, 512 positions, tied embeddings), ``model.safetensors``,
+    ``tokenizer.json`` (the same vocabulary; eos ``[SEP]``, bos ``[CLS]``) and a ``tokenizer_config.json`` of
+    ``PreTrainedTokenizerFast``: a Llama over a BERT vocabulary, so a corpus store can hold its ids.
+
     Raises:
         ValueError: an unknown ``layout``.
     """
@@ -57,6 +68,9 @@ def build_standin(out_dir, layout: str = "bert-base-chinese", seed: int = 0, hid
 
 
 def _write(out: Path, layout: str, seed: int, sizes: dict) -> None:
+    if layout in CAUSAL_LAYOUTS:
+        _write_causal(out, layout, seed, sizes)
+        return
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
 
@@ -109,3 +123,52 @@ def _tokenizer_json(vocab: list[str]):
     tok.decoder = decoders.WordPiece(prefix="##")
     tok.add_special_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     return tok
+
+
+def _write_causal(out: Path, layout: str, seed: int, sizes: dict) -> None:
+    """The ``uer-gpt2`` / ``llama`` layouts of :func:`build_standin`."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    from nbkit.models.loading import quiet_transformers, seeded
+
+    vocab = chinese_vocab()
+    ids = {t: i for i, t in enumerate(vocab)}
+    d, n_layers, heads, inner = (sizes[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                                                   "intermediate_size"))
+    if layout == "uer-gpt2":
+        with quiet_transformers():                       # its warning about the out-of-vocabulary ids
+                config = GPT2Config(vocab_size=VOCAB_SIZE, n_positions=1024, n_embd=d, n_layer=n_layers, n_head=heads,
+                                n_inner=inner)           # bos/eos 50256: GPT-2's, as UER's config keeps them
+        with seeded(seed):
+            model = GPT2LMHeadModel(config)
+    else:
+        config = LlamaConfig(vocab_size=VOCAB_SIZE, max_position_embeddings=POSITIONS, hidden_size=d,
+                             num_hidden_layers=n_layers, num_attention_heads=heads, num_key_value_heads=heads,
+                             intermediate_size=inner, tie_word_embeddings=True, bos_token_id=ids["[CLS]"],
+                             eos_token_id=ids["[SEP]"], pad_token_id=ids["[PAD]"])
+        with seeded(seed):
+            model = LlamaForCausalLM(config)
+    state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    saved = config.to_dict()
+    for k in ("transformers_version", "dtype", "torch_dtype", "return_dict", "output_hidden_states"):
+        saved.pop(k, None)
+    saved["architectures"] = [type(model).__name__]
+    specials = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                "mask_token": "[MASK]"}
+    if layout == "uer-gpt2":
+        saved["tokenizer_class"] = "BertTokenizer"
+        (out / "vocab.txt").write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
+        torch.save(state, out / "pytorch_model.bin")
+        jsonio.write_json(out / "tokenizer_config.json", {"do_lower_case": False, "tokenizer_class": "BertTokenizer",
+                                                          "model_max_length": 1024})
+        jsonio.write_json(out / "special_tokens_map.json", specials)
+    else:
+        from safetensors.torch import save_file
+
+        save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+        _tokenizer_json(vocab).save(str(out / "tokenizer.json"))
+        jsonio.write_json(out / "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast",
+                                                          "model_max_length": POSITIONS, "bos_token": "[CLS]",
+                                                          "eos_token": "[SEP]", **specials})
+    jsonio.write_json(out / "config.json", saved)

@@ -122,7 +122,8 @@ def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0)
 
 def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):
     """``(factory, how)``: ``factory()`` gives a fresh ``SparseHeadBertForMaskedLM``, loaded from ``model_dir``
-    (notebook 02's checkpoint) when it is a folder, else ``preset`` with random weights; ``how`` says which.
+    (notebook 02's checkpoint) when it is a folder, else ``preset`` with random weights (a causal preset of
+    :data:`nbkit.models.causal.PRESETS`: that GPT-2 / Llama); ``how`` says which.
 
     Raises:
         ConfigError: unknown preset.
@@ -131,12 +132,25 @@ def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None)
     from pathlib import Path
 
     from nbkit.models.bert import build_config
+    from nbkit.models.causal import PRESETS as CAUSAL_PRESETS
     from nbkit.models.loading import load_pretrained
     from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
+    if model_dir is None and preset in CAUSAL_PRESETS:   # a GPT-2 / Llama preset (causal pretraining's sizing)
+        from nbkit.models.causal import build_causal_config, causal_class
+
+        causal = build_causal_config(preset, vocab_size, block_size, pad_token_id=0, bos_token_id=0, eos_token_id=0)
+        return (lambda: causal_class(causal.model_type)(causal),
+                f"built {preset} from config with random weights")
     if model_dir is not None and Path(model_dir).is_dir():
+        from nbkit.models.causal import MODEL_TYPES, causal_class
+        from nbkit.models.loading import saved_config
+
+        kind = (saved_config(model_dir) or {}).get("model_type")
+        cls = causal_class(kind) if kind in MODEL_TYPES else SparseHeadBertForMaskedLM   # a causal init's own class
+
         def load():  # quiet (no "Loading weights" bar per ablation row); a bad checkpoint: CheckpointError
-            return load_pretrained(SparseHeadBertForMaskedLM, model_dir)[0]
+            return load_pretrained(cls, model_dir)[0]
 
         return (load,
                 f"checkpoint from notebook 02: {model_dir}")

@@ -1,4 +1,4 @@
-"""The pretraining recipe: text -> tokenizer -> MLM blocks -> BERT -> training loop -> saved model.
+"""The pretraining recipe: text -> tokenizer -> blocks -> BERT or GPT -> training loop -> saved model.
 
 The one pretraining driver: notebook 02 calls the stages cell by cell, notebook 05 on the user's text,
 ``python -m nbkit.jobs.pretrain`` and ``bench/pretrain_value.py`` call :func:`run_pretraining`::
@@ -17,6 +17,12 @@ With ``init`` (a published BERT masked LM: a folder or Hub name) the run continu
 tokenizer everywhere (no WordPiece is trained; a ``corpus`` is prepared with it), its weights loaded exactly, and
 continued-pretraining defaults (:data:`INIT`, ``PER_SCALE["pretraining/init"]``).
 
+``objective="causal"`` makes it GPT-style next-token pretraining with the same stages, store, loop and
+checkpoints: GPT-2 / Llama presets (``PER_SCALE["pretraining/causal"]``, :mod:`nbkit.models.causal`), blocks
+packed with ``[SEP]`` between documents (:mod:`nbkit.text.causal`), ``init`` a published causal LM
+(``uer/gpt2-chinese-cluecorpussmall``), ``out_dir/model`` a text-generation folder
+(:func:`nbkit.models.export.export_causal_lm`), run folders ``runs/<scale>/causal...``.
+
 The fine-tuning recipe (:mod:`nbkit.recipes.finetuning`) has the same stages and signatures.
 """
 from __future__ import annotations
@@ -29,11 +35,13 @@ from typing import TYPE_CHECKING
 from nbkit import jsonio
 from nbkit.errors import ConfigError, DataError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
+from nbkit.recipes.scales import PER_SCALE
 from nbkit.train.config import REPORT_TO
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
+OBJECTIVES = ("mlm", "causal")   # masked LM (BERT), next-token LM (GPT)
 SOURCES = ("peoples_daily", "news", "own", "reviews")   # the bundled mix's sources, in priority order
 MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
 #: continued pretraining's constants (init set), with their reasons (the table shows them)
@@ -55,7 +63,12 @@ INIT_WHY = {
 
 @dataclass(frozen=True, repr=False)
 class PretrainConfig(RecipeConfig):
-    """Every setting of BERT masked-LM pretraining; build it with :meth:`for_scale`."""
+    """Every setting of BERT masked-LM or (``objective="causal"``) GPT-style pretraining; build it with
+    :meth:`for_scale` (``objective`` chooses the model defaults, as ``init`` does).
+
+    Raises:
+        ConfigError: an unknown objective (the allowed ones listed), a model preset of the other objective.
+    """
 
     model: str
     block_size: int
@@ -68,6 +81,7 @@ class PretrainConfig(RecipeConfig):
     max_train: int | None
     num_workers: int
     init: str | None = None
+    objective: str = "mlm"
     seed: int = 0
     split_seed: int = 0
     grad_accum_steps: int = 1
@@ -97,7 +111,9 @@ class PretrainConfig(RecipeConfig):
     RECIPE, STEP = "pretraining", "mlm"
     HELP = {
         "scale": "smoke | cpu | gpu",
-        "model": "BERT preset: tiny / narrow / mini / small / base (nbkit.models.bert.PRESETS)",
+        "model": "mlm: BERT preset tiny / narrow / mini / small / base (nbkit.models.bert.PRESETS); causal: "
+                 "gpt2-tiny / gpt2-narrow / gpt2-mini / gpt2-small (124 M) / llama-tiny / llama-narrow / llama-mini "
+                 "(nbkit.models.causal.PRESETS)",
         "block_size": "tokens per block, [CLS]/[SEP] included (at most the preset's positions)",
         "batch_size": "blocks per micro-batch (per process under torchrun)",
         "max_steps": "optimizer steps in all",
@@ -107,8 +123,10 @@ class PretrainConfig(RecipeConfig):
         "corpus_lines": "People's Daily lines read (None: all)",
         "max_train": "training reviews read (None: all)",
         "num_workers": "DataLoader worker processes",
-        "init": "continue a published BERT masked LM: a folder or Hub name (bert-base-chinese); None: random "
-                "weights of model",
+        "init": "continue a published checkpoint: a folder or Hub name, a BERT masked LM (bert-base-chinese) for "
+                "mlm, a GPT-2 / Llama causal LM (uer/gpt2-chinese-cluecorpussmall) for causal; None: random weights "
+                "of model",
+        "objective": "mlm: BERT masked-LM pretraining; causal: GPT-style next-token pretraining (docs/pretraining.md)",
         "seed": "initial weights, data order, masking, the mix's shuffle and split",
         "split_seed": "the review split whose validation/test texts are kept out (notebook 03's seed)",
         "grad_accum_steps": "micro-batches per optimizer step",
@@ -118,12 +136,12 @@ class PretrainConfig(RecipeConfig):
         "weight_decay": "AdamW's (not on biases and LayerNorm)",
         "checkpoint_every": "steps between checkpoints (None: eval_every; 0: only the last)",
         "keep_last": "checkpoints kept",
-        "mlm_probability": "share of tokens chosen as targets (0-1; 80 % [MASK], 10 % random, 10 % kept)",
+        "mlm_probability": "mlm: share of tokens chosen as targets (0-1; 80 % [MASK], 10 % random, 10 % kept)",
         "whole_word": "choose whole words as targets (gold or jieba boundaries)",
         "precision": "auto / bf16 / fp16 / fp32",
         "corpus": "your text: a prepared store, files/globs/folders or a datasets Dataset to prepare (docs/corpus.md); "
                   "None: mix",
-        "eval_fraction": "share of the mix's texts held out for the MLM loss (0-1)",
+        "eval_fraction": "share of the mix's texts held out for the held-out loss (0-1)",
         "eval_blocks": "held-out blocks scored per evaluation (None: all)",
         "max_passes": "cap the steps at this many passes over the training blocks (None: no cap)",
         "fit_to_corpus": "with corpus: size model, steps and lr to its tokens (fields you set stay)",
@@ -147,16 +165,32 @@ class PretrainConfig(RecipeConfig):
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
                        "progress_every_s", "report_to"})
 
-    CHOICES = {"report_to": REPORT_TO}
+    CHOICES = {"report_to": REPORT_TO, "objective": OBJECTIVES}
+
+    def __post_init__(self):
+        super().__post_init__()
+        from nbkit.models.causal import PRESETS as CAUSAL_PRESETS
+
+        if self.init is not None:
+            return
+        if self.objective == "causal" and self.model not in CAUSAL_PRESETS:
+            raise ConfigError(f"model={self.model!r} is not a causal preset; objective='causal' takes one of "
+                              f"{', '.join(CAUSAL_PRESETS)} (or objective='mlm' for the BERT presets)")
+        if self.objective == "mlm" and self.model in CAUSAL_PRESETS:
+            raise ConfigError(f"model={self.model!r} is a causal preset: set objective='causal' to pretrain it, or "
+                              "pick a BERT preset (tiny / narrow / mini / small / base) for objective='mlm'")
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
-        return ("init",)
+        return ("init", "objective")
 
     @classmethod
-    def defaults(cls, scale: str, init: str | None = None) -> dict:
-        """The scale's values; with ``init`` its continued-pretraining rows and :data:`INIT` on top."""
+    def defaults(cls, scale: str, init: str | None = None, objective: str | None = None) -> dict:
+        """The scale's values; with ``objective="causal"`` its rows (``PER_SCALE["pretraining/causal"]``) on
+        top; with ``init`` its continued-pretraining rows and :data:`INIT` on top of those."""
         out = scale_defaults(cls.RECIPE, scale)
+        if objective == "causal":
+            out.update(scale_defaults("pretraining/causal", scale))
         if init is not None:
             out.update(scale_defaults("pretraining/init", scale), **INIT)
         return out
@@ -165,19 +199,24 @@ class PretrainConfig(RecipeConfig):
         if self.init is not None and name in INIT_WHY:
             where = "init" if name in INIT else f"scale {self.scale}, init"
             return f"{where}: {INIT_WHY[name]}"
+        if self.objective == "causal" and name in PER_SCALE["pretraining/causal"]:
+            return f"scale {self.scale}, causal"
         return super().origin(name)
 
     def unused(self) -> dict[str, str]:
         """With ``corpus`` the store replaces the bundled mix and its split; without, ``fit_to_corpus``; with
-        ``init`` the checkpoint fixes the model."""
+        ``init`` the checkpoint fixes the model; the causal objective has no masking."""
         out = {"model": "init is set (the checkpoint's architecture)"} if self.init is not None else {}
+        if self.objective == "causal":
+            out.update({k: "objective is causal (no masking)" for k in ("mlm_probability", "whole_word")})
         if self.corpus is None:
             return {**out, "fit_to_corpus": "no corpus"}
         return {**out, **{k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed",
                                                          "eval_fraction")}}
 
     def run_dir(self) -> Path:
-        """The run's folder (created): ``runs/<scale>/mlm[-<store>]<overrides>``, one name per pretraining run.
+        """The run's folder (created): ``runs/<scale>/<objective>[-<store>]<overrides>`` (``mlm`` or
+        ``causal``), one name per pretraining run.
 
         ``<store>``: :func:`store_dir`'s folder name (prefixed ``corpus-`` when it begins with a field name, so a
         store called ``seed3`` never names the bundled run ``mlm-seed3``); ``<overrides>``: :meth:`run_tag`; then
@@ -193,7 +232,7 @@ class PretrainConfig(RecipeConfig):
             name = (store.name.split("-tok-")[0] if self.init else store.name) or "corpus"   # init: named below
             tagged = [f.name for f in dataclasses.fields(self) if f.name not in self.QUIET]
             part = "-" + ("corpus-" + name if any(name.startswith(f) for f in tagged) else name)
-        return step_dir(self.scale, self.STEP + part + self.run_tag() + init_tag(self.init))
+        return step_dir(self.scale, self.objective + part + self.run_tag() + init_tag(self.init))
 
 
 def tokenizer_identity(tok) -> dict:
@@ -329,11 +368,13 @@ def store_dir(cfg: PretrainConfig) -> Path | None:
 
 def init_checkpoint(cfg: PretrainConfig) -> Path:
     """``cfg.init``'s local folder (a Hub name resolved through the cache), checked before any work: a BERT
-    config whose position table holds ``cfg.block_size`` and whose embedding rows hold its tokenizer.
+    config (``objective="mlm"``) or a GPT-2 / Llama one (``"causal"``) whose position table holds
+    ``cfg.block_size`` and whose embedding rows hold its tokenizer.
 
     Raises:
-        ConfigError: ``block_size`` above ``max_position_embeddings``, a tokenizer with more tokens than the
-            embedding table (both named), not a BERT checkpoint, or a Hub name not available offline
+        ConfigError: ``block_size`` above ``max_position_embeddings`` / ``n_positions``, a tokenizer with more
+            tokens than the embedding table (both named), a checkpoint of the other objective (which one to use)
+            or another architecture, or a Hub name not available offline
             (:func:`nbkit.models.loading.resolve_checkpoint`).
         CheckpointError: a folder without ``config.json``.
     """
@@ -342,17 +383,28 @@ def init_checkpoint(cfg: PretrainConfig) -> Path:
     from transformers import AutoTokenizer
 
     from nbkit.models.bert import check_tokenizer_matches
+    from nbkit.models.causal import MODEL_TYPES, read_causal_config
     from nbkit.models.loading import resolve_checkpoint
 
     folder = resolve_checkpoint(cfg.init)
-    conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    if conf.get("model_type") != "bert":
-        raise ConfigError(f"init={cfg.init!r} is a {conf.get('model_type')!r} model; init takes a BERT-architecture "
-                          "masked LM (bert-base-chinese, chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
-    limit = int(conf.get("max_position_embeddings", 512))
+    if cfg.objective == "causal":
+        conf = read_causal_config(folder, str(cfg.init))
+        key = "n_positions" if conf["model_type"] == "gpt2" else "max_position_embeddings"
+        limit = int(conf.get(key) or conf.get("n_ctx") or 1024)
+    else:
+        conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if conf.get("model_type") in MODEL_TYPES:
+            raise ConfigError(f"init={cfg.init!r} is a {conf.get('model_type')} causal LM ({conf.get('architectures')}), "
+                              "but objective='mlm' needs a BERT masked LM; continue it with objective='causal', or "
+                              "pass a masked LM (bert-base-chinese, chinese-roberta-wwm-ext)")
+        if conf.get("model_type") != "bert":
+            raise ConfigError(f"init={cfg.init!r} is a {conf.get('model_type')!r} model; init takes a BERT-architecture "
+                              "masked LM (bert-base-chinese, chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's "
+                              "BERTs)")
+        key, limit = "max_position_embeddings", int(conf.get("max_position_embeddings", 512))
     if cfg.block_size > limit:
         raise ConfigError(f"block_size={cfg.block_size} exceeds the position table of init={cfg.init!r} "
-                          f"(max_position_embeddings={limit}): use block_size <= {limit}")
+                          f"({key}={limit}): use block_size <= {limit}")
     check_tokenizer_matches(AutoTokenizer.from_pretrained(str(folder)), int(conf["vocab_size"]), folder, str(cfg.init))
     return folder
 
@@ -458,6 +510,12 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
         plan["applied"] = "not applied: the smoke scale keeps its CI sizes"
         return cfg, plan
     fixed = ("model", "lr", "warmup_ratio") if cfg.init is not None else ()   # init: its model, continued recipe
+    if cfg.objective == "causal" and cfg.init is None and "model" in plan:   # the plan's size, cfg.model's family
+        causal = causal_preset(cfg, plan["model"]) or cfg.model
+        plan["reasons"].append(f"causal: {causal}, the {cfg.model.split('-')[0]} preset of BERT-{plan['model']}'s "
+                               "size" if causal != cfg.model else f"causal: no {cfg.model.split('-')[0]} preset of "
+                               f"BERT-{plan['model']}'s size, {cfg.model} kept")
+        plan["model"] = causal
     mine = {k: plan[k] for k in ("model", "batch_size", "grad_accum_steps", "max_steps", "lr", "warmup_ratio",
                                  "eval_every", "eval_blocks") if k in plan and k not in fixed}
     if fixed:
@@ -471,6 +529,14 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
 
 
 PLAN_FILE = "plan.json"   # the sized plan a resumed run keeps
+
+
+def causal_preset(cfg: PretrainConfig, size: str) -> str | None:
+    """The causal preset of ``cfg.model``'s family (gpt2 / llama) at BERT preset ``size`` (the sizing plan's
+    choice), None when that family has none."""
+    from nbkit.models.causal import family_preset
+
+    return family_preset(cfg.model.split("-")[0], size)
 
 
 def _resumed_plan(cfg: PretrainConfig, out: Path, inputs: dict) -> dict | None:
@@ -505,6 +571,7 @@ def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) ->
     if kind == "cuda" and not cuda_usable():
         return None, "no CUDA device here to time on"
     model, _ = sizing.choose_model(summary["n_tokens_train"], kind)
+    model = causal_preset(cfg, model) or cfg.model if cfg.objective == "causal" else model
     m = sizing.measure_speed(model, int(summary["vocab_size"]), cfg.block_size, sizing.BATCH[kind],
                              device=None if kind == "cuda" else "cpu",   # None: this rank's GPU under torchrun
                              model_dir=init_checkpoint(cfg) if cfg.init is not None else None)  # init: its own speed
@@ -513,12 +580,24 @@ def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) ->
 
 
 def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
-    """``{"train", "validation"}`` MLM blocks of ``cfg.block_size`` tokens, ``[CLS] ... [SEP]``.
+    """``{"train", "validation"}`` blocks of ``cfg.block_size`` tokens: MLM's ``[CLS] ... [SEP]``, or with
+    ``objective="causal"`` a packed stream with the document separator after each text (``[SEP]``,
+    :func:`nbkit.text.causal.document_separator`) and each block's next token.
 
-    The mix: texts tokenized, concatenated and cut (:func:`nbkit.text.mlm.make_blocks`), with ``word_ids``
-    for whole-word masking. A store: :class:`nbkit.corpus.StoreMLMDataset` per split (random access from
-    disk, constant memory).
+    The mix: texts tokenized, concatenated and cut (:func:`nbkit.text.mlm.make_blocks`, with ``word_ids``
+    for whole-word masking; :func:`nbkit.text.causal.make_causal_blocks`). A store:
+    :class:`nbkit.corpus.StoreMLMDataset` / :class:`~nbkit.corpus.dataset.StoreCausalDataset` per split
+    (random access from disk, constant memory; the store is read as prepared).
     """
+    if cfg.objective == "causal":
+        if corpus.store is not None:
+            from nbkit.corpus.dataset import StoreCausalDataset
+
+            return {split: StoreCausalDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
+        from nbkit.text.causal import make_causal_blocks
+
+        return {split: make_causal_blocks(corpus.splits[split], tok, cfg.block_size)
+                for split in ("train", "validation")}
     if corpus.store is not None:
         from nbkit.corpus.dataset import StoreMLMDataset
 
@@ -533,7 +612,12 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
 
 def collator(cfg: PretrainConfig, tok):
     """:class:`nbkit.text.mlm.MLMCollator`: ``cfg.mlm_probability`` of the tokens as targets (80/10/10),
-    whole words with ``cfg.whole_word``; padding and special tokens never chosen."""
+    whole words with ``cfg.whole_word``; padding and special tokens never chosen. ``objective="causal"``:
+    :class:`nbkit.text.causal.CausalCollator` (next-token labels, shifted by the collator)."""
+    if cfg.objective == "causal":
+        from nbkit.text.causal import CausalCollator
+
+        return CausalCollator(tok)
     from nbkit.text.mlm import MLMCollator
 
     return MLMCollator(tok, mlm_probability=cfg.mlm_probability, whole_word=cfg.whole_word)
@@ -554,6 +638,8 @@ def model(cfg: PretrainConfig, tok):
     from nbkit.models.bert import NBKIT_MARK, build_mlm_model, check_tokenizer_matches, count_parameters
 
     torch.manual_seed(cfg.seed)
+    if cfg.objective == "causal":
+        return _causal_model(cfg, tok)
     drop = {} if cfg.dropout is None else {"hidden_dropout_prob": cfg.dropout,
                                            "attention_probs_dropout_prob": cfg.dropout}
     if cfg.init is None:
@@ -570,6 +656,27 @@ def model(cfg: PretrainConfig, tok):
               f"LM (decoder tied to the word embeddings); not used by MLM: {', '.join(report['unused']) or 'none'}")
     setattr(bert.config, NBKIT_MARK, {"objective": "mlm", "init": None if cfg.init is None else str(cfg.init)})
     return bert
+
+
+def _causal_model(cfg: PretrainConfig, tok):
+    """:func:`model` for ``objective="causal"``: ``cfg.init``'s GPT-2 / Llama with every weight, else preset
+    ``cfg.model`` (:func:`nbkit.models.causal.build_causal_model`), marked as nbkit's causal pretraining."""
+    from nbkit.models.bert import NBKIT_MARK, check_tokenizer_matches, count_parameters
+    from nbkit.models.causal import build_causal_model, load_causal_model, positions
+
+    if cfg.init is None:
+        lm = build_causal_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, dropout=cfg.dropout)
+    else:
+        lm, report = load_causal_model(cfg.init, tokenizer=tok, dropout=cfg.dropout)
+        check_tokenizer_matches(tok, lm.config.vocab_size, Path(report["folder"]), str(cfg.init))
+        limit = positions(lm.config)
+        if cfg.block_size > limit:
+            raise ConfigError(f"block_size={cfg.block_size} exceeds init={cfg.init!r}'s positions ({limit}); "
+                              f"use block_size <= {limit}")
+        print(f"loaded init={cfg.init!r}: {count_parameters(lm) / 1e6:.1f} M parameters, every weight of its "
+              f"{lm.config.model_type} causal LM; not used: {', '.join(report['unused']) or 'none'}")
+    setattr(lm.config, NBKIT_MARK, {"objective": "causal", "init": None if cfg.init is None else str(cfg.init)})
+    return lm
 
 
 def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save_steps=(), world_size: int = 1,
@@ -653,10 +760,12 @@ def model_dir_at(out_dir, step: int) -> Path:
 
 
 def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
-    """Save model + tokenizer to ``out_dir/model`` (atomic; loads with ``AutoModelForMaskedLM``) and write
-    ``out_dir/metrics.json``; return it.
+    """Save model + tokenizer to ``out_dir/model`` (atomic; loads with ``AutoModelForMaskedLM``, with
+    ``objective="causal"`` with ``AutoModelForCausalLM`` and ``pipeline("text-generation")``:
+    :func:`nbkit.models.export.export_causal_lm`) and write ``out_dir/metrics.json``; return it.
 
-    The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``model`` (the
+    The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``objective``,
+    ``model`` (the
     preset, or ``init``), ``init``, ``parameters``, ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``,
     the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``, ``mfu``, ``device``, ``precision``,
     ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``, ``first_eval_loss``/``first_eval_step``,
@@ -673,11 +782,17 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
 
     model_dir = Path(out_dir) / "model"
     mc = loop.model.config
-    with atomic_dir(model_dir, what="model") as tmp, quiet_transformers():
-        loop.model.save_pretrained(tmp)
-        save_tokenizer(tok, tmp, model_max_length=min(int(tok.model_max_length), mc.max_position_embeddings))
+    if cfg.objective == "causal":   # the text-generation layout (standard class, CJK decoding)
+        from nbkit.models.export import export_causal_lm
+
+        export_causal_lm(loop.model, tok, model_dir)
+    else:
+        with atomic_dir(model_dir, what="model") as tmp, quiet_transformers():
+            loop.model.save_pretrained(tmp)
+            save_tokenizer(tok, tmp, model_max_length=min(int(tok.model_max_length), mc.max_position_embeddings))
     evals = [h for h in result.history if "eval_loss" in h]
-    metrics = {"scale": cfg.scale, "model": cfg.model if cfg.init is None else str(cfg.init), "init": cfg.init,
+    metrics = {"scale": cfg.scale, "objective": cfg.objective,
+               "model": cfg.model if cfg.init is None else str(cfg.init), "init": cfg.init,
                "parameters": count_parameters(loop.model),
                "hidden_size": mc.hidden_size, "layers": mc.num_hidden_layers, "block_size": cfg.block_size,
                "batch_size": loop.config.batch_size, "grad_accum_steps": loop.config.grad_accum_steps,

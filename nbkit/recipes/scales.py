@@ -46,6 +46,11 @@ PER_SCALE: dict[str, dict[str, tuple]] = {
         "eval_every":       (3, 20, 250),
         "eval_blocks":      (64, 128, 4096),
     },
+    # causal (GPT-style) pretraining, PretrainConfig(objective="causal"): GPT-2 at the BERT presets' sizes
+    # (nbkit.models.causal.PRESETS); the rest as MLM's rows (the same blocks, steps and lr 1e-3)
+    "pretraining/causal": {
+        "model":            ("gpt2-tiny", "gpt2-narrow", "gpt2-mini"),
+    },
     "finetuning": {
         "model":            MODEL,                    # used only without a pretrained encoder
         "max_length":       MAX_LENGTH,

@@ -100,10 +100,12 @@ def measure_speed(model: str, vocab_size: int, block_size: int, batch_size: int,
     factory, _ = model_factory(model, vocab_size, block_size, model_dir=model_dir)
     if model_dir is not None:
         model = Path(model_dir).name
-    cfg = StepConfig(batch_size=batch_size, seq_len=block_size, precision="auto", mlm_head="masked",
-                     steps=steps, warmup=warmup)
     with contextlib.redirect_stdout(io.StringIO()), isolated_rng():   # its precision line; the run's RNG untouched
-        res = measure_steps(step_loop(factory(), cfg, device=device), cfg)
+        built = factory()
+        sparse = getattr(built, "supports_predict_mask", False)      # a causal LM: its head on every position
+        cfg = StepConfig(batch_size=batch_size, seq_len=block_size, precision="auto",
+                         mlm_head="masked" if sparse else "all", steps=steps, warmup=warmup)
+        res = measure_steps(step_loop(built, cfg, device=device), cfg)
     wall = time.perf_counter() - t0
     return {"tokens_per_s": res["tokens_per_s"], "step_s": res["step_s"], "seconds": wall,
             "how": (f"measured here: {steps} training steps of {model} at {batch_size} x {block_size} tokens "

@@ -58,9 +58,72 @@ def tokenizer_sha256(tokenizer) -> str:
 
 
 
-def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: int | None = None) -> Path:
+#: CJK ideographs, kana, bopomofo, CJK and full-width punctuation, curly quotes, … and —: a space decode put
+#: beside one of these is dropped (:func:`cjk_decoder`)
+CJK_CHARS = (r"\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+             r"\ufe30-\ufe4f\uff00-\uffef\u2018-\u201f\u2026\u2014")
+
+
+def cjk_decoder(prefix: str = "##"):
+    """A ``tokenizers`` decoder that writes Chinese without spaces: BERT's ``WordPiece`` decoder (``##`` pieces
+    joined, cleanup of `` .`` and the like), ``Fuse`` (one string), then ``Replace`` of every space next to a
+    CJK character or CJK punctuation (:data:`CJK_CHARS`, an Oniguruma look-around) by nothing.
+
+    ``BertTokenizer.decode`` joins every token with a space (``"我 爱 北 京"``): right for English words, wrong for
+    Chinese, where each character is a token. Spaces between Latin words stay (``"hello world"``); one between
+    a Chinese character and a Latin word goes (``"我爱python"``, as Chinese is usually typeset). Stored in
+    ``tokenizer.json``, so ``AutoTokenizer`` and ``pipeline("text-generation")`` decode the same way.
+    """
+    from tokenizers import Regex, decoders
+
+    pattern = Regex(f"(?<=[{CJK_CHARS}]) | (?=[{CJK_CHARS}])")
+    return decoders.Sequence([decoders.WordPiece(prefix=prefix, cleanup=True), decoders.Fuse(),
+                              decoders.Replace(pattern, "")])
+
+
+def _is_wordpiece(backend) -> bool:
+    return (json.loads(backend.to_str()).get("model") or {}).get("type") == "WordPiece"
+
+
+def cjk_decoding(tokenizer):
+    """The ``tokenizers.Tokenizer`` of a fast ``tokenizer``, copied, with :func:`cjk_decoder` when it is a
+    WordPiece (others, e.g. byte-level BPE, already decode without added spaces): ``.decode(ids,
+    skip_special_tokens=True)`` gives the text the saved files (``save_tokenizer(..., cjk_decode=True)``) give.
+    The caller's tokenizer is not changed (its hash, :func:`tokenizer_sha256`, neither)."""
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    if _is_wordpiece(backend):
+        prefix = (json.loads(backend.to_str()).get("model") or {}).get("continuing_subword_prefix") or "##"
+        backend.decoder = cjk_decoder(prefix)
+    return backend
+
+
+def _start_template(tokenizer, token: str) -> dict:
+    """The ``tokenizer.json`` post-processor that puts ``token`` before a text (and between a pair)."""
+    from tokenizers import processors
+
+    i = tokenizer.convert_tokens_to_ids(token)
+    template = processors.TemplateProcessing(single=f"{token} $A", pair=f"{token} $A {token}:1 $B:1",
+                                             special_tokens=[(token, int(i))])
+    from tokenizers import Tokenizer, models
+
+    holder = Tokenizer(models.WordLevel({token: int(i)}, unk_token=token))
+    holder.post_processor = template
+    return json.loads(holder.to_str())["post_processor"]
+
+
+def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: int | None = None,
+                             cjk_decode: bool = False, start_token: str | None = None) -> Path:
     """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote (WordPiece only; others stay as saved);
     ``model_max_length`` (tokens, None: keep) is what ``truncation=True`` cuts to. Returns ``out_dir``.
+
+    ``cjk_decode``: a WordPiece's ``tokenizer.json`` gets :func:`cjk_decoder` (Chinese decoded without spaces;
+    ids unchanged) and ``tokenizer_class`` becomes :data:`TOKENIZER_CLASS`, so loaders read that file (a
+    ``BertTokenizer`` class would rebuild BERT's spacing decoder from ``vocab.txt``). ``start_token``: the
+    post-processor puts that token (a causal LM's document separator) before the text instead of BERT's
+    ``[CLS] ... [SEP]``: ``tokenizer(prompt)`` then opens a document, as ``pipeline("text-generation")`` calls it
+    (a Llama tokenizer adds its bos the same way).
 
     Raises:
         ConfigError: the ids are not 0..n-1 (no ``vocab.txt`` can hold them).
@@ -83,6 +146,14 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
         config.update(normalization_flags(backend))
         if config.get("unicode_normalization"):
             config["normalization_note"] = NFKC_NOTE
+        if cjk_decode and (out / "tokenizer.json").is_file():
+            spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
+            spec["decoder"] = json.loads(cjk_decoding(tokenizer).to_str())["decoder"]
+            if start_token is not None:
+                spec["post_processor"] = _start_template(tokenizer, start_token)
+            jsonio.write_json(out / "tokenizer.json", spec)
+            config["tokenizer_class"] = TOKENIZER_CLASS
+            config["clean_up_tokenization_spaces"] = False
     for key in LOAD_ONLY_KEYS:
         config.pop(key, None)
     if config.get("tokenizer_class") in GENERIC_CLASSES:
@@ -93,13 +164,15 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
     return out
 
 
-def save_tokenizer(tokenizer, out_dir: str | Path, model_max_length: int | None = None) -> Path:
-    """``tokenizer.save_pretrained(out_dir)`` plus :func:`complete_tokenizer_files`, whatever its class;
+def save_tokenizer(tokenizer, out_dir: str | Path, model_max_length: int | None = None,
+                   cjk_decode: bool = False, start_token: str | None = None) -> Path:
+    """``tokenizer.save_pretrained(out_dir)`` plus :func:`complete_tokenizer_files` (``cjk_decode``: Chinese
+    decoded without spaces; ``start_token``: put before every text; both for a causal LM), whatever its class;
     returns ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(str(out))
-    return complete_tokenizer_files(out, tokenizer, model_max_length)
+    return complete_tokenizer_files(out, tokenizer, model_max_length, cjk_decode=cjk_decode, start_token=start_token)
 
 
 def nbkit_tokenizer_class():

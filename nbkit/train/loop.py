@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 
 from nbkit.errors import ConfigError, DataError, NonFiniteLossError
-from nbkit.models.flops import bert_batch_flops, mfu, peak_tflops
+from nbkit.models.causal import MODEL_TYPES as CAUSAL_TYPES
+from nbkit.models.flops import bert_batch_flops, causal_flops_per_token, mfu, peak_tflops
 from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.train import checkpoint as ckpt
 from nbkit.train import preflight, workers
@@ -86,7 +87,9 @@ class Loop:
         self.last_checkpoint: Path | None = None
         self.recompilations: int | None = None
         self._pad_multiple = config.pad_to_multiple_of or (64 if config.compile else None)
-        self._is_bert = getattr(getattr(model, "config", None), "model_type", None) == "bert"
+        model_type = getattr(getattr(model, "config", None), "model_type", None)
+        self._is_bert = model_type == "bert"
+        self._is_causal = model_type in CAUSAL_TYPES
         self.sparse_head = uses_sparse_head(model, config.compile)
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
         self.peak_tflops = peak_tflops(peak_name, matmul_precision_name(self.precision)) if peak_name else None
@@ -174,6 +177,8 @@ class Loop:
             if self._is_bert:  # MLM head rows: every position, or the scored ones (sparse); none for classification
                 head_rows = scored.numel() if labels.dim() == 2 else 0
                 seq_flops += bert_batch_flops(self.model.config, ids.numel(), ids.shape[1], head_rows)
+            elif self._is_causal:  # the output layer on every position
+                seq_flops += ids.numel() * causal_flops_per_token(self.model.config, ids.shape[1])
         mark("optimizer")
         if self.scaler:
             self.scaler.unscale_(self.optimizer)

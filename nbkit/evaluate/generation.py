@@ -1,0 +1,102 @@
+"""Text generation from a causal LM: greedy or sampled (temperature, top-k, top-p), seeded, Chinese without spaces.
+
+A thin, checked front to ``model.generate`` with a ``transformers.GenerationConfig`` (no sampler of nbkit's
+own): every input a user can get wrong is refused with the fix before transformers sees it, and the same
+``seed`` gives the same text on a rerun (sampling draws from torch's generator, seeded and restored here).
+"""
+from __future__ import annotations
+
+from nbkit.errors import ConfigError, DataError
+
+
+def check_generation_args(max_new_tokens: int, do_sample: bool, temperature: float, top_k: int | None,
+                          top_p: float | None) -> None:
+    """Raise ``ConfigError`` for ``max_new_tokens < 1``, ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside
+    (0, 1], each with its valid range."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ConfigError(f"max_new_tokens={max_new_tokens!r}: use a whole number >= 1 (tokens to add)")
+    if do_sample and not temperature > 0:
+        raise ConfigError(f"temperature={temperature!r}: use a number > 0 (1.0: the model's distribution; lower is "
+                          "more conservative), or do_sample=False for greedy decoding")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ConfigError(f"top_k={top_k!r}: use a whole number >= 1, or None for no top-k cut")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ConfigError(f"top_p={top_p!r}: use a share in (0, 1] (e.g. 0.9), or None for no nucleus cut")
+
+
+def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_sample: bool = False,
+             temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None, seed: int = 0,
+             full_text: bool = True) -> str:
+    """``prompt`` continued by ``model`` (a GPT-2 / Llama causal LM) for at most ``max_new_tokens`` tokens.
+
+    ``do_sample=False``: greedy (the most likely token each step: the same text every time). ``True``: sampled
+    from the softmax at ``temperature``, cut to the ``top_k`` most likely tokens and to the smallest set whose
+    probability reaches ``top_p`` (nucleus sampling, Holtzman et al. 2020), with ``seed`` (torch's generators
+    are seeded for the call and restored after, so a rerun prints the same). Stops early at the model's eos,
+    the document separator nbkit trains with. The prompt is encoded as the opening of a document (the
+    separator, then its tokens: :func:`nbkit.text.causal.prompt_ids`), as ``pipeline("text-generation")``
+    encodes it with an exported model's tokenizer (:func:`nbkit.models.export.export_causal_lm`), so both
+    continue it with the same tokens; the separator counts toward the context. Returns the prompt and the continuation (``full_text=False``: the
+    continuation only), decoded with Chinese characters unspaced
+    (:func:`nbkit.text.tokenizer_files.cjk_decoding`); special tokens are dropped.
+
+    Raises:
+        ConfigError: ``model`` not a causal LM (a BERT masked LM: use ``nbkit.evaluate.probes.fill_mask``), or
+            a generation setting out of range (:func:`check_generation_args`), or ``max_new_tokens`` at or past
+            the model's context (n_positions / max_position_embeddings).
+        DataError: an empty prompt, or a prompt that leaves no room for ``max_new_tokens`` in the context
+            (both numbers and the fix named; nothing is cut silently).
+    """
+    import torch
+    from transformers import GenerationConfig
+
+    from nbkit.models.causal import is_causal_lm, positions
+    from nbkit.models.loading import quiet_transformers
+    from nbkit.switches import model_mode
+    from nbkit.text.causal import prompt_ids
+    from nbkit.text.tokenizer_files import cjk_decoding
+
+    if not is_causal_lm(model):
+        kind = getattr(getattr(model, "config", None), "model_type", None)
+        raise ConfigError(f"generate takes a causal LM (GPT-2 / Llama), got a {kind!r} model ({type(model).__name__}): "
+                          "a masked LM fills in [MASK]s instead; use nbkit.evaluate.probes.fill_mask(model, tokenizer), "
+                          "or pretrain with PretrainConfig(objective='causal') to get a model that writes")
+    check_generation_args(max_new_tokens, do_sample, temperature, top_k, top_p)
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise DataError(f"prompt={prompt!r}: give some text to continue (e.g. '今天天气'); a causal LM needs at least "
+                        "one token of context")
+    context = positions(model.config)
+    if max_new_tokens > context - 2:
+        raise ConfigError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's context of "
+                          f"{context} tokens (the separator and one token at least); use max_new_tokens <= "
+                          f"{context - 2}")
+    ids = torch.tensor([prompt_ids(tokenizer, prompt)])                                   # (1, T)
+    n_prompt = int(ids.shape[1])
+    if n_prompt == 1:
+        raise DataError(f"prompt={prompt!r} gives no token with this tokenizer; give text it knows")
+    if n_prompt + max_new_tokens > context:
+        raise DataError(f"the prompt is {n_prompt} tokens and max_new_tokens={max_new_tokens}, {n_prompt + max_new_tokens} "
+                        f"in all, past the model's context of {context} tokens: shorten the prompt to at most "
+                        f"{context - max_new_tokens} tokens (its end, e.g. prompt[-{context - max_new_tokens}:]) or "
+                        f"lower max_new_tokens to {context - n_prompt}")
+    cfg = model.config
+    gen = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=do_sample, use_cache=True,
+                           eos_token_id=cfg.eos_token_id, bos_token_id=cfg.bos_token_id,
+                           pad_token_id=cfg.pad_token_id if cfg.pad_token_id is not None else cfg.eos_token_id,
+                           **({"temperature": float(temperature), "top_k": top_k or 0, "top_p": top_p or 1.0}
+                              if do_sample else {}))
+    device = next(model.parameters()).device
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices), model_mode(model, training=False), torch.no_grad(), \
+            quiet_transformers():
+        torch.manual_seed(seed)
+        out = model.generate(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device),
+                             generation_config=gen)                                         # (1, T + new)
+    backend = cjk_decoding(tokenizer)
+    new = out[0, n_prompt:].tolist()
+    text = backend.decode(new, skip_special_tokens=True)
+    if not full_text:
+        return text
+    joined = backend.decode(out[0].tolist(), skip_special_tokens=True)
+    head = backend.decode(ids[0].tolist(), skip_special_tokens=True)
+    return prompt + joined[len(head):] if joined.startswith(head) else prompt + text

@@ -1,0 +1,184 @@
+"""Causal (GPT-style) language models: GPT-2 and Llama presets built from config, a published causal LM loaded.
+
+``GPT2LMHeadModel`` (Radford et al. 2019: learned positions, LayerNorm, GELU MLP) at the BERT presets' sizes
+(``gpt2-tiny`` ... ``gpt2-mini``, :data:`nbkit.models.bert.PRESETS`) and GPT-2 small itself (``gpt2-small``,
+124 M parameters with GPT-2's 50,257 tokens; ~102 M with the 21,128 of a Chinese BERT vocabulary), and
+``LlamaForCausalLM`` (Touvron et al. 2023: RMSNorm, rotary positions, SwiGLU MLP of ~8/3 d, no biases) as the
+modern choice. Both tie the output layer to the token embeddings (GPT-2 does; at these sizes the head would
+otherwise be most of the weights). Special ids come from the tokenizer: ``eos`` = the document separator
+(:func:`nbkit.text.causal.document_separator`), ``bos`` = ``[CLS]`` where there is one, ``pad`` = ``[PAD]``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nbkit.errors import CheckpointError, ConfigError
+from nbkit.text.causal import document_separator
+
+#: preset -> (family, config kwargs). GPT-2 kwargs are GPT2Config's, Llama's LlamaConfig's.
+PRESETS: dict[str, tuple[str, dict]] = {
+    "gpt2-tiny": ("gpt2", dict(n_embd=64, n_layer=2, n_head=2, n_inner=256, n_positions=128)),
+    "gpt2-narrow": ("gpt2", dict(n_embd=128, n_layer=4, n_head=2, n_inner=512, n_positions=128)),
+    "gpt2-mini": ("gpt2", dict(n_embd=256, n_layer=4, n_head=4, n_inner=1024, n_positions=512)),
+    # GPT-2 small (Radford et al. 2019, the 124 M "gpt2" on the Hub): L12/H768, 1,024 positions
+    "gpt2-small": ("gpt2", dict(n_embd=768, n_layer=12, n_head=12, n_inner=3072, n_positions=1024)),
+    # SwiGLU's hidden width 8/3 d rounded up to a multiple of 16 (LLaMA rounds to 256 at its sizes)
+    "llama-tiny": ("llama", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=176,
+                                 max_position_embeddings=128)),
+    "llama-narrow": ("llama", dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2,
+                                   intermediate_size=352, max_position_embeddings=128)),
+    "llama-mini": ("llama", dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                                 intermediate_size=688, max_position_embeddings=512)),
+}
+#: ``config.model_type`` of the causal LMs nbkit trains and continues
+MODEL_TYPES = ("gpt2", "llama")
+ATTN_IMPLEMENTATION = "sdpa"
+
+
+def family_preset(family: str, size: str) -> str | None:
+    """The causal preset of ``family`` (``"gpt2"``/``"llama"``) at a BERT preset's ``size`` (``"narrow"`` ->
+    ``"gpt2-narrow"``), None when there is none: how a sized plan's BERT choice maps to a causal model."""
+    name = f"{family}-{size}"
+    return name if name in PRESETS and not (family == "gpt2" and size == "small") else None
+
+
+def special_ids(tokenizer) -> dict:
+    """``{"bos_token_id", "eos_token_id", "pad_token_id"}`` for a causal config from ``tokenizer``:
+    eos the separator, bos ``[CLS]`` (else bos, else eos), pad ``[PAD]`` (else eos)."""
+    eos, _ = document_separator(tokenizer)
+    bos = next((i for i in (tokenizer.cls_token_id, tokenizer.bos_token_id) if i is not None), eos)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    return {"bos_token_id": int(bos), "eos_token_id": eos, "pad_token_id": int(pad)}
+
+
+def build_causal_config(preset: str, vocab_size: int, block_size: int | None = None, dropout: float | None = None,
+                        **ids):
+    """A ``GPT2Config`` / ``LlamaConfig`` for ``preset`` (:data:`PRESETS`) with ``vocab_size`` rows, tied
+    embeddings, SDPA attention; ``block_size``: positions (None: the preset's); ``dropout``: residual, embedding
+    and attention dropout (None: GPT-2's 0.1, Llama's 0.0); ``ids``: :func:`special_ids`.
+
+    Raises:
+        ConfigError: an unknown preset (the presets listed), a non-positive size.
+    """
+    from transformers import GPT2Config, LlamaConfig
+
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown causal preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    if vocab_size <= 0:
+        raise ConfigError(f"vocab_size={vocab_size} must be positive; pass len(tokenizer)")
+    family, kwargs = PRESETS[preset]
+    kwargs = dict(kwargs)
+    if family == "gpt2":
+        if block_size is not None:
+            kwargs["n_positions"] = block_size
+        if dropout is not None:
+            kwargs.update(resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout)
+        config = GPT2Config(vocab_size=vocab_size, tie_word_embeddings=True, **kwargs, **ids)
+    else:
+        if block_size is not None:
+            kwargs["max_position_embeddings"] = block_size
+        kwargs["num_key_value_heads"] = kwargs["num_attention_heads"]
+        config = LlamaConfig(vocab_size=vocab_size, tie_word_embeddings=True, rms_norm_eps=1e-6,
+                             attention_dropout=dropout or 0.0, **kwargs, **ids)
+    config._attn_implementation = ATTN_IMPLEMENTATION
+    return config
+
+
+def build_causal_model(preset: str, tokenizer, block_size: int, seed: int | None = 0, dropout: float | None = None):
+    """A randomly initialised ``GPT2LMHeadModel`` or ``LlamaForCausalLM`` for ``tokenizer`` (its vocabulary
+    and special ids, :func:`special_ids`): ``input_ids`` (B, T <= block_size) -> ``logits`` (B, T, V).
+
+    The position table holds ``block_size`` tokens (Llama's rotary table the same). ``seed``: weights drawn
+    under :func:`nbkit.models.loading.seeded` (the caller's RNG does not move); None draws from the global RNG.
+
+    Raises:
+        ConfigError: unknown preset; ``block_size`` below 2 or above the preset's positions (both named).
+    """
+    from transformers import GPT2LMHeadModel, LlamaForCausalLM
+
+    from nbkit.models.loading import seeded
+
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown causal preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    family, kwargs = PRESETS[preset]
+    limit = kwargs.get("n_positions") or kwargs.get("max_position_embeddings")
+    if not 2 <= block_size <= limit:
+        raise ConfigError(f"block_size={block_size} outside 2..{limit}, the {preset!r} model's positions "
+                          f"(n_positions / max_position_embeddings); use block_size <= {limit}")
+    config = build_causal_config(preset, len(tokenizer), block_size, dropout, **special_ids(tokenizer))
+    with seeded(seed):
+        return (GPT2LMHeadModel if family == "gpt2" else LlamaForCausalLM)(config)
+
+
+def positions(config) -> int:
+    """The context of a causal config in tokens (``n_positions`` / ``max_position_embeddings``)."""
+    return int(getattr(config, "n_positions", None) or config.max_position_embeddings)
+
+
+def is_causal_lm(model) -> bool:
+    """True for a GPT-2 / Llama causal LM (``config.model_type`` in :data:`MODEL_TYPES`)."""
+    return getattr(getattr(model, "config", None), "model_type", None) in MODEL_TYPES
+
+
+def causal_class(model_type: str):
+    """``GPT2LMHeadModel`` / ``LlamaForCausalLM`` for a config's ``model_type``."""
+    from transformers import GPT2LMHeadModel, LlamaForCausalLM
+
+    return {"gpt2": GPT2LMHeadModel, "llama": LlamaForCausalLM}[model_type]
+
+
+def read_causal_config(folder: Path, source: str) -> dict:
+    """``config.json`` of the checkpoint ``folder`` when it is a causal LM nbkit continues, else ConfigError: a
+    BERT masked LM named as such (use ``objective="mlm"``), another architecture listed."""
+    saved = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    kind = saved.get("model_type")
+    if kind == "bert":
+        raise ConfigError(f"init={source!r} is a BERT masked LM ({saved.get('architectures')}), but objective='causal' "
+                          "needs a causal LM (GPT2LMHeadModel: uer/gpt2-chinese-cluecorpussmall; LlamaForCausalLM); "
+                          "continue it with objective='mlm', or pass a causal checkpoint")
+    if kind not in MODEL_TYPES:
+        raise ConfigError(f"init={source!r} is a {kind!r} model ({saved.get('architectures')}); objective='causal' "
+                          f"continues {' / '.join(MODEL_TYPES)} causal LMs (GPT2LMHeadModel, LlamaForCausalLM)")
+    return saved
+
+
+def load_causal_model(source, tokenizer=None, dropout: float | None = None):
+    """The causal LM ``source`` (a folder or Hub name: GPT-2 or Llama) with every weight of the checkpoint
+    loaded, nothing initialised afresh (the output layer tied to the embeddings where the checkpoint ties
+    it, as GPT-2 does). Loads through :func:`nbkit.models.loading.load_pretrained` (the one loader).
+
+    With ``tokenizer``: special ids outside the vocabulary (UER's GPT-2 keeps GPT-2's ``eos_token_id`` 50256
+    over its 21,128 rows) are set from it (:func:`special_ids`), so generation stops at the separator.
+    Returns ``(model, report)``: ``source``, ``folder``, ``unused`` (checkpoint weights not used, by name).
+
+    Raises:
+        ConfigError: a BERT or other non-causal checkpoint (which objective to use), a Hub name not available.
+        CheckpointError: weights missing (named), shapes that differ, files that do not load.
+    """
+    from nbkit.models.loading import load_pretrained, resolve_checkpoint
+
+    folder = resolve_checkpoint(source)
+    saved = read_causal_config(folder, str(source))
+    extra = {}
+    if dropout is not None:
+        extra = ({"resid_pdrop": dropout, "embd_pdrop": dropout, "attn_pdrop": dropout}
+                 if saved["model_type"] == "gpt2" else {"attention_dropout": dropout})
+    model, info = load_pretrained(causal_class(saved["model_type"]), folder, seed=None,
+                                  attn_implementation=ATTN_IMPLEMENTATION, **extra)
+    missing = sorted(k for k in info.get("missing_keys") or []
+                     if not (k == "lm_head.weight" and model.config.tie_word_embeddings))
+    if missing:
+        raise CheckpointError(
+            f"init={str(source)!r} lacks {len(missing)} weights of a {saved['model_type']} causal LM, which would "
+            f"start random: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}. Pass a complete causal-LM "
+            "checkpoint (GPT2LMHeadModel / LlamaForCausalLM saved with save_pretrained)")
+    if tokenizer is not None:
+        vocab = model.config.vocab_size
+        for key, value in special_ids(tokenizer).items():
+            now = getattr(model.config, key, None)
+            if now is None or not 0 <= int(now) < vocab:
+                setattr(model.config, key, value)
+                setattr(model.generation_config, key, value)
+    return model, {"source": str(source), "folder": str(folder),
+                   "unused": sorted(info.get("unexpected_keys") or [])}
