@@ -195,12 +195,17 @@ def test_bad_input_names_the_fix():
         lm.score(np.array([1, 2, 0]), block_size=1)
 
 
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory):
+    docs = [list(words) for _, words in peoples_daily(300)]
+    return write_store(tmp_path_factory.mktemp("store"), docs, shard_tokens=700)
+
+
 @pytest.mark.slow   # trains a WordPiece for the store (~7 s)
-def test_baselines_over_a_store(tmp_path):
+def test_baselines_over_a_store(store_dir):
     from nbkit.corpus import store
 
-    docs = [list(words) for _, words in peoples_daily(300)]
-    path = write_store(tmp_path / "store", docs, shard_tokens=700)
+    path = store_dir
     train = np.concatenate(list(store_stream(path, "train", chunk_tokens=333)))
     val = np.concatenate(list(store_stream(path, "validation")))
     m = store.read_manifest(path)
@@ -213,3 +218,42 @@ def test_baselines_over_a_store(tmp_path):
         n_eval = min(len(val) // 64 * 64, len(val) - 1)
         assert r["eval_tokens"] == n_eval and r["dropped_tokens"] == len(val) - 1 - n_eval
         assert 1 < r["eval_perplexity"] < m["tokenizer"]["vocab_size"]
+    assert rows[1]["eval_perplexity"] < rows[0]["eval_perplexity"] * 1.5   # sane, not exploding
+
+
+@pytest.mark.slow   # the store fixture trains a WordPiece
+def test_block_scores_are_the_collator_targets(store_dir):
+    """score_blocks averages over exactly the labels CausalCollator gives the loop: a bigram 'model' whose
+    logits are the n-gram's log-probabilities of each next token has the same mean CE."""
+    import datasets
+    import torch
+
+    from nbkit.corpus.dataset import StoreCausalDataset
+    from nbkit.evaluate.ngram import causal_baselines, score_blocks
+    from nbkit.text.causal import CausalCollator
+
+    val = StoreCausalDataset(store_dir, 32, "validation")
+    train = StoreCausalDataset(store_dir, 32, "train")
+    V = int(val.manifest["tokenizer"]["vocab_size"])
+    seen = np.concatenate(list(store_stream(store_dir, "train")))[:len(train) * 32 + 1]   # what training reads
+    lm = NgramLM(2, V).fit([seen])
+    table = torch.from_numpy(np.log(np.stack([lm.distribution([v]) for v in range(V)])))   # (V, V)
+
+    class Tok:
+        pad_token_id, sep_token_id, sep_token = 0, int(val.sep_id), "[SEP]"
+
+    batch = CausalCollator(Tok())([val[i] for i in range(len(val))])
+    logits = table[batch["input_ids"]]                                   # (N, T, V): P(. | this token)
+    ce = torch.nn.functional.cross_entropy(logits.reshape(-1, V), batch["labels"].reshape(-1), ignore_index=-100)
+    out = score_blocks(lm, val)
+    # the block's first target has one token of context: the bigram level, as the table row
+    assert out["eval_tokens"] == int((batch["labels"] != -100).sum())
+    assert out["eval_loss"] == pytest.approx(float(ce), rel=1e-9)
+    assert score_blocks(lm, val, max_blocks=3)["eval_tokens"] == 3 * 32
+    # the same blocks as a datasets.Dataset (the bundled-mix path) score the same
+    ds = datasets.Dataset.from_dict({"input_ids": [val[i]["input_ids"].tolist() for i in range(len(val))],
+                                     "next_id": [val[i]["next_id"] for i in range(len(val))]})
+    assert score_blocks(lm, ds)["eval_loss"] == pytest.approx(out["eval_loss"], rel=1e-12)
+    rows = causal_baselines({"train": train, "validation": val}, V, (2,))
+    assert rows[0]["eval_loss"] == pytest.approx(out["eval_loss"], rel=1e-12)
+    assert rows[0]["train_tokens"] == len(seen)

@@ -379,3 +379,86 @@ def ngram_baselines(store_path, orders: Iterable[int] = (2, 3), *, block_size: i
         out.append({"model": f"{order}-gram {kind}", **row,
                     "discounts": [list(lm.discounts[k]) for k in sorted(lm.discounts)]})
     return out
+
+
+def _block_rows(blocks, max_blocks: int | None = None, chunk: int = 1024) -> Iterator[np.ndarray]:
+    """``(n, B+1)`` int64 rows of causal blocks: ``input_ids`` then ``next_id`` (-100 where the block has no
+    next token), from a ``datasets.Dataset`` of :func:`nbkit.text.causal.make_causal_blocks` or a
+    :class:`nbkit.corpus.dataset.StoreCausalDataset`, the first ``max_blocks`` (None: all)."""
+    n = len(blocks) if max_blocks is None else min(len(blocks), int(max_blocks))
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        if hasattr(blocks, "column_names"):       # datasets.Dataset: a slice is a dict of columns
+            part = blocks[lo:hi]
+            ids, nxt = part["input_ids"], part.get("next_id") or [-100] * (hi - lo)
+        else:
+            items = [blocks[i] for i in range(lo, hi)]
+            ids = [np.asarray(x["input_ids"]) for x in items]
+            nxt = [int(x.get("next_id", -100)) for x in items]
+        yield np.concatenate([np.asarray(ids, dtype=np.int64), np.asarray(nxt, dtype=np.int64)[:, None]], axis=1)
+
+
+def score_blocks(lm: NgramLM, blocks, max_blocks: int | None = None) -> dict:
+    """:meth:`NgramLM.score`'s result over causal blocks exactly as the loop evaluates a causal LM on them
+    (``nbkit.text.causal.CausalCollator``'s labels): in each block, every token after the first and the
+    block's ``next_id`` (where there is one), with context inside the block only; the first ``max_blocks``
+    blocks (the loop scores the first ``eval_batches * batch_size``; None: all).
+
+    Raises:
+        DataError: no block, ids outside the model's vocabulary.
+    """
+    nll, count = 0.0, 0
+    for rows in _block_rows(blocks, max_blocks):
+        has_next = rows[:, -1] != -100                       # (n,)
+        rows = rows.copy()
+        rows[~has_next, -1] = 0                               # a placeholder id, never scored
+        logp = np.log(lm.probabilities(rows))                 # (n, B) targets 1 .. B
+        logp[~has_next, -1] = 0.0
+        nll -= float(logp.sum())
+        count += int(logp.shape[0] * (logp.shape[1] - 1) + has_next.sum())
+    if count == 0:
+        raise DataError("score_blocks got no block to score; pass the validation blocks (pretraining.blocks)")
+    loss = nll / count
+    return {"order": lm.order, "eval_loss": loss, "eval_perplexity": math.exp(loss), "eval_tokens": count,
+            "train_tokens": lm.train_tokens}
+
+
+def _train_chunks(blocks) -> Iterator[np.ndarray]:
+    """The token stream a causal LM trains on from ``blocks``: a store's split stream read directly (as far as
+    its blocks reach, plus the last one's next token), else the blocks' ``input_ids`` in order."""
+    from nbkit.corpus.dataset import StoreCausalDataset
+
+    if isinstance(blocks, StoreCausalDataset):
+        left = min(blocks.n_tokens, len(blocks) * blocks.block_size + 1)
+        for chunk in store_stream(blocks.path, blocks.split):
+            if left <= 0:
+                break
+            yield chunk[:left]
+            left -= len(chunk)
+        return
+    for rows in _block_rows(blocks):
+        yield rows[:, :-1].reshape(-1)
+
+
+def causal_baselines(blocks: dict, vocab_size: int, orders: Iterable[int] = (2, 3), *,
+                     max_eval_blocks: int | None = None, discount: float | None = None) -> list[dict]:
+    """The n-gram baselines of a causal LM trained on ``blocks["train"]`` and evaluated on
+    ``blocks["validation"]`` (:func:`nbkit.recipes.pretraining.blocks`): one :class:`NgramLM` per order fitted
+    on the training stream (:func:`_train_chunks`: every training token once) and scored with
+    :func:`score_blocks` on the first ``max_eval_blocks`` validation blocks, the targets the LM's
+    ``eval_loss`` averages over.
+
+    Returns:
+        ``[{"model": "2-gram KN", "order", "eval_loss", "eval_perplexity", "eval_tokens", "train_tokens"},
+        ...]``.
+
+    Raises:
+        DataError / ConfigError: as :class:`NgramLM` and :func:`score_blocks`.
+    """
+    out = []
+    for order in orders:
+        lm = NgramLM(order, vocab_size, discount=discount).fit(_train_chunks(blocks["train"]))
+        kind = "KN" if discount is None else f"abs. discount {discount}"
+        out.append({"model": f"{order}-gram {kind}",
+                    **score_blocks(lm, blocks["validation"], max_blocks=max_eval_blocks)})
+    return out
