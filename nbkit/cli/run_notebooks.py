@@ -258,6 +258,7 @@ SOURCES: dict[str, str] = {
     "02": "mlm/metrics.json",
     "03": "sentiment/metrics.json",
     "04": "profiling/results.json",
+    "06": "causal/metrics.json",
 }
 
 
@@ -305,7 +306,7 @@ def _profiling(d: dict) -> str:
     return f"{head}, {rate}" if rate else head
 
 
-READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling}
+READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling, "06": _mlm}   # 06: the causal LM's
 
 
 def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:

@@ -462,3 +462,28 @@ def causal_baselines(blocks: dict, vocab_size: int, orders: Iterable[int] = (2, 
         out.append({"model": f"{order}-gram {kind}",
                     **score_blocks(lm, blocks["validation"], max_blocks=max_eval_blocks)})
     return out
+
+
+def compare_with_baselines(lm: dict, baselines: list[dict]) -> dict:
+    """The causal LM's held-out perplexity beside the n-gram baselines', on the same targets.
+
+    ``lm``: its evaluation (``eval_loss``, ``eval_perplexity``, ``eval_tokens``) with ``train_tokens`` (tokens
+    its training read) and a ``model`` name; ``baselines``: :func:`causal_baselines`'s rows.
+
+    Returns:
+        ``{"rows": [{"model", "eval_perplexity", "eval_loss", "eval_tokens", "train_tokens"}, ...] (the LM
+        first), "beats": {"2-gram KN": bool, ...}, "same_targets": bool (every row scored as many targets),
+        "text": one line per baseline saying whether the LM beat it and by how much}``.
+    """
+    keys = ("model", "eval_perplexity", "eval_loss", "eval_tokens", "train_tokens")
+    rows = [{k: lm.get(k) for k in keys}, *({k: b.get(k) for k in keys} for b in baselines)]
+    ppl = lm["eval_perplexity"]
+    beats = {b["model"]: bool(ppl < b["eval_perplexity"]) for b in baselines}
+    same = len({r["eval_tokens"] for r in rows}) == 1
+    lines = [f"{lm['model']}: perplexity {ppl:,.1f} "
+             f"{'beats' if beats[b['model']] else 'does not beat'} the {b['model']}'s {b['eval_perplexity']:,.1f} "
+             f"({ppl / b['eval_perplexity']:.2f}x)" for b in baselines]
+    if not same:
+        lines.append("warning: the rows scored different numbers of held-out tokens "
+                     f"({sorted({r['eval_tokens'] for r in rows})}); compare with care")
+    return {"rows": rows, "beats": beats, "same_targets": same, "text": "\n".join(lines)}
