@@ -174,3 +174,43 @@ def test_run_pretraining_causal_at_smoke_resumes_exactly(tmp_path, runs_tmp):
     assert resumed["steps"] == 6 and resumed["eval_loss"] == pytest.approx(metrics["eval_loss"], abs=0)
     other = AutoModelForCausalLM.from_pretrained(again / "model").state_dict()
     assert all(torch.equal(final[k], other[k]) for k in final)
+
+
+def test_the_loop_counts_a_causal_models_flops_and_scores_every_next_token():
+    from nbkit.models.causal import build_causal_model
+    from nbkit.models.flops import causal_flops_per_token
+    from nbkit.text.causal import CausalCollator
+    from nbkit.train import Loop, TrainConfig
+
+    tok = char_tokenizer()
+    model = build_causal_model("llama-tiny", tok, 16)
+    data = [{"input_ids": torch.randint(5, len(tok), (16,)), "next_id": 7} for _ in range(8)]
+    collate = CausalCollator(tok)
+    loop = Loop(model, TrainConfig(max_steps=1, batch_size=4, log_every=1, progress=False, precision="fp32"),
+                data, data, collate_fn=collate)
+    out = loop.train_step([collate(data[:4])])
+    assert out["flops"] == pytest.approx(4 * 16 * causal_flops_per_token(model.config, 16))
+    assert out["n_label"] == 4 * 16                                                  # every position has a target
+    metrics = loop.evaluate()
+    assert metrics["eval_tokens"] == 8 * 16 and metrics["eval_perplexity"] > 1
+
+
+@pytest.mark.multiproc
+@pytest.mark.slow  # torchrun with 2 gloo ranks on CPU
+def test_the_causal_job_under_torchrun(tmp_path, runs_tmp):
+    from transformers import AutoModelForCausalLM
+
+    from nbkit.jobs import launch as L
+
+    out = tmp_path / "causal"
+    args = ["--scale", "smoke", "--objective", "causal", "--model", "llama-tiny", "--max-steps", "2", "--log-every",
+            "1", "--resume", "none", "--output-dir", str(out)]
+    got = []
+    h = L.launch("nbkit.jobs.pretrain", nproc_per_node=2, args=args, on_metrics=got.append,
+                 log_dir=tmp_path / "logs", device="cpu", show=False,
+                 env={"OMP_NUM_THREADS": "1", "NBKIT_RUNS_DIR": str(runs_tmp)})
+    assert h.wait(timeout=300) == 0, "\n".join(h.lines[-30:])
+    assert [m["step"] for m in got if "loss" in m] == [1, 2]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert (metrics["objective"], metrics["world_size"], metrics["steps"]) == ("causal", 2, 2)
+    assert type(AutoModelForCausalLM.from_pretrained(out / "model")).__name__ == "LlamaForCausalLM"
