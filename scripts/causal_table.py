@@ -110,7 +110,7 @@ def record(run_dir: Path, machine: str, wall_s: float | None = None, out: Path |
     b = json.loads((run_dir / "baselines.json").read_text(encoding="utf-8"))
     from nbkit.recipes.pretraining import PretrainConfig
 
-    base = PretrainConfig.for_scale(m["scale"], objective="causal").to_dict()
+    base = json.loads(jsonio.dumps(PretrainConfig.for_scale(m["scale"], objective="causal").to_dict()))  # as stored
     overrides = {k: v for k, v in m["config"].items() if base.get(k) != v and k not in ("progress",)}
     payload = {"scale": m["scale"], "overrides": overrides, "steps": m["steps"], "tokens_per_s": m["tokens_per_s"],
                "device": m["device"], "precision": m["precision"], "rows": b["rows"], "beats": b["beats"],
