@@ -132,7 +132,7 @@ import pandas as pd
 pd.DataFrame(comparison["rows"]).round(3)
 
 # %% [markdown]
-# At `smoke` (a few steps of a tiny model) the GPT loses to both: it has barely started. At `cpu` it beats the bigram within the notebook's few minutes; whether it beats the trigram depends on how long it trains (docs/pretraining.md records what a run gave). The trigram is the stronger bar: on a corpus this small, many of its contexts were seen only once, and Kneser-Ney's back-off is what keeps it honest.
+# At `smoke` (a few steps of a tiny model) the GPT loses to both: it has barely started, while the n-grams read every training token once. Whether it beats the bigram and the trigram at `cpu` or `gpu` depends on how many tokens it trains on; docs/pretraining.md ("MLM or causal") records what runs gave, with the machine. The trigram is the stronger bar: on a corpus this small many of its contexts were seen only once, and Kneser-Ney's back-off is what keeps it honest.
 
 # %% [markdown]
 # ## 6. Generation
