@@ -19,7 +19,11 @@ class CheckpointError(NbkitError):
 
 
 class NonFiniteLossError(NbkitError):
-    """Training produced non-finite losses or gradients too many steps in a row."""
+    """Training produced a non-finite loss (the step is named), or non-finite gradients too many steps in a row."""
+
+
+class NonFiniteWeightsError(NonFiniteLossError):
+    """A model about to be saved (checkpoint, trained model, export) holds NaN or infinite weights: nothing is written."""
 
 
 class WriteError(CheckpointError):

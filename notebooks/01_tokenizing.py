@@ -36,6 +36,7 @@ seed = None           # the news split and the review split
 corpus_lines = None   # People's Daily lines; "all": every line
 vocab_size = None     # WordPiece target vocabulary
 model = None          # BERT preset whose position table sets model_max_length
+eval_fraction = None  # share of news lines held out for the [UNK] rate (0-1)
 
 # %% [markdown]
 # The whole recipe is one object: the scale's defaults plus what you set above; the table says where each value comes from. A run with other settings writes to its own folder (`runs/<scale>/tokenizer-vocab_size4000`), so it never overwrites the scale's tokenizer that notebooks 02 and 03 read.
@@ -45,7 +46,8 @@ from nbkit import data, text
 from nbkit.recipes import finetuning as ft
 from nbkit.recipes import tokenizer as tk
 
-cfg = tk.TokenizerConfig.for_scale(scale, seed=seed, corpus_lines=corpus_lines, vocab_size=vocab_size, model=model)
+cfg = tk.TokenizerConfig.for_scale(scale, seed=seed, corpus_lines=corpus_lines, vocab_size=vocab_size, model=model,
+                                   eval_fraction=eval_fraction)
 out_dir = cfg.run_dir()
 max_length = ft.FinetuneConfig.for_scale(cfg.scale).max_length   # notebook 03's cut, marked on the histogram
 print(f"-> {out_dir}")

@@ -41,6 +41,22 @@ corpus_lines = None       # People's Daily lines, where the scale's mix reads th
 precision = None          # auto / bf16 / fp16 / fp32
 corpus = None             # your corpus: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: the bundled mix
 init = None               # continue a published BERT masked LM: a folder or Hub name ("bert-base-chinese"); None: random weights
+max_passes = None         # cap the steps at this many passes over the training blocks; "all": no cap
+budget_minutes = None     # with corpus: wall-clock minutes the sized run may take; "all": 15 on a CPU, 240 on a GPU
+fit_to_corpus = None      # with corpus: size model, steps and lr to its tokens (what you set stays); False: as set
+eval_blocks = None        # held-out blocks scored per evaluation; "all": every one
+patience = None           # stop after this many evaluations without a lower held-out loss; "all": never stop early
+warmup_ratio = None       # share of steps warming up (0-1)
+scheduler = None          # LR decay after warm-up: linear / cosine / constant
+weight_decay = None       # AdamW's (not on biases and LayerNorm)
+mlm_probability = None    # share of tokens chosen as targets (0-1; 80 % [MASK], 10 % random, 10 % kept)
+whole_word = None         # choose whole words as targets (gold or jieba boundaries)
+dropout = None            # hidden and attention dropout (the recipe's: the preset's 0.1)
+checkpoint_every = None   # steps between checkpoints (the recipe's: eval_every); 0: only the last
+keep_last = None          # checkpoints kept
+mix = None                # the bundled text: (source, repeat weight) pairs of peoples_daily, news, own, reviews
+max_train = None          # training reviews read; "all": every one
+eval_fraction = None      # share of the mix's texts held out for the MLM loss (0-1)
 
 # %% [markdown]
 # The whole recipe is one object: the scale's defaults plus what you set above (with `init`, the continued-pretraining defaults: a low learning rate, the checkpoint's model; the table gives each reason). The run's folder is named after what you set (`cfg.run_dir()`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. The table says where each value comes from (the `scale`, a `recipe` constant and why, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
@@ -52,7 +68,12 @@ from nbkit.recipes import pretraining as pt
 cfg = pt.PretrainConfig.for_scale(scale, seed=seed, split_seed=seed, model=model, block_size=block_size,
                                   batch_size=batch_size, grad_accum_steps=grad_accum_steps, max_steps=max_steps,
                                   lr=lr, eval_every=eval_every, corpus_lines=corpus_lines, precision=precision,
-                                  corpus=corpus, init=init)   # None values keep the recipe's
+                                  corpus=corpus, init=init, max_passes=max_passes, budget_minutes=budget_minutes,
+                                  fit_to_corpus=fit_to_corpus, eval_blocks=eval_blocks, patience=patience,
+                                  warmup_ratio=warmup_ratio, scheduler=scheduler, weight_decay=weight_decay,
+                                  mlm_probability=mlm_probability, whole_word=whole_word, dropout=dropout,
+                                  checkpoint_every=checkpoint_every, keep_last=keep_last, mix=mix,
+                                  max_train=max_train, eval_fraction=eval_fraction)   # None values keep the recipe's
 out_dir = cfg.run_dir()   # runs/<scale>/mlm, "mlm-seed3-split_seed3" with overrides, "mlm-<store>[-lr0.002]" with corpus,
                           # "mlm-from-bert-base-chinese-<hash>" with init
 print(f"-> {out_dir}")

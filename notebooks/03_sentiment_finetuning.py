@@ -34,6 +34,17 @@ max_train = None      # training examples used; "all": the whole split
 model = None          # BERT preset when there is no encoder to start from (built from config)
 pooling = None        # classifier input: "mean" of the token states, BERT's "cls" pooler; None: chosen per encoder
 init = None           # the encoder: a model folder (e.g. runs/cpu/mlm-<corpus>/model) or Hub name (bert-base-chinese); None: notebook 02's
+max_steps = None      # optimizer steps in all; "all": from epochs
+grad_accum_steps = None# micro-batches per optimizer step
+warmup_ratio = None   # share of steps warming up (0-1)
+scheduler = None      # LR decay after warm-up: linear / cosine / constant
+weight_decay = None   # AdamW's (not on biases and LayerNorm)
+class_weights = None  # "balanced" (n / (K n_c)) or a list per class; the recipe's: none
+precision = None      # auto / bf16 / fp16 / fp32
+eval_every = None     # steps between validation evaluations (the recipe's: 4 per run); 0: none
+checkpoint_every = None# steps between checkpoints (the recipe's: 2 per run); 0: none
+keep_last = None      # checkpoints kept
+group_by_length = None# batch texts of similar length (less padding)
 
 # %% [markdown]
 # ## The recipe
@@ -44,7 +55,11 @@ from nbkit import evaluate, views
 from nbkit.recipes import finetuning as ft
 
 cfg = ft.FinetuneConfig.for_scale(scale, seed=seed, max_length=max_length, batch_size=batch_size, epochs=epochs,
-                                  lr=lr, max_train=max_train, model=model, pooling=pooling, init=init)
+                                  lr=lr, max_train=max_train, model=model, pooling=pooling, init=init,
+                                  max_steps=max_steps, grad_accum_steps=grad_accum_steps, warmup_ratio=warmup_ratio,
+                                  scheduler=scheduler, weight_decay=weight_decay, class_weights=class_weights,
+                                  precision=precision, eval_every=eval_every, checkpoint_every=checkpoint_every,
+                                  keep_last=keep_last, group_by_length=group_by_length)
 out_dir = cfg.run_dir()   # "sentiment-seed3" with overrides, "-from-mlm-wiki-…" with init
 print(f"-> {out_dir}")
 cfg.table()

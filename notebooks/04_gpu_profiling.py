@@ -42,6 +42,7 @@ vocab_size = None          # vocabulary of that model built from config
 seq_len = None             # tokens per sequence
 batch_size = None          # sequences per step
 timing_steps = None        # timed steps per measurement (after warm-up)
+warmup_steps = None        # untimed steps before each measurement
 sdpa_seq_lens = None       # attention lengths to compare
 sdpa_batch = None          # attention batch
 sdpa_heads = None          # attention heads
@@ -69,7 +70,8 @@ from nbkit.train.precision import choose_precision
 cfg = ProfileConfig.for_scale(scale, profile_steps=profile_steps, bench_sizes=bench_sizes, model=model,
                               vocab_size=vocab_size, seq_len=seq_len, batch_size=batch_size, timing_steps=timing_steps,
                               sdpa_seq_lens=sdpa_seq_lens, sdpa_batch=sdpa_batch, sdpa_heads=sdpa_heads,
-                              h2d_mib=h2d_mib, worker_values=worker_values, compile_values=compile_values, init=init)
+                              h2d_mib=h2d_mib, worker_values=worker_values, compile_values=compile_values, init=init,
+                              warmup_steps=warmup_steps)
 cfg.table()
 
 # %%

@@ -37,6 +37,7 @@ seed = None                              # data split and training order
 max_length = None                        # tokens per text
 model = None                             # BERT preset
 block_size = None                        # tokens per MLM block
+vocab_size = None                        # WordPiece target vocabulary of the corpus store
 train_file = "data/sample_reviews.csv"   # your labelled texts
 validation_file = None                   # None: drawn from train_file (10 %)
 test_file = None                         # None: drawn from train_file (10 %)
@@ -57,7 +58,7 @@ cfg = own.OwnDataConfig.for_scale(scale, seed=seed, max_length=max_length, model
                                   train_file=train_file, validation_file=validation_file, test_file=test_file,
                                   text_column=text_column, label_column=label_column, corpus_file=corpus_file,
                                   corpus_text_column=corpus_text_column, pretrain=pretrain, max_passes=max_passes,
-                                  run_name=run_name, init=init)
+                                  run_name=run_name, init=init, vocab_size=vocab_size)
 out_dir = cfg.run_dir()
 print(f"-> {out_dir}")
 cfg.table()

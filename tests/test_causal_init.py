@@ -86,7 +86,7 @@ def test_mismatches_are_named_before_any_work(standins, tmp_path, runs_tmp):
 
     with pytest.raises(ConfigError, match=r"is a BERT masked LM .*objective='causal' needs a causal LM.*objective='mlm'"):
         pt.data(_cfg(standins["bert"]))
-    with pytest.raises(ConfigError, match=r"is a gpt2 causal LM .*objective='mlm' needs a BERT masked LM.*"
+    with pytest.raises(ConfigError, match=r"is a gpt2 causal LM, but objective=.mlm. needs a BERT masked LM.*"
                                           r"objective='causal'"):
         pt.data(pt.PretrainConfig.for_scale("smoke", init=str(standins["uer"])))
     corpus_file = tmp_path / "c.txt"
@@ -129,3 +129,26 @@ def test_continue_a_llama_on_a_store_of_its_tokenizer(standins, tmp_path, runs_t
     assert metrics["objective"] == "causal" and metrics["steps"] == 2 and metrics["eval_loss"] > 0
     saved = AutoModelForCausalLM.from_pretrained(tmp_path / "run" / "model")
     assert type(saved).__name__ == "LlamaForCausalLM" and saved.config.vocab_size == 21128
+    # sized at cpu: the checkpoint fixes the model; its own steps are timed
+    cpu = pt.PretrainConfig.for_scale("cpu", objective="causal", init=str(standins["llama"]), corpus=str(corpus_file),
+                                      budget_minutes=0.2, eval_blocks=8)
+    sized, plan = pt.size(cpu, pt.data(cpu), device="cpu", out_dir=tmp_path / "plan")
+    assert sized.model == cpu.model and sized.lr == cpu.lr and sized.max_steps == plan["max_steps"]
+    assert any("init fixes the model" in r for r in plan["reasons"])
+
+
+def test_fp16_weights_and_a_config_without_model_type_load_as_for_mlm(standins, tmp_path, capsys):
+    """The one loader (nbkit.models.loading): float16 files become float32 master weights; an older config with
+    only ``architectures`` is read by them."""
+    half = tmp_path / "half"
+    shutil.copytree(standins["uer"], half)
+    state = torch.load(half / "pytorch_model.bin", weights_only=True)
+    torch.save({k: v.half() for k, v in state.items()}, half / "pytorch_model.bin")
+    conf = json.loads((half / "config.json").read_text())
+    del conf["model_type"]
+    (half / "config.json").write_text(json.dumps(conf))
+    cfg = _cfg(half)
+    lm = pt.model(cfg, pt.tokenizer(cfg, pt.PretrainCorpus()))
+    assert {p.dtype for p in lm.parameters()} == {torch.float32}
+    assert torch.equal(lm.transformer.wte.weight, state["transformer.wte.weight"].half().float())
+    assert "stored in float16, loaded as float32" in capsys.readouterr().out

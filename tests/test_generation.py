@@ -74,6 +74,9 @@ def test_a_masked_lm_asked_to_generate_and_a_causal_lm_asked_to_fill_say_what_to
         export_causal_lm(bert, tok, root / "nope")
     with pytest.raises(ConfigError, match=r"causal LM.*use nbkit.evaluate.generation.generate"):
         fill_mask(model, tok, ["中国[MASK]民"])
+    bert.save_pretrained(root / "mlm")                                                # an MLM run's model/ folder
+    with pytest.raises(ConfigError, match=r"holds a 'bert' model, not a causal LM.*fill_mask"):
+        generate(str(root / "mlm"), tok, "中国")
 
 
 def test_export_loads_in_plain_transformers_and_the_pipeline_continues_alike(trained):
@@ -90,7 +93,7 @@ def test_export_loads_in_plain_transformers_and_the_pipeline_continues_alike(tra
     reloaded = AutoModelForCausalLM.from_pretrained(out)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), reloaded.state_dict().values()))
     assert generate(reloaded, AutoTokenizer.from_pretrained(out), "中国人民", max_new_tokens=12) == \
-        generate(model, tok, "中国人民", max_new_tokens=12)
+        generate(model, tok, "中国人民", max_new_tokens=12) == generate(out, None, "中国人民", max_new_tokens=12)
     pipe = pipeline("text-generation", model=str(out))
     for prompt in ("中国人民", "今天"):
         ids = pipe(prompt, max_new_tokens=12, do_sample=False, return_tensors=True)[0]["generated_token_ids"]

@@ -3,6 +3,7 @@ of bert-base-chinese and of a ckiplab model (``nbkit.models.standin``): nothing 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -331,3 +332,151 @@ def test_the_jobs_take_init_as_a_flag(standins, runs_tmp):
     assert cfg.init == str(standins["bbc"]) and cfg.lr == 5e-5 and "-from-bert-base-chinese-" in out.name
     fcfg, _ = finetune.config(finetune.parser().parse_args(["--scale", "cpu", "--init", str(standins["bbc"])]))
     assert fcfg.init == str(standins["bbc"]) and fcfg.pooling is None
+
+
+# ----- issue 39: checkpoints as published uploads come (fp16 weights, no model_type, half-downloaded caches) -----
+def _copy_with_config(src: Path, dst: Path, drop=(), **changes) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    conf = {k: v for k, v in json.loads((dst / "config.json").read_text()).items() if k not in drop}
+    (dst / "config.json").write_text(json.dumps({**conf, **changes}))
+    return dst
+
+
+def _saved_in(dtype, standin: Path, out: Path) -> Path:
+    """The stand-in re-saved as a half-precision upload: weights stored in ``dtype``, its tokenizer files beside."""
+    import shutil
+
+    from transformers import BertForMaskedLM
+
+    BertForMaskedLM.from_pretrained(str(standin)).to(dtype).save_pretrained(out)
+    for f in ("vocab.txt", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(standin / f, out / f)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_a_half_precision_checkpoint_trains_in_fp32_master_weights(standins, tmp_path, runs_tmp, dtype, capsys):
+    from safetensors import safe_open
+
+    from nbkit.models.loading import stored_dtype
+
+    init = _saved_in(dtype, standins["bbc"], tmp_path / "half")
+    with safe_open(str(init / "model.safetensors"), "pt") as f:
+        assert f.get_tensor("bert.embeddings.word_embeddings.weight").dtype == dtype    # stored as published
+    name = str(dtype).removeprefix("torch.")
+    assert stored_dtype(init) == name and stored_dtype(standins["ckip"]) == "float32"     # .bin read too
+    cfg = _cfg(init, max_steps=3, eval_every=3, max_train=100, corpus_lines=100)
+    bert = pt.model(cfg, pt.tokenizer(cfg, pt.PretrainCorpus()))
+    assert {p.dtype for p in bert.parameters()} == {torch.float32}
+    assert f"stored in {name}, loaded as float32 master weights" in capsys.readouterr().out   # said in one line
+    metrics = pt.run_pretraining(cfg, tmp_path / "run")
+    losses = [h["loss"] for h in metrics["history"] if "loss" in h]
+    assert len(losses) == 3 and all(map(math.isfinite, losses)) and math.isfinite(metrics["eval_loss"])
+    from transformers import AutoModelForMaskedLM
+
+    saved = AutoModelForMaskedLM.from_pretrained(metrics["model_dir"], dtype="auto")
+    assert {p.dtype for p in saved.parameters()} == {torch.float32}
+    assert all(torch.isfinite(p).all() for p in saved.parameters())
+    # fine-tuning loads it the same way, and says so
+    fcfg = ft.FinetuneConfig.for_scale("smoke", init=str(init), max_train=64)
+    clf, how = ft.model(fcfg, ft.tokenizer(fcfg), ft.data(fcfg))
+    assert {p.dtype for p in clf.parameters()} == {torch.float32} and f"weights stored in {name}" in how
+
+
+@pytest.mark.parametrize("layout", ["bbc", "ckip"])
+def test_a_config_without_model_type_loads_from_its_architectures(standins, tmp_path, layout):
+    """Older uploads have only `architectures`: pretraining refused them ("a None model") while fine-tuning loaded."""
+    init = _copy_with_config(standins[layout], tmp_path / "old", drop=("model_type",))
+    cfg = _cfg(init)
+    assert pt.init_checkpoint(cfg) == init
+    bert = pt.model(cfg, pt.tokenizer(cfg, pt.PretrainCorpus()))
+    ref = pt.model(_cfg(standins[layout]), pt.tokenizer(cfg, pt.PretrainCorpus()))
+    assert all(torch.equal(a, b) for a, b in zip(bert.state_dict().values(), ref.state_dict().values()))
+    fcfg = ft.FinetuneConfig.for_scale("smoke", init=str(init), max_train=64)
+    clf, how = ft.model(fcfg, ft.tokenizer(fcfg), ft.data(fcfg))
+    assert "loaded encoder from local checkpoint" in how
+    for arch in (["BertModel"], ["BertForPreTraining"], ["BertForSequenceClassification"]):
+        from nbkit.models.loading import checkpoint_model_type
+
+        assert checkpoint_model_type({"architectures": arch}) == "bert"
+    assert checkpoint_model_type({"architectures": ["XLMRobertaForMaskedLM"]}) == "xlm-roberta"
+    assert checkpoint_model_type({"architectures": ["GPT2LMHeadModel"]}) == "gpt2"
+
+
+_TWO = __import__("types").SimpleNamespace(num_labels=2, id2label={0: "neg", 1: "pos"})   # labels, no data
+
+
+@pytest.mark.parametrize("changes", [{}, {"architectures": ["MyOwnModelForMaskedLM"]}], ids=["nothing", "unknown"])
+def test_a_config_naming_no_model_gets_one_answer_from_both_recipes(standins, tmp_path, changes):
+    init = _copy_with_config(standins["bbc"], tmp_path / "anon", drop=("model_type", "architectures"), **changes)
+    answers = []
+    for call in (lambda: pt.data(_cfg(init)), lambda: pt.model(_cfg(init), None),
+                 lambda: ft.model(ft.FinetuneConfig.for_scale("smoke", init=str(init), max_train=64), None, _TWO)):
+        with pytest.raises(CheckpointError) as err:
+            call()
+        answers.append(str(err.value).split(": ", 1)[1])
+    assert len(set(answers)) == 1, answers                              # the same words, whichever recipe asks
+    assert f"{init / 'config.json'} has no model_type" in answers[0] and '"model_type": "bert"' in answers[0]
+    other = _copy_with_config(standins["bbc"], tmp_path / "electra", drop=("model_type",),
+                              architectures=["ElectraForMaskedLM"])
+    with pytest.raises(ConfigError, match="is a 'electra' model; init takes a BERT"):
+        pt.data(_cfg(other))
+    with pytest.raises(ConfigError, match="is a 'electra' model; source takes a BERT"):
+        ft.model(ft.FinetuneConfig.for_scale("smoke", init=str(other), max_train=64), None, _TWO)
+
+
+def _hf_cache(tmp_path, monkeypatch, name: str) -> Path:
+    """An empty Hugging Face cache under a tmp HF_HOME, offline; returns the snapshot folder of ``name``
+    (``hub/models--org--name/snapshots/<hash>``, ``refs/main`` naming it), created empty."""
+    import huggingface_hub.constants as hc
+
+    home = tmp_path / "hf-home"
+    cache = home / "hub"
+    repo = cache / ("models--" + name.replace("/", "--"))
+    commit = "a" * 40
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    for var, value in (("HF_HOME", home), ("HF_HUB_CACHE", cache), ("HF_HUB_OFFLINE", "1")):
+        monkeypatch.setenv(var, str(value))
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hc, "HF_HUB_CACHE", str(cache))
+    return snapshot
+
+
+def test_a_cache_snapshot_without_weights_names_the_files_and_the_download(standins, tmp_path, monkeypatch, runs_tmp):
+    """An interrupted download: config.json and vocab.txt cached, no weights; transformers' raw OSError before."""
+    import shutil
+
+    name = "hfl/chinese-roberta-wwm-ext"
+    snapshot = _hf_cache(tmp_path, monkeypatch, name)
+    for f in ("config.json", "vocab.txt"):
+        shutil.copy(standins["bbc"] / f, snapshot / f)
+    calls = {"pretraining data": lambda: pt.data(pt.PretrainConfig.for_scale("smoke", init=name)),
+             "pretraining model": lambda: pt.model(pt.PretrainConfig.for_scale("smoke", init=name), None),
+             "fine-tuning": lambda: ft.model(ft.FinetuneConfig.for_scale("smoke", init=name), None, _TWO)}
+    for what, call in calls.items():
+        with pytest.raises(CheckpointError) as err:
+            call()
+        text = str(err.value)
+        assert f"snapshot {snapshot} is incomplete" in text, what
+        assert "no weights file (model.safetensors or pytorch_model.bin)" in text and "config.json, vocab.txt" in text
+        assert f"`hf download {name}`" in text and f"`hf download {name} --local-dir DIR`" in text
+    # a sharded upload with a shard missing: the shard is named
+    (snapshot / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    (snapshot / "model-00001-of-00002.safetensors").write_bytes(b"")
+    with pytest.raises(CheckpointError, match=r"1 of the 2 shards its model.safetensors.index.json names are "
+                                              r"missing: model-00002-of-00002.safetensors"):
+        pt.data(pt.PretrainConfig.for_scale("smoke", init=name))
+    # a local folder without weights: the same kind of answer
+    local = tmp_path / "local"
+    local.mkdir()
+    shutil.copy(standins["bbc"] / "config.json", local / "config.json")
+    with pytest.raises(CheckpointError, match=r"has config.json but no weights file \(model.safetensors or "
+                                              r"pytorch_model.bin\) \(it holds: config.json\)"):
+        pt.data(_cfg(local))

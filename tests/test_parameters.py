@@ -37,6 +37,74 @@ def _parameters(source: str) -> dict:
 #: parameters that steer a notebook's own cells, not a recipe (notebook 00's live monitor)
 NOT_CONFIG = {"monitor_interval", "watch_seconds"}
 
+#: notebook -> the recipe config its parameters cell feeds (``module:Class``). A new notebook adds its line here,
+#: and then every field of its config is one of its parameters or in NOT_PARAMETERS with the reason.
+CONFIGS = {
+    "00_environment_check": "nbkit.recipes.profiling:ProfileConfig",
+    "01_tokenizing": "nbkit.recipes.tokenizer:TokenizerConfig",
+    "02_bert_mlm_pretraining": "nbkit.recipes.pretraining:PretrainConfig",
+    "03_sentiment_finetuning": "nbkit.recipes.finetuning:FinetuneConfig",
+    "04_gpu_profiling": "nbkit.recipes.profiling:ProfileConfig",
+    "05_your_own_data": "nbkit.recipes.own_data:OwnDataConfig",
+}
+#: config fields a notebook's parameters cell leaves out, each with its reason; ``"*"`` (as a notebook): the fields
+#: of any recipe that change how a run shows or resumes, not what it trains; ``"*"`` (as a field): every field left.
+NOT_PARAMETERS = {
+    "*": {"scale": "the parameter every notebook has (checked apart)",
+          "progress": "the notebook shows its tqdm bar; a headless job turns it off (--no-progress)",
+          "progress_every_s": "plain progress lines for a headless log (jobs); the notebook shows the bar",
+          "log_every": "the log interval (about 20 lines a run); the loop's history keeps every line either way",
+          "report_to": "TensorBoard events are written for every notebook run (tensorboard --logdir runs/)",
+          "num_workers": "DataLoader processes: the scale's value suits the kernel; jobs set it per machine",
+          "checkpoint_minutes": "crash safety for long headless jobs; in a notebook Ctrl-C saves at the step",
+          "resume": "a notebook resumes its run folder by design (rerun = continue); other settings are another "
+                    "folder (run_dir), and a fresh start in the same one is the job's --no-resume"},
+    "00_environment_check": {"*": "notebook 00 runs only the matmul benchmark (bench_sizes); ProfileConfig's other "
+                                  "fields are notebook 04's, whose parameters cell has them"},
+    "02_bert_mlm_pretraining": {"split_seed": "the notebook passes seed as split_seed too: notebook 03, with the "
+                                              "same seed, tests on reviews that were never pretrained on",
+                                "objective": "notebook 02 is the masked LM (its fill-mask and plateau probes are "
+                                             "MLM's); causal pretraining is notebook 06's and the job's --objective "
+                                             "causal"},
+    "03_sentiment_finetuning": {
+        "task": "notebook 03 is the bundled review task (its cells show the review split); news: "
+                "python -m nbkit.jobs.finetune --task news, your files: notebook 05",
+        **dict.fromkeys(("train_file", "validation_file", "test_file", "text_column", "label_column"),
+                        "task own's files: notebook 05 takes them (its parameters cell has them)")},
+}
+
+
+def _config_class(spec: str):
+    import importlib
+
+    module, name = spec.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("stem", sorted(CONFIGS))
+def test_every_field_a_user_may_set_is_in_the_parameters_cell(stem):
+    """Issue 39.5: `budget_minutes` was a PretrainConfig field but not in notebook 02's parameters cell, so
+    `papermill -p budget_minutes 10` set a variable nothing read."""
+    import dataclasses
+
+    cls = _config_class(CONFIGS[stem])
+    fields = [f.name for f in dataclasses.fields(cls)]
+    params = _parameters(_code_cells(ROOT / "notebooks" / f"{stem}.ipynb")[0])
+    own = NOT_PARAMETERS.get(stem, {})
+    skip = {**NOT_PARAMETERS["*"], **own}
+    missing = [] if "*" in own else [f for f in fields if f not in params and f not in skip]
+    assert not missing, (f"{stem}'s parameters cell lacks {cls.__name__} fields {missing}: add each as `name = None  "
+                         f"# meaning` and pass it as name=name to {cls.__name__}.for_scale(...), or list it in "
+                         "NOT_PARAMETERS with the reason")
+    stale = [f for f in own if f != "*" and (f in params or f not in fields)]
+    assert not stale, f"NOT_PARAMETERS[{stem!r}] names {stale}, which are parameters or not {cls.__name__} fields"
+    assert not set(params) - set(fields) - NOT_CONFIG, f"{stem}: parameters that are no {cls.__name__} field"
+
+
+def test_every_notebook_names_its_config():
+    assert sorted(p.stem for p in NOTEBOOKS if p.stem not in CONFIGS) == [], (
+        "add each new notebook to CONFIGS (notebook -> its recipe config) in tests/test_parameters.py")
+
 
 @pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
 def test_parameters_are_plain_literals_passed_by_name_to_the_recipe_config(ipynb):

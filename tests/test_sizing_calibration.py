@@ -101,3 +101,44 @@ def test_a_corpus_far_larger_than_the_budget_names_its_passes_and_one_gpus_time(
     assert plan["eval_blocks"] < 4096 and "eval_blocks 4,096 ->" in text      # evaluations kept to a quarter
     assert plan["estimated_s"] <= 15 * 60 + 1
     assert sizing.size_run(700_000_000, "cuda")["gpu_one_pass_s"] is None    # on a GPU: nothing to compare
+
+
+def test_the_plan_under_init_is_about_the_run_that_will_happen(store_dir, monkeypatch, runs_tmp, tmp_path):
+    """Issue 39.5: the headline named a preset and its lr (`model=narrow ... lr=0.001 [applied]`) that init does not
+    use, and the one-GPU estimate used another model's speed (`mini at 609,000 tokens/s`) for a BERT-base."""
+    import json
+
+    from nbkit.models.standin import BASE_SIZES, build_standin
+    from nbkit.recipes import pretraining as pt
+
+    init = build_standin(tmp_path / "bert-base-chinese")
+    conf = json.loads((init / "config.json").read_text())
+    (init / "config.json").write_text(json.dumps({**conf, **BASE_SIZES}))   # BERT-base's sizes: only config.json is read
+    real = sizing.size_run
+    monkeypatch.setattr(sizing, "measure_speed", lambda *a, **k: {"tokens_per_s": 130.0, "how": "timed here"})
+    monkeypatch.setattr(sizing, "size_run", lambda n, device, **kw: real(700_000_000, device, **kw))  # a big corpus
+    corpus = pt.PretrainCorpus(store=store_dir)
+    cfg = pt.PretrainConfig.for_scale("cpu", init=str(init), corpus=str(store_dir))
+    sized, plan = pt.size(cfg, corpus, "cpu")
+    text = sizing.plan_text(plan)
+    head = text.splitlines()[0]
+    assert (f"model=bert-base-chinese, batch_size={sized.batch_size}, block_size=128, max_steps={sized.max_steps}, "
+            "lr=5e-05," in head), head
+    assert "narrow" not in text and "mini" not in text and "609,000" not in text and "lr 0.001" not in text
+    assert "M parameters): init's checkpoint" in text and "lr 5e-05 with 6% warm-up (the run's" in text
+    gpu = next(r for r in plan["reasons"] if "on one GPU" in r)
+    assert "bert-base-chinese at ~" in gpu and "estimated, not measured: base's 441,722 tokens/s" in gpu
+    assert plan["gpu_one_pass_s"] == pytest.approx(700_000_000 / float(gpu.split("at ~")[1].split(" ")[0].replace(",", "")),
+                                                   rel=1e-3)
+    # what you set is what the headline shows, and the time is for it
+    mine, plan = pt.size(cfg.replace(max_steps=7), corpus, "cpu")
+    assert mine.max_steps == 7 and "max_steps=7," in sizing.plan_text(plan).splitlines()[0]
+    assert plan["train_tokens"] == 7 * mine.batch_size * 128 and "with what you set: 7 steps" in plan["reasons"][-1]
+    # a GPU plan without a GPU here: the checkpoint's FLOPs estimate, not a preset's recorded speed
+    monkeypatch.setattr(sizing, "size_run", real)
+    _, plan = pt.size(pt.PretrainConfig.for_scale("gpu", init=str(init), corpus=str(store_dir)), corpus, "cuda")
+    assert "estimated, not measured: base's 441,722" in plan["reasons"][1] and plan["model"] == "bert-base-chinese"
+    tiny = sizing.checkpoint_figures(build_standin(tmp_path / "tiny-init"), 128)   # hidden 32: no recorded model near
+    plan = sizing.size_run(700_000_000, "cpu", tokens_per_s=130.0, init={"name": "tiny-init", "lr": 5e-5,
+                                                                        "warmup_ratio": 0.06, **tiny})
+    assert plan["gpu_one_pass_s"] is None and "on one GPU: not measured for tiny-init" in " ".join(plan["reasons"])

@@ -122,23 +122,39 @@ def test_no_weight_decay_on_bias_and_layernorm():
     assert no_decay["weight_decay"] == 0.0 and decay["weight_decay"] == 0.01
 
 
-class NaNAt(torch.nn.Module):
-    """Wraps a model; forward calls whose index is in `bad` return NaN logits."""
+class _NaNGrad(torch.autograd.Function):
+    """Identity forward (the loss stays finite); NaN gradient backward: a fp16 overflow in the backward pass."""
 
-    def __init__(self, model, bad):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * float("nan")
+
+
+class NaNAt(torch.nn.Module):
+    """Wraps a model; forward calls whose index is in `bad` return NaN logits (``grads=True``: finite logits
+    whose gradients are NaN)."""
+
+    def __init__(self, model, bad, grads: bool = False):
         super().__init__()
-        self.inner, self.bad, self.calls = model, set(bad), 0
+        self.inner, self.bad, self.calls, self.grads = model, set(bad), 0, grads
+
+    def save_pretrained(self, *args, **kwargs):   # checkpoints save the wrapped model
+        return self.inner.save_pretrained(*args, **kwargs)
 
     def forward(self, **batch):
         out = self.inner(**batch)
         self.calls += 1
         if self.calls in self.bad or "all" in self.bad:
-            out.logits = out.logits * float("nan")
+            out.logits = _NaNGrad.apply(out.logits) if self.grads else out.logits * float("nan")
         return out
 
 
-def test_nonfinite_steps_are_skipped_counted_and_leave_weights_unchanged():
-    model = NaNAt(tiny_mlm(), bad={3})  # 3rd forward = step 3 with grad_accum 1
+def test_nonfinite_gradient_steps_are_skipped_counted_and_leave_weights_unchanged():
+    model = NaNAt(tiny_mlm(), bad={3}, grads=True)  # 3rd forward = step 3 with grad_accum 1
     snapshots = []
 
     class Snap:
@@ -151,11 +167,69 @@ def test_nonfinite_steps_are_skipped_counted_and_leave_weights_unchanged():
     assert math.isnan(res.history[2]["loss"]) and math.isfinite(res.history[3]["loss"])
 
 
-def test_consecutive_nonfinite_steps_abort_with_advice():
-    loop = Loop(NaNAt(tiny_mlm(), bad={"all"}), _cfg(max_steps=10), token_data(), collate_fn=mlm_collate)
+def test_consecutive_nonfinite_gradients_abort_with_advice():
+    loop = Loop(NaNAt(tiny_mlm(), bad={"all"}, grads=True), _cfg(max_steps=10), token_data(), collate_fn=mlm_collate)
     with pytest.raises(NonFiniteLossError, match="Lower lr"):
         loop.fit()
     assert loop.state.step == 5 and loop.state.skipped_steps == 5   # MAX_CONSECUTIVE_NONFINITE
+
+
+def test_a_nonfinite_loss_stops_the_run_naming_the_step_and_saves_nothing(tmp_path):
+    """Issue 39.1: a NaN loss used to be skipped, and a run whose weights were NaN "finished" and saved them."""
+    out = tmp_path / "run"
+    loop = Loop(NaNAt(tiny_mlm(), bad={3}), _cfg(max_steps=5, output_dir=out, checkpoint_every=1), token_data(),
+                collate_fn=mlm_collate)
+    with pytest.raises(NonFiniteLossError, match=r"loss is nan at step 3 of 5, so the run stops") as err:
+        loop.fit()
+    assert "the weights are finite" in str(err.value) and "step-000002" in str(err.value)   # the last checkpoint
+    assert loop.state.step == 3 and sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-000001",
+                                                                                                 "step-000002"]
+    # weights gone NaN in an update (fp16 parameters under AdamW): the next loss is NaN, the message says why
+    model = tiny_mlm().half()
+    loop = Loop(model, _cfg(max_steps=5, output_dir=tmp_path / "fp16"), token_data(), collate_fn=mlm_collate)
+
+    class Poison:
+        def on_step_end(self, loop):
+            if loop.state.step == 1:
+                with torch.no_grad():
+                    loop.model.bert.embeddings.word_embeddings.weight.fill_(float("nan"))
+    loop.callbacks.append(Poison())
+    with pytest.raises(NonFiniteLossError, match=r"at step 2 of 5.*weights already hold NaN.*parameters are float16"):
+        loop.fit()
+    assert not (tmp_path / "fp16" / "checkpoints").exists()
+
+
+def test_no_save_path_writes_nonfinite_weights(tmp_path):
+    from loop_helpers import tiny_classifier as clf
+
+    from nbkit.errors import NonFiniteWeightsError
+    from nbkit.models.bert import nonfinite_weights
+    from nbkit.models.export import export_classifier
+    from nbkit.train import checkpoint
+
+    model = tiny_mlm()
+    assert nonfinite_weights(model) == []
+    with torch.no_grad():
+        model.bert.encoder.layer[1].output.dense.bias[3] = float("inf")
+    assert nonfinite_weights(model) == ["bert.encoder.layer.1.output.dense.bias"]
+    with pytest.raises(NonFiniteWeightsError, match=r"not saving the checkpoint at step 1: 1 weight tensors .*"
+                                                    r"layer\.1\.output\.dense\.bias"):
+        checkpoint.save_checkpoint(tmp_path / "ck", 1, model, {"step": 1})
+    assert not list((tmp_path / "ck").rglob("*.safetensors"))
+    loop = Loop(model, _cfg(output_dir=tmp_path / "loop"), token_data(), collate_fn=mlm_collate)
+    with pytest.raises(NonFiniteWeightsError):
+        loop.save()
+    c = clf()
+    with torch.no_grad():
+        c.classifier.weight[0, 0] = float("nan")
+    from transformers import BertTokenizerFast
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"{t}\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghij"]))
+    with pytest.raises(NonFiniteWeightsError, match="not saving the export"):
+        export_classifier(c, BertTokenizerFast(vocab_file=str(vocab)), tmp_path / "export", {0: "a", 1: "b"},
+                          max_length=16)
+    assert not (tmp_path / "export").exists()
 
 
 def test_bad_config_and_data_errors_name_the_fix():
@@ -184,7 +258,7 @@ def test_grad_scaler_path_skips_overflow_and_backs_off(tmp_path):
     """The fp16 code path (unscale, clip, scaler.step/update) on CPU: bf16 autocast + a CPU GradScaler."""
     from nbkit.train.precision import Precision
 
-    loop = Loop(NaNAt(tiny_mlm(), bad={2}), _cfg(max_steps=4), token_data(), collate_fn=mlm_collate)
+    loop = Loop(NaNAt(tiny_mlm(), bad={2}, grads=True), _cfg(max_steps=4), token_data(), collate_fn=mlm_collate)
     loop.precision = Precision("bf16", "cpu", use_scaler=True, reason="test: scaler on CPU")
     loop.scaler = loop.precision.make_scaler()
     scales = []
@@ -195,8 +269,8 @@ def test_grad_scaler_path_skips_overflow_and_backs_off(tmp_path):
     loop.callbacks.append(Scale())
     res = loop.fit()
     assert res.metrics["skipped_steps"] == 1
-    assert scales[1] == scales[0] / 2          # the NaN step halved the loss scale
-    assert all(math.isfinite(h["loss"]) for i, h in enumerate(res.history) if i != 1)
+    assert scales[1] == scales[0] / 2          # the overflowing step halved the loss scale
+    assert all(math.isfinite(h["loss"]) for h in res.history)   # the loss itself stayed finite
 
 
 @pytest.mark.gpu

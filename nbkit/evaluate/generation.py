@@ -6,6 +6,8 @@ own): every input a user can get wrong is refused with the fix before transforme
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from nbkit.errors import ConfigError, DataError
 
 
@@ -27,7 +29,8 @@ def check_generation_args(max_new_tokens: int, do_sample: bool, temperature: flo
 def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_sample: bool = False,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None, seed: int = 0,
              full_text: bool = True) -> str:
-    """``prompt`` continued by ``model`` (a GPT-2 / Llama causal LM) for at most ``max_new_tokens`` tokens.
+    """``prompt`` continued by ``model`` (a GPT-2 / Llama causal LM, or its saved folder; ``tokenizer`` an
+    object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens.
 
     ``do_sample=False``: greedy (the most likely token each step: the same text every time). ``True``: sampled
     from the softmax at ``temperature``, cut to the ``top_k`` most likely tokens and to the smallest set whose
@@ -56,6 +59,12 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
     from nbkit.text.causal import prompt_ids
     from nbkit.text.tokenizer_files import cjk_decoding
 
+    if isinstance(model, (str, Path)):                 # a saved folder (export_causal_lm, a run's model/)
+        model, tokenizer = _load(model, tokenizer)
+    elif isinstance(tokenizer, (str, Path)):
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
     if not is_causal_lm(model):
         kind = getattr(getattr(model, "config", None), "model_type", None)
         raise ConfigError(f"generate takes a causal LM (GPT-2 / Llama), got a {kind!r} model ({type(model).__name__}): "
@@ -100,3 +109,22 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
     joined = backend.decode(out[0].tolist(), skip_special_tokens=True)
     head = backend.decode(ids[0].tolist(), skip_special_tokens=True)
     return prompt + joined[len(head):] if joined.startswith(head) else prompt + text
+
+
+def _load(folder, tokenizer):
+    """``(model, tokenizer)`` of a saved causal-LM folder (the tokenizer saved there unless one is given), or
+    ConfigError for a masked LM's folder, saying what to use instead."""
+    from transformers import AutoTokenizer
+
+    from nbkit.models.causal import MODEL_TYPES, load_causal_model
+    from nbkit.models.loading import saved_config
+
+    kind = (saved_config(folder) or {}).get("model_type")
+    if kind not in MODEL_TYPES:
+        raise ConfigError(f"{str(folder)!r} holds a {kind!r} model, not a causal LM: a masked LM fills in [MASK]s "
+                          "instead of writing; use nbkit.evaluate.probes.fill_mask on it, or generate from a causal "
+                          "model (PretrainConfig(objective='causal') writes one to <run>/model)")
+    model = load_causal_model(folder)[0]
+    tok = tokenizer if tokenizer is not None and not isinstance(tokenizer, (str, Path)) else \
+        AutoTokenizer.from_pretrained(str(tokenizer or folder))
+    return model, tok

@@ -100,6 +100,35 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> in
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
 
 
+def nonfinite_weights(model: torch.nn.Module) -> list[str]:
+    """Names of ``model``'s floating-point tensors (parameters and buffers, as ``state_dict`` saves them) holding
+    a NaN or an infinity; ``[]`` when every one is finite. One host sync per device (a save syncs anyway)."""
+    by_device: dict = {}
+    for k, v in model.state_dict().items():
+        if torch.is_floating_point(v) and v.device.type != "meta":
+            by_device.setdefault(v.device, []).append((k, v))
+    bad = []
+    for named in by_device.values():                 # one sync per device
+        flags = torch.stack([torch.isfinite(v).all() for _, v in named]).tolist()
+        bad += [k for (k, _), ok in zip(named, flags) if not ok]
+    return bad
+
+
+def check_finite_weights(model: torch.nn.Module, what: str) -> None:
+    """Raise ``NonFiniteWeightsError`` before ``what`` (a checkpoint, the trained model, an export) is written
+    when ``model`` holds non-finite weights (named): a NaN model must never be saved as one."""
+    bad = nonfinite_weights(model)
+    if bad:
+        from nbkit.errors import NonFiniteWeightsError
+
+        dtype = next((p.dtype for p in model.parameters()), None)
+        raise NonFiniteWeightsError(
+            f"not saving {what}: {len(bad)} weight tensors hold NaN or infinite values ({', '.join(bad[:4])}"
+            f"{' ...' if len(bad) > 4 else ''}; parameters in {str(dtype).removeprefix('torch.')}). The training "
+            "diverged: resume from the last checkpoint with a lower lr or precision='bf16'/'fp32', and load "
+            "float16 checkpoints as float32 (nbkit's loaders do).")
+
+
 #: Files ``tokenizer.save_pretrained`` writes that hold the vocabulary.
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 
@@ -245,8 +274,9 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         ConfigError: ``id2label`` not one name per label; preset/tokenizer missing for ``source=None``;
             a hub name not available (:func:`nbkit.models.loading.resolve_checkpoint`); another tokenizer; a head with another
             label count without ``reinit_head``; a pooling that contradicts the saved one.
-        CheckpointError: a directory without ``config.json``, unreadable weights, or another load failure
-            (:func:`nbkit.models.loading.load_pretrained`, with transformers' report).
+        CheckpointError: a directory without ``config.json`` or its weights, a config without a model type
+            (:func:`nbkit.models.loading.require_model_type`: another type is a ``ConfigError``), unreadable
+            weights, or another load failure (:func:`nbkit.models.loading.load_pretrained`, with transformers' report).
     """
     id2label = {int(k): str(v) for k, v in id2label.items()}
     if len(id2label) != num_labels:
@@ -264,11 +294,14 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         return model, (f"from scratch: preset {preset!r}, random init, {pooling} pooling ({why}; "
                        f"{count_parameters(model):,} parameters)")
 
-    from nbkit.models.loading import resolve_checkpoint
+    from nbkit.models.loading import dtype_note, require_model_type, resolve_checkpoint
+    from nbkit.models.pooling import MeanPoolBertConfig
 
     text = str(source)
     path = resolve_checkpoint(source, what="source", alternative="use source=None with preset='tiny'|'mini'|"
                               "'small'|'base' to train from scratch")
+    require_model_type(path, source, what="source",      # the question pretraining's init asks: one answer
+                       allowed=("bert", MeanPoolBertConfig.model_type))   # and nbkit's own mean-pooling classifier
     local = Path(text).expanduser().is_dir()
     saved_labels = _saved_labels(path) if not reinit_head else None
     saved_pooling = _saved_pooling(path) if not reinit_head else None
@@ -292,8 +325,9 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         check_tokenizer_matches(tokenizer, model.config.vocab_size, path, text)
     new = sorted({k.rsplit(".", 1)[0] for k in info["missing_keys"]})
     kind = "local checkpoint" if local else "hub model"
+    stored = dtype_note(info.get("stored_dtype"))
     how = (f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} "
-           f"({num_labels} labels, {pooling} pooling: {why})")
+           f"({num_labels} labels, {pooling} pooling: {why})" + (f"; weights {stored}" if stored else ""))
     order = label_order(saved_labels, id2label) if saved_labels and "classifier" not in new else None
     if order is not None:           # same names, other order: the saved head's rows follow the names
         reorder_head(model, order)

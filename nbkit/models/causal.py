@@ -129,10 +129,14 @@ def causal_class(model_type: str):
 
 
 def read_causal_config(folder: Path, source: str) -> dict:
-    """``config.json`` of the checkpoint ``folder`` when it is a causal LM nbkit continues, else ConfigError: a
-    BERT masked LM named as such (use ``objective="mlm"``), another architecture listed."""
+    """``config.json`` of the checkpoint ``folder`` (``model_type`` filled in from ``architectures`` where an
+    older upload lacks it: :func:`nbkit.models.loading.checkpoint_model_type`) when it is a causal LM nbkit
+    continues, else ConfigError: a BERT masked LM named as such (use ``objective="mlm"``), another architecture
+    listed. CheckpointError: no model type to be read."""
+    from nbkit.models.loading import checkpoint_model_type
+
     saved = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-    kind = saved.get("model_type")
+    kind = saved["model_type"] = checkpoint_model_type(saved, source)
     if kind == "bert":
         raise ConfigError(f"init={source!r} is a BERT masked LM ({saved.get('architectures')}), but objective='causal' "
                           "needs a causal LM (GPT2LMHeadModel: uer/gpt2-chinese-cluecorpussmall; LlamaForCausalLM); "
@@ -150,7 +154,8 @@ def load_causal_model(source, tokenizer=None, dropout: float | None = None):
 
     With ``tokenizer``: special ids outside the vocabulary (UER's GPT-2 keeps GPT-2's ``eos_token_id`` 50256
     over its 21,128 rows) are set from it (:func:`special_ids`), so generation stops at the separator.
-    Returns ``(model, report)``: ``source``, ``folder``, ``unused`` (checkpoint weights not used, by name).
+    Weights load as float32 master weights whatever the file stores (``load_pretrained``). Returns ``(model,
+    report)``: ``source``, ``folder``, ``unused`` (checkpoint weights not used, by name), ``stored_dtype``.
 
     Raises:
         ConfigError: a BERT or other non-causal checkpoint (which objective to use), a Hub name not available.
@@ -181,4 +186,4 @@ def load_causal_model(source, tokenizer=None, dropout: float | None = None):
                 setattr(model.config, key, value)
                 setattr(model.generation_config, key, value)
     return model, {"source": str(source), "folder": str(folder),
-                   "unused": sorted(info.get("unexpected_keys") or [])}
+                   "unused": sorted(info.get("unexpected_keys") or []), "stored_dtype": info.get("stored_dtype")}

@@ -30,11 +30,12 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
         ConfigError: ``id2label`` without one name per class, ``max_length`` outside 3..the position limit,
             or ``out_dir`` an existing file.
         WriteError: the disk is full or not writable (path, free space, size needed); nothing partial is left.
+        NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
     """
     import copy
 
     from nbkit.caches import ensure_writable_caches
-    from nbkit.models.bert import label_order, reorder_head
+    from nbkit.models.bert import check_finite_weights, label_order, reorder_head
     from nbkit.models.loading import quiet_transformers
     from nbkit.models.pooling import MeanPoolBertConfig, MeanPoolBertForSequenceClassification
     from nbkit.text.tokenizer_files import save_tokenizer
@@ -42,6 +43,7 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
     out = Path(out_dir).expanduser()
     if out.exists() and not out.is_dir():
         raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
+    check_finite_weights(model, f"the export to {out}")
     config = copy.deepcopy(model.config)                 # the caller's config stays as it is
     names = {int(k): str(v) for k, v in (id2label if id2label is not None else config.id2label).items()}
     if sorted(names) != list(range(config.num_labels)):
@@ -103,11 +105,13 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
     Raises:
         ConfigError: ``model`` is not a causal LM (a BERT masked LM: use ``export_classifier`` after
             fine-tuning, or its pretraining folder with ``pipeline("fill-mask")``), or ``out_dir`` is a file.
+        NonFiniteWeightsError: the model holds NaN/inf weights (named): nothing is written.
         WriteError: the disk is full or not writable; nothing partial is left.
     """
     import copy
 
     from nbkit.atomic import atomic_dir
+    from nbkit.models.bert import check_finite_weights
     from nbkit.models.causal import is_causal_lm, positions
     from nbkit.models.loading import quiet_transformers
     from nbkit.text.causal import document_separator
@@ -122,6 +126,7 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
     out = Path(out_dir).expanduser()
     if out.exists() and not out.is_dir():
         raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
+    check_finite_weights(model, f"the export to {out}")
     clone = copy.copy(model)                             # shares the weights; save_pretrained edits clone.config
     clone.config = copy.deepcopy(model.config)
     clone.config.use_cache = True                        # generation reuses the keys and values

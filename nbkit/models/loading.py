@@ -4,6 +4,11 @@
 bare ``RuntimeError``; :func:`load_pretrained` captures the log, loads with ``ignore_mismatched_sizes``
 to see every mismatch, and raises ``ConfigError`` (a head with another label count: both counts and
 fixes) or ``CheckpointError`` (anything else, with the report).
+
+Weights load as float32 whatever dtype the file stores (:data:`MASTER_DTYPE`: transformers 5 keeps a float16
+upload in float16, which AdamW turns to NaN within steps); a folder's model type comes from ``model_type`` or,
+for older uploads without it, from ``architectures`` (:func:`checkpoint_model_type`); a folder or Hub snapshot
+without its weights files is named before transformers is asked (:func:`resolve_checkpoint`).
 """
 from __future__ import annotations
 
@@ -15,6 +20,11 @@ from nbkit.errors import CheckpointError, ConfigError
 
 #: Parameter-name prefixes of the task heads ``reinit_head=True`` may re-initialise.
 HEAD_PREFIXES = ("classifier.",)
+#: The dtype every checkpoint's weights load in: the training loop's master weights (``nbkit.train.precision``:
+#: weights stay fp32 in every mode, autocast and a GradScaler decide the compute).
+MASTER_DTYPE = "float32"
+#: The weights files ``from_pretrained`` reads (a sharded checkpoint: its ``*.index.json`` and the shards it names).
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
 @contextlib.contextmanager
@@ -85,14 +95,18 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
     """``model_cls.from_pretrained(source, **kwargs)`` with failures translated; returns ``(model, info)``.
 
     ``info``: transformers' loading info plus ``reinitialised``, lines like ``"classifier.weight (4, 64) ->
-    (2, 64)"``. ``reinit_head``: the task head (:data:`HEAD_PREFIXES`) may have another shape and is then
-    initialised afresh (``seed``: :func:`seeded`).
+    (2, 64)"``, and ``stored_dtype`` (:func:`stored_dtype`). ``reinit_head``: the task head (:data:`HEAD_PREFIXES`)
+    may have another shape and is then initialised afresh (``seed``: :func:`seeded`). The weights load as
+    :data:`MASTER_DTYPE` whatever the file stores (``dtype=...`` in ``kwargs`` overrides it).
 
     Raises:
         ConfigError: the classification head has another label count and not ``reinit_head`` (fixes named).
         CheckpointError: any other mismatched weight, or a checkpoint transformers cannot load (its report included).
         OSError: ``source`` not found (the caller says where to look).
     """
+    import torch
+
+    kwargs.setdefault("dtype", getattr(torch, MASTER_DTYPE))
     log: list[str] = []
     try:
         with quiet_transformers(capture=log), seeded(seed):
@@ -118,7 +132,17 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
     if mismatched and not reinit_head:
         raise ConfigError(_head_message(source, mismatched, kwargs))
     info["reinitialised"] = lines
+    info["stored_dtype"] = stored_dtype(source) if Path(str(source)).is_dir() else None
     return model, info
+
+
+def dtype_note(stored: str | None) -> str:
+    """``""`` for float32 weights (or unknown), else one clause for the load line: ``"stored in float16, loaded as
+    float32 master weights (autocast as precision says: nbkit.train.precision)"``."""
+    if stored in (None, MASTER_DTYPE):
+        return ""
+    return (f"stored in {stored}, loaded as {MASTER_DTYPE} master weights (the compute follows precision: "
+            "autocast, nbkit.train.precision)")
 
 
 def _head_message(source, mismatched, kwargs) -> str:
@@ -137,16 +161,18 @@ def _looks_like_path(text: str) -> bool:
     return text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
 
 
-def resolve_checkpoint(source, what: str = "init", alternative: str = "") -> Path:
+def resolve_checkpoint(source, what: str = "init", alternative: str = "", weights: bool = True) -> Path:
     """The local folder of checkpoint ``source``: itself when it is a folder, else the Hugging Face cache's
     snapshot of that Hub name (fetched once when online: ``*.json``, ``*.txt``, the weights).
 
-    ``what``: the setting's name in messages (``init``); ``alternative``: another fix to name.
+    ``what``: the setting's name in messages (``init``); ``alternative``: another fix to name; ``weights``: check
+    that the weights files are there too (False: a caller that reads only the tokenizer).
 
     Raises:
         ConfigError: a path that does not exist; a Hub name neither cached nor downloadable (with
             ``HF_HUB_OFFLINE=1``: that setting, the cache folder and how to pass a local folder instead).
-        CheckpointError: a folder without ``config.json``.
+        CheckpointError: a folder without ``config.json``, or without its weights (:func:`missing_weights`: a
+            Hub snapshot is named with the command that completes it).
     """
     path = Path(source).expanduser()
     text = str(source)
@@ -154,6 +180,11 @@ def resolve_checkpoint(source, what: str = "init", alternative: str = "") -> Pat
         if not (path / "config.json").is_file():
             raise CheckpointError(f"{path} has no config.json; pass the folder written by save_pretrained(...) "
                                   "(e.g. nbkit's pretraining model/), not a training-state checkpoint")
+        lacks = missing_weights(path) if weights else None
+        if lacks:
+            raise CheckpointError(f"{what}={text!r}: {path} has config.json but {lacks} (it holds: "
+                                  f"{_listing(path)}). Re-save the model there with save_pretrained, or copy the "
+                                  "weights file beside config.json")
         return path
     if path.exists() or _looks_like_path(text):
         raise ConfigError(f"{what}={text!r}: no directory there (resolved: {path.resolve()}); check the path"
@@ -170,7 +201,50 @@ def resolve_checkpoint(source, what: str = "init", alternative: str = "") -> Pat
     if not (folder / "config.json").is_file():
         raise CheckpointError(f"{what}={text!r}: the Hub repository has no config.json; it is not a transformers "
                               "model (pass a BERT checkpoint's name or folder)")
+    lacks = missing_weights(folder) if weights else None
+    if lacks:
+        raise CheckpointError(snapshot_message(text, folder, lacks, what, alternative))
     return folder
+
+
+def missing_weights(folder) -> str | None:
+    """None when ``folder`` holds weights ``from_pretrained`` can read (:data:`WEIGHT_FILES`, or a sharded
+    checkpoint's index with every shard it names); else what is missing, as a phrase: ``"no weights file
+    (model.safetensors or pytorch_model.bin)"`` or ``"2 of the shards its model.safetensors.index.json names are
+    missing: model-00002-of-00003.safetensors, ..."``."""
+    import json
+
+    folder = Path(folder)
+    for index in sorted(folder.glob("*.index.json")):
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values()))
+        except (OSError, ValueError, AttributeError):
+            continue
+        gone = [s for s in shards if not (folder / s).is_file()]
+        if gone:
+            return (f"{len(gone)} of the {len(shards)} shards its {index.name} names are missing: "
+                    f"{', '.join(gone[:4])}{' ...' if len(gone) > 4 else ''}")
+        if shards:
+            return None
+    if any((folder / f).is_file() for f in WEIGHT_FILES):
+        return None
+    return f"no weights file ({' or '.join(WEIGHT_FILES)})"
+
+
+def _listing(folder: Path, n: int = 8) -> str:
+    names = sorted(p.name for p in folder.iterdir())
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "") if names else "nothing"
+
+
+def snapshot_message(name: str, folder: Path, lacks: str, what: str = "init", alternative: str = "") -> str:
+    """The error text for a Hub cache snapshot without its weights (an interrupted download): the snapshot
+    folder, what it lacks and holds, and the commands that complete it, as :func:`hub_message` words them."""
+    other = f"; or {alternative}" if alternative else ""
+    return (f"{what}={name!r}: the Hugging Face cache's snapshot {folder} is incomplete (an interrupted download?): "
+            f"it has config.json but {lacks}; it holds: {_listing(folder)}. Fix: where there is network, run "
+            f"`hf download {name}` (it completes the cache; unset HF_HUB_OFFLINE for it), or "
+            f"`hf download {name} --local-dir DIR` and pass {what}=DIR, a folder with config.json, the weights and "
+            f"vocab.txt{other}.")
 
 
 def hub_message(name: str, exc: BaseException, what: str = "init", alternative: str = "") -> str:
@@ -219,30 +293,123 @@ def weight_names(folder) -> set[str]:
     return names
 
 
+_SAFETENSORS_DTYPES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64"}
+
+
+def stored_dtype(folder) -> str | None:
+    """The floating dtype most of ``folder``'s weights are stored in (``"float16"``, ``"bfloat16"``,
+    ``"float32"``), read from the ``*.safetensors`` headers or ``pytorch_model*.bin`` memory-mapped, without
+    loading the tensors; None without weights files."""
+    import collections
+    import json
+    import struct
+
+    folder = Path(folder)
+    count: collections.Counter = collections.Counter()
+    for f in sorted(folder.glob("*.safetensors")):
+        with open(f, "rb") as fh:
+            (n,) = struct.unpack("<Q", fh.read(8))          # safetensors: a u64 header length, then JSON
+            header = json.loads(fh.read(n))
+        for k, v in header.items():
+            if k != "__metadata__" and v.get("dtype") in _SAFETENSORS_DTYPES:
+                count[_SAFETENSORS_DTYPES[v["dtype"]]] += 1
+    if not count:
+        import torch
+
+        for f in sorted(folder.glob("pytorch_model*.bin")):
+            for t in torch.load(f, map_location="meta", weights_only=True, mmap=True).values():
+                if getattr(t, "is_floating_point", lambda: False)():
+                    count[str(t.dtype).removeprefix("torch.")] += 1
+    return count.most_common(1)[0][0] if count else None
+
+
+def _type_of_architecture(name: str) -> str | None:
+    """The ``model_type`` whose transformers class is ``name`` (``BertForMaskedLM`` -> ``"bert"``), read from
+    transformers' auto mappings; where two types share a class, the one whose name prefixes it."""
+    from transformers.models.auto import modeling_auto
+
+    found = []
+    for mapping in (getattr(modeling_auto, n) for n in dir(modeling_auto) if n.endswith("_MAPPING_NAMES")):
+        for model_type, classes in mapping.items():
+            if name in (classes if isinstance(classes, (list, tuple)) else (classes,)):
+                found.append(model_type)
+    if not found:
+        return None
+    plain = name.lower()
+    prefixed = [t for t in found if plain.startswith(t.replace("-", "").replace("_", ""))]
+    return max(prefixed, key=len) if prefixed else found[0]
+
+
+def checkpoint_model_type(folder, source=None, what: str = "init") -> str:
+    """The model type of the checkpoint in ``folder`` (a dict: its parsed ``config.json``): ``model_type``, else
+    (older uploads have only ``architectures``) the type of its architecture classes (``BertForMaskedLM``,
+    ``BertModel``, ... -> ``"bert"``). ``source``/``what``: how messages name it.
+
+    Raises:
+        CheckpointError: ``config.json`` unreadable, or neither ``model_type`` nor a known architecture: the
+            message names what the file lacks and the line to add.
+    """
+    import json
+
+    if isinstance(folder, dict):
+        saved, where = folder, "its config.json"
+    else:
+        where = str(Path(folder) / "config.json")
+        try:
+            saved = json.loads(Path(where).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{what}={str(source or folder)!r}: {where} does not parse ({exc}); re-save the "
+                                  "model with save_pretrained") from exc
+    if saved.get("model_type"):
+        return str(saved["model_type"])
+    archs = [str(a) for a in saved.get("architectures") or []]
+    types = {t for t in map(_type_of_architecture, archs) if t}
+    if len(types) == 1:
+        return types.pop()
+    named = f"and its architectures {archs} name {'no' if not types else 'more than one'} transformers model type" \
+        if archs else "nor architectures"
+    raise CheckpointError(f"{what}={str(source or folder)!r}: {where} has no model_type {named}, so nothing says "
+                          "what model it holds. Fix: add the type its weights were trained as to config.json, e.g. "
+                          '"model_type": "bert" for a BERT (bert-base-chinese, chinese-roberta-wwm-ext), and '
+                          "pass the folder again")
+
+
+def require_model_type(folder, source, allowed=("bert",), what: str = "init",
+                       takes: str = "a BERT-architecture checkpoint (bert-base-chinese, chinese-roberta-wwm-ext, "
+                                    "chinese-macbert-base, ckiplab's BERTs)") -> str:
+    """:func:`checkpoint_model_type` of ``folder``, checked to be one of ``allowed``; returns it. Pretraining's
+    ``init`` and fine-tuning's encoder ask the same question here, so a folder gets the same answer from both.
+
+    Raises:
+        ConfigError: another model type (named, with ``takes``: what the setting accepts).
+        CheckpointError: no model type to be read (:func:`checkpoint_model_type`).
+    """
+    kind = checkpoint_model_type(folder, source, what)
+    if kind not in allowed:
+        raise ConfigError(f"{what}={str(source)!r} is a {kind!r} model; {what} takes {takes}")
+    return kind
+
+
 def load_mlm_model(source, **config_overrides):
     """A :class:`~nbkit.models.mlm_head.SparseHeadBertForMaskedLM` holding every weight of the masked-LM
     checkpoint ``source`` (a folder or Hub name of a ``BertForMaskedLM``/``BertForPreTraining``), nothing
     initialised afresh: the decoder stays tied to the word embeddings, its bias the checkpoint's.
 
-    Returns ``(model, report)``: ``report`` has ``source``, ``folder`` (:func:`resolve_checkpoint`) and ``unused``
-    (checkpoint weights MLM does not use, by name: the pooler and next-sentence head). ``config_overrides``:
-    ``BertConfig`` fields that change no shape (dropout).
+    Returns ``(model, report)``: ``report`` has ``source``, ``folder`` (:func:`resolve_checkpoint`), ``unused``
+    (checkpoint weights MLM does not use, by name: the pooler and next-sentence head) and ``stored_dtype`` (the
+    file's; the model is :data:`MASTER_DTYPE` whatever it is). ``config_overrides``: ``BertConfig`` fields that
+    change no shape (dropout).
 
     Raises:
         ConfigError: not a BERT-architecture checkpoint (``model_type`` named), or a Hub name not available.
-        CheckpointError: weights of the masked LM missing from the checkpoint (named), shapes that differ, or
-            files that do not load.
+        CheckpointError: no model type in its config (:func:`checkpoint_model_type`), weights of the masked LM
+            missing from the checkpoint (named), shapes that differ, or files that do not load.
     """
-    import json
-
     from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
     folder = resolve_checkpoint(source)
-    saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    if saved.get("model_type") != "bert":
-        raise ConfigError(f"init={str(source)!r} is a {saved.get('model_type')!r} model ({saved.get('architectures')}); "
-                          "init takes a BERT-architecture masked LM (BertForMaskedLM: bert-base-chinese, "
-                          "chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
+    require_model_type(folder, source, takes="a BERT-architecture masked LM (BertForMaskedLM: bert-base-chinese, "
+                                             "chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
     model, info = load_pretrained(SparseHeadBertForMaskedLM, folder, seed=None, attn_implementation="sdpa",
                                   **config_overrides)
     missing = sorted(info.get("missing_keys") or [])
@@ -251,7 +418,8 @@ def load_mlm_model(source, **config_overrides):
             f"init={str(source)!r} lacks {len(missing)} weights of a BERT masked LM, which would start random: "
             f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}. Pass a masked-LM checkpoint (its "
             "cls.predictions.* head saved: BertForMaskedLM or BertForPreTraining); a BertModel or a classifier has none")
-    return model, {"source": str(source), "folder": str(folder), "unused": sorted(info.get("unexpected_keys") or [])}
+    return model, {"source": str(source), "folder": str(folder), "unused": sorted(info.get("unexpected_keys") or []),
+                   "stored_dtype": info["stored_dtype"]}
 
 
 def saved_config(source) -> dict | None:

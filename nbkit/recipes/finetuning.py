@@ -275,7 +275,7 @@ def tokenizer(cfg: FinetuneConfig):
 
     from nbkit.models.loading import resolve_checkpoint
 
-    return AutoTokenizer.from_pretrained(str(resolve_checkpoint(source)))
+    return AutoTokenizer.from_pretrained(str(resolve_checkpoint(source, weights=False)))   # model() checks them
 
 
 def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",

@@ -114,7 +114,8 @@ class PretrainConfig(RecipeConfig):
         "model": "mlm: BERT preset tiny / narrow / mini / small / base (nbkit.models.bert.PRESETS); causal: "
                  "gpt2-tiny / gpt2-narrow / gpt2-mini / gpt2-small (124 M) / llama-tiny / llama-narrow / llama-mini "
                  "(nbkit.models.causal.PRESETS)",
-        "block_size": "tokens per block, [CLS]/[SEP] included (at most the preset's positions)",
+        "block_size": "tokens per block (mlm: [CLS]/[SEP] included; causal: packed text and [SEP]s), at most the "
+                      "model's positions",
         "batch_size": "blocks per micro-batch (per process under torchrun)",
         "max_steps": "optimizer steps in all",
         "eval_every": "steps between held-out evaluations",
@@ -376,7 +377,8 @@ def init_checkpoint(cfg: PretrainConfig) -> Path:
             tokens than the embedding table (both named), a checkpoint of the other objective (which one to use)
             or another architecture, or a Hub name not available offline
             (:func:`nbkit.models.loading.resolve_checkpoint`).
-        CheckpointError: a folder without ``config.json``.
+        CheckpointError: a folder without ``config.json`` or its weights, or a config without a model type
+            (:func:`nbkit.models.loading.require_model_type`).
     """
     import json
 
@@ -384,7 +386,7 @@ def init_checkpoint(cfg: PretrainConfig) -> Path:
 
     from nbkit.models.bert import check_tokenizer_matches
     from nbkit.models.causal import MODEL_TYPES, read_causal_config
-    from nbkit.models.loading import resolve_checkpoint
+    from nbkit.models.loading import checkpoint_model_type, require_model_type, resolve_checkpoint
 
     folder = resolve_checkpoint(cfg.init)
     if cfg.objective == "causal":
@@ -392,15 +394,14 @@ def init_checkpoint(cfg: PretrainConfig) -> Path:
         key = "n_positions" if conf["model_type"] == "gpt2" else "max_position_embeddings"
         limit = int(conf.get(key) or conf.get("n_ctx") or 1024)
     else:
+        kind = checkpoint_model_type(folder, cfg.init)
+        if kind in MODEL_TYPES:
+            raise ConfigError(f"init={cfg.init!r} is a {kind} causal LM, but objective='mlm' needs a BERT masked LM; "
+                              "continue it with objective='causal', or pass a masked LM (bert-base-chinese, "
+                              "chinese-roberta-wwm-ext)")
+        require_model_type(folder, cfg.init, takes="a BERT-architecture masked LM (bert-base-chinese, "
+                                                   "chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
         conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        if conf.get("model_type") in MODEL_TYPES:
-            raise ConfigError(f"init={cfg.init!r} is a {conf.get('model_type')} causal LM ({conf.get('architectures')}), "
-                              "but objective='mlm' needs a BERT masked LM; continue it with objective='causal', or "
-                              "pass a masked LM (bert-base-chinese, chinese-roberta-wwm-ext)")
-        if conf.get("model_type") != "bert":
-            raise ConfigError(f"init={cfg.init!r} is a {conf.get('model_type')!r} model; init takes a BERT-architecture "
-                              "masked LM (bert-base-chinese, chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's "
-                              "BERTs)")
         key, limit = "max_position_embeddings", int(conf.get("max_position_embeddings", 512))
     if cfg.block_size > limit:
         raise ConfigError(f"block_size={cfg.block_size} exceeds the position table of init={cfg.init!r} "
@@ -502,7 +503,8 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
         plan = sizing.size_run(n_train, device, block_size=cfg.block_size, max_passes=cfg.max_passes,
                                world_size=world, budget_s=cfg.budget_minutes and 60.0 * cfg.budget_minutes,
                                tokens_per_s=speed, measured=how,
-                               eval_blocks=min(cfg.eval_blocks or n_val_blocks, n_val_blocks) or None)
+                               eval_blocks=min(cfg.eval_blocks or n_val_blocks, n_val_blocks) or None,
+                               init=_init_figures(cfg))
         if how and speed is None:
             plan["reasons"][1] += f"; {how}"
         plan["inputs"] = inputs
@@ -520,12 +522,48 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
                                  "eval_every", "eval_blocks") if k in plan and k not in fixed}
     if fixed:
         plan["reasons"].append(f"init fixes the model ({cfg.init}) and its continued-pretraining lr {cfg.lr:g}; "
-                               "the steps follow its measured speed")
+                               "the steps follow its speed")
     kept = set(cfg.overrides()) & set(mine)
     plan["applied"] = "applied" + (f", except what you set: {', '.join(sorted(kept))}" if kept else "")
+    sized = cfg.replace(**{k: v for k, v in mine.items() if k not in kept})
+    _plan_the_run(plan, sized, kept, world)
     if D.DistInfo.from_env().rank == 0:
         jsonio.write_json(out / PLAN_FILE, plan)
-    return cfg.replace(**{k: v for k, v in mine.items() if k not in kept}), plan
+    return sized, plan
+
+
+def _init_figures(cfg: PretrainConfig) -> dict | None:
+    """What :func:`~nbkit.recipes.sizing.size_run` says of ``cfg.init``'s model (None without init): its name,
+    parameters and FLOPs per token (its config.json), and the run's lr and warm-up."""
+    if cfg.init is None:
+        return None
+    from nbkit.models.loading import resolve_checkpoint
+    from nbkit.recipes.sizing import checkpoint_figures
+
+    where = Path(str(cfg.init)).expanduser()
+    return {"name": where.name if where.is_dir() else str(cfg.init), "lr": cfg.lr, "warmup_ratio": cfg.warmup_ratio,
+            **checkpoint_figures(resolve_checkpoint(cfg.init), cfg.block_size)}
+
+
+def _plan_the_run(plan: dict, sized: PretrainConfig, kept: set, world: int) -> None:
+    """Make the plan's figures the run's: the knobs ``sized`` trains with (what you set included; with init its
+    lr), and with steps or batch of yours the tokens, passes and time recomputed for them, said in one reason."""
+    for k in ("batch_size", "grad_accum_steps", "max_steps", "lr", "warmup_ratio", "eval_every"):
+        plan[k] = getattr(sized, k)
+    if sized.init is None:
+        plan["model"] = sized.model
+    if not kept & {"batch_size", "grad_accum_steps", "max_steps"}:
+        return
+    speed = plan["tokens_per_s"] * world
+    eval_s = plan["estimated_s"] - plan["train_tokens"] / speed
+    tokens = sized.max_steps * sized.batch_size * sized.grad_accum_steps * sized.block_size * world
+    n_tokens = plan["train_tokens"] / plan["passes"]
+    plan.update(train_tokens=tokens, passes=tokens / n_tokens, estimated_s=tokens / speed + eval_s)
+    from nbkit.units import fmt_duration
+
+    plan["reasons"].append(f"with what you set: {sized.max_steps:,} steps x {sized.batch_size} x "
+                           f"{sized.grad_accum_steps} x {sized.block_size} = {tokens / 1e6:,.1f} M tokens, "
+                           f"{tokens / n_tokens:.2g} passes, ~{fmt_duration(tokens / speed)} of steps")
 
 
 PLAN_FILE = "plan.json"   # the sized plan a resumed run keeps
@@ -645,15 +683,17 @@ def model(cfg: PretrainConfig, tok):
     if cfg.init is None:
         bert = build_mlm_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, **drop)
     else:
-        from nbkit.models.loading import load_mlm_model
+        from nbkit.models.loading import dtype_note, load_mlm_model
 
         bert, report = load_mlm_model(cfg.init, **drop)
         check_tokenizer_matches(tok, bert.config.vocab_size, Path(report["folder"]), str(cfg.init))
         limit = bert.config.max_position_embeddings
         if cfg.block_size > limit:
             raise ConfigError(f"block_size={cfg.block_size} exceeds init={cfg.init!r}'s max_position_embeddings={limit}")
+        stored = dtype_note(report["stored_dtype"])
         print(f"loaded init={cfg.init!r}: {count_parameters(bert) / 1e6:.1f} M parameters, every weight of its masked "
-              f"LM (decoder tied to the word embeddings); not used by MLM: {', '.join(report['unused']) or 'none'}")
+              f"LM (decoder tied to the word embeddings); not used by MLM: {', '.join(report['unused']) or 'none'}"
+              + (f"; {stored}" if stored else ""))
     setattr(bert.config, NBKIT_MARK, {"objective": "mlm", "init": None if cfg.init is None else str(cfg.init)})
     return bert
 
@@ -663,6 +703,7 @@ def _causal_model(cfg: PretrainConfig, tok):
     ``cfg.model`` (:func:`nbkit.models.causal.build_causal_model`), marked as nbkit's causal pretraining."""
     from nbkit.models.bert import NBKIT_MARK, check_tokenizer_matches, count_parameters
     from nbkit.models.causal import build_causal_model, load_causal_model, positions
+    from nbkit.models.loading import dtype_note
 
     if cfg.init is None:
         lm = build_causal_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, dropout=cfg.dropout)
@@ -673,8 +714,10 @@ def _causal_model(cfg: PretrainConfig, tok):
         if cfg.block_size > limit:
             raise ConfigError(f"block_size={cfg.block_size} exceeds init={cfg.init!r}'s positions ({limit}); "
                               f"use block_size <= {limit}")
+        stored = dtype_note(report["stored_dtype"])
         print(f"loaded init={cfg.init!r}: {count_parameters(lm) / 1e6:.1f} M parameters, every weight of its "
-              f"{lm.config.model_type} causal LM; not used: {', '.join(report['unused']) or 'none'}")
+              f"{lm.config.model_type} causal LM; not used: {', '.join(report['unused']) or 'none'}"
+              + (f"; {stored}" if stored else ""))
     setattr(lm.config, NBKIT_MARK, {"objective": "causal", "init": None if cfg.init is None else str(cfg.init)})
     return lm
 
@@ -773,20 +816,22 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
 
     Raises:
         WriteError: the disk is full or not writable (nothing half-written).
+        NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
     """
     from nbkit.atomic import atomic_dir
-    from nbkit.models.bert import count_parameters
+    from nbkit.models.bert import check_finite_weights, count_parameters
     from nbkit.models.loading import quiet_transformers
     from nbkit.text.tokenizer_files import save_tokenizer
     from nbkit.train.checkpoint import list_checkpoints
 
     model_dir = Path(out_dir) / "model"
     mc = loop.model.config
-    if cfg.objective == "causal":   # the text-generation layout (standard class, CJK decoding)
+    if cfg.objective == "causal":   # the text-generation layout (standard class, CJK decoding; finite weights)
         from nbkit.models.export import export_causal_lm
 
         export_causal_lm(loop.model, tok, model_dir)
     else:
+        check_finite_weights(loop.model, f"the trained model to {model_dir}")
         with atomic_dir(model_dir, what="model") as tmp, quiet_transformers():
             loop.model.save_pretrained(tmp)
             save_tokenizer(tok, tmp, model_max_length=min(int(tok.model_max_length), mc.max_position_embeddings))

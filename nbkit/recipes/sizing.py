@@ -17,6 +17,9 @@ The rules, each with its source, so the printed plan says *why*:
   after the evaluations' estimated time: a big corpus is read about once, or a share of it.
 - **Steps** = tokens / (batch x block x world_size); **lr**: 1e-3 up to ``mini`` (the gpu and cpu presets),
   5e-4 for ``small``, 1e-4 with 10 % warm-up for ``base`` (its plateau fix, nbkit.evaluate.probes).
+- **A checkpoint to continue** (``init``, :func:`checkpoint_figures`): the model, lr and warm-up are the run's,
+  not a preset's, and every speed not measured here is the recorded preset nearest in training FLOPs per token
+  scaled by the FLOPs ratio (:func:`estimated_speed`, :mod:`nbkit.models.flops`), said as such.
 """
 from __future__ import annotations
 
@@ -75,6 +78,69 @@ def recorded_speed(device: str, model: str) -> tuple[float, str]:
     return float(TOKENS_PER_S[kind][model]), where
 
 
+#: share of a block's positions the sparse MLM head scores (BERT's 15 % targets), for FLOPs per token
+MLM_SHARE = 0.15
+
+
+def train_flops_per_token(config, block_size: int) -> float:
+    """Training model FLOP per input token of an MLM step at ``block_size``: the encoder on every position, the
+    sparse head on :data:`MLM_SHARE` of them (:func:`nbkit.models.flops.bert_batch_flops`)."""
+    from nbkit.models.flops import bert_batch_flops
+
+    return bert_batch_flops(config, block_size, block_size, MLM_SHARE * block_size) / block_size
+
+
+def checkpoint_figures(folder, block_size: int) -> dict:
+    """``{"parameters", "flops_per_token"}`` of the checkpoint in ``folder`` (its ``config.json``; the model built
+    on the meta device, no weights read): what a plan says of a continued-pretraining run's model. A GPT-2 /
+    Llama checkpoint (causal pretraining) counts its output layer on every position
+    (:func:`nbkit.models.flops.causal_flops_per_token`)."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    from nbkit.models.bert import count_parameters
+    from nbkit.models.causal import MODEL_TYPES, causal_class
+    from nbkit.models.loading import checkpoint_model_type
+
+    kind = checkpoint_model_type(folder)
+    if kind in MODEL_TYPES:
+        from transformers import AutoConfig
+
+        from nbkit.models.flops import causal_flops_per_token
+
+        config = AutoConfig.from_pretrained(str(folder))
+        with torch.device("meta"):
+            n = count_parameters(causal_class(kind)(config))
+        return {"parameters": n, "flops_per_token": causal_flops_per_token(config, block_size)}
+    config = BertConfig.from_pretrained(str(folder))
+    with torch.device("meta"):
+        n = count_parameters(BertForMaskedLM(config))
+    return {"parameters": n, "flops_per_token": train_flops_per_token(config, block_size)}
+
+
+#: FLOPs ratios within which :func:`estimated_speed` calls its scaling an estimate (beyond: a rough guess)
+CLOSE_FLOPS = (0.5, 2.0)
+
+
+def estimated_speed(device: str, flops_per_token: float, block_size: int = 128) -> tuple[float, str, bool]:
+    """``(tokens/s, how, close)`` for a model of ``flops_per_token`` (:func:`train_flops_per_token`) on ``device``
+    without a measurement: the recorded preset (:data:`TOKENS_PER_S`) nearest in FLOPs per token, scaled by
+    the ratio (a model twice the FLOPs runs at half the speed: compute-bound, an estimate). ``close``: the ratio is
+    within :data:`CLOSE_FLOPS`; else ``how`` says it is a rough guess (small models are not compute-bound)."""
+    from nbkit.models.bert import build_config
+
+    kind = device_kind(device)
+    flops = {m: train_flops_per_token(build_config(m, 8000, max_position_embeddings=max(block_size, 128)), block_size)
+             for m in TOKENS_PER_S[kind]}
+    near = min(flops, key=lambda m: abs(math.log(flops[m] / flops_per_token)))
+    speed, where = recorded_speed(kind, near)
+    ratio = flops[near] / flops_per_token
+    close = CLOSE_FLOPS[0] <= ratio <= CLOSE_FLOPS[1]
+    return speed * ratio, (f"estimated, not measured: {near}'s {speed:,.0f} tokens/s ({where}) x {ratio:.2g}, the "
+                           f"ratio of training FLOPs per token ({flops[near] / 1e9:.2g} vs {flops_per_token / 1e9:.2g} "
+                           "GFLOP)" + ("" if close else "; a rough guess, no recorded model is near its size")), close
+
+
 def measure_speed(model: str, vocab_size: int, block_size: int, batch_size: int, device: str = "cpu",
                   steps: int = 2, warmup: int = 1, model_dir=None) -> dict:
     """Time ``warmup + steps`` real training steps (``Loop.train_step``, the loop's own step, through
@@ -114,7 +180,7 @@ def measure_speed(model: str, vocab_size: int, block_size: int, batch_size: int,
 
 def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_s: float | None = None,
              max_passes: float | None = None, world_size: int = 1, tokens_per_s: float | None = None,
-             measured: str | None = None, eval_blocks: int | None = None) -> dict:
+             measured: str | None = None, eval_blocks: int | None = None, init: dict | None = None) -> dict:
     """A pretraining plan for ``n_tokens`` training tokens on ``device`` (``"cuda"`` or ``"cpu"``).
 
     Args:
@@ -133,12 +199,15 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         eval_blocks: held-out blocks one evaluation scores (None: evaluations not counted). Their
             :data:`EVALS_PER_RUN` at :data:`EVAL_SPEEDUP` x the training speed come out of the budget; when they
             would take over a quarter of it the plan lowers ``eval_blocks`` to fit a quarter (>= 64 blocks).
+        init: the checkpoint a continued run trains (``{"name", "parameters", "flops_per_token", "lr",
+            "warmup_ratio"}``, :func:`checkpoint_figures`): the plan's model, lr and warm-up are its, and a speed not
+            measured (here, or on one GPU) is :func:`estimated_speed` for its FLOPs, never another model's.
 
     Returns:
         ``{"model", "batch_size", "grad_accum_steps", "block_size", "max_steps", "lr", "warmup_ratio",
         "eval_every", "train_tokens", "passes", "estimated_s" (steps + evaluations), "tokens_per_s" (per
-        process), "speed_source", "one_pass_s" (here), "gpu_one_pass_s" (on one GPU at the recorded speed;
-        None on a GPU or when the budget reads half a pass or more), "reasons"}``, plus ``"eval_blocks"`` when
+        process), "speed_source", "one_pass_s" (here), "gpu_one_pass_s" (on one GPU at the recorded speed, with
+        ``init`` its FLOPs' estimate; None on a GPU or when the budget reads half a pass or more), "reasons"}``, plus ``"eval_blocks"`` when
         the plan lowers it (``reasons``: one sentence per choice, for the notebook to print).
 
     Raises:
@@ -156,13 +225,21 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
         raise ValueError(f"max_passes={max_passes} must be > 0 (None: no cap of the run's own)")
     if tokens_per_s is not None and not tokens_per_s > 0:
         raise ValueError(f"tokens_per_s={tokens_per_s} must be > 0 (None: the recorded speed)")
-    model, why_model = choose_model(n_tokens, kind)
+    if init is None:
+        model, why_model = choose_model(n_tokens, kind)
+        recorded, where = recorded_speed(kind, model)
+        idle = "the recorded idle-machine speed"
+    else:
+        model = init["name"]
+        why_model = (f"model {model} ({init['parameters'] / 1e6:.1f} M parameters): init's checkpoint, whose "
+                     "architecture continued pretraining keeps")
+        recorded, where, close = estimated_speed(kind, init["flops_per_token"], block_size)
+        idle = "the estimate from its FLOPs for an idle machine" if close else None
     reasons = [why_model]
-    recorded, where = recorded_speed(kind, model)
     per_process = recorded if tokens_per_s is None else float(tokens_per_s)
     source = (measured or "measured") if tokens_per_s is not None else f"{where}; not measured on this machine"
     reasons.append(f"speed {per_process:,.0f} tokens/s per process ({source})"
-                   + (f"; the recorded idle-machine speed is {recorded:,.0f}" if tokens_per_s is not None else ""))
+                   + (f"; {idle} is {recorded:,.0f}" if tokens_per_s is not None and idle else ""))
     batch = BATCH[kind]
     speed = per_process * world_size
     budget = DEFAULT_BUDGET_S[kind] if budget_s is None else float(budget_s)
@@ -196,17 +273,29 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
     if passes < FAR_LARGER:
         line = (f"the corpus ({n_tokens / 1e6:,.1f} M tokens) is far larger than this budget reads: "
                 f"{_passes(passes)} passes; one pass would take ~{fmt_duration(one_pass_s)} here")
-        if kind != "cuda":
+        if kind != "cuda" and init is None:
             gpu_model, _ = choose_model(n_tokens, "cuda")
             gpu_speed, gpu_where = recorded_speed("cuda", gpu_model)
             gpu_one_pass_s = n_tokens / gpu_speed
             line += (f"; on one GPU ~{fmt_duration(gpu_one_pass_s)} ({gpu_model} at {gpu_speed:,.0f} tokens/s, "
                      f"{gpu_where})")
+        elif kind != "cuda":             # this checkpoint's own FLOPs, never another model's measured speed
+            gpu_speed, gpu_where, close = estimated_speed("cuda", init["flops_per_token"], block_size)
+            if close:
+                gpu_one_pass_s = n_tokens / gpu_speed
+                line += (f"; on one GPU ~{fmt_duration(gpu_one_pass_s)} ({model} at ~{gpu_speed:,.0f} tokens/s, "
+                         f"{gpu_where})")
+            else:
+                line += f"; on one GPU: not measured for {model} (no recorded model of its size)"
         reasons.append(line + "; give more time (budget_minutes) or use a GPU to read more of it")
-    lr, warmup = {"base": (1e-4, 0.1), "small": (5e-4, 0.06)}.get(model, (1e-3, 0.06))
-    reasons.append(f"lr {lr:g} with {warmup:.0%} warm-up"
-                   + (" (post-LN BERT-base leaves the unigram plateau only at a low lr)" if model == "base" else
-                      " (the presets' value for this width)"))
+    if init is not None:
+        lr, warmup = init["lr"], init["warmup_ratio"]
+        reasons.append(f"lr {lr:g} with {warmup:.0%} warm-up (the run's: continued pretraining of init)")
+    else:
+        lr, warmup = {"base": (1e-4, 0.1), "small": (5e-4, 0.06)}.get(model, (1e-3, 0.06))
+        reasons.append(f"lr {lr:g} with {warmup:.0%} warm-up"
+                       + (" (post-LN BERT-base leaves the unigram plateau only at a low lr)" if model == "base" else
+                          " (the presets' value for this width)"))
     return {"model": model, "batch_size": batch, "grad_accum_steps": 1, "block_size": block_size,
             "max_steps": steps, "lr": lr, "warmup_ratio": warmup, "eval_every": max(1, min(2000, steps // 6)),
             "train_tokens": train_tokens, "passes": passes, "estimated_s": train_tokens / speed + eval_s,

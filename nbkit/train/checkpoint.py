@@ -74,12 +74,15 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
 
     Raises:
         WriteError: the file system refused the write (nothing of it is left; older checkpoints untouched).
+        NonFiniteWeightsError: ``model`` holds NaN/infinite weights (nothing written).
     """
     import torch
 
     from nbkit.atomic import atomic_dir
+    from nbkit.models.bert import check_finite_weights
     from nbkit.models.loading import quiet_transformers
 
+    check_finite_weights(model, f"the checkpoint at step {step}")
     root = checkpoints_dir(output_dir)
     root.mkdir(parents=True, exist_ok=True)
     remove_stale(root)
@@ -206,11 +209,17 @@ def loop_state(loop) -> dict:
 def save_loop(loop) -> Path:
     """Checkpoint ``loop`` at its current step; returns the folder. Under DDP every rank calls it: the ranks'
     RNG states are gathered (``rng_per_rank``), rank 0 writes, and all wait at a barrier until it is complete.
+
+    Raises:
+        NonFiniteWeightsError: the model holds NaN/infinite weights (every rank raises; nothing written).
     """
+    from nbkit.models.bert import check_finite_weights
     from nbkit.switches import capture_rng
     from nbkit.train.ddp import group as D
 
     info = getattr(loop, "dist", None) or D.DistInfo()
+    if info.is_distributed:   # every rank (DDP keeps the weights equal), so none waits for a rank 0 that refused
+        check_finite_weights(loop.model, f"the checkpoint at step {loop.state.step}")
     rngs = D.all_gather_object(capture_rng()) if info.is_distributed else None
     path = checkpoints_dir(loop.config.output_dir) / f"step-{loop.state.step:06d}"
     if info.is_main:

@@ -6,7 +6,7 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
     for each micro-batch:  loss_sum = CE(logits, labels, reduction="sum")
                            backward(loss_sum * W / n)          # = one batch of k x the size (W ranks)
     unscale (fp16) -> clip grad norm -> one host sync (loss, grad norm)
-    non-finite? skip the update and count it; else optimizer step
+    non-finite loss? stop the run, naming the step; non-finite gradients? skip the update and count it
     scheduler step; log / eval / checkpoint on their intervals     # all but this line: Loop.train_step
 
 A Ctrl-C (SIGINT) while training is held until the step ends: the loop saves a checkpoint there and raises
@@ -149,8 +149,9 @@ class Loop:
         runs it and ``nbkit.profiling`` times it. ``mark(phase)`` is called as ``data`` (to device), ``forward``,
         ``backward`` start per micro-batch, then ``optimizer``. ``votes()``: called once before the step's
         all-reduce, its floats ride along (``fit()``: stop after a Ctrl-C, checkpoint by time), so every rank
-        acts at the same step. Returns sums over ranks: loss_sum (nats), n_label, finite, grad_norm, lr,
-        samples, tokens, flops, votes (a tuple)."""
+        acts at the same step. Returns sums over ranks: loss_sum (nats), n_label, finite (the update was applied),
+        loss_finite, loss (the step's mean, nats; NaN or inf when not loss_finite), grad_norm, lr, samples, tokens,
+        flops, votes (a tuple). A non-finite loss or gradient skips the update (``fit()`` stops on the loss)."""
         self.setup()
         mark = mark or (lambda phase: None)
         n_local = sum(int((b["labels"] != -100).sum()) for b in window)  # CPU tensors: no device sync
@@ -193,10 +194,13 @@ class Loop:
         loss_v, tokens, samples, seq_flops, *voted, norm_v = vals  # sums over ranks; grad norm equal on all ranks
         tokens, samples = int(tokens), int(samples)
         lr = self.optimizer.param_groups[0]["lr"]
-        finite = math.isfinite(loss_v) and (self.scaler is not None or math.isfinite(norm_v))
+        loss_finite = math.isfinite(loss_v)   # a GradScaler's overflow shows in the gradients, never in the loss
+        finite = loss_finite and (self.scaler is not None or math.isfinite(norm_v))
         if finite:
             (self.scaler.step(self.optimizer) if self.scaler else self.optimizer.step())
             self.state.consecutive_nonfinite = 0
+            if not math.isfinite(norm_v):     # the scaler found an overflow and skipped the update itself
+                self.state.skipped_steps += 1
         else:
             self.state.skipped_steps += 1
             self.state.consecutive_nonfinite += 1
@@ -207,17 +211,40 @@ class Loop:
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
             self.scheduler.step()
         return {"loss_sum": loss_v if finite else 0.0, "n_label": n_label if finite else 0, "finite": finite,
-                "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops,
+                "loss_finite": loss_finite, "loss": loss_v / (n_label or 1), "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops,
                 "votes": tuple(voted)}
 
-    def _check_nonfinite(self) -> None:
+    def _check_nonfinite(self, out: dict) -> None:
+        """Stop at a non-finite loss (its step named: no later step recovers a model whose loss is NaN, and a run
+        that "finished" on NaN would save it), or after :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row
+        of non-finite gradients (a GradScaler's overflow: it lowers the scale and the next step usually passes)."""
         st, limit = self.state, MAX_CONSECUTIVE_NONFINITE
+        if not out.get("loss_finite", True):
+            raise NonFiniteLossError(self._nonfinite_message(out["loss"]))
         if st.consecutive_nonfinite >= limit:
             raise NonFiniteLossError(
-                f"{limit} optimizer steps in a row had a non-finite loss or gradient (step {st.step}, "
+                f"{limit} optimizer steps in a row had non-finite gradients (step {st.step}, "
                 f"{st.skipped_steps} skipped in all). Lower lr (now {self.config.lr}), raise warmup_ratio, "
                 f"keep max_grad_norm set, use precision='bf16' or 'fp32' instead of fp16, and check the data "
                 f"for empty or corrupt examples; then resume from the last checkpoint.")
+
+    def _nonfinite_message(self, loss: float) -> str:
+        from nbkit.models.bert import nonfinite_weights
+
+        st, cfg = self.state, self.config
+        bad = nonfinite_weights(self.model)
+        dtype = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        if bad:
+            why = (f"the weights already hold NaN/inf ({len(bad)} tensors, e.g. {bad[0]}): an earlier update diverged"
+                   + (f"; the parameters are {dtype}, where AdamW's updates underflow: load the model in float32 "
+                      "(nbkit's loaders do) and let precision choose the autocast" if dtype != "float32" else ""))
+        else:
+            why = f"the weights are finite: this step's batch or forward pass overflowed (precision {self.precision.name})"
+        where = self.last_checkpoint or "none saved yet"
+        return (f"the training loss is {loss} at step {st.step} of {cfg.max_steps}, so the run stops there (that "
+                f"step's update was not applied; nothing of it is saved): {why}. Fix: lower lr (now {cfg.lr}), raise "
+                f"warmup_ratio, use precision='bf16' or 'fp32' instead of fp16, check the data for empty or corrupt "
+                f"examples; then resume from the last checkpoint ({where}) or start afresh.")
 
     # ----- the run -----------------------------------------------------------------------
     def fit(self) -> TrainResult:
@@ -231,7 +258,9 @@ class Loop:
         Raises:
             ConfigError: another run holds ``output_dir``.
             DataError: no batch, or batches without ``labels``/``input_ids`` (before any step).
-            NonFiniteLossError: :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row.
+            NonFiniteLossError: a non-finite loss (the step named), or :data:`MAX_CONSECUTIVE_NONFINITE` steps in a
+                row skipped for non-finite gradients.
+            NonFiniteWeightsError: a checkpoint would hold NaN/infinite weights (nothing written).
             TrainingInterrupted: Ctrl-C, after the checkpoint at the step boundary (with ``output_dir``).
         """
         self.setup()
@@ -288,7 +317,7 @@ class Loop:
                 st.train_tokens += out["tokens"]
                 for k in _SUMS[:-1]:
                     self._win[k] += out[k]
-                self._check_nonfinite()
+                self._check_nonfinite(out)
                 if frames0 is None and cfg.compile:
                     frames0 = _dynamo_frames()  # after the first step's compile
                 bar.update(1)
