@@ -23,7 +23,7 @@
 
 # %% [markdown]
 # ## Parameters
-# Plain values only, so papermill can override each (`-p scale cpu -p max_steps 300`); `None` keeps the recipe's value (the scale's defaults: `nbkit/recipes/scales.py`, rows `pretraining` and `pretraining/causal`). The training names are `PretrainConfig`'s fields, and `python -m nbkit.jobs.pretrain --objective causal` takes the same as flags; the last five set the generation step.
+# Plain values only, so papermill can override each (`-p scale cpu -p max_steps 300`); `None` keeps the recipe's value (the scale's defaults: `nbkit/recipes/scales.py`, rows `pretraining` and `pretraining/causal`). The training names are `PretrainConfig`'s fields, and `python -m nbkit.jobs.pretrain --objective causal` takes the same as flags; the last five set the generation step. MLM's masking fields (`mlm_probability`, `whole_word`) are not here: a causal LM predicts every next token.
 
 # %% tags=["parameters"]
 scale = None              # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
@@ -40,6 +40,19 @@ corpus_lines = None       # People's Daily lines, where the scale's mix reads th
 precision = None          # auto / bf16 / fp16 / fp32
 corpus = None             # your corpus: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: the bundled mix
 init = None               # continue a published causal LM: a folder or Hub name (uer/gpt2-chinese-cluecorpussmall layout); None: random weights
+max_passes = None         # cap the steps at this many passes over the training blocks; "all": no cap
+budget_minutes = None     # with corpus: wall-clock minutes the sized run may take; "all": 15 on a CPU, 240 on a GPU
+fit_to_corpus = None      # with corpus: size model, steps and lr to its tokens (what you set stays); False: as set
+patience = None           # stop after this many evaluations without a lower held-out loss; "all": never stop early
+warmup_ratio = None       # share of steps warming up (0-1)
+scheduler = None          # LR decay after warm-up: linear / cosine / constant
+weight_decay = None       # AdamW's (not on biases and norms)
+dropout = None            # residual, embedding and attention dropout (the recipe's: the preset's)
+checkpoint_every = None   # steps between checkpoints (the recipe's: eval_every); 0: only the last
+keep_last = None          # checkpoints kept
+mix = None                # the bundled text: (source, repeat weight) pairs of peoples_daily, news, own, reviews
+max_train = None          # training reviews read; "all": every one
+eval_fraction = None      # share of the mix's texts held out for the loss and the n-gram scores (0-1)
 prompt = "今天天气"        # the text the model continues
 max_new_tokens = 30       # tokens it adds
 temperature = 0.8         # sampling: below 1 sharpens the distribution
@@ -56,7 +69,12 @@ from nbkit.recipes import pretraining as pt
 cfg = pt.PretrainConfig.for_scale(scale, objective="causal", seed=seed, split_seed=seed, model=model,
                                   block_size=block_size, batch_size=batch_size, grad_accum_steps=grad_accum_steps,
                                   max_steps=max_steps, lr=lr, eval_every=eval_every, eval_blocks=eval_blocks,
-                                  corpus_lines=corpus_lines, precision=precision, corpus=corpus, init=init)
+                                  corpus_lines=corpus_lines, precision=precision, corpus=corpus, init=init,
+                                  max_passes=max_passes, budget_minutes=budget_minutes, fit_to_corpus=fit_to_corpus,
+                                  patience=patience, warmup_ratio=warmup_ratio, scheduler=scheduler,
+                                  weight_decay=weight_decay, dropout=dropout, checkpoint_every=checkpoint_every,
+                                  keep_last=keep_last, mix=mix, max_train=max_train,
+                                  eval_fraction=eval_fraction)   # None values keep the recipe's
 out_dir = cfg.run_dir()   # runs/<scale>/causal, "causal-seed3-split_seed3" with overrides
 print(f"-> {out_dir}")
 cfg.table()
