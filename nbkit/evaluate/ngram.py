@@ -3,8 +3,8 @@
 A GPT's held-out perplexity means little alone; beside a bigram and a trigram trained on the same training
 split and scored on the same held-out tokens it says what the network learned past local statistics. The
 smoothing is interpolated *modified* Kneser-Ney (Chen & Goodman 1998, "An empirical study of smoothing
-techniques for language modeling", TR-10-98, section 3.5 eq. 17-19: three discounts D1, D2, D3+ per order
-from the count-of-counts), or interpolated absolute discounting / plain Kneser-Ney with one fixed discount
+techniques for language modeling", Harvard TR-10-98: three discounts D1, D2, D3+ per order from the
+count-of-counts), or interpolated absolute discounting / plain Kneser-Ney with one fixed discount
 ``D`` (``discount=D``). Lower orders use continuation counts (distinct left extensions), and the unigram level
 is interpolated with the uniform distribution over the vocabulary (as KenLM does), so every id in
 ``[0, vocab_size)`` gets a probability > 0 and an unseen context backs off to the next order down.
@@ -15,9 +15,8 @@ and text files of words. Here an n-gram is one int64 key (``((u * V) + v) * V + 
 ``V <= 2,097,151`` for order 3), counts are sorted key arrays, and lookups are ``np.searchsorted``.
 
 Cost, per token and order ``n``: fitting, ``O(n log T)`` (a sort of each chunk's keys and a merge; ``T`` the
-distinct n-grams so far), memory ``O(T)`` (about 40 bytes per distinct n-gram of each order: the trigram model
-of the 1.8 M-character People's Daily corpus holds about 1 M trigram types, ~40 MiB) whatever the stream
-length; scoring, ``O(n log T)`` (``3n`` binary searches), vectorised over chunks of the held-out stream.
+distinct n-grams so far), memory ``O(T)`` whatever the stream length (an int64 key and count per distinct
+n-gram of each order, plus the smoothed tables built from them: a few tens of bytes per distinct n-gram); scoring, ``O(n log T)`` (``3n`` binary searches), vectorised over chunks of the held-out stream.
 Measured on the shared 2-core machine (1 M Zipf-distributed ids over V=6,000): fitting 0.3 us/token (bigram)
 and 0.5 us/token (trigram), scoring 0.8 and 1.5 us/token.
 """
@@ -73,7 +72,7 @@ def _lookup(sorted_keys: np.ndarray, values: np.ndarray, query: np.ndarray, defa
 
 
 def _discounts(counts: np.ndarray) -> tuple[float, float, float]:
-    """Modified-KN discounts ``(D1, D2, D3+)`` from count-of-counts (Chen & Goodman 1998, eq. 26):
+    """Modified-KN discounts ``(D1, D2, D3+)`` from count-of-counts ``n_c`` (Chen & Goodman 1998):
     ``Y = n1/(n1+2 n2)``, ``D_c = c - (c+1) Y n_{c+1}/n_c``; each clipped to ``[0, c]`` (a tiny corpus can
     make the estimate leave that range, and ``D_c <= c`` keeps every probability >= 0)."""
     n = [int(np.count_nonzero(counts == c)) for c in (1, 2, 3, 4)]
@@ -206,6 +205,7 @@ class NgramLM:
 
     @property
     def discounts(self) -> dict[int, tuple[float, float, float]]:
+        """``{order k: (D1, D2, D3+)}`` applied at each order (estimated, or the fixed ``discount``)."""
         return {k: level.d for k, level in self.levels.items()}
 
     def _window_probs(self, windows: np.ndarray, ctx_len: np.ndarray) -> np.ndarray:
