@@ -242,3 +242,33 @@ def atomic_file(target: str | os.PathLike, *, estimate: int | None = None, what:
         fsync_tree(tmp)
         os.replace(tmp, target)
         fsync_dir(target.parent)
+
+
+#: subfolder prefix a fresh run moves an earlier run's files into (:func:`set_aside`)
+PREVIOUS = "previous-"
+
+
+def set_aside(folder: str | os.PathLike, names: list[str], clock=None) -> Path | None:
+    """Move the entries ``names`` of ``folder`` into a new ``folder/previous-<UTC YYYYmmdd-HHMMSS>/`` (``-2``,
+    ``-3``, ... when taken) by renames: nothing is copied or deleted, and a kill leaves each entry whole in one
+    of the two places. Returns that subfolder; None when ``names`` is empty. Used when a fresh run starts in
+    a folder an earlier run wrote (TensorBoard shows the subfolder as a run of its own)."""
+    import time
+
+    if not names:
+        return None
+    folder = Path(folder)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(clock() if clock else None))
+    dest, n = folder / f"{PREVIOUS}{stamp}", 1
+    while True:
+        try:
+            dest.mkdir()
+            break
+        except FileExistsError:
+            n += 1
+            dest = folder / f"{PREVIOUS}{stamp}-{n}"
+    for name in names:
+        os.rename(folder / name, dest / name)
+    fsync_dir(dest)
+    fsync_dir(folder)
+    return dest

@@ -2,12 +2,12 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import loop_helpers
 import pytest
 import torch
+from waiting import wait_until
 
 from nbkit.errors import CheckpointError
 from nbkit.train import checkpoint
@@ -31,6 +31,27 @@ def test_save_is_loadable_with_from_pretrained_and_keeps_last_n(tmp_path):
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
     assert checkpoint.load_latest(tmp_path).load_state()["step"] == 3
+
+
+def test_a_fresh_run_sets_the_earlier_runs_checkpoints_aside_so_keep_last_keeps_its_own(tmp_path, capsys):
+    from nbkit.train import Loop, TrainConfig
+
+    def fit(max_steps, **kw):
+        cfg = TrainConfig(max_steps=max_steps, batch_size=4, checkpoint_every=2, keep_last=2, output_dir=tmp_path,
+                          progress=False, progress_every_s=None, **kw)
+        return Loop(loop_helpers.tiny_mlm(), cfg, loop_helpers.token_data(16), collate_fn=loop_helpers.mlm_collate,
+                    device="cpu").fit()
+
+    fit(8)                                                   # the earlier run: step-000006, step-000008
+    result = fit(4, resume=False)                            # fresh: its 2 and 4 must not be pruned by 6 and 8
+    assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [2, 4]
+    assert result.checkpoint.is_dir() and result.checkpoint.name == "step-000004"
+    aside = list(checkpoint.checkpoints_dir(tmp_path).glob("previous-*"))
+    assert len(aside) == 1 and sorted(p.name for p in aside[0].iterdir()) == ["step-000006", "step-000008"]
+    assert f"the earlier run's checkpoints moved to {aside[0]}" in capsys.readouterr().out
+    with pytest.warns(UserWarning, match="max_steps: 4 -> 6"):   # a resume reads the new run's step 4, not the old 8
+        assert fit(6).metrics["steps"] == 6
+    assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [4, 6]
 
 
 def test_keep_steps_are_saved_and_never_pruned(tmp_path):
@@ -73,7 +94,7 @@ def test_incomplete_checkpoints_are_skipped_with_a_warning(tmp_path):
 
 def _run_helper(out, *args, wait=True):
     cmd = [sys.executable, str(HELPER), str(out), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=240) if wait else subprocess.Popen(cmd)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900) if wait else subprocess.Popen(cmd)
 
 
 def _history(out):
@@ -97,9 +118,7 @@ def test_sigkill_during_save_keeps_previous_checkpoint(tmp_path):
     out, marker = tmp_path / "run", tmp_path / "hanging"
     proc = _run_helper(out, "--hang-in-save", "6", "--marker", str(marker), wait=False)
     try:
-        deadline = time.time() + 200
-        while not marker.exists() and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: marker.exists() or proc.poll() is not None, 600, "the helper's save of step 6")
         assert marker.exists(), "the helper never reached the save of step 6"
     finally:
         proc.kill()                                              # SIGKILL while writing step 6

@@ -17,6 +17,7 @@ import pytest
 
 from nbkit.errors import ConfigError, DataError
 from tests.corpus_helpers import load_split, prepare, review_lines, small_tokenizer, store_files, write_txt
+from tests.waiting import GENEROUS_S, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
@@ -49,10 +50,7 @@ def _done(out: Path) -> int:
 
 
 def _wait_for(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
+    wait_until(cond, max(timeout, GENEROUS_S), what, poll=0.01)
 
 
 def _prep_process(src: Path, out: Path, tok_dir: Path, workers: int = 1) -> subprocess.Popen:
@@ -158,7 +156,7 @@ def test_a_killed_worker_stops_the_preparation_at_once_naming_it_and_a_rerun_com
         _end(proc)
     print(f"killed worker: the preparation ended {took:.2f} s after the kill")
     assert proc.returncode == 2, err[-2000:]               # the CLI's one-line error
-    assert took < 15
+    assert took < 45                                       # at once: not the old wait for ever (a busy machine is slower)
     line = err.strip().splitlines()[-1]
     assert f"(pid {victim}) was killed by signal 9 (SIGKILL)" in line, line
     assert "out-of-memory" in line and "num_workers=1" in line and "continues after them" in line

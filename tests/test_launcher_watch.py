@@ -43,7 +43,9 @@ WORKER = textwrap.dedent("""
     from pathlib import Path
     from nbkit.train.ddp.launcher_watch import watch_launcher
     out, stubborn = Path(sys.argv[1]), sys.argv[2] == "stubborn"
-    watch_launcher(interval_s=0.1, grace_s=4.0)   # generous: a loaded 2-core CI machine schedules late
+    # clean: a grace far past any scheduling delay, so leaving before it proves the interrupt ended it;
+    # stubborn: 4 s, so the os._exit after it comes soon (only its lower bound is a time the test checks)
+    watch_launcher(interval_s=0.1, grace_s=4.0 if stubborn else 90.0)
     out.joinpath("started").write_text("")
     while True:
         try:
@@ -97,13 +99,13 @@ def test_worker_stops_when_its_launcher_is_killed(tmp_path, mode, sigint_ignored
     try:
         launcher.kill()                   # SIGKILL: the launcher cannot stop its worker
         launcher.wait()
-        took = gone_within(worker, 20)
+        took = gone_within(worker, 120)
         assert took is not None, "the worker outlived its launcher"
         assert (tmp_path / "interrupted").exists()   # the main thread got a KeyboardInterrupt first
         if mode == "clean":
-            assert took < 3.0, took                   # it left on the interrupt, well before the grace period
+            assert took < 90.0, took                  # it left on the interrupt, before the grace period's os._exit
         else:
-            assert 3.5 <= took < 15.0, took           # it ignored the interrupt: os._exit after grace_s
+            assert took >= 3.5, took                  # it ignored the interrupt: os._exit after grace_s (4 s)
     finally:
         with __import__("contextlib").suppress(psutil.Error):
             worker.kill()
@@ -129,7 +131,7 @@ def test_kill_9_of_torchrun_stops_both_workers_and_leaves_no_partial_checkpoint(
         os.kill(h.proc.pid, signal.SIGKILL)               # torchrun's agent dies without a word
         h.proc.wait()
         t0 = time.monotonic()
-        left = [w for w in workers if gone_within(w, 20 - (time.monotonic() - t0)) is None]
+        left = [w for w in workers if gone_within(w, max(0.0, 120 - (time.monotonic() - t0))) is None]
         assert not left, f"workers {[w.pid for w in left]} outlived torchrun"
         assert not (out / "params.pt").exists()           # they did not train to the end
         ckpts = out / "checkpoints"

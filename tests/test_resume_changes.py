@@ -28,16 +28,34 @@ def test_checkpoint_records_the_config_as_plain_data(tmp_path):
     assert saved["lr"] == 1e-3 and saved["max_steps"] == 2 and saved["output_dir"] == str(tmp_path)
 
 
-def test_changed_settings_are_listed_and_the_checkpoint_schedule_continues(tmp_path):
-    _fit(tmp_path, max_steps=4, lr=1e-3)
+def _lrs(result, after=0):
+    return [h["lr"] for h in result.history if "loss" in h and h["step"] > after]
+
+
+def test_changed_settings_are_listed_and_a_raised_max_steps_replans_the_schedule(tmp_path):
+    first = _fit(tmp_path / "run", max_steps=4, lr=1e-3)
     with pytest.warns(UserWarning, match="differ from the checkpoint") as rec:
-        res = _fit(tmp_path, max_steps=8, lr=5e-2, batch_size=2)
+        res = _fit(tmp_path / "run", max_steps=8, lr=5e-2, batch_size=2)
     msg = str(rec[0].message)
-    assert "lr: 0.001 -> 0.05 (NOT applied" in msg
-    assert "max_steps: 4 -> 8" in msg and "batch_size: 4 -> 2 (applied from step 5)" in msg
-    assert "will not change the weights" in msg and "resume=False" in msg and "new output_dir" in msg
-    lrs = [h["lr"] for h in res.history if "loss" in h and h["step"] > 4]
-    assert lrs == [0.0] * 4                       # what the warning says: the old linear schedule's end
+    assert "lr: 0.001 -> 0.05 (NOT applied" in msg and "batch_size: 4 -> 2 (applied from step 5)" in msg
+    assert "max_steps: 4 -> 8 (applied: the LR schedule is re-planned to 8 steps" in msg
+    assert "will not change the weights" not in msg and "resume=False" in msg and "new output_dir" in msg
+    # steps 5-8: the LR a fresh 8-step run (the checkpoint's lr 1e-3 and warm-up) has there, not the old end 0
+    fresh = _fit(tmp_path / "fresh", max_steps=8, lr=1e-3)
+    assert _lrs(res, after=4) == pytest.approx(_lrs(fresh, after=4), rel=1e-12) and min(_lrs(res, after=4)) > 0
+    assert _lrs(res)[:4] == _lrs(first)           # the steps done keep the 4-step schedule's LR
+    saved = checkpoint.load_latest(tmp_path / "run").load_state()["scheduler"]["nbkit_schedule"]
+    assert saved["max_steps"] == 8                # a later resume continues the re-planned schedule
+
+
+def test_a_lowered_max_steps_replans_the_schedule_too(tmp_path):
+    _fit(tmp_path / "run", max_steps=8, lr=1e-3, checkpoint_every=2, keep_last=None)
+    for c in checkpoint.list_checkpoints(tmp_path / "run")[1:]:      # as if stopped after step 2
+        checkpoint.discard_checkpoint(c.path)
+    with pytest.warns(UserWarning, match="max_steps: 8 -> 6"):
+        res = _fit(tmp_path / "run", max_steps=6, lr=1e-3)
+    fresh = _fit(tmp_path / "fresh", max_steps=6, lr=1e-3)
+    assert _lrs(res, after=2) == pytest.approx(_lrs(fresh, after=2), rel=1e-12) and _lrs(res)[-1] > 0
 
 
 def test_resume_with_the_same_settings_is_silent_and_older_configs_compare_what_they_have(tmp_path):

@@ -6,11 +6,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import loop_helpers as H
 import pytest
+from waiting import wait_until
 
 from nbkit.errors import ConfigError
 from nbkit.folder_lock import pid_alive
@@ -48,9 +48,7 @@ def test_second_process_is_refused_and_cleanup_spares_the_live_save(tmp_path):
     # process 1: a real training run, paused inside its checkpoint write of step 3
     proc = subprocess.Popen([sys.executable, str(HELPER), str(out), "--hang-in-save", "3", "--marker", str(marker)])
     try:
-        deadline = time.time() + 200
-        while not marker.exists() and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: marker.exists() or proc.poll() is not None, 600, "the helper's save of step 3")
         assert marker.exists(), "the helper never reached its save"
         live_tmp = checkpoint.checkpoints_dir(out) / f"step-000003.tmp-{proc.pid}"
         assert live_tmp.is_dir()

@@ -9,11 +9,13 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import time
 
 import nbformat
 import pytest
+from waiting import wait_until
 
 from nbkit.cli import run_notebooks
 from nbkit.cli.run_notebooks import NotebookProgress, Row, code_cells, headline, table
@@ -53,7 +55,7 @@ class FakeTerminal(io.StringIO):
 
 @pytest.mark.slow
 def test_log_output_has_a_line_per_cell_heartbeats_the_headline_and_the_table(tiny, capsys):
-    assert run_notebooks.run_all(scale="smoke", timeout=60, heartbeat_s=1) == 0
+    assert run_notebooks.run_all(scale="smoke", timeout=60, heartbeat_s=0.3) == 0   # ~8 beats in the 2.5 s cell
     out = capsys.readouterr().out
     assert "\r" not in out, "no carriage returns in a log"
     lines = out.splitlines()
@@ -62,7 +64,7 @@ def test_log_output_has_a_line_per_cell_heartbeats_the_headline_and_the_table(ti
                for ln in lines), out
     assert any(ln.startswith("[01_tok] 1/3 done, ") and ln.endswith("running cell 3: import time") for ln in lines)
     beats = [ln for ln in lines if "still running cell 3: import time (" in ln]
-    assert len(beats) >= 2, f"a heartbeat every second during the 2.5 s cell:\n{out}"
+    assert len(beats) >= 2, f"a heartbeat every 0.3 s during the 2.5 s cell (2 asked: a busy machine delays them):\n{out}"
     done = [ln for ln in lines if ln.startswith("[01_tok] done in ")]
     assert len(done) == 1 and done[0].endswith(": [UNK] rate 1.250% on held-out text (vocabulary 5,000)"), out
     row = next(ln for ln in lines if ln.startswith("01_tok "))
@@ -108,16 +110,16 @@ class Cell(dict):
 
 def test_plain_heartbeat_during_a_long_cell():
     out = io.StringIO()
+    beats = lambda: sum("still running cell 5: train(model)  # long (" in ln for ln in out.getvalue().splitlines())  # noqa: E731
     with NotebookProgress("02_x", 2, stream=out, heartbeat_s=0.2) as p:
         p.cell_started(Cell("\n\ntrain(model)  # long"), 4)
-        time.sleep(0.7)
+        wait_until(lambda: beats() >= 2, what="two heartbeats")     # every 0.2 s; later on a busy machine
         p.cell_finished(Cell(""), 4)
     lines = out.getvalue().splitlines()
     assert lines[0] == "[02_x] start: 2 code cells"
-    assert lines[1].startswith("[02_x] 0/2 done, 0 s  running cell 5: train(model)  # long")
-    assert sum("still running cell 5: train(model)  # long (" in ln for ln in lines) >= 2
-    assert p.finish(ok=True, headline="ppl 9") >= 0.7
-    assert out.getvalue().splitlines()[-1].startswith("[02_x] done in 1 s: ppl 9")
+    assert re.match(r"\[02_x\] 0/2 done, \d+ s  running cell 5: train\(model\)  # long", lines[1]), lines[1]
+    assert p.finish(ok=True, headline="ppl 9") >= 0.4                # at least two heartbeat periods
+    assert re.match(r"\[02_x\] done in \d+ s: ppl 9", out.getvalue().splitlines()[-1])
 
 
 def test_code_cells_counts_what_nbclient_executes():

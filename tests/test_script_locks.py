@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 LOCKS, ROOTFS = REPO / "scripts" / "lib" / "locks.sh", REPO / "scripts" / "lib" / "rootfs.sh"
@@ -25,20 +25,22 @@ def bash(script: str, **kw) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-def wait_for(path: Path, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+def until_exists(path: Path) -> str:
+    """Shell that waits for ``path`` (at most 120 s): a holder keeps its lock until the test has seen what it
+    looks for, however slowly a busy machine starts the other shells, instead of for a fixed time."""
+    return f"for _ in $(seq 2400); do [ -e {path} ] && break; sleep 0.05; done"
 
 
 def test_second_run_waits_for_the_first_and_names_it(tmp_path):
-    lock, got = tmp_path / "base.lock", tmp_path / "a-has-it"
-    a = bash(f"lock_take {lock} 'the base image'; touch {got}; sleep 2; date +%s.%N")
-    wait_for(got)
-    b = bash(f"lock_take {lock} 'the base image'; date +%s.%N")
-    a_out, _ = a.communicate(timeout=60)
-    b_out, b_err = b.communicate(timeout=60)
+    lock, got, release, b_log = tmp_path / "base.lock", tmp_path / "a-has-it", tmp_path / "release", tmp_path / "b.err"
+    a = bash(f"lock_take {lock} 'the base image'; touch {got}; {until_exists(release)}; date +%s.%N")
+    wait_until(got.exists, what="A taking the lock")
+    b = bash(f"lock_take {lock} 'the base image' 2>{b_log}; date +%s.%N")
+    wait_until(lambda: b_log.exists() and "is held by another run" in b_log.read_text(), what="B waiting for A")
+    release.touch()
+    a_out, _ = a.communicate(timeout=120)
+    b_out, _ = b.communicate(timeout=120)
+    b_err = b_log.read_text()
     assert a.returncode == 0 and b.returncode == 0, b_err
     assert f"waiting for the base image: {lock} is held by another run" in b_err and f"pid {a.pid} " in b_err
     assert "got the base image after" in b_err
@@ -46,15 +48,16 @@ def test_second_run_waits_for_the_first_and_names_it(tmp_path):
 
 
 def test_readers_share_and_a_deleter_never_takes_a_cache_in_use(tmp_path):
-    lock, got = tmp_path / "wheelhouse.lock", tmp_path / "reading"
-    reader = bash(f"lock_take {lock} 'reading' shared; touch {got}; sleep 3")
-    wait_for(got)
+    lock, got, release = tmp_path / "wheelhouse.lock", tmp_path / "reading", tmp_path / "release"
+    reader = bash(f"lock_take {lock} 'reading' shared; touch {got}; {until_exists(release)}")
+    wait_until(got.exists, what="the reader taking the lock")
     other = bash(f"lock_take {lock} 'reading' shared; echo in")   # a second reader: no wait
-    out, err = other.communicate(timeout=30)
+    out, err = other.communicate(timeout=120)
     assert out.strip() == "in" and "waiting" not in err
     busy = bash(f"lock_try_exclusive {lock} && echo deleted || echo kept")
-    assert busy.communicate(timeout=30)[0].strip() == "kept"
-    reader.wait(timeout=30)
+    assert busy.communicate(timeout=120)[0].strip() == "kept"
+    release.touch()
+    reader.wait(timeout=120)
     free = bash(f"lock_try_exclusive {lock} && echo deleted || echo kept")
     assert free.communicate(timeout=30)[0].strip() == "deleted"
 
@@ -62,7 +65,7 @@ def test_readers_share_and_a_deleter_never_takes_a_cache_in_use(tmp_path):
 def test_a_killed_holder_releases_the_lock(tmp_path):
     lock, got = tmp_path / "engine.lock", tmp_path / "held"
     a = bash(f"lock_take {lock} engine; touch {got}; sleep 600")
-    wait_for(got)
+    wait_until(got.exists, what="the holder taking the lock")
     a.kill()
     a.wait()
     out, err = bash(f"NBKIT_LOCK_WAIT_S=20 lock_take {lock} engine; echo got").communicate(timeout=60)

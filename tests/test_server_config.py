@@ -20,6 +20,7 @@ import pytest
 from nethelpers import free_port, http_status, stop_group
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
+from waiting import wait_until
 
 CONFIG = Path(__file__).resolve().parents[1] / "docker" / "jupyter_server_config.py"
 NBKIT_VARS = ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "NBKIT_ALLOW_NO_AUTH", "NBKIT_JUPYTER_IP",
@@ -220,7 +221,9 @@ def test_real_server_log_is_quiet_and_the_news_setting_is_off(tmp_path):
 
         asyncio.run(connect())
         _api(port, token, f"/api/kernels/{kernel}", "DELETE")
-        time.sleep(1)
+        wait_until(lambda: all(s in (tmp_path / "log").read_text()               # logged, whatever the load
+                               for s in ("Connecting to kernel", "untrusted.ipynb is not trusted")),
+                   what="the server's log lines")
     finally:
         stop_group(proc)
     log = (tmp_path / "log").read_text()

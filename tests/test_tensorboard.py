@@ -116,3 +116,24 @@ def test_the_pretrain_job_has_report_to_and_the_recipe_writes_its_config(tmp_pat
     assert steps(acc, "train/loss") == [1, 2, 3, 4] and steps(acc, "eval/loss") == [2, 4]
     config = acc.Tensors("config/text_summary")[0].tensor_proto.string_val[0].decode()
     assert "| model | 'tiny' |" in config and "| block_size | 64 |" in config      # the recipe's fields
+
+
+def test_a_fresh_run_in_a_used_folder_shows_only_its_own_steps_and_the_old_run_beside_it(tmp_path, capsys):
+    _loop(tmp_path, max_steps=6, checkpoint_every=2).fit()
+    _loop(tmp_path, max_steps=4, resume=False).fit()             # a fresh run in the same folder
+    acc = events(tmp_path / "tensorboard")
+    assert steps(acc, "train/loss") == [2, 4] and steps(acc, "eval/loss") == [3, 4], "only the new run's steps"
+    config = acc.Tensors("config/text_summary")
+    assert len(config) == 1 and "| max_steps | 4 |" in config[0].tensor_proto.string_val[0].decode()
+    previous = list((tmp_path / "tensorboard").glob("previous-*"))
+    assert len(previous) == 1 and steps(events(previous[0]), "train/loss") == [2, 4, 6]   # the old run, whole
+    out = capsys.readouterr().out
+    assert f"the earlier run's events moved to {previous[0]}" in out
+    assert f"the earlier run's checkpoints moved to {tmp_path / 'checkpoints' / 'previous-'}" in out
+
+
+def test_a_run_killed_before_its_first_checkpoint_does_not_mix_with_the_next(tmp_path):
+    _loop(tmp_path, max_steps=4).fit()
+    ckpt.discard_checkpoint(ckpt.load_latest(tmp_path).path)     # as if killed before any save: resume=True starts at 0
+    _loop(tmp_path, max_steps=2).fit()
+    assert steps(events(tmp_path / "tensorboard"), "train/loss") == [2]

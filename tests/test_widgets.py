@@ -1,13 +1,12 @@
 """GpuMonitor widget state against fake NVML and the real no-GPU path."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from nbkit.gpu.nvml import HOST_PID_NOTE, Nvml
 from nbkit.gpu.widgets import GpuMonitor, sparkline
 from tests.nvml_fake import DRIVER_NOT_LOADED, GIB, NO_PERMISSION, NOT_SUPPORTED, FakeGpu, FakeNvml
+from tests.waiting import wait_until
 
 
 def _fake():
@@ -73,9 +72,7 @@ def test_no_gpu_shows_reason_cpu_and_ram():
 
 def test_live_updates_from_thread_real_no_gpu_path():
     m = GpuMonitor(interval=0.02)  # real NVML as on this machine; autostart
-    end = time.monotonic() + 3
-    while m.sampler.count < 3 and time.monotonic() < end:
-        time.sleep(0.01)
+    wait_until(lambda: m.sampler.count >= 3, what="three samples", poll=0.01)
     m.stop()
     assert m.sampler.count >= 3 and m.sampler.errors == 0
     assert f"sample {m.sampler.count}" in m.header.value
@@ -121,7 +118,10 @@ def test_thread_updates_reach_the_frontend_in_a_real_kernel():
             if msg["msg_type"] == "comm_msg" and msg["content"]["data"].get("method") == "update":
                 updates.append(msg["content"]["data"]["state"])
 
-        kc.execute_interactive("import time; time.sleep(1.5)", timeout=60, output_hook=hook)
+        # the cell runs until the sampler read 6 times (every 0.1 s; later on a busy machine), not a fixed time
+        kc.execute_interactive("import time\nn, t0 = m.sampler.count, time.monotonic()\n"
+                               "while m.sampler.count < n + 6 and time.monotonic() - t0 < 120:\n"
+                               "    time.sleep(0.02)", timeout=180, output_hook=hook)
         out = []
         reply = kc.execute_interactive(
             "import ipykernel; m.stop(); print(ipykernel.__version__, m.sampler.errors)", timeout=60,

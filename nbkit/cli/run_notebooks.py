@@ -7,6 +7,8 @@ on a terminal, plain lines and a heartbeat in logs, and while a cell trains the 
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import math
 import os
@@ -373,17 +375,77 @@ class Terminated(KeyboardInterrupt):
     """A signal stopped the run: SIGTERM (``timeout``, a batch scheduler, ``kill``), or SIGINT while a kernel ran."""
 
 
-_SIGTERM = {"seen": False}  # set by the handler: the kernel may die of the same signal first
+_STOP: dict = {"signal": None}  # the first SIGTERM/SIGINT that arrived while run_all ran (its number)
 
 
-def _raise_terminated(signum, frame):
-    _SIGTERM["seen"] = True
-    raise Terminated()
+def _note_signal(signum, frame) -> None:
+    """The SIGTERM/SIGINT handler: only records the signal. It never raises: a handler's exception lands in
+    whatever the main thread runs then (an import, nbclient's asyncio loop, a file write) and left nbclient in
+    an invalid state (its traceback, no saved copy). :func:`_execute` acts on it at a safe point instead."""
+    if _STOP["signal"] is None:
+        _STOP["signal"] = signum
+
+
+def _stopped():
+    """The pending stop (``Terminated``), or None."""
+    return Terminated() if _STOP["signal"] is not None else None
+
+
+def _kill_kernel(client) -> None:
+    """SIGKILL the client's kernel and its children (the kernel leads its own session: jupyter_client starts it
+    with ``start_new_session``), if it has been started and still runs; otherwise nothing."""
+    import signal
+
+    proc = getattr(getattr(getattr(client, "km", None), "provisioner", None), "process", None)
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        with contextlib.suppress(OSError):
+            proc.kill()
 
 
 def _cleanup_after_dead_kernel(exc: BaseException) -> bool:
     """nbclient 0.10-0.11's own cleanup raises this ``AttributeError`` after a kernel killed from outside."""
     return isinstance(exc, AttributeError) and "cleanup_resources" in str(exc)
+
+
+#: seconds nbclient gets, after the kernel is killed, to notice and clean up before the run reports anyway
+STOP_GRACE_S = 60.0
+
+
+def _execute(client, env: dict, log) -> BaseException | None:
+    """Run ``client.execute`` in a worker thread and wait; returns what it raised (None: it finished).
+
+    nbclient's event loop, its kernel start-up and its cleanup run in that thread, where nbclient installs no
+    signal handlers (asyncio allows them in the main thread only); the main thread waits here. On a recorded
+    signal it kills the kernel (again each 0.2 s while the kernel is still starting), nbclient sees the dead
+    kernel and cleans up, and the thread ends; after :data:`STOP_GRACE_S` the run reports without it."""
+    box: dict = {}
+
+    def work():
+        try:
+            client.execute(env=env, stdout=log, stderr=log)
+        except BaseException as exc:   # noqa: BLE001  (handed to the main thread, which reports it)
+            box["exc"] = exc
+
+    worker = threading.Thread(target=work, name="nbclient", daemon=True)
+    worker.start()
+    since = None
+    while worker.is_alive():
+        worker.join(0.2)
+        if _STOP["signal"] is not None and worker.is_alive():
+            since = since or time.monotonic()
+            _kill_kernel(client)
+            if time.monotonic() - since > STOP_GRACE_S:
+                break
+    # nbclient registers its cleanup with atexit and unregisters it only when the kernel started: one killed
+    # during start-up would fail that cleanup at exit (an AssertionError traceback after the report)
+    cleanup = getattr(client, "_cleanup_kernel", None)
+    if cleanup is not None:
+        atexit.unregister(cleanup)
+    return box.get("exc")
 
 
 def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: dict | None,
@@ -446,25 +508,26 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
 
     ``scale``: ``smoke``, ``cpu`` or ``gpu`` (default ``NBKIT_SCALE``); ``only``: file-name prefixes
     (``["01", "02"]``); ``timeout``: seconds per cell; ``heartbeat_s``: seconds between log heartbeats.
-    Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved.
+    Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved. A SIGTERM or
+    Ctrl-C at any moment (kernel start-up, a cell, shutdown, between notebooks) only sets a flag; the kernel is
+    killed and the report written once nbclient, which runs in a worker thread (:func:`_execute`), is done.
 
     Raises:
         nbkit.errors.ConfigError: bad inputs, before any kernel starts (:func:`plan`).
     """
     import signal
 
-    p = plan(scale, only)
-
-    _SIGTERM["seen"] = False
-    if threading.current_thread() is threading.main_thread():  # SIGTERM -> report, save the copy, exit 143
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    else:
-        previous = None
+    _STOP["signal"] = None
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # a signal -> report, save the copy, exit 143/130
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if signal.getsignal(sig) is not signal.SIG_IGN:    # a background run keeps ignoring Ctrl-C
+                previous[sig] = signal.signal(sig, _note_signal)
     try:
-        return _run(p, timeout, kernel_name, heartbeat_s)
+        return _run(plan(scale, only), timeout, kernel_name, heartbeat_s)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _client_class():
@@ -484,6 +547,8 @@ def _client_class():
 
 
 def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
+    import signal
+
     import nbformat
 
     print(f"scale={p.scale}  runs={p.env['NBKIT_RUNS_DIR']}  notebooks={len(p.notebooks)}", flush=True)
@@ -495,6 +560,8 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
         progress = NotebookProgress(path.stem, code_cells(nb), heartbeat_s=heartbeat_s)
 
         def track(cell, cell_index, current=current, progress=progress):
+            if _STOP["signal"] is not None:      # no new cell after a signal (the kernel is being killed)
+                raise Terminated()
             current.update(cell=cell, index=cell_index)
             progress.cell_started(cell, cell_index)
 
@@ -506,14 +573,10 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
         # The kernel process's own output (not the cells': those are in the notebook)
         # goes to a log beside the copy, so a killed kernel's traceback stays off the console.
         kernel_log = p.out_dir / f"{path.stem}.kernel.log"
-        try:
-            with progress, open(kernel_log, "w") as log:
-                client.execute(env=p.env, stdout=log, stderr=log)
-        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001  (each is reported, none re-raised)
-            # While a kernel runs, nbclient's own SIGINT/SIGTERM handler shuts the kernel down (then
-            # DeadKernelError or an AttributeError from its cleanup); it leaves this future behind.
-            signalled = getattr(client, "_async_cleanup_kernel_future", None) is not None
-            if (_SIGTERM["seen"] or signalled) and not isinstance(exc, Terminated):
+        with progress, open(kernel_log, "w") as log:
+            exc = _stopped() or _execute(client, p.env, log)
+        if exc is not None or _STOP["signal"] is not None:   # each is reported, none re-raised
+            if _STOP["signal"] is not None:  # the kernel's death or nbclient's error came of the signal
                 exc = Terminated()
             nbformat.write(nb, p.out_dir / path.name)
             row.status, row.wall_s = "FAILED", progress.finish(ok=False)
@@ -522,7 +585,9 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
                   file=sys.stderr)
             print(f"executed copy (up to the failing cell): {p.out_dir / path.name}; "
                   f"kernel log: {kernel_log}", file=sys.stderr)
-            return 143 if isinstance(exc, Terminated) else 130 if isinstance(exc, KeyboardInterrupt) else 1
+            if isinstance(exc, Terminated):
+                return 130 if _STOP["signal"] == signal.SIGINT else 143
+            return 130 if isinstance(exc, KeyboardInterrupt) else 1
         nbformat.write(nb, p.out_dir / path.name)
         row.headline = headline(path.name, p.out_dir.parent, since=started)
         row.status, row.wall_s = "ok", progress.finish(ok=True, headline=row.headline)

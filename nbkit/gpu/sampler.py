@@ -16,7 +16,9 @@ T = TypeVar("T")
 
 class Sampler(Generic[T]):
     """Call ``read()`` every ``interval`` s (> 0; 1 s is nvidia-smi's ``utilization.gpu`` period) and pass each
-    sample to ``listeners``; :attr:`history` keeps the last ``maxlen``.
+    sample to ``listeners``; :attr:`history` keeps the last ``maxlen``. Reads keep to the grid
+    ``start + k x interval``: on a busy machine a late read skips the slots it missed and one less than half an
+    interval away, so two reads are never closer than ``interval / 2``.
 
     A read or listener that raises does not stop sampling: :attr:`errors` counts, :attr:`last_error` keeps
     the last, ``repr`` shows both and the first is warned (``RuntimeWarning``). :meth:`close` runs at exit.
@@ -116,7 +118,10 @@ class Sampler(Generic[T]):
         k = 0
         while not self._stop.is_set():
             self.sample_once()
-            k = max(k + 1, int((time.monotonic() - t0) / self.interval) + 1)
+            now = time.monotonic()
+            k = max(k + 1, int((now - t0) / self.interval) + 1)
+            if t0 + k * self.interval - now < self.interval / 2:   # a late tick skips a slot it nearly reached
+                k += 1
             self._stop.wait(max(0.0, t0 + k * self.interval - time.monotonic()))
 
     def start(self) -> "Sampler[T]":

@@ -286,6 +286,7 @@ def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05, 
     """``(fn(), telemetry)``: NVML sampled every ``interval_s`` s on a :class:`~nbkit.gpu.sampler.Sampler` while
     ``fn`` runs (no CUDA context). ``telemetry``: ``gpu_util_pct`` (mean ``utilization.gpu``, %) and
     ``memory_used_pct`` (max ``memory.used`` / ``memory.total``, %) of GPU ``device_index``; None without NVML data.
+    At least one read, after ``fn`` if the sampler thread had not read yet.
     """
     from nbkit.gpu.nvml import Nvml
     from nbkit.gpu.sampler import Sampler
@@ -302,6 +303,8 @@ def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05, 
         result = fn()
     finally:
         sampler.stop()
+    if sampler.count == 0:   # fn ended before the thread's first read (a short fn, a busy machine): read once now
+        sampler.sample_once()
     snaps = [d for d in sampler.snapshot() if d is not None]
     util = [d.util_gpu_pct for d in snaps if d.util_gpu_pct is not None]
     mem = [100.0 * d.mem_used_mib / d.mem_total_mib for d in snaps

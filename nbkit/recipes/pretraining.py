@@ -665,11 +665,13 @@ def model(cfg: PretrainConfig, tok):
     """A ``BertForMaskedLM`` with the sparse MLM head: ``cfg.init``'s weights, every one loaded (what MLM does not
     use is printed by name), else preset ``cfg.model`` with ``tok``'s vocabulary and ``cfg.block_size``
     positions, weights drawn from ``cfg.seed`` (the same on every rank). Its config is marked as nbkit's MLM
-    pretraining (:data:`nbkit.models.bert.NBKIT_MARK`), which fine-tuning's pooling rule reads.
+    pretraining (:data:`nbkit.models.bert.NBKIT_MARK`), which fine-tuning's pooling rule reads. With
+    ``objective="causal"``: a ``GPT2LMHeadModel`` / ``LlamaForCausalLM`` the same way (:func:`_causal_model`).
 
     Raises:
         ConfigError / CheckpointError: with ``init``, ``tok`` not the checkpoint's, ``block_size`` past its
-            positions, or weights missing (:func:`nbkit.models.loading.load_mlm_model`).
+            positions, or weights missing (:func:`nbkit.models.loading.load_mlm_model`,
+            :func:`nbkit.models.causal.load_causal_model`).
     """
     import torch
 

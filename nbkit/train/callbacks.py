@@ -189,6 +189,17 @@ def after_earlier_event_files(log_dir: Path, clock=time.time, sleep=time.sleep) 
         sleep(max(seconds) + 1 - clock())
 
 
+def set_aside_events(log_dir: Path) -> Path | None:
+    """Move the event files in ``log_dir`` (not its subfolders) into ``log_dir/previous-<UTC time>/``
+    (:func:`nbkit.atomic.set_aside`); returns that folder, None when there were none. TensorBoard shows each
+    folder holding event files as a run, so the earlier run stays viewable under its own name."""
+    from nbkit.atomic import set_aside
+
+    log_dir = Path(log_dir)
+    names = sorted(p.name for p in log_dir.glob("events.out.tfevents.*") if p.is_file()) if log_dir.is_dir() else []
+    return set_aside(log_dir, names)
+
+
 class TensorBoardLogger:
     """Loop callback: TensorBoard event files in ``log_dir`` (view: ``tensorboard --logdir runs/``).
 
@@ -196,7 +207,9 @@ class TensorBoardLogger:
     known) at every log; each number an evaluation reports as ``eval/<name>`` (``eval/loss``,
     ``eval/perplexity``, ``eval/accuracy``: masked-token top-1 for MLM, ``eval/mask_loss``, ...; counts left
     out). Text ``config``: ``config`` (default the loop's ``TrainConfig``) as a table, at the start. A resumed
-    run hides the events an earlier run wrote after its checkpoint (``purge_step``). Written by a background
+    run hides the events an earlier run wrote after its checkpoint (``purge_step``); a run from step 0 moves an
+    earlier run's event files into ``log_dir/previous-<UTC time>/`` (:func:`set_aside_events`, path in
+    ``set_aside``), so its chart holds its own steps only and TensorBoard lists the old run beside it. Written by a background
     thread, flushed every ``flush_s`` s and at each checkpoint; a failed write warns once and logging stops,
     never training. ``Loop.setup()`` adds one for ``TrainConfig.report_to="tensorboard"``; rank 0 only.
 
@@ -211,7 +224,7 @@ class TensorBoardLogger:
             raise ConfigError("report_to='tensorboard' needs the tensorboard package: pip install tensorboard "
                               "(an nbkit dependency), or set report_to='none'")
         self.log_dir, self.config, self.flush_s = Path(log_dir), config, flush_s
-        self.writer, self.failed = None, None
+        self.writer, self.failed, self.set_aside = None, None, None
 
     def on_train_begin(self, loop) -> None:
         import dataclasses
@@ -222,6 +235,11 @@ class TensorBoardLogger:
             step = loop.state.step
             if step:
                 after_earlier_event_files(self.log_dir)
+            else:
+                self.set_aside = set_aside_events(self.log_dir)
+                if self.set_aside is not None:
+                    print(f"TensorBoard: a fresh run in {self.log_dir}; the earlier run's events moved to "
+                          f"{self.set_aside} (shown as a run of its own)")
             self.writer = SummaryWriter(str(self.log_dir), purge_step=step + 1 if step else None,
                                         flush_secs=int(max(1, self.flush_s)))
             config = self.config if self.config is not None else dataclasses.asdict(loop.config)

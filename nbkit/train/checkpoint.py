@@ -9,7 +9,8 @@ Layout (``output_dir/checkpoints/``)::
 
 Each save is written whole into ``step-000120.tmp-<pid>/`` and renamed into place
 (``nbkit.atomic.atomic_dir``), so a final name only ever appears complete; deleting one renames it
-out of the ``step-*`` names first. Leftover ``.tmp-``/``.old-`` folders of dead writers are removed at
+out of the ``step-*`` names first. A fresh run (nothing resumed) moves an earlier run's ``step-*`` folders into
+``checkpoints/previous-<UTC time>/`` first (:func:`set_aside_earlier`); they are never loaded from there. Leftover ``.tmp-``/``.old-`` folders of dead writers are removed at
 the next save; incomplete or damaged ``step-*`` folders are skipped with a warning.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbkit.atomic import fsync_dir
+from nbkit.atomic import PREVIOUS, fsync_dir
 from nbkit.errors import CheckpointError
 from nbkit.train.config import START_FRESH
 
@@ -109,6 +110,8 @@ def list_checkpoints(output_dir, warn: bool = True) -> list[Checkpoint]:
         return []
     found = []
     for p in sorted(root.iterdir()):
+        if p.name.startswith(PREVIOUS):   # an earlier run's, set aside by a fresh one (set_aside_earlier)
+            continue
         m = _NAME.match(p.name)
         lacks = missing_files(p, STATE_FILE) if m and (p / MARKER).is_file() else None
         if lacks == []:
@@ -123,6 +126,22 @@ def list_checkpoints(output_dir, warn: bool = True) -> list[Checkpoint]:
             warnings.warn(f"ignoring incomplete checkpoint {p} (a run was probably killed while saving); "
                           "it is removed at the next save.", UserWarning, stacklevel=3)
     return sorted(found, key=lambda c: c.step)
+
+
+def set_aside_earlier(output_dir, keep: Path | None = None) -> Path | None:
+    """Move an earlier run's checkpoints (every ``step-*`` entry but ``keep``) into
+    ``output_dir/checkpoints/previous-<UTC time>/`` (:func:`nbkit.atomic.set_aside`) and return that folder
+    (None: nothing there). ``Loop.fit()`` calls it when a run starts fresh in a folder with checkpoints: else
+    ``keep_last`` would count the old run's later steps as the newest and delete the new run's checkpoints,
+    and a later resume would pick up the old run. Hold the ``output_dir`` lock."""
+    from nbkit.atomic import set_aside
+
+    root = checkpoints_dir(output_dir)
+    if not root.is_dir():
+        return None
+    names = sorted(p.name for p in root.iterdir()
+                   if p.name.startswith("step-") and (keep is None or p != Path(keep)))
+    return set_aside(root, names)
 
 
 def load_latest(output_dir) -> Checkpoint | None:
@@ -236,8 +255,11 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     """Inverse of :func:`loop_state` plus the weights: put ``loop`` where ``found`` was saved, under any world size.
 
     The optimizer and LR schedule are the checkpoint's (a different saved ``nbkit_schedule`` rebuilds
-    ``loop.scheduler``). RNG states: each rank its own when the world size is unchanged; otherwise rank 0
-    the saved ones and the other ranks fresh streams. Returns the loaded state (``config``: the saved
+    ``loop.scheduler``): its lr, warm-up ratio and scheduler, except its length, which is re-planned to this
+    run's ``max_steps`` (:func:`replan_lr`: from the resumed step on, the LR a fresh run of the new length
+    has there; raising ``max_steps`` does not leave the old schedule's end LR, often 0, on the new steps).
+    RNG states: each rank its own when the world size is unchanged; otherwise rank 0 the saved ones and the
+    other ranks fresh streams. Returns the loaded state (``config``: the saved
     TrainConfig as plain data).
 
     Raises:
@@ -252,11 +274,17 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     check_identity((s.get("config") or {}).get("identity"), loop.config.identity, found.path)
     load_model_weights(loop.model, found.model_dir)
     shape = s["scheduler"].get("nbkit_schedule")  # absent before nbkit recorded it: keep the loop's
-    if shape and shape != getattr(loop.scheduler, "nbkit_schedule", None):
-        # before the optimizer state: building a LambdaLR sets the groups' lr, which that state then restores
-        loop.scheduler = build_scheduler(loop.optimizer, shape["scheduler"], shape["max_steps"], shape["warmup_ratio"])
+    planned = getattr(loop.scheduler, "nbkit_schedule", None)
+    if shape:   # the checkpoint's scheduler and warm-up ratio, over this run's max_steps (re-planned)
+        planned = {**shape, "max_steps": loop.config.max_steps}
+        if planned != getattr(loop.scheduler, "nbkit_schedule", None):
+            # before the optimizer state: building a LambdaLR sets the groups' lr, which that state then restores
+            loop.scheduler = build_scheduler(loop.optimizer, shape["scheduler"], planned["max_steps"],
+                                             shape["warmup_ratio"])
     loop.optimizer.load_state_dict(s["optimizer"])
-    loop.scheduler.load_state_dict(s["scheduler"])
+    loop.scheduler.load_state_dict(s["scheduler"])   # its step count; it also brings back the saved shape
+    if shape and shape["max_steps"] != planned["max_steps"]:
+        replan_lr(loop.scheduler, planned)
     if loop.scaler is not None and s.get("scaler"):
         loop.scaler.load_state_dict(s["scaler"])
     for k in ("step", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
@@ -274,6 +302,18 @@ def restore_loop(loop, found: Checkpoint) -> dict:
         if info.rank > 0:   # another world size: rank 0 continues the saved stream, the others start fresh
             seed_rank(loop.config.seed + loop.state.step, info.rank)
     return s
+
+
+def replan_lr(scheduler, shape: dict) -> None:
+    """Give a restored LR ``scheduler`` the schedule ``shape`` (``nbkit_schedule``: another ``max_steps``) from
+    its step on: each group's lr becomes ``base_lr x lambda(step)``, the LR a fresh run of that length has at
+    this step (``transformers.get_scheduler``'s lambdas, which HF Trainer also rebuilds from its arguments on
+    resume). The caller built ``scheduler`` with ``shape``; ``load_state_dict`` had put the saved one back."""
+    scheduler.nbkit_schedule = dict(shape)
+    step = scheduler.last_epoch
+    for group, base, fn in zip(scheduler.optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas):
+        group["lr"] = base * fn(step)
+    scheduler._last_lr = [g["lr"] for g in scheduler.optimizer.param_groups]
 
 
 def check_identity(saved: dict | None, now: dict | None, path) -> None:

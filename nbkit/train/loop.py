@@ -250,6 +250,10 @@ class Loop:
     def fit(self) -> TrainResult:
         """Train to ``max_steps``, resuming from ``output_dir`` when ``config.resume``; returns a TrainResult.
 
+        A run that resumes nothing (``resume=False``, or no complete checkpoint) in a folder an earlier run wrote
+        first moves that run's checkpoints into ``checkpoints/previous-<UTC time>/`` and says so in one line
+        (``checkpoint.set_aside_earlier``); its TensorBoard logger does the same with the event files.
+
         Holds the ``output_dir`` lock (``nbkit.train.run_lock``); warns when resuming with changed settings
         (``nbkit.train.preflight.warn_resume_changes``), and resumed under another number of processes keeps the
         global batch by changing ``grad_accum_steps`` when it divides (``checkpoint.keep_global_batch``). An
@@ -294,9 +298,15 @@ class Loop:
         from tqdm.auto import tqdm
 
         self._check_data()
-        if self.config.resume and self.config.output_dir is not None:
-            self._resume()             # may change grad_accum_steps (the global batch kept)
-        cfg, st = self.config, self.state
+        resumed = self.config.resume and self.config.output_dir is not None and self._resume()
+        cfg, st = self.config, self.state   # _resume may change grad_accum_steps (the global batch kept)
+        if not resumed and cfg.output_dir is not None and self.dist.is_main:
+            aside = ckpt.set_aside_earlier(cfg.output_dir, keep=self.last_checkpoint)
+            if aside is not None:
+                from nbkit.atomic import tree_bytes
+
+                print(f"a fresh run in {cfg.output_dir}: the earlier run's checkpoints moved to {aside} "
+                      f"({tree_bytes(aside) / 2**20:,.1f} MiB; delete it once you no longer need them)")
         self._emit("on_train_begin")
         bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self.dist.is_main),
                    desc="train", unit="step")
@@ -511,10 +521,11 @@ class Loop:
         self._emit("on_save", self.last_checkpoint)
         return self.last_checkpoint
 
-    def _resume(self) -> None:
+    def _resume(self) -> bool:
+        """Restore the newest complete checkpoint in ``output_dir``; False when there is none."""
         found = ckpt.load_latest(self.config.output_dir)
         if found is None:
-            return
+            return False
         saved = ckpt.restore_loop(self, found)
         self.last_checkpoint = found.path
         cfg = self.config
@@ -527,6 +538,7 @@ class Loop:
             if note and not kept:
                 warnings.warn(note, UserWarning, stacklevel=4)
             preflight.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
+        return True
 
     def _emit(self, event: str, *args) -> None:
         if not self.dist.is_main:

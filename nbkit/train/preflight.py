@@ -186,7 +186,8 @@ def warn_resume_changes(loop, state: dict, path) -> None:
     ``state``: the checkpoint's (``nbkit.train.checkpoint.loop_state``). A checkpoint at/after
     ``max_steps``: nothing to train. Otherwise each differing :data:`RUN_SETTINGS` field is listed
     ``old -> new`` with what happens to it (``batch_size`` counts as changed only when the global batch
-    did; under another world size neither it nor ``grad_accum_steps`` does when the global batch stayed): :data:`SCHEDULE_SETTINGS` and the schedule's length stay the checkpoint's, and the LR the
+    did; under another world size neither it nor ``grad_accum_steps`` does when the global batch stayed): :data:`SCHEDULE_SETTINGS` stay the checkpoint's, the schedule's length
+    follows the new ``max_steps`` (re-planned: ``nbkit.train.checkpoint.replan_lr``), and the LR the
     remaining steps get is stated; :data:`ORDER_SETTINGS` apply from the next epoch (the epoch in
     progress keeps its saved order); the others apply from the next step.
     """
@@ -218,7 +219,8 @@ def warn_resume_changes(loop, state: dict, path) -> None:
             what = (f"applied from step {step + 1}; epoch {loop.state.epoch} keeps the checkpoint's example order, "
                     f"so each of its examples is still seen once; the new order starts with epoch {loop.state.epoch + 1}")
         elif k == "max_steps":
-            what = f"applied as the stop step; the LR schedule keeps its length of {shape['max_steps']} steps"
+            what = (f"applied: the LR schedule is re-planned to {new} steps, so steps {step + 1}-{new} get the "
+                    f"LR a fresh {new}-step run has there; steps 1-{step} had the {old}-step schedule's")
         else:
             what = f"applied from step {step + 1}"
         lines.append(f"  {k}: {_fmt(old)} -> {_fmt(new)} ({what})")
@@ -226,15 +228,12 @@ def warn_resume_changes(loop, state: dict, path) -> None:
     lrs = [base * sched.lr_lambdas[0](s) for s in range(step, cfg.max_steps)]  # LR of steps step+1..max_steps
     lr_note = f"the LR of steps {step + 1}-{cfg.max_steps} goes from {lrs[0]:.3g} to {lrs[-1]:.3g}"
     if max(lrs) == 0.0:
-        lr_note = (f"the LR of steps {step + 1}-{cfg.max_steps} is 0, the old schedule's end value: "
-                   "these steps will not change the weights")
-    elif lrs[-1] == 0.0 and cfg.max_steps > shape["max_steps"]:
-        lr_note += " (it stays at the old schedule's end value once that is reached)"
+        lr_note = f"the LR of steps {step + 1}-{cfg.max_steps} is 0: these steps will not change the weights"
     warnings.warn(
         f"resuming from {path} (step {step}) with settings that differ from the checkpoint's:\n"
         + "\n".join(lines) + "\n"
         f"The optimizer and LR schedule continue from the checkpoint (lr={_fmt(base)}, "
-        f"{shape['scheduler']}, {shape['max_steps']} steps): {lr_note}.\n"
+        f"{shape['scheduler']}, over max_steps={shape['max_steps']}): {lr_note}.\n"
         f"Fix: to train with the new settings from step 0 use {START_FRESH}; to start a fresh schedule from "
         f"these weights, load them (checkpoint.load_model_weights(model, '{path}/model')) into a run "
         "with a new output_dir; to continue unchanged, pass the checkpoint's settings.",

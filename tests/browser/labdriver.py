@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 POLL_S = 0.25
+PROBE_MAX_S = 60.0   # the probe cell's longest run: it ends as soon as a widget changed in place
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml")
 # ipywidgets' plain-text repr, shown when the widget manager is missing:
@@ -147,7 +148,7 @@ def open_notebook(page, server, path: str, timeout_s: float = 120.0) -> float:
     raise TimeoutError(f"kernel of {path} not idle after {timeout_s:.0f} s: {page.evaluate(SNAPSHOT_JS)['status']!r}")
 
 
-def run_all(page, result: RunResult, timeout_s: float, start_timeout_s: float = 30.0, on_sample=None) -> None:
+def run_all(page, result: RunResult, timeout_s: float, start_timeout_s: float = 120.0, on_sample=None) -> None:
     """Click Run > Run All Cells and sample the DOM until the kernel is idle again.
 
     Fails fast (``TimeoutError``) if no cell starts within ``start_timeout_s``.
@@ -185,7 +186,7 @@ def run_all(page, result: RunResult, timeout_s: float, start_timeout_s: float = 
     result.run_s = time.monotonic() - t0
 
 
-def save_and_read(page, server, path: str, timeout_s: float = 20.0) -> dict:
+def save_and_read(page, server, path: str, timeout_s: float = 60.0) -> dict:
     """Save the notebook from the UI and return the JSON the server stored.
 
     Presses Ctrl+S and waits for the file's ``last_modified`` (contents API) to
@@ -256,11 +257,13 @@ def changed_in_place(samples: list[Sample], key: str) -> list[int]:
     return sorted(i for i, vals in seen.items() if len(vals) > 1)
 
 
-def run_probe_cell(page, result: RunResult, source: str, timeout_s: float = 60.0) -> None:
+def run_probe_cell(page, result: RunResult, source: str, timeout_s: float = 60.0, seen=None,
+                   flag: Path | None = None) -> None:
     """Append a code cell at the end through the UI, run it, and sample the DOM meanwhile.
 
-    Used to see live widgets update while a cell runs (e.g. ``time.sleep(3)``),
-    whatever the notebook's own cells do. Samples go to ``result.probe_samples``.
+    Used to see live widgets update while a cell runs, whatever the notebook's own cells do. Samples go to
+    ``result.probe_samples``. ``seen(samples)`` true: ``flag`` is created (once), which ``source`` may wait
+    for (:func:`probe_until_flag`): the cell runs until what the test looks for happened, not a fixed time.
     """
     page.locator(".jp-Notebook .jp-Cell").last.click(position={"x": 5, "y": 5})
     page.keyboard.press("Escape")
@@ -274,11 +277,19 @@ def run_probe_cell(page, result: RunResult, source: str, timeout_s: float = 60.0
         snap = page.evaluate(SNAPSHOT_JS)
         busy = any(p.startswith("[*]") for p in snap["prompts"])
         result.probe_samples.append(Sample(time.monotonic() - t0, busy, snap))
+        if seen is not None and flag is not None and not flag.exists() and seen(result.probe_samples):
+            flag.write_text("seen")
         idle_polls = idle_polls + 1 if (not busy and _status_idle(snap) and time.monotonic() - t0 > 1) else 0
         if idle_polls >= 2:
             return
         time.sleep(POLL_S)
     raise TimeoutError(f"probe cell still running after {timeout_s:.0f} s")
+
+
+def probe_until_flag(flag: Path, max_s: float) -> str:
+    """One line of code (typed into a cell: no indentation) that runs until ``flag`` exists, at most ``max_s`` s."""
+    return (f"import os, time; t0 = time.monotonic(); [time.sleep(0.1) for _ in iter(lambda: os.path.exists("
+            f"{str(flag)!r}) or time.monotonic() - t0 > {max_s:g}, True)]")
 
 
 def screenshot_output_of(page, cell_index: int, path: Path) -> Path:

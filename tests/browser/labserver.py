@@ -63,7 +63,7 @@ class LabServer:
             carries the tail of its log).
     """
 
-    def __init__(self, root: Path, env: dict[str, str] | None = None, startup_timeout_s: float = 90.0):
+    def __init__(self, root: Path, env: dict[str, str] | None = None, startup_timeout_s: float = 180.0):
         self.root = Path(root)
         self.extra_env = dict(env or {})
         self.startup_timeout_s = startup_timeout_s

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from labdriver import changed_in_place, problems
+from labdriver import PROBE_MAX_S, changed_in_place, problems
 from labserver import REPO
 
 pytestmark = pytest.mark.browser
@@ -78,7 +78,8 @@ def test_gpu_monitor_widget_renders_and_updates(run_notebook):
     updated = changed_in_place(result.samples, "widgets") or changed_in_place(result.probe_samples, "widgets")
     assert updated, (
         "no widget changed while a cell ran (DOM sampled every 0.25 s during Run All "
-        f"({sum(s.busy for s in result.samples)} busy samples) and during an appended 3 s sleep cell "
+        f"({sum(s.busy for s in result.samples)} busy samples) and during an appended cell that ran until one "
+        f"changed, at most {PROBE_MAX_S:g} s "
         f"({sum(s.busy for s in result.probe_samples)} busy samples)); last widget states: {result.final['widgets']}"
     )
 
