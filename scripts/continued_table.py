@@ -97,16 +97,17 @@ def render(run: Path | None = None, tapt: Path = TAPT) -> str:
     return render_throughput(run or latest_run()) + "\n\n" + render_tapt(tapt)
 
 
-def replace_block(text: str, block: str) -> str:
-    """``text`` with the block between :data:`START` and :data:`END` replaced.
+def replace_block(text: str, block: str, start: str = START, end: str = END) -> str:
+    """``text`` with the block between the ``start`` and ``end`` markers (default :data:`START`, :data:`END`)
+    replaced.
 
     Raises:
         ValueError: the markers are absent, doubled or out of order.
     """
-    if text.count(START) != 1 or text.count(END) != 1 or text.index(START) > text.index(END):
-        raise ValueError(f"needs exactly one {START!r} followed by one {END!r}")
-    head, rest = text.split(START)
-    return f"{head}{START}\n{block}\n{END}{rest.split(END)[1]}"
+    if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
+        raise ValueError(f"needs exactly one {start!r} followed by one {end!r}")
+    head, rest = text.split(start)
+    return f"{head}{start}\n{block}\n{end}{rest.split(end)[1]}"
 
 
 def main(argv: list[str] | None = None) -> int:
