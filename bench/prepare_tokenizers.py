@@ -74,12 +74,13 @@ def unk_share(tokenizer: str, files: list[str], n_lines: int = 2000) -> float:
 CHILD = """
 import json, sys, time
 import nbkit
+from nbkit import jsonio
 from nbkit.corpus import prepare_corpus
 files, out, tokenizer, segmenter, workers = json.loads(sys.argv[1]), *sys.argv[2:5], int(sys.argv[5])
 t0 = time.perf_counter()
 m = prepare_corpus(files, out, tokenizer=tokenizer, segmenter=segmenter, num_workers=workers, progress=False,
                    overwrite=True)
-print(json.dumps({"prepare_seconds": round(time.perf_counter() - t0, 3), "n_tokens": m["counts"]["n_tokens"],
+print(jsonio.dumps({"prepare_seconds": round(time.perf_counter() - t0, 3), "n_tokens": m["counts"]["n_tokens"],
                   "n_texts": m["counts"]["n_texts_kept"], "nbkit": nbkit.__file__}))
 """
 
@@ -89,7 +90,7 @@ def run_arm(files, out: pathlib.Path, tokenizer: str, segmenter: str, num_worker
     editable install's): ``(result, wall s, peak RSS bytes)``."""
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(code), "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
-    args = [sys.executable, "-c", CHILD, json.dumps(files), str(out), tokenizer, segmenter, str(num_workers)]
+    args = [sys.executable, "-c", CHILD, jsonio.dumps(files), str(out), tokenizer, segmenter, str(num_workers)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True, cwd=str(code))
     peak = 0
