@@ -110,15 +110,20 @@ def replace_block(text: str, block: str, start: str = START, end: str = END) -> 
     return f"{head}{start}\n{block}\n{end}{rest.split(end)[1]}"
 
 
+def rewrite(files, block: str, start: str = START, end: str = END) -> None:
+    """Put ``block`` between the markers of each of ``files`` and say which (raises as :func:`replace_block`)."""
+    for f in files:
+        f.write_text(replace_block(f.read_text(encoding="utf-8"), block, start, end), encoding="utf-8")
+        print(f"rewrote the block in {_rel(f)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     block = render()
     if "--print" in argv:
         print(block)
         return 0
-    for f in FILES:
-        f.write_text(replace_block(f.read_text(encoding="utf-8"), block), encoding="utf-8")
-        print(f"rewrote the block in {_rel(f)}")
+    rewrite(FILES, block)
     return 0
 
 

@@ -120,4 +120,4 @@ def test_docs_block_comes_from_the_recorded_run(tmp_path):
     other.write_text(json.dumps(d), encoding="utf-8")
     assert "0.123 [" in table.render(other)
     with pytest.raises(ValueError, match="needs exactly one"):
-        table.replace_block("no markers", "B")
+        table.replace_block("no markers", "B", table.START, table.END)
