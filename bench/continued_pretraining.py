@@ -191,6 +191,49 @@ def prepare(a) -> None:
     a.store = str(pt.data(recipe(a)).store)
 
 
+def alternate(script: str, common: list[str], rounds: int) -> dict[str, list[dict]]:
+    """Run ``script --arm nbkit|trainer --result R.json *common`` ``rounds`` times each, alternating which arm
+    goes first, each in its own process (so peak memory is its own); print one line per run; return the
+    results by arm."""
+    runs: dict[str, list[dict]] = {"nbkit": [], "trainer": []}
+    for r in range(rounds):
+        for arm in (("nbkit", "trainer") if r % 2 == 0 else ("trainer", "nbkit")):
+            with tempfile.TemporaryDirectory() as tmp:
+                res = Path(tmp) / "r.json"
+                subprocess.run([sys.executable, script, "--arm", arm, "--result", str(res), *common], check=True,
+                               cwd=ROOT)
+                runs[arm].append(json.loads(res.read_text()))
+            x = runs[arm][-1]
+            mem = f"peak CUDA {x['cuda_peak_mib']:,.0f} MiB" if "cuda_peak_mib" in x else \
+                f"peak RSS {x['peak_rss_mib']:,.0f} MiB (+{x['rss_rise_mib']:,.0f} training)"
+            print(f"round {r + 1} {arm:8s} {x['tokens_per_s']:9,.0f} tokens/s (median step {x['median_step_s']:.2f} s), "
+                  f"{mem}, {x['precision']}", flush=True)
+    return runs
+
+
+def compare(runs: dict[str, list[dict]]) -> tuple[dict, dict]:
+    """``(medians by arm, nbkit/Trainer ratios)`` of :func:`alternate`'s runs (tokens/s by median step, per
+    round and wall; peak memory and its rise), printed as a table."""
+    med = {arm: {k: statistics.median(x[k] for x in rs) for k in rs[0] if isinstance(rs[0][k], (int, float))}
+           for arm, rs in runs.items()}
+    mem_key = "cuda_peak_mib" if "cuda_peak_mib" in med["nbkit"] else "peak_rss_mib"
+    rise_key = "cuda_rise_mib" if mem_key == "cuda_peak_mib" else "rss_rise_mib"
+    paired = [n["tokens_per_s"] / t["tokens_per_s"] for n, t in zip(runs["nbkit"], runs["trainer"])]   # per round
+    ratios = {"tokens_per_s": med["nbkit"]["tokens_per_s"] / med["trainer"]["tokens_per_s"],
+              "tokens_per_s_per_round": paired, "tokens_per_s_best": max(x["tokens_per_s"] for x in runs["nbkit"])
+              / max(x["tokens_per_s"] for x in runs["trainer"]),
+              "tokens_per_s_wall": med["nbkit"]["tokens_per_s_wall"] / med["trainer"]["tokens_per_s_wall"],
+              mem_key: med["nbkit"][mem_key] / med["trainer"][mem_key],
+              rise_key: med["nbkit"][rise_key] / med["trainer"][rise_key]}
+    print(f"\n{'':24s}{'nbkit':>14s}{'Trainer':>14s}{'nbkit/Trainer':>15s}")
+    for key, label in (("tokens_per_s", "tokens/s (median step)"), ("tokens_per_s_wall", "tokens/s (wall)"),
+                       (mem_key, f"{mem_key} "), (rise_key, f"{rise_key} ")):
+        print(f"{label:24s}{med['nbkit'][key]:14,.0f}{med['trainer'][key]:14,.0f}{ratios[key]:15.3f}")
+    print(f"tokens/s ratio per round (same load): {', '.join(f'{r:.3f}' for r in paired)}; best run of each: "
+          f"{ratios['tokens_per_s_best']:.3f}")
+    return med, ratios
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", choices=("base", "tiny"), default="base", help="stand-in sizes: BERT-base or hidden 32")
@@ -224,36 +267,8 @@ def main(argv=None) -> None:
     common = ["--size", a.size, "--steps", str(a.steps), "--warmup", str(a.warmup), "--batch", str(a.batch),
               "--block", str(a.block), "--threads", str(a.threads), "--device", a.device, "--precision", a.precision,
               "--standin", a.standin, "--store", a.store]
-    runs: dict[str, list[dict]] = {"nbkit": [], "trainer": []}
-    for r in range(a.rounds):
-        for arm in (("nbkit", "trainer") if r % 2 == 0 else ("trainer", "nbkit")):
-            with tempfile.TemporaryDirectory() as tmp:
-                res = Path(tmp) / "r.json"
-                subprocess.run([sys.executable, __file__, "--arm", arm, "--result", str(res), *common], check=True,
-                               cwd=ROOT)
-                runs[arm].append(json.loads(res.read_text()))
-            x = runs[arm][-1]
-            mem = f"peak CUDA {x['cuda_peak_mib']:,.0f} MiB" if "cuda_peak_mib" in x else \
-                f"peak RSS {x['peak_rss_mib']:,.0f} MiB (+{x['rss_rise_mib']:,.0f} training)"
-            print(f"round {r + 1} {arm:8s} {x['tokens_per_s']:9,.0f} tokens/s (median step {x['median_step_s']:.2f} s), "
-                  f"{mem}, {x['precision']}", flush=True)
-    med = {arm: {k: statistics.median(x[k] for x in rs) for k in rs[0] if isinstance(rs[0][k], (int, float))}
-           for arm, rs in runs.items()}
-    mem_key = "cuda_peak_mib" if "cuda_peak_mib" in med["nbkit"] else "peak_rss_mib"
-    rise_key = "cuda_rise_mib" if mem_key == "cuda_peak_mib" else "rss_rise_mib"
-    paired = [n["tokens_per_s"] / t["tokens_per_s"] for n, t in zip(runs["nbkit"], runs["trainer"])]   # per round
-    ratios = {"tokens_per_s": med["nbkit"]["tokens_per_s"] / med["trainer"]["tokens_per_s"],
-              "tokens_per_s_per_round": paired, "tokens_per_s_best": max(x["tokens_per_s"] for x in runs["nbkit"])
-              / max(x["tokens_per_s"] for x in runs["trainer"]),
-              "tokens_per_s_wall": med["nbkit"]["tokens_per_s_wall"] / med["trainer"]["tokens_per_s_wall"],
-              mem_key: med["nbkit"][mem_key] / med["trainer"][mem_key],
-              rise_key: med["nbkit"][rise_key] / med["trainer"][rise_key]}
-    print(f"\n{'':24s}{'nbkit':>14s}{'Trainer':>14s}{'nbkit/Trainer':>15s}")
-    for key, label in (("tokens_per_s", "tokens/s (median step)"), ("tokens_per_s_wall", "tokens/s (wall)"),
-                       (mem_key, f"{mem_key} "), (rise_key, f"{rise_key} ")):
-        print(f"{label:24s}{med['nbkit'][key]:14,.0f}{med['trainer'][key]:14,.0f}{ratios[key]:15.3f}")
-    print(f"tokens/s ratio per round (same load): {', '.join(f'{r:.3f}' for r in paired)}; best run of each: "
-          f"{ratios['tokens_per_s_best']:.3f}")
+    runs = alternate(__file__, common, a.rounds)
+    med, ratios = compare(runs)
     from nbkit import jsonio
 
     conf = json.loads((Path(a.standin) / "config.json").read_text())

@@ -97,16 +97,24 @@ def render(run: Path | None = None, tapt: Path = TAPT) -> str:
     return render_throughput(run or latest_run()) + "\n\n" + render_tapt(tapt)
 
 
-def replace_block(text: str, block: str) -> str:
-    """``text`` with the block between :data:`START` and :data:`END` replaced.
+def replace_block(text: str, block: str, start: str = START, end: str = END) -> str:
+    """``text`` with the block between the ``start`` and ``end`` markers (default :data:`START`, :data:`END`)
+    replaced.
 
     Raises:
         ValueError: the markers are absent, doubled or out of order.
     """
-    if text.count(START) != 1 or text.count(END) != 1 or text.index(START) > text.index(END):
-        raise ValueError(f"needs exactly one {START!r} followed by one {END!r}")
-    head, rest = text.split(START)
-    return f"{head}{START}\n{block}\n{END}{rest.split(END)[1]}"
+    if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
+        raise ValueError(f"needs exactly one {start!r} followed by one {end!r}")
+    head, rest = text.split(start)
+    return f"{head}{start}\n{block}\n{end}{rest.split(end)[1]}"
+
+
+def rewrite(files, block: str, start: str = START, end: str = END) -> None:
+    """Put ``block`` between the markers of each of ``files`` and say which (raises as :func:`replace_block`)."""
+    for f in files:
+        f.write_text(replace_block(f.read_text(encoding="utf-8"), block, start, end), encoding="utf-8")
+        print(f"rewrote the block in {_rel(f)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,9 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--print" in argv:
         print(block)
         return 0
-    for f in FILES:
-        f.write_text(replace_block(f.read_text(encoding="utf-8"), block), encoding="utf-8")
-        print(f"rewrote the block in {_rel(f)}")
+    rewrite(FILES, block)
     return 0
 
 

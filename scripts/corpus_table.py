@@ -1,7 +1,8 @@
-"""The README's corpus-preparation table, from ``bench/corpus_scale.py``'s recorded JSON.
+"""The README's corpus-preparation table, from ``bench/corpus_scale.py``'s recorded JSON, and the rows by
+tokenizer and word starts from ``bench/prepare_tokenizers.py``'s.
 
-Every number comes from the file (the newest ``bench/results/corpus_scale_*.json`` unless a path is
-given); ``scripts/expect_table.py`` writes the block between the ``corpus-table`` markers. Corpus
+Every number comes from the files (the newest ``bench/results/corpus_scale_*.json`` unless a path is
+given, and the newest ``bench/results/prepare_tokenizers_*.json``); ``scripts/expect_table.py`` writes the block between the ``corpus-table`` markers. Corpus
 sizes are MB of uncompressed UTF-8 text (the run key, e.g. ``nbkit_2000mb``); MB/s divides that by
 the wall time, so a compressed input is not counted at its smaller size on disk.
 """
@@ -30,12 +31,56 @@ def latest_run(root: Path = ROOT) -> Path:
     return found[-1]
 
 
+def latest_tokenizers_run(root: Path = ROOT) -> Path | None:
+    """The newest ``bench/results/prepare_tokenizers_<date>.json``, or None."""
+    found = sorted(root.glob("bench/results/prepare_tokenizers_*.json"))
+    return found[-1] if found else None
+
+
+TOKENIZER_LABELS = {"own": "nbkit's own (WordPiece trained on the bundled text, {vocab_size:,} tokens)",
+                    "bert": "bert-base-chinese layout ({vocab_size:,} tokens)"}
+
+
+def render_tokenizers(path: Path) -> str:
+    """Intro line + one row per (tokenizer, word starts), with the baseline code's MB/s where recorded."""
+    d = json.loads(Path(path).read_text(encoding="utf-8"))
+    arms = d["arms"]
+    base = d.get("baseline")
+    head = "| tokenizer | word starts | MB/s | tokens/s | peak RSS, all processes |"
+    rule = "|---|---|---|---|---|"
+    if base:
+        head += f" MB/s before (`{base}`) |"
+        rule += "---|"
+    lines = [f"By tokenizer and word starts, measured {d['date']} by `bench/prepare_tokenizers.py` "
+             f"(`prepare_corpus`, `num_workers={d['num_workers']}`, {d['corpus']}; median of {d['rounds']} "
+             f"interleaved rounds: {d['machine_note']}):", "", head, rule]
+    for tok in ("own", "bert"):
+        label = TOKENIZER_LABELS[tok].format(**d["tokenizers"][tok])
+        for words in ("words", "nowords"):
+            r = arms.get(f"{tok}_{words}_this")
+            if r is None:
+                continue
+            ws = "rjieba words" if words == "words" else "none (`segmenter=\"none\"`: the tokenizer's words)"
+            row = (f"| {label} | {ws} | {_n(r['mb_per_s'], '.2f')} | {_n(r['tokens_per_s'])} | "
+                   f"{_n(r['peak_rss_mib'], ',.0f', ' MiB')} |")
+            if base:
+                b = arms.get(f"{tok}_{words}_baseline")
+                row += f" {_n(b['mb_per_s'] if b else None, '.2f')} |"
+            lines.append(row)
+    unk = d["tokenizers"]["bert"].get("unk_share")
+    if unk is not None:
+        lines += ["", f"The BERT vocabulary is `nbkit.models.standin.chinese_vocab()` (bert-base-chinese's size and order "
+                      f"of kinds, built locally); on this corpus {100 * unk:.2f} % of its tokens are `[UNK]`."]
+    return "\n".join(lines)
+
+
 def _n(v, fmt=",.0f", unit=""):
     return "n/a" if v is None else f"{v:{fmt}}{unit}"
 
 
-def render(path: Path) -> str:
-    """Intro line + one row per (corpus size, arm) + the ratios of nbkit over HF where both ran."""
+def render(path: Path, tokenizers: Path | None | str = "latest") -> str:
+    """Intro line + one row per (corpus size, arm) + the ratios of nbkit over HF where both ran; then
+    :func:`render_tokenizers` of ``tokenizers`` (``"latest"``: the newest recorded run; None: left out)."""
     d = json.loads(Path(path).read_text(encoding="utf-8"))
     runs = d["runs"]
     sizes = sorted({int(m.group(1)) for k in runs if (m := re.fullmatch(r"\w+?_(\d+)mb", k))})
@@ -78,6 +123,10 @@ def render(path: Path) -> str:
     missing = [f"{size:,} MB" for size in sizes if f"hf_{size}mb" not in runs]
     if missing:
         lines.append(f"HF's recipe was not recorded at {', '.join(missing)}.")
+    if tokenizers == "latest":
+        tokenizers = latest_tokenizers_run()
+    if tokenizers is not None:
+        lines += ["", render_tokenizers(Path(tokenizers))]
     return "\n".join(lines)
 
 

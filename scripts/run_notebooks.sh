@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job, headless: set up .venv and execute notebooks 00-05 in order.
+# The main job, headless: set up .venv and execute the notebooks (00, 01, ...) in order.
 # Executed copies land in $NBKIT_RUNS_DIR/<scale>/executed/ (default runs/).
 #   NBKIT_SCALE=smoke|cpu|gpu   (default: gpu if CUDA is usable, else cpu)
 #   NBKIT_SKIP_SETUP=1          skip scripts/setup.sh (use .venv as it is; it must exist)

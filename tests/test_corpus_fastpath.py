@@ -7,7 +7,7 @@ import unicodedata
 import numpy as np
 import pytest
 
-from nbkit.corpus.fastpath import encode_texts, lookup_table
+from nbkit.corpus.fastpath import continuation_mask, encode_texts, lookup_table
 from nbkit.corpus.segment import cutter
 from tests.corpus_helpers import review_lines
 
@@ -104,3 +104,78 @@ def test_other_pipelines_go_through_the_tokenizer(tmp_path, tok_file):
     ids, _, counts = encode_texts(ts, tok, table, cutter("jieba", keep_space=True))
     assert split(ids, counts) == [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)]
     assert json.loads(path.read_text())["pre_tokenizer"]["type"] == "Whitespace"
+
+
+#: mixed Chinese/Latin/digits/punctuation, full-width forms, and characters outside the 21,128 vocabulary
+#: ([UNK]: 𠀀 beyond the BMP, 龥 past its CJK range, ☃, Cyrillic, a Latin word of letters the vocabulary lacks)
+BERT_MIXED = ["我在2024年买了iPhone15，花了５９９９元！", "ＧＤＰ增长７．８％左右（同比）", "龥𠀀☃Жизнь élan ǅ",
+              "Hello, World!!! 3.14159 -- https://example.com/a_b?x=1&y=2", "“引号”《书名》、顿号…省略——破折号",
+              "[SEP] 与 [UNK] 写在文本里", "ＡＢＣ abc Ａbc１２３", "  \t  ", "数字12345和English混排"]
+
+
+@pytest.fixture(scope="module")
+def bert_file(tmp_path_factory):
+    """The bert-base-chinese stand-in's tokenizer.json as a store copies it (AutoTokenizer, save_pretrained)."""
+    from nbkit.corpus.vocab import _load_given
+    from nbkit.models.standin import VOCAB_SIZE, build_standin
+
+    d = build_standin(tmp_path_factory.mktemp("bert") / "ckpt")
+    tok = _load_given(str(d))
+    assert len(tok) == VOCAB_SIZE == 21128
+    saved = tmp_path_factory.mktemp("saved")
+    tok.save_pretrained(str(saved))
+    return str(saved / "tokenizer.json")
+
+
+def test_bert_vocabulary_takes_the_fast_path_with_its_own_ids(bert_file):
+    """bert-base-chinese's 21,128-token vocabulary: CJK and punctuation by table (not bypassed), and the ids are
+    the tokenizer's own on mixed text, [UNK] and full-width characters included (the literal "[SEP]" aside)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(bert_file)
+    table = lookup_table(bert_file)
+    unk = tok.token_to_id("[UNK]")
+    assert (table >= 0).sum() > 20000 and table[ord("我")] == tok.token_to_id("我") and table[ord("龥")] == unk
+    ts = texts() + BERT_MIXED
+    cut = cutter("jieba", keep_space=True)
+    ids, wst, counts = encode_texts(ts, tok, table, cut)
+    want = [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)]
+    got = split(ids, counts)
+    sep = ts.index("[SEP] 与 [UNK] 写在文本里")
+    assert got[:sep] + got[sep + 1:] == want[:sep] + want[sep + 1:]
+    assert unk in got[ts.index("龥𠀀☃Жизнь élan ǅ")] and counts[ts.index("  \t  ")] == 0
+    sep_id = tok.token_to_id("[SEP]")   # a written "[SEP]" stays its characters (the tokenizer makes it the token)
+    assert sep_id in want[sep] and sep_id not in got[sep] and got[sep][0] == tok.token_to_id("[")
+    none_ids, none_wst, none_counts = encode_texts(ts, tok, table, None, continuation_mask(bert_file))
+    assert np.array_equal(none_ids, ids) and np.array_equal(none_counts, counts)
+
+
+def test_without_a_segmenter_word_starts_are_the_tokenizers_words(tok_file):
+    """segmenter="none": every token starts a word except a ``##`` continuation (BERT's own words)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(tok_file)
+    ts = texts()
+    mask = continuation_mask(tok_file)
+    ids, wst, counts = encode_texts(ts, tok, lookup_table(tok_file), None, mask)
+    encs = tok.encode_batch(ts, add_special_tokens=False)
+    assert split(ids, counts) == [e.ids for e in encs]
+    want = [0 if t.startswith("##") else 1 for e in encs for t in e.tokens]
+    assert wst.tolist() == want and 0 in want and mask.sum() > 0
+
+
+def test_a_segmenter_that_drops_characters_gives_one_word_per_character(tok_file):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(tok_file)
+    ts = ["我爱北京天安门", "他用 iPhone 拍照", "北京大学"]
+    jieba_cut = cutter("jieba", keep_space=True)
+
+    def dropping(t):   # drops the spaces of the second text: its words no longer join to it
+        return [w for w in jieba_cut(t) if not w.isspace()]
+
+    _, wst, counts = encode_texts(ts, tok, lookup_table(tok_file), dropping)
+    first, second, third = np.split(wst, np.cumsum(counts)[:-1])
+    assert first.tolist() == [1, 1, 1, 0, 1, 0, 0] and third.tolist() == [1, 0, 0, 0]
+    chars = [o[0] for o in tok.encode(ts[1], add_special_tokens=False).offsets]
+    assert second.tolist() == [1] * len(chars)   # one word per character: every token a start

@@ -184,6 +184,19 @@ def test_hashset_keeps_first_occurrence_across_merges():
     assert c.tolist() == [False, True] and len(s) == 7
 
 
+def test_segmenter_none_stores_the_tokenizers_own_word_starts(tmp_path, tok_dir, tok):
+    """segmenter="none": the same ids; a word start at every token but a ``##`` piece (and at [SEP])."""
+    texts = ["我爱北京天安门。", "他用iPhone拍照，playing games", "ＧＤＰ增长７．８％左右"]
+    src = write_txt(tmp_path / "a.txt", texts)
+    m = run(src, tmp_path / "none", tok_dir, heldout_share=0.0, segmenter="none")
+    words = run(src, tmp_path / "words", tok_dir, heldout_share=0.0, segmenter="jieba")
+    assert m["settings"]["segmenter"] == "none" and m["settings"]["segmenter_version"] == "none"
+    ids, wst = load_split(tmp_path / "none")
+    assert np.array_equal(ids, load_split(tmp_path / "words")[0]) and words["counts"] == m["counts"]
+    tokens = tok.convert_ids_to_tokens(ids.tolist())
+    assert wst.tolist() == [0 if t.startswith("##") else 1 for t in tokens] and 0 in wst.tolist()
+
+
 def test_progress_plain_lines_show_rates_and_eta():
     import io
 
@@ -195,6 +208,32 @@ def test_progress_plain_lines_show_rates_and_eta():
     out = buf.getvalue()
     assert "tokenize: 10.0 MB of input in all" in out
     assert "40.0% (4.0 MB), 2.00 MB/s, 250 texts/s, ETA 3 s" in out
+
+
+def test_progress_estimates_the_stage_once_after_its_first_chunks():
+    """The estimate line (time, MB/s, input) comes once, when enough is measured, before the long part; none for
+    the tokenizer's sample, which stops early."""
+    import io
+
+    buf = io.StringIO()
+    p = CorpusProgress(1_000_000_000, stream=buf, tty=False, every_s=1e9, estimate_after_s=5.0, estimate_after_mb=4.0)
+    p.begin("tokenizer sample", estimate=False)
+    p.t0 -= 10.0
+    p.update(20_000_000, 100)
+    assert "about" not in buf.getvalue()
+    p.begin("tokenize")
+    p.t0 -= 2.0
+    p.update(2_600_000, 10)          # too early: 2 s and 2.6 MB measured
+    assert "about" not in buf.getvalue()
+    p.t0 -= 4.0                       # 6 s in, 13 MB: 2.17 MB/s, 987 MB left
+    p.update(13_000_000, 10)
+    p.update(14_000_000, 10)
+    lines = [x for x in buf.getvalue().splitlines() if "about" in x]
+    assert len(lines) == 1, lines
+    import re
+
+    assert re.match(r"\[prepare-corpus\] tokenize: about 7 min 3\d s at 2\.1\d MB/s for 1,000\.0 MB of input", lines[0])
+    assert lines[0].endswith("(measured on the first 13.0 MB)") and p.estimated in lines[0]
 
 
 def test_shard_size_never_changes_the_split_streams(tmp_path, tok_dir):

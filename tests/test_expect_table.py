@@ -175,3 +175,21 @@ def test_continued_block_is_the_rendering_of_the_recorded_benchmarks(tmp_path):
     assert "| 1,234.5 |" in text and "per round x0.50, x2.00" in text
     with pytest.raises(ValueError, match="exactly one"):
         continued_table.replace_block("no markers", "B")
+
+
+def test_corpus_block_carries_the_rows_by_tokenizer_and_word_starts(tmp_path):
+    run = corpus_table.latest_tokenizers_run()
+    assert run is not None, "no bench/results/prepare_tokenizers_*.json: run bench/prepare_tokenizers.py"
+    block = corpus_table.render(corpus_table.latest_run())
+    d = json.loads(run.read_text(encoding="utf-8"))
+    for key, arm in d["arms"].items():
+        if key.endswith("_this"):
+            assert f"| {arm['mb_per_s']:.2f} | {arm['tokens_per_s']:,.0f} |" in block
+    assert "bert-base-chinese layout (21,128 tokens)" in block and "interleaved rounds" in block
+    d["arms"]["bert_nowords_this"]["mb_per_s"] = 98.76                 # the rows follow the file
+    d["arms"].pop("own_nowords_baseline", None)
+    other = tmp_path / "prepare_tokenizers_x.json"
+    other.write_text(json.dumps(d), encoding="utf-8")
+    rendered = corpus_table.render(corpus_table.latest_run(), tokenizers=other)
+    assert "| 98.76 |" in rendered and "n/a |" in rendered   # no baseline run without word starts
+    assert "By tokenizer" not in corpus_table.render(corpus_table.latest_run(), tokenizers=None)

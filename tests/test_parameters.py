@@ -35,7 +35,8 @@ def _parameters(source: str) -> dict:
 
 
 #: parameters that steer a notebook's own cells, not a recipe (notebook 00's live monitor)
-NOT_CONFIG = {"monitor_interval", "watch_seconds"}
+NOT_CONFIG = {"monitor_interval", "watch_seconds",
+              "prompt", "max_new_tokens", "temperature", "top_k", "top_p"}   # notebook 06's generation step
 
 #: notebook -> the recipe config its parameters cell feeds (``module:Class``). A new notebook adds its line here,
 #: and then every field of its config is one of its parameters or in NOT_PARAMETERS with the reason.
@@ -46,6 +47,8 @@ CONFIGS = {
     "03_sentiment_finetuning": "nbkit.recipes.finetuning:FinetuneConfig",
     "04_gpu_profiling": "nbkit.recipes.profiling:ProfileConfig",
     "05_your_own_data": "nbkit.recipes.own_data:OwnDataConfig",
+    "06_chinese_gpt": "nbkit.recipes.pretraining:PretrainConfig",
+    "07_named_entities": "nbkit.recipes.finetuning:FinetuneConfig",
 }
 #: config fields a notebook's parameters cell leaves out, each with its reason; ``"*"`` (as a notebook): the fields
 #: of any recipe that change how a run shows or resumes, not what it trains; ``"*"`` (as a field): every field left.
@@ -66,11 +69,21 @@ NOT_PARAMETERS = {
                                 "objective": "notebook 02 is the masked LM (its fill-mask and plateau probes are "
                                              "MLM's); causal pretraining is notebook 06's and the job's --objective "
                                              "causal"},
+    "06_chinese_gpt": {"split_seed": "as notebook 02: seed is passed as split_seed too",
+                       "objective": "notebook 06 is the causal LM (set in its config cell); MLM is notebook 02's",
+                       **dict.fromkeys(("mlm_probability", "whole_word"),
+                                       "masking is MLM's; a causal LM predicts every next token")},
     "03_sentiment_finetuning": {
         "task": "notebook 03 is the bundled review task (its cells show the review split); news: "
                 "python -m nbkit.jobs.finetune --task news, your files: notebook 05",
         **dict.fromkeys(("train_file", "validation_file", "test_file", "text_column", "label_column"),
-                        "task own's files: notebook 05 takes them (its parameters cell has them)")},
+                        "task own's files: notebook 05 takes them (its parameters cell has them)"),
+        **dict.fromkeys(("stride", "corpus_lines", "n_boot"), "task ner's: notebook 07 takes them")},
+    "07_named_entities": {
+        "task": "notebook 07 is task ner (People's Daily, or your tagged train_file)",
+        "pooling": "no pooling per token: each token's state feeds the head",
+        "class_weights": "per-token labels: the loop weights classes per text only",
+        **dict.fromkeys(("text_column", "label_column"), "tagged files carry their tokens and tags")},
 }
 
 

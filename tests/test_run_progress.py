@@ -155,6 +155,9 @@ def test_headlines_of_each_notebook(tmp_path):
     assert headline("03_sentiment_finetuning.ipynb", tmp_path) == \
         "test accuracy 0.871 vs TF-IDF baseline 0.857 (+1.4 points)"
     assert headline("04_gpu_profiling.ipynb", tmp_path) == "MFU 41.2%, 98,765 tokens/s"
+    _put(tmp_path, "causal/baselines.json", {"rows": [{"model": "GPT (gpt2-narrow)", "eval_perplexity": 90.25},
+                                                      {"model": "2-gram KN", "eval_perplexity": 120.0}]})
+    assert headline("06_chinese_gpt.ipynb", tmp_path) == "held-out perplexity 90.2 vs 2-gram KN 120.0"
 
 
 def test_headlines_say_what_is_missing_instead_of_raising(tmp_path):

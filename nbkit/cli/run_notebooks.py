@@ -260,6 +260,8 @@ SOURCES: dict[str, str] = {
     "02": "mlm/metrics.json",
     "03": "sentiment/metrics.json",
     "04": "profiling/results.json",
+    "06": "causal/baselines.json",
+    "07": "ner/metrics.json",
 }
 
 
@@ -307,7 +309,26 @@ def _profiling(d: dict) -> str:
     return f"{head}, {rate}" if rate else head
 
 
-READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling}
+def _causal(d: dict) -> str:
+    """Notebook 06's ``baselines.json`` (``nbkit.evaluate.ngram.compare_with_baselines``): the GPT's held-out
+    perplexity beside each n-gram's."""
+    rows = [r for r in d.get("rows") or [] if isinstance(r, dict)]
+    ppl = [(r.get("model"), _num(r.get("eval_perplexity"))) for r in rows]
+    if not ppl or ppl[0][1] is None:
+        return "held-out perplexity not recorded"
+    others = ", ".join(f"{name} {p:,.1f}" for name, p in ppl[1:] if p is not None)
+    return f"held-out perplexity {ppl[0][1]:,.1f}" + (f" vs {others}" if others else "")
+
+
+def _ner(d: dict) -> str:
+    f1, base = _num(d.get("test_entity_f1")), _num(d.get("baseline_entity_f1"))
+    if f1 is None:
+        return "test entity F1 not recorded"
+    head = f"test entity F1 {f1:.3f}"
+    return head if base is None else f"{head} vs CRF baseline {base:.3f} ({(f1 - base) * 100:+.1f} points)"
+
+
+READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling, "06": _causal, "07": _ner}
 
 
 def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:

@@ -118,12 +118,17 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         return ids, wst
 
     # --- blocks --------------------------------------------------------------------------------
-    def __getitem__(self, i: int) -> dict:
+    def _block_index(self, i: int) -> int:
+        """``i`` as a block number in ``[0, len)`` (negative counts from the end); IndexError outside."""
         i = int(i)
         if i < 0:
             i += self._n
         if not 0 <= i < self._n:
             raise IndexError(f"block {i} out of range: {self.split!r} has {self._n:,} blocks")
+        return i
+
+    def __getitem__(self, i: int) -> dict:
+        i = self._block_index(i)
         tokens, starts = self._read(i * self._chunk, (i + 1) * self._chunk)   # (B-2,), (B-2,)
         input_ids = np.empty(self.block_size, dtype=np.int64)                # (B,)
         input_ids[0], input_ids[1:-1], input_ids[-1] = self.cls_id, tokens, self.sep_id
@@ -168,11 +173,7 @@ class StoreCausalDataset(StoreMLMDataset):
                 f"{self._n:,} blocks from {self.n_tokens:,} tokens in {len(self._shards)} shard(s))")
 
     def __getitem__(self, i: int) -> dict:
-        i = int(i)
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
-            raise IndexError(f"block {i} out of range: {self.split!r} has {self._n:,} blocks")
+        i = self._block_index(i)
         start = i * self._chunk
         stop = min(start + self._chunk + 1, self.n_tokens)          # one more: the last position's target
         tokens, _ = self._read(start, stop)

@@ -3,7 +3,8 @@
 In BERT's Chinese pipeline each of those is a one-character word, on which ``tokenizers`` spends most of its
 time; only the runs between them go through ``encode_batch``. The ids equal ``tokenizer.encode(text,
 add_special_tokens=False)``'s, except that a literal ``"[SEP]"`` in a text stays its characters. A token
-starts a word when its first character lies in another segmenter word than the previous token's.
+starts a word when its first character lies in another segmenter word than the previous token's; without a
+segmenter (``segmenter="none"``), when it is not a WordPiece continuation (``##``): the tokenizer's own words.
 """
 from __future__ import annotations
 
@@ -60,9 +61,50 @@ def lookup_table(tokenizer_file: str) -> np.ndarray:
     return table
 
 
-def encode_texts(texts: list[str], tok, table: np.ndarray, cut: Callable[[str], list[str]]):
+def continuation_mask(tokenizer_file: str) -> np.ndarray:
+    """Token id -> whether it continues a word (a WordPiece ``##`` piece): bool ``(vocab size,)``, all False for
+    a model without a continuation prefix. The word starts of a store without a segmenter."""
+    with open(tokenizer_file, encoding="utf-8") as fh:
+        spec = json.load(fh)
+    model = spec.get("model") or {}
+    vocab = model.get("vocab") if isinstance(model.get("vocab"), dict) else {}
+    ids = [int(i) for i in vocab.values()] + [int(t["id"]) for t in spec.get("added_tokens") or []]
+    mask = np.zeros(max(ids, default=-1) + 1, dtype=bool)
+    prefix = model.get("continuing_subword_prefix") if model.get("type") == "WordPiece" else None
+    if prefix:
+        mask[[i for t, i in vocab.items() if t.startswith(prefix) and len(t) > len(prefix)]] = True
+    return mask
+
+
+def _word_index(texts: list[str], cut: Callable[[str], list[str]], n_chars: int) -> np.ndarray:
+    r"""The segmenter word (a running number) of each character of ``"\n".join(texts)``: int64 ``(n_chars,)``;
+    each ``"\n"`` between texts is a word of its own, and a text whose words do not join to it is one word
+    per character."""
+    words, per_text = [], []
+    for t in texts:
+        ws = cut(t)
+        words.extend(ws)
+        words.append("\n")
+        per_text.append(len(ws) + 1)
+    lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    first = np.cumsum([0] + per_text[:-1])
+    bad = np.add.reduceat(lens, first) != np.asarray([len(t) + 1 for t in texts], dtype=np.int64)
+    if bad.any():
+        parts, k = [], 0
+        for t, n, b in zip(texts, per_text, bad.tolist()):
+            parts.append(np.ones(len(t) + 1, np.int64) if b else lens[k:k + n])
+            k += n
+        lens = np.concatenate(parts)
+    starts = np.zeros(n_chars + 1, dtype=np.int64)
+    starts[np.cumsum(lens)[:-1]] = 1
+    return np.cumsum(starts[:n_chars])
+
+
+def encode_texts(texts: list[str], tok, table: np.ndarray, cut: Callable[[str], list[str]] | None,
+                 continuation: np.ndarray | None = None):
     """``(ids, wst, counts)`` of the chunk, no ``[SEP]``: ``ids`` (t,) int64 in text order, ``wst`` (t,) uint8,
-    ``counts`` (n_texts,) int64 tokens per text (0: none). ``cut``: text -> words that join to it."""
+    ``counts`` (n_texts,) int64 tokens per text (0: none). ``cut``: text -> words that join to it; None: no
+    segmenter, a token starts a word unless ``continuation[id]`` (:func:`continuation_mask`)."""
     if not texts:
         return np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.int64)
     joined = "\n".join(texts)
@@ -88,20 +130,17 @@ def encode_texts(texts: list[str], tok, table: np.ndarray, cut: Callable[[str], 
     ids = np.concatenate([looked[starts_fast].astype(np.int64), np.asarray(run_ids, dtype=np.int64)])
     order = np.argsort(pos, kind="stable")
     pos, ids = pos[order], ids[order]
-    # word of each character: the segmenter's words of each text, then the "\n" between texts
-    lengths = []
-    for t in texts:
-        words = cut(t)
-        lens = [len(w) for w in words]
-        if sum(lens) != len(t):  # a segmenter that drops characters: one word per character
-            lens = [1] * len(t)
-        lengths.extend(lens)
-        lengths.append(1)
-    word_of_char = np.repeat(np.arange(len(lengths)), lengths)
-    w = word_of_char[pos]
-    wst = np.ones(len(w), dtype=np.uint8)
-    if len(w) > 1:
-        wst[1:] = w[1:] != w[:-1]
+    if cut is None:
+        if continuation is None:
+            raise ValueError("encode_texts without a segmenter (cut=None) needs the continuation mask")
+        inside = ids < len(continuation)
+        wst = np.ones(len(ids), dtype=np.uint8)
+        wst[inside] = ~continuation[ids[inside]]
+    else:
+        w = _word_index(texts, cut, len(cps))[pos]
+        wst = np.ones(len(w), dtype=np.uint8)
+        if len(w) > 1:
+            wst[1:] = w[1:] != w[:-1]
     doc_start = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
     counts = np.bincount(np.searchsorted(doc_start, pos, side="right") - 1, minlength=len(texts))
     return ids, wst, counts.astype(np.int64)

@@ -1,6 +1,8 @@
 """Word segmenters for whole-word masking: ``rjieba`` (jieba-rs) when importable, else ``jieba``. rjieba is
 about 20x faster per core with the same boundaries almost everywhere (``bench/segmenter_compare.py``); the
-backend and its version are part of a store's settings.
+backend and its version are part of a store's settings. ``"none"`` segments nothing: a store's word starts are
+then the tokenizer's own words (every token but a ``##`` continuation), for MLM without whole Chinese words, and
+its preparation skips the segmenter (the largest per-text cost: ``bench/prepare_tokenizers.py``).
 """
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Callable
 
 from nbkit.errors import ConfigError
 
-BACKENDS = ("rjieba", "jieba")
+BACKENDS = ("rjieba", "jieba", "none")
 
 
 def resolve(name: str = "auto") -> str:
@@ -17,6 +19,8 @@ def resolve(name: str = "auto") -> str:
     Raises:
         ConfigError: an unknown name, or ``"rjieba"`` asked for but not installed.
     """
+    if name == "none":
+        return name
     if name == "auto":
         try:
             import rjieba  # noqa: F401
@@ -24,7 +28,7 @@ def resolve(name: str = "auto") -> str:
             return "jieba"
         return "rjieba"
     if name not in BACKENDS:
-        raise ConfigError(f"segmenter={name!r}: use 'auto', 'rjieba' or 'jieba'")
+        raise ConfigError(f"segmenter={name!r}: use 'auto', 'rjieba', 'jieba' or 'none' (no word segmentation)")
     if name == "rjieba":
         try:
             import rjieba  # noqa: F401
@@ -35,7 +39,9 @@ def resolve(name: str = "auto") -> str:
 
 
 def version(name: str) -> str:
-    """``"rjieba 0.1.13"``: the backend and its installed version (recorded in the store's settings)."""
+    """``"rjieba 0.1.13"``: the backend and its installed version (recorded in the store's settings); ``"none"``."""
+    if name == "none":
+        return name
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as dist_version
 
@@ -45,10 +51,12 @@ def version(name: str) -> str:
         return name
 
 
-def cutter(name: str, keep_space: bool = False) -> Callable[[str], list[str]]:
+def cutter(name: str, keep_space: bool = False) -> Callable[[str], list[str]] | None:
     """``text -> words`` (HMM on) of backend ``name``: ``"我爱北京天安门"`` -> ``["我", "爱", "北京", "天安门"]``;
-    whitespace-only words dropped unless ``keep_space`` (then the words join to the text)."""
+    whitespace-only words dropped unless ``keep_space`` (then the words join to the text). None for ``"none"``."""
     name = resolve(name)
+    if name == "none":
+        return None
     if name == "rjieba":
         import rjieba
 

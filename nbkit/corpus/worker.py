@@ -209,7 +209,7 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
 
 
 def _tools(settings: dict):
-    """``(tokenizer, lookup table, cutter)`` of this process, keyed by ``tokenizer.json``'s SHA-256 and the
+    """``(tokenizer, lookup table, cutter, continuation mask)`` of this process, keyed by ``tokenizer.json``'s SHA-256 and the
     segmenter, not by its path (``overwrite=True`` in one kernel replaces the file).
 
     Raises:
@@ -219,7 +219,7 @@ def _tools(settings: dict):
     if _STATE.get("key") != key:
         from tokenizers import Tokenizer
 
-        from nbkit.corpus.fastpath import lookup_table
+        from nbkit.corpus.fastpath import continuation_mask, lookup_table
         from nbkit.corpus.segment import cutter
 
         path = settings["tokenizer_file"]
@@ -231,8 +231,8 @@ def _tools(settings: dict):
                             "again with overwrite=True")
         _STATE.clear()
         _STATE.update(key=key, tok=Tokenizer.from_str(data.decode("utf-8")), table=lookup_table(path),
-                      cut=cutter(settings["segmenter"], keep_space=True))
-    return _STATE["tok"], _STATE["table"], _STATE["cut"]
+                      cut=cutter(settings["segmenter"], keep_space=True), cont=continuation_mask(path))
+    return _STATE["tok"], _STATE["table"], _STATE["cut"], _STATE["cont"]
 
 
 def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
@@ -246,8 +246,8 @@ def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
     from nbkit.corpus.fastpath import encode_texts
 
     texts, counts, problems, lines, scan = clean_chunk(chunk, settings, path)
-    tok, table, cut = _tools(settings)
-    ids, wst, per_text = encode_texts(texts, tok, table, cut)
+    tok, table, cut, cont = _tools(settings)
+    ids, wst, per_text = encode_texts(texts, tok, table, cut, cont)
     keep = per_text > 0
     counts["no_tokens"] += int((~keep).sum())
     seen = Counter((p["path"], p["reason"]) for p in problems)

@@ -33,17 +33,23 @@ FORMATS: dict[str, tuple[str, dict]] = {
 }
 
 
-def _check_file(path: str | Path) -> tuple[Path, str]:
-    """The resolved path and its read codec, after the checks."""
+def check_file(path: str | Path, formats=FORMATS, hint: str = "e.g. save a sheet as CSV UTF-8") -> tuple[Path, str]:
+    """The resolved path and its read codec (:func:`~nbkit.data.filecheck.check_utf8`) of a user's file whose
+    extension is one of ``formats`` (a collection of ``".ext"``); ``hint``: how to convert another file.
+
+    Raises:
+        DataError: not found, a directory, another extension, empty (0 bytes), or not UTF-8.
+    """
     path = Path(path).expanduser()
+    listed = ", ".join(formats)
     if not path.exists():
         raise DataError(f"File not found: {path} (working directory: {Path.cwd()}). "
                         "Check the path, or give an absolute one.")
     if not path.is_file():
-        raise DataError(f"{path} is a directory; pass one file (.txt, .jsonl, .json, .csv, .tsv).")
-    if path.suffix.lower() not in FORMATS:
+        raise DataError(f"{path} is a directory; pass one file ({listed}).")
+    if path.suffix.lower() not in formats:
         raise DataError(f"{path}: unsupported extension {path.suffix!r}. Use one of "
-                        f"{', '.join(FORMATS)} (rename the file or convert it, e.g. save a sheet as CSV UTF-8).")
+                        f"{listed} (rename the file or convert it, {hint}).")
     if path.stat().st_size == 0:
         raise DataError(f"{path} is empty (0 bytes); check that it was saved or copied completely.")
     return path, check_utf8(path)
@@ -149,7 +155,7 @@ def load_text_file(path: str | Path, text_column: str = "text", errors: str = "r
     check_errors(errors)
     if max_chars is not None and max_chars < 1:
         raise ConfigError(f"max_chars={max_chars}: use at least 1 (default 2,000), or None to keep rows whole.")
-    path, encoding = _check_file(path)
+    path, encoding = check_file(path)
     name = "text" if path.suffix.lower() == ".txt" else text_column
     ds, info = _load_table(path, encoding, [name], errors)
     _warn_file_issues(path, info)
@@ -168,7 +174,7 @@ def load_text_file(path: str | Path, text_column: str = "text", errors: str = "r
 
 def _read_labeled(path: str | Path, text_column: str, label_column: str, errors: str) -> tuple:
     """``(texts, labels, info, path, encoding)`` of one labelled file."""
-    path, encoding = _check_file(path)
+    path, encoding = check_file(path)
     if path.suffix.lower() == ".txt":
         raise DataError(f"{path}: a .txt file has no label column. Save the data as .csv or .jsonl with "
                         f"columns {text_column!r} and {label_column!r}.")

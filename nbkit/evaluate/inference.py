@@ -1,4 +1,4 @@
-"""Classify texts with a fine-tuned model, refusing texts the tokenizer cannot read."""
+"""Predict with a fine-tuned model: a label per text (refusing texts the tokenizer cannot read), a tag per token."""
 from __future__ import annotations
 
 
@@ -74,3 +74,44 @@ def _unk_shares(tokenizer, texts: list) -> list[float]:
                         f"them is a guess; at 0-based indices {shown}. Drop them first: {fix}")
     unk = tokenizer.unk_token_id
     return [sum(1 for t in row if t == unk) / len(row) for row in ids]
+
+
+def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, stride: int | None = None,
+                 batch_size: int = 64) -> tuple[list[list[str]], dict]:
+    """Tag every token of ``items`` (dicts with ``tokens``, e.g. one character each) with a token-classification
+    model (``logits`` (B, T, C)), in eval mode under ``torch.inference_mode`` on its device.
+
+    Sentences longer than ``max_length`` sub-tokens are windowed with ``stride`` and merged per token
+    (:func:`nbkit.text.token_classification.merge_window_predictions`): nothing is cut, every token gets a tag.
+    Returns ``(tags, report)``: one list of label names per item, and the encoding's counts (``n_windows``,
+    ``n_windowed``, ...: :func:`nbkit.text.token_classification.encode_token_classification`).
+
+    Raises:
+        ConfigError / DataError: from the encoding (a bad ``max_length`` or ``stride``, an empty item).
+    """
+    import torch
+
+    from nbkit.switches import model_mode
+    from nbkit.text.token_classification import encode_token_classification, merge_window_predictions
+
+    id2label = {int(k): str(v) for k, v in id2label.items()}
+    items = [{"tokens": it["tokens"]} for it in items]          # tags, if any, play no part in prediction
+    enc = encode_token_classification(items, tokenizer, {v: k for k, v in id2label.items()}, max_length, stride)
+    rows = enc.dataset["input_ids"]
+    device = next(model.parameters()).device
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths: less padding
+    preds: list = [None] * len(rows)
+    pad = tokenizer.pad_token_id or 0
+    with torch.inference_mode(), model_mode(model, training=False):
+        for i in range(0, len(rows), batch_size):
+            chunk = order[i:i + batch_size]
+            width = max(len(rows[j]) for j in chunk)
+            ids = torch.full((len(chunk), width), pad, dtype=torch.long)             # (B, T)
+            mask = torch.zeros((len(chunk), width), dtype=torch.long)                # (B, T)
+            for r, j in enumerate(chunk):
+                ids[r, :len(rows[j])] = torch.tensor(rows[j])
+                mask[r, :len(rows[j])] = 1
+            best = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.argmax(-1)  # (B, T)
+            for r, j in enumerate(chunk):
+                preds[j] = best[r, :len(rows[j])].tolist()
+    return merge_window_predictions(enc, preds, id2label), enc.report

@@ -47,6 +47,25 @@ def _check(y_true, runs) -> None:
                         "pass one prediction per test example (per seed: shape (seeds, N))")
 
 
+def resample_indices(n: int, n_boot: int, seed: int = 0):
+    """Yield ``n_boot`` resamples of ``range(n)``: (n,) int arrays drawn with replacement by
+    ``numpy.random.default_rng(seed)`` (the same draws for every caller with the same seed)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for _ in range(n_boot):
+        yield rng.integers(0, n, n)
+
+
+def percentile_interval(samples, level: float = 0.95) -> tuple[float, float]:
+    """``(low, high)``: the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of bootstrap ``samples``."""
+    import numpy as np
+
+    alpha = (1 - level) / 2
+    low, high = np.quantile(samples, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
 def bootstrap_diff(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, n_boot: int = 1000,
                    level: float = 0.95, seed: int = 0) -> dict:
     """Paired bootstrap interval of ``metric(A) - metric(B)`` over ``n_boot`` resamples of the test examples.
@@ -69,12 +88,9 @@ def bootstrap_diff(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, n_boot
         return (float(np.mean([metric(true[idx], row[idx]) for row in a]))
                 - float(np.mean([metric(true[idx], row[idx]) for row in b])))
 
-    rng = np.random.default_rng(seed)
     full = diff(np.arange(len(true)))
-    samples = [diff(rng.integers(0, len(true), len(true))) for _ in range(n_boot)]
-    alpha = (1 - level) / 2
-    low, high = np.quantile(samples, [alpha, 1 - alpha])
-    return {"value": full, "low": float(low), "high": float(high), "level": level, "n_boot": n_boot}
+    low, high = percentile_interval([diff(idx) for idx in resample_indices(len(true), n_boot, seed)], level)
+    return {"value": full, "low": low, "high": high, "level": level, "n_boot": n_boot}
 
 
 def bootstrap_diff_seeds(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, n_boot: int = 1000,
@@ -104,7 +120,6 @@ def bootstrap_diff_seeds(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, 
     for _ in range(n_boot):
         seeds, idx = rng.integers(0, s, s), rng.integers(0, n, n)
         samples.append(float(np.mean([metric(true[idx], a[i][idx]) - metric(true[idx], b[i][idx]) for i in seeds])))
-    alpha = (1 - level) / 2
-    low, high = np.quantile(samples, [alpha, 1 - alpha])
-    return {"value": float(np.mean(per_seed)), "low": float(low), "high": float(high), "level": level,
+    low, high = percentile_interval(samples, level)
+    return {"value": float(np.mean(per_seed)), "low": low, "high": high, "level": level,
             "n_boot": n_boot, "per_seed": [float(x) for x in per_seed]}

@@ -1,10 +1,12 @@
-"""Sentiment fine-tuning as a script: ``[torchrun ...] python -m nbkit.jobs.finetune [flags]``.
+"""Fine-tuning as a script (sentiment, named entities): ``[torchrun ...] python -m nbkit.jobs.finetune [flags]``.
 
 A wrapper around :func:`nbkit.recipes.finetuning.run_finetuning`: one flag per
 :class:`~nbkit.recipes.finetuning.FinetuneConfig` field, each left out keeping the scale's recipe. Data:
 ``--task reviews|news`` (bundled), or your labelled files as notebook 05 reads them (``--train-file
 [--validation-file] [--test-file] --text-column --label-column``: task ``own``, seeded, so every rank draws the
-same splits). ``--init`` names the encoder (default: notebook 02's model at this scale, else random weights).
+same splits). Named entities: ``--task ner`` (People's Daily 1998), or ``--task ner --train-file x.conll
+[--validation-file] [--test-file]`` on your tagged files (CoNLL ``char<TAB>tag``, BIO or BIOES, or JSON lines with
+spans), scored by entity-level F1 beside a CRF. ``--init`` names the encoder (default: notebook 02's model at this scale, else random weights).
 Under torchrun ``--batch-size`` is per process and the steps come from the global batch. At the end rank 0
 prints the test scores beside the TF-IDF baseline and where the outputs are.
 """
@@ -21,7 +23,7 @@ def parser():
     from nbkit.jobs.common import job_parser
     from nbkit.recipes.finetuning import FinetuneConfig
 
-    p = job_parser("nbkit sentiment fine-tuning (runs under torchrun)", FinetuneConfig, skip=SKIP,
+    p = job_parser("nbkit fine-tuning: sentiment or named entities (runs under torchrun)", FinetuneConfig, skip=SKIP,
                    output_dir_help="where checkpoints, metrics.json (and model/ with --export) go (default: "
                                    "runs/<scale>/sentiment, plus -<overrides> such as -lr0.002-seed3 and "
                                    "-from-<encoder>-<hash> with --init: notebook 03's folder for the same "
@@ -44,7 +46,10 @@ def config(a):
 
     own = [f"--{k.replace('_', '-')}" for k in ("validation_file", "test_file", "text_column", "label_column")
            if getattr(a, k) is not None]
-    if a.train_file is not None:
+    if a.task == "ner":          # People's Daily, or your tagged files with --train-file
+        if a.train_file is None and own:
+            raise ConfigError(f"{', '.join(own)} describe your own tagged files: add --train-file PATH")
+    elif a.train_file is not None:
         if a.task not in (None, "own"):
             raise ConfigError(f"--task {a.task} is a bundled task; --train-file trains on your own files (task own): "
                               "give one of them")
@@ -56,7 +61,7 @@ def config(a):
 
 
 def summary(metrics: dict, out_dir, export_dir=None) -> str:
-    """The job's last words (rank 0): the test scores beside the TF-IDF baseline (``metrics["table"]``), the
+    """The job's last words (rank 0): the test scores beside the baseline (``metrics["table"]``), the
     output folder, the export folder (if any) and ``metrics["warnings"]`` (e.g. one class always predicted)."""
     where = f"-> {out_dir} (metrics.json)" + (f"; exported model: {export_dir}" if export_dir else "")
     return "\n".join([metrics["table"].to_string(), where,

@@ -1,4 +1,5 @@
-"""BERT presets and model construction: MLM from config, classifier from a checkpoint or from scratch.
+"""BERT presets and model construction: MLM from config, classifiers (per text or per token) from a checkpoint
+or from scratch.
 
 Presets follow the BERT miniatures (Turc et al. 2019; ``tiny`` is narrower still, for CI) and BERT-base
 (Devlin et al. 2019), with PyTorch's fused attention (``attn_implementation="sdpa"``). Nothing is
@@ -9,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
+from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification
 
 from nbkit.errors import CheckpointError, ConfigError
 from nbkit.models.loading import _saved_labels, load_pretrained, seeded
@@ -190,6 +191,17 @@ def reorder_head(model, order: list[int]) -> None:
         model.classifier.bias.copy_(model.classifier.bias[index])            # (C,)
 
 
+def _saved_head(path: Path, suffix: str) -> bool:
+    """True when ``path``'s ``config.json`` names an architecture ending in ``suffix`` (a saved task head)."""
+    import json
+
+    try:
+        saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(str(a).endswith(suffix) for a in saved.get("architectures") or [])
+
+
 def _saved_pooling(path: Path) -> str | None:
     """The pooling a saved classifier was trained with; None when ``path`` holds no classifier."""
     import json
@@ -250,10 +262,15 @@ def classifier_class(pooling: str):
     return BertForSequenceClassification
 
 
+HEADS = ("sequence", "token")
+
+
 def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
                      tokenizer=None, preset: str | None = None, reinit_head: bool = False, seed: int | None = 0,
-                     pooling: str | None = None, **overrides):
-    """A BERT sequence classifier (``logits`` (B, num_labels)) and a one-line note ``how`` saying where it came from.
+                     pooling: str | None = None, head: str = "sequence", **overrides):
+    """A BERT sequence classifier (``logits`` (B, num_labels)) and a one-line note ``how`` saying where it came from;
+    with ``head="token"`` a ``BertForTokenClassification`` (``logits`` (B, T, num_labels), one label per token:
+    named entities), built the same way (no pooling: each token's state feeds the head).
 
     Args:
         source: a ``save_pretrained`` directory (nbkit's pretraining output), a cached or downloadable
@@ -266,6 +283,7 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         seed: for every weight not loaded (:func:`nbkit.models.loading.seeded`).
         pooling: None chooses by :func:`choose_pooling` (the reason goes into ``how``), or ``"cls"`` / ``"mean"``
             (:func:`classifier_class`).
+        head: ``"sequence"`` or ``"token"`` (:data:`HEADS`).
         overrides: ``BertConfig`` fields when built from scratch (ignored with a ``source``).
 
     Saved label names in another order are not an error: the head is reordered to follow ``id2label``.
@@ -278,6 +296,9 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
             (:func:`nbkit.models.loading.require_model_type`: another type is a ``ConfigError``), unreadable
             weights, or another load failure (:func:`nbkit.models.loading.load_pretrained`, with transformers' report).
     """
+    if head not in HEADS:
+        raise ConfigError(f"head={head!r}: use one of {', '.join(HEADS)}")
+    token = head == "token"
     id2label = {int(k): str(v) for k, v in id2label.items()}
     if len(id2label) != num_labels:
         raise ConfigError(f"id2label has {len(id2label)} entries but num_labels={num_labels}; make them agree")
@@ -288,6 +309,11 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         if preset is None or tokenizer is None:
             raise ConfigError("build_classifier(source=None) builds from scratch and needs preset=... and tokenizer=...")
         config = build_config(preset, len(tokenizer), **_token_ids(tokenizer), **label_kwargs, **overrides)
+        if token:
+            with seeded(seed):
+                model = BertForTokenClassification(config)
+            return model, (f"from scratch: preset {preset!r}, random init, a token-classification head "
+                           f"({count_parameters(model):,} parameters)")
         config.classifier_pooling = pooling
         with seeded(seed):
             model = classifier_class(pooling)(config)
@@ -304,16 +330,20 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
                        allowed=("bert", MeanPoolBertConfig.model_type))   # and nbkit's own mean-pooling classifier
     local = Path(text).expanduser().is_dir()
     saved_labels = _saved_labels(path) if not reinit_head else None
-    saved_pooling = _saved_pooling(path) if not reinit_head else None
+    if token:
+        saved_labels = saved_labels if _saved_head(path, "ForTokenClassification") else None
+    saved_pooling = _saved_pooling(path) if not reinit_head and not token else None
     if pooling and saved_pooling and pooling != saved_pooling:
         raise ConfigError(
             f"{path} is a classifier trained with pooling={saved_pooling!r}, but pooling={pooling!r} was requested; "
             f"omit pooling= (the saved one is used), or pass reinit_head=True to train a new {pooling} head")
-    pooling, why = (pooling, "requested") if pooling else choose_pooling(path)
+    pooling, why = ((None, "") if token else (pooling, "requested") if pooling else choose_pooling(path))
     try:
-        model, info = load_pretrained(classifier_class(pooling), str(path), reinit_head=reinit_head, seed=seed,
-                                      attn_implementation=ATTN_IMPLEMENTATION, **label_kwargs)
-        model.config.classifier_pooling = pooling
+        model, info = load_pretrained(BertForTokenClassification if token else classifier_class(pooling), str(path),
+                                      reinit_head=reinit_head, seed=seed, attn_implementation=ATTN_IMPLEMENTATION,
+                                      **label_kwargs)
+        if not token:
+            model.config.classifier_pooling = pooling
     except OSError as exc:   # config.json is there (checked): the weights are missing or unreadable
         files = ", ".join(sorted(p.name for p in path.iterdir())[:8])
         raise CheckpointError(
@@ -327,7 +357,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     kind = "local checkpoint" if local else "hub model"
     stored = dtype_note(info.get("stored_dtype"))
     how = (f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} "
-           f"({num_labels} labels, {pooling} pooling: {why})" + (f"; weights {stored}" if stored else ""))
+           + (f"({num_labels} labels per token)" if token else f"({num_labels} labels, {pooling} pooling: {why})")
+           + (f"; weights {stored}" if stored else ""))
     order = label_order(saved_labels, id2label) if saved_labels and "classifier" not in new else None
     if order is not None:           # same names, other order: the saved head's rows follow the names
         reorder_head(model, order)

@@ -1,5 +1,5 @@
-"""A fine-tuned classifier or a causal LM exported as one directory plain ``transformers`` loads (``pipeline()``,
-``Auto*``)."""
+"""A fine-tuned classifier (per text or per token) or a causal LM exported as one directory plain ``transformers``
+loads (``pipeline()``, ``Auto*``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -136,4 +136,59 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
         jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
         save_tokenizer(tokenizer, tmp, model_max_length=min(int(tokenizer.model_max_length), limit), cjk_decode=True,
                        start_token=document_separator(tokenizer)[1])
+    return out
+
+
+def export_token_classifier(model, tokenizer, out_dir, id2label: dict | None = None,
+                            max_length: int | None = None) -> Path:
+    """Save a token classifier (``BertForTokenClassification``, ``logits`` (B, T, C)) as one directory that
+    ``transformers.pipeline("token-classification", model=out_dir, aggregation_strategy="simple")`` loads
+    without ``trust_remote_code``; returns it as a ``Path``.
+
+    It holds the weights, ``config.json`` (``id2label``/``label2id``: the BIO label names, so the pipeline's
+    ``entity_group`` is the entity type) and the full tokenizer (``model_max_length`` = ``max_length``). Characters
+    as words: ``pipe(list(text), is_split_into_words=True, delimiter="")`` tokenizes exactly as nbkit's
+    training and evaluation did (:mod:`nbkit.text.token_classification`), and its spans' ``start``/``end`` are
+    character offsets into ``text``; plain Chinese text (``pipe(text)``) gives the same tokens, Latin and digit
+    runs aside. Sentences over ``max_length`` tokens: pass ``stride=`` to the pipeline (it windows; without it,
+    it truncates). The caller's model is not changed; the write is atomic.
+
+    Raises:
+        ConfigError: not a token classifier, ``id2label`` without one name per class, ``max_length`` outside
+            3..the position limit, or ``out_dir`` an existing file.
+        NonFiniteWeightsError: the model holds NaN/inf weights (named): nothing is written.
+        WriteError: the disk is full or not writable; nothing partial is left.
+    """
+    import copy
+
+    from nbkit.atomic import atomic_dir
+    from nbkit.models.bert import check_finite_weights
+    from nbkit.models.loading import quiet_transformers
+    from nbkit.text.tokenizer_files import save_tokenizer
+
+    if not type(model).__name__.endswith("ForTokenClassification"):
+        raise ConfigError(f"export_token_classifier takes a token classifier (BertForTokenClassification), got "
+                          f"{type(model).__name__}; export a sequence classifier with export_classifier")
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
+    config = copy.deepcopy(model.config)
+    names = {int(k): str(v) for k, v in (id2label if id2label is not None else config.id2label).items()}
+    if sorted(names) != list(range(config.num_labels)):
+        raise ConfigError(f"id2label has ids {sorted(names)} but the model has {config.num_labels} labels "
+                          f"(ids 0..{config.num_labels - 1}); pass one name per label, e.g. dict(enumerate(labels))")
+    limit = config.max_position_embeddings
+    max_length = min(int(tokenizer.model_max_length), limit) if max_length is None else max_length
+    if not 3 <= max_length <= limit:
+        raise ConfigError(f"max_length={max_length} must be between 3 and the model's position limit {limit}; "
+                          "pass the max_length the model was trained with")
+    check_finite_weights(model, f"the export to {out}")
+    config.id2label, config.label2id = names, {v: k for k, v in names.items()}
+    config.architectures = [type(model).__name__]
+    clone = copy.copy(model)                             # shares the weights; save_pretrained edits clone.config
+    clone.config = config
+    with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():
+        clone.save_pretrained(tmp)
+        jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
+        save_tokenizer(tokenizer, tmp, model_max_length=max_length)
     return out

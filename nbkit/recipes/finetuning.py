@@ -1,5 +1,9 @@
 """The fine-tuning recipe: labelled data -> tokens -> classifier -> training -> honest evaluation -> export.
 
+Per text (sentiment: tasks reviews, news, own) or per token (named entities: task ner, People's Daily 1998 or
+your tagged files, a ``BertForTokenClassification`` scored by entity-level F1 beside a CRF); the stages are
+the same functions, branching only where the step differs (encoding, head, scoring, export, summary).
+
 The one fine-tuning driver: notebook 03 calls the stages cell by cell, notebook 05 on the user's files,
 ``python -m nbkit.jobs.finetune`` and ``bench/pretrain_value.py`` call :func:`run_finetuning`::
 
@@ -31,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from nbkit.data.labeled import LabeledData
 
 #: task -> its headline test metric: news is imbalanced (~10/50/40 %), so macro-F1
-HEADLINE = {"reviews": "accuracy", "news": "macro_f1", "own": "macro_f1"}
+HEADLINE = {"reviews": "accuracy", "news": "macro_f1", "own": "macro_f1", "ner": "entity_f1"}
 TASKS = tuple(HEADLINE)
 #: the news task's constants: the loss weighted by inverse class frequency (unweighted it all but ignores
 #: the 10 % positive class: bench/results/pretrain_value_news vs _balanced), no mid-run evaluation (time)
@@ -81,6 +85,9 @@ class FinetuneConfig(RecipeConfig):
     checkpoint_minutes: float = 10.0
     progress_every_s: float = 30.0
     report_to: str = "tensorboard"
+    stride: int = 32
+    corpus_lines: int | None = None
+    n_boot: int = 1000
 
     RECIPE, STEP = "finetuning", "sentiment"
     HELP = {
@@ -91,7 +98,8 @@ class FinetuneConfig(RecipeConfig):
         "lr": "peak learning rate",
         "max_train": "training examples kept after cleaning (None: all)",
         "num_workers": "DataLoader worker processes",
-        "task": "reviews | news (bundled) | own (your train_file)",
+        "task": "reviews | news (bundled) | own (your train_file) | ner (named entities: People's Daily 1998, or "
+                "your tagged train_file: CoNLL char<TAB>tag or JSONL spans)",
         "init": "the encoder to start from: a model folder or Hub name; random: random weights of model; "
                 "None: notebook 02's model at this scale if saved, else random weights",
         "seed": "data split, subsample, new head's weights, data order, dropout",
@@ -119,6 +127,9 @@ class FinetuneConfig(RecipeConfig):
         "checkpoint_minutes": "also checkpoint when this many minutes passed since the last save (0: by steps only)",
         "progress_every_s": "seconds between plain progress lines on stdout: step, loss, tokens/s, ETA (0: none)",
         "report_to": "tensorboard: event files in <run>/tensorboard (tensorboard --logdir runs/); none",
+        "stride": "task ner: tokens two windows of a sentence longer than max_length share (merged per character)",
+        "corpus_lines": "task ner: People's Daily lines read (None: all 19,484)",
+        "n_boot": "task ner: bootstrap resamples of the test sentences for the entity-F1 interval",
     }
     WHY = {"warmup_ratio": "10 %, BERT's fine-tuning warm-up (pretraining warms up 6 %)",
            "pooling": "None chooses per encoder, the reason printed: cls when it carries a trained pooler and "
@@ -126,10 +137,10 @@ class FinetuneConfig(RecipeConfig):
                       "leaves the [CLS] pooler untrained)",
            "keep_last": "1: a fine-tuning run is short; its result is metrics.json",
            "batch_size": "32, BERT's fine-tuning batch (Devlin et al. 2019)"}
-    ALL_MEANS_NONE = ("max_train", "max_steps")
+    ALL_MEANS_NONE = ("max_train", "max_steps", "corpus_lines")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "init", "train_file",
                        "validation_file", "test_file", "text_column", "label_column", "checkpoint_minutes",
-                       "progress_every_s", "report_to"})
+                       "progress_every_s", "report_to", "n_boot"})
 
     CHOICES = {"report_to": REPORT_TO}
 
@@ -147,10 +158,12 @@ class FinetuneConfig(RecipeConfig):
         """
         if task not in TASKS:
             raise ConfigError(f"task={task!r}: use one of {', '.join(TASKS)} (own: your labelled files, "
-                              "with train_file)")
+                              "with train_file; ner: named entities)")
         out = scale_defaults(cls.RECIPE, scale)
         if task == "news":
             out.update(scale_defaults("finetuning/news", scale), **NEWS)
+        if task == "ner":
+            out.update(scale_defaults("finetuning/ner", scale))
         if base_sized(init):
             out.update(BASE_SIZED)
         return out
@@ -164,14 +177,26 @@ class FinetuneConfig(RecipeConfig):
 
         if self.task == "news" and name in PER_SCALE["finetuning/news"]:
             return f"scale {self.scale}, task news"
+        if self.task == "ner" and name in PER_SCALE["finetuning/ner"]:
+            return f"scale {self.scale}, task ner"
         return super().origin(name)
 
     def unused(self) -> dict[str, str]:
-        """The file fields play no part in a bundled task."""
+        """The file fields play no part in a bundled task; the NER fields none outside task ner, nor the
+        column and pooling fields inside it (tokens and tags are the files' own; no pooling per token)."""
+        why = f"task {self.task}"
+        if self.task == "ner":
+            out = {k: why for k in ("text_column", "label_column", "pooling", "class_weights")}
+            if self.train_file is not None:
+                out["corpus_lines"] = "train_file is set"
+            else:
+                out.update({k: "People's Daily (no train_file)" for k in ("validation_file", "test_file")})
+            return out
+        out = {k: why for k in ("stride", "corpus_lines", "n_boot")}
         if self.task == "own":
-            return {}
-        return {k: f"task {self.task}" for k in ("train_file", "validation_file", "test_file", "text_column",
-                                                  "label_column")}
+            return out
+        return {**out, **{k: why for k in ("train_file", "validation_file", "test_file", "text_column",
+                                           "label_column")}}
 
     def run_dir(self) -> Path:
         """The run's folder (created): ``runs/<scale>/<task step><overrides>[-from-<encoder>-<hash>]``.
@@ -185,7 +210,13 @@ class FinetuneConfig(RecipeConfig):
         from nbkit.runs import path_tag, step_dir
 
         step = {"reviews": "sentiment", "news": "news"}.get(self.task)
-        if step is None:
+        if self.task == "ner":
+            step = "ner"
+            if self.train_file is not None:
+                where = lambda f: None if f is None else str(Path(f).expanduser().resolve())  # noqa: E731
+                key = repr((where(self.train_file), where(self.validation_file), where(self.test_file)))
+                step = "ner-own-" + path_tag(Path(self.train_file).stem, key, 6, fallback="data")
+        elif step is None:
             where = lambda f: None if f is None else str(Path(f).expanduser().resolve())  # noqa: E731
             key = repr((where(self.train_file), where(self.validation_file), where(self.test_file),
                         self.text_column, self.label_column))
@@ -237,12 +268,47 @@ def data(cfg: FinetuneConfig) -> "LabeledData":
         from nbkit.data.news import load_news_sentiment
 
         return load_news_sentiment(seed=cfg.seed, max_train=cfg.max_train)
+    if cfg.task == "ner":
+        return ner_data(cfg)
     if cfg.train_file is None:
         raise ConfigError("task='own' reads your labelled texts: set train_file (and text_column, label_column)")
     from nbkit.data import load_labeled_files
 
     return load_labeled_files(cfg.train_file, validation=cfg.validation_file, test=cfg.test_file,
                               text_column=cfg.text_column, label_column=cfg.label_column, seed=cfg.seed)
+
+
+def ner_data(cfg: FinetuneConfig):
+    """Task ner's :class:`nbkit.data.ner.NerData`: ``cfg.train_file`` (+ validation/test files) through
+    :func:`nbkit.data.ner.load_ner_files`, else People's Daily 1998 (:func:`nbkit.data.ner.load_peoples_daily_ner`,
+    ``cfg.corpus_lines`` lines); seeded with ``cfg.seed``. ``cfg.max_train``: the first that many training
+    sentences are kept (the split is already shuffled), the rest counted in ``report["n_train_unused"]`` and the
+    per-split counts (``n_train``, ``entities``, ...) recomputed.
+
+    Raises:
+        DataError: a file that does not load (file and line named).
+    """
+    from nbkit.data import ner
+
+    if cfg.train_file is not None:
+        out = ner.load_ner_files(cfg.train_file, validation=cfg.validation_file, test=cfg.test_file, seed=cfg.seed)
+    else:
+        out = ner.load_peoples_daily_ner(lines=cfg.corpus_lines, seed=cfg.seed)
+    train_items = out.splits["train"]
+    if cfg.max_train is not None and len(train_items) > cfg.max_train:
+        # the counts per split (sentences, characters, entities per type, lengths) recomputed the loader's way
+        kept = ner._build({**out.splits, "train": train_items[:cfg.max_train]}, out.types)
+        kept.report = {**out.report, **kept.report, "n_train_unused": len(train_items) - cfg.max_train}
+        return kept
+    return out
+
+
+def id2label_of(labeled) -> dict[int, str]:
+    """Class id -> name: a :class:`~nbkit.data.labeled.LabeledData`'s ``id2label``, a NerData's BIO ``labels``
+    in order ("O" first)."""
+    if hasattr(labeled, "id2label"):
+        return dict(labeled.id2label)
+    return dict(enumerate(labeled.labels))
 
 
 def news_data(cfg: FinetuneConfig) -> "LabeledData | None":
@@ -284,10 +350,23 @@ def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
 
     Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
     ``truncated_fraction`` (0-1), ``max_length`` and token-length percentiles. Empty or absent splits are skipped.
+
+    Task ner: rows are windows of at most ``max_length`` sub-tokens over each sentence (``stride`` shared;
+    :func:`nbkit.text.token_classification.encode_token_classification`), labels per sub-token; each report has
+    ``n_windows``, ``n_windowed`` (sentences in more than one window) and ``truncated_fraction`` 0 (nothing is cut).
     """
     from nbkit.text.mlm import encode_classification
 
     encoded, truncation = {}, {}
+    if cfg.task == "ner":
+        from nbkit.text.token_classification import encode_token_classification
+
+        label2id = {v: k for k, v in id2label_of(labeled).items()}
+        for split in splits:
+            if len(labeled.splits.get(split) or ()):
+                enc = encode_token_classification(labeled.splits[split], tok, label2id, cfg.max_length, cfg.stride)
+                encoded[split], truncation[split] = enc.dataset, {**enc.report, "truncated_fraction": 0.0}
+        return encoded, truncation
     for split in splits:
         if split in labeled.splits and len(labeled.splits[split]):
             encoded[split], truncation[split] = encode_classification(labeled.splits[split], tok, cfg.max_length)
@@ -346,7 +425,11 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     source = encoder(cfg)
     if out_dir is not None:
         _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
-    return build_classifier(source, num_labels=labeled.num_labels, id2label=labeled.id2label, tokenizer=tok,
+    id2label = id2label_of(labeled)
+    if cfg.task == "ner":                     # a BertForTokenClassification: a head per token, no pooling
+        return build_classifier(source, num_labels=len(id2label), id2label=id2label, tokenizer=tok, preset=cfg.model,
+                                seed=cfg.seed, head="token")
+    return build_classifier(source, num_labels=labeled.num_labels, id2label=id2label, tokenizer=tok,
                             preset=cfg.model, seed=cfg.seed, pooling=cfg.pooling)
 
 
@@ -388,6 +471,7 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
     """
     from nbkit.recipes.pretraining import tokenizer_identity
     from nbkit.text.mlm import classification_collator
+    from nbkit.text.token_classification import token_classification_collator
     from nbkit.train import Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
 
@@ -396,7 +480,8 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
     val = encoded.get("validation") if tcfg.eval_every else None
     views = ([TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict())]
              if cfg.report_to == "tensorboard" and out_dir is not None else [])
-    loop = Loop(classifier, tcfg, encoded["train"], val, collate_fn=classification_collator(tok),
+    collate = token_classification_collator(tok) if cfg.task == "ner" else classification_collator(tok)
+    loop = Loop(classifier, tcfg, encoded["train"], val, collate_fn=collate,
                 callbacks=[*callbacks, *views], device=device)
     t0 = time.perf_counter()
     result = loop.fit()
@@ -412,7 +497,11 @@ def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", split
     (the last split's), and with ``baseline``: ``"baseline_report"`` (TF-IDF char 1-3-gram + LR, full texts),
     ``"baseline_cut_report"`` (the same on each text cut where the model's tokenizer cuts it: the fair
     comparison for long texts), both weighted like the model, and ``"table"`` (the three, a DataFrame).
+
+    Task ner: :func:`evaluate_ner` (entity-level F1 beside the CRF baseline).
     """
+    if cfg.task == "ner":
+        return evaluate_ner(cfg, classifier, tok, labeled, split=splits[-1], baseline=baseline)
     from nbkit.evaluate.baseline import baseline_at_cut, fit_tfidf_baseline
     from nbkit.evaluate.inference import predict
     from nbkit.evaluate.metrics import classification_report, compare_reports
@@ -436,9 +525,49 @@ def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", split
     return out
 
 
+def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "test", baseline: bool = True,
+                 baseline_pred: list | None = None) -> dict:
+    """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
+    sentences (trained on the same training split; whole sentences, nothing cut for either).
+
+    The model tags every character (long sentences windowed and merged: :func:`nbkit.evaluate.inference.predict_tags`),
+    so every gold entity is scored. Returns ``"pred"`` (tags per sentence), ``"report"``
+    (:func:`nbkit.evaluate.ner.entity_scores`: micro P/R/F1, per type), ``"interval"`` (a bootstrap 95 % interval
+    of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``
+    the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and ``"diff"`` (BERT's
+    F1 minus the CRF's with a paired bootstrap interval, :func:`nbkit.evaluate.ner.entity_f1_diff`), ``"table"`` (both,
+    :func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and spurious entities in
+    context, :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's tags on ``split``
+    when already made (notebook 07 trains it before BERT), else it is trained here.
+    """
+    from nbkit.evaluate import ner
+    from nbkit.evaluate.inference import predict_tags
+    from nbkit.evaluate.ner_report import entity_errors, scores_table
+
+    items = labeled.splits[split]
+    gold = [list(it["tags"]) for it in items]
+    pred, windows = predict_tags(classifier, tok, items, id2label_of(labeled), cfg.max_length, cfg.stride, batch_size=64)
+    out = {"pred": pred, "report": ner.entity_scores(gold, pred), "windows": windows,
+           "interval": ner.entity_f1_interval(gold, pred, n_boot=cfg.n_boot, seed=cfg.seed)}
+    results = {"fine-tuned BERT": {"scores": out["report"], "interval": out["interval"]}}
+    if baseline:
+        crf = baseline_pred if baseline_pred is not None else ner.crf_baseline(labeled.splits["train"], items)
+        out.update(baseline_pred=crf, baseline_report=ner.entity_scores(gold, crf),
+                   baseline_interval=ner.entity_f1_interval(gold, crf, n_boot=cfg.n_boot, seed=cfg.seed))
+        results["CRF (character windows)"] = {"scores": out["baseline_report"], "interval": out["baseline_interval"]}
+        out["diff"] = ner.entity_f1_diff(gold, pred, crf, n_boot=cfg.n_boot, seed=cfg.seed)   # paired, same sentences
+    out["table"] = scores_table(results)
+    out["errors"] = entity_errors([list(it["tokens"]) for it in items], gold, pred)
+    return out
+
+
 def export(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", out_dir) -> Path:
-    """One folder plain ``transformers`` loads (:func:`nbkit.models.export.export_classifier`), cut at ``cfg.max_length``."""
-    from nbkit.models.export import export_classifier
+    """One folder plain ``transformers`` loads (:func:`nbkit.models.export.export_classifier`), cut at ``cfg.max_length``;
+    task ner: :func:`nbkit.models.export.export_token_classifier` (``pipeline("token-classification")``)."""
+    from nbkit.models.export import export_classifier, export_token_classifier
+
+    if cfg.task == "ner":
+        return export_token_classifier(classifier, tok, out_dir, id2label_of(labeled), max_length=cfg.max_length)
 
     return export_classifier(classifier, tok, out_dir, labeled.id2label, max_length=cfg.max_length)
 
@@ -455,6 +584,8 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     """
     from nbkit import jsonio
 
+    if cfg.task == "ner":
+        return _save_ner(cfg, out_dir, loop, result, labeled, truncation, scores, how)
     report, base, cut = scores["report"], scores.get("baseline_report"), scores.get("baseline_cut_report")
     metrics = {"scale": cfg.scale, "task": cfg.task, "data_files": labeled.report.get("files"), "init": how,
                "test_accuracy": report["accuracy"], "test_macro_f1": report["macro_f1"],
@@ -466,6 +597,34 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
                "pooling": getattr(loop.model.config, "classifier_pooling", None),
                "per_class": report["per_class"], "confusion_matrix": report["confusion_matrix"],
                "warnings": [w for w in (report.get("degenerate"),) if w], "config": cfg.to_dict(),
+               "world_size": loop.dist.world_size, "train": result.metrics,
+               "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    return jsonio.write_json(Path(out_dir) / "metrics.json", metrics)
+
+
+def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: dict, scores: dict, how: str) -> dict:
+    """Task ner's ``metrics.json``: ``test_entity_f1`` / ``_precision`` / ``_recall`` (micro, 0-1),
+    ``test_entity_f1_interval`` ([low, high]), ``per_type``, the same ``baseline_*`` for the CRF, ``diff_entity_f1``
+    (BERT - CRF: ``value``, ``low``, ``high``, paired over the same test sentences), ``windows``
+    (the test encoding's counts) and ``windows_per_split``, ``n_errors`` (missed / spurious), the data report's
+    ``n_*`` counts and ``types``, ``config``, ``world_size`` and the loop's summary under ``train``."""
+    from nbkit import jsonio
+
+    report, base = scores["report"], scores.get("baseline_report")
+    errors = scores["errors"]
+    metrics = {"scale": cfg.scale, "task": cfg.task, "data_files": labeled.report.get("files"), "init": how,
+               "test_entity_f1": report["f1"], "test_entity_precision": report["precision"],
+               "test_entity_recall": report["recall"], "test_entity_f1_interval": list(scores["interval"]),
+               "per_type": report.get("per_type"),
+               "baseline": "CRF (python-crfsuite) over character-window features",
+               "baseline_entity_f1": base and base["f1"], "baseline_entity_precision": base and base["precision"],
+               "baseline_entity_recall": base and base["recall"],
+               "baseline_entity_f1_interval": list(scores["baseline_interval"]) if base else None,
+               "baseline_per_type": base and base.get("per_type"), "diff_entity_f1": scores.get("diff"),
+               **{k: v for k, v in labeled.report.items() if k.startswith("n_")}, "types": list(labeled.types),
+               "windows": scores["windows"], "windows_per_split": {k: v["n_windows"] for k, v in truncation.items()},
+               "n_errors": {k: int((errors["kind"] == k).sum()) for k in ("missed", "spurious")},
+               "max_length": cfg.max_length, "stride": cfg.stride, "n_boot": cfg.n_boot, "config": cfg.to_dict(),
                "world_size": loop.dist.world_size, "train": result.metrics,
                "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     return jsonio.write_json(Path(out_dir) / "metrics.json", metrics)

@@ -5,6 +5,7 @@
     store = corpus_store(cfg, labeled)                               # corpus + training texts -> a token store
     pcfg = pretrain_config(cfg, store)                               # notebook 02's recipe on it
     fcfg = finetune_config(cfg)                                      # notebook 03's recipe on your labels
+    ncfg = ner_config(cfg)                                           # notebook 07's on your tagged file (optional)
 
 Pretraining never reads a validation or test text: they are the store's ``exclude_texts``.
 """
@@ -37,6 +38,7 @@ class OwnDataConfig(RecipeConfig):
     init: str | None = None
     max_passes: float = 10.0
     run_name: str = "own"
+    ner_file: str | None = None
 
     RECIPE, STEP = "own_data", "own_data"
     HELP = {"scale": "smoke | cpu | gpu", "model": "BERT preset",
@@ -54,10 +56,12 @@ class OwnDataConfig(RecipeConfig):
             "init": "a published BERT masked LM to start from (a folder or Hub name): its tokenizer, continued "
                     "on your text; None: random weights of model",
             "max_passes": "MLM reads your text at most this many times",
-            "run_name": "the run's folder under runs/<scale>/own_data/"}
+            "run_name": "the run's folder under runs/<scale>/own_data/",
+            "ner_file": "optional: your tagged file for named entities (CoNLL char<TAB>tag, BIO/BIOES, or JSONL "
+                        "spans); None: that part is skipped"}
     WHY = {"max_passes": "10: a small corpus read hundreds of times is memorised"}
     QUIET = frozenset({"run_name", "train_file", "validation_file", "test_file", "text_column", "label_column",
-                       "corpus_file", "corpus_text_column", "pretrain", "max_passes", "init"})   # run_name names the run
+                       "corpus_file", "corpus_text_column", "pretrain", "max_passes", "init", "ner_file"})   # run_name names the run
 
     def unused(self) -> dict[str, str]:
         """With ``init`` the checkpoint fixes the model and the vocabulary."""
@@ -81,6 +85,22 @@ def finetune_config(cfg: OwnDataConfig, **overrides):
         cfg.scale, task="own", train_file=cfg.train_file, validation_file=cfg.validation_file,
         test_file=cfg.test_file, text_column=cfg.text_column, label_column=cfg.label_column, model=cfg.model,
         max_length=cfg.max_length, seed=cfg.seed, resume=False, **overrides)
+
+
+def ner_config(cfg: OwnDataConfig, **overrides):
+    """Notebook 07's recipe on your tagged file: task ``ner`` with ``train_file=cfg.ner_file`` (validation and
+    test drawn from it, seeded), ``model``, ``max_length``, ``seed``; ``resume=False``.
+
+    Raises:
+        ConfigError: ``cfg.ner_file`` is None (the part is optional: check it first).
+    """
+    from nbkit.errors import ConfigError
+    from nbkit.recipes.finetuning import FinetuneConfig
+
+    if cfg.ner_file is None:
+        raise ConfigError("ner_file=None: set it to your tagged file (CoNLL or JSONL spans) to train a tagger on it")
+    return FinetuneConfig.for_scale(cfg.scale, task="ner", train_file=cfg.ner_file, model=cfg.model,
+                                    max_length=cfg.max_length, seed=cfg.seed, resume=False, **overrides)
 
 
 def pretrain_config(cfg: OwnDataConfig, store=None, **overrides):

@@ -166,6 +166,7 @@ def load_model_weights(model, model_dir) -> None:
     for f in files:
         weights.update(load_file(str(f)))
     sd = model.state_dict()
+    weights = {_current_name(k, sd): v for k, v in weights.items()}
     shapes = [f"{k} {tuple(v.shape)} in the checkpoint, {tuple(sd[k].shape)} in the model"
               for k, v in weights.items() if k in sd and v.shape != sd[k].shape]
     if shapes:
@@ -177,6 +178,22 @@ def load_model_weights(model, model_dir) -> None:
         details = [f"missing from the checkpoint: {k}" for k in untied] + [f"not in the model: {k}" for k in unexpected]
         raise CheckpointError(_mismatch(model_dir, model, f"{len(untied)} weights missing, {len(unexpected)} "
                                         "unexpected", details))
+
+
+#: TensorFlow-era LayerNorm names (bert-base-chinese's files) -> PyTorch's; transformers' from_pretrained renames
+#: them on load and its save_pretrained writes them back as loaded, so a checkpoint of a model that started from
+#: such a file holds them
+LEGACY_SUFFIXES = ((".gamma", ".weight"), (".beta", ".bias"))
+
+
+def _current_name(key: str, state: dict) -> str:
+    """``key`` as the model names it: ``...LayerNorm.gamma`` -> ``...LayerNorm.weight`` when only that is in ``state``."""
+    if key in state:
+        return key
+    for old, new in LEGACY_SUFFIXES:
+        if key.endswith(old) and key[:-len(old)] + new in state:
+            return key[:-len(old)] + new
+    return key
 
 
 #: config.json fields shown when a checkpoint does not fit the model (what a preset changes).

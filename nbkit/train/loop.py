@@ -90,6 +90,7 @@ class Loop:
         model_type = getattr(getattr(model, "config", None), "model_type", None)
         self._is_bert = model_type == "bert"
         self._is_causal = model_type in CAUSAL_TYPES
+        self._per_token = is_token_classifier(model)   # labels (B, T) of a few classes, not MLM targets
         self.sparse_head = uses_sparse_head(model, config.compile)
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
         self.peak_tflops = peak_tflops(peak_name, matmul_precision_name(self.precision)) if peak_name else None
@@ -176,7 +177,7 @@ class Loop:
             ids = batch["input_ids"]                                         # (B, T)
             tokens += ids.numel()
             if self._is_bert:  # MLM head rows: every position, or the scored ones (sparse); none for classification
-                head_rows = scored.numel() if labels.dim() == 2 else 0
+                head_rows = scored.numel() if labels.dim() == 2 and not self._per_token else 0
                 seq_flops += bert_batch_flops(self.model.config, ids.numel(), ids.shape[1], head_rows)
             elif self._is_causal:  # the output layer on every position
                 seq_flops += ids.numel() * causal_flops_per_token(self.model.config, ids.shape[1])
@@ -458,7 +459,7 @@ class Loop:
                 raw = collate([self.eval_data[j] for j in idx])
             batch = self._prepare(raw)
             labels = batch.pop("labels")                                  # (B, T) or (B,)
-            n_mlm += labels.dim() == 2
+            n_mlm += labels.dim() == 2 and not self._per_token
             kinds = target_kinds(batch["input_ids"], labels, mask_id) if mask_id is not None and labels.dim() == 2 else None
             with self.precision.autocast():
                 logits, scored = forward_logits(model, batch, labels, sparse)  # (B, T, V) or (N, V) or (B, C)
@@ -473,7 +474,7 @@ class Loop:
             n += int(mask.sum())
             n_batches += 1
             correct += ((logits.argmax(-1) == labels) & mask).sum()
-            if labels.dim() == 1 and logits.shape[-1] == k:
+            if (labels.dim() == 1 or self._per_token) and logits.shape[-1] == k:   # (B,) or (B, T) class ids
                 confusion += torch.bincount((labels * k + logits.argmax(-1))[mask], minlength=k * k)
         kind_sums = {f"{kind}_{what}": v for kind, row in zip(TARGET_KINDS, by_kind.tolist())
                      for what, v in zip(("sum", "n"), row)} if mask_id is not None else {}
@@ -496,6 +497,10 @@ class Loop:
                 k_n = int(tot[f"{kind}_n"])
                 metrics[f"eval_{kind}_loss"] = tot[f"{kind}_sum"] / k_n if k_n else math.nan
                 metrics[f"eval_{kind}_tokens"] = k_n
+        elif self._per_token:  # one label per word: accuracy and tag-level macro-F1
+            metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan
+            if k:
+                metrics["eval_macro_f1"] = macro_f1(D.all_reduce_sum(confusion).view(k, k))
         else:  # one label per example: eval_tokens kept (= examples) for existing readers
             metrics["eval_examples"] = n
             metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan
@@ -592,6 +597,12 @@ class _HeldInterrupt:
 MAX_CONSECUTIVE_NONFINITE = 5  # skipped (non-finite) steps in a row before fit() gives up
 _SUMS = ("loss_sum", "n_label", "samples", "tokens", "flops", "time")  # summed per log window
 TARGET_KINDS = ("mask", "random", "kept")  # what the collator put at a target: [MASK], another token, itself
+
+
+def is_token_classifier(model) -> bool:
+    """True for a per-token classifier (transformers' ``*ForTokenClassification``): its (B, T) labels are a few
+    classes per token, scored by accuracy and macro-F1, not MLM targets (no perplexity, no MLM-head FLOPs)."""
+    return type(model).__name__.endswith("ForTokenClassification")
 
 
 def _default_device(info: D.DistInfo) -> str:

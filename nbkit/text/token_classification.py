@@ -1,0 +1,194 @@
+"""Token classification encoding: tagged characters -> sub-tokens with aligned labels, long sentences in windows.
+
+Each item is ``{"tokens": [...], "tags": [...]}`` (one BIO tag per token; nbkit's NER data has one Chinese
+character per token). The tokens are tokenized as words (``is_split_into_words=True``); the first sub-token of a
+word carries its label, the others ``-100`` (Devlin et al. 2019, section 5.3; transformers' ``run_ner.py``).
+nbkit's Chinese WordPiece gives one sub-token per character, but a word of several characters (a Latin or
+digit run in a user's word-level file) gives several. A sentence longer than the block is cut into windows
+of ``max_length`` tokens that overlap by ``stride`` tokens; :func:`merge_window_predictions` puts the windows'
+predictions back together per word, each token taking the window where it sits farthest from an edge (the
+middle of the overlap wins), so every word, and every gold entity, is predicted and scored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nbkit.errors import ConfigError, DataError
+from nbkit.text.mlm import IGNORE_INDEX, check_length
+
+
+@dataclass
+class TokenEncoding:
+    """What :func:`encode_token_classification` made of the items.
+
+    ``dataset``: a ``datasets.Dataset`` of windows with ``input_ids``, ``attention_mask`` and ``labels`` (unpadded,
+    ``[CLS] ... [SEP]``, labels -100 at the specials and at non-first sub-tokens). ``windows``: per row
+    ``(item index, first token of the window in the item's sub-tokens)``. ``word_ids``: per item, its
+    sub-tokens' word index. ``n_words``: words per item. ``body``: sub-tokens per window between
+    ``[CLS]`` and ``[SEP]``. ``report``: the counts (:func:`encode_token_classification`).
+    """
+
+    dataset: object
+    windows: list[tuple[int, int]]
+    word_ids: list[list[int]]
+    n_words: list[int]
+    body: int
+    report: dict = field(default_factory=dict)
+
+
+def window_starts(n_tokens: int, body: int, stride: int) -> list[int]:
+    """First sub-token of each window over ``n_tokens`` sub-tokens: windows of ``body`` that overlap by
+    ``stride`` (a step of ``body - stride``), the last one ending at the last sub-token. One window (start 0)
+    when everything fits; every sub-token lies in at least one window.
+
+    Raises:
+        ConfigError: ``stride`` not in ``0 .. body - 1``.
+    """
+    if not 0 <= stride < body:
+        raise ConfigError(f"stride={stride} must be between 0 and {body - 1} (the tokens of a window between "
+                          "[CLS] and [SEP], minus one); use e.g. a quarter of max_length")
+    if n_tokens <= body:
+        return [0]
+    step = body - stride
+    starts = list(range(0, n_tokens - body, step))
+    return starts + [n_tokens - body]
+
+
+def encode_token_classification(items, tokenizer, label2id: dict, max_length: int, stride: int | None = None,
+                                tokens_key: str = "tokens", tags_key: str = "tags") -> TokenEncoding:
+    """Tokenize tagged items into windows of at most ``max_length`` sub-tokens (``[CLS]``/``[SEP]`` included).
+
+    Args:
+        items: a sequence of dicts with ``tokens`` (list of str, e.g. one character each) and ``tags`` (one
+            label name per token, keys of ``label2id``); items without ``tags`` are encoded with labels -100
+            (prediction only).
+        tokenizer: a fast tokenizer (word ids are needed).
+        label2id: label name -> id.
+        max_length: sub-tokens per window, specials included; longer sentences are windowed, never cut.
+        stride: sub-tokens two neighbouring windows share (:func:`window_starts`); None: a quarter of the window.
+
+    Returns a :class:`TokenEncoding` whose ``report`` has ``n_items``, ``n_windows``, ``n_windowed`` (items in
+    more than one window), ``max_length``, ``stride``, ``n_words``, ``n_subtokens``, ``n_multi_subtoken_words``
+    (words of more than one sub-token: only the first is labelled), ``n_extra_subtokens`` (their unlabelled
+    sub-tokens), ``n_words_without_token`` (words the
+    tokenizer drops, e.g. a space: predicted by :func:`merge_window_predictions`'s repair, counted here) and
+    ``subtokens_p50/p95/max`` per item.
+
+    Raises:
+        ConfigError: ``max_length`` above the tokenizer's limit or below 3, a bad ``stride``, a slow tokenizer.
+        DataError: no items, tokens and tags of different lengths, or a tag not in ``label2id`` (item named).
+    """
+    import numpy as np
+    from datasets import Dataset
+
+    check_length("max_length", max_length, tokenizer)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ConfigError("token classification needs a fast tokenizer (word ids); load it with "
+                          "AutoTokenizer.from_pretrained(path) (use_fast=True, the default)")
+    items = list(items)
+    if not items:
+        raise DataError("encode_token_classification got no items; check that the split is not empty")
+    body = max_length - 2
+    stride = body // 4 if stride is None else stride
+    window_starts(0, body, stride)                                  # a bad stride raises before any work
+    words = [list(it[tokens_key]) for it in items]
+    for i, (it, w) in enumerate(zip(items, words)):
+        tags = it.get(tags_key)
+        if tags is not None and len(tags) != len(w):
+            raise DataError(f"item {i} ({it.get('id', i)!r}) has {len(w)} tokens but {len(tags)} tags; give one tag "
+                            "per token")
+        if not w:
+            raise DataError(f"item {i} ({it.get('id', i)!r}) has no tokens; drop empty sentences first")
+    enc = tokenizer(words, is_split_into_words=True, add_special_tokens=False, verbose=False)
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    rows = {"input_ids": [], "attention_mask": [], "labels": []}
+    windows, all_wids, lengths = [], [], []
+    n_multi = n_dropped = n_windowed = 0
+    for i, it in enumerate(items):
+        ids = enc["input_ids"][i]
+        wids = enc.word_ids(i)                                      # (n_subtokens,) word index per sub-token
+        tags = it.get(tags_key)
+        labels = []
+        for j, w in enumerate(wids):
+            if tags is None or (j > 0 and wids[j - 1] == w):        # a later sub-token of the same word
+                labels.append(IGNORE_INDEX)
+                continue
+            tag = tags[w]
+            if tag not in label2id:
+                raise DataError(f"item {i} ({it.get('id', i)!r}) has tag {tag!r} at token {w}, not one of the "
+                                f"labels {sorted(label2id)}; build label2id from the training split's labels")
+            labels.append(label2id[tag])
+        seen = set(wids)
+        n_dropped += len(words[i]) - len(seen)
+        n_multi += len(wids) - len(seen)                            # sub-tokens beyond one per word
+        starts = window_starts(len(ids), body, stride)
+        n_windowed += len(starts) > 1
+        for s in starts:
+            chunk = ids[s:s + body]
+            rows["input_ids"].append([cls_id, *chunk, sep_id])
+            rows["attention_mask"].append([1] * (len(chunk) + 2))
+            rows["labels"].append([IGNORE_INDEX, *labels[s:s + body], IGNORE_INDEX])
+            windows.append((i, s))
+        all_wids.append(list(wids))
+        lengths.append(len(ids) + 2)
+    from collections import Counter
+
+    multi_words = sum(sum(1 for c in Counter(w).values() if c > 1) for w in all_wids)
+    p50, p95 = np.percentile(lengths, [50, 95])
+    report = {"n_items": len(items), "n_windows": len(windows), "n_windowed": n_windowed, "max_length": max_length,
+              "stride": stride, "n_words": sum(len(w) for w in words), "n_subtokens": sum(map(len, all_wids)),
+              "n_multi_subtoken_words": multi_words, "n_extra_subtokens": n_multi,
+              "n_words_without_token": n_dropped, "subtokens_p50": float(p50), "subtokens_p95": float(p95),
+              "subtokens_max": int(max(lengths))}
+    return TokenEncoding(Dataset.from_dict(rows), windows, all_wids, [len(w) for w in words], body, report)
+
+
+def merge_window_predictions(encoding: TokenEncoding, window_preds, id2label: dict) -> list[list[str]]:
+    """Per item, one tag per word from the windows' predictions.
+
+    ``window_preds``: per row of ``encoding.dataset``, the predicted label id of each position (``[CLS]`` and
+    ``[SEP]`` included, padding beyond them ignored). A sub-token in several windows takes the prediction of
+    the window where it is farthest from an edge; a word takes its first sub-token's. A word without a
+    sub-token (the tokenizer dropped it) continues the entity around it (``I-X`` when the words before and
+    after are in the same entity type), else ``O``.
+    """
+    n_items = len(encoding.n_words)
+    best: list[dict[int, tuple[float, int]]] = [{} for _ in range(n_items)]   # token -> (margin, label id)
+    body, inf = encoding.body, float("inf")
+    for (item, start), pred in zip(encoding.windows, window_preds):
+        total = len(encoding.word_ids[item])
+        n = min(body, total - start)
+        for k in range(n):                       # distance to the nearer edge where the window cuts the sentence
+            margin = min(k if start > 0 else inf, n - 1 - k if start + n < total else inf)
+            old = best[item].get(start + k)
+            if old is None or margin > old[0]:
+                best[item][start + k] = (margin, int(pred[k + 1]))      # +1: [CLS]
+    out = []
+    for item in range(n_items):
+        tags: list[str | None] = [None] * encoding.n_words[item]
+        for t, w in enumerate(encoding.word_ids[item]):
+            if tags[w] is None:
+                tags[w] = id2label[best[item][t][1]]
+        out.append(_repair(tags))
+    return out
+
+
+def _repair(tags: list) -> list[str]:
+    """Fill words without a prediction (None): ``I-X`` inside an entity of type X, else ``O``."""
+    for i, tag in enumerate(tags):
+        if tag is not None:
+            continue
+        before = tags[i - 1] if i > 0 else "O"
+        after = next((t for t in tags[i + 1:] if t is not None), "O")
+        kind = before[2:] if before and before != "O" else None
+        tags[i] = f"I-{kind}" if kind and after == f"I-{kind}" else "O"
+    return tags
+
+
+def token_classification_collator(tokenizer, pad_to_multiple_of: int | None = None):
+    """Pad :func:`encode_token_classification` rows per batch (``DataCollatorForTokenClassification``):
+    ``input_ids``, ``attention_mask`` and ``labels`` (B, T), labels padded with -100, T the longest row."""
+    from transformers import DataCollatorForTokenClassification
+
+    return DataCollatorForTokenClassification(tokenizer, padding="longest", pad_to_multiple_of=pad_to_multiple_of,
+                                              label_pad_token_id=IGNORE_INDEX, return_tensors="pt")

@@ -1,0 +1,175 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 07 · Named entities: persons, places and organisations in People's Daily
+#
+# After sentiment, named-entity recognition (NER) is what Chinese BERTs are fine-tuned for most. We tag every character of People's Daily (January 1998) as the beginning (`B-`), inside (`I-`) or outside (`O`) of a person (`PER`), place (`LOC`) or organisation (`ORG`): the classic People's Daily NER set, derived from the corpus's own part-of-speech tags (`nr`, `ns`, `nt`).
+#
+# Honestly: sentences are deduplicated and split with no text shared across splits, a classical baseline (a linear-chain CRF over character-window features) is trained on the same training split, and both are scored on the same test split by **entity-level F1** (seqeval's definition: an entity counts only with its exact type and boundaries) with a bootstrap interval. Every step is a function of the fine-tuning recipe (`nbkit.recipes.finetuning`, task `ner`), which `python -m nbkit.jobs.finetune --task ner` also runs.
+
+# %% tags=["parameters"]
+# Plain values only, so papermill can override each (-p scale cpu -p seed 3); None keeps the recipe's value.
+scale = None          # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
+seed = None           # data split, subsample, new head and training order
+max_length = None     # tokens per window; longer sentences are windowed, never cut
+stride = None         # tokens two windows of a long sentence share
+batch_size = None     # windows per step
+epochs = None         # passes over the training split
+lr = None             # peak learning rate
+max_train = None      # training sentences used; "all": the whole split
+model = None          # BERT preset when there is no encoder to start from
+init = None           # the encoder: a model folder or Hub name (bert-base-chinese); None: notebook 02's
+train_file = None     # your tagged file (CoNLL char<TAB>tag, or JSONL spans); None: People's Daily
+validation_file = None# with train_file: None draws 10 % from it
+test_file = None      # with train_file: None draws 10 % from it
+corpus_lines = None   # People's Daily lines read; "all": every one (19,484)
+n_boot = None         # bootstrap resamples for the entity-F1 intervals
+max_steps = None      # optimizer steps in all; "all": from epochs
+grad_accum_steps = None# micro-batches per optimizer step
+warmup_ratio = None   # share of steps warming up (0-1)
+scheduler = None      # LR decay after warm-up: linear / cosine / constant
+weight_decay = None   # AdamW's (not on biases and LayerNorm)
+precision = None      # auto / bf16 / fp16 / fp32
+eval_every = None     # steps between validation evaluations (the recipe's: 4 per run); 0: none
+checkpoint_every = None# steps between checkpoints (the recipe's: 2 per run); 0: none
+keep_last = None      # checkpoints kept
+group_by_length = None# batch windows of similar length (less padding)
+
+# %% [markdown]
+# ## The recipe
+# The fine-tuning recipe of notebook 03 with `task="ner"`: one config object, its values from the scale, the parameters above overriding them; the table says where each came from.
+
+# %%
+from nbkit.recipes import finetuning as ft
+
+cfg = ft.FinetuneConfig.for_scale(scale, task="ner", seed=seed, max_length=max_length, stride=stride,
+                                  batch_size=batch_size, epochs=epochs, lr=lr, max_train=max_train, model=model,
+                                  init=init, train_file=train_file, validation_file=validation_file,
+                                  test_file=test_file, corpus_lines=corpus_lines, n_boot=n_boot, max_steps=max_steps,
+                                  grad_accum_steps=grad_accum_steps, warmup_ratio=warmup_ratio, scheduler=scheduler,
+                                  weight_decay=weight_decay, precision=precision, eval_every=eval_every,
+                                  checkpoint_every=checkpoint_every, keep_last=keep_last,
+                                  group_by_length=group_by_length)
+out_dir = cfg.run_dir()   # runs/<scale>/ner[-<overrides>]
+print(f"-> {out_dir}")
+cfg.table()
+
+# %% [markdown]
+# ## 1. The data: entities per type and split
+# Persons are consecutive `nr` words merged (surname + given name), places `ns`, organisations `nt`. Read the report: what was read and dropped (duplicates, conflicts), then the entities per type, sentences and characters in each split.
+
+# %%
+ner = ft.data(cfg)
+print({k: v for k, v in ner.report.items() if k.startswith("n_")})
+ner.table()
+
+# %%
+first = ner.splits["train"][0]
+print("".join(first["tokens"]))
+print(" ".join(f"{c}/{t}" for c, t in zip(first["tokens"], first["tags"]) if t != "O"))
+
+# %% [markdown]
+# ## 2. The baseline: a CRF over character windows
+# A linear-chain CRF (CRFsuite) sees each character with its neighbours and learns which tag follows which. It trains in seconds and is the bar BERT has to clear; it reads the same training split and tags whole sentences.
+
+# %%
+import time
+
+from nbkit.evaluate import ner as ner_eval
+
+test = ner.splits["test"]
+gold = [it["tags"] for it in test]
+t0 = time.perf_counter()
+crf_pred = ner_eval.crf_baseline(ner.splits["train"], test)
+crf_scores = ner_eval.entity_scores(gold, crf_pred)
+print(f"CRF: entity F1 {crf_scores['f1']:.3f} on {len(test)} test sentences ({time.perf_counter() - t0:.0f} s)")
+
+# %% [markdown]
+# ## 3. Characters to tokens, long sentences in windows
+# Each character is a word for the tokenizer; the first sub-token of each word carries its tag (the others are ignored by the loss). A sentence longer than `max_length` tokens is cut into overlapping windows (`stride` tokens shared), and their predictions are merged back per character: nothing is cut, every gold entity is scored.
+
+# %%
+tokenizer = ft.tokenizer(cfg)   # the encoder's own, else notebook 01's
+encoded, windows = ft.encode(cfg, tokenizer, ner)
+{split: {k: w[k] for k in ("n_items", "n_windows", "n_windowed", "n_words_without_token")}
+ for split, w in windows.items()}
+
+# %% [markdown]
+# ## 4. BERT with a token-classification head
+# The encoder comes from notebook 02's checkpoint when there is one (else random weights, and the cell says so; `init` names a published model such as `bert-base-chinese`); a new, seeded head maps every token's state to the BIO labels.
+
+# %%
+print("encoder:", ft.encoder(cfg))
+model, how = ft.model(cfg, tokenizer, ner, out_dir)
+print(how)
+
+# %% [markdown]
+# ## 5. Fine-tune
+# The same loop as notebooks 02 and 03: automatic precision, checkpoints, exact resume, the live plot. Its `eval_accuracy` counts tagged characters (mostly `O`, so it starts high); entity-level F1 comes next.
+
+# %%
+from nbkit import LivePlot
+
+loop, result = ft.train(cfg, model, tokenizer, encoded, out_dir, callbacks=[LivePlot(out_dir=out_dir)])
+
+# %% [markdown]
+# ## 6. Entity-level evaluation, beside the baseline
+# Precision, recall and F1 over entities (micro, and per type), each with a 95 % bootstrap interval over test sentences, and the difference with a paired interval (both scored on the same resamples). At `smoke` scale (a tiny model, a few steps) BERT finds next to nothing: that scale checks the code paths, not the model.
+
+# %%
+scores = ft.evaluate_ner(cfg, loop.model, tokenizer, ner, baseline_pred=crf_pred)
+d = scores["diff"]
+print(f"BERT - CRF: {d['value']:+.3f} F1, paired 95 % interval [{d['low']:+.3f}, {d['high']:+.3f}] (same sentences)")
+scores["table"]
+
+# %% [markdown]
+# ## 7. What it got wrong
+# Every missed entity (in the gold, not predicted with its type and boundaries) and every spurious one (predicted, not in the gold), with five characters either side; `other` shows what the other side had there: a wrong type, a wrong boundary, or nothing.
+
+# %%
+errors = scores["errors"]
+print(errors["kind"].value_counts().to_dict())
+errors.head(12)
+
+# %% [markdown]
+# ## 8. Export, and check it with plain `transformers`
+# One folder with the weights, the tokenizer and the label names: `pipeline("token-classification", model=DIR, aggregation_strategy="simple")` loads it without nbkit and without `trust_remote_code`. Fed the characters as words it tokenizes as the recipe did, so its spans are the recipe's entities (checked below on the test sentences that fit one window: the pipeline truncates longer ones unless given `stride=`).
+
+# %%
+from transformers import pipeline
+
+from nbkit.evaluate.ner_report import entities, pipeline_tags
+
+export_dir = ft.export(cfg, loop.model, tokenizer, ner, out_dir / "model")
+tagger = pipeline("token-classification", model=str(export_dir), aggregation_strategy="simple", device="cpu")
+fits = [i for i, it in enumerate(test) if len(it["tokens"]) <= cfg.max_length - 2][:200]
+from_pipe = pipeline_tags(tagger, [test[i] for i in fits])
+same = sum(entities(p) == entities(scores["pred"][i]) for p, i in zip(from_pipe, fits))
+print(f"the pipeline gives the recipe's entities on {same} of {len(fits)} sentences")
+tagger("新华社北京一月一日电，江泽民主席发表新年讲话。")
+
+# %% [markdown]
+# ## 9. Save the summary
+# `metrics.json`: entity-level scores with intervals for BERT and the CRF, per type, the windows, the error counts, the recipe and the loop's summary.
+
+# %%
+summary = ft.save(cfg, out_dir, loop, result, ner, windows, scores, how)
+{k: summary[k] for k in ("test_entity_f1", "test_entity_f1_interval", "baseline_entity_f1",
+                         "baseline_entity_f1_interval", "n_errors")}
+
+# %% [markdown]
+# **Your own tagged files:** `train_file` above (or `python -m nbkit.jobs.finetune --task ner --train-file x.conll`) takes CoNLL (`char<TAB>tag`, a blank line between sentences, BIO or BIOES) or JSON lines with spans (`{"text": ..., "entities": [[start, end, "PER"], ...]}`, as doccano and Label Studio export); notebook 05 has a short section on them.

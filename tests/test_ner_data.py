@@ -1,0 +1,241 @@
+"""NER data: People's Daily to character BIO (persons merged, sentences cut, dedupe, leak-free split) and the
+user's tagged files (CoNLL BIO/BIOES, JSON spans) with every error naming its file and line."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nbkit.data import ner
+from nbkit.errors import ConfigError, DataError
+
+
+def _pd_file(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "pd.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _pairs(item: dict) -> list[tuple[str, str]]:
+    return list(zip(item["tokens"], item["tags"]))
+
+
+# ----- People's Daily -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("words, groups", [
+    (["江", "泽民"], [(0, 2)]),                                   # surname + given name
+    (["江", "泽民", "李", "鹏", "朱", "镕基"], [(0, 2), (2, 4), (4, 6)]),  # a list without separators
+    (["陈", "方", "安生"], [(0, 3)]),                             # a married name: two surnames
+    (["欧阳", "修"], [(0, 2)]),                                   # a compound surname
+    (["克林顿"], [(0, 1)]), (["马克思", "恩格斯"], [(0, 1), (1, 2)]),  # one-word names
+    (["李", "鹏", "朱", "镕基"], [(0, 2), (2, 4)]),
+])
+def test_person_groups_cut_runs_of_nr_words_at_each_surname(words, groups):
+    assert ner.person_groups(words) == groups
+
+
+def test_peoples_daily_bio_on_hand_written_lines(tmp_path):
+    path = _pd_file(tmp_path, [
+        "国家/n  主席/n  江/nr  泽民/nr  在/p  北京/ns  会见/v  克林顿/nr  。/w  新华社/nt  报道/v  。/w",
+        "",
+        "江/nr  泽民/nr  李/nr  鹏/nr  出席/v  [中国/ns  共产党/nt]nt  会议/n  ！/w  “/w  好/a  。/w  ”/w  完/v",
+    ])
+    data = ner.load_peoples_daily_ner(path=path, validation=0, test=0)
+    items = {item["id"]: item for item in data.splits["train"]}
+    assert sorted(items) == ["pd-00001-0", "pd-00001-1", "pd-00003-0", "pd-00003-1", "pd-00003-2"]
+    first = items["pd-00001-0"]
+    assert "".join(first["tokens"]) == "国家主席江泽民在北京会见克林顿。"
+    assert first["tags"] == (["O"] * 4 + ["B-PER", "I-PER", "I-PER", "O", "B-LOC", "I-LOC", "O", "O"]
+                             + ["B-PER", "I-PER", "I-PER", "O"])
+    assert _pairs(items["pd-00001-1"])[:3] == [("新", "B-ORG"), ("华", "I-ORG"), ("社", "I-ORG")]
+    names = items["pd-00003-0"]
+    assert ner.entity_spans(names["tags"]) == [("PER", 0, 3), ("PER", 3, 5), ("LOC", 7, 9), ("ORG", 9, 12)]
+    assert "".join(items["pd-00003-1"]["tokens"]) == "“好。”"  # the closing quote stays with its sentence
+    assert "".join(items["pd-00003-2"]["tokens"]) == "完"
+    assert data.types == ["LOC", "ORG", "PER"]
+    assert data.labels == ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
+    assert data.report["persons"] == {"nr_runs": 3, "persons": 4, "nr_runs_split": 1}
+    assert data.report["entities"]["train"] == {"LOC": 2, "ORG": 2, "PER": 4}
+
+
+def test_peoples_daily_dedupe_and_no_text_shared_across_splits(tmp_path):
+    lines = [f"第{i}/m  次/q  去/v  北京/ns  。/w  重复/v  。/w" for i in range(40)]
+    data = ner.load_peoples_daily_ner(path=_pd_file(tmp_path, lines), seed=3, validation=0.2, test=0.2)
+    assert data.report["n_read"] == 80 and data.report["n_duplicates_dropped"] == 39
+    texts = {s: ["".join(item["tokens"]) for item in data.splits[s]] for s in ("train", "validation", "test")}
+    assert sum(map(len, texts.values())) == 41
+    assert len(texts["test"]) == len(texts["validation"]) == 8
+    seen = [t for split in texts.values() for t in split]
+    assert len(seen) == len(set(seen))  # no sentence in two splits, none twice
+    again = ner.load_peoples_daily_ner(path=_pd_file(tmp_path, lines), seed=3, validation=0.2, test=0.2)
+    assert again.splits == data.splits
+    other = ner.load_peoples_daily_ner(path=_pd_file(tmp_path, lines), seed=4, validation=0.2, test=0.2)
+    assert other.splits["test"] != data.splits["test"]
+    table = data.table()
+    assert table.loc["sentences", "total"] == 41 and table.loc["LOC", "total"] == 40
+
+
+def test_peoples_daily_bad_arguments(tmp_path):
+    with pytest.raises(ConfigError, match="lines=0"):
+        ner.load_peoples_daily_ner(lines=0)
+    with pytest.raises(ConfigError, match="validation=0.6, test=0.5"):
+        ner.load_peoples_daily_ner(validation=0.6, test=0.5)
+    with pytest.raises(DataError, match="no nr/ns/nt word"):
+        ner.load_peoples_daily_ner(path=_pd_file(tmp_path, ["你好/v  。/w"]))
+
+
+def test_bundled_peoples_daily_first_lines():
+    data = ner.load_peoples_daily_ner(lines=300)
+    assert data.report["n_lines_read"] == 300
+    for split in data.splits.values():
+        for item in split:
+            assert len(item["tokens"]) == len(item["tags"]) and all(len(c) == 1 for c in item["tokens"])
+            assert set(item["tags"]) <= set(data.labels)
+    found = [("".join(item["tokens"][s:e]), k) for item in data.splits["train"] for k, s, e in
+             ner.entity_spans(item["tags"])]
+    assert ("江泽民", "PER") in found and ("中共中央", "ORG") in found
+
+
+# ----- the user's files -----------------------------------------------------------------------------------
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _jsonl(tmp_path: Path, name: str, rows: list) -> Path:
+    return _write(tmp_path, name, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def test_conll_bio_and_bioes_read_as_bio(tmp_path):
+    bio = _write(tmp_path, "a.conll", "张\tB-PER\n三\tI-PER\n在\tO\n\n\n北 B-LOC\n京 I-LOC\n")
+    bioes = _write(tmp_path, "b.bioes", "-DOCSTART- O\n\n张\tB-PER\n小\tI-PER\n三\tE-PER\n在\tO\n京\tS-LOC\n")
+    report: dict = {}
+    items = ner.read_ner_file(bio)
+    assert [item["tags"] for item in items] == [["B-PER", "I-PER", "O"], ["B-LOC", "I-LOC"]]
+    assert [item["id"] for item in items] == ["a.conll:1", "a.conll:6"]
+    (item,) = ner.read_ner_file(bioes, report=report)
+    assert item["tags"] == ["B-PER", "I-PER", "I-PER", "O", "B-LOC"]
+    assert report["scheme"] == "BIOES" and report["n_docstart_lines"] == 1
+    bmes = _write(tmp_path, "c.bmes", "张\tB-PER\n小\tM-PER\n三\tE-PER\n")
+    assert ner.read_ner_file(bmes)[0]["tags"] == ["B-PER", "I-PER", "I-PER"]
+
+
+def test_i_without_b_is_repaired_and_counted_or_an_error(tmp_path):
+    path = _write(tmp_path, "t.conll", "北\tO\n京\tI-LOC\n人\tI-LOC\n\n张\tB-PER\n三\tI-LOC\n")
+    report: dict = {}
+    items = ner.read_ner_file(path, report=report)
+    assert [item["tags"] for item in items] == [["O", "B-LOC", "I-LOC"], ["B-PER", "B-LOC"]]
+    assert report["n_i_without_b_repaired"] == 2 and report["i_without_b_lines"] == [2, 6]
+    with pytest.raises(DataError, match=r"t\.conll, line 2: I-LOC does not continue a B-LOC"):
+        ner.read_ner_file(path, repair_orphan_i=False)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("张\tB-PER\n三\tX\n", r"line 2: unknown tag 'X'"),
+    ("张\tb-per\n", r"line 1: unknown tag 'b-per' \(prefixes are upper case"),
+    ("张\tPER\n", r"line 1: unknown tag 'PER' \(a bare type has no scheme"),
+    ("张\n", r"line 1: '张' has no tag"),
+    ("张三\tB-PER\n", r"line 1: the token '张三' has 2 characters"),
+    ("张\tB-PER\n三\tI-PER\n\n李\tS-PER\n", r"line 2: the sentence ends inside a PER entity .*first at line 4"),
+    ("张\tB-PER\n三\tE-PER\n\n李\tS-PER\n\n王\tB-PER\n五\tI-PER\n", r"line 7: the sentence ends inside a PER entity"),
+    ("张\tE-PER\n", r"line 1: E-PER without a B-PER"),
+    ("张\tB-PER\n三\tO\n\n李\tS-PER\n", r"line 2: the PER entity opened above is not closed with E-PER before this O"),
+    ("张\tB-PER\n三\tI-PER\n\n李\tB-PER\n四\tM-PER\n", r"mixes schemes: I- tags \(first at line 2\) and M- tags"),
+    ('{"text": "x"}\n', r"looks like JSON"),
+])
+def test_conll_errors_name_file_and_line(tmp_path, text, match):
+    path = _write(tmp_path, "bad.conll", text)
+    with pytest.raises(DataError, match=match) as err:
+        ner.read_ner_file(path)
+    assert str(path) in str(err.value)
+
+
+def test_json_spans_to_bio_in_every_accepted_shape(tmp_path):
+    path = _jsonl(tmp_path, "s.jsonl", [
+        {"text": "张三在北京", "entities": [[0, 2, "PER"], [3, 5, "LOC"]]},              # end exclusive
+        {"text": "李四", "label": [{"start": 0, "end": 2, "labels": ["PER"], "text": "李四"}]},  # Label Studio MIN
+        {"text": "王五去上海", "label": {"PER": {"王五": [[0, 1]]}, "LOC": {"上海": [[3, 4]]}}},  # CLUENER
+        {"text": "上海", "entities": [[0, 2, "LOC"], [0, 2, "LOC"]]},                   # a repeat: kept once
+        {"text": "没有", "entities": []},
+    ])
+    report: dict = {}
+    items = ner.read_ner_file(path, report=report)
+    assert [item["tags"] for item in items] == [
+        ["B-PER", "I-PER", "O", "B-LOC", "I-LOC"], ["B-PER", "I-PER"], ["B-PER", "I-PER", "O", "B-LOC", "I-LOC"],
+        ["B-LOC", "I-LOC"], ["O", "O"]]
+    assert report["n_duplicate_spans"] == 1 and report["scheme"] == "spans"
+    studio = _write(tmp_path, "ls.json", json.dumps([{"data": {"text": "在北京"}, "annotations": [
+        {"result": [{"value": {"start": 1, "end": 3, "text": "北京", "labels": ["LOC"]}}]}]}], ensure_ascii=False))
+    assert ner.read_ner_file(studio)[0]["tags"] == ["O", "B-LOC", "I-LOC"]
+
+
+@pytest.mark.parametrize("row, match", [
+    ({"text": "张三在北京", "entities": [[0, 2, "PER"], [1, 4, "LOC"]]}, r"line 2: spans \[0, 2, 'PER'\] and \[1, 4, 'LOC'\] overlap"),
+    ({"text": "张三", "entities": [[0, 3, "PER"]]}, r"line 2: span \[0, 3, 'PER'\] runs past the text"),
+    ({"text": "张三", "entities": [[1, 1, "PER"]]}, r"line 2: .* is empty or reversed"),
+    ({"text": "张三", "entities": [[0, 1, "PER"]], "label": []}, r"line 2: both 'entities' and 'label'"),
+    ({"text": "张三", "entities": [{"start": 0, "end": 1, "label": "PER", "text": "张三"}]}, r"line 2: .* names '张三'"),
+    ({"text": "张三", "entities": [[0, 2, "B-PER"]]}, r"line 2: .* the type must be a name"),
+    ({"words": "张三"}, r"line 2: no \"text\" string"),
+])
+def test_json_errors_name_file_and_line(tmp_path, row, match):
+    path = _jsonl(tmp_path, "bad.jsonl", [{"text": "好", "entities": []}, row])
+    with pytest.raises(DataError, match=match) as err:
+        ner.read_ner_file(path)
+    assert str(path) in str(err.value)
+
+
+def test_json_line_that_is_not_json(tmp_path):
+    path = _write(tmp_path, "bad.jsonl", '{"text": "好", "entities": []}\n{"text": \n')
+    with pytest.raises(DataError, match=r"line 2 is not valid JSON"):
+        ner.read_ner_file(path)
+
+
+def test_file_checks_are_shared(tmp_path):
+    with pytest.raises(DataError, match="unsupported extension '.xlsx'"):
+        ner.read_ner_file(_write(tmp_path, "a.xlsx", "x"))
+    with pytest.raises(DataError, match="is empty"):
+        ner.read_ner_file(_write(tmp_path, "a.conll", ""))
+    gbk = tmp_path / "g.conll"
+    gbk.write_bytes("张\tB-PER\n".encode("gbk"))
+    with pytest.raises(DataError, match="iconv -f GBK"):
+        ner.read_ner_file(gbk)
+
+
+def test_load_ner_files_dedupes_draws_splits_and_counts(tmp_path):
+    rows = [{"text": f"张{i}去北京", "entities": [[0, 2, "PER"], [3, 5, "LOC"]]} for i in range(20)]
+    rows += [rows[0], {"text": "张0去北京", "entities": [[3, 5, "LOC"]]}, {"text": "", "entities": []}]
+    train = _jsonl(tmp_path, "train.jsonl", rows)
+    test = _write(tmp_path, "test.conll", "张\tB-PER\n1\tI-PER\n去\tO\n北\tB-LOC\n京\tI-LOC\n\n"
+                                          "李\tB-PER\n四\tI-PER\n")
+    data = ner.load_ner_files(train, test=test, seed=0, val_fraction=0.25)
+    rep = data.report
+    assert rep["n_duplicates_dropped"] == 2 and rep["n_conflicts_dropped"] == 1 and rep["n_empty_dropped"] == 1
+    assert rep["n_overlap_dropped"] == 1  # 张1去北京 is also in training
+    assert [item["tokens"] for item in data.splits["test"]] == [["李", "四"]]
+    assert rep["n_val"] == 5 and rep["n_train"] == 14  # 19 unique texts: a quarter drawn for validation
+    assert rep["schemes"] == {"train": "spans", "test": "BIO"}
+    keys = [tuple(item["tokens"]) for s in data.splits.values() for item in s]
+    assert len(keys) == len(set(keys))
+    assert data.types == ["LOC", "PER"] and data.label2id["O"] == 0
+    assert data.summary()["n_train"] == 14
+
+
+def test_load_ner_files_refuses_types_unseen_in_training(tmp_path):
+    train = _jsonl(tmp_path, "train.jsonl", [{"text": f"张{i}", "entities": [[0, 1, "PER"]]} for i in range(5)])
+    test = _jsonl(tmp_path, "test.jsonl", [{"text": "北京", "entities": [[0, 2, "LOC"]]}])
+    with pytest.raises(DataError, match=r"Entity types \['LOC'\] occur in the test split but never in training"):
+        ner.load_ner_files(train, test=test, val_fraction=0)
+    with pytest.raises(DataError, match="validation split would be empty: val_fraction=0.01 of 5"):
+        ner.load_ner_files(train, test=_jsonl(tmp_path, "t2.jsonl", [{"text": "李", "entities": []}]),
+                           val_fraction=0.01)
+    with pytest.raises(ConfigError, match="train=None"):
+        ner.load_ner_files(None)
+
+
+def test_conll_bracket_and_space_characters_are_tokens(tmp_path):
+    path = _write(tmp_path, "b.conll", "[\tO\n \tO\n张\tB-PER\n]\tO\n")
+    assert ner.read_ner_file(path)[0]["tokens"] == ["[", " ", "张", "]"]

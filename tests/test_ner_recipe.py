@@ -1,0 +1,124 @@
+"""Named entities through the fine-tuning recipe (task ner): config, a BertForTokenClassification from a
+published-layout checkpoint, the loop (loss, resume), entity-level evaluation beside the CRF, the job."""
+import json
+from pathlib import Path
+
+import pytest
+from _ner_items import fake_ner
+
+from nbkit.recipes.finetuning import FinetuneConfig
+
+
+def test_ner_defaults_and_run_folders(tmp_path):
+    cfg = FinetuneConfig.for_scale("smoke", task="ner")
+    assert (cfg.max_length, cfg.stride, cfg.corpus_lines) == (32, 8, 600)
+    assert cfg.table().loc["stride", "from"] == "scale smoke, task ner"
+    assert cfg.run_dir().name == "ner"
+    assert "text_column" in cfg.unused() and "pooling" in cfg.unused()
+    own = cfg.replace(train_file=str(tmp_path / "mine.conll"))
+    assert own.run_dir().name.startswith("ner-own-mine-") and "corpus_lines" in own.unused()
+    assert cfg.replace(seed=3).run_dir().name == "ner-seed3"
+    reviews = FinetuneConfig.for_scale("smoke")
+    assert "stride" in reviews.unused() and reviews.run_tag() == ""       # the NER fields leave sentiment alone
+    assert FinetuneConfig.for_scale("cpu", task="ner").max_length == 128
+
+
+def test_token_head_from_a_published_checkpoint_and_from_random_weights(tmp_path):
+    from transformers import AutoTokenizer, BertForTokenClassification
+
+    from nbkit.models.bert import build_classifier
+    from nbkit.models.standin import build_standin
+
+    folder = build_standin(tmp_path / "bert")
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    labels = dict(enumerate(["O", "B-PER", "I-PER"]))
+    model, how = build_classifier(folder, 3, labels, tokenizer=tok, head="token")
+    assert isinstance(model, BertForTokenClassification) and "classifier" in how and "per token" in how
+    assert model.config.id2label == labels
+    scratch, how = build_classifier(None, 3, labels, tokenizer=tok, preset="tiny", head="token")
+    assert isinstance(scratch, BertForTokenClassification) and how.startswith("from scratch")
+
+
+class Losses:
+    """Callback: the training loss of every log line."""
+
+    def __init__(self):
+        self.values = []
+
+    def on_log(self, loop, logs):
+        self.values.append(logs["loss"])
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory):
+    from nbkit.models.standin import build_standin
+
+    return build_standin(tmp_path_factory.mktemp("standin") / "bert")
+
+
+@pytest.mark.slow
+def test_smoke_run_learns_resumes_and_scores_every_entity(standin, tmp_path, capsys):
+    pytest.importorskip("nbkit.evaluate.ner")
+    from nbkit.recipes import finetuning as ft
+
+    labeled = fake_ner(n_train=96, n_eval=16, long_every=4)
+    cfg = FinetuneConfig.for_scale("smoke", task="ner", init=str(standin), max_length=16, stride=4, batch_size=8,
+                                   max_steps=24, lr=3e-3, eval_every=12, checkpoint_every=12, progress=False,
+                                   report_to="none", n_boot=20)
+    out, losses = tmp_path / "run", Losses()
+    metrics = ft.run_finetuning(cfg, out, labeled=labeled, callbacks=[losses])
+    assert len(losses.values) >= 4 and losses.values[-1] < losses.values[0]
+    assert metrics["windows"]["n_windowed"] == 4 and metrics["windows"]["n_windows"] > 16
+    assert metrics["train"]["eval_accuracy"] > 0 and "eval_perplexity" not in metrics["train"]
+    assert 0 <= metrics["test_entity_f1"] <= 1 and metrics["baseline_entity_f1"] is not None
+    from nbkit.evaluate.ner_report import entities
+
+    assert metrics["n_errors"]["missed"] <= sum(len(entities(it["tags"])) for it in labeled.splits["test"])
+    assert "fine-tuned BERT" in metrics["table"].index
+    # the same run longer: it resumes from step 24's checkpoint
+    capsys.readouterr()
+    again = ft.run_finetuning(cfg.replace(max_steps=30), out, labeled=labeled)
+    assert "resumed from" in capsys.readouterr().out and again["train"]["steps"] == 30
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "sample_ner.conll"
+
+
+@pytest.mark.slow
+def test_the_job_trains_on_the_users_conll_file(standin, tmp_path, capsys):
+    pytest.importorskip("nbkit.evaluate.ner")
+    from nbkit.jobs import finetune
+
+    out = tmp_path / "out"
+    rc = finetune.main(["--scale", "smoke", "--task", "ner", "--train-file", str(SAMPLE), "--init", str(standin),
+                        "--max-steps", "4", "--n-boot", "20", "--report-to", "none", "--output-dir", str(out),
+                        "--export"])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["task"] == "ner" and metrics["config"]["train_file"] == str(SAMPLE)
+    assert (metrics["n_train"], metrics["n_val"], metrics["n_test"]) == (161, 20, 20)
+    assert "fine-tuned BERT" in printed and "CRF" in printed and "exported model" in printed
+    saved = json.loads((out / "model" / "config.json").read_text(encoding="utf-8"))
+    assert saved["architectures"] == ["BertForTokenClassification"] and "B-PER" in saved["label2id"]
+
+
+def test_job_flags_for_ner(tmp_path):
+    from nbkit.errors import ConfigError
+    from nbkit.jobs import finetune
+
+    cfg, out = finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner"]))
+    assert cfg.task == "ner" and cfg.train_file is None and out.name == "ner"
+    cfg, out = finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--train-file",
+                                                             str(SAMPLE), "--stride", "4"]))
+    assert cfg.task == "ner" and cfg.stride == 4 and out.name.startswith("ner-own-sample_ner-")
+    with pytest.raises(ConfigError, match="add --train-file"):
+        finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--test-file", "t.conll"]))
+
+
+def test_run_notebooks_headline_of_notebook_07(tmp_path):
+    from nbkit.cli.run_notebooks import headline
+
+    (tmp_path / "ner").mkdir()
+    (tmp_path / "ner" / "metrics.json").write_text(json.dumps({"test_entity_f1": 0.7512, "baseline_entity_f1": 0.8}))
+    assert headline("07_named_entities.ipynb", tmp_path) == "test entity F1 0.751 vs CRF baseline 0.800 (-4.9 points)"

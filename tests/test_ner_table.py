@@ -1,0 +1,44 @@
+"""Docs drift: the READMEs' named-entity block is the rendering of the newest recorded bench/ner_seeds.py run."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("ner_table", ROOT / "scripts" / "ner_table.py")
+ner_table = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ner_table)
+sys.path.insert(0, str(ROOT / "bench"))
+import ner_seeds  # noqa: E402
+
+
+def test_readme_blocks_are_the_rendering_of_the_recorded_run():
+    block = ner_table.render()
+    for path in ner_table.FILES:
+        inside = path.read_text(encoding="utf-8").split(ner_table.START, 1)[1].split(ner_table.END, 1)[0]
+        assert inside.strip() == block.strip(), f"{path.name}: run python scripts/ner_table.py"
+
+
+def _row(seed, bert, crf):
+    return {"seed": seed, "bert_f1": bert, "bert_f1_interval": [bert - 0.02, bert + 0.02], "crf_f1": crf,
+            "crf_f1_interval": [crf - 0.02, crf + 0.02], "diff_f1_interval": [bert - crf - 0.03, bert - crf + 0.03],
+            "bert_per_type": {"LOC": 0.8, "ORG": 0.5, "PER": 0.9},
+            "crf_per_type": {"LOC": 0.7, "ORG": 0.6, "PER": 0.8}, "n_train": 3000, "n_test": 2100,
+            "init": "from scratch: preset 'narrow'; random init"}
+
+
+def test_a_record_renders_one_row_per_seed_and_says_who_wins(tmp_path):
+    rows = [_row(0, 0.70, 0.75), _row(1, 0.72, 0.74)]
+    record = {"per_seed": rows, "summary": ner_seeds.summarize(rows), "scale": "cpu", "device": "CPU",
+              "machine": "2-core CPU shared with other jobs", "written_at": "2026-12-03T07:00:00",
+              "config": {"model": "narrow", "max_length": 128, "stride": 32, "epochs": 2.0, "n_boot": 1000,
+                         "batch_size": 32, "lr": 5e-4}}
+    path = tmp_path / "ner_cpu_2026-12-03.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    text = ner_table.render_run(path)
+    assert "| 0 | 0.700 [0.680, 0.720] | 0.80 / 0.50 / 0.90 | 0.750 [0.730, 0.770]" in text
+    assert "| mean ± std (2 seeds) | 0.710 ± 0.014 |" in text and "-0.035 ± 0.021" in text
+    assert "the CRF wins on average, by 0.035 F1" in text and "shared with other jobs" in text
+    assert record["summary"]["diff_f1"]["n"] == 2 and ner_seeds.summarize(rows[:1])["bert_f1"]["std"] is None
