@@ -23,16 +23,22 @@ FILES = [ROOT / "README.md", ROOT / "README.zh-CN.md", ROOT / "docs" / "pretrain
 TAPT = ROOT / "bench" / "results" / "pretrain_value_tapt" / "tapt.json"
 
 
+def newest(pattern: str, root: Path = ROOT) -> Path | None:
+    """The newest ``bench/results/<pattern>`` by the date that ends its name (``..._<YYYY-MM-DD>.json``), or None."""
+    found = sorted(root.glob(f"bench/results/{pattern}"), key=lambda p: p.stem.rsplit("_", 1)[-1])
+    return found[-1] if found else None
+
+
 def latest_run(root: Path = ROOT) -> Path:
     """The newest ``bench/results/continued_pretraining_<device>_<date>.json``.
 
     Raises:
         FileNotFoundError: none recorded (run ``bench/continued_pretraining.py`` first).
     """
-    found = sorted(root.glob("bench/results/continued_pretraining_*.json"), key=lambda p: p.stem.rsplit("_", 1)[-1])
-    if not found:
+    found = newest("continued_pretraining_*.json", root)
+    if found is None:
         raise FileNotFoundError("no bench/results/continued_pretraining_*.json: run bench/continued_pretraining.py")
-    return found[-1]
+    return found
 
 
 def _rel(path: Path) -> str:
