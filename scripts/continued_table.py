@@ -46,13 +46,33 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def memory_keys(med: dict) -> tuple[str, str, str]:
+    """(peak key, rise key, label) of a recorded comparison: CUDA memory on a GPU run, else the process's RSS."""
+    if "cuda_peak_mib" in med["nbkit"]:
+        return "cuda_peak_mib", "cuda_rise_mib", "peak CUDA memory"
+    return "peak_rss_mib", "rss_rise_mib", "peak RSS"
+
+
+def arm_rows(d: dict, labels: dict[str, str]) -> list[str]:
+    """The table of a recorded nbkit-vs-Trainer run (one row per arm, ``labels``: arm -> its name) and the
+    ratio line under it (medians, per round, memory)."""
+    med, ratio = d["median"], d["ratio_nbkit_over_trainer"]
+    mem, rise, mem_label = memory_keys(med)
+    lines = [f"| arm | tokens/s (median step) | tokens/s (wall) | {mem_label} | rise while training |",
+             "|---|---|---|---|---|"]
+    for arm, label in labels.items():
+        m = med[arm]
+        lines.append(f"| {label} | {m['tokens_per_s']:,.1f} | {m['tokens_per_s_wall']:,.1f} | {m[mem]:,.0f} MiB | "
+                     f"{m[rise]:,.0f} MiB |")
+    per_round = ", ".join(f"x{r:.2f}" for r in ratio["tokens_per_s_per_round"])
+    return lines + ["", f"nbkit / Trainer: tokens/s x{ratio['tokens_per_s']:.2f} (medians), per round {per_round}; "
+                        f"{mem_label} x{ratio[mem]:.2f}."]
+
+
 def render_throughput(path: Path) -> str:
     """Intro + one row per arm (medians over rounds) + the per-round ratios, from one recorded run."""
     d = json.loads(Path(path).read_text(encoding="utf-8"))
-    med, ratio, c = d["median"], d["ratio_nbkit_over_trainer"], d["checkpoint"]
-    mem = "cuda_peak_mib" if "cuda_peak_mib" in med["nbkit"] else "peak_rss_mib"
-    rise = "cuda_rise_mib" if mem == "cuda_peak_mib" else "rss_rise_mib"
-    mem_label = "peak CUDA memory" if mem == "cuda_peak_mib" else "peak RSS"
+    med, c = d["median"], d["checkpoint"]
     n_params = med["nbkit"].get("n_parameters")
     size = f"{n_params / 1e6:.1f} M parameters, " if n_params else ""
     precision = d["runs"]["nbkit"][0].get("precision", "n/a")
@@ -61,17 +81,8 @@ def render_throughput(path: Path) -> str:
              f"hidden {c['hidden_size']}, {c['num_hidden_layers']} layers, vocabulary {c['vocab_size']:,}), the "
              f"training reviews as a store prepared with its tokenizer, batch {d['batch']} x {d['block']} tokens, "
              f"{precision}, {d['timed_steps']} timed steps after {d['warmup_steps']} warm-up, {d['rounds']} rounds "
-             "alternating the arms, each arm in its own process. Medians over the rounds:", "",
-             f"| arm | tokens/s (median step) | tokens/s (wall) | {mem_label} | rise while training |",
-             "|---|---|---|---|---|"]
-    for arm, label in (("nbkit", "nbkit `Loop` (sparse MLM head)"), ("trainer", "`transformers.Trainer` "
-                                                                                "(`BertForMaskedLM`)")):
-        m = med[arm]
-        lines.append(f"| {label} | {m['tokens_per_s']:,.1f} | {m['tokens_per_s_wall']:,.1f} | {m[mem]:,.0f} MiB | "
-                     f"{m[rise]:,.0f} MiB |")
-    per_round = ", ".join(f"x{r:.2f}" for r in ratio["tokens_per_s_per_round"])
-    lines += ["", f"nbkit / Trainer: tokens/s x{ratio['tokens_per_s']:.2f} (medians), per round {per_round}; "
-                  f"{mem_label} x{ratio[mem]:.2f}."]
+             "alternating the arms, each arm in its own process. Medians over the rounds:", ""]
+    lines += arm_rows(d, {"nbkit": "nbkit `Loop` (sparse MLM head)", "trainer": "`transformers.Trainer` (`BertForMaskedLM`)"})
     return "\n".join(lines)
 
 
