@@ -72,13 +72,19 @@ def scores_table(results: dict[str, dict]) -> "pd.DataFrame":
     return pd.DataFrame.from_dict(rows, orient="index").round(3)
 
 
-def pipeline_tags(pipe, items, batch_size: int = 32) -> list[list[str]]:
+def pipeline_tags(pipe, items, batch_size: int = 32, stride: int | None = None) -> list[list[str]]:
     """Per-character BIO tags from a ``transformers`` token-classification pipeline with
     ``aggregation_strategy="simple"``: each item's characters go in as words (``is_split_into_words=True``,
     ``delimiter=""``, so a span's ``start``/``end`` are character offsets), each span becomes ``B-<group>``
-    then ``I-<group>``. What a user of the exported model gets, in the form the job scores."""
+    then ``I-<group>``. What a user of the exported model gets, in the form the job scores.
+
+    ``stride``: passed to the pipeline, which then tags a sentence longer than the tokenizer's
+    ``model_max_length`` in overlapping windows (``stride`` tokens shared) and merges their spans; None: the
+    pipeline's default, which truncates such a sentence at ``model_max_length`` tokens, so it finds no entity
+    past the first window (``tests/test_ner_export.py``). Give the run's ``stride`` (``cfg.stride``)."""
     texts = [list(it["tokens"]) for it in items]
-    outputs = pipe(texts, is_split_into_words=True, delimiter="", batch_size=batch_size)
+    extra = {} if stride is None else {"stride": stride}
+    outputs = pipe(texts, is_split_into_words=True, delimiter="", batch_size=batch_size, **extra)
     tags = []
     for chars, spans in zip(texts, outputs):
         row = ["O"] * len(chars)
