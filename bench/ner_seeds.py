@@ -9,9 +9,12 @@ validation (``eval_every=0``: time; nothing is chosen on it). The encoder is the
 02's model at this scale when saved in the runs folder, else random weights of the scale's preset (the record
 says which).
 
-    python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --machine "2-core CPU shared with 6 other jobs"
-    python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --max-train 600 --corpus-lines 4000 \
-        --epochs 4 --batch-size 16 --lr 1e-3                                              # a busy machine
+    python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --machine "Linux x86_64, 2 CPUs, no GPU"
+    python bench/ner_seeds.py --scale cpu --seeds 0 --max-train 1500 --epochs 3         # a quick look
+
+At ``cpu`` run notebooks 01 and 02 at ``cpu`` first (``scripts/run_notebooks.sh --only 01 02``, ~8 min): from
+random weights the cpu row's 1,147 steps never leave the all-``O`` plateau (entity F1 0). A seed takes ~3 min on
+a 2-core machine (BERT 2-5 min, the CRF ~25 s; 136-311 s per seed in the recorded run).
     python bench/ner_seeds.py --scale gpu --seeds 0 1 2                            # the gpu arm, on a GPU
 
 Writes ``--out`` (strict JSON, default ``bench/results/ner_<scale>_<date>.json``); ``scripts/ner_table.py``

@@ -26,7 +26,7 @@ def _row(seed, bert, crf):
             "crf_f1_interval": [crf - 0.02, crf + 0.02], "diff_f1_interval": [bert - crf - 0.03, bert - crf + 0.03],
             "bert_per_type": {"LOC": 0.8, "ORG": 0.5, "PER": 0.9},
             "crf_per_type": {"LOC": 0.7, "ORG": 0.6, "PER": 0.8}, "n_train": 3000, "n_test": 2100,
-            "init": "from scratch: preset 'narrow'; random init"}
+            "init": "from scratch: preset 'narrow'; random init", "wall_s": 301.4, "finetune_s": 180.2}
 
 
 def test_a_record_renders_one_row_per_seed_and_says_who_wins(tmp_path):
@@ -41,4 +41,6 @@ def test_a_record_renders_one_row_per_seed_and_says_who_wins(tmp_path):
     assert "| 0 | 0.700 [0.680, 0.720] | 0.80 / 0.50 / 0.90 | 0.750 [0.730, 0.770]" in text
     assert "| mean ± std (2 seeds) | 0.710 ± 0.014 |" in text and "-0.035 ± 0.021" in text
     assert "the CRF wins on average, by 0.035 F1" in text and "shared with other jobs" in text
+    assert "| -0.050 [-0.080, -0.020] | 301 (180) |" in text             # seed 0: its interval excludes 0
+    assert "above the CRF on 0 of 2 seeds, below it on 1." in text
     assert record["summary"]["diff_f1"]["n"] == 2 and ner_seeds.summarize(rows[:1])["bert_f1"]["std"] is None
