@@ -12,8 +12,9 @@ from pathlib import Path
 from nbkit.units import fmt_duration
 
 #: Share of ``num_workers`` x one core's rate that a preparation reaches on as many cores: the main process
-#: reads, deduplicates and writes beside the workers. From ``bench/prepare_tokenizers.py`` on 2 cores (quiet,
-#: 2026-12-03): one core's ``encode_chunk`` 3.9 MB/s, ``prepare_corpus`` with 2 workers 5.4 MB/s (0.69).
+#: reads, deduplicates and writes beside the workers. Measured 2026-12-03 on the quiet 2-core machine, 20 MB of
+#: ``bench/corpus_scale.py``'s text, bert-base-chinese vocabulary, rjieba words: one process's ``encode_chunk``
+#: 3.9 MB/s, ``prepare_corpus``'s main pass with 2 workers 5.35 MB/s (0.69 of 2 x 3.9).
 PARALLEL_SHARE = 0.7
 
 
