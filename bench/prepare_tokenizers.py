@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         codes["baseline"] = pathlib.Path(tmp)
     arms = [(t, seg, "txt", "this") for t in toks for seg in ("auto", "none")]
     arms += [("bert", "auto", "wiki", "this")]   # the user's case: a published vocabulary on a wiki_zh tree
-    arms += [(t, "auto", lay, "baseline") for t, _, lay, _ in arms if a.baseline and _ == "auto"]
+    arms += [(t, "auto", lay, "baseline") for t, seg, lay, _ in arms if a.baseline and seg == "auto"]
     rows = {arm_key(*arm): {"runs": [], "tokenizer": arm[0], "word_starts": arm[1] == "auto", "layout": arm[2],
                             "code": arm[3]} for arm in arms}
     try:
