@@ -51,7 +51,7 @@ def render_tokenizers(path: Path) -> str:
     recorded; then where one worker's time goes (the recorded ``breakdown``) and how busy the workers were."""
     d = json.loads(Path(path).read_text(encoding="utf-8"))
     arms = d["arms"]
-    base = d.get("baseline")
+    base = d.get("baseline") if any(k.endswith("_baseline") for k in arms) else None   # asked for and run
     head = "| tokenizer | word starts | input | MB/s | tokens/s | peak RSS, all processes |"
     rule = "|---|---|---|---|---|---|"
     if base:

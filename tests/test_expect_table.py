@@ -186,12 +186,15 @@ def test_corpus_block_carries_the_rows_by_tokenizer_and_word_starts(tmp_path):
         if key.endswith("_this"):
             assert f"| {arm['mb_per_s']:.2f} | {arm['tokens_per_s']:,.0f} |" in block
     assert "bert-base-chinese layout (21,128 tokens)" in block and "interleaved rounds" in block
+    assert ("MB/s before" in block) == any(k.endswith("_baseline") for k in d["arms"])   # only a baseline run
     d["arms"]["bert_nowords_this"]["mb_per_s"] = 98.76                 # the rows follow the file
     d["arms"].pop("own_nowords_baseline", None)
+    d["baseline"] = "main"
+    d["arms"]["own_words_baseline"] = dict(d["arms"]["own_words_this"], code="baseline", mb_per_s=1.11)
     other = tmp_path / "prepare_tokenizers_x.json"
     other.write_text(json.dumps(d), encoding="utf-8")
     rendered = corpus_table.render(corpus_table.latest_run(), tokenizers=other)
-    assert "| 98.76 |" in rendered and "n/a |" in rendered   # no baseline run without word starts
+    assert "| 98.76 |" in rendered and "| 1.11 |" in rendered and "n/a |" in rendered   # none without words
     assert "By tokenizer" not in corpus_table.render(corpus_table.latest_run(), tokenizers=None)
 
 
