@@ -41,36 +41,57 @@ TOKENIZER_LABELS = {"own": "nbkit's own (WordPiece trained on the bundled text, 
                     "bert": "bert-base-chinese layout ({vocab_size:,} tokens)"}
 
 
+STAGES = {"read": "reading", "decode_parse": "decoding and JSON", "markup": "markup stripping",
+          "clean_rest": "validity rule and filters", "doc_key": "dedup key (NFKC + hash)", "segmenter": "rjieba",
+          "tokenizer": "token ids", "word_starts_rest": "word starts"}
+
+
 def render_tokenizers(path: Path) -> str:
-    """Intro line + one row per (tokenizer, word starts), with the baseline code's MB/s where recorded."""
+    """Intro line + one row per (tokenizer, word starts, input layout), with the baseline code's MB/s where
+    recorded; then where one worker's time goes (the recorded ``breakdown``) and how busy the workers were."""
     d = json.loads(Path(path).read_text(encoding="utf-8"))
     arms = d["arms"]
-    base = d.get("baseline")
-    head = "| tokenizer | word starts | MB/s | tokens/s | peak RSS, all processes |"
-    rule = "|---|---|---|---|---|"
+    base = d.get("baseline") if any(k.endswith("_baseline") for k in arms) else None   # asked for and run
+    head = "| tokenizer | word starts | input | MB/s | tokens/s | peak RSS, all processes |"
+    rule = "|---|---|---|---|---|---|"
     if base:
         head += f" MB/s before (`{base}`) |"
         rule += "---|"
     lines = [f"By tokenizer and word starts, measured {d['date']} by `bench/prepare_tokenizers.py` "
              f"(`prepare_corpus`, `num_workers={d['num_workers']}`, {d['corpus']}; median of {d['rounds']} "
              f"interleaved rounds: {d['machine_note']}):", "", head, rule]
-    for tok in ("own", "bert"):
+    order = [(tok, words, lay) for tok in ("own", "bert") for words in ("words", "nowords") for lay in ("", "_wiki")]
+    for tok, words, lay in order:
+        r = arms.get(f"{tok}_{words}{lay}_this")
+        if r is None:
+            continue
         label = TOKENIZER_LABELS[tok].format(**d["tokenizers"][tok])
-        for words in ("words", "nowords"):
-            r = arms.get(f"{tok}_{words}_this")
-            if r is None:
-                continue
-            ws = "rjieba words" if words == "words" else "none (`segmenter=\"none\"`: the tokenizer's words)"
-            row = (f"| {label} | {ws} | {_n(r['mb_per_s'], '.2f')} | {_n(r['tokens_per_s'])} | "
-                   f"{_n(r['peak_rss_mib'], ',.0f', ' MiB')} |")
-            if base:
-                b = arms.get(f"{tok}_{words}_baseline")
-                row += f" {_n(b['mb_per_s'] if b else None, '.2f')} |"
-            lines.append(row)
+        ws = "rjieba words" if words == "words" else "none (`segmenter=\"none\"`: the tokenizer's words)"
+        where = "wiki_zh tree (JSON lines in folders)" if lay else "one `.txt`"
+        row = (f"| {label} | {ws} | {where} | {_n(r['mb_per_s'], '.2f')} | {_n(r['tokens_per_s'])} | "
+               f"{_n(r['peak_rss_mib'], ',.0f', ' MiB')} |")
+        if base:
+            b = arms.get(f"{tok}_{words}{lay}_baseline")
+            row += f" {_n(b['mb_per_s'] if b else None, '.2f')} |"
+        lines.append(row)
     unk = d["tokenizers"]["bert"].get("unk_share")
     if unk is not None:
         lines += ["", f"The BERT vocabulary is `nbkit.models.standin.chinese_vocab()` (bert-base-chinese's size and order "
                       f"of kinds, built locally); on this corpus {100 * unk:.2f} % of its tokens are `[UNK]`."]
+    parts = []
+    for key, what in (("bert_words_this", "BERT vocabulary, rjieba words, `.txt`"),
+                      ("bert_words_wiki_this", "the same on the wiki_zh tree")):
+        r = arms.get(key)
+        if r is None or "breakdown" not in r:
+            continue
+        share = sorted(r["breakdown"]["share"].items(), key=lambda kv: -kv[1])
+        top = ", ".join(f"{STAGES.get(k, k)} {100 * v:.0f} %" for k, v in share if v >= 0.03)
+        busy = r.get("cpu", {}).get("workers_busy_share")
+        parts.append(f"{what}: {top} ({r['breakdown']['mb_per_s_one_core']:.2f} MB/s on one core"
+                     + (f"; the workers were busy {100 * busy:.0f} % of the preparation" if busy is not None else "")
+                     + ")")
+    if parts:
+        lines += ["", "Where one worker's time goes (`breakdown` in the JSON): " + "; ".join(parts) + "."]
     return "\n".join(lines)
 
 

@@ -85,3 +85,53 @@ def test_a_store_of_the_old_nfkc_default_is_not_reused(tmp_path):
     path.write_text(json.dumps(old), encoding="utf-8")
     with pytest.raises(ConfigError, match="setting unicode_normalization: None -> 'none'"):
         prepare_corpus(src, tmp_path / "out", **kw)
+
+
+def test_doc_key_is_the_blake2b_of_the_nfkc_form_for_full_width_text_and_combining_marks():
+    """doc_key maps full-width ASCII to its NFKD form before NFKC (a speed-up): the key must stay the hash of
+    ``unicodedata.normalize("NFKC", text)`` exactly, also where a combining mark follows a full-width letter."""
+    import hashlib
+    import random
+    import unicodedata
+
+    from nbkit.corpus.worker import doc_key
+
+    def reference(t):
+        return int.from_bytes(hashlib.blake2b(unicodedata.normalize("NFKC", t).encode("utf-8"), digest_size=8)
+                              .digest(), "little")
+
+    pool = [chr(c) for c in [*range(0xFF00, 0xFF70), 0x3000, 0x2026, 0x301, 0x308, 0x3099, 0x309A, 0x41, 0x4E00,
+                             0x304B, 0xFF76, 0xFF9E, 0x1100, 0x1161, 0xAC00]]
+    rng = random.Random(0)
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(1, 8))) for _ in range(20000)]
+    texts += ["ＧＤＰ增长７．８％！", "Ａ\u0301", "你好，世界（１９９８）…", "\u3000全角空格"]
+    assert [doc_key(t) for t in texts] == [reference(t) for t in texts]
+
+
+def test_visible_and_cjk_counts_of_the_filters_match_the_regex_definitions():
+    """min_chars counts characters that are not ``\\s``; min_cjk_share CJK ideographs: the faster counts in
+    clean_chunk drop exactly what the definitions drop."""
+    import re
+    from collections import Counter
+
+    from nbkit.corpus import manifest as mf
+    from nbkit.corpus.readers import Chunk
+    from nbkit.corpus.worker import clean_chunk
+
+    texts = ["你好 世界\u3000！", "ab\u00a0cd\u2003e", "abcdefghij中", "中文中文abcdefghijkl", "𠀀𠀁𠀂𠀃𠀄x", " \t\n\x1c啊啊啊啊"]
+    s = {**mf.DEFAULTS, "min_chars": 5, "min_cjk_share": 0.2, "cjk_share_by_source": {},
+         "unicode_normalization": "none"}
+    got, counts, *_ = clean_chunk(Chunk(0, "txt", 1, [t.encode() for t in texts]), s, "x.txt")
+    cjk = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+    want, want_counts = [], Counter()
+    for t in texts:
+        visible = len(t) - sum(len(m) for m in re.findall(r"\s+", t))
+        if visible < 5:
+            want_counts["too_short"] += 1
+        elif len(cjk.findall(t)) < 0.2 * visible:
+            want_counts["non_cjk"] += 1
+        else:
+            want.append(t)
+    assert got == want
+    assert (counts["too_short"], counts["non_cjk"]) == (want_counts["too_short"], want_counts["non_cjk"])
+    assert want_counts["too_short"] and want_counts["non_cjk"] and want   # each path taken

@@ -186,10 +186,29 @@ def test_corpus_block_carries_the_rows_by_tokenizer_and_word_starts(tmp_path):
         if key.endswith("_this"):
             assert f"| {arm['mb_per_s']:.2f} | {arm['tokens_per_s']:,.0f} |" in block
     assert "bert-base-chinese layout (21,128 tokens)" in block and "interleaved rounds" in block
+    assert ("MB/s before" in block) == any(k.endswith("_baseline") for k in d["arms"])   # only a baseline run
     d["arms"]["bert_nowords_this"]["mb_per_s"] = 98.76                 # the rows follow the file
     d["arms"].pop("own_nowords_baseline", None)
+    d["baseline"] = "main"
+    d["arms"]["own_words_baseline"] = dict(d["arms"]["own_words_this"], code="baseline", mb_per_s=1.11)
     other = tmp_path / "prepare_tokenizers_x.json"
     other.write_text(json.dumps(d), encoding="utf-8")
     rendered = corpus_table.render(corpus_table.latest_run(), tokenizers=other)
-    assert "| 98.76 |" in rendered and "n/a |" in rendered   # no baseline run without word starts
+    assert "| 98.76 |" in rendered and "| 1.11 |" in rendered and "n/a |" in rendered   # none without words
     assert "By tokenizer" not in corpus_table.render(corpus_table.latest_run(), tokenizers=None)
+
+
+def test_corpus_block_renders_the_wiki_tree_row_and_where_the_time_goes(tmp_path):
+    d = json.loads(corpus_table.latest_tokenizers_run().read_text(encoding="utf-8"))
+    arm = dict(d["arms"]["bert_words_this"], mb_per_s=1.234, layout="wiki",
+               cpu={"main_s": 10.0, "workers_s": 30.0, "workers_busy_share": 0.75},
+               breakdown={"mb": 10.0, "mb_per_s_one_core": 3.21,
+                          "share": {"segmenter": 0.5, "tokenizer": 0.3, "doc_key": 0.2, "read": 0.0}})
+    d["arms"]["bert_words_wiki_this"] = arm
+    other = tmp_path / "prepare_tokenizers_x.json"
+    other.write_text(json.dumps(d), encoding="utf-8")
+    block = corpus_table.render_tokenizers(other)
+    assert "| wiki_zh tree (JSON lines in folders) | 1.23 |" in block
+    assert ("the same on the wiki_zh tree: rjieba 50 %, token ids 30 %, dedup key (NFKC + hash) 20 % (3.21 MB/s on "
+            "one core; the workers were busy 75 % of the preparation)") in block
+    assert "reading 0 %" not in block                     # stages under 3 % are left out

@@ -23,7 +23,7 @@ class Chunk:
     """Up to ``chunk_items`` raw items of one source (``bytes`` lines, or values of parquet, JSON arrays, datasets).
 
     ``first_line``: 1-based line (row, element) of ``items[0]``; ``next_line``: 0-based index after the chunk
-    (the resume position); ``raw_pos``: bytes of the (compressed) file read so far, for progress.
+    (the resume position); ``raw_pos``: bytes of the file read so far, for progress (an uncompressed file: of the lines read; compressed: of the file on disk).
     """
 
     source: int
@@ -93,11 +93,15 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
             yield from _json_array_chunks(si, src, stream, guard, raw, skip, chunk_items)
             return
         kind = "txt" if src.kind == "txt" else "jsonl"
-        n, chunk, size = 0, None, 0
+        n, chunk, size, consumed = 0, None, 0, 0
+        # progress: the bytes of the lines read (an uncompressed file), not raw.tell(), which runs up to the
+        # 1 MB read-ahead of the buffer ahead (a small file would read as done at its first chunk)
+        where = (lambda: consumed) if src.compression is None else raw.tell
         for line in stream:
             if guard.fault is not None and not line.endswith(b"\n"):
                 break  # the torn last line of a truncated file: not a text
             n += 1
+            consumed += len(line)
             if n <= skip:
                 continue
             if chunk is None:
@@ -105,11 +109,11 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
             chunk.items.append(line.rstrip(b"\r\n"))
             size += len(line)
             if len(chunk.items) >= chunk_items or size >= chunk_bytes:
-                chunk.next_line, chunk.raw_pos = n, raw.tell()
+                chunk.next_line, chunk.raw_pos = n, where()
                 yield chunk
                 chunk = None
         if chunk is not None:
-            chunk.next_line, chunk.raw_pos = n, raw.tell()
+            chunk.next_line, chunk.raw_pos = n, where()
             yield chunk
         if guard.fault is not None:
             yield FileProblem(si, src.path, n + 1, fault_reason(guard.fault), str(guard.fault))

