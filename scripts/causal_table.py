@@ -40,7 +40,9 @@ def render_throughput(path: Path) -> str:
              f"on the same store blocks of the training reviews, batch {d['batch']} x {d['block']} tokens, "
              f"{precision}, {d['timed_steps']} timed steps after {d['warmup_steps']} warm-up, {d['rounds']} rounds "
              "alternating the arms, each arm in its own process. Medians over the rounds:", ""]
-    lines += arm_rows(d, {"nbkit": "nbkit `Loop` (`CausalCollator`)",
+    fused = d["runs"]["nbkit"][0].get("fused_loss")   # recorded since the loop fuses the output layer with the loss
+    lines += arm_rows(d, {"nbkit": "nbkit `Loop` (`CausalCollator`"
+                                   + (", output layer fused with the loss" if fused else "") + ")",
                           "trainer": "`transformers.Trainer` (`DataCollatorForLanguageModeling(mlm=False)`)"})
     return "\n".join(lines)
 
