@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The "A Chinese GPT" measurements, from the recorded runs' JSON.
 
-Two recorded sources: the newest ``bench/results/causal_vs_trainer_*.json`` (``bench/causal_vs_trainer.py``:
+Three recorded sources: the newest ``bench/results/causal_vs_trainer_*.json`` (``bench/causal_vs_trainer.py``:
 nbkit's loop vs ``transformers.Trainer`` on the same GPT-2) and, when one is recorded, the newest
 ``bench/results/notebook06_*.json`` (notebook 06's run: the GPT's held-out perplexity beside the bigram and
-trigram baselines, written by ``record``). The block goes between the ``causal-table`` markers of README.md,
+trigram baselines, written by ``record``), and the newest ``bench/results/causal_seeds_*.json`` (the same recipe
+over several seeds: ``bench/causal_seeds.py --summary``). The block goes between the ``causal-table`` markers of README.md,
 README.zh-CN.md and docs/pretraining.md (the same English block in each; a test checks it is current).
 
     .venv/bin/python scripts/causal_table.py                    # rewrite the three files
@@ -65,6 +66,25 @@ def render_notebook(path: Path) -> str:
     return "\n".join(lines)
 
 
+def render_seeds(path: Path) -> str:
+    """``bench/causal_seeds.py``'s summary: the GPT over seeds (mean, sd, range) beside the 2- and 3-gram."""
+    d = json.loads(Path(path).read_text(encoding="utf-8"))
+    g, n = d["gpt_perplexity"], d["n_seeds"]
+    sd = f" ± {g['sd']:,.1f} (sd)" if g["sd"] is not None else ""
+    tokens = sorted({s["train_tokens"] for s in d["seeds"]})
+    lines = [f"`bench/causal_seeds.py`, {d['written_at'][:10]}, `NBKIT_SCALE={d['scale']}` ({d['machine']}; "
+             f"`{_rel(path)}`): the recipe of notebook 06 over {n} seed{'s' if n > 1 else ''} (weights and block "
+             f"order; split seed {d['split_seed']}), held-out perplexity on the same {d['eval_tokens']:,} targets:", "",
+             "| model | held-out perplexity | training tokens read | training time |", "|---|---|---|---|",
+             f"| GPT ({d['model']}), mean of {n} | {g['mean']:,.1f}{sd}, range {g['min']:,.1f} to {g['max']:,.1f} | "
+             f"{', '.join(f'{t:,}' for t in tokens)} | {d['train_s']['mean'] / 60:.1f} min (max "
+             f"{d['train_s']['max'] / 60:.1f}) |"]
+    lines += [f"| {b['model']} | {b['eval_perplexity']:,.1f} | {b['train_tokens']:,} | |" for b in d["baselines"]]
+    verdict = "; ".join(f"{'beats' if d['beats'][m] else 'does not beat'} the {m} on the mean"
+                        f"{' and in every seed' if d['beats_every_seed'][m] else ''}" for m in d["beats"])
+    return "\n".join(lines + ["", f"The GPT {verdict}."])
+
+
 def render(run: Path | None = None, notebook: Path | None = None) -> str:
     """Both measurements (the newest recorded unless given); without a notebook record, a line saying so.
 
@@ -78,6 +98,10 @@ def render(run: Path | None = None, notebook: Path | None = None) -> str:
     tail = render_notebook(notebook) if notebook else (
         "Notebook 06's held-out perplexity beside the n-gram baselines at `cpu` is not recorded yet "
         "(`NBKIT_SCALE=cpu scripts/run_notebooks.sh --only 06`, then `scripts/causal_table.py record runs/cpu/causal`).")
+    seeds = _latest("causal_seeds_*.json")
+    tail += "\n\n" + (render_seeds(seeds) if seeds else (
+        "The same comparison over several seeds is not recorded yet (`bench/causal_seeds.py --scale cpu --seed N` "
+        "for N = 0, 1, 2, then `--summary`)."))
     return render_throughput(run) + "\n\n" + tail
 
 
