@@ -2,12 +2,12 @@
 
 Runs what notebook 06 runs, through nbkit's recipe functions (``pt.data``, ``pt.tokenizer``, ``pt.size``,
 ``pt.blocks``, ``pt.model``, ``pt.train``; ``nbkit.evaluate.ngram.causal_baselines``) at ``--scale``, once per
-seed. The seed changes the model's initial weights and the block order; the corpus split stays at
-``--split-seed`` so every seed is scored on the same held-out targets and the n-gram baselines (deterministic
-given the split) are fitted once. Each seed writes ``<out>/seed<N>.json`` (its own process may run it under its
+seed. The seed changes the model's initial weights and the block order, and (through the recipe) the corpus
+sample, so each seed fits its own n-gram baselines on its training text and scores them on its GPT's held-out
+targets (``--split-seed`` fixes the split seed). Each seed writes ``<out>/seed<N>.json`` (its own process may run it under its
 own CPU-lock hold); ``--summary`` combines the seeds found into ``<out>.json``: mean, sample standard deviation,
-min and max of the GPT's perplexity, per seed its perplexity, training seconds and tokens read, and the
-baselines' perplexities and training tokens, with whether the mean beats each.
+min and max of the GPT's and each baseline's perplexity, per seed everything recorded (perplexities, training
+seconds, tokens each model read), and whether the GPT beats each baseline on the mean and in every seed.
 
     python bench/causal_seeds.py --scale cpu --seed 0          # one seed (repeat for 1, 2)
     python bench/causal_seeds.py --scale cpu --summary         # bench/results/causal_seeds_cpu_<date>.json
@@ -58,28 +58,38 @@ def run_seed(a) -> dict:
 
 
 def summarize(seeds: list[dict], machine: str) -> dict:
-    """The seeds' GPT perplexities (mean, sample sd, min, max) beside the baselines of the shared split.
+    """The seeds' GPT perplexities beside their baselines: mean, sample sd, min and max of each model's held-out
+    perplexity over the seeds, and per baseline whether the GPT's mean is lower and whether it is lower in every
+    seed. The recipe's ``seed`` also moves the corpus sample, so each seed has its own held-out targets and its
+    own n-gram baselines (fitted on that seed's training text, scored on the GPT's targets).
 
     Raises:
-        ValueError: no seed, or seeds scored on different held-out targets (another split or scale).
+        ValueError: no seed, or a seed whose baselines scored other targets than its GPT.
     """
     if not seeds:
         raise ValueError("no seed recorded: run bench/causal_seeds.py --seed N first")
-    if len({(s["eval_tokens"], s["split_seed"], s["scale"]) for s in seeds}) != 1:
-        raise ValueError("the seeds were scored on different held-out targets (split_seed or scale differ)")
-    ppl = [s["eval_perplexity"] for s in seeds]
-    mean = statistics.fmean(ppl)
-    base = [{k: b[k] for k in ("model", "eval_perplexity", "eval_tokens", "train_tokens")} for b in seeds[0]["baselines"]]
+    bad = [s["seed"] for s in seeds if any(b["eval_tokens"] != s["eval_tokens"] for b in s["baselines"])]
+    if bad:
+        raise ValueError(f"seeds {bad}: the baselines scored other held-out targets than the GPT")
+
+    def stats(values):
+        return {"mean": statistics.fmean(values), "sd": statistics.stdev(values) if len(values) > 1 else None,
+                "min": min(values), "max": max(values)}
+
+    gpt = [s["eval_perplexity"] for s in seeds]
+    names = [b["model"] for b in seeds[0]["baselines"]]
+    base = {m: [next(b for b in s["baselines"] if b["model"] == m) for s in seeds] for m in names}
     return {"what": "notebook 06's causal recipe over seeds: GPT held-out perplexity vs Kneser-Ney 2/3-gram",
-            "scale": seeds[0]["scale"], "model": seeds[0]["model"], "split_seed": seeds[0]["split_seed"],
-            "n_seeds": len(seeds), "eval_tokens": seeds[0]["eval_tokens"],
-            "gpt_perplexity": {"mean": mean, "sd": statistics.stdev(ppl) if len(ppl) > 1 else None,
-                               "min": min(ppl), "max": max(ppl)},
+            "scale": seeds[0]["scale"], "model": seeds[0]["model"], "n_seeds": len(seeds),
+            "gpt_perplexity": stats(gpt),
             "train_s": {"mean": statistics.fmean(s["train_s"] for s in seeds), "max": max(s["train_s"] for s in seeds)},
-            "baselines": base, "beats": {b["model"]: mean < b["eval_perplexity"] for b in base},
-            "beats_every_seed": {b["model"]: all(p < b["eval_perplexity"] for p in ppl) for b in base},
-            "seeds": [{k: v for k, v in s.items() if k != "baselines"} for s in seeds],
-            "machine": machine, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            "baselines": [{"model": m, "eval_perplexity": stats([b["eval_perplexity"] for b in rows]),
+                           "train_tokens": [b["train_tokens"] for b in rows]} for m, rows in base.items()],
+            "beats": {m: statistics.fmean(gpt) < statistics.fmean(b["eval_perplexity"] for b in rows)
+                      for m, rows in base.items()},
+            "beats_every_seed": {m: all(s["eval_perplexity"] < b["eval_perplexity"] for s, b in zip(seeds, rows))
+                                 for m, rows in base.items()},
+            "seeds": seeds, "machine": machine, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
 
 def main(argv=None) -> None:

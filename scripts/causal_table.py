@@ -67,19 +67,24 @@ def render_notebook(path: Path) -> str:
 
 
 def render_seeds(path: Path) -> str:
-    """``bench/causal_seeds.py``'s summary: the GPT over seeds (mean, sd, range) beside the 2- and 3-gram."""
+    """``bench/causal_seeds.py``'s summary: each model over seeds (mean ± sd, range) and the verdicts."""
     d = json.loads(Path(path).read_text(encoding="utf-8"))
-    g, n = d["gpt_perplexity"], d["n_seeds"]
-    sd = f" ± {g['sd']:,.1f} (sd)" if g["sd"] is not None else ""
-    tokens = sorted({s["train_tokens"] for s in d["seeds"]})
+    n = d["n_seeds"]
+
+    def cell(g):
+        sd = f" ± {g['sd']:,.1f}" if g["sd"] is not None else ""
+        return f"{g['mean']:,.1f}{sd} ({g['min']:,.1f} to {g['max']:,.1f})"
+
+    tokens = [s["train_tokens"] for s in d["seeds"]]
     lines = [f"`bench/causal_seeds.py`, {d['written_at'][:10]}, `NBKIT_SCALE={d['scale']}` ({d['machine']}; "
-             f"`{_rel(path)}`): the recipe of notebook 06 over {n} seed{'s' if n > 1 else ''} (weights and block "
-             f"order; split seed {d['split_seed']}), held-out perplexity on the same {d['eval_tokens']:,} targets:", "",
-             "| model | held-out perplexity | training tokens read | training time |", "|---|---|---|---|",
-             f"| GPT ({d['model']}), mean of {n} | {g['mean']:,.1f}{sd}, range {g['min']:,.1f} to {g['max']:,.1f} | "
-             f"{', '.join(f'{t:,}' for t in tokens)} | {d['train_s']['mean'] / 60:.1f} min (max "
-             f"{d['train_s']['max'] / 60:.1f}) |"]
-    lines += [f"| {b['model']} | {b['eval_perplexity']:,.1f} | {b['train_tokens']:,} | |" for b in d["baselines"]]
+             f"`{_rel(path)}`): the recipe of notebook 06 over {n} seed{'s' if n > 1 else ''}, held-out perplexity "
+             "mean ± sd (range) over the seeds, each seed's baselines fitted on its training text and scored on "
+             "its GPT's held-out targets:", "",
+             "| model | held-out perplexity | training tokens read (per seed) | training time |", "|---|---|---|---|",
+             f"| GPT ({d['model']}) | {cell(d['gpt_perplexity'])} | {', '.join(f'{t:,}' for t in tokens)} | "
+             f"{d['train_s']['mean'] / 60:.1f} min (max {d['train_s']['max'] / 60:.1f}) |"]
+    lines += [f"| {b['model']} | {cell(b['eval_perplexity'])} | {', '.join(f'{t:,}' for t in b['train_tokens'])} | |"
+              for b in d["baselines"]]
     verdict = "; ".join(f"{'beats' if d['beats'][m] else 'does not beat'} the {m} on the mean"
                         f"{' and in every seed' if d['beats_every_seed'][m] else ''}" for m in d["beats"])
     return "\n".join(lines + ["", f"The GPT {verdict}."])
