@@ -5,7 +5,7 @@ Both arms build the same model (``nbkit.recipes.pretraining.model`` with ``objec
 prepared with the recipe's tokenizer by ``nbkit.recipes.pretraining.data``) as the same packed blocks
 (``StoreCausalDataset``), at the same batch, block size, lr, AdamW, clipping 1.0 and precision (fp32 on a CPU,
 bf16 on a bf16 GPU). nbkit: ``nbkit.train.Loop`` with ``CausalCollator`` (labels shifted by the collator, the
-loop's own cross-entropy). Trainer: the same blocks through ``DataCollatorForLanguageModeling(mlm=False)`` (the
+loop's own cross-entropy, its output layer fused with the loss: ``nbkit.train.loss.linear_cross_entropy_sum``). Trainer: the same blocks through ``DataCollatorForLanguageModeling(mlm=False)`` (the
 model shifts the labels itself), as a Trainer user runs it. The process, timing and memory machinery is
 ``bench/continued_pretraining.py``'s (``Peak``, ``StepClock``, ``alternate``, ``compare``): each arm in its own
 process, the arms alternating for ``--rounds`` rounds, tokens/s = ``batch x block`` over the median step time.
@@ -77,6 +77,7 @@ def arm_nbkit(a) -> dict:
     peak = Peak(a.device)
     result = loop.fit()
     return {**clock.summary(a.batch * a.block), **peak.stop(), "precision": result.metrics["precision"],
+            "fused_loss": loop._fused_weight is not None,
             "train_loss": result.metrics["train_loss"], "model_class": type(model).__name__,
             "n_parameters": sum(p.numel() for p in model.parameters())}
 
@@ -106,7 +107,8 @@ def arm_trainer(a) -> dict:
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(output_dir=out, max_steps=a.warmup + a.steps, per_device_train_batch_size=a.batch,
                                  learning_rate=cfg.lr,
-                                 warmup_steps=warmup_steps(a.warmup + a.steps, cfg.warmup_ratio),  # nbkit's schedule weight_decay=cfg.weight_decay,
+                                 warmup_steps=warmup_steps(a.warmup + a.steps, cfg.warmup_ratio),  # nbkit's schedule
+                                 weight_decay=cfg.weight_decay,
                                  lr_scheduler_type="linear", max_grad_norm=1.0, logging_steps=10**6,
                                  save_strategy="no", report_to=[], use_cpu=not cuda, bf16=bf16,
                                  disable_tqdm=True, dataloader_num_workers=0, remove_unused_columns=False)

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The "A Chinese GPT" measurements, from the recorded runs' JSON.
 
-Two recorded sources: the newest ``bench/results/causal_vs_trainer_*.json`` (``bench/causal_vs_trainer.py``:
+Three recorded sources: the newest ``bench/results/causal_vs_trainer_*.json`` (``bench/causal_vs_trainer.py``:
 nbkit's loop vs ``transformers.Trainer`` on the same GPT-2) and, when one is recorded, the newest
 ``bench/results/notebook06_*.json`` (notebook 06's run: the GPT's held-out perplexity beside the bigram and
-trigram baselines, written by ``record``). The block goes between the ``causal-table`` markers of README.md,
+trigram baselines, written by ``record``), and the newest ``bench/results/causal_seeds_*.json`` (the same recipe
+over several seeds: ``bench/causal_seeds.py --summary``). The block goes between the ``causal-table`` markers of README.md,
 README.zh-CN.md and docs/pretraining.md (the same English block in each; a test checks it is current).
 
     .venv/bin/python scripts/causal_table.py                    # rewrite the three files
@@ -40,7 +41,9 @@ def render_throughput(path: Path) -> str:
              f"on the same store blocks of the training reviews, batch {d['batch']} x {d['block']} tokens, "
              f"{precision}, {d['timed_steps']} timed steps after {d['warmup_steps']} warm-up, {d['rounds']} rounds "
              "alternating the arms, each arm in its own process. Medians over the rounds:", ""]
-    lines += arm_rows(d, {"nbkit": "nbkit `Loop` (`CausalCollator`)",
+    fused = d["runs"]["nbkit"][0].get("fused_loss")   # recorded since the loop fuses the output layer with the loss
+    lines += arm_rows(d, {"nbkit": "nbkit `Loop` (`CausalCollator`"
+                                   + (", output layer fused with the loss" if fused else "") + ")",
                           "trainer": "`transformers.Trainer` (`DataCollatorForLanguageModeling(mlm=False)`)"})
     return "\n".join(lines)
 
@@ -63,6 +66,30 @@ def render_notebook(path: Path) -> str:
     return "\n".join(lines)
 
 
+def render_seeds(path: Path) -> str:
+    """``bench/causal_seeds.py``'s summary: each model over seeds (mean ± sd, range) and the verdicts."""
+    d = json.loads(Path(path).read_text(encoding="utf-8"))
+    n = d["n_seeds"]
+
+    def cell(g):
+        sd = f" ± {g['sd']:,.1f}" if g["sd"] is not None else ""
+        return f"{g['mean']:,.1f}{sd} ({g['min']:,.1f} to {g['max']:,.1f})"
+
+    tokens = [s["train_tokens"] for s in d["seeds"]]
+    lines = [f"`bench/causal_seeds.py`, {d['written_at'][:10]}, `NBKIT_SCALE={d['scale']}` ({d['machine']}; "
+             f"`{_rel(path)}`): the recipe of notebook 06 over {n} seed{'s' if n > 1 else ''}, held-out perplexity "
+             "mean ± sd (range) over the seeds, each seed's baselines fitted on its training text and scored on "
+             "its GPT's held-out targets:", "",
+             "| model | held-out perplexity | training tokens read (per seed) | training time |", "|---|---|---|---|",
+             f"| GPT ({d['model']}) | {cell(d['gpt_perplexity'])} | {', '.join(f'{t:,}' for t in tokens)} | "
+             f"{d['train_s']['mean'] / 60:.1f} min (max {d['train_s']['max'] / 60:.1f}) |"]
+    lines += [f"| {b['model']} | {cell(b['eval_perplexity'])} | {', '.join(f'{t:,}' for t in b['train_tokens'])} | |"
+              for b in d["baselines"]]
+    verdict = "; ".join(f"{'beats' if d['beats'][m] else 'does not beat'} the {m} on the mean"
+                        f"{' and in every seed' if d['beats_every_seed'][m] else ''}" for m in d["beats"])
+    return "\n".join(lines + ["", f"The GPT {verdict}."])
+
+
 def render(run: Path | None = None, notebook: Path | None = None) -> str:
     """Both measurements (the newest recorded unless given); without a notebook record, a line saying so.
 
@@ -76,6 +103,10 @@ def render(run: Path | None = None, notebook: Path | None = None) -> str:
     tail = render_notebook(notebook) if notebook else (
         "Notebook 06's held-out perplexity beside the n-gram baselines at `cpu` is not recorded yet "
         "(`NBKIT_SCALE=cpu scripts/run_notebooks.sh --only 06`, then `scripts/causal_table.py record runs/cpu/causal`).")
+    seeds = _latest("causal_seeds_*.json")
+    tail += "\n\n" + (render_seeds(seeds) if seeds else (
+        "The same comparison over several seeds is not recorded yet (`bench/causal_seeds.py --scale cpu --seed N` "
+        "for N = 0, 1, 2, then `--summary`)."))
     return render_throughput(run) + "\n\n" + tail
 
 

@@ -195,6 +195,33 @@ def test_the_loop_counts_a_causal_models_flops_and_scores_every_next_token():
     assert metrics["eval_tokens"] == 8 * 16 and metrics["eval_perplexity"] > 1
 
 
+@pytest.mark.parametrize("preset", ["gpt2-tiny", "llama-tiny"])
+def test_the_fused_output_layer_trains_as_the_full_logits_do(preset):
+    """The loop's fused head + CE (no (B, T, V) logits) gives the unfused loop's loss, gradient norm and update;
+    padding (label -100) is skipped by both."""
+    from nbkit.models.causal import build_causal_model
+    from nbkit.text.causal import CausalCollator
+    from nbkit.train import Loop, TrainConfig
+
+    tok = char_tokenizer()
+    data = [{"input_ids": torch.randint(5, len(tok), (16 - i % 3,))} for i in range(4)]  # ragged: padded
+    collate = CausalCollator(tok)
+    outs, weights = [], []
+    for fused in (True, False):
+        model = build_causal_model(preset, tok, 16, seed=0, dropout=0.0)
+        loop = Loop(model, TrainConfig(max_steps=2, batch_size=4, progress=False, precision="fp32",
+                                       fused_loss=fused), data, collate_fn=collate)
+        loop.setup()
+        assert (loop._fused_weight is not None) == fused
+        outs.append(loop.train_step([collate(data)]))
+        weights.append([p.detach().clone() for p in model.parameters()])
+    assert outs[0]["n_label"] == outs[1]["n_label"] < 4 * 16
+    assert outs[0]["loss"] == pytest.approx(outs[1]["loss"], rel=1e-5)
+    assert outs[0]["grad_norm"] == pytest.approx(outs[1]["grad_norm"], rel=1e-4)
+    for a, b in zip(*weights):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.multiproc
 @pytest.mark.slow  # torchrun with 2 gloo ranks on CPU
 def test_the_causal_job_under_torchrun(tmp_path, runs_tmp):

@@ -121,6 +121,19 @@ def is_causal_lm(model) -> bool:
     return getattr(getattr(model, "config", None), "model_type", None) in MODEL_TYPES
 
 
+def fused_output_weight(model):
+    """The output layer's weight (V, d) when the loop may fuse it with the loss
+    (:func:`nbkit.train.loss.linear_cross_entropy_sum`), else None: a GPT-2 / Llama causal LM whose head is a
+    plain bias-free ``nn.Linear`` (GPT-2's tied ``wte``, Llama's ``lm_head``) applied to the base model's
+    ``last_hidden_state`` (``model.base_model``), nothing after it."""
+    import torch
+
+    head = model.get_output_embeddings() if is_causal_lm(model) else None
+    if type(head) is not torch.nn.Linear or head.bias is not None:
+        return None
+    return head.weight
+
+
 def causal_class(model_type: str):
     """``GPT2LMHeadModel`` / ``LlamaForCausalLM`` for a config's ``model_type``."""
     from transformers import GPT2LMHeadModel, LlamaForCausalLM

@@ -27,7 +27,9 @@ class TrainConfig:
     ``class_weights`` (classification): None, ``"balanced"`` or one weight per class (``nbkit.train.loss``;
     evaluation stays unweighted). ``eval_batches``: None evaluates everything. ``identity``: what the run's data
     means that must not change across a resume (``{"tokenizer": sha256}``), saved with each checkpoint; a resume
-    under another identity is refused (``nbkit.train.checkpoint.check_identity``).
+    under another identity is refused (``nbkit.train.checkpoint.check_identity``). ``fused_loss``: a causal LM
+    with a plain linear head, trained eagerly in one process, computes its output layer and cross-entropy chunk
+    by chunk (``nbkit.train.loss.linear_cross_entropy_sum``: no (B, T, V) logits); False: full logits.
 
     Watching and stopping a run: with ``output_dir``, a checkpoint is also written when ``checkpoint_minutes``
     passed since the last save (None: by steps only), and a Ctrl-C saves one at the next step boundary.
@@ -69,6 +71,7 @@ class TrainConfig:
     progress_every_s: float | None = 30.0
     report_to: str = "none"
     identity: dict | None = None
+    fused_loss: bool = True
 
     def __post_init__(self):
         for name in ("max_steps", "batch_size", "grad_accum_steps", "log_every"):

@@ -29,6 +29,7 @@ import torch
 
 from nbkit.errors import ConfigError, DataError, NonFiniteLossError
 from nbkit.models.causal import MODEL_TYPES as CAUSAL_TYPES
+from nbkit.models.causal import fused_output_weight
 from nbkit.models.flops import bert_batch_flops, causal_flops_per_token, mfu, peak_tflops
 from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.train import checkpoint as ckpt
@@ -40,7 +41,7 @@ from nbkit.train.ddp import group as D
 from nbkit.train.ddp.launcher_watch import watch_launcher
 from nbkit.train.ddp.rendezvous import should_join
 from nbkit.train.ddp.sampler import ResumableDistributedSampler
-from nbkit.train.loss import class_weights, label_weight_sum, token_loss_sum
+from nbkit.train.loss import class_weights, label_weight_sum, linear_cross_entropy_sum, token_loss_sum
 from nbkit.train.optim import build_optimizer, build_scheduler
 from nbkit.train.precision import choose_precision, matmul_precision_name
 from nbkit.train.run_lock import RunLock
@@ -125,6 +126,9 @@ class Loop:
         if self.config.compile:
             backend = self.config.compile if isinstance(self.config.compile, str) else "inductor"
             self._forward = torch.compile(self._forward, backend=backend, dynamic=False)
+        # a causal LM's output layer fused with its loss when training runs the plain module (eager, one process)
+        plain = self._forward is self.model and self.class_weights is None
+        self._fused_weight = fused_output_weight(self.model) if plain and self.config.fused_loss else None
         cfg = self.config
         if cfg.progress_every_s and not any(isinstance(cb, ProgressLine) for cb in self.callbacks):
             self.callbacks.append(ProgressLine(cfg.progress_every_s))
@@ -168,8 +172,13 @@ class Loop:
             mark("forward")
             with D.maybe_no_sync(self._forward, is_last_microbatch=i == len(window) - 1):
                 with self.precision.autocast():
-                    logits, scored = forward_logits(self._forward, batch, labels, self.sparse_head)
-                    loss = token_loss_sum(logits, scored, self._weight_dev)  # scalar, fp32
+                    if self._fused_weight is not None:   # output layer + CE chunk by chunk, no (B, T, V) logits
+                        scored = labels[labels != -100]                                     # (N,)
+                        hidden = self.model.base_model(**batch).last_hidden_state[labels != -100]   # (N, d)
+                        loss = linear_cross_entropy_sum(hidden, self._fused_weight, scored)
+                    else:
+                        logits, scored = forward_logits(self._forward, batch, labels, self.sparse_head)
+                        loss = token_loss_sum(logits, scored, self._weight_dev)  # scalar, fp32
                 scaled = loss * self.dist.world_size / (n_label or 1)  # DDP averages grads: * W undoes it
                 mark("backward")
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()

@@ -81,3 +81,69 @@ def class_weights(spec, train_data, num_labels: int | None) -> torch.Tensor | No
     if any(not math.isfinite(w) or w < 0 for w in weights) or not any(weights):
         raise ConfigError(f"class_weights={weights} must be finite, >= 0 and not all 0")
     return torch.tensor(weights, dtype=torch.float32)
+
+
+#: rows of hidden states per chunk of :func:`linear_cross_entropy_sum`: (rows, V) fp32 logits live at a time
+#: (256 x 21,128 x 4 B = 21 MiB), enough rows that each chunk's three matmuls run at full speed
+CHUNK_ROWS = 256
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """Forward computes the loss and both gradients chunk by chunk; backward scales them by the incoming grad."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, labels, chunk_rows):
+        cast = torch.get_autocast_dtype(hidden.device.type) if torch.is_autocast_enabled(hidden.device.type) else None
+        compute = cast or hidden.dtype                                   # the matmuls' dtype, as autocast would
+        with torch.autocast(hidden.device.type, enabled=False):
+            w = weight.to(compute)                                       # (V, d)
+            grad_h = torch.empty_like(hidden)                            # (N, d)
+            grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)   # (V, d) fp32 sum
+            loss = torch.zeros((), dtype=torch.float32, device=hidden.device)
+            for s in range(0, hidden.shape[0], chunk_rows):
+                h = hidden[s:s + chunk_rows].to(compute)                 # (n, d)
+                y = labels[s:s + chunk_rows]                             # (n,)
+                logits = (h @ w.T).float()                               # (n, V) fp32
+                lse = torch.logsumexp(logits, dim=-1)                    # (n,)
+                loss += (lse - logits.gather(1, y[:, None]).squeeze(1)).sum()
+                g = logits.sub_(lse[:, None]).exp_()                     # softmax, in place: d loss / d logits
+                g[torch.arange(len(y), device=g.device), y] -= 1.0       # minus the one-hot target
+                g = g.to(compute)
+                grad_h[s:s + chunk_rows] = (g @ w).to(hidden.dtype)
+                if compute == torch.float32:
+                    grad_w.addmm_(g.T, h)                                # (V, d) += (V, n) @ (n, d)
+                else:
+                    grad_w += (g.T @ h).float()
+        ctx.save_for_backward(grad_h, grad_w.to(weight.dtype))
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        grad_h, grad_w = ctx.saved_tensors
+        return grad_h * grad_out, grad_w * grad_out, None, None
+
+
+def linear_cross_entropy_sum(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor,
+                             chunk_rows: int = CHUNK_ROWS) -> torch.Tensor:
+    """``token_loss_sum(hidden @ weight.T, labels)`` without ever holding the (N, V) logits: an output layer
+    (a bias-free linear, e.g. GPT-2's tied ``wte`` or Llama's ``lm_head``) fused with its cross-entropy.
+
+    hidden (N, d) the final hidden states of the scored positions; weight (V, d) the output layer; labels (N,)
+    class ids in 0..V-1 (drop -100 positions before: ``hidden[labels != -100]``). Returns the CE sum over the N
+    rows, a scalar fp32 tensor whose backward gives ``hidden`` and ``weight`` their gradients.
+
+    The chunked design of Liger-Kernel's ``LigerFusedLinearCrossEntropy`` (Hsu et al. 2024, arXiv:2410.10989):
+    per chunk of ``chunk_rows`` rows the logits are made, turned into the loss and ``softmax - onehot``, and
+    multiplied back into d/d hidden and d/d weight right away, so the forward pass does the backward's work and
+    the backward only scales it. Under autocast the matmuls run in the autocast dtype (as ``nn.Linear`` would)
+    and log-softmax in fp32; d/d weight is accumulated in fp32.
+
+    Raises:
+        ConfigError: shapes that do not match (named), or ``chunk_rows`` < 1.
+    """
+    if hidden.dim() != 2 or weight.dim() != 2 or labels.shape != hidden.shape[:1] or hidden.shape[1] != weight.shape[1]:
+        raise ConfigError(f"linear_cross_entropy_sum needs hidden (N, d), weight (V, d), labels (N,); got "
+                          f"{tuple(hidden.shape)}, {tuple(weight.shape)}, {tuple(labels.shape)}")
+    if chunk_rows < 1:
+        raise ConfigError(f"chunk_rows={chunk_rows} must be >= 1 (default {CHUNK_ROWS})")
+    return _LinearCrossEntropy.apply(hidden, weight, labels, chunk_rows)
