@@ -50,7 +50,7 @@ def estimate_preparation(inputs, tokenizer=None, *, segmenter: str = "auto", num
     Args:
         inputs: what ``prepare_corpus`` takes (paths, globs, folders, ``datasets`` objects).
         tokenizer: the run's tokenizer directory; None (the store trains one): timed with a 21,128-token
-            bert-base-chinese vocabulary (:mod:`nbkit.models.standin`), which prepares at the speed of
+            bert-base-chinese vocabulary (:mod:`nbkit.text.chinese_vocab`), which prepares at the speed of
             nbkit's own tokenizer (both take the code-point table, ``bench/prepare_tokenizers.py``).
         segmenter, text_field, **settings: as ``prepare_corpus`` (the filters, ``strip_markup``, ...).
         num_workers: as ``prepare_corpus`` (default: the usable cores); the rate is one core's times
@@ -86,9 +86,9 @@ def estimate_preparation(inputs, tokenizer=None, *, segmenter: str = "auto", num
     with tempfile.TemporaryDirectory(prefix="nbkit-estimate-") as tmp:
         tok_file = Path(tmp) / "tokenizer.json"
         if tokenizer is None:
-            from nbkit.models.standin import _tokenizer_json, chinese_vocab
+            from nbkit.text.chinese_vocab import bert_chinese_tokenizer, chinese_vocab
 
-            _tokenizer_json(chinese_vocab()).save(str(tok_file))
+            bert_chinese_tokenizer(chinese_vocab()).save(str(tok_file))
         else:
             tok_file.write_text(_load_given(tokenizer).backend_tokenizer.to_str(), encoding="utf-8")
         job.update(tokenizer_file=str(tok_file), tokenizer_json_sha256=fingerprint(tok_file), dtype="uint32",

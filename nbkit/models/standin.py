@@ -11,27 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from nbkit import jsonio
+from nbkit.text.chinese_vocab import VOCAB_SIZE, bert_chinese_tokenizer, chinese_vocab
 
-VOCAB_SIZE = 21128   # bert-base-chinese's vocabulary
 POSITIONS = 512
-SPECIALS = ["[PAD]", *(f"[unused{i}]" for i in range(1, 100)), "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<S>", "<T>"]
-PUNCT = "，。！？、；：“”‘’（）《》【】…—～·「」『』〈〉％＋"
 LAYOUTS = ("bert-base-chinese", "ckiplab", "uer-gpt2", "llama")
 #: the causal layouts (GPT-2 / Llama), the rest are BERT masked LMs
 CAUSAL_LAYOUTS = ("uer-gpt2", "llama")
 #: the sizes of BERT-base (Devlin et al. 2019), for a stand-in as big as bert-base-chinese
 BASE_SIZES = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
-
-
-def chinese_vocab() -> list[str]:
-    """21,128 tokens in bert-base-chinese's order of kinds: ``[PAD]``, ``[unused1..99]``, ``[UNK] [CLS] [SEP]
-    [MASK] <S> <T>`` (ids 0-105), ASCII, Chinese punctuation, CJK characters from U+4E00, ``##`` + ASCII letters
-    and digits. Single characters, as bert-base-chinese splits Chinese text."""
-    ascii_ = [chr(c) for c in range(33, 127)]
-    tail = ["##" + c for c in ascii_ if c.isalnum()]
-    head = SPECIALS + ascii_ + list(PUNCT)
-    n_cjk = VOCAB_SIZE - len(head) - len(tail)
-    return head + [chr(0x4E00 + i) for i in range(n_cjk)] + tail
 
 
 def build_standin(out_dir, layout: str = "bert-base-chinese", seed: int = 0, hidden_size: int = 32,
@@ -96,7 +83,7 @@ def _write(out: Path, layout: str, seed: int, sizes: dict) -> None:
                   for k, v in state.items()}
         save_file(legacy, str(out / "model.safetensors"), metadata={"format": "pt"})
         jsonio.write_json(out / "tokenizer_config.json", {"do_lower_case": False, "model_max_length": POSITIONS})
-        _tokenizer_json(vocab).save(str(out / "tokenizer.json"))
+        bert_chinese_tokenizer(vocab).save(str(out / "tokenizer.json"))
     else:
         saved["tokenizer_class"] = "BertTokenizerFast"
         torch.save(state, out / "pytorch_model.bin")
@@ -106,23 +93,6 @@ def _write(out: Path, layout: str, seed: int, sizes: dict) -> None:
                                                             "pad_token": "[PAD]", "cls_token": "[CLS]",
                                                             "mask_token": "[MASK]"})
     jsonio.write_json(out / "config.json", saved)
-
-
-def _tokenizer_json(vocab: list[str]):
-    """A ``tokenizers.Tokenizer`` as bert-base-chinese's ``tokenizer.json`` defines it."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
-    ids = {t: i for i, t in enumerate(vocab)}
-    tok = Tokenizer(models.WordPiece(vocab=ids, unk_token="[UNK]", max_input_chars_per_word=100))
-    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
-                                                lowercase=False)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])])
-    tok.decoder = decoders.WordPiece(prefix="##")
-    tok.add_special_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    return tok
 
 
 def _write_causal(out: Path, layout: str, seed: int, sizes: dict) -> None:
@@ -167,7 +137,7 @@ def _write_causal(out: Path, layout: str, seed: int, sizes: dict) -> None:
         from safetensors.torch import save_file
 
         save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-        _tokenizer_json(vocab).save(str(out / "tokenizer.json"))
+        bert_chinese_tokenizer(vocab).save(str(out / "tokenizer.json"))
         jsonio.write_json(out / "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast",
                                                           "model_max_length": POSITIONS, "bos_token": "[CLS]",
                                                           "eos_token": "[SEP]", **specials})
