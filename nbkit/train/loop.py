@@ -173,8 +173,9 @@ class Loop:
             with D.maybe_no_sync(self._forward, is_last_microbatch=i == len(window) - 1):
                 with self.precision.autocast():
                     if self._fused_weight is not None:   # output layer + CE chunk by chunk, no (B, T, V) logits
-                        scored = labels[labels != -100]                                     # (N,)
-                        hidden = self.model.base_model(**batch).last_hidden_state[labels != -100]   # (N, d)
+                        keep = labels != -100                                               # (B, T)
+                        scored = labels[keep]                                               # (N,)
+                        hidden = self.model.base_model(**batch).last_hidden_state[keep]     # (N, d)
                         loss = linear_cross_entropy_sum(hidden, self._fused_weight, scored)
                     else:
                         logits, scored = forward_logits(self._forward, batch, labels, self.sparse_head)
