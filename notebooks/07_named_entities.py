@@ -100,7 +100,7 @@ print(f"CRF: entity F1 {crf_scores['f1']:.3f} on {len(test)} test sentences ({ti
 
 # %% [markdown]
 # ## 3. Characters to tokens, long sentences in windows
-# Each character is a word for the tokenizer; the first sub-token of each word carries its tag (the others are ignored by the loss). A sentence longer than `max_length` tokens is cut into overlapping windows (`stride` tokens shared), and their predictions are merged back per character: nothing is cut, every gold entity is scored.
+# Each character is a word for the tokenizer; the first sub-token of each word carries its tag (the others are ignored by the loss). A sentence longer than `max_length` tokens is cut into overlapping windows (`stride` tokens shared). Evaluation tags through `transformers`' token-classification pipeline, which merges the windows' entities (of overlapping ones the longest): nothing is cut, every gold entity is scored, and the exported model gives the same tags.
 
 # %%
 tokenizer = ft.tokenizer(cfg)   # the encoder's own, else notebook 01's

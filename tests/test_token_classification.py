@@ -1,15 +1,14 @@
-"""Token classification encoding (nbkit.text.token_classification): sub-token alignment, windows, the merge."""
+"""Token classification encoding (nbkit.text.token_classification): sub-token alignment, training windows; and
+the pipeline's spans read back as one tag per token (nbkit.evaluate.ner_report.pipeline_tags), the step through
+which the job's own evaluation tags."""
 import random
 
 import pytest
 from _ner_items import LABELS, sentence
 
 from nbkit.errors import ConfigError, DataError
-from nbkit.text.token_classification import (
-    encode_token_classification,
-    merge_window_predictions,
-    window_starts,
-)
+from nbkit.evaluate.ner_report import pipeline_tags
+from nbkit.text.token_classification import encode_token_classification, window_starts
 
 LABEL2ID = {name: i for i, name in enumerate(LABELS)}
 ID2LABEL = dict(enumerate(LABELS))
@@ -38,12 +37,41 @@ def test_first_subtoken_carries_the_label_the_rest_are_ignored(tok):
     assert enc.report["n_windows"] == 1 and enc.report["n_windowed"] == 0
 
 
-def test_merge_gives_a_word_its_first_subtokens_prediction(tok):
-    item = {"tokens": ["我", "看", "NBA"], "tags": ["O", "O", "B-ORG"]}
-    enc = encode_token_classification([item], tok, LABEL2ID, max_length=16)
-    # [CLS] 我 看 N ##B ##A [SEP]: the later pieces' predictions (here B-PER) are not read
-    pred = [[0, 0, 0, LABEL2ID["B-ORG"], LABEL2ID["B-PER"], LABEL2ID["B-PER"], 0]]
-    assert merge_window_predictions(enc, pred, ID2LABEL) == [["O", "O", "B-ORG"]]
+def fake_pipe(spans_per_item):
+    """A stand-in for ``pipeline("token-classification", aggregation_strategy="simple")`` that returns given spans,
+    checking it is called as pipeline_tags must call it (words in, no delimiter)."""
+    calls = []
+
+    def pipe(texts, is_split_into_words, delimiter, batch_size, **extra):
+        assert is_split_into_words is True and delimiter == "" and all(isinstance(t, list) for t in texts)
+        calls.append(extra)
+        return [[{"entity_group": g, "start": a, "end": b, "score": 0.9} for g, a, b in spans]
+                for spans in spans_per_item]
+    pipe.calls = calls
+    return pipe
+
+
+def test_pipeline_spans_become_one_tag_per_character():
+    items = [{"tokens": list("张三在北京")}, {"tokens": list("新华社新华社")}]
+    pipe = fake_pipe([[("PER", 0, 2), ("LOC", 3, 5)], [("ORG", 0, 3), ("ORG", 3, 6)]])
+    assert pipeline_tags(pipe, items, stride=8) == [["B-PER", "I-PER", "O", "B-LOC", "I-LOC"],
+                                                     ["B-ORG", "I-ORG", "I-ORG", "B-ORG", "I-ORG", "I-ORG"]]
+    assert pipe.calls == [{"stride": 8}]
+    assert pipeline_tags(fake_pipe([]), []) == []
+
+
+def test_a_word_of_several_characters_takes_the_span_at_its_first_character():
+    """Offsets count characters of the words joined; a word is tagged from its first character's span, so a span
+    that starts inside a word (a later sub-token's prediction) does not tag that word."""
+    items = [{"tokens": ["我", "看", "NBA", "比", "赛"]}] * 4
+    pipe = fake_pipe([[("ORG", 2, 5)], [("ORG", 2, 6)], [("ORG", 3, 5)], [("ORG", 3, 6)]])
+    assert pipeline_tags(pipe, items) == [["O", "O", "B-ORG", "O", "O"], ["O", "O", "B-ORG", "I-ORG", "O"],
+                                          ["O", "O", "O", "O", "O"], ["O", "O", "O", "I-ORG", "O"]]
+
+
+def test_a_word_the_tokenizer_drops_inside_a_span_continues_the_entity():
+    items = [{"tokens": ["王", " ", "明", "说"]}]                  # the space has no sub-token; the span covers it
+    assert pipeline_tags(fake_pipe([[("PER", 0, 3)]]), items) == [["B-PER", "I-PER", "I-PER", "O"]]
 
 
 def test_window_starts_cover_everything_with_the_stride():
@@ -55,39 +83,39 @@ def test_window_starts_cover_everything_with_the_stride():
         window_starts(20, 14, 14)
 
 
-def test_long_sentence_windows_merge_back_to_every_gold_entity(tok):
-    """A 12-entity sentence far over max_length: windows, and gold labels fed back as the windows'
-    predictions give back every character's tag, so every gold entity is there to be scored."""
-    from nbkit.evaluate.ner_report import entities
-
+def test_long_sentences_are_windowed_with_every_label_kept(tok):
+    """A 12-entity sentence far over max_length: windows of at most max_length, and every token's gold label is in
+    some window, so every entity trains."""
     rng = random.Random(3)
     items = [sentence(rng, 12, i) for i in range(3)] + [sentence(rng, 1, 9)]
     enc = encode_token_classification(items, tok, LABEL2ID, max_length=16, stride=4)
     assert enc.report["n_windowed"] == 3 and enc.report["n_windows"] > 3 * 3
     assert max(len(r) for r in enc.dataset["input_ids"]) <= 16
-    as_pred = [[0 if x == -100 else x for x in row] for row in enc.dataset["labels"]]
-    merged = merge_window_predictions(enc, as_pred, ID2LABEL)
-    assert merged == [it["tags"] for it in items]
-    assert sum(len(entities(t)) for t in merged) == 12 * 3 + 1
+    seen = [dict() for _ in items]
+    for (item, start), labels in zip(enc.windows, enc.dataset["labels"]):
+        for k, label in enumerate(labels[1:-1]):
+            seen[item][start + k] = label
+    assert [[ID2LABEL[seen[i][t]] for t in range(len(it["tokens"]))] for i, it in enumerate(items)] == \
+        [it["tags"] for it in items]
 
 
-def test_overlap_goes_to_the_window_where_the_token_is_farthest_from_a_cut(tok):
-    item = {"tokens": list("我们在这里看到了今天天气很好的消息大家说"), "tags": ["O"] * 20}
-    enc = encode_token_classification([item], tok, LABEL2ID, max_length=16, stride=4)   # body 14: starts 0, 6
-    assert enc.windows == [(0, 0), (0, 6)]
-    per = LABEL2ID["B-PER"]
-    pred = [[per] * 16, [0] * 16]                       # window 0 says B-PER everywhere, window 1 says O
-    merged = merge_window_predictions(enc, pred, ID2LABEL)[0]
-    # tokens 6..13 are in both: 6-9 sit deeper in window 0 (its cut is after 13), 10-13 deeper in window 1
-    assert merged == ["B-PER"] * 10 + ["O"] * 10
+def test_as_many_windows_as_the_pipelines_tokenizer_makes(tok):
+    """The report's window count is the one the prediction pipeline tags with (the fast tokenizer's overflow at
+    the same max_length and stride), though the last window is placed differently."""
+    rng = random.Random(5)
+    items = [sentence(rng, n, i) for i, n in enumerate([1, 4, 9, 12, 20])]
+    for max_length, stride in [(16, 4), (24, 0), (32, 10)]:
+        enc = encode_token_classification(items, tok, LABEL2ID, max_length=max_length, stride=stride)
+        over = tok([it["tokens"] for it in items], is_split_into_words=True, truncation=True, max_length=max_length,
+                   stride=stride, return_overflowing_tokens=True)
+        assert enc.report["n_windows"] == len(over["input_ids"])
 
 
-def test_word_the_tokenizer_drops_is_counted_and_repaired_inside_an_entity(tok):
+def test_a_word_the_tokenizer_drops_is_counted(tok):
     item = {"tokens": ["王", " ", "明", "说"], "tags": ["B-PER", "I-PER", "I-PER", "O"]}
     enc = encode_token_classification([item], tok, LABEL2ID, max_length=16)
     assert enc.report["n_words_without_token"] == 1
-    pred = [[0, LABEL2ID["B-PER"], LABEL2ID["I-PER"], 0, 0]]      # [CLS] 王 明 说 [SEP]
-    assert merge_window_predictions(enc, pred, ID2LABEL) == [["B-PER", "I-PER", "I-PER", "O"]]
+    assert enc.dataset[0]["labels"] == [-100, LABEL2ID["B-PER"], LABEL2ID["I-PER"], 0, -100]  # [CLS] 王 明 说 [SEP]
 
 
 def test_bad_items_are_data_errors_naming_the_item(tok):

@@ -73,24 +73,36 @@ def scores_table(results: dict[str, dict]) -> "pd.DataFrame":
 
 
 def pipeline_tags(pipe, items, batch_size: int = 32, stride: int | None = None) -> list[list[str]]:
-    """Per-character BIO tags from a ``transformers`` token-classification pipeline with
-    ``aggregation_strategy="simple"``: each item's characters go in as words (``is_split_into_words=True``,
-    ``delimiter=""``, so a span's ``start``/``end`` are character offsets), each span becomes ``B-<group>``
-    then ``I-<group>``. What a user of the exported model gets, in the form the job scores.
+    """Per-token BIO tags from a ``transformers`` token-classification pipeline with
+    ``aggregation_strategy="simple"``: each item's tokens go in as words (``is_split_into_words=True``,
+    ``delimiter=""``, so a span's ``start``/``end`` are offsets in the tokens joined), and each token takes the span
+    holding its first character: ``B-<group>`` where the span starts in that token, ``I-<group>`` where it started
+    before, ``O`` outside every span. One character per token (People's Daily): the spans exactly. What a user of
+    the exported model gets, in the form the job scores; the job's own evaluation goes through here
+    (:func:`nbkit.evaluate.inference.predict_tags`).
 
     ``stride``: passed to the pipeline, which then tags a sentence longer than the tokenizer's
     ``model_max_length`` in overlapping windows (``stride`` tokens shared) and merges their spans; None: the
     pipeline's default, which truncates such a sentence at ``model_max_length`` tokens, so it finds no entity
     past the first window (``tests/test_ner_export.py``). Give the run's ``stride`` (``cfg.stride``)."""
-    texts = [list(it["tokens"]) for it in items]
+    texts = [[str(t) for t in it["tokens"]] for it in items]
+    if not texts:
+        return []
     extra = {} if stride is None else {"stride": stride}
     outputs = pipe(texts, is_split_into_words=True, delimiter="", batch_size=batch_size, **extra)
     tags = []
-    for chars, spans in zip(texts, outputs):
-        row = ["O"] * len(chars)
+    for words, spans in zip(texts, outputs):
+        owner = [None] * sum(map(len, words))             # character -> the span holding it
         for span in spans:
-            group, start, end = span["entity_group"], int(span["start"]), int(span["end"])
-            for k in range(start, end):
-                row[k] = ("B-" if k == start else "I-") + group
+            for k in range(int(span["start"]), int(span["end"])):
+                owner[k] = span
+        row, offset = [], 0
+        for word in words:
+            span = owner[offset] if offset < len(owner) else None
+            if span is None or not word:
+                row.append("O")
+            else:
+                row.append(("B-" if int(span["start"]) >= offset else "I-") + str(span["entity_group"]))
+            offset += len(word)
         tags.append(row)
     return tags

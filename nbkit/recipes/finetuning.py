@@ -127,7 +127,7 @@ class FinetuneConfig(RecipeConfig):
         "checkpoint_minutes": "also checkpoint when this many minutes passed since the last save (0: by steps only)",
         "progress_every_s": "seconds between plain progress lines on stdout: step, loss, tokens/s, ETA (0: none)",
         "report_to": "tensorboard: event files in <run>/tensorboard (tensorboard --logdir runs/); none",
-        "stride": "task ner: tokens two windows of a sentence longer than max_length share (merged per character)",
+        "stride": "task ner: tokens two windows of a sentence longer than max_length share (the pipeline merges their entities)",
         "corpus_lines": "task ner: People's Daily lines read (None: all 19,484)",
         "n_boot": "task ner: bootstrap resamples of the test sentences for the entity-F1 interval",
     }
@@ -530,7 +530,8 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
     """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
     sentences (trained on the same training split; whole sentences, nothing cut for either).
 
-    The model tags every character (long sentences windowed and merged: :func:`nbkit.evaluate.inference.predict_tags`),
+    The model tags every character through the token-classification pipeline the export serves (long sentences
+    windowed, their entities merged: :func:`nbkit.evaluate.inference.predict_tags`),
     so every gold entity is scored. Returns ``"pred"`` (tags per sentence), ``"report"``
     (:func:`nbkit.evaluate.ner.entity_scores`: micro P/R/F1, per type), ``"interval"`` (a bootstrap 95 % interval
     of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``

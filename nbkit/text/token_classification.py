@@ -5,9 +5,11 @@ character per token). The tokens are tokenized as words (``is_split_into_words=T
 word carries its label, the others ``-100`` (Devlin et al. 2019, section 5.3; transformers' ``run_ner.py``).
 nbkit's Chinese WordPiece gives one sub-token per character, but a word of several characters (a Latin or
 digit run in a user's word-level file) gives several. A sentence longer than the block is cut into windows
-of ``max_length`` tokens that overlap by ``stride`` tokens; :func:`merge_window_predictions` puts the windows'
-predictions back together per word, each token taking the window where it sits farthest from an edge (the
-middle of the overlap wins), so every word, and every gold entity, is predicted and scored.
+of ``max_length`` tokens that overlap by ``stride`` tokens, the last one ending at the sentence's end, so every
+word trains in a full window. Prediction does not use these windows: it goes through ``transformers``'
+token-classification pipeline with the same ``stride`` (:func:`nbkit.evaluate.inference.predict_tags`), as the
+exported model does for a user, so every word, and every gold entity, is predicted and scored as the user's
+pipeline does.
 """
 from __future__ import annotations
 
@@ -71,7 +73,7 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
     more than one window), ``max_length``, ``stride``, ``n_words``, ``n_subtokens``, ``n_multi_subtoken_words``
     (words of more than one sub-token: only the first is labelled), ``n_extra_subtokens`` (their unlabelled
     sub-tokens), ``n_words_without_token`` (words the
-    tokenizer drops, e.g. a space: predicted by :func:`merge_window_predictions`'s repair, counted here) and
+    tokenizer drops, e.g. a space: inside an entity the pipeline's span covers it, counted here) and
     ``subtokens_p50/p95/max`` per item.
 
     Raises:
@@ -141,48 +143,6 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
               "n_words_without_token": n_dropped, "subtokens_p50": float(p50), "subtokens_p95": float(p95),
               "subtokens_max": int(max(lengths))}
     return TokenEncoding(Dataset.from_dict(rows), windows, all_wids, [len(w) for w in words], body, report)
-
-
-def merge_window_predictions(encoding: TokenEncoding, window_preds, id2label: dict) -> list[list[str]]:
-    """Per item, one tag per word from the windows' predictions.
-
-    ``window_preds``: per row of ``encoding.dataset``, the predicted label id of each position (``[CLS]`` and
-    ``[SEP]`` included, padding beyond them ignored). A sub-token in several windows takes the prediction of
-    the window where it is farthest from an edge; a word takes its first sub-token's. A word without a
-    sub-token (the tokenizer dropped it) continues the entity around it (``I-X`` when the words before and
-    after are in the same entity type), else ``O``.
-    """
-    n_items = len(encoding.n_words)
-    best: list[dict[int, tuple[float, int]]] = [{} for _ in range(n_items)]   # token -> (margin, label id)
-    body, inf = encoding.body, float("inf")
-    for (item, start), pred in zip(encoding.windows, window_preds):
-        total = len(encoding.word_ids[item])
-        n = min(body, total - start)
-        for k in range(n):                       # distance to the nearer edge where the window cuts the sentence
-            margin = min(k if start > 0 else inf, n - 1 - k if start + n < total else inf)
-            old = best[item].get(start + k)
-            if old is None or margin > old[0]:
-                best[item][start + k] = (margin, int(pred[k + 1]))      # +1: [CLS]
-    out = []
-    for item in range(n_items):
-        tags: list[str | None] = [None] * encoding.n_words[item]
-        for t, w in enumerate(encoding.word_ids[item]):
-            if tags[w] is None:
-                tags[w] = id2label[best[item][t][1]]
-        out.append(_repair(tags))
-    return out
-
-
-def _repair(tags: list) -> list[str]:
-    """Fill words without a prediction (None): ``I-X`` inside an entity of type X, else ``O``."""
-    for i, tag in enumerate(tags):
-        if tag is not None:
-            continue
-        before = tags[i - 1] if i > 0 else "O"
-        after = next((t for t in tags[i + 1:] if t is not None), "O")
-        kind = before[2:] if before and before != "O" else None
-        tags[i] = f"I-{kind}" if kind and after == f"I-{kind}" else "O"
-    return tags
 
 
 def token_classification_collator(tokenizer, pad_to_multiple_of: int | None = None):
