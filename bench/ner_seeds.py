@@ -14,7 +14,7 @@ says which).
 
 At ``cpu`` run notebooks 01 and 02 at ``cpu`` first (``scripts/run_notebooks.sh --only 01 02``, ~8 min): from
 random weights the cpu row's 1,147 steps never leave the all-``O`` plateau (entity F1 0). A seed takes ~3 min on
-a 2-core machine (BERT 2-5 min, the CRF ~25 s; 136-311 s per seed in the recorded run).
+a 2-core machine (BERT 1.5-5 min, the CRF ~25 s; 124-141 s per seed in the recorded run).
     python bench/ner_seeds.py --scale gpu --seeds 0 1 2                            # the gpu arm, on a GPU
 
 Writes ``--out`` (strict JSON, default ``bench/results/ner_<scale>_<date>.json``); ``scripts/ner_table.py``

@@ -88,7 +88,8 @@ def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, strid
     ends, the last one shorter) and their entities merged (of overlapping ones the longest, on a tie the higher
     score: ``TokenClassificationPipeline.aggregate_overlapping_entities``): nothing is cut, every token gets a tag
     (:func:`nbkit.evaluate.ner_report.pipeline_tags` maps the spans back to tokens). In eval mode, on the model's
-    device, ``batch_size`` windows per forward; ~1 ms of Python per sentence on top of the forward passes.
+    device, ``batch_size`` windows per forward: on 2 CPU cores notebook 07's cpu model tags the 1,842 test sentences
+    in 11.8 s (the batched token-level merge this replaced: 4.5 s; the exported folder's pipeline: 8.7 s).
 
     Returns ``(tags, report)``: one list of label names per item, and the encoding's counts (``n_windows`` (the
     pipeline's windows: the same number), ``n_windowed``, ...:
