@@ -206,7 +206,7 @@ class Workers:
             why = (" SIGKILL with no one sending it is most often the kernel's out-of-memory killer "
                    "(`dmesg | grep -i oom` or `journalctl -k` says so)." if code == -signal.SIGKILL else "")
         else:
-            how, why = f"exited with code {code}", ""
+            how, why = f"exited with code {code}", " Its own error, if it raised one, is printed above it on stderr."
         held = ""
         if p.held:
             chunk, path = p.held[min(p.held)]
@@ -214,8 +214,9 @@ class Workers:
             held = (f" It held {len(p.held)} chunk(s) of work, the first {path} lines {chunk.first_line:,}-"
                     f"{last:,}.")
         fewer = max(1, self.n // 2)
+        fix = (f"Run the same preparation again with fewer workers (num_workers={fewer}, --num-workers {fewer}; "
+               f"now {self.n}: each holds a tokenizer and its chunks in memory) or with more memory"
+               if code is not None and code < 0 else "Fix what its error names and run the same preparation again")
         return WorkerDied(
             f"corpus worker {p.index} (pid {p.process.pid}) {how} while preparing the corpus.{held}{why} "
-            f"Run the same preparation again with fewer workers (num_workers={fewer}, --num-workers {fewer}; "
-            f"now {self.n}: each holds a tokenizer and its chunks in memory) or with more memory: the parts "
-            "already complete are kept and it continues after them.", p.process.pid, code)
+            f"{fix}: the parts already complete are kept and it continues after them.", p.process.pid, code)

@@ -348,7 +348,9 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
             dedup keys them; the manifest keeps only ``{"n_hashes", "sha256"}``).
 
     Raises:
-        ConfigError: a bad setting; no input, or one of a type it cannot take or inside a store; ``out_dir``
+        ConfigError: called from a script's top level without ``if __name__ == "__main__":`` (in the worker that
+            re-runs the script, which would otherwise wait forever); a bad setting; no input, or one of a type it
+            cannot take or inside a store; ``out_dir``
             holding a store of other input or settings (each difference named), or any store for an
             ``IterableDataset`` (without ``overwrite``).
         DataError: with ``errors="raise"``, the first bad line or file (named); token ids at or above the
@@ -360,6 +362,13 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         UserWarning: a :data:`~nbkit.corpus.manifest.TRAINED_ONLY` setting passed with ``tokenizer``
             (ignored); a trained vocabulary under 90 % of ``vocab_size``; an ``IterableDataset`` input.
     """
+    import multiprocessing as mp
+
+    if getattr(mp.current_process(), "_inheriting", False):   # Python's own test (multiprocessing.spawn)
+        raise ConfigError("prepare_corpus was called while a corpus worker process was starting: a spawned worker "
+                          "re-runs the main script, and this script calls prepare_corpus at its top level (the "
+                          "worker would wait for the parent's store lock forever). Put the call under "
+                          "`if __name__ == \"__main__\":`")
     t_start = time.perf_counter()
     n_workers = default_workers() if num_workers is None else int(num_workers)
     if n_workers < 1:
