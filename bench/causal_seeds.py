@@ -12,7 +12,7 @@ seconds, tokens each model read), and whether the GPT beats each baseline on the
     python bench/causal_seeds.py --scale cpu --seed 0          # one seed (repeat for 1, 2)
     python bench/causal_seeds.py --scale cpu --summary         # bench/results/causal_seeds_cpu_<date>.json
 
-``--max-steps`` overrides the scale's steps (None: the recipe's). ``scripts/causal_table.py`` renders the summary.
+``--max-steps``, ``--lr`` and ``--dropout`` override the scale's (None: the recipe's). ``scripts/causal_table.py`` renders the summary.
 """
 from __future__ import annotations
 
@@ -35,8 +35,9 @@ def run_seed(a) -> dict:
     from nbkit.evaluate.ngram import causal_baselines
     from nbkit.recipes import pretraining as pt
 
+    extra = {k: v for k, v in (("lr", a.lr), ("dropout", a.dropout)) if v is not None}
     cfg = pt.PretrainConfig.for_scale(a.scale, objective="causal", seed=a.seed, split_seed=a.split_seed,
-                                      max_steps=a.max_steps, progress=False)
+                                      max_steps=a.max_steps, progress=False, **extra)
     corpus = pt.data(cfg)
     tok = pt.tokenizer(cfg, corpus)
     cfg, _ = pt.size(cfg, corpus)
@@ -50,7 +51,7 @@ def run_seed(a) -> dict:
     scored = loop.config.eval_batches * cfg.batch_size if loop.config.eval_batches else None
     baselines = causal_baselines(blocks, len(tok), (2, 3), max_eval_blocks=scored)
     return {"seed": a.seed, "split_seed": a.split_seed, "scale": a.scale, "model": cfg.model,
-            "steps": result.metrics["steps"], "batch_size": cfg.batch_size, "block_size": cfg.block_size,
+            "steps": result.metrics["steps"], "lr": cfg.lr, "dropout": cfg.dropout, "batch_size": cfg.batch_size, "block_size": cfg.block_size,
             "train_tokens": result.metrics["train_tokens"], "train_s": train_s,
             "tokens_per_s": result.metrics.get("tokens_per_s"), "eval_perplexity": last["eval_perplexity"],
             "eval_loss": last["eval_loss"], "eval_tokens": last["eval_tokens"],
@@ -98,6 +99,8 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=None, help="run this seed (one per invocation)")
     ap.add_argument("--split-seed", type=int, default=0)
     ap.add_argument("--max-steps", type=int, default=None, help="None: the recipe's")
+    ap.add_argument("--lr", type=float, default=None, help="None: the recipe's")
+    ap.add_argument("--dropout", type=float, default=None, help="None: the recipe's")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None, help="default bench/results/causal_seeds_<scale>_<date>")
     ap.add_argument("--summary", action="store_true", help="combine the recorded seeds into <out>.json")
