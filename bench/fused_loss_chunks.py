@@ -14,7 +14,6 @@ BERT vocabulary); :data:`nbkit.train.loss.CHUNK_ROWS` is chosen from this run.
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import platform
 import statistics
@@ -26,6 +25,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout
 
 import torch  # noqa: E402
 
+from nbkit.jsonio import write_json  # noqa: E402
 from nbkit.train.loss import linear_cross_entropy_sum  # noqa: E402
 
 
@@ -73,7 +73,7 @@ def main() -> None:
     for k, v in med.items():
         print(f"{k:>12}: {v * 1e3:8.1f} ms per call   {med['unfused'] / v:5.2f}x unfused")
     path = a.out or ROOT / "bench" / "results" / f"fused_loss_chunks_{a.device}_{time.strftime('%Y-%m-%d')}.json"
-    path.write_text(json.dumps(out, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    write_json(path, out)
     print(f"wrote {path}")
 
 
