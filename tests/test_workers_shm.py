@@ -39,6 +39,7 @@ def test_preflight_names_the_numbers_and_the_fixes():
     msg = str(e.value)
     assert "num_workers=2" in msg and "144 KiB" in msg and "64 KiB free" in msg and "24 KiB per batch" in msg
     assert "--shm-size" in msg and "shm_size" in msg and "num_workers=0" in msg
+    assert "emptyDir with `medium: Memory` at /dev/shm" in msg          # the fix in a Kubernetes pod
     with pytest.warns(UserWarning, match="under twice"):
         workers.check_worker_shm(data, H.mlm_collate, 16, 2, statvfs=fake_statvfs(160 * 1024))
     got = workers.check_worker_shm(data, H.mlm_collate, 16, 2, statvfs=fake_statvfs(2**30))

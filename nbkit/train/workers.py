@@ -24,7 +24,9 @@ _PAGE = 4096  # tmpfs allocates whole pages: each shared tensor costs at least o
 def _fixes(num_workers: int) -> str:
     return ("give the container more shared memory (`docker run --shm-size=8g ...`, or `shm_size: 8gb` "
             "in compose, which nbkit's docker/compose.yaml sets from NBKIT_SHM_SIZE; `--ipc=host` also "
-            f"works), or load batches in the main process: TrainConfig(num_workers=0) instead of {num_workers}")
+            "works; in a Kubernetes pod, whose default is 64 MiB, mount an emptyDir with `medium: Memory` at "
+            "/dev/shm, as the manifests of nbkit.jobs.cluster do), or load batches in the main process: "
+            f"TrainConfig(num_workers=0) instead of {num_workers}")
 
 
 def shm_free_bytes(shm_dir: str = SHM_DIR, statvfs=os.statvfs) -> int | None:
