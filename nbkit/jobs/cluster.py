@@ -108,8 +108,8 @@ def torchrun_flags(source: str, place: dict) -> list[str]:
 
 def wait_for_master(place: dict, timeout_s: float, names: str) -> None:
     """On a node of rank > 0, connect to the master's rendezvous port as a store client until it answers or
-    ``timeout_s`` s pass (rank 0 hosts it, so it returns at once there). torchrun's agent would otherwise retry
-    for up to 15 minutes and then name neither. ``names``: how the address was given, for the message.
+    ``timeout_s`` s pass (rank 0 hosts it, so it returns at once there). torchrun's agent (static rendezvous) would otherwise
+    wait 10 minutes (600 s). ``names``: how the address was given, for the message.
 
     Raises:
         ConfigError: the master did not answer in time; names the address and port tried and the fixes.
