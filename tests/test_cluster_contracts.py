@@ -27,6 +27,7 @@ from tests.waiting import GENEROUS_S
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = str(Path(__file__).with_name("ddp_loop_job.py"))
+JOB_MODULE = "tests.ddp_loop_job"   # the manifests' form, -m module, run from the repository root
 pytestmark = pytest.mark.multiproc
 DIST_VARS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NBKIT_DISTRIBUTED",
              "TORCHELASTIC_RUN_ID", *C.PET_VARS, *C.SKYPILOT_VARS)
@@ -60,14 +61,14 @@ def engine(kind: str, out: Path, port: int) -> list[tuple[list[str], dict]]:
     nodes = []
     for i in range(2):
         if kind == "trainjob":
-            doc = C.trainjob(args, job=JOB, nodes=2, gpus_per_node=0)
+            doc = C.trainjob(args, job=JOB_MODULE, nodes=2, gpus_per_node=0)
             tr = doc["spec"]["trainer"]
             cmd, env = tr["command"], manifest_env(tr["env"])
             env.update(PET_NNODES="2", PET_NPROC_PER_NODE=str(tr["numProcPerNode"]), PET_NODE_RANK=str(i),
                        PET_MASTER_ADDR="127.0.0.1", PET_MASTER_PORT=str(port))   # torch.go: <job>-node-0-0.<job>:29500
         elif kind.startswith("pytorchjob"):
             torchrun = kind == "pytorchjob"
-            doc = C.pytorchjob(args, job=JOB, nodes=2, gpus_per_node=0 if torchrun else 1, torchrun=torchrun)
+            doc = C.pytorchjob(args, job=JOB_MODULE, nodes=2, gpus_per_node=0 if torchrun else 1, torchrun=torchrun)
             replica = "Master" if i == 0 else "Worker"
             container = doc["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]["containers"][0]
             cmd, env = container["command"], manifest_env(container["env"])
@@ -78,7 +79,7 @@ def engine(kind: str, out: Path, port: int) -> list[tuple[list[str], dict]]:
                        WORLD_SIZE=str(world), RANK=str(i), PET_NODE_RANK=str(i), PET_NPROC_PER_NODE=nproc,
                        PET_NNODES="2")
         else:
-            task = C.skypilot_task(args, job=JOB, nodes=2, gpus_per_node=0)
+            task = C.skypilot_task(args, job=JOB_MODULE, nodes=2, gpus_per_node=0)
             cmd, env = ["bash", "-c", task["run"]], dict(task["envs"])
             env.update(SKYPILOT_NODE_IPS="127.0.0.1\n127.0.0.1\n", SKYPILOT_NODE_RANK=str(i),
                        SKYPILOT_NUM_NODES="2", SKYPILOT_NUM_GPUS_PER_NODE="0", NBKIT_MASTER_PORT=str(port))

@@ -209,3 +209,25 @@ def test_a_wrong_or_missing_variable_is_named(source, env, named):
     with pytest.raises(ConfigError) as err:
         C.check_env(source, env)
     assert named in str(err.value)
+
+
+def test_the_entry_hands_the_job_and_its_flags_to_torchrun(monkeypatch, capsys):
+    """`-m module --flags` reach torchrun whole, after the engine's flags; a bad call says how to call it."""
+    import nbkit.jobs.launch as L
+
+    seen = []
+    monkeypatch.setattr(L, "main", lambda argv: seen.append(argv) or 0)
+    for k, v in SKY.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("SKYPILOT_NODE_RANK", "0")                 # the master: nothing to wait for
+    assert C.main(["--from", "skypilot", "-m", "nbkit.jobs.pretrain", "--scale", "gpu", "--help"]) == 0
+    assert seen == [["--nnodes=2", "--nproc-per-node=8", "--node-rank=0", "--master-addr=10.0.0.4",
+                     "--master-port=29500", "-m", "nbkit.jobs.pretrain", "--scale", "gpu", "--help"]]
+    for k, v in PET.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("PET_NODE_RANK", "0")
+    assert C.main(["--from=pet", "train.py", "--lr", "1e-3"]) == 0 and seen[-1] == ["train.py", "--lr", "1e-3"]
+    assert C.main(["-m", "nbkit.jobs.pretrain"]) == 2 and "give --from pet|skypilot" in capsys.readouterr().err
+    monkeypatch.delenv("PET_MASTER_PORT")
+    assert C.main(["--from", "pet", "-m", "nbkit.jobs.pretrain"]) == 2 and len(seen) == 2
+    assert "PET_MASTER_PORT is not set" in capsys.readouterr().err

@@ -134,25 +134,35 @@ def wait_for_master(place: dict, timeout_s: float, names: str) -> None:
     del store
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m nbkit.jobs.cluster --from pet|skypilot [--master-port P] JOB [flags]``: check the engine's
-    variables (:func:`check_env`), wait for the master on other nodes (:func:`wait_for_master`), then run ``JOB``
-    (``-m module`` or a script) under torchrun (:func:`nbkit.jobs.launch.main`). Returns its exit code; 2 with one
-    line naming the variable when one is missing or wrong, before torchrun starts."""
-    import argparse
+USAGE = ("usage: python -m nbkit.jobs.cluster --from pet|skypilot (-m module | script.py) [job flags]\n"
+         "  pet: Kubeflow PyTorchJob/TrainJob (torchrun reads PET_*); skypilot: the SKYPILOT_* variables")
 
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m nbkit.jobs.cluster --from pet|skypilot JOB [flags]``: check the engine's variables
+    (:func:`check_env`), wait for the master on other nodes (:func:`wait_for_master`), then run ``JOB``
+    (``-m module`` or a script) under torchrun (:func:`nbkit.jobs.launch.main`). Returns its exit code; 2 with one
+    line naming the variable when one is missing or wrong, before torchrun starts. (Parsed by hand: argparse
+    cannot leave ``-m module --flags`` to the job.)"""
     from nbkit.train.ddp.rendezvous import timeout_s
 
-    p = argparse.ArgumentParser(prog="python -m nbkit.jobs.cluster", description=main.__doc__)
-    p.add_argument("--from", dest="source", required=True, choices=tuple(SOURCES),
-                   help="pet: Kubeflow PyTorchJob/TrainJob (torchrun reads PET_*); skypilot: SKYPILOT_* variables")
-    p.add_argument("job", nargs=argparse.REMAINDER, help="-m module [flags] or script.py [flags]")
-    a = p.parse_args(argv)
-    if not a.job:
-        p.error("name the job: -m nbkit.jobs.pretrain [flags]")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if argv[:1] == ["--from"] and len(argv) > 1:
+        source, job = argv[1], argv[2:]
+    elif argv[:1] and argv[0].startswith("--from="):
+        source, job = argv[0].split("=", 1)[1], argv[1:]
+    else:
+        source, job = None, []
+    if source not in SOURCES or not job:
+        print(f"{USAGE}\nnbkit.jobs.cluster: error: give --from {'|'.join(SOURCES)} and the job (-m nbkit.jobs.pretrain "
+              f"[flags]); got {' '.join(argv) or 'nothing'}", file=sys.stderr, flush=True)
+        return 2
     try:
-        place = check_env(a.source)
-        names = ("PET_MASTER_ADDR:PET_MASTER_PORT" if a.source == "pet"
+        place = check_env(source)
+        names = ("PET_MASTER_ADDR:PET_MASTER_PORT" if source == "pet"
                  else "the first of SKYPILOT_NODE_IPS, port NBKIT_MASTER_PORT")
         wait_for_master(place, timeout_s(), names)
     except ConfigError as exc:
@@ -160,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from nbkit.jobs.launch import main as torchrun
 
-    return torchrun([*torchrun_flags(a.source, place), *a.job])
+    return torchrun([*torchrun_flags(source, place), *job])
 
 
 # ----- the manifests ---------------------------------------------------------------------------------------------
