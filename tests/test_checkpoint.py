@@ -54,6 +54,35 @@ def test_a_fresh_run_sets_the_earlier_runs_checkpoints_aside_so_keep_last_keeps_
     assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [4, 6]
 
 
+def test_reruns_in_one_folder_keep_a_bounded_number_of_earlier_runs_and_say_which_went(tmp_path, capsys):
+    from nbkit.errors import ConfigError
+    from nbkit.train import Loop, TrainConfig
+
+    def fit(max_steps, **kw):
+        cfg = TrainConfig(max_steps=max_steps, batch_size=4, keep_last=1, output_dir=tmp_path, resume=False,
+                          progress=False, progress_every_s=None, **kw)
+        Loop(loop_helpers.tiny_mlm(), cfg, loop_helpers.token_data(16), collate_fn=loop_helpers.mlm_collate,
+             device="cpu").fit()
+
+    def aside():
+        return sorted(checkpoint.checkpoints_dir(tmp_path).glob("previous-*"))
+
+    fit(1)
+    fit(2)                                   # run 1's step-000001 set aside
+    first = aside()
+    assert len(first) == 1 and "removed" not in capsys.readouterr().out
+    fit(3)                                   # run 2's step-000002 set aside; run 1's folder goes (keep_previous=1)
+    out = capsys.readouterr().out
+    [kept] = aside()
+    assert [p.name for p in kept.iterdir()] == ["step-000002"] and not first[0].exists()
+    assert f"removed {first[0]} (" in out and "keep_previous=1 keeps the newest 1 earlier run(s) (0: all)" in out
+    fit(4, keep_previous=0)                  # 0: every earlier run stays
+    assert len(aside()) == 2 and "removed" not in capsys.readouterr().out
+    assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [4]
+    with pytest.raises(ConfigError, match="keep_previous=-1 must be >= 0"):
+        TrainConfig(max_steps=1, batch_size=1, keep_previous=-1)
+
+
 def test_keep_steps_are_saved_and_never_pruned(tmp_path):
     """TrainConfig(keep_steps=...): the loop saves at those steps too, and pruning (keep_last) spares them."""
     from nbkit.errors import ConfigError

@@ -10,7 +10,8 @@ Layout (``output_dir/checkpoints/``)::
 Each save is written whole into ``step-000120.tmp-<pid>/`` and renamed into place
 (``nbkit.atomic.atomic_dir``), so a final name only ever appears complete; deleting one renames it
 out of the ``step-*`` names first. A fresh run (nothing resumed) moves an earlier run's ``step-*`` folders into
-``checkpoints/previous-<UTC time>/`` first (:func:`set_aside_earlier`); they are never loaded from there. Leftover ``.tmp-``/``.old-`` folders of dead writers are removed at
+``checkpoints/previous-<UTC time>/`` first (:func:`set_aside_earlier`); they are never loaded from there, and
+only the newest ``keep_previous`` such folders stay (:func:`prune_previous`). Leftover ``.tmp-``/``.old-`` folders of dead writers are removed at
 the next save; incomplete or damaged ``step-*`` folders are skipped with a warning.
 """
 from __future__ import annotations
@@ -142,6 +143,27 @@ def set_aside_earlier(output_dir, keep: Path | None = None) -> Path | None:
     names = sorted(p.name for p in root.iterdir()
                    if p.name.startswith("step-") and (keep is None or p != Path(keep)))
     return set_aside(root, names)
+
+
+def prune_previous(output_dir, keep: int) -> list[tuple[Path, int]]:
+    """Delete all but the newest ``keep`` ``checkpoints/previous-*`` folders (0: delete none) kill-safely
+    (:func:`discard_checkpoint`); returns ``[(folder, bytes freed), ...]``, oldest first. Without it every rerun
+    in the same folder kept one more full set of an earlier run's checkpoints (2.6 GB at ``base``).
+    Hold the ``output_dir`` lock."""
+    from nbkit.atomic import tree_bytes
+
+    root = checkpoints_dir(output_dir)
+    if not keep or not root.is_dir():
+        return []
+    order = re.compile(rf"^{re.escape(PREVIOUS)}(\d{{8}}-\d{{6}})(?:-(\d+))?$")   # previous-<stamp>[-n]
+    found = sorted((m.group(1), int(m.group(2) or 1), p) for p in root.iterdir()
+                   if (m := order.match(p.name)) and p.is_dir())
+    gone = []
+    for *_, p in found[:-keep]:
+        size = tree_bytes(p)
+        discard_checkpoint(p)
+        gone.append((p, size))
+    return gone
 
 
 def load_latest(output_dir) -> Checkpoint | None:

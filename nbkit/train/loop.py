@@ -265,7 +265,8 @@ class Loop:
 
         A run that resumes nothing (``resume=False``, or no complete checkpoint) in a folder an earlier run wrote
         first moves that run's checkpoints into ``checkpoints/previous-<UTC time>/`` and says so in one line
-        (``checkpoint.set_aside_earlier``); its TensorBoard logger does the same with the event files.
+        (``checkpoint.set_aside_earlier``), keeping the newest ``keep_previous`` such folders (each removed one named
+        in a line: ``checkpoint.prune_previous``); its TensorBoard logger does the same with the event files.
 
         Holds the ``output_dir`` lock (``nbkit.train.run_lock``); warns when resuming with changed settings
         (``nbkit.train.preflight.warn_resume_changes``), and resumed under another number of processes keeps the
@@ -324,6 +325,9 @@ class Loop:
 
                 print(f"a fresh run in {cfg.output_dir}: the earlier run's checkpoints moved to {aside} "
                       f"({tree_bytes(aside) / 2**20:,.1f} MiB; delete it once you no longer need them)")
+            for gone, size in ckpt.prune_previous(cfg.output_dir, cfg.keep_previous):
+                print(f"removed {gone} ({size / 2**20:,.1f} MiB), an older run's checkpoints: keep_previous="
+                      f"{cfg.keep_previous} keeps the newest {cfg.keep_previous} earlier run(s) (0: all)")
         self._emit("on_train_begin")
         bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self.dist.is_main),
                    desc="train", unit="step")
