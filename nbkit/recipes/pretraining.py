@@ -355,16 +355,49 @@ def _cut_own(texts) -> tuple[list[str], dict]:
 # ----- the stages --------------------------------------------------------------------------------
 def store_dir(cfg: PretrainConfig) -> Path | None:
     """The store ``cfg.corpus`` names, without preparing it: the folder itself when it is a prepared store,
-    else where :func:`data` prepares it (``runs/corpus/<first input's name>-<hash>``); None for the mix."""
+    else where :func:`data` prepares it (``runs/corpus/<first input's name>-<hash>``); None for the mix.
+
+    With ``cfg.init``: a store tokenized with init's tokenizer, ``<that>-tok-<init's name>-<hash of its tokenizer
+    files>``; an existing store of byte-identical tokenizer files under another folder's name (a copy of the
+    model, its fp16 version) is that store, so the corpus is prepared once per tokenizer, not per folder."""
     if cfg.corpus is None:
         return None
     from nbkit.corpus.store import given_store, store_dir_for
+    from nbkit.runs import path_tag
 
     given = given_store(cfg.corpus)
     if given is not None or cfg.init is None:
         return given or store_dir_for(cfg.corpus)
     base = store_dir_for(cfg.corpus)           # with init: its own store, tokenized with init's tokenizer
-    return base.with_name(base.name + "-tok" + init_tag(cfg.init)[len("-from"):])
+    name, key = _tokenizer_key(cfg.init)
+    mine = base.with_name(f"{base.name}-tok-{path_tag(name, key, 8, fallback='tokenizer')}")
+    if mine.exists() or not base.parent.is_dir():
+        return mine
+    import glob
+
+    same = sorted(p for p in base.parent.glob(f"{glob.escape(base.name)}-tok-*-{mine.name.rsplit('-', 1)[1]}")
+                  if p.is_dir())
+    return same[0] if same else mine
+
+
+def _tokenizer_key(init: str) -> tuple[str, str]:
+    """``(name, key)`` of ``init``'s tokenizer for its store's folder: the folder's (or Hub) name, and the SHA-256
+    of its tokenizer files (:func:`~nbkit.text.tokenizer_files.tokenizer_files_sha256`; a Hub name: its cached
+    snapshot's, nothing downloaded), else its absolute path (or the name)."""
+    from nbkit.text.tokenizer_files import tokenizer_files_sha256
+
+    where = Path(str(init)).expanduser()
+    name = where.parent.name if where.name == "model" and where.parent.name else where.name
+    folder = where if where.is_dir() else None
+    if folder is None:
+        try:
+            from huggingface_hub import snapshot_download
+
+            folder = Path(snapshot_download(str(init), local_files_only=True))
+        except Exception:  # noqa: BLE001  (not a Hub name, or not cached: keyed by the name)
+            folder = None
+    content = tokenizer_files_sha256(folder) if folder is not None else None
+    return name, content or (str(where.resolve()) if where.exists() else str(init))
 
 
 def init_checkpoint(cfg: PretrainConfig) -> Path:
