@@ -8,4 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${NBKIT_SKIP_SETUP:-0}" = 1 ] || scripts/setup.sh
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
-.venv/bin/python -m nbkit.cli.main run-notebooks "$@"
+# exec: a SIGTERM to this script (docker stop, kill PID) reaches the runner, which interrupts the kernel first
+exec .venv/bin/python -m nbkit.cli.main run-notebooks "$@"

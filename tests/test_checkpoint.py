@@ -54,6 +54,66 @@ def test_a_fresh_run_sets_the_earlier_runs_checkpoints_aside_so_keep_last_keeps_
     assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [4, 6]
 
 
+def test_reruns_in_one_folder_keep_a_bounded_number_of_earlier_runs_and_say_which_went(tmp_path, capsys):
+    from nbkit.errors import ConfigError
+    from nbkit.train import Loop, TrainConfig
+
+    def fit(max_steps, **kw):
+        cfg = TrainConfig(max_steps=max_steps, batch_size=4, keep_last=1, output_dir=tmp_path, resume=False,
+                          progress=False, progress_every_s=None, **kw)
+        Loop(loop_helpers.tiny_mlm(), cfg, loop_helpers.token_data(16), collate_fn=loop_helpers.mlm_collate,
+             device="cpu").fit()
+
+    def aside():
+        return sorted(checkpoint.checkpoints_dir(tmp_path).glob("previous-*"))
+
+    fit(1)
+    fit(2)                                   # run 1's step-000001 set aside
+    first = aside()
+    assert len(first) == 1 and "removed" not in capsys.readouterr().out
+    fit(3)                                   # run 2's step-000002 set aside; run 1's folder goes (keep_previous=1)
+    out = capsys.readouterr().out
+    [kept] = aside()
+    assert [p.name for p in kept.iterdir()] == ["step-000002"] and not first[0].exists()
+    assert f"removed {first[0]} (" in out and "keep_previous=1 keeps the newest 1 earlier run(s) (0: all)" in out
+    fit(4, keep_previous=0)                  # 0: every earlier run stays
+    assert len(aside()) == 2 and "removed" not in capsys.readouterr().out
+    assert [c.step for c in checkpoint.list_checkpoints(tmp_path)] == [4]
+    with pytest.raises(ConfigError, match="keep_previous=-1 must be >= 0"):
+        TrainConfig(max_steps=1, batch_size=1, keep_previous=-1)
+
+
+def test_a_reader_in_another_process_reads_the_newest_checkpoint_while_the_run_prunes_the_one_it_picked(tmp_path):
+    """The run (another kernel) saves step 2 and prunes step 1 (keep_last=1) between the reader's listing and its
+    read: load_latest(...).load_state() then raises FileNotFoundError; read_latest picks the newest again."""
+    model = loop_helpers.tiny_mlm()
+    checkpoint.save_checkpoint(tmp_path, 1, model, _state(1), keep_last=1)
+    picked = checkpoint.load_latest(tmp_path)
+    checkpoint.save_checkpoint(tmp_path, 2, model, _state(2), keep_last=1)     # the writer, meanwhile
+    with pytest.raises(FileNotFoundError):
+        picked.load_state()                                                    # what a plot cell hit
+
+    saves = iter([3])
+
+    def read_while_saving(found):
+        step = next(saves, None)
+        if step is not None:                     # the writer saves (and prunes this one) as the reader opens it
+            checkpoint.save_checkpoint(tmp_path, step, model, _state(step), keep_last=1)
+        return found.load_state()["step"]
+
+    found, step = checkpoint.read_latest(tmp_path, read_while_saving)
+    assert (found.step, step) == (3, 3)
+    found, state = checkpoint.read_latest(tmp_path)                            # default: the trainer state
+    assert found.step == state["step"] == 3
+    assert checkpoint.read_latest(tmp_path / "none") == (None, None)
+
+    def always_gone(found):
+        raise FileNotFoundError(found.path)
+
+    with pytest.raises(CheckpointError, match="saves faster than it can be read. Fix: copy a checkpoint folder"):
+        checkpoint.read_latest(tmp_path, always_gone)
+
+
 def test_keep_steps_are_saved_and_never_pruned(tmp_path):
     """TrainConfig(keep_steps=...): the loop saves at those steps too, and pruning (keep_last) spares them."""
     from nbkit.errors import ConfigError

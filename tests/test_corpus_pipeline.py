@@ -143,12 +143,42 @@ def test_recipe_size_applies_the_plan_but_keeps_what_the_user_set(store_dir, mon
     assert pt.size(pt.PretrainConfig.for_scale("gpu"), pt.PretrainCorpus(splits={"train": []}), "cuda") == (pt.PretrainConfig.for_scale("gpu"), None)
 
 
-def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp):
-    """Notebook 02's and the job's code path with corpus=a tiny store: store tokenizer, store blocks, metrics."""
+def test_a_flag_or_parameter_equal_to_the_recipes_value_still_counts_as_set(store_dir, monkeypatch, runs_tmp):
+    """`--batch-size 64` where 64 is the recipe's default: the plan used to replace it (here with 128) without a
+    word, as it did `--max-steps` equal to the default."""
+    from nbkit.jobs import pretrain as job
+    from nbkit.recipes import pretraining as pt
+    from nbkit.recipes import sizing
+
+    real = sizing.size_run
+    monkeypatch.setattr(sizing, "measure_speed", lambda *a, **k: {"tokens_per_s": 10_900.0, "how": "timed"})
+    monkeypatch.setattr(sizing, "size_run", lambda n, device, **kw: real(700_000_000, device, **kw))  # a big corpus
+    recipe, corpus = pt.PretrainConfig.for_scale("cpu"), pt.PretrainCorpus(store=store_dir)
+    sized, plan = pt.size(pt.PretrainConfig.for_scale("cpu", corpus=str(store_dir)), corpus, "cuda")
+    assert (sized.batch_size, sized.max_steps) != (recipe.batch_size, recipe.max_steps)   # the plan's, when not set
+    cfg, _ = job.config(job.parser().parse_args(["--scale", "cpu", "--corpus", str(store_dir), "--batch-size",
+                                                 str(recipe.batch_size), "--max-steps", str(recipe.max_steps)]))
+    assert cfg.given() >= {"batch_size", "max_steps", "corpus"} and "batch_size" not in cfg.overrides()
+    mine, plan = pt.size(cfg, corpus, "cuda")
+    assert (mine.batch_size, mine.max_steps) == (recipe.batch_size, recipe.max_steps)
+    assert plan["applied"] == "applied, except what you set: batch_size, max_steps"
+    assert (plan["batch_size"], plan["max_steps"]) == (recipe.batch_size, recipe.max_steps)   # the plan is the run
+    assert "model" not in mine.given() and mine.model == plan["model"]      # the plan's values are not yours
+    as_notebook = pt.PretrainConfig.for_scale("cpu", corpus=str(store_dir), batch_size=recipe.batch_size,
+                                              max_steps=None)          # a parameter left None is not set
+    kept, plan = pt.size(as_notebook, corpus, "cuda")
+    assert kept.batch_size == recipe.batch_size and plan["applied"] == "applied, except what you set: batch_size"
+
+
+def test_pretrain_recipe_trains_from_a_store(store_dir, tmp_path, runs_tmp, capsys):
+    """Notebook 02's and the job's code path with corpus=a tiny store: store tokenizer, store blocks, metrics;
+    the corpus plan printed as the notebook prints it."""
     from nbkit.recipes.pretraining import PretrainConfig, run_pretraining
 
     cfg = PretrainConfig.for_scale("smoke", max_steps=2, corpus=str(store_dir), log_every=1, progress=False)
     metrics = run_pretraining(cfg, tmp_path / "mlm")
+    out = capsys.readouterr().out
+    assert "run sized for the corpus: " in out and "[not applied: the smoke scale keeps its CI sizes]" in out
     assert metrics["steps"] == 2 and metrics["eval_loss"] > 0 and metrics["block_size"] == 64
     assert not (runs_tmp / "smoke" / "tokenizer").exists()          # the store's tokenizer, not notebook 01's
     assert (tmp_path / "mlm" / "model" / "tokenizer.json").is_file()

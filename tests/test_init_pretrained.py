@@ -133,6 +133,14 @@ def test_init_tokenizer_is_kept_and_the_store_is_prepared_with_it(standins, runs
     # fit_to_corpus with init: steps and batch for the store, never another model or the from-scratch lr
     cpu = pt.PretrainConfig.for_scale("cpu", init=str(init), corpus=str(corpus_file))
     assert pt.store_dir(cpu) == corpus.store                                       # the same store, any scale
+    import shutil
+
+    copy = shutil.copytree(init, tmp_path / "bbc-fp16-copy")   # byte-identical tokenizer files, another folder
+    assert pt.store_dir(_cfg(copy, corpus=str(corpus_file))) == corpus.store      # no second store of the corpus
+    other = shutil.copytree(init, tmp_path / "bbc-more")
+    with open(other / "vocab.txt", "a", encoding="utf-8") as f:
+        f.write("新词\n")                                                          # another vocabulary
+    assert pt.store_dir(_cfg(other, corpus=str(corpus_file))) not in (corpus.store, None)
     sized, plan = pt.size(cpu, corpus, device="cpu")
     assert sized.model == cpu.model and sized.lr == 5e-5 and sized.warmup_ratio == cpu.warmup_ratio
     assert sized.max_steps == plan["max_steps"] and sized.batch_size == plan["batch_size"]

@@ -1,6 +1,7 @@
-"""Work survives an interrupt: a Ctrl-C (SIGINT) while training is held to the step boundary, where the loop saves a
-checkpoint and raises TrainingInterrupted saying how to resume (one line in Jupyter); a resume ends where an
-uninterrupted run does; checkpoints also come by time (checkpoint_minutes); a job exits 130 with its line, and so
+"""Work survives an interrupt: a Ctrl-C (SIGINT) or SIGTERM while training is held to the step boundary, where the loop
+saves a checkpoint and raises TrainingInterrupted saying how to resume (one line in Jupyter); a resume ends where an
+uninterrupted run does; checkpoints also come by time (checkpoint_minutes); a job exits 130 with its line (143 after
+SIGTERM; an ignored SIGINT is announced at the start with the SIGTERM that stops it), and so
 does ``python -m nbkit.jobs.launch`` (torchrun) without torch's traceback; a resume under another number of
 processes keeps the global batch by changing grad_accum_steps."""
 from __future__ import annotations
@@ -26,14 +27,15 @@ from loop_helpers import mlm_collate, tiny_mlm, token_data  # noqa: E402
 
 
 class CtrlC:
-    """Loop callback: SIGINT to this process after step ``at`` (what a terminal's or Jupyter's Ctrl-C sends)."""
+    """Loop callback: SIGINT to this process after step ``at`` (what a terminal's or Jupyter's Ctrl-C sends);
+    ``sig=signal.SIGTERM``: what ``timeout``, SLURM, Kubernetes and ``docker stop`` send."""
 
-    def __init__(self, at: int):
-        self.at = at
+    def __init__(self, at: int, sig=signal.SIGINT):
+        self.at, self.sig = at, sig
 
     def on_step_end(self, loop):
         if loop.state.step == self.at:
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), self.sig)
 
 
 def _loop(out, callbacks=(), **kw):
@@ -64,6 +66,39 @@ def test_ctrl_c_saves_at_the_step_boundary_and_the_resume_ends_as_an_uninterrupt
         assert torch.allclose(a, b, atol=1e-6), name                 # exact resume: the same weights
 
 
+def test_sigterm_saves_at_the_step_boundary_like_ctrl_c_and_names_itself(tmp_path, capsys):
+    loop = _loop(tmp_path / "run", [CtrlC(at=3, sig=signal.SIGTERM)])
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(TrainingInterrupted) as info:
+        loop.fit()
+    assert [c.step for c in ckpt.list_checkpoints(tmp_path / "run")] == [4]
+    msg = str(info.value)
+    assert msg.startswith(f"SIGTERM: stopped at step 4 of 8; checkpoint saved: "
+                          f"{tmp_path / 'run' / 'checkpoints' / 'step-000004'} (")
+    assert re.search(r"\(\d+\.\d s after the signal\)\. Run the same cell or command again", msg), msg
+    assert info.value.nbkit_stopped["signal"] == "SIGTERM" and info.value.nbkit_stopped["step"] == 4
+    assert "SIGTERM: stopping after this step and saving a checkpoint" in capsys.readouterr().out
+    assert signal.getsignal(signal.SIGTERM) is before, "the handler is put back"
+    assert _loop(tmp_path / "run").fit().metrics["steps"] == 8
+
+
+def test_an_ignored_sigint_is_announced_with_the_sigterm_that_stops_the_run(capsys):
+    from nbkit.train.loop import _HeldInterrupt
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with _HeldInterrupt():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        out = capsys.readouterr().out
+        assert "SIGINT is ignored in this process" in out and f"`kill {os.getpid()}` (SIGTERM) stops it" in out
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with _HeldInterrupt():                      # SIGINT handled: nothing to announce
+            pass
+        assert capsys.readouterr().out == ""
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_without_an_output_dir_the_interrupt_says_nothing_was_saved(capsys):
     cfg = TrainConfig(max_steps=6, batch_size=4, progress=False, progress_every_s=None)
     loop = Loop(tiny_mlm(), cfg, token_data(16), collate_fn=mlm_collate, callbacks=[CtrlC(at=1)], device="cpu")
@@ -79,7 +114,7 @@ def test_a_second_ctrl_c_a_second_later_stops_at_once_and_a_duplicate_does_not()
         held._handle(signal.SIGINT, None)
         assert held.requested
         held._handle(signal.SIGINT, None)          # the same Ctrl-C delivered twice: still held
-        held._t -= 1.5
+        held.t -= 1.5
         with pytest.raises(KeyboardInterrupt):
             held._handle(signal.SIGINT, None)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -126,15 +161,15 @@ def _job_env(tmp_path):
             "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def _interrupt_when_training(cmd, env, timeout=600) -> tuple[int, str]:
-    """Run ``cmd``; SIGINT its process once a second progress line appeared; ``(exit code, output)``."""
+def _interrupt_when_training(cmd, env, timeout=600, sig=signal.SIGINT, preexec_fn=None) -> tuple[int, str]:
+    """Run ``cmd``; send ``sig`` to its process once a second progress line appeared; ``(exit code, output)``."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=preexec_fn)
     out, sent, deadline = [], False, time.monotonic() + timeout
     for line in proc.stdout:
         out.append(line)
         if not sent and re.match(r"train step ([2-9]|\d\d+)/", line):
-            os.kill(proc.pid, signal.SIGINT)
+            os.kill(proc.pid, sig)
             sent = True
         assert time.monotonic() < deadline, "".join(out[-30:])
     return proc.wait(timeout=120), "".join(out)
@@ -161,6 +196,25 @@ def test_a_job_interrupted_by_ctrl_c_exits_130_with_one_line_and_resumes_to_the_
     import json
 
     assert json.loads((out / "metrics.json").read_text())["steps"] == STEPS
+
+
+def _ignore_sigint():
+    """What a shell does for a job a script starts in the background (``cmd &``): SIGINT inherited as ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.slow
+def test_a_background_job_says_sigint_is_ignored_and_sigterm_stops_it_with_143_and_a_checkpoint(tmp_path):
+    out, env = tmp_path / "mlm", _job_env(tmp_path)
+    rc, log = _interrupt_when_training([sys.executable, *JOB, "--output-dir", str(out)], env, sig=signal.SIGTERM,
+                                       preexec_fn=_ignore_sigint)
+    stopped = ckpt.load_latest(out)
+    assert rc == 143 and stopped is not None and 0 < stopped.step < STEPS, log[-3000:]
+    assert "SIGINT is ignored in this process" in log and "(SIGTERM) stops it after the running step" in log
+    assert "SIGTERM: stopping after this step and saving a checkpoint" in log
+    line = next(ln for ln in log.splitlines() if ln.startswith("nbkit.jobs.pretrain: stopped by SIGTERM"))
+    assert f"at step {stopped.step} of {STEPS}; newest complete checkpoint: {stopped.path}" in line
+    assert "Traceback" not in log
 
 
 @pytest.mark.multiproc

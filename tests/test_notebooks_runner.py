@@ -219,6 +219,48 @@ def test_sigterm_saves_the_copy_and_says_what_stopped_it(tmp_path, monkeypatch, 
         assert outputs == ["first done\n", ""]                # every cell ran: the copy is complete
 
 
+@pytest.mark.slow
+def test_sigterm_interrupts_a_training_kernel_first_so_its_checkpoint_is_saved_and_named(tmp_path, monkeypatch,
+                                                                                            runs_tmp):
+    """A SIGTERM to the runner while a notebook trains: the kernel is interrupted as Ctrl-C does (the loop saves
+    after its step), then stopped; the runner's line says which checkpoint was saved. It used to be killed
+    outright: every step since the last checkpoint lost, and the line did not say so."""
+    import signal
+    import threading
+
+    from waiting import wait_until
+
+    from nbkit.train import checkpoint as ckpt
+
+    tests, marker, run = Path(__file__).resolve().parent, tmp_path / "training", tmp_path / "run"
+    train = (f"import sys, time\nsys.path.insert(0, {str(tests)!r})\nfrom test_interrupt import _loop\n"
+             "class Mark:\n    def on_step_end(self, loop):\n        time.sleep(0.05)\n"
+             f"        if loop.state.step == 2:\n            open({str(marker)!r}, 'w').close()\n"
+             f"loop = _loop({str(run)!r}, [Mark()], max_steps=100000, checkpoint_every=None)\nloop.fit()")
+    _nbdir(tmp_path, monkeypatch, {"00_train.ipynb": ["print('first done')", train, "print('never')"]})
+    proc = subprocess.Popen([sys.executable, "-m", "nbkit.cli.main", "run-notebooks", "--scale", "smoke"],
+                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    reader = threading.Thread(target=lambda: list(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        wait_until(marker.exists, timeout=300, what="the kernel training past step 2")
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, err
+    saved = ckpt.load_latest(run)
+    assert saved is not None and saved.step >= 2, err           # before: killed outright, no checkpoint at all
+    lines = err.strip().splitlines()
+    assert "00_train.ipynb cell 2" in lines[0] and "stopped by a signal (SIGTERM" in lines[0], err
+    assert ("the kernel was interrupted first (as Ctrl-C does) and the training cell said: Ctrl-C: stopped at "
+            f"step {saved.step} of 100000; checkpoint saved: {saved.path}") in lines[0], err
+    assert len(lines) == 2 and "Traceback" not in err, err
+
+
 def test_nbclient_cleanup_error_after_a_dead_kernel_reads_as_a_dead_kernel():
     exc = AttributeError("'NoneType' object has no attribute 'cleanup_resources'")
     line = notebooks.failure_line("03_x.ipynb", exc, 4, {"source": "from nbkit import LivePlot"}, 60)

@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 import torch
@@ -334,3 +335,33 @@ def test_unusable_output_dir_fails_at_construction(tmp_path, monkeypatch):
     monkeypatch.setattr(lc.os, "access", lambda path, mode: False)   # tests run as root: fake a read-only dir
     with pytest.raises(ConfigError, match="not writable.*Choose a directory"):
         Loop(tiny_mlm(), _cfg(output_dir=tmp_path / "new" / "run"), token_data(), collate_fn=mlm_collate)
+
+
+def test_a_non_finite_loss_names_the_batchs_examples_and_skip_examples_gets_a_resume_past_them(tmp_path):
+    """One example gives a NaN loss (here: its token 3's embedding output is NaN, the weights stay finite). The stop
+    names its index in the dataset and the setting that leaves it out; a resume with it trains to the end and
+    metrics count what was left out. Before, every resume stopped at the same step, naming no example."""
+    bad = 5
+    data = token_data(24)
+    data[bad] = {"input_ids": torch.full_like(data[bad]["input_ids"], 3)}        # 3: never drawn by token_data
+
+    def fit(**kw):
+        model = tiny_mlm()
+        model.bert.embeddings.word_embeddings.register_forward_hook(
+            lambda mod, inp, out: out.masked_fill((inp[0] == 3).unsqueeze(-1), float("nan")))
+        cfg = TrainConfig(max_steps=8, batch_size=4, checkpoint_every=1, output_dir=tmp_path, progress=False,
+                          progress_every_s=None, precision="fp32", **kw)
+        return Loop(model, cfg, data, collate_fn=mlm_collate, device="cpu").fit()
+
+    with pytest.raises(NonFiniteLossError) as err:
+        fit()
+    msg = str(err.value)
+    assert "held these examples of train_data (index in the dataset): " in msg and f" {bad}" in msg, msg
+    assert "TrainConfig(skip_examples=[" in msg and "as skipped_examples" in msg
+    named = [int(i) for i in re.search(r"index in the dataset\): ([\d, ]+)\.", msg).group(1).split(", ")]
+    assert bad in named and len(named) == 4                                        # the whole batch of 4
+    with pytest.raises(NonFiniteLossError):
+        fit()                                                                      # the resume stops there again
+    result = fit(skip_examples=[bad])
+    assert result.metrics["steps"] == 8 and result.metrics["skip_examples"] == [bad]
+    assert result.metrics["skipped_examples"] >= 1                                 # left out at least once

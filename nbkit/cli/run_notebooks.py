@@ -400,19 +400,19 @@ def _stopped():
     return Terminated() if _STOP["signal"] is not None else None
 
 
-def _kill_kernel(client) -> None:
-    """SIGKILL the client's kernel and its children (the kernel leads its own session: jupyter_client starts it
-    with ``start_new_session``), if it has been started and still runs; otherwise nothing."""
-    import signal
-
+def _signal_kernel(client, sig) -> bool:
+    """Send ``sig`` to the client's kernel and its children (the kernel leads its own session: jupyter_client
+    starts it with ``start_new_session``, and interrupts it with SIGINT to that group, as the interrupt button
+    does). True when sent; False when the kernel has not been started or has ended."""
     proc = getattr(getattr(getattr(client, "km", None), "provisioner", None), "process", None)
     if proc is None or proc.poll() is not None:
-        return
+        return False
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
     except OSError:
         with contextlib.suppress(OSError):
-            proc.kill()
+            proc.send_signal(sig)
+    return True
 
 
 def _cleanup_after_dead_kernel(exc: BaseException) -> bool:
@@ -422,15 +422,24 @@ def _cleanup_after_dead_kernel(exc: BaseException) -> bool:
 
 #: seconds nbclient gets, after the kernel is killed, to notice and clean up before the run reports anyway
 STOP_GRACE_S = 60.0
+#: seconds an interrupted kernel gets to end its cell before it is killed: a training cell finishes its step and
+#: saves a checkpoint in that time; within the 30 s Kubernetes (and SLURM's KillWait) give before SIGKILL
+INTERRUPT_WAIT_S = 20.0
 
 
-def _execute(client, env: dict, log) -> BaseException | None:
-    """Run ``client.execute`` in a worker thread and wait; returns what it raised (None: it finished).
+def _execute(client, env: dict, log) -> tuple[BaseException | None, str | None]:
+    """Run ``client.execute`` in a worker thread and wait; returns what it raised (None: it finished) and how a
+    signal ended the kernel (None: no signal; ``"interrupted"``: it ended its cell on the interrupt;
+    ``"killed"``: it did not within :data:`INTERRUPT_WAIT_S` s, or was not running a cell).
 
     nbclient's event loop, its kernel start-up and its cleanup run in that thread, where nbclient installs no
     signal handlers (asyncio allows them in the main thread only); the main thread waits here. On a recorded
-    signal it kills the kernel (again each 0.2 s while the kernel is still starting), nbclient sees the dead
-    kernel and cleans up, and the thread ends; after :data:`STOP_GRACE_S` the run reports without it."""
+    signal it interrupts the kernel first (SIGINT, as Ctrl-C and the interrupt button: nbkit's training loop
+    saves a checkpoint after the running step and raises), waits up to :data:`INTERRUPT_WAIT_S` s for nbclient
+    to end, then kills the kernel (again each 0.2 s while it is still starting), nbclient sees the dead kernel
+    and cleans up, and the thread ends; after :data:`STOP_GRACE_S` more the run reports without it."""
+    import signal
+
     box: dict = {}
 
     def work():
@@ -441,20 +450,41 @@ def _execute(client, env: dict, log) -> BaseException | None:
 
     worker = threading.Thread(target=work, name="nbclient", daemon=True)
     worker.start()
-    since = None
+    since, how = None, None
     while worker.is_alive():
         worker.join(0.2)
         if _STOP["signal"] is not None and worker.is_alive():
             since = since or time.monotonic()
-            _kill_kernel(client)
-            if time.monotonic() - since > STOP_GRACE_S:
+            if how is None:
+                how = "interrupted" if _signal_kernel(client, signal.SIGINT) else "killed"
+            if (how == "killed" or time.monotonic() - since >= INTERRUPT_WAIT_S) \
+                    and _signal_kernel(client, signal.SIGKILL):
+                how = "killed"
+            if time.monotonic() - since > INTERRUPT_WAIT_S + STOP_GRACE_S:
                 break
     # nbclient registers its cleanup with atexit and unregisters it only when the kernel started: one killed
     # during start-up would fail that cleanup at exit (an AssertionError traceback after the report)
     cleanup = getattr(client, "_cleanup_kernel", None)
     if cleanup is not None:
         atexit.unregister(cleanup)
-    return box.get("exc")
+    return box.get("exc"), how
+
+
+def _what_was_saved(exc: BaseException | None, how: str | None, in_cell: bool) -> str:
+    """After a signal: what the kernel's running cell kept, for the failure line ("" when no cell ran).
+
+    ``exc``: what nbclient raised; ``how``: :func:`_execute`'s second value; ``in_cell``: a cell was running."""
+    from nbclient.exceptions import CellExecutionError
+
+    if isinstance(exc, CellExecutionError) and exc.ename == "TrainingInterrupted":
+        return f"the kernel was interrupted first (as Ctrl-C does) and the training cell said: {exc.evalue.strip()}"
+    if isinstance(exc, CellExecutionError):
+        return (f"the kernel was interrupted first (as Ctrl-C does); the running cell stopped with {exc.ename} "
+                "(no nbkit training loop ran in it, so it saved nothing)")
+    if in_cell and how == "killed":
+        return (f"the kernel did not end the running cell within {INTERRUPT_WAIT_S:.0f} s of its interrupt and "
+                "was killed: what that cell did since its last checkpoint is lost")
+    return ""
 
 
 def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: dict | None,
@@ -468,8 +498,9 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
         return (f"{where} did not finish within {timeout} s. Fix: raise --timeout (seconds per cell) "
                 "or run a smaller NBKIT_SCALE.")
     if isinstance(exc, Terminated):
+        saved = f"{exc.args[0]}; " if exc.args and exc.args[0] else ""
         return (f"{where}: stopped by a signal (SIGTERM from a time limit such as `timeout`, a scheduler or "
-                "`kill`; or Ctrl-C); "
+                f"`kill`; or Ctrl-C); {saved}"
                 "the executed copy up to this cell is saved. Fix: give the run more time, or run a smaller "
                 "NBKIT_SCALE or fewer notebooks (--only).")
     if isinstance(exc, (DeadKernelError, AssertionError)) or _cleanup_after_dead_kernel(exc):
@@ -519,7 +550,9 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
     (``["01", "02"]``); ``timeout``: seconds per cell; ``heartbeat_s``: seconds between log heartbeats.
     Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved. A SIGTERM or
     Ctrl-C at any moment (kernel start-up, a cell, shutdown, between notebooks) only sets a flag; the kernel is
-    killed and the report written once nbclient, which runs in a worker thread (:func:`_execute`), is done.
+    interrupted (a training cell saves a checkpoint), killed if it has not ended :data:`INTERRUPT_WAIT_S` s later,
+    and the report, saying what the cell saved, written once nbclient, which runs in a worker thread
+    (:func:`_execute`), is done.
 
     Raises:
         nbkit.errors.ConfigError: bad inputs, before any kernel starts (:func:`plan`).
@@ -583,10 +616,10 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
         # goes to a log beside the copy, so a killed kernel's traceback stays off the console.
         kernel_log = p.out_dir / f"{path.stem}.kernel.log"
         with progress, open(kernel_log, "w") as log:
-            exc = _stopped() or _execute(client, p.env, log)
+            exc, how = (_stopped(), None) if _STOP["signal"] is not None else _execute(client, p.env, log)
         if exc is not None or _STOP["signal"] is not None:   # each is reported, none re-raised
             if _STOP["signal"] is not None:  # the kernel's death or nbclient's error came of the signal
-                exc = Terminated()
+                exc = Terminated(_what_was_saved(exc, how, progress.running))
             nbformat.write(nb, p.out_dir / path.name)
             row.status, row.wall_s = "FAILED", progress.finish(ok=False)
             print(table(rows), flush=True)

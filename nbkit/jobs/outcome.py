@@ -2,7 +2,9 @@
 
 * Ctrl-C (``KeyboardInterrupt``; torchrun forwards it to its workers as SIGINT) or a launcher that
   died (``nbkit.train.ddp.launcher_watch``): rank 0 says at which step the run stopped, which complete
-  checkpoint the same command resumes from (``--resume auto`` is the default), exit code 130.
+  checkpoint the same command resumes from (``--resume auto`` is the default), exit code 130; SIGTERM
+  during training (``timeout``, SLURM, Kubernetes, ``docker stop``): the same after the loop's checkpoint,
+  exit code 143 (128 + 15, what a shell reports for a process SIGTERM killed).
 * an nbkit error (``ConfigError``, ``DataError``, ``CheckpointError``, ...: ``nbkit.errors.NbkitError``):
   its message once, then a line mapping the API names in it to this job's flags
   (``resume=False -> --resume none``, ``output_dir -> --output-dir``), exit code 2. The library's
@@ -24,6 +26,7 @@ import tempfile
 import warnings
 
 INTERRUPTED = 130
+TERMINATED = 143
 BAD_INPUT = 2
 LITERALS = {"resume=False": "--resume none", "resume=True": "--resume auto"}
 
@@ -83,11 +86,12 @@ def _say(line: str) -> None:
 def stop_line(prog: str, stopped: dict | None, orphan: bool) -> str:
     """The one line an interrupted job prints: where it stopped and what the same command resumes from.
 
-    ``stopped``: ``Loop.fit``'s ``exc.nbkit_stopped`` (step, max_steps, output_dir), or None when the
+    ``stopped``: ``Loop.fit``'s ``exc.nbkit_stopped`` (step, max_steps, output_dir, signal), or None when the
     job stopped before training began."""
     from nbkit.train.checkpoint import checkpoints_dir, list_checkpoints
 
-    why = "its launcher is gone (torchrun killed?), so it stopped" if orphan else "interrupted"
+    why = ("its launcher is gone (torchrun killed?), so it stopped" if orphan
+           else "stopped by SIGTERM" if stopped and stopped.get("signal") == "SIGTERM" else "interrupted")
     if not stopped:
         return (f"{prog}: {why} before training started. Run the same command again to start it (--resume auto, "
                 "the default, continues from the newest complete checkpoint in --output-dir, if any).")
@@ -106,8 +110,8 @@ def stop_line(prog: str, stopped: dict | None, orphan: bool) -> str:
 def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
     """Call ``body(argv)`` and turn how it ends into an exit code (see the module docstring).
 
-    Returns ``body``'s int (0 when it returns None), 130 after an interrupt or a launcher's death,
-    2 after an nbkit error. Other exceptions propagate unchanged (a traceback: a bug to report).
+    Returns ``body``'s int (0 when it returns None), 130 after an interrupt or a launcher's death, 143 after a
+    SIGTERM the loop held, 2 after an nbkit error. Other exceptions propagate unchanged (a traceback: a bug to report).
     """
     from nbkit.caches import ensure_writable_caches
     from nbkit.errors import NbkitError
@@ -128,9 +132,10 @@ def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
         rc = body(argv)
         return rc if isinstance(rc, int) else 0
     except KeyboardInterrupt as exc:
+        stopped = getattr(exc, "nbkit_stopped", None)
         if _rank() == 0:
-            _say(stop_line(prog, getattr(exc, "nbkit_stopped", None), orphaned()))
-        return INTERRUPTED
+            _say(stop_line(prog, stopped, orphaned()))
+        return TERMINATED if stopped and stopped.get("signal") == "SIGTERM" else INTERRUPTED
     except NbkitError as exc:
         text = f"{prog}: error: {exc}"
         if first_to_say(text):

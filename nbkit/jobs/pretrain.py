@@ -49,7 +49,8 @@ def config(a):
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; the exit code: 0 done, 2 an nbkit error (once, with this job's flags for the names in
-    it), 130 interrupted (one line: where it stopped, what resumes it). See :mod:`nbkit.jobs.outcome`."""
+    it), 130 interrupted, 143 stopped by SIGTERM (one line: where it stopped, what resumes it). See
+    :mod:`nbkit.jobs.outcome`."""
     from nbkit.jobs.outcome import run_job
 
     return run_job("nbkit.jobs.pretrain", _run, argv, parser())

@@ -133,11 +133,20 @@ class RecipeConfig:
         """The recipe at ``scale`` (a name, None for ``$NBKIT_SCALE``/the hardware's) with ``overrides`` applied.
 
         A ``None`` override keeps the default, so a notebook's parameters pass as they are; ``"all"`` means
-        None for :attr:`ALL_MEANS_NONE` fields. Raises ConfigError: an unknown scale or field, a wrong type.
+        None for :attr:`ALL_MEANS_NONE` fields. Every other override counts as set (:meth:`given`), whatever its
+        value. Raises ConfigError: an unknown scale or field, a wrong type.
         """
         name = resolve_scale(scale)
         context = {k: overrides.pop(k) for k in cls.context_fields() if overrides.get(k) is not None}
-        return cls(scale=name, **cls.defaults(name, **context), **context).replace(**overrides)
+        made = cls(scale=name, **cls.defaults(name, **context), **context)
+        object.__setattr__(made, "_given", frozenset(context))
+        return made.replace(**overrides)
+
+    def given(self) -> frozenset:
+        """Names of the fields set through :meth:`for_scale` or :meth:`replace` (a notebook parameter, a job
+        flag) with a value other than None, even one equal to the recipe's: what sizing a run for a corpus must
+        not change. :meth:`overrides` has only the values that differ."""
+        return getattr(self, "_given", frozenset())
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -145,7 +154,8 @@ class RecipeConfig:
         return ()
 
     def replace(self, **overrides):
-        """A copy with ``overrides`` applied (``None`` values ignored; ``"all"`` for :attr:`ALL_MEANS_NONE`).
+        """A copy with ``overrides`` applied (``None`` values ignored; ``"all"`` for :attr:`ALL_MEANS_NONE`); those
+        count as set (:meth:`given`).
 
         Raises:
             ConfigError: a name that is not a field (listing the fields), or a value of the wrong type.
@@ -165,7 +175,11 @@ class RecipeConfig:
                 changes[k] = _coerce(k, v, str(fields[k].type), getattr(self, k))
         if "scale" in changes:
             changes["scale"] = resolve_scale(changes["scale"])
-        return dataclasses.replace(self, **changes) if changes else self
+        if not changes:
+            return self
+        new = dataclasses.replace(self, **changes)
+        object.__setattr__(new, "_given", self.given() | set(changes))
+        return new
 
     def base(self):
         """The scale's recipe this config started from (same scale and context fields, no overrides)."""

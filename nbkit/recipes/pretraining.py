@@ -355,16 +355,49 @@ def _cut_own(texts) -> tuple[list[str], dict]:
 # ----- the stages --------------------------------------------------------------------------------
 def store_dir(cfg: PretrainConfig) -> Path | None:
     """The store ``cfg.corpus`` names, without preparing it: the folder itself when it is a prepared store,
-    else where :func:`data` prepares it (``runs/corpus/<first input's name>-<hash>``); None for the mix."""
+    else where :func:`data` prepares it (``runs/corpus/<first input's name>-<hash>``); None for the mix.
+
+    With ``cfg.init``: a store tokenized with init's tokenizer, ``<that>-tok-<init's name>-<hash of its tokenizer
+    files>``; an existing store of byte-identical tokenizer files under another folder's name (a copy of the
+    model, its fp16 version) is that store, so the corpus is prepared once per tokenizer, not per folder."""
     if cfg.corpus is None:
         return None
     from nbkit.corpus.store import given_store, store_dir_for
+    from nbkit.runs import path_tag
 
     given = given_store(cfg.corpus)
     if given is not None or cfg.init is None:
         return given or store_dir_for(cfg.corpus)
     base = store_dir_for(cfg.corpus)           # with init: its own store, tokenized with init's tokenizer
-    return base.with_name(base.name + "-tok" + init_tag(cfg.init)[len("-from"):])
+    name, key = _tokenizer_key(cfg.init)
+    mine = base.with_name(f"{base.name}-tok-{path_tag(name, key, 8, fallback='tokenizer')}")
+    if mine.exists() or not base.parent.is_dir():
+        return mine
+    import glob
+
+    same = sorted(p for p in base.parent.glob(f"{glob.escape(base.name)}-tok-*-{mine.name.rsplit('-', 1)[1]}")
+                  if p.is_dir())
+    return same[0] if same else mine
+
+
+def _tokenizer_key(init: str) -> tuple[str, str]:
+    """``(name, key)`` of ``init``'s tokenizer for its store's folder: the folder's (or Hub) name, and the SHA-256
+    of its tokenizer files (:func:`~nbkit.text.tokenizer_files.tokenizer_files_sha256`; a Hub name: its cached
+    snapshot's, nothing downloaded), else its absolute path (or the name)."""
+    from nbkit.text.tokenizer_files import tokenizer_files_sha256
+
+    where = Path(str(init)).expanduser()
+    name = where.parent.name if where.name == "model" and where.parent.name else where.name
+    folder = where if where.is_dir() else None
+    if folder is None:
+        try:
+            from huggingface_hub import snapshot_download
+
+            folder = Path(snapshot_download(str(init), local_files_only=True))
+        except Exception:  # noqa: BLE001  (not a Hub name, or not cached: keyed by the name)
+            folder = None
+    content = tokenizer_files_sha256(folder) if folder is not None else None
+    return name, content or (str(where.resolve()) if where.exists() else str(init))
 
 
 def init_checkpoint(cfg: PretrainConfig) -> Path:
@@ -477,8 +510,9 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
     interval (and ``eval_blocks`` when evaluations would eat the budget) of :func:`nbkit.recipes.sizing.size_run`
     for its tokens within ``cfg.budget_minutes``, at the speed of a few real training steps of the chosen model
     timed here (:func:`~nbkit.recipes.sizing.measure_speed`; ``smoke`` skips the timing and keeps its CI sizes,
-    and a CUDA plan without a GPU here uses the recorded speeds: the plan says which). Fields you set stay
-    (``plan["applied"]`` says which). Else ``(cfg, None)``. ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when
+    and a CUDA plan without a GPU here uses the recorded speeds: the plan says which). Fields you set stay,
+    whatever their value (``cfg.given()``: a notebook parameter or job flag equal to the recipe's counts too;
+    ``plan["applied"]`` says which). Else ``(cfg, None)``. ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when
     usable). A run that resumes from checkpoints in ``out_dir`` (None: ``cfg.run_dir()``) keeps the plan it began
     with (``out_dir/plan.json``), so its steps do not move with the machine's load. Under torchrun every rank
     times the steps together (DDP), the mean speed sizes the run for its world size, rank 0 writes the plan.
@@ -523,9 +557,10 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
     if fixed:
         plan["reasons"].append(f"init fixes the model ({cfg.init}) and its continued-pretraining lr {cfg.lr:g}; "
                                "the steps follow its speed")
-    kept = set(cfg.overrides()) & set(mine)
+    kept = (set(cfg.overrides()) | cfg.given()) & set(mine)   # set to the recipe's own value: still yours
     plan["applied"] = "applied" + (f", except what you set: {', '.join(sorted(kept))}" if kept else "")
     sized = cfg.replace(**{k: v for k, v in mine.items() if k not in kept})
+    object.__setattr__(sized, "_given", cfg.given())   # the plan's values are not the user's
     _plan_the_run(plan, sized, kept, world)
     if D.DistInfo.from_env().rank == 0:
         jsonio.write_json(out / PLAN_FILE, plan)
@@ -864,7 +899,8 @@ def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callba
     checkpoints are kept (``metrics["checkpoints"]``). ``labeled``/``texts``: as :func:`data`. Under torchrun
     every rank calls it: with ``cfg.corpus`` global rank 0 prepares the store before the process group forms
     (the others poll for its manifest at most ``corpus_wait_s``), rank 0 trains a missing tokenizer while the
-    others wait, every rank trains, rank 0 saves (the others return the loop's summary).
+    others wait, every rank trains, rank 0 saves (the others return the loop's summary). Rank 0 prints the corpus
+    plan (:func:`size`) as notebook 02 does.
     """
     from nbkit.train.ddp import group as D
 
@@ -875,7 +911,11 @@ def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callba
         corpus = _rank0_first(info, lambda: data(cfg, labeled, texts))
     stage = globals()["tokenizer"]   # the stage function, which the keyword shadows here
     tok = tokenizer if tokenizer is not None else _rank0_first(info, lambda: stage(cfg, corpus))
-    cfg, _ = size(cfg, corpus, out_dir=out_dir)
+    cfg, plan = size(cfg, corpus, out_dir=out_dir)
+    if plan and info.is_main:
+        from nbkit.recipes.sizing import plan_text
+
+        print(plan_text(plan), flush=True)   # as notebook 02 shows it: what the run was sized to, what you set
     loop, result = train(cfg, model(cfg, tok), tok, blocks(cfg, tok, corpus), out_dir, callbacks, save_steps,
                          device)
     metrics = save(cfg, out_dir, loop, result, tok) if info.is_main else dict(result.metrics)

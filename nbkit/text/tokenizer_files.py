@@ -58,6 +58,27 @@ def tokenizer_sha256(tokenizer) -> str:
 
 
 
+#: files a tokenizer folder may define the tokenizer by (Hugging Face's names; ``*.model``: SentencePiece)
+DEFINING_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                  "vocab.txt", "vocab.json", "merges.txt")
+
+
+def tokenizer_files_sha256(folder) -> str | None:
+    """SHA-256 (hex) of the tokenizer files in ``folder`` (:data:`DEFINING_FILES` and ``*.model``: names and bytes),
+    without loading them; None when there are none. Byte-identical files in two folders (a model and its fp16
+    copy) give the same value, so what is keyed by it (a corpus store) is shared."""
+    import hashlib
+
+    found = sorted(f for f in Path(folder).iterdir()
+                   if f.is_file() and (f.name in DEFINING_FILES or f.suffix == ".model"))
+    if not found:
+        return None
+    digest = hashlib.sha256()
+    for f in found:
+        digest.update(f.name.encode("utf-8") + b"\0" + f.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 #: CJK ideographs, kana, bopomofo, CJK and full-width punctuation, curly quotes, … and —: a space decode put
 #: beside one of these is dropped (:func:`cjk_decoder`)
 CJK_CHARS = (r"\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"

@@ -21,7 +21,9 @@ class TrainConfig:
 
     Global batch = ``batch_size * grad_accum_steps * world_size``. ``log_every``, ``eval_every``,
     ``checkpoint_every`` count steps; checkpoints are also written at ``keep_steps``, and each save keeps
-    the newest ``keep_last`` (0: all) plus those. ``compile``: False, True (inductor) or a backend name;
+    the newest ``keep_last`` (0: all) plus those. A fresh run in a folder with an earlier run's checkpoints moves them
+    to ``checkpoints/previous-<UTC time>/`` and keeps the newest ``keep_previous`` such folders (default 1: the run
+    before this one; 0: all), deleting older ones with a line each. ``compile``: False, True (inductor) or a backend name;
     it pads to a multiple of ``pad_to_multiple_of`` (default 64) and drops the last partial batch (static
     shapes). ``group_by_length``: similar lengths share a batch (``nbkit.train.ddp.sampler``).
     ``class_weights`` (classification): None, ``"balanced"`` or one weight per class (``nbkit.train.loss``;
@@ -55,6 +57,7 @@ class TrainConfig:
     eval_batches: int | None = None
     checkpoint_every: int | None = None
     keep_last: int = 2
+    keep_previous: int = 1
     keep_steps: tuple[int, ...] = ()
     output_dir: str | Path | None = None
     seed: int = 0
@@ -80,6 +83,9 @@ class TrainConfig:
         if (self.checkpoint_every or self.keep_steps) and self.output_dir is None:
             what = "checkpoint_every" if self.checkpoint_every else "keep_steps"
             raise ConfigError(f"{what} needs output_dir: set TrainConfig(output_dir=...).")
+        if self.keep_previous < 0:
+            raise ConfigError(f"keep_previous={self.keep_previous} must be >= 0 (0: keep every earlier run's "
+                              "checkpoints).")
         for name in ("checkpoint_minutes", "progress_every_s"):
             if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be > 0 (None: off).")

@@ -9,8 +9,9 @@ One optimizer step (``grad_accum_steps`` = k micro-batches)::
     non-finite loss? stop the run, naming the step; non-finite gradients? skip the update and count it
     scheduler step; log / eval / checkpoint on their intervals     # all but this line: Loop.train_step
 
-A Ctrl-C (SIGINT) while training is held until the step ends: the loop saves a checkpoint there and raises
-:class:`TrainingInterrupted` (a ``KeyboardInterrupt``) saying how to resume; a second Ctrl-C stops at once.
+A Ctrl-C (SIGINT) or a SIGTERM (``timeout``, SLURM, Kubernetes, ``docker stop``) while training is held until the
+step ends: the loop saves a checkpoint there and raises :class:`TrainingInterrupted` (a ``KeyboardInterrupt``) saying
+how to resume; a second signal stops at once.
 Under torchrun (W > 1) the same code runs DDP: ``docs/distributed.md`` says what differs where.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import signal
 import sys
 import threading
@@ -263,12 +265,14 @@ class Loop:
 
         A run that resumes nothing (``resume=False``, or no complete checkpoint) in a folder an earlier run wrote
         first moves that run's checkpoints into ``checkpoints/previous-<UTC time>/`` and says so in one line
-        (``checkpoint.set_aside_earlier``); its TensorBoard logger does the same with the event files.
+        (``checkpoint.set_aside_earlier``), keeping the newest ``keep_previous`` such folders (each removed one named
+        in a line: ``checkpoint.prune_previous``); its TensorBoard logger does the same with the event files.
 
         Holds the ``output_dir`` lock (``nbkit.train.run_lock``); warns when resuming with changed settings
         (``nbkit.train.preflight.warn_resume_changes``), and resumed under another number of processes keeps the
         global batch by changing ``grad_accum_steps`` when it divides (``checkpoint.keep_global_batch``). An
-        exception leaving it carries ``exc.nbkit_stopped = {"step", "max_steps", "output_dir"}``.
+        exception leaving it carries ``exc.nbkit_stopped = {"step", "max_steps", "output_dir", "signal"}`` (signal:
+        ``"SIGINT"``, ``"SIGTERM"`` or None).
 
         Raises:
             ConfigError: another run holds ``output_dir``.
@@ -276,16 +280,19 @@ class Loop:
             NonFiniteLossError: a non-finite loss (the step named), or :data:`MAX_CONSECUTIVE_NONFINITE` steps in a
                 row skipped for non-finite gradients.
             NonFiniteWeightsError: a checkpoint would hold NaN/infinite weights (nothing written).
-            TrainingInterrupted: Ctrl-C, after the checkpoint at the step boundary (with ``output_dir``).
+            TrainingInterrupted: Ctrl-C or SIGTERM, after the checkpoint at the step boundary (with ``output_dir``).
         """
         self.setup()
+        self._held = None   # the signal handler of this fit (set by _fit), for exc.nbkit_stopped
         with self._output_lock():
             try:
                 return self._fit()
             except BaseException as exc:
+                held = self._held
                 with contextlib.suppress(AttributeError, TypeError):
                     exc.nbkit_stopped = {"step": self.state.step, "max_steps": self.config.max_steps,
-                                         "output_dir": self.config.output_dir}
+                                         "output_dir": self.config.output_dir,
+                                         "signal": held.signum.name if held and held.signum else None}
                 raise
 
     def _output_lock(self):
@@ -318,6 +325,9 @@ class Loop:
 
                 print(f"a fresh run in {cfg.output_dir}: the earlier run's checkpoints moved to {aside} "
                       f"({tree_bytes(aside) / 2**20:,.1f} MiB; delete it once you no longer need them)")
+            for gone, size in ckpt.prune_previous(cfg.output_dir, cfg.keep_previous):
+                print(f"removed {gone} ({size / 2**20:,.1f} MiB), an older run's checkpoints: keep_previous="
+                      f"{cfg.keep_previous} keeps the newest {cfg.keep_previous} earlier run(s) (0: all)")
         self._emit("on_train_begin")
         bar = tqdm(total=cfg.max_steps, initial=st.step, disable=not (cfg.progress and self.dist.is_main),
                    desc="train", unit="step")
@@ -329,6 +339,7 @@ class Loop:
         self.model.train()
         self.stop_training = False  # a callback (e.g. EarlyStopping) may set it to end the run early
         with _HeldInterrupt(self.dist.is_main) as interrupt, contextlib.closing(bar):
+            self._held = interrupt
             votes = lambda: (interrupt.requested, self._checkpoint_due())  # noqa: E731
             while st.step < cfg.max_steps and not self.stop_training:
                 out = self.last_step = self.train_step([next(batches) for _ in range(cfg.grad_accum_steps)],
@@ -343,8 +354,8 @@ class Loop:
                     frames0 = _dynamo_frames()  # after the first step's compile
                 bar.update(1)
                 self._emit("on_step_end")
-                if stop:                    # some rank got a Ctrl-C: all save this step, then stop
-                    self._stop_interrupted(out, time.perf_counter() - t0)
+                if stop:                    # some rank got a Ctrl-C or SIGTERM: all save this step, then stop
+                    self._stop_interrupted(out, time.perf_counter() - t0, interrupt)
                 if st.step % cfg.log_every == 0 or st.step == cfg.max_steps:
                     logs = self._log(out, time.perf_counter() - t0)
                     bar.set_postfix(loss=f"{logs['loss']:.4f}", lr=f"{logs['lr']:.2e}")
@@ -374,17 +385,21 @@ class Loop:
         return bool(cfg.output_dir is not None and cfg.checkpoint_minutes
                     and time.monotonic() - self._last_save_t >= 60.0 * cfg.checkpoint_minutes)
 
-    def _stop_interrupted(self, out: dict, dt: float) -> None:
-        """After a Ctrl-C: log the open window, save (every rank, with ``output_dir``), raise TrainingInterrupted."""
+    def _stop_interrupted(self, out: dict, dt: float, held: "_HeldInterrupt") -> None:
+        """After a Ctrl-C or SIGTERM: log the open window, save (every rank, with ``output_dir``), raise
+        TrainingInterrupted naming the signal and, for SIGTERM, the seconds from the signal to the saved checkpoint
+        (what must fit in the sender's grace period)."""
         st, cfg = self.state, self.config
         if self._win["samples"]:
             self._log(out, dt)
+        who = "SIGTERM" if held.signum == signal.SIGTERM else "Ctrl-C"
         where = f"stopped at step {st.step} of {cfg.max_steps}"
         if cfg.output_dir is None:
-            raise TrainingInterrupted(f"Ctrl-C: {where}; nothing saved (no output_dir): set "
+            raise TrainingInterrupted(f"{who}: {where}; nothing saved (no output_dir): set "
                                       "TrainConfig(output_dir=...) to keep the work of an interrupted run.")
         path = self.save()
-        raise TrainingInterrupted(f"Ctrl-C: {where}; checkpoint saved: {path}. Run the same cell or command "
+        took = f" ({time.monotonic() - held.t:.1f} s after the signal)" if held.signum == signal.SIGTERM else ""
+        raise TrainingInterrupted(f"{who}: {where}; checkpoint saved: {path}{took}. Run the same cell or command "
                                   "again to resume from it (resume=True, the default).")
 
     def _rates(self, sums: dict) -> dict:
@@ -573,35 +588,48 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 class _HeldInterrupt:
-    """While training, a SIGINT sets ``requested`` (the loop stops at the step's end) and says so on stdout;
-    another one at least 1 s later raises ``KeyboardInterrupt`` at once. Main thread only; a SIGINT that is
-    ignored (``SIG_IGN``) stays ignored. ``announce``: print the notice (rank 0)."""
+    """While training, a SIGINT (Ctrl-C) or SIGTERM sets ``requested`` (the loop stops at the step's end, saving a
+    checkpoint) and says so on stdout; another one at least 1 s later raises ``KeyboardInterrupt`` at once.
+    ``signum``: the first signal; ``t``: when it came (``time.monotonic``). Main thread only; a signal that is
+    ignored (``SIG_IGN``) stays ignored, and an ignored SIGINT (a job started in the background by a script, or
+    under nohup) is announced at the start with the SIGTERM that stops the job instead.
+    ``announce``: print the notices (rank 0)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self, announce: bool = True):
-        self.announce, self.requested, self._t, self._prev = announce, False, 0.0, None
+        self.announce, self.requested, self.signum, self.t, self._prev = announce, False, None, 0.0, {}
 
     def __enter__(self) -> "_HeldInterrupt":
         if threading.current_thread() is threading.main_thread():
-            prev = signal.getsignal(signal.SIGINT)
-            if prev is not signal.SIG_IGN and prev is not None:
-                self._prev = prev
-                signal.signal(signal.SIGINT, self._handle)
+            for sig in self.SIGNALS:
+                prev = signal.getsignal(sig)
+                if prev is not signal.SIG_IGN and prev is not None:
+                    self._prev[sig] = prev
+                    signal.signal(sig, self._handle)
+            if signal.SIGINT not in self._prev and signal.SIGTERM in self._prev:
+                self._say(f"SIGINT is ignored in this process (started in the background by a script, or under "
+                          f"nohup), so Ctrl-C and `kill -INT` do not stop it: `kill {os.getpid()}` (SIGTERM) stops "
+                          "it after the running step with a checkpoint saved")
         return self
+
+    def _say(self, text: str) -> None:
+        if self.announce:
+            with contextlib.suppress(Exception):  # a print interrupted mid-write may refuse a second one
+                print(text, file=sys.stdout, flush=True)
 
     def _handle(self, signum, frame) -> None:
         now = time.monotonic()
-        if self.requested and now - self._t >= 1.0:
+        if self.requested and now - self.t >= 1.0:
             raise KeyboardInterrupt
         if not self.requested:
-            self.requested, self._t = True, now
-            if self.announce:
-                with contextlib.suppress(Exception):  # a print interrupted mid-write may refuse a second one
-                    print("Ctrl-C: stopping after this step and saving a checkpoint (Ctrl-C again to stop at once)",
-                          file=sys.stdout, flush=True)
+            self.requested, self.signum, self.t = True, signal.Signals(signum), now
+            who = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+            self._say(f"{who}: stopping after this step and saving a checkpoint ({who} again to stop at once)")
 
     def __exit__(self, *exc) -> None:
-        if self._prev is not None:
-            signal.signal(signal.SIGINT, self._prev)
+        for sig, prev in self._prev.items():
+            signal.signal(sig, prev)
 
 
 MAX_CONSECUTIVE_NONFINITE = 5  # skipped (non-finite) steps in a row before fit() gives up
