@@ -147,7 +147,7 @@ errors.head(12)
 
 # %% [markdown]
 # ## 8. Export, and check it with plain `transformers`
-# One folder with the weights, the tokenizer and the label names: `pipeline("token-classification", model=DIR, aggregation_strategy="simple")` loads it without nbkit and without `trust_remote_code`. Fed the characters as words it tokenizes as the recipe did, so its spans are the recipe's entities. A sentence longer than `max_length` tokens needs `stride=` (the run's): the pipeline then windows it and merges the spans; without it, it cuts the sentence and finds nothing past the cut. Checked below on test sentences, the windowed ones included (its windows are placed a little differently from the recipe's, so a windowed sentence may differ where the two windows' contexts do).
+# One folder with the weights, the tokenizer and the label names: `pipeline("token-classification", model=DIR, aggregation_strategy="first")` loads it without nbkit and without `trust_remote_code`. Fed the characters as words it tokenizes as the recipe did, so its spans are the recipe's entities. A sentence longer than `max_length` tokens needs `stride=` (the run's): the pipeline then windows it and merges the spans; without it, it cuts the sentence and finds nothing past the cut. Checked below on test sentences, the windowed ones included (its windows are placed a little differently from the recipe's, so a windowed sentence may differ where the two windows' contexts do).
 
 # %%
 from transformers import pipeline
@@ -155,7 +155,7 @@ from transformers import pipeline
 from nbkit.evaluate.ner_report import entities, pipeline_tags
 
 export_dir = ft.export(cfg, loop.model, tokenizer, ner, out_dir / "model")
-tagger = pipeline("token-classification", model=str(export_dir), aggregation_strategy="simple", device="cpu")
+tagger = pipeline("token-classification", model=str(export_dir), aggregation_strategy="first", device="cpu")
 long = [i for i, it in enumerate(test) if len(it["tokens"]) > cfg.max_length - 2]   # more than one window
 picked = sorted(set(range(min(200, len(test)))) | set(long))
 from_pipe = pipeline_tags(tagger, [test[i] for i in picked], stride=cfg.stride)

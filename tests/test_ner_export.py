@@ -42,7 +42,7 @@ def test_pipeline_loads_the_export_and_gives_the_jobs_tags_and_f1(trained):
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert config["architectures"] == ["BertForTokenClassification"] and "auto_map" not in config
     assert config["id2label"] == {str(i): name for i, name in enumerate(labeled.labels)}
-    pipe = pipeline("token-classification", model=str(out), aggregation_strategy="simple", device="cpu")
+    pipe = pipeline("token-classification", model=str(out), aggregation_strategy="first", device="cpu")
     test = [it for it in labeled.splits["test"] if len(it["tokens"]) <= cfg.max_length - 2]   # one window each
     assert len(test) >= 12
     job, _ = predict_tags(model, tok, test, ft.id2label_of(labeled), cfg.max_length)
@@ -81,7 +81,7 @@ def test_a_sentence_longer_than_the_block_the_pipeline_with_stride_and_the_job_t
     assert sum(len(late(g) & late(p)) for g, p in zip(gold, job["pred"])) >= 0.8 * sum(len(late(g)) for g in gold)
 
     pipe = pipeline("token-classification", model=str(ft.export(cfg, model, tok, labeled, root / "export-long")),
-                    aggregation_strategy="simple", device="cpu")
+                    aggregation_strategy="first", device="cpu")
     windowed = pipeline_tags(pipe, long, stride=cfg.stride)
     assert [sorted(entities(t)) for t in windowed] == [sorted(entities(t)) for t in job["pred"]]
     ner = pytest.importorskip("nbkit.evaluate.ner")

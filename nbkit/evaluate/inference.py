@@ -80,7 +80,8 @@ def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, strid
                  batch_size: int = 64) -> tuple[list[list[str]], dict]:
     """Tag every token of ``items`` (dicts with ``tokens``, e.g. one character each) with a token-classification
     model (``logits`` (B, T, C)) through ``transformers``' token-classification pipeline, as the exported folder
-    tags for a user (``aggregation_strategy="simple"``, ``model_max_length`` = ``max_length``, the run's
+    tags for a user (``aggregation_strategy="first"``: each word its first sub-token's tag, the one training labels,
+    :data:`nbkit.text.token_classification.AGGREGATION`; ``model_max_length`` = ``max_length``, the run's
     ``stride``): the job's scores are by construction the ones ``pipeline(...)`` reproduces.
 
     A sentence longer than ``max_length`` sub-tokens is tagged in the pipeline's windows (the fast tokenizer's
@@ -107,7 +108,7 @@ def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, strid
     from nbkit.errors import ConfigError
     from nbkit.evaluate.ner_report import pipeline_tags
     from nbkit.switches import model_mode
-    from nbkit.text.token_classification import encode_token_classification
+    from nbkit.text.token_classification import AGGREGATION, encode_token_classification
 
     id2label = {int(k): str(v) for k, v in id2label.items()}
     items = [{"tokens": it["tokens"]} for it in items]          # tags, if any, play no part in prediction
@@ -120,7 +121,7 @@ def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, strid
                           "classifier with id2label=... (nbkit.models.bert.build_classifier) so its entities are named")
     tok = copy.deepcopy(tokenizer)
     tok.model_max_length = max_length                           # as the export writes it
-    pipe = pipeline("token-classification", model=inner, tokenizer=tok, aggregation_strategy="simple",
+    pipe = pipeline("token-classification", model=inner, tokenizer=tok, aggregation_strategy=AGGREGATION,
                     device=next(inner.parameters()).device)
     with model_mode(inner, training=False):
         tags = pipeline_tags(pipe, items, batch_size=batch_size, stride=enc.report["stride"])

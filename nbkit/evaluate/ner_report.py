@@ -74,7 +74,7 @@ def scores_table(results: dict[str, dict]) -> "pd.DataFrame":
 
 def pipeline_tags(pipe, items, batch_size: int = 32, stride: int | None = None) -> list[list[str]]:
     """Per-token BIO tags from a ``transformers`` token-classification pipeline with
-    ``aggregation_strategy="simple"``: each item's tokens go in as words (``is_split_into_words=True``,
+    ``aggregation_strategy="first"`` (:data:`nbkit.text.token_classification.AGGREGATION`): each item's tokens go in as words (``is_split_into_words=True``,
     ``delimiter=""``, so a span's ``start``/``end`` are offsets in the tokens joined), and each token takes the span
     holding its first character: ``B-<group>`` where the span starts in that token, ``I-<group>`` where it started
     before, ``O`` outside every span. One character per token (People's Daily): the spans exactly. What a user of

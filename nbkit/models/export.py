@@ -142,7 +142,7 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
 def export_token_classifier(model, tokenizer, out_dir, id2label: dict | None = None,
                             max_length: int | None = None) -> Path:
     """Save a token classifier (``BertForTokenClassification``, ``logits`` (B, T, C)) as one directory that
-    ``transformers.pipeline("token-classification", model=out_dir, aggregation_strategy="simple")`` loads
+    ``transformers.pipeline("token-classification", model=out_dir, aggregation_strategy="first")`` loads
     without ``trust_remote_code``; returns it as a ``Path``.
 
     It holds the weights, ``config.json`` (``id2label``/``label2id``: the BIO label names, so the pipeline's

@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 from nbkit.errors import ConfigError, DataError
 from nbkit.text.mlm import IGNORE_INDEX, check_length
 
+#: how ``transformers``' token-classification pipeline turns sub-token predictions into a word's tag: "first",
+#: the word's first sub-token, the only one training labels (the others are -100); "simple" would let untrained
+#: later sub-tokens of a Latin or digit word vote and split or start entities there (tests/test_ner_aggregation.py)
+AGGREGATION = "first"
+
 
 @dataclass
 class TokenEncoding:
