@@ -168,12 +168,13 @@ for s in (0, 1):
 
 # %% [markdown]
 # ## 7. Save, export, and load in plain `transformers`
-# `model/` is a standard `GPT2LMHeadModel` (or `LlamaForCausalLM`) folder with its tokenizer: `AutoModelForCausalLM`, `AutoTokenizer` and `pipeline("text-generation", model=...)` load it without `trust_remote_code`. `metrics.json` is the run's summary; `baselines.json` keeps the comparison above. The check: the pipeline's greedy continuation equals ours, token for token.
+# `model/` is a standard `GPT2LMHeadModel` (or `LlamaForCausalLM`) folder with its tokenizer: `AutoModelForCausalLM`, `AutoTokenizer` and `pipeline("text-generation", model=...)` load it without `trust_remote_code`. Its `generation_config.json` holds the greedy line above (`do_sample=False`, `max_new_tokens`), so the pipeline called with the prompt alone writes what we printed (without it, transformers' pipeline samples 256 tokens, past a small model's context). `metrics.json` is the run's summary; `baselines.json` keeps the comparison above. The check: the pipeline's bare call equals our greedy line, token for token. A prompt longer than the context leaves: `pipe(prompt, handle_long_generation="hole")` keeps its end.
 
 # %%
 from nbkit import jsonio
 
-summary = pt.save(cfg, out_dir, loop, result, tokenizer)
+summary = pt.save(cfg, out_dir, loop, result, tokenizer,
+                  generation=dict(max_new_tokens=max_new_tokens))   # the greedy line above, for a bare pipeline call
 jsonio.write_json(out_dir / "baselines.json", comparison)
 {k: summary[k] for k in ("objective", "model", "steps", "train_tokens", "eval_loss", "eval_perplexity",
                          "tokens_per_s", "device", "precision")}
@@ -182,7 +183,7 @@ jsonio.write_json(out_dir / "baselines.json", comparison)
 from transformers import pipeline
 
 pipe = pipeline("text-generation", model=str(out_dir / "model"))
-theirs = pipe(prompt, max_new_tokens=max_new_tokens, do_sample=False)[0]["generated_text"]
+theirs = pipe(prompt)[0]["generated_text"]      # no arguments: the export's generation_config.json is the greedy line
 print("pipeline:", theirs)
 print("ours    :", greedy)
 assert theirs == greedy, "the exported model must continue the prompt as the notebook's did"

@@ -2,7 +2,9 @@
 user would have, built locally (nothing is downloaded)."""
 from __future__ import annotations
 
+import json
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -42,3 +44,49 @@ def test_old_format_weights_load_through_init_as_from_pretrained_does(legacy, ob
     ref = (AutoModelForCausalLM if objective == "causal" else BertForMaskedLM).from_pretrained(str(init)).state_dict()
     assert set(ref) <= set(mine)
     assert all(torch.equal(mine[k], ref[k]) for k in ref), [k for k in ref if not torch.equal(mine[k], ref[k])]
+
+
+@pytest.fixture(scope="module")
+def gpt64(tmp_path_factory):
+    """A gpt2-tiny of 64 positions over a character vocabulary (random weights, seed 0) and its export."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _corpus import char_tokenizer
+
+    from nbkit.models.causal import build_causal_model
+    from nbkit.models.export import export_causal_lm
+
+    tok = char_tokenizer(300)
+    model = build_causal_model("gpt2-tiny", tok, 64, seed=0).eval()
+    return model, tok, export_causal_lm(model, tok, tmp_path_factory.mktemp("gpt64") / "export")
+
+
+def test_the_exports_bare_pipeline_call_is_the_notebooks_greedy_line(gpt64, tmp_path):
+    """Item 2: the bare call ran transformers' pipeline defaults (256 sampled tokens) past 64 positions."""
+    import sys
+
+    from transformers import pipeline
+
+    from nbkit.evaluate.generation import generate
+    from nbkit.models.causal import build_causal_model
+    from nbkit.models.export import export_causal_lm
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _corpus import texts
+
+    model, tok, out = gpt64
+    saved = json.loads((out / "generation_config.json").read_text())
+    assert saved["do_sample"] is False and saved["max_new_tokens"] == 30                 # greedy, bounded by 64
+    pipe = pipeline("text-generation", model=str(out))
+    bare = pipe("今天天气")[0]["generated_text"]
+    assert bare == generate(model, tok, "今天天气", max_new_tokens=30) == generate(model, tok, "今天天气")
+    long = "".join(texts(5))                                                             # > 64 tokens
+    assert len(tok(long)["input_ids"]) > 64
+    cut = pipe(long, handle_long_generation="hole")[0]["generated_text"]                 # the documented call
+    assert cut.startswith(long) and len(cut) > len(long)
+    small = build_causal_model("gpt2-tiny", tok, 32, seed=0)
+    assert json.loads((export_causal_lm(small, tok, tmp_path / "e32") / "generation_config.json").read_text())[
+        "max_new_tokens"] == 16                                                          # half a 32-token context
+    with pytest.raises(ConfigError, match="max_new_tokens=63 leaves no room .* use max_new_tokens <= 62"):
+        export_causal_lm(model, tok, tmp_path / "e", max_new_tokens=63)

@@ -11,26 +11,12 @@ from pathlib import Path
 from nbkit.errors import ConfigError, DataError
 
 
-def check_generation_args(max_new_tokens: int, do_sample: bool, temperature: float, top_k: int | None,
-                          top_p: float | None) -> None:
-    """Raise ``ConfigError`` for ``max_new_tokens < 1``, ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside
-    (0, 1], each with its valid range."""
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ConfigError(f"max_new_tokens={max_new_tokens!r}: use a whole number >= 1 (tokens to add)")
-    if do_sample and not temperature > 0:
-        raise ConfigError(f"temperature={temperature!r}: use a number > 0 (1.0: the model's distribution; lower is "
-                          "more conservative), or do_sample=False for greedy decoding")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ConfigError(f"top_k={top_k!r}: use a whole number >= 1, or None for no top-k cut")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ConfigError(f"top_p={top_p!r}: use a share in (0, 1] (e.g. 0.9), or None for no nucleus cut")
-
-
-def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_sample: bool = False,
+def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None, do_sample: bool = False,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None, seed: int = 0,
              full_text: bool = True) -> str:
     """``prompt`` continued by ``model`` (a GPT-2 / Llama causal LM, or its saved folder; ``tokenizer`` an
-    object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens.
+    object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens (None:
+    :func:`nbkit.models.causal.default_new_tokens`, what a bare ``pipeline("text-generation")`` call on the export writes).
 
     ``do_sample=False``: greedy (the most likely token each step: the same text every time). ``True``: sampled
     from the softmax at ``temperature``, cut to the ``top_k`` most likely tokens and to the smallest set whose
@@ -45,15 +31,20 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
 
     Raises:
         ConfigError: ``model`` not a causal LM (a BERT masked LM: use ``nbkit.evaluate.probes.fill_mask``), or
-            a generation setting out of range (:func:`check_generation_args`), or ``max_new_tokens`` at or past
+            a generation setting out of range (:func:`nbkit.models.causal.check_generation_args`), or ``max_new_tokens`` at or past
             the model's context (n_positions / max_position_embeddings).
         DataError: an empty prompt, or a prompt that leaves no room for ``max_new_tokens`` in the context
             (both numbers and the fix named; nothing is cut silently).
     """
     import torch
-    from transformers import GenerationConfig
 
-    from nbkit.models.causal import is_causal_lm, positions
+    from nbkit.models.causal import (
+        check_generation_args,
+        default_new_tokens,
+        generation_config,
+        is_causal_lm,
+        positions,
+    )
     from nbkit.models.loading import quiet_transformers
     from nbkit.switches import model_mode
     from nbkit.text.causal import prompt_ids
@@ -70,15 +61,13 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
         raise ConfigError(f"generate takes a causal LM (GPT-2 / Llama), got a {kind!r} model ({type(model).__name__}): "
                           "a masked LM fills in [MASK]s instead; use nbkit.evaluate.probes.fill_mask(model, tokenizer), "
                           "or pretrain with PretrainConfig(objective='causal') to get a model that writes")
-    check_generation_args(max_new_tokens, do_sample, temperature, top_k, top_p)
+    context = positions(model.config)
+    if max_new_tokens is None:
+        max_new_tokens = default_new_tokens(context)
+    check_generation_args(max_new_tokens, do_sample, temperature, top_k, top_p, context)
     if not isinstance(prompt, str) or not prompt.strip():
         raise DataError(f"prompt={prompt!r}: give some text to continue (e.g. '今天天气'); a causal LM needs at least "
                         "one token of context")
-    context = positions(model.config)
-    if max_new_tokens > context - 2:
-        raise ConfigError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's context of "
-                          f"{context} tokens (the separator and one token at least); use max_new_tokens <= "
-                          f"{context - 2}")
     ids = torch.tensor([prompt_ids(tokenizer, prompt)])                                   # (1, T)
     n_prompt = int(ids.shape[1])
     if n_prompt == 1:
@@ -88,12 +77,7 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
                         f"in all, past the model's context of {context} tokens: shorten the prompt to at most "
                         f"{context - max_new_tokens} tokens (its end, e.g. prompt[-{context - max_new_tokens}:]) or "
                         f"lower max_new_tokens to {context - n_prompt}")
-    cfg = model.config
-    gen = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=do_sample, use_cache=True,
-                           eos_token_id=cfg.eos_token_id, bos_token_id=cfg.bos_token_id,
-                           pad_token_id=cfg.pad_token_id if cfg.pad_token_id is not None else cfg.eos_token_id,
-                           **({"temperature": float(temperature), "top_k": top_k or 0, "top_p": top_p or 1.0}
-                              if do_sample else {}))
+    gen = generation_config(model.config, max_new_tokens, do_sample, temperature, top_k, top_p)
     device = next(model.parameters()).device
     devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices), model_mode(model, training=False), torch.no_grad(), \

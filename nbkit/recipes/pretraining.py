@@ -804,10 +804,12 @@ def model_dir_at(out_dir, step: int) -> Path:
     return found[step].model_dir
 
 
-def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
+def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | None = None) -> dict:
     """Save model + tokenizer to ``out_dir/model`` (atomic; loads with ``AutoModelForMaskedLM``, with
     ``objective="causal"`` with ``AutoModelForCausalLM`` and ``pipeline("text-generation")``:
     :func:`nbkit.models.export.export_causal_lm`) and write ``out_dir/metrics.json``; return it.
+    ``generation``: the causal export's generation settings (``export_causal_lm``'s keywords, e.g. the notebook's
+    ``max_new_tokens``), which a bare ``pipeline("text-generation", model=out_dir/"model")(prompt)`` uses.
 
     The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``objective``,
     ``model`` (the
@@ -819,6 +821,7 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
     Raises:
         WriteError: the disk is full or not writable (nothing half-written).
         NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
+        ConfigError: ``generation`` settings out of range (``export_causal_lm``), or given for an MLM run.
     """
     from nbkit.atomic import atomic_dir
     from nbkit.models.bert import check_finite_weights, count_parameters
@@ -831,7 +834,10 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
     if cfg.objective == "causal":   # the text-generation layout (standard class, CJK decoding; finite weights)
         from nbkit.models.export import export_causal_lm
 
-        export_causal_lm(loop.model, tok, model_dir)
+        export_causal_lm(loop.model, tok, model_dir, **(generation or {}))
+    elif generation:
+        raise ConfigError(f"generation={generation!r} is for objective='causal'; a masked LM does not generate: "
+                          "drop it")
     else:
         check_finite_weights(loop.model, f"the trained model to {model_dir}")
         with atomic_dir(model_dir, what="model") as tmp, quiet_transformers():
