@@ -90,3 +90,36 @@ def test_the_exports_bare_pipeline_call_is_the_notebooks_greedy_line(gpt64, tmp_
         "max_new_tokens"] == 16                                                          # half a 32-token context
     with pytest.raises(ConfigError, match="max_new_tokens=63 leaves no room .* use max_new_tokens <= 62"):
         export_causal_lm(model, tok, tmp_path / "e", max_new_tokens=63)
+
+
+def _repeated_trigrams(ids: list[int]) -> int:
+    grams = [tuple(ids[i:i + 3]) for i in range(len(ids) - 2)]
+    return len(grams) - len(set(grams))
+
+
+def test_repetition_controls_pass_through_to_model_generate_and_the_export(gpt64, tmp_path):
+    """Item 9: generate refused repetition_penalty and no_repeat_ngram_size, which model.generate takes."""
+    from transformers import pipeline
+
+    from nbkit.evaluate.generation import generate, repeated_ngrams
+    from nbkit.models.export import export_causal_lm
+    from nbkit.text.causal import prompt_ids
+
+    model, tok, _ = gpt64
+    plain = generate(model, tok, "今天天气", full_text=False)
+    controlled = generate(model, tok, "今天天气", full_text=False, no_repeat_ngram_size=3)
+    ids = lambda text: tok(text, add_special_tokens=False)["input_ids"]                # noqa: E731
+    assert _repeated_trigrams(ids(plain)) > 5 and _repeated_trigrams(ids("今天天气" + controlled)) == 0
+    assert repeated_ngrams(plain) > 0.5 and repeated_ngrams("今天天气" + controlled) == 0.0      # what 06 prints
+    assert repeated_ngrams("旗旗旗旗") == 0.5 and repeated_ngrams("今天") == 0.0
+    ref = model.generate(input_ids=torch.tensor([prompt_ids(tok, "今天天气")]), max_new_tokens=30, do_sample=False,
+                         repetition_penalty=1.5, pad_token_id=0)[0, 5:].tolist()        # transformers' own
+    mine = generate(model, tok, "今天天气", full_text=False, repetition_penalty=1.5)
+    assert mine == tok.decode(ref, skip_special_tokens=True).replace(" ", "") and mine != plain
+    out = export_causal_lm(model, tok, tmp_path / "e", repetition_penalty=1.5, no_repeat_ngram_size=3)
+    bare = pipeline("text-generation", model=str(out))("今天天气")[0]["generated_text"]
+    assert bare == generate(model, tok, "今天天气", repetition_penalty=1.5, no_repeat_ngram_size=3)
+    with pytest.raises(ConfigError, match="repetition_penalty=0: use a number > 0"):
+        generate(model, tok, "今天", repetition_penalty=0)
+    with pytest.raises(ConfigError, match="no_repeat_ngram_size=0: use a whole number >= 1"):
+        generate(model, tok, "今天", no_repeat_ngram_size=0)

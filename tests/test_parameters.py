@@ -36,7 +36,8 @@ def _parameters(source: str) -> dict:
 
 #: parameters that steer a notebook's own cells, not a recipe (notebook 00's live monitor)
 NOT_CONFIG = {"monitor_interval", "watch_seconds",
-              "prompt", "max_new_tokens", "temperature", "top_k", "top_p"}   # notebook 06's generation step
+              "prompt", "max_new_tokens", "temperature", "top_k", "top_p",      # notebook 06's generation step
+              "repetition_penalty", "no_repeat_ngram_size"}
 
 #: notebook -> the recipe config its parameters cell feeds (``module:Class``). A new notebook adds its line here,
 #: and then every field of its config is one of its parameters or in NOT_PARAMETERS with the reason.

@@ -13,10 +13,12 @@ from nbkit.errors import ConfigError, DataError
 
 def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None, do_sample: bool = False,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None, seed: int = 0,
-             full_text: bool = True) -> str:
+             full_text: bool = True, repetition_penalty: float | None = None,
+             no_repeat_ngram_size: int | None = None) -> str:
     """``prompt`` continued by ``model`` (a GPT-2 / Llama causal LM, or its saved folder; ``tokenizer`` an
     object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens (None:
-    :func:`nbkit.models.causal.default_new_tokens`, what a bare ``pipeline("text-generation")`` call on the export writes).
+    :func:`nbkit.models.causal.default_new_tokens`, what a bare ``pipeline("text-generation")`` call on the
+    export writes).
 
     ``do_sample=False``: greedy (the most likely token each step: the same text every time). ``True``: sampled
     from the softmax at ``temperature``, cut to the ``top_k`` most likely tokens and to the smallest set whose
@@ -25,26 +27,22 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None
     the document separator nbkit trains with. The prompt is encoded as the opening of a document (the
     separator, then its tokens: :func:`nbkit.text.causal.prompt_ids`), as ``pipeline("text-generation")``
     encodes it with an exported model's tokenizer (:func:`nbkit.models.export.export_causal_lm`), so both
-    continue it with the same tokens; the separator counts toward the context. Returns the prompt and the continuation (``full_text=False``: the
-    continuation only), decoded with Chinese characters unspaced
+    continue it with the same tokens; the separator counts toward the context. ``repetition_penalty`` (e.g.
+    1.2) and ``no_repeat_ngram_size`` (e.g. 3) are ``model.generate``'s own controls against the loops of a
+    small model's greedy text (:func:`nbkit.models.causal.generation_config`). Returns the prompt and the
+    continuation (``full_text=False``: the continuation only), decoded with Chinese characters unspaced
     (:func:`nbkit.text.tokenizer_files.cjk_decoding`); special tokens are dropped.
 
     Raises:
         ConfigError: ``model`` not a causal LM (a BERT masked LM: use ``nbkit.evaluate.probes.fill_mask``), or
-            a generation setting out of range (:func:`nbkit.models.causal.check_generation_args`), or ``max_new_tokens`` at or past
-            the model's context (n_positions / max_position_embeddings).
+            a generation setting out of range (:func:`nbkit.models.causal.check_generation_args`), or
+            ``max_new_tokens`` at or past the model's context (n_positions / max_position_embeddings).
         DataError: an empty prompt, or a prompt that leaves no room for ``max_new_tokens`` in the context
             (both numbers and the fix named; nothing is cut silently).
     """
     import torch
 
-    from nbkit.models.causal import (
-        check_generation_args,
-        default_new_tokens,
-        generation_config,
-        is_causal_lm,
-        positions,
-    )
+    from nbkit.models.causal import generation_config, is_causal_lm, positions
     from nbkit.models.loading import quiet_transformers
     from nbkit.switches import model_mode
     from nbkit.text.causal import prompt_ids
@@ -62,9 +60,9 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None
                           "a masked LM fills in [MASK]s instead; use nbkit.evaluate.probes.fill_mask(model, tokenizer), "
                           "or pretrain with PretrainConfig(objective='causal') to get a model that writes")
     context = positions(model.config)
-    if max_new_tokens is None:
-        max_new_tokens = default_new_tokens(context)
-    check_generation_args(max_new_tokens, do_sample, temperature, top_k, top_p, context)
+    gen = generation_config(model.config, max_new_tokens, do_sample, temperature, top_k, top_p, repetition_penalty,
+                            no_repeat_ngram_size)                       # ConfigError: a setting out of range
+    max_new_tokens = gen.max_new_tokens
     if not isinstance(prompt, str) or not prompt.strip():
         raise DataError(f"prompt={prompt!r}: give some text to continue (e.g. '今天天气'); a causal LM needs at least "
                         "one token of context")
@@ -77,7 +75,6 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None
                         f"in all, past the model's context of {context} tokens: shorten the prompt to at most "
                         f"{context - max_new_tokens} tokens (its end, e.g. prompt[-{context - max_new_tokens}:]) or "
                         f"lower max_new_tokens to {context - n_prompt}")
-    gen = generation_config(model.config, max_new_tokens, do_sample, temperature, top_k, top_p)
     device = next(model.parameters()).device
     devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices), model_mode(model, training=False), torch.no_grad(), \
@@ -93,6 +90,21 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None
     joined = backend.decode(out[0].tolist(), skip_special_tokens=True)
     head = backend.decode(ids[0].tolist(), skip_special_tokens=True)
     return prompt + joined[len(head):] if joined.startswith(head) else prompt + text
+
+
+def repeated_ngrams(text: str, n: int = 3) -> float:
+    """The share (0-1) of ``text``'s character ``n``-grams that already occurred earlier in it (spaces dropped):
+    0 for text that never repeats itself, near 1 for a greedy loop ("旗旗旗旗..."). Characters, not tokens, so
+    two tokenizers' outputs compare; for Chinese a character is about a token. 0.0 for text under ``n + 1``
+    characters."""
+    chars = "".join(text.split())
+    grams = [chars[i:i + n] for i in range(len(chars) - n + 1)]
+    seen: set[str] = set()
+    repeats = 0
+    for g in grams:
+        repeats += g in seen
+        seen.add(g)
+    return repeats / len(grams) if len(grams) > 1 else 0.0
 
 
 def _load(folder, tokenizer):
