@@ -123,3 +123,27 @@ def test_repetition_controls_pass_through_to_model_generate_and_the_export(gpt64
         generate(model, tok, "今天", repetition_penalty=0)
     with pytest.raises(ConfigError, match="no_repeat_ngram_size=0: use a whole number >= 1"):
         generate(model, tok, "今天", no_repeat_ngram_size=0)
+
+
+def test_a_long_prompt_is_refused_with_fixes_that_exist(gpt64):
+    """Item 21: the refusal said "lower max_new_tokens to -697" for a prompt longer than the context."""
+    import re
+    import sys
+
+    from nbkit.evaluate.generation import generate
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _corpus import texts
+
+    model, tok, _ = gpt64
+    long = "".join(texts(5))
+    with pytest.raises(DataError) as got:
+        generate(model, tok, long, max_new_tokens=20)
+    message = str(got.value)
+    assert not re.search(r"-\d", message.replace("prompt[", "")) and "lower max_new_tokens" not in message
+    start = int(re.search(r"keep the prompt's last 43 tokens: prompt\[(\d+):\]", message).group(1))
+    assert generate(model, tok, long[start:], max_new_tokens=20).startswith(long[start:])     # the fix works
+    middle = long[:40]                                                                        # 41 tokens with [SEP]
+    with pytest.raises(DataError, match=r"or lower max_new_tokens to 23\)") as got:
+        generate(model, tok, middle, max_new_tokens=30)
+    assert generate(model, tok, middle, max_new_tokens=23).startswith(middle)

@@ -71,10 +71,7 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None
     if n_prompt == 1:
         raise DataError(f"prompt={prompt!r} gives no token with this tokenizer; give text it knows")
     if n_prompt + max_new_tokens > context:
-        raise DataError(f"the prompt is {n_prompt} tokens and max_new_tokens={max_new_tokens}, {n_prompt + max_new_tokens} "
-                        f"in all, past the model's context of {context} tokens: shorten the prompt to at most "
-                        f"{context - max_new_tokens} tokens (its end, e.g. prompt[-{context - max_new_tokens}:]) or "
-                        f"lower max_new_tokens to {context - n_prompt}")
+        raise DataError(_too_long(tokenizer, prompt, n_prompt, max_new_tokens, context))
     device = next(model.parameters()).device
     devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices), model_mode(model, training=False), torch.no_grad(), \
@@ -90,6 +87,25 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None
     joined = backend.decode(out[0].tolist(), skip_special_tokens=True)
     head = backend.decode(ids[0].tolist(), skip_special_tokens=True)
     return prompt + joined[len(head):] if joined.startswith(head) else prompt + text
+
+
+def _too_long(tokenizer, prompt: str, n_prompt: int, max_new_tokens: int, context: int) -> str:
+    """The refusal of a prompt of ``n_prompt`` tokens (the separator included) that leaves no room for
+    ``max_new_tokens`` in ``context``: the fixes that exist, each with its number (the prompt's end that fits,
+    as a slice of the text where the tokenizer gives offsets; fewer new tokens only where one still fits)."""
+    keep = context - max_new_tokens - 1                  # text tokens that fit beside the separator (>= 1: checked)
+    where = ""
+    try:
+        offsets = tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        where = f": prompt[{offsets[-keep][0]}:]"
+    except (NotImplementedError, KeyError, IndexError, TypeError, ValueError):   # a slow tokenizer: no offsets
+        pass
+    fixes = [f"keep the prompt's last {keep} tokens{where}"]
+    if context - n_prompt >= 1:
+        fixes.append(f"lower max_new_tokens to {context - n_prompt}")
+    return (f"the prompt is {n_prompt} tokens and max_new_tokens={max_new_tokens}, {n_prompt + max_new_tokens} in "
+            f"all (the document separator included), past the model's context of {context} tokens: shorten the "
+            f"prompt ({'; or '.join(fixes)})")
 
 
 def repeated_ngrams(text: str, n: int = 3) -> float:
