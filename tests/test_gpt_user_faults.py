@@ -147,3 +147,32 @@ def test_a_long_prompt_is_refused_with_fixes_that_exist(gpt64):
     with pytest.raises(DataError, match=r"or lower max_new_tokens to 23\)") as got:
         generate(model, tok, middle, max_new_tokens=30)
     assert generate(model, tok, middle, max_new_tokens=23).startswith(middle)
+
+
+def test_generate_takes_a_list_of_prompts_and_says_what_it_does_not_take(gpt64):
+    """Item 7: a list of three prompts was answered with "give some text to continue"."""
+    from nbkit.evaluate.generation import generate
+
+    model, tok, _ = gpt64
+    prompts = ["今天天气", "中国人民", "北京"]
+    assert generate(model, tok, prompts, max_new_tokens=8) == [generate(model, tok, p, max_new_tokens=8)
+                                                               for p in prompts]
+    with pytest.raises(DataError, match=r"prompt=\[\]: give at least one text"):
+        generate(model, tok, [])
+    with pytest.raises(DataError, match="is a int; give a text"):
+        generate(model, tok, 3)
+
+
+@pytest.mark.parametrize("objective", ["causal", "mlm"])
+def test_resuming_with_another_block_size_names_the_block_size(objective, tmp_path, runs_tmp):
+    """Item 7: 64 -> 32 said "the saved order is for 491 samples, this dataset has 983" (MLM) or named a
+    position table's shape (causal), never the block size."""
+    from nbkit.errors import CheckpointError
+
+    cfg = pt.PretrainConfig.for_scale("smoke", objective=objective, block_size=64, max_steps=1, eval_every=1,
+                                      max_train=100, corpus_lines=100)
+    out = tmp_path / "run"
+    pt.run_pretraining(cfg, out)
+    with pytest.raises(CheckpointError, match=r"blocks of 64 tokens, this run cuts its text into blocks of 32 .*"
+                                              r"Fix: resume with block_size=64 .*resume=False"):
+        pt.run_pretraining(cfg.replace(block_size=32, max_steps=2), out)

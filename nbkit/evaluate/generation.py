@@ -11,10 +11,10 @@ from pathlib import Path
 from nbkit.errors import ConfigError, DataError
 
 
-def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None, do_sample: bool = False,
+def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int | None = None, do_sample: bool = False,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None, seed: int = 0,
              full_text: bool = True, repetition_penalty: float | None = None,
-             no_repeat_ngram_size: int | None = None) -> str:
+             no_repeat_ngram_size: int | None = None) -> str | list[str]:
     """``prompt`` continued by ``model`` (a GPT-2 / Llama causal LM, or its saved folder; ``tokenizer`` an
     object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens (None:
     :func:`nbkit.models.causal.default_new_tokens`, what a bare ``pipeline("text-generation")`` call on the
@@ -31,14 +31,17 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None
     1.2) and ``no_repeat_ngram_size`` (e.g. 3) are ``model.generate``'s own controls against the loops of a
     small model's greedy text (:func:`nbkit.models.causal.generation_config`). Returns the prompt and the
     continuation (``full_text=False``: the continuation only), decoded with Chinese characters unspaced
-    (:func:`nbkit.text.tokenizer_files.cjk_decoding`); special tokens are dropped.
+    (:func:`nbkit.text.tokenizer_files.cjk_decoding`); special tokens are dropped. A list (or tuple) of prompts
+    gives a list of texts in the same order, each generated as if alone (the same ``seed`` for each, no padding:
+    what one prompt gives does not depend on the others).
 
     Raises:
         ConfigError: ``model`` not a causal LM (a BERT masked LM: use ``nbkit.evaluate.probes.fill_mask``), or
             a generation setting out of range (:func:`nbkit.models.causal.check_generation_args`), or
             ``max_new_tokens`` at or past the model's context (n_positions / max_position_embeddings).
-        DataError: an empty prompt, or a prompt that leaves no room for ``max_new_tokens`` in the context
-            (both numbers and the fix named; nothing is cut silently).
+        DataError: an empty prompt (or list), a prompt neither text nor a list of texts, or a prompt that
+            leaves no room for ``max_new_tokens`` in the context (both numbers and the fixes named; nothing is cut
+            silently).
     """
     import torch
 
@@ -63,7 +66,16 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int | None = None
     gen = generation_config(model.config, max_new_tokens, do_sample, temperature, top_k, top_p, repetition_penalty,
                             no_repeat_ngram_size)                       # ConfigError: a setting out of range
     max_new_tokens = gen.max_new_tokens
-    if not isinstance(prompt, str) or not prompt.strip():
+    if isinstance(prompt, (list, tuple)):
+        if not prompt:
+            raise DataError("prompt=[]: give at least one text to continue (e.g. ['今天天气'])")
+        return [generate(model, tokenizer, p, max_new_tokens=max_new_tokens, do_sample=do_sample,
+                         temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, full_text=full_text,
+                         repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size)
+                for p in prompt]
+    if not isinstance(prompt, str):
+        raise DataError(f"prompt={prompt!r} is a {type(prompt).__name__}; give a text (str) or a list of texts")
+    if not prompt.strip():
         raise DataError(f"prompt={prompt!r}: give some text to continue (e.g. '今天天气'); a causal LM needs at least "
                         "one token of context")
     ids = torch.tensor([prompt_ids(tokenizer, prompt)])                                   # (1, T)

@@ -769,7 +769,8 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     ``untrained``: first score the initial weights (``result.metrics["untrained_eval_loss"]``,
     ``["untrained_eval_perplexity"]``). ``save_steps``: checkpoints kept besides the newest. With
     ``cfg.report_to="tensorboard"`` the events go to ``out_dir/tensorboard`` with this config as text. The
-    checkpoints record ``tok``'s hash: a resume on another tokenizer is refused (``CheckpointError``).
+    checkpoints record ``tok``'s hash and ``cfg.block_size``: a resume on another tokenizer or block size is
+    refused naming it (``CheckpointError``).
     """
     from nbkit.train import EarlyStopping, Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
@@ -778,7 +779,7 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     if cfg.report_to == "tensorboard":
         extra.append(TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict()))
     tcfg = train_config(cfg, out_dir, len(blocks["train"]), save_steps, world_size=launch_world_size(),
-                        identity=tokenizer_identity(tok))
+                        identity={**tokenizer_identity(tok), "block_size": cfg.block_size})
     loop = Loop(bert, tcfg, blocks["train"], blocks["validation"], collate_fn=collator(cfg, tok),
                 callbacks=[*callbacks, *extra], device=device)
     first = loop.evaluate() if untrained else {}
