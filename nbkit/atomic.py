@@ -252,7 +252,13 @@ def set_aside(folder: str | os.PathLike, names: list[str], clock=None) -> Path |
     """Move the entries ``names`` of ``folder`` into a new ``folder/previous-<UTC YYYYmmdd-HHMMSS>/`` (``-2``,
     ``-3``, ... when taken) by renames: nothing is copied or deleted, and a kill leaves each entry whole in one
     of the two places. Returns that subfolder; None when ``names`` is empty. Used when a fresh run starts in
-    a folder an earlier run wrote (TensorBoard shows the subfolder as a run of its own)."""
+    a folder an earlier run wrote (TensorBoard shows the subfolder as a run of its own).
+
+    Raises:
+        WriteError: the subfolder could not be created, or an entry could not be moved (read-only): the ones
+            moved are put back and the subfolder removed, so no empty ``previous-*`` is left; the entry and the
+            fix are named.
+    """
     import time
 
     if not names:
@@ -267,8 +273,23 @@ def set_aside(folder: str | os.PathLike, names: list[str], clock=None) -> Path |
         except FileExistsError:
             n += 1
             dest = folder / f"{PREVIOUS}{stamp}-{n}"
-    for name in names:
-        os.rename(folder / name, dest / name)
+        except OSError as exc:      # a read-only folder: named, with the fix (not a bare PermissionError)
+            raise WriteError(f"Could not create {dest} to move an earlier run's {', '.join(names[:3])} aside "
+                             f"({exc.strerror or exc}): nothing was moved. Fix: make {folder} writable (chmod u+w "
+                             f"{folder}), or write somewhere else (another output_dir).") from exc
+    moved: list[str] = []
+    try:
+        for name in names:
+            os.rename(folder / name, dest / name)
+            moved.append(name)
+    except OSError as exc:           # e.g. a read-only entry: put back what moved, leave no empty previous-*
+        failed = name
+        for back in reversed(moved):
+            os.rename(dest / back, folder / back)
+        dest.rmdir()
+        raise WriteError(f"Could not move {folder / failed} aside into {dest.name}/ ({exc.strerror or exc}): "
+                         f"nothing was moved, {folder} is as it was. Fix: make {folder} and what it holds "
+                         f"writable (chmod -R u+w {folder}), or write somewhere else (another output_dir).") from exc
     fsync_dir(dest)
     fsync_dir(folder)
     return dest

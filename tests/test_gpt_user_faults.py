@@ -176,3 +176,92 @@ def test_resuming_with_another_block_size_names_the_block_size(objective, tmp_pa
     with pytest.raises(CheckpointError, match=r"blocks of 64 tokens, this run cuts its text into blocks of 32 .*"
                                               r"Fix: resume with block_size=64 .*resume=False"):
         pt.run_pretraining(cfg.replace(block_size=32, max_steps=2), out)
+
+
+_FRESH_RUN = """
+import os, sys
+sys.path.insert(0, {tests!r})
+from loop_helpers import mlm_collate, tiny_mlm, token_data
+from nbkit.train import Loop, TrainConfig
+out = {out!r}
+cfg = TrainConfig(max_steps=1, batch_size=4, progress=False, precision="fp32", output_dir=out, resume={resume})
+try:
+    loop = Loop(tiny_mlm(), cfg, token_data(), collate_fn=mlm_collate)
+    loop.fit()
+    print("TRAINED")
+except Exception as exc:
+    print("ERROR", type(exc).__name__, exc)
+print("LEFT", sorted(os.listdir(os.path.join(out, "checkpoints"))))
+"""
+
+
+def _run_with_read_only(target: Path, out: Path, resume: bool) -> str:
+    """A loop run in ``out`` while ``target`` is read-only: ``chmod a-w`` for a user, a read-only bind mount
+    in a private mount namespace for root (whom permissions do not stop)."""
+    import os
+    import subprocess
+    import sys
+
+    prog = out.parent / "fresh_run.py"
+    prog.write_text(_FRESH_RUN.format(tests=str(Path(__file__).parent), out=str(out), resume=resume))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    if os.geteuid() != 0:
+        mode = target.stat().st_mode
+        target.chmod(0o555)
+        try:
+            run = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, timeout=300, env=env)
+        finally:
+            target.chmod(mode)
+    else:
+        import shutil
+
+        if not shutil.which("unshare"):
+            pytest.skip("root without unshare: no way to make a folder read-only for this process")
+        cmd = f"mount --bind {target} {target} && mount -o remount,bind,ro {target} && {sys.executable} {prog}"
+        run = subprocess.run(["unshare", "-m", "bash", "-c", cmd], capture_output=True, text=True, timeout=300,
+                             env=env)
+        if "mount" in run.stderr and run.returncode:
+            pytest.skip(f"bind mount not permitted here: {run.stderr.strip()[:200]}")
+    assert "LEFT" in run.stdout, run.stdout + run.stderr[-2000:]
+    return run.stdout
+
+
+@pytest.mark.parametrize("what", ["checkpoints", "step"])
+def test_a_read_only_checkpoint_folder_is_named_before_training_and_nothing_is_moved(tmp_path, what):
+    """Item 7: a read-only checkpoints/ gave a raw PermissionError from set_aside; a read-only step-* left an
+    empty previous-* behind."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    first = subprocess.run([sys.executable, "-c", _FRESH_RUN.format(tests=str(Path(__file__).parent), out=str(out),
+                                                                    resume=False)],
+                           capture_output=True, text=True, timeout=300,
+                           env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert "TRAINED" in first.stdout, first.stdout + first.stderr[-2000:]
+    step = next((out / "checkpoints").glob("step-*"))
+    target = out / "checkpoints" if what == "checkpoints" else step
+    got = _run_with_read_only(target, out, resume=False)
+    assert "ERROR ConfigError" in got and str(target) in got and "not writable" in got and "chmod -R u+w" in got, got
+    assert "TRAINED" not in got and f"LEFT ['{step.name}']" in got                  # no previous-*, nothing moved
+
+
+def test_set_aside_puts_back_what_it_moved_when_one_entry_cannot_move(tmp_path, monkeypatch):
+    import os
+
+    from nbkit.atomic import set_aside
+    from nbkit.errors import WriteError
+
+    for name in ("step-000001", "step-000002"):
+        (tmp_path / name).mkdir()
+    rename = os.rename
+
+    def refuse_the_second(src, dst):
+        if Path(src).name == "step-000002" and "previous-" in str(dst):
+            raise PermissionError(13, "Permission denied")
+        rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", refuse_the_second)
+    with pytest.raises(WriteError, match=r"Could not move .*step-000002 aside .*nothing was moved.*chmod -R u\+w"):
+        set_aside(tmp_path, ["step-000001", "step-000002"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-000001", "step-000002"]

@@ -45,7 +45,8 @@ def check_device(device: torch.device) -> None:
 
 def check_output_dir(output_dir) -> None:
     """Raise ``ConfigError`` when ``output_dir`` (or its ``checkpoints/``) is a file, or it or the nearest
-    existing folder above it is not writable: found now, not at the save after training.
+    existing folder above it, its ``checkpoints/`` or a ``step-*`` folder in there is not writable: found now,
+    not at the save after training or midway through moving an earlier run aside.
     """
     if output_dir is None:
         return
@@ -63,6 +64,19 @@ def check_output_dir(output_dir) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"output_dir={str(output_dir)!r} is not writable: this user may not write in "
                           f"{existing}. Choose a directory you can write (e.g. under runs/ or your home).")
+    root = path / "checkpoints"
+    if root.is_dir():
+        # a run writes its checkpoints there, moves an earlier run's aside (previous-*: each step-* folder is
+        # renamed, which needs write access to the folder itself) and deletes the ones keep_last drops
+        steps = sorted(p for p in root.iterdir() if p.name.startswith("step-") and p.is_dir())
+        locked = [p for p in (root, *steps) if not os.access(p, os.W_OK | os.X_OK)]
+        if locked:
+            raise ConfigError(
+                f"output_dir={str(output_dir)!r}: {', '.join(str(p) for p in locked[:3])}"
+                f"{' ...' if len(locked) > 3 else ''} not writable (permissions, or a read-only file system): "
+                "training writes checkpoints there, moves an earlier run's into checkpoints/previous-* and deletes "
+                f"those keep_last drops. Fix: make them writable (chmod -R u+w {root}), or choose another "
+                "output_dir.")
 
 
 def check_not_empty(data, name: str) -> None:
