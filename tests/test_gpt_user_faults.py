@@ -265,3 +265,18 @@ def test_set_aside_puts_back_what_it_moved_when_one_entry_cannot_move(tmp_path, 
     with pytest.raises(WriteError, match=r"Could not move .*step-000002 aside .*nothing was moved.*chmod -R u\+w"):
         set_aside(tmp_path, ["step-000001", "step-000002"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step-000001", "step-000002"]
+
+
+def test_a_file_given_to_a_bundled_task_is_refused_not_ignored(tmp_path):
+    """Item 7: FinetuneConfig(train_file=...) without task='own' trained on the bundled reviews without a word."""
+    from nbkit.recipes import finetuning as ft
+
+    mine = tmp_path / "mine.csv"
+    mine.write_text("text,label\n很好,pos\n很差,neg\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"train_file=.*mine.csv' given with task='reviews'.*ignore them\. "
+                                          r"Fix: task='own'"):
+        ft.FinetuneConfig.for_scale("smoke", train_file=str(mine))
+    with pytest.raises(ConfigError, match="test_file=.*task='news'"):
+        ft.FinetuneConfig.for_scale("smoke", task="news", test_file=str(mine))
+    own = ft.FinetuneConfig.for_scale("smoke", task="own", train_file=str(mine))
+    assert own.train_file == str(mine) and ft.FinetuneConfig.for_scale("smoke").train_file is None

@@ -144,6 +144,18 @@ class FinetuneConfig(RecipeConfig):
 
     CHOICES = {"report_to": REPORT_TO}
 
+    def __post_init__(self):
+        """Raise ``ConfigError`` for files given to a bundled task (``reviews``/``news``), which would train on
+        the bundled data and ignore them without a word."""
+        super().__post_init__()
+        files = {k: getattr(self, k) for k in ("train_file", "validation_file", "test_file") if getattr(self, k)}
+        if files and self.task in ("reviews", "news"):
+            given = ", ".join(f"{k}={v!r}" for k, v in files.items())
+            raise ConfigError(f"{given} given with task={self.task!r}, which trains on the bundled "
+                              f"{'reviews' if self.task == 'reviews' else 'news'} and would ignore them. Fix: "
+                              "task='own' for your labelled texts (with text_column, label_column), or task='ner' "
+                              "for your tagged files; or drop the file to train on the bundled data")
+
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
         return ("task", "init")
