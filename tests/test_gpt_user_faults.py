@@ -280,3 +280,67 @@ def test_a_file_given_to_a_bundled_task_is_refused_not_ignored(tmp_path):
         ft.FinetuneConfig.for_scale("smoke", task="news", test_file=str(mine))
     own = ft.FinetuneConfig.for_scale("smoke", task="own", train_file=str(mine))
     assert own.train_file == str(mine) and ft.FinetuneConfig.for_scale("smoke").train_file is None
+
+
+def _gpt2_bpe():
+    """A GPT-2 style byte-level BPE (``GPT2TokenizerFast``, eos ``<|endoftext|>``) trained on People's Daily."""
+    import sys
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2TokenizerFast
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _corpus import texts
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(texts(300), trainers.BpeTrainer(vocab_size=800, special_tokens=["<|endoftext|>"],
+                                                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return GPT2TokenizerFast(tokenizer_object=bpe, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                             unk_token="<|endoftext|>", model_max_length=64)
+
+
+def _llama_sentencepiece():
+    """A Llama-style SentencePiece BPE (``LlamaTokenizerFast``: ``▁`` word marks, byte fallback, ``<s>`` added
+    before every text, eos ``</s>``) trained on People's Daily."""
+    import sys
+
+    from tokenizers import Tokenizer, decoders, models, normalizers, trainers
+    from transformers import LlamaTokenizerFast
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _corpus import texts
+
+    sp = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    sp.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    sp.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                    decoders.Strip(" ", 1, 0)])
+    sp.train_from_iterator(texts(300), trainers.BpeTrainer(vocab_size=800, special_tokens=["<unk>", "<s>", "</s>"]))
+    return LlamaTokenizerFast(tokenizer_object=sp, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                              add_bos_token=True, add_eos_token=False, model_max_length=64)
+
+
+@pytest.mark.parametrize("kind", ["gpt2-bpe", "llama-sentencepiece"])
+def test_generate_and_the_exported_pipeline_read_a_bpe_prompt_alike(kind, tmp_path):
+    """Item 10: the export completed WordPiece tokenizers only, so the pipeline encoded a BPE prompt without the
+    separator (GPT-2) or with ``<s>`` (Llama) where generate (and training) put the separator first."""
+    from transformers import AutoTokenizer, pipeline
+
+    from nbkit.evaluate.generation import generate
+    from nbkit.models.causal import build_causal_model
+    from nbkit.models.export import export_causal_lm
+    from nbkit.text.causal import prompt_ids
+
+    tok = _gpt2_bpe() if kind == "gpt2-bpe" else _llama_sentencepiece()
+    model = build_causal_model("gpt2-tiny" if kind == "gpt2-bpe" else "llama-tiny", tok, 64, seed=0).eval()
+    out = export_causal_lm(model, tok, tmp_path / "export")
+    pipe = pipeline("text-generation", model=str(out))
+    for prompt in ("今天天气", "中国人民 and 2024"):
+        mine = prompt_ids(tok, prompt)
+        assert AutoTokenizer.from_pretrained(out)(prompt)["input_ids"] == mine          # the separator first
+        theirs = pipe(prompt, return_tensors=True)[0]["generated_token_ids"]
+        ref = model.generate(input_ids=torch.tensor([mine]), attention_mask=torch.ones(1, len(mine), dtype=torch.long),
+                             max_new_tokens=30, do_sample=False)[0].tolist()
+        assert list(theirs) == ref                                                        # greedy, token for token
+        assert pipe(prompt)[0]["generated_text"] == generate(model, tok, prompt)
