@@ -344,3 +344,36 @@ def test_generate_and_the_exported_pipeline_read_a_bpe_prompt_alike(kind, tmp_pa
                              max_new_tokens=30, do_sample=False)[0].tolist()
         assert list(theirs) == ref                                                        # greedy, token for token
         assert pipe(prompt)[0]["generated_text"] == generate(model, tok, prompt)
+
+
+def test_a_test_file_without_entities_reports_f1_as_undefined_not_zero(tmp_path, capsys):
+    """Item 8: a test split with no entities reported F1 0.0 with interval [0.0, 0.0]."""
+    import warnings
+
+    from nbkit.evaluate.ner import entity_f1_diff, entity_f1_interval, entity_scores
+    from nbkit.jobs import finetune
+
+    sample = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "sample_ner.conll"
+    plain = ["今天天气很好。", "我们明天再去看看吧。", "这本书写得不错，值得一读。", "价格有点贵，但是质量还可以。"]
+    test = tmp_path / "test.conll"
+    test.write_text("\n\n".join("\n".join(f"{c}\tO" for c in s) for s in plain) + "\n", encoding="utf-8")
+    gold = [["O"] * len(s) for s in plain]
+    spurious = [["B-PER", "I-PER"] + ["O"] * (len(s) - 2) for s in plain]
+    assert entity_scores(gold, gold)["f1"] is None and entity_scores(gold, spurious)["precision"] == 0.0
+    assert "hold no entity" in entity_scores(gold, gold)["undefined"]
+    assert entity_f1_interval(gold, gold, n_boot=20) is None
+    assert entity_f1_diff(gold, gold, spurious, n_boot=20)["value"] is None
+    standin = build_standin(tmp_path / "bert")
+    out = tmp_path / "out"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rc = finetune.main(["--scale", "smoke", "--task", "ner", "--train-file", str(sample), "--test-file", str(test),
+                            "--init", str(standin), "--max-steps", "2", "--n-boot", "20", "--report-to", "none",
+                            "--output-dir", str(out)])
+    assert rc == 0, capsys.readouterr().out[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["n_test"] == 4
+    assert metrics["test_entity_f1"] is None and metrics["test_entity_recall"] is None
+    assert metrics["test_entity_f1_interval"] is None and metrics["baseline_entity_f1"] is None
+    assert "hold no entity" in metrics["test_entity_undefined"] and metrics["diff_entity_f1"]["value"] is None
+    assert any("hold no entity" in str(w.message) for w in caught)                    # said, not only filed

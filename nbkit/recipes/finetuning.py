@@ -571,6 +571,10 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
         out["diff"] = ner.entity_f1_diff(gold, pred, crf, n_boot=cfg.n_boot, seed=cfg.seed)   # paired, same sentences
     out["table"] = scores_table(results)
     out["errors"] = entity_errors([list(it["tokens"]) for it in items], gold, pred)
+    if out["report"]["undefined"]:
+        import warnings
+
+        warnings.warn(f"{split} split: {out['report']['undefined']}", UserWarning, stacklevel=2)
     return out
 
 
@@ -616,8 +620,9 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
 
 
 def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: dict, scores: dict, how: str) -> dict:
-    """Task ner's ``metrics.json``: ``test_entity_f1`` / ``_precision`` / ``_recall`` (micro, 0-1),
-    ``test_entity_f1_interval`` ([low, high]), ``per_type``, the same ``baseline_*`` for the CRF, ``diff_entity_f1``
+    """Task ner's ``metrics.json``: ``test_entity_f1`` / ``_precision`` / ``_recall`` (micro, 0-1; null where
+    undefined: a test split without entities, said in ``test_entity_undefined``), ``test_entity_f1_interval``
+    ([low, high] or null), ``per_type``, the same ``baseline_*`` for the CRF, ``diff_entity_f1``
     (BERT - CRF: ``value``, ``low``, ``high``, paired over the same test sentences), ``windows``
     (the test encoding's counts) and ``windows_per_split``, ``n_errors`` (missed / spurious), the data report's
     ``n_*`` counts and ``types``, ``config``, ``world_size`` and the loop's summary under ``train``."""
@@ -627,12 +632,15 @@ def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: d
     errors = scores["errors"]
     metrics = {"scale": cfg.scale, "task": cfg.task, "data_files": labeled.report.get("files"), "init": how,
                "test_entity_f1": report["f1"], "test_entity_precision": report["precision"],
-               "test_entity_recall": report["recall"], "test_entity_f1_interval": list(scores["interval"]),
+               "test_entity_recall": report["recall"],
+               "test_entity_f1_interval": list(scores["interval"]) if scores["interval"] else None,
+               "test_entity_undefined": report.get("undefined"),
                "per_type": report.get("per_type"),
                "baseline": "CRF (python-crfsuite) over character-window features",
                "baseline_entity_f1": base and base["f1"], "baseline_entity_precision": base and base["precision"],
                "baseline_entity_recall": base and base["recall"],
-               "baseline_entity_f1_interval": list(scores["baseline_interval"]) if base else None,
+               "baseline_entity_f1_interval": list(scores["baseline_interval"]) if scores.get("baseline_interval")
+               else None,
                "baseline_per_type": base and base.get("per_type"), "diff_entity_f1": scores.get("diff"),
                **{k: v for k, v in labeled.report.items() if k.startswith("n_")}, "types": list(labeled.types),
                "windows": scores["windows"], "windows_per_split": {k: v["n_windows"] for k, v in truncation.items()},
