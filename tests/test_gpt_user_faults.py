@@ -377,3 +377,52 @@ def test_a_test_file_without_entities_reports_f1_as_undefined_not_zero(tmp_path,
     assert metrics["test_entity_f1_interval"] is None and metrics["baseline_entity_f1"] is None
     assert "hold no entity" in metrics["test_entity_undefined"] and metrics["diff_entity_f1"]["value"] is None
     assert any("hold no entity" in str(w.message) for w in caught)                    # said, not only filed
+
+
+def _unk_tokenizer_beside(folder: Path) -> Path:
+    """Replace the tokenizer files of ``folder`` by what a user saves from transformers 5's
+    ``BertTokenizerFast(vocab_file=...)``: it maps every Chinese character to [UNK]."""
+    from transformers import BertTokenizerFast
+
+    broken = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))
+    assert broken.tokenize("今天天气") == ["[UNK]"] * 4
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (folder / name).unlink(missing_ok=True)
+    broken.save_pretrained(str(folder))
+    return folder
+
+
+def test_a_tokenizer_that_reads_everything_as_unk_is_refused_before_training(tmp_path, runs_tmp):
+    """Item 13: such a tokenizer trained a model on nothing but [UNK] without a word (loss 0.003)."""
+    import warnings
+
+    sys_path = str(Path(__file__).resolve().parent)
+    import sys
+
+    sys.path.insert(0, sys_path)
+    from _corpus import texts
+
+    from nbkit.errors import DataError
+
+    bert = _unk_tokenizer_beside(build_standin(tmp_path / "bert"))
+    cfg = pt.PretrainConfig.for_scale("smoke", init=str(bert), max_train=100, corpus_lines=100)
+    corpus = pt.data(cfg)
+    tok = pt.tokenizer(cfg, corpus)
+    with pytest.raises(DataError, match=r"\d+\.\d% of the training text's tokens .* are \[UNK\], above 5% \(e\.g\. "
+                                        r"'.', '.', '.' become \[UNK\]\).*BertTokenizerFast\(vocab_file=\.\.\.\).*"
+                                        r"BertTokenizer\.from_pretrained\(dir\).*allow_unk=True"):
+        pt.blocks(cfg, tok, corpus)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert len(pt.blocks(cfg.replace(allow_unk=True), tok, corpus)["train"]) > 0           # the flag goes on
+    assert any("[UNK]" in str(w.message) for w in caught)
+    # a corpus prepared into a store with the GPT-2's own (broken) tokenizer: the store's ids are checked
+    gpt = _unk_tokenizer_beside(build_standin(tmp_path / "uer", layout="uer-gpt2"))
+    (tmp_path / "corpus.txt").write_text("\n".join(texts(300)), encoding="utf-8")
+    ccfg = pt.PretrainConfig.for_scale("smoke", objective="causal", init=str(gpt), corpus=str(tmp_path / "corpus.txt"))
+    store = pt.data(ccfg)
+    with pytest.raises(DataError, match=r"of the corpus store .* are \[UNK\].*allow_unk=True"):
+        pt.blocks(ccfg, pt.tokenizer(ccfg, store), store)
+    good = build_standin(tmp_path / "good")                                             # a sound tokenizer passes
+    ok = pt.PretrainConfig.for_scale("smoke", init=str(good), max_train=100, corpus_lines=100)
+    assert len(pt.blocks(ok, pt.tokenizer(ok, corpus), corpus)["train"]) > 0

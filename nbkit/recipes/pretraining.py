@@ -107,6 +107,7 @@ class PretrainConfig(RecipeConfig):
     progress_every_s: float = 30.0
     report_to: str = "tensorboard"
     budget_minutes: float | None = None
+    allow_unk: bool = False
 
     RECIPE, STEP = "pretraining", "mlm"
     HELP = {
@@ -154,6 +155,8 @@ class PretrainConfig(RecipeConfig):
         "progress_every_s": "seconds between plain progress lines on stdout: step, loss, tokens/s, ETA (0: none)",
         "report_to": "tensorboard: event files in <run>/tensorboard (tensorboard --logdir runs/); none",
         "budget_minutes": "with corpus: wall-clock minutes the sized run may take (None: 15 on a CPU, 240 on a GPU)",
+        "allow_unk": "train even when over 5 % of a sample of the corpus reads as [UNK] under the tokenizer (a "
+                     "warning instead of the refusal)",
     }
     WHY = {"warmup_ratio": "6 %, RoBERTa's pretraining warm-up (fine-tuning warms up 10 %)",
            "lr": "1e-3 for the small presets (docs/pretraining.md; base needs 1e-4, size_run)",
@@ -164,7 +167,7 @@ class PretrainConfig(RecipeConfig):
            "progress_every_s": "30: a headless log shows the run without flooding a notebook cell"}
     ALL_MEANS_NONE = ("corpus_lines", "max_train", "eval_blocks", "patience", "max_passes", "budget_minutes")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
-                       "progress_every_s", "report_to"})
+                       "progress_every_s", "report_to", "allow_unk"})
 
     CHOICES = {"report_to": REPORT_TO, "objective": OBJECTIVES}
 
@@ -626,17 +629,32 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
     for whole-word masking; :func:`nbkit.text.causal.make_causal_blocks`). A store:
     :class:`nbkit.corpus.StoreMLMDataset` / :class:`~nbkit.corpus.dataset.StoreCausalDataset` per split
     (random access from disk, constant memory; the store is read as prepared).
+
+    First the ``[UNK]`` share of a sample of the training text under ``tok`` (the store's ids: of up to 64
+    blocks) is checked (:func:`nbkit.text.tokenizer.check_unk_share`): above 5 % the run is refused naming the
+    share, example characters, the cause and the fix, unless ``cfg.allow_unk``. Both paths (your corpus, a
+    continued ``init`` with its own tokenizer) come through here.
+
+    Raises:
+        DataError: the ``[UNK]`` share above 5 % (without ``allow_unk``), or from the block builders.
     """
+    from nbkit.text.tokenizer import check_unk_share
+
+    if corpus.store is None:                             # a sample of the text, under the tokenizer training uses
+        train = corpus.splits["train"]
+        check_unk_share(tok, train.select(range(min(2000, len(train))))["text"], allow=cfg.allow_unk,
+                        what="the training text")
     if cfg.objective == "causal":
         if corpus.store is not None:
             from nbkit.corpus.dataset import StoreCausalDataset
 
-            return {split: StoreCausalDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
-        from nbkit.text.causal import make_causal_blocks
+            out = {split: StoreCausalDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
+        else:
+            from nbkit.text.causal import make_causal_blocks
 
-        return {split: make_causal_blocks(corpus.splits[split], tok, cfg.block_size)
-                for split in ("train", "validation")}
-    if corpus.store is not None:
+            out = {split: make_causal_blocks(corpus.splits[split], tok, cfg.block_size)
+                   for split in ("train", "validation")}
+    elif corpus.store is not None:
         from nbkit.corpus.dataset import StoreMLMDataset
 
         out = {split: StoreMLMDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
@@ -645,6 +663,11 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
 
         out = {split: mlm.make_blocks(corpus.splits[split], tok, cfg.block_size, words_column="words")
                for split in ("train", "validation")}
+    if corpus.store is not None:                         # the store's ids, made by this tokenizer
+        train, n = out["train"], len(out["train"])
+        picks = sorted({i * n // 64 for i in range(64)}) if n else []
+        check_unk_share(tok, ids=[train[i]["input_ids"] for i in picks], allow=cfg.allow_unk,
+                        what=f"the corpus store {corpus.store}")
     return out
 
 
