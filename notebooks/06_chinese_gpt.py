@@ -23,7 +23,7 @@
 
 # %% [markdown]
 # ## Parameters
-# Plain values only, so papermill can override each (`-p scale cpu -p max_steps 300`); `None` keeps the recipe's value (the scale's defaults: `nbkit/recipes/scales.py`, rows `pretraining` and `pretraining/causal`). The training names are `PretrainConfig`'s fields, and `python -m nbkit.jobs.pretrain --objective causal` takes the same as flags; the last five set the generation step. MLM's masking fields (`mlm_probability`, `whole_word`) are not here: a causal LM predicts every next token.
+# Plain values only, so papermill can override each (`-p scale cpu -p max_steps 300`); `None` keeps the recipe's value (the scale's defaults: `nbkit/recipes/scales.py`, rows `pretraining` and `pretraining/causal`). The training names are `PretrainConfig`'s fields, and `python -m nbkit.jobs.pretrain --objective causal` takes the same as flags; the last seven set the generation step. MLM's masking fields (`mlm_probability`, `whole_word`) are not here: a causal LM predicts every next token.
 
 # %% tags=["parameters"]
 scale = None              # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
@@ -58,6 +58,8 @@ max_new_tokens = 30       # tokens it adds
 temperature = 0.8         # sampling: below 1 sharpens the distribution
 top_k = 50                # sampling: only the k most likely tokens
 top_p = 0.9               # sampling: only the smallest set reaching this probability (nucleus)
+repetition_penalty = 1.3  # greedy with controls: scores of tokens already written divided by this (1.0: none)
+no_repeat_ngram_size = 3  # greedy with controls: no 3-gram of tokens twice (None: no cut)
 
 # %% [markdown]
 # The recipe is one object: the scale's defaults with the causal rows on top, plus what you set above. The table says where each value comes from; the run's folder is named after it (`runs/<scale>/causal`, then each override), so this run never resumes or overwrites notebook 02's.
@@ -157,7 +159,7 @@ pd.DataFrame(comparison["rows"]).round(3)
 # **Greedy** takes the most likely token at each step: the same text every time, often repetitive. **Sampling** draws from the distribution, sharpened by `temperature`, cut to the `top_k` most likely tokens and to the smallest set whose probability reaches `top_p` (nucleus sampling, Holtzman et al. 2020); the `seed` makes a rerun print the same. Chinese is decoded without the spaces `BertTokenizer.decode` puts between characters. Generation stops at `[SEP]`, the end of a document.
 
 # %%
-from nbkit.evaluate.generation import generate
+from nbkit.evaluate.generation import generate, repeated_ngrams
 
 greedy = generate(gpt, tokenizer, prompt, max_new_tokens=max_new_tokens)
 print("greedy :", greedy)
@@ -167,13 +169,23 @@ for s in (0, 1):
     print(f"seed {s} :", text)
 
 # %% [markdown]
+# A small model's greedy text often loops (the same few characters again and again). Two of `model.generate`'s own controls break the loop and keep the text deterministic: `repetition_penalty` divides the scores of tokens already in the text (CTRL, Keskar et al. 2019), `no_repeat_ngram_size` forbids any 3-gram of tokens a second time. The share of repeated 3-grams says how much each line repeats itself.
+
+# %%
+controlled = generate(gpt, tokenizer, prompt, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
+                      no_repeat_ngram_size=no_repeat_ngram_size)
+print("greedy, controls:", controlled)
+print(f"repeated 3-grams: greedy {repeated_ngrams(greedy):.0%}, with controls {repeated_ngrams(controlled):.0%}")
+
+# %% [markdown]
 # ## 7. Save, export, and load in plain `transformers`
-# `model/` is a standard `GPT2LMHeadModel` (or `LlamaForCausalLM`) folder with its tokenizer: `AutoModelForCausalLM`, `AutoTokenizer` and `pipeline("text-generation", model=...)` load it without `trust_remote_code`. `metrics.json` is the run's summary; `baselines.json` keeps the comparison above. The check: the pipeline's greedy continuation equals ours, token for token.
+# `model/` is a standard `GPT2LMHeadModel` (or `LlamaForCausalLM`) folder with its tokenizer: `AutoModelForCausalLM`, `AutoTokenizer` and `pipeline("text-generation", model=...)` load it without `trust_remote_code`. Its `generation_config.json` holds the greedy line above (`do_sample=False`, `max_new_tokens`), so the pipeline called with the prompt alone writes what we printed (without it, transformers' pipeline samples 256 tokens, past a small model's context). `metrics.json` is the run's summary; `baselines.json` keeps the comparison above. The check: the pipeline's bare call equals our greedy line, token for token. A prompt longer than the context leaves: `pipe(prompt, handle_long_generation="hole")` keeps its end.
 
 # %%
 from nbkit import jsonio
 
-summary = pt.save(cfg, out_dir, loop, result, tokenizer)
+summary = pt.save(cfg, out_dir, loop, result, tokenizer,
+                  generation=dict(max_new_tokens=max_new_tokens))   # the greedy line above, for a bare pipeline call
 jsonio.write_json(out_dir / "baselines.json", comparison)
 {k: summary[k] for k in ("objective", "model", "steps", "train_tokens", "eval_loss", "eval_perplexity",
                          "tokens_per_s", "device", "precision")}
@@ -182,7 +194,7 @@ jsonio.write_json(out_dir / "baselines.json", comparison)
 from transformers import pipeline
 
 pipe = pipeline("text-generation", model=str(out_dir / "model"))
-theirs = pipe(prompt, max_new_tokens=max_new_tokens, do_sample=False)[0]["generated_text"]
+theirs = pipe(prompt)[0]["generated_text"]      # no arguments: the export's generation_config.json is the greedy line
 print("pipeline:", theirs)
 print("ours    :", greedy)
 assert theirs == greedy, "the exported model must continue the prompt as the notebook's did"

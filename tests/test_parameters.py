@@ -36,7 +36,8 @@ def _parameters(source: str) -> dict:
 
 #: parameters that steer a notebook's own cells, not a recipe (notebook 00's live monitor)
 NOT_CONFIG = {"monitor_interval", "watch_seconds",
-              "prompt", "max_new_tokens", "temperature", "top_k", "top_p"}   # notebook 06's generation step
+              "prompt", "max_new_tokens", "temperature", "top_k", "top_p",      # notebook 06's generation step
+              "repetition_penalty", "no_repeat_ngram_size"}
 
 #: notebook -> the recipe config its parameters cell feeds (``module:Class``). A new notebook adds its line here,
 #: and then every field of its config is one of its parameters or in NOT_PARAMETERS with the reason.
@@ -60,6 +61,8 @@ NOT_PARAMETERS = {
           "report_to": "TensorBoard events are written for every notebook run (tensorboard --logdir runs/)",
           "num_workers": "DataLoader processes: the scale's value suits the kernel; jobs set it per machine",
           "checkpoint_minutes": "crash safety for long headless jobs; in a notebook Ctrl-C saves at the step",
+          "allow_unk": "a refusal names it: it only lets a run go on past a tokenizer that reads over 5 % of the "
+                       "corpus as [UNK] (PretrainConfig(allow_unk=True), --allow-unk)",
           "resume": "a notebook resumes its run folder by design (rerun = continue); other settings are another "
                     "folder (run_dir), and a fresh start in the same one is the job's --no-resume"},
     "00_environment_check": {"*": "notebook 00 runs only the matmul benchmark (bench_sizes); ProfileConfig's other "

@@ -11,26 +11,14 @@ from pathlib import Path
 from nbkit.errors import ConfigError, DataError
 
 
-def check_generation_args(max_new_tokens: int, do_sample: bool, temperature: float, top_k: int | None,
-                          top_p: float | None) -> None:
-    """Raise ``ConfigError`` for ``max_new_tokens < 1``, ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside
-    (0, 1], each with its valid range."""
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ConfigError(f"max_new_tokens={max_new_tokens!r}: use a whole number >= 1 (tokens to add)")
-    if do_sample and not temperature > 0:
-        raise ConfigError(f"temperature={temperature!r}: use a number > 0 (1.0: the model's distribution; lower is "
-                          "more conservative), or do_sample=False for greedy decoding")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ConfigError(f"top_k={top_k!r}: use a whole number >= 1, or None for no top-k cut")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ConfigError(f"top_p={top_p!r}: use a share in (0, 1] (e.g. 0.9), or None for no nucleus cut")
-
-
-def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_sample: bool = False,
+def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int | None = None, do_sample: bool = False,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None, seed: int = 0,
-             full_text: bool = True) -> str:
+             full_text: bool = True, repetition_penalty: float | None = None,
+             no_repeat_ngram_size: int | None = None) -> str | list[str]:
     """``prompt`` continued by ``model`` (a GPT-2 / Llama causal LM, or its saved folder; ``tokenizer`` an
-    object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens.
+    object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens (None:
+    :func:`nbkit.models.causal.default_new_tokens`, what a bare ``pipeline("text-generation")`` call on the
+    export writes).
 
     ``do_sample=False``: greedy (the most likely token each step: the same text every time). ``True``: sampled
     from the softmax at ``temperature``, cut to the ``top_k`` most likely tokens and to the smallest set whose
@@ -39,21 +27,25 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
     the document separator nbkit trains with. The prompt is encoded as the opening of a document (the
     separator, then its tokens: :func:`nbkit.text.causal.prompt_ids`), as ``pipeline("text-generation")``
     encodes it with an exported model's tokenizer (:func:`nbkit.models.export.export_causal_lm`), so both
-    continue it with the same tokens; the separator counts toward the context. Returns the prompt and the continuation (``full_text=False``: the
-    continuation only), decoded with Chinese characters unspaced
-    (:func:`nbkit.text.tokenizer_files.cjk_decoding`); special tokens are dropped.
+    continue it with the same tokens; the separator counts toward the context. ``repetition_penalty`` (e.g.
+    1.2) and ``no_repeat_ngram_size`` (e.g. 3) are ``model.generate``'s own controls against the loops of a
+    small model's greedy text (:func:`nbkit.models.causal.generation_config`). Returns the prompt and the
+    continuation (``full_text=False``: the continuation only), decoded with Chinese characters unspaced
+    (:func:`nbkit.text.tokenizer_files.cjk_decoding`); special tokens are dropped. A list (or tuple) of prompts
+    gives a list of texts in the same order, each generated as if alone (the same ``seed`` for each, no padding:
+    what one prompt gives does not depend on the others).
 
     Raises:
         ConfigError: ``model`` not a causal LM (a BERT masked LM: use ``nbkit.evaluate.probes.fill_mask``), or
-            a generation setting out of range (:func:`check_generation_args`), or ``max_new_tokens`` at or past
-            the model's context (n_positions / max_position_embeddings).
-        DataError: an empty prompt, or a prompt that leaves no room for ``max_new_tokens`` in the context
-            (both numbers and the fix named; nothing is cut silently).
+            a generation setting out of range (:func:`nbkit.models.causal.check_generation_args`), or
+            ``max_new_tokens`` at or past the model's context (n_positions / max_position_embeddings).
+        DataError: an empty prompt (or list), a prompt neither text nor a list of texts, or a prompt that
+            leaves no room for ``max_new_tokens`` in the context (both numbers and the fixes named; nothing is cut
+            silently).
     """
     import torch
-    from transformers import GenerationConfig
 
-    from nbkit.models.causal import is_causal_lm, positions
+    from nbkit.models.causal import generation_config, is_causal_lm, positions
     from nbkit.models.loading import quiet_transformers
     from nbkit.switches import model_mode
     from nbkit.text.causal import prompt_ids
@@ -70,30 +62,28 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
         raise ConfigError(f"generate takes a causal LM (GPT-2 / Llama), got a {kind!r} model ({type(model).__name__}): "
                           "a masked LM fills in [MASK]s instead; use nbkit.evaluate.probes.fill_mask(model, tokenizer), "
                           "or pretrain with PretrainConfig(objective='causal') to get a model that writes")
-    check_generation_args(max_new_tokens, do_sample, temperature, top_k, top_p)
-    if not isinstance(prompt, str) or not prompt.strip():
+    context = positions(model.config)
+    gen = generation_config(model.config, max_new_tokens, do_sample, temperature, top_k, top_p, repetition_penalty,
+                            no_repeat_ngram_size)                       # ConfigError: a setting out of range
+    max_new_tokens = gen.max_new_tokens
+    if isinstance(prompt, (list, tuple)):
+        if not prompt:
+            raise DataError("prompt=[]: give at least one text to continue (e.g. ['今天天气'])")
+        return [generate(model, tokenizer, p, max_new_tokens=max_new_tokens, do_sample=do_sample,
+                         temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, full_text=full_text,
+                         repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size)
+                for p in prompt]
+    if not isinstance(prompt, str):
+        raise DataError(f"prompt={prompt!r} is a {type(prompt).__name__}; give a text (str) or a list of texts")
+    if not prompt.strip():
         raise DataError(f"prompt={prompt!r}: give some text to continue (e.g. '今天天气'); a causal LM needs at least "
                         "one token of context")
-    context = positions(model.config)
-    if max_new_tokens > context - 2:
-        raise ConfigError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's context of "
-                          f"{context} tokens (the separator and one token at least); use max_new_tokens <= "
-                          f"{context - 2}")
     ids = torch.tensor([prompt_ids(tokenizer, prompt)])                                   # (1, T)
     n_prompt = int(ids.shape[1])
     if n_prompt == 1:
         raise DataError(f"prompt={prompt!r} gives no token with this tokenizer; give text it knows")
     if n_prompt + max_new_tokens > context:
-        raise DataError(f"the prompt is {n_prompt} tokens and max_new_tokens={max_new_tokens}, {n_prompt + max_new_tokens} "
-                        f"in all, past the model's context of {context} tokens: shorten the prompt to at most "
-                        f"{context - max_new_tokens} tokens (its end, e.g. prompt[-{context - max_new_tokens}:]) or "
-                        f"lower max_new_tokens to {context - n_prompt}")
-    cfg = model.config
-    gen = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=do_sample, use_cache=True,
-                           eos_token_id=cfg.eos_token_id, bos_token_id=cfg.bos_token_id,
-                           pad_token_id=cfg.pad_token_id if cfg.pad_token_id is not None else cfg.eos_token_id,
-                           **({"temperature": float(temperature), "top_k": top_k or 0, "top_p": top_p or 1.0}
-                              if do_sample else {}))
+        raise DataError(_too_long(tokenizer, prompt, n_prompt, max_new_tokens, context))
     device = next(model.parameters()).device
     devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices), model_mode(model, training=False), torch.no_grad(), \
@@ -109,6 +99,40 @@ def generate(model, tokenizer, prompt: str, *, max_new_tokens: int = 50, do_samp
     joined = backend.decode(out[0].tolist(), skip_special_tokens=True)
     head = backend.decode(ids[0].tolist(), skip_special_tokens=True)
     return prompt + joined[len(head):] if joined.startswith(head) else prompt + text
+
+
+def _too_long(tokenizer, prompt: str, n_prompt: int, max_new_tokens: int, context: int) -> str:
+    """The refusal of a prompt of ``n_prompt`` tokens (the separator included) that leaves no room for
+    ``max_new_tokens`` in ``context``: the fixes that exist, each with its number (the prompt's end that fits,
+    as a slice of the text where the tokenizer gives offsets; fewer new tokens only where one still fits)."""
+    keep = context - max_new_tokens - 1                  # text tokens that fit beside the separator (>= 1: checked)
+    where = ""
+    try:
+        offsets = tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        where = f": prompt[{offsets[-keep][0]}:]"
+    except (NotImplementedError, KeyError, IndexError, TypeError, ValueError):   # a slow tokenizer: no offsets
+        pass
+    fixes = [f"keep the prompt's last {keep} tokens{where}"]
+    if context - n_prompt >= 1:
+        fixes.append(f"lower max_new_tokens to {context - n_prompt}")
+    return (f"the prompt is {n_prompt} tokens and max_new_tokens={max_new_tokens}, {n_prompt + max_new_tokens} in "
+            f"all (the document separator included), past the model's context of {context} tokens: shorten the "
+            f"prompt ({'; or '.join(fixes)})")
+
+
+def repeated_ngrams(text: str, n: int = 3) -> float:
+    """The share (0-1) of ``text``'s character ``n``-grams that already occurred earlier in it (spaces dropped):
+    0 for text that never repeats itself, near 1 for a greedy loop ("旗旗旗旗..."). Characters, not tokens, so
+    two tokenizers' outputs compare; for Chinese a character is about a token. 0.0 for text under ``n + 1``
+    characters."""
+    chars = "".join(text.split())
+    grams = [chars[i:i + n] for i in range(len(chars) - n + 1)]
+    seen: set[str] = set()
+    repeats = 0
+    for g in grams:
+        repeats += g in seen
+        seen.add(g)
+    return repeats / len(grams) if len(grams) > 1 else 0.0
 
 
 def _load(folder, tokenizer):

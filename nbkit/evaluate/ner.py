@@ -45,9 +45,12 @@ def entity_scores(gold: Tags, pred: Tags) -> dict:
         gold, pred: ``N`` sentences of BIO tags each (``pred[i]`` as long as ``gold[i]``).
 
     Returns:
-        ``precision``, ``recall``, ``f1`` (0-1, micro over entities; 0 where undefined), ``n_gold``, ``n_pred``,
+        ``precision``, ``recall``, ``f1`` (0-1, micro over entities), ``n_gold``, ``n_pred``,
         ``n_correct`` (entities), ``n_sentences``, ``mode`` (``"default"``), ``per_type``: type -> ``precision``,
         ``recall``, ``f1``, ``support`` (gold entities) for every type in gold or pred. Plain Python numbers.
+        ``undefined``: None, or (gold without a single entity) the sentence saying so: ``recall`` and ``f1``
+        are then None (0 of 0 entities found is no score, and 0.0 would read as a model that found none of
+        many), ``precision`` too unless something was predicted (then 0.0: every prediction is spurious).
 
     Raises:
         DataError: sentence counts or lengths differ, or no sentence.
@@ -61,11 +64,20 @@ def entity_scores(gold: Tags, pred: Tags) -> dict:
     per_type = {t: {"precision": float(v["precision"]), "recall": float(v["recall"]), "f1": float(v["f1-score"]),
                     "support": int(v["support"])}
                 for t, v in sorted(per.items()) if not t.endswith(" avg")}
-    return {"precision": float(precision_score(gold, pred, zero_division=0)),
-            "recall": float(recall_score(gold, pred, zero_division=0)),
-            "f1": float(f1_score(gold, pred, zero_division=0)),
-            "n_gold": int(counts[:, 2].sum()), "n_pred": int(counts[:, 1].sum()), "n_correct": int(counts[:, 0].sum()),
-            "n_sentences": len(gold), "mode": "default", "per_type": per_type}
+    n_gold, n_pred = int(counts[:, 2].sum()), int(counts[:, 1].sum())
+    undefined = no_entities(len(gold)) if n_gold == 0 else None
+    return {"precision": float(precision_score(gold, pred, zero_division=0)) if n_gold or n_pred else None,
+            "recall": float(recall_score(gold, pred, zero_division=0)) if n_gold else None,
+            "f1": float(f1_score(gold, pred, zero_division=0)) if n_gold else None,
+            "n_gold": n_gold, "n_pred": n_pred, "n_correct": int(counts[:, 0].sum()),
+            "n_sentences": len(gold), "mode": "default", "per_type": per_type, "undefined": undefined}
+
+
+def no_entities(n_sentences: int) -> str:
+    """The sentence for a gold split without a single entity: why its F1 is not a number, and what to do."""
+    return (f"the {n_sentences} gold sentences hold no entity, so entity recall and F1 are undefined (0 of 0 found), "
+            "not 0.0: score on sentences that have entities (a larger test split, another split seed, or check that "
+            "the test file's tags are BIO with entity types, e.g. B-PER / I-PER)")
 
 
 def _counts(gold: Tags, pred: Tags) -> "np.ndarray":
@@ -87,7 +99,8 @@ def _f1(counts: "np.ndarray", idx=None) -> float:
     return float(2 * c[:, 0].sum() / total) if total else 0.0
 
 
-def entity_f1_interval(gold: Tags, pred, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def entity_f1_interval(gold: Tags, pred, n_boot: int = 1000, seed: int = 0,
+                       level: float = 0.95) -> tuple[float, float] | None:
     """Percentile bootstrap interval ``(low, high)`` of entity micro-F1 (0-1) over ``n_boot`` resamples of the
     test sentences (:func:`nbkit.evaluate.stats.resample_indices`; Efron & Tibshirani 1993, ch. 13).
 
@@ -99,6 +112,8 @@ def entity_f1_interval(gold: Tags, pred, n_boot: int = 1000, seed: int = 0, leve
         pred: ``N`` tag sequences, or a list of such runs (seeds): their F1s are averaged in each resample.
         level: coverage (0-1).
 
+    Returns None when gold holds no entity (the F1 is undefined: :func:`entity_scores`' ``undefined``).
+
     Raises:
         DataError: sentence counts or lengths differ, or no sentence. ConfigError: ``n_boot`` below 1.
     """
@@ -107,6 +122,8 @@ def entity_f1_interval(gold: Tags, pred, n_boot: int = 1000, seed: int = 0, leve
     if n_boot < 1:
         raise ConfigError(f"n_boot={n_boot}: use at least 1 (1000 for a 95 % interval).")
     runs = [_checked_counts(gold, run) for run in _runs(pred)]
+    if not runs[0][:, 2].any():
+        return None
     samples = [sum(_f1(c, idx) for c in runs) / len(runs) for idx in resample_indices(len(gold), n_boot, seed)]
     return percentile_interval(samples, level)
 
@@ -121,7 +138,8 @@ def entity_f1_diff(gold: Tags, pred_a, pred_b, n_boot: int = 1000, seed: int = 0
     :func:`nbkit.evaluate.stats.bootstrap_diff` does for accuracy: both systems scored on each resample.
 
     ``pred_a``, ``pred_b``: one run or a list of runs (seeds) each, averaged per resample. Returns
-    ``{"value", "low", "high", "level", "n_boot"}``; ``value`` on the full test set.
+    ``{"value", "low", "high", "level", "n_boot"}``; ``value`` on the full test set. Gold without an entity:
+    ``value``, ``low``, ``high`` None and ``undefined`` the reason (:func:`no_entities`).
 
     Raises:
         DataError: sentence counts or lengths differ, or no sentence. ConfigError: ``n_boot`` below 1.
@@ -132,6 +150,9 @@ def entity_f1_diff(gold: Tags, pred_a, pred_b, n_boot: int = 1000, seed: int = 0
         raise ConfigError(f"n_boot={n_boot}: use at least 1 (1000 for a 95 % interval).")
     a = [_checked_counts(gold, run) for run in _runs(pred_a)]
     b = [_checked_counts(gold, run) for run in _runs(pred_b)]
+    if not a[0][:, 2].any():
+        return {"value": None, "low": None, "high": None, "level": level, "n_boot": n_boot,
+                "undefined": no_entities(len(gold))}
 
     def diff(idx) -> float:
         return sum(_f1(c, idx) for c in a) / len(a) - sum(_f1(c, idx) for c in b) / len(b)

@@ -116,6 +116,78 @@ def positions(config) -> int:
     return int(getattr(config, "n_positions", None) or config.max_position_embeddings)
 
 
+#: new tokens a greedy call writes when none is asked: notebook 06's setting, and what an export's bare
+#: ``pipeline("text-generation", model=dir)(prompt)`` writes (:func:`default_new_tokens` bounds it by the context)
+DEFAULT_NEW_TOKENS = 30
+
+
+def default_new_tokens(context: int) -> int:
+    """New tokens when none are asked, for a model of ``context`` positions: :data:`DEFAULT_NEW_TOKENS`, at most
+    half the context (so a prompt of the other half fits), at least 1."""
+    return max(1, min(DEFAULT_NEW_TOKENS, int(context) // 2))
+
+
+def check_generation_args(max_new_tokens: int, do_sample: bool, temperature: float, top_k: int | None,
+                          top_p: float | None, context: int | None = None, repetition_penalty: float | None = None,
+                          no_repeat_ngram_size: int | None = None) -> None:
+    """Raise ``ConfigError`` for ``max_new_tokens < 1`` or (with ``context``, the model's positions) above
+    ``context - 2``, ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside (0, 1], ``repetition_penalty <= 0``,
+    ``no_repeat_ngram_size < 1``, each with its valid range."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ConfigError(f"max_new_tokens={max_new_tokens!r}: use a whole number >= 1 (tokens to add)")
+    if context is not None and max_new_tokens > context - 2:
+        raise ConfigError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's context of "
+                          f"{context} tokens (the separator and one token at least); use max_new_tokens <= "
+                          f"{context - 2}")
+    if do_sample and not temperature > 0:
+        raise ConfigError(f"temperature={temperature!r}: use a number > 0 (1.0: the model's distribution; lower is "
+                          "more conservative), or do_sample=False for greedy decoding")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ConfigError(f"top_k={top_k!r}: use a whole number >= 1, or None for no top-k cut")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ConfigError(f"top_p={top_p!r}: use a share in (0, 1] (e.g. 0.9), or None for no nucleus cut")
+    if repetition_penalty is not None and (isinstance(repetition_penalty, bool) or not repetition_penalty > 0):
+        raise ConfigError(f"repetition_penalty={repetition_penalty!r}: use a number > 0 (1.0: none; 1.1-1.5 "
+                          "discourages tokens already in the text), or None")
+    if no_repeat_ngram_size is not None and (isinstance(no_repeat_ngram_size, bool)
+                                             or not isinstance(no_repeat_ngram_size, int) or no_repeat_ngram_size < 1):
+        raise ConfigError(f"no_repeat_ngram_size={no_repeat_ngram_size!r}: use a whole number >= 1 (e.g. 3: no "
+                          "3-gram of tokens twice), or None")
+
+
+def generation_config(model_config, max_new_tokens: int | None = None, do_sample: bool = False,
+                      temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+                      repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None):
+    """The ``transformers.GenerationConfig`` of one generation call, checked (:func:`check_generation_args`
+    against the model's context, :func:`positions`): ``max_new_tokens`` (None: :func:`default_new_tokens`),
+    greedy or sampled (``temperature``, ``top_k``, ``top_p``), ``repetition_penalty`` (CTRL's, Keskar et al.
+    2019: scores of tokens already in the text divided by it) and ``no_repeat_ngram_size`` (no n-gram of tokens
+    twice), both transformers' own logits processors; the special ids of ``model_config`` (pad: eos where there
+    is none). :func:`nbkit.evaluate.generation.generate` runs with it and
+    :func:`nbkit.models.export.export_causal_lm` writes it, so a bare pipeline call on the export decodes as
+    ``generate`` does: every field is set, none left to transformers' or the pipeline's defaults (which sample
+    256 tokens).
+
+    Raises:
+        ConfigError: a setting out of range (:func:`check_generation_args`).
+    """
+    from transformers import GenerationConfig
+
+    cfg = model_config
+    context = positions(cfg)
+    if max_new_tokens is None:
+        max_new_tokens = default_new_tokens(context)
+    check_generation_args(max_new_tokens, do_sample, temperature, top_k, top_p, context, repetition_penalty,
+                          no_repeat_ngram_size)
+    controls = {k: v for k, v in (("repetition_penalty", repetition_penalty),
+                                  ("no_repeat_ngram_size", no_repeat_ngram_size)) if v is not None}
+    return GenerationConfig(max_new_tokens=max_new_tokens, do_sample=do_sample, use_cache=True,
+                            eos_token_id=cfg.eos_token_id, bos_token_id=cfg.bos_token_id,
+                            pad_token_id=cfg.pad_token_id if cfg.pad_token_id is not None else cfg.eos_token_id,
+                            **({"temperature": float(temperature), "top_k": top_k or 0, "top_p": top_p or 1.0}
+                               if do_sample else {}), **controls)
+
+
 def is_causal_lm(model) -> bool:
     """True for a GPT-2 / Llama causal LM (``config.model_type`` in :data:`MODEL_TYPES`)."""
     return getattr(getattr(model, "config", None), "model_type", None) in MODEL_TYPES

@@ -89,7 +89,8 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
     return out
 
 
-def export_causal_lm(model, tokenizer, out_dir) -> Path:
+def export_causal_lm(model, tokenizer, out_dir, *, max_new_tokens: int | None = None,
+                     repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None) -> Path:
     """Save a causal LM (GPT-2 / Llama) as one directory plain ``transformers`` loads; returns it as a ``Path``.
 
     It holds the weights, ``config.json`` and ``generation_config.json`` of the standard class
@@ -99,12 +100,21 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
     spaces (:func:`nbkit.text.tokenizer_files.cjk_decoder`); its ``tokenizer(text)`` puts the document
     separator before the text (a document opens there, as in training; :func:`nbkit.text.causal.prompt_ids`),
     which is how ``pipeline`` encodes a prompt, so its greedy continuation and
-    :func:`nbkit.evaluate.generation.generate`'s agree token for token. Written atomically (files already in ``out_dir`` and not written here are kept); the caller's model
-    and tokenizer are not changed.
+    :func:`nbkit.evaluate.generation.generate`'s agree token for token. Written atomically (files already in
+    ``out_dir`` and not written here are kept); the caller's model and tokenizer are not changed.
+
+    ``generation_config.json`` holds the greedy call of notebook 06 (:func:`nbkit.models.causal.generation_config`:
+    ``do_sample=False``, ``max_new_tokens``; None: :func:`~nbkit.models.causal.default_new_tokens`, at most
+    half the context; ``repetition_penalty`` / ``no_repeat_ngram_size`` where given), so the bare
+    ``pipeline("text-generation", model=out_dir)(prompt)`` writes what ``generate(model, tokenizer, prompt,
+    max_new_tokens=...)`` (with the same controls) printed instead of transformers' pipeline defaults
+    (256 sampled tokens, past a small model's position table). A prompt too long for the context:
+    ``pipe(prompt, handle_long_generation="hole")`` keeps its last ``context - max_new_tokens`` tokens.
 
     Raises:
         ConfigError: ``model`` is not a causal LM (a BERT masked LM: use ``export_classifier`` after
-            fine-tuning, or its pretraining folder with ``pipeline("fill-mask")``), or ``out_dir`` is a file.
+            fine-tuning, or its pretraining folder with ``pipeline("fill-mask")``), ``out_dir`` is a file, or
+            a generation setting out of range (:func:`~nbkit.models.causal.check_generation_args`).
         NonFiniteWeightsError: the model holds NaN/inf weights (named): nothing is written.
         WriteError: the disk is full or not writable; nothing partial is left.
     """
@@ -112,7 +122,7 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
 
     from nbkit.atomic import atomic_dir
     from nbkit.models.bert import check_finite_weights
-    from nbkit.models.causal import is_causal_lm, positions
+    from nbkit.models.causal import generation_config, is_causal_lm, positions
     from nbkit.models.loading import quiet_transformers
     from nbkit.text.causal import document_separator
     from nbkit.text.tokenizer_files import save_tokenizer
@@ -131,6 +141,8 @@ def export_causal_lm(model, tokenizer, out_dir) -> Path:
     clone.config = copy.deepcopy(model.config)
     clone.config.use_cache = True                        # generation reuses the keys and values
     limit = positions(model.config)
+    clone.generation_config = generation_config(model.config, max_new_tokens, repetition_penalty=repetition_penalty,
+                                                no_repeat_ngram_size=no_repeat_ngram_size)   # notebook 06's greedy
     with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():  # WriteError: disk full
         clone.save_pretrained(tmp)
         jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity

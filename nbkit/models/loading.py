@@ -286,11 +286,21 @@ def weight_names(folder) -> set[str]:
             with safe_open(str(f), framework="pt") as fh:
                 names |= set(fh.keys())
         return names
+    for f in sorted(folder.glob("pytorch_model*.bin")):
+        names |= set(_bin_meta(f))
+    return names
+
+
+def _bin_meta(file) -> dict:
+    """The state dict of the PyTorch weights ``file`` on the meta device (names, shapes, dtypes; no data read):
+    memory-mapped where the file is a zip archive (``torch.save``'s format since 1.6), else (the legacy format
+    of ``_use_new_zipfile_serialization=False``, e.g. older UER and ckiplab uploads, which ``mmap`` refuses)
+    read as ``from_pretrained`` reads it. A probe here must never refuse a file the loader it guards accepts."""
+    import zipfile
+
     import torch
 
-    for f in sorted(folder.glob("pytorch_model*.bin")):
-        names |= set(torch.load(f, map_location="meta", weights_only=True, mmap=True))
-    return names
+    return torch.load(file, map_location="meta", weights_only=True, mmap=zipfile.is_zipfile(file))
 
 
 _SAFETENSORS_DTYPES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64"}
@@ -314,10 +324,8 @@ def stored_dtype(folder) -> str | None:
             if k != "__metadata__" and v.get("dtype") in _SAFETENSORS_DTYPES:
                 count[_SAFETENSORS_DTYPES[v["dtype"]]] += 1
     if not count:
-        import torch
-
         for f in sorted(folder.glob("pytorch_model*.bin")):
-            for t in torch.load(f, map_location="meta", weights_only=True, mmap=True).values():
+            for t in _bin_meta(f).values():
                 if getattr(t, "is_floating_point", lambda: False)():
                     count[str(t.dtype).removeprefix("torch.")] += 1
     return count.most_common(1)[0][0] if count else None

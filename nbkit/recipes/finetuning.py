@@ -144,6 +144,18 @@ class FinetuneConfig(RecipeConfig):
 
     CHOICES = {"report_to": REPORT_TO}
 
+    def __post_init__(self):
+        """Raise ``ConfigError`` for files given to a bundled task (``reviews``/``news``), which would train on
+        the bundled data and ignore them without a word."""
+        super().__post_init__()
+        files = {k: getattr(self, k) for k in ("train_file", "validation_file", "test_file") if getattr(self, k)}
+        if files and self.task in ("reviews", "news"):
+            given = ", ".join(f"{k}={v!r}" for k, v in files.items())
+            raise ConfigError(f"{given} given with task={self.task!r}, which trains on the bundled "
+                              f"{'reviews' if self.task == 'reviews' else 'news'} and would ignore them. Fix: "
+                              "task='own' for your labelled texts (with text_column, label_column), or task='ner' "
+                              "for your tagged files; or drop the file to train on the bundled data")
+
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
         return ("task", "init")
@@ -559,6 +571,10 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
         out["diff"] = ner.entity_f1_diff(gold, pred, crf, n_boot=cfg.n_boot, seed=cfg.seed)   # paired, same sentences
     out["table"] = scores_table(results)
     out["errors"] = entity_errors([list(it["tokens"]) for it in items], gold, pred)
+    if out["report"]["undefined"]:
+        import warnings
+
+        warnings.warn(f"{split} split: {out['report']['undefined']}", UserWarning, stacklevel=2)
     return out
 
 
@@ -604,8 +620,9 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
 
 
 def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: dict, scores: dict, how: str) -> dict:
-    """Task ner's ``metrics.json``: ``test_entity_f1`` / ``_precision`` / ``_recall`` (micro, 0-1),
-    ``test_entity_f1_interval`` ([low, high]), ``per_type``, the same ``baseline_*`` for the CRF, ``diff_entity_f1``
+    """Task ner's ``metrics.json``: ``test_entity_f1`` / ``_precision`` / ``_recall`` (micro, 0-1; null where
+    undefined: a test split without entities, said in ``test_entity_undefined``), ``test_entity_f1_interval``
+    ([low, high] or null), ``per_type``, the same ``baseline_*`` for the CRF, ``diff_entity_f1``
     (BERT - CRF: ``value``, ``low``, ``high``, paired over the same test sentences), ``windows``
     (the test encoding's counts) and ``windows_per_split``, ``n_errors`` (missed / spurious), the data report's
     ``n_*`` counts and ``types``, ``config``, ``world_size`` and the loop's summary under ``train``."""
@@ -615,12 +632,15 @@ def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: d
     errors = scores["errors"]
     metrics = {"scale": cfg.scale, "task": cfg.task, "data_files": labeled.report.get("files"), "init": how,
                "test_entity_f1": report["f1"], "test_entity_precision": report["precision"],
-               "test_entity_recall": report["recall"], "test_entity_f1_interval": list(scores["interval"]),
+               "test_entity_recall": report["recall"],
+               "test_entity_f1_interval": list(scores["interval"]) if scores["interval"] else None,
+               "test_entity_undefined": report.get("undefined"),
                "per_type": report.get("per_type"),
                "baseline": "CRF (python-crfsuite) over character-window features",
                "baseline_entity_f1": base and base["f1"], "baseline_entity_precision": base and base["precision"],
                "baseline_entity_recall": base and base["recall"],
-               "baseline_entity_f1_interval": list(scores["baseline_interval"]) if base else None,
+               "baseline_entity_f1_interval": list(scores["baseline_interval"]) if scores.get("baseline_interval")
+               else None,
                "baseline_per_type": base and base.get("per_type"), "diff_entity_f1": scores.get("diff"),
                **{k: v for k, v in labeled.report.items() if k.startswith("n_")}, "types": list(labeled.types),
                "windows": scores["windows"], "windows_per_split": {k: v["n_windows"] for k, v in truncation.items()},

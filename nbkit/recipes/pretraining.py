@@ -107,6 +107,7 @@ class PretrainConfig(RecipeConfig):
     progress_every_s: float = 30.0
     report_to: str = "tensorboard"
     budget_minutes: float | None = None
+    allow_unk: bool = False
 
     RECIPE, STEP = "pretraining", "mlm"
     HELP = {
@@ -154,6 +155,8 @@ class PretrainConfig(RecipeConfig):
         "progress_every_s": "seconds between plain progress lines on stdout: step, loss, tokens/s, ETA (0: none)",
         "report_to": "tensorboard: event files in <run>/tensorboard (tensorboard --logdir runs/); none",
         "budget_minutes": "with corpus: wall-clock minutes the sized run may take (None: 15 on a CPU, 240 on a GPU)",
+        "allow_unk": "train even when over 5 % of a sample of the corpus reads as [UNK] under the tokenizer (a "
+                     "warning instead of the refusal)",
     }
     WHY = {"warmup_ratio": "6 %, RoBERTa's pretraining warm-up (fine-tuning warms up 10 %)",
            "lr": "1e-3 for the small presets (docs/pretraining.md; base needs 1e-4, size_run)",
@@ -164,7 +167,7 @@ class PretrainConfig(RecipeConfig):
            "progress_every_s": "30: a headless log shows the run without flooding a notebook cell"}
     ALL_MEANS_NONE = ("corpus_lines", "max_train", "eval_blocks", "patience", "max_passes", "budget_minutes")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
-                       "progress_every_s", "report_to"})
+                       "progress_every_s", "report_to", "allow_unk"})
 
     CHOICES = {"report_to": REPORT_TO, "objective": OBJECTIVES}
 
@@ -661,17 +664,32 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
     for whole-word masking; :func:`nbkit.text.causal.make_causal_blocks`). A store:
     :class:`nbkit.corpus.StoreMLMDataset` / :class:`~nbkit.corpus.dataset.StoreCausalDataset` per split
     (random access from disk, constant memory; the store is read as prepared).
+
+    First the ``[UNK]`` share of a sample of the training text under ``tok`` (the store's ids: of up to 64
+    blocks) is checked (:func:`nbkit.text.tokenizer.check_unk_share`): above 5 % the run is refused naming the
+    share, example characters, the cause and the fix, unless ``cfg.allow_unk``. Both paths (your corpus, a
+    continued ``init`` with its own tokenizer) come through here.
+
+    Raises:
+        DataError: the ``[UNK]`` share above 5 % (without ``allow_unk``), or from the block builders.
     """
+    from nbkit.text.tokenizer import check_unk_share
+
+    if corpus.store is None:                             # a sample of the text, under the tokenizer training uses
+        train = corpus.splits["train"]
+        check_unk_share(tok, train.select(range(min(2000, len(train))))["text"], allow=cfg.allow_unk,
+                        what="the training text")
     if cfg.objective == "causal":
         if corpus.store is not None:
             from nbkit.corpus.dataset import StoreCausalDataset
 
-            return {split: StoreCausalDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
-        from nbkit.text.causal import make_causal_blocks
+            out = {split: StoreCausalDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
+        else:
+            from nbkit.text.causal import make_causal_blocks
 
-        return {split: make_causal_blocks(corpus.splits[split], tok, cfg.block_size)
-                for split in ("train", "validation")}
-    if corpus.store is not None:
+            out = {split: make_causal_blocks(corpus.splits[split], tok, cfg.block_size)
+                   for split in ("train", "validation")}
+    elif corpus.store is not None:
         from nbkit.corpus.dataset import StoreMLMDataset
 
         out = {split: StoreMLMDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
@@ -680,6 +698,11 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
 
         out = {split: mlm.make_blocks(corpus.splits[split], tok, cfg.block_size, words_column="words")
                for split in ("train", "validation")}
+    if corpus.store is not None:                         # the store's ids, made by this tokenizer
+        train, n = out["train"], len(out["train"])
+        picks = sorted({i * n // 64 for i in range(64)}) if n else []
+        check_unk_share(tok, ids=[train[i]["input_ids"] for i in picks], allow=cfg.allow_unk,
+                        what=f"the corpus store {corpus.store}")
     return out
 
 
@@ -804,7 +827,8 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     ``untrained``: first score the initial weights (``result.metrics["untrained_eval_loss"]``,
     ``["untrained_eval_perplexity"]``). ``save_steps``: checkpoints kept besides the newest. With
     ``cfg.report_to="tensorboard"`` the events go to ``out_dir/tensorboard`` with this config as text. The
-    checkpoints record ``tok``'s hash: a resume on another tokenizer is refused (``CheckpointError``).
+    checkpoints record ``tok``'s hash and ``cfg.block_size``: a resume on another tokenizer or block size is
+    refused naming it (``CheckpointError``).
     """
     from nbkit.train import EarlyStopping, Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
@@ -813,7 +837,7 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     if cfg.report_to == "tensorboard":
         extra.append(TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict()))
     tcfg = train_config(cfg, out_dir, len(blocks["train"]), save_steps, world_size=launch_world_size(),
-                        identity=tokenizer_identity(tok))
+                        identity={**tokenizer_identity(tok), "block_size": cfg.block_size})
     loop = Loop(bert, tcfg, blocks["train"], blocks["validation"], collate_fn=collator(cfg, tok),
                 callbacks=[*callbacks, *extra], device=device)
     first = loop.evaluate() if untrained else {}
@@ -839,10 +863,12 @@ def model_dir_at(out_dir, step: int) -> Path:
     return found[step].model_dir
 
 
-def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
+def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | None = None) -> dict:
     """Save model + tokenizer to ``out_dir/model`` (atomic; loads with ``AutoModelForMaskedLM``, with
     ``objective="causal"`` with ``AutoModelForCausalLM`` and ``pipeline("text-generation")``:
     :func:`nbkit.models.export.export_causal_lm`) and write ``out_dir/metrics.json``; return it.
+    ``generation``: the causal export's generation settings (``export_causal_lm``'s keywords, e.g. the notebook's
+    ``max_new_tokens``), which a bare ``pipeline("text-generation", model=out_dir/"model")(prompt)`` uses.
 
     The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``objective``,
     ``model`` (the
@@ -854,6 +880,7 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
     Raises:
         WriteError: the disk is full or not writable (nothing half-written).
         NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
+        ConfigError: ``generation`` settings out of range (``export_causal_lm``), or given for an MLM run.
     """
     from nbkit.atomic import atomic_dir
     from nbkit.models.bert import check_finite_weights, count_parameters
@@ -866,7 +893,10 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok) -> dict:
     if cfg.objective == "causal":   # the text-generation layout (standard class, CJK decoding; finite weights)
         from nbkit.models.export import export_causal_lm
 
-        export_causal_lm(loop.model, tok, model_dir)
+        export_causal_lm(loop.model, tok, model_dir, **(generation or {}))
+    elif generation:
+        raise ConfigError(f"generation={generation!r} is for objective='causal'; a masked LM does not generate: "
+                          "drop it")
     else:
         check_finite_weights(loop.model, f"the trained model to {model_dir}")
         with atomic_dir(model_dir, what="model") as tmp, quiet_transformers():

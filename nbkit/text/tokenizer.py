@@ -10,7 +10,7 @@ it (README, "Measured by the other benchmarks").
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +235,69 @@ def tokenizer_stats(tokenizer, heldout_texts: Iterable[str]) -> dict[str, Any]:
         "length_p99": float(p99),
         "length_max": int(arr.max()),
     }
+
+
+#: the ``[UNK]`` share (0-1 of tokens) above which training on a corpus is refused (:func:`check_unk_share`)
+UNK_LIMIT = 0.05
+
+
+def check_unk_share(tokenizer, texts: Iterable[str] | None = None, ids: Iterable[Sequence[int]] | None = None,
+                    allow: bool = False, what: str = "the corpus") -> dict[str, Any]:
+    """The ``[UNK]`` share of a sample of what training will read, under the tokenizer it will use: refused above
+    :data:`UNK_LIMIT` (a tokenizer that reads everything as ``[UNK]`` trains a model on nothing, and its loss
+    falls all the same). ``texts``: a sample of raw text (:func:`tokenizer_stats` measures it); ``ids``: token
+    ids already made by this tokenizer (a prepared store), when there is no text. ``allow``: warn instead of
+    refusing (``PretrainConfig(allow_unk=True)``). Returns ``{"unk_share", "n_tokens", "examples"}``
+    (``examples``: up to 3 characters of ``texts`` that become ``[UNK]``).
+
+    Raises:
+        DataError: the share is above :data:`UNK_LIMIT` and not ``allow``: the share, three example characters,
+            the likely cause (a ``BertTokenizerFast(vocab_file=...)`` of transformers 5, a vocabulary trained with
+            too small an alphabet) and the fixes, with the flag to go on.
+    """
+    import warnings
+
+    unk_id = tokenizer.unk_token_id
+    if unk_id is None:                                   # byte-level BPE: nothing is unknown
+        return {"unk_share": 0.0, "n_tokens": None, "examples": []}
+    examples: list[str] = []
+    if texts is not None:
+        texts = [t for t in texts if t and t.strip()]
+        if not texts:
+            return {"unk_share": 0.0, "n_tokens": 0, "examples": []}
+        stats = tokenizer_stats(tokenizer, texts)
+        share, n_tokens = stats["unk_rate"], stats["n_tokens"]
+        if share > UNK_LIMIT:
+            seen: set[str] = set()
+            for ch in (c for t in texts for c in t if not c.isspace()):
+                if ch not in seen:
+                    seen.add(ch)
+                    if tokenizer(ch, add_special_tokens=False)["input_ids"] == [unk_id]:
+                        examples.append(ch)
+                        if len(examples) == 3:
+                            break
+    else:
+        rows = [list(r) for r in ids or ()]
+        n_tokens = sum(map(len, rows))
+        share = sum(1 for r in rows for i in r if i == unk_id) / n_tokens if n_tokens else 0.0
+    out = {"unk_share": share, "n_tokens": n_tokens, "examples": examples}
+    if share <= UNK_LIMIT:
+        return out
+    shown = (f"e.g. {', '.join(repr(c) for c in examples)} become {tokenizer.unk_token}" if examples else
+             "the store holds ids only: tokenizer.tokenize(a line of your corpus) shows which characters")
+    message = (f"{share:.1%} of {what}'s tokens ({n_tokens:,} sampled) are {tokenizer.unk_token}, above "
+               f"{UNK_LIMIT:.0%} ({shown}): a model trained on it learns nothing of that text. Likely cause: the "
+               "tokenizer files do not read this text, e.g. saved from transformers 5's "
+               "BertTokenizerFast(vocab_file=...) or BertTokenizer(vocab_file=...) (both map every Chinese "
+               "character to [UNK]), or a vocabulary trained with too small an alphabet. Fix: load the tokenizer "
+               "with AutoTokenizer.from_pretrained(dir) / BertTokenizer.from_pretrained(dir) from a folder holding "
+               "the vocab.txt (delete the tokenizer.json saved from the vocab_file= tokenizer first) and "
+               "save_pretrained it beside the checkpoint, or retrain it (nbkit.text.train_wordpiece); or, if this "
+               "share is right for your text, go on with PretrainConfig(allow_unk=True) (--allow-unk).")
+    if not allow:
+        raise DataError(message)
+    warnings.warn(message, UserWarning, stacklevel=2)
+    return out
 
 
 def save_stats(stats: dict[str, Any], out_dir: str | Path) -> Path:

@@ -136,15 +136,17 @@ def _start_template(tokenizer, token: str) -> dict:
 
 def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: int | None = None,
                              cjk_decode: bool = False, start_token: str | None = None) -> Path:
-    """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote (WordPiece only; others stay as saved);
-    ``model_max_length`` (tokens, None: keep) is what ``truncation=True`` cuts to. Returns ``out_dir``.
+    """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote (``vocab.txt`` and decoding: WordPiece only;
+    ``start_token``: every fast tokenizer); ``model_max_length`` (tokens, None: keep) is what ``truncation=True``
+    cuts to. Returns ``out_dir``.
 
     ``cjk_decode``: a WordPiece's ``tokenizer.json`` gets :func:`cjk_decoder` (Chinese decoded without spaces;
     ids unchanged) and ``tokenizer_class`` becomes :data:`TOKENIZER_CLASS`, so loaders read that file (a
     ``BertTokenizer`` class would rebuild BERT's spacing decoder from ``vocab.txt``). ``start_token``: the
     post-processor puts that token (a causal LM's document separator) before the text instead of BERT's
-    ``[CLS] ... [SEP]``: ``tokenizer(prompt)`` then opens a document, as ``pipeline("text-generation")`` calls it
-    (a Llama tokenizer adds its bos the same way).
+    ``[CLS] ... [SEP]`` (or a Llama's ``<s>``, or GPT-2's nothing): ``tokenizer(prompt)`` then opens a document
+    as :func:`nbkit.text.causal.prompt_ids` does, which is how ``pipeline("text-generation")`` calls it, and
+    ``tokenizer_class`` becomes :data:`TOKENIZER_CLASS` so that loaders keep that post-processor.
 
     Raises:
         ConfigError: the ids are not 0..n-1 (no ``vocab.txt`` can hold them).
@@ -170,11 +172,24 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
         if cjk_decode and (out / "tokenizer.json").is_file():
             spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
             spec["decoder"] = json.loads(cjk_decoding(tokenizer).to_str())["decoder"]
-            if start_token is not None:
-                spec["post_processor"] = _start_template(tokenizer, start_token)
             jsonio.write_json(out / "tokenizer.json", spec)
             config["tokenizer_class"] = TOKENIZER_CLASS
             config["clean_up_tokenization_spaces"] = False
+    if start_token is not None and (out / "tokenizer.json").is_file():
+        # any model type (WordPiece, GPT-2's byte-level BPE, a Llama's SentencePiece BPE): the file's
+        # post-processor puts the separator first, and the generic class reads it as written (GPT2Tokenizer and
+        # LlamaTokenizer rebuild their own from add_bos_token: a Llama's <s> where training read the separator)
+        spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
+        template = _start_template(tokenizer, start_token)
+        before = spec.get("post_processor") or {}
+        if before.get("type") == "ByteLevel":            # keep its offset trimming, then the template
+            template = {"type": "Sequence", "processors": [before, template]}
+        spec["post_processor"] = template
+        jsonio.write_json(out / "tokenizer.json", spec)
+        config["tokenizer_class"] = TOKENIZER_CLASS
+        config["clean_up_tokenization_spaces"] = False
+        for key in ("add_bos_token", "add_eos_token"):  # the template decides what is added, nothing else
+            config.pop(key, None)
     for key in LOAD_ONLY_KEYS:
         config.pop(key, None)
     if config.get("tokenizer_class") in GENERIC_CLASSES:

@@ -396,16 +396,26 @@ def check_identity(saved: dict | None, now: dict | None, path) -> None:
     from this run's (a key missing on either side is not compared: older checkpoints have none).
 
     Raises:
-        CheckpointError: naming each differing entry (``tokenizer``: the checkpoint's vs this run's hash) and the fix.
+        CheckpointError: naming each differing entry (``tokenizer``: the checkpoint's vs this run's hash;
+            ``block_size``: both sizes), the cause and the fix (the checkpoint's setting, or start fresh).
     """
-    differ = [f"{k}: checkpoint {saved[k]} vs this run {now[k]}" for k in sorted(set(saved or {}) & set(now or {}))
-              if saved[k] != now[k]]
-    if differ:
+    keys = [k for k in sorted(set(saved or {}) & set(now or {})) if saved[k] != now[k]]
+    if not keys:
+        return
+    differ = "; ".join(f"{k}: checkpoint {saved[k]} vs this run {now[k]}" for k in keys)
+    if keys == ["block_size"]:
         raise CheckpointError(
-            f"the checkpoint {path} was trained on other data than this run reads ({'; '.join(differ)}): with "
-            "another tokenizer the same ids mean other tokens, so resuming would train the old embedding rows on "
-            f"new meanings. Fix: {START_FRESH}; or go back to the "
-            "tokenizer the checkpoint was trained with.")
+            f"the checkpoint {path} was trained on blocks of {saved['block_size']} tokens, this run cuts its text "
+            f"into blocks of {now['block_size']} ({differ}): the saved data order counts blocks of the old size "
+            f"(another number of them) and the model's positions were sized for it. Fix: resume with "
+            f"block_size={saved['block_size']} (the checkpoint's), or, to train on {now['block_size']}-token "
+            f"blocks, start fresh with {START_FRESH}.")
+    raise CheckpointError(
+        f"the checkpoint {path} was trained on other data than this run reads ({differ}): with "
+        "another tokenizer the same ids mean other tokens, so resuming would train the old embedding rows on "
+        f"new meanings. Fix: {START_FRESH}; or go back to the "
+        "tokenizer the checkpoint was trained with"
+        + (f" and block_size={saved['block_size']}" if "block_size" in keys else "") + ".")
 
 
 def global_position(state: dict, dataset_size: int) -> tuple[int, int]:
