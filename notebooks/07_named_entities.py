@@ -36,6 +36,7 @@ init = None           # the encoder: a model folder or Hub name (bert-base-chine
 train_file = None     # your tagged file (CoNLL char<TAB>tag, or JSONL spans); None: People's Daily
 validation_file = None# with train_file: None draws 10 % from it
 test_file = None      # with train_file: None draws 10 % from it
+span_offsets = None   # JSON spans: what offsets count: auto (told by the spans' text), chars, utf16 (Label Studio)
 corpus_lines = None   # People's Daily lines read; "all": every one (19,484)
 n_boot = None         # bootstrap resamples for the entity-F1 intervals
 max_steps = None      # optimizer steps in all; "all": from epochs
@@ -59,7 +60,8 @@ from nbkit.recipes import finetuning as ft
 cfg = ft.FinetuneConfig.for_scale(scale, task="ner", seed=seed, max_length=max_length, stride=stride,
                                   batch_size=batch_size, epochs=epochs, lr=lr, max_train=max_train, model=model,
                                   init=init, train_file=train_file, validation_file=validation_file,
-                                  test_file=test_file, corpus_lines=corpus_lines, n_boot=n_boot, max_steps=max_steps,
+                                  test_file=test_file, span_offsets=span_offsets, corpus_lines=corpus_lines,
+                                  n_boot=n_boot, max_steps=max_steps,
                                   grad_accum_steps=grad_accum_steps, warmup_ratio=warmup_ratio, scheduler=scheduler,
                                   weight_decay=weight_decay, precision=precision, eval_every=eval_every,
                                   checkpoint_every=checkpoint_every, keep_last=keep_last,

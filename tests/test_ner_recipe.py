@@ -114,6 +114,12 @@ def test_job_flags_for_ner(tmp_path):
     assert cfg.task == "ner" and cfg.stride == 4 and out.name.startswith("ner-own-sample_ner-")
     with pytest.raises(ConfigError, match="add --train-file"):
         finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--test-file", "t.conll"]))
+    cfg, out = finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--train-file",
+                                                             str(SAMPLE), "--span-offsets", "utf16"]))
+    assert cfg.span_offsets == "utf16" and out.name.endswith("-span_offsetsutf16")
+    with pytest.raises(ConfigError, match="span_offsets"):
+        finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--train-file",
+                                                      str(SAMPLE), "--span-offsets", "bytes"]))
 
 
 def test_run_notebooks_headline_of_notebook_07(tmp_path):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nbkit.data.ner import OFFSET_UNITS
 from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
 from nbkit.train.config import REPORT_TO
@@ -88,6 +89,7 @@ class FinetuneConfig(RecipeConfig):
     stride: int = 32
     corpus_lines: int | None = None
     n_boot: int = 1000
+    span_offsets: str = "auto"
 
     RECIPE, STEP = "finetuning", "sentiment"
     HELP = {
@@ -130,6 +132,8 @@ class FinetuneConfig(RecipeConfig):
         "stride": "task ner: tokens two windows of a sentence longer than max_length share (the pipeline merges their entities)",
         "corpus_lines": "task ner: People's Daily lines read (None: all 19,484)",
         "n_boot": "task ner: bootstrap resamples of the test sentences for the entity-F1 interval",
+        "span_offsets": "task ner, your JSON span files: what the offsets count: auto (told by the spans' text), "
+                        "chars, or utf16 (Label Studio's editor: an emoji counts 2)",
     }
     WHY = {"warmup_ratio": "10 %, BERT's fine-tuning warm-up (pretraining warms up 6 %)",
            "pooling": "None chooses per encoder, the reason printed: cls when it carries a trained pooler and "
@@ -142,7 +146,7 @@ class FinetuneConfig(RecipeConfig):
                        "validation_file", "test_file", "text_column", "label_column", "checkpoint_minutes",
                        "progress_every_s", "report_to", "n_boot"})
 
-    CHOICES = {"report_to": REPORT_TO}
+    CHOICES = {"report_to": REPORT_TO, "span_offsets": OFFSET_UNITS}
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -190,9 +194,10 @@ class FinetuneConfig(RecipeConfig):
             if self.train_file is not None:
                 out["corpus_lines"] = "train_file is set"
             else:
-                out.update({k: "People's Daily (no train_file)" for k in ("validation_file", "test_file")})
+                out.update({k: "People's Daily (no train_file)" for k in ("validation_file", "test_file",
+                                                                          "span_offsets")})
             return out
-        out = {k: why for k in ("stride", "corpus_lines", "n_boot")}
+        out = {k: why for k in ("stride", "corpus_lines", "n_boot", "span_offsets")}
         if self.task == "own":
             return out
         return {**out, **{k: why for k in ("train_file", "validation_file", "test_file", "text_column",
@@ -281,7 +286,7 @@ def data(cfg: FinetuneConfig) -> "LabeledData":
 def ner_data(cfg: FinetuneConfig):
     """Task ner's :class:`nbkit.data.ner.NerData`: ``cfg.train_file`` (+ validation/test files) through
     :func:`nbkit.data.ner.load_ner_files`, else People's Daily 1998 (:func:`nbkit.data.ner.load_peoples_daily_ner`,
-    ``cfg.corpus_lines`` lines); seeded with ``cfg.seed``. ``cfg.max_train``: the first that many training
+    ``cfg.corpus_lines`` lines; ``cfg.span_offsets`` for JSON spans); seeded with ``cfg.seed``. ``cfg.max_train``: the first that many training
     sentences are kept (the split is already shuffled), the rest counted in ``report["n_train_unused"]`` and the
     per-split counts (``n_train``, ``entities``, ...) recomputed.
 
@@ -291,7 +296,8 @@ def ner_data(cfg: FinetuneConfig):
     from nbkit.data import ner
 
     if cfg.train_file is not None:
-        out = ner.load_ner_files(cfg.train_file, validation=cfg.validation_file, test=cfg.test_file, seed=cfg.seed)
+        out = ner.load_ner_files(cfg.train_file, validation=cfg.validation_file, test=cfg.test_file, seed=cfg.seed,
+                                 offsets=cfg.span_offsets)
     else:
         out = ner.load_peoples_daily_ner(lines=cfg.corpus_lines, seed=cfg.seed)
     train_items = out.splits["train"]
