@@ -72,11 +72,13 @@ cfg.table()
 
 # %% [markdown]
 # ## 1. The data: entities per type and split
-# Persons are consecutive `nr` words merged (surname + given name), places `ns`, organisations `nt`. Read the report: what was read and dropped (duplicates, conflicts), then the entities per type, sentences and characters in each split.
+# Persons are consecutive `nr` words merged (surname + given name), places `ns`, organisations `nt`. Read the report: what was read, dropped (duplicates, conflicts) and repaired (your files: an `I-` without `B-`, spans trimmed of spaces, offsets re-read from UTF-16 units), then the entities per type, sentences and characters in each split. The job prints the same lines before it trains.
 
 # %%
+from nbkit.data.ner import report_text
+
 ner = ft.data(cfg)
-print({k: v for k, v in ner.report.items() if k.startswith("n_")})
+print(report_text(ner.report))
 ner.table()
 
 # %%
@@ -107,7 +109,7 @@ print(f"CRF: entity F1 {crf_scores['f1']:.3f} on {len(test)} test sentences ({ti
 # %%
 tokenizer = ft.tokenizer(cfg)   # the encoder's own, else notebook 01's
 encoded, windows = ft.encode(cfg, tokenizer, ner)
-{split: {k: w[k] for k in ("n_items", "n_windows", "n_windowed", "n_words_without_token")}
+{split: {k: w[k] for k in ("n_items", "n_windows", "n_windowed", "n_words_without_token", "n_words_unk")}
  for split, w in windows.items()}
 
 # %% [markdown]

@@ -101,6 +101,66 @@ class NerData:
         return df
 
 
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def report_text(report: dict, windows: dict | None = None) -> str:
+    """What loading (and encoding) kept, dropped and repaired, as lines for the screen: notebook 07 prints it
+    under its data cell and ``python -m nbkit.jobs.finetune --task ner`` before training, so no repair or drop is
+    seen only in ``metrics.json``.
+
+    Args:
+        report: :attr:`NerData.report` (keys missing are skipped; counts are summed over the files).
+        windows: split -> :func:`nbkit.text.token_classification.encode_token_classification`'s report, for the
+            characters the tokenizer drops or reads as ``[UNK]`` (summed over the splits).
+
+    Returns:
+        Lines starting ``data:`` (sentences read and kept per split), ``dropped:``, ``repaired:``, ``skipped:`` and
+        ``tokens:``, each only where it has something to say.
+    """
+    get = lambda k: int(report.get(k) or 0)  # noqa: E731
+    lines = []
+    kept = " / ".join(f"{report[k]:,} {s}" for k, s in (("n_train", "train"), ("n_val", "validation"),
+                                                         ("n_test", "test")) if k in report)
+    if "n_read" in report or kept:
+        lines.append("data: " + ", ".join(p for p in (f"{get('n_read'):,} sentences read" if "n_read" in report
+                                                       else "", f"kept {kept}" if kept else "") if p))
+    dropped = [_plural(get(k), one, many) for k, one, many in (
+        ("n_duplicates_dropped", "duplicate sentence", None), ("n_conflicts_dropped", "sentence tagged two ways",
+                                                                "sentences tagged two ways"),
+        ("n_empty_dropped", "empty sentence", None), ("n_overlap_dropped", "validation/test sentence also in "
+                                                      "training", "validation/test sentences also in training"),
+        ("n_blank_spans_dropped", "span of whitespace only", "spans of whitespace only"),
+        ("n_train_unused", "training sentence past max_train", "training sentences past max_train")) if get(k)]
+    if dropped:
+        lines.append("dropped: " + ", ".join(dropped))
+    where = [n for r in (report.get("repairs") or {}).values() if isinstance(r, dict)
+             for n in r.get("i_without_b_lines") or ()]
+    repaired = [_plural(get(k), one, many) + extra for k, one, many, extra in (
+        ("n_i_without_b_repaired", "I- without B- read as B-", "I- without B- read as B-",
+         f" (lines {', '.join(map(str, where[:5]))}{' ...' if len(where) > 5 else ''})" if where else ""),
+        ("n_spans_trimmed", "span trimmed of edge whitespace", "spans trimmed of edge whitespace", ""),
+        ("n_offsets_utf16", "record's offsets re-read from UTF-16 units", "records' offsets re-read from UTF-16 "
+                                                                          "units", ""),
+        ("n_duplicate_spans", "repeated span kept once", "repeated spans kept once", "")) if get(k)]
+    if repaired:
+        lines.append("repaired: " + ", ".join(repaired))
+    if get("n_docstart_lines"):
+        lines.append(f"skipped: {_plural(get('n_docstart_lines'), '-DOCSTART- line')}")
+    if windows:
+        none = sum(int(w.get("n_words_without_token") or 0) for w in windows.values())
+        unk = sum(int(w.get("n_words_unk") or 0) for w in windows.values())
+        examples = list(dict.fromkeys(c for w in windows.values() for c in w.get("unk_words") or ()))[:5]
+        parts = ([f"{_plural(none, 'character')} without a token (e.g. spaces: the tokenizer drops them, the "
+                  "model never sees them)"] if none else [])
+        parts += ([f"{_plural(unk, 'character')} read as [UNK] ({', '.join(map(repr, examples))}): the vocabulary "
+                   "lacks them, the model sees one unknown token"] if unk else [])
+        if parts:
+            lines.append("tokens: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
 def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     """``(type, start, end)`` of each entity in a valid BIO sequence, ``end`` exclusive (characters).
     An ``I-`` that continues nothing opens an entity (the conlleval reading)."""

@@ -229,6 +229,14 @@ class FinetuneConfig(RecipeConfig):
         return step_dir(self.scale, step + self.run_tag() + init_tag(self.init))
 
 
+def _say(text: str) -> None:
+    """Print ``text`` (when not empty) once per job: on rank 0 under torchrun (``RANK``), always otherwise."""
+    import os
+
+    if text and os.environ.get("RANK", "0") == "0":
+        print(text, flush=True)
+
+
 def base_sized(init) -> bool:
     """True when ``init`` names an encoder (a folder, or a cached Hub name) whose ``config.json`` says hidden
     size >= 768 (BERT-base and up); never downloads."""
@@ -650,6 +658,10 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     labeled = data(cfg) if labeled is None else labeled
     tok = globals()["tokenizer"](cfg) if tokenizer is None else tokenizer   # the stage, which the keyword shadows
     encoded, truncation = encode(cfg, tok, labeled)
+    if cfg.task == "ner":                   # what was repaired, dropped, kept: on screen, as notebook 07 shows it
+        from nbkit.data.ner import report_text
+
+        _say(report_text(labeled.report, truncation))
     classifier, how = model(cfg, tok, labeled, out_dir)
     loop, result = train(cfg, classifier, tok, encoded, out_dir, callbacks)
     if not loop.dist.is_main:
