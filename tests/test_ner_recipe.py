@@ -189,3 +189,41 @@ def test_the_job_prints_what_the_data_report_repaired_dropped_and_kept(standin, 
     assert printed.index("skipped: 2 -DOCSTART- lines") < printed.index("train step 1")      # before training
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["n_spans_trimmed"] == 1 and metrics["n_docstart_lines"] == 2
+
+
+@pytest.mark.slow
+def test_the_job_says_on_screen_before_training_that_the_encoder_is_random(tmp_path, monkeypatch, capsys):
+    from nbkit.jobs import finetune
+
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))          # notebook 02 never ran here
+    train, test = _users_files(tmp_path)
+    rc = finetune.main(["--scale", "smoke", "--task", "ner", "--train-file", str(train), "--test-file", str(test),
+                        "--max-steps", "1", "--n-boot", "10", "--report-to", "none", "--eval-every", "0",
+                        "--output-dir", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    warning = printed.index("warning: no pretrained encoder")
+    assert warning < printed.index("train step 1"), printed
+    line = printed[warning:].splitlines()[0]
+    assert "RANDOM weights" in line and "--init" in line and "notebook 02" in line and "nbkit.jobs.pretrain" in line
+
+
+def test_random_weights_are_said_for_every_task_unless_asked_for(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from nbkit.models.standin import build_standin
+    from nbkit.recipes import finetuning as ft
+
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
+    tok = AutoTokenizer.from_pretrained(str(build_standin(tmp_path / "bert")))
+    labeled = SimpleNamespace(num_labels=2, id2label={0: "neg", 1: "pos"})
+    sentiment = FinetuneConfig.for_scale("smoke")                            # notebook 03's and the job's task
+    ft.model(sentiment, tok, labeled)
+    assert "warning: no pretrained encoder" in capsys.readouterr().out
+    ft.model(sentiment.replace(init="random"), tok, labeled)                 # asked for: no warning
+    assert "warning" not in capsys.readouterr().out
+    (tmp_path / "runs" / "smoke" / "mlm" / "model").mkdir(parents=True)      # notebook 02's model is there
+    (tmp_path / "runs" / "smoke" / "mlm" / "model" / "config.json").write_text("{}")
+    assert ft.random_encoder_warning(sentiment) == ""

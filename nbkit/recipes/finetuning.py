@@ -256,6 +256,23 @@ def default_encoder(scale: str) -> Path | None:
     return path if (path / "config.json").exists() else None
 
 
+def random_encoder_warning(cfg: FinetuneConfig) -> str:
+    """The line :func:`model` prints where the encoder starts from random weights though ``init`` asked for none
+    (None: notebook 02's model, which is not there): random weights score far below a pretrained encoder (docs/ner.md:
+    the loss stays at the tag distribution's entropy), and only ``metrics.json`` would say why. ``""`` when an
+    encoder is found or ``init="random"`` asks for random weights."""
+    if cfg.init is not None or encoder(cfg) is not None:
+        return ""
+    from nbkit.runs import step_path
+
+    return (f"warning: no pretrained encoder: notebook 02 has saved no model at scale {cfg.scale!r} "
+            f"({step_path(cfg.scale, 'mlm') / 'model'} is missing), so the encoder starts from RANDOM weights (preset "
+            f"{cfg.model!r}) and will score far below a pretrained one (the baseline likely wins). For a pretrained "
+            f"encoder run notebook 02 first (or python -m nbkit.jobs.pretrain --scale {cfg.scale}), or pass "
+            "init=<model folder or Hub name> (the jobs' --init DIR), e.g. a local copy of bert-base-chinese; "
+            "init='random' (--init random) trains from random weights on purpose, without this warning.")
+
+
 def encoder(cfg: FinetuneConfig):
     """What the classifier's encoder starts from: ``cfg.init``, else :func:`default_encoder`; None means
     random weights of ``cfg.model`` (also ``init="random"``)."""
@@ -427,7 +444,8 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     :func:`nbkit.models.bert.choose_pooling`; ``how`` says which and why).
 
     ``out_dir``: the encoder's identity is recorded there, and its checkpoints from another encoder are not
-    resumed while ``cfg.resume``.
+    resumed while ``cfg.resume``. Random weights nobody asked for (no notebook 02 model, ``init`` None) are said
+    on screen first (:func:`random_encoder_warning`), for every task, the jobs and the notebooks alike.
 
     Raises:
         ConfigError / CheckpointError: from :func:`nbkit.models.bert.build_classifier` (a tokenizer that is not
@@ -437,6 +455,7 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     from nbkit.models.bert import build_classifier
 
     source = encoder(cfg)
+    _say(random_encoder_warning(cfg))           # before training, on screen: not only in metrics.json
     if out_dir is not None:
         _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
     id2label = id2label_of(labeled)
