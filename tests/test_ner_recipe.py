@@ -189,6 +189,11 @@ def test_the_job_prints_what_the_data_report_repaired_dropped_and_kept(standin, 
     assert printed.index("skipped: 2 -DOCSTART- lines") < printed.index("train step 1")      # before training
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["n_spans_trimmed"] == 1 and metrics["n_docstart_lines"] == 2
+    # item 23: the CRF is saved with the run, named on screen, and tags plain text from there
+    from nbkit.evaluate.ner import CrfTagger
+
+    assert metrics["baseline_model"] == str(tmp_path / "out" / "crf") and "CRF baseline: " in printed
+    assert [e["entity_group"] for e in CrfTagger.load(tmp_path / "out" / "crf").predict("我在北京3号")] == ["LOC"]
 
 
 @pytest.mark.slow

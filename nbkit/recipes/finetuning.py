@@ -523,7 +523,7 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
 
 
 def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", splits=("test",),
-             baseline: bool = True) -> dict:
+             baseline: bool = True, out_dir=None) -> dict:
     """Score ``splits`` (default the test split, used for nothing before) and, beside it, the TF-IDF baseline.
 
     Returns ``{"<split>_report": classification report, "<split>_pred": list[int]}`` per split, ``"report"``
@@ -531,10 +531,12 @@ def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", split
     ``"baseline_cut_report"`` (the same on each text cut where the model's tokenizer cuts it: the fair
     comparison for long texts), both weighted like the model, and ``"table"`` (the three, a DataFrame).
 
-    Task ner: :func:`evaluate_ner` (entity-level F1 beside the CRF baseline).
+    Task ner: :func:`evaluate_ner` (entity-level F1 beside the CRF baseline; with ``out_dir`` the CRF is saved in
+    ``out_dir/crf``).
     """
     if cfg.task == "ner":
-        return evaluate_ner(cfg, classifier, tok, labeled, split=splits[-1], baseline=baseline)
+        return evaluate_ner(cfg, classifier, tok, labeled, split=splits[-1], baseline=baseline,
+                            crf_dir=None if out_dir is None else Path(out_dir) / "crf")
     from nbkit.evaluate.baseline import baseline_at_cut, fit_tfidf_baseline
     from nbkit.evaluate.inference import predict
     from nbkit.evaluate.metrics import classification_report, compare_reports
@@ -559,7 +561,7 @@ def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", split
 
 
 def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "test", baseline: bool = True,
-                 baseline_pred: list | None = None) -> dict:
+                 baseline_pred: list | None = None, crf_dir=None) -> dict:
     """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
     sentences (trained on the same training split; whole sentences, nothing cut for either).
 
@@ -572,7 +574,8 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
     F1 minus the CRF's with a paired bootstrap interval, :func:`nbkit.evaluate.ner.entity_f1_diff`), ``"table"`` (both,
     :func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and spurious entities in
     context, :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's tags on ``split``
-    when already made (notebook 07 trains it before BERT), else it is trained here.
+    when already made (notebook 07 trains it before BERT), else it is trained here and, with ``crf_dir``, saved
+    there (:class:`nbkit.evaluate.ner.CrfTagger`: it tags plain text as the BERT export does).
     """
     from nbkit.evaluate import ner
     from nbkit.evaluate.inference import predict_tags
@@ -585,7 +588,8 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
            "interval": ner.entity_f1_interval(gold, pred, n_boot=cfg.n_boot, seed=cfg.seed)}
     results = {"fine-tuned BERT": {"scores": out["report"], "interval": out["interval"]}}
     if baseline:
-        crf = baseline_pred if baseline_pred is not None else ner.crf_baseline(labeled.splits["train"], items)
+        crf = baseline_pred if baseline_pred is not None else ner.crf_baseline(labeled.splits["train"], items,
+                                                                                save_to=crf_dir)
         out.update(baseline_pred=crf, baseline_report=ner.entity_scores(gold, crf),
                    baseline_interval=ner.entity_f1_interval(gold, crf, n_boot=cfg.n_boot, seed=cfg.seed))
         results["CRF (character windows)"] = {"scores": out["baseline_report"], "interval": out["baseline_interval"]}
@@ -638,7 +642,7 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
 
 def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: dict, scores: dict, how: str) -> dict:
     """Task ner's ``metrics.json``: ``test_entity_f1`` / ``_precision`` / ``_recall`` (micro, 0-1),
-    ``test_entity_f1_interval`` ([low, high]), ``per_type``, the same ``baseline_*`` for the CRF, ``diff_entity_f1``
+    ``test_entity_f1_interval`` ([low, high]), ``per_type``, the same ``baseline_*`` for the CRF (``baseline_model``: its saved folder), ``diff_entity_f1``
     (BERT - CRF: ``value``, ``low``, ``high``, paired over the same test sentences), ``windows``
     (the test encoding's counts) and ``windows_per_split``, ``n_errors`` (missed / spurious), the data report's
     ``n_*`` counts and ``types``, ``config``, ``world_size`` and the loop's summary under ``train``."""
@@ -651,6 +655,7 @@ def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: d
                "test_entity_recall": report["recall"], "test_entity_f1_interval": list(scores["interval"]),
                "per_type": report.get("per_type"),
                "baseline": "CRF (python-crfsuite) over character-window features",
+               "baseline_model": str(Path(out_dir) / "crf") if (Path(out_dir) / "crf").is_dir() else None,
                "baseline_entity_f1": base and base["f1"], "baseline_entity_precision": base and base["precision"],
                "baseline_entity_recall": base and base["recall"],
                "baseline_entity_f1_interval": list(scores["baseline_interval"]) if base else None,
@@ -669,7 +674,8 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     """Every stage end to end; returns the dict written to ``out_dir/metrics.json`` (:func:`save`).
 
     ``out_dir``: None is ``cfg.run_dir()``. ``tokenizer``: None is :func:`tokenizer`'s. ``labeled``: data to use
-    instead of :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`). Under torchrun
+    instead of :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`). Task ner also saves
+    its CRF baseline in ``out_dir/crf`` (:class:`nbkit.evaluate.ner.CrfTagger`). Under torchrun
     every rank trains; only rank 0 evaluates and writes (the others return the loop's summary). The returned
     dict adds ``"table"`` (a DataFrame, not in the file) on rank 0.
     """
@@ -685,7 +691,7 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     loop, result = train(cfg, classifier, tok, encoded, out_dir, callbacks)
     if not loop.dist.is_main:
         return dict(result.metrics)
-    scores = evaluate(cfg, loop.model, tok, labeled)
+    scores = evaluate(cfg, loop.model, tok, labeled, out_dir=out_dir)
     if export_model:
         export(cfg, loop.model, tok, labeled, out_dir / "model")
     return {**save(cfg, out_dir, loop, result, labeled, truncation, scores, how), "table": scores["table"]}
