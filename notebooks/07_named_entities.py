@@ -36,6 +36,7 @@ init = None           # the encoder: a model folder or Hub name (bert-base-chine
 train_file = None     # your tagged file (CoNLL char<TAB>tag, or JSONL spans); None: People's Daily
 validation_file = None# with train_file: None draws 10 % from it
 test_file = None      # with train_file: None draws 10 % from it
+span_offsets = None   # JSON spans: what offsets count: auto (told by the spans' text), chars, utf16 (Label Studio)
 corpus_lines = None   # People's Daily lines read; "all": every one (19,484)
 n_boot = None         # bootstrap resamples for the entity-F1 intervals
 max_steps = None      # optimizer steps in all; "all": from epochs
@@ -59,7 +60,8 @@ from nbkit.recipes import finetuning as ft
 cfg = ft.FinetuneConfig.for_scale(scale, task="ner", seed=seed, max_length=max_length, stride=stride,
                                   batch_size=batch_size, epochs=epochs, lr=lr, max_train=max_train, model=model,
                                   init=init, train_file=train_file, validation_file=validation_file,
-                                  test_file=test_file, corpus_lines=corpus_lines, n_boot=n_boot, max_steps=max_steps,
+                                  test_file=test_file, span_offsets=span_offsets, corpus_lines=corpus_lines,
+                                  n_boot=n_boot, max_steps=max_steps,
                                   grad_accum_steps=grad_accum_steps, warmup_ratio=warmup_ratio, scheduler=scheduler,
                                   weight_decay=weight_decay, precision=precision, eval_every=eval_every,
                                   checkpoint_every=checkpoint_every, keep_last=keep_last,
@@ -70,11 +72,13 @@ cfg.table()
 
 # %% [markdown]
 # ## 1. The data: entities per type and split
-# Persons are consecutive `nr` words merged (surname + given name), places `ns`, organisations `nt`. Read the report: what was read and dropped (duplicates, conflicts), then the entities per type, sentences and characters in each split.
+# Persons are consecutive `nr` words merged (surname + given name), places `ns`, organisations `nt`. Read the report: what was read, dropped (duplicates, conflicts) and repaired (your files: an `I-` without `B-`, spans trimmed of spaces, offsets re-read from UTF-16 units), then the entities per type, sentences and characters in each split. The job prints the same lines before it trains.
 
 # %%
+from nbkit.data.ner import report_text
+
 ner = ft.data(cfg)
-print({k: v for k, v in ner.report.items() if k.startswith("n_")})
+print(report_text(ner.report))
 ner.table()
 
 # %%
@@ -84,7 +88,7 @@ print(" ".join(f"{c}/{t}" for c, t in zip(first["tokens"], first["tags"]) if t !
 
 # %% [markdown]
 # ## 2. The baseline: a CRF over character windows
-# A linear-chain CRF (CRFsuite) sees each character with its neighbours and learns which tag follows which. It trains in seconds and is the bar BERT has to clear; it reads the same training split and tags whole sentences.
+# A linear-chain CRF (CRFsuite) sees each character with its neighbours and learns which tag follows which. It trains in seconds and is the bar BERT has to clear; it reads the same training split and tags whole sentences. It is saved in the run folder (`crf/`), so if it wins you can ship it: `CrfTagger.load(out_dir / "crf").predict("张三在北京")` gives entity spans of plain text, as the BERT export's pipeline does.
 
 # %%
 import time
@@ -94,7 +98,7 @@ from nbkit.evaluate import ner as ner_eval
 test = ner.splits["test"]
 gold = [it["tags"] for it in test]
 t0 = time.perf_counter()
-crf_pred = ner_eval.crf_baseline(ner.splits["train"], test)
+crf_pred = ner_eval.crf_baseline(ner.splits["train"], test, save_to=out_dir / "crf")   # saved: it can be shipped
 crf_scores = ner_eval.entity_scores(gold, crf_pred)
 print(f"CRF: entity F1 {crf_scores['f1']:.3f} on {len(test)} test sentences ({time.perf_counter() - t0:.0f} s)")
 
@@ -105,7 +109,7 @@ print(f"CRF: entity F1 {crf_scores['f1']:.3f} on {len(test)} test sentences ({ti
 # %%
 tokenizer = ft.tokenizer(cfg)   # the encoder's own, else notebook 01's
 encoded, windows = ft.encode(cfg, tokenizer, ner)
-{split: {k: w[k] for k in ("n_items", "n_windows", "n_windowed", "n_words_without_token")}
+{split: {k: w[k] for k in ("n_items", "n_windows", "n_windowed", "n_words_without_token", "n_words_unk")}
  for split, w in windows.items()}
 
 # %% [markdown]

@@ -239,3 +239,102 @@ def test_load_ner_files_refuses_types_unseen_in_training(tmp_path):
 def test_conll_bracket_and_space_characters_are_tokens(tmp_path):
     path = _write(tmp_path, "b.conll", "[\tO\n \tO\n张\tB-PER\n]\tO\n")
     assert ner.read_ner_file(path)[0]["tokens"] == ["[", " ", "张", "]"]
+
+
+# ----- offsets in UTF-16 units, spans with edge spaces (issue 52, item 3) ------------------------------------
+
+def _utf16(text: str, i: int) -> int:
+    """The UTF-16 offset of character ``i``: what JavaScript's ``String.length`` counts, so Label Studio's editor."""
+    return len(text[:i].encode("utf-16-le")) // 2
+
+
+def _label_studio_export(tmp_path: Path, texts: list[tuple[str, list[tuple[str, str]]]], with_text: bool = True):
+    """A Label Studio full JSON export of ``(text, [(mention, type)])`` tasks, offsets in UTF-16 units as its
+    browser editor records them (``with_text=False``: the mention text left out, as some exporters do)."""
+    tasks = []
+    for n, (text, mentions) in enumerate(texts, start=1):
+        result = []
+        for mention, kind in mentions:
+            i = text.index(mention)
+            value = {"start": _utf16(text, i), "end": _utf16(text, i + len(mention)), "labels": [kind]}
+            if with_text:
+                value["text"] = mention
+            result.append({"value": value, "from_name": "label", "to_name": "text", "type": "labels"})
+        tasks.append({"id": n, "data": {"text": text}, "annotations": [{"result": result}]})
+    return _write(tmp_path, "project-1-at-2026.json", json.dumps(tasks, ensure_ascii=False))
+
+
+TASKS = [("😀张三去北京出差", [("张三", "PER"), ("北京", "LOC")]),
+         ("李四在上海", [("李四", "PER"), ("上海", "LOC")]),
+         ("𠮷野家在东京🎉王五来了", [("东京", "LOC"), ("王五", "PER")])]
+
+
+def test_label_studio_utf16_offsets_with_text_are_reread_and_counted(tmp_path):
+    path = _label_studio_export(tmp_path, TASKS)
+    report: dict = {}
+    items = ner.read_ner_file(path, report=report)
+    got = [ner.entity_spans(item["tags"]) for item in items]
+    spans = [[(k, "".join(item["tokens"][s:e])) for k, s, e in g] for g, item in zip(got, items)]
+    assert spans == [[("PER", "张三"), ("LOC", "北京")], [("PER", "李四"), ("LOC", "上海")],
+                     [("LOC", "东京"), ("PER", "王五")]]
+    assert report["offsets"] == "utf16" and report["n_offsets_utf16"] == 2      # the two tasks with an astral character
+    data = ner.load_ner_files(path, val_fraction=0, test_fraction=0.34)
+    assert data.report["n_offsets_utf16"] == 2 and data.summary()["n_offsets_utf16"] == 2
+
+
+def test_utf16_offsets_without_text_are_refused_naming_the_unit_and_loaded_when_told(tmp_path):
+    path = _label_studio_export(tmp_path, TASKS, with_text=False)
+    with pytest.raises(DataError, match=r"item 1 of the JSON array: '😀' at character 0 is one character but 2 UTF-16 "
+                                        r"units.*characters give '三去'.*UTF-16 units.*'张三'.*offsets=\"utf16\""):
+        ner.read_ner_file(path)
+    report: dict = {}
+    items = ner.read_ner_file(path, offsets="utf16", report=report)
+    assert items[0]["tags"] == ["O", "B-PER", "I-PER", "O", "B-LOC", "I-LOC", "O", "O"]
+    assert report["n_offsets_utf16"] == 2
+    # a Python tool's file (offsets in characters): an offset inside the emoji's surrogate pair says so
+    chars = _jsonl(tmp_path, "doccano.jsonl", [{"text": "😀张三去北京", "entities": [[1, 3, "PER"], [4, 6, "LOC"]]}])
+    assert ner.read_ner_file(chars)[0]["tags"] == ["O", "B-PER", "I-PER", "O", "B-LOC", "I-LOC"]
+    # where both readings fit, the user says which
+    both = _jsonl(tmp_path, "both.jsonl", [{"text": "😀😀张三去北京", "entities": [[2, 4, "PER"], [5, 7, "LOC"]]}])
+    with pytest.raises(DataError, match="line 1: '😀' at character 0 is one character but 2 UTF-16 units"):
+        ner.read_ner_file(both)
+    assert ner.read_ner_file(both, offsets="chars")[0]["tags"] == ["O", "O", "B-PER", "I-PER", "O", "B-LOC", "I-LOC"]
+    with pytest.raises(ConfigError, match="offsets='bytes'"):
+        ner.read_ner_file(chars, offsets="bytes")
+
+
+def test_a_span_text_that_fits_neither_unit_names_utf16_not_only_inclusive_ends(tmp_path):
+    path = _jsonl(tmp_path, "x.jsonl", [{"text": "张三", "entities": [[0, 2, "PER"]]},
+                                        {"text": "😀张三去北京", "label": [{"start": 4, "end": 6, "labels": ["LOC"],
+                                                                          "text": "上海"}]}])
+    with pytest.raises(DataError, match=r"line 2: .*covers '北京' but names '上海'.*'😀' at character 0 counts as 2 "
+                                        r"UTF-16 units.*would cover '去北'"):
+        ner.read_ner_file(path)
+
+
+def test_character_offsets_after_an_emoji_with_text_still_load_as_characters(tmp_path):
+    path = _jsonl(tmp_path, "c.jsonl", [{"text": "😀张三去北京", "label": [
+        {"start": 1, "end": 3, "labels": ["PER"], "text": "张三"}, {"start": 4, "end": 6, "labels": ["LOC"]}]}])
+    report: dict = {}
+    (item,) = ner.read_ner_file(path, report=report)
+    assert item["tags"] == ["O", "B-PER", "I-PER", "O", "B-LOC", "I-LOC"]
+    assert report["offsets"] == "chars" and report["n_offsets_utf16"] == 0
+
+
+def test_spans_with_edge_spaces_are_trimmed_and_counted(tmp_path):
+    text = "他 去 北京 了"
+    path = _label_studio_export(tmp_path, [(text, [(" 北京", "LOC"), ("他 ", "PER")]), ("李四", [("李四", "PER")])])
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    rows[1]["annotations"][0]["result"].append({"value": {"start": 0, "end": 0 + 1, "labels": ["PER"], "text": "李"}})
+    rows.append({"data": {"text": "在 上海"}, "annotations": [{"result": [
+        {"value": {"start": 1, "end": 2, "labels": ["LOC"], "text": " "}}]}]})
+    path.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(DataError, match="overlap"):      # 李 inside 李四: still an error, trimmed or not
+        ner.read_ner_file(path)
+    del rows[1]["annotations"][0]["result"][-1]
+    path.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    report: dict = {}
+    items = ner.read_ner_file(path, report=report)
+    assert items[0]["tags"] == ["B-PER", "O", "O", "O", "B-LOC", "I-LOC", "O", "O"]     # no space tagged
+    assert items[2]["tags"] == ["O", "O", "O", "O"]
+    assert report["n_spans_trimmed"] == 2 and report["n_blank_spans_dropped"] == 1

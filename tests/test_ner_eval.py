@@ -121,3 +121,51 @@ def test_docs_block_comes_from_the_recorded_run(tmp_path):
     assert "0.123 [" in table.render(other)
     with pytest.raises(ValueError, match="needs exactly one"):
         table.replace_block("no markers", "B", table.START, table.END)
+
+
+def test_the_crf_is_saved_loaded_in_a_fresh_process_and_tags_plain_text_the_same(tmp_path):
+    """Issue 52, item 23: the CRF that wins could be neither saved nor served."""
+    import json
+    import subprocess
+    import sys
+
+    from nbkit.data.ner import load_peoples_daily_ner
+
+    data = load_peoples_daily_ner(lines=300, seed=0)
+    train, test = data.splits["train"][:200], data.splits["test"][:40]
+    pred = ner.crf_baseline(train, test, max_iter=20, save_to=tmp_path / "crf")
+    assert sorted(p.name for p in (tmp_path / "crf").iterdir()) == ["crf.json", "model.crfsuite"]
+    meta = json.loads((tmp_path / "crf" / "crf.json").read_text(encoding="utf-8"))
+    assert meta["features"] == ner.FEATURES_VERSION and "B-LOC" in meta["labels"] and meta["n_train_sentences"] == 200
+    texts = ["".join(item["tokens"]) for item in test]
+    code = ("import json, sys; from nbkit.evaluate.ner import CrfTagger; crf = CrfTagger.load(sys.argv[1]); "
+            "texts = json.loads(sys.argv[2]); print(json.dumps([[crf.tags(list(t)) for t in texts], crf.predict(texts),"
+            " crf.predict(texts[0])], ensure_ascii=False))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "crf"), json.dumps(texts, ensure_ascii=False)],
+                         capture_output=True, text=True, check=True)
+    tags, spans, one = json.loads(out.stdout)
+    assert tags == pred                                       # the same tags from the file, in another process
+    assert one == spans[0]                                    # a string: one list; a list of strings: one each
+    from nbkit.data.ner import entity_spans
+
+    for text, sentence_tags, found in zip(texts, pred, spans):
+        assert [(e["entity_group"], e["start"], e["end"]) for e in found] == entity_spans(sentence_tags)
+        assert all(e["word"] == text[e["start"]:e["end"]] and 0 < e["score"] <= 1 for e in found)
+    assert sum(map(len, spans)) > 10                          # it found entities at all
+
+
+def test_a_saved_crf_of_another_feature_template_or_a_missing_one_is_refused(tmp_path):
+    from nbkit.errors import ConfigError
+
+    items = [{"tokens": list("张三在北京"), "tags": ["B-PER", "I-PER", "O", "B-LOC", "I-LOC"]}] * 3
+    crf = ner.CrfTagger.fit(items, max_iter=5)
+    crf.save(tmp_path / "crf")
+    assert ner.CrfTagger.load(tmp_path / "crf").predict("张三在北京")[0]["word"] == "张三"
+    meta = tmp_path / "crf" / "crf.json"
+    meta.write_text(meta.read_text(encoding="utf-8").replace(ner.FEATURES_VERSION, "old/0"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="feature template 'old/0'.*Retrain"):
+        ner.CrfTagger.load(tmp_path / "crf")
+    with pytest.raises(DataError, match="holds no saved CRF"):
+        ner.CrfTagger.load(tmp_path / "nothing")
+    with pytest.raises(DataError, match="a string or a list of strings"):
+        crf.predict([["张", "三"]])

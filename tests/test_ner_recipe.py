@@ -114,6 +114,12 @@ def test_job_flags_for_ner(tmp_path):
     assert cfg.task == "ner" and cfg.stride == 4 and out.name.startswith("ner-own-sample_ner-")
     with pytest.raises(ConfigError, match="add --train-file"):
         finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--test-file", "t.conll"]))
+    cfg, out = finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--train-file",
+                                                             str(SAMPLE), "--span-offsets", "utf16"]))
+    assert cfg.span_offsets == "utf16" and out.name.endswith("-span_offsetsutf16")
+    with pytest.raises(ConfigError, match="span_offsets"):
+        finetune.config(finetune.parser().parse_args(["--scale", "smoke", "--task", "ner", "--train-file",
+                                                      str(SAMPLE), "--span-offsets", "bytes"]))
 
 
 def test_run_notebooks_headline_of_notebook_07(tmp_path):
@@ -122,3 +128,107 @@ def test_run_notebooks_headline_of_notebook_07(tmp_path):
     (tmp_path / "ner").mkdir()
     (tmp_path / "ner" / "metrics.json").write_text(json.dumps({"test_entity_f1": 0.7512, "baseline_entity_f1": 0.8}))
     assert headline("07_named_entities.ipynb", tmp_path) == "test entity F1 0.751 vs CRF baseline 0.800 (-4.9 points)"
+
+
+def _users_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A user's CoNLL training file as export tools write them (``-DOCSTART-`` lines, an ``I-`` without ``B-``,
+    a repeated sentence, an emoji the vocabulary lacks) and a Label Studio-style JSON lines test file whose span
+    carries a leading space."""
+    rows = ["-DOCSTART-\tO", ""]
+    for i in range(40):
+        rows += [f"{c}\tO" for c in "我在"] + ["北\tB-LOC", "京\tI-LOC"] + [f"{c}\tO" for c in f"{i}号"] + [""]
+        rows += ["张\tB-PER", "三\tI-PER", f"{'😀' if i % 10 == 0 else '好'}\tO"] + [f"{c}\tO" for c in str(i)] + [""]
+    rows += ["李\tO", "四\tI-PER", "来\tO", ""]                                     # I-PER without B-PER
+    rows += ["-DOCSTART-\tO", ""] + ["我\tO", "在\tO", "北\tB-LOC", "京\tI-LOC", "0\tO", "号\tO", ""]  # a duplicate
+    train = tmp_path / "train.conll"
+    train.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    test = tmp_path / "test.jsonl"
+    test.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
+        {"text": "他 去 上海", "label": [{"start": 3, "end": 6, "labels": ["LOC"], "text": " 上海"}]},
+        {"text": "王五在北京", "label": [{"start": 0, "end": 2, "labels": ["PER"], "text": "王五"},
+                                        {"start": 3, "end": 5, "labels": ["LOC"], "text": "北京"}]}]), encoding="utf-8")
+    return train, test
+
+
+def test_report_text_names_every_repair_and_drop(tmp_path):
+    from nbkit.data.ner import load_ner_files, report_text
+    from nbkit.recipes import finetuning as ft
+
+    train, test = _users_files(tmp_path)
+    data = load_ner_files(train, test=test, val_fraction=0.1)
+    text = report_text(data.report)
+    assert "data: 84 sentences read, kept 73 train / 8 validation / 2 test" in text
+    assert "dropped: 1 duplicate sentence" in text
+    assert "repaired: 1 I- without B- read as B- (lines 544), 1 span trimmed of edge whitespace" in text
+    assert "skipped: 2 -DOCSTART- lines" in text
+    cfg = FinetuneConfig.for_scale("smoke", task="ner", train_file=str(train), test_file=str(test))
+    from transformers import AutoTokenizer
+
+    from nbkit.models.standin import build_standin
+
+    tok = AutoTokenizer.from_pretrained(str(build_standin(tmp_path / "bert")))
+    _, windows = ft.encode(cfg, tok, data)
+    assert "tokens: 2 characters without a token" in report_text(data.report, windows)
+    assert "characters read as [UNK] ('😀')" in report_text(data.report, windows)
+
+
+@pytest.mark.slow
+def test_the_job_prints_what_the_data_report_repaired_dropped_and_kept(standin, tmp_path, capsys):
+    from nbkit.jobs import finetune
+
+    train, test = _users_files(tmp_path)
+    rc = finetune.main(["--scale", "smoke", "--task", "ner", "--train-file", str(train), "--test-file", str(test),
+                        "--init", str(standin), "--max-steps", "2", "--n-boot", "10", "--report-to", "none",
+                        "--output-dir", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    for line in ("data: 84 sentences read, kept 73 train / 8 validation / 2 test", "dropped: 1 duplicate sentence",
+                 "repaired: 1 I- without B- read as B- (lines 544), 1 span trimmed of edge whitespace",
+                 "skipped: 2 -DOCSTART- lines", "characters read as [UNK] ('😀')"):
+        assert line in printed, printed
+    assert printed.index("skipped: 2 -DOCSTART- lines") < printed.index("train step 1")      # before training
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["n_spans_trimmed"] == 1 and metrics["n_docstart_lines"] == 2
+    # item 23: the CRF is saved with the run, named on screen, and tags plain text from there
+    from nbkit.evaluate.ner import CrfTagger
+
+    assert metrics["baseline_model"] == str(tmp_path / "out" / "crf") and "CRF baseline: " in printed
+    assert [e["entity_group"] for e in CrfTagger.load(tmp_path / "out" / "crf").predict("我在北京3号")] == ["LOC"]
+
+
+@pytest.mark.slow
+def test_the_job_says_on_screen_before_training_that_the_encoder_is_random(tmp_path, monkeypatch, capsys):
+    from nbkit.jobs import finetune
+
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))          # notebook 02 never ran here
+    train, test = _users_files(tmp_path)
+    rc = finetune.main(["--scale", "smoke", "--task", "ner", "--train-file", str(train), "--test-file", str(test),
+                        "--max-steps", "1", "--n-boot", "10", "--report-to", "none", "--eval-every", "0",
+                        "--output-dir", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    warning = printed.index("warning: no pretrained encoder")
+    assert warning < printed.index("train step 1"), printed
+    line = printed[warning:].splitlines()[0]
+    assert "RANDOM weights" in line and "--init" in line and "notebook 02" in line and "nbkit.jobs.pretrain" in line
+
+
+def test_random_weights_are_said_for_every_task_unless_asked_for(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from nbkit.models.standin import build_standin
+    from nbkit.recipes import finetuning as ft
+
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
+    tok = AutoTokenizer.from_pretrained(str(build_standin(tmp_path / "bert")))
+    labeled = SimpleNamespace(num_labels=2, id2label={0: "neg", 1: "pos"})
+    sentiment = FinetuneConfig.for_scale("smoke")                            # notebook 03's and the job's task
+    ft.model(sentiment, tok, labeled)
+    assert "warning: no pretrained encoder" in capsys.readouterr().out
+    ft.model(sentiment.replace(init="random"), tok, labeled)                 # asked for: no warning
+    assert "warning" not in capsys.readouterr().out
+    (tmp_path / "runs" / "smoke" / "mlm" / "model").mkdir(parents=True)      # notebook 02's model is there
+    (tmp_path / "runs" / "smoke" / "mlm" / "model" / "config.json").write_text("{}")
+    assert ft.random_encoder_warning(sentiment) == ""

@@ -81,7 +81,7 @@ NOT_PARAMETERS = {
                 "python -m nbkit.jobs.finetune --task news, your files: notebook 05",
         **dict.fromkeys(("train_file", "validation_file", "test_file", "text_column", "label_column"),
                         "task own's files: notebook 05 takes them (its parameters cell has them)"),
-        **dict.fromkeys(("stride", "corpus_lines", "n_boot"), "task ner's: notebook 07 takes them")},
+        **dict.fromkeys(("stride", "corpus_lines", "n_boot", "span_offsets"), "task ner's: notebook 07 takes them")},
     "07_named_entities": {
         "task": "notebook 07 is task ner (People's Daily, or your tagged train_file)",
         "pooling": "no pooling per token: each token's state feeds the head",

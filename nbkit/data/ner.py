@@ -39,6 +39,14 @@ CLOSERS = frozenset("”’」』）》)\"'")
 CONLL_SUFFIXES = (".conll", ".conllx", ".bio", ".bioes", ".bmes", ".iob", ".iob2", ".char", ".txt", ".tsv")
 JSON_SUFFIXES = (".jsonl", ".json")
 
+#: What a JSON file's span offsets count (``offsets`` of :func:`read_ner_file`): ``auto`` decides from the spans'
+#: text, ``chars`` code points (Python tools: doccano, CLUENER), ``utf16`` UTF-16 units (JavaScript tools: Label
+#: Studio's editor), which differ after a character outside the Basic Multilingual Plane (an emoji, 𠮷).
+OFFSET_UNITS = ("auto", "chars", "utf16")
+
+#: Per-file counts of what reading a JSON span file changed (:func:`read_ner_file`), summed by :func:`load_ner_files`.
+FILE_COUNTS = ("n_offsets_utf16", "n_spans_trimmed", "n_blank_spans_dropped")
+
 _TAG = re.compile(r"^([BIESM])[-_](\S+)$")
 # keys of a span's type / start / end and of a record's span list, as doccano and Label Studio export them
 _SPAN_KEYS = ("entities", "label", "labels", "spans")
@@ -91,6 +99,66 @@ class NerData:
         df["total"] = df.sum(axis=1)
         df.index.name = "entities / counts"
         return df
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def report_text(report: dict, windows: dict | None = None) -> str:
+    """What loading (and encoding) kept, dropped and repaired, as lines for the screen: notebook 07 prints it
+    under its data cell and ``python -m nbkit.jobs.finetune --task ner`` before training, so no repair or drop is
+    seen only in ``metrics.json``.
+
+    Args:
+        report: :attr:`NerData.report` (keys missing are skipped; counts are summed over the files).
+        windows: split -> :func:`nbkit.text.token_classification.encode_token_classification`'s report, for the
+            characters the tokenizer drops or reads as ``[UNK]`` (summed over the splits).
+
+    Returns:
+        Lines starting ``data:`` (sentences read and kept per split), ``dropped:``, ``repaired:``, ``skipped:`` and
+        ``tokens:``, each only where it has something to say.
+    """
+    get = lambda k: int(report.get(k) or 0)  # noqa: E731
+    lines = []
+    kept = " / ".join(f"{report[k]:,} {s}" for k, s in (("n_train", "train"), ("n_val", "validation"),
+                                                         ("n_test", "test")) if k in report)
+    if "n_read" in report or kept:
+        lines.append("data: " + ", ".join(p for p in (f"{get('n_read'):,} sentences read" if "n_read" in report
+                                                       else "", f"kept {kept}" if kept else "") if p))
+    dropped = [_plural(get(k), one, many) for k, one, many in (
+        ("n_duplicates_dropped", "duplicate sentence", None), ("n_conflicts_dropped", "sentence tagged two ways",
+                                                                "sentences tagged two ways"),
+        ("n_empty_dropped", "empty sentence", None), ("n_overlap_dropped", "validation/test sentence also in "
+                                                      "training", "validation/test sentences also in training"),
+        ("n_blank_spans_dropped", "span of whitespace only", "spans of whitespace only"),
+        ("n_train_unused", "training sentence past max_train", "training sentences past max_train")) if get(k)]
+    if dropped:
+        lines.append("dropped: " + ", ".join(dropped))
+    where = [n for r in (report.get("repairs") or {}).values() if isinstance(r, dict)
+             for n in r.get("i_without_b_lines") or ()]
+    repaired = [_plural(get(k), one, many) + extra for k, one, many, extra in (
+        ("n_i_without_b_repaired", "I- without B- read as B-", "I- without B- read as B-",
+         f" (lines {', '.join(map(str, where[:5]))}{' ...' if len(where) > 5 else ''})" if where else ""),
+        ("n_spans_trimmed", "span trimmed of edge whitespace", "spans trimmed of edge whitespace", ""),
+        ("n_offsets_utf16", "record's offsets re-read from UTF-16 units", "records' offsets re-read from UTF-16 "
+                                                                          "units", ""),
+        ("n_duplicate_spans", "repeated span kept once", "repeated spans kept once", "")) if get(k)]
+    if repaired:
+        lines.append("repaired: " + ", ".join(repaired))
+    if get("n_docstart_lines"):
+        lines.append(f"skipped: {_plural(get('n_docstart_lines'), '-DOCSTART- line')}")
+    if windows:
+        none = sum(int(w.get("n_words_without_token") or 0) for w in windows.values())
+        unk = sum(int(w.get("n_words_unk") or 0) for w in windows.values())
+        examples = list(dict.fromkeys(c for w in windows.values() for c in w.get("unk_words") or ()))[:5]
+        parts = ([f"{_plural(none, 'character')} without a token (e.g. spaces: the tokenizer drops them, the "
+                  "model never sees them)"] if none else [])
+        parts += ([f"{_plural(unk, 'character')} read as [UNK] ({', '.join(map(repr, examples))}): the vocabulary "
+                   "lacks them, the model sees one unknown token"] if unk else [])
+        if parts:
+            lines.append("tokens: " + "; ".join(parts))
+    return "\n".join(lines)
 
 
 def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
@@ -528,9 +596,11 @@ def _record_spans(row: dict, where: str) -> tuple[str, list[tuple[int, int, str,
 
 
 def _spans_to_bio(text: str, spans: list, where: str, info: dict) -> list[str]:
-    """BIO tags of ``text`` from spans ``(start, end_exclusive, type, mention)``; an exact repeat of a span is
-    dropped and counted (``n_duplicate_spans``), any other overlap, a span past the text, an empty or reversed
-    span, a mention that differs from the text it covers: DataError."""
+    """BIO tags of ``text`` from spans ``(start, end_exclusive, type, mention)`` (character offsets). A span whose
+    text starts or ends with whitespace (``' 北京'``) is trimmed to its non-blank characters (``n_spans_trimmed``:
+    else the model learns to tag spaces), one of whitespace only is dropped (``n_blank_spans_dropped``); an exact
+    repeat of a span is dropped and counted (``n_duplicate_spans``); any other overlap, a span past the text, an
+    empty or reversed span, a mention that differs from the text it covers: DataError."""
     tags = ["O"] * len(text)
     checked = []
     for start, end, kind, mention in spans:
@@ -548,7 +618,16 @@ def _spans_to_bio(text: str, spans: list, where: str, info: dict) -> list[str]:
                             "offsets count characters (not bytes) and end is exclusive.")
         if mention is not None and text[start:end] != mention:
             raise DataError(f"{where}: span [{start}, {end}, {kind!r}] covers {text[start:end]!r} but names "
-                            f"{mention!r}: the offsets are off (end is exclusive; in CLUENER's form inclusive).")
+                            f"{mention!r}: the offsets are off{_utf16_hint(text, start, end)} (end is exclusive; in "
+                            "CLUENER's form inclusive).")
+        trimmed = (start + len(text[start:end]) - len(text[start:end].lstrip()),
+                   end - len(text[start:end]) + len(text[start:end].rstrip()))
+        if trimmed[0] >= trimmed[1]:            # only whitespace: no entity to tag
+            info["n_blank_spans_dropped"] += 1
+            continue
+        if trimmed != (start, end):             # ' 北京': a model would learn to tag the space
+            info["n_spans_trimmed"] += 1
+            start, end = trimmed
         checked.append((start, end, kind))
     checked.sort()
     last = None
@@ -567,8 +646,10 @@ def _spans_to_bio(text: str, spans: list, where: str, info: dict) -> list[str]:
     return tags
 
 
-def _read_json(path: Path, encoding: str, info: dict) -> list[dict]:
-    """Sentences of a JSON lines file (or a ``.json`` array) with spans (:func:`_record_spans`)."""
+def _read_json(path: Path, encoding: str, info: dict, offsets: str = "auto") -> list[dict]:
+    """Sentences of a JSON lines file (or a ``.json`` array) with spans (:func:`_record_spans`), offsets in the
+    unit ``offsets`` names (``auto``: :func:`_offset_unit`); records re-read from UTF-16 units are counted
+    (``n_offsets_utf16``)."""
     import json
 
     where = _Where(path)
@@ -590,15 +671,121 @@ def _read_json(path: Path, encoding: str, info: dict) -> list[dict]:
             if problem is not None:
                 raise DataError(f"Could not read {path} as JSON lines: {problem}. Fix that line.")
             records.append((where.at(lineno), lineno, row, f"{path.name}:{lineno}"))
+    parsed = [(at, ident, *_record_spans(row, at)) for at, _line, row, ident in records]
+    unit = offsets if offsets != "auto" else _offset_unit(parsed, path)
     items = []
-    for at, _line, row, ident in records:
-        sentence, spans = _record_spans(row, at)
+    for at, ident, sentence, spans in parsed:
+        if unit == "utf16" and _first_astral(sentence) is not None:
+            spans = _from_utf16(sentence, spans, at)
+            info["n_offsets_utf16"] += 1
         items.append({"id": ident, "tokens": list(sentence), "tags": _spans_to_bio(sentence, spans, at, info)})
     info["scheme"] = "spans"
+    info["offsets"] = unit
     return items
 
 
-def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, report: dict | None = None) -> list[dict]:
+def _first_astral(text: str) -> int | None:
+    """Index of the first character outside the Basic Multilingual Plane (two UTF-16 units: emoji, 𠮷), or None."""
+    return next((i for i, ch in enumerate(text) if ord(ch) > 0xFFFF), None)
+
+
+def _utf16_index(text: str) -> dict[int, int]:
+    """UTF-16 offset -> character offset at every character boundary of ``text`` (``len(text)`` included); an
+    offset inside a surrogate pair has no entry."""
+    out, pos = {}, 0
+    for i, ch in enumerate(text):
+        out[pos] = i
+        pos += 2 if ord(ch) > 0xFFFF else 1
+    out[pos] = len(text)
+    return out
+
+
+def _from_utf16(text: str, spans: list, where: str) -> list:
+    """``spans`` with offsets in UTF-16 units re-read as character offsets.
+
+    Raises:
+        DataError: an offset inside a character's surrogate pair or past the text (then it does not count UTF-16
+            units).
+    """
+    index, out = _utf16_index(text), []
+    for start, end, kind, mention in spans:
+        if start not in index or end not in index:
+            raise DataError(f"{where}: span [{start}, {end}, {kind!r}] does not fall on character boundaries when "
+                            "read as UTF-16 units (offsets=\"utf16\"); load with offsets=\"chars\" if the offsets "
+                            "count characters.")
+        out.append((index[start], index[end], kind, mention))
+    return out
+
+
+def _readings(text: str, spans: list, first: int) -> tuple[bool, bool, bool]:
+    """``(chars_ok, utf16_ok, decided)`` of one record's spans: each reading valid (ints on boundaries within the
+    text, every span's ``text`` matching what it covers), and whether a span's text after the first astral
+    character (at ``first``) tells the two apart."""
+    index = _utf16_index(text)
+    chars_ok = utf16_ok = True
+    decided = False
+    for start, end, _kind, mention in spans:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            return True, True, True            # _spans_to_bio names the bad span
+        chars_ok &= 0 <= start < end <= len(text) and (mention is None or text[start:end] == mention)
+        utf16_ok &= start in index and end in index and (
+            mention is None or text[index[start]:index[end]] == mention)
+        decided |= mention is not None and end > first
+    return chars_ok, utf16_ok, decided
+
+
+def _utf16_hint(text: str, start: int, end: int) -> str:
+    """``""``, or where an astral character before ``end`` makes UTF-16 offsets plausible: what they would cover."""
+    first = _first_astral(text)
+    if first is None or end <= first:
+        return ""
+    index = _utf16_index(text)
+    covers = (f"they would cover {text[index[start]:index[end]]!r}" if start in index and end in index
+              else "they would split a character")
+    return (f", and it is not the unit: {text[first]!r} at character {first} counts as 2 UTF-16 units, yet read as "
+            f"UTF-16 offsets (Label Studio, JavaScript tools) {covers}")
+
+
+def _offset_unit(parsed: list, path: Path) -> str:
+    """``"chars"`` or ``"utf16"``: what the offsets of one JSON file count, from the records with an astral
+    character before a span (elsewhere the two units agree). A record whose spans' text (or bounds) fit one reading
+    only votes for it; the file takes the one voted for.
+
+    Raises:
+        DataError: records vote for both units, or an astral character precedes spans whose offsets nothing in the
+            file can place (no span text, both readings fit): the two fixes (``offsets``) are named.
+    """
+    votes: dict[str, list[str]] = {"chars": [], "utf16": []}
+    open_question = None
+    for at, _ident, text, spans in parsed:
+        first = _first_astral(text)
+        if first is None or not any(isinstance(e, int) and e > first for _s, e, _k, _m in spans):
+            continue
+        chars_ok, utf16_ok, decided = _readings(text, spans, first)
+        if chars_ok != utf16_ok:
+            votes["chars" if chars_ok else "utf16"].append(at)
+        elif chars_ok and not decided and open_question is None:
+            open_question = (at, text, first, spans)
+    if votes["chars"] and votes["utf16"]:
+        raise DataError(f"{path}: span offsets count UTF-16 units in some records ({votes['utf16'][0]}) and characters "
+                        f"in others ({votes['chars'][0]}), judged by the spans' text after an emoji or another character "
+                        "outside the Basic Multilingual Plane. Export the file again from one tool, or fix those records.")
+    if votes["utf16"]:
+        return "utf16"
+    if votes["chars"] or open_question is None:
+        return "chars"
+    at, text, first, spans = open_question
+    start, end, kind, _ = next(s for s in spans if isinstance(s[1], int) and s[1] > first)
+    index = _utf16_index(text)
+    raise DataError(f"{at}: {text[first]!r} at character {first} is one character but 2 UTF-16 units, and the span "
+                    f"[{start}, {end}, {kind!r}] after it carries no text, so nothing says what the offsets count: "
+                    f"characters give {text[start:end]!r}, UTF-16 units (Label Studio and other JavaScript tools "
+                    f"count so) {text[index[start]:index[end]]!r}. Fix: load with offsets=\"utf16\" or "
+                    "offsets=\"chars\" (the job's --span-offsets), or export the spans with their text.")
+
+
+def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, offsets: str = "auto",
+                  report: dict | None = None) -> list[dict]:
     """The sentences of one tagged file as ``{"id", "tokens", "tags"}`` (BIO), in file order, nothing dropped.
 
     Formats (by extension; docs/ner.md):
@@ -614,24 +801,36 @@ def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, report: dic
       also name the list, a span may be ``{"start", "end", "label"}`` or Label Studio's ``labels: ["PER"]``),
       Label Studio's full export (``data.text`` + ``annotations[0].result``), and CLUENER's
       ``{"label": {"PER": {"mention": [[start, end_inclusive]]}}}``. An exact repeat of a span is counted and
-      kept once.
+      kept once; a span with whitespace at an edge (``' 北京'``) is trimmed (counted), one of whitespace only
+      dropped (counted). Offsets that count UTF-16 units (Label Studio's editor counts so: an emoji is 2) are
+      found by the spans' text after an emoji or another character outside the Basic Multilingual Plane and
+      re-read as characters (records counted).
 
     Args:
+        offsets: what JSON span offsets count (:data:`OFFSET_UNITS`): ``auto`` decides by the spans' text and
+            refuses where nothing can (an astral character before spans without text); ``chars``; ``utf16``.
         report: a dict filled with ``scheme`` (BIO, BIOES, BMES, spans), ``n_sentences``,
-            ``n_i_without_b_repaired``, ``i_without_b_lines``, ``n_duplicate_spans``, ``n_docstart_lines``.
+            ``n_i_without_b_repaired``, ``i_without_b_lines``, ``n_duplicate_spans``, ``n_docstart_lines``,
+            ``offsets`` (the unit used, JSON), ``n_offsets_utf16`` (records re-read from UTF-16 units),
+            ``n_spans_trimmed`` and ``n_blank_spans_dropped``.
 
     Raises:
         DataError, naming the file and line: missing/empty/non-UTF-8 file or another extension, a line without
             a tag, a token of several characters, an unknown tag or scheme, I- and M- mixed, a broken BIOES entity
             (BIO sentences in a BIOES file), an I- without B- when ``repair_orphan_i=False``, invalid JSON, a
             record without text, overlapping spans, a span past the text, empty or reversed, or whose mention
-            differs from the text; no sentence at all.
+            differs from the text (an astral character before it named with what UTF-16 offsets would cover);
+            offsets whose unit cannot be told (:func:`_offset_unit`); no sentence at all.
+        ConfigError: ``offsets`` not one of :data:`OFFSET_UNITS`.
     """
+    if offsets not in OFFSET_UNITS:
+        raise ConfigError(f"offsets={offsets!r}: use one of {', '.join(OFFSET_UNITS)} (utf16 for Label Studio "
+                          "exports whose offsets count UTF-16 units).")
     path, encoding = check_file(path, CONLL_SUFFIXES + JSON_SUFFIXES,
                                 hint="e.g. a CoNLL file `char<TAB>tag` as .conll, JSON lines with spans as .jsonl")
     info = Counter()
     if path.suffix.lower() in JSON_SUFFIXES:
-        items = _read_json(path, encoding, info)
+        items = _read_json(path, encoding, info, offsets)
     else:
         items = _read_conll(path, encoding, repair_orphan_i, info)
     if not items:
@@ -640,13 +839,14 @@ def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, report: dic
         report.update({"scheme": info["scheme"], "n_sentences": len(items),
                        "n_i_without_b_repaired": info["n_i_without_b_repaired"],
                        "i_without_b_lines": list(info.get("i_without_b_lines", [])),
-                       "n_duplicate_spans": info["n_duplicate_spans"], "n_docstart_lines": info["n_docstart_lines"]})
+                       "n_duplicate_spans": info["n_duplicate_spans"], "n_docstart_lines": info["n_docstart_lines"],
+                       "offsets": info.get("offsets"), **{k: info[k] for k in FILE_COUNTS}})
     return items
 
 
 def load_ner_files(train: str | Path, validation: str | Path | None = None, test: str | Path | None = None, *,
                    seed: int = 0, val_fraction: float = 0.1, test_fraction: float = 0.1,
-                   repair_orphan_i: bool = True) -> NerData:
+                   repair_orphan_i: bool = True, offsets: str = "auto") -> NerData:
     """The user's tagged files (:func:`read_ner_file`: CoNLL BIO/BIOES or JSON spans) as :class:`NerData`.
 
     Each file is deduplicated by sentence text (a text tagged two ways is dropped whole, counted); a validation
@@ -654,10 +854,13 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
     from the unique training sentences by ``seed`` (test first; each share of the whole), as
     :func:`~nbkit.data.userfiles.load_labeled_files` does. Entity types come from the training split.
 
+    ``repair_orphan_i``, ``offsets``: as :func:`read_ner_file` takes them, for every file.
+
     Returns:
-        :class:`NerData`; ``report`` has the summed ``n_*`` counts, ``files``, ``schemes`` (split -> scheme),
-        ``repairs`` (split -> ``n_i_without_b_repaired``, lines, ``n_duplicate_spans``) and ``sources`` (split ->
-        its counts and first dropped ids).
+        :class:`NerData`; ``report`` has the summed ``n_*`` counts (those of :data:`FILE_COUNTS` and
+        ``n_docstart_lines`` too), ``files``, ``schemes`` (split -> scheme), ``repairs`` (split ->
+        ``n_i_without_b_repaired``, lines, ``n_duplicate_spans``, ``offsets``, ...) and ``sources`` (split -> its
+        counts and first dropped ids).
 
     Raises:
         ConfigError: ``train`` is None, shares outside ``[0, 1)`` or summing to >= 1.
@@ -672,7 +875,7 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
     sources, file_info, kept = {}, {}, {}
     for split, path in given.items():
         file_info[split] = {}
-        items = read_ner_file(path, repair_orphan_i=repair_orphan_i, report=file_info[split])
+        items = read_ner_file(path, repair_orphan_i=repair_orphan_i, offsets=offsets, report=file_info[split])
         kept[split], sources[split] = _dedupe(items)
         sources[split]["n_read"] = len(items)
     train_keys = {_key(item) for item in kept["train"]}
@@ -713,8 +916,11 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
         "schemes": {s: file_info[s]["scheme"] for s in given},
         "n_i_without_b_repaired": sum(file_info[s]["n_i_without_b_repaired"] for s in given),
         "n_duplicate_spans": sum(file_info[s]["n_duplicate_spans"] for s in given),
+        "n_docstart_lines": sum(file_info[s]["n_docstart_lines"] for s in given),
+        **{k: sum(file_info[s][k] for s in given) for k in FILE_COUNTS},
         "repairs": {s: {k: file_info[s][k] for k in ("n_i_without_b_repaired", "i_without_b_lines",
-                                                     "n_duplicate_spans", "n_docstart_lines")} for s in given},
+                                                     "n_duplicate_spans", "n_docstart_lines", "offsets",
+                                                     *FILE_COUNTS)} for s in given},
         "sources": sources,
     })
     return data

@@ -9,6 +9,7 @@ BIO, so the mode only matters for a system's ill-formed predictions, which conll
 from __future__ import annotations
 
 import unicodedata
+from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from nbkit.errors import ConfigError, DataError
@@ -175,6 +176,11 @@ def _char_class(ch: str) -> str:
     return "H"
 
 
+#: The version of :func:`char_features`' template, recorded with a saved CRF (:class:`CrfTagger`): a model's
+#: weights name these feature strings, so another template would tag with features the model never saw.
+FEATURES_VERSION = "sighan2006-char-window/1"
+
+
 def char_features(tokens: Sequence[str]) -> list[list[str]]:
     """CRFsuite features (binary, as strings) of each character: the character window ``C-2 .. C2``, the bigrams
     ``C-2C-1, C-1C0, C0C1, C1C2`` and ``C-1C1``, and the classes (digit / punctuation / Latin / other) of
@@ -221,8 +227,108 @@ def fit_crf(train_items: Sequence[dict], *, c1: float = 0.05, c2: float = 0.05, 
     return crf
 
 
+class CrfTagger:
+    """A fitted CRF (:func:`fit_crf`) that tags plain text, saved and loaded as a folder: ``model.crfsuite``
+    (CRFsuite's own model file, what ``sklearn_crfsuite`` and ``pycrfsuite.Tagger().open`` read) and ``crf.json``
+    (the feature template's version :data:`FEATURES_VERSION`, the labels, the training settings).
+
+    Text is read as training read it: every character one token (spaces too), so the CRF serves the user's call
+    with the features it was scored with::
+
+        crf = CrfTagger.load("runs/cpu/ner/crf")
+        crf.predict("张三在北京")    # [{"entity_group": "PER", "start": 0, "end": 2, "word": "张三", "score": 0.98}, ...]
+    """
+
+    MODEL_FILE, META_FILE = "model.crfsuite", "crf.json"
+
+    def __init__(self, model: bytes, meta: dict):
+        import pycrfsuite
+
+        self.model, self.meta = model, meta
+        self._tagger = pycrfsuite.Tagger()
+        self._tagger.open_inmemory(model)
+
+    @classmethod
+    def fit(cls, train_items: Sequence[dict], *, c1: float = 0.05, c2: float = 0.05, max_iter: int = 100
+            ) -> "CrfTagger":
+        """:func:`fit_crf` on ``train_items`` (``{"tokens", "tags"}``), kept with its settings. Raises as it."""
+        from importlib.metadata import version
+
+        crf = fit_crf(train_items, c1=c1, c2=c2, max_iter=max_iter)
+        model = Path(crf.modelfile.name).read_bytes()
+        return cls(model, {"features": FEATURES_VERSION, "labels": sorted(crf.classes_), "c1": c1, "c2": c2,
+                           "max_iter": max_iter, "n_train_sentences": sum(1 for it in train_items if len(it["tokens"])),
+                           "sklearn_crfsuite": version("sklearn-crfsuite")})
+
+    def save(self, folder) -> Path:
+        """Write ``folder/model.crfsuite`` and ``folder/crf.json`` (atomically, replacing an older CRF there);
+        returns the folder.
+
+        Raises:
+            WriteError: the file system refused a write (:func:`nbkit.atomic.atomic_dir`).
+        """
+        from nbkit import jsonio
+        from nbkit.atomic import atomic_dir
+
+        with atomic_dir(Path(folder), what="CRF model") as tmp:
+            (tmp / self.MODEL_FILE).write_bytes(self.model)
+            jsonio.write_json(tmp / self.META_FILE, self.meta)
+        return Path(folder)
+
+    @classmethod
+    def load(cls, folder) -> "CrfTagger":
+        """The CRF :meth:`save` wrote in ``folder``.
+
+        Raises:
+            DataError: ``folder`` lacks either file. ConfigError: it was saved with another feature template
+                (retrain it: the NER job or notebook 07 saves one beside its run).
+        """
+        from nbkit import jsonio
+
+        folder = Path(folder)
+        missing = [f for f in (cls.MODEL_FILE, cls.META_FILE) if not (folder / f).is_file()]
+        if missing:
+            raise DataError(f"{folder} holds no saved CRF ({', '.join(missing)} missing); pass the crf/ folder of an "
+                            "NER run (python -m nbkit.jobs.finetune --task ner, or notebook 07, writes <run>/crf).")
+        meta = jsonio.loads_strict((folder / cls.META_FILE).read_text(encoding="utf-8"))
+        if meta.get("features") != FEATURES_VERSION:
+            raise ConfigError(f"{folder}: the CRF was trained on feature template {meta.get('features')!r}, this nbkit "
+                              f"computes {FEATURES_VERSION!r}: its weights would read other features. Retrain it "
+                              "(rerun the NER job or notebook 07), or load it with the nbkit version that saved it.")
+        return cls((folder / cls.MODEL_FILE).read_bytes(), meta)
+
+    def tags(self, tokens: Sequence[str]) -> list[str]:
+        """BIO tags of one sentence given as its characters (``[]`` for none): Viterbi decoding, O(T·L²)."""
+        return list(self._tagger.tag(char_features(list(tokens)))) if len(tokens) else []
+
+    def predict(self, text: str | Sequence[str]) -> list[dict] | list[list[dict]]:
+        """Entities of plain text, as ``pipeline("token-classification", aggregation_strategy="simple")`` gives
+        them for the BERT export: ``{"entity_group", "start", "end", "word", "score"}`` per entity (character
+        offsets into the text, ``end`` exclusive; ``score``: the mean marginal probability of its tags). A string
+        gives one list, a list of strings one list each.
+
+        Raises:
+            DataError: ``text`` is neither a string nor a list of strings.
+        """
+        if isinstance(text, str):
+            return self._entities(text)
+        if not all(isinstance(t, str) for t in text):
+            raise DataError("CrfTagger.predict takes a string or a list of strings (plain text, one sentence each).")
+        return [self._entities(t) for t in text]
+
+    def _entities(self, text: str) -> list[dict]:
+        from nbkit.data.ner import entity_spans
+
+        tags = self.tags(list(text))
+        out = []
+        for kind, start, end in entity_spans(tags):
+            score = sum(self._tagger.marginal(tags[i], i) for i in range(start, end)) / (end - start)
+            out.append({"entity_group": kind, "start": start, "end": end, "word": text[start:end], "score": score})
+        return out
+
+
 def crf_baseline(train_items: Sequence[dict], test_items: Sequence[dict], *, c1: float = 0.05, c2: float = 0.05,
-                 max_iter: int = 100, seed: int = 0) -> list[list[str]]:
+                 max_iter: int = 100, seed: int = 0, save_to=None) -> list[list[str]]:
     """BIO tags predicted for ``test_items`` (``{"tokens", ...}``) by :func:`fit_crf` trained on ``train_items``:
     a linear-chain CRF over character-window features (Lafferty, McCallum & Pereira 2001; CRFsuite through
     ``sklearn-crfsuite``).
@@ -234,10 +340,14 @@ def crf_baseline(train_items: Sequence[dict], test_items: Sequence[dict], *, c1:
     for 100 iterations (about 131,000 characters x iterations per second), tagging runs at about 34,000
     characters/s, test entity F1 0.952.
 
+    ``save_to``: a folder the fitted CRF is saved in (:meth:`CrfTagger.save`), so the baseline can be shipped
+    and tag plain text (:meth:`CrfTagger.predict`).
+
     Raises:
-        DataError: as :func:`fit_crf`.
+        DataError: as :func:`fit_crf`. WriteError: ``save_to`` could not be written.
     """
     del seed  # deterministic (see above)
-    crf = fit_crf(train_items, c1=c1, c2=c2, max_iter=max_iter)
-    return [list(crf.predict_single(char_features(item["tokens"]))) if len(item["tokens"]) else []
-            for item in test_items]
+    crf = CrfTagger.fit(train_items, c1=c1, c2=c2, max_iter=max_iter)
+    if save_to is not None:
+        crf.save(save_to)
+    return [crf.tags(item["tokens"]) for item in test_items]

@@ -62,8 +62,10 @@ def config(a):
 
 def summary(metrics: dict, out_dir, export_dir=None) -> str:
     """The job's last words (rank 0): the test scores beside the baseline (``metrics["table"]``), the
-    output folder, the export folder (if any) and ``metrics["warnings"]`` (e.g. one class always predicted)."""
-    where = f"-> {out_dir} (metrics.json)" + (f"; exported model: {export_dir}" if export_dir else "")
+    output folder, the export folder (if any), the saved CRF (task ner) and ``metrics["warnings"]`` (e.g. one class always predicted)."""
+    where = (f"-> {out_dir} (metrics.json)" + (f"; exported model: {export_dir}" if export_dir else "")
+             + (f"; CRF baseline: {metrics['baseline_model']} (CrfTagger.load(...).predict(text))"
+                if metrics.get("baseline_model") else ""))
     return "\n".join([metrics["table"].to_string(), where,
                       *(f"warning: {w}" for w in metrics.get("warnings") or ())])
 

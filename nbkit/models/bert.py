@@ -265,16 +265,48 @@ def classifier_class(pooling: str):
 HEADS = ("sequence", "token")
 
 
+def auto_head_class(model_type: str, head: str, source: str = ""):
+    """The class ``AutoModelForSequenceClassification`` (``head="sequence"``) or ``AutoModelForTokenClassification``
+    (``"token"``) maps ``model_type`` to (``electra`` -> ``ElectraForSequenceClassification``; ``ernie``, ``albert``,
+    ``roberta``, ...): every encoder transformers knows is fine-tuned with its own pooling and head. The class
+    itself, not the Auto class, so that a ``config.json`` whose type only its ``architectures`` name still loads.
+
+    Raises:
+        ConfigError: transformers has no such head for ``model_type`` (a decoder-only or seq2seq layout, an unknown
+            type): the layout is named with the fix.
+    """
+    import transformers
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+    from transformers.models.auto import modeling_auto
+
+    mapping, auto = ((modeling_auto.MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES, AutoModelForTokenClassification)
+                     if head == "token" else
+                     (modeling_auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES, AutoModelForSequenceClassification))
+    if model_type not in mapping:
+        task = "token classification (named entities)" if head == "token" else "sequence classification"
+        raise ConfigError(f"source={source!r} is a {model_type!r} model, and transformers has no {task} head for the "
+                          f"{model_type!r} layout ({auto.__name__} does not map it), so it cannot be fine-tuned for "
+                          "this task. Pass an encoder whose layout has one: BERT (bert-base-chinese, RoBERTa-wwm, "
+                          "MacBERT), ELECTRA, ERNIE, ALBERT, RoBERTa, ...")
+    return getattr(transformers, mapping[model_type])
+
+
 def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
                      tokenizer=None, preset: str | None = None, reinit_head: bool = False, seed: int | None = 0,
                      pooling: str | None = None, head: str = "sequence", **overrides):
-    """A BERT sequence classifier (``logits`` (B, num_labels)) and a one-line note ``how`` saying where it came from;
-    with ``head="token"`` a ``BertForTokenClassification`` (``logits`` (B, T, num_labels), one label per token:
-    named entities), built the same way (no pooling: each token's state feeds the head).
+    """A sequence classifier (``logits`` (B, num_labels)) and a one-line note ``how`` saying where it came from;
+    with ``head="token"`` a token classifier (``logits`` (B, T, num_labels), one label per token: named entities),
+    built the same way (no pooling: each token's state feeds the head).
+
+    A BERT-layout encoder (``model_type`` bert: bert-base-chinese, RoBERTa-wwm, MacBERT, nbkit's MLM) gets
+    ``BertForTokenClassification`` or the pooling :func:`choose_pooling` picks (nbkit's mean-pooling classifier for
+    nbkit's MLM checkpoints). Any other encoder transformers knows (ELECTRA, ERNIE, ALBERT, RoBERTa, ...) is loaded
+    through ``AutoModelForSequenceClassification`` / ``AutoModelForTokenClassification`` (:func:`auto_head_class`),
+    with its family's own pooling and head.
 
     Args:
-        source: a ``save_pretrained`` directory (nbkit's pretraining output), a cached or downloadable
-            hub name, or None to build from ``preset`` and ``tokenizer``.
+        source: a ``save_pretrained`` directory (nbkit's pretraining output, a published encoder), a cached or
+            downloadable hub name, or None to build a BERT from ``preset`` and ``tokenizer``.
         id2label: class id -> name (one per label), stored in the config.
         tokenizer: required for ``source=None``; otherwise checked to be the model's
             (:func:`check_tokenizer_matches`).
@@ -282,7 +314,7 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
             lists the re-initialised weights and shapes), instead of raising.
         seed: for every weight not loaded (:func:`nbkit.models.loading.seeded`).
         pooling: None chooses by :func:`choose_pooling` (the reason goes into ``how``), or ``"cls"`` / ``"mean"``
-            (:func:`classifier_class`).
+            (:func:`classifier_class`); for an encoder that is not BERT only None or ``"cls"`` (its own head).
         head: ``"sequence"`` or ``"token"`` (:data:`HEADS`).
         overrides: ``BertConfig`` fields when built from scratch (ignored with a ``source``).
 
@@ -291,10 +323,10 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     Raises:
         ConfigError: ``id2label`` not one name per label; preset/tokenizer missing for ``source=None``;
             a hub name not available (:func:`nbkit.models.loading.resolve_checkpoint`); another tokenizer; a head with another
-            label count without ``reinit_head``; a pooling that contradicts the saved one.
+            label count without ``reinit_head``; a pooling that contradicts the saved one or ``"mean"`` for an
+            encoder that is not BERT; a layout transformers has no such head for (:func:`auto_head_class`).
         CheckpointError: a directory without ``config.json`` or its weights, a config without a model type
-            (:func:`nbkit.models.loading.require_model_type`: another type is a ``ConfigError``), unreadable
-            weights, or another load failure (:func:`nbkit.models.loading.load_pretrained`, with transformers' report).
+            (:func:`nbkit.models.loading.checkpoint_model_type`), unreadable weights, or another load failure (:func:`nbkit.models.loading.load_pretrained`, with transformers' report).
     """
     if head not in HEADS:
         raise ConfigError(f"head={head!r}: use one of {', '.join(HEADS)}")
@@ -320,30 +352,45 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         return model, (f"from scratch: preset {preset!r}, random init, {pooling} pooling ({why}; "
                        f"{count_parameters(model):,} parameters)")
 
-    from nbkit.models.loading import dtype_note, require_model_type, resolve_checkpoint
+    from nbkit.models.loading import checkpoint_model_type, dtype_note, resolve_checkpoint
     from nbkit.models.pooling import MeanPoolBertConfig
 
     text = str(source)
     path = resolve_checkpoint(source, what="source", alternative="use source=None with preset='tiny'|'mini'|"
                               "'small'|'base' to train from scratch")
-    require_model_type(path, source, what="source",      # the question pretraining's init asks: one answer
-                       allowed=("bert", MeanPoolBertConfig.model_type))   # and nbkit's own mean-pooling classifier
+    kind = checkpoint_model_type(path, source, what="source")
     local = Path(text).expanduser().is_dir()
     saved_labels = _saved_labels(path) if not reinit_head else None
     if token:
         saved_labels = saved_labels if _saved_head(path, "ForTokenClassification") else None
-    saved_pooling = _saved_pooling(path) if not reinit_head and not token else None
-    if pooling and saved_pooling and pooling != saved_pooling:
-        raise ConfigError(
-            f"{path} is a classifier trained with pooling={saved_pooling!r}, but pooling={pooling!r} was requested; "
-            f"omit pooling= (the saved one is used), or pass reinit_head=True to train a new {pooling} head")
-    pooling, why = ((None, "") if token else (pooling, "requested") if pooling else choose_pooling(path))
+    if kind in ("bert", MeanPoolBertConfig.model_type):   # BERT layout (RoBERTa-wwm, MacBERT): nbkit's pooling choice
+        saved_pooling = _saved_pooling(path) if not reinit_head and not token else None
+        if pooling and saved_pooling and pooling != saved_pooling:
+            raise ConfigError(
+                f"{path} is a classifier trained with pooling={saved_pooling!r}, but pooling={pooling!r} was "
+                f"requested; omit pooling= (the saved one is used), or pass reinit_head=True to train a new {pooling} "
+                "head")
+        pooling, why = ((None, "") if token else (pooling, "requested") if pooling else choose_pooling(path))
+        model_cls, load_kw = (BertForTokenClassification if token else classifier_class(pooling),
+                              {"attn_implementation": ATTN_IMPLEMENTATION})
+    else:                                 # ELECTRA, ERNIE, ALBERT, ...: the family's own head, as transformers maps it
+        model_cls, load_kw = auto_head_class(kind, head, text), {}
+        if pooling not in (None, "cls"):
+            raise ConfigError(f"pooling={pooling!r} is nbkit's mean-pooling head for BERT encoders; {text!r} is a "
+                              f"{kind!r} encoder, fine-tuned with its own head ({model_cls.__name__}): omit pooling")
+        pooling, why = (None, "") if token else ("cls", f"the {kind} family's own head")
     try:
-        model, info = load_pretrained(BertForTokenClassification if token else classifier_class(pooling), str(path),
-                                      reinit_head=reinit_head, seed=seed, attn_implementation=ATTN_IMPLEMENTATION,
+        model, info = load_pretrained(model_cls, str(path), reinit_head=reinit_head, seed=seed, **load_kw,
                                       **label_kwargs)
         if not token:
             model.config.classifier_pooling = pooling
+        lost = [k for k in info["missing_keys"] if not k.startswith("classifier") and ".pooler." not in k]
+        if kind not in ("bert", MeanPoolBertConfig.model_type) and lost:   # the family's encoder must load whole
+            raise CheckpointError(
+                f"{text!r} lacks {len(lost)} weights of the {kind!r} encoder {model_cls.__name__} reads "
+                f"({', '.join(sorted(lost)[:4])}{' ...' if len(lost) > 4 else ''}), which would start random: its "
+                f"weights are of another layout than its config.json's {kind!r}. Fix config.json's model_type / "
+                "architectures to the layout the weights were trained as, or pass another checkpoint.")
     except OSError as exc:   # config.json is there (checked): the weights are missing or unreadable
         files = ", ".join(sorted(p.name for p in path.iterdir())[:8])
         raise CheckpointError(
@@ -359,7 +406,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     how = (f"loaded encoder from {kind} {str(source)!r}; newly initialised: {', '.join(new) or 'nothing'} "
            + (f"({num_labels} labels per token)" if token else f"({num_labels} labels, {pooling} pooling: {why})")
            + (f"; weights {stored}" if stored else ""))
-    order = label_order(saved_labels, id2label) if saved_labels and "classifier" not in new else None
+    order = (label_order(saved_labels, id2label) if saved_labels and "classifier" not in new
+             and isinstance(getattr(model, "classifier", None), torch.nn.Linear) else None)
     if order is not None:           # same names, other order: the saved head's rows follow the names
         reorder_head(model, order)
         how += f"; head outputs reordered from the saved label order {[saved_labels[i] for i in sorted(saved_labels)]}"

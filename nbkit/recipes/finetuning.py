@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nbkit.data.ner import OFFSET_UNITS
 from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
 from nbkit.train.config import REPORT_TO
@@ -88,6 +89,7 @@ class FinetuneConfig(RecipeConfig):
     stride: int = 32
     corpus_lines: int | None = None
     n_boot: int = 1000
+    span_offsets: str = "auto"
 
     RECIPE, STEP = "finetuning", "sentiment"
     HELP = {
@@ -130,6 +132,8 @@ class FinetuneConfig(RecipeConfig):
         "stride": "task ner: tokens two windows of a sentence longer than max_length share (the pipeline merges their entities)",
         "corpus_lines": "task ner: People's Daily lines read (None: all 19,484)",
         "n_boot": "task ner: bootstrap resamples of the test sentences for the entity-F1 interval",
+        "span_offsets": "task ner, your JSON span files: what the offsets count: auto (told by the spans' text), "
+                        "chars, or utf16 (Label Studio's editor: an emoji counts 2)",
     }
     WHY = {"warmup_ratio": "10 %, BERT's fine-tuning warm-up (pretraining warms up 6 %)",
            "pooling": "None chooses per encoder, the reason printed: cls when it carries a trained pooler and "
@@ -142,7 +146,7 @@ class FinetuneConfig(RecipeConfig):
                        "validation_file", "test_file", "text_column", "label_column", "checkpoint_minutes",
                        "progress_every_s", "report_to", "n_boot"})
 
-    CHOICES = {"report_to": REPORT_TO}
+    CHOICES = {"report_to": REPORT_TO, "span_offsets": OFFSET_UNITS}
 
     def __post_init__(self):
         """Raise ``ConfigError`` for files given to a bundled task (``reviews``/``news``), which would train on
@@ -202,9 +206,10 @@ class FinetuneConfig(RecipeConfig):
             if self.train_file is not None:
                 out["corpus_lines"] = "train_file is set"
             else:
-                out.update({k: "People's Daily (no train_file)" for k in ("validation_file", "test_file")})
+                out.update({k: "People's Daily (no train_file)" for k in ("validation_file", "test_file",
+                                                                          "span_offsets")})
             return out
-        out = {k: why for k in ("stride", "corpus_lines", "n_boot")}
+        out = {k: why for k in ("stride", "corpus_lines", "n_boot", "span_offsets")}
         if self.task == "own":
             return out
         return {**out, **{k: why for k in ("train_file", "validation_file", "test_file", "text_column",
@@ -236,6 +241,14 @@ class FinetuneConfig(RecipeConfig):
         return step_dir(self.scale, step + self.run_tag() + init_tag(self.init))
 
 
+def _say(text: str) -> None:
+    """Print ``text`` (when not empty) once per job: on rank 0 under torchrun (``RANK``), always otherwise."""
+    import os
+
+    if text and os.environ.get("RANK", "0") == "0":
+        print(text, flush=True)
+
+
 def base_sized(init) -> bool:
     """True when ``init`` names an encoder (a folder, or a cached Hub name) whose ``config.json`` says hidden
     size >= 768 (BERT-base and up); never downloads."""
@@ -253,6 +266,23 @@ def default_encoder(scale: str) -> Path | None:
 
     path = step_path(scale, "mlm") / "model"
     return path if (path / "config.json").exists() else None
+
+
+def random_encoder_warning(cfg: FinetuneConfig) -> str:
+    """The line :func:`model` prints where the encoder starts from random weights though ``init`` asked for none
+    (None: notebook 02's model, which is not there): random weights score far below a pretrained encoder (docs/ner.md:
+    the loss stays at the tag distribution's entropy), and only ``metrics.json`` would say why. ``""`` when an
+    encoder is found or ``init="random"`` asks for random weights."""
+    if cfg.init is not None or encoder(cfg) is not None:
+        return ""
+    from nbkit.runs import step_path
+
+    return (f"warning: no pretrained encoder: notebook 02 has saved no model at scale {cfg.scale!r} "
+            f"({step_path(cfg.scale, 'mlm') / 'model'} is missing), so the encoder starts from RANDOM weights (preset "
+            f"{cfg.model!r}) and will score far below a pretrained one (the baseline likely wins). For a pretrained "
+            f"encoder run notebook 02 first (or python -m nbkit.jobs.pretrain --scale {cfg.scale}), or pass "
+            "init=<model folder or Hub name> (the jobs' --init DIR), e.g. a local copy of bert-base-chinese; "
+            "init='random' (--init random) trains from random weights on purpose, without this warning.")
 
 
 def encoder(cfg: FinetuneConfig):
@@ -293,7 +323,7 @@ def data(cfg: FinetuneConfig) -> "LabeledData":
 def ner_data(cfg: FinetuneConfig):
     """Task ner's :class:`nbkit.data.ner.NerData`: ``cfg.train_file`` (+ validation/test files) through
     :func:`nbkit.data.ner.load_ner_files`, else People's Daily 1998 (:func:`nbkit.data.ner.load_peoples_daily_ner`,
-    ``cfg.corpus_lines`` lines); seeded with ``cfg.seed``. ``cfg.max_train``: the first that many training
+    ``cfg.corpus_lines`` lines; ``cfg.span_offsets`` for JSON spans); seeded with ``cfg.seed``. ``cfg.max_train``: the first that many training
     sentences are kept (the split is already shuffled), the rest counted in ``report["n_train_unused"]`` and the
     per-split counts (``n_train``, ``entities``, ...) recomputed.
 
@@ -303,7 +333,8 @@ def ner_data(cfg: FinetuneConfig):
     from nbkit.data import ner
 
     if cfg.train_file is not None:
-        out = ner.load_ner_files(cfg.train_file, validation=cfg.validation_file, test=cfg.test_file, seed=cfg.seed)
+        out = ner.load_ner_files(cfg.train_file, validation=cfg.validation_file, test=cfg.test_file, seed=cfg.seed,
+                                 offsets=cfg.span_offsets)
     else:
         out = ner.load_peoples_daily_ner(lines=cfg.corpus_lines, seed=cfg.seed)
     train_items = out.splits["train"]
@@ -425,7 +456,8 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     :func:`nbkit.models.bert.choose_pooling`; ``how`` says which and why).
 
     ``out_dir``: the encoder's identity is recorded there, and its checkpoints from another encoder are not
-    resumed while ``cfg.resume``.
+    resumed while ``cfg.resume``. Random weights nobody asked for (no notebook 02 model, ``init`` None) are said
+    on screen first (:func:`random_encoder_warning`), for every task, the jobs and the notebooks alike.
 
     Raises:
         ConfigError / CheckpointError: from :func:`nbkit.models.bert.build_classifier` (a tokenizer that is not
@@ -435,6 +467,7 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     from nbkit.models.bert import build_classifier
 
     source = encoder(cfg)
+    _say(random_encoder_warning(cfg))           # before training, on screen: not only in metrics.json
     if out_dir is not None:
         _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
     id2label = id2label_of(labeled)
@@ -502,7 +535,7 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
 
 
 def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", splits=("test",),
-             baseline: bool = True) -> dict:
+             baseline: bool = True, out_dir=None) -> dict:
     """Score ``splits`` (default the test split, used for nothing before) and, beside it, the TF-IDF baseline.
 
     Returns ``{"<split>_report": classification report, "<split>_pred": list[int]}`` per split, ``"report"``
@@ -510,10 +543,12 @@ def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", split
     ``"baseline_cut_report"`` (the same on each text cut where the model's tokenizer cuts it: the fair
     comparison for long texts), both weighted like the model, and ``"table"`` (the three, a DataFrame).
 
-    Task ner: :func:`evaluate_ner` (entity-level F1 beside the CRF baseline).
+    Task ner: :func:`evaluate_ner` (entity-level F1 beside the CRF baseline; with ``out_dir`` the CRF is saved in
+    ``out_dir/crf``).
     """
     if cfg.task == "ner":
-        return evaluate_ner(cfg, classifier, tok, labeled, split=splits[-1], baseline=baseline)
+        return evaluate_ner(cfg, classifier, tok, labeled, split=splits[-1], baseline=baseline,
+                            crf_dir=None if out_dir is None else Path(out_dir) / "crf")
     from nbkit.evaluate.baseline import baseline_at_cut, fit_tfidf_baseline
     from nbkit.evaluate.inference import predict
     from nbkit.evaluate.metrics import classification_report, compare_reports
@@ -538,7 +573,7 @@ def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", split
 
 
 def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "test", baseline: bool = True,
-                 baseline_pred: list | None = None) -> dict:
+                 baseline_pred: list | None = None, crf_dir=None) -> dict:
     """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
     sentences (trained on the same training split; whole sentences, nothing cut for either).
 
@@ -551,7 +586,8 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
     F1 minus the CRF's with a paired bootstrap interval, :func:`nbkit.evaluate.ner.entity_f1_diff`), ``"table"`` (both,
     :func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and spurious entities in
     context, :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's tags on ``split``
-    when already made (notebook 07 trains it before BERT), else it is trained here.
+    when already made (notebook 07 trains it before BERT), else it is trained here and, with ``crf_dir``, saved
+    there (:class:`nbkit.evaluate.ner.CrfTagger`: it tags plain text as the BERT export does).
     """
     from nbkit.evaluate import ner
     from nbkit.evaluate.inference import predict_tags
@@ -564,7 +600,8 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
            "interval": ner.entity_f1_interval(gold, pred, n_boot=cfg.n_boot, seed=cfg.seed)}
     results = {"fine-tuned BERT": {"scores": out["report"], "interval": out["interval"]}}
     if baseline:
-        crf = baseline_pred if baseline_pred is not None else ner.crf_baseline(labeled.splits["train"], items)
+        crf = baseline_pred if baseline_pred is not None else ner.crf_baseline(labeled.splits["train"], items,
+                                                                                save_to=crf_dir)
         out.update(baseline_pred=crf, baseline_report=ner.entity_scores(gold, crf),
                    baseline_interval=ner.entity_f1_interval(gold, crf, n_boot=cfg.n_boot, seed=cfg.seed))
         results["CRF (character windows)"] = {"scores": out["baseline_report"], "interval": out["baseline_interval"]}
@@ -622,7 +659,8 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
 def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: dict, scores: dict, how: str) -> dict:
     """Task ner's ``metrics.json``: ``test_entity_f1`` / ``_precision`` / ``_recall`` (micro, 0-1; null where
     undefined: a test split without entities, said in ``test_entity_undefined``), ``test_entity_f1_interval``
-    ([low, high] or null), ``per_type``, the same ``baseline_*`` for the CRF, ``diff_entity_f1``
+    ([low, high] or null), ``per_type``, the same ``baseline_*`` for the CRF (``baseline_model``: its saved
+    folder), ``diff_entity_f1``
     (BERT - CRF: ``value``, ``low``, ``high``, paired over the same test sentences), ``windows``
     (the test encoding's counts) and ``windows_per_split``, ``n_errors`` (missed / spurious), the data report's
     ``n_*`` counts and ``types``, ``config``, ``world_size`` and the loop's summary under ``train``."""
@@ -637,6 +675,7 @@ def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: d
                "test_entity_undefined": report.get("undefined"),
                "per_type": report.get("per_type"),
                "baseline": "CRF (python-crfsuite) over character-window features",
+               "baseline_model": str(Path(out_dir) / "crf") if (Path(out_dir) / "crf").is_dir() else None,
                "baseline_entity_f1": base and base["f1"], "baseline_entity_precision": base and base["precision"],
                "baseline_entity_recall": base and base["recall"],
                "baseline_entity_f1_interval": list(scores["baseline_interval"]) if scores.get("baseline_interval")
@@ -656,7 +695,8 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     """Every stage end to end; returns the dict written to ``out_dir/metrics.json`` (:func:`save`).
 
     ``out_dir``: None is ``cfg.run_dir()``. ``tokenizer``: None is :func:`tokenizer`'s. ``labeled``: data to use
-    instead of :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`). Under torchrun
+    instead of :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`). Task ner also saves
+    its CRF baseline in ``out_dir/crf`` (:class:`nbkit.evaluate.ner.CrfTagger`). Under torchrun
     every rank trains; only rank 0 evaluates and writes (the others return the loop's summary). The returned
     dict adds ``"table"`` (a DataFrame, not in the file) on rank 0.
     """
@@ -664,11 +704,15 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     labeled = data(cfg) if labeled is None else labeled
     tok = globals()["tokenizer"](cfg) if tokenizer is None else tokenizer   # the stage, which the keyword shadows
     encoded, truncation = encode(cfg, tok, labeled)
+    if cfg.task == "ner":                   # what was repaired, dropped, kept: on screen, as notebook 07 shows it
+        from nbkit.data.ner import report_text
+
+        _say(report_text(labeled.report, truncation))
     classifier, how = model(cfg, tok, labeled, out_dir)
     loop, result = train(cfg, classifier, tok, encoded, out_dir, callbacks)
     if not loop.dist.is_main:
         return dict(result.metrics)
-    scores = evaluate(cfg, loop.model, tok, labeled)
+    scores = evaluate(cfg, loop.model, tok, labeled, out_dir=out_dir)
     if export_model:
         export(cfg, loop.model, tok, labeled, out_dir / "model")
     return {**save(cfg, out_dir, loop, result, labeled, truncation, scores, how), "table": scores["table"]}

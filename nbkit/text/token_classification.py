@@ -78,13 +78,16 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
     more than one window), ``max_length``, ``stride``, ``n_words``, ``n_subtokens``, ``n_multi_subtoken_words``
     (words of more than one sub-token: only the first is labelled), ``n_extra_subtokens`` (their unlabelled
     sub-tokens), ``n_words_without_token`` (words the
-    tokenizer drops, e.g. a space: inside an entity the pipeline's span covers it, counted here) and
-    ``subtokens_p50/p95/max`` per item.
+    tokenizer drops, e.g. a space: inside an entity the pipeline's span covers it, counted here),
+    ``n_words_unk`` (words read as ``[UNK]``, e.g. an emoji the vocabulary lacks: the model sees one unknown token)
+    with ``unk_words`` (the 5 most frequent), and ``subtokens_p50/p95/max`` per item.
 
     Raises:
         ConfigError: ``max_length`` above the tokenizer's limit or below 3, a bad ``stride``, a slow tokenizer.
         DataError: no items, tokens and tags of different lengths, or a tag not in ``label2id`` (item named).
     """
+    from collections import Counter
+
     import numpy as np
     from datasets import Dataset
 
@@ -111,6 +114,7 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
     rows = {"input_ids": [], "attention_mask": [], "labels": []}
     windows, all_wids, lengths = [], [], []
     n_multi = n_dropped = n_windowed = 0
+    unk_id, unk_words = tokenizer.unk_token_id, Counter()
     for i, it in enumerate(items):
         ids = enc["input_ids"][i]
         wids = enc.word_ids(i)                                      # (n_subtokens,) word index per sub-token
@@ -127,6 +131,9 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
             labels.append(label2id[tag])
         seen = set(wids)
         n_dropped += len(words[i]) - len(seen)
+        if unk_id is not None:                                      # a word whose first sub-token is [UNK]
+            unk_words.update(words[i][w] for j, w in enumerate(wids)
+                             if ids[j] == unk_id and (j == 0 or wids[j - 1] != w))
         n_multi += len(wids) - len(seen)                            # sub-tokens beyond one per word
         starts = window_starts(len(ids), body, stride)
         n_windowed += len(starts) > 1
@@ -138,14 +145,13 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
             windows.append((i, s))
         all_wids.append(list(wids))
         lengths.append(len(ids) + 2)
-    from collections import Counter
-
     multi_words = sum(sum(1 for c in Counter(w).values() if c > 1) for w in all_wids)
     p50, p95 = np.percentile(lengths, [50, 95])
     report = {"n_items": len(items), "n_windows": len(windows), "n_windowed": n_windowed, "max_length": max_length,
               "stride": stride, "n_words": sum(len(w) for w in words), "n_subtokens": sum(map(len, all_wids)),
               "n_multi_subtoken_words": multi_words, "n_extra_subtokens": n_multi,
-              "n_words_without_token": n_dropped, "subtokens_p50": float(p50), "subtokens_p95": float(p95),
+              "n_words_without_token": n_dropped, "n_words_unk": sum(unk_words.values()),
+              "unk_words": [w for w, _ in unk_words.most_common(5)], "subtokens_p50": float(p50), "subtokens_p95": float(p95),
               "subtokens_max": int(max(lengths))}
     return TokenEncoding(Dataset.from_dict(rows), windows, all_wids, [len(w) for w in words], body, report)
 
