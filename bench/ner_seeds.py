@@ -1,9 +1,11 @@
-"""Benchmark: named entities on People's Daily 1998, fine-tuned BERT vs the CRF baseline, over seeds.
+"""Benchmark: named entities on People's Daily 1998, fine-tuned BERT vs the CRF baseline and a character BiLSTM,
+over seeds.
 
 Each seed runs the fine-tuning recipe's task ``ner`` end to end (:func:`nbkit.recipes.finetuning.run_finetuning`:
 its own split, subsample, head and data order), which scores BERT and the CRF (trained on the same training
-split) on the same test sentences by entity-level micro-F1 with a bootstrap 95 % interval over sentences. The
-record keeps per seed both F1s, their intervals, the difference BERT - CRF with a paired bootstrap interval
+split) on the same test sentences by entity-level micro-F1 with a bootstrap 95 % interval over sentences. Beside
+them the plain neural reference (``bench/bilstm.py``'s tagger: the same training sentences, 6 epochs at batch 32)
+is scored on the same sentences. The record keeps per seed the three F1s, their intervals, the difference BERT - CRF with a paired bootstrap interval
 (same sentences) and per-type F1, and over seeds the mean and standard deviation of each. No mid-run
 validation (``eval_every=0``: time; nothing is chosen on it). The encoder is the recipe's default: notebook
 02's model at this scale when saved in the runs folder, else random weights of the scale's preset (the record
@@ -31,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -42,8 +45,12 @@ def summarize(per_seed: list[dict]) -> dict:
         return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else None,
                 "n": len(values)}
 
-    return {"bert_f1": stats([r["bert_f1"] for r in per_seed]), "crf_f1": stats([r["crf_f1"] for r in per_seed]),
-            "diff_f1": stats([r["bert_f1"] - r["crf_f1"] for r in per_seed])}
+    out = {"bert_f1": stats([r["bert_f1"] for r in per_seed]), "crf_f1": stats([r["crf_f1"] for r in per_seed]),
+           "diff_f1": stats([r["bert_f1"] - r["crf_f1"] for r in per_seed])}
+    if all("bilstm_f1" in r for r in per_seed):
+        out["bilstm_f1"] = stats([r["bilstm_f1"] for r in per_seed])
+        out["diff_bilstm_f1"] = stats([r["bert_f1"] - r["bilstm_f1"] for r in per_seed])
+    return out
 
 
 def main(argv=None) -> int:
@@ -57,6 +64,7 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus-lines", type=int, default=None,
                     help="People's Daily lines read (default: the scale's; fewer: a smaller test split, faster)")
     ap.add_argument("--init", default=None, help="the encoder (default: the recipe's: notebook 02's, else random)")
+    ap.add_argument("--no-bilstm", action="store_true", help="skip the BiLSTM reference")
     ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2-core CPU shared with other jobs"')
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
@@ -69,7 +77,8 @@ def main(argv=None) -> int:
                                           corpus_lines=a.corpus_lines, batch_size=a.batch_size, lr=a.lr, init=a.init,
                                           eval_every=0, progress=False, report_to="none")
         t0 = time.perf_counter()
-        m = ft.run_finetuning(cfg)
+        labeled = ft.data(cfg)
+        m = ft.run_finetuning(cfg, labeled=labeled)
         row = {"seed": seed, "bert_f1": m["test_entity_f1"], "bert_f1_interval": m["test_entity_f1_interval"],
                "crf_f1": m["baseline_entity_f1"], "crf_f1_interval": m["baseline_entity_f1_interval"],
                "diff_f1_interval": [m["diff_entity_f1"]["low"], m["diff_entity_f1"]["high"]],
@@ -78,12 +87,33 @@ def main(argv=None) -> int:
                "n_train": m.get("n_train"), "n_test": m.get("n_test"), "init": m["init"], "bert_errors": m["n_errors"],
                "steps": m["train"]["steps"], "finetune_s": m["train"].get("finetune_s"),
                "wall_s": time.perf_counter() - t0, "windows": m["windows"]}
+        if not a.no_bilstm:
+            row.update(bilstm_row(labeled, cfg))
         per_seed.append(row)
         configs.append(m["config"])
         print(f"seed {seed}: BERT entity F1 {row['bert_f1']:.3f} {row['bert_f1_interval']}, CRF {row['crf_f1']:.3f} "
-              f"{row['crf_f1_interval']} ({row['wall_s']:.0f} s)", flush=True)
+              f"{row['crf_f1_interval']}, BiLSTM {row.get('bilstm_f1', float('nan')):.3f} ({row['wall_s']:.0f} s)",
+              flush=True)
         write(a, per_seed, configs)       # after every seed: a stopped run keeps the seeds it finished
     return 0
+
+
+def bilstm_row(labeled, cfg) -> dict:
+    """The BiLSTM tagger (``bench/bilstm.py``) trained on the seed's training sentences and scored on its test
+    sentences: ``bilstm_f1``, ``bilstm_f1_interval`` (bootstrap over sentences, ``cfg.n_boot``), per type, seconds."""
+    from bilstm import tag
+
+    from nbkit.evaluate import ner
+
+    t0 = time.perf_counter()
+    test = labeled.splits["test"]
+    gold = [list(it["tags"]) for it in test]
+    pred, info = tag(labeled.splits["train"], test, list(labeled.labels), seed=cfg.seed)
+    scores = ner.entity_scores(gold, pred)
+    return {"bilstm_f1": scores["f1"], "bilstm_f1_interval": list(ner.entity_f1_interval(gold, pred, n_boot=cfg.n_boot,
+                                                                                           seed=cfg.seed)),
+            "bilstm_per_type": {t: v["f1"] for t, v in (scores.get("per_type") or {}).items()},
+            "bilstm_steps": info["steps"], "bilstm_s": time.perf_counter() - t0}
 
 
 def write(a, per_seed: list[dict], configs: list[dict]) -> Path:

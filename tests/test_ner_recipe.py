@@ -70,10 +70,10 @@ def test_smoke_run_learns_resumes_and_scores_every_entity(standin, tmp_path, cap
     assert len(losses.values) >= 4 and losses.values[-1] < losses.values[0]
     assert metrics["windows"]["n_windowed"] == 4 and metrics["windows"]["n_windows"] > 16
     assert metrics["train"]["eval_accuracy"] > 0 and "eval_perplexity" not in metrics["train"]
-    assert 0 <= metrics["test_entity_f1"] <= 1 and metrics["baseline_entity_f1"] is not None
-    from nbkit.evaluate.ner_report import entities
-
-    assert metrics["n_errors"]["missed"] <= sum(len(entities(it["tags"])) for it in labeled.splits["test"])
+    # a floor a broken tagger cannot pass: all-O scores 0, and so do tags shifted by one character; this run
+    # (24 steps on 96 easy sentences) finds about half of the entities (0.54 on 2026-12-05), the CRF all of them
+    assert metrics["test_entity_f1"] >= 0.35 and metrics["test_entity_recall"] >= 0.25, metrics["n_errors"]
+    assert metrics["baseline_entity_f1"] >= 0.9
     assert "fine-tuned BERT" in metrics["table"].index
     # the same run longer: it resumes from step 24's checkpoint
     capsys.readouterr()

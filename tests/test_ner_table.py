@@ -44,3 +44,21 @@ def test_a_record_renders_one_row_per_seed_and_says_who_wins(tmp_path):
     assert "| -0.050 [-0.080, -0.020] | 301 (180) |" in text             # seed 0: its interval excludes 0
     assert "above the CRF on 0 of 2 seeds, below it on 1." in text
     assert record["summary"]["diff_f1"]["n"] == 2 and ner_seeds.summarize(rows[:1])["bert_f1"]["std"] is None
+
+
+def test_the_bilstm_reference_gets_its_columns_and_the_encoder_is_named_without_a_path(tmp_path):
+    rows = [_row(0, 0.70, 0.75), _row(1, 0.72, 0.74)]
+    for r, lstm in zip(rows, (0.65, 0.60)):
+        r.update(bilstm_f1=lstm, bilstm_f1_interval=[lstm - 0.02, lstm + 0.02],
+                 bilstm_per_type={"LOC": 0.7, "ORG": 0.4, "PER": 0.6},
+                 init="loaded encoder from local checkpoint '/tmp/s38/runs/cpu/mlm/model'; a head")
+    record = {"per_seed": rows, "summary": ner_seeds.summarize(rows), "scale": "cpu", "device": "CPU",
+              "machine": "2-core CPU", "written_at": "2026-12-05T07:00:00",
+              "config": {"model": "narrow", "max_length": 128, "stride": 32, "epochs": 6.0, "n_boot": 1000,
+                         "batch_size": 16, "lr": 1e-3}}
+    path = tmp_path / "ner_cpu_2026-12-05.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    text = ner_table.render_run(path)
+    assert "| BiLSTM F1 [95 % CI] | BiLSTM per type |" in text and "(notebook 02's cpu encoder)" in text
+    assert "/tmp/s38" not in text and "| 0.650 [0.630, 0.670] | 0.70 / 0.40 / 0.60 |" in text
+    assert "| 0.625 ± 0.035 | |" in text and "BERT is +0.085 F1 on average (ahead on 2 of 2 seeds)" in text

@@ -698,7 +698,8 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     instead of :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`). Task ner also saves
     its CRF baseline in ``out_dir/crf`` (:class:`nbkit.evaluate.ner.CrfTagger`). Under torchrun
     every rank trains; only rank 0 evaluates and writes (the others return the loop's summary). The returned
-    dict adds ``"table"`` (a DataFrame, not in the file) on rank 0.
+    dict adds, on rank 0 and not in the file, ``"table"`` (a DataFrame) and ``"test_pred"`` (the model's test
+    predictions: class ids, or tags per sentence for task ner), which paired comparisons on the same split need.
     """
     out_dir = cfg.run_dir() if out_dir is None else Path(out_dir)
     labeled = data(cfg) if labeled is None else labeled
@@ -715,4 +716,5 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     scores = evaluate(cfg, loop.model, tok, labeled, out_dir=out_dir)
     if export_model:
         export(cfg, loop.model, tok, labeled, out_dir / "model")
-    return {**save(cfg, out_dir, loop, result, labeled, truncation, scores, how), "table": scores["table"]}
+    return {**save(cfg, out_dir, loop, result, labeled, truncation, scores, how), "table": scores["table"],
+            "test_pred": scores["pred"] if cfg.task == "ner" else scores["test_pred"]}

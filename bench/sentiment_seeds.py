@@ -1,0 +1,120 @@
+"""Benchmark: review sentiment at a scale, fine-tuned BERT vs TF-IDF and a character BiLSTM, over seeds.
+
+Each seed runs notebook 03's recipe end to end (:func:`nbkit.recipes.finetuning.run_finetuning`, task ``reviews``:
+its own split, head and data order; the encoder is the recipe's default, notebook 02's model at this scale when
+saved, else random weights, and the record says which), which also scores the TF-IDF character 1-3-gram logistic
+regression on the full texts and on the texts cut where BERT's tokenizer cuts them. Beside them the plain neural
+reference (``bench/bilstm.py``'s classifier: the same training reviews, each cut at ``max_length - 2`` characters,
+BERT's cut for Chinese text, 2 epochs at batch 32) is scored on the same test reviews. Accuracy (the task's
+headline) and macro-F1 per arm, a 95 % bootstrap interval of each accuracy over test reviews, and over seeds mean
+and standard deviation.
+
+    python bench/sentiment_seeds.py --scale cpu --seeds 0 1 2 --machine "2-core CPU"
+
+At ``cpu`` run notebooks 01 and 02 at ``cpu`` first (``scripts/run_notebooks.sh --only 01 02``). A seed takes
+~5-8 min on 2 cores (BERT's 869 steps, the BiLSTM ~1-2 min, TF-IDF seconds).
+Writes ``--out`` (strict JSON, default ``bench/results/sentiment_<scale>_<date>.json``);
+``scripts/sentiment_table.py`` renders it into docs/finetuning.md and the READMEs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ARMS = ("bert", "tfidf", "tfidf_cut", "bilstm")
+
+
+def accuracy_interval(gold, pred, n_boot: int = 1000, seed: int = 0) -> list[float]:
+    """Percentile bootstrap 95 % interval of the accuracy over test examples (``nbkit.evaluate.stats``' resampling)."""
+    import numpy as np
+
+    from nbkit.evaluate.stats import percentile_interval, resample_indices
+
+    hits = (np.asarray(gold) == np.asarray(pred)).astype(float)
+    return list(percentile_interval([hits[i].mean() for i in resample_indices(len(hits), n_boot, seed)]))
+
+
+def summarize(per_seed: list[dict]) -> dict:
+    """Mean and standard deviation over seeds of each arm's accuracy and macro-F1 (std None with one seed)."""
+    def stats(values):
+        return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else None,
+                "n": len(values)}
+
+    return {f"{arm}_{m}": stats([r[arm][m] for r in per_seed]) for arm in ARMS for m in ("accuracy", "macro_f1")}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scale", default="cpu")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--init", default=None, help="the encoder (default: the recipe's: notebook 02's, else random)")
+    ap.add_argument("--bilstm-epochs", type=float, default=2.0)
+    ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2-core CPU shared with other jobs"')
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args(argv)
+
+    from bilstm import classify
+
+    from nbkit.evaluate.metrics import classification_report
+    from nbkit.recipes import finetuning as ft
+
+    per_seed, configs = [], []
+    for seed in a.seeds:
+        cfg = ft.FinetuneConfig.for_scale(a.scale, seed=seed, init=a.init, progress=False, report_to="none")
+        t0 = time.perf_counter()
+        labeled = ft.data(cfg)
+        m = ft.run_finetuning(cfg, labeled=labeled)
+        bert_s = time.perf_counter() - t0
+        s = labeled.splits
+        gold = list(s["test"]["label"])
+        t1 = time.perf_counter()
+        pred, info = classify(list(s["train"]["text"]), list(s["train"]["label"]), list(s["test"]["text"]),
+                              labeled.num_labels, max_chars=cfg.max_length - 2, epochs=a.bilstm_epochs, seed=seed)
+        lstm = classification_report(gold, pred, labeled.id2label)
+        row = {"seed": seed, "n_train": len(s["train"]), "n_test": len(gold), "init": m["init"],
+               "truncated_fraction": m["truncated_fraction"].get("test"),
+               "bert": {"accuracy": m["test_accuracy"], "macro_f1": m["test_macro_f1"], "s": bert_s,
+                        "steps": m["train"]["steps"], "interval": accuracy_interval(gold, m["test_pred"], seed=seed)},
+               "tfidf": {"accuracy": m["baseline_accuracy"], "macro_f1": m["baseline_macro_f1"]},
+               "tfidf_cut": {"accuracy": m["baseline_cut_accuracy"], "macro_f1": m["baseline_cut_macro_f1"]},
+               "bilstm": {"accuracy": lstm["accuracy"], "macro_f1": lstm["macro_f1"], "s": time.perf_counter() - t1,
+                          "steps": info["steps"], "max_chars": cfg.max_length - 2,
+                          "interval": accuracy_interval(gold, pred, seed=seed)}}
+        per_seed.append(row)
+        configs.append(m["config"])
+        print(f"seed {seed}: BERT {row['bert']['accuracy']:.3f}, TF-IDF {row['tfidf']['accuracy']:.3f} (same cut "
+              f"{row['tfidf_cut']['accuracy']:.3f}), BiLSTM {row['bilstm']['accuracy']:.3f} "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        write(a, per_seed, configs)       # after every seed: a stopped run keeps the seeds it finished
+    return 0
+
+
+def write(a, per_seed: list[dict], configs: list[dict]) -> Path:
+    """The record of the seeds done so far (``seeds_done``), written to ``a.out`` (strict JSON, atomic)."""
+    import torch
+
+    from nbkit import jsonio
+
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
+    record = {"benchmark": "sentiment_seeds", "scale": a.scale, "seeds": a.seeds,
+              "seeds_done": [r["seed"] for r in per_seed], "per_seed": per_seed, "summary": summarize(per_seed),
+              "config": configs[0], "device": device, "machine": a.machine or f"{os.cpu_count()} CPUs",
+              "threads": torch.get_num_threads(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    out = a.out or ROOT / "bench" / "results" / f"sentiment_{a.scale}_{time.strftime('%Y-%m-%d')}.json"
+    jsonio.write_json(out, record)
+    print(f"-> {out}", flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
