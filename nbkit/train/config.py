@@ -33,6 +33,9 @@ class TrainConfig:
     with a plain linear head, trained eagerly in one process, computes its output layer and cross-entropy chunk
     by chunk (``nbkit.train.loss.linear_cross_entropy_sum``: no (B, T, V) logits); False: full logits.
 
+    ``skip_examples``: indices in ``train_data`` left out of their batches (the rest keeps its order, so a resume
+    stays exact), e.g. the examples a non-finite loss names; counted in the summary (``skipped_examples``).
+
     Watching and stopping a run: with ``output_dir``, a checkpoint is also written when ``checkpoint_minutes``
     passed since the last save (None: by steps only), and a Ctrl-C saves one at the next step boundary.
     ``progress_every_s``: a plain progress line on stdout every that many seconds and at the end (None:
@@ -58,6 +61,7 @@ class TrainConfig:
     checkpoint_every: int | None = None
     keep_last: int = 2
     keep_previous: int = 1
+    skip_examples: tuple[int, ...] = ()
     keep_steps: tuple[int, ...] = ()
     output_dir: str | Path | None = None
     seed: int = 0
@@ -92,6 +96,7 @@ class TrainConfig:
         if self.report_to not in REPORT_TO:
             raise ConfigError(f"report_to={self.report_to!r}: use one of {', '.join(map(repr, REPORT_TO))}.")
         self.keep_steps = tuple(sorted({int(s) for s in self.keep_steps}))
+        self.skip_examples = tuple(sorted({int(i) for i in self.skip_examples}))
         bad = [s for s in self.keep_steps if not 1 <= s <= self.max_steps]
         if bad:
             raise ConfigError(f"keep_steps {bad} outside 1..{self.max_steps} (max_steps): raise max_steps or "
@@ -113,6 +118,7 @@ class TrainState:
     skipped_steps: int = 0
     consecutive_nonfinite: int = 0
     train_tokens: int = 0
+    skipped_examples: int = 0
     history: list = field(default_factory=list)
 
 
