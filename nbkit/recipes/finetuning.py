@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
-from nbkit.train.config import REPORT_TO
+from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
 if TYPE_CHECKING:  # pragma: no cover
     from nbkit.data.labeled import LabeledData
@@ -88,6 +88,7 @@ class FinetuneConfig(RecipeConfig):
     stride: int = 32
     corpus_lines: int | None = None
     n_boot: int = 1000
+    skip_examples: tuple[int, ...] = ()
 
     RECIPE, STEP = "finetuning", "sentiment"
     HELP = {
@@ -130,6 +131,7 @@ class FinetuneConfig(RecipeConfig):
         "stride": "task ner: tokens two windows of a sentence longer than max_length share (the pipeline merges their entities)",
         "corpus_lines": "task ner: People's Daily lines read (None: all 19,484)",
         "n_boot": "task ner: bootstrap resamples of the test sentences for the entity-F1 interval",
+        "skip_examples": SKIP_EXAMPLES_HELP,
     }
     WHY = {"warmup_ratio": "10 %, BERT's fine-tuning warm-up (pretraining warms up 6 %)",
            "pooling": "None chooses per encoder, the reason printed: cls when it carries a trained pooler and "
@@ -140,7 +142,7 @@ class FinetuneConfig(RecipeConfig):
     ALL_MEANS_NONE = ("max_train", "max_steps", "corpus_lines")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "init", "train_file",
                        "validation_file", "test_file", "text_column", "label_column", "checkpoint_minutes",
-                       "progress_every_s", "report_to", "n_boot"})
+                       "progress_every_s", "report_to", "n_boot", "skip_examples"})
 
     CHOICES = {"report_to": REPORT_TO}
 
@@ -362,6 +364,8 @@ def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
 
     Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
     ``truncated_fraction`` (0-1), ``max_length`` and token-length percentiles. Empty or absent splits are skipped.
+    A split read from the user's files carries ``describe_example(i)`` (its file and line: ``labeled.origins``),
+    which the loop's non-finite-loss message shows beside each index.
 
     Task ner: rows are windows of at most ``max_length`` sub-tokens over each sentence (``stride`` shared;
     :func:`nbkit.text.token_classification.encode_token_classification`), labels per sub-token; each report has
@@ -382,6 +386,9 @@ def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
     for split in splits:
         if split in labeled.splits and len(labeled.splits[split]):
             encoded[split], truncation[split] = encode_classification(labeled.splits[split], tok, cfg.max_length)
+            origin = getattr(labeled, "origins", {}).get(split)
+            if origin is not None:   # one row per text: the loop's non-finite-loss message names file and line
+                encoded[split].describe_example = origin
     return encoded, truncation
 
 
@@ -469,7 +476,7 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
                        log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
                        progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
                        progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to,
-                       identity=identity)
+                       identity=identity, skip_examples=cfg.skip_examples)
 
 
 def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, callbacks=(), device=None):

@@ -7,6 +7,8 @@ moves the global RNG dropout draws from.
 """
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -44,9 +46,9 @@ INDEX_KEY, SKIPPED_KEY = "nbkit_example_index", "nbkit_skipped"
 class SeededCollate:
     """Collate ``(index, example)`` pairs under every RNG seeded from ``SeedSequence([seed, epoch, *indices])``;
     ``collate_fn`` (default ``default_collate``) sees the plain examples. Examples whose index is in ``skip`` are
-    left out first (the others keep their places in the order, so a resume stays exact); a dict batch gets
-    :data:`INDEX_KEY` (the kept indices, (B,)) and :data:`SKIPPED_KEY` (a count); a batch whose examples are all
-    skipped is None. Picklable, for workers.
+    left out first (the others keep their places in the order, so a resume stays exact); a mapping batch (a dict,
+    a tokenizer's BatchEncoding) gets :data:`INDEX_KEY` (the kept indices, (B,)) and :data:`SKIPPED_KEY` (a count);
+    a batch whose examples are all skipped is None. Picklable, for workers.
     """
 
     def __init__(self, collate_fn, seed: int, epoch: int, skip=()):
@@ -61,7 +63,7 @@ class SeededCollate:
             return None
         with isolated_rng(batch_seed):
             batch = self.collate_fn([example for _, example in kept])
-        if isinstance(batch, dict):
+        if isinstance(batch, MutableMapping):
             batch[INDEX_KEY] = torch.tensor([i for i, _ in kept])
             batch[SKIPPED_KEY] = torch.tensor(len(items) - len(kept))
         return batch

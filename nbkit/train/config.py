@@ -10,6 +10,19 @@ from nbkit.errors import ConfigError
 START_FRESH = ("a new output_dir, or resume=False (TrainConfig(resume=False) for the Loop; in the notebooks' "
                "recipes FinetuneConfig/PretrainConfig.for_scale(..., resume=False), or cfg.replace(resume=False))")
 
+#: The help of the recipes' ``skip_examples`` field (notebook parameter, PretrainConfig/FinetuneConfig field, job flag).
+SKIP_EXAMPLES_HELP = ("indices in the training dataset left out of their batches, e.g. those a non-finite loss "
+                      "names (the others keep their order; the run's folder stays the same, so a resume finds it; "
+                      "counted in metrics.json as skipped_examples)")
+
+
+def skip_examples_fix(indices: list[int]) -> str:
+    """How to leave ``indices`` out, in each API a run may come from: the Loop's ``TrainConfig``, a notebook
+    parameter or recipe config field, a job flag."""
+    shown = list(indices)
+    return (f"TrainConfig(skip_examples={shown}) for the Loop; in notebooks 02/03/06/07 the parameter (PretrainConfig/"
+            f"FinetuneConfig field) skip_examples={shown}; in a job --skip-examples {' '.join(map(str, shown))}")
+
 
 #: where a run's scalars go besides ``metrics.json``: TensorBoard event files, or nowhere
 REPORT_TO = ("tensorboard", "none")

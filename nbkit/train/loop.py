@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import MutableMapping
 from pathlib import Path
 
 import torch
@@ -39,7 +40,7 @@ from nbkit.train import checkpoint as ckpt
 from nbkit.train import preflight, workers
 from nbkit.train.batching import INDEX_KEY, SKIPPED_KEY, input_lengths, micro_batches, prepare_batch
 from nbkit.train.callbacks import ProgressLine, TensorBoardLogger
-from nbkit.train.config import TrainConfig, TrainResult, TrainState
+from nbkit.train.config import TrainConfig, TrainResult, TrainState, skip_examples_fix
 from nbkit.train.ddp import group as D
 from nbkit.train.ddp.launcher_watch import watch_launcher
 from nbkit.train.ddp.rendezvous import should_join
@@ -149,7 +150,7 @@ class Loop:
                                 pin_memory=self.device.type == "cuda")
         self._recent = collections.deque(maxlen=self.config.grad_accum_steps)
         for batch in workers.guard_batches(batches, self.config.num_workers):  # worker failure -> ConfigError
-            if isinstance(batch, dict):
+            if isinstance(batch, MutableMapping):
                 index = batch.pop(INDEX_KEY, None)
                 self._recent.append([] if index is None else index.tolist())
                 self.state.skipped_examples += int(batch.pop(SKIPPED_KEY, 0))
@@ -269,9 +270,9 @@ class Loop:
         if seen:
             shown = ", ".join(self._example_name(i) for i in seen[:20]) + (", ..." if len(seen) > 20 else "")
             named = f" The step's batch{rank} held these examples of train_data (index in the dataset): {shown}."
-            skip = (f"; or, if the weights are finite, leave those examples out and resume: TrainConfig(skip_examples="
-                    f"{[*cfg.skip_examples, *seen]}) (counted in the run's summary, metrics.json, as "
-                    "skipped_examples)")
+            skip = (f"; or, if the weights are finite, leave those examples out and resume (same folder): "
+                    f"{skip_examples_fix([*cfg.skip_examples, *seen])} (counted in the run's summary, metrics.json, "
+                    "as skipped_examples)")
         return (f"the training loss is {loss} at step {st.step} of {cfg.max_steps}, so the run stops there (that "
                 f"step's update was not applied; nothing of it is saved): {why}.{named} Fix: lower lr (now {cfg.lr}), "
                 f"raise warmup_ratio, use precision='bf16' or 'fp32' instead of fp16, check the data for empty or "
