@@ -296,3 +296,77 @@ def test_a_non_finite_loss_names_the_file_and_line_of_your_examples_and_skip_exa
     _, result = fit(again)
     assert result.metrics["steps"] == 12 and result.metrics["skip_examples"] == [bad]
     assert result.metrics["skipped_examples"] >= 1 and torch.isfinite(torch.tensor(result.metrics["train_loss"]))
+
+
+@pytest.mark.filterwarnings("ignore:the trained vocabulary has")
+def test_notebook_03_loads_notebook_02s_model_while_a_rerun_in_another_kernel_replaces_it(tmp_path, monkeypatch):
+    """Issue 52 item 12: notebook 02 rerun in another kernel swaps runs/<scale>/mlm/model (atomic_dir: the old
+    folder leaves the name, then the new one takes it). A notebook 03 reading it in that moment took the encoder
+    for absent (random weights, without a word) or failed to load it. The writer here stops between its two
+    renames until the reader's first try has failed (events, no timed waits); the reader then gets the new save
+    whole: the tokenizer, and the classifier with the identity of the weights it loaded."""
+    import os
+    import threading
+    from pathlib import Path
+
+    import loop_helpers
+
+    from nbkit import atomic, text
+    from nbkit.models import loading
+    from nbkit.recipes import finetuning as ft
+    from nbkit.runs import step_path
+
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
+    tok = text.train_wordpiece([f"很好满意第{i}次太差失望" for i in range(20)], vocab_size=40,
+                               out_dir=tmp_path / "tok", model_max_length=64)
+    target = step_path("smoke", "mlm") / "model"
+
+    def save(seed: int) -> None:                                # notebook 02's save: one swap of model/
+        with atomic.atomic_dir(target) as tmp:
+            loop_helpers.tiny_mlm(seed, vocab_size=len(tok)).save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+
+    save(1)
+    cfg = FinetuneConfig.for_scale("smoke", task="own", max_length=16, progress=False)
+    assert ft.encoder(cfg) == target
+    monkeypatch.setattr(ft, "id2label_of", lambda labeled: {0: "差", 1: "好"})
+    labeled = type("Labeled", (), {"num_labels": 2})()
+    window, tried = threading.Event(), threading.Event()
+    real_rename, real_resolve = os.rename, loading.resolve_checkpoint
+
+    def rename(src, dst):
+        real_rename(src, dst)
+        if Path(src) == target:                                 # the name is gone until the second rename
+            window.set()
+            assert tried.wait(60)
+
+    def resolve(*args, **kw):                                   # both loads find the folder through it first
+        try:
+            return real_resolve(*args, **kw)
+        except Exception:
+            tried.set()                                         # the reader failed in the window: let it finish
+            raise
+
+    monkeypatch.setattr(loading, "resolve_checkpoint", resolve)
+    for seed, stage in ((2, "tokenizer"), (3, "model")):
+        window.clear(), tried.clear()
+        monkeypatch.setattr(atomic.os, "rename", rename)
+        writer = threading.Thread(target=save, args=(seed,), daemon=True)
+        writer.start()
+        assert window.wait(60)
+        assert ft.encoder(cfg) == target                        # before: None, i.e. random weights
+        if stage == "tokenizer":
+            assert ft.tokenizer(cfg).get_vocab() == tok.get_vocab()
+        else:
+            (clf, how) = ft.model(cfg, tok, labeled, out_dir=tmp_path / "run")
+            recorded = json.loads((tmp_path / "run" / "encoder.json").read_text())
+            assert recorded["sha256"] == ft.encoder_identity(target, cfg)["sha256"]   # the weights it loaded
+            import torch
+            from transformers import AutoModelForMaskedLM
+
+            saved = AutoModelForMaskedLM.from_pretrained(target).bert.embeddings.word_embeddings.weight
+            assert torch.equal(clf.state_dict()["bert.embeddings.word_embeddings.weight"], saved)
+        assert tried.is_set()                                   # the first try did fall in the window
+        writer.join(60)
+        monkeypatch.setattr(atomic.os, "rename", real_rename)
+        assert not atomic.being_replaced(target)

@@ -249,12 +249,26 @@ def base_sized(init) -> bool:
 
 
 def default_encoder(scale: str) -> Path | None:
-    """``runs/<scale>/mlm/model`` when notebook 02 saved a model there at the scale's recipe, else None
-    (nothing is created)."""
+    """``runs/<scale>/mlm/model`` when notebook 02 saved a model there at the scale's recipe (or is replacing it
+    right now from another kernel: :func:`nbkit.atomic.being_replaced`), else None (nothing is created)."""
+    from nbkit.atomic import being_replaced
     from nbkit.runs import step_path
 
     path = step_path(scale, "mlm") / "model"
-    return path if (path / "config.json").exists() else None
+    return path if (path / "config.json").exists() or being_replaced(path) else None
+
+
+def _from_encoder(source, read):
+    """``read(source)``; where ``source`` is a local folder (notebook 02's ``model/``, which a rerun in another
+    kernel may be replacing), from one whole version of it (:func:`nbkit.atomic.read_consistent`: read again
+    when it changed meanwhile, instead of a ``FileNotFoundError`` or a config of one save with the weights of
+    another)."""
+    from nbkit.atomic import being_replaced, read_consistent
+
+    folder = None if source is None else Path(source).expanduser()
+    if folder is None or not (folder.is_dir() or being_replaced(folder)):
+        return read(source)
+    return read_consistent(folder, read, what="encoder")
 
 
 def encoder(cfg: FinetuneConfig):
@@ -355,7 +369,8 @@ def tokenizer(cfg: FinetuneConfig):
 
     from nbkit.models.loading import resolve_checkpoint
 
-    return AutoTokenizer.from_pretrained(str(resolve_checkpoint(source, weights=False)))   # model() checks them
+    return _from_encoder(source, lambda where: AutoTokenizer.from_pretrained(   # model() checks the weights
+        str(resolve_checkpoint(where, weights=False))))
 
 
 def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
@@ -441,15 +456,18 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     """
     from nbkit.models.bert import build_classifier
 
-    source = encoder(cfg)
-    if out_dir is not None:
-        _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
     id2label = id2label_of(labeled)
-    if cfg.task == "ner":                     # a BertForTokenClassification: a head per token, no pooling
-        return build_classifier(source, num_labels=len(id2label), id2label=id2label, tokenizer=tok, preset=cfg.model,
-                                seed=cfg.seed, head="token")
-    return build_classifier(source, num_labels=labeled.num_labels, id2label=id2label, tokenizer=tok,
-                            preset=cfg.model, seed=cfg.seed, pooling=cfg.pooling)
+
+    def load(source):                         # the identity checked and the weights loaded: one version of it
+        if out_dir is not None:
+            _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
+        if cfg.task == "ner":                 # a BertForTokenClassification: a head per token, no pooling
+            return build_classifier(source, num_labels=len(id2label), id2label=id2label, tokenizer=tok,
+                                    preset=cfg.model, seed=cfg.seed, head="token")
+        return build_classifier(source, num_labels=labeled.num_labels, id2label=id2label, tokenizer=tok,
+                                preset=cfg.model, seed=cfg.seed, pooling=cfg.pooling)
+
+    return _from_encoder(encoder(cfg), load)
 
 
 def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: int = 1, identity: dict | None = None):
