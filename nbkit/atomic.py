@@ -244,6 +244,64 @@ def atomic_file(target: str | os.PathLike, *, estimate: int | None = None, what:
         fsync_dir(target.parent)
 
 
+def being_replaced(target: str | os.PathLike) -> bool:
+    """True while :func:`atomic_dir` swaps ``target`` (a ``<name>.old-<pid>`` beside it: between its two renames
+    the name is absent for a moment, and a reader must not take that for "never written")."""
+    target = Path(target)
+    return any(target.parent.glob(f"{target.name}.old-*"))
+
+
+def _version(folder: Path) -> tuple | None:
+    """What changes when :func:`atomic_dir` replaces ``folder`` (swap: the folder's inode; merge: a file's):
+    the inodes, sizes and mtimes of the folder and its files; None when absent."""
+    try:
+        top = os.stat(folder)
+        files = sorted((str(p.relative_to(folder)), (st := p.stat()).st_ino, st.st_size, st.st_mtime_ns)
+                       for p in folder.rglob("*") if p.is_file())
+    except FileNotFoundError:
+        return None
+    return top.st_ino, files
+
+
+#: times :func:`read_consistent` reads a folder again after a writer replaced it during the read
+READ_TRIES = 20
+
+
+def read_consistent(folder: str | os.PathLike, read, what: str = "folder"):
+    """``read(folder)`` from one whole version of a folder that another process may replace meanwhile with
+    :func:`atomic_dir` (a notebook or job rerun saving its ``model/`` while this kernel loads it): when the folder
+    changed during the read, or the read failed (e.g. ``FileNotFoundError``, transformers' "does not appear to
+    have a file", a loader's "not found") while it changed or was mid-swap, it reads again, up to :data:`READ_TRIES` times,
+    0.05 s apart. An error of a folder that did not change is raised as it is.
+
+    Raises:
+        CheckpointError: the folder changed during every read, or stayed mid-swap (a writer killed between its
+            two renames): the fix named.
+        Exception: ``read``'s own, where the folder did not change (e.g. a folder that was never written).
+    """
+    import time
+
+    from nbkit.errors import CheckpointError
+
+    folder = Path(folder)
+    for _ in range(READ_TRIES):
+        before = _version(folder)
+        try:
+            out = read(folder)
+        except Exception:  # noqa: BLE001  (OSError, or a loader's "not found" while the name was absent)
+            if before is not None and _version(folder) == before and not being_replaced(folder):
+                raise                                   # nothing moved: the folder's own problem
+            time.sleep(0.05)
+            continue
+        if before is not None and _version(folder) == before:
+            return out
+        time.sleep(0.05)                                # replaced while read: read the new version whole
+    raise CheckpointError(f"{folder} was replaced while this {what} was read, {READ_TRIES} times in a row (another "
+                          "kernel or job is saving it, or one was killed mid-save: a "
+                          f"{folder.name}.old-*/.tmp-* folder beside it). Fix: wait for that run's save to finish and "
+                          "run this again, or copy the folder and read the copy.")
+
+
 #: subfolder prefix a fresh run moves an earlier run's files into (:func:`set_aside`)
 PREVIOUS = "previous-"
 

@@ -57,6 +57,7 @@ keep_last = None          # checkpoints kept
 mix = None                # the bundled text: (source, repeat weight) pairs of peoples_daily, news, own, reviews
 max_train = None          # training reviews read; "all": every one
 eval_fraction = None      # share of the mix's texts held out for the MLM loss (0-1)
+skip_examples = None      # training examples left out, by index (e.g. [5, 17], as a non-finite loss names them); same run folder
 
 # %% [markdown]
 # The whole recipe is one object: the scale's defaults plus what you set above (with `init`, the continued-pretraining defaults: a low learning rate, the checkpoint's model; the table gives each reason). The run's folder is named after what you set (`cfg.run_dir()`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. The table says where each value comes from (the `scale`, a `recipe` constant and why, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
@@ -73,7 +74,8 @@ cfg = pt.PretrainConfig.for_scale(scale, seed=seed, split_seed=seed, model=model
                                   warmup_ratio=warmup_ratio, scheduler=scheduler, weight_decay=weight_decay,
                                   mlm_probability=mlm_probability, whole_word=whole_word, dropout=dropout,
                                   checkpoint_every=checkpoint_every, keep_last=keep_last, mix=mix,
-                                  max_train=max_train, eval_fraction=eval_fraction)   # None values keep the recipe's
+                                  max_train=max_train, eval_fraction=eval_fraction,
+                                  skip_examples=skip_examples)   # None values keep the recipe's
 out_dir = cfg.run_dir()   # runs/<scale>/mlm, "mlm-seed3-split_seed3" with overrides, "mlm-<store>[-lr0.002]" with corpus,
                           # "mlm-from-bert-base-chinese-<hash>" with init
 print(f"-> {out_dir}")

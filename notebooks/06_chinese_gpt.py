@@ -53,6 +53,7 @@ keep_last = None          # checkpoints kept
 mix = None                # the bundled text: (source, repeat weight) pairs of peoples_daily, news, own, reviews
 max_train = None          # training reviews read; "all": every one
 eval_fraction = None      # share of the mix's texts held out for the loss and the n-gram scores (0-1)
+skip_examples = None      # training blocks left out, by index (e.g. [5, 17], as a non-finite loss names them); same run folder
 prompt = "今天天气"        # the text the model continues
 max_new_tokens = 30       # tokens it adds
 temperature = 0.8         # sampling: below 1 sharpens the distribution
@@ -76,7 +77,7 @@ cfg = pt.PretrainConfig.for_scale(scale, objective="causal", seed=seed, split_se
                                   patience=patience, warmup_ratio=warmup_ratio, scheduler=scheduler,
                                   weight_decay=weight_decay, dropout=dropout, checkpoint_every=checkpoint_every,
                                   keep_last=keep_last, mix=mix, max_train=max_train,
-                                  eval_fraction=eval_fraction)   # None values keep the recipe's
+                                  eval_fraction=eval_fraction, skip_examples=skip_examples)   # None values keep the recipe's
 out_dir = cfg.run_dir()   # runs/<scale>/causal, "causal-seed3-split_seed3" with overrides
 print(f"-> {out_dir}")
 cfg.table()

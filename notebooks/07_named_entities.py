@@ -49,6 +49,7 @@ eval_every = None     # steps between validation evaluations (the recipe's: 4 pe
 checkpoint_every = None# steps between checkpoints (the recipe's: 2 per run); 0: none
 keep_last = None      # checkpoints kept
 group_by_length = None# batch windows of similar length (less padding)
+skip_examples = None  # training windows left out, by index (e.g. [5, 17], as a non-finite loss names them); same run folder
 
 # %% [markdown]
 # ## The recipe
@@ -65,7 +66,7 @@ cfg = ft.FinetuneConfig.for_scale(scale, task="ner", seed=seed, max_length=max_l
                                   grad_accum_steps=grad_accum_steps, warmup_ratio=warmup_ratio, scheduler=scheduler,
                                   weight_decay=weight_decay, precision=precision, eval_every=eval_every,
                                   checkpoint_every=checkpoint_every, keep_last=keep_last,
-                                  group_by_length=group_by_length)
+                                  group_by_length=group_by_length, skip_examples=skip_examples)
 out_dir = cfg.run_dir()   # runs/<scale>/ner[-<overrides>]
 print(f"-> {out_dir}")
 cfg.table()

@@ -231,3 +231,58 @@ def test_fsync_dir_skips_a_file_system_that_cannot_fsync_a_folder_but_not_a_fail
     with pytest.raises(OSError) as err:
         atomic.fsync_dir(tmp_path)
     assert err.value.errno == errno.EIO
+
+
+def test_read_consistent_reads_a_folder_again_when_a_writer_replaced_it_during_the_read(tmp_path):
+    """Issue 52 item 12: a reader in another kernel read config.json of one save and the weights of the next (or
+    hit FileNotFoundError). The writer's swap happens inside the first read here (no threads, no sleeps waiting):
+    read_consistent sees the folder changed and reads the new version whole; a folder that did not change raises
+    the reader's own error; a folder that changes at every read ends in a CheckpointError naming the fix."""
+    target = tmp_path / "model"
+
+    def save(version: str) -> None:
+        with atomic.atomic_dir(target) as tmp:          # swap: the old folder leaves the name in one rename
+            (tmp / "config.json").write_text(version)
+            (tmp / "weights.bin").write_text(version)
+
+    save("v1")
+    calls = []
+
+    def read(folder: Path):
+        config = (folder / "config.json").read_text()
+        if not calls:
+            save("v2")                                  # the other kernel's rerun saves between the two files
+        calls.append(config)
+        return config, (folder / "weights.bin").read_text()
+
+    assert atomic.read_consistent(target, read) == ("v2", "v2") and calls == ["v1", "v2"]   # never ("v1", "v2")
+
+    with pytest.raises(FileNotFoundError):
+        atomic.read_consistent(target, lambda folder: (folder / "absent.json").read_text())   # its own error
+
+    versions = iter(range(100))
+
+    def always_replaced(folder: Path):
+        save(f"v{next(versions)}")
+        return (folder / "config.json").read_text()
+
+    with pytest.raises(CheckpointError, match=r"replaced while this folder was read, 20 times.*Fix: wait"):
+        atomic.read_consistent(target, always_replaced)
+
+
+def test_being_replaced_is_true_only_between_the_swaps_two_renames(tmp_path, monkeypatch):
+    target = tmp_path / "model"
+    target.mkdir()
+    seen = []
+    real = os.rename
+
+    def rename(src, dst):
+        real(src, dst)
+        seen.append((Path(src).name, target.exists(), atomic.being_replaced(target)))
+
+    monkeypatch.setattr(atomic.os, "rename", rename)
+    with atomic.atomic_dir(target) as tmp:
+        (tmp / "f").write_text("x")
+    monkeypatch.undo()
+    assert seen[0][0] == "model" and seen[0][1:] == (False, True)      # the name is absent: mid-swap
+    assert seen[1][1:] == (True, True) and not atomic.being_replaced(target)   # old removed after

@@ -34,21 +34,29 @@ def test_the_estimate_sizes_all_the_input_and_times_only_its_first_sample_mb(tmp
     assert e.measured_mb == pytest.approx(read / 1e6, rel=0.02)
     assert e.seconds == pytest.approx(e.input_mb / e.mb_per_s, rel=0.01, abs=0.06)   # rounded to 0.1 s
     assert e.num_workers == 1 and e.trains_tokenizer
-    assert re.fullmatch(r"PrepEstimate\(input_mb=\d+\.\d, mb_per_s=\d+\.\d\d, seconds=\d+, measured_mb=0\.\d, "
-                        r"num_workers=1\)", repr(e))
-    assert e.text().startswith(f"preparing {e.input_mb:,.1f} MB of input: about ")
+    assert repr(e) == (f"PrepEstimate(input_mb={total / 1e6:.1f}, mb_per_s={e.mb_per_s:.2f}, seconds={e.seconds:.0f}, "
+                       f"measured_mb={read / 1e6:.1f}, num_workers=1)")       # sizes from the file and the spy
+    assert e.text().startswith(f"preparing {total / 1e6:,.1f} MB of input: about ")
 
 
 def test_more_workers_scale_one_cores_rate_by_the_measured_parallel_share(tmp_path, monkeypatch):
-    path = _corpus(tmp_path, 3000)
+    path = _corpus(tmp_path, 3000)                  # about 0.5 MB: under the 2 MB sample, read whole
     monkeypatch.setattr("nbkit.corpus.prepare.default_workers", lambda: 2)
+    from nbkit.corpus import worker
+
+    chunks, encode = [], worker.encode_chunk
+    monkeypatch.setattr(worker, "encode_chunk", lambda chunk, s, p: chunks.append(1) or encode(chunk, s, p))
     clock = iter(range(0, 10**6, 2))                # each encode_chunk "takes" 2 s: the rates are exact
     monkeypatch.setattr(est.time, "perf_counter", lambda: next(clock))
     one = est.estimate_preparation(str(path), num_workers=1)
+    per_core = path.stat().st_size / 1e6 / (2 * len(chunks))   # MB read / seconds timed, computed here
     two = est.estimate_preparation(str(path), num_workers=2)
     four = est.estimate_preparation(str(path), num_workers=4)    # more workers than cores: the cores count
-    assert two.mb_per_s == pytest.approx(one.mb_per_s * 2 * est.PARALLEL_SHARE, rel=1e-2)
-    assert four.mb_per_s == pytest.approx(two.mb_per_s, rel=1e-3) and four.num_workers == 4
+    assert len(chunks) == 3 * 3                                  # 3,000 lines in chunks of 1,000, in each estimate
+    assert one.mb_per_s == round(per_core, 3) and one.measured_mb == round(path.stat().st_size / 1e6, 3)
+    assert two.mb_per_s == round(per_core * 2 * est.PARALLEL_SHARE, 3) == four.mb_per_s
+    assert two.seconds == round(path.stat().st_size / 1e6 / (per_core * 2 * est.PARALLEL_SHARE), 1)
+    assert four.num_workers == 4
 
 
 def test_a_missing_input_is_a_config_error_naming_it(tmp_path):

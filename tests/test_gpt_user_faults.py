@@ -92,6 +92,32 @@ def test_the_exports_bare_pipeline_call_is_the_notebooks_greedy_line(gpt64, tmp_
         export_causal_lm(model, tok, tmp_path / "e", max_new_tokens=63)
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"truncation": True}], ids=["bare", "truncation"])
+@pytest.mark.xfail(strict=True, raises=IndexError, reason=(
+    "a limit of transformers 5.25, not of the export: the text-generation pipeline tokenizes a prompt with only the "
+    "arguments of the call (a tokenizer never truncates by default: tokenizer_config.json's model_max_length and "
+    "truncation_side only warn, and tokenizer.json's own truncation is switched off at each call), and "
+    "generation_config.json has no input limit (max_new_tokens overrides max_length), so no exported file can make "
+    "the bare call cut a prompt longer than the context; truncation=True cuts it to the whole context, leaving no "
+    "room to write. GPT-2's position table then raises IndexError. The call that works, documented in "
+    "docs/pretraining.md and tested above: pipe(prompt, handle_long_generation='hole'). Strict: when a transformers "
+    "release makes the bare call valid, this fails and the docs can say so."))
+def test_the_bare_pipeline_call_on_a_prompt_longer_than_the_context_is_a_transformers_limit(gpt64, kwargs):
+    """Issue 52 item 2 (rest): documents the limit; the export already caps model_max_length at the positions."""
+    import sys
+
+    from transformers import pipeline
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _corpus import texts
+
+    _, tok, out = gpt64
+    assert json.loads((out / "tokenizer_config.json").read_text())["model_max_length"] == 64
+    long = "".join(texts(5))
+    assert len(tok(long)["input_ids"]) > 64
+    pipeline("text-generation", model=str(out))(long, **kwargs)
+
+
 def _repeated_trigrams(ids: list[int]) -> int:
     grams = [tuple(ids[i:i + 3]) for i in range(len(ids) - 2)]
     return len(grams) - len(set(grams))

@@ -213,12 +213,39 @@ def test_baselines_over_a_store(store_dir):
     assert (train == m["sep_id"]).sum() == 270    # each document ends with the separator
     rows = ngram_baselines(path, (2, 3), block_size=64)
     assert [r["order"] for r in rows] == [2, 3] and rows[0]["model"] == "2-gram KN"
+    n_eval = min(len(val) // 64 * 64, len(val) - 1)
+    unigram = _add_one_unigram_perplexity(train, val, n_eval, m["tokenizer"]["vocab_size"])
     for r in rows:
         assert r["train_tokens"] == len(train)
-        n_eval = min(len(val) // 64 * 64, len(val) - 1)
         assert r["eval_tokens"] == n_eval and r["dropped_tokens"] == len(val) - 1 - n_eval
-        assert 1 < r["eval_perplexity"] < m["tokenizer"]["vocab_size"]
-    assert rows[1]["eval_perplexity"] < rows[0]["eval_perplexity"] * 1.5   # sane, not exploding
+        # a model that predicts from the same context as the maximum-likelihood fit on the scored targets cannot
+        # beat that fit; a smoothed n-gram must beat an add-one unigram fitted on the same training tokens
+        assert _mle_perplexity(val, r["order"], 64, n_eval) <= r["eval_perplexity"] < unigram, (r, unigram)
+    assert rows[1]["eval_perplexity"] < rows[0]["eval_perplexity"]    # this corpus: 71 vs 91 (unigram 557)
+
+
+def _mle_perplexity(val, order: int, block: int, n_eval: int) -> float:
+    """The perplexity of the maximum-likelihood conditional model fitted on the scored targets themselves
+    (targets 1..n_eval, each from up to order-1 tokens before it inside its block): a lower bound for any model
+    that predicts from the same context."""
+    import math
+    from collections import Counter
+
+    contexts, pairs = Counter(), Counter()
+    for t in range(1, n_eval + 1):
+        start = (t - 1) // block * block
+        ctx = tuple(val[max(start, t - order + 1):t].tolist())
+        contexts[ctx] += 1
+        pairs[ctx, int(val[t])] += 1
+    nll = -sum(c * math.log(c / contexts[ctx]) for (ctx, _), c in pairs.items())
+    return math.exp(nll / n_eval)
+
+
+def _add_one_unigram_perplexity(train, val, n_eval: int, vocab_size: int) -> float:
+    """Perplexity on targets 1..n_eval of the add-one (Laplace) unigram fitted on ``train``."""
+    counts = np.bincount(train, minlength=vocab_size).astype(np.float64)
+    p = (counts + 1) / (counts.sum() + vocab_size)
+    return float(np.exp(-np.log(p[val[1:n_eval + 1]]).mean()))
 
 
 @pytest.mark.slow   # the store fixture trains a WordPiece

@@ -218,3 +218,155 @@ def test_a_pretrained_encoder_brings_its_own_tokenizer(tiny_task, tmp_path, runs
     own = ft.tokenizer(cfg.replace(init=str(tmp_path / "mlm-own" / "model")))
     assert own.get_vocab() == tok.get_vocab()
     assert ft.tokenizer(cfg.replace(init="random")).get_vocab() != tok.get_vocab()   # notebook 01's vocabulary
+
+
+def test_skip_examples_is_a_field_a_job_flag_and_a_parameter_kept_out_of_the_run_folder():
+    """Issue 52 item 4: TrainConfig(skip_examples) had no recipe field or job flag, so a notebook or job user could
+    not get past the examples a non-finite loss names; and a setting in the folder's name would start a new run
+    instead of resuming."""
+    from nbkit.jobs import finetune as ft_job
+    from nbkit.jobs import pretrain as pt_job
+    from nbkit.recipes.finetuning import train_config
+    from nbkit.recipes.pretraining import PretrainConfig
+    from nbkit.recipes.pretraining import train_config as pt_train_config
+
+    for job, cls in ((ft_job, FinetuneConfig), (pt_job, PretrainConfig)):
+        plain, _ = job.config(job.parser().parse_args(["--scale", "smoke"]))
+        cfg, out = job.config(job.parser().parse_args(["--scale", "smoke", "--skip-examples", "17", "5,9"]))
+        assert cfg.skip_examples == (17, 5, 9) and "skip_examples" in cfg.given()
+        assert out == plain.run_dir() and cfg.run_tag() == plain.run_tag() == ""      # the same folder: it resumes
+        assert cls.for_scale("smoke", skip_examples="[5, 7]").skip_examples == (5, 7)  # papermill -p passes text
+        with pytest.raises(ConfigError, match=r"skip_examples=.*'x' is not a whole number.*--skip-examples 5 17"):
+            cls.for_scale("smoke", skip_examples=["5", "x"])
+        with pytest.raises(ConfigError, match=r"-1 is not a whole number >= 0"):
+            cls.for_scale("smoke", skip_examples=[-1])
+    t = train_config(FinetuneConfig.for_scale("smoke", skip_examples=[9, 2]), 100, out_dir="x")
+    assert t.skip_examples == (2, 9)
+    p = PretrainConfig.for_scale("smoke", skip_examples=[4])
+    assert pt_train_config(p, "x").skip_examples == (4,)
+
+
+@pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
+def test_a_non_finite_loss_names_the_file_and_line_of_your_examples_and_skip_examples_resumes_past_them(
+        tmp_path, monkeypatch):
+    """Issue 52 item 4: one bad row of the user's CSV (here: a character whose embedding output is NaN) stops every
+    resume at the same step. The stop names each example of the step's batch by index and by file and line, and
+    the way past it in the recipe's terms (parameter, job flag); the rerun with skip_examples writes to the same
+    folder, resumes and trains to the end, counting what it left out."""
+    import csv
+
+    import torch
+
+    from nbkit import text
+    from nbkit.errors import NonFiniteLossError
+    from nbkit.recipes import finetuning as ft
+
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
+    rows = [(f"{w}第{i}次", lab) for lab, w in (("好", "很好满意"), ("差", "太差失望")) for i in range(30)]
+    rows.insert(37, ("太差☢失望", "差"))                                       # the bad row: file line 39
+    path = tmp_path / "mine.csv"
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows([("text", "label"), *rows])
+    cfg = FinetuneConfig.for_scale("smoke", task="own", train_file=str(path), max_length=16, batch_size=4,
+                                   max_steps=12, progress=False, checkpoint_every=1, eval_every=0, init="random",
+                                   report_to="none", group_by_length=False, resume=True)
+    labeled = ft.data(cfg)
+    tok = text.train_wordpiece([t for t, _ in rows], vocab_size=50, out_dir=tmp_path / "tok", model_max_length=64)
+    bad_id = tok.convert_tokens_to_ids("☢")
+    assert bad_id != tok.unk_token_id
+    bad = list(labeled.splits["train"]["text"]).index("太差☢失望")
+    encoded, _ = ft.encode(cfg, tok, labeled)
+    assert encoded["train"].describe_example(bad) == f"{path} line 39"
+
+    def fit(c):
+        clf, _ = ft.model(c, tok, labeled)
+        clf.base_model.embeddings.word_embeddings.register_forward_hook(
+            lambda mod, inp, out: out.masked_fill((inp[0] == bad_id).unsqueeze(-1), float("nan")))
+        return ft.train(c, clf, tok, encoded, out_dir=c.run_dir())
+
+    with pytest.raises(NonFiniteLossError) as err:
+        fit(cfg)
+    msg = str(err.value)
+    assert f"{bad} ({path} line 39)" in msg, msg
+    named = [int(i) for i in re.findall(r"(\d+) \(" + re.escape(str(path)) + r" line \d+\)", msg)]
+    assert bad in named and len(named) == 4                                            # the step's batch of 4
+    assert f"skip_examples={named}" in msg and f"--skip-examples {' '.join(map(str, named))}" in msg
+    again = cfg.replace(skip_examples=[bad])
+    assert again.run_dir() == cfg.run_dir()                                            # resumes the same run
+    _, result = fit(again)
+    assert result.metrics["steps"] == 12 and result.metrics["skip_examples"] == [bad]
+    assert result.metrics["skipped_examples"] >= 1 and torch.isfinite(torch.tensor(result.metrics["train_loss"]))
+
+
+@pytest.mark.filterwarnings("ignore:the trained vocabulary has")
+def test_notebook_03_loads_notebook_02s_model_while_a_rerun_in_another_kernel_replaces_it(tmp_path, monkeypatch):
+    """Issue 52 item 12: notebook 02 rerun in another kernel swaps runs/<scale>/mlm/model (atomic_dir: the old
+    folder leaves the name, then the new one takes it). A notebook 03 reading it in that moment took the encoder
+    for absent (random weights, without a word) or failed to load it. The writer here stops between its two
+    renames until the reader's first try has failed (events, no timed waits); the reader then gets the new save
+    whole: the tokenizer, and the classifier with the identity of the weights it loaded."""
+    import os
+    import threading
+    from pathlib import Path
+
+    import loop_helpers
+
+    from nbkit import atomic, text
+    from nbkit.models import loading
+    from nbkit.recipes import finetuning as ft
+    from nbkit.runs import step_path
+
+    monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
+    tok = text.train_wordpiece([f"很好满意第{i}次太差失望" for i in range(20)], vocab_size=40,
+                               out_dir=tmp_path / "tok", model_max_length=64)
+    target = step_path("smoke", "mlm") / "model"
+
+    def save(seed: int) -> None:                                # notebook 02's save: one swap of model/
+        with atomic.atomic_dir(target) as tmp:
+            loop_helpers.tiny_mlm(seed, vocab_size=len(tok)).save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+
+    save(1)
+    cfg = FinetuneConfig.for_scale("smoke", task="own", max_length=16, progress=False)
+    assert ft.encoder(cfg) == target
+    monkeypatch.setattr(ft, "id2label_of", lambda labeled: {0: "差", 1: "好"})
+    labeled = type("Labeled", (), {"num_labels": 2})()
+    window, tried = threading.Event(), threading.Event()
+    real_rename, real_resolve = os.rename, loading.resolve_checkpoint
+
+    def rename(src, dst):
+        real_rename(src, dst)
+        if Path(src) == target:                                 # the name is gone until the second rename
+            window.set()
+            assert tried.wait(60)
+
+    def resolve(*args, **kw):                                   # both loads find the folder through it first
+        try:
+            return real_resolve(*args, **kw)
+        except Exception:
+            tried.set()                                         # the reader failed in the window: let it finish
+            raise
+
+    monkeypatch.setattr(loading, "resolve_checkpoint", resolve)
+    for seed, stage in ((2, "tokenizer"), (3, "model")):
+        window.clear(), tried.clear()
+        monkeypatch.setattr(atomic.os, "rename", rename)
+        writer = threading.Thread(target=save, args=(seed,), daemon=True)
+        writer.start()
+        assert window.wait(60)
+        assert ft.encoder(cfg) == target                        # before: None, i.e. random weights
+        if stage == "tokenizer":
+            assert ft.tokenizer(cfg).get_vocab() == tok.get_vocab()
+        else:
+            (clf, how) = ft.model(cfg, tok, labeled, out_dir=tmp_path / "run")
+            recorded = json.loads((tmp_path / "run" / "encoder.json").read_text())
+            assert recorded["sha256"] == ft.encoder_identity(target, cfg)["sha256"]   # the weights it loaded
+            import torch
+            from transformers import AutoModelForMaskedLM
+
+            saved = AutoModelForMaskedLM.from_pretrained(target).bert.embeddings.word_embeddings.weight
+            assert torch.equal(clf.state_dict()["bert.embeddings.word_embeddings.weight"], saved)
+        assert tried.is_set()                                   # the first try did fall in the window
+        writer.join(60)
+        monkeypatch.setattr(atomic.os, "rename", real_rename)
+        assert not atomic.being_replaced(target)

@@ -25,7 +25,8 @@ def tokenizer_identity(given: str | None) -> dict[str, Any]:
     when the store trains its own), so a store is never reused with another tokenizer.
 
     Raises:
-        ConfigError: a given tokenizer that does not load with ``AutoTokenizer`` or has no fast version.
+        ConfigError: a given tokenizer that does not load with ``AutoTokenizer``, or a slow one without an exact
+            fast conversion (:func:`_load_given`).
     """
     if given is None:
         return {"unicode_normalization": "NFKC" if TRAINED_NFKC else "none", "tokenizer_sha256": None}
@@ -40,16 +41,52 @@ def tokenizer_identity(given: str | None) -> dict[str, Any]:
 
 
 def _load_given(given: str):
+    """The tokenizer ``AutoTokenizer`` loads from ``given`` as a fast (Rust) one: the store's worker processes
+    encode through its ``tokenizer.json``. A Llama's SentencePiece ``tokenizer.model`` loads fast already; a
+    Python-only (slow) tokenizer is converted with transformers' own converter and kept only where it encodes
+    :data:`PROBE` as the slow one does.
+
+    Raises:
+        ConfigError: it does not load, or it is slow and has no exact conversion (the cause and the fix named).
+    """
     from transformers import AutoTokenizer
 
     try:
         tok = AutoTokenizer.from_pretrained(given)
     except Exception as exc:  # noqa: BLE001  (OSError, ValueError, ... from transformers)
         raise ConfigError(f"tokenizer={given!r} does not load with AutoTokenizer ({exc}); pass a "
-                          "tokenizer directory (vocab.txt or tokenizer.json), or None to train one") from exc
-    if not tok.is_fast:
-        raise ConfigError(f"tokenizer={given!r} has no fast (Rust) version; pass one with tokenizer.json")
-    return tok
+                          "tokenizer directory (vocab.txt, tokenizer.json or a SentencePiece tokenizer.model with its "
+                          "tokenizer_config.json), or None to train one") from exc
+    return tok if tok.is_fast else _as_fast(tok, given)
+
+
+#: texts a converted tokenizer must encode as its slow original: Chinese, Latin, digits, full-width, spaces, emoji
+PROBE = ("今天天气很好，我们去公园散步。", "北京大学 Peking University 1898年", "ＡＢＣ１２３ mixed\tspaces  here",
+         "表情😀和罕见字𠀀", "")
+
+
+def _as_fast(slow, given: str):
+    """``slow`` as a fast tokenizer (``convert_slow_tokenizer``), or ConfigError naming why not and the fix."""
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import convert_slow_tokenizer
+
+    kind = type(slow).__name__
+    try:
+        fast = PreTrainedTokenizerFast(tokenizer_object=convert_slow_tokenizer(slow), **slow.special_tokens_map)
+    except Exception as exc:  # noqa: BLE001  (ValueError: no converter; others from the converter itself)
+        why = f"transformers has no converter from {kind} to a fast tokenizer ({str(exc).splitlines()[0][:160]})"
+    else:
+        differ = [t for t in PROBE if fast(t, add_special_tokens=False)["input_ids"]
+                  != slow(t, add_special_tokens=False)["input_ids"]]
+        if not differ:
+            return fast
+        why = f"its conversion to a fast tokenizer encodes {differ[0]!r} differently"
+    raise ConfigError(
+        f"tokenizer={given!r} loads as {kind}, a Python-only (slow) tokenizer, and {why}: the store's worker processes "
+        "encode with the Rust tokenizers library (tokenizer.json), so the store would not hold the ids this tokenizer "
+        "gives. Fix: pass the fast version of this tokenizer (a folder with its tokenizer.json, e.g. the model's "
+        "original upload), or tokenizer=None to train a WordPiece on the corpus (then train the model on that "
+        "vocabulary).")
 
 
 def heldout_cut(share: float) -> int:
@@ -58,12 +95,20 @@ def heldout_cut(share: float) -> int:
 
 
 def _ids(tok, out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with the store's id facts: ``sep_id`` ends every document (``[SEP]``, else eos: a Llama's
+    ``</s>``, as causal training reads it: :func:`nbkit.text.causal.document_separator`), ``cls_id`` starts an
+    MLM block (``[CLS]``, else bos, else the separator).
+
+    Raises:
+        ConfigError: a tokenizer with neither ``[SEP]`` nor an eos token (nothing marks a document's end).
+    """
+    from nbkit.text.causal import document_separator
+
     size = len(tok)
-    if tok.sep_token_id is None or tok.cls_token_id is None:
-        raise ConfigError("the tokenizer has no [SEP]/[CLS] token; use a BERT-style tokenizer "
-                          "(or none, to train one)")
+    sep, _ = document_separator(tok)
+    cls = next(i for i in (tok.cls_token_id, tok.bos_token_id, sep) if i is not None)
     return {**out, "dir": "tokenizer", "vocab_size": size, "dtype": "uint16" if size <= 65535 else "uint32",
-            "sep_id": int(tok.sep_token_id), "cls_id": int(tok.cls_token_id)}
+            "sep_id": int(sep), "cls_id": int(cls)}
 
 
 def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int,
@@ -111,7 +156,8 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
     to train) yields batches of cleaned texts; ``excluded``: uint64 hashes kept out of the sample.
 
     Raises:
-        ConfigError: a given tokenizer that does not load or lacks [SEP]/[CLS].
+        ConfigError: a given tokenizer that does not load (or is slow without an exact fast conversion), or has
+            neither [SEP] nor an eos token.
         DataError: no text passes the filters (nothing to train on).
     """
     final, info_path = out_dir / "tokenizer", out_dir / INFO

@@ -41,6 +41,11 @@ class LabeledData:
     label2id: dict[str, int]
     id2label: dict[int, str]
     report: dict = field(default_factory=dict)
+    #: per split, the source each example came from: ``(source split, 1-based record row in it)`` per example;
+    #: :func:`nbkit.data.load_labeled_files` turns them into :attr:`origins`
+    rows: dict = field(default_factory=dict)
+    #: per split, an :class:`ExampleOrigin` naming each example's file and line (set for files only)
+    origins: dict = field(default_factory=dict)
 
     @property
     def num_labels(self) -> int:
@@ -50,6 +55,20 @@ class LabeledData:
     def summary(self) -> dict[str, Any]:
         """The scalar entries of ``report``, for ``metrics.json``."""
         return {k: v for k, v in self.report.items() if not isinstance(v, dict)}
+
+
+@dataclass(frozen=True)
+class ExampleOrigin:
+    """Where each example of one split was read: ``origin(i)`` -> ``"reviews.csv line 12"`` (``unit`` ``record``
+    where lines are unknown, e.g. a ``.json`` array). Picklable, so a DataLoader worker's copy of the dataset keeps
+    it; a training dataset carries it as ``describe_example`` for the loop's non-finite-loss message."""
+
+    file: str
+    places: tuple[int, ...]
+    unit: str = "line"
+
+    def __call__(self, i: int) -> str:
+        return f"{self.file} {self.unit} {self.places[i]}"
 
 
 def normalize_text(text: str) -> str:
@@ -236,9 +255,12 @@ def build_labeled_data(
     columns = {split: {"text": [pool[k][0] for k in split_keys], "label": [to_id(pool[k][1]) for k in split_keys]}
                for split, (split_keys, pool) in pools.items()}
     out = {split: datasets.Dataset.from_dict(cols, features=features) for split, cols in columns.items()}
+    source = {split: split if split in cleaned else "train" for split in pools}   # drawn splits come from train
+    rows = {split: (source[split], [first[source[split]][k] for k in split_keys])
+            for split, (split_keys, _) in pools.items()}
     report = _summarize(report, columns, id2label, n_train_full)
     report["label_checks"] = check_labels(report["class_counts"], train_full, merged)
-    return LabeledData(datasets.DatasetDict(out), l2i, id2label, report)
+    return LabeledData(datasets.DatasetDict(out), l2i, id2label, report, rows=rows)
 
 
 def _empty_file_split(split: str, counts: dict) -> str:

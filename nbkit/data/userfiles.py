@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nbkit.data.filecheck import _a, _json_kind, check_utf8, json_error_text, json_lines, record_lines
-from nbkit.data.labeled import LabeledData, build_labeled_data
+from nbkit.data.labeled import ExampleOrigin, LabeledData, build_labeled_data
 from nbkit.data.textrule import CORPUS_MAX_CHARS, check_text, cut_rows, repair_surrogates
 from nbkit.errors import ConfigError, DataError
 
@@ -182,14 +182,31 @@ def _read_labeled(path: str | Path, text_column: str, label_column: str, errors:
     return _column(ds, text_column, path, "text"), _column(ds, label_column, path, "label"), info, path, encoding
 
 
-def _drop_lines(source: dict, path: Path, encoding: str, info: dict) -> None:
-    """``drop_rows`` (1-based records) as ``drop_lines`` (1-based file lines) when each record's line is sure."""
+def _sure_lines(path: Path, encoding: str, info: dict, n_raw: int) -> list[int] | None:
+    """The 1-based file line of each record read (``record_lines``), or None where the mapping would be a guess
+    (more lines skipped than listed, a ``.json`` array, a count that differs from the records read)."""
     if info.get("n_skipped_lines", 0) > len(info.get("skipped_lines", ())):
-        return  # more lines skipped than listed: the mapping would be a guess
+        return None
     lines = record_lines(path, encoding, info.get("skipped_lines", ()))
-    if lines is None or len(lines) != source["n_raw"]:
-        return
-    source["drop_lines"] = {why: [lines[r - 1] for r in rows] for why, rows in source.pop("drop_rows").items()}
+    return lines if lines is not None and len(lines) == n_raw else None
+
+
+def _drop_lines(source: dict, lines: list[int] | None) -> None:
+    """``drop_rows`` (1-based records) as ``drop_lines`` (1-based file lines) when each record's line is sure."""
+    if lines is not None:
+        source["drop_lines"] = {why: [lines[r - 1] for r in rows] for why, rows in source.pop("drop_rows").items()}
+
+
+def _origins(data: LabeledData, files: dict, lines: dict) -> dict:
+    """Per split of ``data``, an :class:`ExampleOrigin` naming each example's file and line (its record number
+    where the line is unsure)."""
+    out = {}
+    for split, (source, rows) in data.rows.items():
+        if source in files:
+            at = lines.get(source)
+            out[split] = ExampleOrigin(str(files[source]), tuple(at[r - 1] if at else r for r in rows),
+                                       "line" if at else "record")
+    return out
 
 
 def load_labeled_files(
@@ -210,7 +227,8 @@ def load_labeled_files(
 
     Returns:
         :class:`LabeledData`; ``report`` also has ``files``, ``label2id`` and per split
-        (``report["sources"][split]``) the skipped and repaired lines.
+        (``report["sources"][split]``) the skipped and repaired lines; ``origins``: per split the file and line
+        of each example (:class:`~nbkit.data.labeled.ExampleOrigin`).
 
     Raises:
         ConfigError: ``train`` is None, or bad ``errors``/fractions.
@@ -237,9 +255,12 @@ def load_labeled_files(
         files[split] = str(path)
     data = build_labeled_data(sources, seed=seed, val_fraction=val_fraction, test_fraction=test_fraction,
                               max_train=max_train)
+    lines = {}
     for split, info in issues.items():
         data.report["sources"][split].update(info)
-        _drop_lines(data.report["sources"][split], *read[split], info)
+        lines[split] = _sure_lines(*read[split], info, data.report["sources"][split]["n_raw"])
+        _drop_lines(data.report["sources"][split], lines[split])
+    data.origins = _origins(data, files, lines)
     data.report["files"] = files
     data.report["label2id"] = dict(data.label2id)
     return data

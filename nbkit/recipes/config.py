@@ -93,6 +93,9 @@ def _coerce(name: str, value, annotation: str, default):
             return float(value)
         if b == "str" and isinstance(value, str) and value:
             return value
+        if b in ("tuple", "list") and isinstance(value, (list, tuple, int, str)) and kind.replace(" ", "").startswith(
+                (b + "[int")):
+            return _whole_numbers(name, value, b, default)
         if b in ("tuple", "list") and isinstance(value, (list, tuple)):
             return tuple(tuple(v) if isinstance(v, list) else v for v in value) if b == "tuple" else list(value)
         if b == "object":
@@ -102,6 +105,29 @@ def _coerce(name: str, value, annotation: str, default):
     wanted = " or ".join(dict.fromkeys(_KINDS.get(b, b) for b in base if b != "None"))
     raise ConfigError(f"{name}={value!r}: expected {wanted} (default {default!r}); fix the value in the "
                       "parameters cell, the papermill -p option or the job flag")
+
+
+def _whole_numbers(name: str, value, kind: str, default):
+    """``value`` (one number, or a list of numbers or texts such as a job flag's ``['5', '7,9']``) as a tuple or
+    list of ints >= 0, or ConfigError naming the field and the bad item (a field such as ``skip_examples``)."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for item in items:
+        for part in item.split(",") if isinstance(item, str) else [item]:
+            if isinstance(part, str) and not part.strip():
+                continue
+            number = None
+            if isinstance(part, str) and part.strip().isdigit():
+                number = int(part)
+            elif isinstance(part, int) and not isinstance(part, bool) and part >= 0:
+                number = part
+            elif isinstance(part, float) and part.is_integer() and part >= 0:
+                number = int(part)
+            if number is None:
+                raise ConfigError(f"{name}={value!r}: {part!r} is not a whole number >= 0; give indices such as "
+                                  f"{name}=[5, 17] (job flag: --{name.replace('_', '-')} 5 17; default {default!r})")
+            out.append(number)
+    return tuple(out) if kind == "tuple" else out
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

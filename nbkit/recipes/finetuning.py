@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from nbkit.data.ner import OFFSET_UNITS
 from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
-from nbkit.train.config import REPORT_TO
+from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
 if TYPE_CHECKING:  # pragma: no cover
     from nbkit.data.labeled import LabeledData
@@ -90,6 +90,7 @@ class FinetuneConfig(RecipeConfig):
     corpus_lines: int | None = None
     n_boot: int = 1000
     span_offsets: str = "auto"
+    skip_examples: tuple[int, ...] = ()
 
     RECIPE, STEP = "finetuning", "sentiment"
     HELP = {
@@ -134,6 +135,7 @@ class FinetuneConfig(RecipeConfig):
         "n_boot": "task ner: bootstrap resamples of the test sentences for the entity-F1 interval",
         "span_offsets": "task ner, your JSON span files: what the offsets count: auto (told by the spans' text), "
                         "chars, or utf16 (Label Studio's editor: an emoji counts 2)",
+        "skip_examples": SKIP_EXAMPLES_HELP,
     }
     WHY = {"warmup_ratio": "10 %, BERT's fine-tuning warm-up (pretraining warms up 6 %)",
            "pooling": "None chooses per encoder, the reason printed: cls when it carries a trained pooler and "
@@ -144,7 +146,7 @@ class FinetuneConfig(RecipeConfig):
     ALL_MEANS_NONE = ("max_train", "max_steps", "corpus_lines")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "init", "train_file",
                        "validation_file", "test_file", "text_column", "label_column", "checkpoint_minutes",
-                       "progress_every_s", "report_to", "n_boot"})
+                       "progress_every_s", "report_to", "n_boot", "skip_examples"})
 
     CHOICES = {"report_to": REPORT_TO, "span_offsets": OFFSET_UNITS}
 
@@ -260,12 +262,26 @@ def base_sized(init) -> bool:
 
 
 def default_encoder(scale: str) -> Path | None:
-    """``runs/<scale>/mlm/model`` when notebook 02 saved a model there at the scale's recipe, else None
-    (nothing is created)."""
+    """``runs/<scale>/mlm/model`` when notebook 02 saved a model there at the scale's recipe (or is replacing it
+    right now from another kernel: :func:`nbkit.atomic.being_replaced`), else None (nothing is created)."""
+    from nbkit.atomic import being_replaced
     from nbkit.runs import step_path
 
     path = step_path(scale, "mlm") / "model"
-    return path if (path / "config.json").exists() else None
+    return path if (path / "config.json").exists() or being_replaced(path) else None
+
+
+def _from_encoder(source, read):
+    """``read(source)``; where ``source`` is a local folder (notebook 02's ``model/``, which a rerun in another
+    kernel may be replacing), from one whole version of it (:func:`nbkit.atomic.read_consistent`: read again
+    when it changed meanwhile, instead of a ``FileNotFoundError`` or a config of one save with the weights of
+    another)."""
+    from nbkit.atomic import being_replaced, read_consistent
+
+    folder = None if source is None else Path(source).expanduser()
+    if folder is None or not (folder.is_dir() or being_replaced(folder)):
+        return read(source)
+    return read_consistent(folder, read, what="encoder")
 
 
 def random_encoder_warning(cfg: FinetuneConfig) -> str:
@@ -384,7 +400,8 @@ def tokenizer(cfg: FinetuneConfig):
 
     from nbkit.models.loading import resolve_checkpoint
 
-    return AutoTokenizer.from_pretrained(str(resolve_checkpoint(source, weights=False)))   # model() checks them
+    return _from_encoder(source, lambda where: AutoTokenizer.from_pretrained(   # model() checks the weights
+        str(resolve_checkpoint(where, weights=False))))
 
 
 def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
@@ -393,6 +410,8 @@ def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
 
     Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
     ``truncated_fraction`` (0-1), ``max_length`` and token-length percentiles. Empty or absent splits are skipped.
+    A split read from the user's files carries ``describe_example(i)`` (its file and line: ``labeled.origins``),
+    which the loop's non-finite-loss message shows beside each index.
 
     Task ner: rows are windows of at most ``max_length`` sub-tokens over each sentence (``stride`` shared;
     :func:`nbkit.text.token_classification.encode_token_classification`), labels per sub-token; each report has
@@ -413,6 +432,9 @@ def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
     for split in splits:
         if split in labeled.splits and len(labeled.splits[split]):
             encoded[split], truncation[split] = encode_classification(labeled.splits[split], tok, cfg.max_length)
+            origin = getattr(labeled, "origins", {}).get(split)
+            if origin is not None:   # one row per text: the loop's non-finite-loss message names file and line
+                encoded[split].describe_example = origin
     return encoded, truncation
 
 
@@ -471,11 +493,17 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     if out_dir is not None:
         _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
     id2label = id2label_of(labeled)
-    if cfg.task == "ner":                     # a BertForTokenClassification: a head per token, no pooling
-        return build_classifier(source, num_labels=len(id2label), id2label=id2label, tokenizer=tok, preset=cfg.model,
-                                seed=cfg.seed, head="token")
-    return build_classifier(source, num_labels=labeled.num_labels, id2label=id2label, tokenizer=tok,
-                            preset=cfg.model, seed=cfg.seed, pooling=cfg.pooling)
+
+    def load(source):                         # the identity checked and the weights loaded: one version of it
+        if out_dir is not None:
+            _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
+        if cfg.task == "ner":                 # a BertForTokenClassification: a head per token, no pooling
+            return build_classifier(source, num_labels=len(id2label), id2label=id2label, tokenizer=tok,
+                                    preset=cfg.model, seed=cfg.seed, head="token")
+        return build_classifier(source, num_labels=labeled.num_labels, id2label=id2label, tokenizer=tok,
+                                preset=cfg.model, seed=cfg.seed, pooling=cfg.pooling)
+
+    return _from_encoder(encoder(cfg), load)
 
 
 def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: int = 1, identity: dict | None = None):
@@ -502,7 +530,7 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
                        log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
                        progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
                        progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to,
-                       identity=identity)
+                       identity=identity, skip_examples=cfg.skip_examples)
 
 
 def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, callbacks=(), device=None):

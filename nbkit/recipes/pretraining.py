@@ -36,7 +36,7 @@ from nbkit import jsonio
 from nbkit.errors import ConfigError, DataError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
 from nbkit.recipes.scales import PER_SCALE
-from nbkit.train.config import REPORT_TO
+from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -108,6 +108,7 @@ class PretrainConfig(RecipeConfig):
     report_to: str = "tensorboard"
     budget_minutes: float | None = None
     allow_unk: bool = False
+    skip_examples: tuple[int, ...] = ()
 
     RECIPE, STEP = "pretraining", "mlm"
     HELP = {
@@ -157,6 +158,7 @@ class PretrainConfig(RecipeConfig):
         "budget_minutes": "with corpus: wall-clock minutes the sized run may take (None: 15 on a CPU, 240 on a GPU)",
         "allow_unk": "train even when over 5 % of a sample of the corpus reads as [UNK] under the tokenizer (a "
                      "warning instead of the refusal)",
+        "skip_examples": SKIP_EXAMPLES_HELP,
     }
     WHY = {"warmup_ratio": "6 %, RoBERTa's pretraining warm-up (fine-tuning warms up 10 %)",
            "lr": "1e-3 for the small presets (docs/pretraining.md; base needs 1e-4, size_run)",
@@ -167,7 +169,7 @@ class PretrainConfig(RecipeConfig):
            "progress_every_s": "30: a headless log shows the run without flooding a notebook cell"}
     ALL_MEANS_NONE = ("corpus_lines", "max_train", "eval_blocks", "patience", "max_passes", "budget_minutes")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
-                       "progress_every_s", "report_to", "allow_unk"})
+                       "progress_every_s", "report_to", "allow_unk", "skip_examples"})
 
     CHOICES = {"report_to": REPORT_TO, "objective": OBJECTIVES}
 
@@ -815,7 +817,7 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
                        eval_batches=-(-cfg.eval_blocks // cfg.batch_size) if cfg.eval_blocks else None,
                        progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
                        progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to,
-                       identity=identity)
+                       identity=identity, skip_examples=cfg.skip_examples)
 
 
 def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), save_steps=(), device=None,

@@ -7,6 +7,8 @@ moves the global RNG dropout draws from.
 """
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -36,20 +38,35 @@ class IndexedDataset(torch.utils.data.Dataset):
         return list(zip(indices, examples))
 
 
+#: keys a collated batch carries besides the model's inputs: its examples' dataset indices, and how many of its
+#: examples were left out (``TrainConfig.skip_examples``); ``Loop.batch_stream`` takes them off
+INDEX_KEY, SKIPPED_KEY = "nbkit_example_index", "nbkit_skipped"
+
+
 class SeededCollate:
     """Collate ``(index, example)`` pairs under every RNG seeded from ``SeedSequence([seed, epoch, *indices])``;
-    ``collate_fn`` (default ``default_collate``) sees the plain examples. Picklable, for workers.
+    ``collate_fn`` (default ``default_collate``) sees the plain examples. Examples whose index is in ``skip`` are
+    left out first (the others keep their places in the order, so a resume stays exact); a mapping batch (a dict,
+    a tokenizer's BatchEncoding) gets :data:`INDEX_KEY` (the kept indices, (B,)) and :data:`SKIPPED_KEY` (a count);
+    a batch whose examples are all skipped is None. Picklable, for workers.
     """
 
-    def __init__(self, collate_fn, seed: int, epoch: int):
+    def __init__(self, collate_fn, seed: int, epoch: int, skip=()):
         self.collate_fn = collate_fn or torch.utils.data.default_collate
-        self.seed, self.epoch = int(seed), int(epoch)
+        self.seed, self.epoch, self.skip = int(seed), int(epoch), frozenset(int(i) for i in skip)
 
     def __call__(self, items: list):
         indices = [int(i) for i, _ in items]
         batch_seed = int(np.random.SeedSequence([self.seed, self.epoch, *indices]).generate_state(1)[0])
+        kept = [(i, ex) for i, ex in zip(indices, (ex for _, ex in items)) if i not in self.skip]
+        if not kept:
+            return None
         with isolated_rng(batch_seed):
-            return self.collate_fn([example for _, example in items])
+            batch = self.collate_fn([example for _, example in kept])
+        if isinstance(batch, MutableMapping):
+            batch[INDEX_KEY] = torch.tensor([i for i, _ in kept])
+            batch[SKIPPED_KEY] = torch.tensor(len(items) - len(kept))
+        return batch
 
 
 def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: bool = False):
@@ -71,7 +88,7 @@ def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: boo
         sampler.set_epoch(state.epoch, start=min(start, len(data)))
         loader = torch.utils.data.DataLoader(
             IndexedDataset(data), batch_size=config.batch_size, sampler=sampler,
-            collate_fn=SeededCollate(collate_fn, config.seed, state.epoch),
+            collate_fn=SeededCollate(collate_fn, config.seed, state.epoch, getattr(config, "skip_examples", ())),
             num_workers=config.num_workers, pin_memory=pin, drop_last=bool(config.compile),
             timeout=loader_timeout(config.num_workers),  # a batch lost by a worker is an error, not a hang
             generator=torch.Generator().manual_seed(config.seed))  # a new iterator never draws from the global RNG
@@ -79,7 +96,8 @@ def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: boo
         for batch in loader:
             got = True
             state.batch_in_epoch += 1
-            yield batch
+            if batch is not None:        # None: every example of it skipped (skip_examples)
+                yield batch
         if not got and start == 0:
             raise DataError(f"the training data gives no batch of {config.batch_size} "
                             f"({len(data)} examples); add data or lower batch_size.")

@@ -292,7 +292,7 @@ def loop_state(loop) -> dict:
     return {"step": st.step, "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch,
             "epoch_start": getattr(st, "epoch_start", 0), "world_size": dist.world_size if dist else 1,
             "skipped_steps": st.skipped_steps, "consecutive_nonfinite": st.consecutive_nonfinite,
-            "train_tokens": st.train_tokens, "history": st.history,
+            "train_tokens": st.train_tokens, "skipped_examples": st.skipped_examples, "history": st.history,
             "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
             "scaler": loop.scaler.state_dict() if loop.scaler else None, "rng": capture_rng(),
             "config": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(loop.config).items()},
@@ -364,6 +364,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
         loop.scaler.load_state_dict(s["scaler"])
     for k in ("step", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
         setattr(loop.state, k, s[k])
+    loop.state.skipped_examples = s.get("skipped_examples", 0)   # older checkpoints: none skipped
     loop.state.epoch, loop.state.epoch_start = global_position(s, len(loop.train_data))
     restore_order(loop, s)  # the epoch in progress keeps its saved order: each example once
     loop.state.batch_in_epoch = 0

@@ -10,6 +10,19 @@ from nbkit.errors import ConfigError
 START_FRESH = ("a new output_dir, or resume=False (TrainConfig(resume=False) for the Loop; in the notebooks' "
                "recipes FinetuneConfig/PretrainConfig.for_scale(..., resume=False), or cfg.replace(resume=False))")
 
+#: The help of the recipes' ``skip_examples`` field (notebook parameter, PretrainConfig/FinetuneConfig field, job flag).
+SKIP_EXAMPLES_HELP = ("indices in the training dataset left out of their batches, e.g. those a non-finite loss "
+                      "names (the others keep their order; the run's folder stays the same, so a resume finds it; "
+                      "counted in metrics.json as skipped_examples)")
+
+
+def skip_examples_fix(indices: list[int]) -> str:
+    """How to leave ``indices`` out, in each API a run may come from: the Loop's ``TrainConfig``, a notebook
+    parameter or recipe config field, a job flag."""
+    shown = list(indices)
+    return (f"TrainConfig(skip_examples={shown}) for the Loop; in notebooks 02/03/06/07 the parameter (PretrainConfig/"
+            f"FinetuneConfig field) skip_examples={shown}; in a job --skip-examples {' '.join(map(str, shown))}")
+
 
 #: where a run's scalars go besides ``metrics.json``: TensorBoard event files, or nowhere
 REPORT_TO = ("tensorboard", "none")
@@ -32,6 +45,9 @@ class TrainConfig:
     under another identity is refused (``nbkit.train.checkpoint.check_identity``). ``fused_loss``: a causal LM
     with a plain linear head, trained eagerly in one process, computes its output layer and cross-entropy chunk
     by chunk (``nbkit.train.loss.linear_cross_entropy_sum``: no (B, T, V) logits); False: full logits.
+
+    ``skip_examples``: indices in ``train_data`` left out of their batches (the rest keeps its order, so a resume
+    stays exact), e.g. the examples a non-finite loss names; counted in the summary (``skipped_examples``).
 
     Watching and stopping a run: with ``output_dir``, a checkpoint is also written when ``checkpoint_minutes``
     passed since the last save (None: by steps only), and a Ctrl-C saves one at the next step boundary.
@@ -58,6 +74,7 @@ class TrainConfig:
     checkpoint_every: int | None = None
     keep_last: int = 2
     keep_previous: int = 1
+    skip_examples: tuple[int, ...] = ()
     keep_steps: tuple[int, ...] = ()
     output_dir: str | Path | None = None
     seed: int = 0
@@ -92,6 +109,7 @@ class TrainConfig:
         if self.report_to not in REPORT_TO:
             raise ConfigError(f"report_to={self.report_to!r}: use one of {', '.join(map(repr, REPORT_TO))}.")
         self.keep_steps = tuple(sorted({int(s) for s in self.keep_steps}))
+        self.skip_examples = tuple(sorted({int(i) for i in self.skip_examples}))
         bad = [s for s in self.keep_steps if not 1 <= s <= self.max_steps]
         if bad:
             raise ConfigError(f"keep_steps {bad} outside 1..{self.max_steps} (max_steps): raise max_steps or "
@@ -113,6 +131,7 @@ class TrainState:
     skipped_steps: int = 0
     consecutive_nonfinite: int = 0
     train_tokens: int = 0
+    skipped_examples: int = 0
     history: list = field(default_factory=list)
 
 

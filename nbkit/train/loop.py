@@ -16,6 +16,7 @@ Under torchrun (W > 1) the same code runs DDP: ``docs/distributed.md`` says what
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import math
@@ -25,6 +26,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import MutableMapping
 from pathlib import Path
 
 import torch
@@ -36,9 +38,9 @@ from nbkit.models.flops import bert_batch_flops, causal_flops_per_token, mfu, pe
 from nbkit.models.mlm_head import forward_logits, uses_sparse_head
 from nbkit.train import checkpoint as ckpt
 from nbkit.train import preflight, workers
-from nbkit.train.batching import input_lengths, micro_batches, prepare_batch
+from nbkit.train.batching import INDEX_KEY, SKIPPED_KEY, input_lengths, micro_batches, prepare_batch
 from nbkit.train.callbacks import ProgressLine, TensorBoardLogger
-from nbkit.train.config import TrainConfig, TrainResult, TrainState
+from nbkit.train.config import TrainConfig, TrainResult, TrainState, skip_examples_fix
 from nbkit.train.ddp import group as D
 from nbkit.train.ddp.launcher_watch import watch_launcher
 from nbkit.train.ddp.rendezvous import should_join
@@ -141,10 +143,18 @@ class Loop:
 
     # ----- data --------------------------------------------------------------------------
     def batch_stream(self):
-        """Endless collated micro-batches (CPU tensors) in the sampler's order, as ``fit()`` feeds ``train_step``."""
+        """Endless collated micro-batches (CPU tensors) in the sampler's order, as ``fit()`` feeds ``train_step``;
+        the dataset indices of the last ``grad_accum_steps`` batches are kept (``_recent``: what a non-finite loss
+        names), and examples left out by ``skip_examples`` counted in ``state.skipped_examples``."""
         batches = micro_batches(self.train_data, self.sampler, self.state, self.config, self.collate_fn,
                                 pin_memory=self.device.type == "cuda")
-        return workers.guard_batches(batches, self.config.num_workers)  # worker failure -> ConfigError
+        self._recent = collections.deque(maxlen=self.config.grad_accum_steps)
+        for batch in workers.guard_batches(batches, self.config.num_workers):  # worker failure -> ConfigError
+            if isinstance(batch, MutableMapping):
+                index = batch.pop(INDEX_KEY, None)
+                self._recent.append([] if index is None else index.tolist())
+                self.state.skipped_examples += int(batch.pop(SKIPPED_KEY, 0))
+            yield batch
 
     def _prepare(self, batch: dict) -> dict:
         pad_id = getattr(getattr(self.model, "config", None), "pad_token_id", 0) or 0
@@ -254,10 +264,30 @@ class Loop:
         else:
             why = f"the weights are finite: this step's batch or forward pass overflowed (precision {self.precision.name})"
         where = self.last_checkpoint or "none saved yet"
+        seen = sorted({i for b in getattr(self, "_recent", ()) for i in b})
+        rank = f" on rank {self.dist.rank}" if self.dist.world_size > 1 else ""
+        named, skip = "", ""
+        if seen:
+            shown = ", ".join(self._example_name(i) for i in seen[:20]) + (", ..." if len(seen) > 20 else "")
+            named = f" The step's batch{rank} held these examples of train_data (index in the dataset): {shown}."
+            skip = (f"; or, if the weights are finite, leave those examples out and resume (same folder): "
+                    f"{skip_examples_fix([*cfg.skip_examples, *seen])} (counted in the run's summary, metrics.json, "
+                    "as skipped_examples)")
         return (f"the training loss is {loss} at step {st.step} of {cfg.max_steps}, so the run stops there (that "
-                f"step's update was not applied; nothing of it is saved): {why}. Fix: lower lr (now {cfg.lr}), raise "
-                f"warmup_ratio, use precision='bf16' or 'fp32' instead of fp16, check the data for empty or corrupt "
-                f"examples; then resume from the last checkpoint ({where}) or start afresh.")
+                f"step's update was not applied; nothing of it is saved): {why}.{named} Fix: lower lr (now {cfg.lr}), "
+                f"raise warmup_ratio, use precision='bf16' or 'fp32' instead of fp16, check the data for empty or "
+                f"corrupt examples; then resume from the last checkpoint ({where}) or start afresh{skip}.")
+
+    def _example_name(self, i: int) -> str:
+        """Example ``i`` of ``train_data`` as a message names it: ``"12"``, or with the file and line where the
+        dataset says (a ``describe_example(i)`` method)."""
+        describe = getattr(self.train_data, "describe_example", None)
+        if describe is None:
+            return str(i)
+        try:
+            return f"{i} ({describe(i)})"
+        except Exception:  # noqa: BLE001  (a name is a courtesy: never hide the real error behind it)
+            return str(i)
 
     # ----- the run -----------------------------------------------------------------------
     def fit(self) -> TrainResult:
@@ -430,6 +460,7 @@ class Loop:
         losses = [h["loss"] for h in st.history if "loss" in h]
         evals = [h for h in st.history if "eval_loss" in h]
         return {"steps": st.step, "train_tokens": st.train_tokens, "skipped_steps": st.skipped_steps,
+                "skipped_examples": st.skipped_examples, "skip_examples": list(self.config.skip_examples),
                 "train_loss": losses[-1] if losses else None, "precision": self.precision.name,
                 "device": str(self.device), **self._rates(self._run), "recompilations": self.recompilations,
                 **({k: v for k, v in evals[-1].items() if k != "step"} if evals else {})}
