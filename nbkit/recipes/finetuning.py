@@ -488,10 +488,7 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     """
     from nbkit.models.bert import build_classifier
 
-    source = encoder(cfg)
     _say(random_encoder_warning(cfg))           # before training, on screen: not only in metrics.json
-    if out_dir is not None:
-        _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
     id2label = id2label_of(labeled)
 
     def load(source):                         # the identity checked and the weights loaded: one version of it
