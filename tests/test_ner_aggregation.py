@@ -84,4 +84,18 @@ def test_the_documented_calls_use_the_strategy_training_matches():
         text = (root / path).read_text(encoding="utf-8")
         assert 'aggregation_strategy="simple"' not in text, path
         assert 'aggregation_strategy="first"' in text, path
+        if not path.startswith("notebooks"):   # the documented call indexes the batch of one it returns
+            assert 'delimiter="", stride=32)[0]' in text, path
     assert 'aggregation_strategy="first"' in export.export_token_classifier.__doc__
+
+
+def test_one_sentence_given_as_its_characters_comes_back_as_a_batch_of_one(tmp_path):
+    """Why the documented call ends in ``[0]``: the pipeline reads a list of words as one input and answers with
+    one list of entities per input."""
+    from transformers import pipeline
+
+    tok = _wordpiece(tmp_path)
+    model = _table_model(tok, {"北": "B-LOC", "京": "I-LOC"})
+    tagger = pipeline("token-classification", model=model, tokenizer=tok, aggregation_strategy="first", device="cpu")
+    out = tagger(list("在北京见了"), is_split_into_words=True, delimiter="", stride=8)
+    assert len(out) == 1 and [(s["entity_group"], s["start"], s["end"]) for s in out[0]] == [("LOC", 1, 3)]
