@@ -14,9 +14,9 @@ says which).
     python bench/ner_seeds.py --scale cpu --seeds 0 1 2 --machine "Linux x86_64, 2 CPUs, no GPU"
     python bench/ner_seeds.py --scale cpu --seeds 0 --max-train 1500 --epochs 3         # a quick look
 
-At ``cpu`` run notebooks 01 and 02 at ``cpu`` first (``scripts/run_notebooks.sh --only 01 02``, ~8 min): from
-random weights the cpu row's 1,147 steps never leave the all-``O`` plateau (entity F1 0). A seed takes ~3 min on
-a 2-core machine (BERT 1.5-5 min, the CRF ~25 s; 124-141 s per seed in the recorded run).
+At ``cpu`` run notebooks 01 and 02 at ``cpu`` first (``scripts/run_notebooks.sh --only 01 02``, ~8 min), so the
+encoder is notebook 02's (from random weights the row scores about the same: docs/ner.md, the diagnosis). A seed
+takes ~4-5 min on a 2-core machine (BERT 1.5-3 min, the CRF ~25 s, the BiLSTM ~1.5 min).
     python bench/ner_seeds.py --scale gpu --seeds 0 1 2                            # the gpu arm, on a GPU
 
 Writes ``--out`` (strict JSON, default ``bench/results/ner_<scale>_<date>.json``); ``scripts/ner_table.py``

@@ -286,9 +286,9 @@ def _from_encoder(source, read):
 
 def random_encoder_warning(cfg: FinetuneConfig) -> str:
     """The line :func:`model` prints where the encoder starts from random weights though ``init`` asked for none
-    (None: notebook 02's model, which is not there): random weights score far below a pretrained encoder (docs/ner.md:
-    the loss stays at the tag distribution's entropy), and only ``metrics.json`` would say why. ``""`` when an
-    encoder is found or ``init="random"`` asks for random weights."""
+    (None: notebook 02's model, which is not there): random weights score far below a well-pretrained encoder, and
+    only ``metrics.json`` would say why. ``""`` when an encoder is found or ``init="random"`` asks for random
+    weights."""
     if cfg.init is not None or encoder(cfg) is not None:
         return ""
     from nbkit.runs import step_path

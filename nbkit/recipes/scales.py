@@ -74,10 +74,10 @@ PER_SCALE: dict[str, dict[str, tuple]] = {
     # named entities (task ner): People's Daily 1998 as character BIO, sentences of ~20-60 characters and a
     # long tail windowed at max_length; smoke reads 600 lines and windows at 32 tokens (every code path), cpu
     # 8,000 of the 19,484 (~18,000 sentences: validation and test ~1,800 each, scored in seconds)
-    # cpu: notebook 02's small encoder (held-out MLM loss ~5.7 nats) leaves the all-O plateau slowly: on the
-    # validation split (3,000 sentences, batch 16) lr 1e-3 beat 5e-4 (entity F1 0.27 vs 0.24 after 6 epochs,
-    # 0.13 vs 0.13 after 3 on 1,500), 2e-3 collapsed to all O, and random weights stayed all O; 6 epochs,
-    # 1,147 steps, ~2 min on 2 cores (bench/results/ner_cpu_*)
+    # cpu: the transformer sits on the all-O plateau (the prior's 0.372 nats) for ~2 epochs whatever its encoder;
+    # on the validation split (3,000 sentences, batch 16, 6 epochs, 1,147 steps, ~2-3 min on 2 cores) lr 1e-3 with
+    # warm-up and linear decay gives 0.28 from random weights, 0.26 from notebook 02's encoder; 5e-4 is slower and
+    # 2e-3 constant at batch 32 never leaves the plateau (docs/ner.md, bench/results/ner_diagnosis_cpu_2026-12-05.json)
     "finetuning/ner": {
         "max_length":       (32, 128, 256),
         "stride":           (8, 32, 64),
