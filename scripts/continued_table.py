@@ -134,14 +134,19 @@ def rewrite(files, block: str, start: str = START, end: str = END) -> None:
         print(f"rewrote the block in {_rel(f)}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def print_or_rewrite(argv: list[str] | None, block: str, files, start: str = START, end: str = END) -> int:
+    """Every renderer's command line: ``--print`` prints ``block``; otherwise it goes between the ``start``/``end``
+    markers of ``files`` (:func:`rewrite`). Returns the exit code (0)."""
     argv = sys.argv[1:] if argv is None else argv
-    block = render()
     if "--print" in argv:
         print(block)
-        return 0
-    rewrite(FILES, block)
+    else:
+        rewrite(files, block, start, end)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return print_or_rewrite(argv, render(), FILES)
 
 
 if __name__ == "__main__":
