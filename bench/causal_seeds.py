@@ -12,7 +12,12 @@ seconds, tokens each model read), and whether the GPT beats each baseline on the
     python bench/causal_seeds.py --scale cpu --seed 0          # one seed (repeat for 1, 2)
     python bench/causal_seeds.py --scale cpu --summary         # bench/results/causal_seeds_cpu_<date>.json
 
-``--max-steps``, ``--lr`` and ``--dropout`` override the scale's (None: the recipe's). ``scripts/causal_table.py`` renders the summary.
+``--max-steps``, ``--lr``, ``--dropout`` and ``--eval-every`` override the scale's (None: the recipe's); each seed
+records its learning curve (held-out perplexity at every evaluation, by training tokens), which
+``scripts/causal_curve.py`` draws beside the n-gram lines:
+
+    python bench/causal_seeds.py --scale cpu --seed 0 --max-steps 1700 --eval-every 170 --out bench/results/causal_curve_cpu_<date>
+ ``scripts/causal_table.py`` renders the summary.
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ def run_seed(a) -> dict:
     from nbkit.evaluate.ngram import causal_baselines
     from nbkit.recipes import pretraining as pt
 
-    extra = {k: v for k, v in (("lr", a.lr), ("dropout", a.dropout)) if v is not None}
+    extra = {k: v for k, v in (("lr", a.lr), ("dropout", a.dropout), ("eval_every", a.eval_every)) if v is not None}
     cfg = pt.PretrainConfig.for_scale(a.scale, objective="causal", seed=a.seed, split_seed=a.split_seed,
                                       max_steps=a.max_steps, progress=False, **extra)
     corpus = pt.data(cfg)
@@ -55,7 +60,13 @@ def run_seed(a) -> dict:
             "train_tokens": result.metrics["train_tokens"], "train_s": train_s,
             "tokens_per_s": result.metrics.get("tokens_per_s"), "eval_perplexity": last["eval_perplexity"],
             "eval_loss": last["eval_loss"], "eval_tokens": last["eval_tokens"],
-            "fused_loss": loop._fused_weight is not None, "baselines": baselines}
+            "fused_loss": loop._fused_weight is not None, "baselines": baselines,
+            # the learning curve: held-out perplexity at every evaluation, by training tokens read and seconds
+            "curve": [{"step": h["step"], "train_tokens": h["step"] * cfg.batch_size * cfg.block_size
+                       * cfg.grad_accum_steps, "eval_perplexity": h["eval_perplexity"],
+                       "elapsed_s": max((g["elapsed_s"] for g in result.history
+                                         if "elapsed_s" in g and g["step"] <= h["step"]), default=None)}
+                      for h in result.history if "eval_loss" in h]}
 
 
 def summarize(seeds: list[dict], machine: str) -> dict:
@@ -101,6 +112,8 @@ def main(argv=None) -> None:
     ap.add_argument("--max-steps", type=int, default=None, help="None: the recipe's")
     ap.add_argument("--lr", type=float, default=None, help="None: the recipe's")
     ap.add_argument("--dropout", type=float, default=None, help="None: the recipe's")
+    ap.add_argument("--eval-every", type=int, default=None, help="steps between held-out evaluations (the "
+                    "learning curve's points); None: the recipe's")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None, help="default bench/results/causal_seeds_<scale>_<date>")
     ap.add_argument("--summary", action="store_true", help="combine the recorded seeds into <out>.json")

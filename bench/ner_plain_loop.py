@@ -47,6 +47,7 @@ class CharBiLSTM(nn.Module):
 def main(argv=None) -> int:
     from seqeval.metrics import f1_score
 
+    from nbkit import jsonio
     from nbkit.models.bert import build_classifier
     from nbkit.recipes import finetuning as ft
 
@@ -111,7 +112,7 @@ def main(argv=None) -> int:
                     keep = lab != -100
                     gold.append([id2[int(x)] for x in lab[keep]])
                     pred.append([id2[int(x)] for x in p[keep]])
-        print(json.dumps({"arch": arch, **{k: v for k, v in args.items() if k != "arch"}, "epoch": epoch + 1,
+        print(jsonio.dumps({"arch": arch, **{k: v for k, v in args.items() if k != "arch"}, "epoch": epoch + 1,
                           "train_loss": round(total / n, 4), "val_f1": round(f1_score(gold, pred), 4),
                           "s": round(time.time() - t0)}), flush=True)
     return 0

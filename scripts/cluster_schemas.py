@@ -13,7 +13,6 @@ skypilot`` (it installs without any cloud; not a dependency of nbkit).
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -29,10 +28,21 @@ def strip(node):
     return node
 
 
+def sorted_keys(node):
+    """``node`` with every mapping's keys in sorted order (a stable file to diff)."""
+    if isinstance(node, dict):
+        return {k: sorted_keys(node[k]) for k in sorted(node)}
+    if isinstance(node, list):
+        return [sorted_keys(v) for v in node]
+    return node
+
+
 def write(name: str, schema: dict, comment: str) -> Path:
+    from nbkit import jsonio
+
     path = OUT / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"$comment": comment, **schema}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    jsonio.write_json(path, sorted_keys({"$comment": comment, **schema}), indent=1)   # keys sorted, as committed
     print(f"{path} ({path.stat().st_size // 1024} KiB)")
     return path
 
