@@ -81,6 +81,7 @@ def render_run(folder: Path) -> str:
                  f"training tokens" + (f", {cross['minutes']:.1f} min of training" if cross["minutes"] else "") + ")"
                  if cross else "the GPT is not below it in every seed within the measured range")
         lines.append(f"- {name}: perplexity {statistics.fmean(line):.1f}{sd(line)}; {where}.")
+    lines += ["", "![GPT learning curves beside the n-gram lines](img/causal_curve_cpu.png)"]
     return "\n".join(lines)
 
 
