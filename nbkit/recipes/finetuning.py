@@ -603,8 +603,8 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
     sentences (trained on the same training split; whole sentences, nothing cut for either).
 
     The model tags every character through the token-classification pipeline the export serves (long sentences
-    windowed, their entities merged: :func:`nbkit.evaluate.inference.predict_tags`),
-    so every gold entity is scored. Returns ``"pred"`` (tags per sentence), ``"report"``
+    windowed, their entities merged: :func:`nbkit.evaluate.inference.predict_tags`), so every gold entity is
+    scored. Returns ``"pred"`` (tags per sentence; also as ``"<split>_pred"``, the key :func:`evaluate` uses), ``"report"``
     (:func:`nbkit.evaluate.ner.entity_scores`: micro P/R/F1, per type), ``"interval"`` (a bootstrap 95 % interval
     of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``
     the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and ``"diff"`` (BERT's
@@ -621,7 +621,7 @@ def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "te
     items = labeled.splits[split]
     gold = [list(it["tags"]) for it in items]
     pred, windows = predict_tags(classifier, tok, items, id2label_of(labeled), cfg.max_length, cfg.stride, batch_size=64)
-    out = {"pred": pred, "report": ner.entity_scores(gold, pred), "windows": windows,
+    out = {"pred": pred, f"{split}_pred": pred, "report": ner.entity_scores(gold, pred), "windows": windows,
            "interval": ner.entity_f1_interval(gold, pred, n_boot=cfg.n_boot, seed=cfg.seed)}
     results = {"fine-tuned BERT": {"scores": out["report"], "interval": out["interval"]}}
     if baseline:
@@ -742,4 +742,4 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     if export_model:
         export(cfg, loop.model, tok, labeled, out_dir / "model")
     return {**save(cfg, out_dir, loop, result, labeled, truncation, scores, how), "table": scores["table"],
-            "test_pred": scores["pred"] if cfg.task == "ner" else scores["test_pred"]}
+            "test_pred": scores["test_pred"]}
