@@ -116,19 +116,22 @@ def bilstm_row(labeled, cfg) -> dict:
             "bilstm_steps": info["steps"], "bilstm_s": time.perf_counter() - t0}
 
 
-def write(a, per_seed: list[dict], configs: list[dict]) -> Path:
-    """The record of the seeds done so far (``seeds_done``), written to ``a.out`` (strict JSON, atomic)."""
+def write(a, per_seed: list[dict], configs: list[dict], benchmark: str = "ner_seeds", stem: str = "ner",
+          summary=summarize) -> Path:
+    """The record of the seeds done so far (``seeds_done``; ``summary(per_seed)`` over them), written to ``a.out``
+    (default ``bench/results/<stem>_<scale>_<date>.json``; strict JSON, atomic). bench/sentiment_seeds.py writes
+    its record through here too."""
     import torch
 
     from nbkit import jsonio
 
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
-    record = {"benchmark": "ner_seeds", "scale": a.scale, "seeds": a.seeds,
+    record = {"benchmark": benchmark, "scale": a.scale, "seeds": a.seeds,
               "seeds_done": [r["seed"] for r in per_seed], "per_seed": per_seed,
-              "summary": summarize(per_seed), "config": configs[0], "device": device,
+              "summary": summary(per_seed), "config": configs[0], "device": device,
               "machine": a.machine or f"{os.cpu_count()} CPUs", "threads": torch.get_num_threads(),
               "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    out = a.out or ROOT / "bench" / "results" / f"ner_{a.scale}_{time.strftime('%Y-%m-%d')}.json"
+    out = a.out or ROOT / "bench" / "results" / f"{stem}_{a.scale}_{time.strftime('%Y-%m-%d')}.json"
     jsonio.write_json(out, record)
     print(f"-> {out}", flush=True)
     return out

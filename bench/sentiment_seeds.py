@@ -100,20 +100,10 @@ def main(argv=None) -> int:
 
 
 def write(a, per_seed: list[dict], configs: list[dict]) -> Path:
-    """The record of the seeds done so far (``seeds_done``), written to ``a.out`` (strict JSON, atomic)."""
-    import torch
+    """The record of the seeds done so far, written as bench/ner_seeds.py writes its own."""
+    import ner_seeds
 
-    from nbkit import jsonio
-
-    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
-    record = {"benchmark": "sentiment_seeds", "scale": a.scale, "seeds": a.seeds,
-              "seeds_done": [r["seed"] for r in per_seed], "per_seed": per_seed, "summary": summarize(per_seed),
-              "config": configs[0], "device": device, "machine": a.machine or f"{os.cpu_count()} CPUs",
-              "threads": torch.get_num_threads(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    out = a.out or ROOT / "bench" / "results" / f"sentiment_{a.scale}_{time.strftime('%Y-%m-%d')}.json"
-    jsonio.write_json(out, record)
-    print(f"-> {out}", flush=True)
-    return out
+    return ner_seeds.write(a, per_seed, configs, benchmark="sentiment_seeds", stem="sentiment", summary=summarize)
 
 
 if __name__ == "__main__":
