@@ -1,4 +1,5 @@
-"""scripts/causal_table.py: the "A Chinese GPT" block is the rendering of the recorded JSON, in all three files."""
+"""scripts/causal_table.py: the "A Chinese GPT" block of docs/pretraining.md and its headline line on both front pages
+are the rendering of the recorded JSON."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "lib"))
+import blocks  # noqa: E402
 import causal_table  # noqa: E402
 
 
@@ -18,10 +21,22 @@ def test_block_is_the_rendering_of_the_recorded_runs():
         text = path.read_text(encoding="utf-8")
         inside = text.split(causal_table.START, 1)[1].split(causal_table.END, 1)[0]
         assert inside.strip() == block, f"{path.name}'s block is stale: run .venv/bin/python scripts/causal_table.py"
+    for readme in blocks.READMES:
+        assert blocks.inside(readme.read_text(encoding="utf-8"), causal_table.HEAD_START, causal_table.HEAD_END) == \
+            causal_table.headline(), f"{readme.name}: run .venv/bin/python scripts/causal_table.py"
+
+
+def test_the_headline_follows_the_seeds_record(tmp_path):
+    d = json.loads(causal_table.newest("causal_seeds_*.json").read_text(encoding="utf-8"))
+    d["gpt_perplexity"]["mean"], d["gpt_perplexity"]["sd"] = 55.55, None
+    other = tmp_path / "causal_seeds_cpu_2099-01-01.json"
+    other.write_text(json.dumps(d), encoding="utf-8")
+    line = causal_table.headline(seeds=other)
+    assert "held-out perplexity **55.5** over" in line and "3-gram KN" in line and "the tokens/s of" in line
 
 
 def test_throughput_rows_follow_the_file(tmp_path):
-    d = json.loads(causal_table._latest("causal_vs_trainer_*.json").read_text(encoding="utf-8"))
+    d = json.loads(causal_table.newest("causal_vs_trainer_*.json").read_text(encoding="utf-8"))
     d["median"]["trainer"]["tokens_per_s"] = 1234.5
     d["ratio_nbkit_over_trainer"]["tokens_per_s_per_round"] = [0.5, 2.0]
     other = tmp_path / "causal_vs_trainer_cpu_2099-01-01.json"
@@ -63,7 +78,9 @@ def test_record_then_render_the_notebook_row(tmp_path):
 
 def test_replace_block_needs_its_own_markers():
     with pytest.raises(ValueError, match="exactly one"):
-        causal_table.replace_block("no markers", "B", causal_table.START, causal_table.END)
+        blocks.replace_block("no markers", "B", causal_table.START, causal_table.END)
     text = f"a\n{causal_table.START}\nold\n{causal_table.END}\nb"
-    assert causal_table.replace_block(text, "new", causal_table.START, causal_table.END) == \
+    assert blocks.replace_block(text, "new", causal_table.START, causal_table.END) == \
         f"a\n{causal_table.START}\nnew\n{causal_table.END}\nb"
+    with pytest.raises(ValueError, match="exactly one"):          # another block's markers are not these
+        blocks.replace_block(text, "new", causal_table.HEAD_START, causal_table.HEAD_END)

@@ -1,4 +1,5 @@
-"""Docs drift: the README's "What to expect (measured)" block is generated from a recorded run."""
+"""Docs drift: the "What to expect (measured)" blocks (docs/running.md, docs/finetuning.md, docs/corpus.md,
+docs/pretraining.md) and their headline lines on both front pages are generated from recorded runs."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,10 +14,31 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "expect_table.py"
 spec = importlib.util.spec_from_file_location("expect_table", SCRIPT)
 expect_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(expect_table)  # puts scripts/ on sys.path
+spec.loader.exec_module(expect_table)  # puts scripts/ and scripts/lib/ on sys.path
+import blocks  # noqa: E402
 import continued_table  # noqa: E402
 import corpus_table  # noqa: E402
 import gpu_table  # noqa: E402
+
+READMES = [ROOT / "README.md", ROOT / "README.zh-CN.md"]
+MACHINE = "the project's 2-core development machine"   # named with --machine when the notebooks' block was written
+
+
+def _inside(path: Path, start: str, end: str) -> str:
+    return blocks.inside(path.read_text(encoding="utf-8"), start, end)
+
+
+def test_newest_is_by_the_date_that_ends_the_name(tmp_path):
+    results = tmp_path / "bench" / "results"
+    for name in ("ner_cpu_2026-12-05.json", "ner_cpu_2026-11-30.json", "gpu_h200_2026-11-30/session.json",
+                 "gpu_a100_2026-12-01/session.json"):
+        (results / name).parent.mkdir(parents=True, exist_ok=True)
+        (results / name).write_text("{}")
+    assert blocks.newest("ner_cpu_*.json", tmp_path).name == "ner_cpu_2026-12-05.json"
+    assert blocks.newest("gpu_*/session.json", tmp_path).parent.name == "gpu_a100_2026-12-01"   # not by name
+    assert blocks.newest("sentiment_*.json", tmp_path) is None
+    with pytest.raises(FileNotFoundError, match=r"no bench/results/sentiment_\*\.json: run it"):
+        blocks.newest("sentiment_*.json", tmp_path, missing="run it")
 
 
 def test_gpu_block_comes_from_the_recorded_session(tmp_path):
@@ -34,6 +56,14 @@ def test_gpu_block_comes_from_the_recorded_session(tmp_path):
     d["gpu_check"]["bert_eager"]["mlm_head"] = "masked"                  # gpu_check.py now times Loop.train_step
     other.write_text(json.dumps(d), encoding="utf-8")
     assert "`Loop.train_step` (MLM head: masked), eager" in gpu_table.render(other)
+    assert "BERT-base MLM at **123 tokens/s" in gpu_table.headline(other)
+
+
+def test_gpu_blocks_in_the_docs_and_on_the_front_pages_are_current():
+    session = gpu_table.latest_session()
+    assert _inside(ROOT / "docs" / "running.md", gpu_table.START, gpu_table.END) == gpu_table.render(session)
+    for readme in READMES:
+        assert _inside(readme, gpu_table.HEAD_START, gpu_table.HEAD_END) == gpu_table.headline(session), readme.name
 
 
 def _write(path: Path, payload: dict) -> None:
@@ -76,6 +106,8 @@ def test_renders_every_number_from_the_json(recorded_run):
         assert text in block, text
     assert "n/a" not in block
     assert "on a named box" in expect_table.render(recorded_run, "cpu", machine="on a named box")
+    assert expect_table.headline(recorded_run, "cpu") == ("`NBKIT_SCALE=cpu` on Linux x86_64, 2 CPUs, no GPU: notebooks "
+                                                          "00-04 ran in **10.6 minutes**, run of 2026-11-30.")
 
 
 def test_missing_values_show_as_na_and_missing_files_are_named(recorded_run, tmp_path):
@@ -88,69 +120,92 @@ def test_missing_values_show_as_na_and_missing_files_are_named(recorded_run, tmp
     assert run.returncode == 2 and "tokenizer/stats.json not found" in run.stderr
 
 
-def test_rewrites_only_the_block_between_the_markers(recorded_run, tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\nbefore\n{expect_table.START}\nold table\n{expect_table.END}\nafter\n"
-                      f"{expect_table.PVG_START}\nold pvg\n{expect_table.PVG_END}\n"
-                      f"{gpu_table.START}\nold gpu\n{gpu_table.END}\n"
-                      f"{corpus_table.START}\nold corpus\n{corpus_table.END}\n"
-                      f"{expect_table.PV_START}\nold pv\n{expect_table.PV_END}\n", encoding="utf-8")
-    run = subprocess.run([sys.executable, str(SCRIPT), str(recorded_run), "--readme", str(readme)],
+def test_rewrites_only_the_blocks_between_the_markers(recorded_run, tmp_path):
+    root = tmp_path / "checkout"
+    pairs = {"README.md": [(expect_table.HEAD_START, expect_table.HEAD_END), (gpu_table.HEAD_START, gpu_table.HEAD_END),
+                           (expect_table.PVH_START, expect_table.PVH_END)],
+             "docs/running.md": [(expect_table.START, expect_table.END), (gpu_table.START, gpu_table.END)],
+             "docs/finetuning.md": [(expect_table.PV_START, expect_table.PV_END),
+                                    (expect_table.PVG_START, expect_table.PVG_END)]}
+    pairs["README.zh-CN.md"] = pairs["README.md"]
+    for name, marks in pairs.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("# x\nbefore\n" + "".join(f"{a}\nold\n{b}\nbetween\n" for a, b in marks),
+                                 encoding="utf-8")
+    run = subprocess.run([sys.executable, str(SCRIPT), str(recorded_run), "--root", str(root)],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
-    text = readme.read_text(encoding="utf-8")
-    assert text.startswith("# x\nbefore\n") and text.endswith(f"{expect_table.PV_END}\n")
-    assert f"{expect_table.END}\nafter\n{expect_table.PVG_START}" in text
-    assert "old pvg" not in text and "max_length 128" in text            # the recorded GPU benchmark
-    assert "old gpu" not in text and "`pytest -m gpu` |" in text and "tokens/s, MFU" in text
-    assert "old table" not in text and "test accuracy 0.763" in text
-    assert "old pv" not in text and "Δ test vs random init [95 % CI]" in text   # the recorded benchmark
-    assert "old corpus" not in text and "HF `run_mlm.py` recipe" in text          # bench/corpus_scale.py
-    assert expect_table.replace_block(text, "B") == expect_table.replace_block(text.replace("0.763", "?"), "B")
-    with pytest.raises(expect_table.Missing, match="exactly one"):
-        expect_table.replace_block("no markers", "B")
+    texts = {name: (root / name).read_text(encoding="utf-8") for name in pairs}
+    for name, text in texts.items():
+        assert text.startswith("# x\nbefore\n") and text.endswith("between\n") and "\nold\n" not in text, name
+    assert "test accuracy 0.763" in texts["docs/running.md"] and "`pytest -m gpu` |" in texts["docs/running.md"]
+    assert "Δ test vs random init [95 % CI]" in texts["docs/finetuning.md"] and "max_length 128" in texts["docs/finetuning.md"]
+    assert "ran in **10.6 minutes**" in texts["README.md"] and "tokens/s, MFU" in texts["README.zh-CN.md"]
+    assert "Pretraining first, on" in texts["README.md"]
+    (root / "README.zh-CN.md").write_text("no markers", encoding="utf-8")
+    run = subprocess.run([sys.executable, str(SCRIPT), str(recorded_run), "--root", str(root)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "exactly one" in run.stderr
+    with pytest.raises(ValueError, match="exactly one"):
+        blocks.replace_block("no markers", "B", expect_table.START, expect_table.END)
 
 
-def test_readme_has_the_markers_once_in_order():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme.count(expect_table.START) == 1 and readme.count(expect_table.END) == 1
-    assert readme.count(expect_table.PV_START) == 1 and readme.count(expect_table.PV_END) == 1
-    assert readme.count(expect_table.PVG_START) == 1 and readme.count(gpu_table.START) == 1
-    assert readme.index("## What to expect (measured)") < readme.index(expect_table.START) < readme.index(
-        expect_table.END)
+def test_the_notebooks_table_sits_under_its_heading():
+    text = (ROOT / "docs" / "running.md").read_text(encoding="utf-8")
+    assert text.count(expect_table.START) == 1 and text.count(expect_table.END) == 1
+    assert text.index("## What to expect (measured)") < text.index(expect_table.START) < text.index(expect_table.END)
 
 
-def test_the_readme_table_is_the_rendering_of_the_recorded_notebook_run():
-    """Every row of the README's block comes from the run kept in bench/results/ (the intro names the machine)."""
+def test_the_notebooks_table_and_headline_are_the_rendering_of_the_recorded_run():
+    """Every row of docs/running.md's block comes from the run kept in bench/results/ (the intro names the machine),
+    and so does the headline line on both front pages."""
     [recorded] = sorted((ROOT / "bench" / "results").glob("notebooks_cpu_*"))[-1:]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    inside = readme.split(expect_table.START, 1)[1].split(expect_table.END, 1)[0].strip()
+    inside = _inside(ROOT / "docs" / "running.md", expect_table.START, expect_table.END)
     intro, rows = inside.split("\n", 1)
     rendered_intro, rendered_rows = expect_table.render(recorded, "cpu").split("\n", 1)
-    assert rows == rendered_rows, "README's table is stale: run scripts/expect_table.py on the recorded run"
+    assert rows == rendered_rows, "docs/running.md's table is stale: run scripts/expect_table.py on the recorded run"
     assert intro.endswith(rendered_intro.split("`NBKIT_SCALE=cpu`", 1)[1]) and recorded.name in intro
+    machine = intro.removeprefix("On ").split(", `NBKIT_SCALE=cpu`", 1)[0]
+    assert machine.startswith(MACHINE)
+    for readme in READMES:
+        assert _inside(readme, expect_table.HEAD_START, expect_table.HEAD_END) == \
+            expect_table.headline(recorded, "cpu", machine), f"{readme.name}: run scripts/expect_table.py"
+
+
+def test_the_pretraining_value_blocks_are_the_rendering_of_the_recorded_runs():
+    finetuning = ROOT / "docs" / "finetuning.md"
+    for path, start, end in ((expect_table.PV_RECORDED, expect_table.PV_START, expect_table.PV_END),
+                             (expect_table.PV_GPU_RECORDED, expect_table.PVG_START, expect_table.PVG_END)):
+        block = _inside(finetuning, start, end)
+        assert block.endswith(expect_table.render_pretrain_value(path)), f"{start}: run scripts/expect_table.py"
+    headlines = expect_table.pretrain_value_headlines()
+    for readme in READMES:
+        assert _inside(readme, expect_table.PVH_START, expect_table.PVH_END) == headlines, readme.name
 
 
 def test_corpus_block_is_the_rendering_of_the_recorded_benchmark(tmp_path):
-    run = corpus_table.latest_run()
+    run = corpus_table.newest("corpus_scale_*.json")
     block = corpus_table.render(run)
-    for name in ("README.md", "README.zh-CN.md"):
-        readme = (ROOT / name).read_text(encoding="utf-8")
-        inside = readme.split(corpus_table.START, 1)[1].split(corpus_table.END, 1)[0].strip()
-        assert inside == block, f"{name}'s corpus table is stale: run .venv/bin/python scripts/corpus_table.py"
+    for path in corpus_table.FILES:
+        assert _inside(path, corpus_table.START, corpus_table.END) == block, \
+            f"{path.name}'s corpus table is stale: run .venv/bin/python scripts/corpus_table.py"
+    for readme in READMES:
+        assert _inside(readme, corpus_table.HEAD_START, corpus_table.HEAD_END) == corpus_table.headline(run), readme.name
     d = json.loads(run.read_text(encoding="utf-8"))
     d["runs"]["nbkit_20mb"]["peak_rss_mib"] = 4321                # the block follows the file
+    d["runs"]["nbkit_2000mb"]["seconds"] = 600.0
     other = tmp_path / "corpus_scale_x.json"
     other.write_text(json.dumps(d), encoding="utf-8")
     assert "| 4,321 MiB |" in corpus_table.render(other)
+    assert "in **10.0 min**" in corpus_table.headline(other)
     d["runs"].pop("hf_200mb")
     other.write_text(json.dumps(d), encoding="utf-8")
     assert "HF's recipe was not recorded at 200 MB" in corpus_table.render(other)
 
 
 def test_corpus_table_says_which_nbkit_rows_predate_the_store_following_its_tokenizer(tmp_path):
-    d = json.loads(corpus_table.latest_run().read_text(encoding="utf-8"))
-    assert "20 MB, 200 MB, 2000 MB were measured the store NFKC-normalised" in corpus_table.render(corpus_table.latest_run())
+    d = json.loads(corpus_table.newest("corpus_scale_*.json").read_text(encoding="utf-8"))
+    assert "20 MB, 200 MB, 2000 MB were measured the store NFKC-normalised" in corpus_table.render(corpus_table.newest("corpus_scale_*.json"))
     for key in d["runs"]:
         if key.startswith("nbkit_") and key != "nbkit_20mb":
             d["runs"][key]["store_text"] = "the tokenizer's own normalisation"
@@ -164,23 +219,27 @@ def test_corpus_table_says_which_nbkit_rows_predate_the_store_following_its_toke
 def test_continued_block_is_the_rendering_of_the_recorded_benchmarks(tmp_path):
     block = continued_table.render()
     for path in continued_table.FILES:
-        inside = path.read_text(encoding="utf-8").split(continued_table.START, 1)[1].split(continued_table.END, 1)[0]
-        assert inside.strip() == block, f"{path.name}'s block is stale: run .venv/bin/python scripts/continued_table.py"
-    d = json.loads(continued_table.latest_run().read_text(encoding="utf-8"))
+        assert _inside(path, continued_table.START, continued_table.END) == block, \
+            f"{path.name}'s block is stale: run .venv/bin/python scripts/continued_table.py"
+    for readme in READMES:
+        assert _inside(readme, continued_table.HEAD_START, continued_table.HEAD_END) == continued_table.headline(), \
+            readme.name
+    d = json.loads(continued_table.newest("continued_pretraining_*.json").read_text(encoding="utf-8"))
     d["median"]["trainer"]["tokens_per_s"] = 1234.5                 # the block follows the file
     d["ratio_nbkit_over_trainer"]["tokens_per_s_per_round"] = [0.5, 2.0]
     other = tmp_path / "continued_pretraining_cpu_2099-01-01.json"
     other.write_text(json.dumps(d), encoding="utf-8")
     text = continued_table.render(other)
     assert "| 1,234.5 |" in text and "per round x0.50, x2.00" in text
-    with pytest.raises(ValueError, match="exactly one"):
-        continued_table.replace_block("no markers", "B")
+    d["ratio_nbkit_over_trainer"]["tokens_per_s"] = 2.5
+    other.write_text(json.dumps(d), encoding="utf-8")
+    assert "at x2.50 the tokens/s" in continued_table.headline(other)
 
 
 def test_corpus_block_carries_the_rows_by_tokenizer_and_word_starts(tmp_path):
-    run = corpus_table.latest_tokenizers_run()
+    run = corpus_table.newest("prepare_tokenizers_*.json")
     assert run is not None, "no bench/results/prepare_tokenizers_*.json: run bench/prepare_tokenizers.py"
-    block = corpus_table.render(corpus_table.latest_run())
+    block = corpus_table.render(corpus_table.newest("corpus_scale_*.json"))
     d = json.loads(run.read_text(encoding="utf-8"))
     for key, arm in d["arms"].items():
         if key.endswith("_this"):
@@ -193,13 +252,13 @@ def test_corpus_block_carries_the_rows_by_tokenizer_and_word_starts(tmp_path):
     d["arms"]["own_words_baseline"] = dict(d["arms"]["own_words_this"], code="baseline", mb_per_s=1.11)
     other = tmp_path / "prepare_tokenizers_x.json"
     other.write_text(json.dumps(d), encoding="utf-8")
-    rendered = corpus_table.render(corpus_table.latest_run(), tokenizers=other)
+    rendered = corpus_table.render(corpus_table.newest("corpus_scale_*.json"), tokenizers=other)
     assert "| 98.76 |" in rendered and "| 1.11 |" in rendered and "n/a |" in rendered   # none without words
-    assert "By tokenizer" not in corpus_table.render(corpus_table.latest_run(), tokenizers=None)
+    assert "By tokenizer" not in corpus_table.render(corpus_table.newest("corpus_scale_*.json"), tokenizers=None)
 
 
 def test_corpus_block_renders_the_wiki_tree_row_and_where_the_time_goes(tmp_path):
-    d = json.loads(corpus_table.latest_tokenizers_run().read_text(encoding="utf-8"))
+    d = json.loads(corpus_table.newest("prepare_tokenizers_*.json").read_text(encoding="utf-8"))
     arm = dict(d["arms"]["bert_words_this"], mb_per_s=1.234, layout="wiki",
                cpu={"main_s": 10.0, "workers_s": 30.0, "workers_busy_share": 0.75},
                breakdown={"mb": 10.0, "mb_per_s_one_core": 3.21,

@@ -101,13 +101,14 @@ def test_crf_baseline_refuses_empty_or_misaligned_training():
 def test_docs_block_comes_from_the_recorded_run(tmp_path):
     import importlib.util
     import json
+    import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     spec = importlib.util.spec_from_file_location("ner_baseline_table", root / "scripts" / "ner_baseline_table.py")
     table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(table)
-    run = table.latest_run()
+    run = table.newest("ner_baseline_*.json")
     block = table.render(run)
     for path in table.FILES:
         inside = path.read_text(encoding="utf-8").split(table.START, 1)[1].split(table.END, 1)[0]
@@ -120,7 +121,7 @@ def test_docs_block_comes_from_the_recorded_run(tmp_path):
     other.write_text(json.dumps(d), encoding="utf-8")
     assert "0.123 [" in table.render(other)
     with pytest.raises(ValueError, match="needs exactly one"):
-        table.replace_block("no markers", "B", table.START, table.END)
+        sys.modules["blocks"].replace_block("no markers", "B", table.START, table.END)
 
 
 def test_the_crf_is_saved_loaded_in_a_fresh_process_and_tags_plain_text_the_same(tmp_path):

@@ -1,4 +1,5 @@
-"""Docs drift: the READMEs' named-entity block is the rendering of the newest recorded bench/ner_seeds.py run."""
+"""Docs drift: docs/ner.md's named-entity block (BERT vs CRF vs BiLSTM over seeds) and its headline line on both front
+pages are the rendering of the newest recorded bench/ner_seeds.py run."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,8 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("ner_table", ROOT / "scripts" / "ner_table.py")
 ner_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ner_table)
+spec.loader.exec_module(ner_table)  # puts scripts/lib/ on sys.path
 sys.path.insert(0, str(ROOT / "bench"))
+import blocks  # noqa: E402
 import ner_seeds  # noqa: E402
 
 
@@ -19,6 +21,9 @@ def test_readme_blocks_are_the_rendering_of_the_recorded_run():
     for path in ner_table.FILES:
         inside = path.read_text(encoding="utf-8").split(ner_table.START, 1)[1].split(ner_table.END, 1)[0]
         assert inside.strip() == block.strip(), f"{path.name}: run python scripts/ner_table.py"
+    for readme in blocks.READMES:
+        assert blocks.inside(readme.read_text(encoding="utf-8"), ner_table.HEAD_START, ner_table.HEAD_END) == \
+            ner_table.headline(), f"{readme.name}: run python scripts/ner_table.py"
 
 
 def _row(seed, bert, crf):
@@ -43,6 +48,9 @@ def test_a_record_renders_one_row_per_seed_and_says_who_wins(tmp_path):
     assert "the CRF wins on average, by 0.035 F1" in text and "shared with other jobs" in text
     assert "| -0.050 [-0.080, -0.020] | 301 (180) |" in text             # seed 0: its interval excludes 0
     assert "above the CRF on 0 of 2 seeds, below it on 1." in text
+    assert ner_table.headline(path).startswith("At `cpu`, entity-level F1 on People's Daily over 2 seeds: "
+                                               "**BERT 0.710 ± 0.014, CRF 0.745 ± 0.007**")
+    assert ner_table.headline(path).endswith("the CRF wins by 0.035 F1.")
     assert record["summary"]["diff_f1"]["n"] == 2 and ner_seeds.summarize(rows[:1])["bert_f1"]["std"] is None
 
 
