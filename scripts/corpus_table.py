@@ -1,4 +1,4 @@
-"""The README's corpus-preparation table, from ``bench/corpus_scale.py``'s recorded JSON, and the rows by
+"""The corpus-preparation table of docs/corpus.md, from ``bench/corpus_scale.py``'s recorded JSON, and the rows by
 tokenizer and word starts from ``bench/prepare_tokenizers.py``'s.
 
 Every number comes from the files (the newest ``bench/results/corpus_scale_*.json`` unless a path is

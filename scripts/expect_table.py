@@ -119,7 +119,7 @@ def render(runs: Path, scale: str = "cpu", machine: str | None = None) -> str:
 
 
 def render_pretrain_value(path: Path = PV_RECORDED, machine: str = "the 2-core CPU machine (no GPU)") -> str:
-    """The README's "does pretraining pay off" table from ``bench/pretrain_value.py``'s recorded ``stats.json``.
+    """docs/finetuning.md's "does pretraining pay off" table from ``bench/pretrain_value.py``'s recorded ``stats.json``.
 
     The machine is the one the stats file records (``report --machine``), else ``machine``.
 
