@@ -183,6 +183,8 @@ def test_a_masked_lm_or_an_adapted_model_is_refused():
         apply_lora(wrapped)
     with pytest.raises(ConfigError, match="returned by apply_lora"):
         export_adapter(tiny_classifier(), "unused")
+    with pytest.raises(ConfigError, match="inside a peft model"):            # Loop.model of a LoRA run
+        export_adapter(wrapped.get_base_model(), "unused")
 
 
 # ----- exports ---------------------------------------------------------------------------------------------------

@@ -74,7 +74,9 @@ def apply_lora(model, r: int = 8, alpha: float = 16, dropout: float = 0.05, targ
     or ``score`` (``modules_to_save``), which a new task's randomly initialised head needs. The ``task_type``
     follows the class (:func:`task_type`). ``model`` is changed in place (its layers are wrapped): keep and train
     the returned object. ``seed``: A is drawn under :func:`nbkit.models.loading.seeded` (the caller's RNG does
-    not move; None: the global RNG).
+    not move; None: the global RNG). ``nbkit.train.Loop(peft_model, ...)`` trains it: the loop runs and
+    checkpoints the transformers model inside (``loop.model``, adapters unmerged; a checkpoint holds every weight
+    and resumes exactly), so export the object returned here (:func:`export_merged`, :func:`export_adapter`).
 
     Args:
         model: a ``*ForSequenceClassification``, ``*ForTokenClassification`` or GPT-2 / Llama causal LM.
@@ -140,7 +142,10 @@ def trainable_parameters(model) -> dict:
 def _peft_task(model) -> str:
     """The ``task_type`` of a peft model's active adapter; ConfigError for a model without adapters."""
     config = getattr(model, "peft_config", None)
-    if not isinstance(config, dict) or not hasattr(model, "merge_and_unload"):
+    if isinstance(config, dict) and not hasattr(model, "merge_and_unload"):
+        raise ConfigError(f"this {type(model).__name__} holds LoRA layers but is the transformers model inside a "
+                          "peft model (what Loop.model is in a LoRA run); pass the object apply_lora returned")
+    if not isinstance(config, dict):
         raise ConfigError(f"expected a model returned by apply_lora (a peft model), got {type(model).__name__}; "
                           "export a plain model with nbkit.models.export_classifier / export_causal_lm")
     task = config[model.active_adapter].task_type
