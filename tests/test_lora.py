@@ -315,3 +315,21 @@ def test_a_peft_causal_lm_trains_in_the_loop_through_the_fused_loss(tmp_path):
     result = loop.fit()
     assert loop._fused_weight is not None and torch.isfinite(torch.tensor(result.metrics["train_loss"]))
     assert torch.count_nonzero(lora_b) > 0
+
+
+def test_a_peft_token_classifier_is_scored_per_token_in_the_loop():
+    from nbkit.models.lora import apply_lora
+    from nbkit.train import Loop
+
+    g = torch.Generator().manual_seed(0)
+    data = [{"input_ids": torch.randint(5, VOCAB, (10,), generator=g)} for _ in range(16)]
+
+    def collate(examples):
+        ids = torch.stack([e["input_ids"] for e in examples])                          # (B, T)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": ids % 5}
+
+    loop = Loop(apply_lora(tiny_tagger(), r=2), _train_config(None, checkpoint_every=None, max_steps=2), data,
+                data[:8], collate_fn=collate, device="cpu")
+    loop.fit()
+    metrics = loop.evaluate()
+    assert metrics["eval_tokens"] == 80 and "eval_macro_f1" in metrics and "eval_perplexity" not in metrics
