@@ -1,5 +1,5 @@
 """BERT models built from presets or loaded from a checkpoint, the sparse MLM head, GPT-2 / Llama causal LMs,
-and their FLOPs (per token, against the hardware's peak: MFU).
+LoRA adapters, and their FLOPs (per token, against the hardware's peak: MFU).
 """
 from typing import TYPE_CHECKING
 
@@ -10,6 +10,7 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
     from nbkit.models.causal import build_causal_model, load_causal_model
     from nbkit.models.export import export_causal_lm, export_classifier
     from nbkit.models.flops import bert_flops_per_token, causal_flops_per_token, mfu, peak_tflops
+    from nbkit.models.lora import apply_lora, export_adapter, export_merged, trainable_parameters
     from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
     from nbkit.models.pooling import MeanPoolBertForSequenceClassification
 

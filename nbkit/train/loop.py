@@ -76,7 +76,9 @@ class Loop:
         preflight.check_not_empty(train_data, "train_data")
         if eval_data is not None:
             preflight.check_not_empty(eval_data, "eval_data")
-        self.model = model  # the plain module: eval, clipping, checkpoints; setup() moves it to device
+        # the plain module: eval, clipping, checkpoints; setup() moves it to device. A peft (LoRA) model: the
+        # transformers model it wraps, adapters inside, so a checkpoint is a complete from_pretrained folder
+        self.model = model.get_base_model() if hasattr(model, "get_base_model") else model
         num_labels = getattr(getattr(model, "config", None), "num_labels", None)
         self.class_weights = class_weights(config.class_weights, train_data, num_labels)  # (C,) CPU, or None
         self.precision = choose_precision(config.precision, self.device)

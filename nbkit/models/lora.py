@@ -1,0 +1,205 @@
+"""LoRA (Hu et al. 2021, low-rank adapters) through ``peft``: wrap a BERT classifier (per text or per token) or a
+GPT-2 / Llama causal LM, count what trains, and export the result both ways (merged weights as a plain folder,
+or the adapter folder ``peft.PeftModel.from_pretrained(base, folder)`` loads)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbkit.errors import ConfigError
+
+#: ``config.model_type`` -> the layers LoRA adapts when ``target_modules`` is None: every attention projection
+#: (queries, keys, values and the attention's output), the same four matrices in each architecture. Hu et al.
+#: (2021, section 7.1) adapt the attention weights only and find several matrices at a low rank better than one
+#: matrix at a higher rank; peft's own defaults (BERT query/value, GPT-2 c_attn, Llama q_proj/v_proj) leave the
+#: keys or the output projection out. A name matches every module whose dotted name ends with it, as peft
+#: matches: ``attention.output.dense`` is BERT's attention output, not its feed-forward ``output.dense``, and
+#: ``attn.c_proj`` is GPT-2's attention output, not ``mlp.c_proj``. GPT-2's ``c_attn`` holds q, k and v in one
+#: ``Conv1D`` (its weight stored (in, out): ``fan_in_fan_out=True``).
+DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
+    "bert": ("query", "key", "value", "attention.output.dense"),
+    "nbkit_mean_pool_bert": ("query", "key", "value", "attention.output.dense"),
+    "gpt2": ("c_attn", "attn.c_proj"),
+    "llama": ("q_proj", "k_proj", "v_proj", "o_proj"),
+}
+
+
+def task_type(model) -> str:
+    """peft's ``TaskType`` name for ``model``'s class: ``"SEQ_CLS"`` (``*ForSequenceClassification``),
+    ``"TOKEN_CLS"`` (``*ForTokenClassification``) or ``"CAUSAL_LM"`` (GPT-2 / Llama, ``*ForCausalLM``).
+
+    Raises:
+        ConfigError: another head (e.g. ``BertForMaskedLM``), named with the classes LoRA is set up for here.
+    """
+    from nbkit.models.causal import is_causal_lm
+
+    name = type(model).__name__
+    if name.endswith("ForSequenceClassification"):
+        return "SEQ_CLS"
+    if name.endswith("ForTokenClassification"):
+        return "TOKEN_CLS"
+    if is_causal_lm(model) or name.endswith(("ForCausalLM", "LMHeadModel")):
+        return "CAUSAL_LM"
+    raise ConfigError(f"apply_lora takes a sequence classifier, a token classifier or a causal LM, got {name}; "
+                      "build the fine-tuning model first (nbkit.models.build_classifier, "
+                      "BertForTokenClassification, nbkit.models.build_causal_model / load_causal_model)")
+
+
+def _layer_kinds():
+    """The layer classes LoRA adapts as matrices: ``torch.nn.Linear`` and transformers' ``Conv1D`` (GPT-2)."""
+    import torch
+    from transformers.pytorch_utils import Conv1D
+
+    return torch.nn.Linear, Conv1D
+
+
+def linear_layer_names(model) -> list[str]:
+    """The distinct last names of ``model``'s ``Linear`` / ``Conv1D`` layers (BERT: ``classifier``, ``dense``,
+    ``key``, ``query``, ``value``), sorted: what ``target_modules`` may name."""
+    kinds = _layer_kinds()
+    return sorted({name.rpartition(".")[2] for name, mod in model.named_modules() if name and isinstance(mod, kinds)})
+
+
+def _matches(module_name: str, target: str) -> bool:
+    """peft's rule for a list of target names: the module's dotted name is ``target`` or ends with ``.target``."""
+    return module_name == target or module_name.endswith(f".{target}")
+
+
+def apply_lora(model, r: int = 8, alpha: float = 16, dropout: float = 0.05, target_modules=None, seed: int | None = 0):
+    """Wrap ``model`` with LoRA adapters (``peft.get_peft_model`` with a ``LoraConfig``); returns the peft model.
+
+    Each targeted weight W (d_out, d_in) is frozen and trains as ``W + (alpha / r) B A`` with A (r, d_in) and
+    B (d_out, r), B starting at zero (the wrapped model's outputs start equal to ``model``'s); ``dropout`` is
+    applied to the adapter's input. Every other weight is frozen, except a classifier's head: peft's
+    ``SEQ_CLS`` / ``TOKEN_CLS`` task types keep a trainable copy of the module named ``classifier`` (BERT's head)
+    or ``score`` (``modules_to_save``), which a new task's randomly initialised head needs. The ``task_type``
+    follows the class (:func:`task_type`). ``model`` is changed in place (its layers are wrapped): keep and train
+    the returned object. ``seed``: A is drawn under :func:`nbkit.models.loading.seeded` (the caller's RNG does
+    not move; None: the global RNG). ``nbkit.train.Loop(peft_model, ...)`` trains it: the loop runs and
+    checkpoints the transformers model inside (``loop.model``, adapters unmerged; a checkpoint holds every weight
+    and resumes exactly), so export the object returned here (:func:`export_merged`, :func:`export_adapter`).
+
+    Args:
+        model: a ``*ForSequenceClassification``, ``*ForTokenClassification`` or GPT-2 / Llama causal LM.
+        r: the adapters' rank; alpha: their scale numerator (``lora_alpha``); dropout: ``lora_dropout``.
+        target_modules: names of the layers to adapt (a module whose dotted name ends with a name is adapted);
+            None: :data:`DEFAULT_TARGETS` for the model type (every attention projection).
+
+    Raises:
+        ConfigError: ``r`` < 1, ``alpha`` <= 0 or ``dropout`` outside [0, 1); a ``target_modules`` name that
+            matches no layer (the model's linear layer names listed); a model type without default targets
+            (pass ``target_modules``: its linear layer names listed); a model that already holds adapters; a
+            model that is not a classifier or causal LM (:func:`task_type`).
+    """
+    from nbkit.models.loading import seeded
+
+    if hasattr(model, "peft_config"):
+        raise ConfigError(f"{type(model).__name__} already holds peft adapters; pass the base model to apply_lora "
+                          "once (or load a saved adapter with peft.PeftModel.from_pretrained(base, folder))")
+    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+        raise ConfigError(f"LoRA rank r={r!r} must be a positive integer (8 or 16 are common; the adapters add "
+                          "r x (d_in + d_out) weights per adapted layer)")
+    if not alpha > 0:
+        raise ConfigError(f"LoRA alpha={alpha!r} must be > 0; alpha = 2 x r is common (the update is scaled by "
+                          "alpha / r)")
+    if not 0 <= dropout < 1:
+        raise ConfigError(f"LoRA dropout={dropout!r} must be in [0, 1); 0.05 or 0.1 are common")
+    task = task_type(model)
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    names = [n for n, _ in model.named_modules() if n]
+    if target_modules is None:
+        if model_type not in DEFAULT_TARGETS:
+            raise ConfigError(f"LoRA has no default target layers for model type {model_type!r} (defaults for "
+                              f"{', '.join(DEFAULT_TARGETS)}); pass target_modules=[...] naming its attention "
+                              f"projections among its linear layers: {', '.join(linear_layer_names(model))}")
+        targets = list(DEFAULT_TARGETS[model_type])
+    else:
+        targets = [target_modules] if isinstance(target_modules, str) else [str(t) for t in target_modules]
+        unknown = [t for t in targets if not any(_matches(n, t) for n in names)]
+        if unknown or not targets:
+            raise ConfigError(f"target_modules {unknown or targets} match no layer of this {type(model).__name__}; "
+                              f"its linear layers are named {', '.join(linear_layer_names(model))} (a name adapts "
+                              "every layer whose dotted name ends with it, e.g. 'attention.output.dense')")
+    from peft import LoraConfig, TaskType, get_peft_model
+
+    _, conv1d = _layer_kinds()
+    targeted = [mod for n, mod in model.named_modules() if n and any(_matches(n, t) for t in targets)]
+    config = LoraConfig(task_type=TaskType[task], r=r, lora_alpha=alpha, lora_dropout=dropout,
+                        target_modules=targets,
+                        fan_in_fan_out=bool(targeted) and all(isinstance(m, conv1d) for m in targeted))
+    with seeded(seed):
+        return get_peft_model(model, config)
+
+
+def trainable_parameters(model) -> dict:
+    """``{"trainable": n, "total": n, "share": trainable / total}`` for any module (tied weights counted once;
+    a peft classifier's total holds both its frozen head and the trainable copy)."""
+    from nbkit.models.bert import count_parameters
+
+    total, trainable = count_parameters(model), count_parameters(model, trainable_only=True)
+    return {"trainable": trainable, "total": total, "share": trainable / total if total else 0.0}
+
+
+def _peft_task(model) -> str:
+    """The ``task_type`` of a peft model's active adapter; ConfigError for a model without adapters."""
+    config = getattr(model, "peft_config", None)
+    if isinstance(config, dict) and not hasattr(model, "merge_and_unload"):
+        raise ConfigError(f"this {type(model).__name__} holds LoRA layers but is the transformers model inside a "
+                          "peft model (what Loop.model is in a LoRA run); pass the object apply_lora returned")
+    if not isinstance(config, dict):
+        raise ConfigError(f"expected a model returned by apply_lora (a peft model), got {type(model).__name__}; "
+                          "export a plain model with nbkit.models.export_classifier / export_causal_lm")
+    task = config[model.active_adapter].task_type
+    return getattr(task, "value", task)
+
+
+def export_merged(model, tokenizer, out_dir, **options) -> Path:
+    """Merge the adapters into their weights (``merge_and_unload`` on a copy: ``model`` keeps its adapters) and
+    save the plain model as nbkit's exports do; returns the folder as a ``Path``.
+
+    The folder is the one :func:`nbkit.models.export.export_classifier` (``SEQ_CLS``),
+    :func:`~nbkit.models.export.export_token_classifier` (``TOKEN_CLS``) or
+    :func:`~nbkit.models.export.export_causal_lm` (``CAUSAL_LM``) writes (``options`` go to it: ``id2label``,
+    ``max_length``, ``max_new_tokens``, ...): ``from_pretrained`` / ``pipeline()`` load it without peft, and its
+    outputs equal the peft model's (in eval mode, up to float rounding of ``W + (alpha / r) B A``). Written
+    atomically; needs memory for a second copy of the model while it runs.
+
+    Raises:
+        ConfigError: ``model`` holds no adapters, or the export's own (``out_dir`` a file, a bad option).
+        NonFiniteWeightsError: the merged weights hold NaN/inf (nothing written).
+        WriteError: the disk is full or not writable; nothing partial is left.
+    """
+    import copy
+
+    from nbkit.models import export
+
+    write = {"SEQ_CLS": export.export_classifier, "TOKEN_CLS": export.export_token_classifier,
+             "CAUSAL_LM": export.export_causal_lm}[_peft_task(model)]
+    merged = copy.deepcopy(model).merge_and_unload()
+    return write(merged, tokenizer, out_dir, **options)
+
+
+def export_adapter(model, out_dir, tokenizer=None) -> Path:
+    """Save only the adapters (``adapter_config.json`` + ``adapter_model.safetensors``: the A and B matrices and
+    a classifier's trained head) and, when given, the tokenizer; returns the folder as a ``Path``.
+
+    ``peft.PeftModel.from_pretrained(base, out_dir)`` over the same base weights (the model ``apply_lora``
+    wrapped, e.g. rebuilt from the same checkpoint) gives the same outputs as ``model``. Written atomically
+    (files already in ``out_dir`` and not written here are kept).
+
+    Raises:
+        ConfigError: ``model`` holds no adapters, or ``out_dir`` is an existing file.
+        WriteError: the disk is full or not writable; nothing partial is left.
+    """
+    from nbkit.atomic import atomic_dir
+    from nbkit.models.loading import quiet_transformers
+    from nbkit.text.tokenizer_files import save_tokenizer
+
+    _peft_task(model)
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"adapter directory {out} is an existing file; pass a directory path")
+    with atomic_dir(out, replace=False, what="adapter export") as tmp, quiet_transformers():
+        model.save_pretrained(tmp)
+        if tokenizer is not None:
+            save_tokenizer(tokenizer, tmp)
+    return out
