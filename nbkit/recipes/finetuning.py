@@ -330,17 +330,10 @@ def tokenizer(cfg: FinetuneConfig):
 
 def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
            splits=("train", "validation", "test")) -> tuple[dict, dict]:
-    """Token ids cut at ``cfg.max_length``: ``({split: Dataset}, {split: truncation report})``.
-
-    Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
-    ``truncated_fraction`` (0-1), ``max_length`` and token-length percentiles. Empty or absent splits are skipped.
-    A split read from the user's files carries ``describe_example(i)`` (its file and line: ``labeled.origins``),
-    which the loop's non-finite-loss message shows beside each index.
-
-    Task ner: rows are windows of at most ``max_length`` sub-tokens over each sentence (``stride`` shared;
-    :func:`nbkit.text.token_classification.encode_token_classification`), labels per sub-token; each report has
-    ``n_windows``, ``n_windowed`` (sentences in more than one window) and ``truncated_fraction`` 0 (nothing is cut).
-    """
+    """Token ids of at most ``cfg.max_length``: ``({split: Dataset}, {split: report})``, empty or absent splits
+    skipped. Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
+    ``truncated_fraction`` (0-1). Per text, cut (:meth:`nbkit.tasks.sentence.SentenceTask.encode`), or per
+    token, windows over each sentence (:meth:`nbkit.tasks.token.TokenTask.encode`)."""
     return tasks.get(cfg.task).encode(cfg, tok, labeled, splits)
 
 
@@ -458,16 +451,10 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
 
 def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", splits=("test",),
              baseline: bool = True, out_dir=None) -> dict:
-    """Score ``splits`` (default the test split, used for nothing before) and, beside it, the task's baseline.
-
-    Returns ``{"<split>_report": classification report, "<split>_pred": list[int]}`` per split, ``"report"``
-    (the last split's), and with ``baseline``: ``"baseline_report"`` (TF-IDF char 1-3-gram + LR, full texts),
-    ``"baseline_cut_report"`` (the same on each text cut where the model's tokenizer cuts it: the fair
-    comparison for long texts), both weighted like the model, and ``"table"`` (the three, a DataFrame).
-
-    Task ner: :func:`evaluate_ner` (entity-level F1 beside the CRF baseline; with ``out_dir`` the CRF is saved in
-    ``out_dir/crf``).
-    """
+    """Score ``splits`` (default the test split, used for nothing before) and, with ``baseline``, the task's
+    baseline beside it: ``"report"`` (the last split's), ``"<split>_pred"``, ``"table"`` (a DataFrame), ...
+    (:meth:`nbkit.tasks.sentence.SentenceTask.evaluate`: TF-IDF + LR; task ner :func:`evaluate_ner`: the CRF,
+    saved in ``out_dir/crf`` when ``out_dir`` is given)."""
     return tasks.get(cfg.task).evaluate(cfg, classifier, tok, labeled, splits=splits, baseline=baseline,
                                         out_dir=out_dir)
 
@@ -484,10 +471,9 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     """Write ``out_dir/metrics.json`` (strict JSON, atomic) and return it.
 
     Keys: ``scale``, ``task``, ``data_files`` (split -> path, your files), ``init`` (``how``), the task's scores
-    (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`: ``test_accuracy``, ``test_macro_f1``, the baselines',
-    ``per_class``, ...; :meth:`nbkit.tasks.token.TokenTask.metrics`: ``test_entity_f1``, the CRF's, ...), the
-    data report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, the loop's summary under ``train``
-    and ``written_at``.
+    (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`, :meth:`nbkit.tasks.token.TokenTask.metrics`), the data
+    report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary) and
+    ``written_at``.
     """
     from nbkit import jsonio
 
