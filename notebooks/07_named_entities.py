@@ -157,14 +157,15 @@ errors.head(12)
 # %%
 from transformers import pipeline
 
-from nbkit.evaluate.ner_report import entities, pipeline_tags
+from nbkit.data.ner import entity_spans
+from nbkit.evaluate.ner_report import pipeline_tags
 
 export_dir = ft.export(cfg, loop.model, tokenizer, ner, out_dir / "model")
 tagger = pipeline("token-classification", model=str(export_dir), aggregation_strategy="first", device="cpu")
 long = [i for i, it in enumerate(test) if len(it["tokens"]) > cfg.max_length - 2]   # more than one window
 picked = sorted(set(range(min(200, len(test)))) | set(long))
 from_pipe = pipeline_tags(tagger, [test[i] for i in picked], stride=cfg.stride)
-same = {i: entities(p) == entities(scores["pred"][i]) for p, i in zip(from_pipe, picked)}
+same = {i: entity_spans(p) == entity_spans(scores["pred"][i]) for p, i in zip(from_pipe, picked)}
 print(f"the pipeline (stride={cfg.stride}) gives the recipe's entities on {sum(same.values())} of {len(picked)} "
       f"test sentences; on {sum(same[i] for i in long)} of the {len(long)} longer than max_length={cfg.max_length}")
 tagger("新华社北京一月一日电，江泽民主席发表新年讲话。")

@@ -88,7 +88,7 @@ def test_top_level_is_subpackages_by_concern():
     assert top == ["atomic.py", "caches.py", "cli", "corpus", "data", "env", "errors.py", "evaluate", "folder_lock.py",
                    "gpu", "jobs",
                    "jsonio.py", "models", "pipeline.py", "profiling", "recipes", "rng.py", "runs.py", "settings.py",
-                   "switches.py", "text", "train",
+                   "switches.py", "tasks", "text", "train",
                    "units.py", "views"]
     for pkg in PKG.iterdir():
         if pkg.is_dir() and not pkg.name.startswith("_"):
@@ -126,7 +126,7 @@ def test_no_binary_files_outside_docs_img():
 # top-level modules every layer may import (settings: the scale names pipeline defines presets for and env checks)
 BASE = {"nbkit", "errors", "jsonio", "rng", "atomic", "caches", "folder_lock", "switches", "units", "settings", "runs",
         "_lazy"}
-_BELOW = ["data", "text", "corpus", "models", "evaluate", "train", "views", "profiling", "recipes"]
+_BELOW = ["data", "text", "corpus", "models", "evaluate", "train", "views", "profiling", "tasks", "recipes"]
 MAY_IMPORT = {                                       # package -> the nbkit packages it may import (+ BASE, itself)
     "gpu": set(), "env": {"gpu"},
     **{pkg: set(_BELOW[:i]) for i, pkg in enumerate(_BELOW)},

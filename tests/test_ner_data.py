@@ -59,6 +59,17 @@ def test_peoples_daily_bio_on_hand_written_lines(tmp_path):
     assert data.report["entities"]["train"] == {"LOC": 2, "ORG": 2, "PER": 4}
 
 
+def test_keep_train_keeps_the_first_sentences_and_recounts(tmp_path):
+    lines = [f"第{i}/m  次/q  去/v  北京/ns  。/w" for i in range(30)]
+    data = ner.load_peoples_daily_ner(path=_pd_file(tmp_path, lines), seed=0, validation=0.2, test=0.2)
+    n = len(data.splits["train"])
+    kept = data.keep_train(5)
+    assert kept.splits["train"] == data.splits["train"][:5] and kept.splits["test"] == data.splits["test"]
+    assert kept.report["n_train"] == 5 and kept.report["n_train_unused"] == n - 5
+    assert kept.report["entities"]["train"] == {"LOC": 5} and kept.report["n_read"] == data.report["n_read"]
+    assert data.keep_train(n) is data and "n_train_unused" not in data.report
+
+
 def test_peoples_daily_dedupe_and_no_text_shared_across_splits(tmp_path):
     lines = [f"第{i}/m  次/q  去/v  北京/ns  。/w  重复/v  。/w" for i in range(40)]
     data = ner.load_peoples_daily_ner(path=_pd_file(tmp_path, lines), seed=3, validation=0.2, test=0.2)

@@ -30,6 +30,19 @@ def test_default_mode_reads_an_orphan_i_as_an_entity_start():
     assert s["f1"] == 1.0 and s["mode"] == "default"  # conlleval; strict mode would score 0
 
 
+def test_the_one_entity_reader_ends_exclusive_and_reads_as_the_scores_do():
+    from nbkit.data.ner import entity_spans
+
+    tags = ("I-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-LOC", "I-ORG", "B-PER")   # a tuple is read too
+    # an orphan I- opens an entity; B-LOC B-LOC are two; I-ORG after LOC opens ORG; an entity at the end
+    spans = [("PER", 0, 2), ("LOC", 3, 4), ("LOC", 4, 6), ("ORG", 6, 7), ("PER", 7, 8)]
+    assert entity_spans(tags) == spans
+    assert entity_spans(["O", "O"]) == [] and entity_spans([]) == []
+    assert ner.entity_scores([list(tags)], [list(tags)])["n_gold"] == len(spans)
+    one_off = ["O", "I-PER", "O", "B-LOC", "B-LOC", "I-LOC", "I-ORG", "B-PER"]   # PER cut short: 4 of 5 match
+    assert ner.entity_scores([list(tags)], [one_off])["n_correct"] == 4
+
+
 def test_entity_scores_refuses_misaligned_input():
     with pytest.raises(DataError, match="2 sentences but gold 1"):
         ner.entity_scores([["O"]], [["O"], ["O"]])

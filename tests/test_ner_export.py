@@ -6,6 +6,12 @@ import json
 import pytest
 from _ner_items import fake_ner
 
+from nbkit.data.ner import entity_spans
+
+
+def entities(tags) -> set:
+    return set(entity_spans(tags))
+
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
@@ -34,7 +40,7 @@ def test_pipeline_loads_the_export_and_gives_the_jobs_tags_and_f1(trained):
     from transformers import pipeline
 
     from nbkit.evaluate.inference import predict_tags
-    from nbkit.evaluate.ner_report import entities, pipeline_tags
+    from nbkit.evaluate.ner_report import pipeline_tags
     from nbkit.recipes import finetuning as ft
 
     cfg, model, tok, labeled, root = trained
@@ -65,7 +71,7 @@ def test_a_sentence_longer_than_the_block_the_pipeline_with_stride_and_the_job_t
     the pipeline's default call truncates at max_length tokens and finds none past it (README: pass stride)."""
     from transformers import pipeline
 
-    from nbkit.evaluate.ner_report import entities, pipeline_tags
+    from nbkit.evaluate.ner_report import pipeline_tags
     from nbkit.recipes import finetuning as ft
 
     cfg, model, tok, labeled, root = trained

@@ -82,6 +82,17 @@ class NerData:
         """Id -> label, the inverse of :attr:`label2id`."""
         return dict(enumerate(self.labels))
 
+    def keep_train(self, n: int) -> "NerData":
+        """The first ``n`` training sentences (the split is already shuffled) and every other split, the per-split
+        counts recomputed and the dropped sentences counted in ``report["n_train_unused"]``; itself when the
+        training split holds at most ``n``."""
+        train = self.splits["train"]
+        if len(train) <= n:
+            return self
+        kept = _build({**self.splits, "train": train[:n]}, self.types)
+        kept.report = {**self.report, **kept.report, "n_train_unused": len(train) - n}
+        return kept
+
     def summary(self) -> dict[str, Any]:
         """The scalar entries of ``report`` (``n_*`` counts), for ``metrics.json``."""
         return {k: v for k, v in self.report.items() if not isinstance(v, (dict, list))}
@@ -162,18 +173,15 @@ def report_text(report: dict, windows: dict | None = None) -> str:
 
 
 def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
-    """``(type, start, end)`` of each entity in a valid BIO sequence, ``end`` exclusive (characters).
-    An ``I-`` that continues nothing opens an entity (the conlleval reading)."""
-    spans: list[list] = []
-    for i, tag in enumerate(tags):
-        if tag == "O":
-            continue
-        prefix, kind = tag[0], tag[2:]
-        if prefix == "I" and spans and spans[-1][0] == kind and spans[-1][2] == i:
-            spans[-1][2] = i + 1
-        else:
-            spans.append([kind, i, i + 1])
-    return [tuple(s) for s in spans]
+    """``(type, start, end)`` of each entity in one sentence's BIO tags, in order, ``end`` exclusive (tokens).
+
+    The one entity reader of nbkit: seqeval's ``get_entities`` (whose ``end`` is inclusive), the conlleval reading
+    every entity score uses: an ``I-X`` that continues nothing (after ``O`` or another type) opens an entity,
+    ``B-X B-X`` are two entities.
+    """
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    return [(kind, start, end + 1) for kind, start, end in get_entities(list(tags))]
 
 
 def bio_labels(types: Iterable[str]) -> list[str]:

@@ -82,13 +82,15 @@ def no_entities(n_sentences: int) -> str:
 
 
 def _counts(gold: Tags, pred: Tags) -> "np.ndarray":
-    """(N, 3) int array: per sentence the correct, predicted and gold entities (seqeval's ``get_entities``)."""
+    """(N, 3) int array: per sentence the correct, predicted and gold entities (:func:`nbkit.data.ner.entity_spans`,
+    seqeval's reading)."""
     import numpy as np
-    from seqeval.metrics.sequence_labeling import get_entities
+
+    from nbkit.data.ner import entity_spans
 
     out = np.zeros((len(gold), 3), dtype=np.int64)
     for i, (g, p) in enumerate(zip(gold, pred)):
-        g_set, p_set = set(get_entities(list(g))), set(get_entities(list(p)))
+        g_set, p_set = set(entity_spans(g)), set(entity_spans(p))
         out[i] = (len(g_set & p_set), len(p_set), len(g_set))
     return out
 
@@ -106,8 +108,8 @@ def entity_f1_interval(gold: Tags, pred, n_boot: int = 1000, seed: int = 0,
     test sentences (:func:`nbkit.evaluate.stats.resample_indices`; Efron & Tibshirani 1993, ch. 13).
 
     Resampling whole sentences keeps the entities of a sentence together (they are not independent). Micro-F1 is
-    a ratio of sums, so each resample adds per-sentence counts (O(N) per resample; seqeval's ``get_entities`` runs
-    once per sentence); on the full set it equals :func:`entity_scores`' ``f1``.
+    a ratio of sums, so each resample adds per-sentence counts (O(N) per resample; entities are read once per
+    sentence); on the full set it equals :func:`entity_scores`' ``f1``.
 
     Args:
         pred: ``N`` tag sequences, or a list of such runs (seeds): their F1s are averaged in each resample.

@@ -1,7 +1,7 @@
 """Reading named-entity predictions: the error table (missed and spurious entities in context), the scores
 table of several taggers, and a ``transformers`` pipeline's spans turned back into per-character tags.
 
-Entities are read from BIO tags by :func:`nbkit.data.ner.entity_spans` (the conlleval reading seqeval's scores
+Entities are read from BIO tags by :func:`nbkit.data.ner.entity_spans` (seqeval's reading, the one its scores
 use: an ``I-X`` that continues nothing starts an entity).
 """
 from __future__ import annotations
@@ -12,13 +12,6 @@ from nbkit.errors import DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-
-
-def entities(tags: list[str]) -> set[tuple[str, int, int]]:
-    """``{(type, start, end)}`` of one sentence's BIO tags, ``end`` exclusive (:func:`nbkit.data.ner.entity_spans`)."""
-    from nbkit.data.ner import entity_spans
-
-    return set(entity_spans(tags))
 
 
 def entity_errors(tokens, gold, pred, context: int = 5) -> "pd.DataFrame":
@@ -35,6 +28,8 @@ def entity_errors(tokens, gold, pred, context: int = 5) -> "pd.DataFrame":
     """
     import pandas as pd
 
+    from nbkit.data.ner import entity_spans
+
     if not len(tokens) == len(gold) == len(pred):
         raise DataError(f"entity_errors got {len(tokens)} sentences, {len(gold)} gold and {len(pred)} predicted "
                         "tag lists; pass one of each per sentence")
@@ -42,7 +37,7 @@ def entity_errors(tokens, gold, pred, context: int = 5) -> "pd.DataFrame":
     for i, (toks, g, p) in enumerate(zip(tokens, gold, pred)):
         if not len(toks) == len(g) == len(p):
             raise DataError(f"sentence {i}: {len(toks)} tokens, {len(g)} gold and {len(p)} predicted tags")
-        ge, pe = entities(g), entities(p)
+        ge, pe = set(entity_spans(g)), set(entity_spans(p))
         join = "".join if all(len(t) == 1 for t in toks) else " ".join
         for kind, mine, theirs in (("missed", ge - pe, pe), ("spurious", pe - ge, ge)):
             for typ, s, e in mine:

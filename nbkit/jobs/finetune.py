@@ -40,22 +40,22 @@ def config(a):
         ConfigError: a bad scale or value, ``--train-file`` with a bundled ``--task``, or a file/column flag
         without ``--train-file``.
     """
+    from nbkit import tasks
     from nbkit.errors import ConfigError
     from nbkit.jobs.common import config_of
     from nbkit.recipes.finetuning import FinetuneConfig
 
     own = [f"--{k.replace('_', '-')}" for k in ("validation_file", "test_file", "text_column", "label_column")
            if getattr(a, k) is not None]
-    if a.task == "ner":          # People's Daily, or your tagged files with --train-file
-        if a.train_file is None and own:
-            raise ConfigError(f"{', '.join(own)} describe your own tagged files: add --train-file PATH")
-    elif a.train_file is not None:
-        if a.task not in (None, "own"):
-            raise ConfigError(f"--task {a.task} is a bundled task; --train-file trains on your own files (task own): "
-                              "give one of them")
+    if a.task is None and a.train_file is not None:
         a.task = "own"
-    elif own:
-        raise ConfigError(f"{', '.join(own)} describe your own labelled files: add --train-file PATH")
+    task = tasks.get(a.task or FinetuneConfig.task)
+    if a.train_file is not None and task.files is None:
+        raise ConfigError(f"--task {a.task} is a bundled task; --train-file trains on your own files (task own): "
+                          "give one of them")
+    if a.train_file is None and own:
+        raise ConfigError(f"{', '.join(own)} describe your own {task.files or 'labelled'} files: "
+                          "add --train-file PATH")
     cfg = config_of(FinetuneConfig, a, skip=SKIP, progress=False)
     return cfg, a.output_dir or cfg.run_dir()
 

@@ -2,7 +2,8 @@
 
 Per text (sentiment: tasks reviews, news, own) or per token (named entities: task ner, People's Daily 1998 or
 your tagged files, a ``BertForTokenClassification`` scored by entity-level F1 beside a CRF); the stages are
-the same functions, branching only where the step differs (encoding, head, scoring, export, summary).
+the same functions, each asking the task (:mod:`nbkit.tasks`) where they differ (data, encoding, batching,
+head, scoring, export, ``metrics.json``).
 
 The one fine-tuning driver: notebook 03 calls the stages cell by cell, notebook 05 on the user's files,
 ``python -m nbkit.jobs.finetune`` and ``bench/pretrain_value.py`` call :func:`run_finetuning`::
@@ -27,20 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nbkit import tasks
 from nbkit.data.ner import OFFSET_UNITS
 from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
+from nbkit.tasks.token import evaluate_ner  # noqa: F401  (notebook 07 and bench/ call ft.evaluate_ner)
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
 if TYPE_CHECKING:  # pragma: no cover
     from nbkit.data.labeled import LabeledData
 
-#: task -> its headline test metric: news is imbalanced (~10/50/40 %), so macro-F1
-HEADLINE = {"reviews": "accuracy", "news": "macro_f1", "own": "macro_f1", "ner": "entity_f1"}
-TASKS = tuple(HEADLINE)
-#: the news task's constants: the loss weighted by inverse class frequency (unweighted it all but ignores
-#: the 10 % positive class: bench/results/pretrain_value_news vs _balanced), no mid-run evaluation (time)
-NEWS = {"class_weights": "balanced", "eval_every": 0}
+#: task -> its headline test metric (:attr:`nbkit.tasks.Task.headline`)
+HEADLINE = {name: task.headline for name, task in tasks.TASKS.items()}
 #: fine-tuning a BERT-base-sized encoder (hidden size >= 768: a published checkpoint): its authors' rate
 BASE_SIZED = {"lr": 2e-5}
 BASE_WHY = {"lr": "2e-5 for a BERT-base-sized encoder: the rate bert-base-chinese, RoBERTa-wwm-ext and MacBERT were "
@@ -151,16 +150,10 @@ class FinetuneConfig(RecipeConfig):
     CHOICES = {"report_to": REPORT_TO, "span_offsets": OFFSET_UNITS}
 
     def __post_init__(self):
-        """Raise ``ConfigError`` for files given to a bundled task (``reviews``/``news``), which would train on
-        the bundled data and ignore them without a word."""
+        """Raise ``ConfigError`` for an unknown task, or files given to a bundled task (``reviews``/``news``),
+        which would train on the bundled data and ignore them without a word (:meth:`nbkit.tasks.Task.check`)."""
         super().__post_init__()
-        files = {k: getattr(self, k) for k in ("train_file", "validation_file", "test_file") if getattr(self, k)}
-        if files and self.task in ("reviews", "news"):
-            given = ", ".join(f"{k}={v!r}" for k, v in files.items())
-            raise ConfigError(f"{given} given with task={self.task!r}, which trains on the bundled "
-                              f"{'reviews' if self.task == 'reviews' else 'news'} and would ignore them. Fix: "
-                              "task='own' for your labelled texts (with text_column, label_column), or task='ner' "
-                              "for your tagged files; or drop the file to train on the bundled data")
+        tasks.get(self.task).check(self)
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -168,20 +161,15 @@ class FinetuneConfig(RecipeConfig):
 
     @classmethod
     def defaults(cls, scale: str, task: str = "reviews", init: str | None = None) -> dict:
-        """The scale's values for ``task``: news adds its own rows and :data:`NEWS`; an ``init`` whose saved
-        config is BERT-base-sized adds :data:`BASE_SIZED`.
+        """The scale's values for ``task``: the task's own rows (:attr:`nbkit.tasks.Task.rows`) and constants
+        (:attr:`~nbkit.tasks.Task.fixed`); an ``init`` whose saved config is BERT-base-sized adds :data:`BASE_SIZED`.
 
         Raises:
             ConfigError: an unknown task.
         """
-        if task not in TASKS:
-            raise ConfigError(f"task={task!r}: use one of {', '.join(TASKS)} (own: your labelled files, "
-                              "with train_file; ner: named entities)")
+        kind = tasks.get(task)
         out = scale_defaults(cls.RECIPE, scale)
-        if task == "news":
-            out.update(scale_defaults("finetuning/news", scale), **NEWS)
-        if task == "ner":
-            out.update(scale_defaults("finetuning/ner", scale))
+        out.update({**(scale_defaults(kind.rows, scale) if kind.rows else {}), **kind.fixed})
         if base_sized(init):
             out.update(BASE_SIZED)
         return out
@@ -189,58 +177,33 @@ class FinetuneConfig(RecipeConfig):
     def origin(self, name: str) -> str | None:
         if name in BASE_SIZED and base_sized(self.init):
             return f"init: {BASE_WHY[name]}"
-        if self.task == "news" and name in NEWS:
-            return "task news"
         from nbkit.recipes.scales import PER_SCALE
 
-        if self.task == "news" and name in PER_SCALE["finetuning/news"]:
-            return f"scale {self.scale}, task news"
-        if self.task == "ner" and name in PER_SCALE["finetuning/ner"]:
-            return f"scale {self.scale}, task ner"
+        kind = tasks.get(self.task)
+        if name in kind.fixed:
+            return f"task {kind.name}"
+        if kind.rows and name in PER_SCALE[kind.rows]:
+            return f"scale {self.scale}, task {kind.name}"
         return super().origin(name)
 
     def unused(self) -> dict[str, str]:
-        """The file fields play no part in a bundled task; the NER fields none outside task ner, nor the
-        column and pooling fields inside it (tokens and tags are the files' own; no pooling per token)."""
-        why = f"task {self.task}"
-        if self.task == "ner":
-            out = {k: why for k in ("text_column", "label_column", "pooling", "class_weights")}
-            if self.train_file is not None:
-                out["corpus_lines"] = "train_file is set"
-            else:
-                out.update({k: "People's Daily (no train_file)" for k in ("validation_file", "test_file",
-                                                                          "span_offsets")})
-            return out
-        out = {k: why for k in ("stride", "corpus_lines", "n_boot", "span_offsets")}
-        if self.task == "own":
-            return out
-        return {**out, **{k: why for k in ("train_file", "validation_file", "test_file", "text_column",
-                                           "label_column")}}
+        """The fields the task does not read (:meth:`nbkit.tasks.sentence.SentenceTask.unused`,
+        :meth:`nbkit.tasks.token.TokenTask.unused`)."""
+        return tasks.get(self.task).unused(self)
 
     def run_dir(self) -> Path:
         """The run's folder (created): ``runs/<scale>/<task step><overrides>[-from-<encoder>-<hash>]``.
 
-        The step is ``sentiment`` (reviews), ``news``, or ``sentiment-own-<train file stem>-<hash of the files
-        and columns>``; ``-from-...`` when ``init`` names an encoder (its folder name, ``mlm-wiki`` for
-        ``runs/cpu/mlm-wiki/model``, and 6 hex of its absolute path), ``-random`` for random weights, so a run
-        from another encoder or on other files never resumes or overwrites this one.
+        The step is the task's: ``sentiment`` (reviews), ``news``, ``ner``, or ``sentiment-own-`` / ``ner-own-``
+        and the train file's stem with a hash of the files (and columns); ``-from-...`` when ``init`` names an
+        encoder (its folder name, ``mlm-wiki`` for ``runs/cpu/mlm-wiki/model``, and 6 hex of its absolute path),
+        ``-random`` for random weights, so a run from another encoder or on other files never resumes or
+        overwrites this one.
         """
         from nbkit.recipes.pretraining import init_tag
-        from nbkit.runs import path_tag, step_dir
+        from nbkit.runs import step_dir
 
-        step = {"reviews": "sentiment", "news": "news"}.get(self.task)
-        if self.task == "ner":
-            step = "ner"
-            if self.train_file is not None:
-                where = lambda f: None if f is None else str(Path(f).expanduser().resolve())  # noqa: E731
-                key = repr((where(self.train_file), where(self.validation_file), where(self.test_file)))
-                step = "ner-own-" + path_tag(Path(self.train_file).stem, key, 6, fallback="data")
-        elif step is None:
-            where = lambda f: None if f is None else str(Path(f).expanduser().resolve())  # noqa: E731
-            key = repr((where(self.train_file), where(self.validation_file), where(self.test_file),
-                        self.text_column, self.label_column))
-            step = "sentiment-own-" + path_tag(Path(self.train_file or "data").stem, key, 6, fallback="data")
-        return step_dir(self.scale, step + self.run_tag() + init_tag(self.init))
+        return step_dir(self.scale, tasks.get(self.task).step(self) + self.run_tag() + init_tag(self.init))
 
 
 def _say(text: str) -> None:
@@ -310,56 +273,16 @@ def encoder(cfg: FinetuneConfig):
 
 
 def data(cfg: FinetuneConfig) -> "LabeledData":
-    """The labelled splits of ``cfg.task`` (seeded with ``cfg.seed``, ``cfg.max_train`` training examples):
-    the bundled reviews or news, or ``own``: ``cfg.train_file`` (+ validation/test files) through
-    :func:`nbkit.data.load_labeled_files`.
+    """The labelled splits of ``cfg.task`` (seeded with ``cfg.seed``, ``cfg.max_train`` training examples): the
+    bundled reviews or news, ``own``: ``cfg.train_file`` (+ validation/test files) through
+    :func:`nbkit.data.load_labeled_files`, ``ner``: a :class:`nbkit.data.ner.NerData` of ``cfg.train_file`` or
+    People's Daily 1998 (:meth:`nbkit.tasks.token.TokenTask.data`).
 
     Raises:
         ConfigError: task own without train_file; DataError: news without the optional package (says how to
         install it), or a file that does not load (the message names the fix).
     """
-    if cfg.task == "reviews":
-        from nbkit.data.corpora import load_sentiment
-
-        return load_sentiment(seed=cfg.seed, max_train=cfg.max_train)
-    if cfg.task == "news":
-        from nbkit.data.news import load_news_sentiment
-
-        return load_news_sentiment(seed=cfg.seed, max_train=cfg.max_train)
-    if cfg.task == "ner":
-        return ner_data(cfg)
-    if cfg.train_file is None:
-        raise ConfigError("task='own' reads your labelled texts: set train_file (and text_column, label_column)")
-    from nbkit.data import load_labeled_files
-
-    return load_labeled_files(cfg.train_file, validation=cfg.validation_file, test=cfg.test_file,
-                              text_column=cfg.text_column, label_column=cfg.label_column, seed=cfg.seed)
-
-
-def ner_data(cfg: FinetuneConfig):
-    """Task ner's :class:`nbkit.data.ner.NerData`: ``cfg.train_file`` (+ validation/test files) through
-    :func:`nbkit.data.ner.load_ner_files`, else People's Daily 1998 (:func:`nbkit.data.ner.load_peoples_daily_ner`,
-    ``cfg.corpus_lines`` lines; ``cfg.span_offsets`` for JSON spans); seeded with ``cfg.seed``. ``cfg.max_train``: the first that many training
-    sentences are kept (the split is already shuffled), the rest counted in ``report["n_train_unused"]`` and the
-    per-split counts (``n_train``, ``entities``, ...) recomputed.
-
-    Raises:
-        DataError: a file that does not load (file and line named).
-    """
-    from nbkit.data import ner
-
-    if cfg.train_file is not None:
-        out = ner.load_ner_files(cfg.train_file, validation=cfg.validation_file, test=cfg.test_file, seed=cfg.seed,
-                                 offsets=cfg.span_offsets)
-    else:
-        out = ner.load_peoples_daily_ner(lines=cfg.corpus_lines, seed=cfg.seed)
-    train_items = out.splits["train"]
-    if cfg.max_train is not None and len(train_items) > cfg.max_train:
-        # the counts per split (sentences, characters, entities per type, lengths) recomputed the loader's way
-        kept = ner._build({**out.splits, "train": train_items[:cfg.max_train]}, out.types)
-        kept.report = {**out.report, **kept.report, "n_train_unused": len(train_items) - cfg.max_train}
-        return kept
-    return out
+    return tasks.get(cfg.task).data(cfg)
 
 
 def id2label_of(labeled) -> dict[int, str]:
@@ -371,7 +294,8 @@ def id2label_of(labeled) -> dict[int, str]:
 
 
 def news_data(cfg: FinetuneConfig) -> "LabeledData | None":
-    """The news task's data (:func:`data`), or None and one printed line on how to install the optional package.
+    """The news task's data (seeded with ``cfg.seed``, ``cfg.max_train`` training texts), or None and one printed
+    line on how to install the optional package.
 
     Raises:
         DataError: the package is installed but its files are broken.
@@ -381,7 +305,7 @@ def news_data(cfg: FinetuneConfig) -> "LabeledData | None":
     if not news.news_available():
         print(INSTALL_HINT)
         return None
-    return data(cfg.replace(task="news") if cfg.task != "news" else cfg)
+    return tasks.get("news").data(cfg)
 
 
 def tokenizer(cfg: FinetuneConfig):
@@ -406,36 +330,11 @@ def tokenizer(cfg: FinetuneConfig):
 
 def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
            splits=("train", "validation", "test")) -> tuple[dict, dict]:
-    """Token ids cut at ``cfg.max_length``: ``({split: Dataset}, {split: truncation report})``.
-
-    Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
-    ``truncated_fraction`` (0-1), ``max_length`` and token-length percentiles. Empty or absent splits are skipped.
-    A split read from the user's files carries ``describe_example(i)`` (its file and line: ``labeled.origins``),
-    which the loop's non-finite-loss message shows beside each index.
-
-    Task ner: rows are windows of at most ``max_length`` sub-tokens over each sentence (``stride`` shared;
-    :func:`nbkit.text.token_classification.encode_token_classification`), labels per sub-token; each report has
-    ``n_windows``, ``n_windowed`` (sentences in more than one window) and ``truncated_fraction`` 0 (nothing is cut).
-    """
-    from nbkit.text.mlm import encode_classification
-
-    encoded, truncation = {}, {}
-    if cfg.task == "ner":
-        from nbkit.text.token_classification import encode_token_classification
-
-        label2id = {v: k for k, v in id2label_of(labeled).items()}
-        for split in splits:
-            if len(labeled.splits.get(split) or ()):
-                enc = encode_token_classification(labeled.splits[split], tok, label2id, cfg.max_length, cfg.stride)
-                encoded[split], truncation[split] = enc.dataset, {**enc.report, "truncated_fraction": 0.0}
-        return encoded, truncation
-    for split in splits:
-        if split in labeled.splits and len(labeled.splits[split]):
-            encoded[split], truncation[split] = encode_classification(labeled.splits[split], tok, cfg.max_length)
-            origin = getattr(labeled, "origins", {}).get(split)
-            if origin is not None:   # one row per text: the loop's non-finite-loss message names file and line
-                encoded[split].describe_example = origin
-    return encoded, truncation
+    """Token ids of at most ``cfg.max_length``: ``({split: Dataset}, {split: report})``, empty or absent splits
+    skipped. Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
+    ``truncated_fraction`` (0-1). Per text, cut (:meth:`nbkit.tasks.sentence.SentenceTask.encode`), or per
+    token, windows over each sentence (:meth:`nbkit.tasks.token.TokenTask.encode`)."""
+    return tasks.get(cfg.task).encode(cfg, tok, labeled, splits)
 
 
 def encoder_identity(source, cfg: FinetuneConfig) -> dict:
@@ -474,7 +373,7 @@ def _check_encoder(cfg: FinetuneConfig, out_dir: Path, ident: dict) -> None:
 
 def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     """``(classifier, how)``: :func:`encoder`'s weights (or random weights of ``cfg.model``), a new head for the
-    task's labels seeded with ``cfg.seed``, ``cfg.pooling`` (None: chosen per encoder,
+    task's labels seeded with ``cfg.seed`` (task ner: one per token), ``cfg.pooling`` (None: chosen per encoder,
     :func:`nbkit.models.bert.choose_pooling`; ``how`` says which and why).
 
     ``out_dir``: the encoder's identity is recorded there, and its checkpoints from another encoder are not
@@ -486,19 +385,13 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
         the checkpoint's, a head of another label count, an unreadable checkpoint), or ``out_dir`` holds
         checkpoints of another encoder.
     """
-    from nbkit.models.bert import build_classifier
-
     _say(random_encoder_warning(cfg))           # before training, on screen: not only in metrics.json
     id2label = id2label_of(labeled)
 
     def load(source):                         # the identity checked and the weights loaded: one version of it
         if out_dir is not None:
             _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
-        if cfg.task == "ner":                 # a BertForTokenClassification: a head per token, no pooling
-            return build_classifier(source, num_labels=len(id2label), id2label=id2label, tokenizer=tok,
-                                    preset=cfg.model, seed=cfg.seed, head="token")
-        return build_classifier(source, num_labels=labeled.num_labels, id2label=id2label, tokenizer=tok,
-                                preset=cfg.model, seed=cfg.seed, pooling=cfg.pooling)
+        return tasks.get(cfg.task).build(source, cfg, tok, id2label)
 
     return _from_encoder(encoder(cfg), load)
 
@@ -540,8 +433,6 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
     tokenizer is refused (``CheckpointError``).
     """
     from nbkit.recipes.pretraining import tokenizer_identity
-    from nbkit.text.mlm import classification_collator
-    from nbkit.text.token_classification import token_classification_collator
     from nbkit.train import Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
 
@@ -550,8 +441,7 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
     val = encoded.get("validation") if tcfg.eval_every else None
     views = ([TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict())]
              if cfg.report_to == "tensorboard" and out_dir is not None else [])
-    collate = token_classification_collator(tok) if cfg.task == "ner" else classification_collator(tok)
-    loop = Loop(classifier, tcfg, encoded["train"], val, collate_fn=collate,
+    loop = Loop(classifier, tcfg, encoded["train"], val, collate_fn=tasks.get(cfg.task).collator(tok),
                 callbacks=[*callbacks, *views], device=device)
     t0 = time.perf_counter()
     result = loop.fit()
@@ -561,157 +451,37 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
 
 def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", splits=("test",),
              baseline: bool = True, out_dir=None) -> dict:
-    """Score ``splits`` (default the test split, used for nothing before) and, beside it, the TF-IDF baseline.
-
-    Returns ``{"<split>_report": classification report, "<split>_pred": list[int]}`` per split, ``"report"``
-    (the last split's), and with ``baseline``: ``"baseline_report"`` (TF-IDF char 1-3-gram + LR, full texts),
-    ``"baseline_cut_report"`` (the same on each text cut where the model's tokenizer cuts it: the fair
-    comparison for long texts), both weighted like the model, and ``"table"`` (the three, a DataFrame).
-
-    Task ner: :func:`evaluate_ner` (entity-level F1 beside the CRF baseline; with ``out_dir`` the CRF is saved in
-    ``out_dir/crf``).
-    """
-    if cfg.task == "ner":
-        return evaluate_ner(cfg, classifier, tok, labeled, split=splits[-1], baseline=baseline,
-                            crf_dir=None if out_dir is None else Path(out_dir) / "crf")
-    from nbkit.evaluate.baseline import baseline_at_cut, fit_tfidf_baseline
-    from nbkit.evaluate.inference import predict
-    from nbkit.evaluate.metrics import classification_report, compare_reports
-
-    out, s = {}, labeled.splits
-    for split in splits:
-        pred = predict(classifier, tok, s[split]["text"], max_length=cfg.max_length, batch_size=128)["label"]
-        out[f"{split}_pred"] = [int(p) for p in pred]
-        out[f"{split}_report"] = out["report"] = classification_report(s[split]["label"], pred, labeled.id2label)
-    if baseline:
-        split = splits[-1]
-        weight = cfg.class_weights if isinstance(cfg.class_weights, str) else None
-        full = fit_tfidf_baseline(s["train"]["text"], s["train"]["label"], class_weight=weight)
-        out["baseline_report"] = classification_report(s[split]["label"], full.predict(s[split]["text"]),
-                                                       labeled.id2label)
-        cut = baseline_at_cut(labeled, tok, cfg.max_length, splits=(split,), class_weight=weight)
-        out["baseline_cut_report"] = cut[f"{split}_report"]
-        out["table"] = compare_reports({"fine-tuned BERT": out["report"], "TF-IDF + LR (full text)":
-                                        out["baseline_report"], f"TF-IDF + LR (same {cfg.max_length}-token cut)":
-                                        out["baseline_cut_report"]})
-    return out
-
-
-def evaluate_ner(cfg: FinetuneConfig, classifier, tok, labeled, split: str = "test", baseline: bool = True,
-                 baseline_pred: list | None = None, crf_dir=None) -> dict:
-    """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
-    sentences (trained on the same training split; whole sentences, nothing cut for either).
-
-    The model tags every character through the token-classification pipeline the export serves (long sentences
-    windowed, their entities merged: :func:`nbkit.evaluate.inference.predict_tags`), so every gold entity is
-    scored. Returns ``"pred"`` (tags per sentence; also as ``"<split>_pred"``, the key :func:`evaluate` uses), ``"report"``
-    (:func:`nbkit.evaluate.ner.entity_scores`: micro P/R/F1, per type), ``"interval"`` (a bootstrap 95 % interval
-    of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``
-    the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and ``"diff"`` (BERT's
-    F1 minus the CRF's with a paired bootstrap interval, :func:`nbkit.evaluate.ner.entity_f1_diff`), ``"table"`` (both,
-    :func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and spurious entities in
-    context, :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's tags on ``split``
-    when already made (notebook 07 trains it before BERT), else it is trained here and, with ``crf_dir``, saved
-    there (:class:`nbkit.evaluate.ner.CrfTagger`: it tags plain text as the BERT export does).
-    """
-    from nbkit.evaluate import ner
-    from nbkit.evaluate.inference import predict_tags
-    from nbkit.evaluate.ner_report import entity_errors, scores_table
-
-    items = labeled.splits[split]
-    gold = [list(it["tags"]) for it in items]
-    pred, windows = predict_tags(classifier, tok, items, id2label_of(labeled), cfg.max_length, cfg.stride, batch_size=64)
-    out = {"pred": pred, f"{split}_pred": pred, "report": ner.entity_scores(gold, pred), "windows": windows,
-           "interval": ner.entity_f1_interval(gold, pred, n_boot=cfg.n_boot, seed=cfg.seed)}
-    results = {"fine-tuned BERT": {"scores": out["report"], "interval": out["interval"]}}
-    if baseline:
-        crf = baseline_pred if baseline_pred is not None else ner.crf_baseline(labeled.splits["train"], items,
-                                                                                save_to=crf_dir)
-        out.update(baseline_pred=crf, baseline_report=ner.entity_scores(gold, crf),
-                   baseline_interval=ner.entity_f1_interval(gold, crf, n_boot=cfg.n_boot, seed=cfg.seed))
-        results["CRF (character windows)"] = {"scores": out["baseline_report"], "interval": out["baseline_interval"]}
-        out["diff"] = ner.entity_f1_diff(gold, pred, crf, n_boot=cfg.n_boot, seed=cfg.seed)   # paired, same sentences
-    out["table"] = scores_table(results)
-    out["errors"] = entity_errors([list(it["tokens"]) for it in items], gold, pred)
-    if out["report"]["undefined"]:
-        import warnings
-
-        warnings.warn(f"{split} split: {out['report']['undefined']}", UserWarning, stacklevel=2)
-    return out
+    """Score ``splits`` (default the test split, used for nothing before) and, with ``baseline``, the task's
+    baseline beside it: ``"report"`` (the last split's), ``"<split>_pred"``, ``"table"`` (a DataFrame), ...
+    (:meth:`nbkit.tasks.sentence.SentenceTask.evaluate`: TF-IDF + LR; task ner :func:`evaluate_ner`: the CRF,
+    saved in ``out_dir/crf`` when ``out_dir`` is given)."""
+    return tasks.get(cfg.task).evaluate(cfg, classifier, tok, labeled, splits=splits, baseline=baseline,
+                                        out_dir=out_dir)
 
 
 def export(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", out_dir) -> Path:
-    """One folder plain ``transformers`` loads (:func:`nbkit.models.export.export_classifier`), cut at ``cfg.max_length``;
-    task ner: :func:`nbkit.models.export.export_token_classifier` (``pipeline("token-classification")``)."""
-    from nbkit.models.export import export_classifier, export_token_classifier
-
-    if cfg.task == "ner":
-        return export_token_classifier(classifier, tok, out_dir, id2label_of(labeled), max_length=cfg.max_length)
-
-    return export_classifier(classifier, tok, out_dir, labeled.id2label, max_length=cfg.max_length)
+    """One folder plain ``transformers`` loads, cut at ``cfg.max_length``: a ``pipeline("text-classification")``
+    (:func:`nbkit.models.export.export_classifier`), task ner a ``pipeline("token-classification")``
+    (:func:`nbkit.models.export.export_token_classifier`)."""
+    return tasks.get(cfg.task).export(classifier, tok, out_dir, id2label_of(labeled), cfg.max_length)
 
 
 def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", truncation: dict, scores: dict,
          how: str) -> dict:
     """Write ``out_dir/metrics.json`` (strict JSON, atomic) and return it.
 
-    Keys: ``scale``, ``task``, ``data_files`` (split -> path, task own), ``init`` (``how``), ``test_accuracy``,
-    ``test_macro_f1``, ``baseline_accuracy``/``baseline_macro_f1`` (full text), ``baseline_cut_accuracy``/
-    ``baseline_cut_macro_f1`` (same cut), the data report's ``n_*`` counts, ``truncated_fraction`` per split,
-    ``max_length``, ``pooling`` (the one chosen), ``per_class``, ``confusion_matrix``, ``warnings`` (e.g. one class always predicted),
-    ``config``, ``world_size`` and the loop's summary under ``train``.
+    Keys: ``scale``, ``task``, ``data_files`` (split -> path, your files), ``init`` (``how``), the task's scores
+    (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`, :meth:`nbkit.tasks.token.TokenTask.metrics`), the data
+    report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary) and
+    ``written_at``.
     """
     from nbkit import jsonio
 
-    if cfg.task == "ner":
-        return _save_ner(cfg, out_dir, loop, result, labeled, truncation, scores, how)
-    report, base, cut = scores["report"], scores.get("baseline_report"), scores.get("baseline_cut_report")
     metrics = {"scale": cfg.scale, "task": cfg.task, "data_files": labeled.report.get("files"), "init": how,
-               "test_accuracy": report["accuracy"], "test_macro_f1": report["macro_f1"],
-               "baseline_accuracy": base and base["accuracy"], "baseline_macro_f1": base and base["macro_f1"],
-               "baseline_cut_accuracy": cut and cut["accuracy"], "baseline_cut_macro_f1": cut and cut["macro_f1"],
+               **tasks.get(cfg.task).metrics(cfg, Path(out_dir), loop, labeled, truncation, scores),
                **{k: v for k, v in labeled.report.items() if k.startswith("n_")},
-               "truncated_fraction": {k: v["truncated_fraction"] for k, v in truncation.items()},
-               "max_length": cfg.max_length, "class_weights": cfg.class_weights,
-               "pooling": getattr(loop.model.config, "classifier_pooling", None),
-               "per_class": report["per_class"], "confusion_matrix": report["confusion_matrix"],
-               "warnings": [w for w in (report.get("degenerate"),) if w], "config": cfg.to_dict(),
-               "world_size": loop.dist.world_size, "train": result.metrics,
-               "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    return jsonio.write_json(Path(out_dir) / "metrics.json", metrics)
-
-
-def _save_ner(cfg: FinetuneConfig, out_dir, loop, result, labeled, truncation: dict, scores: dict, how: str) -> dict:
-    """Task ner's ``metrics.json``: ``test_entity_f1`` / ``_precision`` / ``_recall`` (micro, 0-1; null where
-    undefined: a test split without entities, said in ``test_entity_undefined``), ``test_entity_f1_interval``
-    ([low, high] or null), ``per_type``, the same ``baseline_*`` for the CRF (``baseline_model``: its saved
-    folder), ``diff_entity_f1``
-    (BERT - CRF: ``value``, ``low``, ``high``, paired over the same test sentences), ``windows``
-    (the test encoding's counts) and ``windows_per_split``, ``n_errors`` (missed / spurious), the data report's
-    ``n_*`` counts and ``types``, ``config``, ``world_size`` and the loop's summary under ``train``."""
-    from nbkit import jsonio
-
-    report, base = scores["report"], scores.get("baseline_report")
-    errors = scores["errors"]
-    metrics = {"scale": cfg.scale, "task": cfg.task, "data_files": labeled.report.get("files"), "init": how,
-               "test_entity_f1": report["f1"], "test_entity_precision": report["precision"],
-               "test_entity_recall": report["recall"],
-               "test_entity_f1_interval": list(scores["interval"]) if scores["interval"] else None,
-               "test_entity_undefined": report.get("undefined"),
-               "per_type": report.get("per_type"),
-               "baseline": "CRF (python-crfsuite) over character-window features",
-               "baseline_model": str(Path(out_dir) / "crf") if (Path(out_dir) / "crf").is_dir() else None,
-               "baseline_entity_f1": base and base["f1"], "baseline_entity_precision": base and base["precision"],
-               "baseline_entity_recall": base and base["recall"],
-               "baseline_entity_f1_interval": list(scores["baseline_interval"]) if scores.get("baseline_interval")
-               else None,
-               "baseline_per_type": base and base.get("per_type"), "diff_entity_f1": scores.get("diff"),
-               **{k: v for k, v in labeled.report.items() if k.startswith("n_")}, "types": list(labeled.types),
-               "windows": scores["windows"], "windows_per_split": {k: v["n_windows"] for k, v in truncation.items()},
-               "n_errors": {k: int((errors["kind"] == k).sum()) for k in ("missed", "spurious")},
-               "max_length": cfg.max_length, "stride": cfg.stride, "n_boot": cfg.n_boot, "config": cfg.to_dict(),
-               "world_size": loop.dist.world_size, "train": result.metrics,
-               "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+               "max_length": cfg.max_length, "config": cfg.to_dict(), "world_size": loop.dist.world_size,
+               "train": result.metrics, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     return jsonio.write_json(Path(out_dir) / "metrics.json", metrics)
 
 
@@ -730,10 +500,7 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     labeled = data(cfg) if labeled is None else labeled
     tok = globals()["tokenizer"](cfg) if tokenizer is None else tokenizer   # the stage, which the keyword shadows
     encoded, truncation = encode(cfg, tok, labeled)
-    if cfg.task == "ner":                   # what was repaired, dropped, kept: on screen, as notebook 07 shows it
-        from nbkit.data.ner import report_text
-
-        _say(report_text(labeled.report, truncation))
+    _say(tasks.get(cfg.task).describe(labeled, truncation))   # task ner: what was repaired, dropped, kept
     classifier, how = model(cfg, tok, labeled, out_dir)
     loop, result = train(cfg, classifier, tok, encoded, out_dir, callbacks)
     if not loop.dist.is_main:

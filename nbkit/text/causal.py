@@ -11,8 +11,7 @@ from __future__ import annotations
 import torch
 
 from nbkit.errors import ConfigError, DataError
-
-IGNORE_INDEX = -100  # label value that cross-entropy ignores
+from nbkit.text.mlm import IGNORE_INDEX
 
 
 def document_separator(tokenizer) -> tuple[int, str]:
