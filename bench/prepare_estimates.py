@@ -1,7 +1,10 @@
-"""How close a corpus preparation's duration is told before it ends: the pre-run estimate
-(``nbkit.corpus.estimate_preparation``: the per-text work timed on the first 2 MB in one process, times the cores
-times a share measured once) and the in-run estimate (``prepare_corpus``'s line once 5 s and 4 MB of the main
-pass are measured: elapsed + ETA), both against the main pass's real wall time.
+"""How close a corpus preparation's duration is told before it ends: ``prepare_corpus``'s in-run estimate line
+(printed once 5 s and 4 MB of the main pass are measured: elapsed + ETA) against the main pass's real wall time.
+
+The recorded runs of 2026-12-05 also measured a pre-run estimate (``nbkit.corpus.estimate_preparation``: the
+per-text work timed on the first 2 MB in one process, times the workers times a share measured once); it came out
+worse (``summary`` in the JSON) and was removed; this file's first version (``git log --follow`` it) runs both arms.
+New runs are appended to ``--out`` and the summary is recomputed over all of them.
 
 The corpus is one the share was not measured on: ``--size`` MB (default 50) from the bundled text (People's Daily
 sentences and reviews, seed 11), each line 1-12 sentences drawn at random (``bench/corpus_scale.py`` joins 2-8
@@ -74,18 +77,13 @@ def char_tokenizer(corpus: pathlib.Path, work: pathlib.Path) -> str:
 
 
 def run(corpus: pathlib.Path, tokenizer: str, store: pathlib.Path, num_workers: int) -> dict:
-    """The pre-run estimate, then ``prepare_corpus`` with its in-run estimate line recorded, and the real times."""
+    """``prepare_corpus`` with its in-run estimate line recorded, and the real times."""
     import shutil
 
-    from nbkit.corpus import estimate_preparation, prepare_corpus
+    from nbkit.corpus import prepare_corpus
     from nbkit.corpus.prepare import CorpusProgress
 
     load = [round(x, 2) for x in os.getloadavg()]
-    t0 = time.perf_counter()
-    pre = estimate_preparation(str(corpus), tokenizer, num_workers=num_workers)
-    pre_cost = time.perf_counter() - t0
-    print(pre.text(), flush=True)
-
     seen: dict = {}
     estimate, finish = CorpusProgress.estimate, CorpusProgress.finish
 
@@ -117,8 +115,6 @@ def run(corpus: pathlib.Path, tokenizer: str, store: pathlib.Path, num_workers: 
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "n_texts_kept": manifest["counts"]["n_texts_kept"], "n_tokens": manifest["counts"]["n_tokens"],
         "real": {"main_pass_seconds": round(main_pass, 1), "prepare_seconds": round(total, 1)},
-        "pre_run": {"seconds": pre.seconds, "mb_per_s": pre.mb_per_s, "measured_mb": pre.measured_mb,
-                    "cost_seconds": round(pre_cost, 1), "ratio_to_main_pass": round(pre.seconds / main_pass, 3)},
         "in_run": {"seconds": round(in_run, 1), "elapsed_at_line": round(seen["elapsed"], 1),
                    "eta_seconds": round(seen["eta"], 1), "mb_per_s": round(seen["mb_per_s"], 3),
                    "measured_mb": round(seen["measured_mb"], 1), "line": seen["line"],
