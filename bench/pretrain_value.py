@@ -61,8 +61,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
+from bench import pretrain_value_report as pretrain_value  # noqa: E402  (aggregate)
 from nbkit import evaluate, jsonio, models, text  # noqa: E402
-from nbkit.evaluate import pretrain_value  # noqa: E402
 from nbkit.recipes import finetuning as ft  # noqa: E402
 from nbkit.recipes.finetuning import FinetuneConfig  # noqa: E402
 from nbkit.recipes.tokenizer import TokenizerConfig  # noqa: E402

@@ -85,16 +85,9 @@ cfg.table()
 # ## 1. Corpus and tokenizer
 # Without `corpus`, the text is the scale's mix (`mix`: source and repeat weight). A text found twice counts once, and every validation and test review is excluded, so notebook 03's evaluation stays honest; the table says what went in. The tokenizer is notebook 01's (trained now if missing).
 #
-# With `corpus`, your text is prepared once into a **store** on disk (token ids, word starts, a held-out share chosen by hash; `docs/corpus.md`) with its own tokenizer, and the run is sized for its token count (the plan says why; fields you set stay). Training then reads blocks from disk in constant memory. The preparation itself prints its ETA again after its first chunks, one line such as `[prepare-corpus] tokenize: about 13 min 37 s at 1.22 MB/s for 1,000.0 MB of input (measured on the first 12.0 MB)`; expect 6-10 MB/s on 2 quiet cores, whichever tokenizer, and a fraction of that on a busy machine (README, *Pretrain on your own corpus*). A finished store is reused at once.
+# With `corpus`, your text is prepared once into a **store** on disk (token ids, word starts, a held-out share chosen by hash; `docs/corpus.md`) with its own tokenizer, and the run is sized for its token count (the plan says why; fields you set stay). Training then reads blocks from disk in constant memory. The preparation prints how long it will take once its first chunks are measured, one line such as `[prepare-corpus] tokenize: about 13 min 37 s at 1.22 MB/s for 1,000.0 MB of input (measured on the first 12.0 MB)`; expect 6-10 MB/s on 2 quiet cores, whichever tokenizer, and a fraction of that on a busy machine (README, *Pretrain on your own corpus*). A finished store is reused at once.
 #
 # With `init`, the tokenizer is the checkpoint's own (bert-base-chinese: 21,128 tokens, one per Chinese character): no WordPiece is trained, a `corpus` is prepared with it, and a block size past its position table or a store of another tokenizer is refused here, before any work.
-#
-# First, how long the preparation will take: the inputs are sized and the per-text work is timed on their first 2 MB with the run's tokenizer (a second or two; `nbkit.corpus.estimate_preparation`). A prepared store, or no `corpus`, needs nothing.
-
-# %%
-from nbkit.corpus import print_estimate
-
-estimate = print_estimate(cfg.corpus, str(pt.init_checkpoint(cfg)) if cfg.init else None, store=pt.store_dir(cfg))
 
 # %%
 corpus = pt.data(cfg)                            # jieba marks word boundaries where the text has none
