@@ -15,6 +15,7 @@ from pathlib import Path
 from nbkit.errors import ConfigError
 
 OBJECTIVES = ("mlm", "causal")   # masked LM (BERT), next-token LM (GPT): the modules of this package
+SPLITS = ("train", "validation")  # what :meth:`Objective.blocks` returns
 
 
 class Objective(ABC):
@@ -49,11 +50,20 @@ class Objective(ABC):
         return {}
 
     def check_config(self, cfg) -> None:
-        """Check ``cfg`` without ``init`` before any work (called by ``PretrainConfig.__post_init__``).
+        """Check ``cfg`` without ``init`` before any work (called by ``PretrainConfig.__post_init__``): ``cfg.model``
+        must be one of :attr:`presets`.
 
         Raises:
-            ConfigError: ``cfg.model`` a preset of another objective (the fix named).
+            ConfigError: another preset; when another objective builds it, that objective is named.
         """
+        if cfg.model in self.presets:
+            return
+        takes = f"objective={self.name!r} takes one of {', '.join(self.presets)}"
+        other = next((o.name for o in map(get, OBJECTIVES) if o is not self and cfg.model in o.presets), None)
+        if other is None:
+            raise ConfigError(f"model={cfg.model!r} is not a {self.name} preset; {takes}")
+        raise ConfigError(f"model={cfg.model!r} is not a {self.name} preset ({takes}); it is a {other} preset: set "
+                          f"objective={other!r} to pretrain it")
 
     @abstractmethod
     def check_init(self, cfg, folder: Path) -> tuple[dict, str, int]:
