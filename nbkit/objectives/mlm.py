@@ -1,5 +1,7 @@
-"""BERT masked-LM pretraining (Devlin et al. 2019): ``[CLS] ... [SEP]`` blocks, 15 % of the tokens (whole words) as
-targets, a ``BertForMaskedLM`` with the sparse head, saved as a fill-mask folder (``AutoModelForMaskedLM``)."""
+"""BERT masked-LM pretraining (Devlin et al. 2019), the default objective.
+
+Blocks wrapped in ``[CLS]``/``[SEP]``, 15 % of the tokens (whole words) as targets, a ``BertForMaskedLM`` with the
+sparse head, saved as a fill-mask folder (``AutoModelForMaskedLM``)."""
 from __future__ import annotations
 
 import json
