@@ -31,11 +31,13 @@ class Objective(ABC):
         name: the config value (``"mlm"``, ``"causal"``); also the run folder's first word.
         scale_rows: the ``PER_SCALE`` key laid over ``"pretraining"``'s rows (e.g. ``"pretraining/causal"``); None:
             none.
-        model_class: what :meth:`model` returns and ``out_dir/model`` loads with (for messages and docs).
+        title: how messages name the objective (``"MLM"``).
+        model_class: what :meth:`model` returns, as messages name it (``"masked LM"``).
     """
 
     name: str = ""
     scale_rows: str | None = None
+    title: str = ""
     model_class: str = ""
 
     @property
@@ -139,7 +141,7 @@ class Objective(ABC):
                               f"use block_size <= {limit}")
         stored = dtype_note(report["stored_dtype"])
         print(f"loaded init={cfg.init!r}: {count_parameters(model) / 1e6:.1f} M parameters, every weight of its "
-              f"{self.model_class}; not used by {self.name}: {', '.join(report['unused']) or 'none'}"
+              f"{self.model_class}; not used by {self.title}: {', '.join(report['unused']) or 'none'}"
               + (f"; {stored}" if stored else ""))
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ class CausalLM(Objective):
 
     name = "causal"
     scale_rows = "pretraining/causal"
+    title = "causal LM"
     model_class = "causal LM"
 
     @property

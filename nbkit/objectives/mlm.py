@@ -16,6 +16,7 @@ class MaskedLM(Objective):
     (:data:`nbkit.models.bert.PRESETS`), ``init`` a BERT masked LM (``bert-base-chinese``)."""
 
     name = "mlm"
+    title = "MLM"
     model_class = "masked LM (decoder tied to the word embeddings)"
 
     @property
