@@ -284,7 +284,7 @@ def store_stream(path, split: str, chunk_tokens: int = _CHUNK) -> Iterator[np.nd
 
 def _block_rows(blocks, max_blocks: int | None = None, chunk: int = 1024) -> Iterator[np.ndarray]:
     """``(n, B+1)`` int64 rows of causal blocks: ``input_ids`` then ``next_id`` (-100 where the block has no
-    next token), from a ``datasets.Dataset`` of :func:`nbkit.text.causal.make_causal_blocks` or a
+    next token), from a ``datasets.Dataset`` of :func:`nbkit.text.mlm.make_blocks` (``causal=True``) or a
     :class:`nbkit.corpus.dataset.StoreCausalDataset`, the first ``max_blocks`` (None: all)."""
     n = len(blocks) if max_blocks is None else min(len(blocks), int(max_blocks))
     for lo in range(0, n, chunk):

@@ -17,11 +17,10 @@ With ``init`` (a published BERT masked LM: a folder or Hub name) the run continu
 tokenizer everywhere (no WordPiece is trained; a ``corpus`` is prepared with it), its weights loaded exactly, and
 continued-pretraining defaults (:data:`INIT`, ``PER_SCALE["pretraining/init"]``).
 
-``objective="causal"`` makes it GPT-style next-token pretraining with the same stages, store, loop and
-checkpoints: GPT-2 / Llama presets (``PER_SCALE["pretraining/causal"]``, :mod:`nbkit.models.causal`), blocks
-packed with ``[SEP]`` between documents (:mod:`nbkit.text.causal`), ``init`` a published causal LM
-(``uer/gpt2-chinese-cluecorpussmall``), ``out_dir/model`` a text-generation folder
-(:func:`nbkit.models.export.export_causal_lm`), run folders ``runs/<scale>/causal...``.
+``objective`` names the object that brings what differs between objectives (:mod:`nbkit.objectives`: its blocks and
+collator, its model built or loaded from ``init``, its export, its ``PER_SCALE`` rows); the stages call it and never
+test its name. ``objective="causal"`` is GPT-style next-token pretraining with the same stages, store, loop and
+checkpoints (:mod:`nbkit.objectives.causal`), run folders ``runs/<scale>/causal...``.
 
 The fine-tuning recipe (:mod:`nbkit.recipes.finetuning`) has the same stages and signatures.
 """
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbkit import jsonio
+from nbkit import jsonio, objectives
 from nbkit.errors import ConfigError, DataError
 from nbkit.recipes.config import RecipeConfig, scale_defaults
 from nbkit.recipes.scales import PER_SCALE
@@ -41,7 +40,6 @@ from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 if TYPE_CHECKING:
     from datasets import Dataset
 
-OBJECTIVES = ("mlm", "causal")   # masked LM (BERT), next-token LM (GPT)
 SOURCES = ("peoples_daily", "news", "own", "reviews")   # the bundled mix's sources, in priority order
 MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
 #: continued pretraining's constants (init set), with their reasons (the table shows them)
@@ -171,20 +169,12 @@ class PretrainConfig(RecipeConfig):
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
                        "progress_every_s", "report_to", "allow_unk", "skip_examples"})
 
-    CHOICES = {"report_to": REPORT_TO, "objective": OBJECTIVES}
+    CHOICES = {"report_to": REPORT_TO, "objective": objectives.OBJECTIVES}
 
     def __post_init__(self):
         super().__post_init__()
-        from nbkit.models.causal import PRESETS as CAUSAL_PRESETS
-
-        if self.init is not None:
-            return
-        if self.objective == "causal" and self.model not in CAUSAL_PRESETS:
-            raise ConfigError(f"model={self.model!r} is not a causal preset; objective='causal' takes one of "
-                              f"{', '.join(CAUSAL_PRESETS)} (or objective='mlm' for the BERT presets)")
-        if self.objective == "mlm" and self.model in CAUSAL_PRESETS:
-            raise ConfigError(f"model={self.model!r} is a causal preset: set objective='causal' to pretrain it, or "
-                              "pick a BERT preset (tiny / narrow / mini / small / base) for objective='mlm'")
+        if self.init is None:
+            objectives.get(self.objective).check_config(self)
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -192,11 +182,13 @@ class PretrainConfig(RecipeConfig):
 
     @classmethod
     def defaults(cls, scale: str, init: str | None = None, objective: str | None = None) -> dict:
-        """The scale's values; with ``objective="causal"`` its rows (``PER_SCALE["pretraining/causal"]``) on
-        top; with ``init`` its continued-pretraining rows and :data:`INIT` on top of those."""
+        """The scale's values; the objective's rows on top (:attr:`nbkit.objectives.Objective.scale_rows`, e.g.
+        ``PER_SCALE["pretraining/causal"]``); with ``init`` its continued-pretraining rows and :data:`INIT` on top
+        of those. Raises ConfigError: an unknown objective."""
         out = scale_defaults(cls.RECIPE, scale)
-        if objective == "causal":
-            out.update(scale_defaults("pretraining/causal", scale))
+        rows = objectives.get(objective or cls.objective).scale_rows
+        if rows is not None:
+            out.update(scale_defaults(rows, scale))
         if init is not None:
             out.update(scale_defaults("pretraining/init", scale), **INIT)
         return out
@@ -205,16 +197,16 @@ class PretrainConfig(RecipeConfig):
         if self.init is not None and name in INIT_WHY:
             where = "init" if name in INIT else f"scale {self.scale}, init"
             return f"{where}: {INIT_WHY[name]}"
-        if self.objective == "causal" and name in PER_SCALE["pretraining/causal"]:
-            return f"scale {self.scale}, causal"
+        rows = objectives.get(self.objective).scale_rows
+        if rows is not None and name in PER_SCALE[rows]:
+            return f"scale {self.scale}, {self.objective}"
         return super().origin(name)
 
     def unused(self) -> dict[str, str]:
         """With ``corpus`` the store replaces the bundled mix and its split; without, ``fit_to_corpus``; with
-        ``init`` the checkpoint fixes the model; the causal objective has no masking."""
+        ``init`` the checkpoint fixes the model; the objective's own (the causal one has no masking)."""
         out = {"model": "init is set (the checkpoint's architecture)"} if self.init is not None else {}
-        if self.objective == "causal":
-            out.update({k: "objective is causal (no masking)" for k in ("mlm_probability", "whole_word")})
+        out.update(objectives.get(self.objective).unused(self))
         if self.corpus is None:
             return {**out, "fit_to_corpus": "no corpus"}
         return {**out, **{k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed",
@@ -408,7 +400,7 @@ def _tokenizer_key(init: str) -> tuple[str, str]:
 def init_checkpoint(cfg: PretrainConfig) -> Path:
     """``cfg.init``'s local folder (a Hub name resolved through the cache), checked before any work: a BERT
     config (``objective="mlm"``) or a GPT-2 / Llama one (``"causal"``) whose position table holds
-    ``cfg.block_size`` and whose embedding rows hold its tokenizer.
+    ``cfg.block_size`` and whose embedding rows hold its tokenizer (:meth:`nbkit.objectives.Objective.check_init`).
 
     Raises:
         ConfigError: ``block_size`` above ``max_position_embeddings`` / ``n_positions``, a tokenizer with more
@@ -418,29 +410,13 @@ def init_checkpoint(cfg: PretrainConfig) -> Path:
         CheckpointError: a folder without ``config.json`` or its weights, or a config without a model type
             (:func:`nbkit.models.loading.require_model_type`).
     """
-    import json
-
     from transformers import AutoTokenizer
 
     from nbkit.models.bert import check_tokenizer_matches
-    from nbkit.models.causal import MODEL_TYPES, read_causal_config
-    from nbkit.models.loading import checkpoint_model_type, require_model_type, resolve_checkpoint
+    from nbkit.models.loading import resolve_checkpoint
 
     folder = resolve_checkpoint(cfg.init)
-    if cfg.objective == "causal":
-        conf = read_causal_config(folder, str(cfg.init))
-        key = "n_positions" if conf["model_type"] == "gpt2" else "max_position_embeddings"
-        limit = int(conf.get(key) or conf.get("n_ctx") or 1024)
-    else:
-        kind = checkpoint_model_type(folder, cfg.init)
-        if kind in MODEL_TYPES:
-            raise ConfigError(f"init={cfg.init!r} is a {kind} causal LM, but objective='mlm' needs a BERT masked LM; "
-                              "continue it with objective='causal', or pass a masked LM (bert-base-chinese, "
-                              "chinese-roberta-wwm-ext)")
-        require_model_type(folder, cfg.init, takes="a BERT-architecture masked LM (bert-base-chinese, "
-                                                   "chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
-        conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        key, limit = "max_position_embeddings", int(conf.get("max_position_embeddings", 512))
+    conf, key, limit = objectives.get(cfg.objective).check_init(cfg, folder)
     if cfg.block_size > limit:
         raise ConfigError(f"block_size={cfg.block_size} exceeds the position table of init={cfg.init!r} "
                           f"({key}={limit}): use block_size <= {limit}")
@@ -551,12 +527,9 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
         plan["applied"] = "not applied: the smoke scale keeps its CI sizes"
         return cfg, plan
     fixed = ("model", "lr", "warmup_ratio") if cfg.init is not None else ()   # init: its model, continued recipe
-    if cfg.objective == "causal" and cfg.init is None and "model" in plan:   # the plan's size, cfg.model's family
-        causal = causal_preset(cfg, plan["model"]) or cfg.model
-        plan["reasons"].append(f"causal: {causal}, the {cfg.model.split('-')[0]} preset of BERT-{plan['model']}'s "
-                               "size" if causal != cfg.model else f"causal: no {cfg.model.split('-')[0]} preset of "
-                               f"BERT-{plan['model']}'s size, {cfg.model} kept")
-        plan["model"] = causal
+    if cfg.init is None and "model" in plan:   # the plan's size in the objective's presets
+        plan["model"], why = objectives.get(cfg.objective).sized_model(cfg, plan["model"])
+        plan["reasons"] += [why] if why else []
     mine = {k: plan[k] for k in ("model", "batch_size", "grad_accum_steps", "max_steps", "lr", "warmup_ratio",
                                  "eval_every", "eval_blocks") if k in plan and k not in fixed}
     if fixed:
@@ -609,14 +582,6 @@ def _plan_the_run(plan: dict, sized: PretrainConfig, kept: set, world: int) -> N
 PLAN_FILE = "plan.json"   # the sized plan a resumed run keeps
 
 
-def causal_preset(cfg: PretrainConfig, size: str) -> str | None:
-    """The causal preset of ``cfg.model``'s family (gpt2 / llama) at BERT preset ``size`` (the sizing plan's
-    choice), None when that family has none."""
-    from nbkit.models.causal import family_preset
-
-    return family_preset(cfg.model.split("-")[0], size)
-
-
 def _resumed_plan(cfg: PretrainConfig, out: Path, inputs: dict) -> dict | None:
     """The plan in ``out/plan.json`` when this run resumes from a checkpoint there and sized the same corpus."""
     from nbkit.train.checkpoint import list_checkpoints
@@ -649,7 +614,7 @@ def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) ->
     if kind == "cuda" and not cuda_usable():
         return None, "no CUDA device here to time on"
     model, _ = sizing.choose_model(summary["n_tokens_train"], kind)
-    model = causal_preset(cfg, model) or cfg.model if cfg.objective == "causal" else model
+    model = objectives.get(cfg.objective).sized_model(cfg, model)[0]
     m = sizing.measure_speed(model, int(summary["vocab_size"]), cfg.block_size, sizing.BATCH[kind],
                              device=None if kind == "cuda" else "cpu",   # None: this rank's GPU under torchrun
                              model_dir=init_checkpoint(cfg) if cfg.init is not None else None)  # init: its own speed
@@ -658,14 +623,10 @@ def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) ->
 
 
 def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
-    """``{"train", "validation"}`` blocks of ``cfg.block_size`` tokens: MLM's ``[CLS] ... [SEP]``, or with
-    ``objective="causal"`` a packed stream with the document separator after each text (``[SEP]``,
-    :func:`nbkit.text.causal.document_separator`) and each block's next token.
-
-    The mix: texts tokenized, concatenated and cut (:func:`nbkit.text.mlm.make_blocks`, with ``word_ids``
-    for whole-word masking; :func:`nbkit.text.causal.make_causal_blocks`). A store:
-    :class:`nbkit.corpus.StoreMLMDataset` / :class:`~nbkit.corpus.dataset.StoreCausalDataset` per split
-    (random access from disk, constant memory; the store is read as prepared).
+    """``{"train", "validation"}`` blocks of ``cfg.block_size`` tokens, the objective's
+    (:meth:`nbkit.objectives.Objective.blocks`): MLM's ``[CLS] ... [SEP]`` with ``word_ids``, or a causal packed
+    stream with each block's next token. The mix's texts are packed in memory with the document separator after
+    each (:func:`nbkit.text.mlm.make_blocks`), as a store's stream is (read from disk, constant memory).
 
     First the ``[UNK]`` share of a sample of the training text under ``tok`` (the store's ids: of up to 64
     blocks) is checked (:func:`nbkit.text.tokenizer.check_unk_share`): above 5 % the run is refused naming the
@@ -681,25 +642,7 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
         train = corpus.splits["train"]
         check_unk_share(tok, train.select(range(min(2000, len(train))))["text"], allow=cfg.allow_unk,
                         what="the training text")
-    if cfg.objective == "causal":
-        if corpus.store is not None:
-            from nbkit.corpus.dataset import StoreCausalDataset
-
-            out = {split: StoreCausalDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
-        else:
-            from nbkit.text.causal import make_causal_blocks
-
-            out = {split: make_causal_blocks(corpus.splits[split], tok, cfg.block_size)
-                   for split in ("train", "validation")}
-    elif corpus.store is not None:
-        from nbkit.corpus.dataset import StoreMLMDataset
-
-        out = {split: StoreMLMDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
-    else:
-        from nbkit.text import mlm
-
-        out = {split: mlm.make_blocks(corpus.splits[split], tok, cfg.block_size, words_column="words")
-               for split in ("train", "validation")}
+    out = objectives.get(cfg.objective).blocks(cfg, tok, corpus)
     if corpus.store is not None:                         # the store's ids, made by this tokenizer
         train, n = out["train"], len(out["train"])
         picks = sorted({i * n // 64 for i in range(64)}) if n else []
@@ -709,24 +652,19 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
 
 
 def collator(cfg: PretrainConfig, tok):
-    """:class:`nbkit.text.mlm.MLMCollator`: ``cfg.mlm_probability`` of the tokens as targets (80/10/10),
-    whole words with ``cfg.whole_word``; padding and special tokens never chosen. ``objective="causal"``:
-    :class:`nbkit.text.causal.CausalCollator` (next-token labels, shifted by the collator)."""
-    if cfg.objective == "causal":
-        from nbkit.text.causal import CausalCollator
-
-        return CausalCollator(tok)
-    from nbkit.text.mlm import MLMCollator
-
-    return MLMCollator(tok, mlm_probability=cfg.mlm_probability, whole_word=cfg.whole_word)
+    """The objective's collator (:meth:`nbkit.objectives.Objective.collator`): MLM's
+    :class:`nbkit.text.mlm.MLMCollator` (``cfg.mlm_probability`` of the tokens as targets, whole words with
+    ``cfg.whole_word``), the causal :class:`nbkit.text.causal.CausalCollator` (next-token labels)."""
+    return objectives.get(cfg.objective).collator(cfg, tok)
 
 
 def model(cfg: PretrainConfig, tok):
-    """A ``BertForMaskedLM`` with the sparse MLM head: ``cfg.init``'s weights, every one loaded (what MLM does not
-    use is printed by name), else preset ``cfg.model`` with ``tok``'s vocabulary and ``cfg.block_size``
-    positions, weights drawn from ``cfg.seed`` (the same on every rank). Its config is marked as nbkit's MLM
-    pretraining (:data:`nbkit.models.bert.NBKIT_MARK`), which fine-tuning's pooling rule reads. With
-    ``objective="causal"``: a ``GPT2LMHeadModel`` / ``LlamaForCausalLM`` the same way (:func:`_causal_model`).
+    """The objective's model (:meth:`nbkit.objectives.Objective.model`): a ``BertForMaskedLM`` with the sparse MLM
+    head, or a ``GPT2LMHeadModel`` / ``LlamaForCausalLM``; ``cfg.init``'s weights, every one loaded (what the
+    objective does not use is printed by name), else preset ``cfg.model`` with ``tok``'s vocabulary and
+    ``cfg.block_size`` positions, weights drawn from ``cfg.seed`` (the same on every rank). Its config is marked
+    as nbkit's pretraining (:data:`nbkit.models.bert.NBKIT_MARK`: objective and init), which fine-tuning's pooling
+    rule reads.
 
     Raises:
         ConfigError / CheckpointError: with ``init``, ``tok`` not the checkpoint's, ``block_size`` past its
@@ -735,52 +673,11 @@ def model(cfg: PretrainConfig, tok):
     """
     import torch
 
-    from nbkit.models.bert import NBKIT_MARK, build_mlm_model, check_tokenizer_matches, count_parameters
+    from nbkit.models.bert import NBKIT_MARK
 
     torch.manual_seed(cfg.seed)
-    if cfg.objective == "causal":
-        return _causal_model(cfg, tok)
-    drop = {} if cfg.dropout is None else {"hidden_dropout_prob": cfg.dropout,
-                                           "attention_probs_dropout_prob": cfg.dropout}
-    if cfg.init is None:
-        bert = build_mlm_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, **drop)
-    else:
-        from nbkit.models.loading import dtype_note, load_mlm_model
-
-        bert, report = load_mlm_model(cfg.init, **drop)
-        check_tokenizer_matches(tok, bert.config.vocab_size, Path(report["folder"]), str(cfg.init))
-        limit = bert.config.max_position_embeddings
-        if cfg.block_size > limit:
-            raise ConfigError(f"block_size={cfg.block_size} exceeds init={cfg.init!r}'s max_position_embeddings={limit}")
-        stored = dtype_note(report["stored_dtype"])
-        print(f"loaded init={cfg.init!r}: {count_parameters(bert) / 1e6:.1f} M parameters, every weight of its masked "
-              f"LM (decoder tied to the word embeddings); not used by MLM: {', '.join(report['unused']) or 'none'}"
-              + (f"; {stored}" if stored else ""))
-    setattr(bert.config, NBKIT_MARK, {"objective": "mlm", "init": None if cfg.init is None else str(cfg.init)})
-    return bert
-
-
-def _causal_model(cfg: PretrainConfig, tok):
-    """:func:`model` for ``objective="causal"``: ``cfg.init``'s GPT-2 / Llama with every weight, else preset
-    ``cfg.model`` (:func:`nbkit.models.causal.build_causal_model`), marked as nbkit's causal pretraining."""
-    from nbkit.models.bert import NBKIT_MARK, check_tokenizer_matches, count_parameters
-    from nbkit.models.causal import build_causal_model, load_causal_model, positions
-    from nbkit.models.loading import dtype_note
-
-    if cfg.init is None:
-        lm = build_causal_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, dropout=cfg.dropout)
-    else:
-        lm, report = load_causal_model(cfg.init, tokenizer=tok, dropout=cfg.dropout)
-        check_tokenizer_matches(tok, lm.config.vocab_size, Path(report["folder"]), str(cfg.init))
-        limit = positions(lm.config)
-        if cfg.block_size > limit:
-            raise ConfigError(f"block_size={cfg.block_size} exceeds init={cfg.init!r}'s positions ({limit}); "
-                              f"use block_size <= {limit}")
-        stored = dtype_note(report["stored_dtype"])
-        print(f"loaded init={cfg.init!r}: {count_parameters(lm) / 1e6:.1f} M parameters, every weight of its "
-              f"{lm.config.model_type} causal LM; not used: {', '.join(report['unused']) or 'none'}"
-              + (f"; {stored}" if stored else ""))
-    setattr(lm.config, NBKIT_MARK, {"objective": "causal", "init": None if cfg.init is None else str(cfg.init)})
+    lm = objectives.get(cfg.objective).model(cfg, tok)
+    setattr(lm.config, NBKIT_MARK, {"objective": cfg.objective, "init": None if cfg.init is None else str(cfg.init)})
     return lm
 
 
@@ -849,61 +746,31 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     return loop, result
 
 
-def model_dir_at(out_dir, step: int) -> Path:
-    """``out_dir/checkpoints/step-NNNNNN/model``: the ``from_pretrained`` folder of one kept checkpoint.
-
-    Raises:
-        CheckpointError: no complete checkpoint at ``step`` (the kept steps are named).
-    """
-    from nbkit.errors import CheckpointError
-    from nbkit.train.checkpoint import list_checkpoints
-
-    found = {c.step: c for c in list_checkpoints(out_dir, warn=False)}
-    if step not in found:
-        raise CheckpointError(f"no checkpoint at step {step} in {Path(out_dir) / 'checkpoints'}; kept: "
-                              f"{sorted(found) or 'none'} (pass save_steps=({step},) to run_pretraining)")
-    return found[step].model_dir
-
-
 def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | None = None) -> dict:
-    """Save model + tokenizer to ``out_dir/model`` (atomic; loads with ``AutoModelForMaskedLM``, with
-    ``objective="causal"`` with ``AutoModelForCausalLM`` and ``pipeline("text-generation")``:
-    :func:`nbkit.models.export.export_causal_lm`) and write ``out_dir/metrics.json``; return it.
+    """Save model + tokenizer to ``out_dir/model`` by the objective's export (atomic:
+    :meth:`nbkit.objectives.Objective.export`; an MLM folder loads with ``AutoModelForMaskedLM``, a causal one with
+    ``AutoModelForCausalLM`` and ``pipeline("text-generation")``) and write ``out_dir/metrics.json``; return it.
     ``generation``: the causal export's generation settings (``export_causal_lm``'s keywords, e.g. the notebook's
     ``max_new_tokens``), which a bare ``pipeline("text-generation", model=out_dir/"model")(prompt)`` uses.
 
     The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``objective``,
-    ``model`` (the
-    preset, or ``init``), ``init``, ``parameters``, ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``,
-    the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``, ``mfu``, ``device``, ``precision``,
-    ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``, ``first_eval_loss``/``first_eval_step``,
-    ``model_dir``, ``checkpoints`` (step -> model dir), ``history``, ``config``, ``world_size``, ``written_at``.
+    ``model`` (the preset, or ``init``), ``init``, ``parameters``, ``hidden_size``, ``layers``, ``block_size``,
+    ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``,
+    ``mfu``, ``device``, ``precision``, ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``,
+    ``first_eval_loss``/``first_eval_step``, ``model_dir``, ``checkpoints`` (step -> model dir), ``history``,
+    ``config``, ``world_size``, ``written_at``.
 
     Raises:
         WriteError: the disk is full or not writable (nothing half-written).
         NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
         ConfigError: ``generation`` settings out of range (``export_causal_lm``), or given for an MLM run.
     """
-    from nbkit.atomic import atomic_dir
-    from nbkit.models.bert import check_finite_weights, count_parameters
-    from nbkit.models.loading import quiet_transformers
-    from nbkit.text.tokenizer_files import save_tokenizer
+    from nbkit.models.bert import count_parameters
     from nbkit.train.checkpoint import list_checkpoints
 
     model_dir = Path(out_dir) / "model"
+    objectives.get(cfg.objective).export(cfg, loop.model, tok, model_dir, generation)
     mc = loop.model.config
-    if cfg.objective == "causal":   # the text-generation layout (standard class, CJK decoding; finite weights)
-        from nbkit.models.export import export_causal_lm
-
-        export_causal_lm(loop.model, tok, model_dir, **(generation or {}))
-    elif generation:
-        raise ConfigError(f"generation={generation!r} is for objective='causal'; a masked LM does not generate: "
-                          "drop it")
-    else:
-        check_finite_weights(loop.model, f"the trained model to {model_dir}")
-        with atomic_dir(model_dir, what="model") as tmp, quiet_transformers():
-            loop.model.save_pretrained(tmp)
-            save_tokenizer(tok, tmp, model_max_length=min(int(tok.model_max_length), mc.max_position_embeddings))
     evals = [h for h in result.history if "eval_loss" in h]
     metrics = {"scale": cfg.scale, "objective": cfg.objective,
                "model": cfg.model if cfg.init is None else str(cfg.init), "init": cfg.init,
