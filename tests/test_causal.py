@@ -63,8 +63,7 @@ def test_collator_shifts_labels_and_marks_what_has_no_target():
 def test_blocks_are_packed_with_the_separator_between_documents():
     from datasets import Dataset
 
-    from nbkit.text.causal import document_separator
-    from nbkit.text.mlm import make_blocks
+    from nbkit.text.mlm import document_separator, make_blocks
 
     tok = char_tokenizer()
     docs = texts(40)

@@ -83,7 +83,7 @@ def export_causal_lm(model, tokenizer, out_dir, *, max_new_tokens: int | None = 
     import copy
 
     from nbkit.models.causal import generation_config, is_causal_lm, positions
-    from nbkit.text.causal import document_separator
+    from nbkit.text.mlm import document_separator
 
     if not is_causal_lm(model):
         kind = getattr(getattr(model, "config", None), "model_type", None)

@@ -1,7 +1,7 @@
 """The causal LM's document separator and collator: next-token labels, shifted here.
 
 Blocks are packed by :func:`nbkit.text.mlm.make_blocks` with ``causal=True``: texts tokenized without ``[CLS]``,
-each followed by the document separator (:func:`document_separator`), concatenated and cut into blocks of exactly
+each followed by the document separator (:func:`nbkit.text.mlm.document_separator`), concatenated and cut into blocks of exactly
 ``block_size`` tokens (GPT-2's and nanoGPT's packing: no padding, attention runs across a separator, which the
 model learns to treat as a document end). Each block also records the stream's next token, so every position of
 a block has a target.
@@ -10,30 +10,13 @@ from __future__ import annotations
 
 import torch
 
-from nbkit.errors import ConfigError, DataError
-from nbkit.text.mlm import IGNORE_INDEX
-
-
-def document_separator(tokenizer) -> tuple[int, str]:
-    """``(id, token)`` written between documents of a causal stream: ``[SEP]`` for a BERT-vocabulary tokenizer
-    (the store already ends every document with it, and UER's Chinese GPT-2 over that vocabulary marks text
-    ends with it), else ``eos`` (Llama's ``</s>``, GPT-2's ``<|endoftext|>``). The model learns to predict it,
-    so generation stops there (it is the model's ``eos_token_id``).
-
-    Raises:
-        ConfigError: a tokenizer with neither.
-    """
-    for name in ("sep", "eos"):
-        i = getattr(tokenizer, f"{name}_token_id", None)
-        if i is not None:
-            return int(i), str(getattr(tokenizer, f"{name}_token"))
-    raise ConfigError("the tokenizer has neither a [SEP] nor an eos token to separate documents; use a BERT-style "
-                      "WordPiece (nbkit.text.train_wordpiece) or a tokenizer with an eos token")
+from nbkit.errors import DataError
+from nbkit.text.mlm import IGNORE_INDEX, document_separator
 
 
 def prompt_ids(tokenizer, prompt: str) -> list[int]:
     """A prompt's ids as a causal LM trained on packed documents reads one: the document separator (the end of
-    the previous document: :func:`document_separator`), then the text without ``[CLS]``/``[SEP]``."""
+    the previous document: :func:`nbkit.text.mlm.document_separator`), then the text without ``[CLS]``/``[SEP]``."""
     sep, _ = document_separator(tokenizer)
     return [sep, *tokenizer(prompt, add_special_tokens=False)["input_ids"]]
 

@@ -35,12 +35,29 @@ def check_length(name: str, value: int, tokenizer=None, max_position_embeddings:
         raise ConfigError(f"{name}={value} leaves no room for text (at least {minimum} tokens); use e.g. 128")
 
 
+def document_separator(tokenizer) -> tuple[int, str]:
+    """``(id, token)`` written between documents of a causal stream: ``[SEP]`` for a BERT-vocabulary tokenizer
+    (the store already ends every document with it, and UER's Chinese GPT-2 over that vocabulary marks text
+    ends with it), else ``eos`` (Llama's ``</s>``, GPT-2's ``<|endoftext|>``). The model learns to predict it,
+    so generation stops there (it is the model's ``eos_token_id``).
+
+    Raises:
+        ConfigError: a tokenizer with neither.
+    """
+    for name in ("sep", "eos"):
+        i = getattr(tokenizer, f"{name}_token_id", None)
+        if i is not None:
+            return int(i), str(getattr(tokenizer, f"{name}_token"))
+    raise ConfigError("the tokenizer has neither a [SEP] nor an eos token to separate documents; use a BERT-style "
+                      "WordPiece (nbkit.text.train_wordpiece) or a tokenizer with an eos token")
+
+
 def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
                 words_column: str | None = None, max_position_embeddings: int | None = None,
                 num_proc: int | None = None, causal: bool = False):
     """Blocks of exactly ``block_size`` tokens packed from the texts of each ``datasets.map`` batch of 1,000:
     every text followed by the document separator (``[SEP]`` for a BERT vocabulary, else eos:
-    :func:`nbkit.text.causal.document_separator`), concatenated and cut, each batch's short tail dropped (as
+    :func:`document_separator`), concatenated and cut, each batch's short tail dropped (as
     ``run_mlm.py`` and ``run_clm.py`` do). A prepared store's stream is the same (:mod:`nbkit.corpus.worker` ends
     every document with ``[SEP]``), so the in-memory and the store's blocks read alike.
 
@@ -55,7 +72,6 @@ def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
             without a separator.
         DataError: a missing column, or too little text for one block.
     """
-    from nbkit.text.causal import document_separator
 
     check_length("block_size", block_size, tokenizer, max_position_embeddings, minimum=2 if causal else 3)
     source = words_column or text_column
