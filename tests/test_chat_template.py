@@ -218,3 +218,28 @@ def test_the_padded_batch_loss_is_the_token_weighted_per_conversation_loss(uer):
     assert torch.allclose(together / n, per_token, rtol=1e-5, atol=1e-6)
     with pytest.raises(DataError, match="empty batch"):
         collate([])
+
+
+def test_trl_assistant_only_loss_reads_the_same_targets(uer, tmp_path):
+    """TRL's SFTTrainer(assistant_only_loss=True) on the same tokenizer scores the same tokens: its labels are unshifted
+    (the model shifts them), nbkit's are shifted by the collator."""
+    pytest.importorskip("trl", reason="TRL is the comparison, not a dependency")
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from nbkit.models.causal import build_causal_model
+
+    tok = bert_vocab_tokenizer(uer)
+    chat.with_chat_template(tok)
+    conversations = [CONVERSATION, CONVERSATION[1:3]]
+    model = build_causal_model("gpt2-tiny", tok, 128, seed=0)
+    args = SFTConfig(output_dir=str(tmp_path), assistant_only_loss=True, report_to=[], max_length=128,
+                     per_device_train_batch_size=2, use_cpu=True)
+    trainer = SFTTrainer(model=model, args=args, processing_class=tok,
+                         train_dataset=Dataset.from_list([{"messages": c} for c in conversations]))
+    theirs = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])
+    cols, _ = chat.encode_conversations(tok, conversations, max_length=128)
+    ours = chat.ChatCollator(tok)([{"input_ids": i, "assistant_masks": m}
+                                   for i, m in zip(cols["input_ids"], cols["assistant_masks"])])
+    assert torch.equal(theirs["input_ids"][theirs["attention_mask"] == 1], ours["input_ids"][ours["attention_mask"] == 1])
+    assert torch.equal(theirs["labels"][:, 1:], ours["labels"][:, :-1])

@@ -157,3 +157,18 @@ def test_the_users_files_are_split_by_eval_fraction(tmp_path):
     with pytest.raises(DataError, match="eval_fraction=0.01 of 20 conversations holds out 0"):
         SFT.data(config(corpus=str(path), eval_fraction=0.01))
     assert "max_train" in SFT.unused(config(corpus=str(path))) and "mix" in SFT.unused(config())
+
+
+def test_a_llama_checkpoint_is_tuned_the_same_way(tmp_path, demo_corpus):
+    from transformers import AutoTokenizer
+
+    from nbkit.models.standin import build_standin
+
+    folder = build_standin(tmp_path / "llama", "llama")
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    cfg = config(init=str(folder))
+    model = SFT.model(cfg, tok)
+    assert type(model).__name__ == "LlamaForCausalLM" and model.config.vocab_size == len(tok) == 21128
+    assert model.config.eos_token_id == [tok.convert_tokens_to_ids("[unused4]"), tok.convert_tokens_to_ids("[SEP]")]
+    _, result = fit(model, cfg, tok, SFT.blocks(cfg, tok, demo_corpus), tmp_path / "run", steps=2)
+    assert result.metrics["eval_loss"] == result.metrics["eval_loss"]
