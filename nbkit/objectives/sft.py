@@ -50,16 +50,20 @@ class _VocabWithout:
 
 
 class SFT(CausalLM):
-    """``objective="sft"``: ``PER_SCALE["pretraining/sft"]`` over the scale's pretraining rows."""
+    """``objective="sft"``: ``PER_SCALE["pretraining/sft"]`` over the scale's pretraining rows, also with ``init``
+    (SFT starts from a model as a rule: the continued-pretraining rows and lr do not apply, ``init_rows``);
+    ``corpus`` names conversation files that :meth:`data` reads, not text for a corpus store (``reads_store``)."""
 
     name = "sft"
     scale_rows = "pretraining/sft"
     model_class = "causal LM"
+    reads_store = False
+    init_rows = False
 
     def unused(self, cfg) -> dict[str, str]:
         why = "objective is sft (conversations: the demo set, or corpus's files)"
         out = {k: "objective is sft (no masking)" for k in ("mlm_probability", "whole_word")}
-        out.update({k: why for k in ("mix", "fit_to_corpus", "budget_minutes", "max_passes")})
+        out.update({k: why for k in ("mix", "fit_to_corpus", "budget_minutes")})
         if cfg.corpus is None:
             out["eval_fraction"] = "the demo set keeps notebooks 03 and 07's validation splits"
         else:
@@ -114,17 +118,22 @@ class SFT(CausalLM):
     def blocks(self, cfg, tok, corpus) -> dict:
         """``{"train", "validation"}`` datasets of encoded conversations (``input_ids``, ``assistant_masks``:
         :func:`nbkit.text.chat.encode_conversations` at ``cfg.block_size`` tokens, overflow by ``cfg.overflow``),
-        what was kept and dropped printed per split.
+        what was kept and dropped printed per split. First the ``[UNK]`` share of the first 2,000 training
+        conversations' text under ``tok`` is checked (:func:`nbkit.text.tokenizer.check_unk_share`, ``cfg.allow_unk``).
 
         Raises:
-            DataError: no conversation of a split fits (the counts and the fix named).
+            DataError: the ``[UNK]`` share above 5 % (without ``allow_unk``), or no conversation of a split fits (the
+                counts and the fix named).
         """
         from datasets import Dataset
 
         from nbkit.objectives import SPLITS
         from nbkit.text.chat import encode_conversations
+        from nbkit.text.tokenizer import check_unk_share
 
         self.prepare_tokenizer(cfg, tok)
+        check_unk_share(tok, [m["content"] for ex in corpus.splits["train"][:2000] for m in ex["messages"]],
+                        allow=cfg.allow_unk, what="the training conversations")
         out = {}
         for split in SPLITS:
             cols, r = encode_conversations(tok, [ex["messages"] for ex in corpus.splits[split]], cfg.block_size,
