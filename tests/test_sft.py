@@ -134,7 +134,7 @@ def test_gradient_checkpointing_is_a_setting_with_the_same_gradients(uer):
     cfg = config(init=str(uer), dropout=0.0)
     tok = AutoTokenizer.from_pretrained(str(uer))
     plain = SFT.model(cfg, tok)
-    saving = SFT.model(SimpleNamespace(**vars(cfg), gradient_checkpointing=True), tok)
+    saving = SFT.model(SimpleNamespace(**{**vars(cfg), "gradient_checkpointing": True}), tok)   # the field, once merged
     assert saving.is_activation_checkpointing and not plain.is_activation_checkpointing
     cols, _ = encode_conversations(tok, [[*MESSAGES, {"role": "assistant", "content": "正面"}]], 64)
     batch = SFT.collator(cfg, tok)([{"input_ids": cols["input_ids"][0], "assistant_masks": cols["assistant_masks"][0]}])
