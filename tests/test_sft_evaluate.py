@@ -65,5 +65,8 @@ def test_generated_answers_of_a_tiny_model_score_in_range(tmp_path):
     assert "[unused" not in "".join(answers)                                           # markers are not text
     scores = score_answers(examples, answers, n_boot=50)
     assert all(0.0 <= r["value"] <= 1.0 and 0.0 <= r["form_share"] <= 1.0 for r in scores.values())
+    long = example("sentiment", "positive", "好" * 130, "正面")
+    with pytest.raises(DataError, match="example 0's question is 1.. tokens, leaving no room.*encode_conversations"):
+        generate_answers(model, tok, [long])
     with pytest.raises(DataError, match="example 0 does not end with the gold assistant turn"):
         generate_answers(model, tok, [{"messages": examples[0]["messages"][:1]}])

@@ -96,16 +96,21 @@ def generate_answers(model, tok, examples: Sequence[dict], max_new_tokens: int =
                      stop_ids: Sequence[int] | None = None) -> tuple[list[str], int]:
     """Greedy answers of ``model`` (a causal LM) to each example's question: its ``messages`` without the last
     (the gold answer) through ``tok``'s chat template with the generation prompt, as ``pipeline("text-generation")``
-    encodes them, one example at a time. ``stop_ids``: where generation stops (None: the model's generation
-    config's ``eos_token_id``). Returns ``(answers, n_unfinished)``: the decoded new text per example (special
-    tokens dropped, Chinese without spaces), and how many hit ``max_new_tokens`` before a stop token.
+    encodes them, one example at a time, writing at most ``max_new_tokens`` and at most what the model's context
+    leaves after the question. ``stop_ids``: where generation stops (None: the model's generation config's
+    ``eos_token_id``). Returns ``(answers, n_unfinished)``: the decoded new text per example (special tokens
+    dropped, Chinese without spaces), and how many stopped at the token limit before a stop token.
+
+    Keep to the examples whose conversation fits the context, as training does:
+    ``encode_conversations(tok, [ex["messages"] for ex in examples], context)[0]["index"]`` lists them.
 
     Raises:
-        DataError: an example whose ``messages`` do not end with the gold assistant turn.
+        DataError: an example whose ``messages`` do not end with the gold assistant turn, or whose question
+            leaves no room in the context (which one, and how to keep to those that fit).
     """
     import torch
 
-    from nbkit.models.causal import generation_config
+    from nbkit.models.causal import generation_config, positions
     from nbkit.models.loading import quiet_transformers
     from nbkit.switches import model_mode
     from nbkit.text.tokenizer_files import cjk_decoding
@@ -116,6 +121,7 @@ def generate_answers(model, tok, examples: Sequence[dict], max_new_tokens: int =
     stops = set(gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id])
     decoder = cjk_decoding(tok)
     device = next(model.parameters()).device
+    context = positions(model.config)
     answers, unfinished = [], 0
     with model_mode(model, training=False), torch.no_grad(), quiet_transformers():
         for i, ex in enumerate(examples):
@@ -125,8 +131,14 @@ def generate_answers(model, tok, examples: Sequence[dict], max_new_tokens: int =
                                 "demo_conversations' examples (user question, assistant answer)")
             ids = tok.apply_chat_template(messages[:-1], add_generation_prompt=True, tokenize=True,
                                           return_dict=True)["input_ids"]
+            room = min(max_new_tokens, context - len(ids))
+            if room < 1:
+                raise DataError(f"example {i}'s question is {len(ids)} tokens, leaving no room in the model's context "
+                                f"of {context}: keep to the examples that fit, nbkit.text.chat.encode_conversations("
+                                "tok, [ex['messages'] for ex in examples], context)[0]['index']")
             prompt = torch.tensor([ids], device=device)                                  # (1, T)
-            out = model.generate(prompt, attention_mask=torch.ones_like(prompt), generation_config=gen)  # (1, T + n)
+            out = model.generate(prompt, attention_mask=torch.ones_like(prompt), generation_config=gen,
+                                 max_new_tokens=room)                                    # (1, T + n)
             new = out[0, len(ids):].tolist()
             unfinished += not (new and new[-1] in stops)
             answers.append(decoder.decode(new, skip_special_tokens=True))

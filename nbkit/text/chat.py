@@ -172,7 +172,8 @@ def encode_conversations(tok, conversations: Sequence[Sequence[dict]], max_lengt
     step = 1000
     for start in range(0, len(conversations), step):
         chunk = [list(c) for c in conversations[start:start + step]]
-        enc = tok.apply_chat_template(chunk, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        enc = tok.apply_chat_template(chunk, tokenize=True, return_dict=True, return_assistant_tokens_mask=True,
+                                      tokenizer_kwargs={"verbose": False})      # overflow: counted below instead
         for k, (ids, mask) in enumerate(zip(enc["input_ids"], enc["assistant_masks"])):
             lengths.append(len(ids))
             if len(ids) > max_length:
