@@ -15,7 +15,7 @@ The one pretraining driver: notebook 02 calls the stages cell by cell, notebook 
 
 With ``init`` (a published BERT masked LM: a folder or Hub name) the run continues that checkpoint: its
 tokenizer everywhere (no WordPiece is trained; a ``corpus`` is prepared with it), its weights loaded exactly, and
-continued-pretraining defaults (:data:`INIT`, ``PER_SCALE["pretraining/init"]``).
+continued-pretraining defaults (group ``pretraining/init`` of :mod:`nbkit.recipes.scales`).
 
 ``objective`` names the object that brings what differs between objectives (:mod:`nbkit.objectives`: its blocks and
 collator, its model built or loaded from ``init``, its export, its ``PER_SCALE`` rows); the stages call it and never
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING
 
 from nbkit import jsonio, objectives
 from nbkit.errors import ConfigError, DataError
-from nbkit.recipes.config import RecipeConfig, scale_defaults
-from nbkit.recipes.scales import PER_SCALE
+from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
+from nbkit.recipes.scales import constant
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
 if TYPE_CHECKING:
@@ -42,21 +42,6 @@ if TYPE_CHECKING:
 
 SOURCES = ("peoples_daily", "news", "own", "reviews")   # the bundled mix's sources, in priority order
 MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
-#: continued pretraining's constants (init set), with their reasons (the table shows them)
-INIT = {"lr": 5e-5, "warmup_ratio": 0.06}
-INIT_WHY = {
-    "lr": "5e-5 continues a published BERT-base without undoing it (run_mlm.py's default; Cui et al. 2020 "
-          "continued Google's Chinese BERT at 1e-4 with batch 2,560); 1e-3, the small presets' rate, wrecks it",
-    "warmup_ratio": "6 %, as Gururangan et al. 2020 warm up task-adaptive pretraining",
-    "block_size": "cpu/gpu: 128, the first phase of Chinese BERT-wwm's pretraining (Cui et al. 2020); at most "
-                  "the checkpoint's positions",
-    "batch_size": "BERT-base trains ~130 tokens/s on 2 cores (bench/continued_pretraining.py): 8 blocks a step "
-                  "on a CPU, 64 on a GPU",
-    "max_steps": "cpu: a taste, ~8 minutes of BERT-base on 2 cores; gpu: 16 M tokens, ~16 passes over the "
-                 "training reviews (task-adaptive pretraining ran 100, Gururangan et al. 2020)",
-    "eval_every": "about 3 evaluations per cpu run, 8 per gpu run",
-    "eval_blocks": "cpu: 128 held-out blocks, a BERT-base evaluation in well under a minute on 2 cores",
-}
 
 
 @dataclass(frozen=True, repr=False)
@@ -83,26 +68,26 @@ class PretrainConfig(RecipeConfig):
     seed: int = 0
     split_seed: int = 0
     grad_accum_steps: int = 1
-    lr: float = 1e-3
-    warmup_ratio: float = 0.06
+    lr: float = constant("pretraining", "lr")                      # each constant's reason: nbkit/recipes/scales.py
+    warmup_ratio: float = constant("pretraining", "warmup_ratio")
     scheduler: str = "linear"
     weight_decay: float = 0.01
     checkpoint_every: int | None = None
-    keep_last: int = 2
-    mlm_probability: float = 0.15
+    keep_last: int = constant("pretraining", "keep_last")
+    mlm_probability: float = constant("pretraining", "mlm_probability")
     whole_word: bool = True
     precision: str = "auto"
     corpus: str | list | Dataset | None = None
     eval_fraction: float = 0.05
-    eval_blocks: int | None = 4096
+    eval_blocks: int | None = constant("pretraining", "eval_blocks")
     max_passes: float | None = None
     fit_to_corpus: bool = True
     dropout: float | None = None
     log_every: int | None = None
     resume: bool = True
     progress: bool = True
-    checkpoint_minutes: float = 10.0
-    progress_every_s: float = 30.0
+    checkpoint_minutes: float = constant("pretraining", "checkpoint_minutes")
+    progress_every_s: float = constant("pretraining", "progress_every_s")
     report_to: str = "tensorboard"
     budget_minutes: float | None = None
     allow_unk: bool = False
@@ -158,13 +143,6 @@ class PretrainConfig(RecipeConfig):
                      "warning instead of the refusal)",
         "skip_examples": SKIP_EXAMPLES_HELP,
     }
-    WHY = {"warmup_ratio": "6 %, RoBERTa's pretraining warm-up (fine-tuning warms up 10 %)",
-           "lr": "1e-3 for the small presets (docs/pretraining.md; base needs 1e-4, size_run)",
-           "keep_last": "2: the newest and one before it, in case the newest is from a diverging run",
-           "mlm_probability": "15 %, BERT's (Devlin et al. 2019)",
-           "eval_blocks": "4,096: scoring 55,000 held-out blocks of a 2 GB corpus took most of a smoke run",
-           "checkpoint_minutes": "10: a Ctrl-C or a crash loses at most this much (Ctrl-C also saves at the step)",
-           "progress_every_s": "30: a headless log shows the run without flooding a notebook cell"}
     ALL_MEANS_NONE = ("corpus_lines", "max_train", "eval_blocks", "patience", "max_passes", "budget_minutes")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
                        "progress_every_s", "report_to", "allow_unk", "skip_examples"})
@@ -182,25 +160,23 @@ class PretrainConfig(RecipeConfig):
 
     @classmethod
     def defaults(cls, scale: str, init: str | None = None, objective: str | None = None) -> dict:
-        """The scale's values; the objective's rows on top (:attr:`nbkit.objectives.Objective.scale_rows`, e.g.
-        ``PER_SCALE["pretraining/causal"]``); with ``init`` its continued-pretraining rows and :data:`INIT` on top
-        of those. Raises ConfigError: an unknown objective."""
+        """The scale's values; the objective's group on top (:attr:`nbkit.objectives.Objective.scale_rows`, e.g.
+        ``pretraining/causal`` in :mod:`nbkit.recipes.scales`); with ``init`` the continued-pretraining group
+        ``pretraining/init`` on top of those. Raises ConfigError: an unknown objective."""
         out = scale_defaults(cls.RECIPE, scale)
         rows = objectives.get(objective or cls.objective).scale_rows
         if rows is not None:
             out.update(scale_defaults(rows, scale))
         if init is not None:
-            out.update(scale_defaults("pretraining/init", scale), **INIT)
+            out.update(scale_defaults("pretraining/init", scale))
         return out
 
     def origin(self, name: str) -> str | None:
-        if self.init is not None and name in INIT_WHY:
-            where = "init" if name in INIT else f"scale {self.scale}, init"
-            return f"{where}: {INIT_WHY[name]}"
+        where = default_origin("pretraining/init", name, self.scale, "init") if self.init is not None else None
         rows = objectives.get(self.objective).scale_rows
-        if rows is not None and name in PER_SCALE[rows]:
-            return f"scale {self.scale}, {self.objective}"
-        return super().origin(name)
+        if where is None and rows is not None:
+            where = default_origin(rows, name, self.scale, self.objective)
+        return where or super().origin(name)
 
     def unused(self) -> dict[str, str]:
         """With ``corpus`` the store replaces the bundled mix and its split; without, ``fit_to_corpus``; with
