@@ -99,8 +99,8 @@ PER_SCALE: dict[str, dict[str, tuple]] = {
         "stride":           (8, 32, 64),
         "epochs":           D((1.0, 6.0, 3.0), "cpu: the transformer sits on the all-O plateau (the prior's 0.372 "
                                                "nats) for ~2 epochs whatever its encoder; 6 leave it behind (docs/ner.md)"),
-        "lr":               D((1e-3, 1e-3, 5e-4), "cpu: 1e-3 with warm-up and linear decay reaches a validation loss "
-                                                  "of 0.28 nats from random weights, 0.26 from notebook 02's encoder; "
+        "lr":               D((1e-3, 1e-3, 5e-4), "cpu: 1e-3 with warm-up and linear decay reaches validation entity "
+                                                  "F1 0.28 from random weights, 0.26 from notebook 02's encoder; "
                                                   "5e-4 is slower, 2e-3 never leaves the plateau "
                                                   "(bench/results/ner_diagnosis_cpu_*)"),
         "batch_size":       D((32, 16, 32), "cpu: 16, 1,147 steps in 6 epochs of 3,000 sentences (~2-3 min on 2 "
