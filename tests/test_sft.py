@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-pytest.importorskip("nbkit.objectives.causal", reason="nbkit.objectives arrives with the objectives refactor")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import texts  # noqa: E402
 
@@ -30,10 +29,9 @@ def uer(tmp_path_factory):
 
 
 def config(**kw):
-    """A smoke pretraining config as SFT reads it (objective 'causal' until the recipe lists 'sft'), People's Daily
-    read as notebook 07 reads it at smoke."""
+    """A smoke SFT config, People's Daily read as notebook 07 reads it at smoke."""
     kw = {"block_size": 64, "max_train": 12, "corpus_lines": 600, "progress": False, "report_to": "none", **kw}
-    return pt.PretrainConfig.for_scale("smoke", objective="causal", **kw)
+    return pt.PretrainConfig.for_scale("smoke", objective="sft", **kw)
 
 
 def fit(model, cfg, tok, blocks, out_dir, steps=4):
@@ -172,3 +170,18 @@ def test_a_llama_checkpoint_is_tuned_the_same_way(tmp_path, demo_corpus):
     assert model.config.eos_token_id == [tok.convert_tokens_to_ids("[unused4]"), tok.convert_tokens_to_ids("[SEP]")]
     _, result = fit(model, cfg, tok, SFT.blocks(cfg, tok, demo_corpus), tmp_path / "run", steps=2)
     assert result.metrics["eval_loss"] == result.metrics["eval_loss"]
+
+
+def test_run_pretraining_with_objective_sft_trains_saves_and_the_export_chats(uer, tmp_path):
+    """The whole recipe with objective="sft": same loop, checkpoints and metrics.json; the saved folder answers a list
+    of messages through pipeline("text-generation") and stops at the end-of-turn marker."""
+    from transformers import pipeline
+
+    cfg = config(init=str(uer), max_steps=4, eval_every=2)
+    assert cfg.lr == 5e-4 and "corpus_lines" not in cfg.unused()      # SFT's rows, not continued pretraining's
+    metrics = pt.run_pretraining(cfg, tmp_path / "run")
+    assert metrics["objective"] == "sft" and metrics["steps"] == 4 and metrics["eval_loss"] > 0
+    assert sorted(metrics["checkpoints"]) == [2, 4]
+    chat = pipeline("text-generation", model=metrics["model_dir"])
+    out = chat(MESSAGES, max_new_tokens=8, do_sample=False)[0]["generated_text"]
+    assert out[0] == MESSAGES[0] and out[-1]["role"] == "assistant"

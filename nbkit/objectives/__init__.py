@@ -14,7 +14,7 @@ from pathlib import Path
 
 from nbkit.errors import ConfigError
 
-OBJECTIVES = ("mlm", "causal")   # masked LM (BERT), next-token LM (GPT): the modules of this package
+OBJECTIVES = ("mlm", "causal", "sft")   # masked LM (BERT), next-token LM (GPT): the modules of this package
 SPLITS = ("train", "validation")  # what :meth:`Objective.blocks` returns
 
 
@@ -39,6 +39,16 @@ class Objective(ABC):
     scale_rows: str | None = None
     title: str = ""
     model_class: str = ""
+    #: ``cfg.corpus`` is text the recipe prepares into a corpus store; False: :meth:`data` reads it itself
+    reads_store: bool = True
+    #: with ``init`` the continued-pretraining group ``pretraining/init`` applies; False: this objective's rows are
+    #: already for a started model
+    init_rows: bool = True
+
+    def data(self, cfg) -> tuple[dict, dict] | None:
+        """``(splits, report)`` of an objective that reads its own data (the recipe wraps them in a
+        ``PretrainCorpus``); None: the recipe's bundled mix or ``cfg.corpus``'s store."""
+        return None
 
     @property
     @abstractmethod

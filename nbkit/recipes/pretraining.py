@@ -92,6 +92,10 @@ class PretrainConfig(RecipeConfig):
     budget_minutes: float | None = None
     allow_unk: bool = False
     skip_examples: tuple[int, ...] = ()
+    gradient_checkpointing: bool = False
+    overflow: str = "drop"
+    bad_records: str = "raise"
+    chat_template: str | None = None
 
     RECIPE, STEP = "pretraining", "mlm"
     HELP = {
@@ -142,12 +146,17 @@ class PretrainConfig(RecipeConfig):
         "allow_unk": "train even when over 5 % of a sample of the corpus reads as [UNK] under the tokenizer (a "
                      "warning instead of the refusal)",
         "skip_examples": SKIP_EXAMPLES_HELP,
+        "gradient_checkpointing": "recompute activations in the backward pass: less memory, one more forward pass",
+        "overflow": "sft: a conversation longer than block_size is dropped, or truncated (both counted)",
+        "bad_records": "sft: a bad record in corpus's files raises naming file and line, or is skipped and counted",
+        "chat_template": "sft: a Jinja chat template with {% generation %} markers replacing the tokenizer's",
     }
     ALL_MEANS_NONE = ("corpus_lines", "max_train", "eval_blocks", "patience", "max_passes", "budget_minutes")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
                        "progress_every_s", "report_to", "allow_unk", "skip_examples"})
 
-    CHOICES = {"report_to": REPORT_TO, "objective": objectives.OBJECTIVES}
+    CHOICES = {"report_to": REPORT_TO, "objective": objectives.OBJECTIVES, "overflow": ("drop", "truncate"),
+               "bad_records": ("raise", "skip")}
 
     def __post_init__(self):
         super().__post_init__()
@@ -164,16 +173,18 @@ class PretrainConfig(RecipeConfig):
         ``pretraining/causal`` in :mod:`nbkit.recipes.scales`); with ``init`` the continued-pretraining group
         ``pretraining/init`` on top of those. Raises ConfigError: an unknown objective."""
         out = scale_defaults(cls.RECIPE, scale)
-        rows = objectives.get(objective or cls.objective).scale_rows
-        if rows is not None:
-            out.update(scale_defaults(rows, scale))
-        if init is not None:
+        kind = objectives.get(objective or cls.objective)
+        if kind.scale_rows is not None:
+            out.update(scale_defaults(kind.scale_rows, scale))
+        if init is not None and kind.init_rows:
             out.update(scale_defaults("pretraining/init", scale))
         return out
 
     def origin(self, name: str) -> str | None:
-        where = default_origin("pretraining/init", name, self.scale, "init") if self.init is not None else None
-        rows = objectives.get(self.objective).scale_rows
+        kind = objectives.get(self.objective)
+        continued = self.init is not None and kind.init_rows
+        where = default_origin("pretraining/init", name, self.scale, "init") if continued else None
+        rows = kind.scale_rows
         if where is None and rows is not None:
             where = default_origin(rows, name, self.scale, self.objective)
         return where or super().origin(name)
@@ -185,6 +196,8 @@ class PretrainConfig(RecipeConfig):
         out.update(objectives.get(self.objective).unused(self))
         if self.corpus is None:
             return {**out, "fit_to_corpus": "no corpus"}
+        if not objectives.get(self.objective).reads_store:   # it splits its own files (split_seed, eval_fraction)
+            return out
         return {**out, **{k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed",
                                                          "eval_fraction")}}
 
@@ -425,6 +438,9 @@ def data(cfg: PretrainConfig, labeled=None, texts=None) -> PretrainCorpus:
             with ``init``, :func:`init_checkpoint`'s checks first, and a given store of another tokenizer.
     """
     folder = init_checkpoint(cfg) if cfg.init is not None else None   # before any work
+    own = objectives.get(cfg.objective).data(cfg)
+    if own is not None:
+        return PretrainCorpus(splits=own[0], report=own[1])
     if cfg.corpus is not None:
         from nbkit.corpus.store import corpus_store, store_summary
 
@@ -614,7 +630,7 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
     """
     from nbkit.text.tokenizer import check_unk_share
 
-    if corpus.store is None:                             # a sample of the text, under the tokenizer training uses
+    if corpus.store is None and objectives.get(cfg.objective).reads_store:   # a sample, under the run's tokenizer
         train = corpus.splits["train"]
         check_unk_share(tok, train.select(range(min(2000, len(train))))["text"], allow=cfg.allow_unk,
                         what="the training text")
@@ -780,7 +796,8 @@ def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callba
     from nbkit.train.ddp import group as D
 
     out_dir = cfg.run_dir() if out_dir is None else out_dir
-    corpus = _store_rank0_first(cfg, corpus_wait_s) if cfg.corpus is not None else None
+    store = cfg.corpus is not None and objectives.get(cfg.objective).reads_store
+    corpus = _store_rank0_first(cfg, corpus_wait_s) if store else None
     info = D.init_distributed(backend)
     if corpus is None:
         corpus = _rank0_first(info, lambda: data(cfg, labeled, texts))

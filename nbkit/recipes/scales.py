@@ -28,6 +28,7 @@ MODEL = ("tiny", "narrow", "mini")   # BERT preset (nbkit.models.bert.PRESETS): 
 VOCAB_SIZE = (2000, 8000, 8000)      # WordPiece target vocabulary
 BLOCK_SIZE = (64, 64, 128)           # tokens per MLM block, [CLS]/[SEP] included
 MAX_LENGTH = (64, 64, 128)           # tokens per review for fine-tuning (median ~50 characters, p95 ~190)
+NER_LINES = (600, 8000, None)        # People's Daily lines notebook 07 reads: its split depends on them (SFT's too)
 
 #: recipe -> setting -> ``(smoke, cpu, gpu)`` or ``D((smoke, cpu, gpu), "why")``
 PER_SCALE: dict[str, dict[str, tuple]] = {
@@ -78,6 +79,18 @@ PER_SCALE: dict[str, dict[str, tuple]] = {
         "dropout":          D((None, 0.0, None), "cpu: none, as nanoGPT pretrains; dropout 0.1 ran 6,800 tokens/s "
                                                  "against 8,300 on 2 cores; None: the preset's 0.1"),
     },
+    # supervised fine-tuning on conversations, PretrainConfig(objective="sft"): notebook 06's model at its positions
+    "pretraining/sft": {
+        "model":            ("gpt2-tiny", "gpt2-narrow", "gpt2-mini"),
+        "corpus_lines":     D(NER_LINES, "notebook 07's lines: its split, so none of its test sentences is trained on"),
+        "max_train":        D((24, 2000, None), "conversations per demo task (None: all of its training split)"),
+        "batch_size":       (8, 16, 64),
+        "max_steps":        D((10, 400, 2000), "cpu: a taste on 2 cores, untuned; gpu: untuned, several passes"),
+        "eval_every":       (5, 100, 250),
+        "lr":               D((5e-4, 5e-4, 1e-4), "a started model: below pretraining's 1e-3 / 2e-3, untuned"),
+        "dropout":          (None, 0.0, None),
+        "eval_blocks":      (64, 512, 2048),
+    },
     "finetuning": {
         "model":            MODEL,                    # used only without a pretrained encoder
         "max_length":       MAX_LENGTH,
@@ -106,7 +119,7 @@ PER_SCALE: dict[str, dict[str, tuple]] = {
         "batch_size":       D((32, 16, 32), "cpu: 16, 1,147 steps in 6 epochs of 3,000 sentences (~2-3 min on 2 "
                                             "cores); batch 32 at 2e-3 never left the plateau"),
         "max_train":        (200, 3000, None),
-        "corpus_lines":     D((600, 8000, None), "smoke: every code path, windows of 32 tokens; cpu: 8,000 of the "
+        "corpus_lines":     D(NER_LINES, "smoke: every code path, windows of 32 tokens; cpu: 8,000 of the "
                                                  "19,484 lines (~18,000 sentences: validation and test ~1,800 each, "
                                                  "scored in seconds)"),
         "n_boot":           (100, 1000, 1000),
