@@ -203,3 +203,45 @@ def export_adapter(model, out_dir, tokenizer=None) -> Path:
         if tokenizer is not None:
             save_tokenizer(tokenizer, tmp)
     return out
+
+
+#: what an export writes under ``lora`` (the configs' ``lora_export``)
+EXPORTS = ("merged", "adapter", "both")
+#: the config fields only a LoRA run reads (beside ``lora`` itself)
+FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets", "lora_lr", "lora_export")
+#: the most :func:`peak_lr` gives a LoRA run when ``lora_lr`` is None
+LR_CAP = 2e-3
+#: the recipes' LoRA fields, name -> help: one text for every config that has them (each config declares the
+#: fields with the defaults ``lora=False, lora_r=8, lora_alpha=16, lora_dropout=0.05, lora_targets=None,
+#: lora_lr=None, lora_export="merged"``)
+CONFIG_HELP = {
+    "lora": "train LoRA adapters (peft) on lora_targets, the other weights frozen (a classifier's head trains too)",
+    "lora_r": "lora: the adapters' rank (each adapted d_out x d_in weight trains r x (d_in + d_out) more)",
+    "lora_alpha": "lora: the adapters' scale numerator (the update is scaled by alpha / r)",
+    "lora_dropout": "lora: dropout on the adapters' input (0-1)",
+    "lora_targets": "lora: names of the layers to adapt (e.g. c_attn); None: every attention projection",
+    "lora_lr": f"lora: peak learning rate of the adapters (None: 10 x lr, at most {LR_CAP:g})",
+    "lora_export": "lora: what export writes: merged (a plain model folder), adapter (<folder>/adapter, for "
+                   "peft.PeftModel.from_pretrained) or both",
+}
+
+
+def settings(cfg) -> dict | None:
+    """What the adapters' weights depend on, ``{"r", "alpha", "dropout", "targets"}`` (``targets`` a list, or None
+    for :data:`DEFAULT_TARGETS`), from a config with the :data:`CONFIG_HELP` fields; None without ``cfg.lora``.
+    Recorded with checkpoints (``TrainConfig.identity``), so a full run and a LoRA run (or two ranks) never resume
+    each other."""
+    if not cfg.lora:
+        return None
+    targets = cfg.lora_targets
+    return {"r": cfg.lora_r, "alpha": cfg.lora_alpha, "dropout": cfg.lora_dropout,
+            "targets": None if targets is None else [targets] if isinstance(targets, str) else list(targets)}
+
+
+def peak_lr(cfg) -> float:
+    """The peak learning rate of a config with the :data:`CONFIG_HELP` fields: ``cfg.lr``, or under ``cfg.lora``
+    ``cfg.lora_lr`` (None: 10 x ``cfg.lr``, at most :data:`LR_CAP`: LoRA trains few weights, B starting at zero,
+    at a higher rate than full fine-tuning; Hu et al. 2021, table 9)."""
+    if not cfg.lora:
+        return cfg.lr
+    return cfg.lora_lr if cfg.lora_lr is not None else min(10 * cfg.lr, LR_CAP)

@@ -44,6 +44,8 @@ class Objective(ABC):
     #: with ``init`` the continued-pretraining group ``pretraining/init`` applies; False: this objective's rows are
     #: already for a started model
     init_rows: bool = True
+    #: ``cfg.lora`` applies (the model is wrapped with LoRA adapters); False: the lora fields are refused / unused
+    takes_lora: bool = False
 
     def data(self, cfg) -> tuple[dict, dict] | None:
         """``(splits, report)`` of an objective that reads its own data (the recipe wraps them in a

@@ -59,6 +59,7 @@ class SFT(CausalLM):
     model_class = "causal LM"
     reads_store = False
     init_rows = False
+    takes_lora = True
 
     def unused(self, cfg) -> dict[str, str]:
         why = "objective is sft (conversations: the demo set, or corpus's files)"
@@ -156,11 +157,15 @@ class SFT(CausalLM):
         (:func:`default_init`), else random weights of ``cfg.model`` (a warning printed); its embeddings grown to
         the tokenizer's markers where they were added (:func:`nbkit.text.chat.fit_embeddings`), generation stopping
         at the end-of-turn marker and at the document separator (``eos_token_id``), gradient checkpointing with
-        ``cfg.gradient_checkpointing``.
+        ``cfg.gradient_checkpointing``. ``cfg.lora``: wrapped with LoRA adapters
+        (:func:`nbkit.models.lora.apply_lora`: ``lora_r``, ``lora_alpha``, ``lora_dropout``, ``lora_targets``, A drawn
+        with ``cfg.seed``), the trainable share printed, and the peft model returned: train it, and pass it to
+        :meth:`export` (the loop trains the model inside it).
 
         Raises:
             ConfigError: ``tok`` not the checkpoint's (its markers aside), ``block_size`` past its positions, a
-                template without generation markers (:meth:`prepare_tokenizer`).
+                template without generation markers (:meth:`prepare_tokenizer`), a LoRA setting
+                (:func:`~nbkit.models.lora.apply_lora`: a bad rank, a target naming no layer).
             CheckpointError: weights missing from the checkpoint.
         """
         from nbkit.models.causal import build_causal_model, load_causal_model, positions
@@ -190,16 +195,46 @@ class SFT(CausalLM):
         if getattr(cfg, "gradient_checkpointing", False):
             lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
             lm.config.use_cache = False
+        if getattr(cfg, "lora", False):
+            from nbkit.models.lora import apply_lora, peak_lr, trainable_parameters
+
+            lm = apply_lora(lm, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                            target_modules=cfg.lora_targets, seed=cfg.seed)
+            n = trainable_parameters(lm)
+            print(f"LoRA r={cfg.lora_r}, alpha={cfg.lora_alpha:g} on "
+                  f"{', '.join(sorted(lm.peft_config['default'].target_modules))}: trains {n['trainable']:,} of "
+                  f"{n['total']:,} parameters ({n['share']:.2%}) at lr {peak_lr(cfg):g}", flush=True)
         return lm
 
     def export(self, cfg, model, tok, model_dir: Path, generation: dict | None = None) -> None:
         """The causal export (:func:`nbkit.models.export.export_causal_lm`: standard class, CJK decoding, greedy
         ``generation_config.json`` stopping at the end-of-turn marker) with the chat template moved into
-        ``tokenizer_config.json`` (:func:`nbkit.text.chat.store_chat_template`)."""
+        ``tokenizer_config.json`` (:func:`nbkit.text.chat.store_chat_template`).
+
+        ``cfg.lora``: ``model`` is :meth:`model`'s peft model; ``cfg.lora_export`` ``merged`` (or ``both``) writes
+        ``model_dir`` with the adapters merged into the weights (:func:`nbkit.models.lora.export_merged`: the same
+        folder, ``pipeline("text-generation")`` loads it without peft), ``adapter`` (or ``both``) the adapters and
+        the tokenizer in ``model_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`), which
+        ``peft.PeftModel.from_pretrained(base, model_dir / "adapter")`` loads over the model :meth:`model` builds
+        with ``lora=False`` (the same ``init`` or preset and ``seed``).
+
+        Raises:
+            ConfigError: with ``cfg.lora``, a ``model`` without adapters or the model inside the peft model.
+        """
         from nbkit.text.chat import store_chat_template
 
-        super().export(cfg, model, tok, model_dir, generation)
-        store_chat_template(model_dir)
+        if not getattr(cfg, "lora", False):
+            super().export(cfg, model, tok, model_dir, generation)
+            store_chat_template(model_dir)
+            return
+        from nbkit.models.lora import export_adapter, export_merged
+
+        if cfg.lora_export in ("merged", "both"):
+            export_merged(model, tok, model_dir, **(generation or {}))
+            store_chat_template(model_dir)
+        if cfg.lora_export in ("adapter", "both"):
+            export_adapter(model, Path(model_dir) / "adapter", tokenizer=tok)
+            store_chat_template(Path(model_dir) / "adapter")
 
 
 OBJECTIVE = SFT()

@@ -33,6 +33,9 @@ from typing import TYPE_CHECKING
 
 from nbkit import jsonio, objectives
 from nbkit.errors import ConfigError, DataError
+from nbkit.models.lora import CONFIG_HELP as LORA_HELP
+from nbkit.models.lora import EXPORTS as LORA_EXPORTS
+from nbkit.models.lora import FIELDS as LORA_FIELDS
 from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
 from nbkit.recipes.scales import constant
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
@@ -96,6 +99,13 @@ class PretrainConfig(RecipeConfig):
     overflow: str = "drop"
     bad_records: str = "raise"
     chat_template: str | None = None
+    lora: bool = False
+    lora_r: int = 8
+    lora_alpha: float = 16
+    lora_dropout: float = 0.05
+    lora_targets: str | tuple | None = None
+    lora_lr: float | None = None
+    lora_export: str = "merged"
 
     RECIPE, STEP = "pretraining", "mlm"
     HELP = {
@@ -150,18 +160,25 @@ class PretrainConfig(RecipeConfig):
         "overflow": "sft: a conversation longer than block_size is dropped, or truncated (both counted)",
         "bad_records": "sft: a bad record in corpus's files raises naming file and line, or is skipped and counted",
         "chat_template": "sft: a Jinja chat template with {% generation %} markers replacing the tokenizer's",
+        **{name: "sft, " + text for name, text in LORA_HELP.items()},
     }
     ALL_MEANS_NONE = ("corpus_lines", "max_train", "eval_blocks", "patience", "max_passes", "budget_minutes")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
                        "progress_every_s", "report_to", "allow_unk", "skip_examples"})
 
     CHOICES = {"report_to": REPORT_TO, "objective": objectives.OBJECTIVES, "overflow": ("drop", "truncate"),
-               "bad_records": ("raise", "skip")}
+               "bad_records": ("raise", "skip"), "lora_export": LORA_EXPORTS}
 
     def __post_init__(self):
         super().__post_init__()
         if self.init is None:
             objectives.get(self.objective).check_config(self)
+        if self.lora and not objectives.get(self.objective).takes_lora:
+            raise ConfigError(f"lora=True with objective={self.objective!r}: LoRA is an option of objective='sft' "
+                              "(and of the fine-tuning recipes); pretrain with lora=False")
+        if isinstance(self.lora_targets, (str, list)):   # one spelling: a tuple (the run folder joins it)
+            names = [self.lora_targets] if isinstance(self.lora_targets, str) else self.lora_targets
+            object.__setattr__(self, "lora_targets", tuple(str(n) for n in names))
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -192,11 +209,18 @@ class PretrainConfig(RecipeConfig):
     def unused(self) -> dict[str, str]:
         """With ``corpus`` the store replaces the bundled mix and its split; without, ``fit_to_corpus``; with
         ``init`` the checkpoint fixes the model; the objective's own (the causal one has no masking)."""
+        kind = objectives.get(self.objective)
         out = {"model": "init is set (the checkpoint's architecture)"} if self.init is not None else {}
-        out.update(objectives.get(self.objective).unused(self))
+        out.update(kind.unused(self))
+        if not kind.takes_lora:
+            out.update({k: f"objective is {self.objective} (LoRA is an option of sft)" for k in ("lora", *LORA_FIELDS)})
+        elif not self.lora:
+            out.update({k: "lora is False" for k in LORA_FIELDS})
+        elif self.lora_lr is not None:
+            out["lr"] = "lora: lora_lr is the rate"
         if self.corpus is None:
             return {**out, "fit_to_corpus": "no corpus"}
-        if not objectives.get(self.objective).reads_store:   # it splits its own files (split_seed, eval_fraction)
+        if not kind.reads_store:   # it splits its own files (split_seed, eval_fraction)
             return out
         return {**out, **{k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed",
                                                          "eval_fraction")}}
@@ -684,6 +708,7 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
     Raises:
         ConfigError: a save step outside ``1..max_steps``.
     """
+    from nbkit.models.lora import peak_lr
     from nbkit.recipes.sizing import steps_for_epochs
     from nbkit.train import TrainConfig
 
@@ -697,7 +722,7 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
     if bad:
         raise ConfigError(f"save_steps {bad} outside 1..{steps} (max_steps): raise max_steps or drop those steps")
     return TrainConfig(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
-                       lr=cfg.lr, warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
+                       lr=peak_lr(cfg), warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
                        weight_decay=cfg.weight_decay, precision=cfg.precision, eval_every=every,
                        checkpoint_every=ckpt, keep_last=1 if save_steps else cfg.keep_last,
                        keep_steps=tuple(int(s) for s in save_steps),
@@ -721,6 +746,7 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     checkpoints record ``tok``'s hash and ``cfg.block_size``: a resume on another tokenizer or block size is
     refused naming it (``CheckpointError``).
     """
+    from nbkit.models.lora import settings as lora_settings
     from nbkit.train import EarlyStopping, Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
 
@@ -728,7 +754,7 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     if cfg.report_to == "tensorboard":
         extra.append(TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict()))
     tcfg = train_config(cfg, out_dir, len(blocks["train"]), save_steps, world_size=launch_world_size(),
-                        identity={**tokenizer_identity(tok), "block_size": cfg.block_size})
+                        identity={**tokenizer_identity(tok), "block_size": cfg.block_size, "lora": lora_settings(cfg)})
     loop = Loop(bert, tcfg, blocks["train"], blocks["validation"], collate_fn=collator(cfg, tok),
                 callbacks=[*callbacks, *extra], device=device)
     first = loop.evaluate() if untrained else {}
@@ -738,15 +764,19 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     return loop, result
 
 
-def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | None = None) -> dict:
+def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | None = None, model=None) -> dict:
     """Save model + tokenizer to ``out_dir/model`` by the objective's export (atomic:
     :meth:`nbkit.objectives.Objective.export`; an MLM folder loads with ``AutoModelForMaskedLM``, a causal one with
     ``AutoModelForCausalLM`` and ``pipeline("text-generation")``) and write ``out_dir/metrics.json``; return it.
     ``generation``: the causal export's generation settings (``export_causal_lm``'s keywords, e.g. the notebook's
     ``max_new_tokens``), which a bare ``pipeline("text-generation", model=out_dir/"model")(prompt)`` uses.
+    ``model``: what :func:`model` returned, which the export reads (None: ``loop.model``); with ``cfg.lora`` it must
+    be given, the peft model (``loop.model`` is the transformers model inside it), and the export writes the merged
+    folder and/or ``out_dir/model/adapter`` as ``cfg.lora_export`` says; ``metrics["trainable_parameters"]``.
 
     The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``objective``,
-    ``model`` (the preset, or ``init``), ``init``, ``parameters``, ``hidden_size``, ``layers``, ``block_size``,
+    ``model`` (the preset, or ``init``), ``init``, ``parameters``, ``lora`` (:func:`nbkit.models.lora.settings`),
+    ``trainable_parameters`` (``trainable``, ``total``, ``share``), ``hidden_size``, ``layers``, ``block_size``,
     ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``,
     ``mfu``, ``device``, ``precision``, ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``,
     ``first_eval_loss``/``first_eval_step``, ``model_dir``, ``checkpoints`` (step -> model dir), ``history``,
@@ -755,18 +785,22 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | Non
     Raises:
         WriteError: the disk is full or not writable (nothing half-written).
         NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
-        ConfigError: ``generation`` settings out of range (``export_causal_lm``), or given for an MLM run.
+        ConfigError: ``generation`` settings out of range (``export_causal_lm``), or given for an MLM run; with
+            ``cfg.lora``, ``model`` not the peft model (the fix named).
     """
     from nbkit.models.bert import count_parameters
+    from nbkit.models.lora import settings as lora_settings
+    from nbkit.models.lora import trainable_parameters
     from nbkit.train.checkpoint import list_checkpoints
 
     model_dir = Path(out_dir) / "model"
-    objectives.get(cfg.objective).export(cfg, loop.model, tok, model_dir, generation)
+    objectives.get(cfg.objective).export(cfg, loop.model if model is None else model, tok, model_dir, generation)
     mc = loop.model.config
     evals = [h for h in result.history if "eval_loss" in h]
     metrics = {"scale": cfg.scale, "objective": cfg.objective,
                "model": cfg.model if cfg.init is None else str(cfg.init), "init": cfg.init,
-               "parameters": count_parameters(loop.model),
+               "parameters": count_parameters(loop.model), "lora": lora_settings(cfg),
+               "trainable_parameters": trainable_parameters(loop.model),
                "hidden_size": mc.hidden_size, "layers": mc.num_hidden_layers, "block_size": cfg.block_size,
                "batch_size": loop.config.batch_size, "grad_accum_steps": loop.config.grad_accum_steps,
                "lr": loop.config.lr, **result.metrics,
@@ -808,9 +842,9 @@ def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callba
         from nbkit.recipes.sizing import plan_text
 
         print(plan_text(plan), flush=True)   # as notebook 02 shows it: what the run was sized to, what you set
-    loop, result = train(cfg, model(cfg, tok), tok, blocks(cfg, tok, corpus), out_dir, callbacks, save_steps,
-                         device)
-    metrics = save(cfg, out_dir, loop, result, tok) if info.is_main else dict(result.metrics)
+    lm = model(cfg, tok)
+    loop, result = train(cfg, lm, tok, blocks(cfg, tok, corpus), out_dir, callbacks, save_steps, device)
+    metrics = save(cfg, out_dir, loop, result, tok, model=lm) if info.is_main else dict(result.metrics)
     D.barrier()
     return metrics
 
