@@ -103,7 +103,7 @@ class PretrainConfig(RecipeConfig):
     lora_r: int = 8
     lora_alpha: float = 16
     lora_dropout: float = 0.05
-    lora_targets: str | tuple | None = None
+    lora_targets: str | list | None = None
     lora_lr: float | None = None
     lora_export: str = "merged"
 
