@@ -219,7 +219,8 @@ CONFIG_HELP = {
     "lora_r": "lora: the adapters' rank (each adapted d_out x d_in weight trains r x (d_in + d_out) more)",
     "lora_alpha": "lora: the adapters' scale numerator (the update is scaled by alpha / r)",
     "lora_dropout": "lora: dropout on the adapters' input (0-1)",
-    "lora_targets": "lora: names of the layers to adapt (e.g. c_attn); None: every attention projection",
+    "lora_targets": "lora: names of the layers to adapt (GPT-2: c_attn; BERT: query value); None: every attention "
+                    "projection",
     "lora_lr": f"lora: peak learning rate of the adapters (None: 10 x lr, at most {LR_CAP:g})",
     "lora_export": "lora: what export writes: merged (a plain model folder), adapter (<folder>/adapter, for "
                    "peft.PeftModel.from_pretrained) or both",
