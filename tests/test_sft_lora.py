@@ -40,6 +40,8 @@ def trained(uer, tmp_path_factory):
     tok = pt.tokenizer(cfg, corpus)
     lm = pt.model(cfg, tok)
     loop, result = pt.train(cfg, lm, tok, pt.blocks(cfg, tok, corpus), out, untrained=False)
+    with pytest.raises(ConfigError, match=r"lora=True: pass save\(\.\.\., model="):
+        pt.save(cfg, out, loop, result, tok)
     metrics = pt.save(cfg, out, loop, result, tok, model=lm)
     base, _ = load_causal_model(uer, tokenizer=tok)
     return cfg, tok, lm, base.state_dict(), metrics

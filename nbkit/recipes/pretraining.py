@@ -793,6 +793,9 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | Non
     from nbkit.models.lora import trainable_parameters
     from nbkit.train.checkpoint import list_checkpoints
 
+    if cfg.lora and model is None:
+        raise ConfigError("lora=True: pass save(..., model=<what model(cfg, tok) returned>), the peft model whose "
+                          "adapters the export merges or saves (loop.model is the transformers model inside it)")
     model_dir = Path(out_dir) / "model"
     objectives.get(cfg.objective).export(cfg, loop.model if model is None else model, tok, model_dir, generation)
     mc = loop.model.config
