@@ -164,7 +164,7 @@ print(f"held-out loss on the answers' tokens: {result.metrics['untrained_eval_lo
 pd.DataFrame(ev.comparison_rows(scored)).round(3)
 
 # %% [markdown]
-# Read the rows for what they say. At `smoke` (a few steps of a tiny model) and at `cpu` (a few hundred steps of a small GPT) the tuned model learns the **form** first: it answers with a label or a list and stops, where the untuned model rambled. It does not yet beat the baselines: TF-IDF and the CRF are strong on these tasks and a small GPT has to learn sentiment and names from the answers alone. docs/instruct.md records the `cpu` run's numbers beside the baselines. The `gpu` arm (`NBKIT_SCALE=gpu`: `gpt2-mini` on every training conversation, more steps), or a published Chinese GPT as `init`, is what it takes to compete.
+# How to read the rows: the held-out loss says whether the model learns the answers at all; `form` whether its answers are usable (a label or a list, then the end-of-turn marker); the scores beside the baselines whether it learnt the task better than character n-grams or a CRF fit on the same training texts. At `smoke` (a few steps of a tiny model) the loss falls but no answer is usable yet: the cells run, the model has barely started. TF-IDF and the CRF are strong on these tasks, and a small GPT has to learn sentiment and names from the answers alone; docs/instruct.md records what a run gave, with its scale and machine. When the tuned model loses, the `gpu` arm (`NBKIT_SCALE=gpu`: `gpt2-mini` on every training conversation, more steps) or a published Chinese GPT as `init` is the next step.
 
 # %% [markdown]
 # ## 7. A conversation

@@ -75,10 +75,17 @@ def render_run(path: Path) -> str:
         if tuned and others:
             best = max(others, key=lambda r: r["value"])
             gap = tuned["value"] - best["value"]
-            word = "ahead of" if gap > 0 else "behind"
-            verdict.append(f"{NAMES.get(task, task)} {abs(gap):.3f} {word} {best['model']}")
+            if round(gap, 3) == 0:
+                verdict.append(f"{NAMES.get(task, task)} level with {best['model']}")
+            else:
+                word = "ahead of" if gap > 0 else "behind"
+                verdict.append(f"{NAMES.get(task, task)} {abs(gap):.3f} {word} {best['model']}")
     if verdict:
         lines += ["", "After SFT the GPT is " + "; ".join(verdict) + "."]
+    if d["scale"] == "smoke":
+        lines += ["", "This is the `smoke` scale: a few steps of a tiny model, which shows the comparison working, not "
+                      f"what SFT can do. `{COMMAND}` records the `cpu` run (it first trains notebook 06's `cpu` model "
+                      "when none is saved), and `python scripts/sft_table.py` puts the newest record here."]
     return "\n".join(lines)
 
 

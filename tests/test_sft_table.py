@@ -45,8 +45,13 @@ def test_a_record_renders_its_rows_losses_and_the_verdict_per_task(tmp_path):
     assert "| after SFT | sentiment accuracy | 0.550 [0.450, 0.650] | 90% | 20 |" in text
     assert "| TF-IDF / CRF | place-name F1 | 0.300 [0.200, 0.400] | 100% | 20 |" in text
     assert "40 before SFT, 3 after, of 40." in text and "test accuracy 0.794 over its whole test split (1,736" in text
-    assert text.endswith("sentiment accuracy 0.250 behind TF-IDF / CRF; place-name F1 0.100 ahead of TF-IDF / CRF.")
-    assert "/tmp/x" not in text
+    assert "sentiment accuracy 0.250 behind TF-IDF / CRF; place-name F1 0.100 ahead of TF-IDF / CRF." in text
+    assert "/tmp/x" not in text and "`smoke` scale" not in text
+    record["scale"] = "smoke"
+    record["rows"][4]["value"] = 0.3                                                   # places: level
+    path.write_text(json.dumps(record), encoding="utf-8")
+    text = sft_table.render_run(path)
+    assert "This is the `smoke` scale" in text and "place-name F1 level with TF-IDF / CRF." in text
 
 
 def test_without_a_record_the_blocks_say_how_to_make_one(monkeypatch):
