@@ -143,9 +143,10 @@ pd.DataFrame({"question": [test[i]["messages"][0]["content"] for i in shown],
 
 # %% [markdown]
 # ## 6. Scores beside the baselines
-# Each answer is read by fixed rules (`nbkit.evaluate.instruct`): sentiment is right when it holds exactly one of 正面 / 负面 and it is the gold one; the names are split at `、` and scored as sets per sentence, micro-averaged F1 over all sentences (not seqeval's span F1: a name's position is not checked). `form` is the share of answers in the expected form (exactly 正面 / 负面; `无` or names found in the sentence). The baselines answer **the same questions** and are scored by the same rules: TF-IDF + logistic regression fit on the reviews SFT trained on, a CRF fit on the sentences SFT trained on, and notebook 03's fine-tuned BERT when its run exists (its model scores these reviews). Intervals: 95 % percentile bootstrap over the questions.
+# Each answer is read by fixed rules (`nbkit.evaluate.instruct`): sentiment is right when it holds exactly one of 正面 / 负面 and it is the gold one; the names are split at `、` and scored as sets per sentence, micro-averaged F1 over all sentences (not seqeval's span F1: a name's position is not checked). `form` is the share of answers in the expected form (exactly 正面 / 负面; `无` or names found in the sentence). The baselines answer **the same questions** and are scored by the same rules: TF-IDF + logistic regression fit on the reviews SFT trained on, a CRF fit on the sentences SFT trained on, and notebook 03's fine-tuned BERT when its run exists (its model scores these reviews). Intervals: 95 % percentile bootstrap over the questions. The table is kept as `scores.json` in the run's folder.
 
 # %%
+from nbkit import jsonio
 from nbkit.data.ner import load_peoples_daily_ner
 from nbkit.runs import step_path
 
@@ -159,8 +160,11 @@ if demo:                                         # your own conversations have n
     if (bert / "config.json").is_file():
         reviews = [ex for ex in test if ex["task"] == "sentiment"]
         scored["notebook 03's BERT"] = ev.score_answers(reviews, ev.classifier_answers(bert, reviews))
-print(f"held-out loss on the answers' tokens: {result.metrics['untrained_eval_loss']:.3f} before, "
-      f"{result.metrics['eval_loss']:.3f} after")
+last = [h for h in result.history if "eval_loss" in h][-1]                     # the final evaluation
+losses = {"eval_loss_before": result.metrics["untrained_eval_loss"], "eval_loss_after": last["eval_loss"]}
+print(f"held-out loss on the answers' tokens: {losses['eval_loss_before']:.3f} before, "
+      f"{losses['eval_loss_after']:.3f} after")
+jsonio.write_json(out_dir / "scores.json", {**losses, "rows": ev.comparison_rows(scored)})   # the run's record
 pd.DataFrame(ev.comparison_rows(scored)).round(3)
 
 # %% [markdown]
