@@ -63,7 +63,10 @@ if demo:
     counts = pd.DataFrame({(task, split): corpus.report[task][split] for task in ("sentiment", "persons", "places")
                            for split in ("train", "validation", "test")}).T
 else:
-    counts = pd.DataFrame([corpus.report["shapes"], corpus.report["dropped"]], index=["kept", "dropped"]).T
+    r = corpus.report                            # your files: what was read, kept per shape, dropped per problem
+    counts = pd.Series({"read": r["n_read"], **{f"kept ({k})": v for k, v in r["shapes"].items()},
+                        **{f"dropped ({k})": v for k, v in r["dropped"].items()},
+                        "trailing turns cut": r["n_trailing_turns_cut"]})
 counts
 
 # %%
