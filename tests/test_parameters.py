@@ -53,6 +53,9 @@ CONFIGS = {
 }
 #: config fields a notebook's parameters cell leaves out, each with its reason; ``"*"`` (as a notebook): the fields
 #: of any recipe that change how a run shows or resumes, not what it trains; ``"*"`` (as a field): every field left.
+LORA = dict.fromkeys(("lora", "lora_r", "lora_alpha", "lora_dropout", "lora_targets", "lora_lr", "lora_export"),
+                    "LoRA instead of full fine-tuning is the job's --lora yes and run_finetuning's; the notebooks "
+                    "show full fine-tuning (their cells pass loop.model, not the peft model, to evaluate and export)")
 NOT_PARAMETERS = {
     "*": {"scale": "the parameter every notebook has (checked apart)",
           "progress": "the notebook shows its tqdm bar; a headless job turns it off (--no-progress)",
@@ -81,12 +84,13 @@ NOT_PARAMETERS = {
                 "python -m nbkit.jobs.finetune --task news, your files: notebook 05",
         **dict.fromkeys(("train_file", "validation_file", "test_file", "text_column", "label_column"),
                         "task own's files: notebook 05 takes them (its parameters cell has them)"),
-        **dict.fromkeys(("stride", "corpus_lines", "n_boot", "span_offsets"), "task ner's: notebook 07 takes them")},
+        **dict.fromkeys(("stride", "corpus_lines", "n_boot", "span_offsets"), "task ner's: notebook 07 takes them"),
+        **LORA},
     "07_named_entities": {
         "task": "notebook 07 is task ner (People's Daily, or your tagged train_file)",
         "pooling": "no pooling per token: each token's state feeds the head",
         "class_weights": "per-token labels: the loop weights classes per text only",
-        **dict.fromkeys(("text_column", "label_column"), "tagged files carry their tokens and tags")},
+        **dict.fromkeys(("text_column", "label_column"), "tagged files carry their tokens and tags"), **LORA},
 }
 
 
