@@ -17,7 +17,7 @@ QUIET = pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degen
 # ----- config ----------------------------------------------------------------------------------------------------
 def test_lora_is_off_by_default_and_its_fields_are_unused_then():
     cfg = FinetuneConfig.for_scale("cpu")
-    assert cfg.lora is False and ft.lora_rate(cfg) == cfg.lr and ft.lora_settings(cfg) is None
+    assert cfg.lora is False and ft.peak_lr(cfg) == cfg.lr and ft.lora_settings(cfg) is None
     assert {"lora_r", "lora_lr", "lora_export"} <= set(cfg.unused()) and cfg.run_tag() == ""
     assert cfg.replace(lora_r=4).run_tag() == ""                      # unused without lora: same folder
     assert ft.train_config(cfg, 13_000).lr == cfg.lr
@@ -25,15 +25,15 @@ def test_lora_is_off_by_default_and_its_fields_are_unused_then():
 
 def test_the_rate_under_lora_is_ten_times_lr_and_the_table_says_so():
     cfg = FinetuneConfig.for_scale("cpu", lora=True)
-    assert cfg.lora_lr is None and ft.lora_rate(cfg) == pytest.approx(10 * cfg.lr)
+    assert cfg.lora_lr is None and ft.peak_lr(cfg) == pytest.approx(10 * cfg.lr)
     assert ft.train_config(cfg, 13_000).lr == pytest.approx(5e-3)
     table = cfg.table()
     assert table.loc["lora_lr", "from"].startswith("recipe: None, so 10 x lr = 0.005: ") and "Hu et al" in \
         table.loc["lora_lr", "from"]
     assert "unused" not in table.loc["lora_r", "from"] and cfg.run_tag() == "-loraTrue"
     own = cfg.replace(lora_lr=1e-3)
-    assert ft.lora_rate(own) == 1e-3 and "lora_lr is the rate" in own.unused()["lr"]
-    assert ft.lora_rate(cfg.replace(lr=2e-5)) == pytest.approx(2e-4)   # follows lr (a BERT-base encoder's)
+    assert ft.peak_lr(own) == 1e-3 and "lora_lr is the rate" in own.unused()["lr"]
+    assert ft.peak_lr(cfg.replace(lr=2e-5)) == pytest.approx(2e-4)   # follows lr (a BERT-base encoder's)
 
 
 def test_targets_take_a_name_or_a_list_and_export_takes_three_values():
@@ -120,7 +120,8 @@ def test_a_sentiment_run_trains_only_adapters_and_head_and_exports_both_ways(tin
     out = ft.export(cfg, clf, tok, labeled, tmp_path / "model")
     texts = list(labeled.splits["test"]["text"])
     want = predict(clf, tok, texts, max_length=cfg.max_length, id2label=labeled.id2label)
-    served = pipeline("text-classification", model=str(out), trust_remote_code=True, device="cpu")(texts)   # mean pooling
+    # mean pooling (a random encoder's) ships its pooling code: trust_remote_code, as every mean-pooled export
+    served = pipeline("text-classification", model=str(out), trust_remote_code=True, device="cpu")(texts)
     assert [labeled.id2label[int(i)] for i in want["label"]] == [r["label"] for r in served]
     assert [r["score"] for r in served] == pytest.approx(list(want["prob"]), abs=1e-5)
     base, _ = ft.model(cfg.replace(lora=False), tok, labeled)       # the classifier LoRA wrapped, rebuilt

@@ -149,7 +149,7 @@ class FinetuneConfig(RecipeConfig):
         "span_offsets": "task ner, your JSON span files: what the offsets count: auto (told by the spans' text), "
                         "chars, or utf16 (Label Studio's editor: an emoji counts 2)",
         "skip_examples": SKIP_EXAMPLES_HELP,
-        "lora": "train LoRA adapters (peft) on the attention projections and the head, the encoder frozen",
+        "lora": "train LoRA adapters (peft) on lora_targets and the head, the rest of the encoder frozen",
         "lora_r": "lora: the adapters' rank (each adapted d_out x d_in weight trains r x (d_in + d_out) more)",
         "lora_alpha": "lora: the adapters' scale numerator (the update is scaled by alpha / r)",
         "lora_dropout": "lora: dropout on the adapters' input (0-1)",
@@ -201,7 +201,7 @@ class FinetuneConfig(RecipeConfig):
 
     def origin(self, name: str) -> str | None:
         if name == "lora_lr" and self.lora_lr is None:
-            return f"recipe: None, so 10 x lr = {lora_rate(self):g}: {LORA_LR_WHY}"
+            return f"recipe: None, so 10 x lr = {peak_lr(self):g}: {LORA_LR_WHY}"
         if name in BASE_SIZED and base_sized(self.init):
             return f"init: {BASE_WHY[name]}"
         from nbkit.recipes.scales import PER_SCALE
@@ -442,11 +442,11 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
         n = trainable_parameters(classifier)
         _say(f"LoRA r={cfg.lora_r}, alpha={cfg.lora_alpha:g} on "
              f"{', '.join(sorted(classifier.peft_config['default'].target_modules))} and the head: trains "
-             f"{n['trainable']:,} of {n['total']:,} parameters ({n['share']:.2%}) at lr {lora_rate(cfg):g}")
+             f"{n['trainable']:,} of {n['total']:,} parameters ({n['share']:.2%}) at lr {peak_lr(cfg):g}")
     return classifier, how
 
 
-def lora_rate(cfg: FinetuneConfig) -> float:
+def peak_lr(cfg: FinetuneConfig) -> float:
     """The peak learning rate a run trains at: ``cfg.lr``, or under ``cfg.lora`` ``cfg.lora_lr`` (None: 10 x
     ``cfg.lr``, :data:`LORA_LR_WHY`)."""
     if not cfg.lora:
@@ -457,7 +457,8 @@ def lora_rate(cfg: FinetuneConfig) -> float:
 def lora_settings(cfg: FinetuneConfig) -> dict | None:
     """What the adapters' weights depend on, ``{"r", "alpha", "dropout", "targets"}`` (targets: a list, or None
     for :data:`nbkit.models.lora.DEFAULT_TARGETS`), or None without ``cfg.lora``: recorded with checkpoints and
-    the encoder's identity, so a full fine-tuning run and a LoRA run (or two ranks) never resume each other."""
+    the encoder's identity, so a full fine-tuning run and a LoRA run (or LoRA runs of two ranks r) never resume
+    each other."""
     if not cfg.lora:
         return None
     return {"r": cfg.lora_r, "alpha": cfg.lora_alpha, "dropout": cfg.lora_dropout,
@@ -468,9 +469,9 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
     """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples (``identity``: its
     ``identity``, e.g. the tokenizer's hash).
 
-    The rate is :func:`lora_rate`'s. Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch ``batch_size * grad_accum_steps *
-    world_size``. Evaluations/checkpoints: ``cfg.eval_every`` / ``cfg.checkpoint_every`` (None: 4 / 2 per run;
-    0, or no ``out_dir`` for checkpoints: none).
+    The rate is :func:`peak_lr`'s. Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
+    ``batch_size * grad_accum_steps * world_size``. Evaluations/checkpoints: ``cfg.eval_every`` /
+    ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
     from nbkit.recipes.sizing import steps_for_epochs
     from nbkit.train import TrainConfig
@@ -479,7 +480,7 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
                                               cfg.epochs)
     every = lambda value, per_run: max(steps // per_run, 1) if value is None else (value or None)  # noqa: E731
     return TrainConfig(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
-                       lr=lora_rate(cfg), warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
+                       lr=peak_lr(cfg), warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
                        weight_decay=cfg.weight_decay, precision=cfg.precision, class_weights=cfg.class_weights,
                        eval_every=every(cfg.eval_every, 4),
                        checkpoint_every=every(cfg.checkpoint_every, 2) if out_dir is not None else None,
@@ -566,7 +567,7 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     Keys: ``scale``, ``task``, ``data_files`` (split -> path, your files), ``init`` (``how``), the task's scores
     (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`, :meth:`nbkit.tasks.token.TokenTask.metrics`), the data
     report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary) and
-    ``written_at``; under ``cfg.lora`` also ``lora`` (:func:`lora_settings`, ``lr``: :func:`lora_rate`,
+    ``written_at``; under ``cfg.lora`` also ``lora`` (:func:`lora_settings`, ``lr``: :func:`peak_lr`,
     ``export``) and ``trainable_parameters`` (``trainable``, ``total``, ``share``:
     :func:`nbkit.models.lora.trainable_parameters`).
     """
@@ -576,7 +577,7 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     if cfg.lora:
         from nbkit.models.lora import trainable_parameters
 
-        lora = {"lora": {**lora_settings(cfg), "lr": lora_rate(cfg), "export": cfg.lora_export},
+        lora = {"lora": {**lora_settings(cfg), "lr": peak_lr(cfg), "export": cfg.lora_export},
                 "trainable_parameters": trainable_parameters(loop.model)}
     metrics = {"scale": cfg.scale, "task": cfg.task, "data_files": labeled.report.get("files"), "init": how, **lora,
                **tasks.get(cfg.task).metrics(cfg, Path(out_dir), loop, labeled, truncation, scores),
