@@ -199,16 +199,20 @@ def test_an_ner_run_with_lora_exports_a_tagger_that_tags_as_the_peft_model(tmp_p
     out = ft.export(cfg, clf, tok, labeled, tmp_path / "model")
     assert json.loads((out / "config.json").read_text())["architectures"] == ["BertForTokenClassification"]
     assert (out / "adapter" / "adapter_config.json").is_file()
-    texts = ["".join(it["tokens"]) for it in labeled.splits["test"]]
-    clf.eval()
-    served = pipeline("token-classification", model=str(out), aggregation_strategy="first", device="cpu")(texts)
-    live = pipeline("token-classification", model=loop.model, tokenizer=tok, aggregation_strategy="first",
-                    device="cpu")(texts)
-    spans = lambda res: [[(e["entity_group"], e["start"], e["end"]) for e in r] for r in res]  # noqa: E731
-    assert spans(served) == spans(live)
     from transformers import AutoModelForTokenClassification
 
+    from nbkit.evaluate.inference import predict_tags
+
+    merged = AutoModelForTokenClassification.from_pretrained(out)
+    assert not any("lora" in n for n, _ in merged.named_parameters())
+    tags, _ = predict_tags(merged, tok, labeled.splits["test"], dict(enumerate(labeled.labels)), cfg.max_length,
+                           cfg.stride)
+    assert tags == scores["pred"]                                         # the peft model's tags, windows and all
+    assert any(t != "O" for sentence in tags for t in sentence)           # not the all-O tagger, trivially equal
+    texts = ["".join(it["tokens"]) for it in labeled.splits["test"]]
+    served = pipeline("token-classification", model=str(out), aggregation_strategy="first", device="cpu")(texts)
+    assert len(served) == len(texts) and all(e["entity_group"] in labeled.types for r in served for e in r)
     batch = tok(texts[:4], padding=True, return_tensors="pt")
+    clf.eval()
     with torch.no_grad():
-        torch.testing.assert_close(AutoModelForTokenClassification.from_pretrained(out)(**batch).logits,
-                                   clf(**batch).logits, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(merged(**batch).logits, clf(**batch).logits, rtol=1e-5, atol=1e-5)
