@@ -61,8 +61,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
+from bench import pretrain_value_report as pretrain_value  # noqa: E402  (aggregate)
 from nbkit import evaluate, jsonio, models, text  # noqa: E402
-from nbkit.evaluate import pretrain_value  # noqa: E402
 from nbkit.recipes import finetuning as ft  # noqa: E402
 from nbkit.recipes.finetuning import FinetuneConfig  # noqa: E402
 from nbkit.recipes.tokenizer import TokenizerConfig  # noqa: E402
@@ -118,6 +118,22 @@ def device_of(args) -> str:
 
 
 # ----- phases -------------------------------------------------------------------------------
+def model_dir_at(out_dir, step: int) -> pathlib.Path:
+    """``out_dir/checkpoints/step-NNNNNN/model``: the ``from_pretrained`` folder of one kept checkpoint.
+
+    Raises:
+        CheckpointError: no complete checkpoint at ``step`` (the kept steps are named).
+    """
+    from nbkit.errors import CheckpointError
+    from nbkit.train.checkpoint import list_checkpoints
+
+    found = {c.step: c for c in list_checkpoints(out_dir, warn=False)}
+    if step not in found:
+        raise CheckpointError(f"no checkpoint at step {step} in {pathlib.Path(out_dir) / 'checkpoints'}; kept: "
+                              f"{sorted(found) or 'none'} (pass save_steps=({step},) to run_pretraining)")
+    return found[step].model_dir
+
+
 def pretrain_config(args):
     """The pretraining recipe of ``--scale`` with the flags given, ``--corpus``'s mix and the last save step."""
     from nbkit.recipes.pretraining import PretrainConfig
@@ -143,10 +159,8 @@ def pretrain(args) -> None:
     wall = time.perf_counter() - t0
     evals = {h["step"]: h["eval_loss"] for h in metrics.get("history", []) if "eval_loss" in h}
     per_step = cfg.batch_size * getattr(cfg, "grad_accum_steps", 1) * cfg.block_size   # tokens per step
-    log = [{"step": int(step), "train_tokens": int(step) * per_step, "dir": str(path),
-            "wall_s": wall * int(step) / max(save_steps[-1], 1), "eval_loss": evals.get(int(step))}
-           for step, path in sorted(metrics["checkpoints"].items(), key=lambda kv: int(kv[0]))
-           if int(step) in save_steps]
+    log = [{"step": step, "train_tokens": step * per_step, "dir": str(model_dir_at(out, step)),
+            "wall_s": wall * step / max(save_steps[-1], 1), "eval_loss": evals.get(step)} for step in save_steps]
     jsonio.write_json(out / "pretrain.json", {"args": vars(args), "checkpoints": log})
     for e in log:
         print(f"pretrain step {e['step']}: {e['train_tokens']:,} tokens -> {e['dir']}", flush=True)

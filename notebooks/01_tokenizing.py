@@ -28,7 +28,7 @@
 
 # %% [markdown]
 # ## Parameters
-# Plain values only, so papermill can override each (`-p scale cpu -p vocab_size 4000`); `None` keeps the recipe's value. The names are the recipe's field names (`TokenizerConfig`).
+# The values you are most likely to change have a name here; any other setting goes in `overrides`, by its `TokenizerConfig` field name (`eval_fraction`: the table below lists them all). Plain values only, so papermill can set each (`-p scale cpu -p vocab_size 4000`; the dict as YAML: `-y "overrides: {eval_fraction: 0.1}"`); `None` keeps the recipe's value (the scale's, beside its reason in `nbkit/recipes/scales.py`). A name in `overrides` that is no field stops the next cell and names the close ones.
 
 # %% tags=["parameters"]
 scale = None          # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
@@ -36,7 +36,7 @@ seed = None           # the news split and the review split
 corpus_lines = None   # People's Daily lines; "all": every line
 vocab_size = None     # WordPiece target vocabulary
 model = None          # BERT preset whose position table sets model_max_length
-eval_fraction = None  # share of news lines held out for the [UNK] rate (0-1)
+overrides = {}        # any other TokenizerConfig field by name, e.g. {"eval_fraction": 0.1}
 
 # %% [markdown]
 # The whole recipe is one object: the scale's defaults plus what you set above; the table says where each value comes from. A run with other settings writes to its own folder (`runs/<scale>/tokenizer-vocab_size4000`), so it never overwrites the scale's tokenizer that notebooks 02 and 03 read.
@@ -47,7 +47,7 @@ from nbkit.recipes import finetuning as ft
 from nbkit.recipes import tokenizer as tk
 
 cfg = tk.TokenizerConfig.for_scale(scale, seed=seed, corpus_lines=corpus_lines, vocab_size=vocab_size, model=model,
-                                   eval_fraction=eval_fraction)
+                                   **overrides)
 out_dir = cfg.run_dir()
 max_length = ft.FinetuneConfig.for_scale(cfg.scale).max_length   # notebook 03's cut, marked on the histogram
 print(f"-> {out_dir}")

@@ -25,76 +25,37 @@
 
 # %% [markdown]
 # ## Parameters
-# Plain values only, so papermill can override each (`-p scale cpu -p seed 3 -p max_steps 100`); `None` keeps the recipe's value (the scale's defaults: `nbkit/recipes/scales.py`). The names are the recipe's field names (`PretrainConfig`), and `python -m nbkit.jobs.pretrain` takes the same as flags (`--grad-accum-steps`).
+# The values you are most likely to change have a name here; every other setting of the recipe goes in `overrides`, by its field name (`PretrainConfig`'s: the names `python -m nbkit.jobs.pretrain` takes as flags, `--weight-decay` for `weight_decay`). Plain values only, so papermill can set each: `-p seed 3 -p max_steps 100`, and the dict as YAML: `-y "overrides: {lr: 0.002, batch_size: 32}"`. `None` keeps the recipe's value (the scale's defaults, each beside its reason: `nbkit/recipes/scales.py`). A name in `overrides` that is no field stops the next cell and names the close ones (`max_step (did you mean max_steps?)`); a name given both ways is refused too.
 
 # %% tags=["parameters"]
 scale = None              # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
 seed = None               # weights, data order, masking, the corpus split; None: the scale's (0)
 model = None              # BERT preset: tiny / narrow / mini / small / base
-block_size = None         # tokens per block, [CLS] and [SEP] included
-batch_size = None         # blocks per micro-batch
-grad_accum_steps = None   # micro-batches per optimizer step
 max_steps = None          # optimizer steps
-lr = None                 # peak learning rate (linear warm-up and decay)
-eval_every = None         # steps between held-out evaluations (and checkpoints)
-corpus_lines = None       # People's Daily lines, where the scale's mix reads them; "all": every line
-precision = None          # auto / bf16 / fp16 / fp32
 corpus = None             # your corpus: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: the bundled mix
 init = None               # continue a published BERT masked LM: a folder or Hub name ("bert-base-chinese"); None: random weights
-max_passes = None         # cap the steps at this many passes over the training blocks; "all": no cap
-budget_minutes = None     # with corpus: wall-clock minutes the sized run may take; "all": 15 on a CPU, 240 on a GPU
-fit_to_corpus = None      # with corpus: size model, steps and lr to its tokens (what you set stays); False: as set
-eval_blocks = None        # held-out blocks scored per evaluation; "all": every one
-patience = None           # stop after this many evaluations without a lower held-out loss; "all": never stop early
-warmup_ratio = None       # share of steps warming up (0-1)
-scheduler = None          # LR decay after warm-up: linear / cosine / constant
-weight_decay = None       # AdamW's (not on biases and LayerNorm)
-mlm_probability = None    # share of tokens chosen as targets (0-1; 80 % [MASK], 10 % random, 10 % kept)
-whole_word = None         # choose whole words as targets (gold or jieba boundaries)
-dropout = None            # hidden and attention dropout (the recipe's: the preset's 0.1)
-checkpoint_every = None   # steps between checkpoints (the recipe's: eval_every); 0: only the last
-keep_last = None          # checkpoints kept
-mix = None                # the bundled text: (source, repeat weight) pairs of peoples_daily, news, own, reviews
-max_train = None          # training reviews read; "all": every one
-eval_fraction = None      # share of the mix's texts held out for the MLM loss (0-1)
-skip_examples = None      # training examples left out, by index (e.g. [5, 17], as a non-finite loss names them); same run folder
+overrides = {}            # any other PretrainConfig field by name, e.g. {"lr": 0.002, "batch_size": 32}; the table below lists them all
 
 # %% [markdown]
-# The whole recipe is one object: the scale's defaults plus what you set above (with `init`, the continued-pretraining defaults: a low learning rate, the checkpoint's model; the table gives each reason). The run's folder is named after what you set (`cfg.run_dir()`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. The table says where each value comes from (the `scale`, a `recipe` constant and why, or your `override`); notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on.
+# The whole recipe is one object: the scale's defaults plus what you set above (with `init`, the continued-pretraining defaults: a low learning rate, the checkpoint's model). The run's folder is named after what you set (`cfg.run_dir()`: `runs/<scale>/mlm` for the scale's recipe, the store's name with `corpus`, then each override, as `python -m nbkit.jobs.pretrain` names it), so a run with other settings never resumes or overwrites another. Notebook 03 uses the same `seed` for its split, so the reviews it is tested on were never pretrained on. The table of every value comes after section 1, once a `corpus` run is sized for its text: it shows what will run.
 
 # %%
 from nbkit import evaluate, models, recipes
 from nbkit.recipes import pretraining as pt
 
-cfg = pt.PretrainConfig.for_scale(scale, seed=seed, split_seed=seed, model=model, block_size=block_size,
-                                  batch_size=batch_size, grad_accum_steps=grad_accum_steps, max_steps=max_steps,
-                                  lr=lr, eval_every=eval_every, corpus_lines=corpus_lines, precision=precision,
-                                  corpus=corpus, init=init, max_passes=max_passes, budget_minutes=budget_minutes,
-                                  fit_to_corpus=fit_to_corpus, eval_blocks=eval_blocks, patience=patience,
-                                  warmup_ratio=warmup_ratio, scheduler=scheduler, weight_decay=weight_decay,
-                                  mlm_probability=mlm_probability, whole_word=whole_word, dropout=dropout,
-                                  checkpoint_every=checkpoint_every, keep_last=keep_last, mix=mix,
-                                  max_train=max_train, eval_fraction=eval_fraction,
-                                  skip_examples=skip_examples)   # None values keep the recipe's
+cfg = pt.PretrainConfig.for_scale(scale, seed=seed, split_seed=seed, model=model, max_steps=max_steps, corpus=corpus,
+                                  init=init, **overrides)   # None values keep the recipe's
 out_dir = cfg.run_dir()   # runs/<scale>/mlm, "mlm-seed3-split_seed3" with overrides, "mlm-<store>[-lr0.002]" with corpus,
                           # "mlm-from-bert-base-chinese-<hash>" with init
 print(f"-> {out_dir}")
-cfg.table()
 
 # %% [markdown]
 # ## 1. Corpus and tokenizer
 # Without `corpus`, the text is the scale's mix (`mix`: source and repeat weight). A text found twice counts once, and every validation and test review is excluded, so notebook 03's evaluation stays honest; the table says what went in. The tokenizer is notebook 01's (trained now if missing).
 #
-# With `corpus`, your text is prepared once into a **store** on disk (token ids, word starts, a held-out share chosen by hash; `docs/corpus.md`) with its own tokenizer, and the run is sized for its token count (the plan says why; fields you set stay). Training then reads blocks from disk in constant memory. The preparation itself prints its ETA again after its first chunks, one line such as `[prepare-corpus] tokenize: about 13 min 37 s at 1.22 MB/s for 1,000.0 MB of input (measured on the first 12.0 MB)`; expect 6-10 MB/s on 2 quiet cores, whichever tokenizer, and a fraction of that on a busy machine (README, *Pretrain on your own corpus*). A finished store is reused at once.
+# With `corpus`, your text is prepared once into a **store** on disk (token ids, word starts, a held-out share chosen by hash; `docs/corpus.md`) with its own tokenizer, and the run is sized for its token count (the plan says why; fields you set stay). Training then reads blocks from disk in constant memory. The preparation prints how long it will take once its first chunks are measured, one line such as `[prepare-corpus] tokenize: about 13 min 37 s at 1.22 MB/s for 1,000.0 MB of input (measured on the first 12.0 MB)`; expect 6-10 MB/s on 2 quiet cores, whichever tokenizer, and a fraction of that on a busy machine (README, *Pretrain on your own corpus*). A finished store is reused at once.
 #
 # With `init`, the tokenizer is the checkpoint's own (bert-base-chinese: 21,128 tokens, one per Chinese character): no WordPiece is trained, a `corpus` is prepared with it, and a block size past its position table or a store of another tokenizer is refused here, before any work.
-#
-# First, how long the preparation will take: the inputs are sized and the per-text work is timed on their first 2 MB with the run's tokenizer (a second or two; `nbkit.corpus.estimate_preparation`). A prepared store, or no `corpus`, needs nothing.
-
-# %%
-from nbkit.corpus import print_estimate
-
-estimate = print_estimate(cfg.corpus, str(pt.init_checkpoint(cfg)) if cfg.init else None, store=pt.store_dir(cfg))
 
 # %%
 corpus = pt.data(cfg)                            # jieba marks word boundaries where the text has none
@@ -104,6 +65,13 @@ if plan:
     print(recipes.plan_text(plan))
 print(f"vocabulary {len(tokenizer):,} tokens -> {out_dir}")
 corpus.report
+
+# %% [markdown]
+# ### The recipe that runs
+# Every value of the run, after the sizing above: `from` says whether it is the scale's, a recipe constant, yours (`override`) or the corpus sizing's, with the reason written beside each default in `nbkit/recipes/scales.py`; `meaning` says what it does. Fields another setting makes irrelevant say so (`unused: no corpus`).
+
+# %%
+cfg.table()
 
 # %% [markdown]
 # ## 2. MLM blocks

@@ -21,46 +21,27 @@
 #
 # Every step below is one function of the fine-tuning recipe, `nbkit.recipes.finetuning`; the same functions run `python -m nbkit.jobs.finetune`, notebook 05 and the benchmark. The measurements behind the choices are in [docs/finetuning.md](../docs/finetuning.md).
 
+# %% [markdown]
+# ## Parameters
+# The values you are most likely to change have a name here; every other setting of the recipe goes in `overrides`, by its field name (`FinetuneConfig`'s: the names `python -m nbkit.jobs.finetune` takes as flags). Plain values only, so papermill can set each: `-p seed 3 -p init bert-base-chinese`, and the dict as YAML: `-y "overrides: {lr: 0.0002, batch_size: 16}"`. `None` keeps the recipe's value (the scale's defaults, each beside its reason: `nbkit/recipes/scales.py`). A name in `overrides` that is no field stops the next cell and names the close ones.
+
 # %% tags=["parameters"]
-# Plain values only, so papermill can override each (-p scale cpu -p seed 3); None keeps the recipe's value.
-# The names are the recipe's field names (FinetuneConfig), and python -m nbkit.jobs.finetune takes them as flags.
 scale = None          # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
 seed = None           # data split, subsample, new head and training order
-max_length = None     # tokens per review; longer reviews are truncated
-batch_size = None     # reviews per step
-epochs = None         # passes over the training split
-lr = None             # peak learning rate
-max_train = None      # training examples used; "all": the whole split
 model = None          # BERT preset when there is no encoder to start from (built from config)
-pooling = None        # classifier input: "mean" of the token states, BERT's "cls" pooler; None: chosen per encoder
+epochs = None         # passes over the training split
 init = None           # the encoder: a model folder (e.g. runs/cpu/mlm-<corpus>/model) or Hub name (bert-base-chinese); None: notebook 02's
-max_steps = None      # optimizer steps in all; "all": from epochs
-grad_accum_steps = None# micro-batches per optimizer step
-warmup_ratio = None   # share of steps warming up (0-1)
-scheduler = None      # LR decay after warm-up: linear / cosine / constant
-weight_decay = None   # AdamW's (not on biases and LayerNorm)
-class_weights = None  # "balanced" (n / (K n_c)) or a list per class; the recipe's: none
-precision = None      # auto / bf16 / fp16 / fp32
-eval_every = None     # steps between validation evaluations (the recipe's: 4 per run); 0: none
-checkpoint_every = None# steps between checkpoints (the recipe's: 2 per run); 0: none
-keep_last = None      # checkpoints kept
-group_by_length = None# batch texts of similar length (less padding)
-skip_examples = None  # training examples left out, by index (e.g. [5, 17], as a non-finite loss names them); same run folder
+overrides = {}        # any other FinetuneConfig field by name, e.g. {"lr": 0.0002, "max_length": 128}; the table below lists them all
 
 # %% [markdown]
 # ## The recipe
-# One object holds every decision of this notebook: its values come from the scale, the parameters above override them, and the table says where each came from.
+# One object holds every decision of this notebook: its values come from the scale, the parameters above override them, and the table shows every value with where it came from (the scale, a recipe constant and why, or your `override`) and what it means.
 
 # %%
 from nbkit import evaluate, views
 from nbkit.recipes import finetuning as ft
 
-cfg = ft.FinetuneConfig.for_scale(scale, seed=seed, max_length=max_length, batch_size=batch_size, epochs=epochs,
-                                  lr=lr, max_train=max_train, model=model, pooling=pooling, init=init,
-                                  max_steps=max_steps, grad_accum_steps=grad_accum_steps, warmup_ratio=warmup_ratio,
-                                  scheduler=scheduler, weight_decay=weight_decay, class_weights=class_weights,
-                                  precision=precision, eval_every=eval_every, checkpoint_every=checkpoint_every,
-                                  keep_last=keep_last, group_by_length=group_by_length, skip_examples=skip_examples)
+cfg = ft.FinetuneConfig.for_scale(scale, seed=seed, model=model, epochs=epochs, init=init, **overrides)
 out_dir = cfg.run_dir()   # "sentiment-seed3" with overrides, "-from-mlm-wiki-…" with init
 print(f"-> {out_dir}")
 cfg.table()

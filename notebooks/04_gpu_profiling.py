@@ -31,25 +31,15 @@
 # On a CPU the same code runs (CPU profiler, GFLOP/s instead of % of peak); each step says what would differ on a GPU.
 
 # %% [markdown]
-# **Parameters.** Plain values only, so papermill can override each (`-p scale cpu -p batch_size 16`); `None` keeps the recipe's value (`ProfileConfig`: the scale sets the sizes).
+# **Parameters.** The values you are most likely to change have a name here; every other size goes in `overrides`, by its `ProfileConfig` field name (`profile_steps`, `bench_sizes`, `timing_steps`, `sdpa_seq_lens`, `worker_values`, ...: the table below lists them all). Plain values only, so papermill can set each (`-p scale cpu -p batch_size 16`; the dict as YAML: `-y "overrides: {timing_steps: 5}"`); `None` keeps the recipe's value (the scale sets the sizes: `nbkit/recipes/scales.py`). A name in `overrides` that is no field stops the next cell and names the close ones.
 
 # %% tags=["parameters"]
 scale = None               # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
-profile_steps = None       # active profiler steps
-bench_sizes = None         # square matmul sizes n (n x n @ n x n), e.g. [256, 512]
 model = None               # BERT preset when notebook 02 saved no model (built from config)
-vocab_size = None          # vocabulary of that model built from config
+init = None                # the model to time (a folder); None: notebook 02's at this scale, else built from config
 seq_len = None             # tokens per sequence
 batch_size = None          # sequences per step
-timing_steps = None        # timed steps per measurement (after warm-up)
-warmup_steps = None        # untimed steps before each measurement
-sdpa_seq_lens = None       # attention lengths to compare
-sdpa_batch = None          # attention batch
-sdpa_heads = None          # attention heads
-h2d_mib = None             # host-to-device copy size (MiB)
-worker_values = None       # DataLoader workers to compare
-compile_values = None      # torch.compile off/on (smoke: [False], unit tests cover compile)
-init = None                # the model to time (a folder); None: notebook 02's at this scale, else built from config
+overrides = {}             # any other ProfileConfig field by name, e.g. {"timing_steps": 5, "compile_values": [False]}
 
 # %% [markdown]
 # **The recipe.** One object with every size below (the cpu scale runs fewer, smaller steps: each costs seconds on 2 cores). Then device and precision (bf16 on GPUs with compute capability 8.0+, fp16 with a loss scaler
@@ -67,11 +57,7 @@ from nbkit.profiling import StepConfig, model_factory, step_loop
 from nbkit.recipes.profiling import ProfileConfig
 from nbkit.train.precision import choose_precision
 
-cfg = ProfileConfig.for_scale(scale, profile_steps=profile_steps, bench_sizes=bench_sizes, model=model,
-                              vocab_size=vocab_size, seq_len=seq_len, batch_size=batch_size, timing_steps=timing_steps,
-                              sdpa_seq_lens=sdpa_seq_lens, sdpa_batch=sdpa_batch, sdpa_heads=sdpa_heads,
-                              h2d_mib=h2d_mib, worker_values=worker_values, compile_values=compile_values, init=init,
-                              warmup_steps=warmup_steps)
+cfg = ProfileConfig.for_scale(scale, model=model, init=init, seq_len=seq_len, batch_size=batch_size, **overrides)
 cfg.table()
 
 # %%

@@ -29,15 +29,12 @@
 
 # %% [markdown]
 # ## Parameters
-# Paths are relative to this notebook's folder (or absolute). Labelled files: `.csv`, `.tsv`, `.jsonl` or `.json` with a text column and a label column (strings or integers). The unlabelled corpus: `.txt` (one text per line), `.jsonl`/`.json`/`.parquet` with a `corpus_text_column` (optionally `.gz`/`.zst`), or a folder of them. Sizes (model, steps, batch) come from the scale preset.
+# Your files, and the few values you are most likely to change, have a name here; every other setting goes in `overrides`, by its `OwnDataConfig` field name (`max_length`, `block_size`, `vocab_size`, `max_passes`: the table below lists them all). Paths are relative to this notebook's folder (or absolute). Labelled files: `.csv`, `.tsv`, `.jsonl` or `.json` with a text column and a label column (strings or integers). The unlabelled corpus: `.txt` (one text per line), `.jsonl`/`.json`/`.parquet` with a `corpus_text_column` (optionally `.gz`/`.zst`), or a folder of them. Sizes (model, steps, batch) come from the scale preset. Papermill sets each by name (`-p train_file my.csv -p text_column text`) and the dict as YAML (`-y "overrides: {max_length: 128}"`); a name in `overrides` that is no field stops the next cell and names the close ones.
 
 # %% tags=["parameters"]
 scale = None                             # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
 seed = None                              # data split and training order
-max_length = None                        # tokens per text
 model = None                             # BERT preset
-block_size = None                        # tokens per MLM block
-vocab_size = None                        # WordPiece target vocabulary of the corpus store
 train_file = "data/sample_reviews.csv"   # your labelled texts
 validation_file = None                   # None: drawn from train_file (10 %)
 test_file = None                         # None: drawn from train_file (10 %)
@@ -47,19 +44,19 @@ corpus_file = "data/sample_corpus.txt"   # unlabelled text for MLM pretraining (
 corpus_text_column = "text"              # JSON key / parquet column; ignored for .txt
 pretrain = True                          # False: skip MLM pretraining, fine-tune from init (or random weights)
 init = None                              # a published BERT to start from: a folder or Hub name ("bert-base-chinese"); None: random weights
-max_passes = 10                          # MLM reads your corpus at most this many times (the scale's steps cap it too)
 run_name = "sample"                      # outputs go to runs/<scale>/own_data/<run_name>/
 ner_file = "data/sample_ner.conll"       # optional: your tagged file for named entities (section 10); None: skipped
+overrides = {}                           # any other OwnDataConfig field by name, e.g. {"max_length": 128, "max_passes": 5}
 
 # %%
 from nbkit import evaluate
 from nbkit.recipes import own_data as own
 
-cfg = own.OwnDataConfig.for_scale(scale, seed=seed, max_length=max_length, model=model, block_size=block_size,
-                                  train_file=train_file, validation_file=validation_file, test_file=test_file,
-                                  text_column=text_column, label_column=label_column, corpus_file=corpus_file,
-                                  corpus_text_column=corpus_text_column, pretrain=pretrain, max_passes=max_passes,
-                                  run_name=run_name, init=init, vocab_size=vocab_size, ner_file=ner_file)
+cfg = own.OwnDataConfig.for_scale(scale, seed=seed, model=model, train_file=train_file,
+                                  validation_file=validation_file, test_file=test_file, text_column=text_column,
+                                  label_column=label_column, corpus_file=corpus_file,
+                                  corpus_text_column=corpus_text_column, pretrain=pretrain, init=init,
+                                  run_name=run_name, ner_file=ner_file, **overrides)
 out_dir = cfg.run_dir()
 print(f"-> {out_dir}")
 cfg.table()

@@ -23,37 +23,16 @@
 
 # %% [markdown]
 # ## Parameters
-# Plain values only, so papermill can override each (`-p scale cpu -p max_steps 300`); `None` keeps the recipe's value (the scale's defaults: `nbkit/recipes/scales.py`, rows `pretraining` and `pretraining/causal`). The training names are `PretrainConfig`'s fields, and `python -m nbkit.jobs.pretrain --objective causal` takes the same as flags; the last seven set the generation step. MLM's masking fields (`mlm_probability`, `whole_word`) are not here: a causal LM predicts every next token.
+# The values you are most likely to change have a name here, the training ones first, then the generation step's; every other training setting goes in `overrides`, by its `PretrainConfig` field name (the names `python -m nbkit.jobs.pretrain --objective causal` takes as flags). Plain values only, so papermill can set each: `-p max_steps 300 -p prompt 北京`, and the dict as YAML: `-y "overrides: {lr: 0.002, dropout: 0.1}"`. `None` keeps the recipe's value (the scale's defaults, rows `pretraining` and `pretraining/causal`, each beside its reason: `nbkit/recipes/scales.py`). A name in `overrides` that is no field stops the next cell and names the close ones. MLM's masking fields (`mlm_probability`, `whole_word`) do nothing here: a causal LM predicts every next token, and the table marks them unused.
 
 # %% tags=["parameters"]
 scale = None              # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
 seed = None               # weights, data order, the corpus split; None: the scale's (0)
 model = None              # causal preset: gpt2-tiny / gpt2-narrow / gpt2-mini / ... or llama-*; None: the scale's
-block_size = None         # tokens per block (the model's context in training)
-batch_size = None         # blocks per micro-batch
-grad_accum_steps = None   # micro-batches per optimizer step
 max_steps = None          # optimizer steps
-lr = None                 # peak learning rate (linear warm-up and decay)
-eval_every = None         # steps between held-out evaluations (and checkpoints)
-eval_blocks = None        # held-out blocks per evaluation ("all": every one); the n-grams score the same
-corpus_lines = None       # People's Daily lines, where the scale's mix reads them; "all": every line
-precision = None          # auto / bf16 / fp16 / fp32
 corpus = None             # your corpus: a prepared store, or files/globs/folders to prepare (docs/corpus.md); None: the bundled mix
 init = None               # continue a published causal LM: a folder or Hub name (uer/gpt2-chinese-cluecorpussmall layout); None: random weights
-max_passes = None         # cap the steps at this many passes over the training blocks; "all": no cap
-budget_minutes = None     # with corpus: wall-clock minutes the sized run may take; "all": 15 on a CPU, 240 on a GPU
-fit_to_corpus = None      # with corpus: size model, steps and lr to its tokens (what you set stays); False: as set
-patience = None           # stop after this many evaluations without a lower held-out loss; "all": never stop early
-warmup_ratio = None       # share of steps warming up (0-1)
-scheduler = None          # LR decay after warm-up: linear / cosine / constant
-weight_decay = None       # AdamW's (not on biases and norms)
-dropout = None            # residual, embedding and attention dropout (the recipe's: none at cpu, else the preset's 0.1)
-checkpoint_every = None   # steps between checkpoints (the recipe's: eval_every); 0: only the last
-keep_last = None          # checkpoints kept
-mix = None                # the bundled text: (source, repeat weight) pairs of peoples_daily, news, own, reviews
-max_train = None          # training reviews read; "all": every one
-eval_fraction = None      # share of the mix's texts held out for the loss and the n-gram scores (0-1)
-skip_examples = None      # training blocks left out, by index (e.g. [5, 17], as a non-finite loss names them); same run folder
+overrides = {}            # any other PretrainConfig field by name, e.g. {"lr": 0.002, "block_size": 128}; the table below lists them all
 prompt = "今天天气"        # the text the model continues
 max_new_tokens = 30       # tokens it adds
 temperature = 0.8         # sampling: below 1 sharpens the distribution
@@ -63,24 +42,16 @@ repetition_penalty = 1.3  # greedy with controls: scores of tokens already writt
 no_repeat_ngram_size = 3  # greedy with controls: no 3-gram of tokens twice (None: no cut)
 
 # %% [markdown]
-# The recipe is one object: the scale's defaults with the causal rows on top, plus what you set above. The table says where each value comes from; the run's folder is named after it (`runs/<scale>/causal`, then each override), so this run never resumes or overwrites notebook 02's.
+# The recipe is one object: the scale's defaults with the causal rows on top, plus what you set above. The run's folder is named after it (`runs/<scale>/causal`, then each override), so this run never resumes or overwrites notebook 02's. The table of every value follows section 1, once a `corpus` run is sized for its text.
 
 # %%
 from nbkit import models, recipes
 from nbkit.recipes import pretraining as pt
 
 cfg = pt.PretrainConfig.for_scale(scale, objective="causal", seed=seed, split_seed=seed, model=model,
-                                  block_size=block_size, batch_size=batch_size, grad_accum_steps=grad_accum_steps,
-                                  max_steps=max_steps, lr=lr, eval_every=eval_every, eval_blocks=eval_blocks,
-                                  corpus_lines=corpus_lines, precision=precision, corpus=corpus, init=init,
-                                  max_passes=max_passes, budget_minutes=budget_minutes, fit_to_corpus=fit_to_corpus,
-                                  patience=patience, warmup_ratio=warmup_ratio, scheduler=scheduler,
-                                  weight_decay=weight_decay, dropout=dropout, checkpoint_every=checkpoint_every,
-                                  keep_last=keep_last, mix=mix, max_train=max_train,
-                                  eval_fraction=eval_fraction, skip_examples=skip_examples)   # None values keep the recipe's
+                                  max_steps=max_steps, corpus=corpus, init=init, **overrides)   # None keeps the recipe's
 out_dir = cfg.run_dir()   # runs/<scale>/causal, "causal-seed3-split_seed3" with overrides
 print(f"-> {out_dir}")
-cfg.table()
 
 # %% [markdown]
 # ## 1. Corpus and tokenizer
@@ -94,6 +65,13 @@ if plan:
     print(recipes.plan_text(plan))
 print(f"vocabulary {len(tokenizer):,} tokens -> {out_dir}")
 corpus.report
+
+# %% [markdown]
+# ### The recipe that runs
+# Every value of the run, after the sizing above (`pt.size` returns the config a `corpus` run trains with; without one it is the config as built): `from` says whether it is the scale's, the causal rows', a recipe constant, yours (`override`) or the corpus sizing's, with the reason written beside each default in `nbkit/recipes/scales.py`.
+
+# %%
+cfg.table()
 
 # %% [markdown]
 # ## 2. Causal blocks

@@ -21,52 +21,31 @@
 #
 # Honestly: sentences are deduplicated and split with no text shared across splits, a classical baseline (a linear-chain CRF over character-window features) is trained on the same training split, and both are scored on the same test split by **entity-level F1** (seqeval's definition: an entity counts only with its exact type and boundaries) with a bootstrap interval. Every step is a function of the fine-tuning recipe (`nbkit.recipes.finetuning`, task `ner`), which `python -m nbkit.jobs.finetune --task ner` also runs.
 
+# %% [markdown]
+# ## Parameters
+# The values you are most likely to change have a name here, your tagged files among them; every other setting of the recipe goes in `overrides`, by its `FinetuneConfig` field name (the names `python -m nbkit.jobs.finetune --task ner` takes as flags): `span_offsets` for JSON spans from Label Studio (`{"span_offsets": "utf16"}`), `max_length`, `stride`, `lr`, ... Plain values only, so papermill can set each: `-p seed 3 -p train_file tags.conll`, and the dict as YAML: `-y "overrides: {lr: 0.0005, n_boot: 200}"`. `None` keeps the recipe's value (the scale's defaults, rows `finetuning` and `finetuning/ner`, each beside its reason: `nbkit/recipes/scales.py`). A name in `overrides` that is no field stops the next cell and names the close ones.
+
 # %% tags=["parameters"]
-# Plain values only, so papermill can override each (-p scale cpu -p seed 3); None keeps the recipe's value.
 scale = None          # "smoke", "cpu" or "gpu"; None: $NBKIT_SCALE (else gpu with CUDA, else cpu)
 seed = None           # data split, subsample, new head and training order
-max_length = None     # tokens per window; longer sentences are windowed, never cut
-stride = None         # tokens two windows of a long sentence share
-batch_size = None     # windows per step
-epochs = None         # passes over the training split
-lr = None             # peak learning rate
-max_train = None      # training sentences used; "all": the whole split
 model = None          # BERT preset when there is no encoder to start from
+epochs = None         # passes over the training split
 init = None           # the encoder: a model folder or Hub name (bert-base-chinese); None: notebook 02's
 train_file = None     # your tagged file (CoNLL char<TAB>tag, or JSONL spans); None: People's Daily
 validation_file = None# with train_file: None draws 10 % from it
 test_file = None      # with train_file: None draws 10 % from it
-span_offsets = None   # JSON spans: what offsets count: auto (told by the spans' text), chars, utf16 (Label Studio)
-corpus_lines = None   # People's Daily lines read; "all": every one (19,484)
-n_boot = None         # bootstrap resamples for the entity-F1 intervals
-max_steps = None      # optimizer steps in all; "all": from epochs
-grad_accum_steps = None# micro-batches per optimizer step
-warmup_ratio = None   # share of steps warming up (0-1)
-scheduler = None      # LR decay after warm-up: linear / cosine / constant
-weight_decay = None   # AdamW's (not on biases and LayerNorm)
-precision = None      # auto / bf16 / fp16 / fp32
-eval_every = None     # steps between validation evaluations (the recipe's: 4 per run); 0: none
-checkpoint_every = None# steps between checkpoints (the recipe's: 2 per run); 0: none
-keep_last = None      # checkpoints kept
-group_by_length = None# batch windows of similar length (less padding)
-skip_examples = None  # training windows left out, by index (e.g. [5, 17], as a non-finite loss names them); same run folder
+overrides = {}        # any other FinetuneConfig field by name, e.g. {"lr": 0.0005, "corpus_lines": 2000}; the table below lists them all
 
 # %% [markdown]
 # ## The recipe
-# The fine-tuning recipe of notebook 03 with `task="ner"`: one config object, its values from the scale, the parameters above overriding them; the table says where each came from.
+# The fine-tuning recipe of notebook 03 with `task="ner"`: one config object, its values from the scale, the parameters above overriding them; the table shows every value with where it came from and why.
 
 # %%
 from nbkit.recipes import finetuning as ft
 
-cfg = ft.FinetuneConfig.for_scale(scale, task="ner", seed=seed, max_length=max_length, stride=stride,
-                                  batch_size=batch_size, epochs=epochs, lr=lr, max_train=max_train, model=model,
-                                  init=init, train_file=train_file, validation_file=validation_file,
-                                  test_file=test_file, span_offsets=span_offsets, corpus_lines=corpus_lines,
-                                  n_boot=n_boot, max_steps=max_steps,
-                                  grad_accum_steps=grad_accum_steps, warmup_ratio=warmup_ratio, scheduler=scheduler,
-                                  weight_decay=weight_decay, precision=precision, eval_every=eval_every,
-                                  checkpoint_every=checkpoint_every, keep_last=keep_last,
-                                  group_by_length=group_by_length, skip_examples=skip_examples)
+cfg = ft.FinetuneConfig.for_scale(scale, task="ner", seed=seed, model=model, epochs=epochs, init=init,
+                                  train_file=train_file, validation_file=validation_file, test_file=test_file,
+                                  **overrides)
 out_dir = cfg.run_dir()   # runs/<scale>/ner[-<overrides>]
 print(f"-> {out_dir}")
 cfg.table()

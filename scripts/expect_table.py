@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/gpu_table.py
 sys.path.insert(0, str(ROOT / "scripts" / "lib"))
-sys.path.insert(0, str(ROOT))                             # nbkit.evaluate.pretrain_value
+sys.path.insert(0, str(ROOT))                             # nbkit, bench.pretrain_value_report
 import gpu_table  # noqa: E402
 from blocks import markers, num, print_or_rewrite  # noqa: E402
 
@@ -126,7 +126,7 @@ def render_pretrain_value(path: Path = PV_RECORDED, machine: str = "the 2-core C
     Raises:
         Missing: the file is absent.
     """
-    from nbkit.evaluate.pretrain_value import markdown_table
+    from bench.pretrain_value_report import markdown_table
 
     stats = _load(path)
     lengths = ", ".join(str(n) for n in sorted({e["max_length"] for e in stats["table"]}))

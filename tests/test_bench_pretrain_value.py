@@ -50,6 +50,7 @@ def test_pretrain_phase_runs_the_recipe_and_writes_the_recorded_format(bench, tm
 
     monkeypatch.setattr(sys.modules["nbkit.recipes.pretraining"], "run_pretraining", fake_run)
     monkeypatch.setattr(bench, "get_tokenizer", lambda *a: "tok")
+    monkeypatch.setattr(bench, "model_dir_at", lambda out, step: Path(out) / "checkpoints" / f"step-{step:06d}")
     args = bench.parse_args(["pretrain", "--out", str(tmp_path), "--save-steps", "4,2", "--mlm-lr", "0.002"])
     bench.pretrain(args)
     assert seen["save_steps"] == (2, 4) and seen["cfg"].max_steps == 4 and seen["cfg"].lr == 0.002

@@ -33,7 +33,8 @@ def test_objective_is_a_context_field_with_its_own_defaults():
         pt.PretrainConfig.for_scale("cpu", objective="gpt")
     with pytest.raises(ConfigError, match=r"model='narrow' is not a causal preset.*gpt2-tiny"):
         pt.PretrainConfig.for_scale("cpu", objective="causal", model="narrow")
-    with pytest.raises(ConfigError, match=r"model='gpt2-mini' is a causal preset: set objective='causal'"):
+    with pytest.raises(ConfigError, match=r"model='gpt2-mini' is not a mlm preset .*it is a causal preset: set "
+                                          r"objective='causal'"):
         pt.PretrainConfig.for_scale("cpu", model="gpt2-mini")
 
 
@@ -62,11 +63,11 @@ def test_collator_shifts_labels_and_marks_what_has_no_target():
 def test_blocks_are_packed_with_the_separator_between_documents():
     from datasets import Dataset
 
-    from nbkit.text.causal import document_separator, make_causal_blocks
+    from nbkit.text.mlm import document_separator, make_blocks
 
     tok = char_tokenizer()
     docs = texts(40)
-    blocks = make_causal_blocks(Dataset.from_dict({"text": docs}), tok, 32)
+    blocks = make_blocks(Dataset.from_dict({"text": docs}), tok, 32, causal=True)
     sep, token = document_separator(tok)
     assert token == "[SEP]" and sep == tok.sep_token_id
     stream = [t for d in docs for t in (*tok(d, add_special_tokens=False)["input_ids"], sep)]
@@ -76,9 +77,9 @@ def test_blocks_are_packed_with_the_separator_between_documents():
     assert blocks["next_id"][:-1] == [r[0] for r in blocks["input_ids"][1:]]         # the next block's first token
     assert got.count(sep) == sum(1 for t in stream[:len(got)] if t == sep) > 5
     with pytest.raises(ConfigError, match="block_size=200 exceeds tokenizer.model_max_length=128"):
-        make_causal_blocks(Dataset.from_dict({"text": docs}), tok, 200)
+        make_blocks(Dataset.from_dict({"text": docs}), tok, 200, causal=True)
     with pytest.raises(DataError, match="no block of 64"):
-        make_causal_blocks(Dataset.from_dict({"text": ["短"]}), tok, 64)
+        make_blocks(Dataset.from_dict({"text": ["短"]}), tok, 64, causal=True)
 
 
 @pytest.mark.slow  # prepares a small store

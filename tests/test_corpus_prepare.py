@@ -236,6 +236,49 @@ def test_progress_estimates_the_stage_once_after_its_first_chunks():
     assert lines[0].endswith("(measured on the first 13.0 MB)") and p.estimated in lines[0]
 
 
+class _EarlyProgress:
+    """CorpusProgress with the estimate due after the first chunk (0 s, 0 MB measured): the line's position in
+    the output is then what is tested, on a corpus small enough for a unit test."""
+
+    def __new__(cls, total, **kw):
+        return CorpusProgress(total, tty=False, estimate_after_s=0.0, estimate_after_mb=0.0, **kw)
+
+
+@pytest.mark.parametrize("kind", ["file", "tree", "dataset"])
+def test_the_eta_line_comes_before_the_long_part_for_every_input_kind(tmp_path, monkeypatch, capsys, kind):
+    import re
+
+    from nbkit.corpus import prepare as prep
+
+    line = "今天天气很好，我们去公园散步。ＧＤＰ增长７．８％，市场很活跃。" * 3
+    texts = [f"{i} {line}" for i in range(3000)]
+    if kind == "file":
+        path = tmp_path / "corpus.txt"
+        path.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+        inputs = str(path)
+    elif kind == "tree":                             # wiki_zh's layout: extension-less JSON lines in folders
+        for k in range(6):
+            f = tmp_path / "wiki" / f"A{'AB'[k // 3]}" / f"wiki_{k % 3:02d}"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text("".join(json.dumps({"id": str(j), "url": f"https://zh.wikipedia.org/wiki?curid={j}",
+                                             "title": "t", "text": texts[j]}, ensure_ascii=False) + "\n"
+                                 for j in range(k * 500, (k + 1) * 500)), encoding="utf-8")
+        inputs = str(tmp_path / "wiki")
+    else:
+        datasets = pytest.importorskip("datasets")
+        inputs = datasets.Dataset.from_dict({"text": texts})
+    monkeypatch.setattr(prep, "CorpusProgress", _EarlyProgress)
+    prep.prepare_corpus(inputs, tmp_path / "store", num_workers=1, chunk_items=100, sample_mb=0.2, vocab_size=300,
+                        segmenter="none")
+    out = capsys.readouterr().out.splitlines()
+    eta = [i for i, x in enumerate(out) if x.startswith("[prepare-corpus] tokenize: about ")]
+    done = [i for i, x in enumerate(out) if x.startswith("[prepare-corpus] tokenize done in ")]
+    assert len(eta) == 1 and len(done) == 1 and eta[0] < done[0], out
+    m = re.search(r"at ([\d.]+) MB/s for ([\d,.]+) MB of input \(measured on the first ([\d,.]+) MB\)", out[eta[0]])
+    assert m, out[eta[0]]
+    assert float(m.group(3)) < float(m.group(2).replace(",", "")) / 2   # before the long part: under half read
+
+
 def test_shard_size_never_changes_the_split_streams(tmp_path, tok_dir):
     src = write_txt(tmp_path / "a.txt", review_lines(300))
     one = run(src, tmp_path / "big", tok_dir, heldout_share=0.1)

@@ -136,6 +136,65 @@ def test_export_errors_name_the_fix(labeled, tokenizer, tmp_path):
         models.export_classifier(model, tokenizer, tmp_path / "file")
 
 
+def _tiny_model(kind: str, vocab_size: int):
+    """A two-class or causal model of each export's kind, small enough to build in milliseconds."""
+    import torch
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        BertForTokenClassification,
+        GPT2Config,
+        GPT2LMHeadModel,
+    )
+
+    from nbkit.models.pooling import MeanPoolBertConfig, MeanPoolBertForSequenceClassification
+
+    torch.manual_seed(0)
+    if kind == "causal":
+        return GPT2LMHeadModel(GPT2Config(vocab_size=vocab_size, n_positions=32, n_embd=16, n_layer=1, n_head=2))
+    bert = dict(vocab_size=vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                intermediate_size=32, max_position_embeddings=32, num_labels=2, id2label={0: "a", 1: "b"})
+    return {"classifier": lambda: BertForSequenceClassification(BertConfig(**bert)),
+            "mean": lambda: MeanPoolBertForSequenceClassification(MeanPoolBertConfig(**bert)),
+            "token": lambda: BertForTokenClassification(BertConfig(**bert))}[kind]()
+
+
+EXPORTS = {"classifier": "export_classifier", "mean": "export_classifier", "causal": "export_causal_lm",
+           "token": "export_token_classifier"}
+
+
+@pytest.mark.parametrize("kind", list(EXPORTS))
+def test_every_export_refuses_nonfinite_weights_and_leaves_no_half_written_folder(tokenizer, tmp_path, kind,
+                                                                                    monkeypatch):
+    import torch
+
+    from nbkit.errors import NonFiniteWeightsError
+    from nbkit.models import export
+    from nbkit.text import tokenizer_files
+
+    save = getattr(export, EXPORTS[kind])
+    model = _tiny_model(kind, len(tokenizer))
+    weight = next(p for n, p in model.named_parameters() if n.endswith("layer.0.output.dense.weight")
+                  or n.endswith("h.0.mlp.c_proj.weight"))
+    with torch.no_grad():
+        weight[0, 0] = float("nan")
+    with pytest.raises(NonFiniteWeightsError, match=r"not saving the export to .*nan.*1 weight tensors"):
+        save(model, tokenizer, tmp_path / "nan")
+    with torch.no_grad():
+        weight[0, 0] = 0.0
+
+    def disk_gives_out(*args, **kwargs):                 # the weights are written, the tokenizer is not
+        raise RuntimeError("the disk gave out")
+    monkeypatch.setattr(tokenizer_files, "save_tokenizer", disk_gives_out)
+    with pytest.raises(RuntimeError, match="the disk gave out"):
+        save(model, tokenizer, tmp_path / "half")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []      # neither folder, nor a temp folder beside them
+    monkeypatch.undo()
+    out = save(model, tokenizer, tmp_path / "whole")
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in out.iterdir()}
+    assert strict_json(out / "config.json")["architectures"] == [type(model).__name__]
+
+
 def test_pretraining_checkpoint_works_with_fill_mask(tokenizer, tmp_path):
     """Notebook 02's model directory, saved by the recipe's save stage, is a plain BertForMaskedLM for transformers."""
     import torch

@@ -87,8 +87,8 @@ def test_top_level_is_subpackages_by_concern():
     top = sorted(p.name for p in PKG.iterdir() if not p.name.startswith(("_", ".")) and p.name != "nbkit.egg-info")
     assert top == ["atomic.py", "caches.py", "cli", "corpus", "data", "env", "errors.py", "evaluate", "folder_lock.py",
                    "gpu", "jobs",
-                   "jsonio.py", "models", "pipeline.py", "profiling", "recipes", "rng.py", "runs.py", "settings.py",
-                   "switches.py", "tasks", "text", "train",
+                   "jsonio.py", "models", "objectives", "pipeline.py", "profiling", "recipes", "rng.py", "runs.py",
+                   "settings.py", "switches.py", "tasks", "text", "train",
                    "units.py", "views"]
     for pkg in PKG.iterdir():
         if pkg.is_dir() and not pkg.name.startswith("_"):
@@ -109,7 +109,8 @@ def test_public_names_resolve(package):
 
 def test_import_nbkit_and_subpackages_import_no_torch():
     code = ("import sys, nbkit, nbkit.data, nbkit.text, nbkit.models, nbkit.train, nbkit.gpu, nbkit.env, "
-            "nbkit.profiling, nbkit.evaluate, nbkit.views, nbkit.recipes, nbkit.cli; from nbkit import data, env, gpu; "
+            "nbkit.profiling, nbkit.evaluate, nbkit.views, nbkit.objectives, nbkit.recipes, nbkit.cli; "
+            "from nbkit import data, env, gpu; "
             "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'pynvml') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -126,7 +127,8 @@ def test_no_binary_files_outside_docs_img():
 # top-level modules every layer may import (settings: the scale names pipeline defines presets for and env checks)
 BASE = {"nbkit", "errors", "jsonio", "rng", "atomic", "caches", "folder_lock", "switches", "units", "settings", "runs",
         "_lazy"}
-_BELOW = ["data", "text", "corpus", "models", "evaluate", "train", "views", "profiling", "tasks", "recipes"]
+_BELOW = ["data", "text", "corpus", "models", "evaluate", "train", "views", "profiling", "objectives", "tasks",
+          "recipes"]
 MAY_IMPORT = {                                       # package -> the nbkit packages it may import (+ BASE, itself)
     "gpu": set(), "env": {"gpu"},
     **{pkg: set(_BELOW[:i]) for i, pkg in enumerate(_BELOW)},

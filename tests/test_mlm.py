@@ -23,14 +23,15 @@ def corpus():
 
 def test_blocks_are_cls_chunk_sep_and_never_too_long(tok, corpus):
     blocks = make_blocks(corpus, tok, block_size=64)
-    n_tokens = sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in corpus["text"])
-    assert len(blocks) == n_tokens // 62  # one map batch: only the final short chunk is dropped
+    sep = tok.sep_token_id   # after every document, as the store's stream has it
+    stream = [t for row in tok(list(corpus["text"]), add_special_tokens=False)["input_ids"] if row for t in (*row, sep)]
+    assert len(blocks) == len(stream) // 62  # one map batch: only the final short chunk is dropped
     for ids in blocks["input_ids"]:
-        assert len(ids) == 64 and ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id
+        assert len(ids) == 64 and ids[0] == tok.cls_token_id and ids[-1] == sep
         assert tok.cls_token_id not in ids[1:-1] and tok.pad_token_id not in ids
-    # the chunks are the token stream in order
-    stream = [t for row in tok(corpus["text"][:10], add_special_tokens=False)["input_ids"] for t in row]
-    assert blocks[0]["input_ids"][1:-1] == stream[:62]
+    # the chunks are the token stream in order, documents separated
+    assert [t for ids in blocks["input_ids"] for t in ids[1:-1]] == stream[:len(blocks) * 62]
+    assert sum(ids[1:-1].count(sep) for ids in blocks["input_ids"]) > 5
 
 
 def test_block_size_limits(tok, corpus):

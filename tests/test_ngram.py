@@ -15,10 +15,20 @@ from _corpus import peoples_daily  # noqa: E402
 from _store import write_store  # noqa: E402
 
 from nbkit.errors import ConfigError, DataError  # noqa: E402
-from nbkit.evaluate.ngram import NgramLM, ngram_baselines, store_stream  # noqa: E402
+from nbkit.evaluate.ngram import NgramLM, causal_baselines, score_blocks, store_stream  # noqa: E402
 
 # a tiny corpus with V=3 worked by hand at D=0.5 (docstring of test_bigram_matches_hand_computation)
 TINY = np.array([0, 1, 0, 1, 2, 1])
+
+
+def blocks_of(stream, B=None):
+    """``stream`` cut as StoreCausalDataset cuts a split: ``len // B`` blocks of ``B`` tokens, each with the next
+    block's first token as ``next_id`` (-100 past the end); ``B=None``: the whole stream as one block."""
+    stream = np.asarray(stream)
+    B = len(stream) if B is None else B
+    return [{"input_ids": stream[b * B:(b + 1) * B],
+             "next_id": int(stream[(b + 1) * B]) if (b + 1) * B < len(stream) else -100}
+            for b in range(len(stream) // B)]
 
 
 def test_bigram_matches_hand_computation():
@@ -30,7 +40,7 @@ def test_bigram_matches_hand_computation():
     np.testing.assert_allclose(lm.distribution([0]), [0.0625, 0.875, 0.0625])
     np.testing.assert_allclose(lm.distribution([1]), [0.375, 0.25, 0.375])
     np.testing.assert_allclose(lm.distribution([2]), [0.125, 0.75, 0.125])
-    out = lm.score(np.array([2, 1, 0, 0]))   # predicts 1|2, 0|1, 0|0
+    out = score_blocks(lm, blocks_of([2, 1, 0, 0]))   # predicts 1|2, 0|1, 0|0
     assert out["eval_tokens"] == 3 and out["train_tokens"] == 6
     assert out["eval_perplexity"] == pytest.approx((0.75 * 0.375 * 0.0625) ** (-1 / 3))
 
@@ -123,22 +133,20 @@ def test_matches_an_independent_reference(order, discount):
     got = lm.probabilities(held[None, :])[0]
     np.testing.assert_allclose(got, want, rtol=1e-10)
     nll = -np.mean(np.log(want))
-    assert lm.score(held)["eval_perplexity"] == pytest.approx(math.exp(nll), rel=1e-10)
+    assert score_blocks(lm, blocks_of(held))["eval_perplexity"] == pytest.approx(math.exp(nll), rel=1e-10)
 
 
 def test_streaming_equals_one_pass():
     ids = _corpus(n=2000)
-    held = _corpus(n=701, seed=2)
     one = NgramLM(3, 40).fit([ids])
     chunks = NgramLM(3, 40).fit(np.array_split(ids, 7))
     for k in (1, 2, 3):
         np.testing.assert_array_equal(one._raw[k][0], chunks._raw[k][0])
         np.testing.assert_array_equal(one._raw[k][1], chunks._raw[k][1])
-    a = one.score(held)
-    b = one.score(np.array_split(held, 9))
-    c = one.score([held[:1], held[1:2], held[2:]])
-    assert a["eval_tokens"] == b["eval_tokens"] == c["eval_tokens"] == 700
-    assert a["eval_loss"] == pytest.approx(b["eval_loss"], rel=1e-12) == pytest.approx(c["eval_loss"], rel=1e-12)
+    held = _corpus(n=2 * 1500 + 1, seed=2)    # 1,500 blocks of 2: scored in batches of 1,024 rows
+    out = score_blocks(one, blocks_of(held, 2))
+    want, n_want = _block_reference(one, held, 2)
+    assert out["eval_tokens"] == n_want == 3000 and out["eval_loss"] == pytest.approx(want, rel=1e-10)
 
 
 def _block_reference(lm, held, B, max_blocks=None):
@@ -160,16 +168,21 @@ def test_block_scoring_matches_a_causal_lm_evaluation(n_held, max_blocks):
     held = _corpus(n=n_held, seed=3)
     lm = NgramLM(3, 40).fit([ids])
     want, n_want = _block_reference(lm, held, 10, max_blocks)
-    for chunks in ([held], np.array_split(held, 4), np.array_split(held, 23)):
-        out = lm.score(chunks, block_size=10, max_blocks=max_blocks)
-        assert out["eval_tokens"] == n_want and out["dropped_tokens"] == n_held - 1 - n_want
-        assert out["eval_loss"] == pytest.approx(want, rel=1e-10)
-    assert lm.score(held)["eval_loss"] != pytest.approx(want)   # context cut at blocks changes it
+    out = score_blocks(lm, blocks_of(held, 10), max_blocks=max_blocks)
+    assert out["eval_tokens"] == n_want and out["eval_loss"] == pytest.approx(want, rel=1e-10)
+    # the same blocks as a datasets.Dataset (the bundled-mix path) score the same
+    import datasets
+
+    ds = datasets.Dataset.from_list([{"input_ids": b["input_ids"].tolist(), "next_id": b["next_id"]}
+                                     for b in blocks_of(held, 10)])
+    assert score_blocks(lm, ds, max_blocks=max_blocks)["eval_loss"] == pytest.approx(want, rel=1e-12)
+    whole = score_blocks(lm, blocks_of(held))                    # context never cut: another score
+    assert whole["eval_loss"] != pytest.approx(want)
 
 
 def test_higher_order_fits_a_markov_chain_better():
     ids, held = _corpus(n=20000), _corpus(n=3000, seed=4)
-    ppl = [NgramLM(k, 40).fit([ids]).score(held)["eval_perplexity"] for k in (1, 2)]
+    ppl = [score_blocks(NgramLM(k, 40).fit([ids]), blocks_of(held))["eval_perplexity"] for k in (1, 2)]
     assert ppl[1] < 0.8 * ppl[0]
 
 
@@ -185,14 +198,14 @@ def test_bad_input_names_the_fix():
     with pytest.raises(DataError, match="no tokens"):
         NgramLM(2, 3).fit([])
     with pytest.raises(DataError, match="not been fitted"):
-        NgramLM(2, 3).score(np.array([0, 1]))
+        score_blocks(NgramLM(2, 3), blocks_of([0, 1]))
     lm = NgramLM(2, 3).fit([TINY])
-    with pytest.raises(DataError, match="no token to predict"):
-        lm.score(np.array([1]))
-    with pytest.raises(DataError, match="no token to predict"):
-        lm.score(np.array([1, 2, 0]), block_size=8)
-    with pytest.raises(ConfigError, match="block_size"):
-        lm.score(np.array([1, 2, 0]), block_size=1)
+    with pytest.raises(DataError, match="no block to score"):
+        score_blocks(lm, blocks_of([1]))                           # one token: nothing to predict
+    with pytest.raises(DataError, match="no block to score"):
+        score_blocks(lm, blocks_of([1, 2, 0], 8))                  # shorter than one block
+    with pytest.raises(DataError, match="outside"):
+        score_blocks(lm, blocks_of([1, 2, 7]))
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +217,7 @@ def store_dir(tmp_path_factory):
 @pytest.mark.slow   # trains a WordPiece for the store (~7 s)
 def test_baselines_over_a_store(store_dir):
     from nbkit.corpus import store
+    from nbkit.corpus.dataset import StoreCausalDataset
 
     path = store_dir
     train = np.concatenate(list(store_stream(path, "train", chunk_tokens=333)))
@@ -211,13 +225,15 @@ def test_baselines_over_a_store(store_dir):
     m = store.read_manifest(path)
     assert len(train) == m["splits"]["train"]["n_tokens"] and len(val) == m["splits"]["validation"]["n_tokens"]
     assert (train == m["sep_id"]).sum() == 270    # each document ends with the separator
-    rows = ngram_baselines(path, (2, 3), block_size=64)
+    blocks = {split: StoreCausalDataset(path, 64, split) for split in ("train", "validation")}
+    rows = causal_baselines(blocks, m["tokenizer"]["vocab_size"], (2, 3))
     assert [r["order"] for r in rows] == [2, 3] and rows[0]["model"] == "2-gram KN"
     n_eval = min(len(val) // 64 * 64, len(val) - 1)
-    unigram = _add_one_unigram_perplexity(train, val, n_eval, m["tokenizer"]["vocab_size"])
+    seen = min(len(train), len(train) // 64 * 64 + 1)             # what the LM's training reads
+    unigram = _add_one_unigram_perplexity(train[:seen], val, n_eval, m["tokenizer"]["vocab_size"])
     for r in rows:
-        assert r["train_tokens"] == len(train)
-        assert r["eval_tokens"] == n_eval and r["dropped_tokens"] == len(val) - 1 - n_eval
+        assert r["train_tokens"] == seen
+        assert r["eval_tokens"] == n_eval
         # a model that predicts from the same context as the maximum-likelihood fit on the scored targets cannot
         # beat that fit; a smoothed n-gram must beat an add-one unigram fitted on the same training tokens
         assert _mle_perplexity(val, r["order"], 64, n_eval) <= r["eval_perplexity"] < unigram, (r, unigram)
@@ -256,7 +272,6 @@ def test_block_scores_are_the_collator_targets(store_dir):
     import torch
 
     from nbkit.corpus.dataset import StoreCausalDataset
-    from nbkit.evaluate.ngram import causal_baselines, score_blocks
     from nbkit.text.causal import CausalCollator
 
     val = StoreCausalDataset(store_dir, 32, "validation")

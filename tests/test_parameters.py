@@ -1,8 +1,10 @@
 """C07: each notebook's ``parameters`` cell holds plain literals, so papermill overrides take effect.
 
 Papermill injects overrides as a cell right after the one tagged ``parameters``; a value computed inside that
-cell would never see them. The next cell builds the recipe's config from them by the same names
-(``Config.for_scale(scale, seed=seed, ...)``) and prints its table.
+cell would never see them. The cell names the handful of values a user changes (scale, model, steps, corpus,
+init, the task's own) and holds one ``overrides = {}`` dict for every other field of the recipe's config. The
+next cell builds the config from them by the same names (``Config.for_scale(scale, seed=seed, ..., **overrides)``),
+so a misspelt name in either stops there with a ConfigError naming the close fields.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+from nbkit.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -34,13 +38,12 @@ def _parameters(source: str) -> dict:
     return out
 
 
-#: parameters that steer a notebook's own cells, not a recipe (notebook 00's live monitor)
+#: parameters that steer a notebook's own cells, not a recipe (notebook 00's live monitor, notebook 06's generation)
 NOT_CONFIG = {"monitor_interval", "watch_seconds",
-              "prompt", "max_new_tokens", "temperature", "top_k", "top_p",      # notebook 06's generation step
+              "prompt", "max_new_tokens", "temperature", "top_k", "top_p",
               "repetition_penalty", "no_repeat_ngram_size"}
 
-#: notebook -> the recipe config its parameters cell feeds (``module:Class``). A new notebook adds its line here,
-#: and then every field of its config is one of its parameters or in NOT_PARAMETERS with the reason.
+#: notebook -> the recipe config its parameters cell feeds (``module:Class``). A new notebook adds its line here.
 CONFIGS = {
     "00_environment_check": "nbkit.recipes.profiling:ProfileConfig",
     "01_tokenizing": "nbkit.recipes.tokenizer:TokenizerConfig",
@@ -51,47 +54,14 @@ CONFIGS = {
     "06_chinese_gpt": "nbkit.recipes.pretraining:PretrainConfig",
     "07_named_entities": "nbkit.recipes.finetuning:FinetuneConfig",
 }
-#: config fields a notebook's parameters cell leaves out, each with its reason; ``"*"`` (as a notebook): the fields
-#: of any recipe that change how a run shows or resumes, not what it trains; ``"*"`` (as a field): every field left.
-LORA = dict.fromkeys(("lora", "lora_r", "lora_alpha", "lora_dropout", "lora_targets", "lora_lr", "lora_export"),
-                    "LoRA instead of full fine-tuning is the job's --lora yes and run_finetuning's; the notebooks "
-                    "show full fine-tuning (their cells pass loop.model, not the peft model, to evaluate and export)")
-NOT_PARAMETERS = {
-    "*": {"scale": "the parameter every notebook has (checked apart)",
-          "progress": "the notebook shows its tqdm bar; a headless job turns it off (--no-progress)",
-          "progress_every_s": "plain progress lines for a headless log (jobs); the notebook shows the bar",
-          "log_every": "the log interval (about 20 lines a run); the loop's history keeps every line either way",
-          "report_to": "TensorBoard events are written for every notebook run (tensorboard --logdir runs/)",
-          "num_workers": "DataLoader processes: the scale's value suits the kernel; jobs set it per machine",
-          "checkpoint_minutes": "crash safety for long headless jobs; in a notebook Ctrl-C saves at the step",
-          "allow_unk": "a refusal names it: it only lets a run go on past a tokenizer that reads over 5 % of the "
-                       "corpus as [UNK] (PretrainConfig(allow_unk=True), --allow-unk)",
-          "resume": "a notebook resumes its run folder by design (rerun = continue); other settings are another "
-                    "folder (run_dir), and a fresh start in the same one is the job's --no-resume"},
-    "00_environment_check": {"*": "notebook 00 runs only the matmul benchmark (bench_sizes); ProfileConfig's other "
-                                  "fields are notebook 04's, whose parameters cell has them"},
-    "02_bert_mlm_pretraining": {"split_seed": "the notebook passes seed as split_seed too: notebook 03, with the "
-                                              "same seed, tests on reviews that were never pretrained on",
-                                "objective": "notebook 02 is the masked LM (its fill-mask and plateau probes are "
-                                             "MLM's); causal pretraining is notebook 06's and the job's --objective "
-                                             "causal"},
-    "06_chinese_gpt": {"split_seed": "as notebook 02: seed is passed as split_seed too",
-                       "objective": "notebook 06 is the causal LM (set in its config cell); MLM is notebook 02's",
-                       **dict.fromkeys(("mlm_probability", "whole_word"),
-                                       "masking is MLM's; a causal LM predicts every next token")},
-    "03_sentiment_finetuning": {
-        "task": "notebook 03 is the bundled review task (its cells show the review split); news: "
-                "python -m nbkit.jobs.finetune --task news, your files: notebook 05",
-        **dict.fromkeys(("train_file", "validation_file", "test_file", "text_column", "label_column"),
-                        "task own's files: notebook 05 takes them (its parameters cell has them)"),
-        **dict.fromkeys(("stride", "corpus_lines", "n_boot", "span_offsets"), "task ner's: notebook 07 takes them"),
-        **LORA},
-    "07_named_entities": {
-        "task": "notebook 07 is task ner (People's Daily, or your tagged train_file)",
-        "pooling": "no pooling per token: each token's state feeds the head",
-        "class_weights": "per-token labels: the loop weights classes per text only",
-        **dict.fromkeys(("text_column", "label_column"), "tagged files carry their tokens and tags"), **LORA},
-}
+#: notebooks whose one config setting is named (notebook 00 times the matmul benchmark only): no ``overrides``
+NO_OVERRIDES = {"00_environment_check"}
+#: notebook -> a field its parameters cell does not name, and a value: set through ``overrides``, it must reach
+#: the config
+OVERRIDE = {"01_tokenizing": ("eval_fraction", 0.1), "02_bert_mlm_pretraining": ("weight_decay", 0.0),
+            "03_sentiment_finetuning": ("weight_decay", 0.0), "04_gpu_profiling": ("timing_steps", 7),
+            "05_your_own_data": ("max_passes", 3.0), "06_chinese_gpt": ("weight_decay", 0.0),
+            "07_named_entities": ("span_offsets", "utf16")}
 
 
 def _config_class(spec: str):
@@ -102,23 +72,46 @@ def _config_class(spec: str):
 
 
 @pytest.mark.parametrize("stem", sorted(CONFIGS))
-def test_every_field_a_user_may_set_is_in_the_parameters_cell(stem):
-    """Issue 39.5: `budget_minutes` was a PretrainConfig field but not in notebook 02's parameters cell, so
-    `papermill -p budget_minutes 10` set a variable nothing read."""
+def test_every_named_parameter_is_a_config_field_and_the_rest_go_in_overrides(stem):
+    """A named parameter that is no field would be a variable nothing reads (issue 39.5's budget_minutes was the
+    reverse: a field papermill could not set). Every field is reachable: by name, or in ``overrides``."""
     import dataclasses
 
     cls = _config_class(CONFIGS[stem])
-    fields = [f.name for f in dataclasses.fields(cls)]
+    fields = {f.name for f in dataclasses.fields(cls)}
     params = _parameters(_code_cells(ROOT / "notebooks" / f"{stem}.ipynb")[0])
-    own = NOT_PARAMETERS.get(stem, {})
-    skip = {**NOT_PARAMETERS["*"], **own}
-    missing = [] if "*" in own else [f for f in fields if f not in params and f not in skip]
-    assert not missing, (f"{stem}'s parameters cell lacks {cls.__name__} fields {missing}: add each as `name = None  "
-                         f"# meaning` and pass it as name=name to {cls.__name__}.for_scale(...), or list it in "
-                         "NOT_PARAMETERS with the reason")
-    stale = [f for f in own if f != "*" and (f in params or f not in fields)]
-    assert not stale, f"NOT_PARAMETERS[{stem!r}] names {stale}, which are parameters or not {cls.__name__} fields"
-    assert not set(params) - set(fields) - NOT_CONFIG, f"{stem}: parameters that are no {cls.__name__} field"
+    named = set(params) - NOT_CONFIG - {"overrides"}
+    assert named <= fields, f"{stem}: parameters {sorted(named - fields)} are no {cls.__name__} field"
+    if stem in NO_OVERRIDES:
+        assert "overrides" not in params
+        return
+    assert params.get("overrides") == {}, f"{stem}: the parameters cell ends with `overrides = {{}}` (papermill: -y)"
+    assert len(named) <= 14, f"{stem} names {len(named)} fields: name the few a user changes, the rest go in overrides"
+
+
+def _config_statement(stem: str, **parameters):
+    """The config cell's imports and its ``cfg = ...for_scale(...)`` line, run with the parameters cell's values
+    and ``parameters`` on top, as papermill injects them; returns the built config."""
+    cells = _code_cells(ROOT / "notebooks" / f"{stem}.ipynb")
+    ns: dict = {}
+    exec(cells[0], ns)
+    ns.update(parameters)
+    tree = ast.parse(cells[1])
+    keep = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+            or (isinstance(n, ast.Assign) and "for_scale" in ast.unparse(n.value) and ast.unparse(n.targets[0]) == "cfg")]
+    assert keep and isinstance(keep[-1], ast.Assign), f"{stem}: the cell after the parameters builds cfg"
+    exec(compile(ast.Module(body=keep, type_ignores=[]), stem, "exec"), ns)
+    return ns["cfg"]
+
+
+@pytest.mark.parametrize("stem", sorted(OVERRIDE))
+def test_an_override_reaches_the_config_and_a_misspelt_one_names_the_field(stem):
+    name, value = OVERRIDE[stem]
+    cfg = _config_statement(stem, scale="smoke", overrides={name: value})
+    assert getattr(cfg, name) == value and name in cfg.given()
+    assert cfg.table().loc[name, "from"].startswith("override")
+    with pytest.raises(ConfigError, match=rf"{name[:-1]} \(did you mean {name}\b.*\): not a \w+Config field"):
+        _config_statement(stem, scale="smoke", overrides={name[:-1]: value})
 
 
 def test_every_notebook_names_its_config():
@@ -134,7 +127,9 @@ def test_parameters_are_plain_literals_passed_by_name_to_the_recipe_config(ipynb
     build = re.search(r"\w+Config\.for_scale\(scale(.*?)\)[ \t]*(?:#[^\n]*)?\n", cells[1], re.S)
     assert build, "the cell after the parameters builds the recipe config: Config.for_scale(scale, ...)"
     passed = dict(re.findall(r"(\w+)=(\w+)", build.group(1)))
-    for name in set(params) - {"scale"} - NOT_CONFIG:
+    if "overrides" in params:
+        assert build.group(1).rstrip().endswith("**overrides"), "the config takes overrides last: **overrides"
+    for name in set(params) - {"scale", "overrides"} - NOT_CONFIG:
         assert passed.get(name) == name, f"parameter {name!r} is not passed as {name}={name}: one name per setting"
     later = "\n".join(cells[1:])
     for name in params:

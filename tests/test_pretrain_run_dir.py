@@ -61,7 +61,8 @@ def test_raw_files_name_the_run_by_their_store_not_their_path(runs_tmp, tmp_path
 @pytest.mark.parametrize("flags, params", [
     ((), {}),
     (("--seed", "5"), {"seed": 5}),
-    (("--max-steps", "9", "--lr", "0.003", "--batch-size", "3"), {"max_steps": 9, "lr": 0.003, "batch_size": 3}),
+    (("--max-steps", "9", "--lr", "0.003", "--batch-size", "3"),
+     {"max_steps": 9, "overrides": {"lr": 0.003, "batch_size": 3}}),
 ])
 @pytest.mark.parametrize("with_corpus", [False, True], ids=["bundled", "corpus"])
 def test_job_and_notebook_name_the_same_folder(runs_tmp, tmp_path, flags, params, with_corpus):

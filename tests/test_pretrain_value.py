@@ -1,5 +1,8 @@
-"""The recorded pretraining-value benchmark renders as a table and a curve, from its own numbers."""
+"""The recorded pretraining-value benchmark (nbkit.evaluate.pretrain_value) and its report
+(bench/pretrain_value_report.py) render as a headline, a table and a curve, from its own numbers."""
+import importlib.util
 import json
+from pathlib import Path
 
 import matplotlib
 
@@ -9,6 +12,11 @@ import pytest
 
 from nbkit.errors import DataError
 from nbkit.evaluate import pretrain_value as pv
+
+_spec = importlib.util.spec_from_file_location(
+    "pretrain_value_report", Path(__file__).resolve().parents[1] / "bench" / "pretrain_value_report.py")
+report = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(report)
 
 
 def test_recorded_run_loads_and_rows_carry_its_numbers():
@@ -24,10 +32,10 @@ def test_recorded_run_loads_and_rows_carry_its_numbers():
 
 def test_markdown_table_and_plot():
     stats = pv.load_recorded()
-    table = pv.markdown_table(stats)
+    table = report.markdown_table(stats)
     assert table.count("\n") == 1 + len(pv.rows(stats)) + len(stats["baseline"])
     assert "TF-IDF" in table and "[95 % CI]" in table
-    ax = pv.plot_gain(stats)
+    ax = report.plot_gain(stats)
     assert ax.get_xlabel().startswith("MLM pretraining tokens")
 
 
@@ -68,7 +76,7 @@ def test_aggregate_keeps_weighted_and_unweighted_runs_apart_and_pairs_each_with_
 
     rows_ = [row("random", s, wrong) for s in (0, 1)] + [row("ck", s, right) for s in (0, 1)]
     rows_ += [row("random", s, right, "balanced") for s in (0, 1)] + [row("ck", s, right, "balanced") for s in (0, 1)]
-    table = pv.aggregate(rows_, {}, y)
+    table = report.aggregate(rows_, {}, y)
     assert len(table) == 4  # two recipes x two inits, never pooled
     plain = next(e for e in table if e["init"] == "ck" and "class_weights" not in e)
     weighted = next(e for e in table if e["init"] == "ck" and e.get("class_weights") == "balanced")

@@ -1,11 +1,15 @@
 """nbkit.recipes.pretraining: the config's defaults per scale, overrides, and each stage at smoke."""
 import dataclasses
+import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
 from nbkit.errors import CheckpointError, ConfigError
 from nbkit.recipes.pretraining import PretrainConfig
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("name", ["smoke", "cpu", "gpu"], ids=lambda n: f"scale_{n.upper()}")  # "gpu" would skip
@@ -81,13 +85,16 @@ def test_stages_and_run_pretraining_at_smoke(tmp_path, runs_tmp):
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["steps"] == 6 and saved["config"]["max_steps"] == 6 and saved["untrained_eval_loss"] > 0
     assert [h["step"] for h in saved["history"] if "eval_loss" in h] == [3, 6]
-    assert pt.model_dir_at(out, 4) == out / "checkpoints" / "step-000004" / "model"
-    assert str(pt.model_dir_at(out, 4)) == metrics["checkpoints"][4]
-    AutoModelForMaskedLM.from_pretrained(pt.model_dir_at(out, 2))
+    spec = importlib.util.spec_from_file_location("pretrain_value_bench", ROOT / "bench" / "pretrain_value.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)   # its model_dir_at: the folder of a kept checkpoint, refused when not kept
+    assert bench.model_dir_at(out, 4) == out / "checkpoints" / "step-000004" / "model"
+    assert str(bench.model_dir_at(out, 4)) == metrics["checkpoints"][4]
+    AutoModelForMaskedLM.from_pretrained(bench.model_dir_at(out, 2))
     clf, how = build_classifier(metrics["checkpoints"][2], num_labels=2, id2label={0: "neg", 1: "pos"}, tokenizer=tok)
     assert clf.config.num_labels == 2
     with pytest.raises(CheckpointError, match=r"no checkpoint at step 5.*kept: \[2, 4, 6\]"):
-        pt.model_dir_at(out, 5)
+        bench.model_dir_at(out, 5)
     # the same config again resumes the finished run: nothing more to train, same checkpoints
     again = pt.run_pretraining(cfg, out, tokenizer=tok, save_steps=(2, 4))
     assert again["steps"] == 6 and sorted(again["checkpoints"]) == [2, 4, 6]

@@ -24,7 +24,7 @@ def test_each_task_is_found_by_its_name_and_its_rows_are_scale_rows():
     for name, task in tasks.TASKS.items():
         assert tasks.get(name) is task and task.name == name
         assert task.rows is None or task.rows in PER_SCALE
-    assert tasks.get("ner").rows == "finetuning/ner" and tasks.get("news").fixed["class_weights"] == "balanced"
+    assert tasks.get("ner").rows == "finetuning/ner" and tasks.get("news").rows == "finetuning/news"
     assert [t.files for t in tasks.TASKS.values()] == [None, None, "labelled", "tagged"]
 
 

@@ -8,7 +8,6 @@ from nbkit._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
     from nbkit.corpus.dataset import StoreCausalDataset, StoreMLMDataset
-    from nbkit.corpus.estimate import estimate_preparation, print_estimate
     from nbkit.corpus.prepare import prepare_corpus
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -96,13 +96,13 @@ def heldout_cut(share: float) -> int:
 
 def _ids(tok, out: dict[str, Any]) -> dict[str, Any]:
     """``out`` with the store's id facts: ``sep_id`` ends every document (``[SEP]``, else eos: a Llama's
-    ``</s>``, as causal training reads it: :func:`nbkit.text.causal.document_separator`), ``cls_id`` starts an
+    ``</s>``, as causal training reads it: :func:`nbkit.text.mlm.document_separator`), ``cls_id`` starts an
     MLM block (``[CLS]``, else bos, else the separator).
 
     Raises:
         ConfigError: a tokenizer with neither ``[SEP]`` nor an eos token (nothing marks a document's end).
     """
-    from nbkit.text.causal import document_separator
+    from nbkit.text.mlm import document_separator
 
     size = len(tok)
     sep, _ = document_separator(tok)

@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name i
     from nbkit.evaluate.inference import predict, predict_tags
     from nbkit.evaluate.metrics import classification_report, compare_reports, format_report
     from nbkit.evaluate.ner import CrfTagger, crf_baseline, entity_f1_diff, entity_f1_interval, entity_scores
-    from nbkit.evaluate.ngram import NgramLM, ngram_baselines, store_stream
+    from nbkit.evaluate.ngram import NgramLM, causal_baselines, store_stream
     from nbkit.evaluate.probes import plateau_check
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -6,7 +6,7 @@
 ``LlamaForCausalLM`` (Touvron et al. 2023: RMSNorm, rotary positions, SwiGLU MLP of ~8/3 d, no biases) as the
 modern choice. Both tie the output layer to the token embeddings (GPT-2 does; at these sizes the head would
 otherwise be most of the weights). Special ids come from the tokenizer: ``eos`` = the document separator
-(:func:`nbkit.text.causal.document_separator`), ``bos`` = ``[CLS]`` where there is one, ``pad`` = ``[PAD]``.
+(:func:`nbkit.text.mlm.document_separator`), ``bos`` = ``[CLS]`` where there is one, ``pad`` = ``[PAD]``.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.text.causal import document_separator
+from nbkit.text.mlm import document_separator
 
 #: preset -> (family, config kwargs). GPT-2 kwargs are GPT2Config's, Llama's LlamaConfig's.
 PRESETS: dict[str, tuple[str, dict]] = {

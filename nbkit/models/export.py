@@ -32,61 +32,23 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
         WriteError: the disk is full or not writable (path, free space, size needed); nothing partial is left.
         NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
     """
-    import copy
-
     from nbkit.caches import ensure_writable_caches
-    from nbkit.models.bert import check_finite_weights, label_order, reorder_head
-    from nbkit.models.loading import quiet_transformers
+    from nbkit.models.bert import label_order
     from nbkit.models.pooling import MeanPoolBertConfig, MeanPoolBertForSequenceClassification
-    from nbkit.text.tokenizer_files import save_tokenizer
 
-    out = Path(out_dir).expanduser()
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
-    check_finite_weights(model, f"the export to {out}")
-    config = copy.deepcopy(model.config)                 # the caller's config stays as it is
-    names = {int(k): str(v) for k, v in (id2label if id2label is not None else config.id2label).items()}
-    if sorted(names) != list(range(config.num_labels)):
-        raise ConfigError(f"id2label has ids {sorted(names)} but the model has {config.num_labels} classes "
-                          f"(ids 0..{config.num_labels - 1}); pass one name per class, e.g. labeled.id2label")
-    limit = config.max_position_embeddings
-    if max_length is None:
-        max_length = min(int(tokenizer.model_max_length), limit)
-    if not 3 <= max_length <= limit:
-        raise ConfigError(f"max_length={max_length} must be between 3 and the model's position limit {limit}; "
-                          "pass the max_length the classifier was trained with")
-    config.id2label = names
-    config.label2id = {v: k for k, v in names.items()}
-    clone = copy.copy(model)                             # shares the weights; save_pretrained edits clone.config
-    order = label_order(model.config.id2label, names)
-    if order is not None:                                # same names, other order: reorder a copy of the head
-        clone._modules = dict(model._modules)
-        clone.classifier = copy.deepcopy(model.classifier)
-        reorder_head(clone, order)
+    config, max_length = _labelled_config(model, tokenizer, id2label, max_length)
+    auto_map = None
     if isinstance(model, MeanPoolBertForSequenceClassification):  # custom code travels with the weights
         ensure_writable_caches()                      # loading it copies the code into HF_MODULES_CACHE
         config.classifier_pooling = "mean"
         config.classifier_max_length = max_length     # its forward cuts longer input as truncation=True does
         config = MeanPoolBertConfig(**{k: v for k, v in config.to_dict().items() if k != "model_type"})
+        auto_map = {"AutoConfig": "pooling.MeanPoolBertConfig",
+                    "AutoModelForSequenceClassification": "pooling.MeanPoolBertForSequenceClassification"}
     else:
         config.classifier_pooling = getattr(config, "classifier_pooling", None) or "cls"
-    clone.config = config
-    from nbkit.atomic import atomic_dir
-
-    with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():  # WriteError: disk full
-        clone.save_pretrained(tmp)
-        saved = jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
-        if isinstance(config, MeanPoolBertConfig):       # its code beside the weights, named in auto_map
-            import shutil
-
-            from nbkit.models import pooling
-
-            shutil.copyfile(pooling.__file__, tmp / "pooling.py")
-            saved["auto_map"] = {"AutoConfig": "pooling.MeanPoolBertConfig",
-                                 "AutoModelForSequenceClassification": "pooling.MeanPoolBertForSequenceClassification"}
-            jsonio.write_json(tmp / "config.json", saved)
-        save_tokenizer(tokenizer, tmp, model_max_length=max_length)
-    return out
+    return _export(model, tokenizer, out_dir, config, max_length, auto_map=auto_map,
+                   head_order=label_order(model.config.id2label, config.id2label))
 
 
 def export_causal_lm(model, tokenizer, out_dir, *, max_new_tokens: int | None = None,
@@ -120,12 +82,8 @@ def export_causal_lm(model, tokenizer, out_dir, *, max_new_tokens: int | None = 
     """
     import copy
 
-    from nbkit.atomic import atomic_dir
-    from nbkit.models.bert import check_finite_weights
     from nbkit.models.causal import generation_config, is_causal_lm, positions
-    from nbkit.models.loading import quiet_transformers
-    from nbkit.text.causal import document_separator
-    from nbkit.text.tokenizer_files import save_tokenizer
+    from nbkit.text.mlm import document_separator
 
     if not is_causal_lm(model):
         kind = getattr(getattr(model, "config", None), "model_type", None)
@@ -133,22 +91,12 @@ def export_causal_lm(model, tokenizer, out_dir, *, max_new_tokens: int | None = 
                           f"({type(model).__name__}); a BERT masked LM cannot generate text: use its pretraining "
                           "folder with pipeline('fill-mask') (nbkit.evaluate.probes.fill_mask), or export a "
                           "fine-tuned classifier with export_classifier")
-    out = Path(out_dir).expanduser()
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
-    check_finite_weights(model, f"the export to {out}")
-    clone = copy.copy(model)                             # shares the weights; save_pretrained edits clone.config
-    clone.config = copy.deepcopy(model.config)
-    clone.config.use_cache = True                        # generation reuses the keys and values
-    limit = positions(model.config)
-    clone.generation_config = generation_config(model.config, max_new_tokens, repetition_penalty=repetition_penalty,
-                                                no_repeat_ngram_size=no_repeat_ngram_size)   # notebook 06's greedy
-    with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():  # WriteError: disk full
-        clone.save_pretrained(tmp)
-        jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
-        save_tokenizer(tokenizer, tmp, model_max_length=min(int(tokenizer.model_max_length), limit), cjk_decode=True,
-                       start_token=document_separator(tokenizer)[1])
-    return out
+    config = copy.deepcopy(model.config)
+    config.use_cache = True                              # generation reuses the keys and values
+    return _export(model, tokenizer, out_dir, config, min(int(tokenizer.model_max_length), positions(config)),
+                   generation=generation_config(model.config, max_new_tokens, repetition_penalty=repetition_penalty,
+                                                no_repeat_ngram_size=no_repeat_ngram_size),  # notebook 06's greedy
+                   cjk_decode=True, start_token=document_separator(tokenizer)[1])
 
 
 def export_token_classifier(model, tokenizer, out_dir, id2label: dict | None = None,
@@ -171,36 +119,76 @@ def export_token_classifier(model, tokenizer, out_dir, id2label: dict | None = N
         NonFiniteWeightsError: the model holds NaN/inf weights (named): nothing is written.
         WriteError: the disk is full or not writable; nothing partial is left.
     """
-    import copy
-
-    from nbkit.atomic import atomic_dir
-    from nbkit.models.bert import check_finite_weights
-    from nbkit.models.loading import quiet_transformers
-    from nbkit.text.tokenizer_files import save_tokenizer
-
     if not type(model).__name__.endswith("ForTokenClassification"):
         raise ConfigError(f"export_token_classifier takes a token classifier (BertForTokenClassification), got "
                           f"{type(model).__name__}; export a sequence classifier with export_classifier")
-    out = Path(out_dir).expanduser()
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
-    config = copy.deepcopy(model.config)
+    config, max_length = _labelled_config(model, tokenizer, id2label, max_length)
+    return _export(model, tokenizer, out_dir, config, max_length)
+
+
+def _labelled_config(model, tokenizer, id2label: dict | None, max_length: int | None):
+    """A copy of ``model.config`` with ``id2label``/``label2id`` set, and the checked ``max_length`` (None: the
+    tokenizer's, capped at the position limit), for a classifier's export.
+
+    Raises:
+        ConfigError: ``id2label`` without one name per class, or ``max_length`` outside 3..the position limit.
+    """
+    import copy
+
+    config = copy.deepcopy(model.config)                 # the caller's config stays as it is
     names = {int(k): str(v) for k, v in (id2label if id2label is not None else config.id2label).items()}
     if sorted(names) != list(range(config.num_labels)):
-        raise ConfigError(f"id2label has ids {sorted(names)} but the model has {config.num_labels} labels "
-                          f"(ids 0..{config.num_labels - 1}); pass one name per label, e.g. dict(enumerate(labels))")
+        raise ConfigError(f"id2label has ids {sorted(names)} but the model has {config.num_labels} classes "
+                          f"(ids 0..{config.num_labels - 1}); pass one name per class, e.g. labeled.id2label "
+                          "or dict(enumerate(labels))")
     limit = config.max_position_embeddings
     max_length = min(int(tokenizer.model_max_length), limit) if max_length is None else max_length
     if not 3 <= max_length <= limit:
         raise ConfigError(f"max_length={max_length} must be between 3 and the model's position limit {limit}; "
                           "pass the max_length the model was trained with")
-    check_finite_weights(model, f"the export to {out}")
     config.id2label, config.label2id = names, {v: k for k, v in names.items()}
-    config.architectures = [type(model).__name__]
+    return config, max_length
+
+
+def _export(model, tokenizer, out_dir, config, max_length: int, *, head_order: list[int] | None = None,
+            generation=None, auto_map: dict | None = None, **tokenizer_options) -> Path:
+    """Write ``model`` with ``config`` (and ``generation``, a ``GenerationConfig``) and the full tokenizer
+    (``model_max_length`` = ``max_length``; ``tokenizer_options`` as :func:`nbkit.text.tokenizer_files.save_tokenizer`
+    takes them) atomically into ``out_dir``; returns it as a ``Path``. A shallow clone is saved, so the caller's
+    model keeps its config; ``head_order`` (:func:`nbkit.models.bert.label_order`) permutes a copy of its
+    ``classifier``; ``auto_map`` copies ``nbkit/models/pooling.py`` beside the weights and names its classes.
+
+    Raises:
+        ConfigError: ``out_dir`` is an existing file.
+        NonFiniteWeightsError: the model holds NaN/inf weights (named): nothing is written.
+        WriteError: the disk is full or not writable; nothing partial is left.
+    """
+    import copy
+    import shutil
+
+    from nbkit.atomic import atomic_dir
+    from nbkit.models import pooling
+    from nbkit.models.bert import check_finite_weights, reorder_head
+    from nbkit.models.loading import quiet_transformers
+    from nbkit.text.tokenizer_files import save_tokenizer
+
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"export directory {out} is an existing file; pass a directory path")
+    check_finite_weights(model, f"the export to {out}")
     clone = copy.copy(model)                             # shares the weights; save_pretrained edits clone.config
     clone.config = config
-    with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():
+    if generation is not None:
+        clone.generation_config = generation
+    if head_order is not None:                           # same names, other order: reorder a copy of the head
+        clone._modules = dict(model._modules)
+        clone.classifier = copy.deepcopy(model.classifier)
+        reorder_head(clone, head_order)
+    with atomic_dir(out, replace=False, what="export") as tmp, quiet_transformers():  # WriteError: disk full
         clone.save_pretrained(tmp)
-        jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
-        save_tokenizer(tokenizer, tmp, model_max_length=max_length)
+        saved = jsonio.loads_strict((tmp / "config.json").read_text(encoding="utf-8"))   # ValueError on NaN/Infinity
+        if auto_map is not None:                         # the code beside the weights, named in auto_map
+            shutil.copyfile(pooling.__file__, tmp / "pooling.py")
+            jsonio.write_json(tmp / "config.json", {**saved, "auto_map": auto_map})
+        save_tokenizer(tokenizer, tmp, model_max_length=max_length, **tokenizer_options)
     return out

@@ -3,10 +3,10 @@
 Every notebook parameter, config field and job flag of a setting share one name (``grad_accum_steps``,
 ``--grad-accum-steps``). A config subclass declares:
 
-- ``RECIPE``: its row group in :data:`nbkit.recipes.scales.PER_SCALE` (the scale-dependent defaults);
+- ``RECIPE``: its group in :mod:`nbkit.recipes.scales` (``PER_SCALE``: the scale-dependent defaults;
+  ``CONSTANT``: the others that have a reason, which its table prints beside each value);
 - ``STEP``: its run folder's name under ``runs/<scale>/``;
 - ``HELP``: one line per field (units in brackets), shown by :meth:`RecipeConfig.table` and ``--help``;
-- ``WHY``: the reason for a recipe constant, shown beside it in the table;
 - ``ALL_MEANS_NONE``: fields where papermill's ``"all"`` means None; ``QUIET``: fields that change how a run
   shows or resumes, not what it trains (left out of the run's name).
 """
@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import os
 from pathlib import Path
 from typing import ClassVar
 
 from nbkit.errors import ConfigError
-from nbkit.recipes.scales import PER_SCALE
+from nbkit.recipes.scales import CONSTANT, PER_SCALE, D
 from nbkit.settings import SCALES, scale_name
 
 
@@ -50,9 +51,23 @@ def resolve_scale(scale: str | None = None) -> str:
 
 
 def scale_defaults(recipe: str, scale: str) -> dict:
-    """``{field: value}`` of :data:`~nbkit.recipes.scales.PER_SCALE`'s ``recipe`` rows at ``scale``."""
+    """``{field: value}`` of ``recipe``'s group in :mod:`nbkit.recipes.scales`: its ``PER_SCALE`` rows at
+    ``scale`` and its ``CONSTANT`` values (either may be absent)."""
     i = SCALES.index(scale)
-    return {field: row[i] for field, row in PER_SCALE[recipe].items()}
+    rows = {field: (row.value if isinstance(row, D) else row)[i] for field, row in PER_SCALE.get(recipe, {}).items()}
+    return {**rows, **{field: d.value for field, d in CONSTANT.get(recipe, {}).items()}}
+
+
+def default_origin(recipe: str, name: str, scale: str, by: str = "") -> str | None:
+    """Where ``name``'s default in ``recipe``'s group of :mod:`nbkit.recipes.scales` comes from, with the reason
+    written beside it there: ``"scale cpu[, by][: why]"`` for a ``PER_SCALE`` row, ``"<by or recipe>: why"`` for a
+    ``CONSTANT``; None when the group does not set ``name``."""
+    if name in PER_SCALE.get(recipe, {}):
+        row = PER_SCALE[recipe][name]
+        return f"scale {scale}" + (f", {by}" if by else "") + (f": {row.why}" if isinstance(row, D) else "")
+    if name in CONSTANT.get(recipe, {}):
+        return f"{by or 'recipe'}: {CONSTANT[recipe][name].why}"
+    return None
 
 
 def tag_of(changes: dict) -> str:
@@ -139,7 +154,6 @@ class RecipeConfig:
     RECIPE: ClassVar[str] = ""
     STEP: ClassVar[str] = ""
     HELP: ClassVar[dict[str, str]] = {}
-    WHY: ClassVar[dict[str, str]] = {}
     ALL_MEANS_NONE: ClassVar[tuple] = ()
     QUIET: ClassVar[frozenset] = frozenset()
     CHOICES: ClassVar[dict[str, tuple]] = {}   # field -> the values it takes (ConfigError for another)
@@ -184,12 +198,17 @@ class RecipeConfig:
         count as set (:meth:`given`).
 
         Raises:
-            ConfigError: a name that is not a field (listing the fields), or a value of the wrong type.
+            ConfigError: a name that is not a field (with the fields it may be a misspelling of, and all of them),
+                or a value of the wrong type.
         """
         fields = {f.name: f for f in dataclasses.fields(self)}
         unknown = sorted(set(overrides) - set(fields))
         if unknown:
-            raise ConfigError(f"{', '.join(unknown)}: not a {type(self).__name__} field; the fields are "
+            named = []
+            for name in unknown:
+                close = difflib.get_close_matches(name, fields, n=3)
+                named.append(name + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+            raise ConfigError(f"{', '.join(named)}: not a {type(self).__name__} field; the fields are "
                               f"{', '.join(fields)}")
         changes = {}
         for k, v in overrides.items():
@@ -218,8 +237,9 @@ class RecipeConfig:
                 if getattr(self, f.name) != getattr(base, f.name)}
 
     def origin(self, name: str) -> str | None:
-        """Where ``name``'s default comes from when not a recipe constant (hook): ``"scale cpu"``, or None."""
-        return f"scale {self.scale}" if name in PER_SCALE.get(self.RECIPE, {}) or name == "scale" else None
+        """Where ``name``'s default comes from, with its reason (hook; :func:`default_origin` of :attr:`RECIPE`):
+        ``"scale cpu"``, ``"recipe: why"``, or None for a plain default."""
+        return f"scale {self.scale}" if name == "scale" else default_origin(self.RECIPE, name, self.scale)
 
     def unused(self) -> dict[str, str]:
         """``{field: why}`` for fields the other fields make irrelevant (hook; default none)."""
@@ -247,16 +267,19 @@ class RecipeConfig:
         return {k: describe_input(v) if is_datasets_object(v) else copy.deepcopy(v) for k, v in values.items()}
 
     def table(self):
-        """A ``pandas.DataFrame`` indexed by field: ``value``, ``from`` (``scale``, ``recipe``, ``override``, or
-        why a constant is what it is) and ``meaning`` (:attr:`HELP`)."""
+        """A ``pandas.DataFrame`` indexed by field: ``value``, ``from`` and ``meaning`` (:attr:`HELP`). ``from``:
+        ``override`` (you set it), ``sized`` (a run sized for its corpus chose it), ``scale cpu`` or ``recipe``,
+        each with the reason written beside the value in :mod:`nbkit.recipes.scales` where there is one."""
         import pandas as pd
 
-        changed, idle = self.overrides(), self.unused()
+        changed, idle, given = self.overrides(), self.unused(), self.given()
         rows = []
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            where = ("override" if f.name in changed else self.origin(f.name)
-                     or "recipe" + (f": {self.WHY[f.name]}" if f.name in self.WHY else ""))
+            if f.name in changed:
+                where = "override" if f.name in given else "sized for the corpus"
+            else:
+                where = self.origin(f.name) or "recipe"
             if f.name in idle:
                 where += f"; unused: {idle[f.name]}"
             rows.append({"field": f.name, "value": "None" if value is None else str(value), "from": where,

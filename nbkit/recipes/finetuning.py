@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 from nbkit import tasks
 from nbkit.data.ner import OFFSET_UNITS
 from nbkit.errors import ConfigError
-from nbkit.recipes.config import RecipeConfig, scale_defaults
+from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
+from nbkit.recipes.scales import constant
 from nbkit.tasks.token import evaluate_ner  # noqa: F401  (notebook 07 and bench/ call ft.evaluate_ner)
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
@@ -40,10 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: task -> its headline test metric (:attr:`nbkit.tasks.Task.headline`)
 HEADLINE = {name: task.headline for name, task in tasks.TASKS.items()}
-#: fine-tuning a BERT-base-sized encoder (hidden size >= 768: a published checkpoint): its authors' rate
-BASE_SIZED = {"lr": 2e-5}
-BASE_WHY = {"lr": "2e-5 for a BERT-base-sized encoder: the rate bert-base-chinese, RoBERTa-wwm-ext and MacBERT were "
-                  "fine-tuned with on ChnSentiCorp (Cui et al. 2020); the small presets' 5e-4 breaks BERT-base"}
 #: what :func:`export` writes under ``lora`` (``lora_export``)
 LORA_EXPORTS = ("merged", "adapter", "both")
 #: the fields only a LoRA run reads
@@ -70,18 +67,18 @@ class FinetuneConfig(RecipeConfig):
     task: str = "reviews"
     init: str | None = None
     seed: int = 0
-    batch_size: int = 32
-    pooling: str | None = None
+    batch_size: int = constant("finetuning", "batch_size")        # each constant's reason: nbkit/recipes/scales.py
+    pooling: str | None = constant("finetuning", "pooling")
     grad_accum_steps: int = 1
     max_steps: int | None = None
-    warmup_ratio: float = 0.1
+    warmup_ratio: float = constant("finetuning", "warmup_ratio")
     scheduler: str = "linear"
     weight_decay: float = 0.01
     class_weights: str | list | None = None
     precision: str = "auto"
     eval_every: int | None = None
     checkpoint_every: int | None = None
-    keep_last: int = 1
+    keep_last: int = constant("finetuning", "keep_last")
     group_by_length: bool = True
     train_file: str | None = None
     validation_file: str | None = None
@@ -160,12 +157,6 @@ class FinetuneConfig(RecipeConfig):
         "lora_export": "lora: what export writes: merged (a plain model folder), adapter (<folder>/adapter, "
                        "for peft.PeftModel.from_pretrained) or both",
     }
-    WHY = {"warmup_ratio": "10 %, BERT's fine-tuning warm-up (pretraining warms up 6 %)",
-           "pooling": "None chooses per encoder, the reason printed: cls when it carries a trained pooler and "
-                      "nbkit's MLM recipe did not save it (a published BERT), else mean (MLM-only pretraining "
-                      "leaves the [CLS] pooler untrained)",
-           "keep_last": "1: a fine-tuning run is short; its result is metrics.json",
-           "batch_size": "32, BERT's fine-tuning batch (Devlin et al. 2019)"}
     ALL_MEANS_NONE = ("max_train", "max_steps", "corpus_lines")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "init", "train_file",
                        "validation_file", "test_file", "text_column", "label_column", "checkpoint_minutes",
@@ -188,32 +179,29 @@ class FinetuneConfig(RecipeConfig):
 
     @classmethod
     def defaults(cls, scale: str, task: str = "reviews", init: str | None = None) -> dict:
-        """The scale's values for ``task``: the task's own rows (:attr:`nbkit.tasks.Task.rows`) and constants
-        (:attr:`~nbkit.tasks.Task.fixed`); an ``init`` whose saved config is BERT-base-sized adds :data:`BASE_SIZED`.
+        """The scale's values for ``task``: the task's group of :mod:`nbkit.recipes.scales` (:attr:`nbkit.tasks.Task.rows`)
+        on top; an ``init`` whose saved config is BERT-base-sized adds group ``finetuning/base`` (its authors' rate).
 
         Raises:
             ConfigError: an unknown task.
         """
         kind = tasks.get(task)
         out = scale_defaults(cls.RECIPE, scale)
-        out.update({**(scale_defaults(kind.rows, scale) if kind.rows else {}), **kind.fixed})
+        if kind.rows:
+            out.update(scale_defaults(kind.rows, scale))
         if base_sized(init):
-            out.update(BASE_SIZED)
+            out.update(scale_defaults("finetuning/base", scale))
         return out
 
     def origin(self, name: str) -> str | None:
         if name == "lora_lr" and self.lora_lr is None:
             return f"recipe: None, so min(10 x lr, {LORA_LR_CAP:g}) = {peak_lr(self):g}: {LORA_LR_WHY}"
-        if name in BASE_SIZED and base_sized(self.init):
-            return f"init: {BASE_WHY[name]}"
-        from nbkit.recipes.scales import PER_SCALE
-
+        base = default_origin("finetuning/base", name, self.scale, "init")
+        if base is not None and base_sized(self.init):
+            return base
         kind = tasks.get(self.task)
-        if name in kind.fixed:
-            return f"task {kind.name}"
-        if kind.rows and name in PER_SCALE[kind.rows]:
-            return f"scale {self.scale}, task {kind.name}"
-        return super().origin(name)
+        where = default_origin(kind.rows, name, self.scale, f"task {kind.name}") if kind.rows else None
+        return where or super().origin(name)
 
     def unused(self) -> dict[str, str]:
         """The fields the task does not read (:meth:`nbkit.tasks.sentence.SentenceTask.unused`,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nbkit import jsonio
 from nbkit.recipes.config import RecipeConfig
+from nbkit.recipes.scales import constant
 
 
 @dataclass(frozen=True, repr=False)
@@ -36,7 +37,7 @@ class OwnDataConfig(RecipeConfig):
     corpus_text_column: str = "text"
     pretrain: bool = True
     init: str | None = None
-    max_passes: float = 10.0
+    max_passes: float = constant("own_data", "max_passes")   # its reason: nbkit/recipes/scales.py
     run_name: str = "own"
     ner_file: str | None = None
 
@@ -59,7 +60,6 @@ class OwnDataConfig(RecipeConfig):
             "run_name": "the run's folder under runs/<scale>/own_data/",
             "ner_file": "optional: your tagged file for named entities (CoNLL char<TAB>tag, BIO/BIOES, or JSONL "
                         "spans); None: that part is skipped"}
-    WHY = {"max_passes": "10: a small corpus read hundreds of times is memorised"}
     QUIET = frozenset({"run_name", "train_file", "validation_file", "test_file", "text_column", "label_column",
                        "corpus_file", "corpus_text_column", "pretrain", "max_passes", "init", "ner_file"})   # run_name names the run
 

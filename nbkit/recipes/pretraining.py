@@ -15,13 +15,12 @@ The one pretraining driver: notebook 02 calls the stages cell by cell, notebook 
 
 With ``init`` (a published BERT masked LM: a folder or Hub name) the run continues that checkpoint: its
 tokenizer everywhere (no WordPiece is trained; a ``corpus`` is prepared with it), its weights loaded exactly, and
-continued-pretraining defaults (:data:`INIT`, ``PER_SCALE["pretraining/init"]``).
+continued-pretraining defaults (group ``pretraining/init`` of :mod:`nbkit.recipes.scales`).
 
-``objective="causal"`` makes it GPT-style next-token pretraining with the same stages, store, loop and
-checkpoints: GPT-2 / Llama presets (``PER_SCALE["pretraining/causal"]``, :mod:`nbkit.models.causal`), blocks
-packed with ``[SEP]`` between documents (:mod:`nbkit.text.causal`), ``init`` a published causal LM
-(``uer/gpt2-chinese-cluecorpussmall``), ``out_dir/model`` a text-generation folder
-(:func:`nbkit.models.export.export_causal_lm`), run folders ``runs/<scale>/causal...``.
+``objective`` names the object that brings what differs between objectives (:mod:`nbkit.objectives`: its blocks and
+collator, its model built or loaded from ``init``, its export, its ``PER_SCALE`` rows); the stages call it and never
+test its name. ``objective="causal"`` is GPT-style next-token pretraining with the same stages, store, loop and
+checkpoints (:mod:`nbkit.objectives.causal`), run folders ``runs/<scale>/causal...``.
 
 The fine-tuning recipe (:mod:`nbkit.recipes.finetuning`) has the same stages and signatures.
 """
@@ -32,33 +31,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbkit import jsonio
+from nbkit import jsonio, objectives
 from nbkit.errors import ConfigError, DataError
-from nbkit.recipes.config import RecipeConfig, scale_defaults
-from nbkit.recipes.scales import PER_SCALE
+from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
+from nbkit.recipes.scales import constant
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
-OBJECTIVES = ("mlm", "causal")   # masked LM (BERT), next-token LM (GPT)
 SOURCES = ("peoples_daily", "news", "own", "reviews")   # the bundled mix's sources, in priority order
 MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
-#: continued pretraining's constants (init set), with their reasons (the table shows them)
-INIT = {"lr": 5e-5, "warmup_ratio": 0.06}
-INIT_WHY = {
-    "lr": "5e-5 continues a published BERT-base without undoing it (run_mlm.py's default; Cui et al. 2020 "
-          "continued Google's Chinese BERT at 1e-4 with batch 2,560); 1e-3, the small presets' rate, wrecks it",
-    "warmup_ratio": "6 %, as Gururangan et al. 2020 warm up task-adaptive pretraining",
-    "block_size": "cpu/gpu: 128, the first phase of Chinese BERT-wwm's pretraining (Cui et al. 2020); at most "
-                  "the checkpoint's positions",
-    "batch_size": "BERT-base trains ~130 tokens/s on 2 cores (bench/continued_pretraining.py): 8 blocks a step "
-                  "on a CPU, 64 on a GPU",
-    "max_steps": "cpu: a taste, ~8 minutes of BERT-base on 2 cores; gpu: 16 M tokens, ~16 passes over the "
-                 "training reviews (task-adaptive pretraining ran 100, Gururangan et al. 2020)",
-    "eval_every": "about 3 evaluations per cpu run, 8 per gpu run",
-    "eval_blocks": "cpu: 128 held-out blocks, a BERT-base evaluation in well under a minute on 2 cores",
-}
 
 
 @dataclass(frozen=True, repr=False)
@@ -85,30 +68,34 @@ class PretrainConfig(RecipeConfig):
     seed: int = 0
     split_seed: int = 0
     grad_accum_steps: int = 1
-    lr: float = 1e-3
-    warmup_ratio: float = 0.06
+    lr: float = constant("pretraining", "lr")                      # each constant's reason: nbkit/recipes/scales.py
+    warmup_ratio: float = constant("pretraining", "warmup_ratio")
     scheduler: str = "linear"
     weight_decay: float = 0.01
     checkpoint_every: int | None = None
-    keep_last: int = 2
-    mlm_probability: float = 0.15
+    keep_last: int = constant("pretraining", "keep_last")
+    mlm_probability: float = constant("pretraining", "mlm_probability")
     whole_word: bool = True
     precision: str = "auto"
     corpus: str | list | Dataset | None = None
     eval_fraction: float = 0.05
-    eval_blocks: int | None = 4096
+    eval_blocks: int | None = constant("pretraining", "eval_blocks")
     max_passes: float | None = None
     fit_to_corpus: bool = True
     dropout: float | None = None
     log_every: int | None = None
     resume: bool = True
     progress: bool = True
-    checkpoint_minutes: float = 10.0
-    progress_every_s: float = 30.0
+    checkpoint_minutes: float = constant("pretraining", "checkpoint_minutes")
+    progress_every_s: float = constant("pretraining", "progress_every_s")
     report_to: str = "tensorboard"
     budget_minutes: float | None = None
     allow_unk: bool = False
     skip_examples: tuple[int, ...] = ()
+    gradient_checkpointing: bool = False
+    overflow: str = "drop"
+    bad_records: str = "raise"
+    chat_template: str | None = None
 
     RECIPE, STEP = "pretraining", "mlm"
     HELP = {
@@ -159,32 +146,22 @@ class PretrainConfig(RecipeConfig):
         "allow_unk": "train even when over 5 % of a sample of the corpus reads as [UNK] under the tokenizer (a "
                      "warning instead of the refusal)",
         "skip_examples": SKIP_EXAMPLES_HELP,
+        "gradient_checkpointing": "recompute activations in the backward pass: less memory, one more forward pass",
+        "overflow": "sft: a conversation longer than block_size is dropped, or truncated (both counted)",
+        "bad_records": "sft: a bad record in corpus's files raises naming file and line, or is skipped and counted",
+        "chat_template": "sft: a Jinja chat template with {% generation %} markers replacing the tokenizer's",
     }
-    WHY = {"warmup_ratio": "6 %, RoBERTa's pretraining warm-up (fine-tuning warms up 10 %)",
-           "lr": "1e-3 for the small presets (docs/pretraining.md; base needs 1e-4, size_run)",
-           "keep_last": "2: the newest and one before it, in case the newest is from a diverging run",
-           "mlm_probability": "15 %, BERT's (Devlin et al. 2019)",
-           "eval_blocks": "4,096: scoring 55,000 held-out blocks of a 2 GB corpus took most of a smoke run",
-           "checkpoint_minutes": "10: a Ctrl-C or a crash loses at most this much (Ctrl-C also saves at the step)",
-           "progress_every_s": "30: a headless log shows the run without flooding a notebook cell"}
     ALL_MEANS_NONE = ("corpus_lines", "max_train", "eval_blocks", "patience", "max_passes", "budget_minutes")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "corpus", "checkpoint_minutes",
                        "progress_every_s", "report_to", "allow_unk", "skip_examples"})
 
-    CHOICES = {"report_to": REPORT_TO, "objective": OBJECTIVES}
+    CHOICES = {"report_to": REPORT_TO, "objective": objectives.OBJECTIVES, "overflow": ("drop", "truncate"),
+               "bad_records": ("raise", "skip")}
 
     def __post_init__(self):
         super().__post_init__()
-        from nbkit.models.causal import PRESETS as CAUSAL_PRESETS
-
-        if self.init is not None:
-            return
-        if self.objective == "causal" and self.model not in CAUSAL_PRESETS:
-            raise ConfigError(f"model={self.model!r} is not a causal preset; objective='causal' takes one of "
-                              f"{', '.join(CAUSAL_PRESETS)} (or objective='mlm' for the BERT presets)")
-        if self.objective == "mlm" and self.model in CAUSAL_PRESETS:
-            raise ConfigError(f"model={self.model!r} is a causal preset: set objective='causal' to pretrain it, or "
-                              "pick a BERT preset (tiny / narrow / mini / small / base) for objective='mlm'")
+        if self.init is None:
+            objectives.get(self.objective).check_config(self)
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -192,31 +169,35 @@ class PretrainConfig(RecipeConfig):
 
     @classmethod
     def defaults(cls, scale: str, init: str | None = None, objective: str | None = None) -> dict:
-        """The scale's values; with ``objective="causal"`` its rows (``PER_SCALE["pretraining/causal"]``) on
-        top; with ``init`` its continued-pretraining rows and :data:`INIT` on top of those."""
+        """The scale's values; the objective's group on top (:attr:`nbkit.objectives.Objective.scale_rows`, e.g.
+        ``pretraining/causal`` in :mod:`nbkit.recipes.scales`); with ``init`` the continued-pretraining group
+        ``pretraining/init`` on top of those. Raises ConfigError: an unknown objective."""
         out = scale_defaults(cls.RECIPE, scale)
-        if objective == "causal":
-            out.update(scale_defaults("pretraining/causal", scale))
-        if init is not None:
-            out.update(scale_defaults("pretraining/init", scale), **INIT)
+        kind = objectives.get(objective or cls.objective)
+        if kind.scale_rows is not None:
+            out.update(scale_defaults(kind.scale_rows, scale))
+        if init is not None and kind.init_rows:
+            out.update(scale_defaults("pretraining/init", scale))
         return out
 
     def origin(self, name: str) -> str | None:
-        if self.init is not None and name in INIT_WHY:
-            where = "init" if name in INIT else f"scale {self.scale}, init"
-            return f"{where}: {INIT_WHY[name]}"
-        if self.objective == "causal" and name in PER_SCALE["pretraining/causal"]:
-            return f"scale {self.scale}, causal"
-        return super().origin(name)
+        kind = objectives.get(self.objective)
+        continued = self.init is not None and kind.init_rows
+        where = default_origin("pretraining/init", name, self.scale, "init") if continued else None
+        rows = kind.scale_rows
+        if where is None and rows is not None:
+            where = default_origin(rows, name, self.scale, self.objective)
+        return where or super().origin(name)
 
     def unused(self) -> dict[str, str]:
         """With ``corpus`` the store replaces the bundled mix and its split; without, ``fit_to_corpus``; with
-        ``init`` the checkpoint fixes the model; the causal objective has no masking."""
+        ``init`` the checkpoint fixes the model; the objective's own (the causal one has no masking)."""
         out = {"model": "init is set (the checkpoint's architecture)"} if self.init is not None else {}
-        if self.objective == "causal":
-            out.update({k: "objective is causal (no masking)" for k in ("mlm_probability", "whole_word")})
+        out.update(objectives.get(self.objective).unused(self))
         if self.corpus is None:
             return {**out, "fit_to_corpus": "no corpus"}
+        if not objectives.get(self.objective).reads_store:   # it splits its own files (split_seed, eval_fraction)
+            return out
         return {**out, **{k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed",
                                                          "eval_fraction")}}
 
@@ -408,7 +389,7 @@ def _tokenizer_key(init: str) -> tuple[str, str]:
 def init_checkpoint(cfg: PretrainConfig) -> Path:
     """``cfg.init``'s local folder (a Hub name resolved through the cache), checked before any work: a BERT
     config (``objective="mlm"``) or a GPT-2 / Llama one (``"causal"``) whose position table holds
-    ``cfg.block_size`` and whose embedding rows hold its tokenizer.
+    ``cfg.block_size`` and whose embedding rows hold its tokenizer (:meth:`nbkit.objectives.Objective.check_init`).
 
     Raises:
         ConfigError: ``block_size`` above ``max_position_embeddings`` / ``n_positions``, a tokenizer with more
@@ -418,29 +399,13 @@ def init_checkpoint(cfg: PretrainConfig) -> Path:
         CheckpointError: a folder without ``config.json`` or its weights, or a config without a model type
             (:func:`nbkit.models.loading.require_model_type`).
     """
-    import json
-
     from transformers import AutoTokenizer
 
     from nbkit.models.bert import check_tokenizer_matches
-    from nbkit.models.causal import MODEL_TYPES, read_causal_config
-    from nbkit.models.loading import checkpoint_model_type, require_model_type, resolve_checkpoint
+    from nbkit.models.loading import resolve_checkpoint
 
     folder = resolve_checkpoint(cfg.init)
-    if cfg.objective == "causal":
-        conf = read_causal_config(folder, str(cfg.init))
-        key = "n_positions" if conf["model_type"] == "gpt2" else "max_position_embeddings"
-        limit = int(conf.get(key) or conf.get("n_ctx") or 1024)
-    else:
-        kind = checkpoint_model_type(folder, cfg.init)
-        if kind in MODEL_TYPES:
-            raise ConfigError(f"init={cfg.init!r} is a {kind} causal LM, but objective='mlm' needs a BERT masked LM; "
-                              "continue it with objective='causal', or pass a masked LM (bert-base-chinese, "
-                              "chinese-roberta-wwm-ext)")
-        require_model_type(folder, cfg.init, takes="a BERT-architecture masked LM (bert-base-chinese, "
-                                                   "chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
-        conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        key, limit = "max_position_embeddings", int(conf.get("max_position_embeddings", 512))
+    conf, key, limit = objectives.get(cfg.objective).check_init(cfg, folder)
     if cfg.block_size > limit:
         raise ConfigError(f"block_size={cfg.block_size} exceeds the position table of init={cfg.init!r} "
                           f"({key}={limit}): use block_size <= {limit}")
@@ -473,6 +438,9 @@ def data(cfg: PretrainConfig, labeled=None, texts=None) -> PretrainCorpus:
             with ``init``, :func:`init_checkpoint`'s checks first, and a given store of another tokenizer.
     """
     folder = init_checkpoint(cfg) if cfg.init is not None else None   # before any work
+    own = objectives.get(cfg.objective).data(cfg)
+    if own is not None:
+        return PretrainCorpus(splits=own[0], report=own[1])
     if cfg.corpus is not None:
         from nbkit.corpus.store import corpus_store, store_summary
 
@@ -551,12 +519,9 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
         plan["applied"] = "not applied: the smoke scale keeps its CI sizes"
         return cfg, plan
     fixed = ("model", "lr", "warmup_ratio") if cfg.init is not None else ()   # init: its model, continued recipe
-    if cfg.objective == "causal" and cfg.init is None and "model" in plan:   # the plan's size, cfg.model's family
-        causal = causal_preset(cfg, plan["model"]) or cfg.model
-        plan["reasons"].append(f"causal: {causal}, the {cfg.model.split('-')[0]} preset of BERT-{plan['model']}'s "
-                               "size" if causal != cfg.model else f"causal: no {cfg.model.split('-')[0]} preset of "
-                               f"BERT-{plan['model']}'s size, {cfg.model} kept")
-        plan["model"] = causal
+    if cfg.init is None and "model" in plan:   # the plan's size in the objective's presets
+        plan["model"], why = objectives.get(cfg.objective).sized_model(cfg, plan["model"])
+        plan["reasons"] += [why] if why else []
     mine = {k: plan[k] for k in ("model", "batch_size", "grad_accum_steps", "max_steps", "lr", "warmup_ratio",
                                  "eval_every", "eval_blocks") if k in plan and k not in fixed}
     if fixed:
@@ -609,14 +574,6 @@ def _plan_the_run(plan: dict, sized: PretrainConfig, kept: set, world: int) -> N
 PLAN_FILE = "plan.json"   # the sized plan a resumed run keeps
 
 
-def causal_preset(cfg: PretrainConfig, size: str) -> str | None:
-    """The causal preset of ``cfg.model``'s family (gpt2 / llama) at BERT preset ``size`` (the sizing plan's
-    choice), None when that family has none."""
-    from nbkit.models.causal import family_preset
-
-    return family_preset(cfg.model.split("-")[0], size)
-
-
 def _resumed_plan(cfg: PretrainConfig, out: Path, inputs: dict) -> dict | None:
     """The plan in ``out/plan.json`` when this run resumes from a checkpoint there and sized the same corpus."""
     from nbkit.train.checkpoint import list_checkpoints
@@ -649,7 +606,7 @@ def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) ->
     if kind == "cuda" and not cuda_usable():
         return None, "no CUDA device here to time on"
     model, _ = sizing.choose_model(summary["n_tokens_train"], kind)
-    model = causal_preset(cfg, model) or cfg.model if cfg.objective == "causal" else model
+    model = objectives.get(cfg.objective).sized_model(cfg, model)[0]
     m = sizing.measure_speed(model, int(summary["vocab_size"]), cfg.block_size, sizing.BATCH[kind],
                              device=None if kind == "cuda" else "cpu",   # None: this rank's GPU under torchrun
                              model_dir=init_checkpoint(cfg) if cfg.init is not None else None)  # init: its own speed
@@ -658,14 +615,10 @@ def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) ->
 
 
 def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
-    """``{"train", "validation"}`` blocks of ``cfg.block_size`` tokens: MLM's ``[CLS] ... [SEP]``, or with
-    ``objective="causal"`` a packed stream with the document separator after each text (``[SEP]``,
-    :func:`nbkit.text.causal.document_separator`) and each block's next token.
-
-    The mix: texts tokenized, concatenated and cut (:func:`nbkit.text.mlm.make_blocks`, with ``word_ids``
-    for whole-word masking; :func:`nbkit.text.causal.make_causal_blocks`). A store:
-    :class:`nbkit.corpus.StoreMLMDataset` / :class:`~nbkit.corpus.dataset.StoreCausalDataset` per split
-    (random access from disk, constant memory; the store is read as prepared).
+    """``{"train", "validation"}`` blocks of ``cfg.block_size`` tokens, the objective's
+    (:meth:`nbkit.objectives.Objective.blocks`): MLM's ``[CLS] ... [SEP]`` with ``word_ids``, or a causal packed
+    stream with each block's next token. The mix's texts are packed in memory with the document separator after
+    each (:func:`nbkit.text.mlm.make_blocks`), as a store's stream is (read from disk, constant memory).
 
     First the ``[UNK]`` share of a sample of the training text under ``tok`` (the store's ids: of up to 64
     blocks) is checked (:func:`nbkit.text.tokenizer.check_unk_share`): above 5 % the run is refused naming the
@@ -677,29 +630,11 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
     """
     from nbkit.text.tokenizer import check_unk_share
 
-    if corpus.store is None:                             # a sample of the text, under the tokenizer training uses
+    if corpus.store is None and objectives.get(cfg.objective).reads_store:   # a sample, under the run's tokenizer
         train = corpus.splits["train"]
         check_unk_share(tok, train.select(range(min(2000, len(train))))["text"], allow=cfg.allow_unk,
                         what="the training text")
-    if cfg.objective == "causal":
-        if corpus.store is not None:
-            from nbkit.corpus.dataset import StoreCausalDataset
-
-            out = {split: StoreCausalDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
-        else:
-            from nbkit.text.causal import make_causal_blocks
-
-            out = {split: make_causal_blocks(corpus.splits[split], tok, cfg.block_size)
-                   for split in ("train", "validation")}
-    elif corpus.store is not None:
-        from nbkit.corpus.dataset import StoreMLMDataset
-
-        out = {split: StoreMLMDataset(corpus.store, cfg.block_size, split) for split in ("train", "validation")}
-    else:
-        from nbkit.text import mlm
-
-        out = {split: mlm.make_blocks(corpus.splits[split], tok, cfg.block_size, words_column="words")
-               for split in ("train", "validation")}
+    out = objectives.get(cfg.objective).blocks(cfg, tok, corpus)
     if corpus.store is not None:                         # the store's ids, made by this tokenizer
         train, n = out["train"], len(out["train"])
         picks = sorted({i * n // 64 for i in range(64)}) if n else []
@@ -709,24 +644,19 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
 
 
 def collator(cfg: PretrainConfig, tok):
-    """:class:`nbkit.text.mlm.MLMCollator`: ``cfg.mlm_probability`` of the tokens as targets (80/10/10),
-    whole words with ``cfg.whole_word``; padding and special tokens never chosen. ``objective="causal"``:
-    :class:`nbkit.text.causal.CausalCollator` (next-token labels, shifted by the collator)."""
-    if cfg.objective == "causal":
-        from nbkit.text.causal import CausalCollator
-
-        return CausalCollator(tok)
-    from nbkit.text.mlm import MLMCollator
-
-    return MLMCollator(tok, mlm_probability=cfg.mlm_probability, whole_word=cfg.whole_word)
+    """The objective's collator (:meth:`nbkit.objectives.Objective.collator`): MLM's
+    :class:`nbkit.text.mlm.MLMCollator` (``cfg.mlm_probability`` of the tokens as targets, whole words with
+    ``cfg.whole_word``), the causal :class:`nbkit.text.causal.CausalCollator` (next-token labels)."""
+    return objectives.get(cfg.objective).collator(cfg, tok)
 
 
 def model(cfg: PretrainConfig, tok):
-    """A ``BertForMaskedLM`` with the sparse MLM head: ``cfg.init``'s weights, every one loaded (what MLM does not
-    use is printed by name), else preset ``cfg.model`` with ``tok``'s vocabulary and ``cfg.block_size``
-    positions, weights drawn from ``cfg.seed`` (the same on every rank). Its config is marked as nbkit's MLM
-    pretraining (:data:`nbkit.models.bert.NBKIT_MARK`), which fine-tuning's pooling rule reads. With
-    ``objective="causal"``: a ``GPT2LMHeadModel`` / ``LlamaForCausalLM`` the same way (:func:`_causal_model`).
+    """The objective's model (:meth:`nbkit.objectives.Objective.model`): a ``BertForMaskedLM`` with the sparse MLM
+    head, or a ``GPT2LMHeadModel`` / ``LlamaForCausalLM``; ``cfg.init``'s weights, every one loaded (what the
+    objective does not use is printed by name), else preset ``cfg.model`` with ``tok``'s vocabulary and
+    ``cfg.block_size`` positions, weights drawn from ``cfg.seed`` (the same on every rank). Its config is marked
+    as nbkit's pretraining (:data:`nbkit.models.bert.NBKIT_MARK`: objective and init), which fine-tuning's pooling
+    rule reads.
 
     Raises:
         ConfigError / CheckpointError: with ``init``, ``tok`` not the checkpoint's, ``block_size`` past its
@@ -735,52 +665,11 @@ def model(cfg: PretrainConfig, tok):
     """
     import torch
 
-    from nbkit.models.bert import NBKIT_MARK, build_mlm_model, check_tokenizer_matches, count_parameters
+    from nbkit.models.bert import NBKIT_MARK
 
     torch.manual_seed(cfg.seed)
-    if cfg.objective == "causal":
-        return _causal_model(cfg, tok)
-    drop = {} if cfg.dropout is None else {"hidden_dropout_prob": cfg.dropout,
-                                           "attention_probs_dropout_prob": cfg.dropout}
-    if cfg.init is None:
-        bert = build_mlm_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, **drop)
-    else:
-        from nbkit.models.loading import dtype_note, load_mlm_model
-
-        bert, report = load_mlm_model(cfg.init, **drop)
-        check_tokenizer_matches(tok, bert.config.vocab_size, Path(report["folder"]), str(cfg.init))
-        limit = bert.config.max_position_embeddings
-        if cfg.block_size > limit:
-            raise ConfigError(f"block_size={cfg.block_size} exceeds init={cfg.init!r}'s max_position_embeddings={limit}")
-        stored = dtype_note(report["stored_dtype"])
-        print(f"loaded init={cfg.init!r}: {count_parameters(bert) / 1e6:.1f} M parameters, every weight of its masked "
-              f"LM (decoder tied to the word embeddings); not used by MLM: {', '.join(report['unused']) or 'none'}"
-              + (f"; {stored}" if stored else ""))
-    setattr(bert.config, NBKIT_MARK, {"objective": "mlm", "init": None if cfg.init is None else str(cfg.init)})
-    return bert
-
-
-def _causal_model(cfg: PretrainConfig, tok):
-    """:func:`model` for ``objective="causal"``: ``cfg.init``'s GPT-2 / Llama with every weight, else preset
-    ``cfg.model`` (:func:`nbkit.models.causal.build_causal_model`), marked as nbkit's causal pretraining."""
-    from nbkit.models.bert import NBKIT_MARK, check_tokenizer_matches, count_parameters
-    from nbkit.models.causal import build_causal_model, load_causal_model, positions
-    from nbkit.models.loading import dtype_note
-
-    if cfg.init is None:
-        lm = build_causal_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, dropout=cfg.dropout)
-    else:
-        lm, report = load_causal_model(cfg.init, tokenizer=tok, dropout=cfg.dropout)
-        check_tokenizer_matches(tok, lm.config.vocab_size, Path(report["folder"]), str(cfg.init))
-        limit = positions(lm.config)
-        if cfg.block_size > limit:
-            raise ConfigError(f"block_size={cfg.block_size} exceeds init={cfg.init!r}'s positions ({limit}); "
-                              f"use block_size <= {limit}")
-        stored = dtype_note(report["stored_dtype"])
-        print(f"loaded init={cfg.init!r}: {count_parameters(lm) / 1e6:.1f} M parameters, every weight of its "
-              f"{lm.config.model_type} causal LM; not used: {', '.join(report['unused']) or 'none'}"
-              + (f"; {stored}" if stored else ""))
-    setattr(lm.config, NBKIT_MARK, {"objective": "causal", "init": None if cfg.init is None else str(cfg.init)})
+    lm = objectives.get(cfg.objective).model(cfg, tok)
+    setattr(lm.config, NBKIT_MARK, {"objective": cfg.objective, "init": None if cfg.init is None else str(cfg.init)})
     return lm
 
 
@@ -849,61 +738,31 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     return loop, result
 
 
-def model_dir_at(out_dir, step: int) -> Path:
-    """``out_dir/checkpoints/step-NNNNNN/model``: the ``from_pretrained`` folder of one kept checkpoint.
-
-    Raises:
-        CheckpointError: no complete checkpoint at ``step`` (the kept steps are named).
-    """
-    from nbkit.errors import CheckpointError
-    from nbkit.train.checkpoint import list_checkpoints
-
-    found = {c.step: c for c in list_checkpoints(out_dir, warn=False)}
-    if step not in found:
-        raise CheckpointError(f"no checkpoint at step {step} in {Path(out_dir) / 'checkpoints'}; kept: "
-                              f"{sorted(found) or 'none'} (pass save_steps=({step},) to run_pretraining)")
-    return found[step].model_dir
-
-
 def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | None = None) -> dict:
-    """Save model + tokenizer to ``out_dir/model`` (atomic; loads with ``AutoModelForMaskedLM``, with
-    ``objective="causal"`` with ``AutoModelForCausalLM`` and ``pipeline("text-generation")``:
-    :func:`nbkit.models.export.export_causal_lm`) and write ``out_dir/metrics.json``; return it.
+    """Save model + tokenizer to ``out_dir/model`` by the objective's export (atomic:
+    :meth:`nbkit.objectives.Objective.export`; an MLM folder loads with ``AutoModelForMaskedLM``, a causal one with
+    ``AutoModelForCausalLM`` and ``pipeline("text-generation")``) and write ``out_dir/metrics.json``; return it.
     ``generation``: the causal export's generation settings (``export_causal_lm``'s keywords, e.g. the notebook's
     ``max_new_tokens``), which a bare ``pipeline("text-generation", model=out_dir/"model")(prompt)`` uses.
 
     The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``objective``,
-    ``model`` (the
-    preset, or ``init``), ``init``, ``parameters``, ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``,
-    the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``, ``mfu``, ``device``, ``precision``,
-    ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``, ``first_eval_loss``/``first_eval_step``,
-    ``model_dir``, ``checkpoints`` (step -> model dir), ``history``, ``config``, ``world_size``, ``written_at``.
+    ``model`` (the preset, or ``init``), ``init``, ``parameters``, ``hidden_size``, ``layers``, ``block_size``,
+    ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``,
+    ``mfu``, ``device``, ``precision``, ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``,
+    ``first_eval_loss``/``first_eval_step``, ``model_dir``, ``checkpoints`` (step -> model dir), ``history``,
+    ``config``, ``world_size``, ``written_at``.
 
     Raises:
         WriteError: the disk is full or not writable (nothing half-written).
         NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
         ConfigError: ``generation`` settings out of range (``export_causal_lm``), or given for an MLM run.
     """
-    from nbkit.atomic import atomic_dir
-    from nbkit.models.bert import check_finite_weights, count_parameters
-    from nbkit.models.loading import quiet_transformers
-    from nbkit.text.tokenizer_files import save_tokenizer
+    from nbkit.models.bert import count_parameters
     from nbkit.train.checkpoint import list_checkpoints
 
     model_dir = Path(out_dir) / "model"
+    objectives.get(cfg.objective).export(cfg, loop.model, tok, model_dir, generation)
     mc = loop.model.config
-    if cfg.objective == "causal":   # the text-generation layout (standard class, CJK decoding; finite weights)
-        from nbkit.models.export import export_causal_lm
-
-        export_causal_lm(loop.model, tok, model_dir, **(generation or {}))
-    elif generation:
-        raise ConfigError(f"generation={generation!r} is for objective='causal'; a masked LM does not generate: "
-                          "drop it")
-    else:
-        check_finite_weights(loop.model, f"the trained model to {model_dir}")
-        with atomic_dir(model_dir, what="model") as tmp, quiet_transformers():
-            loop.model.save_pretrained(tmp)
-            save_tokenizer(tok, tmp, model_max_length=min(int(tok.model_max_length), mc.max_position_embeddings))
     evals = [h for h in result.history if "eval_loss" in h]
     metrics = {"scale": cfg.scale, "objective": cfg.objective,
                "model": cfg.model if cfg.init is None else str(cfg.init), "init": cfg.init,
@@ -937,7 +796,8 @@ def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callba
     from nbkit.train.ddp import group as D
 
     out_dir = cfg.run_dir() if out_dir is None else out_dir
-    corpus = _store_rank0_first(cfg, corpus_wait_s) if cfg.corpus is not None else None
+    store = cfg.corpus is not None and objectives.get(cfg.objective).reads_store
+    corpus = _store_rank0_first(cfg, corpus_wait_s) if store else None
     info = D.init_distributed(backend)
     if corpus is None:
         corpus = _rank0_first(info, lambda: data(cfg, labeled, texts))

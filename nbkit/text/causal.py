@@ -1,80 +1,24 @@
-"""Causal-LM blocks packed from a token stream and their collator: next-token labels, shifted here.
+"""The causal LM's document separator and collator: next-token labels, shifted here.
 
-Texts are tokenized without ``[CLS]``, each followed by the document separator (``[SEP]`` for a
-BERT-vocabulary tokenizer, else eos: :func:`document_separator`), concatenated and cut
-into blocks of exactly ``block_size`` tokens (GPT-2's and nanoGPT's packing: no padding, attention runs across
-a separator, which the model learns to treat as a document end). Each block also records the stream's next
-token, so every position of a block has a target.
+Blocks are packed by :func:`nbkit.text.mlm.make_blocks` with ``causal=True``: texts tokenized without ``[CLS]``,
+each followed by the document separator (:func:`nbkit.text.mlm.document_separator`), concatenated and cut into blocks of exactly
+``block_size`` tokens (GPT-2's and nanoGPT's packing: no padding, attention runs across a separator, which the
+model learns to treat as a document end). Each block also records the stream's next token, so every position of
+a block has a target.
 """
 from __future__ import annotations
 
 import torch
 
-from nbkit.errors import ConfigError, DataError
-from nbkit.text.mlm import IGNORE_INDEX
-
-
-def document_separator(tokenizer) -> tuple[int, str]:
-    """``(id, token)`` written between documents of a causal stream: ``[SEP]`` for a BERT-vocabulary tokenizer
-    (the store already ends every document with it, and UER's Chinese GPT-2 over that vocabulary marks text
-    ends with it), else ``eos`` (Llama's ``</s>``, GPT-2's ``<|endoftext|>``). The model learns to predict it,
-    so generation stops there (it is the model's ``eos_token_id``).
-
-    Raises:
-        ConfigError: a tokenizer with neither.
-    """
-    for name in ("sep", "eos"):
-        i = getattr(tokenizer, f"{name}_token_id", None)
-        if i is not None:
-            return int(i), str(getattr(tokenizer, f"{name}_token"))
-    raise ConfigError("the tokenizer has neither a [SEP] nor an eos token to separate documents; use a BERT-style "
-                      "WordPiece (nbkit.text.train_wordpiece) or a tokenizer with an eos token")
+from nbkit.errors import DataError
+from nbkit.text.mlm import IGNORE_INDEX, document_separator
 
 
 def prompt_ids(tokenizer, prompt: str) -> list[int]:
     """A prompt's ids as a causal LM trained on packed documents reads one: the document separator (the end of
-    the previous document: :func:`document_separator`), then the text without ``[CLS]``/``[SEP]``."""
+    the previous document: :func:`nbkit.text.mlm.document_separator`), then the text without ``[CLS]``/``[SEP]``."""
     sep, _ = document_separator(tokenizer)
     return [sep, *tokenizer(prompt, add_special_tokens=False)["input_ids"]]
-
-
-def make_causal_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
-                       max_position_embeddings: int | None = None, num_proc: int | None = None):
-    """Blocks of ``block_size`` tokens cut from the texts of each ``datasets.map`` batch of 1,000, every text
-    followed by the separator (each batch's short tail dropped, as ``run_clm.py`` does).
-
-    Returns columns ``input_ids`` (``block_size`` ids) and ``next_id`` (the stream's token after the block,
-    -100 after a batch's last block), for :class:`CausalCollator`.
-
-    Raises:
-        ConfigError: ``block_size`` below 2 or above ``max_position_embeddings`` / ``tokenizer.model_max_length``.
-        DataError: a missing column, or too little text for one block.
-    """
-    limits = {"tokenizer.model_max_length": getattr(tokenizer, "model_max_length", None),
-              "the model's positions": max_position_embeddings}
-    for what, limit in limits.items():
-        if limit is not None and block_size > limit:
-            raise ConfigError(f"block_size={block_size} exceeds {what}={limit}; use block_size <= {limit}")
-    if block_size < 2:
-        raise ConfigError(f"block_size={block_size}: a causal block needs at least 2 tokens; use e.g. 128")
-    if text_column not in dataset.column_names:
-        raise DataError(f"column {text_column!r} not in dataset columns {dataset.column_names}; pass text_column=...")
-    sep, _ = document_separator(tokenizer)
-
-    def blocks(batch):
-        enc = tokenizer(batch[text_column], add_special_tokens=False, verbose=False)["input_ids"]
-        ids = [t for row in enc if row for t in (*row, sep)]
-        n = len(ids) // block_size * block_size
-        return {"input_ids": [ids[i:i + block_size] for i in range(0, n, block_size)],
-                "next_id": [ids[i + block_size] if i + block_size < len(ids) else IGNORE_INDEX
-                            for i in range(0, n, block_size)]}
-
-    result = dataset.map(blocks, batched=True, batch_size=1000, remove_columns=dataset.column_names,
-                         num_proc=num_proc, desc=f"causal blocks of {block_size}")
-    if len(result) == 0:
-        raise DataError(f"the corpus has fewer than {block_size} tokens per 1,000 texts, so no block of {block_size} "
-                        "fits; use more text or a smaller block_size")
-    return result
 
 
 class CausalCollator:

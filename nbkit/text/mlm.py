@@ -1,5 +1,5 @@
-"""MLM blocks and BERT's masking collator (Devlin et al. 2019, 15 % with 80/10/10; whole words after
-Cui et al. 2019), and classification encoding.
+"""Blocks packed from documents (one packing for MLM and causal LM), BERT's masking collator (Devlin et al. 2019,
+15 % with 80/10/10; whole words after Cui et al. 2019), and classification encoding.
 
 Not ``transformers.DataCollatorForLanguageModeling``: in 5.x it may replace with special tokens and
 leave a row without a target.
@@ -14,13 +14,14 @@ from nbkit.rng import current_scope
 IGNORE_INDEX = -100  # label value that cross-entropy ignores
 
 
-def check_length(name: str, value: int, tokenizer=None, max_position_embeddings: int | None = None) -> None:
+def check_length(name: str, value: int, tokenizer=None, max_position_embeddings: int | None = None,
+                 minimum: int = 3) -> None:
     """Check the length ``value`` (tokens, ``[CLS]``/``[SEP]`` included) of argument ``name`` against
     ``tokenizer.model_max_length`` and ``max_position_embeddings`` (beyond it BERT fails with a raw
-    size mismatch), each when given.
+    size mismatch), each when given, and ``minimum`` (3: ``[CLS]``, one token of text, ``[SEP]``).
 
     Raises:
-        ConfigError: ``value`` above a limit (both numbers named), or below 3.
+        ConfigError: ``value`` above a limit (both numbers named), or below ``minimum``.
     """
     limits = {}
     if tokenizer is not None:
@@ -30,58 +31,86 @@ def check_length(name: str, value: int, tokenizer=None, max_position_embeddings:
     for what, limit in sorted(limits.items(), key=lambda item: item[1]):  # the binding limit first
         if value > limit:
             raise ConfigError(f"{name}={value} exceeds {what}={limit}; use {name} <= {limit}")
-    if value < 3:
-        raise ConfigError(f"{name}={value} leaves no room for text between [CLS] and [SEP]; use e.g. 128")
+    if value < minimum:
+        raise ConfigError(f"{name}={value} leaves no room for text (at least {minimum} tokens); use e.g. 128")
+
+
+def document_separator(tokenizer) -> tuple[int, str]:
+    """``(id, token)`` written between documents of a causal stream: ``[SEP]`` for a BERT-vocabulary tokenizer
+    (the store already ends every document with it, and UER's Chinese GPT-2 over that vocabulary marks text
+    ends with it), else ``eos`` (Llama's ``</s>``, GPT-2's ``<|endoftext|>``). The model learns to predict it,
+    so generation stops there (it is the model's ``eos_token_id``).
+
+    Raises:
+        ConfigError: a tokenizer with neither.
+    """
+    for name in ("sep", "eos"):
+        i = getattr(tokenizer, f"{name}_token_id", None)
+        if i is not None:
+            return int(i), str(getattr(tokenizer, f"{name}_token"))
+    raise ConfigError("the tokenizer has neither a [SEP] nor an eos token to separate documents; use a BERT-style "
+                      "WordPiece (nbkit.text.train_wordpiece) or a tokenizer with an eos token")
 
 
 def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
                 words_column: str | None = None, max_position_embeddings: int | None = None,
-                num_proc: int | None = None):
-    """Blocks of exactly ``block_size`` tokens, ``[CLS] chunk [SEP]``, cut from the texts concatenated per
-    ``datasets.map`` batch of 1,000 (each batch's short tail dropped, as in ``run_mlm.py``).
+                num_proc: int | None = None, causal: bool = False):
+    """Blocks of exactly ``block_size`` tokens packed from the texts of each ``datasets.map`` batch of 1,000:
+    every text followed by the document separator (``[SEP]`` for a BERT vocabulary, else eos:
+    :func:`document_separator`), concatenated and cut, each batch's short tail dropped (as
+    ``run_mlm.py`` and ``run_clm.py`` do). A prepared store's stream is the same (:mod:`nbkit.corpus.worker` ends
+    every document with ``[SEP]``), so the in-memory and the store's blocks read alike.
 
-    Returns column ``input_ids`` and, with ``words_column`` (word lists, tokenized word by word),
-    ``word_ids`` (-1 at ``[CLS]``/``[SEP]``, words numbered from 0 per block) for whole-word masking.
+    MLM (the default): each block is ``[CLS] chunk [SEP]``, the chunk ``block_size - 2`` stream tokens; column
+    ``input_ids`` and, with ``words_column`` (word lists, tokenized word by word), ``word_ids`` (-1 at the
+    wrapping ``[CLS]``/``[SEP]``, words numbered from 0 per block, a separator its own word) for whole-word
+    masking. ``causal=True``: ``block_size`` stream tokens as they are, and column ``next_id``: the stream's
+    token after the block (-100 after a batch's last block), for :class:`nbkit.text.causal.CausalCollator`.
 
     Raises:
-        ConfigError: ``block_size`` above a limit (:func:`check_length`) or below 3.
+        ConfigError: ``block_size`` above a limit (:func:`check_length`) or below 3 (causal: 2), a tokenizer
+            without a separator.
         DataError: a missing column, or too little text for one block.
     """
-    check_length("block_size", block_size, tokenizer, max_position_embeddings)
+
+    check_length("block_size", block_size, tokenizer, max_position_embeddings, minimum=2 if causal else 3)
     source = words_column or text_column
     if source not in dataset.column_names:
         raise DataError(f"column {source!r} not in dataset columns {dataset.column_names}; pass text_column=...")
-    chunk = block_size - 2
-    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    sep, _ = document_separator(tokenizer)
+    head, tail = ([], []) if causal else ([tokenizer.cls_token_id], [tokenizer.sep_token_id])
+    chunk = block_size - len(head) - len(tail)
 
     def blocks(batch):
         if words_column:
             enc = tokenizer(batch[words_column], is_split_into_words=True, add_special_tokens=False, verbose=False)
-            ids, wids, offset = [], [], 0
-            for i, row in enumerate(enc["input_ids"]):
-                ids.extend(row)
-                row_words = enc.word_ids(i)
-                wids.extend(offset + w for w in row_words)
-                offset += (max(row_words) + 1) if row_words else 0
         else:
             enc = tokenizer(batch[text_column], add_special_tokens=False, verbose=False)
-            ids = [t for row in enc["input_ids"] for t in row]
-        n = len(ids) // chunk * chunk
-        out = {"input_ids": [[cls_id, *ids[i:i + chunk], sep_id] for i in range(0, n, chunk)]}
-        if words_column:
-            out["word_ids"] = []
-            for i in range(0, n, chunk):
-                first = wids[i]  # renumber so words count from 0 within the block
-                out["word_ids"].append([-1, *(w - first for w in wids[i:i + chunk]), -1])
+        ids, wids, offset = [], [], 0
+        for i, row in enumerate(enc["input_ids"]):
+            if not row:
+                continue
+            ids.extend((*row, sep))
+            if words_column:
+                row_words = enc.word_ids(i)
+                wids.extend(offset + w for w in row_words)
+                offset += max(row_words) + 1
+                wids.append(offset)   # the separator: a word of its own
+                offset += 1
+        starts = range(0, len(ids) // chunk * chunk, chunk)
+        out = {"input_ids": [[*head, *ids[i:i + chunk], *tail] for i in starts]}
+        if causal:
+            out["next_id"] = [ids[i + chunk] if i + chunk < len(ids) else IGNORE_INDEX for i in starts]
+        if words_column:   # renumbered so words count from 0 within the block
+            out["word_ids"] = [[-1] * len(head) + [w - wids[i] for w in wids[i:i + chunk]] + [-1] * len(tail)
+                               for i in starts]
         return out
 
     result = dataset.map(blocks, batched=True, batch_size=1000, remove_columns=dataset.column_names,
-                         num_proc=num_proc, desc=f"MLM blocks of {block_size}")
+                         num_proc=num_proc, desc=f"{'causal' if causal else 'MLM'} blocks of {block_size}")
     if len(result) == 0:
-        raise DataError(
-            f"the corpus has fewer than {chunk} tokens per 1,000 texts, so no block of {block_size} fits; "
-            "use more text or a smaller block_size"
-        )
+        raise DataError(f"the corpus has fewer than {chunk} tokens per 1,000 texts, so no block of {block_size} "
+                        "fits; use more text or a smaller block_size")
     return result
 
 

@@ -18,10 +18,11 @@ SKIP_EXAMPLES_HELP = ("indices in the training dataset left out of their batches
 
 def skip_examples_fix(indices: list[int]) -> str:
     """How to leave ``indices`` out, in each API a run may come from: the Loop's ``TrainConfig``, a notebook
-    parameter or recipe config field, a job flag."""
+    parameters cell's ``overrides`` (a recipe config field), a job flag."""
     shown = list(indices)
-    return (f"TrainConfig(skip_examples={shown}) for the Loop; in notebooks 02/03/06/07 the parameter (PretrainConfig/"
-            f"FinetuneConfig field) skip_examples={shown}; in a job --skip-examples {' '.join(map(str, shown))}")
+    return (f"TrainConfig(skip_examples={shown}) for the Loop; in notebooks 02/03/06/07 the parameters cell's "
+            f"overrides = {{'skip_examples': {shown}}} (a PretrainConfig/FinetuneConfig field); in a job "
+            f"--skip-examples {' '.join(map(str, shown))}")
 
 
 #: where a run's scalars go besides ``metrics.json``: TensorBoard event files, or nowhere

@@ -1,0 +1,205 @@
+"""Supervised fine-tuning on conversations (``objective="sft"``): the causal path with the loss on the assistant's
+tokens only, the same loop, checkpoints, resume, TensorBoard and torchrun.
+
+What differs from causal pretraining: the data are conversations (the demo set of :mod:`nbkit.data.instruct` on
+notebooks 03 and 07's splits, or ``corpus``'s JSON-lines files), each encoded alone by the tokenizer's chat template
+and padded into batches (:mod:`nbkit.text.chat`: no packing, no conversation attends to another); the tokenizer
+gets a template with role markers (BERT's ``[unused1..4]`` slots, else 4 added tokens and the embeddings grown);
+generation stops at the end-of-turn marker; the export carries the template in ``tokenizer_config.json``, so
+``pipeline("text-generation", model=dir)(messages)`` answers as nbkit trained it, without ``trust_remote_code``.
+
+The model: ``init`` (notebook 06's ``runs/<scale>/causal.../model``, any nbkit causal run folder, or a published
+GPT-2 / Llama causal LM), else notebook 06's model at this scale when it is saved (:func:`default_init`), else
+random weights of preset ``model`` with a warning on screen (a model that never read text learns only the answers'
+form). ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, one more forward pass
+of compute).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from nbkit.objectives.causal import CausalLM
+
+#: characters of a demo question's source text per token of context (:meth:`SFT.data`): half the context, the rest
+#: for the phrasing, the role markers and the answer
+TEXT_SHARE = 0.5
+
+
+def default_init(scale: str) -> Path | None:
+    """``runs/<scale>/causal/model`` when notebook 06 saved a model there, else None (nothing is created)."""
+    from nbkit.atomic import being_replaced
+    from nbkit.runs import step_path
+
+    path = step_path(scale, "causal") / "model"
+    return path if (path / "config.json").exists() or being_replaced(path) else None
+
+
+class _VocabWithout:
+    """A tokenizer's vocabulary without the given tokens (``get_vocab``, ``len``): what it was before
+    :func:`nbkit.text.chat.with_chat_template` added its markers, to compare with a checkpoint's."""
+
+    def __init__(self, tok, tokens):
+        self.vocab = {t: i for t, i in tok.get_vocab().items() if t not in set(tokens)}
+
+    def get_vocab(self) -> dict:
+        return self.vocab
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+
+class SFT(CausalLM):
+    """``objective="sft"``: ``PER_SCALE["pretraining/sft"]`` over the scale's pretraining rows, also with ``init``
+    (SFT starts from a model as a rule: the continued-pretraining rows and lr do not apply, ``init_rows``);
+    ``corpus`` names conversation files that :meth:`data` reads, not text for a corpus store (``reads_store``)."""
+
+    name = "sft"
+    scale_rows = "pretraining/sft"
+    model_class = "causal LM"
+    reads_store = False
+    init_rows = False
+
+    def unused(self, cfg) -> dict[str, str]:
+        why = "objective is sft (conversations: the demo set, or corpus's files)"
+        out = {k: "objective is sft (no masking)" for k in ("mlm_probability", "whole_word")}
+        out.update({k: why for k in ("mix", "fit_to_corpus", "budget_minutes")})
+        if cfg.corpus is None:
+            out["eval_fraction"] = "the demo set keeps notebooks 03 and 07's validation splits"
+        else:
+            out.update({k: "corpus is set (every conversation of its files)" for k in ("max_train", "corpus_lines")})
+        return out
+
+    def prepare_tokenizer(self, cfg, tok) -> dict:
+        """Give ``tok`` (in place) its chat template and markers: :func:`nbkit.text.chat.with_chat_template` with
+        ``cfg.chat_template``; returns what it did. Called again it changes nothing, so every stage may call it."""
+        from nbkit.text.chat import with_chat_template
+
+        return with_chat_template(tok, getattr(cfg, "chat_template", None))
+
+    def data(self, cfg) -> tuple[dict[str, list[dict]], dict]:
+        """``(splits, report)``: the conversations, ``splits[split]`` lists of ``{"messages", ...}``, ``report``
+        counting what was read, cut and dropped (the recipe's ``PretrainCorpus(splits=..., report=...)``).
+
+        ``cfg.corpus``'s files (:func:`nbkit.data.instruct.read_conversations`, records with a problem handled by
+        ``cfg.bad_records``), ``cfg.eval_fraction`` of them held out by ``cfg.split_seed``; else the demo set
+        (:func:`nbkit.data.instruct.demo_conversations`, with a ``"test"`` split of held-out questions to score by
+        generation): reviews split as notebook 03 splits them (``cfg.split_seed``), the first ``cfg.corpus_lines``
+        lines of People's Daily split as notebook 07 splits them (its ``corpus_lines`` at this scale: the same
+        ``PER_SCALE`` value), ``cfg.max_train`` examples per task, source texts cut to ``TEXT_SHARE *
+        cfg.block_size`` characters.
+
+        Raises:
+            DataError: a bad record (file and line named), no conversation, too few to hold one out.
+        """
+        from nbkit.errors import DataError
+
+        if cfg.corpus is None:
+            from nbkit.data.instruct import demo_conversations
+
+            return demo_conversations(seed=cfg.split_seed, ner_lines=cfg.corpus_lines, max_per_task=cfg.max_train,
+                                      max_chars=max(8, int(TEXT_SHARE * cfg.block_size)))
+        import numpy as np
+
+        from nbkit.data.instruct import read_conversations
+
+        read = read_conversations(cfg.corpus, bad=getattr(cfg, "bad_records", "raise"))
+        rows = [{"messages": m, "origin": o} for m, o in zip(read.conversations, read.origins)]
+        n_val = round(cfg.eval_fraction * len(rows))
+        if n_val < 1 or n_val >= len(rows):
+            raise DataError(f"eval_fraction={cfg.eval_fraction} of {len(rows)} conversations holds out {n_val}: "
+                            "give more conversations or another eval_fraction (at least one held out, one to train)")
+        order = np.random.default_rng(cfg.split_seed).permutation(len(rows))
+        held = set(order[:n_val].tolist())
+        splits = {"train": [r for i, r in enumerate(rows) if i not in held],
+                  "validation": [r for i, r in enumerate(rows) if i in held]}
+        return splits, read.report
+
+    def blocks(self, cfg, tok, corpus) -> dict:
+        """``{"train", "validation"}`` datasets of encoded conversations (``input_ids``, ``assistant_masks``:
+        :func:`nbkit.text.chat.encode_conversations` at ``cfg.block_size`` tokens, overflow by ``cfg.overflow``),
+        what was kept and dropped printed per split. First the ``[UNK]`` share of the first 2,000 training
+        conversations' text under ``tok`` is checked (:func:`nbkit.text.tokenizer.check_unk_share`, ``cfg.allow_unk``).
+
+        Raises:
+            DataError: the ``[UNK]`` share above 5 % (without ``allow_unk``), or no conversation of a split fits (the
+                counts and the fix named).
+        """
+        from datasets import Dataset
+
+        from nbkit.objectives import SPLITS
+        from nbkit.text.chat import encode_conversations
+        from nbkit.text.tokenizer import check_unk_share
+
+        self.prepare_tokenizer(cfg, tok)
+        check_unk_share(tok, [m["content"] for ex in corpus.splits["train"][:2000] for m in ex["messages"]],
+                        allow=cfg.allow_unk, what="the training conversations")
+        out = {}
+        for split in SPLITS:
+            cols, r = encode_conversations(tok, [ex["messages"] for ex in corpus.splits[split]], cfg.block_size,
+                                           overflow=getattr(cfg, "overflow", "drop"))
+            print(f"sft {split}: {r['n_kept']:,} of {r['n_conversations']:,} conversations; longer than "
+                  f"{cfg.block_size} tokens: {r['n_dropped_too_long']:,} dropped, {r['n_truncated']:,} truncated; "
+                  f"{r['n_dropped_no_target']:,} without an answer token in the context dropped; "
+                  f"{r['n_target_tokens']:,} answer tokens of {r['n_tokens']:,}", flush=True)
+            out[split] = Dataset.from_dict({"input_ids": cols["input_ids"], "assistant_masks": cols["assistant_masks"]})
+        return out
+
+    def collator(self, cfg, tok):
+        """:class:`nbkit.text.chat.ChatCollator`: one conversation per row, labels on the answers only."""
+        from nbkit.text.chat import ChatCollator
+
+        return ChatCollator(tok)
+
+    def model(self, cfg, tok):
+        """A ``GPT2LMHeadModel`` / ``LlamaForCausalLM`` from ``cfg.init``, else notebook 06's model at this scale
+        (:func:`default_init`), else random weights of ``cfg.model`` (a warning printed); its embeddings grown to
+        the tokenizer's markers where they were added (:func:`nbkit.text.chat.fit_embeddings`), generation stopping
+        at the end-of-turn marker and at the document separator (``eos_token_id``), gradient checkpointing with
+        ``cfg.gradient_checkpointing``.
+
+        Raises:
+            ConfigError: ``tok`` not the checkpoint's (its markers aside), ``block_size`` past its positions, a
+                template without generation markers (:meth:`prepare_tokenizer`).
+            CheckpointError: weights missing from the checkpoint.
+        """
+        from nbkit.models.causal import build_causal_model, load_causal_model, positions
+        from nbkit.text.causal import document_separator
+        from nbkit.text.chat import NEW_MARKERS, fit_embeddings
+
+        info = self.prepare_tokenizer(cfg, tok)
+        source = cfg.init if cfg.init is not None else default_init(cfg.scale)
+        if source is None:
+            from nbkit.runs import step_path
+
+            print(f"warning: no causal LM to start from: notebook 06 has saved no model at scale {cfg.scale!r} "
+                  f"({step_path(cfg.scale, 'causal') / 'model'} is missing) and init is None, so SFT starts from "
+                  f"RANDOM weights of {cfg.model!r}: it learns the answers' form from the conversations alone. Run "
+                  "notebook 06 first (python -m nbkit.jobs.pretrain --objective causal), or pass init=<a causal run's "
+                  "model folder, or a GPT-2 / Llama checkpoint>", flush=True)
+            lm = build_causal_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, dropout=cfg.dropout)
+        else:
+            lm, report = load_causal_model(source, tokenizer=tok, dropout=cfg.dropout)
+            grows = len(tok) > lm.config.vocab_size                     # markers added here: compare without them
+            named = SimpleNamespace(init=str(source), block_size=cfg.block_size)   # notebook 06's when init is None
+            self.check_loaded(named, _VocabWithout(tok, NEW_MARKERS) if grows else tok, lm, report, positions(lm.config))
+            fit_embeddings(lm, tok)
+        sep = document_separator(tok)[0]
+        stops = list(dict.fromkeys([info["end_of_turn_id"], sep]))
+        lm.config.eos_token_id = lm.generation_config.eos_token_id = stops
+        if getattr(cfg, "gradient_checkpointing", False):
+            lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            lm.config.use_cache = False
+        return lm
+
+    def export(self, cfg, model, tok, model_dir: Path, generation: dict | None = None) -> None:
+        """The causal export (:func:`nbkit.models.export.export_causal_lm`: standard class, CJK decoding, greedy
+        ``generation_config.json`` stopping at the end-of-turn marker) with the chat template moved into
+        ``tokenizer_config.json`` (:func:`nbkit.text.chat.store_chat_template`)."""
+        from nbkit.text.chat import store_chat_template
+
+        super().export(cfg, model, tok, model_dir, generation)
+        store_chat_template(model_dir)
+
+
+OBJECTIVE = SFT()
