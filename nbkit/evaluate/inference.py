@@ -79,21 +79,22 @@ def _unk_shares(tokenizer, texts: list) -> list[float]:
 def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, stride: int | None = None,
                  batch_size: int = 64) -> tuple[list[list[str]], dict]:
     """Tag every token of ``items`` (dicts with ``tokens``, e.g. one character each) with a token-classification
-    model (``logits`` (B, T, C)) through ``transformers``' token-classification pipeline, as the exported folder
-    tags for a user (``aggregation_strategy="first"``: each word its first sub-token's tag, the one training labels,
-    :data:`nbkit.text.token_classification.AGGREGATION`; ``model_max_length`` = ``max_length``, the run's
-    ``stride``): the job's scores are by construction the ones ``pipeline(...)`` reproduces.
+    model (``logits`` (B, T, C)) through the call a user makes on the exported folder: ``transformers``'
+    token-classification pipeline on each item's text (its tokens joined) with the tokenizer the export saves
+    (:func:`nbkit.text.token_classification.char_tokenizer`: one pre-token per character, the ids training read),
+    ``aggregation_strategy="first"`` (:data:`nbkit.text.token_classification.AGGREGATION`),
+    ``model_max_length`` = ``max_length`` and the run's ``stride``. The job's scores are by construction the ones
+    ``pipeline(...)(text)`` reproduces; each token takes the span holding its first character
+    (:func:`nbkit.evaluate.ner_report.pipeline_tags`).
 
     A sentence longer than ``max_length`` sub-tokens is tagged in the pipeline's windows (the fast tokenizer's
     overflow: ``max_length - 2`` sub-tokens each, the next starting ``stride`` sub-tokens before the previous one
     ends, the last one shorter) and their entities merged (of overlapping ones the longest, on a tie the higher
-    score: ``TokenClassificationPipeline.aggregate_overlapping_entities``): nothing is cut, every token gets a tag
-    (:func:`nbkit.evaluate.ner_report.pipeline_tags` maps the spans back to tokens). In eval mode, on the model's
-    device, ``batch_size`` windows per forward: on 2 CPU cores notebook 07's cpu model tags the 1,842 test sentences
-    in 11.8 s (the batched token-level merge this replaced: 4.5 s; the exported folder's pipeline: 8.7 s).
+    score: ``TokenClassificationPipeline.aggregate_overlapping_entities``): nothing is cut, every token gets a tag.
+    In eval mode, on the model's device, ``batch_size`` texts per call.
 
     Returns ``(tags, report)``: one list of label names per item, and the encoding's counts (``n_windows`` (the
-    pipeline's windows: the same number), ``n_windowed``, ...:
+    pipeline's windows: the same number), ``n_windowed``, ``stride``, ...:
     :func:`nbkit.text.token_classification.encode_token_classification`).
 
     Raises:
@@ -108,7 +109,7 @@ def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, strid
     from nbkit.errors import ConfigError
     from nbkit.evaluate.ner_report import pipeline_tags
     from nbkit.switches import model_mode
-    from nbkit.text.token_classification import AGGREGATION, encode_token_classification
+    from nbkit.text.token_classification import AGGREGATION, char_tokenizer, encode_token_classification
 
     id2label = {int(k): str(v) for k, v in id2label.items()}
     items = [{"tokens": it["tokens"]} for it in items]          # tags, if any, play no part in prediction
@@ -119,10 +120,11 @@ def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, strid
     if named != id2label:
         raise ConfigError(f"the model's config.id2label {named} is not the labels given {id2label}; build the "
                           "classifier with id2label=... (nbkit.models.bert.build_classifier) so its entities are named")
-    tok = copy.deepcopy(tokenizer)
+    tok = char_tokenizer(tokenizer)
+    tok = copy.deepcopy(tok) if tok is tokenizer else tok
     tok.model_max_length = max_length                           # as the export writes it
     pipe = pipeline("token-classification", model=inner, tokenizer=tok, aggregation_strategy=AGGREGATION,
                     device=next(inner.parameters()).device)
     with model_mode(inner, training=False):
-        tags = pipeline_tags(pipe, items, batch_size=batch_size, stride=enc.report["stride"])
+        tags = pipeline_tags(pipe, items, batch_size=batch_size, stride=enc.report["stride"], plain_text=True)
     return tags, enc.report

@@ -109,8 +109,9 @@ class TokenTask(Task):
                 "stride": cfg.stride, "n_boot": cfg.n_boot}
 
     def export(self, classifier, tok, out_dir, id2label: dict[int, str], max_length: int) -> Path:
-        """A folder ``pipeline("token-classification")`` loads
-        (:func:`nbkit.models.export.export_token_classifier`)."""
+        """A folder ``pipeline("token-classification")`` loads, reading plain text as training did and windowing
+        long texts with a quarter of ``max_length`` shared (the ``stride`` of every scale's row;
+        :func:`nbkit.models.export.export_token_classifier`)."""
         from nbkit.models.export import export_token_classifier
 
         return export_token_classifier(classifier, tok, out_dir, id2label, max_length=max_length)
