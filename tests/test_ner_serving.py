@@ -75,7 +75,7 @@ def tokenizer():
 def exported(tokenizer, tmp_path_factory):
     from nbkit.models.export import export_token_classifier
 
-    table = {"北": "B-LOC", "京": "I-LOC", "上": "B-LOC", "海": "I-LOC", "张": "B-PER", "三": "I-PER", "我": "O"}
+    table = {"北": "B-LOC", "京": "I-LOC", "上": "B-LOC", "海": "I-LOC", "张": "B-PER", "三": "I-PER", "我": "O", "在": "O"}
     model = _table_model(tokenizer, table)
     out = export_token_classifier(model, tokenizer, tmp_path_factory.mktemp("ner_serving") / "model",
                                   max_length=128)
@@ -162,3 +162,25 @@ def test_the_documented_call_returns_one_flat_list_for_one_string(exported):
     assert isinstance(spans, list) and spans and all(isinstance(s, dict) for s in spans)
     assert {"entity_group", "start", "end", "word", "score"} <= set(spans[0])
     assert ("LOC", 3, 5) in _spans(spans)                  # 北京 in 新华社北京一月一日电, offsets in the string
+
+
+def test_tag_text_cuts_a_long_text_at_clause_marks_and_never_truncates(exported):
+    """nbkit's helper over the same pipeline: a text of several windows is cut after ，。 etc. and every piece
+    tagged (offsets back in the text); without marks (or split=None) the export's recorded stride windows it."""
+    from transformers import pipeline
+
+    from nbkit.errors import ConfigError
+    from nbkit.evaluate.inference import tag_text
+
+    model, out = exported
+    tagger = pipeline("token-classification", model=str(out), aggregation_strategy="first", device="cpu")  # no stride
+    text = ("我" * 20 + "，") * 14 + "张三在北京"
+    assert len(text) > 2 * 126
+    for split in ("，。", None):
+        found = _spans(tag_text(tagger, text, split=split))
+        assert found[-2:] == [("PER", len(text) - 5, len(text) - 3), ("LOC", len(text) - 2, len(text))], split
+    assert all(s["end"] <= 126 for s in tagger(text))          # the bare call would have cut it
+    both = tag_text(tagger, [text, "张三"])
+    assert len(both) == 2 and _spans(both[1]) == [("PER", 0, 2)] and _spans(both[0]) == _spans(tag_text(tagger, text))
+    with pytest.raises(ConfigError, match="plain strings"):
+        tag_text(tagger, [list("张三")])

@@ -131,9 +131,10 @@ def evaluate_ner(cfg, classifier, tok, labeled: "NerData", split: str = "test",
     """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
     sentences (trained on the same training split; whole sentences, nothing cut for either).
 
-    The model tags every character through the token-classification pipeline the export serves (long sentences
-    windowed, their entities merged: :func:`nbkit.evaluate.inference.predict_tags`), so every gold entity is
-    scored. Returns ``"pred"`` (tags per sentence; also as ``"<split>_pred"``), ``"report"``
+    The model tags every character through the call a user makes on the export: the token-classification
+    pipeline on each sentence's plain text, a sentence longer than ``cfg.max_length`` tokens cut at its clause marks
+    (pieces still too long windowed with ``cfg.stride``: :func:`nbkit.evaluate.inference.predict_tags`), so every
+    gold entity is scored. Returns ``"pred"`` (tags per sentence; also as ``"<split>_pred"``), ``"report"``
     (:func:`nbkit.evaluate.ner.entity_scores`: micro P/R/F1, per type), ``"interval"`` (a bootstrap 95 % interval
     of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``
     the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and ``"diff"``
