@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -60,20 +59,6 @@ def tags_from_spans(text_len: int, spans) -> list[str]:
     return tags
 
 
-CLAUSE = "。！？；!?;，、：,:"
-
-
-def split_pieces(text: str, marks: str) -> list[tuple[int, str]]:
-    """``(offset, piece)``: ``text`` cut after each character of ``marks`` (closing quotes stay with it)."""
-    out, start = [], 0
-    for m in re.finditer(f"[{re.escape(marks)}][”’」』）)]*", text):
-        out.append((start, text[start:m.end()]))
-        start = m.end()
-    if start < len(text):
-        out.append((start, text[start:]))
-    return [(o, p) for o, p in out if p]
-
-
 def pack(pieces, tok, body: int) -> list[tuple[int, str]]:
     """Neighbouring pieces joined while they fit in ``body`` tokens."""
     out = []
@@ -85,15 +70,15 @@ def pack(pieces, tok, body: int) -> list[tuple[int, str]]:
     return out
 
 
-def tag_split(pipe, texts, marks: str, stride: int, body: int | None = None, only_long: bool = False) -> list:
-    """Tags per character: each text cut into pieces at ``marks`` (``body``: neighbours packed up to ``body``
-    tokens; ``only_long``: texts of one window left whole), each piece tagged (windowed if still long)."""
+def tag_split(pipe, texts, marks: str, stride: int, body: int | None = None) -> list:
+    """Tags per character: each text, short ones too, cut into pieces at ``marks`` (``body``: neighbours packed up
+    to ``body`` tokens), each piece tagged (windowed if still long): the variants nbkit's ``tag_text`` is not."""
+    from nbkit.evaluate.inference import clause_pieces
+
     rows = []
     tok = pipe.tokenizer
     for text in texts:
-        n = len(tok(text, add_special_tokens=False)["input_ids"])
-        limit = tok.model_max_length - 2
-        pieces = [(0, text)] if only_long and n <= limit else split_pieces(text, marks)
+        pieces = clause_pieces(text, marks)
         if body is not None:
             pieces = pack(pieces, tok, body)
         outs = pipe([p for _, p in pieces], stride=stride)
@@ -127,6 +112,7 @@ def main(argv=None) -> int:
 
     from nbkit import jsonio
     from nbkit.data.ner import load_peoples_daily_ner
+    from nbkit.evaluate.inference import CLAUSE_MARKS, tag_text
     from nbkit.text.token_classification import AGGREGATION, char_tokenizer
 
     torch.set_num_threads(1)
@@ -178,12 +164,12 @@ def main(argv=None) -> int:
                                              for t, s in zip(texts, pipes["char"](texts, stride=stride))]
     arms["split at 。！？；, pieces windowed (stride %d)" % (max_length // 4)] = tag_split(
         pipes["char"], texts, "。！？；!?;", max_length // 4)
-    arms["split at 。！？；，、：, pieces windowed (stride %d)" % (max_length // 4)] = tag_split(
-        pipes["char"], texts, CLAUSE, max_length // 4)
+    arms["split at 。！？；，、：, pieces windowed (stride %d): tag_text" % (max_length // 4)] = [
+        tags_from_spans(len(t), s) for t, s in zip(texts, tag_text(pipes["char"], texts, stride=max_length // 4))]
     arms["split at 。！？；，、：, packed up to the window (stride %d)" % (max_length // 4)] = tag_split(
-        pipes["char"], texts, CLAUSE, max_length // 4, body=body)
+        pipes["char"], texts, CLAUSE_MARKS, max_length // 4, body=body)
     arms["split at 。！？；，、：, packed up to half the window (stride %d)" % (max_length // 4)] = tag_split(
-        pipes["char"], texts, CLAUSE, max_length // 4, body=body // 2)
+        pipes["char"], texts, CLAUSE_MARKS, max_length // 4, body=body // 2)
     out["long"] = {"n_sentences": len(texts), "characters_median": lens[len(lens) // 2], "characters_max": lens[-1],
                    "arms": {name: score(gold, pred, args.n_boot) for name, pred in arms.items()}}
     out["long"]["longest"] = [{"characters": len(texts[i]), "entities": sum(t.startswith("B-") for t in gold[i]),
@@ -199,8 +185,9 @@ def main(argv=None) -> int:
         texts, pipes["stock"]([list(t) for t in texts], is_split_into_words=True, delimiter="", stride=stride))]}
     for k, label in (("stock", "plain text, exported tokenizer before"), ("char", "plain text, exported tokenizer now")):
         arms[label] = [tags_from_spans(len(t), s) for t, s in zip(texts, pipes[k](texts, stride=stride))]
-    arms["now, long sentences split at 。！？；，、："] = tag_split(pipes["char"], texts, CLAUSE, stride, only_long=True)
-    arms["now, every sentence split at 。！？；，、："] = tag_split(pipes["char"], texts, CLAUSE, stride)
+    arms["now, long sentences split at 。！？；，、：: tag_text"] = [
+        tags_from_spans(len(t), s) for t, s in zip(texts, tag_text(pipes["char"], texts, stride=stride))]
+    arms["now, every sentence split at 。！？；，、："] = tag_split(pipes["char"], texts, CLAUSE_MARKS, stride)
     words = arms["words (characters as words, the job's call before)"]
     out["test_split"] = {name: {**score(gold, pred, args.n_boot), "n_tagged_differently_from_words":
                                 sum(p != w for p, w in zip(pred, words))} for name, pred in arms.items()}

@@ -184,3 +184,12 @@ def test_tag_text_cuts_a_long_text_at_clause_marks_and_never_truncates(exported)
     assert len(both) == 2 and _spans(both[1]) == [("PER", 0, 2)] and _spans(both[0]) == _spans(tag_text(tagger, text))
     with pytest.raises(ConfigError, match="plain strings"):
         tag_text(tagger, [list("张三")])
+
+
+def test_clause_pieces_cover_the_text_and_keep_closing_quotes():
+    from nbkit.evaluate.inference import clause_pieces
+
+    text = "他说：“好。”我们走吧，去北京；OK, fine"
+    pieces = clause_pieces(text)
+    assert "".join(p for _, p in pieces) == text and all(text[o:o + len(p)] == p for o, p in pieces)
+    assert [p for _, p in pieces] == ["他说：", "“好。”", "我们走吧，", "去北京；", "OK,", " fine"]

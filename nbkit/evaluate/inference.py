@@ -156,8 +156,6 @@ def tag_text(tagger, texts, split: str | None = CLAUSE_MARKS, stride: int | None
         ConfigError: ``texts`` holds something other than strings (pass plain text; for characters as words
             call the pipeline itself).
     """
-    import re
-
     from nbkit.errors import ConfigError
 
     one = isinstance(texts, str)
@@ -171,22 +169,30 @@ def tag_text(tagger, texts, split: str | None = CLAUSE_MARKS, stride: int | None
     if stride is None:
         params = (getattr(tagger.model.config, "task_specific_params", None) or {}).get("token-classification") or {}
         stride = int(params.get("stride", body // 4))
-    cut = re.compile(f"[{re.escape(split)}][”’」』）)]*") if split else None
     pieces = []                                                     # (text index, offset, piece)
     for i, text in enumerate(texts):
         if not text:
             continue                                                # no token, no entity
-        if cut is None or len(tok(text, add_special_tokens=False, verbose=False)["input_ids"]) <= body:
+        if not split or len(tok(text, add_special_tokens=False, verbose=False)["input_ids"]) <= body:
             pieces.append((i, 0, text))
-            continue
-        start = 0
-        for m in cut.finditer(text):
-            pieces.append((i, start, text[start:m.end()]))
-            start = m.end()
-        if start < len(text):
-            pieces.append((i, start, text[start:]))
+        else:
+            pieces.extend((i, offset, piece) for offset, piece in clause_pieces(text, split))
     outs = tagger([p for _, _, p in pieces], batch_size=batch_size, stride=stride) if pieces else []
     spans = [[] for _ in texts]
     for (i, offset, _), found in zip(pieces, outs):
         spans[i].extend({**s, "start": int(s["start"]) + offset, "end": int(s["end"]) + offset} for s in found)
     return spans[0] if one else spans
+
+
+def clause_pieces(text: str, marks: str = CLAUSE_MARKS) -> list[tuple[int, str]]:
+    """``text`` cut after each character of ``marks`` (closing quotes and brackets that follow stay with it), as
+    ``(character offset, piece)`` in order; the pieces joined are ``text``."""
+    import re
+
+    out, start = [], 0
+    for m in re.finditer(f"[{re.escape(marks)}][”’」』）)]*", text):
+        out.append((start, text[start:m.end()]))
+        start = m.end()
+    if start < len(text):
+        out.append((start, text[start:]))
+    return out
