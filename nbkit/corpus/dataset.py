@@ -24,9 +24,8 @@ class StoreMLMDataset(torch.utils.data.Dataset):
     "word_ids": (B,) int64}``, ``word_ids = cumsum(wst) - 1`` clamped at 0, -1 at ``[CLS]``/``[SEP]``
     (for ``MLMCollator(whole_word=True)``). Shuffling and DDP sharding are the loop's sampler's.
 
-    Cost: O(B) per block, ``(B-2) * (itemsize + 1)`` bytes (378 at B=128, uint16), about 23 us. Memory: the
-    manifest and shard offsets; files are opened lazily in each process (dropped on pickling, reopened after a
-    fork), so DataLoader workers never share one.
+    Cost: O(B) per block, ``(B-2) * (itemsize + 1)`` bytes read. Memory: the manifest and shard offsets; files
+    are opened lazily in each process, so DataLoader workers never share one.
 
     Args:
         path: the prepared directory.
