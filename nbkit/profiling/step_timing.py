@@ -198,10 +198,9 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
     """Time ``cfg.warmup + cfg.steps`` calls of ``loop.train_step`` by phase (``grad_accum_steps`` batches each).
 
     Returns per-step means in seconds (``data_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``step_s``),
-    ``*_share`` of ``step_s``, ``tokens_per_s`` (``B*T`` input tokens incl. padding), ``flops_per_token``
-    (the loop's count; None for non-BERT), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
-    (CUDA only), ``loss``, ``compiled_graphs``, ``recompiles`` (after the first step), ``graph_breaks``
-    and the settings (``precision`` as the loop chose it, ``mlm_head`` as it ran).
+    ``*_share`` of ``step_s``, ``tokens_per_s`` (padding included), ``flops_per_token``, ``mfu`` (None on CPU or
+    unknown GPUs), ``peak_memory_mib`` (CUDA), ``loss``, ``compiled_graphs``, ``recompiles``, ``graph_breaks``
+    and the settings as they ran.
     """
     import torch
 
