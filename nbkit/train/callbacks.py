@@ -44,9 +44,9 @@ class Callback:
 class TrainerBridge(TrainerCallback):
     """A ``transformers.TrainerCallback`` that feeds nbkit views from ``Trainer``.
 
-    live_plot: anything with ``update(step, **metrics)`` and ``close()`` (``nbkit.views.plots.LivePlot``);
-    monitor: anything with ``record(step: int, metrics: dict)``. Trainer's ``learning_rate`` becomes
-    ``lr``, and ``samples_per_s`` is measured between two logs (global batch x steps / wall s).
+    live_plot: anything with ``update(step, **metrics)`` and ``close()``; monitor: anything with
+    ``record(step, metrics)``. Trainer's ``learning_rate`` becomes ``lr``; ``samples_per_s`` is measured
+    between two logs.
     """
 
     def __init__(self, live_plot=None, monitor=None):

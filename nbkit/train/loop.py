@@ -237,9 +237,9 @@ class Loop:
                 "votes": tuple(voted)}
 
     def _check_nonfinite(self, out: dict) -> None:
-        """Stop at a non-finite loss (its step named: no later step recovers a model whose loss is NaN, and a run
-        that "finished" on NaN would save it), or after :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row
-        of non-finite gradients (a GradScaler's overflow: it lowers the scale and the next step usually passes)."""
+        """Stop at a non-finite loss (its step named: no later step recovers it), or after
+        :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row of non-finite gradients (a GradScaler's overflow
+        usually passes at the next step)."""
         st, limit = self.state, MAX_CONSECUTIVE_NONFINITE
         if not out.get("loss_finite", True):
             raise NonFiniteLossError(self._nonfinite_message(out["loss"]))
@@ -469,8 +469,8 @@ class Loop:
 
         ``eval_loss``: mean CE per label token over the whole set (nats; independent of batch size and padding),
         ``eval_tokens``: label tokens scored. MLM (labels (B, T)): ``eval_perplexity``; with a collator naming its
-        ``mask_id`` also ``eval_{mask,random,kept}_loss``/``_tokens`` by what the input held at the target
-        (:func:`target_kinds`; the kept ones a model can copy). Classification (labels (B,)): ``eval_accuracy``,
+        ``mask_id`` also ``eval_{mask,random,kept}_loss``/``_tokens`` (:func:`target_kinds`). Classification
+        (labels (B,)): ``eval_accuracy``,
         ``eval_macro_f1``, ``eval_examples``. No label scored: NaN and a warning. ``max_batches``: default
         ``config.eval_batches`` (None: all); batch i is masked with seed + i; under DDP rank r scores batches r, r + W, ...
 
