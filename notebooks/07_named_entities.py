@@ -139,7 +139,7 @@ from transformers import pipeline
 from nbkit.data.ner import entity_spans
 from nbkit.evaluate.ner_report import pipeline_tags
 
-export_dir = ft.export(cfg, loop.model, tokenizer, ner, out_dir / "model")
+export_dir = ft.export(cfg, model, tokenizer, ner, out_dir / "model")   # ft.model's (lora: the peft model)
 tagger = pipeline("token-classification", model=str(export_dir), aggregation_strategy="first", device="cpu")
 long = [i for i, it in enumerate(test) if len(it["tokens"]) > cfg.max_length - 2]   # more than one window
 picked = sorted(set(range(min(200, len(test)))) | set(long))

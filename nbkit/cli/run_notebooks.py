@@ -261,6 +261,7 @@ SOURCES: dict[str, str] = {
     "04": "profiling/results.json",
     "06": "causal/baselines.json",
     "07": "ner/metrics.json",
+    "08": "sft/scores.json",
 }
 
 
@@ -318,8 +319,25 @@ def _causal(d: dict) -> str:
     return f"held-out perplexity {ppl[0][1]:,.1f}" + (f" vs {others}" if others else "")
 
 
+def _sft(d: dict) -> str:
+    """Notebook 08's ``scores.json``: the held-out loss on the answers before and after SFT, and the tuned model's
+    sentiment accuracy beside the best baseline's on the same questions (when the demo set was scored)."""
+    before, after = _num(d.get("eval_loss_before")), _num(d.get("eval_loss_after"))
+    head = (f"answer loss {before:.3f} -> {after:.3f}" if None not in (before, after)
+            else "held-out answer loss not recorded")
+    rows = [r for r in d.get("rows") or [] if isinstance(r, dict) and r.get("task") == "sentiment"]
+    tuned = next((_num(r.get("value")) for r in rows if r.get("model") == "after SFT"), None)
+    base = [(r.get("model"), _num(r.get("value"))) for r in rows if r.get("model") not in ("before SFT", "after SFT")]
+    base = [(name, v) for name, v in base if v is not None]
+    if tuned is None or not base:
+        return head
+    name, best = max(base, key=lambda b: b[1])
+    return f"{head}; sentiment accuracy {tuned:.3f} vs {name} {best:.3f}"
+
+
 READERS = {"01": _tokenizer, "02": _mlm, "03": lambda d: _versus(d, "accuracy", "accuracy", "TF-IDF baseline"),
-           "04": _profiling, "06": _causal, "07": lambda d: _versus(d, "entity_f1", "entity F1", "CRF baseline")}
+           "04": _profiling, "06": _causal, "07": lambda d: _versus(d, "entity_f1", "entity F1", "CRF baseline"),
+           "08": _sft}
 
 
 def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:
