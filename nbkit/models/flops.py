@@ -42,19 +42,19 @@ def peak_tflops(device_name: str, precision: str) -> float | None:
     return PEAK_TFLOPS[best].get(precision)
 
 
-def bert_matmul_params(config, task: str = "mlm") -> int:
-    """Weights used in a matmul per token: the encoder layers plus, for ``task="mlm"``, the head
-    (``d^2 + d V`` on every position); ``"encoder"`` leaves it out. ``config``: a ``BertConfig``.
+def bert_matmul_params(config, mlm_head: bool = True) -> int:
+    """Weights used in a matmul per token: the encoder layers plus, with ``mlm_head``, the MLM head
+    (``d^2 + d V`` on every position). ``config``: a ``BertConfig``.
     """
     d, i, n_layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     per_layer = 4 * d * d + 2 * d * i
-    head = d * d + d * config.vocab_size if task == "mlm" else 0
+    head = d * d + d * config.vocab_size if mlm_head else 0
     return n_layers * per_layer + head
 
 
-def bert_flops_per_token(config, seq_len: int, task: str = "mlm", training: bool = True) -> float:
+def bert_flops_per_token(config, seq_len: int, mlm_head: bool = True, training: bool = True) -> float:
     """Model FLOP per token at sequence length ``seq_len``: ``6 N + 12 L T d`` when ``training``, else ``2 N + 4 L T d``."""
-    n = bert_matmul_params(config, task)
+    n = bert_matmul_params(config, mlm_head)
     attn = 4 * config.num_hidden_layers * seq_len * config.hidden_size
     forward = 2 * n + attn
     return float(3 * forward if training else forward)
@@ -82,9 +82,9 @@ def pcie_peak_gbps(generation: int | None, width: int | None = 16) -> float | No
 
 def mlm_head_flops(config, training: bool = True) -> float:
     """Model FLOP of the masked-LM head for one scored position: ``2 (d^2 + d V)`` forward, 3x that when
-    ``training``; add it to ``bert_flops_per_token(config, T, "encoder")`` per scored token (sparse head).
+    ``training``; add it to ``bert_flops_per_token(config, T, mlm_head=False)`` per scored token (sparse head).
     """
-    forward = 2 * (bert_matmul_params(config, "mlm") - bert_matmul_params(config, "encoder"))
+    forward = 2 * (bert_matmul_params(config) - bert_matmul_params(config, mlm_head=False))
     return float(3 * forward if training else forward)
 
 
@@ -93,7 +93,7 @@ def bert_batch_flops(config, n_tokens: int, seq_len: int, head_positions: int) -
     the MLM head on ``head_positions`` of them (every token for ``BertForMaskedLM``, the scored ones for
     the sparse head, 0 for classification).
     """
-    return (n_tokens * bert_flops_per_token(config, seq_len, "encoder")
+    return (n_tokens * bert_flops_per_token(config, seq_len, mlm_head=False)
             + head_positions * mlm_head_flops(config))
 
 
