@@ -7,9 +7,13 @@ regression on the full texts and on the texts cut where BERT's tokenizer cuts th
 reference (``bench/bilstm.py``'s classifier: the same training reviews, each cut at ``max_length - 2`` characters,
 BERT's cut for Chinese text, 2 epochs at batch 32) is scored on the same test reviews. Accuracy (the task's
 headline) and macro-F1 per arm, a 95 % bootstrap interval of each accuracy over test reviews, and over seeds mean
-and standard deviation.
+and standard deviation. ``--lora`` adds an arm ``bert_lora``: the same recipe with ``lora=True`` (LoRA adapters on
+the attention projections and the head, the encoder frozen: ``FinetuneConfig.lora_*``) from the same encoder, on
+the same split with the same seed and steps, beside full fine-tuning; it records the trainable parameters and
+the rate it trained at.
 
     python bench/sentiment_seeds.py --scale cpu --seeds 0 1 2 --machine "2-core CPU"
+    python bench/sentiment_seeds.py --scale cpu --seeds 0 --lora --out bench/results/sentiment_lora_cpu_<date>.json
 
 At ``cpu`` run notebooks 01 and 02 at ``cpu`` first (``scripts/run_notebooks.sh --only 01 02``). A seed takes
 ~5-8 min on 2 cores (BERT's 869 steps, the BiLSTM ~1-2 min, TF-IDF seconds).
@@ -32,6 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ARMS = ("bert", "tfidf", "tfidf_cut", "bilstm")
+LORA_ARM = "bert_lora"
 
 
 def accuracy_interval(gold, pred, n_boot: int = 1000, seed: int = 0) -> list[float]:
@@ -45,12 +50,14 @@ def accuracy_interval(gold, pred, n_boot: int = 1000, seed: int = 0) -> list[flo
 
 
 def summarize(per_seed: list[dict]) -> dict:
-    """Mean and standard deviation over seeds of each arm's accuracy and macro-F1 (std None with one seed)."""
+    """Mean and standard deviation over seeds of each arm's accuracy and macro-F1 (std None with one seed); the
+    LoRA arm where the seeds have it."""
     def stats(values):
         return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else None,
                 "n": len(values)}
 
-    return {f"{arm}_{m}": stats([r[arm][m] for r in per_seed]) for arm in ARMS for m in ("accuracy", "macro_f1")}
+    arms = ARMS + ((LORA_ARM,) if all(LORA_ARM in r for r in per_seed) else ())
+    return {f"{arm}_{m}": stats([r[arm][m] for r in per_seed]) for arm in arms for m in ("accuracy", "macro_f1")}
 
 
 def main(argv=None) -> int:
@@ -59,6 +66,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--init", default=None, help="the encoder (default: the recipe's: notebook 02's, else random)")
     ap.add_argument("--bilstm-epochs", type=float, default=2.0)
+    ap.add_argument("--lora", action="store_true",
+                    help="also fine-tune with LoRA (arm bert_lora: lora=True, the recipe's lora_* settings)")
     ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2-core CPU shared with other jobs"')
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
@@ -90,6 +99,17 @@ def main(argv=None) -> int:
                "bilstm": {"accuracy": lstm["accuracy"], "macro_f1": lstm["macro_f1"], "s": time.perf_counter() - t1,
                           "steps": info["steps"], "max_chars": cfg.max_length - 2,
                           "interval": accuracy_interval(gold, pred, seed=seed)}}
+        if a.lora:
+            t2 = time.perf_counter()
+            lm = ft.run_finetuning(cfg.replace(lora=True), labeled=labeled)
+            row[LORA_ARM] = {"accuracy": lm["test_accuracy"], "macro_f1": lm["test_macro_f1"],
+                             "s": time.perf_counter() - t2, "steps": lm["train"]["steps"],
+                             "tokens_per_s": lm["train"].get("tokens_per_s"), "lora": lm["lora"],
+                             "trainable_parameters": lm["trainable_parameters"],
+                             "interval": accuracy_interval(gold, lm["test_pred"], seed=seed)}
+            row["bert"]["tokens_per_s"] = m["train"].get("tokens_per_s")
+            print(f"seed {seed}: LoRA BERT {lm['test_accuracy']:.3f} ({lm['trainable_parameters']['share']:.2%} "
+                  f"of the weights trained, lr {lm['lora']['lr']:g})", flush=True)
         per_seed.append(row)
         configs.append(m["config"])
         print(f"seed {seed}: BERT {row['bert']['accuracy']:.3f}, TF-IDF {row['tfidf']['accuracy']:.3f} (same cut "
@@ -103,7 +123,8 @@ def write(a, per_seed: list[dict], configs: list[dict]) -> Path:
     """The record of the seeds done so far, written as bench/ner_seeds.py writes its own."""
     import ner_seeds
 
-    return ner_seeds.write(a, per_seed, configs, benchmark="sentiment_seeds", stem="sentiment", summary=summarize)
+    return ner_seeds.write(a, per_seed, configs, benchmark="sentiment_seeds",
+                           stem="sentiment_lora" if a.lora else "sentiment", summary=summarize)
 
 
 if __name__ == "__main__":

@@ -269,10 +269,8 @@ READ_TRIES = 20
 
 def read_consistent(folder: str | os.PathLike, read, what: str = "folder"):
     """``read(folder)`` from one whole version of a folder that another process may replace meanwhile with
-    :func:`atomic_dir` (a notebook or job rerun saving its ``model/`` while this kernel loads it): when the folder
-    changed during the read, or the read failed (e.g. ``FileNotFoundError``, transformers' "does not appear to
-    have a file", a loader's "not found") while it changed or was mid-swap, it reads again, up to :data:`READ_TRIES` times,
-    0.05 s apart. An error of a folder that did not change is raised as it is.
+    :func:`atomic_dir`: when the folder changed during the read, or the read failed while it changed or was
+    mid-swap, it reads again, up to :data:`READ_TRIES` times, 0.05 s apart.
 
     Raises:
         CheckpointError: the folder changed during every read, or stayed mid-swap (a writer killed between its
@@ -309,13 +307,11 @@ PREVIOUS = "previous-"
 def set_aside(folder: str | os.PathLike, names: list[str], clock=None) -> Path | None:
     """Move the entries ``names`` of ``folder`` into a new ``folder/previous-<UTC YYYYmmdd-HHMMSS>/`` (``-2``,
     ``-3``, ... when taken) by renames: nothing is copied or deleted, and a kill leaves each entry whole in one
-    of the two places. Returns that subfolder; None when ``names`` is empty. Used when a fresh run starts in
-    a folder an earlier run wrote (TensorBoard shows the subfolder as a run of its own).
+    of the two places. Returns that subfolder; None when ``names`` is empty.
 
     Raises:
-        WriteError: the subfolder could not be created, or an entry could not be moved (read-only): the ones
-            moved are put back and the subfolder removed, so no empty ``previous-*`` is left; the entry and the
-            fix are named.
+        WriteError: the subfolder could not be created, or an entry could not be moved (the ones moved are put
+            back); the entry and the fix are named.
     """
     import time
 

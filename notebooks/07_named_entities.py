@@ -131,23 +131,27 @@ errors.head(12)
 
 # %% [markdown]
 # ## 8. Export, and check it with plain `transformers`
-# One folder with the weights, the tokenizer and the label names: `pipeline("token-classification", model=DIR, aggregation_strategy="first")` loads it without nbkit and without `trust_remote_code`. Fed the characters as words it tokenizes as the recipe did, so its spans are the recipe's entities. A sentence longer than `max_length` tokens needs `stride=` (the run's): the pipeline then windows it and merges the spans; without it, it cuts the sentence and finds nothing past the cut. Checked below on test sentences, the windowed ones included (its windows are placed a little differently from the recipe's, so a windowed sentence may differ where the two windows' contexts do).
+# One folder with the weights, the tokenizer and the label names: `pipeline("token-classification", model=DIR, aggregation_strategy="first")` loads it without nbkit and without `trust_remote_code`. It reads plain text one character per token, as the recipe did, so its spans are the recipe's entities. Give it `stride=` (the run's): a text longer than one window is then windowed instead of cut. `tag_text` cuts such a text at clause marks first (docs/ner.md measures why), as the job's evaluation does, and returns one flat list of spans for one string. Checked below on test sentences, the long ones included.
 
 # %%
+import functools
+
 from transformers import pipeline
 
 from nbkit.data.ner import entity_spans
+from nbkit.evaluate.inference import tag_text
 from nbkit.evaluate.ner_report import pipeline_tags
 
-export_dir = ft.export(cfg, loop.model, tokenizer, ner, out_dir / "model")
-tagger = pipeline("token-classification", model=str(export_dir), aggregation_strategy="first", device="cpu")
+export_dir = ft.export(cfg, model, tokenizer, ner, out_dir / "model")   # ft.model's (lora: the peft model)
+tagger = pipeline("token-classification", model=str(export_dir), aggregation_strategy="first", stride=cfg.stride,
+                  device="cpu")
 long = [i for i, it in enumerate(test) if len(it["tokens"]) > cfg.max_length - 2]   # more than one window
 picked = sorted(set(range(min(200, len(test)))) | set(long))
-from_pipe = pipeline_tags(tagger, [test[i] for i in picked], stride=cfg.stride)
+from_pipe = pipeline_tags(functools.partial(tag_text, tagger), [test[i] for i in picked], plain_text=True)
 same = {i: entity_spans(p) == entity_spans(scores["pred"][i]) for p, i in zip(from_pipe, picked)}
-print(f"the pipeline (stride={cfg.stride}) gives the recipe's entities on {sum(same.values())} of {len(picked)} "
+print(f"the pipeline on plain text gives the recipe's entities on {sum(same.values())} of {len(picked)} "
       f"test sentences; on {sum(same[i] for i in long)} of the {len(long)} longer than max_length={cfg.max_length}")
-tagger("新华社北京一月一日电，江泽民主席发表新年讲话。")
+tag_text(tagger, "新华社北京一月一日电，江泽民主席发表新年讲话。")
 
 # %% [markdown]
 # ## 9. Save the summary

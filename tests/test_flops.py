@@ -12,8 +12,8 @@ def tiny_config():
 def test_matmul_params_hand_count():
     # per layer: Q,K,V,O 4*4*4=64, FFN 2*4*8=64 -> 128; two layers 256
     # MLM head: transform 16 + decoder 40 = 56
-    assert bert_matmul_params(tiny_config(), "encoder") == 256
-    assert bert_matmul_params(tiny_config(), "mlm") == 312
+    assert bert_matmul_params(tiny_config(), mlm_head=False) == 256
+    assert bert_matmul_params(tiny_config()) == 312
 
 
 def test_flops_per_token_hand_count():
@@ -25,7 +25,7 @@ def test_flops_per_token_hand_count():
 def test_bert_base_close_to_published_count():
     # BERT-base has ~85M encoder weights in matmuls (110M total incl. embeddings).
     cfg = SimpleNamespace(hidden_size=768, intermediate_size=3072, num_hidden_layers=12, vocab_size=21128)
-    assert bert_matmul_params(cfg, "encoder") == pytest.approx(84.9e6, rel=0.01)
+    assert bert_matmul_params(cfg, mlm_head=False) == pytest.approx(84.9e6, rel=0.01)
 
 
 def test_peak_lookup_longest_match_and_unknown():
@@ -71,6 +71,6 @@ def test_batch_flops_full_head_equals_per_token_mlm_and_zero_head_the_encoder():
     from nbkit.models.flops import bert_batch_flops
 
     cfg = tiny_config()
-    assert bert_batch_flops(cfg, 12, 3, 12) == 12 * bert_flops_per_token(cfg, 3, "mlm")
-    assert bert_batch_flops(cfg, 12, 3, 0) == 12 * bert_flops_per_token(cfg, 3, "encoder")
+    assert bert_batch_flops(cfg, 12, 3, 12) == 12 * bert_flops_per_token(cfg, 3)
+    assert bert_batch_flops(cfg, 12, 3, 0) == 12 * bert_flops_per_token(cfg, 3, mlm_head=False)
     assert bert_batch_flops(cfg, 12, 3, 12) > bert_batch_flops(cfg, 12, 3, 2) > bert_batch_flops(cfg, 12, 3, 0)

@@ -67,9 +67,9 @@ def test_loop_uses_the_sparse_head_in_eager_mode_only_and_counts_its_flops():
     out = loop.train_step(window)
     ids, labels = window[0]["input_ids"], window[0]["labels"]
     n_label, config = int((labels != -100).sum()), loop.model.config
-    encoder = ids.numel() * bert_flops_per_token(config, ids.shape[1], "encoder")
+    encoder = ids.numel() * bert_flops_per_token(config, ids.shape[1], mlm_head=False)
     assert out["flops"] == pytest.approx(encoder + n_label * mlm_head_flops(config))
-    full = ids.numel() * bert_flops_per_token(config, ids.shape[1], "mlm")
+    full = ids.numel() * bert_flops_per_token(config, ids.shape[1])
     assert out["flops"] < full
 
 
@@ -99,6 +99,6 @@ def test_sparse_and_full_head_runs_train_the_same_weights():
 def test_head_flops_plus_encoder_equal_the_full_mlm_count():
     config = tiny_config()
     for T in (16, 64):
-        assert bert_flops_per_token(config, T, "encoder") + mlm_head_flops(config) == pytest.approx(
-            bert_flops_per_token(config, T, "mlm"))
+        assert bert_flops_per_token(config, T, mlm_head=False) + mlm_head_flops(config) == pytest.approx(
+            bert_flops_per_token(config, T))
     assert mlm_head_flops(config, training=False) * 3 == pytest.approx(mlm_head_flops(config))

@@ -38,10 +38,11 @@ def _parameters(source: str) -> dict:
     return out
 
 
-#: parameters that steer a notebook's own cells, not a recipe (notebook 00's live monitor, notebook 06's generation)
+#: parameters that steer a notebook's own cells, not a recipe (notebook 00's live monitor, notebook 06's generation, notebook 08's scoring and chat)
 NOT_CONFIG = {"monitor_interval", "watch_seconds",
               "prompt", "max_new_tokens", "temperature", "top_k", "top_p",
-              "repetition_penalty", "no_repeat_ngram_size"}
+              "repetition_penalty", "no_repeat_ngram_size",
+              "per_task", "chat_turns"}
 
 #: notebook -> the recipe config its parameters cell feeds (``module:Class``). A new notebook adds its line here.
 CONFIGS = {
@@ -53,6 +54,7 @@ CONFIGS = {
     "05_your_own_data": "nbkit.recipes.own_data:OwnDataConfig",
     "06_chinese_gpt": "nbkit.recipes.pretraining:PretrainConfig",
     "07_named_entities": "nbkit.recipes.finetuning:FinetuneConfig",
+    "08_instruction_tuning": "nbkit.recipes.pretraining:PretrainConfig",
 }
 #: notebooks whose one config setting is named (notebook 00 times the matmul benchmark only): no ``overrides``
 NO_OVERRIDES = {"00_environment_check"}
@@ -61,7 +63,7 @@ NO_OVERRIDES = {"00_environment_check"}
 OVERRIDE = {"01_tokenizing": ("eval_fraction", 0.1), "02_bert_mlm_pretraining": ("weight_decay", 0.0),
             "03_sentiment_finetuning": ("weight_decay", 0.0), "04_gpu_profiling": ("timing_steps", 7),
             "05_your_own_data": ("max_passes", 3.0), "06_chinese_gpt": ("weight_decay", 0.0),
-            "07_named_entities": ("span_offsets", "utf16")}
+            "07_named_entities": ("span_offsets", "utf16"), "08_instruction_tuning": ("overflow", "truncate")}
 
 
 def _config_class(spec: str):

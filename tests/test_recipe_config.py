@@ -73,7 +73,7 @@ def test_the_table_rows_are_fields_of_their_config():
     fields = {c.RECIPE: {f.name for f in dataclasses.fields(c)} for c in CONFIGS}
     fields["finetuning/news"] = fields["finetuning/ner"] = fields["finetuning"]
     fields["pretraining/init"] = fields["pretraining"]
-    fields["pretraining/causal"] = fields["pretraining"]
+    fields["pretraining/causal"] = fields["pretraining/sft"] = fields["pretraining"]
     fields["finetuning/base"] = fields["finetuning"]
     for recipe, rows in PER_SCALE.items():
         assert set(rows) <= fields[recipe], (recipe, set(rows) - fields[recipe])

@@ -158,6 +158,11 @@ def test_headlines_of_each_notebook(tmp_path):
     _put(tmp_path, "causal/baselines.json", {"rows": [{"model": "GPT (gpt2-narrow)", "eval_perplexity": 90.25},
                                                       {"model": "2-gram KN", "eval_perplexity": 120.0}]})
     assert headline("06_chinese_gpt.ipynb", tmp_path) == "held-out perplexity 90.2 vs 2-gram KN 120.0"
+    _put(tmp_path, "sft/scores.json", {"eval_loss_before": 7.88, "eval_loss_after": 3.1, "rows": [
+        {"model": "after SFT", "task": "sentiment", "value": 0.55}, {"model": "TF-IDF / CRF", "task": "sentiment",
+                                                                     "value": 0.8}]})
+    assert headline("08_instruction_tuning.ipynb", tmp_path) == \
+        "answer loss 7.880 -> 3.100; sentiment accuracy 0.550 vs TF-IDF / CRF 0.800"
 
 
 def test_headlines_say_what_is_missing_instead_of_raising(tmp_path):

@@ -180,7 +180,7 @@ def test_mlm_head_masked_counts_head_flops_on_scored_tokens_only():
     model = SparseHeadBertForMaskedLM(tiny_bert().config)
     cfg = BASE.replace(mlm_head="masked")
     out = sa.measure_steps(sa.step_loop(model, cfg, device="cpu"), cfg)
-    enc = bert_flops_per_token(model.config, 16, "encoder")
+    enc = bert_flops_per_token(model.config, 16, mlm_head=False)
     share = (out["flops_per_token"] - enc) / mlm_head_flops(model.config)   # scored fraction of tokens
     assert 0.02 < share < 0.5 and out["mlm_head"] == "masked"
     assert out["flops_per_token"] < bert_flops_per_token(model.config, 16)

@@ -16,7 +16,7 @@ ID2LABEL = dict(enumerate(LABELS))
 
 @pytest.fixture(scope="module")
 def tok(tmp_path_factory):
-    """bert-base-chinese's tokenizer layout (a stand-in): one token per Chinese character, Latin runs in pieces."""
+    """bert-base-chinese's tokenizer layout (a stand-in); the encoding reads every character alone, Latin ones too."""
     from transformers import AutoTokenizer
 
     from nbkit.models.standin import build_standin
@@ -30,7 +30,7 @@ def test_first_subtoken_carries_the_label_the_rest_are_ignored(tok):
     ids, labels = enc.dataset[0]["input_ids"], enc.dataset[0]["labels"]
     pieces = tok.convert_ids_to_tokens(ids)
     assert pieces[:1] == ["[CLS]"] and pieces[-1] == "[SEP]"
-    assert pieces[3:6] == ["N", "##B", "##A"]                     # one word, three sub-tokens
+    assert pieces[3:6] == ["N", "B", "A"]                         # one word, three sub-tokens: one per character
     assert labels == [-100, 0, 0, LABEL2ID["B-ORG"], -100, -100, 0, 0, -100]
     assert enc.word_ids[0] == [0, 1, 2, 2, 2, 3, 4]
     assert enc.report["n_multi_subtoken_words"] == 1 and enc.report["n_extra_subtokens"] == 2

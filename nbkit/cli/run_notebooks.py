@@ -133,8 +133,7 @@ class NotebookProgress:
     """Live progress of one notebook, fed by nbclient's ``on_cell_execute`` / ``on_cell_executed`` hooks.
 
     ``tty`` (default ``stream.isatty()``): a bar redrawn every second; else plain lines, a heartbeat every
-    ``heartbeat_s`` s. The training loop's progress lines in a cell's output (:meth:`cell_output`) are printed
-    as they come (plain) or shown beside the bar (tty). A context manager (the clock and heartbeat thread);
+    ``heartbeat_s`` s; the training loop's progress lines in a cell's output are shown too. A context manager;
     :meth:`finish` writes the closing line.
     """
 
@@ -262,6 +261,7 @@ SOURCES: dict[str, str] = {
     "04": "profiling/results.json",
     "06": "causal/baselines.json",
     "07": "ner/metrics.json",
+    "08": "sft/scores.json",
 }
 
 
@@ -287,14 +287,13 @@ def _mlm(d: dict) -> str:
     return head + (f" after {d['steps']:,} steps" if isinstance(d.get("steps"), int) else "")
 
 
-def _sentiment(d: dict) -> str:
-    acc, base = _num(d.get("test_accuracy")), _num(d.get("baseline_accuracy"))
-    if acc is None:
-        return "test accuracy not recorded"
-    head = f"test accuracy {acc:.3f}"
-    if base is None:
-        return head
-    return f"{head} vs TF-IDF baseline {base:.3f} ({(acc - base) * 100:+.1f} points)"
+def _versus(d: dict, key: str, what: str, baseline: str) -> str:
+    """``test <what> x vs <baseline> y (+z points)`` from ``test_<key>`` and ``baseline_<key>``."""
+    score, base = _num(d.get(f"test_{key}")), _num(d.get(f"baseline_{key}"))
+    if score is None:
+        return f"test {what} not recorded"
+    head = f"test {what} {score:.3f}"
+    return head if base is None else f"{head} vs {baseline} {base:.3f} ({(score - base) * 100:+.1f} points)"
 
 
 def _profiling(d: dict) -> str:
@@ -320,15 +319,25 @@ def _causal(d: dict) -> str:
     return f"held-out perplexity {ppl[0][1]:,.1f}" + (f" vs {others}" if others else "")
 
 
-def _ner(d: dict) -> str:
-    f1, base = _num(d.get("test_entity_f1")), _num(d.get("baseline_entity_f1"))
-    if f1 is None:
-        return "test entity F1 not recorded"
-    head = f"test entity F1 {f1:.3f}"
-    return head if base is None else f"{head} vs CRF baseline {base:.3f} ({(f1 - base) * 100:+.1f} points)"
+def _sft(d: dict) -> str:
+    """Notebook 08's ``scores.json``: the held-out loss on the answers before and after SFT, and the tuned model's
+    sentiment accuracy beside the best baseline's on the same questions (when the demo set was scored)."""
+    before, after = _num(d.get("eval_loss_before")), _num(d.get("eval_loss_after"))
+    head = (f"answer loss {before:.3f} -> {after:.3f}" if None not in (before, after)
+            else "held-out answer loss not recorded")
+    rows = [r for r in d.get("rows") or [] if isinstance(r, dict) and r.get("task") == "sentiment"]
+    tuned = next((_num(r.get("value")) for r in rows if r.get("model") == "after SFT"), None)
+    base = [(r.get("model"), _num(r.get("value"))) for r in rows if r.get("model") not in ("before SFT", "after SFT")]
+    base = [(name, v) for name, v in base if v is not None]
+    if tuned is None or not base:
+        return head
+    name, best = max(base, key=lambda b: b[1])
+    return f"{head}; sentiment accuracy {tuned:.3f} vs {name} {best:.3f}"
 
 
-READERS = {"01": _tokenizer, "02": _mlm, "03": _sentiment, "04": _profiling, "06": _causal, "07": _ner}
+READERS = {"01": _tokenizer, "02": _mlm, "03": lambda d: _versus(d, "accuracy", "accuracy", "TF-IDF baseline"),
+           "04": _profiling, "06": _causal, "07": lambda d: _versus(d, "entity_f1", "entity F1", "CRF baseline"),
+           "08": _sft}
 
 
 def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:
@@ -395,11 +404,6 @@ def _note_signal(signum, frame) -> None:
         _STOP["signal"] = signum
 
 
-def _stopped():
-    """The pending stop (``Terminated``), or None."""
-    return Terminated() if _STOP["signal"] is not None else None
-
-
 def _signal_kernel(client, sig) -> bool:
     """Send ``sig`` to the client's kernel and its children (the kernel leads its own session: jupyter_client
     starts it with ``start_new_session``, and interrupts it with SIGINT to that group, as the interrupt button
@@ -432,12 +436,9 @@ def _execute(client, env: dict, log) -> tuple[BaseException | None, str | None]:
     signal ended the kernel (None: no signal; ``"interrupted"``: it ended its cell on the interrupt;
     ``"killed"``: it did not within :data:`INTERRUPT_WAIT_S` s, or was not running a cell).
 
-    nbclient's event loop, its kernel start-up and its cleanup run in that thread, where nbclient installs no
-    signal handlers (asyncio allows them in the main thread only); the main thread waits here. On a recorded
-    signal it interrupts the kernel first (SIGINT, as Ctrl-C and the interrupt button: nbkit's training loop
-    saves a checkpoint after the running step and raises), waits up to :data:`INTERRUPT_WAIT_S` s for nbclient
-    to end, then kills the kernel (again each 0.2 s while it is still starting), nbclient sees the dead kernel
-    and cleans up, and the thread ends; after :data:`STOP_GRACE_S` more the run reports without it."""
+    nbclient runs in that thread, so the main thread keeps its signal handlers. On a recorded signal the kernel
+    is interrupted (a training cell saves a checkpoint), killed after :data:`INTERRUPT_WAIT_S` s; after
+    :data:`STOP_GRACE_S` more the run reports without the thread."""
     import signal
 
     box: dict = {}
@@ -549,10 +550,7 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
     ``scale``: ``smoke``, ``cpu`` or ``gpu`` (default ``NBKIT_SCALE``); ``only``: file-name prefixes
     (``["01", "02"]``); ``timeout``: seconds per cell; ``heartbeat_s``: seconds between log heartbeats.
     Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved. A SIGTERM or
-    Ctrl-C at any moment (kernel start-up, a cell, shutdown, between notebooks) only sets a flag; the kernel is
-    interrupted (a training cell saves a checkpoint), killed if it has not ended :data:`INTERRUPT_WAIT_S` s later,
-    and the report, saying what the cell saved, written once nbclient, which runs in a worker thread
-    (:func:`_execute`), is done.
+    Ctrl-C at any moment interrupts the kernel (:func:`_execute`) and the report says what the cell saved.
 
     Raises:
         nbkit.errors.ConfigError: bad inputs, before any kernel starts (:func:`plan`).
@@ -616,7 +614,7 @@ def _run(p: Plan, timeout: int, kernel_name: str, heartbeat_s: float) -> int:
         # goes to a log beside the copy, so a killed kernel's traceback stays off the console.
         kernel_log = p.out_dir / f"{path.stem}.kernel.log"
         with progress, open(kernel_log, "w") as log:
-            exc, how = (_stopped(), None) if _STOP["signal"] is not None else _execute(client, p.env, log)
+            exc, how = (Terminated(), None) if _STOP["signal"] is not None else _execute(client, p.env, log)
         if exc is not None or _STOP["signal"] is not None:   # each is reported, none re-raised
             if _STOP["signal"] is not None:  # the kernel's death or nbclient's error came of the signal
                 exc = Terminated(_what_was_saved(exc, how, progress.running))

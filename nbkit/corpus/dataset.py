@@ -1,7 +1,7 @@
 """MLM blocks read from a prepared store's shards by offset (the layout of nanoGPT's ``train.bin`` and Megatron-LM's
 indexed datasets: random access, memory flat in corpus size). Blocks are read with ``os.pread``, not a memory
 map: a shard truncated under the reader is then a short read and a ``DataError``, not a SIGBUS that kills the
-process, at no measured cost (23.4 vs 24.5 us per 128-token block).
+process (docs/corpus.md: no measured cost).
 """
 from __future__ import annotations
 
@@ -24,9 +24,8 @@ class StoreMLMDataset(torch.utils.data.Dataset):
     "word_ids": (B,) int64}``, ``word_ids = cumsum(wst) - 1`` clamped at 0, -1 at ``[CLS]``/``[SEP]``
     (for ``MLMCollator(whole_word=True)``). Shuffling and DDP sharding are the loop's sampler's.
 
-    Cost: O(B) per block, ``(B-2) * (itemsize + 1)`` bytes (378 at B=128, uint16), about 23 us. Memory: the
-    manifest and shard offsets; files are opened lazily in each process (dropped on pickling, reopened after a
-    fork), so DataLoader workers never share one.
+    Cost: O(B) per block, ``(B-2) * (itemsize + 1)`` bytes read. Memory: the manifest and shard offsets; files
+    are opened lazily in each process, so DataLoader workers never share one.
 
     Args:
         path: the prepared directory.

@@ -94,8 +94,8 @@ def identity(settings: dict[str, Any], sources: list[dict[str, Any]]) -> dict[st
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Differences between a recorded identity ``old`` and the call's ``new``, in words (empty: the same store).
 
-    A source of equal size and a new modification time is read once and its SHA-256 compared (about 1.5 ms
-    per MB). With a given tokenizer the :data:`TRAINED_ONLY` settings are not compared.
+    A source of equal size and a new modification time is read once and its SHA-256 compared. With a given
+    tokenizer the :data:`TRAINED_ONLY` settings are not compared.
     """
     out = []
     if old.get("format") != new["format"]:

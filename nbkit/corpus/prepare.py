@@ -477,21 +477,16 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
     cut = heldout_cut(s["heldout_share"])
 
     def close(position, final: bool):
-        nonlocal part, written
-        try:
-            entries = {sp: f.commit() for sp, f in part.files.items()}
-            shards.check_ids(shard_dir, [{"shards": entries}], tok)   # before its marker: a bad part is never trusted
-            fsync_dir(shard_dir)
-            state = log.state()
-            marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,
-                      "shards": entries,
-                      "problems": state["problems"], **_split_counts(tally), "drop_files": state["files"]}
-            hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)
-            shards.write_marker(shard_dir, part.k, hashes, marker)
-        except shards.DiskFull as exc:
-            for f in part.files.values():
-                f.abort()
-            raise _disk_full(shard_dir, exc, written, bar.bytes, total) from None
+        nonlocal part, written   # a DiskFull here is handled below, as one while encoding
+        entries = {sp: f.commit() for sp, f in part.files.items()}
+        shards.check_ids(shard_dir, [{"shards": entries}], tok)   # before its marker: a bad part is never trusted
+        fsync_dir(shard_dir)
+        state = log.state()
+        marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,
+                  "shards": entries, "problems": state["problems"], **_split_counts(tally),
+                  "drop_files": state["files"]}
+        hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)
+        shards.write_marker(shard_dir, part.k, hashes, marker)
         markers.append(marker)
         written += sum(e["n_tokens"] for e in entries.values() if e)
         seen.merge()

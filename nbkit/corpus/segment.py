@@ -1,6 +1,5 @@
 """Word segmenters for whole-word masking: ``rjieba`` (jieba-rs) when importable, else ``jieba``. rjieba is
-about 20x faster per core with the same boundaries almost everywhere (``bench/segmenter_compare.py``); the
-backend and its version are part of a store's settings. ``"none"`` segments nothing: a store's word starts are
+faster (docs/corpus.md); the backend and its version are part of a store's settings. ``"none"`` segments nothing: a store's word starts are
 then the tokenizer's own words (every token but a ``##`` continuation), for MLM without whole Chinese words, and
 its preparation skips the segmenter (the largest per-text cost: ``bench/prepare_tokenizers.py``).
 """

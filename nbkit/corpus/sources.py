@@ -68,7 +68,7 @@ def classify(path: Path) -> tuple[str, str | None] | None:
 
 def fingerprint(path) -> str:
     """SHA-256 (hex) of the file's bytes as stored, read in 1 MB blocks: tells a touched or copied input
-    (new modification time) from an edited one. Cost: about 1.5 ms per MB from the page cache.
+    (new modification time) from an edited one.
 
     Raises:
         OSError: the file cannot be read.

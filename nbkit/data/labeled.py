@@ -76,10 +76,6 @@ def normalize_text(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
 def _keep(where: list[int], row: int) -> None:
     if len(where) < MAX_LOCATIONS:
         where.append(row)
@@ -103,7 +99,7 @@ def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tupl
             given, label = label, repair_surrogates(label)[0].strip()
             if label != given and label:
                 merged[given, label] += 1
-        if _is_missing(label) or label == "":
+        if label is None or (isinstance(label, float) and math.isnan(label)) or label == "":
             n_no_label += 1
             _keep(rows["missing_label"], row)
             continue

@@ -3,17 +3,15 @@
 A text is *valid* when, after repair, it holds at least one visible character. The rule:
 
 1. ``None`` / NaN / a non-string value -> dropped as ``"missing"``.
-2. Lone UTF-16 surrogates (``"\\ud83d"``, as a JSON escape of half an emoji gives) are replaced by
-   U+FFFD and counted as ``"repaired_surrogates"``; the text is kept (JSON files holding them are
-   otherwise unreadable for Arrow, and one such line used to sink the whole file).
+2. Lone UTF-16 surrogates (``"\\ud83d"``, half an emoji as a JSON escape) are replaced by U+FFFD and
+   counted as ``"repaired_surrogates"``; the text is kept (Arrow cannot read them).
 3. A text whose every character is whitespace, a control character (Unicode category ``Cc``), a
    format character (``Cf``: zero-width joiner U+200D, word joiner U+2060, BOM U+FEFF, ...) or a
    separator (``Z*``, incl. the ideographic space U+3000) -> dropped as ``"blank"``: the tokenizer
    gives it no token, and a model would still give it a confident label.
 
 ``split_long`` cuts a long text into pieces of at most ``max_chars`` characters at sentence ends
-(``。！？!?；;`` and line breaks), so per-row steps (splits, segmentation, tokenization) never see one
-giant row. Pure Python, no third-party import: cost is one pass over the characters (O(length)).
+(``。！？!?；;`` and line breaks), so per-row steps never see one giant row.
 """
 from __future__ import annotations
 

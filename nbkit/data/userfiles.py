@@ -278,10 +278,6 @@ def check_errors(errors: str) -> None:
                           "or 'skip' (skip bad records; their lines are listed in the report).")
 
 
-def _has_surrogate(value) -> bool:
-    return isinstance(value, str) and repair_surrogates(value)[1] > 0
-
-
 def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str = "raise") -> tuple[dict, dict]:
     """``(table, info)`` of a UTF-8 ``.jsonl``/``.json`` file read record by record: ``table`` maps each of
     ``columns`` to a list (``None`` where a record lacks it) and ``"__fields__"`` to every field seen;
@@ -308,7 +304,8 @@ def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str
         fields.update(record)
         for c in columns:
             table[c].append(record.get(c))
-        if lineno is not None and any(_has_surrogate(record.get(c)) for c in columns):
+        if lineno is not None and any(isinstance(v := record.get(c), str) and repair_surrogates(v)[1] > 0
+                                         for c in columns):
             info["n_surrogate_lines"] += 1
             if len(info["surrogate_lines"]) < _SHOWN:
                 info["surrogate_lines"].append(lineno)

@@ -20,20 +20,14 @@ def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int |
     :func:`nbkit.models.causal.default_new_tokens`, what a bare ``pipeline("text-generation")`` call on the
     export writes).
 
-    ``do_sample=False``: greedy (the most likely token each step: the same text every time). ``True``: sampled
-    from the softmax at ``temperature``, cut to the ``top_k`` most likely tokens and to the smallest set whose
-    probability reaches ``top_p`` (nucleus sampling, Holtzman et al. 2020), with ``seed`` (torch's generators
-    are seeded for the call and restored after, so a rerun prints the same). Stops early at the model's eos,
-    the document separator nbkit trains with. The prompt is encoded as the opening of a document (the
-    separator, then its tokens: :func:`nbkit.text.causal.prompt_ids`), as ``pipeline("text-generation")``
-    encodes it with an exported model's tokenizer (:func:`nbkit.models.export.export_causal_lm`), so both
-    continue it with the same tokens; the separator counts toward the context. ``repetition_penalty`` (e.g.
-    1.2) and ``no_repeat_ngram_size`` (e.g. 3) are ``model.generate``'s own controls against the loops of a
-    small model's greedy text (:func:`nbkit.models.causal.generation_config`). Returns the prompt and the
-    continuation (``full_text=False``: the continuation only), decoded with Chinese characters unspaced
-    (:func:`nbkit.text.tokenizer_files.cjk_decoding`); special tokens are dropped. A list (or tuple) of prompts
-    gives a list of texts in the same order, each generated as if alone (the same ``seed`` for each, no padding:
-    what one prompt gives does not depend on the others).
+    ``do_sample=False``: greedy. ``True``: sampled at ``temperature``, cut to ``top_k`` and ``top_p`` (nucleus
+    sampling, Holtzman et al. 2020), with ``seed`` (torch's generators seeded for the call and restored after).
+    Stops early at the model's eos. The prompt is encoded as the opening of a document
+    (:func:`nbkit.text.causal.prompt_ids`), as an exported model's pipeline encodes it; the separator counts
+    toward the context. ``repetition_penalty`` and ``no_repeat_ngram_size``: ``model.generate``'s own
+    (:func:`nbkit.models.causal.generation_config`). Returns the prompt and the continuation
+    (``full_text=False``: the continuation only), Chinese unspaced, special tokens dropped. A list of prompts
+    gives a list of texts in order, each generated as if alone (the same ``seed``, no padding).
 
     Raises:
         ConfigError: ``model`` not a causal LM (a BERT masked LM: use ``nbkit.evaluate.probes.fill_mask``), or

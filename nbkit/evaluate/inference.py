@@ -1,5 +1,9 @@
-"""Predict with a fine-tuned model: a label per text (refusing texts the tokenizer cannot read), a tag per token."""
+"""Predict with a fine-tuned model: a label per text (refusing texts the tokenizer cannot read), a tag per token,
+the entities of plain text through an exported tagger (long texts cut at clause marks, never truncated)."""
 from __future__ import annotations
+
+#: where :func:`tag_text` cuts a text longer than one window: after sentence and clause marks, full-width and ASCII
+CLAUSE_MARKS = "。！？；，、：!?;,:"
 
 
 def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2label=None) -> dict:
@@ -77,23 +81,26 @@ def _unk_shares(tokenizer, texts: list) -> list[float]:
 
 
 def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, stride: int | None = None,
-                 batch_size: int = 64) -> tuple[list[list[str]], dict]:
+                 batch_size: int = 64, split: str | None = CLAUSE_MARKS) -> tuple[list[list[str]], dict]:
     """Tag every token of ``items`` (dicts with ``tokens``, e.g. one character each) with a token-classification
-    model (``logits`` (B, T, C)) through ``transformers``' token-classification pipeline, as the exported folder
-    tags for a user (``aggregation_strategy="first"``: each word its first sub-token's tag, the one training labels,
-    :data:`nbkit.text.token_classification.AGGREGATION`; ``model_max_length`` = ``max_length``, the run's
-    ``stride``): the job's scores are by construction the ones ``pipeline(...)`` reproduces.
+    model (``logits`` (B, T, C)) through the call a user makes on the exported folder: :func:`tag_text` on each
+    item's text (its tokens joined) with ``transformers``' token-classification pipeline and the tokenizer the
+    export saves (:func:`nbkit.text.token_classification.char_tokenizer`: one pre-token per character, the ids
+    training read), ``aggregation_strategy="first"`` (:data:`nbkit.text.token_classification.AGGREGATION`),
+    ``model_max_length`` = ``max_length`` and the run's ``stride``. The job's scores are by construction the ones
+    ``tag_text(pipeline(...), text)`` reproduces, and on a sentence of one window the bare ``pipeline(...)(text)``;
+    each token takes the span holding its first character (:func:`nbkit.evaluate.ner_report.pipeline_tags`).
 
-    A sentence longer than ``max_length`` sub-tokens is tagged in the pipeline's windows (the fast tokenizer's
-    overflow: ``max_length - 2`` sub-tokens each, the next starting ``stride`` sub-tokens before the previous one
-    ends, the last one shorter) and their entities merged (of overlapping ones the longest, on a tie the higher
-    score: ``TokenClassificationPipeline.aggregate_overlapping_entities``): nothing is cut, every token gets a tag
-    (:func:`nbkit.evaluate.ner_report.pipeline_tags` maps the spans back to tokens). In eval mode, on the model's
-    device, ``batch_size`` windows per forward: on 2 CPU cores notebook 07's cpu model tags the 1,842 test sentences
-    in 11.8 s (the batched token-level merge this replaced: 4.5 s; the exported folder's pipeline: 8.7 s).
+    A sentence longer than ``max_length`` sub-tokens is cut after its clause marks (``split``, :func:`tag_text`)
+    and a piece still longer is tagged in the pipeline's windows (the fast tokenizer's overflow:
+    ``max_length - 2`` sub-tokens each, the next starting ``stride`` sub-tokens before the previous one ends, the
+    last one shorter) and their entities merged (of overlapping ones the longest, on a tie the higher score:
+    ``TokenClassificationPipeline.aggregate_overlapping_entities``); ``split=None``: windows over the whole
+    sentence. Nothing is cut, every token gets a tag. In eval mode, on the model's device, ``batch_size`` texts
+    per call.
 
     Returns ``(tags, report)``: one list of label names per item, and the encoding's counts (``n_windows`` (the
-    pipeline's windows: the same number), ``n_windowed``, ...:
+    pipeline's windows: the same number), ``n_windowed``, ``stride``, ...:
     :func:`nbkit.text.token_classification.encode_token_classification`).
 
     Raises:
@@ -102,13 +109,14 @@ def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, strid
         DataError: from the encoding (an empty item).
     """
     import copy
+    import functools
 
     from transformers import pipeline
 
     from nbkit.errors import ConfigError
     from nbkit.evaluate.ner_report import pipeline_tags
     from nbkit.switches import model_mode
-    from nbkit.text.token_classification import AGGREGATION, encode_token_classification
+    from nbkit.text.token_classification import AGGREGATION, char_tokenizer, encode_token_classification
 
     id2label = {int(k): str(v) for k, v in id2label.items()}
     items = [{"tokens": it["tokens"]} for it in items]          # tags, if any, play no part in prediction
@@ -119,10 +127,72 @@ def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, strid
     if named != id2label:
         raise ConfigError(f"the model's config.id2label {named} is not the labels given {id2label}; build the "
                           "classifier with id2label=... (nbkit.models.bert.build_classifier) so its entities are named")
-    tok = copy.deepcopy(tokenizer)
+    tok = char_tokenizer(tokenizer)
+    tok = copy.deepcopy(tok) if tok is tokenizer else tok
     tok.model_max_length = max_length                           # as the export writes it
     pipe = pipeline("token-classification", model=inner, tokenizer=tok, aggregation_strategy=AGGREGATION,
                     device=next(inner.parameters()).device)
     with model_mode(inner, training=False):
-        tags = pipeline_tags(pipe, items, batch_size=batch_size, stride=enc.report["stride"])
+        tags = pipeline_tags(functools.partial(tag_text, pipe, split=split), items, batch_size=batch_size,
+                             stride=enc.report["stride"], plain_text=True)
     return tags, enc.report
+
+
+
+def tag_text(tagger, texts, split: str | None = CLAUSE_MARKS, stride: int | None = None, batch_size: int = 32):
+    """Entities of plain text from a token-classification ``pipeline`` (e.g. the NER export loaded with
+    ``pipeline("token-classification", model=dir, aggregation_strategy="first")``): for one ``str`` one flat list of
+    ``{"entity_group", "start", "end", "word", "score"}`` (``start``/``end``: character offsets into the text), for
+    a list of texts one such list per text.
+
+    A text longer than one window (``tagger.tokenizer.model_max_length - 2`` tokens) is never cut: with ``split``
+    it is cut after each of those characters (closing quotes stay with the mark) and each piece tagged alone, the
+    offsets moved back into the text; a piece (or, with ``split=None``, the text) still longer than a window is
+    tagged in windows sharing ``stride`` tokens (None: the export's ``config.task_specific_params`` value, else a
+    quarter of the window) and their entities merged by the pipeline. A text of one window is tagged whole.
+    docs/ner.md has the measurement behind cutting at clause marks.
+
+    Raises:
+        ConfigError: ``texts`` holds something other than strings (pass plain text; for characters as words
+            call the pipeline itself).
+    """
+    from nbkit.errors import ConfigError
+
+    one = isinstance(texts, str)
+    texts = [texts] if one else list(texts)
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad:
+        raise ConfigError(f"tag_text takes plain strings; texts at indices {bad[:10]} are "
+                          f"{type(texts[bad[0]]).__name__}: join a list of characters with ''.join(chars)")
+    tok = tagger.tokenizer
+    body = int(tok.model_max_length) - 2
+    if stride is None:
+        params = (getattr(tagger.model.config, "task_specific_params", None) or {}).get("token-classification") or {}
+        stride = int(params.get("stride", body // 4))
+    pieces = []                                                     # (text index, offset, piece)
+    for i, text in enumerate(texts):
+        if not text:
+            continue                                                # no token, no entity
+        if not split or len(tok(text, add_special_tokens=False, verbose=False)["input_ids"]) <= body:
+            pieces.append((i, 0, text))
+        else:
+            pieces.extend((i, offset, piece) for offset, piece in clause_pieces(text, split))
+    outs = tagger([p for _, _, p in pieces], batch_size=batch_size, stride=stride) if pieces else []
+    spans = [[] for _ in texts]
+    for (i, offset, _), found in zip(pieces, outs):
+        spans[i].extend({**s, "start": int(s["start"]) + offset, "end": int(s["end"]) + offset} for s in found)
+    return spans[0] if one else spans
+
+
+def clause_pieces(text: str, marks: str = CLAUSE_MARKS) -> list[tuple[int, str]]:
+    """``text`` cut after each character of ``marks`` (closing quotes and brackets that follow stay with it), as
+    ``(character offset, piece)`` in order; the pieces joined are ``text``."""
+    import re
+
+    out, start = [], 0
+    for m in re.finditer(f"[{re.escape(marks)}][”’」』）)]*", text):
+        out.append((start, text[start:m.end()]))
+        start = m.end()
+    if start < len(text):
+        out.append((start, text[start:]))
+    return out

@@ -143,3 +143,132 @@ def generate_answers(model, tok, examples: Sequence[dict], max_new_tokens: int =
             unfinished += not (new and new[-1] in stops)
             answers.append(decoder.decode(new, skip_special_tokens=True))
     return answers, unfinished
+
+
+def fitting_examples(tok, examples: Sequence[dict], context: int, per_task: int | None = None) -> list[dict]:
+    """The ``examples`` whose whole conversation fits ``context`` tokens under ``tok``'s chat template (as training
+    keeps them: :func:`nbkit.text.chat.encode_conversations`), at most the first ``per_task`` of each task, in
+    their order: the held-out questions to score by generation, and the baselines on the same ones.
+
+    Raises:
+        DataError: none fits (the fix named).
+    """
+    from nbkit.text.chat import encode_conversations
+
+    cols, _ = encode_conversations(tok, [ex["messages"] for ex in examples], context)
+    seen: dict[str, int] = {}
+    out = []
+    for i in cols["index"]:
+        task = examples[i].get("task")
+        if per_task is None or seen.get(task, 0) < per_task:
+            seen[task] = seen.get(task, 0) + 1
+            out.append(examples[i])
+    return out
+
+
+def baseline_answers(examples: Sequence[dict], train: Sequence[dict], ner_items: Sequence[dict] = (),
+                     crf_iter: int = 100) -> list[str]:
+    """The classical baselines' answer to each of ``examples``, written as the demo's answers are, so that
+    :func:`score_answers` scores them as it scores the model's (same questions, same metric):
+
+    - ``sentiment``: TF-IDF character n-grams + logistic regression
+      (:func:`nbkit.evaluate.baseline.fit_tfidf_baseline`) fit on ``train``'s sentiment examples (the texts the model
+      was tuned on, cut as it read them, and their labels); answer ``正面`` / ``负面``;
+    - ``persons`` / ``places``: a CRF over character features (:class:`nbkit.evaluate.ner.CrfTagger`, ``crf_iter``
+      L-BFGS iterations) fit on the sentences of ``ner_items`` (People's Daily ``{"tokens", "tags"}``, notebook 07's
+      training split) that are ``train``'s entity texts, cut as they were; answer its PER / LOC names in order of
+      appearance joined by ``、``, ``无`` when none.
+
+    Raises:
+        DataError: an entity example without ``ner_items`` that hold its training sentences, or a task with no
+            training examples (the baseline has nothing to fit).
+    """
+    from nbkit.data.instruct import NAME_SEPARATOR, NONE_ANSWER, SENTIMENT_ANSWERS
+
+    tasks = set(ex["task"] for ex in examples)
+    answers: dict[int, str] = {}
+    if "sentiment" in tasks:
+        from nbkit.evaluate.baseline import fit_tfidf_baseline
+
+        fit = [ex for ex in train if ex["task"] == "sentiment"]
+        if not fit:
+            raise DataError("no sentiment example in train: pass the training split the model was tuned on")
+        tfidf = fit_tfidf_baseline([ex["text"] for ex in fit], [ex["gold"] for ex in fit], min_df=1)
+        idx = [i for i, ex in enumerate(examples) if ex["task"] == "sentiment"]
+        for i, label in zip(idx, tfidf.predict([examples[i]["text"] for i in idx])):
+            answers[i] = SENTIMENT_ANSWERS[label]
+    kinds = {"persons": "PER", "places": "LOC"}
+    if tasks & set(kinds):
+        from nbkit.data.ner import entity_spans
+        from nbkit.evaluate.ner import CrfTagger
+
+        texts = {ex["text"] for ex in train if ex["task"] in kinds}
+        cut = max(map(len, texts), default=0)
+        items = [{"tokens": list(it["tokens"][:cut]), "tags": list(it["tags"][:cut])} for it in ner_items
+                 if "".join(it["tokens"][:cut]) in texts]
+        if not items:
+            raise DataError("none of the training examples' sentences is in ner_items: pass "
+                            "load_peoples_daily_ner(lines=cfg.corpus_lines, seed=cfg.split_seed).splits['train']")
+        crf = CrfTagger.fit(items, max_iter=crf_iter)
+        for i, ex in enumerate(examples):
+            if ex["task"] in kinds:
+                chars = list(ex["text"])
+                names = []
+                for kind, start, end in entity_spans(crf.tags(chars)):
+                    name = "".join(chars[start:end])
+                    if kind == kinds[ex["task"]] and name not in names:
+                        names.append(name)
+                answers[i] = NAME_SEPARATOR.join(names) or NONE_ANSWER
+    return [answers[i] for i in range(len(examples))]
+
+
+def classifier_answers(model_dir, examples: Sequence[dict], batch_size: int = 32) -> list[str]:
+    """Answers of a fine-tuned sentiment classifier (notebook 03's exported ``model_dir``, read through
+    ``pipeline("text-classification")``, reviews cut at its ``model_max_length``) to the sentiment ones of
+    ``examples``: ``正面`` / ``负面`` by its label names (``positive`` / ``negative``), in their order.
+
+    Raises:
+        DataError: no sentiment example, or a label name the demo answers do not know (not notebook 03's model).
+    """
+    from transformers import pipeline
+
+    from nbkit.data.instruct import SENTIMENT_ANSWERS
+    from nbkit.models.loading import quiet_transformers
+
+    texts = [ex["text"] for ex in examples if ex["task"] == "sentiment"]
+    if not texts:
+        raise DataError("no sentiment example to classify: pass the held-out demo examples")
+    with quiet_transformers():
+        clf = pipeline("text-classification", model=str(model_dir), device="cpu")
+        said = clf(texts, batch_size=batch_size, truncation=True)
+    unknown = sorted({s["label"] for s in said} - set(SENTIMENT_ANSWERS))
+    if unknown:
+        raise DataError(f"{model_dir} answers labels {unknown}, not {sorted(SENTIMENT_ANSWERS)}: pass notebook 03's "
+                        "sentiment model (runs/<scale>/sentiment/model)")
+    return [SENTIMENT_ANSWERS[s["label"]] for s in said]
+
+
+def comparison_rows(scored: dict[str, dict]) -> list[dict]:
+    """One row per model and task of ``scored`` (model name -> :func:`score_answers`'s result): ``model``,
+    ``task``, ``metric``, ``n``, ``value``, ``low``, ``high`` (the interval), ``form_share`` (0-1), in the order
+    given."""
+    return [{"model": name, "task": task, "metric": s["metric"], "n": s["n"], "value": s["value"], "low": s["low"],
+             "high": s["high"], "form_share": s["form_share"]}
+            for name, scores in scored.items() for task, s in scores.items()]
+
+
+def classifier_summary(run_dir) -> dict | None:
+    """Notebook 03's recorded test score in ``run_dir/metrics.json``: ``{"test_accuracy", "n", "run_dir"}`` over
+    its whole test split (the demo's held-out reviews are drawn from that split: a subset, other questions), or
+    None when the run has no ``metrics.json`` or no test accuracy."""
+    from pathlib import Path
+
+    from nbkit import jsonio
+
+    path = Path(run_dir) / "metrics.json"
+    if not path.is_file():
+        return None
+    metrics = jsonio.loads_strict(path.read_text(encoding="utf-8"))
+    if metrics.get("test_accuracy") is None:
+        return None
+    return {"test_accuracy": metrics["test_accuracy"], "n": metrics.get("n_test"), "run_dir": str(run_dir)}

@@ -67,14 +67,16 @@ def scores_table(results: dict[str, dict]) -> "pd.DataFrame":
     return pd.DataFrame.from_dict(rows, orient="index").round(3)
 
 
-def pipeline_tags(pipe, items, batch_size: int = 32, stride: int | None = None) -> list[list[str]]:
+def pipeline_tags(pipe, items, batch_size: int = 32, stride: int | None = None,
+                  plain_text: bool = False) -> list[list[str]]:
     """Per-token BIO tags from a ``transformers`` token-classification pipeline with
     ``aggregation_strategy="first"`` (:data:`nbkit.text.token_classification.AGGREGATION`): each item's tokens go in as words (``is_split_into_words=True``,
     ``delimiter=""``, so a span's ``start``/``end`` are offsets in the tokens joined), and each token takes the span
     holding its first character: ``B-<group>`` where the span starts in that token, ``I-<group>`` where it started
     before, ``O`` outside every span. One character per token (People's Daily): the spans exactly. What a user of
-    the exported model gets, in the form the job scores; the job's own evaluation goes through here
-    (:func:`nbkit.evaluate.inference.predict_tags`).
+    the exported model gets, in the form the job scores. ``plain_text``: each item's tokens joined into one
+    string instead, the call a user makes on text (the same offsets); the job's own evaluation goes through here
+    this way (:func:`nbkit.evaluate.inference.predict_tags`).
 
     ``stride``: passed to the pipeline, which then tags a sentence longer than the tokenizer's
     ``model_max_length`` in overlapping windows (``stride`` tokens shared) and merges their spans; None: the
@@ -84,7 +86,10 @@ def pipeline_tags(pipe, items, batch_size: int = 32, stride: int | None = None) 
     if not texts:
         return []
     extra = {} if stride is None else {"stride": stride}
-    outputs = pipe(texts, is_split_into_words=True, delimiter="", batch_size=batch_size, **extra)
+    if plain_text:
+        outputs = pipe(["".join(words) for words in texts], batch_size=batch_size, **extra)
+    else:
+        outputs = pipe(texts, is_split_into_words=True, delimiter="", batch_size=batch_size, **extra)
     tags = []
     for words, spans in zip(texts, outputs):
         owner = [None] * sum(map(len, words))             # character -> the span holding it

@@ -1,25 +1,13 @@
 """The causal LM's honest baseline: an interpolated Kneser-Ney n-gram model over a store's token ids.
 
-A GPT's held-out perplexity means little alone; beside a bigram and a trigram trained on the same training
-split and scored on the same held-out tokens it says what the network learned past local statistics. The
-smoothing is interpolated *modified* Kneser-Ney (Chen & Goodman 1998, "An empirical study of smoothing
-techniques for language modeling", Harvard TR-10-98: three discounts D1, D2, D3+ per order from the
-count-of-counts), or interpolated absolute discounting / plain Kneser-Ney with one fixed discount
-``D`` (``discount=D``). Lower orders use continuation counts (distinct left extensions), and the unigram level
-is interpolated with the uniform distribution over the vocabulary (as KenLM does), so every id in
-``[0, vocab_size)`` gets a probability > 0 and an unseen context backs off to the next order down.
+A GPT's held-out perplexity beside a bigram's and a trigram's, trained and scored on the same tokens, says what
+the network learned past local statistics. Smoothing: interpolated modified Kneser-Ney (Chen & Goodman 1998,
+three discounts per order), or one fixed discount ``D``; the unigram level is interpolated with the uniform
+distribution, so every id in ``[0, vocab_size)`` gets a probability > 0.
 
-Written here over integer ids with numpy rather than taken from a library: ``nltk.lm`` scores a token in
-Python through nested dicts (orders of magnitude slower, it works on strings) and ``kenlm`` needs a C++ build
-and text files of words. Here an n-gram is one int64 key (``((u * V) + v) * V + w``, so ``V**order < 2**63``:
-``V <= 2,097,151`` for order 3), counts are sorted key arrays, and lookups are ``np.searchsorted``.
-
-Cost, per token and order ``n``: fitting, ``O(n log T)`` (a sort of each chunk's keys and a merge; ``T`` the
-distinct n-grams so far), memory ``O(T)`` whatever the stream length (an int64 key and count per distinct
-n-gram of each order, plus the smoothed tables built from them: a few tens of bytes per distinct n-gram); scoring, ``O(n log T)``
-(``3n`` binary searches), vectorised over up to 1,024 held-out blocks at a time.
-Measured on the shared 2-core machine (1 M Zipf-distributed ids over V=6,000): fitting 0.3 us/token (bigram)
-and 0.5 us/token (trigram), scoring 0.8 and 1.5 us/token.
+Over integer ids with numpy (``nltk.lm`` works on strings and is far slower; ``kenlm`` needs a C++ build): an
+n-gram is one int64 key (``V**order < 2**63``), counts are sorted key arrays, lookups ``np.searchsorted``.
+Fitting and scoring cost ``O(n log T)`` per token (``T`` distinct n-grams), memory ``O(T)``.
 """
 from __future__ import annotations
 
@@ -111,13 +99,9 @@ class NgramLM:
 
     ``P_k(w | h) = max(a_k(hw) - D(a_k(hw)), 0) / A_k(h) + gamma_k(h) * P_{k-1}(w | h')`` with ``h'`` the
     context ``h`` without its oldest token, ``A_k(h) = sum_w a_k(hw)``, ``gamma_k(h)`` the discounted mass
-    ``sum_w D(a_k(hw)) / A_k(h)``, and ``P_k(w|h) = P_{k-1}(w|h')`` where ``A_k(h) = 0`` (an unseen context backs
-    off). ``a_n`` are raw counts at the highest order; ``a_k`` (``k < n``) are continuation counts
-    ``N1+(. h w)`` (how many distinct tokens precede ``hw``). ``P_0 = 1/vocab_size``. So each
-    ``P_k(. | h)`` sums to 1 over the vocabulary.
-
-    Tokens predicted near the start of a row have less than ``order - 1`` tokens of context; they use
-    ``P_k`` with ``k - 1`` the context there is (as a causal LM's first positions see less).
+    ``sum_w D(a_k(hw)) / A_k(h)``, and ``P_k(w|h) = P_{k-1}(w|h')`` where ``A_k(h) = 0``. ``a_n`` are raw counts;
+    ``a_k`` (``k < n``) continuation counts ``N1+(. h w)``; ``P_0 = 1/vocab_size``. Near a row's start the
+    context is shorter, as a causal LM's first positions see less.
 
     Args:
         order: ``n`` (1, 2 or 3 typical; any ``n >= 1`` with ``vocab_size**n < 2**63``).
@@ -353,10 +337,8 @@ def _train_chunks(blocks) -> Iterator[np.ndarray]:
 def causal_baselines(blocks: dict, vocab_size: int, orders: Iterable[int] = (2, 3), *,
                      max_eval_blocks: int | None = None, discount: float | None = None) -> list[dict]:
     """The n-gram baselines of a causal LM trained on ``blocks["train"]`` and evaluated on
-    ``blocks["validation"]`` (:func:`nbkit.recipes.pretraining.blocks`): one :class:`NgramLM` per order fitted
-    on the training stream (:func:`_train_chunks`: every training token once) and scored with
-    :func:`score_blocks` on the first ``max_eval_blocks`` validation blocks, the targets the LM's
-    ``eval_loss`` averages over.
+    ``blocks["validation"]``: one :class:`NgramLM` per order fitted on every training token once and scored
+    with :func:`score_blocks` on the first ``max_eval_blocks`` validation blocks.
 
     Returns:
         ``[{"model": "2-gram KN", "order", "eval_loss", "eval_perplexity", "eval_tokens", "train_tokens"},

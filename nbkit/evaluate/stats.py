@@ -33,18 +33,21 @@ def macro_f1(y_true, y_pred) -> float:
     return from_confusion(np.bincount(cells, minlength=k * k).reshape(k, k))
 
 
-def _as_runs(y_pred):
-    """(R, N) int array: one row per seed's predictions."""
+def _paired(y_true, *y_preds):
+    """``y_true`` as an (N,) array and each prediction as an (R, N) array, one row per seed.
+
+    Raises:
+        DataError: a prediction that does not cover every example of ``y_true``, or no examples.
+    """
     import numpy as np
 
-    arr = np.asarray(y_pred)
-    return arr[None, :] if arr.ndim == 1 else arr
-
-
-def _check(y_true, runs) -> None:
-    if runs.shape[1] != len(y_true) or len(y_true) == 0:
-        raise DataError(f"predictions cover {runs.shape[1]} examples but y_true has {len(y_true)}; "
-                        "pass one prediction per test example (per seed: shape (seeds, N))")
+    true = np.asarray(y_true)
+    runs = [np.asarray(p)[None, :] if np.ndim(p) == 1 else np.asarray(p) for p in y_preds]
+    for r in runs:
+        if r.shape[1] != len(true) or len(true) == 0:
+            raise DataError(f"predictions cover {r.shape[1]} examples but y_true has {len(true)}; "
+                            "pass one prediction per test example (per seed: shape (seeds, N))")
+    return (true, *runs)
 
 
 def resample_indices(n: int, n_boot: int, seed: int = 0):
@@ -79,10 +82,7 @@ def bootstrap_diff(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, n_boot
     """
     import numpy as np
 
-    true = np.asarray(y_true)
-    a, b = _as_runs(y_pred_a), _as_runs(y_pred_b)
-    _check(true, a)
-    _check(true, b)
+    true, a, b = _paired(y_true, y_pred_a, y_pred_b)
 
     def diff(idx) -> float:  # each system's metric on this resample, averaged over its seeds
         return (float(np.mean([metric(true[idx], row[idx]) for row in a]))
@@ -106,10 +106,7 @@ def bootstrap_diff_seeds(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, 
     """
     import numpy as np
 
-    true = np.asarray(y_true)
-    a, b = _as_runs(y_pred_a), _as_runs(y_pred_b)
-    _check(true, a)
-    _check(true, b)
+    true, a, b = _paired(y_true, y_pred_a, y_pred_b)
     if a.shape[0] != b.shape[0] or a.shape[0] < 2:
         raise DataError(f"need the same number (>= 2) of seeds on both sides, paired by seed; got {a.shape[0]} "
                         f"and {b.shape[0]}")

@@ -2,16 +2,11 @@
 SkyPilot, and ``python -m nbkit.jobs.cluster --from pet|skypilot JOB [flags]``, which checks the variables the
 engine set before torchrun reads them.
 
-Each engine hands a pod or node its place in the job through variables, and each spells them its own way:
-Kubeflow's operators set torchrun's own ``PET_NNODES``, ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``,
-``PET_MASTER_ADDR``, ``PET_MASTER_PORT`` (torchrun reads ``PET_<FLAG>`` as the default of ``--<flag>``);
-SkyPilot sets ``SKYPILOT_NODE_IPS``, ``SKYPILOT_NODE_RANK``, ``SKYPILOT_NUM_NODES``,
-``SKYPILOT_NUM_GPUS_PER_NODE``, which become torchrun flags here. A missing or wrong one used to show up as a
-single-node run that trains alone, or a rendezvous that hangs; here it is a ``ConfigError`` naming it before
-torchrun starts, and a node that cannot reach the master within ``NBKIT_DIST_TIMEOUT_S`` says which address
-and port it tried. The manifests (:func:`pytorchjob`, :func:`trainjob`, :func:`skypilot_task`,
-:func:`write_manifest`) run the job through this entry, with the run folder on a persistent volume and
-``/dev/shm`` as memory. What was checked and how: ``docs/distributed.md``, "Clusters".
+Kubeflow's operators set torchrun's own ``PET_*`` variables; SkyPilot's ``SKYPILOT_*`` ones become torchrun flags
+here. A missing or wrong one is a ``ConfigError`` naming it before torchrun starts (not a node that trains alone
+or a rendezvous that hangs), and a node that cannot reach the master within ``NBKIT_DIST_TIMEOUT_S`` names the
+address and port it tried. The manifests run the job through this entry, with the run folder on a persistent
+volume and ``/dev/shm`` as memory (``docs/distributed.md``, "Clusters").
 """
 from __future__ import annotations
 
@@ -108,8 +103,8 @@ def torchrun_flags(source: str, place: dict) -> list[str]:
 
 def wait_for_master(place: dict, timeout_s: float, names: str) -> None:
     """On a node of rank > 0, connect to the master's rendezvous port as a store client until it answers or
-    ``timeout_s`` s pass (rank 0 hosts it, so it returns at once there). torchrun's agent (static rendezvous) would otherwise
-    wait 10 minutes (600 s). ``names``: how the address was given, for the message.
+    ``timeout_s`` s pass (at once on rank 0, which hosts it), rather than torchrun's 10 minutes. ``names``: how
+    the address was given, for the message.
 
     Raises:
         ConfigError: the master did not answer in time; names the address and port tried and the fixes.
@@ -142,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m nbkit.jobs.cluster --from pet|skypilot JOB [flags]``: check the engine's variables
     (:func:`check_env`), wait for the master on other nodes (:func:`wait_for_master`), then run ``JOB``
     (``-m module`` or a script) under torchrun (:func:`nbkit.jobs.launch.main`). Returns its exit code; 2 with one
-    line naming the variable when one is missing or wrong, before torchrun starts. (Parsed by hand: argparse
-    cannot leave ``-m module --flags`` to the job.)"""
+    line naming the variable when one is missing or wrong. (Parsed by hand: argparse cannot leave
+    ``-m module --flags`` to the job.)"""
     from nbkit.train.ddp.rendezvous import timeout_s
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -249,12 +244,10 @@ def pytorchjob(args=(), job: str = "nbkit.jobs.pretrain", name: str = "nbkit-pre
     """A Kubeflow ``PyTorchJob`` (``kubeflow.org/v1``, training-operator v1.9) as a dict: one Master and
     ``nodes - 1`` Workers, each a pod of ``gpus_per_node`` GPUs running ``job`` with ``args``.
 
-    Every pod runs the image's job entry (``command`` replaces the JupyterLab entrypoint: no server, no token),
-    mounts the ReadWriteMany claim ``pvc`` at the image's runs folder (tokenizer, checkpoints, metrics: rank 0
-    writes, every rank reads on resume) and a memory ``emptyDir`` of ``shm_size`` at ``/dev/shm``. ``torchrun``:
-    ``python -m nbkit.jobs.cluster --from pet`` starts one process per GPU from the operator's ``PET_*``;
-    ``False``: one process per pod (``gpus_per_node`` <= 1) that joins through the operator's ``MASTER_ADDR``,
-    ``RANK``, ``WORLD_SIZE`` with ``NBKIT_DISTRIBUTED=1``. ``cpu`` (cores) and ``memory`` are requested per pod.
+    Every pod runs the image's job entry (not JupyterLab), mounts the ReadWriteMany claim ``pvc`` at the image's
+    runs folder and a memory ``emptyDir`` of ``shm_size`` at ``/dev/shm``. ``torchrun``: one process per GPU
+    from the operator's ``PET_*``; ``False``: one process per pod (``gpus_per_node`` <= 1) joining through the
+    operator's ``MASTER_ADDR``, ``RANK``, ``WORLD_SIZE``. ``cpu`` (cores) and ``memory`` are requested per pod.
 
     Raises:
         ConfigError: a name Kubernetes refuses; nodes < 1; ``torchrun=False`` with more than one GPU per pod.
@@ -292,9 +285,8 @@ def trainjob(args=(), job: str = "nbkit.jobs.pretrain", name: str = "nbkit-pretr
              nodes: int = 2, gpus_per_node: int = 8, pvc: str = "nbkit-runs", shm_size: str = "16Gi",
              cpu: int = 16, memory: str = "64Gi", runtime: str = "torch-distributed", env: dict | None = None) -> dict:
     """A Kubeflow Trainer v2 ``TrainJob`` (``trainer.kubeflow.org/v1alpha1``, trainer v2.3) on the
-    ``runtime`` ClusterTrainingRuntime: ``nodes`` x ``gpus_per_node``, the same pod as :func:`pytorchjob` (job
-    entry, claim ``pvc`` at the runs folder, memory ``/dev/shm``) through ``runtimePatches`` (v2.3; v2.1-v2.2
-    called it ``podTemplateOverrides``). The Torch plugin sets ``PET_*``, which ``--from pet`` hands to torchrun.
+    ``runtime`` ClusterTrainingRuntime: ``nodes`` x ``gpus_per_node``, the same pod as :func:`pytorchjob`
+    through ``runtimePatches``; the Torch plugin sets ``PET_*``, which ``--from pet`` hands to torchrun.
 
     Raises:
         ConfigError: a name Kubernetes refuses; nodes < 1.

@@ -7,6 +7,8 @@ A wrapper around :func:`nbkit.recipes.finetuning.run_finetuning`: one flag per
 same splits). Named entities: ``--task ner`` (People's Daily 1998), or ``--task ner --train-file x.conll
 [--validation-file] [--test-file]`` on your tagged files (CoNLL ``char<TAB>tag``, BIO or BIOES, or JSON lines with
 spans), scored by entity-level F1 beside a CRF. ``--init`` names the encoder (default: notebook 02's model at this scale, else random weights).
+LoRA instead of full fine-tuning: ``--lora yes`` (``--lora-r``, ``--lora-alpha``, ``--lora-dropout``,
+``--lora-targets query value``, ``--lora-lr``; with ``--export``, ``--lora-export merged|adapter|both``).
 Under torchrun ``--batch-size`` is per process and the steps come from the global batch. At the end rank 0
 prints the test scores beside the TF-IDF baseline and where the outputs are.
 """
@@ -62,8 +64,16 @@ def config(a):
 
 def summary(metrics: dict, out_dir, export_dir=None) -> str:
     """The job's last words (rank 0): the test scores beside the baseline (``metrics["table"]``), the
-    output folder, the export folder (if any), the saved CRF (task ner) and ``metrics["warnings"]`` (e.g. one class always predicted)."""
-    where = (f"-> {out_dir} (metrics.json)" + (f"; exported model: {export_dir}" if export_dir else "")
+    output folder, the export folder (if any; a LoRA run's merged model and adapter folder as
+    ``metrics["lora"]["export"]`` says), the saved CRF (task ner) and ``metrics["warnings"]`` (e.g. one class
+    always predicted)."""
+    lora_export = (metrics.get("lora") or {}).get("export", "merged")
+    exported = ""
+    if export_dir and lora_export in ("merged", "both"):
+        exported += f"; exported model: {export_dir}" + (" (LoRA merged)" if metrics.get("lora") else "")
+    if export_dir and metrics.get("lora") and lora_export in ("adapter", "both"):
+        exported += f"; LoRA adapter: {Path(export_dir) / 'adapter'} (peft.PeftModel.from_pretrained(base, folder))"
+    where = (f"-> {out_dir} (metrics.json)" + exported
              + (f"; CRF baseline: {metrics['baseline_model']} (CrfTagger.load(...).predict(text))"
                 if metrics.get("baseline_model") else ""))
     return "\n".join([metrics["table"].to_string(), where,

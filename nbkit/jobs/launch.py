@@ -1,10 +1,9 @@
 """Run a training script under ``torchrun`` from a notebook, stream its output back, stop it cleanly; and
 ``python -m nbkit.jobs.launch [torchrun arguments]``: torchrun whose Ctrl-C exits 130 in one line.
 
-``launch`` starts torchrun as a new process in its own session, never by forking the kernel (a fork after
-CUDA is initialised breaks the children's CUDA context); ``LaunchHandle.wait()`` shows the latest lines in
-place and hands every ``NBKIT_METRICS {json}`` line to ``on_metrics`` (e.g. a LivePlot). Stopping, signals and
-exit codes: docs/distributed.md, "Stopping a job: Ctrl-C, a killed launcher, errors".
+``launch`` starts torchrun in its own session, never by forking the kernel (a fork after CUDA is initialised
+breaks the children's CUDA context); ``LaunchHandle.wait()`` hands every ``NBKIT_METRICS {json}`` line to
+``on_metrics``. Stopping, signals and exit codes: docs/distributed.md.
 """
 from __future__ import annotations
 
@@ -238,8 +237,7 @@ class LaunchHandle:
     def terminate(self, grace_s: float = 10.0) -> int | None:
         """SIGTERM the job (torchrun's group and every worker seen), SIGKILL after ``grace_s`` s.
 
-        Returns torchrun's exit code. Leaves no process behind: workers that torchrun
-        does not stop in time are killed by PID.
+        Returns torchrun's exit code; workers torchrun does not stop in time are killed by PID.
         """
         self.pids |= self._descendants()
         targets = self.alive_pids()
@@ -339,9 +337,8 @@ def emit_metrics(metrics: dict, file=None) -> None:
 class MetricsPrinter:
     """Loop callback that prints each log dict as a metrics line (``on_log`` -> ``emit_metrics``).
 
-    Add it to ``Loop(callbacks=[...])`` in job scripts so ``launch`` can plot them; the loop
-    calls callbacks on the main process only. Also forwards ``on_evaluate`` metrics, with the
-    loop's ``step`` added (a ``LivePlot`` places them on the step axis).
+    Add it to ``Loop(callbacks=[...])`` in job scripts so ``launch`` can plot them; ``on_evaluate`` metrics
+    are forwarded with the loop's ``step`` added.
     """
 
     def on_log(self, loop, logs: dict) -> None:

@@ -7,11 +7,8 @@
   exit code 143 (128 + 15, what a shell reports for a process SIGTERM killed).
 * an nbkit error (``ConfigError``, ``DataError``, ``CheckpointError``, ...: ``nbkit.errors.NbkitError``):
   its message once, then a line mapping the API names in it to this job's flags
-  (``resume=False -> --resume none``, ``output_dir -> --output-dir``), exit code 2. The library's
-  messages speak the API (notebooks use it); the mapping line translates them for the command line.
-  Warnings (``UserWarning``) that name API settings get the same line.
-* under torchrun a failing rank > 0 prints its error too (torchrun stops the others at once, so
-  rank 0 may never speak), but one message is printed once per node and run
+  (``resume=False -> --resume none``), exit code 2; warnings that name API settings get the same line.
+* under torchrun a failing rank > 0 prints its error too (rank 0 may never speak), once per node and run
   (:func:`first_to_say`).
 """
 from __future__ import annotations

@@ -16,15 +16,11 @@ from nbkit.errors import CheckpointError, ConfigError
 from nbkit.models.loading import _saved_labels, load_pretrained, seeded
 from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
-#: BertConfig kwargs per preset. Parameter counts (vocab 8,000, 512 positions
-#: unless noted) from :func:`count_parameters` on the MLM model: tiny (128
-#: positions) ~0.63 M, mini ~5.4 M, small ~17 M, base ~92 M.
+#: BertConfig kwargs per preset (``count_parameters`` gives their sizes).
 PRESETS: dict[str, dict] = {
     "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=256,
                  max_position_embeddings=128),
-    # L=4, H=128 from the BERT miniatures grid (Turc et al. 2019): the cpu scale's model. About 4x
-    # faster per token than mini on a CPU, so it takes ~4x the MLM steps in the same minutes
-    # (docs/pretraining.md: 10,900 vs 3,100 tokens/s on one core).
+    # L=4, H=128 from the BERT miniatures grid (Turc et al. 2019): the cpu scale's model (docs/pretraining.md)
     "narrow": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=512,
                    max_position_embeddings=128),
     "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
@@ -222,10 +218,8 @@ NBKIT_MARK = "nbkit_pretraining"
 def choose_pooling(folder: Path | None) -> tuple[str, str]:
     """``(pooling, reason)`` for a classifier whose encoder starts from ``folder`` (None: random weights).
 
-    The rule ("auto"): a saved classifier keeps its pooling; ``cls`` (BERT's own head, reading the pooler on
-    ``[CLS]``) when the checkpoint carries pooler weights and nbkit's MLM-only recipe did not save it (a
-    published BERT: next-sentence or sentence-order prediction trained that pooler); else ``mean``, which reads
-    what MLM trains (the token states).
+    A saved classifier keeps its pooling; ``cls`` when the checkpoint carries a pooler trained by a published
+    BERT's sentence objective; else ``mean``, which reads what MLM trains (the token states).
     """
     import json
 
@@ -268,8 +262,7 @@ HEADS = ("sequence", "token")
 def auto_head_class(model_type: str, head: str, source: str = ""):
     """The class ``AutoModelForSequenceClassification`` (``head="sequence"``) or ``AutoModelForTokenClassification``
     (``"token"``) maps ``model_type`` to (``electra`` -> ``ElectraForSequenceClassification``; ``ernie``, ``albert``,
-    ``roberta``, ...): every encoder transformers knows is fine-tuned with its own pooling and head. The class
-    itself, not the Auto class, so that a ``config.json`` whose type only its ``architectures`` name still loads.
+    ``roberta``, ...); the class itself, so a ``config.json`` whose type only ``architectures`` names still loads.
 
     Raises:
         ConfigError: transformers has no such head for ``model_type`` (a decoder-only or seq2seq layout, an unknown
@@ -298,11 +291,8 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     with ``head="token"`` a token classifier (``logits`` (B, T, num_labels), one label per token: named entities),
     built the same way (no pooling: each token's state feeds the head).
 
-    A BERT-layout encoder (``model_type`` bert: bert-base-chinese, RoBERTa-wwm, MacBERT, nbkit's MLM) gets
-    ``BertForTokenClassification`` or the pooling :func:`choose_pooling` picks (nbkit's mean-pooling classifier for
-    nbkit's MLM checkpoints). Any other encoder transformers knows (ELECTRA, ERNIE, ALBERT, RoBERTa, ...) is loaded
-    through ``AutoModelForSequenceClassification`` / ``AutoModelForTokenClassification`` (:func:`auto_head_class`),
-    with its family's own pooling and head.
+    A BERT-layout encoder gets ``BertForTokenClassification`` or the pooling :func:`choose_pooling` picks; any
+    other encoder transformers knows (ELECTRA, ERNIE, ...) its family's own head (:func:`auto_head_class`).
 
     Args:
         source: a ``save_pretrained`` directory (nbkit's pretraining output, a published encoder), a cached or

@@ -1,12 +1,9 @@
 """Causal (GPT-style) language models: GPT-2 and Llama presets built from config, a published causal LM loaded.
 
-``GPT2LMHeadModel`` (Radford et al. 2019: learned positions, LayerNorm, GELU MLP) at the BERT presets' sizes
-(``gpt2-tiny`` ... ``gpt2-mini``, :data:`nbkit.models.bert.PRESETS`) and GPT-2 small itself (``gpt2-small``,
-124 M parameters with GPT-2's 50,257 tokens; ~102 M with the 21,128 of a Chinese BERT vocabulary), and
-``LlamaForCausalLM`` (Touvron et al. 2023: RMSNorm, rotary positions, SwiGLU MLP of ~8/3 d, no biases) as the
-modern choice. Both tie the output layer to the token embeddings (GPT-2 does; at these sizes the head would
-otherwise be most of the weights). Special ids come from the tokenizer: ``eos`` = the document separator
-(:func:`nbkit.text.mlm.document_separator`), ``bos`` = ``[CLS]`` where there is one, ``pad`` = ``[PAD]``.
+``GPT2LMHeadModel`` (Radford et al. 2019) at the BERT presets' sizes and GPT-2 small's, and ``LlamaForCausalLM``
+(Touvron et al. 2023: RMSNorm, rotary positions, SwiGLU) as the modern choice. Both tie the output layer to the
+token embeddings (at these sizes the head would otherwise be most of the weights). Special ids come from the
+tokenizer: ``eos`` = the document separator, ``bos`` = ``[CLS]`` where there is one, ``pad`` = ``[PAD]``.
 """
 from __future__ import annotations
 
@@ -162,11 +159,8 @@ def generation_config(model_config, max_new_tokens: int | None = None, do_sample
     against the model's context, :func:`positions`): ``max_new_tokens`` (None: :func:`default_new_tokens`),
     greedy or sampled (``temperature``, ``top_k``, ``top_p``), ``repetition_penalty`` (CTRL's, Keskar et al.
     2019: scores of tokens already in the text divided by it) and ``no_repeat_ngram_size`` (no n-gram of tokens
-    twice), both transformers' own logits processors; the special ids of ``model_config`` (pad: eos where there
-    is none). :func:`nbkit.evaluate.generation.generate` runs with it and
-    :func:`nbkit.models.export.export_causal_lm` writes it, so a bare pipeline call on the export decodes as
-    ``generate`` does: every field is set, none left to transformers' or the pipeline's defaults (which sample
-    256 tokens).
+    twice); the special ids of ``model_config`` (pad: eos where there is none). Every field is set, so an
+    export's bare pipeline call decodes as ``generate`` does rather than by the pipeline's defaults.
 
     Raises:
         ConfigError: a setting out of range (:func:`check_generation_args`).
@@ -216,8 +210,7 @@ def causal_class(model_type: str):
 def read_causal_config(folder: Path, source: str) -> dict:
     """``config.json`` of the checkpoint ``folder`` (``model_type`` filled in from ``architectures`` where an
     older upload lacks it: :func:`nbkit.models.loading.checkpoint_model_type`) when it is a causal LM nbkit
-    continues, else ConfigError: a BERT masked LM named as such (use ``objective="mlm"``), another architecture
-    listed. CheckpointError: no model type to be read."""
+    continues, else ConfigError (a BERT: use ``objective="mlm"``). CheckpointError: no model type to be read."""
     from nbkit.models.loading import checkpoint_model_type
 
     saved = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
@@ -234,13 +227,9 @@ def read_causal_config(folder: Path, source: str) -> dict:
 
 def load_causal_model(source, tokenizer=None, dropout: float | None = None):
     """The causal LM ``source`` (a folder or Hub name: GPT-2 or Llama) with every weight of the checkpoint
-    loaded, nothing initialised afresh (the output layer tied to the embeddings where the checkpoint ties
-    it, as GPT-2 does). Loads through :func:`nbkit.models.loading.load_pretrained` (the one loader).
-
-    With ``tokenizer``: special ids outside the vocabulary (UER's GPT-2 keeps GPT-2's ``eos_token_id`` 50256
-    over its 21,128 rows) are set from it (:func:`special_ids`), so generation stops at the separator.
-    Weights load as float32 master weights whatever the file stores (``load_pretrained``). Returns ``(model,
-    report)``: ``source``, ``folder``, ``unused`` (checkpoint weights not used, by name), ``stored_dtype``.
+    loaded, nothing initialised afresh. With ``tokenizer``: special ids outside the vocabulary (UER's GPT-2
+    keeps GPT-2's eos 50256) are set from it, so generation stops at the separator. Returns ``(model, report)``:
+    ``source``, ``folder``, ``unused`` (checkpoint weights not used, by name), ``stored_dtype``.
 
     Raises:
         ConfigError: a BERT or other non-causal checkpoint (which objective to use), a Hub name not available.

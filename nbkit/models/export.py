@@ -100,30 +100,40 @@ def export_causal_lm(model, tokenizer, out_dir, *, max_new_tokens: int | None = 
 
 
 def export_token_classifier(model, tokenizer, out_dir, id2label: dict | None = None,
-                            max_length: int | None = None) -> Path:
+                            max_length: int | None = None, stride: int | None = None) -> Path:
     """Save a token classifier (``BertForTokenClassification``, ``logits`` (B, T, C)) as one directory that
-    ``transformers.pipeline("token-classification", model=out_dir, aggregation_strategy="first")`` loads
-    without ``trust_remote_code``; returns it as a ``Path``.
+    ``transformers.pipeline("token-classification", model=out_dir, aggregation_strategy="first", stride=...)``
+    loads without ``trust_remote_code``; returns it as a ``Path``.
 
     It holds the weights, ``config.json`` (``id2label``/``label2id``: the BIO label names, so the pipeline's
-    ``entity_group`` is the entity type) and the full tokenizer (``model_max_length`` = ``max_length``). Characters
-    as words: ``pipe(list(text), is_split_into_words=True, delimiter="")`` tokenizes exactly as nbkit's
-    training and evaluation did (:mod:`nbkit.text.token_classification`), and its spans' ``start``/``end`` are
-    character offsets into ``text``; plain Chinese text (``pipe(text)``) gives the same tokens, Latin and digit
-    runs aside. Sentences over ``max_length`` tokens: pass ``stride=`` to the pipeline (it windows; without it,
-    it truncates). The caller's model is not changed; the write is atomic.
+    ``entity_group`` is the entity type; ``task_specific_params["token-classification"]``: the pipeline arguments
+    of the call below) and the tokenizer nbkit trained with, one pre-token per character
+    (:func:`nbkit.text.token_classification.char_tokenizer`, ``model_max_length`` = ``max_length``): plain text,
+    ``tagger(text)``, tokenizes exactly as training and the job's evaluation did, Latin letters, digits and
+    spaces included, and answers one flat list of entities whose ``start``/``end`` are character offsets into
+    ``text``. ``stride`` (tokens two windows share; None: a quarter of ``max_length``) is what makes the pipeline
+    tag a text longer than ``max_length`` tokens in overlapping windows: the pipeline takes it only as an argument
+    (given to ``pipeline(...)`` it holds for every call), and without it transformers cuts such a text at
+    ``max_length`` tokens without a warning. The caller's model and tokenizer are not changed; the write is atomic.
 
     Raises:
         ConfigError: not a token classifier, ``id2label`` without one name per class, ``max_length`` outside
-            3..the position limit, or ``out_dir`` an existing file.
+            3..the position limit, ``stride`` not in ``0 .. max_length - 3``, a slow tokenizer, or ``out_dir`` an
+            existing file.
         NonFiniteWeightsError: the model holds NaN/inf weights (named): nothing is written.
         WriteError: the disk is full or not writable; nothing partial is left.
     """
+    from nbkit.text.token_classification import AGGREGATION, char_tokenizer, window_starts
+
     if not type(model).__name__.endswith("ForTokenClassification"):
         raise ConfigError(f"export_token_classifier takes a token classifier (BertForTokenClassification), got "
                           f"{type(model).__name__}; export a sequence classifier with export_classifier")
     config, max_length = _labelled_config(model, tokenizer, id2label, max_length)
-    return _export(model, tokenizer, out_dir, config, max_length)
+    stride = max_length // 4 if stride is None else int(stride)
+    window_starts(0, max_length - 2, stride)                        # ConfigError for a stride the pipeline refuses
+    config.task_specific_params = {**(getattr(config, "task_specific_params", None) or {}),
+                                   "token-classification": {"aggregation_strategy": AGGREGATION, "stride": stride}}
+    return _export(model, char_tokenizer(tokenizer), out_dir, config, max_length)
 
 
 def _labelled_config(model, tokenizer, id2label: dict | None, max_length: int | None):

@@ -7,14 +7,8 @@ hidden size; ``4 L T d`` counts ``QK^T`` and ``attention @ V``. Embedding lookup
 """
 from __future__ import annotations
 
-# Dense (no sparsity) peak tensor-core throughput in TFLOP/s, from NVIDIA's
-# datasheets: H100 SXM and H200 (H100/H200 datasheets: 989 bf16/fp16,
-# 494 tf32, 67 fp32), H100 PCIe (756 / 378 / 51), A100 (A100 datasheet:
-# 312 / 156 / 19.5), A10 (125 / 62.5 / 31.2), L4 (121 / 60 / 30.3),
-# L40S (362 / 183 / 91.6), V100 SXM2 (V100 datasheet: 125 fp16 / - / 15.7),
-# T4 (65 fp16 / - / 8.1), RTX 4090 (Ada whitepaper, fp32 accumulate: 165 / 82.6 / 82.6),
-# RTX 3090 (Ampere GA102 whitepaper, fp32 accumulate: 71 / 35.6 / 35.6).
-# Sparsity doubles the marketing figures; MFU always uses the dense number.
+# Dense (no sparsity) peak tensor-core TFLOP/s from NVIDIA's datasheets and whitepapers (RTX: fp32 accumulate);
+# sparsity doubles the marketing figures, MFU uses the dense number.
 PEAK_TFLOPS: dict[str, dict[str, float]] = {
     "H200": {"bf16": 989.0, "fp16": 989.0, "tf32": 494.0, "fp32": 67.0},
     "H100 SXM": {"bf16": 989.0, "fp16": 989.0, "tf32": 494.0, "fp32": 67.0},
@@ -48,19 +42,19 @@ def peak_tflops(device_name: str, precision: str) -> float | None:
     return PEAK_TFLOPS[best].get(precision)
 
 
-def bert_matmul_params(config, task: str = "mlm") -> int:
-    """Weights used in a matmul per token: the encoder layers plus, for ``task="mlm"``, the head
-    (``d^2 + d V`` on every position); ``"encoder"`` leaves it out. ``config``: a ``BertConfig``.
+def bert_matmul_params(config, mlm_head: bool = True) -> int:
+    """Weights used in a matmul per token: the encoder layers plus, with ``mlm_head``, the MLM head
+    (``d^2 + d V`` on every position). ``config``: a ``BertConfig``.
     """
     d, i, n_layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     per_layer = 4 * d * d + 2 * d * i
-    head = d * d + d * config.vocab_size if task == "mlm" else 0
+    head = d * d + d * config.vocab_size if mlm_head else 0
     return n_layers * per_layer + head
 
 
-def bert_flops_per_token(config, seq_len: int, task: str = "mlm", training: bool = True) -> float:
+def bert_flops_per_token(config, seq_len: int, mlm_head: bool = True, training: bool = True) -> float:
     """Model FLOP per token at sequence length ``seq_len``: ``6 N + 12 L T d`` when ``training``, else ``2 N + 4 L T d``."""
-    n = bert_matmul_params(config, task)
+    n = bert_matmul_params(config, mlm_head)
     attn = 4 * config.num_hidden_layers * seq_len * config.hidden_size
     forward = 2 * n + attn
     return float(3 * forward if training else forward)
@@ -73,12 +67,7 @@ def mfu(tokens_per_s: float, flops_per_token: float, peak: float | None) -> floa
     return tokens_per_s * flops_per_token / (peak * 1e12)
 
 
-# Host-to-device copy peak in GB/s (1e9 bytes/s) per direction for a PCIe
-# link, from the PCI-SIG base specifications: Gen3 8 GT/s and Gen4 16 GT/s and
-# Gen5 32 GT/s per lane, all with 128b/130b encoding, so per lane
-# 0.985 / 1.969 / 3.938 GB/s; an x16 link gives 15.75 / 31.5 / 63.0 GB/s.
-# Measured pinned copies usually reach 80-90 % of this (TLP/packet overhead);
-# pageable copies go through a staging buffer and reach far less.
+# Host-to-device copy peak in GB/s per direction per PCIe lane (PCI-SIG: 8/16/32 GT/s, 128b/130b encoding).
 PCIE_LANE_GBPS: dict[int, float] = {3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8, 5: 32 * 128 / 130 / 8}
 
 
@@ -93,9 +82,9 @@ def pcie_peak_gbps(generation: int | None, width: int | None = 16) -> float | No
 
 def mlm_head_flops(config, training: bool = True) -> float:
     """Model FLOP of the masked-LM head for one scored position: ``2 (d^2 + d V)`` forward, 3x that when
-    ``training``; add it to ``bert_flops_per_token(config, T, "encoder")`` per scored token (sparse head).
+    ``training``; add it to ``bert_flops_per_token(config, T, mlm_head=False)`` per scored token (sparse head).
     """
-    forward = 2 * (bert_matmul_params(config, "mlm") - bert_matmul_params(config, "encoder"))
+    forward = 2 * (bert_matmul_params(config) - bert_matmul_params(config, mlm_head=False))
     return float(3 * forward if training else forward)
 
 
@@ -104,7 +93,7 @@ def bert_batch_flops(config, n_tokens: int, seq_len: int, head_positions: int) -
     the MLM head on ``head_positions`` of them (every token for ``BertForMaskedLM``, the scored ones for
     the sparse head, 0 for classification).
     """
-    return (n_tokens * bert_flops_per_token(config, seq_len, "encoder")
+    return (n_tokens * bert_flops_per_token(config, seq_len, mlm_head=False)
             + head_positions * mlm_head_flops(config))
 
 

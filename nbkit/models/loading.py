@@ -1,14 +1,9 @@
 """Load a model from a checkpoint with every failure translated, and seed model construction.
 
-``from_pretrained`` reports a misfitting checkpoint in a log table (silenced in notebooks) and then a
-bare ``RuntimeError``; :func:`load_pretrained` captures the log, loads with ``ignore_mismatched_sizes``
-to see every mismatch, and raises ``ConfigError`` (a head with another label count: both counts and
-fixes) or ``CheckpointError`` (anything else, with the report).
-
-Weights load as float32 whatever dtype the file stores (:data:`MASTER_DTYPE`: transformers 5 keeps a float16
-upload in float16, which AdamW turns to NaN within steps); a folder's model type comes from ``model_type`` or,
-for older uploads without it, from ``architectures`` (:func:`checkpoint_model_type`); a folder or Hub snapshot
-without its weights files is named before transformers is asked (:func:`resolve_checkpoint`).
+``from_pretrained`` reports a misfitting checkpoint in a log table and then a bare ``RuntimeError``;
+:func:`load_pretrained` captures the log and raises ``ConfigError`` (a head with another label count) or
+``CheckpointError`` (anything else, with the report). Weights load as float32 whatever the file stores
+(:data:`MASTER_DTYPE`: AdamW turns float16 master weights to NaN within steps).
 """
 from __future__ import annotations
 
@@ -293,9 +288,8 @@ def weight_names(folder) -> set[str]:
 
 def _bin_meta(file) -> dict:
     """The state dict of the PyTorch weights ``file`` on the meta device (names, shapes, dtypes; no data read):
-    memory-mapped where the file is a zip archive (``torch.save``'s format since 1.6), else (the legacy format
-    of ``_use_new_zipfile_serialization=False``, e.g. older UER and ckiplab uploads, which ``mmap`` refuses)
-    read as ``from_pretrained`` reads it. A probe here must never refuse a file the loader it guards accepts."""
+    memory-mapped where the file is a zip archive, else (the legacy format, which ``mmap`` refuses) read as
+    ``from_pretrained`` reads it, so the probe never refuses a file the loader accepts."""
     import zipfile
 
     import torch
@@ -350,8 +344,8 @@ def _type_of_architecture(name: str) -> str | None:
 
 def checkpoint_model_type(folder, source=None, what: str = "init") -> str:
     """The model type of the checkpoint in ``folder`` (a dict: its parsed ``config.json``): ``model_type``, else
-    (older uploads have only ``architectures``) the type of its architecture classes (``BertForMaskedLM``,
-    ``BertModel``, ... -> ``"bert"``). ``source``/``what``: how messages name it.
+    the type of its ``architectures`` classes (``BertForMaskedLM`` -> ``"bert"``). ``source``/``what``: how
+    messages name it.
 
     Raises:
         CheckpointError: ``config.json`` unreadable, or neither ``model_type`` nor a known architecture: the
@@ -386,7 +380,7 @@ def require_model_type(folder, source, allowed=("bert",), what: str = "init",
                        takes: str = "a BERT-architecture checkpoint (bert-base-chinese, chinese-roberta-wwm-ext, "
                                     "chinese-macbert-base, ckiplab's BERTs)") -> str:
     """:func:`checkpoint_model_type` of ``folder``, checked to be one of ``allowed``; returns it. Pretraining's
-    ``init`` and fine-tuning's encoder ask the same question here, so a folder gets the same answer from both.
+    ``init`` and fine-tuning's encoder both ask here.
 
     Raises:
         ConfigError: another model type (named, with ``takes``: what the setting accepts).

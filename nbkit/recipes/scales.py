@@ -30,6 +30,11 @@ BLOCK_SIZE = (64, 64, 128)           # tokens per MLM block, [CLS]/[SEP] include
 MAX_LENGTH = (64, 64, 128)           # tokens per review for fine-tuning (median ~50 characters, p95 ~190)
 NER_LINES = (600, 8000, None)        # People's Daily lines notebook 07 reads: its split depends on them (SFT's too)
 
+#: the most a LoRA run's rate reaches when ``lora_lr`` is None (10 x ``lr``, capped)
+LORA_LR_CAP = D(2e-3, "LoRA trains few weights, B starting at zero, at a higher rate than full fine-tuning: Hu et al. "
+                      "(2021, table 9) use 4e-4-5e-4 on RoBERTa-base, fine-tuned in full at 1e-5-3e-5; at most 2e-3, "
+                      "since 10 x the small presets' 5e-4 stays at chance (docs/finetuning.md)")
+
 #: recipe -> setting -> ``(smoke, cpu, gpu)`` or ``D((smoke, cpu, gpu), "why")``
 PER_SCALE: dict[str, dict[str, tuple]] = {
     "tokenizer": {

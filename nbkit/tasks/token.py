@@ -109,8 +109,9 @@ class TokenTask(Task):
                 "stride": cfg.stride, "n_boot": cfg.n_boot}
 
     def export(self, classifier, tok, out_dir, id2label: dict[int, str], max_length: int) -> Path:
-        """A folder ``pipeline("token-classification")`` loads
-        (:func:`nbkit.models.export.export_token_classifier`)."""
+        """A folder ``pipeline("token-classification")`` loads, reading plain text as training did and windowing
+        long texts with a quarter of ``max_length`` shared (the ``stride`` of every scale's row;
+        :func:`nbkit.models.export.export_token_classifier`)."""
         from nbkit.models.export import export_token_classifier
 
         return export_token_classifier(classifier, tok, out_dir, id2label, max_length=max_length)
@@ -130,9 +131,10 @@ def evaluate_ner(cfg, classifier, tok, labeled: "NerData", split: str = "test",
     """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
     sentences (trained on the same training split; whole sentences, nothing cut for either).
 
-    The model tags every character through the token-classification pipeline the export serves (long sentences
-    windowed, their entities merged: :func:`nbkit.evaluate.inference.predict_tags`), so every gold entity is
-    scored. Returns ``"pred"`` (tags per sentence; also as ``"<split>_pred"``), ``"report"``
+    The model tags every character through the call a user makes on the export: the token-classification
+    pipeline on each sentence's plain text, a sentence longer than ``cfg.max_length`` tokens cut at its clause marks
+    (pieces still too long windowed with ``cfg.stride``: :func:`nbkit.evaluate.inference.predict_tags`), so every
+    gold entity is scored. Returns ``"pred"`` (tags per sentence; also as ``"<split>_pred"``), ``"report"``
     (:func:`nbkit.evaluate.ner.entity_scores`: micro P/R/F1, per type), ``"interval"`` (a bootstrap 95 % interval
     of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``
     the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and ``"diff"``

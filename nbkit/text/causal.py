@@ -1,10 +1,7 @@
 """The causal LM's document separator and collator: next-token labels, shifted here.
 
-Blocks are packed by :func:`nbkit.text.mlm.make_blocks` with ``causal=True``: texts tokenized without ``[CLS]``,
-each followed by the document separator (:func:`nbkit.text.mlm.document_separator`), concatenated and cut into blocks of exactly
-``block_size`` tokens (GPT-2's and nanoGPT's packing: no padding, attention runs across a separator, which the
-model learns to treat as a document end). Each block also records the stream's next token, so every position of
-a block has a target.
+Blocks are packed by :func:`nbkit.text.mlm.make_blocks` with ``causal=True`` (GPT-2's packing: no padding,
+attention runs across a separator); each block records the stream's next token, so every position has a target.
 """
 from __future__ import annotations
 

@@ -57,9 +57,8 @@ def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
                 num_proc: int | None = None, causal: bool = False):
     """Blocks of exactly ``block_size`` tokens packed from the texts of each ``datasets.map`` batch of 1,000:
     every text followed by the document separator (``[SEP]`` for a BERT vocabulary, else eos:
-    :func:`document_separator`), concatenated and cut, each batch's short tail dropped (as
-    ``run_mlm.py`` and ``run_clm.py`` do). A prepared store's stream is the same (:mod:`nbkit.corpus.worker` ends
-    every document with ``[SEP]``), so the in-memory and the store's blocks read alike.
+    :func:`document_separator`), concatenated and cut, each batch's short tail dropped (as ``run_mlm.py`` does);
+    a prepared store's stream is the same.
 
     MLM (the default): each block is ``[CLS] chunk [SEP]``, the chunk ``block_size - 2`` stream tokens; column
     ``input_ids`` and, with ``words_column`` (word lists, tokenized word by word), ``word_ids`` (-1 at the

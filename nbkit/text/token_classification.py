@@ -1,15 +1,18 @@
 """Token classification encoding: tagged characters -> sub-tokens with aligned labels, long sentences in windows.
 
 Each item is ``{"tokens": [...], "tags": [...]}`` (one BIO tag per token; nbkit's NER data has one Chinese
-character per token). The tokens are tokenized as words (``is_split_into_words=True``); the first sub-token of a
-word carries its label, the others ``-100`` (Devlin et al. 2019, section 5.3; transformers' ``run_ner.py``).
-nbkit's Chinese WordPiece gives one sub-token per character, but a word of several characters (a Latin or
-digit run in a user's word-level file) gives several. A sentence longer than the block is cut into windows
-of ``max_length`` tokens that overlap by ``stride`` tokens, the last one ending at the sentence's end, so every
-word trains in a full window. Prediction does not use these windows: it goes through ``transformers``'
-token-classification pipeline with the same ``stride`` (:func:`nbkit.evaluate.inference.predict_tags`), as the
-exported model does for a user, so every word, and every gold entity, is predicted and scored as the user's
-pipeline does.
+character per token). Training, evaluation and the export read text through one tokenizer,
+:func:`char_tokenizer`: every character is its own pre-token, so a plain string and the same characters given
+as words (``is_split_into_words=True``) give the same ids, Latin letters and digits included (BERT's own
+pre-tokenizer keeps ``Microsoft`` or ``1998`` whole and cuts them into ``##`` pieces that training never saw).
+The first sub-token of a word carries its label, the others ``-100`` (Devlin et al. 2019, section 5.3;
+transformers' ``run_ner.py``); with one character per word, a word of several sub-tokens is a character the
+normalizer expands. A sentence longer than the block is cut into windows of ``max_length`` tokens that overlap
+by ``stride`` tokens, the last one ending at the sentence's end, so every word trains in a full window.
+Prediction does not use these windows: it goes through ``transformers``' token-classification pipeline on the
+plain text with the same ``stride`` (:func:`nbkit.evaluate.inference.predict_tags`), the call a user makes on
+the exported folder, so every character, and every gold entity, is predicted and scored as the user's pipeline
+does.
 """
 from __future__ import annotations
 
@@ -22,6 +25,42 @@ from nbkit.text.mlm import IGNORE_INDEX, check_length
 #: the word's first sub-token, the only one training labels (the others are -100); "simple" would let untrained
 #: later sub-tokens of a Latin or digit word vote and split or start entities there (tests/test_ner_aggregation.py)
 AGGREGATION = "first"
+
+#: what :func:`char_tokenizer` cuts text into before the vocabulary is looked up: each character (one Unicode
+#: code point, as Python's ``list(text)``) alone; the tokenizer's own pre-tokenizer then drops whitespace
+CHAR_SPLIT = {"type": "Split", "pattern": {"Regex": "."}, "behavior": "Isolated", "invert": False}
+
+
+def char_tokenizer(tokenizer):
+    """The fast ``tokenizer`` with every character its own pre-token, as a generic ``PreTrainedTokenizerFast``
+    (the class that loads ``tokenizer.json`` as written; a ``BertTokenizer`` class would rebuild BERT's
+    pre-tokenizer). ``tok(text)`` then gives the ids of ``tok(list(text), is_split_into_words=True)``, with
+    ``offset_mapping`` pointing at characters of ``text`` (whitespace gives no token, a character outside the
+    vocabulary ``[UNK]``). Returned as it is when already split so; otherwise a copy (the caller's is unchanged)
+    with the same vocabulary, special tokens and ``model_max_length``.
+
+    Raises:
+        ConfigError: a slow tokenizer (no ``tokenizer.json`` pipeline to change).
+    """
+    import json
+
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    from nbkit import jsonio
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or not getattr(tokenizer, "is_fast", False):
+        raise ConfigError("token classification needs a fast tokenizer (word ids, offsets); load it with "
+                          "AutoTokenizer.from_pretrained(path) (use_fast=True, the default)")
+    spec = json.loads(backend.to_str())
+    pre = spec.get("pre_tokenizer")
+    if pre and pre.get("type") == "Sequence" and pre["pretokenizers"][:1] == [CHAR_SPLIT]:
+        return tokenizer
+    spec["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [CHAR_SPLIT, *([pre] if pre else [])]}
+    special = {k: v for k, v in tokenizer.special_tokens_map.items() if k != "additional_special_tokens"}
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(jsonio.dumps(spec)),
+                                   model_max_length=tokenizer.model_max_length, **special)
 
 
 @dataclass
@@ -69,7 +108,7 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
         items: a sequence of dicts with ``tokens`` (list of str, e.g. one character each) and ``tags`` (one
             label name per token, keys of ``label2id``); items without ``tags`` are encoded with labels -100
             (prediction only).
-        tokenizer: a fast tokenizer (word ids are needed).
+        tokenizer: a fast tokenizer (word ids are needed); it reads text as :func:`char_tokenizer` makes it.
         label2id: label name -> id.
         max_length: sub-tokens per window, specials included; longer sentences are windowed, never cut.
         stride: sub-tokens two neighbouring windows share (:func:`window_starts`); None: a quarter of the window.
@@ -92,9 +131,7 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
     from datasets import Dataset
 
     check_length("max_length", max_length, tokenizer)
-    if not getattr(tokenizer, "is_fast", False):
-        raise ConfigError("token classification needs a fast tokenizer (word ids); load it with "
-                          "AutoTokenizer.from_pretrained(path) (use_fast=True, the default)")
+    tokenizer = char_tokenizer(tokenizer)                          # ConfigError for a slow one
     items = list(items)
     if not items:
         raise DataError("encode_token_classification got no items; check that the split is not empty")

@@ -4,8 +4,7 @@ BERT's normalizer (each CJK character its own word, lowercase, accents kept), pr
 ``##`` WordPiece, ``[CLS] A [SEP]`` and ``[PAD] [UNK] [CLS] [SEP] [MASK]`` as ids 0-4: all pieces
 ``BertTokenizer`` rebuilds from the saved flags, so every loader gives the same ids. Every character
 is kept (``limit_alphabet=None``; the library's 1,000 turns rare characters into ``[UNK]``). NFKC is
-off by default: it buys nothing on notebook 01's text and loaders that rebuild the normalizer drop
-it (README, "Measured by the other benchmarks").
+off by default: loaders that rebuild the normalizer drop it.
 """
 from __future__ import annotations
 
@@ -155,10 +154,8 @@ def train_wordpiece(
             f">= min_frequency={min_frequency} times) has nothing more to merge (each Chinese character is its own "
             "word, so merges happen only inside Latin words and digit runs). More text, or a smaller vocab_size, "
             "fits it.", UserWarning, stacklevel=2)
-    # The trained backend defines the vocabulary; BertTokenizer builds BERT's
-    # normalizer/pre-tokenizer/decoder/[CLS]-[SEP] templates around it (NFKC in front
-    # with nfkc=True), saved as a generic fast tokenizer so that AutoTokenizer keeps
-    # tokenizer.json's pipeline as saved.
+    # BertTokenizer builds BERT's pipeline around the trained vocabulary, saved as a generic fast tokenizer so
+    # that AutoTokenizer keeps tokenizer.json's pipeline as saved
     bert = BertTokenizer(vocab=vocab, do_lower_case=lowercase, strip_accents=strip_accents,
                          tokenize_chinese_chars=True, model_max_length=model_max_length)
     pipeline = bert.backend_tokenizer

@@ -90,20 +90,15 @@ def cjk_decoder(prefix: str = "##"):
     joined, cleanup of `` .`` and the like), ``Fuse`` (one string), then ``Replace`` of every space next to a
     CJK character or CJK punctuation (:data:`CJK_CHARS`, an Oniguruma look-around) by nothing.
 
-    ``BertTokenizer.decode`` joins every token with a space (``"我 爱 北 京"``): right for English words, wrong for
-    Chinese, where each character is a token. Spaces between Latin words stay (``"hello world"``); one between
-    a Chinese character and a Latin word goes (``"我爱python"``, as Chinese is usually typeset). Stored in
-    ``tokenizer.json``, so ``AutoTokenizer`` and ``pipeline("text-generation")`` decode the same way.
+    ``BertTokenizer.decode`` joins every token with a space (``"我 爱 北 京"``). Spaces between Latin words stay;
+    one beside a Chinese character goes (``"我爱python"``). Stored in ``tokenizer.json``, so every loader decodes
+    the same way.
     """
     from tokenizers import Regex, decoders
 
     pattern = Regex(f"(?<=[{CJK_CHARS}]) | (?=[{CJK_CHARS}])")
     return decoders.Sequence([decoders.WordPiece(prefix=prefix, cleanup=True), decoders.Fuse(),
                               decoders.Replace(pattern, "")])
-
-
-def _is_wordpiece(backend) -> bool:
-    return (json.loads(backend.to_str()).get("model") or {}).get("type") == "WordPiece"
 
 
 def cjk_decoding(tokenizer):
@@ -114,9 +109,9 @@ def cjk_decoding(tokenizer):
     from tokenizers import Tokenizer
 
     backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
-    if _is_wordpiece(backend):
-        prefix = (json.loads(backend.to_str()).get("model") or {}).get("continuing_subword_prefix") or "##"
-        backend.decoder = cjk_decoder(prefix)
+    model = json.loads(backend.to_str()).get("model") or {}
+    if model.get("type") == "WordPiece":
+        backend.decoder = cjk_decoder(model.get("continuing_subword_prefix") or "##")
     return backend
 
 
@@ -140,13 +135,10 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
     ``start_token``: every fast tokenizer); ``model_max_length`` (tokens, None: keep) is what ``truncation=True``
     cuts to. Returns ``out_dir``.
 
-    ``cjk_decode``: a WordPiece's ``tokenizer.json`` gets :func:`cjk_decoder` (Chinese decoded without spaces;
-    ids unchanged) and ``tokenizer_class`` becomes :data:`TOKENIZER_CLASS`, so loaders read that file (a
-    ``BertTokenizer`` class would rebuild BERT's spacing decoder from ``vocab.txt``). ``start_token``: the
-    post-processor puts that token (a causal LM's document separator) before the text instead of BERT's
-    ``[CLS] ... [SEP]`` (or a Llama's ``<s>``, or GPT-2's nothing): ``tokenizer(prompt)`` then opens a document
-    as :func:`nbkit.text.causal.prompt_ids` does, which is how ``pipeline("text-generation")`` calls it, and
-    ``tokenizer_class`` becomes :data:`TOKENIZER_CLASS` so that loaders keep that post-processor.
+    ``cjk_decode``: a WordPiece's ``tokenizer.json`` gets :func:`cjk_decoder` (ids unchanged). ``start_token``:
+    the post-processor puts that token (a causal LM's document separator) before the text, so
+    ``tokenizer(prompt)`` opens a document as :func:`nbkit.text.causal.prompt_ids` does. Either sets
+    ``tokenizer_class`` to :data:`TOKENIZER_CLASS`, so loaders read ``tokenizer.json`` as written.
 
     Raises:
         ConfigError: the ids are not 0..n-1 (no ``vocab.txt`` can hold them).
@@ -176,9 +168,8 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
             config["tokenizer_class"] = TOKENIZER_CLASS
             config["clean_up_tokenization_spaces"] = False
     if start_token is not None and (out / "tokenizer.json").is_file():
-        # any model type (WordPiece, GPT-2's byte-level BPE, a Llama's SentencePiece BPE): the file's
-        # post-processor puts the separator first, and the generic class reads it as written (GPT2Tokenizer and
-        # LlamaTokenizer rebuild their own from add_bos_token: a Llama's <s> where training read the separator)
+        # any model type: the generic class keeps the file's post-processor (GPT2Tokenizer and LlamaTokenizer
+        # would rebuild their own from add_bos_token)
         spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
         template = _start_template(tokenizer, start_token)
         before = spec.get("post_processor") or {}

@@ -1,24 +1,12 @@
 """Make ``tokenizers``' WordPiece training deterministic, and reject sizes that would crash it.
 
-Why training was not deterministic (measured: People's Daily + the review training split,
-``vocab_size=8000``, three trainings in a row gave 7,428 / 7,430 / 7,432 tokens, three
-different vocabularies). ``tokenizers`` (0.23) trains WordPiece with its BPE trainer, which
-has no randomness but assigns ids to the continuation tokens (``##a``) while iterating
-over its word counts, a hash map whose order changes from one run to the next. Merges of
-equal count are then broken by those ids (``Merge::cmp`` compares the pair ids), so ties
-pick different merges and the vocabularies drift. Upstream: huggingface/tokenizers issue
-#1794, fix proposed in pull request #2066 (open as of 2026-11). ``TOKENIZERS_PARALLELISM``
-plays no part (the word counts are the same either way) and neither does the input order.
-
-The fix here, until the upstream fix ships: give every continuation token its id before
-training starts. The trainer assigns ids to its ``special_tokens`` first and in the order
-given, so :func:`fixed_token_order` lists ``##c`` for every character ``c`` that occurs
-inside a word (not first), sorted by code point, to be appended to the special tokens.
-:func:`nbkit.text.tokenizer.train_wordpiece` then rebuilds the tokenizer from the trained
-vocabulary, where they are plain vocabulary entries (not added tokens). The base alphabet
-is already sorted by the trainer; with ``limit_alphabet`` the alphabet is chosen here
-(most frequent first, ties by code point) and passed as ``initial_alphabet``, because the
-trainer's own cut is an unstable sort by count (equal counts at the cut land either way).
+Why: ``tokenizers``' BPE trainer assigns ids to continuation tokens (``##a``) in hash-map order, which changes
+from run to run, and breaks ties between merges of equal count by those ids, so the vocabularies drift
+(huggingface/tokenizers issue #1794). The fix: :func:`fixed_token_order` lists ``##c`` for every character that
+occurs inside a word, sorted by code point, to be appended to the special tokens, which the trainer numbers
+first and in order; :func:`nbkit.text.tokenizer.train_wordpiece` then rebuilds the tokenizer from the trained
+vocabulary. With ``limit_alphabet`` the alphabet is chosen here (most frequent first, ties by code point),
+because the trainer's own cut is an unstable sort by count.
 """
 from __future__ import annotations
 
@@ -27,10 +15,8 @@ from collections.abc import Iterable
 
 from nbkit.errors import ConfigError
 
-#: Largest ``vocab_size`` accepted. The Rust trainer pre-allocates for the requested
-#: size (about 66 bytes per token: ``vocab_size=2**31-1`` asks for 141 GB and aborts the
-#: whole process, a notebook kernel included). The largest vocabularies in use are a few
-#: hundred thousand tokens (Gemma: 262,144); ``bert-base-chinese`` has 21,128.
+#: Largest ``vocab_size`` accepted: the Rust trainer pre-allocates for the requested size (about 66 bytes per
+#: token) and aborts the whole process, kernel included, when that fails; vocabularies in use stay below it.
 MAX_VOCAB_SIZE = 1_000_000
 #: A trained vocabulary below this share of the request is reported (a warning). The trainer stops short only
 #: when it runs out of pairs, whatever the corpus size, so the warning depends on that outcome alone.
@@ -40,9 +26,7 @@ FAR_BELOW = 0.9
 def check_vocab_size(vocab_size: int, min_size: int) -> None:
     """Raise ``ConfigError`` for a ``vocab_size`` (tokens) the trainer cannot or should not try.
 
-    ``min_size``: the special tokens, which every vocabulary holds. Above
-    :data:`MAX_VOCAB_SIZE` the trainer would try to allocate memory in proportion and
-    abort the process instead of raising.
+    ``min_size``: the special tokens, which every vocabulary holds.
     """
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
         raise ConfigError(f"vocab_size={vocab_size!r} must be an int (tokens), e.g. 8000")

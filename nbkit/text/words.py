@@ -1,7 +1,6 @@
 """jieba word boundaries for whole-word masking on text without gold ones (People's Daily has them).
 
-Segmenting costs about 1 s per 100 k characters on one core, so results are cached on disk by texts
-and jieba version.
+Segmenting is slow (docs/corpus.md), so results are cached on disk by texts and jieba version.
 """
 from __future__ import annotations
 

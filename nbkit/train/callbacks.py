@@ -44,9 +44,9 @@ class Callback:
 class TrainerBridge(TrainerCallback):
     """A ``transformers.TrainerCallback`` that feeds nbkit views from ``Trainer``.
 
-    live_plot: anything with ``update(step, **metrics)`` and ``close()`` (``nbkit.views.plots.LivePlot``);
-    monitor: anything with ``record(step: int, metrics: dict)``. Trainer's ``learning_rate`` becomes
-    ``lr``, and ``samples_per_s`` is measured between two logs (global batch x steps / wall s).
+    live_plot: anything with ``update(step, **metrics)`` and ``close()``; monitor: anything with
+    ``record(step, metrics)``. Trainer's ``learning_rate`` becomes ``lr``; ``samples_per_s`` is measured
+    between two logs.
     """
 
     def __init__(self, live_plot=None, monitor=None):
@@ -117,14 +117,12 @@ class EarlyStopping:
 
 class ProgressLine:
     """Loop callback: a plain progress line on stdout after the first step, every ``every_s`` seconds and at the
-    end, so a job log, papermill's ``--log-output``, ``nbkit run-notebooks`` and an executed notebook all show
-    the run (a widget bar shows in JupyterLab only)::
+    end, for job logs and executed notebooks (a widget bar shows in JupyterLab only)::
 
         train step 120/400 (30%) | loss 5.213 | lr 8.1e-04 | 10,900 tokens/s | elapsed 4 min 02 s | ETA 9 min 25 s
 
-    ``loss``: the last log window's mean (before the first log, the last step's); tokens/s and ETA: this
-    process's steps so far at the wall clock's rate, evaluations and checkpoints included. ``Loop.setup()``
-    adds one when ``TrainConfig.progress_every_s`` is set; the loop calls callbacks on rank 0 only.
+    ``loss``: the last log window's mean; tokens/s and ETA: this process's steps so far at the wall clock's
+    rate, evaluations and checkpoints included.
     """
 
     PREFIX = "train step "   # what nbkit run-notebooks looks for in a cell's output
@@ -180,9 +178,8 @@ class ProgressLine:
 def after_earlier_event_files(log_dir: Path, clock=time.time, sleep=time.sleep) -> None:
     """Wait until the clock is past the creation second of every event file in ``log_dir`` (at most 1 s).
 
-    TensorBoard reads a folder's event files in name order, whose first field is that second; a resumed run's
-    ``purge_step`` hides the earlier run's later events only when its file is read after theirs. Within one
-    second the order falls to a per-process writer counter compared as text ("10" before "9")."""
+    TensorBoard reads event files in name order (that second first), and a resumed run's ``purge_step`` hides
+    the earlier run's later events only when its file is read after theirs."""
     seconds = [int(f) for p in Path(log_dir).glob("events.out.tfevents.*")
                if (f := p.name.split(".")[3]).isdigit()]
     if seconds and clock() < max(seconds) + 1:
@@ -204,14 +201,11 @@ class TensorBoardLogger:
     """Loop callback: TensorBoard event files in ``log_dir`` (view: ``tensorboard --logdir runs/``).
 
     Scalars: ``train/loss``, ``train/lr``, ``train/grad_norm``, ``train/tokens_per_s`` (and ``train/mfu`` when
-    known) at every log; each number an evaluation reports as ``eval/<name>`` (``eval/loss``,
-    ``eval/perplexity``, ``eval/accuracy``: masked-token top-1 for MLM, ``eval/mask_loss``, ...; counts left
-    out). Text ``config``: ``config`` (default the loop's ``TrainConfig``) as a table, at the start. A resumed
-    run hides the events an earlier run wrote after its checkpoint (``purge_step``); a run from step 0 moves an
-    earlier run's event files into ``log_dir/previous-<UTC time>/`` (:func:`set_aside_events`, path in
-    ``set_aside``), so its chart holds its own steps only and TensorBoard lists the old run beside it. Written by a background
-    thread, flushed every ``flush_s`` s and at each checkpoint; a failed write warns once and logging stops,
-    never training. ``Loop.setup()`` adds one for ``TrainConfig.report_to="tensorboard"``; rank 0 only.
+    known) at every log; each number an evaluation reports as ``eval/<name>`` (counts left out); text ``config``
+    (default the loop's ``TrainConfig``) at the start. A resumed run hides the events an earlier run wrote after
+    its checkpoint (``purge_step``); a run from step 0 moves an earlier run's event files into
+    ``log_dir/previous-<UTC time>/`` (path in ``set_aside``). Written by a background thread, flushed every
+    ``flush_s`` s and at each checkpoint; a failed write warns once and stops logging, never training.
 
     Raises:
         ConfigError: the ``tensorboard`` package is missing (the install line named).

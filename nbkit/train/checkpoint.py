@@ -7,12 +7,9 @@ Layout (``output_dir/checkpoints/``)::
         trainer_state.pt   optimizer, scheduler, scaler, RNG states, data position, step, history (torch.save)
         COMPLETE           marker, written last
 
-Each save is written whole into ``step-000120.tmp-<pid>/`` and renamed into place
-(``nbkit.atomic.atomic_dir``), so a final name only ever appears complete; deleting one renames it
-out of the ``step-*`` names first. A fresh run (nothing resumed) moves an earlier run's ``step-*`` folders into
-``checkpoints/previous-<UTC time>/`` first (:func:`set_aside_earlier`); they are never loaded from there, and
-only the newest ``keep_previous`` such folders stay (:func:`prune_previous`). Leftover ``.tmp-``/``.old-`` folders of dead writers are removed at
-the next save; incomplete or damaged ``step-*`` folders are skipped with a warning.
+Each save is written into ``step-000120.tmp-<pid>/`` and renamed into place (``nbkit.atomic.atomic_dir``), so
+a final name only appears complete. A fresh run sets an earlier run's ``step-*`` folders aside
+(:func:`set_aside_earlier`, :func:`prune_previous`); incomplete ``step-*`` folders are skipped with a warning.
 """
 from __future__ import annotations
 
@@ -44,9 +41,7 @@ class Checkpoint:
         return self.path / "model"
 
     def load_state(self, map_location="cpu") -> dict:
-        """The ``trainer_state.pt`` dict, loaded with ``weights_only=False`` (it holds NumPy/Python RNG
-        states): load only checkpoints you wrote.
-        """
+        """The ``trainer_state.pt`` dict (``weights_only=False``: it holds RNG states; load only checkpoints you wrote)."""
         import torch
 
         return torch.load(self.path / STATE_FILE, map_location=map_location, weights_only=False)
@@ -70,9 +65,8 @@ def save_checkpoint(output_dir, step: int, model, state: dict, keep_last: int | 
                     keep_steps=()) -> Path:
     """Write a checkpoint for ``step`` atomically; then keep the newest ``keep_last`` (None or 0: all) and those at ``keep_steps``.
 
-    model: the uncompiled ``transformers.PreTrainedModel`` (``save_pretrained``, safetensors); state: a
-    picklable dict (``torch.save``). Returns the final folder. Hold the ``output_dir`` lock
-    (``nbkit.train.run_lock``; ``Loop`` does) so no other run writes there.
+    model: the uncompiled ``PreTrainedModel``; state: a picklable dict. Returns the final folder. Hold the
+    ``output_dir`` lock (``nbkit.train.run_lock``).
 
     Raises:
         WriteError: the file system refused the write (nothing of it is left; older checkpoints untouched).
@@ -132,9 +126,7 @@ def list_checkpoints(output_dir, warn: bool = True) -> list[Checkpoint]:
 def set_aside_earlier(output_dir, keep: Path | None = None) -> Path | None:
     """Move an earlier run's checkpoints (every ``step-*`` entry but ``keep``) into
     ``output_dir/checkpoints/previous-<UTC time>/`` (:func:`nbkit.atomic.set_aside`) and return that folder
-    (None: nothing there). ``Loop.fit()`` calls it when a run starts fresh in a folder with checkpoints: else
-    ``keep_last`` would count the old run's later steps as the newest and delete the new run's checkpoints,
-    and a later resume would pick up the old run. Hold the ``output_dir`` lock."""
+    (None: nothing there), so ``keep_last`` and a later resume see only the new run. Hold the ``output_dir`` lock."""
     from nbkit.atomic import set_aside
 
     root = checkpoints_dir(output_dir)
@@ -147,9 +139,7 @@ def set_aside_earlier(output_dir, keep: Path | None = None) -> Path | None:
 
 def prune_previous(output_dir, keep: int) -> list[tuple[Path, int]]:
     """Delete all but the newest ``keep`` ``checkpoints/previous-*`` folders (0: delete none) kill-safely
-    (:func:`discard_checkpoint`); returns ``[(folder, bytes freed), ...]``, oldest first. Without it every rerun
-    in the same folder kept one more full set of an earlier run's checkpoints (2.6 GB at ``base``).
-    Hold the ``output_dir`` lock."""
+    (:func:`discard_checkpoint`); returns ``[(folder, bytes freed), ...]``, oldest first. Hold the ``output_dir`` lock."""
     from nbkit.atomic import tree_bytes
 
     root = checkpoints_dir(output_dir)
@@ -168,8 +158,7 @@ def prune_previous(output_dir, keep: int) -> list[tuple[Path, int]]:
 
 def load_latest(output_dir) -> Checkpoint | None:
     """The newest complete checkpoint, or None; warns about the incomplete ones it skips. From another process
-    than the run's (a plot, a notebook watching a run) read it through :func:`read_latest`: the run may prune or
-    replace it before you open its files."""
+    than the run's, use :func:`read_latest` (the run may prune it before you read it)."""
     ckpts = list_checkpoints(output_dir, warn=True)
     return ckpts[-1] if ckpts else None
 
@@ -183,10 +172,8 @@ def read_latest(output_dir, read=None):
     writes to ``output_dir``; ``(None, None)`` when there is none. ``read``: what to load (default:
     :meth:`Checkpoint.load_state`; e.g. ``lambda c: AutoModel.from_pretrained(c.model_dir)``).
 
-    A run deletes older checkpoints after each save (``keep_last``) and replaces a step's folder in one swap, so a
-    reader holding a path can find its files gone (``FileNotFoundError``). Here that makes it pick the newest
-    complete checkpoint again (each save is complete before its name appears: ``nbkit.atomic.atomic_dir``),
-    up to :data:`READ_TRIES` times, 0.05 s apart.
+    A ``FileNotFoundError`` (the run pruned or replaced it) makes it pick the newest again, up to
+    :data:`READ_TRIES` times, 0.05 s apart.
 
     Raises:
         CheckpointError: the checkpoints kept vanishing (``READ_TRIES`` times): the writer saves faster than
@@ -238,9 +225,7 @@ def load_model_weights(model, model_dir) -> None:
                                         "unexpected", details))
 
 
-#: TensorFlow-era LayerNorm names (bert-base-chinese's files) -> PyTorch's; transformers' from_pretrained renames
-#: them on load and its save_pretrained writes them back as loaded, so a checkpoint of a model that started from
-#: such a file holds them
+#: TensorFlow-era LayerNorm names (bert-base-chinese's files, kept by save_pretrained) -> PyTorch's
 LEGACY_SUFFIXES = ((".gamma", ".weight"), (".beta", ".bias"))
 
 
@@ -329,13 +314,9 @@ def save_loop(loop) -> Path:
 def restore_loop(loop, found: Checkpoint) -> dict:
     """Inverse of :func:`loop_state` plus the weights: put ``loop`` where ``found`` was saved, under any world size.
 
-    The optimizer and LR schedule are the checkpoint's (a different saved ``nbkit_schedule`` rebuilds
-    ``loop.scheduler``): its lr, warm-up ratio and scheduler, except its length, which is re-planned to this
-    run's ``max_steps`` (:func:`replan_lr`: from the resumed step on, the LR a fresh run of the new length
-    has there; raising ``max_steps`` does not leave the old schedule's end LR, often 0, on the new steps).
-    RNG states: each rank its own when the world size is unchanged; otherwise rank 0 the saved ones and the
-    other ranks fresh streams. Returns the loaded state (``config``: the saved
-    TrainConfig as plain data).
+    The optimizer and LR schedule are the checkpoint's, its length re-planned to this run's ``max_steps``
+    (:func:`replan_lr`). RNG states: each rank its own when the world size is unchanged, else rank 0 the saved
+    ones and the others fresh streams. Returns the loaded state (``config``: the saved TrainConfig as plain data).
 
     Raises:
         CheckpointError: the checkpoint's identity is not the run's (:func:`check_identity`), or the weights do
@@ -348,7 +329,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     s = found.load_state()
     check_identity((s.get("config") or {}).get("identity"), loop.config.identity, found.path)
     load_model_weights(loop.model, found.model_dir)
-    shape = s["scheduler"].get("nbkit_schedule")  # absent before nbkit recorded it: keep the loop's
+    shape = s["scheduler"].get("nbkit_schedule")  # absent: keep the loop's
     planned = getattr(loop.scheduler, "nbkit_schedule", None)
     if shape:   # the checkpoint's scheduler and warm-up ratio, over this run's max_steps (re-planned)
         planned = {**shape, "max_steps": loop.config.max_steps}
@@ -364,7 +345,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
         loop.scaler.load_state_dict(s["scaler"])
     for k in ("step", "skipped_steps", "consecutive_nonfinite", "train_tokens"):
         setattr(loop.state, k, s[k])
-    loop.state.skipped_examples = s.get("skipped_examples", 0)   # older checkpoints: none skipped
+    loop.state.skipped_examples = s.get("skipped_examples", 0)
     loop.state.epoch, loop.state.epoch_start = global_position(s, len(loop.train_data))
     restore_order(loop, s)  # the epoch in progress keeps its saved order: each example once
     loop.state.batch_in_epoch = 0
@@ -381,10 +362,9 @@ def restore_loop(loop, found: Checkpoint) -> dict:
 
 
 def replan_lr(scheduler, shape: dict) -> None:
-    """Give a restored LR ``scheduler`` the schedule ``shape`` (``nbkit_schedule``: another ``max_steps``) from
-    its step on: each group's lr becomes ``base_lr x lambda(step)``, the LR a fresh run of that length has at
-    this step (``transformers.get_scheduler``'s lambdas, which HF Trainer also rebuilds from its arguments on
-    resume). The caller built ``scheduler`` with ``shape``; ``load_state_dict`` had put the saved one back."""
+    """Give a restored LR ``scheduler`` the schedule ``shape`` (another ``max_steps``) from its step on: each
+    group's lr becomes ``base_lr x lambda(step)``, the LR a fresh run of that length has at this step (as HF
+    Trainer does on resume), so a longer run does not keep the old schedule's end LR."""
     scheduler.nbkit_schedule = dict(shape)
     step = scheduler.last_epoch
     for group, base, fn in zip(scheduler.optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas):
@@ -394,7 +374,7 @@ def replan_lr(scheduler, shape: dict) -> None:
 
 def check_identity(saved: dict | None, now: dict | None, path) -> None:
     """Refuse to resume the checkpoint at ``path`` when an entry of its saved ``TrainConfig.identity`` differs
-    from this run's (a key missing on either side is not compared: older checkpoints have none).
+    from this run's (a key missing on either side is not compared).
 
     Raises:
         CheckpointError: naming each differing entry (``tokenizer``: the checkpoint's vs this run's hash;
@@ -435,7 +415,7 @@ def global_position(state: dict, dataset_size: int) -> tuple[int, int]:
 
 def saved_order(state: dict) -> dict | None:
     """The order inputs (``ResumableDistributedSampler.order_key``) of the epoch a checkpoint ``state``
-    was in: ``state["order"]``, or for older checkpoints rebuilt from the saved config; None if unknown."""
+    was in: ``state["order"]``, else rebuilt from the saved config; None if unknown."""
     if state.get("order"):
         return dict(state["order"])
     cfg = state.get("config") or {}
@@ -464,10 +444,9 @@ def restore_order(loop, state: dict) -> None:
 def keep_global_batch(state: dict, batch_size: int, grad_accum_steps: int, world_size: int) -> tuple[int, str | None, bool]:
     """``(grad_accum_steps, note, kept)`` for resuming checkpoint ``state`` under ``world_size`` processes.
 
-    Only the world size changed (per-process ``batch_size`` and accumulation as saved): the accumulation that
-    keeps the saved global batch (``batch_size x grad_accum_steps x world_size`` sequences per step) when it
-    divides evenly, with a note (``kept``); else the given one, with a note naming both global batches and the
-    fix (not ``kept``: the caller warns). Nothing to say: ``(grad_accum_steps, None, True)``.
+    When only the world size changed: the accumulation that keeps the saved global batch if one divides evenly
+    (``kept``), else the given one with a note naming both global batches and the fix (not ``kept``).
+    Nothing to say: ``(grad_accum_steps, None, True)``.
     """
     saved = state.get("config") or {}
     then = int(state.get("world_size", 1))

@@ -35,26 +35,23 @@ class TrainConfig:
 
     Global batch = ``batch_size * grad_accum_steps * world_size``. ``log_every``, ``eval_every``,
     ``checkpoint_every`` count steps; checkpoints are also written at ``keep_steps``, and each save keeps
-    the newest ``keep_last`` (0: all) plus those. A fresh run in a folder with an earlier run's checkpoints moves them
-    to ``checkpoints/previous-<UTC time>/`` and keeps the newest ``keep_previous`` such folders (default 1: the run
-    before this one; 0: all), deleting older ones with a line each. ``compile``: False, True (inductor) or a backend name;
+    the newest ``keep_last`` (0: all) plus those. A fresh run sets an earlier run's checkpoints aside and keeps the
+    newest ``keep_previous`` such sets (0: all). ``compile``: False, True (inductor) or a backend name;
     it pads to a multiple of ``pad_to_multiple_of`` (default 64) and drops the last partial batch (static
     shapes). ``group_by_length``: similar lengths share a batch (``nbkit.train.ddp.sampler``).
     ``class_weights`` (classification): None, ``"balanced"`` or one weight per class (``nbkit.train.loss``;
     evaluation stays unweighted). ``eval_batches``: None evaluates everything. ``identity``: what the run's data
-    means that must not change across a resume (``{"tokenizer": sha256}``), saved with each checkpoint; a resume
-    under another identity is refused (``nbkit.train.checkpoint.check_identity``). ``fused_loss``: a causal LM
-    with a plain linear head, trained eagerly in one process, computes its output layer and cross-entropy chunk
-    by chunk (``nbkit.train.loss.linear_cross_entropy_sum``: no (B, T, V) logits); False: full logits.
+    means that must not change across a resume (``{"tokenizer": sha256}``); a resume under another is refused.
+    ``fused_loss``: a causal LM with a plain linear head, trained eagerly in one process, computes its output
+    layer and loss chunk by chunk (no (B, T, V) logits); False: full logits.
 
     ``skip_examples``: indices in ``train_data`` left out of their batches (the rest keeps its order, so a resume
     stays exact), e.g. the examples a non-finite loss names; counted in the summary (``skipped_examples``).
 
     Watching and stopping a run: with ``output_dir``, a checkpoint is also written when ``checkpoint_minutes``
     passed since the last save (None: by steps only), and a Ctrl-C saves one at the next step boundary.
-    ``progress_every_s``: a plain progress line on stdout every that many seconds and at the end (None:
-    none; ``nbkit.train.callbacks.ProgressLine``), beside the ``progress`` bar. ``report_to``:
-    ``"tensorboard"`` writes event files to ``output_dir/tensorboard`` (``TensorBoardLogger``), ``"none"`` not.
+    ``progress_every_s``: a plain progress line every that many seconds (None: none). ``report_to``:
+    ``"tensorboard"`` writes event files to ``output_dir/tensorboard``, ``"none"`` not.
 
     Raises:
         ConfigError: a count < 1, ``keep_steps`` outside 1..max_steps, checkpoints without ``output_dir``,

@@ -108,11 +108,8 @@ class Loop:
     def setup(self) -> None:
         """Ready this process to train, once (``fit``, ``evaluate``, ``train_step`` and ``save`` call it).
 
-        Joins the process group under torchrun (``D.init_distributed``), starts the launcher watch, seeds the
-        global RNGs from ``config.seed`` (``D.seed_rank``: same seed, same dropout and masks), moves the model
-        to ``device`` (DDP-wrapped, compiled as configured) and adds the views the config asks for unless
-        given: a :class:`ProgressLine` (``progress_every_s``), a :class:`TensorBoardLogger` in
-        ``output_dir/tensorboard`` (``report_to="tensorboard"``).
+        Joins the process group under torchrun, seeds the global RNGs from ``config.seed``, moves the model to
+        ``device`` (DDP-wrapped, compiled as configured) and adds the views the config asks for.
 
         Raises:
             ConfigError: ranks that do not meet in time, ``LOCAL_RANK`` without a GPU (named), or
@@ -240,9 +237,9 @@ class Loop:
                 "votes": tuple(voted)}
 
     def _check_nonfinite(self, out: dict) -> None:
-        """Stop at a non-finite loss (its step named: no later step recovers a model whose loss is NaN, and a run
-        that "finished" on NaN would save it), or after :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row
-        of non-finite gradients (a GradScaler's overflow: it lowers the scale and the next step usually passes)."""
+        """Stop at a non-finite loss (its step named: no later step recovers it), or after
+        :data:`MAX_CONSECUTIVE_NONFINITE` skipped steps in a row of non-finite gradients (a GradScaler's overflow
+        usually passes at the next step)."""
         st, limit = self.state, MAX_CONSECUTIVE_NONFINITE
         if not out.get("loss_finite", True):
             raise NonFiniteLossError(self._nonfinite_message(out["loss"]))
@@ -295,16 +292,10 @@ class Loop:
     def fit(self) -> TrainResult:
         """Train to ``max_steps``, resuming from ``output_dir`` when ``config.resume``; returns a TrainResult.
 
-        A run that resumes nothing (``resume=False``, or no complete checkpoint) in a folder an earlier run wrote
-        first moves that run's checkpoints into ``checkpoints/previous-<UTC time>/`` and says so in one line
-        (``checkpoint.set_aside_earlier``), keeping the newest ``keep_previous`` such folders (each removed one named
-        in a line: ``checkpoint.prune_previous``); its TensorBoard logger does the same with the event files.
-
-        Holds the ``output_dir`` lock (``nbkit.train.run_lock``); warns when resuming with changed settings
-        (``nbkit.train.preflight.warn_resume_changes``), and resumed under another number of processes keeps the
-        global batch by changing ``grad_accum_steps`` when it divides (``checkpoint.keep_global_batch``). An
-        exception leaving it carries ``exc.nbkit_stopped = {"step", "max_steps", "output_dir", "signal"}`` (signal:
-        ``"SIGINT"``, ``"SIGTERM"`` or None).
+        A fresh run sets an earlier run's checkpoints aside (``checkpoint.set_aside_earlier``). Holds the
+        ``output_dir`` lock; warns when resuming with changed settings, and under another number of processes
+        keeps the global batch when it can (``checkpoint.keep_global_batch``). An exception leaving it carries
+        ``exc.nbkit_stopped = {"step", "max_steps", "output_dir", "signal"}``.
 
         Raises:
             ConfigError: another run holds ``output_dir``.
@@ -478,8 +469,8 @@ class Loop:
 
         ``eval_loss``: mean CE per label token over the whole set (nats; independent of batch size and padding),
         ``eval_tokens``: label tokens scored. MLM (labels (B, T)): ``eval_perplexity``; with a collator naming its
-        ``mask_id`` also ``eval_{mask,random,kept}_loss``/``_tokens`` by what the input held at the target
-        (:func:`target_kinds`; the kept ones a model can copy). Classification (labels (B,)): ``eval_accuracy``,
+        ``mask_id`` also ``eval_{mask,random,kept}_loss``/``_tokens`` (:func:`target_kinds`). Classification
+        (labels (B,)): ``eval_accuracy``,
         ``eval_macro_f1``, ``eval_examples``. No label scored: NaN and a warning. ``max_batches``: default
         ``config.eval_batches`` (None: all); batch i is masked with seed + i; under DDP rank r scores batches r, r + W, ...
 
@@ -623,10 +614,8 @@ class TrainingInterrupted(KeyboardInterrupt):
 class _HeldInterrupt:
     """While training, a SIGINT (Ctrl-C) or SIGTERM sets ``requested`` (the loop stops at the step's end, saving a
     checkpoint) and says so on stdout; another one at least 1 s later raises ``KeyboardInterrupt`` at once.
-    ``signum``: the first signal; ``t``: when it came (``time.monotonic``). Main thread only; a signal that is
-    ignored (``SIG_IGN``) stays ignored, and an ignored SIGINT (a job started in the background by a script, or
-    under nohup) is announced at the start with the SIGTERM that stops the job instead.
-    ``announce``: print the notices (rank 0)."""
+    ``signum``: the first signal; ``t``: when it came. Main thread only; an ignored signal stays ignored (an
+    ignored SIGINT is announced with the SIGTERM that stops the job instead). ``announce``: print the notices."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

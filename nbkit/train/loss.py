@@ -84,10 +84,7 @@ def class_weights(spec, train_data, num_labels: int | None) -> torch.Tensor | No
 
 
 #: rows of hidden states per chunk of :func:`linear_cross_entropy_sum` by device type: (rows, V) fp32 logits live
-#: at a time. On a CPU 128 rows (128 x 21,128 x 4 B = 10.3 MiB) stay in cache between the matmul, the softmax and
-#: the two gradient matmuls: ``bench/fused_loss_chunks.py`` measured the output layer + CE at N=2,048, d=128,
-#: V=21,128 (2 threads) 1.9x faster than unfused at 128 rows and 1.5x at 256. On a GPU 256 rows (21 MiB), not
-#: yet measured there (the same bench runs with ``--device cuda``).
+#: at a time, small enough to stay in cache from the matmul to the gradients (docs/pretraining.md)
 CHUNK_ROWS = {"cpu": 128, "cuda": 256}
 
 

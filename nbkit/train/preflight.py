@@ -45,8 +45,7 @@ def check_device(device: torch.device) -> None:
 
 def check_output_dir(output_dir) -> None:
     """Raise ``ConfigError`` when ``output_dir`` (or its ``checkpoints/``) is a file, or it or the nearest
-    existing folder above it, its ``checkpoints/`` or a ``step-*`` folder in there is not writable: found now,
-    not at the save after training or midway through moving an earlier run aside.
+    existing folder above it, its ``checkpoints/`` or a ``step-*`` folder in there is not writable.
     """
     if output_dir is None:
         return
@@ -66,8 +65,7 @@ def check_output_dir(output_dir) -> None:
                           f"{existing}. Choose a directory you can write (e.g. under runs/ or your home).")
     root = path / "checkpoints"
     if root.is_dir():
-        # a run writes its checkpoints there, moves an earlier run's aside (previous-*: each step-* folder is
-        # renamed, which needs write access to the folder itself) and deletes the ones keep_last drops
+        # checkpoints are written, renamed aside and deleted there
         steps = sorted(p for p in root.iterdir() if p.name.startswith("step-") and p.is_dir())
         locked = [p for p in (root, *steps) if not os.access(p, os.W_OK | os.X_OK)]
         if locked:
@@ -197,13 +195,10 @@ def _fmt(v) -> str:
 def warn_resume_changes(loop, state: dict, path) -> None:
     """Warn once (``UserWarning``) when the resumed ``loop`` cannot do what its config asks.
 
-    ``state``: the checkpoint's (``nbkit.train.checkpoint.loop_state``). A checkpoint at/after
-    ``max_steps``: nothing to train. Otherwise each differing :data:`RUN_SETTINGS` field is listed
-    ``old -> new`` with what happens to it (``batch_size`` counts as changed only when the global batch
-    did; under another world size neither it nor ``grad_accum_steps`` does when the global batch stayed): :data:`SCHEDULE_SETTINGS` stay the checkpoint's, the schedule's length
-    follows the new ``max_steps`` (re-planned: ``nbkit.train.checkpoint.replan_lr``), and the LR the
-    remaining steps get is stated; :data:`ORDER_SETTINGS` apply from the next epoch (the epoch in
-    progress keeps its saved order); the others apply from the next step.
+    ``state``: the checkpoint's. A checkpoint at/after ``max_steps``: nothing to train. Otherwise each differing
+    :data:`RUN_SETTINGS` field is listed ``old -> new`` with what happens to it: :data:`SCHEDULE_SETTINGS` stay
+    the checkpoint's (its length re-planned to ``max_steps``), :data:`ORDER_SETTINGS` apply from the next
+    epoch, the others from the next step.
     """
     cfg, step = loop.config, loop.state.step
     if step >= cfg.max_steps:

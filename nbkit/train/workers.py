@@ -54,7 +54,7 @@ def batch_shm_bytes(batch) -> int:
 
 def shm_need_bytes(batch_bytes: int, num_workers: int, prefetch_factor: int = PREFETCH_FACTOR) -> int:
     """Shared memory (bytes) in use at once: ``num_workers * prefetch_factor`` batches in flight plus two in
-    the main process (measured: 2 workers with 24 KiB batches hang in 128 KiB and train in 160 KiB).
+    the main process.
     """
     return batch_bytes * (num_workers * prefetch_factor + 2)
 

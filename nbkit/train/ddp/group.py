@@ -238,9 +238,8 @@ def wrap_ddp(model, dist_info: DistInfo, **ddp_kwargs):
 def cleanup() -> None:
     """Leave the process group (no-op when none was created), deterministically, while Python is alive.
 
-    DDP wrappers kept alive in reference cycles hold the gloo group until interpreter shutdown, where
-    destroying it can abort a finished rank (SIGABRT; pytorch/pytorch PR 179291): so they are
-    garbage-collected first. Callers drop their DDP model before calling this.
+    DDP wrappers in reference cycles are garbage-collected first: destroying their gloo group at interpreter
+    shutdown can abort a finished rank (pytorch/pytorch PR 179291). Callers drop their DDP model first.
     """
     import gc
 

@@ -1,8 +1,7 @@
 """When to join a process group, and joining it with a short, explained timeout.
 
 A kernel or a plain ``python`` often inherits ``WORLD_SIZE``/``RANK``/``MASTER_*`` without being one of
-several workers; trusting them meant a raw ``ValueError`` or a 30-minute wait for peers that never come.
-The rules (:func:`should_join`, :func:`join_group`, ``NBKIT_DISTRIBUTED``, ``NBKIT_DIST_TIMEOUT_S``):
+several workers, so those alone never make it wait for peers. The rules (:func:`should_join`, :func:`join_group`, ``NBKIT_DISTRIBUTED``, ``NBKIT_DIST_TIMEOUT_S``):
 ``docs/distributed.md``, "What the loop does under torchrun".
 """
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """A ``DistributedSampler`` whose position can be saved and restored, even under another world size.
 
-Every epoch has one global order, a permutation fixed by ``seed + epoch`` (as ``DistributedSampler``);
-rank r of W takes every W-th index from r. What the whole job consumed is then a prefix of that order
-whatever W is, so the resume state is ``(epoch, consumed global samples)``: drop that prefix, shard
-the rest over the new world size. One process reproduces the W-process order, batch W x B per step.
-The order's inputs are saved too (:meth:`ResumableDistributedSampler.order_key`) and a resume pins
-the epoch in progress to them (:meth:`~ResumableDistributedSampler.pin_order`).
+Every epoch has one global order fixed by ``seed + epoch``; rank r of W takes every W-th index from r. What the
+job consumed is then a prefix of that order whatever W is, so the resume state is ``(epoch, consumed global
+samples)``: drop that prefix, shard the rest over the new world size. A resume pins the epoch in progress to
+the saved order's inputs (:meth:`~ResumableDistributedSampler.pin_order`).
 """
 from __future__ import annotations
 
