@@ -92,3 +92,5 @@ def test_lora_fields_are_sfts_alone():
     assert "lora_r" in config(lora=False).unused() and "lora_r" not in config().unused()
     assert config(lora_targets="c_attn").lora_targets == ("c_attn",)
     assert pt.PretrainConfig.HELP["lora_r"].startswith("sft, lora: the adapters' rank")
+    assert config().table().loc["lora_lr", "from"].startswith("recipe: None, so min(10 x lr, 0.002) = 0.002: ")
+    assert "lr" in config(lora_lr=1e-3).unused() and "lr" not in config().unused()

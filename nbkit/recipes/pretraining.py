@@ -36,6 +36,7 @@ from nbkit.errors import ConfigError, DataError
 from nbkit.models.lora import CONFIG_HELP as LORA_HELP
 from nbkit.models.lora import EXPORTS as LORA_EXPORTS
 from nbkit.models.lora import FIELDS as LORA_FIELDS
+from nbkit.models.lora import lr_origin, unused_fields
 from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
 from nbkit.recipes.scales import constant
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
@@ -198,6 +199,8 @@ class PretrainConfig(RecipeConfig):
         return out
 
     def origin(self, name: str) -> str | None:
+        if name == "lora_lr" and self.lora and self.lora_lr is None:
+            return lr_origin(self)
         kind = objectives.get(self.objective)
         continued = self.init is not None and kind.init_rows
         where = default_origin("pretraining/init", name, self.scale, "init") if continued else None
@@ -212,12 +215,10 @@ class PretrainConfig(RecipeConfig):
         kind = objectives.get(self.objective)
         out = {"model": "init is set (the checkpoint's architecture)"} if self.init is not None else {}
         out.update(kind.unused(self))
-        if not kind.takes_lora:
+        if kind.takes_lora:
+            out.update(unused_fields(self))
+        else:
             out.update({k: f"objective is {self.objective} (LoRA is an option of sft)" for k in ("lora", *LORA_FIELDS)})
-        elif not self.lora:
-            out.update({k: "lora is False" for k in LORA_FIELDS})
-        elif self.lora_lr is not None:
-            out["lr"] = "lora: lora_lr is the rate"
         if self.corpus is None:
             return {**out, "fit_to_corpus": "no corpus"}
         if not kind.reads_store:   # it splits its own files (split_seed, eval_fraction)
