@@ -91,7 +91,7 @@ def render_run(path: Path) -> str:
 
 def render(run: Path | None = None) -> str:
     """The newest recorded run's block (``run`` to pick one), or :data:`PENDING` when none is recorded."""
-    run = run or newest("sft_*.json")
+    run = run or newest("sft_[!v]*.json")        # sft_<scale>_<date>, not bench/sft_vs_trl.py's sft_vs_trl_*
     return render_run(run) if run else PENDING
 
 
@@ -103,7 +103,7 @@ def render_lora(run: Path | None = None) -> str:
     """LoRA against full fine-tuning (``bench/lora.py``'s record, ``run`` to pick one): per model the trainable
     parameters, tokens/s and peak RSS (medians over rounds) of each method and their ratio, or
     :data:`LORA_PENDING` when none is recorded."""
-    run = run or newest("lora_*.json")
+    run = run or newest("lora_[!l]*.json")       # lora_<scale>_<date>, not the rate sweep's lora_lr_sweep_*
     if run is None:
         return LORA_PENDING
     d = json.loads(Path(run).read_text(encoding="utf-8"))
