@@ -248,7 +248,7 @@ def test_resume_on_another_tokenizer_is_refused(tmp_path, runs_tmp):
     with pytest.raises(CheckpointError, match=r"tokenizer: checkpoint [0-9a-f]{64} vs this run [0-9a-f]{64}.*resume=False"):
         pt.run_pretraining(cfg.replace(max_steps=4), out, tokenizer=other)
     state = torch.load(next((out / "checkpoints").glob("step-*")) / "trainer_state.pt", weights_only=False)
-    assert state["config"]["identity"] == {**pt.tokenizer_identity(tok), "block_size": cfg.block_size}
+    assert state["config"]["identity"] == {**pt.tokenizer_identity(tok), "block_size": cfg.block_size, "lora": None}
     pt.run_pretraining(cfg.replace(max_steps=3), out, tokenizer=tok)               # its own tokenizer resumes
     # fine-tuning: the same mechanism
     fcfg = ft.FinetuneConfig.for_scale("smoke", init="random", model="tiny", max_train=64, max_steps=2,

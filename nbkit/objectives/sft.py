@@ -157,15 +157,11 @@ class SFT(CausalLM):
         (:func:`default_init`), else random weights of ``cfg.model`` (a warning printed); its embeddings grown to
         the tokenizer's markers where they were added (:func:`nbkit.text.chat.fit_embeddings`), generation stopping
         at the end-of-turn marker and at the document separator (``eos_token_id``), gradient checkpointing with
-        ``cfg.gradient_checkpointing``. ``cfg.lora``: wrapped with LoRA adapters
-        (:func:`nbkit.models.lora.apply_lora`: ``lora_r``, ``lora_alpha``, ``lora_dropout``, ``lora_targets``, A drawn
-        with ``cfg.seed``), the trainable share printed, and the peft model returned: train it, and pass it to
-        :meth:`export` (the loop trains the model inside it).
+        ``cfg.gradient_checkpointing``. (``cfg.lora``: the recipe's ``model`` stage wraps it, :attr:`takes_lora`.)
 
         Raises:
             ConfigError: ``tok`` not the checkpoint's (its markers aside), ``block_size`` past its positions, a
-                template without generation markers (:meth:`prepare_tokenizer`), a LoRA setting
-                (:func:`~nbkit.models.lora.apply_lora`: a bad rank, a target naming no layer).
+                template without generation markers (:meth:`prepare_tokenizer`).
             CheckpointError: weights missing from the checkpoint.
         """
         from nbkit.models.causal import build_causal_model, load_causal_model, positions
@@ -195,15 +191,6 @@ class SFT(CausalLM):
         if getattr(cfg, "gradient_checkpointing", False):
             lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
             lm.config.use_cache = False
-        if getattr(cfg, "lora", False):
-            from nbkit.models.lora import apply_lora, peak_lr, trainable_parameters
-
-            lm = apply_lora(lm, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
-                            target_modules=cfg.lora_targets, seed=cfg.seed)
-            n = trainable_parameters(lm)
-            print(f"LoRA r={cfg.lora_r}, alpha={cfg.lora_alpha:g} on "
-                  f"{', '.join(sorted(lm.peft_config['default'].target_modules))}: trains {n['trainable']:,} of "
-                  f"{n['total']:,} parameters ({n['share']:.2%}) at lr {peak_lr(cfg):g}", flush=True)
         return lm
 
     def export(self, cfg, model, tok, model_dir: Path, generation: dict | None = None) -> None:

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 from nbkit import tasks
 from nbkit.data.ner import OFFSET_UNITS
 from nbkit.errors import ConfigError
-from nbkit.models.lora import CONFIG_HELP as LORA_HELP
-from nbkit.models.lora import EXPORTS as LORA_EXPORTS
-from nbkit.models.lora import lr_origin, peak_lr, unused_fields
-from nbkit.models.lora import settings as lora_settings
 from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
+from nbkit.recipes.lora import CONFIG_HELP as LORA_HELP
+from nbkit.recipes.lora import EXPORTS as LORA_EXPORTS
+from nbkit.recipes.lora import lr_origin, peak_lr, unused_fields
+from nbkit.recipes.lora import settings as lora_settings
 from nbkit.recipes.scales import LORA_LR_CAP, constant  # noqa: F401  (LORA_LR_CAP: ft.LORA_LR_CAP, its reason)
 from nbkit.tasks.token import evaluate_ner  # noqa: F401  (notebook 07 and bench/ call ft.evaluate_ner)
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
@@ -389,7 +389,7 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
     ``cfg.lora``: the classifier is wrapped with LoRA adapters (:func:`nbkit.models.lora.apply_lora`: ``lora_r``,
     ``lora_alpha``, ``lora_dropout``, ``lora_targets``; A drawn with ``cfg.seed``) and the trainable share printed;
     the peft model is returned (train it, and export it: :func:`export`), and the encoder's identity recorded in
-    ``out_dir`` includes :func:`nbkit.models.lora.settings`.
+    ``out_dir`` includes :func:`nbkit.recipes.lora.settings`.
 
     Raises:
         ConfigError / CheckpointError: from :func:`nbkit.models.bert.build_classifier` (a tokenizer that is not
@@ -423,7 +423,7 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
     """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples (``identity``: its
     ``identity``, e.g. the tokenizer's hash).
 
-    The rate is :func:`nbkit.models.lora.peak_lr`'s. Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
+    The rate is :func:`nbkit.recipes.lora.peak_lr`'s. Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
     ``batch_size * grad_accum_steps * world_size``. Evaluations/checkpoints: ``cfg.eval_every`` /
     ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
@@ -453,7 +453,7 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
     Returns ``(loop, result)``; ``result.metrics`` has ``train_loss``, ``tokens_per_s``, ``eval_*`` ... and
     ``finetune_s`` (wall seconds of ``fit``). With ``out_dir`` and ``cfg.report_to="tensorboard"`` the events go
     to ``out_dir/tensorboard`` with this config as text. Checkpoints record ``tok``'s hash and
-    :func:`nbkit.models.lora.settings`: a resume on another tokenizer, or across full fine-tuning and LoRA (or other LoRA
+    :func:`nbkit.recipes.lora.settings`: a resume on another tokenizer, or across full fine-tuning and LoRA (or other LoRA
     settings), is refused (``CheckpointError``). ``classifier``: :func:`model`'s (under ``cfg.lora`` the peft
     model; ``loop.model`` is then the transformers model inside it, adapters unmerged).
     """
@@ -521,7 +521,7 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     Keys: ``scale``, ``task``, ``data_files`` (split -> path, your files), ``init`` (``how``), the task's scores
     (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`, :meth:`nbkit.tasks.token.TokenTask.metrics`), the data
     report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary) and
-    ``written_at``; under ``cfg.lora`` also ``lora`` (:func:`nbkit.models.lora.settings`, ``lr``: :func:`nbkit.models.lora.peak_lr`,
+    ``written_at``; under ``cfg.lora`` also ``lora`` (:func:`nbkit.recipes.lora.settings`, ``lr``: :func:`nbkit.recipes.lora.peak_lr`,
     ``export``) and ``trainable_parameters`` (``trainable``, ``total``, ``share``:
     :func:`nbkit.models.lora.trainable_parameters`).
     """

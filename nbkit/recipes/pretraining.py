@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING
 
 from nbkit import jsonio, objectives
 from nbkit.errors import ConfigError, DataError
-from nbkit.models.lora import CONFIG_HELP as LORA_HELP
-from nbkit.models.lora import EXPORTS as LORA_EXPORTS
-from nbkit.models.lora import FIELDS as LORA_FIELDS
-from nbkit.models.lora import lr_origin, unused_fields
 from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
+from nbkit.recipes.lora import CONFIG_HELP as LORA_HELP
+from nbkit.recipes.lora import EXPORTS as LORA_EXPORTS
+from nbkit.recipes.lora import FIELDS as LORA_FIELDS
+from nbkit.recipes.lora import lr_origin, unused_fields
 from nbkit.recipes.scales import constant
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
@@ -681,12 +681,13 @@ def model(cfg: PretrainConfig, tok):
     objective does not use is printed by name), else preset ``cfg.model`` with ``tok``'s vocabulary and
     ``cfg.block_size`` positions, weights drawn from ``cfg.seed`` (the same on every rank). Its config is marked
     as nbkit's pretraining (:data:`nbkit.models.bert.NBKIT_MARK`: objective and init), which fine-tuning's pooling
-    rule reads.
+    rule reads. ``cfg.lora`` (SFT): wrapped with LoRA adapters (:func:`nbkit.models.lora.apply_lora`, A drawn with
+    ``cfg.seed``), the trainable share printed; the peft model is returned: train it and pass it to :func:`save`.
 
     Raises:
         ConfigError / CheckpointError: with ``init``, ``tok`` not the checkpoint's, ``block_size`` past its
             positions, or weights missing (:func:`nbkit.models.loading.load_mlm_model`,
-            :func:`nbkit.models.causal.load_causal_model`).
+            :func:`nbkit.models.causal.load_causal_model`); a LoRA setting (:func:`nbkit.models.lora.apply_lora`).
     """
     import torch
 
@@ -695,6 +696,16 @@ def model(cfg: PretrainConfig, tok):
     torch.manual_seed(cfg.seed)
     lm = objectives.get(cfg.objective).model(cfg, tok)
     setattr(lm.config, NBKIT_MARK, {"objective": cfg.objective, "init": None if cfg.init is None else str(cfg.init)})
+    if cfg.lora:   # an objective that takes LoRA (PretrainConfig refuses it for the others)
+        from nbkit.models.lora import apply_lora, trainable_parameters
+        from nbkit.recipes.lora import peak_lr
+
+        lm = apply_lora(lm, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                        target_modules=cfg.lora_targets, seed=cfg.seed)
+        n = trainable_parameters(lm)
+        print(f"LoRA r={cfg.lora_r}, alpha={cfg.lora_alpha:g} on "
+              f"{', '.join(sorted(lm.peft_config['default'].target_modules))}: trains {n['trainable']:,} of "
+              f"{n['total']:,} parameters ({n['share']:.2%}) at lr {peak_lr(cfg):g}", flush=True)
     return lm
 
 
@@ -709,7 +720,7 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
     Raises:
         ConfigError: a save step outside ``1..max_steps``.
     """
-    from nbkit.models.lora import peak_lr
+    from nbkit.recipes.lora import peak_lr
     from nbkit.recipes.sizing import steps_for_epochs
     from nbkit.train import TrainConfig
 
@@ -747,7 +758,7 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
     checkpoints record ``tok``'s hash and ``cfg.block_size``: a resume on another tokenizer or block size is
     refused naming it (``CheckpointError``).
     """
-    from nbkit.models.lora import settings as lora_settings
+    from nbkit.recipes.lora import settings as lora_settings
     from nbkit.train import EarlyStopping, Loop, TensorBoardLogger
     from nbkit.train.ddp.group import launch_world_size
 
@@ -776,7 +787,7 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | Non
     folder and/or ``out_dir/model/adapter`` as ``cfg.lora_export`` says; ``metrics["trainable_parameters"]``.
 
     The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``objective``,
-    ``model`` (the preset, or ``init``), ``init``, ``parameters``, ``lora`` (:func:`nbkit.models.lora.settings`),
+    ``model`` (the preset, or ``init``), ``init``, ``parameters``, ``lora`` (:func:`nbkit.recipes.lora.settings`),
     ``trainable_parameters`` (``trainable``, ``total``, ``share``), ``hidden_size``, ``layers``, ``block_size``,
     ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``,
     ``mfu``, ``device``, ``precision``, ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``,
@@ -790,8 +801,8 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | Non
             ``cfg.lora``, ``model`` not the peft model (the fix named).
     """
     from nbkit.models.bert import count_parameters
-    from nbkit.models.lora import settings as lora_settings
     from nbkit.models.lora import trainable_parameters
+    from nbkit.recipes.lora import settings as lora_settings
     from nbkit.train.checkpoint import list_checkpoints
 
     if cfg.lora and model is None:
