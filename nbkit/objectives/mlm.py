@@ -87,13 +87,15 @@ class MaskedLM(Objective):
         (:func:`nbkit.models.loading.load_mlm_model`); ``cfg.dropout`` as hidden and attention dropout.
 
         Raises:
-            ConfigError: ``tok`` without a mask or pad token (:meth:`check_tokenizer`), before any weight is made.
+            ConfigError: without ``init``, ``tok`` without a mask or pad token (:meth:`check_tokenizer`), before any
+                weight is made; with ``init``, ``tok`` not the checkpoint's (:meth:`check_loaded`).
         """
-        self.check_tokenizer(cfg, tok)
         drop = {} if cfg.dropout is None else {"hidden_dropout_prob": cfg.dropout,
                                                "attention_probs_dropout_prob": cfg.dropout}
         if cfg.init is None:
             from nbkit.models.bert import build_mlm_model
+
+            self.check_tokenizer(cfg, tok)
 
             return build_mlm_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, **drop)
         from nbkit.models.loading import load_mlm_model
