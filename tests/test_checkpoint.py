@@ -83,37 +83,6 @@ def test_reruns_in_one_folder_keep_a_bounded_number_of_earlier_runs_and_say_whic
         TrainConfig(max_steps=1, batch_size=1, keep_previous=-1)
 
 
-def test_a_reader_in_another_process_reads_the_newest_checkpoint_while_the_run_prunes_the_one_it_picked(tmp_path):
-    """The run (another kernel) saves step 2 and prunes step 1 (keep_last=1) between the reader's listing and its
-    read: load_latest(...).load_state() then raises FileNotFoundError; read_latest picks the newest again."""
-    model = loop_helpers.tiny_mlm()
-    checkpoint.save_checkpoint(tmp_path, 1, model, _state(1), keep_last=1)
-    picked = checkpoint.load_latest(tmp_path)
-    checkpoint.save_checkpoint(tmp_path, 2, model, _state(2), keep_last=1)     # the writer, meanwhile
-    with pytest.raises(FileNotFoundError):
-        picked.load_state()                                                    # what a plot cell hit
-
-    saves = iter([3])
-
-    def read_while_saving(found):
-        step = next(saves, None)
-        if step is not None:                     # the writer saves (and prunes this one) as the reader opens it
-            checkpoint.save_checkpoint(tmp_path, step, model, _state(step), keep_last=1)
-        return found.load_state()["step"]
-
-    found, step = checkpoint.read_latest(tmp_path, read_while_saving)
-    assert (found.step, step) == (3, 3)
-    found, state = checkpoint.read_latest(tmp_path)                            # default: the trainer state
-    assert found.step == state["step"] == 3
-    assert checkpoint.read_latest(tmp_path / "none") == (None, None)
-
-    def always_gone(found):
-        raise FileNotFoundError(found.path)
-
-    with pytest.raises(CheckpointError, match="saves faster than it can be read. Fix: copy a checkpoint folder"):
-        checkpoint.read_latest(tmp_path, always_gone)
-
-
 def test_keep_steps_are_saved_and_never_pruned(tmp_path):
     """TrainConfig(keep_steps=...): the loop saves at those steps too, and pruning (keep_last) spares them."""
     from nbkit.errors import ConfigError

@@ -83,3 +83,30 @@ def test_a_python_only_tokenizer_without_an_exact_conversion_is_refused_before_r
         prepare_corpus(write_txt(tmp_path / "c.txt", review_lines(40)), out, tokenizer=str(folder), num_workers=1,
                        progress=False)
     assert not (out / "shards").exists() or not any((out / "shards").glob("*.ids"))
+
+
+def test_an_mlm_on_a_llama_tokenized_store_is_refused_before_a_model_is_made(tmp_path, sp_model):
+    """A masked LM needs [MASK] and [PAD]; a Llama/SentencePiece tokenizer has neither. Before: the store's blocks and a
+    BERT of its vocabulary were made, then the collator refused with 'use nbkit.text.tokenizer.train_wordpiece'.
+    Now the model and blocks stages refuse first, naming the tokenizer, what it lacks and the fixes."""
+    import nbkit.recipes.pretraining as pt
+
+    folder = _llama_upload(tmp_path / "llama", sp_model)
+    store = tmp_path / "store"
+    prepare_corpus(write_txt(tmp_path / "c.txt", review_lines(40, start=600)), store, tokenizer=str(folder),
+                   heldout_share=0.0, num_workers=1, progress=False)
+    cfg = pt.PretrainConfig.for_scale("smoke", objective="mlm", corpus=str(store), block_size=32)
+    corpus = pt.data(cfg)
+    tok = pt.tokenizer(cfg, corpus)
+    why = (r"objective='mlm' needs a BERT-style tokenizer with a mask token \(\[MASK\]\) and a pad token \(\[PAD\]\), "
+           r"but the corpus store .*store uses a LlamaTokenizer\w* with no mask and no pad token .*Fix: objective='causal'.*"
+           r"tokenizer=None")
+    with pytest.raises(ConfigError, match=why):
+        pt.model(cfg, tok)
+    with pytest.raises(ConfigError, match=why):
+        pt.blocks(cfg, tok, corpus)
+    bare = pt.PretrainConfig.for_scale("smoke", objective="mlm", block_size=32)                  # a BERT preset handed the Llama tokenizer directly
+    with pytest.raises(ConfigError, match=r"the given tokenizer uses a LlamaTokenizer\w* with no mask and no pad"):
+        pt.model(bare, tok)
+    causal = cfg.replace(objective="causal", model="gpt2-tiny")
+    assert pt.model(causal, tok).config.vocab_size == len(tok)   # the same store trains a causal LM

@@ -161,15 +161,17 @@ def _job_env(tmp_path):
             "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def _interrupt_when_training(cmd, env, timeout=600, sig=signal.SIGINT, preexec_fn=None) -> tuple[int, str]:
-    """Run ``cmd``; send ``sig`` to its process once a second progress line appeared; ``(exit code, output)``."""
+def _interrupt_when_training(cmd, env, timeout=600, sig=signal.SIGINT, preexec_fn=None,
+                             group: bool = False) -> tuple[int, str]:
+    """Run ``cmd``; send ``sig`` to its process (``group``: to its process group, every worker too, as SLURM's
+    ``scancel`` does) once a second progress line appeared; ``(exit code, output)``."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True, preexec_fn=preexec_fn)
     out, sent, deadline = [], False, time.monotonic() + timeout
     for line in proc.stdout:
         out.append(line)
         if not sent and re.match(r"train step ([2-9]|\d\d+)/", line):
-            os.kill(proc.pid, sig)
+            os.killpg(proc.pid, sig) if group else os.kill(proc.pid, sig)
             sent = True
         assert time.monotonic() < deadline, "".join(out[-30:])
     return proc.wait(timeout=120), "".join(out)
@@ -239,6 +241,35 @@ def test_torchrun_ctrl_c_exits_130_and_one_process_resumes_with_the_same_global_
     assert "global batch 32 -> 16" not in done.stdout + done.stderr     # no "changed settings" warning for it
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["steps"] == STEPS and metrics["grad_accum_steps"] == 2 and metrics["world_size"] == 1
+
+
+@pytest.mark.multiproc
+@pytest.mark.slow
+@pytest.mark.parametrize("to", ["launcher", "group"])
+def test_torchrun_sigterm_exits_143_with_a_complete_checkpoint_and_the_rerun_resumes_from_it(tmp_path, to):
+    """SIGTERM to torchrun (``launcher``: what Kubernetes and ``docker stop`` send to the container's first process)
+    or to every process of the job (``group``: SLURM's ``scancel``, the time limit): the workers end the running
+    step, save one complete checkpoint and the job exits 143 with one line; the same command resumes from it."""
+    import json
+
+    out, env = tmp_path / "mlm", _job_env(tmp_path)
+    launcher = [sys.executable, "-m", "nbkit.jobs.launch", "--standalone", "--nproc-per-node=2"]
+    rc, log = _interrupt_when_training([*launcher, *JOB, "--output-dir", str(out)], env, sig=signal.SIGTERM,
+                                       group=to == "group")
+    stopped = ckpt.load_latest(out)                                     # complete ones only
+    assert rc == 143 and stopped is not None and 0 < stopped.step < STEPS, log[-3000:]
+    assert "Traceback" not in log and "SignalException" not in log, log[-3000:]
+    lines = [ln for ln in log.splitlines() if ln.startswith("nbkit.jobs.pretrain: stopped by SIGTERM")]
+    assert len(lines) == 1, log[-3000:]                                 # rank 0 only
+    assert f"at step {stopped.step} of {STEPS}; newest complete checkpoint: {stopped.path}" in lines[0]
+    state = stopped.load_state()
+    assert state["world_size"] == 2 and state["step"] == stopped.step and len(state["rng_per_rank"]) == 2
+    done = subprocess.run([*launcher, *JOB, "--output-dir", str(out)], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"resumed from {stopped.path} (step {stopped.step}" in done.stdout, done.stdout[-2000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == STEPS and metrics["world_size"] == 2
 
 
 @pytest.mark.slow

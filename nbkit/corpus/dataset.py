@@ -139,6 +139,30 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         """A batch of blocks (the DataLoader's batched fetch); same as ``[ds[i] for i in indices]``."""
         return [self[i] for i in indices]
 
+    def describe_example(self, i: int) -> str:
+        """Where block ``i`` lies in the store, for the loop's non-finite-loss message: each shard it reads, the
+        token range in that shard and the documents (0-based, counted by the separator ending each one), e.g.
+        ``"train-00000.ids tokens 96-125, documents 3-4 of that shard"``. The store does not record a
+        document's source file and line; its text is ``store_tokenizer(path).decode(ds[i]["input_ids"])``.
+        Reads the shard up to the block (O(offset)): for messages only.
+
+        Raises:
+            IndexError: ``i`` out of range.
+        """
+        i = self._block_index(i)
+        start, stop = i * self._chunk, (i + 1) * self._chunk
+        k, pos, parts = bisect.bisect_right(self._starts, start) - 1, start, []
+        while pos < stop:
+            lo, hi = pos - self._starts[k], min(stop, self._starts[k + 1]) - self._starts[k]
+            ids_path = self._shards[k][0]
+            seps = np.flatnonzero(np.fromfile(ids_path, dtype=self._dtype, count=hi) == self.sep_id)   # (n_seps,)
+            first, last = int(np.searchsorted(seps, lo)), int(np.searchsorted(seps, hi - 1))
+            docs = f"document {first}" if first == last else f"documents {first}-{last}"
+            parts.append(f"{ids_path.name} tokens {lo}-{hi - 1}, {docs} of that shard")
+            pos += hi - lo
+            k += 1
+        return f"block {i} of {self.split!r}: " + "; ".join(parts)
+
     def sample_blocks(self, n: int = 10_000) -> list[np.ndarray]:
         """``input_ids`` of at most ``n`` blocks evenly spaced over the split (for statistics; O(n * B))."""
         step = max(1, self._n // max(1, n))

@@ -39,9 +39,33 @@ class MaskedLM(Objective):
         conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         return conf, "max_position_embeddings", int(conf.get("max_position_embeddings", 512))
 
+    def check_tokenizer(self, cfg, tok) -> None:
+        """Refuse ``tok`` unless it has the ``[MASK]`` and ``[PAD]`` tokens a masked LM is trained with (a BERT-style
+        tokenizer); a Llama/SentencePiece tokenizer (e.g. a store prepared with one) has neither.
+
+        Raises:
+            ConfigError: a token missing, naming the tokenizer and the fix (``objective='causal'`` or a BERT
+                tokenizer).
+        """
+        missing = [name for name, i in (("mask", tok.mask_token_id), ("pad", tok.pad_token_id)) if i is None]
+        if not missing:
+            return
+        source = f"the corpus store {cfg.corpus}" if cfg.corpus is not None else "the given tokenizer"
+        raise ConfigError(
+            f"objective='mlm' needs a BERT-style tokenizer with a mask token ([MASK]) and a pad token ([PAD]), but "
+            f"{source} uses a {type(tok).__name__} with no {' and no '.join(missing)} token (a GPT/Llama "
+            "SentencePiece or byte-level tokenizer is a causal LM's). Fix: objective='causal' to train a GPT or "
+            "Llama on this tokenizer, or a BERT tokenizer for the MLM: prepare the corpus with tokenizer=None (a "
+            "WordPiece trained on it) or a BERT folder (tokenizer='bert-base-chinese')")
+
     def blocks(self, cfg, tok, corpus) -> dict:
         """:class:`nbkit.corpus.StoreMLMDataset` per split of a store; else the mix's texts packed by
-        :func:`nbkit.text.mlm.make_blocks` with ``word_ids`` (its ``words`` column) for whole-word masking."""
+        :func:`nbkit.text.mlm.make_blocks` with ``word_ids`` (its ``words`` column) for whole-word masking.
+
+        Raises:
+            ConfigError: ``tok`` without a mask or pad token (:meth:`check_tokenizer`).
+        """
+        self.check_tokenizer(cfg, tok)
         if corpus.store is not None:
             from nbkit.corpus.dataset import StoreMLMDataset
 
@@ -60,11 +84,18 @@ class MaskedLM(Objective):
 
     def model(self, cfg, tok):
         """A ``BertForMaskedLM`` with the sparse MLM head (:func:`nbkit.models.bert.build_mlm_model`), or ``cfg.init``'s
-        (:func:`nbkit.models.loading.load_mlm_model`); ``cfg.dropout`` as hidden and attention dropout."""
+        (:func:`nbkit.models.loading.load_mlm_model`); ``cfg.dropout`` as hidden and attention dropout.
+
+        Raises:
+            ConfigError: without ``init``, ``tok`` without a mask or pad token (:meth:`check_tokenizer`), before any
+                weight is made; with ``init``, ``tok`` not the checkpoint's (:meth:`check_loaded`).
+        """
         drop = {} if cfg.dropout is None else {"hidden_dropout_prob": cfg.dropout,
                                                "attention_probs_dropout_prob": cfg.dropout}
         if cfg.init is None:
             from nbkit.models.bert import build_mlm_model
+
+            self.check_tokenizer(cfg, tok)
 
             return build_mlm_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, **drop)
         from nbkit.models.loading import load_mlm_model

@@ -68,7 +68,8 @@ class TokenEncoding:
     """What :func:`encode_token_classification` made of the items.
 
     ``dataset``: a ``datasets.Dataset`` of windows with ``input_ids``, ``attention_mask`` and ``labels`` (unpadded,
-    ``[CLS] ... [SEP]``, labels -100 at the specials and at non-first sub-tokens). ``windows``: per row
+    ``[CLS] ... [SEP]``, labels -100 at the specials and at non-first sub-tokens; its ``describe_example`` a
+    :class:`WindowOrigin`). ``windows``: per row
     ``(item index, first token of the window in the item's sub-tokens)``. ``word_ids``: per item, its
     sub-tokens' word index. ``n_words``: words per item. ``body``: sub-tokens per window between
     ``[CLS]`` and ``[SEP]``. ``report``: the counts (:func:`encode_token_classification`).
@@ -80,6 +81,30 @@ class TokenEncoding:
     n_words: list[int]
     body: int
     report: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WindowOrigin:
+    """Where each window of :func:`encode_token_classification` comes from: ``origin(i)`` -> ``"sentence 12
+    (id 'train.conll:40'), window 2 of 3 (sub-tokens 96-221)"``, the sentence's index in the items and its ``id``
+    (a user file's ``file:line``, People's Daily's ``pd-<line>-<k>``). Picklable; the windows' dataset carries it as
+    ``describe_example`` for the loop's non-finite-loss message.
+
+    ``ids``: per item, its ``id`` (None: none given). ``windows``: per window, ``(item index, first sub-token)``.
+    ``body``: sub-tokens per window between ``[CLS]`` and ``[SEP]``.
+    """
+
+    ids: tuple
+    windows: tuple[tuple[int, int], ...]
+    body: int
+
+    def __call__(self, i: int) -> str:
+        item, start = self.windows[i]
+        mine = [s for k, s in self.windows if k == item]           # this sentence's windows, in order
+        ident = f" (id {self.ids[item]!r})" if self.ids[item] is not None else ""
+        where = (f", window {mine.index(start) + 1} of {len(mine)} (sub-tokens {start}-{start + self.body - 1})"
+                 if len(mine) > 1 else "")
+        return f"sentence {item}{ident}{where}"
 
 
 def window_starts(n_tokens: int, body: int, stride: int) -> list[int]:
@@ -190,7 +215,9 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
               "n_words_without_token": n_dropped, "n_words_unk": sum(unk_words.values()),
               "unk_words": [w for w, _ in unk_words.most_common(5)], "subtokens_p50": float(p50), "subtokens_p95": float(p95),
               "subtokens_max": int(max(lengths))}
-    return TokenEncoding(Dataset.from_dict(rows), windows, all_wids, [len(w) for w in words], body, report)
+    dataset = Dataset.from_dict(rows)
+    dataset.describe_example = WindowOrigin(tuple(it.get("id") for it in items), tuple(windows), body)
+    return TokenEncoding(dataset, windows, all_wids, [len(w) for w in words], body, report)
 
 
 def token_classification_collator(tokenizer, pad_to_multiple_of: int | None = None):

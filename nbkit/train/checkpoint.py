@@ -157,42 +157,10 @@ def prune_previous(output_dir, keep: int) -> list[tuple[Path, int]]:
 
 
 def load_latest(output_dir) -> Checkpoint | None:
-    """The newest complete checkpoint, or None; warns about the incomplete ones it skips. From another process
-    than the run's, use :func:`read_latest` (the run may prune it before you read it)."""
+    """The newest complete checkpoint, or None; warns about the incomplete ones it skips. For the run's own process
+    (which holds ``output_dir``'s lock): another process may see it pruned before it reads it."""
     ckpts = list_checkpoints(output_dir, warn=True)
     return ckpts[-1] if ckpts else None
-
-
-#: times :func:`read_latest` picks the newest checkpoint again after the one it read was pruned or replaced
-READ_TRIES = 20
-
-
-def read_latest(output_dir, read=None):
-    """``(checkpoint, read(checkpoint))`` for the newest complete checkpoint, safe while a run in another process
-    writes to ``output_dir``; ``(None, None)`` when there is none. ``read``: what to load (default:
-    :meth:`Checkpoint.load_state`; e.g. ``lambda c: AutoModel.from_pretrained(c.model_dir)``).
-
-    A ``FileNotFoundError`` (the run pruned or replaced it) makes it pick the newest again, up to
-    :data:`READ_TRIES` times, 0.05 s apart.
-
-    Raises:
-        CheckpointError: the checkpoints kept vanishing (``READ_TRIES`` times): the writer saves faster than
-            they can be read; read a copy, or raise ``keep_last`` in the run.
-    """
-    import time
-
-    read = read or Checkpoint.load_state
-    for _ in range(READ_TRIES):
-        ckpts = list_checkpoints(output_dir, warn=False)
-        if not ckpts:
-            return None, None
-        try:
-            return ckpts[-1], read(ckpts[-1])
-        except FileNotFoundError:   # pruned or replaced between the listing and the read: list again
-            time.sleep(0.05)
-    raise CheckpointError(f"the newest checkpoint in {checkpoints_dir(output_dir)} was deleted or replaced while it "
-                          f"was read, {READ_TRIES} times in a row: the run there saves faster than it can be read. "
-                          "Fix: copy a checkpoint folder and read the copy, or raise keep_last in the run.")
 
 
 def load_model_weights(model, model_dir) -> None:
