@@ -19,6 +19,10 @@ encoder is notebook 02's (from random weights the row scores about the same: doc
 takes ~4-5 min on a 2-core machine (BERT 1.5-3 min, the CRF ~25 s, the BiLSTM ~1.5 min).
     python bench/ner_seeds.py --scale gpu --seeds 0 1 2                            # the gpu arm, on a GPU
 
+``--lora`` adds the recipe with ``lora=True`` (LoRA adapters on the attention projections, the head trained, the
+encoder frozen: ``FinetuneConfig.lora_*``) from the same encoder on the same split, recorded as ``lora_f1``
+beside full fine-tuning (``bench/results/ner_lora_<scale>_<date>.json``).
+
 Writes ``--out`` (strict JSON, default ``bench/results/ner_<scale>_<date>.json``); ``scripts/ner_table.py``
 renders it into the READMEs.
 """
@@ -50,6 +54,9 @@ def summarize(per_seed: list[dict]) -> dict:
     if all("bilstm_f1" in r for r in per_seed):
         out["bilstm_f1"] = stats([r["bilstm_f1"] for r in per_seed])
         out["diff_bilstm_f1"] = stats([r["bert_f1"] - r["bilstm_f1"] for r in per_seed])
+    if all("lora_f1" in r for r in per_seed):
+        out["lora_f1"] = stats([r["lora_f1"] for r in per_seed])
+        out["diff_lora_f1"] = stats([r["lora_f1"] - r["bert_f1"] for r in per_seed])
     return out
 
 
@@ -65,6 +72,7 @@ def main(argv=None) -> int:
                     help="People's Daily lines read (default: the scale's; fewer: a smaller test split, faster)")
     ap.add_argument("--init", default=None, help="the encoder (default: the recipe's: notebook 02's, else random)")
     ap.add_argument("--no-bilstm", action="store_true", help="skip the BiLSTM reference")
+    ap.add_argument("--lora", action="store_true", help="also fine-tune with LoRA (lora=True, the recipe's lora_*)")
     ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2-core CPU shared with other jobs"')
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
@@ -89,12 +97,21 @@ def main(argv=None) -> int:
                "wall_s": time.perf_counter() - t0, "windows": m["windows"]}
         if not a.no_bilstm:
             row.update(bilstm_row(labeled, cfg))
+        if a.lora:
+            t2 = time.perf_counter()
+            lm = ft.run_finetuning(cfg.replace(lora=True), labeled=labeled)
+            row.update(lora_f1=lm["test_entity_f1"], lora_f1_interval=lm["test_entity_f1_interval"],
+                       lora_s=time.perf_counter() - t2, lora=lm["lora"],
+                       lora_trainable_parameters=lm["trainable_parameters"])
+            print(f"seed {seed}: LoRA BERT entity F1 {lm['test_entity_f1']:.3f} "
+                  f"({lm['trainable_parameters']['share']:.2%} of the weights trained, lr {lm['lora']['lr']:g})",
+                  flush=True)
         per_seed.append(row)
         configs.append(m["config"])
         print(f"seed {seed}: BERT entity F1 {row['bert_f1']:.3f} {row['bert_f1_interval']}, CRF {row['crf_f1']:.3f} "
               f"{row['crf_f1_interval']}, BiLSTM {row.get('bilstm_f1', float('nan')):.3f} ({row['wall_s']:.0f} s)",
               flush=True)
-        write(a, per_seed, configs)       # after every seed: a stopped run keeps the seeds it finished
+        write(a, per_seed, configs, stem="ner_lora" if a.lora else "ner")   # a stopped run keeps finished seeds
     return 0
 
 
