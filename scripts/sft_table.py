@@ -90,8 +90,9 @@ def render_run(path: Path) -> str:
 
 
 def render(run: Path | None = None) -> str:
-    """The newest recorded run's block (``run`` to pick one), or :data:`PENDING` when none is recorded."""
-    run = run or newest("sft_[!v]*.json")        # sft_<scale>_<date>, not bench/sft_vs_trl.py's sft_vs_trl_*
+    """The block of the newest recorded run of the largest scale recorded (gpu, then cpu, then smoke; ``run`` to pick
+    one), or :data:`PENDING` when none is recorded."""
+    run = run or next(filter(None, (newest(f"sft_{scale}_*.json") for scale in ("gpu", "cpu", "smoke"))), None)
     return render_run(run) if run else PENDING
 
 
