@@ -70,3 +70,23 @@ def runs_tmp(tmp_path, monkeypatch):
     """Point NBKIT_RUNS_DIR at a fresh temporary directory."""
     monkeypatch.setenv("NBKIT_RUNS_DIR", str(tmp_path / "runs"))
     return tmp_path / "runs"
+
+
+@pytest.fixture(scope="module")
+def tiny_task(tmp_path_factory):
+    """A 3-class labelled file and a WordPiece tokenizer trained on it: ``(labeled, tokenizer)`` for fine-tuning
+    tests (the recipe's stages, LoRA)."""
+    import json
+
+    from nbkit import data, text
+
+    root = tmp_path_factory.mktemp("task")
+    words = {"好": "很好非常满意推荐", "差": "太差失望退货", "中": "一般还行普通"}
+    rows = [{"text": f"{w[i % len(w):]}{w[:i % len(w)]}第{i}次", "label": lab}
+            for lab, w in words.items() for i in range(40)]
+    path = root / "train.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    labeled = data.load_labeled_files(str(path), seed=0)
+    tok = text.train_wordpiece(list(labeled.splits["train"]["text"]), vocab_size=200, out_dir=root / "tok",
+                               model_max_length=128)
+    return labeled, tok

@@ -59,23 +59,6 @@ def test_the_job_takes_every_lora_field_as_a_flag():
 
 
 # ----- sentiment -------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_task(tmp_path_factory):
-    """A 3-class labelled file and a WordPiece tokenizer trained on it (as tests/test_recipe_finetune.py's)."""
-    from nbkit import data, text
-
-    root = tmp_path_factory.mktemp("task")
-    words = {"好": "很好非常满意推荐", "差": "太差失望退货", "中": "一般还行普通"}
-    rows = [{"text": f"{w[i % len(w):]}{w[:i % len(w)]}第{i}次", "label": lab}
-            for lab, w in words.items() for i in range(40)]
-    path = root / "train.jsonl"
-    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
-    labeled = data.load_labeled_files(str(path), seed=0)
-    tok = text.train_wordpiece(list(labeled.splits["train"]["text"]), vocab_size=200, out_dir=root / "tok",
-                               model_max_length=128)
-    return labeled, tok
-
-
 def _lora_cfg(**kw):
     return FinetuneConfig.for_scale("smoke", task="own", max_length=16, batch_size=8, max_steps=6, progress=False,
                                     eval_every=0, checkpoint_every=3, report_to="none", init="random", lora=True,

@@ -53,23 +53,6 @@ def test_unknown_field_and_task_are_config_errors_naming_the_valid_ones():
         FinetuneConfig.for_scale("smoke", task="weather")
 
 
-@pytest.fixture(scope="module")
-def tiny_task(tmp_path_factory):
-    """A 3-class labelled file and a WordPiece tokenizer trained on it."""
-    from nbkit import data, text
-
-    root = tmp_path_factory.mktemp("task")
-    words = {"好": "很好非常满意推荐", "差": "太差失望退货", "中": "一般还行普通"}
-    rows = [{"text": f"{w[i % len(w):]}{w[:i % len(w)]}第{i}次", "label": lab}
-            for lab, w in words.items() for i in range(40)]
-    path = root / "train.jsonl"
-    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
-    labeled = data.load_labeled_files(str(path), seed=0)
-    tok = text.train_wordpiece(list(labeled.splits["train"]["text"]), vocab_size=200, out_dir=root / "tok",
-                               model_max_length=128)
-    return labeled, tok
-
-
 @pytest.mark.filterwarnings("ignore:class .* has recall 0", "ignore:degenerate classifier")
 def test_each_stage_at_smoke_then_export_loads(tiny_task, tmp_path):
     from nbkit.recipes import finetuning as ft
