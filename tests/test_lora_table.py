@@ -1,0 +1,38 @@
+"""Docs drift: the LoRA-beside-full-fine-tuning block of docs/finetuning.md is the rendering of the newest recorded
+bench/sentiment_seeds.py --lora and bench/ner_seeds.py --lora runs."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("lora_table", ROOT / "scripts" / "lora_table.py")
+lora_table = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lora_table)
+
+
+def test_the_block_is_the_rendering_of_the_recorded_runs():
+    block = lora_table.render()
+    for path in lora_table.FILES:
+        inside = path.read_text(encoding="utf-8").split(lora_table.START, 1)[1].split(lora_table.END, 1)[0]
+        assert inside.strip() == block.strip(), f"{path.name}: run python scripts/lora_table.py"
+
+
+def test_rows_put_each_seed_of_each_task_beside_full_fine_tuning(tmp_path):
+    lora = {"r": 8, "lr": 2e-3}
+    share = {"share": 0.018}
+    sentiment = tmp_path / "sentiment_lora_cpu_2026-12-05.json"
+    sentiment.write_text(json.dumps({"per_seed": [
+        {"seed": s, "bert": {"accuracy": 0.79 + s / 100, "interval": [0.77, 0.81]},
+         "bert_lora": {"accuracy": 0.74, "interval": None, "lora": lora, "trainable_parameters": share}}
+        for s in (0, 1)]}))
+    ner = tmp_path / "ner_lora_cpu_2026-12-05.json"
+    ner.write_text(json.dumps({"per_seed": [{"seed": 2, "bert_f1": 0.278, "bert_f1_interval": [0.25, 0.31],
+                                             "lora_f1": 0.102, "lora_f1_interval": [0.09, 0.12], "lora": lora,
+                                             "lora_trainable_parameters": share}]}))
+    out = lora_table.rows(sentiment, ner)
+    assert len(out) == 3
+    assert out[1].startswith("| review sentiment, test accuracy | 1 | 0.800 [0.770, 0.810] | 0.740 | 1.8% | 0.002")
+    assert out[2].startswith("| named entities, entity F1 | 2 | 0.278 [0.250, 0.310] | 0.102 [0.090, 0.120] | 1.8%")
+    assert lora_table.rows(None, None) == []
