@@ -18,9 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "lib"))
-from blocks import markers, newest, print_or_rewrite, rel  # noqa: E402
+from blocks import READMES, markers, newest, print_or_rewrite, rel  # noqa: E402
 
 START, END = markers("sft-table", "sft_table.py")
+HEAD_START, HEAD_END = markers("sft-headline", "sft_table.py")
 LORA_START, LORA_END = markers("lora-table", "sft_table.py")
 FILES = [ROOT / "docs" / "instruct.md"]
 COMMAND = ("OMP_NUM_THREADS=1 python bench/sft_cpu.py --scale cpu --per-task 100 "
@@ -92,7 +93,7 @@ def render_run(path: Path) -> str:
 def render(run: Path | None = None) -> str:
     """The block of the newest recorded run of the largest scale recorded (gpu, then cpu, then smoke; ``run`` to pick
     one), or :data:`PENDING` when none is recorded."""
-    run = run or next(filter(None, (newest(f"sft_{scale}_*.json") for scale in ("gpu", "cpu", "smoke"))), None)
+    run = run or _record()
     return render_run(run) if run else PENDING
 
 
@@ -125,8 +126,29 @@ def render_lora(run: Path | None = None) -> str:
     return "\n".join(lines)
 
 
+def _record() -> Path | None:
+    """The newest SFT record of the largest scale recorded (gpu, then cpu, then smoke)."""
+    return next(filter(None, (newest(f"sft_{scale}_*.json") for scale in ("gpu", "cpu", "smoke"))), None)
+
+
+def headline(run: Path | None = None) -> str:
+    """The front page's line: after SFT, each task's score beside the baseline's on the same questions;
+    :data:`PENDING` when none is recorded."""
+    run = run or _record()
+    if run is None:
+        return PENDING
+    d = json.loads(Path(run).read_text(encoding="utf-8"))
+    value = {(r["model"], r["task"]): r["value"] for r in d["rows"]}
+    base = {"sentiment": "TF-IDF"}                                   # the names' baseline is the CRF
+    said = "; ".join(f"{NAMES[t]} {value[('after SFT', t)]:.3f} vs {base.get(t, 'the CRF')} "
+                     f"{value[('TF-IDF / CRF', t)]:.3f}" for t in dict.fromkeys(r["task"] for r in d["rows"]))
+    return (f"At `{d['scale']}`, notebook 06's GPT after {d['steps']} SFT steps, on {sum(d['n_test'].values())} "
+            f"held-out questions: **{said}** (`{rel(run)}`).")
+
+
 def main(argv: list[str] | None = None) -> int:
-    return print_or_rewrite(argv, [(render(), FILES, START, END), (render_lora(), FILES, LORA_START, LORA_END)])
+    return print_or_rewrite(argv, [(render(), FILES, START, END), (render_lora(), FILES, LORA_START, LORA_END),
+                                   (headline(), READMES, HEAD_START, HEAD_END)])
 
 
 if __name__ == "__main__":

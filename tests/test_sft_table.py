@@ -20,6 +20,9 @@ def test_docs_blocks_are_the_rendering_of_the_recorded_runs():
         "docs/instruct.md: run python scripts/sft_table.py"
     assert blocks.inside(text, sft_table.LORA_START, sft_table.LORA_END) == sft_table.render_lora().strip(), \
         "docs/instruct.md: run python scripts/sft_table.py"
+    for readme in blocks.READMES:
+        assert blocks.inside(readme.read_text(encoding="utf-8"), sft_table.HEAD_START, sft_table.HEAD_END) \
+            == sft_table.headline(), f"{readme.name}: run python scripts/sft_table.py"
 
 
 def _row(model, task, value, form=1.0, n=20):
@@ -47,6 +50,9 @@ def test_a_record_renders_its_rows_losses_and_the_verdict_per_task(tmp_path):
     assert "40 before SFT, 3 after, of 40." in text and "test accuracy 0.794 over its whole test split (1,736" in text
     assert "sentiment accuracy 0.250 behind TF-IDF / CRF; place-name F1 0.100 ahead of TF-IDF / CRF." in text
     assert "/tmp/x" not in text and "`smoke` scale" not in text
+    assert sft_table.headline(path) == ("At `cpu`, notebook 06's GPT after 400 SFT steps, on 40 held-out questions: "
+                                        "**sentiment accuracy 0.550 vs TF-IDF 0.800; place-name F1 0.400 vs the CRF "
+                                        "0.300** (`" + str(path) + "`).")
     record["scale"] = "smoke"
     record["rows"][4]["value"] = 0.3                                                   # places: level
     path.write_text(json.dumps(record), encoding="utf-8")
@@ -57,5 +63,6 @@ def test_a_record_renders_its_rows_losses_and_the_verdict_per_task(tmp_path):
 def test_without_a_record_the_blocks_say_how_to_make_one(monkeypatch):
     monkeypatch.setattr(sft_table, "newest", lambda pattern: None)
     assert sft_table.render() == sft_table.PENDING and sft_table.render_lora() == sft_table.LORA_PENDING
+    assert sft_table.headline() == sft_table.PENDING
     assert "bench/sft_cpu.py --scale cpu" in sft_table.PENDING
     assert sft_table.model_name("/a/b/ckpt/model") == "`ckpt/model`"
