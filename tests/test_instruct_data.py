@@ -57,7 +57,7 @@ BAD_CASES = {
 def test_each_bad_record_is_named_by_file_and_line_or_skipped_and_counted(tmp_path, kind):
     record, message = BAD_CASES[kind]
     path = write(tmp_path / "data.jsonl", [OPENAI, record, OPENAI])
-    with pytest.raises(DataError, match=rf"data.jsonl {message}.*\({kind}\).*bad='skip'"):
+    with pytest.raises(DataError, match=rf"data.jsonl {message}.*\({kind}\).*bad_records='skip'"):
         instruct.read_conversations(path)
     data = instruct.read_conversations(path, bad="skip")
     assert data.report["n_kept"] == 2 and data.report["dropped"] == {**dict.fromkeys(instruct.PROBLEMS, 0), kind: 1}
@@ -134,3 +134,10 @@ def test_the_demo_cuts_long_texts_and_lists_the_names_inside_the_cut():
     assert all(name in ex["text"] for ex in rows for name in ex["gold"])
     with pytest.raises(ConfigError, match="tasks=\\('poems',\\)"):
         instruct.demo_conversations(tasks=("poems",))
+
+
+def test_invalid_json_names_the_column_on_its_own_line(tmp_path):
+    path = tmp_path / "cols.jsonl"
+    path.write_text('{"instruction": "x", "output": }\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"cols.jsonl line 1: not valid JSON \(.*column 32"):
+        instruct.read_conversations(path)

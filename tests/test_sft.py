@@ -145,12 +145,18 @@ def test_gradient_checkpointing_is_a_setting_with_the_same_gradients(uer):
     assert torch.allclose(grads[0], grads[1], atol=1e-6)
 
 
-def test_the_users_files_are_split_by_eval_fraction(tmp_path):
+def test_the_users_files_are_split_by_eval_fraction(tmp_path, capsys):
     rows = [{"instruction": f"问题{i}", "output": f"回答{i}"} for i in range(20)]
     path = tmp_path / "mine.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     splits, report = SFT.data(config(corpus=str(path), eval_fraction=0.1))
     assert len(splits["train"]) == 18 and len(splits["validation"]) == 2 and report["shapes"]["alpaca"] == 20
+    assert "conversations: 20 of 20 records kept (20 alpaca); dropped: none" in capsys.readouterr().out
+    bad = tmp_path / "bad.jsonl"                                        # a skipped record is said on screen
+    bad.write_text(path.read_text(encoding="utf-8") + '{"messages": [{"role": "robot", "content": "x"}]}\n',
+                   encoding="utf-8")
+    SFT.data(config(corpus=str(bad), eval_fraction=0.1, bad_records="skip"))
+    assert "20 of 21 records kept" in (out := capsys.readouterr().out) and "bad.jsonl line 21" in out
     assert {r["origin"] for s in splits.values() for r in s} == {f"mine.jsonl line {i}" for i in range(1, 21)}
     with pytest.raises(DataError, match="eval_fraction=0.01 of 20 conversations holds out 0"):
         SFT.data(config(corpus=str(path), eval_fraction=0.01))

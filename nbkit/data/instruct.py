@@ -156,7 +156,7 @@ def _records(path: Path, encoding: str):
             data = json.loads(path.read_text(encoding=encoding))
         except json.JSONDecodeError as err:
             raise DataError(f"{path}: not valid JSON ({json_error_text(err, with_line=True)}); fix it, or save "
-                            "one record per line as .jsonl (a bad line can then be skipped with bad='skip')") from err
+                            "one record per line as .jsonl (a bad line can then be skipped with bad_records='skip')") from err
         if not isinstance(data, list):
             data = [data]
         for i, row in enumerate(data, start=1):
@@ -167,7 +167,7 @@ def _records(path: Path, encoding: str):
             if not line.strip():
                 continue
             try:
-                yield f"line {lineno}", json.loads(line), None
+                yield f"line {lineno}", json.loads(line.rstrip("\r\n")), None
             except json.JSONDecodeError as err:
                 yield f"line {lineno}", None, f"not valid JSON ({json_error_text(err)})"
 
@@ -203,7 +203,7 @@ def read_conversations(files, bad: str = "raise") -> Conversations:
                 shape, messages, cut = to_messages(record)
             except _Bad as err:
                 if bad == "raise":
-                    raise DataError(f"{path} {loc}: {err} ({err.kind}). Fix that record, or read with bad='skip' "
+                    raise DataError(f"{path} {loc}: {err} ({err.kind}). Fix that record, or set bad_records='skip' "
                                     "to drop such records and count them") from None
                 dropped[err.kind] += 1
                 if len(where[err.kind]) < MAX_LOCATIONS:

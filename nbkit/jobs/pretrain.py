@@ -21,10 +21,10 @@ def parser():
     from nbkit.jobs.common import job_parser
     from nbkit.recipes.pretraining import PretrainConfig
 
-    p = job_parser("nbkit pretraining, masked (mlm) or causal (runs under torchrun)", PretrainConfig, skip=SKIP,
+    p = job_parser("nbkit pretraining, masked (mlm) or causal, and SFT on conversations (sft) (runs under torchrun)", PretrainConfig, skip=SKIP,
                    output_dir_help="where checkpoints, model/ and metrics.json go (default: runs/<scale>/mlm, causal with "
                                    "--objective causal, "
-                                   "runs/<scale>/mlm-<store name> with --corpus, plus -<overrides> such as "
+                                   "runs/<scale>/sft with --objective sft, runs/<scale>/mlm-<store name> with --corpus, plus -<overrides> such as "
                                    "-lr0.002-seed3: notebook 02's folder for the same settings; runs/ is "
                                    "$NBKIT_RUNS_DIR)")
     p.add_argument("--corpus-wait-s", type=float, default=6 * 3600.0,

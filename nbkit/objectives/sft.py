@@ -105,6 +105,11 @@ class SFT(CausalLM):
         from nbkit.data.instruct import read_conversations
 
         read = read_conversations(cfg.corpus, bad=getattr(cfg, "bad_records", "raise"))
+        r = read.report
+        shapes = ", ".join(f"{v} {k}" for k, v in r["shapes"].items() if v)
+        dropped = ", ".join(f"{v} {k} (first at {', '.join(r['where'][k])})" for k, v in r["dropped"].items() if v)
+        print(f"conversations: {r['n_kept']:,} of {r['n_read']:,} records kept ({shapes}); dropped: "
+              f"{dropped or 'none'}; trailing turns cut: {r['n_trailing_turns_cut']}", flush=True)
         rows = [{"messages": m, "origin": o} for m, o in zip(read.conversations, read.origins)]
         n_val = round(cfg.eval_fraction * len(rows))
         if n_val < 1 or n_val >= len(rows):

@@ -127,7 +127,8 @@ class PretrainConfig(RecipeConfig):
         "init": "continue a published checkpoint: a folder or Hub name, a BERT masked LM (bert-base-chinese) for "
                 "mlm, a GPT-2 / Llama causal LM (uer/gpt2-chinese-cluecorpussmall) for causal; None: random weights "
                 "of model",
-        "objective": "mlm: BERT masked-LM pretraining; causal: GPT-style next-token pretraining (docs/pretraining.md)",
+        "objective": "mlm: BERT masked-LM pretraining; causal: GPT-style next-token pretraining (docs/pretraining.md); "
+                     "sft: supervised fine-tuning of a causal LM on conversations (docs/instruct.md)",
         "seed": "initial weights, data order, masking, the mix's shuffle and split",
         "split_seed": "the review split whose validation/test texts are kept out (notebook 03's seed)",
         "grad_accum_steps": "micro-batches per optimizer step",
