@@ -59,7 +59,20 @@ def render(scale: str = "cpu") -> str:
         "projection, the head trained) from notebook 02's encoder on the same split, steps and batch; 95 % bootstrap "
         "intervals over test examples. A task with one seed is one draw, not a spread over seeds.", "",
         "| task | seed | full fine-tuning | LoRA | weights LoRA trains | LoRA's lr | record |",
-        "|---|---|---|---|---|---|---|", *body])
+        "|---|---|---|---|---|---|---|", *body, *spread(ner)])
+
+
+def spread(ner: Path | None) -> list[str]:
+    """A line of mean ± standard deviation over the NER seeds (full, LoRA, LoRA - full, paired by seed) when the
+    record holds more than one seed; else nothing."""
+    if ner is None:
+        return []
+    s = json.loads(ner.read_text(encoding="utf-8"))["summary"]
+    if "lora_f1" not in s or s["lora_f1"]["n"] < 2:
+        return []
+    ms = lambda x: f"{x['mean']:.3f} ± {x['std']:.3f}"                                   # noqa: E731
+    return ["", f"Named entities over {s['lora_f1']['n']} seeds (mean ± standard deviation): full fine-tuning "
+                f"{ms(s['bert_f1'])}, LoRA {ms(s['lora_f1'])}, LoRA - full {ms(s['diff_lora_f1'])} (paired by seed)."]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,9 +30,15 @@ def test_rows_put_each_seed_of_each_task_beside_full_fine_tuning(tmp_path):
     ner = tmp_path / "ner_lora_cpu_2026-12-05.json"
     ner.write_text(json.dumps({"per_seed": [{"seed": 2, "bert_f1": 0.278, "bert_f1_interval": [0.25, 0.31],
                                              "lora_f1": 0.102, "lora_f1_interval": [0.09, 0.12], "lora": lora,
-                                             "lora_trainable_parameters": share}]}))
+                                             "lora_trainable_parameters": share}], "summary": {}}))
     out = lora_table.rows(sentiment, ner)
     assert len(out) == 3
     assert out[1].startswith("| review sentiment, test accuracy | 1 | 0.800 [0.770, 0.810] | 0.740 | 1.8% | 0.002")
     assert out[2].startswith("| named entities, entity F1 | 2 | 0.278 [0.250, 0.310] | 0.102 [0.090, 0.120] | 1.8%")
-    assert lora_table.rows(None, None) == []
+    assert lora_table.rows(None, None) == [] and lora_table.spread(ner) == []          # no summary of one seed
+    record = json.loads(ner.read_text())
+    record["summary"] = {k: {"mean": m, "std": 0.01, "n": 3} for k, m in
+                         (("bert_f1", 0.275), ("lora_f1", 0.112), ("diff_lora_f1", -0.164))}
+    ner.write_text(json.dumps(record))
+    assert lora_table.spread(ner)[1] == ("Named entities over 3 seeds (mean ± standard deviation): full fine-tuning "
+                                         "0.275 ± 0.010, LoRA 0.112 ± 0.010, LoRA - full -0.164 ± 0.010 (paired by seed).")
