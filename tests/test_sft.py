@@ -187,6 +187,7 @@ def test_run_pretraining_with_objective_sft_trains_saves_and_the_export_chats(ue
     assert cfg.lr == 5e-4 and "corpus_lines" not in cfg.unused()      # SFT's rows, not continued pretraining's
     metrics = pt.run_pretraining(cfg, tmp_path / "run")
     assert metrics["objective"] == "sft" and metrics["steps"] == 4 and metrics["eval_loss"] > 0
+    assert metrics["init"] == str(uer)                                  # what it started from, as recorded
     assert sorted(metrics["checkpoints"]) == [2, 4]
     chat = pipeline("text-generation", model=metrics["model_dir"])
     out = chat(MESSAGES, max_new_tokens=8, do_sample=False)[0]["generated_text"]

@@ -12,6 +12,7 @@ multi-node rendezvous: ``--scale smoke --max-steps 6``. Under torchrun ``--batch
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 SKIP = ("mix", "progress")   # the bundled mix is the scale's; a job logs lines instead of a bar
 
@@ -64,9 +65,12 @@ def _run(argv: list[str] | None = None) -> int:
 
     cfg, out_dir = config(a)
     try:
-        run_pretraining(cfg, out_dir, callbacks=[MetricsPrinter()], backend=a.backend, corpus_wait_s=a.corpus_wait_s)
+        metrics = run_pretraining(cfg, out_dir, callbacks=[MetricsPrinter()], backend=a.backend,
+                                  corpus_wait_s=a.corpus_wait_s)
     finally:
         cleanup()
+    if "model_dir" in metrics:   # rank 0, which saved
+        print(f"-> {Path(metrics['model_dir']).parent} (metrics.json); model: {metrics['model_dir']}", flush=True)
     return 0
 
 

@@ -47,6 +47,10 @@ class Objective(ABC):
     #: ``cfg.lora`` applies (the model is wrapped with LoRA adapters); False: the lora fields are refused / unused
     takes_lora: bool = False
 
+    def started_from(self, cfg) -> str | None:
+        """The checkpoint the run starts from, as ``metrics.json`` records it: ``cfg.init`` (None: random weights)."""
+        return None if cfg.init is None else str(cfg.init)
+
     def data(self, cfg) -> tuple[dict, dict] | None:
         """``(splits, report)`` of an objective that reads its own data (the recipe wraps them in a
         ``PretrainCorpus``); None: the recipe's bundled mix or ``cfg.corpus``'s store."""

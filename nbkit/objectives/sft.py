@@ -78,6 +78,11 @@ class SFT(CausalLM):
 
         return with_chat_template(tok, getattr(cfg, "chat_template", None))
 
+    def started_from(self, cfg) -> str | None:
+        """``cfg.init``, else notebook 06's model when :meth:`model` picks it (:func:`default_init`), else None."""
+        source = cfg.init if cfg.init is not None else default_init(cfg.scale)
+        return None if source is None else str(source)
+
     def data(self, cfg) -> tuple[dict[str, list[dict]], dict]:
         """``(splits, report)``: the conversations, ``splits[split]`` lists of ``{"messages", ...}``, ``report``
         counting what was read, cut and dropped (the recipe's ``PretrainCorpus(splits=..., report=...)``).

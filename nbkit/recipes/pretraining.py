@@ -814,7 +814,8 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | Non
     mc = loop.model.config
     evals = [h for h in result.history if "eval_loss" in h]
     metrics = {"scale": cfg.scale, "objective": cfg.objective,
-               "model": cfg.model if cfg.init is None else str(cfg.init), "init": cfg.init,
+               "model": cfg.model if cfg.init is None else str(cfg.init),
+               "init": objectives.get(cfg.objective).started_from(cfg),
                "parameters": count_parameters(loop.model), "lora": lora_settings(cfg),
                "trainable_parameters": trainable_parameters(loop.model),
                "hidden_size": mc.hidden_size, "layers": mc.num_hidden_layers, "block_size": cfg.block_size,
