@@ -69,7 +69,7 @@ def _run(argv: list[str] | None = None) -> int:
                                   corpus_wait_s=a.corpus_wait_s)
     finally:
         cleanup()
-    if "model_dir" in metrics:   # rank 0, which saved
+    if metrics and "model_dir" in metrics:   # rank 0, which saved
         print(f"-> {Path(metrics['model_dir']).parent} (metrics.json); model: {metrics['model_dir']}", flush=True)
     return 0
 
