@@ -408,14 +408,10 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
 
     classifier, how = _from_encoder(encoder(cfg), load)
     if cfg.lora:
-        from nbkit.models.lora import apply_lora, trainable_parameters
+        from nbkit.recipes.lora import wrap
 
-        classifier = apply_lora(classifier, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
-                                target_modules=cfg.lora_targets, seed=cfg.seed)
-        n = trainable_parameters(classifier)
-        _say(f"LoRA r={cfg.lora_r}, alpha={cfg.lora_alpha:g} on "
-             f"{', '.join(sorted(classifier.peft_config['default'].target_modules))} and the head: trains "
-             f"{n['trainable']:,} of {n['total']:,} parameters ({n['share']:.2%}) at lr {peak_lr(cfg):g}")
+        classifier, line = wrap(cfg, classifier)
+        _say(line)
     return classifier, how
 
 

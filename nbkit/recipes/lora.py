@@ -61,3 +61,19 @@ def unused_fields(cfg) -> dict[str, str]:
     if not cfg.lora:
         return dict.fromkeys(FIELDS, "lora is False")
     return {"lr": "lora: lora_lr is the rate"} if cfg.lora_lr is not None else {}
+
+
+def wrap(cfg, model):
+    """``(peft_model, line)``: ``model`` with LoRA adapters from a config's fields
+    (:func:`nbkit.models.lora.apply_lora`: ``lora_r``, ``lora_alpha``, ``lora_dropout``, ``lora_targets``, A drawn
+    with ``cfg.seed``) and the line a recipe prints of it (layers adapted, "and the head" when a classifier's head
+    trains too, the trainable share, the rate :func:`peak_lr`). Raises ConfigError: a bad rank or target name."""
+    from nbkit.models.lora import apply_lora, trainable_parameters
+
+    wrapped = apply_lora(model, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                         target_modules=cfg.lora_targets, seed=cfg.seed)
+    conf, n = wrapped.peft_config["default"], trainable_parameters(wrapped)
+    head = " and the head" if conf.modules_to_save else ""
+    return wrapped, (f"LoRA r={cfg.lora_r}, alpha={cfg.lora_alpha:g} on {', '.join(sorted(conf.target_modules))}"
+                     f"{head}: trains {n['trainable']:,} of {n['total']:,} parameters ({n['share']:.2%}) at lr "
+                     f"{peak_lr(cfg):g}")

@@ -698,15 +698,10 @@ def model(cfg: PretrainConfig, tok):
     lm = objectives.get(cfg.objective).model(cfg, tok)
     setattr(lm.config, NBKIT_MARK, {"objective": cfg.objective, "init": None if cfg.init is None else str(cfg.init)})
     if cfg.lora:   # an objective that takes LoRA (PretrainConfig refuses it for the others)
-        from nbkit.models.lora import apply_lora, trainable_parameters
-        from nbkit.recipes.lora import peak_lr
+        from nbkit.recipes.lora import wrap
 
-        lm = apply_lora(lm, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
-                        target_modules=cfg.lora_targets, seed=cfg.seed)
-        n = trainable_parameters(lm)
-        print(f"LoRA r={cfg.lora_r}, alpha={cfg.lora_alpha:g} on "
-              f"{', '.join(sorted(lm.peft_config['default'].target_modules))}: trains {n['trainable']:,} of "
-              f"{n['total']:,} parameters ({n['share']:.2%}) at lr {peak_lr(cfg):g}", flush=True)
+        lm, line = wrap(cfg, lm)
+        print(line, flush=True)
     return lm
 
 
