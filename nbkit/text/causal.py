@@ -36,21 +36,31 @@ class CausalCollator:
         self.pad_id = int(pad) if pad is not None else document_separator(tokenizer)[0]
         self.pad_to_multiple_of = pad_to_multiple_of
 
-    def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
-        if not examples:
-            raise DataError("CausalCollator got an empty batch")
-        rows = [torch.as_tensor(ex["input_ids"], dtype=torch.long) for ex in examples]
+    def padded(self, rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(input_ids, attention_mask, labels)`` (B, T) int64 of ``rows`` (T_i,) padded on the right to the
+        longest (rounded up to ``pad_to_multiple_of``); ``labels`` all -100, for the caller to set.
+
+        Raises:
+            DataError: no row.
+        """
+        if not rows:
+            raise DataError(f"{type(self).__name__} got an empty batch")
         length = max(len(r) for r in rows)
         if self.pad_to_multiple_of:
             length = -(-length // self.pad_to_multiple_of) * self.pad_to_multiple_of
         b = len(rows)
         input_ids = torch.full((b, length), self.pad_id, dtype=torch.long)        # (B, T)
         attention_mask = torch.zeros((b, length), dtype=torch.long)               # (B, T)
-        labels = torch.full((b, length), IGNORE_INDEX, dtype=torch.long)          # (B, T)
+        for i, row in enumerate(rows):
+            input_ids[i, :len(row)] = row
+            attention_mask[i, :len(row)] = 1
+        return input_ids, attention_mask, torch.full((b, length), IGNORE_INDEX, dtype=torch.long)
+
+    def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
+        rows = [torch.as_tensor(ex["input_ids"], dtype=torch.long) for ex in examples]
+        input_ids, attention_mask, labels = self.padded(rows)                    # (B, T) each
         for i, (row, ex) in enumerate(zip(rows, examples)):
             n = len(row)
-            input_ids[i, :n] = row
-            attention_mask[i, :n] = 1
             labels[i, :n - 1] = row[1:]
             nxt = ex.get("next_id", IGNORE_INDEX)
             labels[i, n - 1] = int(nxt) if nxt is not None else IGNORE_INDEX

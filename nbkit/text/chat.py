@@ -25,8 +25,9 @@ from collections.abc import Sequence
 import torch
 
 from nbkit.errors import ConfigError, DataError
+from nbkit.text.causal import CausalCollator
+from nbkit.text.mlm import IGNORE_INDEX
 
-IGNORE_INDEX = -100   # label value that cross-entropy ignores
 ROLES = ("system", "user", "assistant")
 #: BERT-vocabulary slots taken as the markers of system, user, assistant and end of turn (no resize)
 UNUSED_MARKERS = ("[unused1]", "[unused2]", "[unused3]", "[unused4]")
@@ -201,7 +202,7 @@ def encode_conversations(tok, conversations: Sequence[Sequence[dict]], max_lengt
     return {"input_ids": ids_out, "assistant_masks": masks_out, "index": index}, report
 
 
-class ChatCollator:
+class ChatCollator(CausalCollator):
     """Pad encoded conversations (:func:`encode_conversations`) into one batch, each row one conversation (no
     conversation attends to another), with next-token labels on the assistant's tokens only:
     ``labels[b, t] = input_ids[b, t + 1]`` where ``assistant_masks[b, t + 1]`` is 1, else -100 (the prompt, the
@@ -216,32 +217,15 @@ class ChatCollator:
         DataError: an empty batch, or a row whose mask and ids differ in length.
     """
 
-    def __init__(self, tok, pad_to_multiple_of: int | None = None):
-        from nbkit.text.causal import document_separator
-
-        pad = tok.pad_token_id
-        self.pad_id = int(pad) if pad is not None else document_separator(tok)[0]
-        self.pad_to_multiple_of = pad_to_multiple_of
-
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
-        if not examples:
-            raise DataError("ChatCollator got an empty batch")
-        length = max(len(ex["input_ids"]) for ex in examples)
-        if self.pad_to_multiple_of:
-            length = -(-length // self.pad_to_multiple_of) * self.pad_to_multiple_of
-        b = len(examples)
-        input_ids = torch.full((b, length), self.pad_id, dtype=torch.long)        # (B, T)
-        attention_mask = torch.zeros((b, length), dtype=torch.long)               # (B, T)
-        labels = torch.full((b, length), IGNORE_INDEX, dtype=torch.long)          # (B, T)
-        for i, ex in enumerate(examples):
-            ids = torch.as_tensor(ex["input_ids"], dtype=torch.long)               # (T_i,)
+        rows = [torch.as_tensor(ex["input_ids"], dtype=torch.long) for ex in examples]
+        input_ids, attention_mask, labels = self.padded(rows)                    # (B, T) each
+        for i, (ids, ex) in enumerate(zip(rows, examples)):
             mask = torch.as_tensor(ex["assistant_masks"], dtype=torch.bool)        # (T_i,)
             if ids.shape != mask.shape:
                 raise DataError(f"conversation {i} of the batch has {len(ids)} ids but {len(mask)} mask entries; "
                                 "encode it with nbkit.text.chat.encode_conversations")
             n = len(ids)
-            input_ids[i, :n] = ids
-            attention_mask[i, :n] = 1
             labels[i, :n - 1] = torch.where(mask[1:], ids[1:], IGNORE_INDEX)       # (T_i - 1,) shifted targets
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
 
