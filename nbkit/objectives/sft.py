@@ -76,7 +76,7 @@ class SFT(CausalLM):
         ``cfg.chat_template``; returns what it did. Called again it changes nothing, so every stage may call it."""
         from nbkit.text.chat import with_chat_template
 
-        return with_chat_template(tok, getattr(cfg, "chat_template", None))
+        return with_chat_template(tok, cfg.chat_template)
 
     def started_from(self, cfg) -> str | None:
         """``cfg.init``, else notebook 06's model when :meth:`model` picks it (:func:`default_init`), else None."""
@@ -109,7 +109,7 @@ class SFT(CausalLM):
 
         from nbkit.data.instruct import read_conversations
 
-        read = read_conversations(cfg.corpus, bad=getattr(cfg, "bad_records", "raise"))
+        read = read_conversations(cfg.corpus, bad=cfg.bad_records)
         r = read.report
         shapes = ", ".join(f"{v} {k}" for k, v in r["shapes"].items() if v)
         dropped = ", ".join(f"{v} {k} (first at {', '.join(r['where'][k])})" for k, v in r["dropped"].items() if v)
@@ -148,7 +148,7 @@ class SFT(CausalLM):
         out = {}
         for split in SPLITS:
             cols, r = encode_conversations(tok, [ex["messages"] for ex in corpus.splits[split]], cfg.block_size,
-                                           overflow=getattr(cfg, "overflow", "drop"))
+                                           overflow=cfg.overflow)
             print(f"sft {split}: {r['n_kept']:,} of {r['n_conversations']:,} conversations; longer than "
                   f"{cfg.block_size} tokens: {r['n_dropped_too_long']:,} dropped, {r['n_truncated']:,} truncated; "
                   f"{r['n_dropped_no_target']:,} without an answer token in the context dropped; "
@@ -198,7 +198,7 @@ class SFT(CausalLM):
         sep = document_separator(tok)[0]
         stops = list(dict.fromkeys([info["end_of_turn_id"], sep]))
         lm.config.eos_token_id = lm.generation_config.eos_token_id = stops
-        if getattr(cfg, "gradient_checkpointing", False):
+        if cfg.gradient_checkpointing:
             lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
             lm.config.use_cache = False
         return lm
@@ -220,7 +220,7 @@ class SFT(CausalLM):
         """
         from nbkit.text.chat import store_chat_template
 
-        if not getattr(cfg, "lora", False):
+        if not cfg.lora:
             super().export(cfg, model, tok, model_dir, generation)
             store_chat_template(model_dir)
             return
