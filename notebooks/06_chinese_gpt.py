@@ -158,13 +158,12 @@ print(f"repeated 3-grams: greedy {repeated_ngrams(greedy):.0%}, with controls {r
 
 # %% [markdown]
 # ## 7. Save, export, and load in plain `transformers`
-# `model/` is a standard `GPT2LMHeadModel` (or `LlamaForCausalLM`) folder with its tokenizer: `AutoModelForCausalLM`, `AutoTokenizer` and `pipeline("text-generation", model=...)` load it without `trust_remote_code`. Its `generation_config.json` holds the greedy line above (`do_sample=False`, `max_new_tokens`), so the pipeline called with the prompt alone writes what we printed (without it, transformers' pipeline samples 256 tokens, past a small model's context). `metrics.json` is the run's summary; `baselines.json` keeps the comparison above. The check: the pipeline's bare call equals our greedy line, token for token. A prompt longer than the context leaves: `pipe(prompt, handle_long_generation="hole")` keeps its end.
+# `model/` is a standard `GPT2LMHeadModel` (or `LlamaForCausalLM`) folder with its tokenizer: `AutoModelForCausalLM`, `AutoTokenizer` and `pipeline("text-generation", model=...)` load it without `trust_remote_code`. Its `generation_config.json` is greedy (`do_sample=False`) with `max_length` = the context: the pipeline called with the prompt alone writes what `generate(gpt, tokenizer, prompt)` writes, up to the end of a document or of the context (without it, transformers' pipeline samples 256 tokens, past a small model's position table). No fixed `max_new_tokens` is written: it would override `max_length`, and a long prompt plus a fixed count runs past GPT-2's positions and crashes inside transformers. `metrics.json` is the run's summary; `baselines.json` keeps the comparison above. The checks: `pipe(prompt, max_new_tokens=...)` equals our greedy line token for token, the bare call equals `generate`'s default, and a prompt that fills the context is refused with both lengths named.
 
 # %%
 from nbkit import jsonio
 
-summary = pt.save(cfg, out_dir, loop, result, tokenizer,
-                  generation=dict(max_new_tokens=max_new_tokens))   # the greedy line above, for a bare pipeline call
+summary = pt.save(cfg, out_dir, loop, result, tokenizer)   # greedy, up to the context: the bare pipeline call
 jsonio.write_json(out_dir / "baselines.json", comparison)
 {k: summary[k] for k in ("objective", "model", "steps", "train_tokens", "eval_loss", "eval_perplexity",
                          "tokens_per_s", "device", "precision")}
@@ -172,12 +171,21 @@ jsonio.write_json(out_dir / "baselines.json", comparison)
 # %%
 from transformers import pipeline
 
+from nbkit.models.causal import positions
+
 pipe = pipeline("text-generation", model=str(out_dir / "model"))
-theirs = pipe(prompt)[0]["generated_text"]      # no arguments: the export's generation_config.json is the greedy line
+theirs = pipe(prompt, max_new_tokens=max_new_tokens)[0]["generated_text"]
 print("pipeline:", theirs)
 print("ours    :", greedy)
 assert theirs == greedy, "the exported model must continue the prompt as the notebook's did"
-print("same greedy continuation: yes")
+bare = pipe(prompt)[0]["generated_text"]                         # no arguments: to a document's end or the context's
+assert bare == generate(gpt, tokenizer, prompt), "the bare call must write what generate writes by default"
+print(f"same greedy continuation: yes; the bare call wrote {len(bare) - len(prompt)} characters, as generate does")
+try:
+    pipe(prompt * positions(gpt.config))                         # a prompt past the context
+    raise AssertionError("a prompt past the context must be refused")
+except ValueError as refusal:
+    print("refused:", str(refusal).split(". ")[0])
 
 # %% [markdown]
 # **Next:** with a GPU, `NBKIT_SCALE=gpu` trains `gpt2-mini` on more text; `-p model llama-narrow` swaps in the Llama architecture; `-p init <folder>` continues a published Chinese GPT-2 (UER's `gpt2-chinese-cluecorpussmall` layout) on your corpus (docs/pretraining.md).

@@ -199,10 +199,10 @@ for question in chat_turns:
 
 # %% [markdown]
 # ## 8. Export, and chat with it in plain `transformers`
-# `model/` is a standard `GPT2LMHeadModel` (or `LlamaForCausalLM`) folder; the chat template is in `tokenizer_config.json` and `generation_config.json` is the greedy setting above, stopping at the end-of-turn marker. So `pipeline("text-generation", model=dir)` given a list of messages answers as this notebook did, without `trust_remote_code`. The check: the pipeline's answers to the conversation above and to held-out questions equal ours, token for token.
+# `model/` is a standard `GPT2LMHeadModel` (or `LlamaForCausalLM`) folder; the chat template is in `tokenizer_config.json` and `generation_config.json` is greedy, stopping at the end-of-turn marker or at the end of the context (no fixed `max_new_tokens`: with one, a long history would run past GPT-2's positions and crash inside transformers; without, it is refused with both lengths named). So `pipeline("text-generation", model=dir)` given a list of messages answers as this notebook did, without `trust_remote_code`; pass `max_new_tokens` for our cap. The check: the pipeline's answers to the conversation above and to held-out questions equal ours, token for token.
 
 # %%
-summary = pt.save(cfg, out_dir, loop, result, tokenizer, generation=dict(max_new_tokens=max_new_tokens), model=gpt)
+summary = pt.save(cfg, out_dir, loop, result, tokenizer, model=gpt)
 {k: summary[k] for k in ("objective", "model", "steps", "train_tokens", "eval_loss", "untrained_eval_loss",
                          "device", "precision")}
 

@@ -62,48 +62,39 @@ def gpt64(tmp_path_factory):
     return model, tok, export_causal_lm(model, tok, tmp_path_factory.mktemp("gpt64") / "export")
 
 
-def test_the_exports_bare_pipeline_call_is_the_notebooks_greedy_line(gpt64, tmp_path):
+def test_the_exports_bare_pipeline_call_is_generates_greedy_line_and_stays_in_the_context(gpt64, tmp_path):
     """Item 2: the bare call ran transformers' pipeline defaults (256 sampled tokens) past 64 positions."""
     import sys
 
     from transformers import pipeline
 
     from nbkit.evaluate.generation import generate
-    from nbkit.models.causal import build_causal_model
-    from nbkit.models.export import export_causal_lm
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _corpus import texts
 
     model, tok, out = gpt64
     saved = json.loads((out / "generation_config.json").read_text())
-    assert saved["do_sample"] is False and saved["max_new_tokens"] == 30                 # greedy, bounded by 64
+    assert saved["do_sample"] is False and saved["max_length"] == 64 and "max_new_tokens" not in saved
     pipe = pipeline("text-generation", model=str(out))
     bare = pipe("今天天气")[0]["generated_text"]
-    assert bare == generate(model, tok, "今天天气", max_new_tokens=30) == generate(model, tok, "今天天气")
+    assert bare == generate(model, tok, "今天天气")                                    # each one's default
+    assert len(tok(bare, add_special_tokens=False)["input_ids"]) == 63                  # up to the context: the
+    # separator and 63 tokens fill 64 positions
+    assert pipe("今天天气", max_new_tokens=30)[0]["generated_text"] == generate(model, tok, "今天天气",
+                                                                              max_new_tokens=30)  # notebook 06
     long = "".join(texts(5))                                                             # > 64 tokens
     assert len(tok(long)["input_ids"]) > 64
-    cut = pipe(long, handle_long_generation="hole")[0]["generated_text"]                 # the documented call
+    cut = pipe(long, max_new_tokens=10, handle_long_generation="hole")[0]["generated_text"]  # the documented call
     assert cut.startswith(long) and len(cut) > len(long)
-    small = build_causal_model("gpt2-tiny", tok, 32, seed=0)
-    assert json.loads((export_causal_lm(small, tok, tmp_path / "e32") / "generation_config.json").read_text())[
-        "max_new_tokens"] == 16                                                          # half a 32-token context
-    with pytest.raises(ConfigError, match="max_new_tokens=63 leaves no room .* use max_new_tokens <= 62"):
-        export_causal_lm(model, tok, tmp_path / "e", max_new_tokens=63)
+    with pytest.raises(DataError, match=r"tokens and one new token, .* past the model's context of 64 tokens"):
+        generate(model, tok, long)                                                       # nbkit's own refusal
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"truncation": True}], ids=["bare", "truncation"])
-@pytest.mark.xfail(strict=True, raises=IndexError, reason=(
-    "a limit of transformers 5.25, not of the export: the text-generation pipeline tokenizes a prompt with only the "
-    "arguments of the call (a tokenizer never truncates by default: tokenizer_config.json's model_max_length and "
-    "truncation_side only warn, and tokenizer.json's own truncation is switched off at each call), and "
-    "generation_config.json has no input limit (max_new_tokens overrides max_length), so no exported file can make "
-    "the bare call cut a prompt longer than the context; truncation=True cuts it to the whole context, leaving no "
-    "room to write. GPT-2's position table then raises IndexError. The call that works, documented in "
-    "docs/pretraining.md and tested above: pipe(prompt, handle_long_generation='hole'). Strict: when a transformers "
-    "release makes the bare call valid, this fails and the docs can say so."))
-def test_the_bare_pipeline_call_on_a_prompt_longer_than_the_context_is_a_transformers_limit(gpt64, kwargs):
-    """Issue 52 item 2 (rest): documents the limit; the export already caps model_max_length at the positions."""
+def test_the_bare_pipeline_call_refuses_a_prompt_that_fills_the_context_naming_both_lengths(gpt64, kwargs):
+    """Item 2 (rest): a prompt longer than the context raised IndexError in GPT-2's position table, with or without
+    truncation=True; with max_length = the context transformers refuses it before the model runs."""
     import sys
 
     from transformers import pipeline
@@ -115,7 +106,21 @@ def test_the_bare_pipeline_call_on_a_prompt_longer_than_the_context_is_a_transfo
     assert json.loads((out / "tokenizer_config.json").read_text())["model_max_length"] == 64
     long = "".join(texts(5))
     assert len(tok(long)["input_ids"]) > 64
-    pipeline("text-generation", model=str(out))(long, **kwargs)
+    with pytest.raises(ValueError, match=r"Input length of input_ids is \d+, but `max_length` is set to 64"):
+        pipeline("text-generation", model=str(out))(long, **kwargs)
+
+
+def test_generation_settings_the_export_does_not_take_are_refused_by_name(tmp_path):
+    """A fixed max_new_tokens is not exported (it overrides max_length); asking for it says so, not a TypeError."""
+    from nbkit.objectives.causal import check_generation_keys
+
+    assert check_generation_keys(None) == {} and check_generation_keys({"no_repeat_ngram_size": 3}) == {
+        "no_repeat_ngram_size": 3}
+    with pytest.raises(ConfigError, match=r"\['max_new_tokens'\] are not exported \(no fixed length .*pass "
+                                          r"max_new_tokens to the pipeline call"):
+        check_generation_keys({"max_new_tokens": 30})
+    with pytest.raises(ConfigError, match="takes repetition_penalty, no_repeat_ngram_size"):
+        check_generation_keys({"temperature": 0.7})
 
 
 def _repeated_trigrams(ids: list[int]) -> int:
@@ -140,7 +145,7 @@ def test_repetition_controls_pass_through_to_model_generate_and_the_export(gpt64
     assert repeated_ngrams("旗旗旗旗") == 0.5 and repeated_ngrams("今天") == 0.0
     ref = model.generate(input_ids=torch.tensor([prompt_ids(tok, "今天天气")]), max_new_tokens=30, do_sample=False,
                          repetition_penalty=1.5, pad_token_id=0)[0, 5:].tolist()        # transformers' own
-    mine = generate(model, tok, "今天天气", full_text=False, repetition_penalty=1.5)
+    mine = generate(model, tok, "今天天气", full_text=False, repetition_penalty=1.5, max_new_tokens=30)
     assert mine == tok.decode(ref, skip_special_tokens=True).replace(" ", "") and mine != plain
     out = export_causal_lm(model, tok, tmp_path / "e", repetition_penalty=1.5, no_repeat_ngram_size=3)
     bare = pipeline("text-generation", model=str(out))("今天天气")[0]["generated_text"]
@@ -365,7 +370,7 @@ def test_generate_and_the_exported_pipeline_read_a_bpe_prompt_alike(kind, tmp_pa
     for prompt in ("今天天气", "中国人民 and 2024"):
         mine = prompt_ids(tok, prompt)
         assert AutoTokenizer.from_pretrained(out)(prompt)["input_ids"] == mine          # the separator first
-        theirs = pipe(prompt, return_tensors=True)[0]["generated_token_ids"]
+        theirs = pipe(prompt, max_new_tokens=30, return_tensors=True)[0]["generated_token_ids"]
         ref = model.generate(input_ids=torch.tensor([mine]), attention_mask=torch.ones(1, len(mine), dtype=torch.long),
                              max_new_tokens=30, do_sample=False)[0].tolist()
         assert list(theirs) == ref                                                        # greedy, token for token

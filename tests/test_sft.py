@@ -77,13 +77,14 @@ def test_sft_from_a_uer_gpt2_trains_and_its_export_answers_through_the_pipeline(
     loop, result = fit(model, cfg, tok, blocks, tmp_path / "run")
     assert result.metrics["eval_loss"] == result.metrics["eval_loss"]                 # finite, not NaN
     out = tmp_path / "model"
-    SFT.export(cfg, loop.model, tok, out, {"max_new_tokens": 6})
+    SFT.export(cfg, loop.model, tok, out)
     saved = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
     assert saved["chat_template"] == tok.chat_template and not (out / "chat_template.jinja").exists()
     gen = json.loads((out / "generation_config.json").read_text(encoding="utf-8"))
-    assert gen["eos_token_id"] == model.config.eos_token_id and gen["max_new_tokens"] == 6
+    assert gen["eos_token_id"] == model.config.eos_token_id and "max_new_tokens" not in gen
+    assert gen["max_length"] == model.config.n_positions                               # up to the context
     pipe = pipeline("text-generation", model=str(out))
-    said = pipe(MESSAGES)[0]["generated_text"]
+    said = pipe(MESSAGES, max_new_tokens=6)[0]["generated_text"]
     assert [m["role"] for m in said] == ["user", "assistant"]
     example = {"task": "sentiment", "text": "很好用", "gold": "positive",
                "messages": [*MESSAGES, {"role": "assistant", "content": "正面"}]}

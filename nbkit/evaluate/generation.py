@@ -16,9 +16,8 @@ def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int |
              full_text: bool = True, repetition_penalty: float | None = None,
              no_repeat_ngram_size: int | None = None) -> str | list[str]:
     """``prompt`` continued by ``model`` (a GPT-2 / Llama causal LM, or its saved folder; ``tokenizer`` an
-    object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens (None:
-    :func:`nbkit.models.causal.default_new_tokens`, what a bare ``pipeline("text-generation")`` call on the
-    export writes).
+    object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens (None: up to the end of the
+    model's context, what a bare ``pipeline("text-generation")`` call on the export writes).
 
     ``do_sample=False``: greedy. ``True``: sampled at ``temperature``, cut to ``top_k`` and ``top_p`` (nucleus
     sampling, Holtzman et al. 2020), with ``seed`` (torch's generators seeded for the call and restored after).
@@ -34,8 +33,8 @@ def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int |
             a generation setting out of range (:func:`nbkit.models.causal.check_generation_args`), or
             ``max_new_tokens`` at or past the model's context (n_positions / max_position_embeddings).
         DataError: an empty prompt (or list), a prompt neither text nor a list of texts, or a prompt that
-            leaves no room for ``max_new_tokens`` in the context (both numbers and the fixes named; nothing is cut
-            silently).
+            leaves no room for ``max_new_tokens`` (None: for one token) in the context (both numbers and the
+            fixes named; nothing is cut silently).
     """
     import torch
 
@@ -59,7 +58,6 @@ def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int |
     context = positions(model.config)
     gen = generation_config(model.config, max_new_tokens, do_sample, temperature, top_k, top_p, repetition_penalty,
                             no_repeat_ngram_size)                       # ConfigError: a setting out of range
-    max_new_tokens = gen.max_new_tokens
     if isinstance(prompt, (list, tuple)):
         if not prompt:
             raise DataError("prompt=[]: give at least one text to continue (e.g. ['今天天气'])")
@@ -76,7 +74,7 @@ def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int |
     n_prompt = int(ids.shape[1])
     if n_prompt == 1:
         raise DataError(f"prompt={prompt!r} gives no token with this tokenizer; give text it knows")
-    if n_prompt + max_new_tokens > context:
+    if n_prompt + (max_new_tokens or 1) > context:
         raise DataError(_too_long(tokenizer, prompt, n_prompt, max_new_tokens, context))
     device = next(model.parameters()).device
     devices = [device] if device.type == "cuda" else []
@@ -95,11 +93,12 @@ def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int |
     return prompt + joined[len(head):] if joined.startswith(head) else prompt + text
 
 
-def _too_long(tokenizer, prompt: str, n_prompt: int, max_new_tokens: int, context: int) -> str:
+def _too_long(tokenizer, prompt: str, n_prompt: int, max_new_tokens: int | None, context: int) -> str:
     """The refusal of a prompt of ``n_prompt`` tokens (the separator included) that leaves no room for
-    ``max_new_tokens`` in ``context``: the fixes that exist, each with its number (the prompt's end that fits,
-    as a slice of the text where the tokenizer gives offsets; fewer new tokens only where one still fits)."""
-    keep = context - max_new_tokens - 1                  # text tokens that fit beside the separator (>= 1: checked)
+    ``max_new_tokens`` (None: one token) in ``context``: the fixes that exist, each with its number (the prompt's
+    end that fits, as a slice of the text where the tokenizer gives offsets; fewer new tokens only where one still
+    fits)."""
+    keep = context - (max_new_tokens or 1) - 1           # text tokens that fit beside the separator (>= 1: checked)
     where = ""
     try:
         offsets = tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
@@ -107,9 +106,10 @@ def _too_long(tokenizer, prompt: str, n_prompt: int, max_new_tokens: int, contex
     except (NotImplementedError, KeyError, IndexError, TypeError, ValueError):   # a slow tokenizer: no offsets
         pass
     fixes = [f"keep the prompt's last {keep} tokens{where}"]
-    if context - n_prompt >= 1:
+    if max_new_tokens is not None and context - n_prompt >= 1:
         fixes.append(f"lower max_new_tokens to {context - n_prompt}")
-    return (f"the prompt is {n_prompt} tokens and max_new_tokens={max_new_tokens}, {n_prompt + max_new_tokens} in "
+    asked = "one new token" if max_new_tokens is None else f"max_new_tokens={max_new_tokens}"
+    return (f"the prompt is {n_prompt} tokens and {asked}, {n_prompt + (max_new_tokens or 1)} in "
             f"all (the document separator included), past the model's context of {context} tokens: shorten the "
             f"prompt ({'; or '.join(fixes)})")
 

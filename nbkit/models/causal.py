@@ -113,26 +113,17 @@ def positions(config) -> int:
     return int(getattr(config, "n_positions", None) or config.max_position_embeddings)
 
 
-#: new tokens a greedy call writes when none is asked: notebook 06's setting, and what an export's bare
-#: ``pipeline("text-generation", model=dir)(prompt)`` writes (:func:`default_new_tokens` bounds it by the context)
-DEFAULT_NEW_TOKENS = 30
-
-
-def default_new_tokens(context: int) -> int:
-    """New tokens when none are asked, for a model of ``context`` positions: :data:`DEFAULT_NEW_TOKENS`, at most
-    half the context (so a prompt of the other half fits), at least 1."""
-    return max(1, min(DEFAULT_NEW_TOKENS, int(context) // 2))
-
-
-def check_generation_args(max_new_tokens: int, do_sample: bool, temperature: float, top_k: int | None,
+def check_generation_args(max_new_tokens: int | None, do_sample: bool, temperature: float, top_k: int | None,
                           top_p: float | None, context: int | None = None, repetition_penalty: float | None = None,
                           no_repeat_ngram_size: int | None = None) -> None:
     """Raise ``ConfigError`` for ``max_new_tokens < 1`` or (with ``context``, the model's positions) above
-    ``context - 2``, ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside (0, 1], ``repetition_penalty <= 0``,
+    ``context - 2`` (None: up to the context, not checked), ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside (0, 1], ``repetition_penalty <= 0``,
     ``no_repeat_ngram_size < 1``, each with its valid range."""
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ConfigError(f"max_new_tokens={max_new_tokens!r}: use a whole number >= 1 (tokens to add)")
-    if context is not None and max_new_tokens > context - 2:
+    if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
+                                       or max_new_tokens < 1):
+        raise ConfigError(f"max_new_tokens={max_new_tokens!r}: use a whole number >= 1 (tokens to add), or None "
+                          "(up to the end of the model's context)")
+    if max_new_tokens is not None and context is not None and max_new_tokens > context - 2:
         raise ConfigError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's context of "
                           f"{context} tokens (the separator and one token at least); use max_new_tokens <= "
                           f"{context - 2}")
@@ -156,11 +147,14 @@ def generation_config(model_config, max_new_tokens: int | None = None, do_sample
                       temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
                       repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None):
     """The ``transformers.GenerationConfig`` of one generation call, checked (:func:`check_generation_args`
-    against the model's context, :func:`positions`): ``max_new_tokens`` (None: :func:`default_new_tokens`),
-    greedy or sampled (``temperature``, ``top_k``, ``top_p``), ``repetition_penalty`` (CTRL's, Keskar et al.
-    2019: scores of tokens already in the text divided by it) and ``no_repeat_ngram_size`` (no n-gram of tokens
-    twice); the special ids of ``model_config`` (pad: eos where there is none). Every field is set, so an
-    export's bare pipeline call decodes as ``generate`` does rather than by the pipeline's defaults.
+    against the model's context, :func:`positions`): at most ``max_new_tokens`` new tokens, or with None
+    ``max_length`` = the context (the text, prompt included, ends at the model's last position or its eos;
+    transformers refuses a prompt that fills the context with a ValueError naming both lengths, where a fixed
+    ``max_new_tokens`` past GPT-2's position table raises IndexError); greedy or sampled (``temperature``,
+    ``top_k``, ``top_p``), ``repetition_penalty`` (CTRL's, Keskar et al. 2019: scores of tokens already in the
+    text divided by it) and ``no_repeat_ngram_size`` (no n-gram of tokens twice); the special ids of
+    ``model_config`` (pad: eos where there is none). Every field is set, so an export's bare pipeline call
+    decodes as ``generate`` does rather than by the pipeline's defaults (256 sampled tokens).
 
     Raises:
         ConfigError: a setting out of range (:func:`check_generation_args`).
@@ -169,13 +163,12 @@ def generation_config(model_config, max_new_tokens: int | None = None, do_sample
 
     cfg = model_config
     context = positions(cfg)
-    if max_new_tokens is None:
-        max_new_tokens = default_new_tokens(context)
     check_generation_args(max_new_tokens, do_sample, temperature, top_k, top_p, context, repetition_penalty,
                           no_repeat_ngram_size)
     controls = {k: v for k, v in (("repetition_penalty", repetition_penalty),
                                   ("no_repeat_ngram_size", no_repeat_ngram_size)) if v is not None}
-    return GenerationConfig(max_new_tokens=max_new_tokens, do_sample=do_sample, use_cache=True,
+    length = {"max_length": context} if max_new_tokens is None else {"max_new_tokens": max_new_tokens}
+    return GenerationConfig(**length, do_sample=do_sample, use_cache=True,
                             eos_token_id=cfg.eos_token_id, bos_token_id=cfg.bos_token_id,
                             pad_token_id=cfg.pad_token_id if cfg.pad_token_id is not None else cfg.eos_token_id,
                             **({"temperature": float(temperature), "top_k": top_k or 0, "top_p": top_p or 1.0}

@@ -51,8 +51,7 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
                    head_order=label_order(model.config.id2label, config.id2label))
 
 
-def export_causal_lm(model, tokenizer, out_dir, *, max_new_tokens: int | None = None,
-                     repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None) -> Path:
+def export_causal_lm(model, tokenizer, out_dir, *, repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None) -> Path:
     """Save a causal LM (GPT-2 / Llama) as one directory plain ``transformers`` loads; returns it as a ``Path``.
 
     It holds the weights, ``config.json`` and ``generation_config.json`` of the standard class
@@ -66,12 +65,14 @@ def export_causal_lm(model, tokenizer, out_dir, *, max_new_tokens: int | None = 
     ``out_dir`` and not written here are kept); the caller's model and tokenizer are not changed.
 
     ``generation_config.json`` holds the greedy call of notebook 06 (:func:`nbkit.models.causal.generation_config`:
-    ``do_sample=False``, ``max_new_tokens``; None: :func:`~nbkit.models.causal.default_new_tokens`, at most
-    half the context; ``repetition_penalty`` / ``no_repeat_ngram_size`` where given), so the bare
-    ``pipeline("text-generation", model=out_dir)(prompt)`` writes what ``generate(model, tokenizer, prompt,
-    max_new_tokens=...)`` (with the same controls) printed instead of transformers' pipeline defaults
-    (256 sampled tokens, past a small model's position table). A prompt too long for the context:
-    ``pipe(prompt, handle_long_generation="hole")`` keeps its last ``context - max_new_tokens`` tokens.
+    ``do_sample=False``, ``max_length`` = the context, ``repetition_penalty`` / ``no_repeat_ngram_size`` where
+    given), so the bare ``pipeline("text-generation", model=out_dir)(prompt)`` writes what ``generate(model,
+    tokenizer, prompt)`` (with the same controls) prints, up to the model's eos or its last position, instead of
+    transformers' pipeline defaults (256 sampled tokens, past a small model's position table), and refuses a
+    prompt that fills the context with transformers' ValueError naming both lengths. No ``max_new_tokens`` is
+    written: it overrides ``max_length``, and a prompt plus a fixed count past GPT-2's positions raises
+    IndexError inside transformers. ``pipe(prompt, max_new_tokens=n)`` writes n tokens (notebook 06's line);
+    with a prompt too long for that, ``handle_long_generation="hole"`` keeps its last ``context - n`` tokens.
 
     Raises:
         ConfigError: ``model`` is not a causal LM (a BERT masked LM: use ``export_classifier`` after
@@ -94,7 +95,7 @@ def export_causal_lm(model, tokenizer, out_dir, *, max_new_tokens: int | None = 
     config = copy.deepcopy(model.config)
     config.use_cache = True                              # generation reuses the keys and values
     return _export(model, tokenizer, out_dir, config, min(int(tokenizer.model_max_length), positions(config)),
-                   generation=generation_config(model.config, max_new_tokens, repetition_penalty=repetition_penalty,
+                   generation=generation_config(model.config, repetition_penalty=repetition_penalty,
                                                 no_repeat_ngram_size=no_repeat_ngram_size),  # notebook 06's greedy
                    cjk_decode=True, start_token=document_separator(tokenizer)[1])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nbkit.errors import ConfigError
 from nbkit.objectives import SPLITS, Objective
 
 
@@ -74,10 +75,32 @@ class CausalLM(Objective):
 
     def export(self, cfg, model, tok, model_dir: Path, generation: dict | None = None) -> None:
         """The text-generation layout (standard class, CJK decoding, finite weights checked):
-        :func:`nbkit.models.export.export_causal_lm` with ``generation`` as its keywords."""
+        :func:`nbkit.models.export.export_causal_lm` with ``generation`` as its keywords.
+
+        Raises:
+            ConfigError: a ``generation`` key the export does not take (those it takes named)."""
         from nbkit.models.export import export_causal_lm
 
-        export_causal_lm(model, tok, model_dir, **(generation or {}))
+        export_causal_lm(model, tok, model_dir, **check_generation_keys(generation))
+
+
+#: the ``generation`` settings a causal export writes into ``generation_config.json``
+GENERATION_KEYS = ("repetition_penalty", "no_repeat_ngram_size")
+
+
+def check_generation_keys(generation: dict | None) -> dict:
+    """``generation`` as export keywords ({} for None).
+
+    Raises:
+        ConfigError: a key outside :data:`GENERATION_KEYS`; ``max_new_tokens`` with why it is not written."""
+    generation = dict(generation or {})
+    unknown = sorted(set(generation) - set(GENERATION_KEYS))
+    if unknown:
+        why = (" (no fixed length is exported: the bare pipeline call writes up to the end of the context; pass "
+               "max_new_tokens to the pipeline call instead)" if "max_new_tokens" in unknown else "")
+        raise ConfigError(f"generation keys {unknown} are not exported{why}; the export takes "
+                          f"{', '.join(GENERATION_KEYS)}")
+    return generation
 
 
 OBJECTIVE = CausalLM()

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from nbkit.objectives.causal import CausalLM
+from nbkit.objectives.causal import CausalLM, check_generation_keys
 
 #: characters of a demo question's source text per token of context (:meth:`SFT.data`): half the context, the rest
 #: for the phrasing, the role markers and the answer
@@ -227,7 +227,7 @@ class SFT(CausalLM):
         from nbkit.models.lora import export_adapter, export_merged
 
         if cfg.lora_export in ("merged", "both"):
-            export_merged(model, tok, model_dir, **(generation or {}))
+            export_merged(model, tok, model_dir, **check_generation_keys(generation))
             store_chat_template(model_dir)
         if cfg.lora_export in ("adapter", "both"):
             export_adapter(model, Path(model_dir) / "adapter", tokenizer=tok)

@@ -776,8 +776,9 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | Non
     """Save model + tokenizer to ``out_dir/model`` by the objective's export (atomic:
     :meth:`nbkit.objectives.Objective.export`; an MLM folder loads with ``AutoModelForMaskedLM``, a causal one with
     ``AutoModelForCausalLM`` and ``pipeline("text-generation")``) and write ``out_dir/metrics.json``; return it.
-    ``generation``: the causal export's generation settings (``export_causal_lm``'s keywords, e.g. the notebook's
-    ``max_new_tokens``), which a bare ``pipeline("text-generation", model=out_dir/"model")(prompt)`` uses.
+    ``generation``: the causal export's generation settings (``export_causal_lm``'s keywords:
+    ``repetition_penalty``, ``no_repeat_ngram_size``), which a bare ``pipeline("text-generation",
+    model=out_dir/"model")(prompt)`` uses.
     ``model``: what :func:`model` returned, which the export reads (None: ``loop.model``); with ``cfg.lora`` it must
     be given, the peft model (``loop.model`` is the transformers model inside it), and the export writes the merged
     folder and/or ``out_dir/model/adapter`` as ``cfg.lora_export`` says; ``metrics["trainable_parameters"]``.
