@@ -109,3 +109,15 @@ def test_export_refuses_a_sequence_classifier_and_bad_labels(trained, tmp_path):
     with pytest.raises(ConfigError, match="id2label has ids"):
         export_token_classifier(model, tok, tmp_path / "y", {0: "O"})
     assert not (tmp_path / "y").exists()
+
+
+def test_the_export_records_the_runs_stride_not_a_quarter_of_max_length(trained, tmp_path):
+    """The token-classification export wrote stride = max_length // 4 whatever the run's ``stride`` was, so the
+    documented pipeline call windowed differently from training and scoring."""
+    from nbkit.recipes import finetuning as ft
+
+    cfg, model, tok, labeled, _ = trained
+    for stride in (5, 20):                                          # neither is 32 // 4
+        out = ft.export(cfg.replace(stride=stride), model, tok, labeled, tmp_path / f"s{stride}")
+        config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+        assert config["task_specific_params"]["token-classification"]["stride"] == stride

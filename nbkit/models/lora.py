@@ -152,6 +152,18 @@ def _peft_task(model) -> str:
     return getattr(task, "value", task)
 
 
+def merged_copy(model):
+    """A plain transformers model: a copy of ``model`` (a peft model) with its adapters merged into the weights
+    (``merge_and_unload``; ``model`` keeps its adapters). Needs memory for a second copy of the model.
+
+    Raises:
+        ConfigError: ``model`` holds no adapters, or is the transformers model inside a peft model."""
+    import copy
+
+    _peft_task(model)
+    return copy.deepcopy(model).merge_and_unload()
+
+
 def export_merged(model, tokenizer, out_dir, **options) -> Path:
     """Merge the adapters into their weights (``merge_and_unload`` on a copy: ``model`` keeps its adapters) and
     save the plain model as nbkit's exports do; returns the folder as a ``Path``.
@@ -159,7 +171,7 @@ def export_merged(model, tokenizer, out_dir, **options) -> Path:
     The folder is the one :func:`nbkit.models.export.export_classifier` (``SEQ_CLS``),
     :func:`~nbkit.models.export.export_token_classifier` (``TOKEN_CLS``) or
     :func:`~nbkit.models.export.export_causal_lm` (``CAUSAL_LM``) writes (``options`` go to it: ``id2label``,
-    ``max_length``, ``max_new_tokens``, ...): ``from_pretrained`` / ``pipeline()`` load it without peft, and its
+    ``max_length``, ``stride``, ...): ``from_pretrained`` / ``pipeline()`` load it without peft, and its
     outputs equal the peft model's (in eval mode, up to float rounding of ``W + (alpha / r) B A``). Written
     atomically; needs memory for a second copy of the model while it runs.
 
@@ -168,14 +180,11 @@ def export_merged(model, tokenizer, out_dir, **options) -> Path:
         NonFiniteWeightsError: the merged weights hold NaN/inf (nothing written).
         WriteError: the disk is full or not writable; nothing partial is left.
     """
-    import copy
-
     from nbkit.models import export
 
     write = {"SEQ_CLS": export.export_classifier, "TOKEN_CLS": export.export_token_classifier,
              "CAUSAL_LM": export.export_causal_lm}[_peft_task(model)]
-    merged = copy.deepcopy(model).merge_and_unload()
-    return write(merged, tokenizer, out_dir, **options)
+    return write(merged_copy(model), tokenizer, out_dir, **options)
 
 
 def export_adapter(model, out_dir, tokenizer=None) -> Path:

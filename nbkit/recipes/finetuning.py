@@ -498,13 +498,14 @@ def export(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", out_dir
         WriteError: the disk is full or not writable; nothing partial is left.
     """
     id2label = id2label_of(labeled)
+    task = tasks.get(cfg.task)
     if not cfg.lora:
-        return tasks.get(cfg.task).export(classifier, tok, out_dir, id2label, cfg.max_length)
-    from nbkit.models.lora import export_adapter, export_merged
+        return task.export(cfg, classifier, tok, out_dir, id2label)
+    from nbkit.models.lora import export_adapter, merged_copy
 
     out = Path(out_dir).expanduser()
     if cfg.lora_export in ("merged", "both"):
-        export_merged(classifier, tok, out, id2label=id2label, max_length=cfg.max_length)
+        task.export(cfg, merged_copy(classifier), tok, out, id2label)
     if cfg.lora_export in ("adapter", "both"):
         export_adapter(classifier, out / "adapter", tokenizer=tok)
     return out

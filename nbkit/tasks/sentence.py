@@ -110,11 +110,12 @@ class SentenceTask(Task):
                 "per_class": report["per_class"], "confusion_matrix": report["confusion_matrix"],
                 "warnings": [w for w in (report.get("degenerate"),) if w]}
 
-    def export(self, classifier, tok, out_dir, id2label: dict[int, str], max_length: int) -> Path:
-        """A folder ``pipeline("text-classification")`` loads (:func:`nbkit.models.export.export_classifier`)."""
+    def export(self, cfg, classifier, tok, out_dir, id2label: dict[int, str]) -> Path:
+        """A folder ``pipeline("text-classification")`` loads, cutting texts at ``cfg.max_length`` tokens as
+        training did (:func:`nbkit.models.export.export_classifier`)."""
         from nbkit.models.export import export_classifier
 
-        return export_classifier(classifier, tok, out_dir, id2label, max_length=max_length)
+        return export_classifier(classifier, tok, out_dir, id2label, max_length=cfg.max_length)
 
 
 def _reviews(cfg) -> "LabeledData":

@@ -108,13 +108,14 @@ class TokenTask(Task):
                 "n_errors": {k: int((errors["kind"] == k).sum()) for k in ("missed", "spurious")},
                 "stride": cfg.stride, "n_boot": cfg.n_boot}
 
-    def export(self, classifier, tok, out_dir, id2label: dict[int, str], max_length: int) -> Path:
+    def export(self, cfg, classifier, tok, out_dir, id2label: dict[int, str]) -> Path:
         """A folder ``pipeline("token-classification")`` loads, reading plain text as training did and windowing
-        long texts with a quarter of ``max_length`` shared (the ``stride`` of every scale's row;
-        :func:`nbkit.models.export.export_token_classifier`)."""
+        long texts as training and scoring did: ``cfg.max_length`` tokens, ``cfg.stride`` shared
+        (:func:`nbkit.models.export.export_token_classifier`)."""
         from nbkit.models.export import export_token_classifier
 
-        return export_token_classifier(classifier, tok, out_dir, id2label, max_length=max_length)
+        return export_token_classifier(classifier, tok, out_dir, id2label, max_length=cfg.max_length,
+                                       stride=cfg.stride)
 
     def describe(self, labeled: "NerData", truncation: dict) -> str:
         """What loading repaired, dropped and kept and what the windows cut (:func:`nbkit.data.ner.report_text`)."""
