@@ -286,3 +286,43 @@ def test_being_replaced_is_true_only_between_the_swaps_two_renames(tmp_path, mon
     monkeypatch.undo()
     assert seen[0][0] == "model" and seen[0][1:] == (False, True)      # the name is absent: mid-swap
     assert seen[1][1:] == (True, True) and not atomic.being_replaced(target)   # old removed after
+
+
+def test_load_pretrained_reads_a_run_folder_again_when_another_kernel_replaced_it(tmp_path):
+    """Issue 52 item 12, the whole kind: every checkpoint load (notebook 04's model factory, generate on a folder,
+    an init) went through load_pretrained without read_consistent, so a rerun saving notebook 02's model/ in
+    another kernel gave a FileNotFoundError. Here the first read finds a file gone mid-swap."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    from nbkit.models.loading import load_pretrained
+
+    target = tmp_path / "model"
+    config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16)
+
+    def save(seed: int) -> BertForMaskedLM:
+        torch.manual_seed(seed)
+        model = BertForMaskedLM(config)
+        with atomic.atomic_dir(target) as tmp:
+            model.save_pretrained(tmp)
+        return model
+
+    save(1)
+    calls = []
+
+    class Racing(BertForMaskedLM):
+        @classmethod
+        def from_pretrained(cls, path, *args, **kwargs):
+            calls.append(path)
+            if len(calls) == 1:
+                racing.append(save(2))                  # the other kernel's save lands during this read
+                raise FileNotFoundError(f"{path}/model.safetensors")
+            return super().from_pretrained(path, *args, **kwargs)
+
+    racing: list = []
+    loaded, _ = load_pretrained(Racing, target)
+    assert len(calls) == 2
+    assert torch.equal(loaded.bert.embeddings.word_embeddings.weight, racing[0].bert.embeddings.word_embeddings.weight)
+    with pytest.raises(OSError):
+        load_pretrained(BertForMaskedLM, tmp_path / "absent")      # a folder never written: the caller's OSError

@@ -92,22 +92,35 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
     ``info``: transformers' loading info plus ``reinitialised``, lines like ``"classifier.weight (4, 64) ->
     (2, 64)"``, and ``stored_dtype`` (:func:`stored_dtype`). ``reinit_head``: the task head (:data:`HEAD_PREFIXES`)
     may have another shape and is then initialised afresh (``seed``: :func:`seeded`). The weights load as
-    :data:`MASTER_DTYPE` whatever the file stores (``dtype=...`` in ``kwargs`` overrides it).
+    :data:`MASTER_DTYPE` whatever the file stores (``dtype=...`` in ``kwargs`` overrides it). A local folder is
+    read from one whole version (:func:`nbkit.atomic.read_consistent`: read again when another kernel replaced
+    it meanwhile, instead of a ``FileNotFoundError`` or the config of one save with the weights of another).
 
     Raises:
         ConfigError: the classification head has another label count and not ``reinit_head`` (fixes named).
-        CheckpointError: any other mismatched weight, or a checkpoint transformers cannot load (its report included).
+        CheckpointError: any other mismatched weight, a checkpoint transformers cannot load (its report included),
+            or a folder replaced during every read.
         OSError: ``source`` not found (the caller says where to look).
     """
     import torch
 
+    from nbkit.atomic import being_replaced, read_consistent
+
     kwargs.setdefault("dtype", getattr(torch, MASTER_DTYPE))
     log: list[str] = []
-    try:
+
+    def read(folder):
         with quiet_transformers(capture=log), seeded(seed):
-            model, info = model_cls.from_pretrained(str(source), ignore_mismatched_sizes=True,
-                                                    output_loading_info=True, **kwargs)
-    except OSError:
+            return model_cls.from_pretrained(str(folder), ignore_mismatched_sizes=True, output_loading_info=True,
+                                             **kwargs)
+
+    folder = Path(source).expanduser()
+    try:
+        if folder.is_dir() or being_replaced(folder):    # a run's folder another kernel may be replacing
+            model, info = read_consistent(folder, read, what="checkpoint")
+        else:
+            model, info = read(source)                    # a Hub name, or a path not there (OSError)
+    except (OSError, CheckpointError):
         raise
     except Exception as exc:  # noqa: BLE001  (whatever transformers raises, the user gets one kind)
         report = "\n".join(log[-5:])
