@@ -77,3 +77,18 @@ def test_other_files_or_columns_get_other_folders(own_job, tmp_path):
              folder("--train-file", str(train), "--test-file", str(other)), folder()}
     assert len(names) == 5 and folder().name == "sentiment"
     assert folder("--train-file", str(train)) == folder("--train-file", str(train))   # resumes its own run
+
+
+def test_a_job_refused_for_its_data_leaves_no_empty_run_folder(own_job, tmp_path, capsys):
+    """A job stopped by bad input (here a train file without the default text column) left runs/<scale>/<run>/ created and
+    empty; a folder with anything in it (an earlier run's) stays."""
+    job, train = own_job
+    runs = tmp_path / "runs"
+    assert job.main(["--scale", "smoke", "--train-file", str(train), "--label-column", "absent"]) == 2
+    assert "has no" in capsys.readouterr().err
+    assert not runs.exists() or not any(p.is_dir() and not any(p.iterdir()) for p in runs.rglob("*"))
+    kept = runs / "smoke" / "earlier"
+    kept.mkdir(parents=True)
+    (kept / "metrics.json").write_text("{}")
+    assert job.main(["--scale", "smoke", "--train-file", str(train), "--label-column", "absent"]) == 2
+    assert (kept / "metrics.json").exists() and sorted(p.name for p in (runs / "smoke").iterdir()) == ["earlier"]

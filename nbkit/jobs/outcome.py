@@ -21,6 +21,7 @@ import re
 import sys
 import tempfile
 import warnings
+from pathlib import Path
 
 INTERRUPTED = 130
 TERMINATED = 143
@@ -104,6 +105,33 @@ def stop_line(prog: str, stopped: dict | None, orphan: bool) -> str:
             "command again to resume from it (--resume auto is the default); --resume none starts over.")
 
 
+def run_folders() -> set[Path]:
+    """The folders of the runs directory (``$NBKIT_RUNS_DIR``) as they are now: the root, each scale and each
+    run (``runs/<scale>/<run>``); empty when there is no runs directory."""
+    from nbkit.runs import step_path
+
+    root = step_path()
+    if not root.is_dir():
+        return set()
+    found = {root}
+    for scale in (p for p in root.iterdir() if p.is_dir()):
+        found |= {scale, *(p for p in scale.iterdir() if p.is_dir())}
+    return found
+
+
+def remove_empty_new(before: set[Path]) -> list[Path]:
+    """Remove the folders of the runs directory that are not in ``before`` (:func:`run_folders`) and are empty,
+    deepest first (a run's, then its scale's, then the root); returns them. A folder with anything in it stays."""
+    removed = []
+    for path in sorted(run_folders() - before, key=lambda p: len(p.parts), reverse=True):
+        try:
+            path.rmdir()                                  # empty only: OSError where anything was written
+            removed.append(path)
+        except OSError:
+            pass
+    return removed
+
+
 def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
     """Call ``body(argv)`` and turn how it ends into an exit code (see the module docstring).
 
@@ -124,6 +152,7 @@ def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
             _say(hint)
 
     warnings.showwarning = show_with_flags
+    before = run_folders()
     try:
         ensure_writable_caches()   # HOME's cache unwritable: HF, matplotlib, jieba caches to a temp folder (warned)
         rc = body(argv)
@@ -134,6 +163,8 @@ def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
             _say(stop_line(prog, stopped, orphaned()))
         return TERMINATED if stopped and stopped.get("signal") == "SIGTERM" else INTERRUPTED
     except NbkitError as exc:
+        if _rank() == 0:
+            remove_empty_new(before)    # a run refused for its input leaves no empty folder behind
         text = f"{prog}: error: {exc}"
         if first_to_say(text):
             _say(text if _rank() == 0 else f"[rank {_rank()}] {text}")
