@@ -261,6 +261,48 @@ def test_sigterm_interrupts_a_training_kernel_first_so_its_checkpoint_is_saved_a
     assert len(lines) == 2 and "Traceback" not in err, err
 
 
+@pytest.mark.slow
+def test_a_kernel_that_ignores_the_interrupt_is_killed_after_the_wait_and_the_line_says_the_work_is_lost(
+        tmp_path, monkeypatch, runs_tmp):
+    """The other branch of the SIGTERM path: a cell that ignores SIGINT (a C extension, a sleep in a handler) is
+    killed INTERRUPT_WAIT_S after its interrupt; the runner exits 143 within the grace it documents and says that
+    the cell's work since its last checkpoint is lost, instead of naming a checkpoint it does not have."""
+    import signal
+    import threading
+    import time
+
+    from waiting import wait_until
+
+    from nbkit.cli.run_notebooks import INTERRUPT_WAIT_S
+
+    marker = tmp_path / "stuck"
+    stuck = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+             f"open({str(marker)!r}, 'w').close()\nwhile True:\n    time.sleep(0.1)")
+    _nbdir(tmp_path, monkeypatch, {"00_stuck.ipynb": ["print('first done')", stuck, "print('never')"]})
+    proc = subprocess.Popen([sys.executable, "-m", "nbkit.cli.main", "run-notebooks", "--scale", "smoke"],
+                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    reader = threading.Thread(target=lambda: list(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        wait_until(marker.exists, timeout=300, what="the kernel in its SIGINT-proof cell")
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert INTERRUPT_WAIT_S <= took < INTERRUPT_WAIT_S + 30, (took, err)   # waited, then killed: not at once
+    lines = err.strip().splitlines()
+    assert "00_stuck.ipynb cell 2" in lines[0] and "stopped by a signal (SIGTERM" in lines[0], err
+    assert (f"the kernel did not end the running cell within {INTERRUPT_WAIT_S:.0f} s of its interrupt and was "
+            "killed: what that cell did since its last checkpoint is lost") in lines[0], err
+    assert "Traceback" not in err, err
+
+
 def test_nbclient_cleanup_error_after_a_dead_kernel_reads_as_a_dead_kernel():
     exc = AttributeError("'NoneType' object has no attribute 'cleanup_resources'")
     line = notebooks.failure_line("03_x.ipynb", exc, 4, {"source": "from nbkit import LivePlot"}, 60)
