@@ -135,8 +135,15 @@ def test_init_tokenizer_is_kept_and_the_store_is_prepared_with_it(standins, runs
     assert pt.store_dir(cpu) == corpus.store                                       # the same store, any scale
     import shutil
 
-    copy = shutil.copytree(init, tmp_path / "bbc-fp16-copy")   # byte-identical tokenizer files, another folder
+    from transformers import AutoModelForMaskedLM
+
+    copy = shutil.copytree(init, tmp_path / "bbc-fp16-copy")   # byte-identical tokenizer files, another folder,
+    AutoModelForMaskedLM.from_pretrained(str(init)).half().save_pretrained(copy)   # and fp16 weights
+    assert json.loads((copy / "config.json").read_text())["dtype"] == "float16"
     assert pt.store_dir(_cfg(copy, corpus=str(corpus_file))) == corpus.store      # no second store of the corpus
+    stores = sorted(corpus.store.parent.iterdir())
+    assert pt.data(_cfg(copy, corpus=str(corpus_file))).store == corpus.store
+    assert sorted(corpus.store.parent.iterdir()) == stores                        # nothing prepared again
     other = shutil.copytree(init, tmp_path / "bbc-more")
     with open(other / "vocab.txt", "a", encoding="utf-8") as f:
         f.write("新词\n")                                                          # another vocabulary

@@ -95,13 +95,16 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Differences between a recorded identity ``old`` and the call's ``new``, in words (empty: the same store).
 
     A source of equal size and a new modification time is read once and its SHA-256 compared. With a given
-    tokenizer the :data:`TRAINED_ONLY` settings are not compared.
+    tokenizer the :data:`TRAINED_ONLY` settings are not compared, nor its folder where both record the same
+    ``tokenizer_sha256`` (a copy of the checkpoint, e.g. its fp16 twin, tokenizes alike: the store is reused).
     """
     out = []
     if old.get("format") != new["format"]:
         out.append(f"format {old.get('format')} -> {new['format']}")
     o_set, n_set = old.get("settings", {}), new["settings"]
     skip = TRAINED_ONLY if n_set.get("tokenizer") is not None else ()
+    if n_set.get("tokenizer_sha256") and o_set.get("tokenizer_sha256") == n_set.get("tokenizer_sha256"):
+        skip = (*skip, "tokenizer")
     for key in sorted(set(o_set) | set(n_set)):
         if key not in skip and o_set.get(key) != n_set.get(key):
             out.append(f"setting {key}: {o_set.get(key)!r} -> {n_set.get(key)!r}")
