@@ -26,6 +26,17 @@ def test_the_front_page_stays_short(page):
     assert n <= MAX_LINES, f"{page.name} has {n} lines (at most {MAX_LINES}): move tables and details to docs/"
 
 
+@pytest.mark.parametrize(("page", "names"), [
+    (FRONT_PAGES[0], ("BERT", "GPT", "sentiment", "named entities", "instruction tuning", "LoRA")),
+    (FRONT_PAGES[1], ("BERT", "GPT", "情感", "命名实体", "指令微调", "LoRA"))], ids=lambda p: getattr(p, "name", ""))
+def test_the_opening_paragraph_names_every_path(page, names):
+    """Issue 52 item 14: the first line said the toolkit was for a Chinese BERT only, after GPT, NER and SFT
+    had landed: the paragraph before the first heading names every path a user can take."""
+    opening = page.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    missing = [n for n in names if n not in opening]
+    assert not missing, f"{page.name}'s opening paragraph does not name {missing}"
+
+
 @pytest.mark.parametrize("page", FRONT_PAGES + sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
 def test_every_relative_link_resolves(page):
     text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
