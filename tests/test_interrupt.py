@@ -217,6 +217,8 @@ def test_a_background_job_says_sigint_is_ignored_and_sigterm_stops_it_with_143_a
     line = next(ln for ln in log.splitlines() if ln.startswith("nbkit.jobs.pretrain: stopped by SIGTERM"))
     assert f"at step {stopped.step} of {STEPS}; newest complete checkpoint: {stopped.path}" in line
     assert "Traceback" not in log
+    took = re.search(rf"\(step {stopped.step}, (\d+\.\d) s after the signal\)", line)
+    assert took and float(took.group(1)) < 10, log[-3000:]   # inside the shortest grace docs name: docker stop's 10 s
 
 
 @pytest.mark.multiproc

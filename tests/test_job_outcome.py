@@ -141,7 +141,8 @@ def test_fit_tags_what_leaves_it_with_where_the_run_stopped(tmp_path):
     loop = tiny_loop(tmp_path, callbacks=[StopAt(1)])
     with pytest.raises(KeyboardInterrupt) as e:
         loop.fit()
-    assert e.value.nbkit_stopped == {"step": 1, "max_steps": 10, "output_dir": tmp_path, "signal": None}
+    assert e.value.nbkit_stopped == {"step": 1, "max_steps": 10, "output_dir": tmp_path, "signal": None,
+                                     "seconds": None}
 
 
 def test_a_later_run_of_the_same_job_says_its_error_again(monkeypatch, tmp_path):

@@ -84,8 +84,9 @@ def _say(line: str) -> None:
 def stop_line(prog: str, stopped: dict | None, orphan: bool) -> str:
     """The one line an interrupted job prints: where it stopped and what the same command resumes from.
 
-    ``stopped``: ``Loop.fit``'s ``exc.nbkit_stopped`` (step, max_steps, output_dir, signal), or None when the
-    job stopped before training began."""
+    ``stopped``: ``Loop.fit``'s ``exc.nbkit_stopped`` (step, max_steps, output_dir, signal, seconds: a SIGTERM's
+    time to the saved checkpoint, said so the grace period can be checked), or None when the job stopped before
+    training began."""
     from nbkit.train.checkpoint import checkpoints_dir, list_checkpoints
 
     why = ("its launcher is gone (torchrun killed?), so it stopped" if orphan
@@ -101,8 +102,9 @@ def stop_line(prog: str, stopped: dict | None, orphan: bool) -> str:
         return (f"{prog}: {why} {where}; {kept}, so the same command starts again from step 0 "
                 "(--checkpoint-every N saves more often).")
     last = ckpts[-1]
-    return (f"{prog}: {why} {where}; newest complete checkpoint: {last.path} (step {last.step}). Run the same "
-            "command again to resume from it (--resume auto is the default); --resume none starts over.")
+    took = f", {stopped['seconds']:.1f} s after the signal" if stopped.get("seconds") is not None else ""
+    return (f"{prog}: {why} {where}; newest complete checkpoint: {last.path} (step {last.step}{took}). Run the "
+            "same command again to resume from it (--resume auto is the default); --resume none starts over.")
 
 
 def run_folders() -> set[Path]:

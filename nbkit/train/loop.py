@@ -295,7 +295,8 @@ class Loop:
         A fresh run sets an earlier run's checkpoints aside (``checkpoint.set_aside_earlier``). Holds the
         ``output_dir`` lock; warns when resuming with changed settings, and under another number of processes
         keeps the global batch when it can (``checkpoint.keep_global_batch``). An exception leaving it carries
-        ``exc.nbkit_stopped = {"step", "max_steps", "output_dir", "signal"}``.
+        ``exc.nbkit_stopped = {"step", "max_steps", "output_dir", "signal", "seconds"}`` (seconds from a
+        SIGTERM to the checkpoint saved, which must fit the sender's grace period; None for Ctrl-C).
 
         Raises:
             ConfigError: another run holds ``output_dir``.
@@ -313,9 +314,11 @@ class Loop:
             except BaseException as exc:
                 held = self._held
                 with contextlib.suppress(AttributeError, TypeError):
+                    term = held is not None and held.signum == signal.SIGTERM
                     exc.nbkit_stopped = {"step": self.state.step, "max_steps": self.config.max_steps,
                                          "output_dir": self.config.output_dir,
-                                         "signal": held.signum.name if held and held.signum else None}
+                                         "signal": held.signum.name if held and held.signum else None,
+                                         "seconds": round(time.monotonic() - held.t, 1) if term else None}
                 raise
 
     def _output_lock(self):
