@@ -87,7 +87,7 @@ def main() -> None:
     loop, result = pt.train(cfg, model, tok, blocks, out_dir)
     train_s = time.perf_counter() - t0
     answers["after SFT"], unfinished["after SFT"] = ev.generate_answers(loop.model, tok, test, a.max_new_tokens)
-    summary = pt.save(cfg, out_dir, loop, result, tok, generation={"max_new_tokens": a.max_new_tokens})
+    summary = pt.save(cfg, out_dir, loop, result, tok)
     ner = load_peoples_daily_ner(lines=cfg.corpus_lines, seed=cfg.split_seed)
     answers["TF-IDF / CRF"] = ev.baseline_answers(test, corpus.splits["train"], ner.splits["train"])
     bert_run = Path(a.bert_run) if a.bert_run else step_path(a.scale, "sentiment")
