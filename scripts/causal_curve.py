@@ -42,14 +42,19 @@ def load(folder: Path) -> list[dict]:
 
 def crossing(seeds: list[dict], model: str) -> dict | None:
     """The first evaluation point at which every seed's GPT is below that seed's ``model`` baseline: ``step``,
-    ``train_tokens``, ``minutes`` (the slowest seed's training time to that point); None when none is."""
+    ``train_tokens``, ``minutes`` (:func:`minutes`); None when none is."""
     line = [next(b["eval_perplexity"] for b in s["baselines"] if b["model"] == model) for s in seeds]
     for i, point in enumerate(seeds[0]["curve"]):
         if all(len(s["curve"]) > i and s["curve"][i]["eval_perplexity"] < ppl for s, ppl in zip(seeds, line)):
-            secs = [s["curve"][i].get("elapsed_s") for s in seeds]
-            return {"step": point["step"], "train_tokens": point["train_tokens"],
-                    "minutes": max(secs) / 60 if all(v is not None for v in secs) else None}
+            return {"step": point["step"], "train_tokens": point["train_tokens"], "minutes": minutes(seeds, i)}
     return None
+
+
+def minutes(seeds: list[dict], i: int) -> float | None:
+    """The fastest seed's minutes of training to evaluation point ``i`` (None when a seed has no time): other jobs
+    on a shared machine only slow a seed down, so the fastest is the closest to the machine unloaded."""
+    secs = [s["curve"][i].get("elapsed_s") for s in seeds if len(s["curve"]) > i]
+    return min(secs) / 60 if secs and all(v is not None for v in secs) else None
 
 
 def render_run(folder: Path) -> str:
@@ -64,11 +69,11 @@ def render_run(folder: Path) -> str:
              f"{s0['lr']:g} (warm-up and linear decay over the whole run), batch {s0['batch_size']} x "
              f"{s0['block_size']} tokens; held-out perplexity on each seed's held-out blocks, the n-grams fitted on "
              "that seed's training text and scored on the same targets:", "",
-             "| step | training tokens | minutes | GPT perplexity, mean ± sd |", "|---|---|---|---|"]
+             "| step | training tokens | minutes (fastest seed) | GPT perplexity, mean ± sd |", "|---|---|---|---|"]
     for i, point in enumerate(s0["curve"]):
         vals = [s["curve"][i]["eval_perplexity"] for s in seeds if len(s["curve"]) > i]
-        secs = [s["curve"][i].get("elapsed_s") for s in seeds if len(s["curve"]) > i]
-        mins = f"{max(secs) / 60:.1f}" if all(v is not None for v in secs) else ""
+        took = minutes(seeds, i)
+        mins = "" if took is None else f"{took:.1f}"
         lines.append(f"| {point['step']:,} | {point['train_tokens'] / 1e6:.2f} M | {mins} | "
                      f"{statistics.fmean(vals):.1f}{sd(vals)} |")
     lines.append("")
