@@ -164,4 +164,4 @@ def test_the_reason_of_a_scale_or_context_value_is_printed_beside_it():
     t = PretrainConfig.for_scale("cpu", objective="causal").table()
     assert t.loc["lr", "from"] == f"scale cpu, causal: {PER_SCALE['pretraining/causal']['lr'].why}"
     assert t.loc["model", "from"] == "scale cpu, causal"                   # a plain row: the scale is its reason
-    assert t.loc["max_steps", "value"] == "850"
+    assert t.loc["max_steps", "value"] == "1300"
