@@ -219,17 +219,38 @@ def test_sigterm_saves_the_copy_and_says_what_stopped_it(tmp_path, monkeypatch, 
         assert outputs == ["first done\n", ""]                # every cell ran: the copy is complete
 
 
+def _sigterm_when(marker: Path, what: str) -> tuple[int, str, float]:
+    """Start ``run-notebooks`` at smoke, send its process group SIGTERM once ``marker`` exists (a cell wrote it),
+    and return the exit code, stderr and the seconds from the signal to the exit."""
+    import signal
+    import threading
+    import time
+
+    from waiting import wait_until
+
+    proc = subprocess.Popen([sys.executable, "-m", "nbkit.cli.main", "run-notebooks", "--scale", "smoke"],
+                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    reader = threading.Thread(target=lambda: list(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        wait_until(marker.exists, timeout=300, what=what)
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+        return proc.returncode, err, time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 @pytest.mark.slow
 def test_sigterm_interrupts_a_training_kernel_first_so_its_checkpoint_is_saved_and_named(tmp_path, monkeypatch,
                                                                                             runs_tmp):
     """A SIGTERM to the runner while a notebook trains: the kernel is interrupted as Ctrl-C does (the loop saves
     after its step), then stopped; the runner's line says which checkpoint was saved. It used to be killed
     outright: every step since the last checkpoint lost, and the line did not say so."""
-    import signal
-    import threading
-
-    from waiting import wait_until
-
     from nbkit.train import checkpoint as ckpt
 
     tests, marker, run = Path(__file__).resolve().parent, tmp_path / "training", tmp_path / "run"
@@ -238,20 +259,8 @@ def test_sigterm_interrupts_a_training_kernel_first_so_its_checkpoint_is_saved_a
              f"        if loop.state.step == 2:\n            open({str(marker)!r}, 'w').close()\n"
              f"loop = _loop({str(run)!r}, [Mark()], max_steps=100000, checkpoint_every=None)\nloop.fit()")
     _nbdir(tmp_path, monkeypatch, {"00_train.ipynb": ["print('first done')", train, "print('never')"]})
-    proc = subprocess.Popen([sys.executable, "-m", "nbkit.cli.main", "run-notebooks", "--scale", "smoke"],
-                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    reader = threading.Thread(target=lambda: list(proc.stdout), daemon=True)
-    reader.start()
-    try:
-        wait_until(marker.exists, timeout=300, what="the kernel training past step 2")
-        os.killpg(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 143, err
+    rc, err, _ = _sigterm_when(marker, "the kernel training past step 2")
+    assert rc == 143, err
     saved = ckpt.load_latest(run)
     assert saved is not None and saved.step >= 2, err           # before: killed outright, no checkpoint at all
     lines = err.strip().splitlines()
@@ -267,34 +276,14 @@ def test_a_kernel_that_ignores_the_interrupt_is_killed_after_the_wait_and_the_li
     """The other branch of the SIGTERM path: a cell that ignores SIGINT (a C extension, a sleep in a handler) is
     killed INTERRUPT_WAIT_S after its interrupt; the runner exits 143 within the grace it documents and says that
     the cell's work since its last checkpoint is lost, instead of naming a checkpoint it does not have."""
-    import signal
-    import threading
-    import time
-
-    from waiting import wait_until
-
     from nbkit.cli.run_notebooks import INTERRUPT_WAIT_S
 
     marker = tmp_path / "stuck"
     stuck = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
              f"open({str(marker)!r}, 'w').close()\nwhile True:\n    time.sleep(0.1)")
     _nbdir(tmp_path, monkeypatch, {"00_stuck.ipynb": ["print('first done')", stuck, "print('never')"]})
-    proc = subprocess.Popen([sys.executable, "-m", "nbkit.cli.main", "run-notebooks", "--scale", "smoke"],
-                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    reader = threading.Thread(target=lambda: list(proc.stdout), daemon=True)
-    reader.start()
-    try:
-        wait_until(marker.exists, timeout=300, what="the kernel in its SIGINT-proof cell")
-        sent = time.monotonic()
-        os.killpg(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=300)
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 143, err
+    rc, err, took = _sigterm_when(marker, "the kernel in its SIGINT-proof cell")
+    assert rc == 143, err
     assert INTERRUPT_WAIT_S <= took < INTERRUPT_WAIT_S + 30, (took, err)   # waited, then killed: not at once
     lines = err.strip().splitlines()
     assert "00_stuck.ipynb cell 2" in lines[0] and "stopped by a signal (SIGTERM" in lines[0], err
