@@ -117,8 +117,8 @@ def check_generation_args(max_new_tokens: int | None, do_sample: bool, temperatu
                           top_p: float | None, context: int | None = None, repetition_penalty: float | None = None,
                           no_repeat_ngram_size: int | None = None) -> None:
     """Raise ``ConfigError`` for ``max_new_tokens < 1`` or (with ``context``, the model's positions) above
-    ``context - 2`` (None: up to the context, not checked), ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside (0, 1], ``repetition_penalty <= 0``,
-    ``no_repeat_ngram_size < 1``, each with its valid range."""
+    ``context - 2`` (None: up to the context, not checked), ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside
+    (0, 1], ``repetition_penalty <= 0``, ``no_repeat_ngram_size < 1``, each with its valid range."""
     if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
                                        or max_new_tokens < 1):
         raise ConfigError(f"max_new_tokens={max_new_tokens!r}: use a whole number >= 1 (tokens to add), or None "

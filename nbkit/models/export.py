@@ -51,7 +51,8 @@ def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, m
                    head_order=label_order(model.config.id2label, config.id2label))
 
 
-def export_causal_lm(model, tokenizer, out_dir, *, repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None) -> Path:
+def export_causal_lm(model, tokenizer, out_dir, *, repetition_penalty: float | None = None,
+                     no_repeat_ngram_size: int | None = None) -> Path:
     """Save a causal LM (GPT-2 / Llama) as one directory plain ``transformers`` loads; returns it as a ``Path``.
 
     It holds the weights, ``config.json`` and ``generation_config.json`` of the standard class

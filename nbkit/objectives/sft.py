@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from nbkit.objectives.causal import CausalLM, check_generation_keys
+from nbkit.objectives.causal import CausalLM
 
 #: characters of a demo question's source text per token of context (:meth:`SFT.data`): half the context, the rest
 #: for the phrasing, the role markers and the answer
@@ -209,8 +209,8 @@ class SFT(CausalLM):
         ``tokenizer_config.json`` (:func:`nbkit.text.chat.store_chat_template`).
 
         ``cfg.lora``: ``model`` is :meth:`model`'s peft model; ``cfg.lora_export`` ``merged`` (or ``both``) writes
-        ``model_dir`` with the adapters merged into the weights (:func:`nbkit.models.lora.export_merged`: the same
-        folder, ``pipeline("text-generation")`` loads it without peft), ``adapter`` (or ``both``) the adapters and
+        ``model_dir`` with the adapters merged into the weights (:func:`nbkit.models.lora.merged_copy`, then the
+        same export: ``pipeline("text-generation")`` loads it without peft), ``adapter`` (or ``both``) the adapters and
         the tokenizer in ``model_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`), which
         ``peft.PeftModel.from_pretrained(base, model_dir / "adapter")`` loads over the model :meth:`model` builds
         with ``lora=False`` (the same ``init`` or preset and ``seed``).
@@ -218,18 +218,13 @@ class SFT(CausalLM):
         Raises:
             ConfigError: with ``cfg.lora``, a ``model`` without adapters or the model inside the peft model.
         """
+        from nbkit.models.lora import export_adapter, merged_copy
         from nbkit.text.chat import store_chat_template
 
-        if not cfg.lora:
-            super().export(cfg, model, tok, model_dir, generation)
+        if not cfg.lora or cfg.lora_export in ("merged", "both"):
+            super().export(cfg, merged_copy(model) if cfg.lora else model, tok, model_dir, generation)
             store_chat_template(model_dir)
-            return
-        from nbkit.models.lora import export_adapter, export_merged
-
-        if cfg.lora_export in ("merged", "both"):
-            export_merged(model, tok, model_dir, **check_generation_keys(generation))
-            store_chat_template(model_dir)
-        if cfg.lora_export in ("adapter", "both"):
+        if cfg.lora and cfg.lora_export in ("adapter", "both"):
             export_adapter(model, Path(model_dir) / "adapter", tokenizer=tok)
             store_chat_template(Path(model_dir) / "adapter")
 

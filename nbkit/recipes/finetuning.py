@@ -487,7 +487,7 @@ def export(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", out_dir
 
     ``cfg.lora``: ``classifier`` is :func:`model`'s peft model (not ``loop.model``); ``cfg.lora_export``
     ``merged`` (or ``both``) writes that folder with the adapters merged into the weights
-    (:func:`nbkit.models.lora.export_merged`), ``adapter`` (or ``both``) the adapters, the trained head and the
+    (:func:`nbkit.models.lora.merged_copy`, then the task's export), ``adapter`` (or ``both``) the adapters, the trained head and the
     tokenizer in ``out_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`), which
     ``peft.PeftModel.from_pretrained(base, out_dir / "adapter")`` loads over the classifier :func:`model` built
     before wrapping it (the same encoder, ``seed`` and labels).
