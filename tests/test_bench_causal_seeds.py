@@ -1,13 +1,11 @@
 """bench/causal_seeds.py's summary: mean and spread over seeds, and a verdict per baseline from those numbers."""
-import importlib.util
 from pathlib import Path
 
 import pytest
+from _load import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("causal_seeds", ROOT / "bench" / "causal_seeds.py")
-causal_seeds = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(causal_seeds)
+causal_seeds = load_script(ROOT / "bench" / "causal_seeds.py")
 
 
 def _seed(seed, ppl, tokens=500, base_tokens=None):

@@ -1,11 +1,11 @@
 """bench/pretrain_value.py is the recipes plus overrides: its defaults are the cpu scale's configs, its phases
 call the recipes and keep the recorded formats (pretrain.json, finetune.jsonl, stats.json)."""
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from _load import load_script
 
 from nbkit.recipes.finetuning import FinetuneConfig
 from nbkit.recipes.tokenizer import TokenizerConfig
@@ -15,10 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def bench(monkeypatch):
-    spec = importlib.util.spec_from_file_location("pretrain_value_bench", ROOT / "bench" / "pretrain_value.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return load_script(ROOT / "bench" / "pretrain_value.py", "pretrain_value_bench")
 
 
 def test_defaults_are_the_cpu_scales_recipes(bench):

@@ -2,14 +2,13 @@
 curves, and the crossing is the first evaluation point below a baseline in every seed."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
+from _load import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("causal_curve", ROOT / "scripts" / "causal_curve.py")
-causal_curve = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(causal_curve)
+causal_curve = load_script(ROOT / "scripts" / "causal_curve.py")
 
 
 def test_the_block_is_the_rendering_of_the_recorded_curves():

@@ -2,19 +2,17 @@
 docs/pretraining.md) and their headline lines on both front pages are generated from recorded runs."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _load import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "expect_table.py"
-spec = importlib.util.spec_from_file_location("expect_table", SCRIPT)
-expect_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(expect_table)  # puts scripts/ and scripts/lib/ on sys.path
+expect_table = load_script(SCRIPT, "expect_table")  # puts scripts/ and scripts/lib/ on sys.path
 import blocks  # noqa: E402
 import continued_table  # noqa: E402
 import corpus_table  # noqa: E402

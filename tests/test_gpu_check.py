@@ -1,18 +1,15 @@
 """bench/gpu_check.py: the time guard skips sections, and files are written either way."""
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from _load import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "gpu_check.py"
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "gpu_check")
 
 
 def test_zero_budget_skips_every_timed_section_but_writes_results(tmp_path):

@@ -1,16 +1,14 @@
 """bench/gpu_session: the scripts parse, and record.py reads what the benchmarks print."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
 
 import pytest
+from _load import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("gpu_record", ROOT / "bench" / "gpu_session" / "record.py")
-record = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(record)
+record = load_script(ROOT / "bench" / "gpu_session" / "record.py", "gpu_record")
 
 NVML_TEXT = """== 1. one sample of all metrics
 NVML sample, 1 GPU(s), pcie=False:     0.24 ms

@@ -2,14 +2,13 @@
 bench/sentiment_seeds.py --lora and bench/ner_seeds.py --lora runs."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
+from _load import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("lora_table", ROOT / "scripts" / "lora_table.py")
-lora_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(lora_table)
+lora_table = load_script(ROOT / "scripts" / "lora_table.py")
 
 
 def test_the_block_is_the_rendering_of_the_recorded_runs():

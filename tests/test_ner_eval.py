@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import pytest
+from _load import load_script
 
 from nbkit.errors import ConfigError, DataError
 from nbkit.evaluate import ner
@@ -112,15 +113,12 @@ def test_crf_baseline_refuses_empty_or_misaligned_training():
 
 
 def test_docs_block_comes_from_the_recorded_run(tmp_path):
-    import importlib.util
     import json
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("ner_baseline_table", root / "scripts" / "ner_baseline_table.py")
-    table = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(table)
+    table = load_script(root / "scripts" / "ner_baseline_table.py")
     run = table.newest("ner_baseline_*.json")
     block = table.render(run)
     for path in table.FILES:

@@ -2,15 +2,14 @@
 pages are the rendering of the newest recorded bench/ner_seeds.py run."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
+from _load import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("ner_table", ROOT / "scripts" / "ner_table.py")
-ner_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ner_table)  # puts scripts/lib/ on sys.path
+ner_table = load_script(ROOT / "scripts" / "ner_table.py")  # puts scripts/lib/ on sys.path
 sys.path.insert(0, str(ROOT / "bench"))
 import blocks  # noqa: E402
 import ner_seeds  # noqa: E402

@@ -1,12 +1,12 @@
 """The second labelled task (news sentiment): bench data path, baseline at the model's cut, notebook 03's section."""
 import contextlib
-import importlib.util
 import io
 import pickle
 from pathlib import Path
 
 import jupytext
 import pytest
+from _load import load_script
 
 from nbkit.data import news
 from nbkit.evaluate import baseline
@@ -54,10 +54,7 @@ def load_news():
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("pretrain_value_bench", ROOT / "bench" / "pretrain_value.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ROOT / "bench" / "pretrain_value.py", "pretrain_value_bench")
 
 
 def test_bench_news_corpus_holds_training_texts_only(news_pkg, tokenizer):

@@ -14,6 +14,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 import pytest
+from _load import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOK = ROOT / "scripts" / "notebook_pairs.py"
@@ -49,12 +50,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _load_hook():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("notebook_pairs", HOOK)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(HOOK, "notebook_pairs")
 
 
 notebook_pairs = _load_hook()

@@ -1,6 +1,5 @@
 """The recorded pretraining-value benchmark (nbkit.evaluate.pretrain_value) and its report
 (bench/pretrain_value_report.py) render as a headline, a table and a curve, from its own numbers."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -9,14 +8,12 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest
+from _load import load_script
 
 from nbkit.errors import DataError
 from nbkit.evaluate import pretrain_value as pv
 
-_spec = importlib.util.spec_from_file_location(
-    "pretrain_value_report", Path(__file__).resolve().parents[1] / "bench" / "pretrain_value_report.py")
-report = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(report)
+report = load_script(Path(__file__).resolve().parents[1] / "bench" / "pretrain_value_report.py")
 
 
 def test_recorded_run_loads_and_rows_carry_its_numbers():

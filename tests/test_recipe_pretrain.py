@@ -1,10 +1,10 @@
 """nbkit.recipes.pretraining: the config's defaults per scale, overrides, and each stage at smoke."""
 import dataclasses
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from _load import load_script
 
 from nbkit.errors import CheckpointError, ConfigError
 from nbkit.recipes.pretraining import PretrainConfig
@@ -85,9 +85,7 @@ def test_stages_and_run_pretraining_at_smoke(tmp_path, runs_tmp):
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["steps"] == 6 and saved["config"]["max_steps"] == 6 and saved["untrained_eval_loss"] > 0
     assert [h["step"] for h in saved["history"] if "eval_loss" in h] == [3, 6]
-    spec = importlib.util.spec_from_file_location("pretrain_value_bench", ROOT / "bench" / "pretrain_value.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)   # its model_dir_at: the folder of a kept checkpoint, refused when not kept
+    bench = load_script(ROOT / "bench" / "pretrain_value.py", "pretrain_value_bench")   # its model_dir_at: the folder of a kept checkpoint, refused when not kept
     assert bench.model_dir_at(out, 4) == out / "checkpoints" / "step-000004" / "model"
     assert str(bench.model_dir_at(out, 4)) == metrics["checkpoints"][4]
     AutoModelForMaskedLM.from_pretrained(bench.model_dir_at(out, 2))

@@ -2,17 +2,16 @@
 the newest recorded bench/sentiment_seeds.py run (BERT beside TF-IDF and the character BiLSTM over seeds)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
+from _load import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
-spec = importlib.util.spec_from_file_location("sentiment_table", ROOT / "scripts" / "sentiment_table.py")
-sentiment_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sentiment_table)  # puts scripts/lib/ on sys.path
+sentiment_table = load_script(ROOT / "scripts" / "sentiment_table.py")  # puts scripts/lib/ on sys.path
 import blocks  # noqa: E402
 import sentiment_seeds  # noqa: E402
 

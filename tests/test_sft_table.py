@@ -3,14 +3,13 @@ are the rendering of the newest recorded bench/sft_cpu.py and bench/lora.py runs
 loss before and after, and per task how the tuned model stands against the best baseline."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
+from _load import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("sft_table", ROOT / "scripts" / "sft_table.py")
-sft_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sft_table)  # puts scripts/lib/ on sys.path
+sft_table = load_script(ROOT / "scripts" / "sft_table.py")  # puts scripts/lib/ on sys.path
 import blocks  # noqa: E402
 
 

@@ -1,7 +1,6 @@
 """Test lanes: `scripts/test.sh --fast` leaves out the slow lanes, and a full run executes each notebook once."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -10,16 +9,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from _load import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _browser_conftest():
     sys.path.insert(0, str(ROOT / "tests" / "browser"))
-    spec = importlib.util.spec_from_file_location("browser_conftest", ROOT / "tests" / "browser" / "conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ROOT / "tests" / "browser" / "conftest.py", "browser_conftest")
 
 
 def test_nbval_cells_of_a_notebook_the_browser_runs_are_deselected_and_the_others_kept():
