@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from continued_pretraining import Peak, StepClock, alternate, compare  # noqa: E402
+from continued_pretraining import LoopFlops, Peak, StepClock, alternate, compare, with_mfu  # noqa: E402
 
 
 def recipe(a):
@@ -61,7 +61,7 @@ def arm_nbkit(a) -> dict:
     cfg, tok, blocks, model = _setup(a)
     tcfg = dataclasses.replace(pt.train_config(cfg, tempfile.mkdtemp()), output_dir=None, eval_every=None,
                                checkpoint_every=None, keep_steps=(), log_every=10**6)
-    clock = StepClock(a.warmup)
+    clock, flops = StepClock(a.warmup), LoopFlops(a.warmup)
 
     class Hook:
         def on_step_end(self, loop):
@@ -70,16 +70,17 @@ def arm_nbkit(a) -> dict:
 
                 torch.cuda.synchronize()
             clock.mark(loop.state.step)
+            flops.mark(loop)
 
     loop = Loop(model, tcfg, blocks["train"], None, collate_fn=pt.collator(cfg, tok), callbacks=[Hook()],
                 device=a.device)
     loop.setup()                                   # the model on its device before the memory baseline
     peak = Peak(a.device)
     result = loop.fit()
-    return {**clock.summary(a.batch * a.block), **peak.stop(), "precision": result.metrics["precision"],
-            "fused_loss": loop._fused_weight is not None,
-            "train_loss": result.metrics["train_loss"], "model_class": type(model).__name__,
-            "n_parameters": sum(p.numel() for p in model.parameters())}
+    return with_mfu({**clock.summary(a.batch * a.block), **peak.stop(), "precision": result.metrics["precision"],
+                     "fused_loss": loop._fused_weight is not None,
+                     "train_loss": result.metrics["train_loss"], "model_class": type(model).__name__,
+                     "n_parameters": sum(p.numel() for p in model.parameters())}, flops.per_token(), a.device)
 
 
 def arm_trainer(a) -> dict:
@@ -117,9 +118,12 @@ def arm_trainer(a) -> dict:
         model.to(a.device)
         peak = Peak(a.device)
         out_ = trainer.train()
-    return {**clock.summary(a.batch * a.block), **peak.stop(), "precision": "bf16" if bf16 else "fp32",
-            "train_loss": out_.training_loss, "model_class": type(model).__name__,
-            "n_parameters": sum(p.numel() for p in model.parameters())}
+    from nbkit.models.flops import causal_flops_per_token
+
+    return with_mfu({**clock.summary(a.batch * a.block), **peak.stop(), "precision": "bf16" if bf16 else "fp32",
+                     "train_loss": out_.training_loss, "model_class": type(model).__name__,
+                     "n_parameters": sum(p.numel() for p in model.parameters())},
+                    causal_flops_per_token(model.config, a.block), a.device)
 
 
 def prepare(a) -> None:

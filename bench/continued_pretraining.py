@@ -93,6 +93,37 @@ class StepClock:
                 "tokens_per_s": tokens_per_step / med, "tokens_per_s_wall": tokens_per_step * len(steps) / wall}
 
 
+def with_mfu(result: dict, flops_per_token: float, device: str) -> dict:
+    """``result`` (an arm's, with ``tokens_per_s`` and ``precision``) plus ``flops_per_token`` (the FLOPs its step
+    executes per token), ``achieved_tflops``, ``peak_tflops`` and ``mfu``: PaLM's model FLOPs utilisation over the
+    GPU's dense peak at that precision (``nbkit.models.flops``); ``peak_tflops`` and ``mfu`` are None off a known
+    GPU."""
+    import torch
+
+    from nbkit.models.flops import mfu, peak_tflops
+
+    peak = peak_tflops(torch.cuda.get_device_name(), result["precision"]) if device.startswith("cuda") else None
+    tps = result["tokens_per_s"]
+    return {**result, "flops_per_token": flops_per_token, "achieved_tflops": tps * flops_per_token / 1e12,
+            "peak_tflops": peak, "mfu": mfu(tps, flops_per_token, peak)}
+
+
+class LoopFlops:
+    """The FLOPs and tokens of the steps ``Loop.fit`` ran from ``warmup`` on, as the loop counts them for its own MFU
+    line (``loop.last_step``: the MLM head on the rows it ran on); call :meth:`mark` from ``on_step_end``."""
+
+    def __init__(self, warmup: int):
+        self.warmup, self.flops, self.tokens = warmup, 0.0, 0
+
+    def mark(self, loop) -> None:
+        if loop.state.step > self.warmup:
+            self.flops += loop.last_step["flops"]
+            self.tokens += loop.last_step["tokens"]
+
+    def per_token(self) -> float:
+        return self.flops / self.tokens
+
+
 def recipe(a):
     """The continued-pretraining config both arms read their settings from."""
     from nbkit.recipes.pretraining import PretrainConfig
@@ -115,7 +146,7 @@ def arm_nbkit(a) -> dict:
     model = pt.model(cfg, tok)
     tcfg = dataclasses.replace(pt.train_config(cfg, tempfile.mkdtemp()), output_dir=None, eval_every=None,
                                checkpoint_every=None, keep_steps=(), log_every=10**6)
-    clock = StepClock(a.warmup)
+    clock, flops = StepClock(a.warmup), LoopFlops(a.warmup)
 
     class Hook:
         def on_step_end(self, loop):
@@ -124,15 +155,16 @@ def arm_nbkit(a) -> dict:
 
                 torch.cuda.synchronize()
             clock.mark(loop.state.step)
+            flops.mark(loop)
 
     loop = Loop(model, tcfg, blocks["train"], None, collate_fn=pt.collator(cfg, tok), callbacks=[Hook()],
                 device=a.device)
     loop.setup()                                   # the model on its device before the memory baseline
     peak = Peak(a.device)
     result = loop.fit()
-    return {**clock.summary(a.batch * a.block), **peak.stop(), "precision": result.metrics["precision"],
-            "train_loss": result.metrics["train_loss"], "model_class": type(model).__name__,
-            "n_parameters": sum(p.numel() for p in model.parameters())}
+    return with_mfu({**clock.summary(a.batch * a.block), **peak.stop(), "precision": result.metrics["precision"],
+                     "train_loss": result.metrics["train_loss"], "model_class": type(model).__name__,
+                     "n_parameters": sum(p.numel() for p in model.parameters())}, flops.per_token(), a.device)
 
 
 def arm_trainer(a) -> dict:
@@ -167,9 +199,12 @@ def arm_trainer(a) -> dict:
         model.to(a.device)
         peak = Peak(a.device)
         out_ = trainer.train()
-    return {**clock.summary(a.batch * a.block), **peak.stop(), "precision": "bf16" if bf16 else "fp32",
-            "train_loss": out_.training_loss, "model_class": type(model).__name__,
-            "n_parameters": sum(p.numel() for p in model.parameters())}
+    from nbkit.models.flops import bert_flops_per_token
+
+    return with_mfu({**clock.summary(a.batch * a.block), **peak.stop(), "precision": "bf16" if bf16 else "fp32",
+                     "train_loss": out_.training_loss, "model_class": type(model).__name__,
+                     "n_parameters": sum(p.numel() for p in model.parameters())},
+                    bert_flops_per_token(model.config, a.block), a.device)   # its MLM head on every position
 
 
 def prepare(a) -> None:
@@ -231,6 +266,10 @@ def compare(runs: dict[str, list[dict]]) -> tuple[dict, dict]:
         print(f"{label:24s}{med['nbkit'][key]:14,.0f}{med['trainer'][key]:14,.0f}{ratios[key]:15.3f}")
     print(f"tokens/s ratio per round (same load): {', '.join(f'{r:.3f}' for r in paired)}; best run of each: "
           f"{ratios['tokens_per_s_best']:.3f}")
+    if med["nbkit"].get("mfu") is not None:
+        print("MFU (the FLOPs each arm's step executes, over the GPU's dense peak): "
+              + ", ".join(f"{arm} {100 * med[arm]['mfu']:.1f} % ({med[arm]['achieved_tflops']:.0f} TFLOP/s)"
+                          for arm in ("nbkit", "trainer") if med[arm].get("mfu") is not None))
     return med, ratios
 
 

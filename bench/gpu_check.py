@@ -26,6 +26,7 @@ that anywhere), so the script itself can be tested on a CPU::
 
     python bench/gpu_check.py --out /tmp/gc            # GPU machine
     python bench/gpu_check.py --quick --out /tmp/gc    # CPU smoke run, ~1-2 min
+    python bench/gpu_check.py --sections bert_eager bert_compiled phases --no-pytest   # the loop's MFU only
 """
 from __future__ import annotations
 
@@ -69,6 +70,9 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes (default without CUDA)")
     ap.add_argument("--batch-size", type=int, default=256, help="BERT-base headline batch")
     ap.add_argument("--no-pytest", action="store_true")
+    ap.add_argument("--sections", nargs="+", default=None, metavar="KEY",
+                    help="run only these sections (e.g. bert_eager bert_compiled phases ablation_num_workers); "
+                         "the others are recorded as skipped")
     args = ap.parse_args(argv)
     import torch
 
@@ -93,6 +97,9 @@ def main(argv=None) -> int:
         jsonio.write_json(out / "results.json", res, indent=1)
 
     def section(key: str, estimate_s: float, fn):
+        if args.sections is not None and key not in args.sections:
+            res["skipped"].append(f"{key}: not in --sections")
+            return None
         if not budget.fits(estimate_s):
             res["skipped"].append(f"{key}: {budget.left():.0f} s left < estimate {estimate_s:.0f} s")
             print(f"[skip] {key}", flush=True)

@@ -17,8 +17,9 @@ round and over the medians. On a shared CPU the timings are noisy: read the per-
 
     OMP_NUM_THREADS=1 python bench/lora.py                # bert mini + gpt2-mini, 2 rounds, about 5 minutes
     python bench/lora.py --bert tiny --gpt gpt2-tiny --steps 4 --rounds 1   # under 2 minutes
+    python bench/lora.py --device cuda --bert base --gpt gpt2-small --batch 32 --rounds 1   # bf16, CUDA peak memory
 
-Writes ``--out`` (strict JSON through ``nbkit.jsonio``, default ``bench/results/lora_cpu_<date>.json``).
+Writes ``--out`` (strict JSON through ``nbkit.jsonio``, default ``bench/results/lora_<device>_<date>.json``).
 """
 from __future__ import annotations
 
@@ -88,10 +89,10 @@ def run(a) -> dict:
             clock.mark(loop.state.step)
 
     cfg = TrainConfig(max_steps=a.warmup + a.steps, batch_size=a.batch, lr=5e-4, output_dir=None, progress=False,
-                      progress_every_s=None, log_every=10**6, checkpoint_minutes=None, precision="fp32")
-    loop = Loop(model, cfg, data, collate_fn=collate, callbacks=[Hook()], device="cpu")
+                      progress_every_s=None, log_every=10**6, checkpoint_minutes=None, precision=a.precision)
+    loop = Loop(model, cfg, data, collate_fn=collate, callbacks=[Hook()], device=a.device)
     loop.setup()
-    peak = Peak("cpu")
+    peak = Peak(a.device)
     result = loop.fit()
     return {"model": a.model, "method": a.method, **clock.summary(a.batch * a.block), **peak.stop(),
             **{f"{k}_parameters" if k != "share" else "trainable_share": v
@@ -107,7 +108,7 @@ def alternate(a) -> dict[str, list[dict]]:
     runs: dict[str, list[dict]] = {f"{m}/{k}": [] for m in MODELS for k in METHODS}
     common = ["--bert", a.bert, "--gpt", a.gpt, "--vocab", str(a.vocab), "--batch", str(a.batch), "--block",
               str(a.block), "--steps", str(a.steps), "--warmup", str(a.warmup), "--rank", str(a.rank),
-              "--threads", str(a.threads)]
+              "--threads", str(a.threads), "--device", a.device]
     for r in range(a.rounds):
         for model in MODELS:
             for method in METHODS if r % 2 == 0 else METHODS[::-1]:
@@ -119,7 +120,8 @@ def alternate(a) -> dict[str, list[dict]]:
                 runs[f"{model}/{method}"].append(x)
                 print(f"round {r + 1} {model:5s} {method:5s} {x['tokens_per_s']:8,.0f} tokens/s (median step "
                       f"{x['median_step_s']:.3f} s), peak RSS {x['peak_rss_mib']:6,.0f} MiB (+{x['rss_rise_mib']:,.0f} "
-                      f"training), trainable {x['trainable_parameters']:,} of {x['total_parameters']:,}", flush=True)
+                      f"training), trainable {x['trainable_parameters']:,} of {x['total_parameters']:,}"
+                      + (f", peak CUDA {x['cuda_peak_mib']:,.0f} MiB" if "cuda_peak_mib" in x else ""), flush=True)
     return runs
 
 
@@ -127,6 +129,7 @@ def compare(runs: dict[str, list[dict]]) -> tuple[dict, dict]:
     """``(medians by run, LoRA/full ratios by model)``, printed as a table."""
     keys = ("tokens_per_s", "tokens_per_s_wall", "peak_rss_mib", "rss_rise_mib", "trainable_parameters",
             "total_parameters")
+    keys += tuple(k for k in ("cuda_peak_mib", "cuda_rise_mib") if k in next(iter(runs.values()))[0])
     med = {name: {k: statistics.median(x[k] for x in rs) for k in keys} for name, rs in runs.items()}
     ratios = {}
     print(f"\n{'':26s}{'full':>14s}{'LoRA':>14s}{'LoRA/full':>11s}")
@@ -154,6 +157,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rank", type=int, default=8, help="LoRA r (alpha = 2 r)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, or auto (bf16 on a bf16 GPU, else fp32)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2 cores shared with 6 jobs"')
     ap.add_argument("--model", choices=MODELS, default=None, help=argparse.SUPPRESS)
@@ -165,25 +169,29 @@ def main(argv=None) -> None:
     from nbkit import jsonio
 
     torch.set_num_threads(a.threads)
+    if a.device == "auto":
+        a.device = "cuda" if torch.cuda.is_available() else "cpu"
+    a.precision = "bf16" if a.device.startswith("cuda") and torch.cuda.is_bf16_supported() else "fp32"
     if a.model:                                  # a child: one run, its result as JSON
         jsonio.write_json(a.result, run(a))
         return
     t0 = time.perf_counter()
     runs = alternate(a)
     med, ratios = compare(runs)
-    out = a.out or str(ROOT / "bench" / "results" / f"lora_cpu_{time.strftime('%Y-%m-%d')}.json")
+    out = a.out or str(ROOT / "bench" / "results" / f"lora_{a.device.split(':')[0]}_{time.strftime('%Y-%m-%d')}.json")
     jsonio.write_json(out, {
         "what": "LoRA (nbkit.models.lora.apply_lora through peft, default targets: every attention projection) vs "
-                "full fine-tuning in nbkit.train.Loop, same model, random ids, batch, block, lr, fp32",
+                "full fine-tuning in nbkit.train.Loop, same model, random ids, batch, block, lr, precision",
         "models": {"bert": f"BertForSequenceClassification, preset {a.bert}, 2 classes",
                    "gpt2": f"GPT2LMHeadModel, preset {a.gpt}"},
         "vocab": a.vocab, "batch": a.batch, "block": a.block, "tokens_per_step": a.batch * a.block,
         "warmup_steps": a.warmup, "timed_steps": a.steps, "lora_r": a.rank, "lora_alpha": 2 * a.rank,
-        "rounds": a.rounds, "device": "cpu", "threads": a.threads,
+        "rounds": a.rounds, "device": a.device, "precision": a.precision, "threads": a.threads,
         "memory": "peak RSS of each run's own process, /proc/self/statm sampled every 20 ms (bench/continued_"
-                  "pretraining.py Peak); rss_rise_mib: over the RSS with the model built and in the loop",
+                  "pretraining.py Peak); rss_rise_mib: over the RSS with the model built and in the loop; on a GPU also "
+                  "cuda_peak_mib (torch.cuda.max_memory_allocated) and cuda_rise_mib over the model in the loop",
         "tokens_per_s": "batch x block over the median step time after the warm-up steps",
-        "noise": "timings on a CPU shared with other jobs: noisy; compare the per-round ratios",
+        "noise": "compare the per-round ratios: a shared machine's load moves both runs of a round alike",
         "runs": runs, "median": med, "ratio_lora_over_full": ratios, "seconds": time.perf_counter() - t0,
         "machine": a.machine or f"{os.cpu_count()} CPUs", "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
     print(f"wrote {out} ({time.perf_counter() - t0:.0f} s)")

@@ -27,8 +27,9 @@ validation conversations before and after training, computed the same way for ev
 with other jobs are noisy: read the per-round ratios beside the medians.
 
     OMP_NUM_THREADS=1 python bench/sft_vs_trl.py          # gpt2-narrow, 2 rounds, about 5 minutes on 2 shared cores
+    python bench/sft_vs_trl.py --device cuda --model gpt2-small --batch 32 --rounds 1   # bf16; CUDA peak memory too
 
-Writes ``--out`` (strict JSON through ``nbkit.jsonio``, default ``bench/results/sft_vs_trl_cpu_<date>.json``), which
+Writes ``--out`` (strict JSON through ``nbkit.jsonio``, default ``bench/results/sft_vs_trl_<device>_<date>.json``), which
 ``scripts/sft_bench_table.py`` renders into docs/instruct.md.
 """
 from __future__ import annotations
@@ -53,6 +54,7 @@ from continued_pretraining import Peak, StepClock  # noqa: E402
 ARMS = ("nbkit", "trl", "lora")
 KEYS = ("tokens_per_s", "padded_tokens_per_s", "label_tokens_per_s", "peak_rss_mib", "rss_rise_mib",
         "trainable_parameters", "eval_loss", "untrained_eval_loss", "seconds_in_process")
+CUDA_KEYS = ("cuda_peak_mib", "cuda_rise_mib")   # on a GPU: torch.cuda.max_memory_allocated, and its rise
 
 
 def recipe(a, **kw):
@@ -61,7 +63,7 @@ def recipe(a, **kw):
 
     return PretrainConfig.for_scale("cpu", objective="sft", model=a.model, corpus=a.data, block_size=a.block,
                                     batch_size=a.batch, max_steps=a.warmup + a.steps, eval_fraction=a.eval_fraction,
-                                    precision="fp32", progress=False, num_workers=0, report_to="none", **kw)
+                                    precision=a.precision, progress=False, num_workers=0, report_to="none", **kw)
 
 
 class Counting:
@@ -103,7 +105,7 @@ def held_out_loss(model, cfg, tok, dataset) -> float:
     with torch.no_grad():
         for i in range(0, len(dataset), cfg.batch_size):
             rows = [dataset[j] for j in range(i, min(i + cfg.batch_size, len(dataset)))]
-            batch = collate(rows)
+            batch = {k: v.to(model.device) for k, v in collate(rows).items()}
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, T, V)
             labels = batch["labels"]                                                                      # (B, T)
             total += float(torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(),
@@ -144,9 +146,9 @@ def arm_nbkit(a, lora: bool) -> dict:
             clock.mark(loop.state.step)
 
     collate = Counting(pt.collator(cfg, tok), skip=1)   # fit's preflight collates one example before step 1
-    loop = Loop(model, tcfg, blocks["train"], None, collate_fn=collate, callbacks=[Hook()], device="cpu")
+    loop = Loop(model, tcfg, blocks["train"], None, collate_fn=collate, callbacks=[Hook()], device=a.device)
     loop.setup()                                   # the model in the loop before the memory baseline
-    peak = Peak("cpu")
+    peak = Peak(a.device)
     result = loop.fit()
     out = {**collate.rates(clock, a.warmup, a.steps), **peak.stop(), "median_step_s": clock.summary(1)["median_step_s"],
            **{f"{k}_parameters" if k != "share" else "trainable_share": v
@@ -180,7 +182,8 @@ def arm_trl(a) -> dict:
         args = SFTConfig(output_dir=out_dir, max_steps=a.warmup + a.steps, per_device_train_batch_size=a.batch,
                          learning_rate=cfg.lr, warmup_steps=warmup_steps(a.warmup + a.steps, cfg.warmup_ratio),
                          weight_decay=cfg.weight_decay, lr_scheduler_type="linear", max_grad_norm=1.0,
-                         logging_steps=10**6, save_strategy="no", report_to=[], use_cpu=True, bf16=False, fp16=False,
+                         logging_steps=10**6, save_strategy="no", report_to=[], use_cpu=a.device == "cpu",
+                         bf16=a.precision == "bf16", fp16=False,
                          disable_tqdm=True, dataloader_num_workers=0, seed=cfg.seed, max_length=a.block,
                          packing=False, assistant_only_loss=True)
         trainer = SFTTrainer(model=model, args=args, train_dataset=train, processing_class=tok, callbacks=[Hook()])
@@ -190,7 +193,7 @@ def arm_trl(a) -> dict:
             (theirs["input_ids"] == ours["input_ids"]).all() and (theirs["labels"][:, 1:] == ours["labels"][:, :-1]).all())
         collate = Counting(trainer.data_collator)
         trainer.data_collator = collate
-        peak = Peak("cpu")
+        peak = Peak(a.device)
         trainer.train()
     out = {**collate.rates(clock, a.warmup, a.steps), **peak.stop(), "median_step_s": clock.summary(1)["median_step_s"],
            **{f"{k}_parameters" if k != "share" else "trainable_share": v
@@ -240,20 +243,22 @@ def alternate(a, common: list[str]) -> dict[str, list[dict]]:
             print(f"round {r + 1} {arm:6s} {x['tokens_per_s']:8,.0f} tokens/s (non-pad; padding "
                   f"{x['padding_share']:.0%}), peak RSS {x['peak_rss_mib']:6,.0f} MiB (+{x['rss_rise_mib']:,.0f}), "
                   f"trainable {x['trainable_parameters']:,}, held-out loss {x['untrained_eval_loss']:.3f} -> "
-                  f"{x['eval_loss']:.3f}, {x['seconds_in_process']:.0f} s", flush=True)
+                  f"{x['eval_loss']:.3f}, {x['seconds_in_process']:.0f} s"
+                  + (f", peak CUDA {x['cuda_peak_mib']:,.0f} MiB" if "cuda_peak_mib" in x else ""), flush=True)
     return runs
 
 
 def compare(runs: dict[str, list[dict]]) -> tuple[dict, dict]:
     """``(medians by arm, ratios)``: nbkit over TRL and LoRA over full nbkit, per round and of the medians."""
-    med = {arm: {k: statistics.median(x[k] for x in rs) for k in KEYS} for arm, rs in runs.items()}
+    keys = KEYS + tuple(k for k in CUDA_KEYS if k in runs["nbkit"][0])
+    med = {arm: {k: statistics.median(x[k] for x in rs) for k in keys} for arm, rs in runs.items()}
     ratios = {}
     for name, (top, bottom) in {"nbkit_over_trl": ("nbkit", "trl"), "lora_over_full": ("lora", "nbkit")}.items():
-        ratios[name] = {k: med[top][k] / med[bottom][k] for k in KEYS if med[bottom][k]}
+        ratios[name] = {k: med[top][k] / med[bottom][k] for k in keys if med[bottom][k]}
         ratios[name]["tokens_per_s_per_round"] = [t["tokens_per_s"] / b["tokens_per_s"]
                                                   for t, b in zip(runs[top], runs[bottom])]
     print(f"\n{'':24s}{'nbkit':>12s}{'TRL':>12s}{'LoRA':>12s}{'nbkit/TRL':>11s}{'LoRA/full':>11s}")
-    for k in KEYS:
+    for k in keys:
         print(f"{k:24s}" + "".join(f"{med[arm][k]:12,.3f}" if "loss" in k else f"{med[arm][k]:12,.0f}"
                                    for arm in ARMS)
               + "".join(f"{ratios[n].get(k, float('nan')):11.3f}" for n in ratios))
@@ -275,6 +280,7 @@ def main(argv=None) -> None:
     ap.add_argument("--eval-fraction", type=float, default=0.1)
     ap.add_argument("--rounds", type=int, default=2, help="arms alternate: A B B A")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, or auto (bf16 on a bf16 GPU, else fp32)")
     ap.add_argument("--work", default="runs/bench_sft")
     ap.add_argument("--out", default=None)
     ap.add_argument("--machine", default=None, help='recorded as the machine, e.g. "2 cores shared with 6 jobs"')
@@ -288,6 +294,9 @@ def main(argv=None) -> None:
     from nbkit import jsonio
 
     torch.set_num_threads(a.threads)
+    if a.device == "auto":
+        a.device = "cuda" if torch.cuda.is_available() else "cpu"
+    a.precision = "bf16" if a.device.startswith("cuda") and torch.cuda.is_bf16_supported() else "fp32"
     if a.arm:                                   # a child: one arm, its result as JSON
         jsonio.write_json(a.result, arm_trl(a) if a.arm == "trl" else arm_nbkit(a, lora=a.arm == "lora"))
         return
@@ -295,17 +304,17 @@ def main(argv=None) -> None:
     data = prepare(a)
     common = ["--model", a.model, "--steps", str(a.steps), "--warmup", str(a.warmup), "--batch", str(a.batch),
               "--block", str(a.block), "--rank", str(a.rank), "--eval-fraction", str(a.eval_fraction),
-              "--threads", str(a.threads), "--work", a.work, "--data", a.data]
+              "--threads", str(a.threads), "--device", a.device, "--work", a.work, "--data", a.data]
     runs = alternate(a, common)
     med, ratios = compare(runs)
     import transformers
     import trl
 
-    out = a.out or str(ROOT / "bench" / "results" / f"sft_vs_trl_cpu_{time.strftime('%Y-%m-%d')}.json")
+    out = a.out or str(ROOT / "bench" / "results" / f"sft_vs_trl_{a.device.split(':')[0]}_{time.strftime('%Y-%m-%d')}.json")
     jsonio.write_json(out, {
         "what": "SFT of the same GPT2LMHeadModel on the same conversations: nbkit (PretrainConfig(objective='sft'), "
                 "its Loop) vs trl.SFTTrainer(assistant_only_loss=True, packing=False), and nbkit with lora=True",
-        "model": a.model, "device": "cpu", "precision": "fp32", "threads": a.threads, "batch": a.batch,
+        "model": a.model, "device": a.device, "precision": a.precision, "threads": a.threads, "batch": a.batch,
         "block": a.block, "warmup_steps": a.warmup, "timed_steps": a.steps, "rounds": a.rounds, "lora_r": a.rank,
         "lora_alpha": 2 * a.rank, "data": {**data, "per_task": a.per_task, "ner_lines": a.ner_lines,
                                            "eval_fraction": a.eval_fraction},
@@ -313,10 +322,11 @@ def main(argv=None) -> None:
                         "batches over their wall time; padded_: every position of the padded batches; label_: the "
                         "assistant tokens that carry the loss",
         "memory": "peak RSS of each arm's own process, /proc/self/statm sampled every 20 ms; rss_rise_mib: over the "
-                  "RSS with the model built (nbkit: in the loop; TRL: the trainer built)",
+                  "RSS with the model built (nbkit: in the loop; TRL: the trainer built); on a GPU also cuda_peak_mib "
+                  "(torch.cuda.max_memory_allocated) and cuda_rise_mib over the allocation at that point",
         "eval_loss": "cross-entropy on the assistant tokens of the held-out conversations, computed the same way "
                      "for every arm (untrained_: before the first step); the model starts from random weights",
-        "noise": "a 2-core CPU shared with other jobs: timings are noisy; compare the per-round ratios",
+        "noise": "compare the per-round ratios: a shared machine's load moves both arms of a round alike",
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
         "runs": runs, "median": med, "ratios": ratios, "seconds": time.perf_counter() - t0,
         "machine": a.machine or f"{os.cpu_count()} CPUs", "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")})

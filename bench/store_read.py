@@ -5,7 +5,9 @@ Reads ``StoreMLMDataset`` blocks in random order (the training order) in batches
 with DataLoader workers, and prints the blocks/s beside the GPU's demand: the tokens/s recorded on
 one H200 (``bench/results/gpu_h200_2026-11-30``: 609 k tokens/s for the gpu preset's notebook 02,
 docs/pretraining.md; 441,722 tokens/s for BERT-base in gpu_check's ``bert_eager``) divided by the
-block size. Ratio > 1: the reader outpaces the GPU.
+block size. Ratio > 1: the reader outpaces the GPU. ``--demand-json`` adds the demand measured in the same GPU
+session: the nbkit arm's median tokens/s in a ``bench/continued_pretraining.py`` or ``bench/causal_vs_trainer.py``
+record (its block size must equal ``--block-size``).
 
 Without ``--store`` it writes a store of People's Daily (gold words) with ``tests/_store.py``'s
 format writer, the stand-in until ``nbkit prepare-corpus`` is on main. The page cache is warm
@@ -69,6 +71,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--batches", type=int, default=60)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "results" / "store_read.json")
+    ap.add_argument("--demand-json", type=pathlib.Path, nargs="*", default=(),
+                    help="records whose nbkit arm's median tokens/s is a demand to meet (same session, same block)")
     a = ap.parse_args(argv)
     import os
 
@@ -89,16 +93,21 @@ def main(argv=None) -> dict:
                 f"{a.workers} DataLoader workers": measure(ds, collator, a.batch_size, a.batches, a.workers)}
         n_blocks, n_tokens = len(ds), ds.n_tokens
     demand = {k: v / a.block_size for k, v in H200_TOKENS_PER_S.items()}
+    for path in a.demand_json:
+        rec = jsonio.loads_strict(path.read_text(encoding="utf-8"))
+        if rec.get("block", a.block_size) != a.block_size:
+            raise SystemExit(f"{path}: block {rec['block']} != --block-size {a.block_size}; measure at the same block")
+        demand[f"{path.stem}, nbkit arm"] = rec["median"]["nbkit"]["tokens_per_s"] / a.block_size
     print(f"store: {n_tokens:,} tokens, {n_blocks:,} blocks of {a.block_size}; batch {a.batch_size}, "
           f"{os.cpu_count()} CPUs")
     for name, rate in rows.items():
         ratios = "  ".join(f"{rate / need:5.2f}x {k}" for k, need in demand.items())
-        print(f"{name:>25}: {rate:9,.0f} blocks/s ({rate * a.block_size / 1e6:5.2f} M tokens/s)  vs H200: {ratios}")
+        print(f"{name:>25}: {rate:9,.0f} blocks/s ({rate * a.block_size / 1e6:5.2f} M tokens/s)  vs demand: {ratios}")
     for k, need in demand.items():
-        print(f"{'H200 consumes':>25}: {need:9,.0f} blocks/s  ({k})")
+        print(f"{'the GPU consumes':>25}: {need:9,.0f} blocks/s  ({k})")
     result = {"block_size": a.block_size, "batch_size": a.batch_size, "batches": a.batches, "cpus": os.cpu_count(),
               "n_blocks": n_blocks, "n_tokens": n_tokens, "store": "given" if a.store else "People's Daily (built)",
-              "read_blocks_per_s": rows, "h200_blocks_per_s": demand,
+              "read_blocks_per_s": rows, "demand_blocks_per_s": demand,
               "ratio": {r: {k: rate / need for k, need in demand.items()} for r, rate in rows.items()},
               "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     jsonio.write_json(a.out, result)

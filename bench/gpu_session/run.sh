@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# One device call runs every GPU check of issue 13 and packs the results into $OUT/gpu_session.tgz
+# One device call runs the GPU tests, NVML, gpu_check and the notebooks at gpu scale, and packs the results into $OUT/gpu_session.tgz
 # (plus the headline files beside it). Stages run in order, each under its own time limit, so the
 # packing at the end always happens inside TOTAL_S:
 #   1. pytest -m gpu on the files that hold GPU tests
 #   2. bench/bench_nvml.py: one NVML sample vs one nvidia-smi call; training with the 1 s monitor vs without
 #   3. bench/gpu_check.py: matmul/SDPA/H2D, BERT-base MLM tokens/s and MFU (eager, compiled), ablations, profile
-#   4. the notebooks at gpu scale, headless (nbkit run-notebooks --scale gpu); MLM_STEPS cuts notebook 02
+#   4. the notebooks at gpu scale, headless (nbkit run-notebooks --scale gpu)
 # Usage on the device:  bench/gpu_session/run.sh      (after bench/gpu_session/build_bundle.sh here)
 # On a CPU machine:     PY=.venv/bin/python QUICK=1 SCALE=smoke bench/gpu_session/run.sh
 set -u
@@ -16,22 +16,9 @@ mkdir -p "$OUT"
 TOTAL_S=${TOTAL_S:-560}
 SCALE=${SCALE:-gpu}
 W=${WORK:-/tmp/gpu_session}
-rm -rf "$W" && mkdir -p "$W/hook"
+rm -rf "$W" && mkdir -p "$W"
 
 . bench/gpu_session/common.sh
-# MLM_STEPS (optional): notebook 02 runs this many steps instead of the preset's (stated in the report).
-if [ -n "${MLM_STEPS:-}" ]; then
-  cat > "$W/hook/sitecustomize.py" <<PYEOF
-import os
-if os.environ.get("NBKIT_SESSION_MLM_STEPS"):
-    from nbkit.recipes import scale as _s
-    _n = int(os.environ["NBKIT_SESSION_MLM_STEPS"])
-    _s.PRESETS["$SCALE"] = _s.PRESETS["$SCALE"].replace(mlm_steps=_n)
-PYEOF
-  export NBKIT_SESSION_MLM_STEPS=$MLM_STEPS
-  export PYTHONPATH="$W/hook:$PYTHONPATH"
-fi
-
 stage "environment"
 { nvidia-smi || true; $PY -c "import torch, transformers, tokenizers, sys; print(sys.version); print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available()); print('transformers', transformers.__version__, 'tokenizers', tokenizers.__version__)"; nproc; free -g; } > "$W/env.txt" 2>&1
 $PY -m nbkit.cli.main doctor > "$W/doctor.txt" 2>&1
@@ -61,7 +48,7 @@ stage "pack"
 cp "$W"/check/summary.txt "$OUT/gpu_check_summary.txt" 2>/dev/null
 cp "$W/pytest_gpu.txt" "$W/bench_nvml.txt" "$W/notebooks.log" "$OUT/" 2>/dev/null
 tar czf "$OUT/gpu_session.tgz" -C "$W" --exclude='*.safetensors' --exclude='*.pt' --exclude='*.bin' \
-    --exclude='*.arrow' --exclude='hook' --exclude='*.pkl' --exclude='trace*.json*' .
+    --exclude='*.arrow' --exclude='*.pkl' --exclude='trace*.json*' .
 ls -la "$OUT"
 cat "$W/stages.txt"
 tail -5 "$W/pytest_gpu.txt"; cat "$OUT/gpu_check_summary.txt" 2>/dev/null; tail -25 "$W/notebooks.log" 2>/dev/null
