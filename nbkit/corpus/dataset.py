@@ -41,6 +41,9 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         ConfigError: ``block_size < 3``.
     """
 
+    #: tokens each block adds around the stream's (``[CLS]`` and ``[SEP]``)
+    ADDED = 2
+
     def __init__(self, path, block_size: int, split: str = "train"):
         from nbkit.text.mlm import check_length
 
@@ -53,7 +56,7 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         self.n_tokens = int(self._starts[-1])
         self.cls_id, self.sep_id = int(self.manifest["cls_id"]), int(self.manifest["sep_id"])
         self._dtype = np.dtype(self.manifest["dtype"]).newbyteorder("<")
-        self._chunk = self.block_size - 2
+        self._chunk = self.block_size - self.ADDED    # stream tokens per block
         self._n = self.n_tokens // self._chunk
         if self._n == 0:
             raise DataError(f"split {split!r} of {self.path} has {self.n_tokens:,} tokens, fewer than one block of "
@@ -70,7 +73,7 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         return 0, int(self.manifest["tokenizer"]["vocab_size"]) - 1
 
     def __repr__(self) -> str:
-        return (f"StoreMLMDataset({str(self.path)!r}, block_size={self.block_size}, split={self.split!r}: "
+        return (f"{type(self).__name__}({str(self.path)!r}, block_size={self.block_size}, split={self.split!r}: "
                 f"{self._n:,} blocks from {self.n_tokens:,} tokens in {len(self._shards)} shard(s))")
 
     # --- pickling / fork safety --------------------------------------------------------------
@@ -100,20 +103,25 @@ class StoreMLMDataset(torch.utils.data.Dataset):
                 "and restart the reader")
         return data
 
+    def _spans(self, start: int, stop: int):
+        """``(shard k, lo, hi, at)`` per shard that stream tokens ``[start, stop)`` cross: its tokens ``[lo, hi)``
+        are the range's ``[at, at + hi - lo)``."""
+        k, pos = bisect.bisect_right(self._starts, start) - 1, start
+        while pos < stop:
+            lo, hi = pos - self._starts[k], min(stop, self._starts[k + 1]) - self._starts[k]
+            yield k, lo, hi, pos - start
+            pos += hi - lo
+            k += 1
+
     def _read(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Stream tokens ``[start, stop)``: ``(ids (n,) int64, word starts (n,) uint8)``."""
         ids, wst = np.empty(stop - start, dtype=np.int64), np.empty(stop - start, dtype=np.uint8)
-        k, pos, width = bisect.bisect_right(self._starts, start) - 1, start, self._dtype.itemsize
-        while pos < stop:
-            lo = pos - self._starts[k]
-            hi = min(stop, self._starts[k + 1]) - self._starts[k]
+        width = self._dtype.itemsize
+        for k, lo, hi, at in self._spans(start, stop):
             f_ids, f_wst = self._open(k)
-            at = pos - start
             ids[at:at + hi - lo] = np.frombuffer(self._pread(f_ids, (hi - lo) * width, lo * width, k, width),
                                                  dtype=self._dtype)
             wst[at:at + hi - lo] = np.frombuffer(self._pread(f_wst, hi - lo, lo, k, 1), dtype=np.uint8)
-            pos += hi - lo
-            k += 1
         return ids, wst
 
     # --- blocks --------------------------------------------------------------------------------
@@ -150,17 +158,13 @@ class StoreMLMDataset(torch.utils.data.Dataset):
             IndexError: ``i`` out of range.
         """
         i = self._block_index(i)
-        start, stop = i * self._chunk, (i + 1) * self._chunk
-        k, pos, parts = bisect.bisect_right(self._starts, start) - 1, start, []
-        while pos < stop:
-            lo, hi = pos - self._starts[k], min(stop, self._starts[k + 1]) - self._starts[k]
+        parts = []
+        for k, lo, hi, _ in self._spans(i * self._chunk, (i + 1) * self._chunk):
             ids_path = self._shards[k][0]
             seps = np.flatnonzero(np.fromfile(ids_path, dtype=self._dtype, count=hi) == self.sep_id)   # (n_seps,)
             first, last = int(np.searchsorted(seps, lo)), int(np.searchsorted(seps, hi - 1))
             docs = f"document {first}" if first == last else f"documents {first}-{last}"
             parts.append(f"{ids_path.name} tokens {lo}-{hi - 1}, {docs} of that shard")
-            pos += hi - lo
-            k += 1
         return f"block {i} of {self.split!r}: " + "; ".join(parts)
 
     def sample_blocks(self, n: int = 10_000) -> list[np.ndarray]:
@@ -183,17 +187,7 @@ class StoreCausalDataset(StoreMLMDataset):
         ConfigError: ``block_size < 3``.
     """
 
-    def __init__(self, path, block_size: int, split: str = "train"):
-        super().__init__(path, block_size, split)
-        self._chunk = self.block_size
-        self._n = self.n_tokens // self._chunk
-        if self._n == 0:
-            raise DataError(f"split {split!r} of {self.path} has {self.n_tokens:,} tokens, fewer than one block of "
-                            f"{self.block_size}; use a smaller block_size or more text")
-
-    def __repr__(self) -> str:
-        return (f"StoreCausalDataset({str(self.path)!r}, block_size={self.block_size}, split={self.split!r}: "
-                f"{self._n:,} blocks from {self.n_tokens:,} tokens in {len(self._shards)} shard(s))")
+    ADDED = 0
 
     def __getitem__(self, i: int) -> dict:
         i = self._block_index(i)
