@@ -38,8 +38,6 @@ REPAIRED = ("repaired_surrogates", "long_texts_cut", "long_text_pieces", "paragr
 COUNTS = ("n_files", "n_items", "n_texts_read", "n_texts_kept", "n_chars", "n_tokens")
 _OURS = ("manifest.json", "prepare.json", "tokenizer", "tokenizer_info.json", "shards", ".tokenizer.tmp", "tmp")
 
-
-
 REPORT_EVERY_S = 300.0   # a waiting preparation says it still waits this often
 
 
@@ -289,7 +287,8 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None
             raise mf.changed_error(out, diffs or ["the manifest is not complete"], complete)
         _wipe(out)
         return None, mf.with_fingerprints(ident)
-    if out.is_dir() and any(p.name not in (StoreLock.LOCK_NAME, StoreLock.HOLDER_NAME) for p in out.iterdir()) and not overwrite:
+    if not overwrite and out.is_dir() and any(p.name not in (StoreLock.LOCK_NAME, StoreLock.HOLDER_NAME)
+                                              for p in out.iterdir()):
         raise ConfigError(f"{out} is not empty and holds no corpus store; pass a new or empty out_dir "
                           "(overwrite=True deletes only nbkit's own files there)")
     _wipe(out)
@@ -314,11 +313,6 @@ def _check_stream(out: Path, sources, overwrite: bool) -> None:
         _wipe(out)
     warnings.warn(f"{why}: this preparation cannot be resumed after a stop, nor its store reused by a later call "
                   "(a datasets.Dataset can)", UserWarning, stacklevel=3)
-
-
-def _split_counts(tally: Counter) -> dict[str, Any]:
-    return {"counts": {k: int(tally[k]) for k in COUNTS}, "dropped": {k: int(tally[k]) for k in DROPPED},
-            "repaired": {k: int(tally[k]) for k in REPAIRED}}
 
 
 class _Part:
@@ -483,8 +477,9 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         fsync_dir(shard_dir)
         state = log.state()
         marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,
-                  "shards": entries, "problems": state["problems"], **_split_counts(tally),
-                  "drop_files": state["files"]}
+                  "shards": entries, "problems": state["problems"], "drop_files": state["files"],
+                  **{group: {k: int(tally[k]) for k in keys}
+                     for group, keys in (("counts", COUNTS), ("dropped", DROPPED), ("repaired", REPAIRED))}}
         hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)
         shards.write_marker(shard_dir, part.k, hashes, marker)
         markers.append(marker)
@@ -503,14 +498,13 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
             if part.files["train"].n_tokens >= s["shard_tokens"]:
                 close((item.source, item.next_line), final=False)
         close((len(sources), 0), final=True)
-    except shards.DiskFull as exc:
+    except BaseException as exc:
         for f in part.files.values():
             f.abort()
-        raise _disk_full(shard_dir, exc, written, bar.bytes, total) from None
-    except BaseException:
-        for f in part.files.values():
-            f.abort()
-        raise
+        if not isinstance(exc, shards.DiskFull):
+            raise
+        per_byte = written * 3 / max(bar.bytes, 1) if written else 3.0   # ids (2 B) + wst (1 B) per token, about
+        raise shards.disk_full_error(shard_dir, str(exc), per_byte * max(total - bar.bytes, 0) + (16 << 20)) from None
     bar.finish(f"{tally['n_texts_kept']:,} texts kept, {tally['n_tokens']:,} tokens")
     return markers, resumed, done
 
@@ -547,9 +541,3 @@ def _file_problem(p: FileProblem, tally: Counter, log: DropLog, errors: str) -> 
         raise DataError(f"{p.path}{where}: {p.reason} ({p.detail}); fix or remove the file, or pass "
                         "errors='skip' to count it in the manifest and go on")
     log.add(p.path, p.line, p.reason, p.detail)
-
-
-def _disk_full(shard_dir: Path, exc, written_tokens: int, bytes_done: int, total: int):
-    done = max(bytes_done, 1)
-    per_byte = written_tokens * 3 / done if written_tokens else 3.0  # ids (2 B) + wst (1 B) per token, about
-    return shards.disk_full_error(shard_dir, str(exc), per_byte * max(total - bytes_done, 0) + (16 << 20))

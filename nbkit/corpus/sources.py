@@ -146,30 +146,26 @@ def _walk(root: Path, skipped: list[dict]) -> list[Path]:
     return sorted(found)
 
 
-def _dataset_sources(obj: Any, text_field: str, label: str) -> list[Source]:
-    """A ``datasets`` object as one source (a dict of splits: its ``train`` split, or its only one)."""
+def _dataset_source(obj: Any, text_field: str, label: str) -> Source:
+    """A ``datasets`` object as a source (a dict of splits: its ``train`` split, or its only one)."""
     obj, split = read_split(obj, label)
     path = describe_split(obj, split)
     name = type(obj).__name__
-    columns = list(obj.features) if obj.features is not None else None
-    if columns is not None and text_field not in columns:
-        raise ConfigError(f"{label}: the {name} has no column {text_field!r} (columns: {columns}); pass "
-                          f"text_field= naming the text column")
     if obj.features is not None:
+        if text_field not in obj.features:
+            raise ConfigError(f"{label}: the {name} has no column {text_field!r} (columns: {list(obj.features)}); "
+                              "pass text_field= naming the text column")
         why = text_type_problem(obj.features.arrow_schema.field(text_field).type)
         if why:
             raise ConfigError(f"{label}: column {text_field!r} of the {name} is {why}; cast it to string "
                               "(ds.cast_column(...)) or pass text_field= naming the text column")
     where = f", split {split}" if split else ""
     if name == "Dataset":
-        ident = obj._fingerprint
-        size = int(obj.data.nbytes)
-        detected = f"a datasets.Dataset of {len(obj):,} rows{where}, read in row batches"
-        return [Source(path, "dataset", None, size, 0.0, detected, ident, True, obj)]
-    size = int(getattr(obj.info, "dataset_size", None) or 0)
-    detected = (f"a datasets.IterableDataset{where}, streamed in batches; it has no fingerprint, so the store "
-                "cannot tell it from another stream: it cannot be resumed or reused")
-    return [Source(path, "dataset", None, size, 0.0, detected, None, False, obj)]
+        return Source(path, "dataset", None, int(obj.data.nbytes), 0.0,
+                      f"a datasets.Dataset of {len(obj):,} rows{where}, read in row batches", obj._fingerprint, True, obj)
+    return Source(path, "dataset", None, int(getattr(obj.info, "dataset_size", None) or 0), 0.0,
+                  f"a datasets.IterableDataset{where}, streamed in batches; it has no fingerprint, so the store "
+                  "cannot tell it from another stream: it cannot be resumed or reused", None, False, obj)
 
 
 def _refuse_type(item: Any, label: str) -> ConfigError:
@@ -207,8 +203,8 @@ def resolve_inputs(inputs, text_field: str = "text", skipped: list[dict] | None 
     for i, item in enumerate(inputs):
         label = "inputs" if len(inputs) == 1 else f"inputs[{i}]"
         if type(item).__name__ in DATASET_TYPES and type(item).__module__.startswith("datasets"):
-            for src in _dataset_sources(item, text_field, label):
-                seen.setdefault(src.path if src.reusable else ("stream", i), src)
+            src = _dataset_source(item, text_field, label)
+            seen.setdefault(src.path if src.reusable else ("stream", i), src)
             continue
         if not isinstance(item, (str, os.PathLike)):
             raise _refuse_type(item, label)
