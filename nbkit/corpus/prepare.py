@@ -431,7 +431,7 @@ def _write_store(out: Path, ident: dict, s: dict, sources, skipped: list, exclud
               "input_mb_this_run": round((total - done) / 1e6, 3)}   # a resumed run reads only the rest
     timing["mb_per_s"] = round((total - done) / 1e6 / max(timing["seconds"], 1e-9), 3)
     result = mf.build_manifest(ident, markers[-1], markers, tok, timing)
-    log = DropLog.from_marker(DROPPED, markers[-1])
+    log = DropLog(DROPPED, markers[-1])
     result.update(problems_rule=RULE, by_file=log.by_file({x.path: x.compression for x in sources}),
                   inputs={"by_name": sum(x.detected == "name" for x in sources),
                           "by_content": sum(x.detected != "name" for x in sources), **skipped_summary(skipped)})
@@ -455,7 +455,7 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         return markers, resumed, total
     last = markers[-1] if markers else None
     tally = Counter()
-    log = DropLog.from_marker(DROPPED, last)
+    log = DropLog(DROPPED, last)
     if last:
         for group in ("counts", "dropped", "repaired"):
             tally.update(last[group])
@@ -475,9 +475,8 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         entries = {sp: f.commit() for sp, f in part.files.items()}
         shards.check_ids(shard_dir, [{"shards": entries}], tok)   # before its marker: a bad part is never trusted
         fsync_dir(shard_dir)
-        state = log.state()
         marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,
-                  "shards": entries, "problems": state["problems"], "drop_files": state["files"],
+                  "shards": entries, **log.state(),
                   **{group: {k: int(tally[k]) for k in keys}
                      for group, keys in (("counts", COUNTS), ("dropped", DROPPED), ("repaired", REPAIRED))}}
         hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)

@@ -33,26 +33,19 @@ def locate_mask(problems: list, seen: Counter, path: str, reason: str, lines, ma
 
 
 class DropLog:
-    """Drops by file and reason with their first locations, fed in input order by the main process; ``state``:
-    a previous :meth:`state` to continue from (a resume)."""
+    """Drops by file and reason with their first locations, fed in input order by the main process; ``marker``:
+    the done-marker of the part to continue from (a resume; its :meth:`state` is saved there), or None."""
 
-    def __init__(self, drop_reasons: tuple[str, ...], state: dict | None = None):
+    def __init__(self, drop_reasons: tuple[str, ...], marker: dict | None = None):
         self.reasons = drop_reasons
-        state = state or {}
-        self.problems: list[dict] = list(state.get("problems", []))
+        marker = marker or {}
+        self.problems: list[dict] = list(marker.get("problems", []))
         self.files: dict[str, dict] = {p: {"n_lines": f["n_lines"], "dropped": Counter(f["dropped"]),
-                                           "scan": f.get("scan")} for p, f in state.get("files", {}).items()}
+                                           "scan": f.get("scan")} for p, f in marker.get("drop_files", {}).items()}
         self.seen: Counter = Counter()
         for p in self.problems:
             self.seen[p["path"], p["reason"]] += 1
         self.last = next(reversed(self.files), None)  # the file being read (input order: only it can go on)
-
-    @classmethod
-    def from_marker(cls, drop_reasons: tuple[str, ...], marker: dict | None) -> "DropLog":
-        """The log a part's done-marker saved; a fresh one for ``marker=None``."""
-        if marker is None:
-            return cls(drop_reasons)
-        return cls(drop_reasons, {"problems": marker["problems"], "files": marker.get("drop_files", {})})
 
     def _file(self, path: str) -> dict:
         if path != self.last:  # the stream moved on: forget the previous file unless it lost something
@@ -88,9 +81,9 @@ class DropLog:
         locate_mask(self.problems, self.seen, path, reason, lines, mask, detail)
 
     def state(self) -> dict:
-        """JSON-able state for a part's done-marker."""
+        """JSON-able state for a part's done-marker (``problems``, ``drop_files``)."""
         return {"problems": list(self.problems),
-                "files": {p: {"n_lines": f["n_lines"], "dropped": dict(f["dropped"]), "scan": f["scan"]}
+                "drop_files": {p: {"n_lines": f["n_lines"], "dropped": dict(f["dropped"]), "scan": f["scan"]}
                           for p, f in self.files.items()}}
 
     def by_file(self, compression: dict[str, str | None]) -> dict[str, dict]:
