@@ -23,7 +23,7 @@ class NonFiniteLossError(NbkitError):
 
 
 class NonFiniteWeightsError(NonFiniteLossError):
-    """A model about to be saved (checkpoint, trained model, export) holds NaN or infinite weights: nothing is written."""
+    """A model about to be saved (checkpoint, trained model, export) holds NaN or inf weights: nothing is written."""
 
 
 class WriteError(CheckpointError):

@@ -156,12 +156,8 @@ class CorpusProgress:
         self.enabled = enabled
         self.tty = self.stream.isatty() if tty is None else tty
         self.every_s = every_s
-        self.t0 = self.t_last = time.monotonic()
-        self.start_bytes = 0
-        self.bytes = self.texts = 0
         self._bar = None
         self.estimate_after_s, self.estimate_after_mb = estimate_after_s, estimate_after_mb
-        self.estimated: str | None = None   # the stage's estimate line, once printed
 
     def begin(self, stage: str, start_bytes: int = 0, estimate: bool = True) -> None:
         """Restart the clock for ``stage``; ``start_bytes`` were done before (a resume); ``estimate=False``: no
@@ -169,7 +165,7 @@ class CorpusProgress:
         self.stage, self.start_bytes = stage, start_bytes
         self.bytes, self.texts = start_bytes, 0
         self.t0 = self.t_last = time.monotonic()
-        self.estimated = None if estimate else ""
+        self.estimated: str | None = None if estimate else ""   # the stage's estimate line, once printed
         if not self.enabled:
             return
         if self.tty:
@@ -189,12 +185,6 @@ class CorpusProgress:
         mbps = (self.bytes - self.start_bytes) / 1e6 / dt
         eta = (self.total - self.bytes) / 1e6 / mbps if mbps > 0 else None
         return mbps, self.texts / dt, eta
-
-    def summary(self) -> str:
-        mbps, tps, eta = self.rates()
-        pct = 100 * self.bytes / self.total
-        left = f", ETA {fmt_duration(eta)}" if eta is not None else ""
-        return f"{pct:.1f}% ({self.bytes / 1e6:,.1f} MB), {mbps:.2f} MB/s, {tps:,.0f} texts/s{left}"
 
     def estimate(self) -> str | None:
         """The stage's estimate (time left, MB/s, the input, what was measured), or None while less than
@@ -227,7 +217,10 @@ class CorpusProgress:
             self._bar.update(max(0, delta) / 1e6)
         elif time.monotonic() - self.t_last >= self.every_s:
             self.t_last = time.monotonic()
-            self._line(f"{self.stage}: {self.summary()}")
+            mbps, tps, eta = self.rates()
+            left = f", ETA {fmt_duration(eta)}" if eta is not None else ""
+            self._line(f"{self.stage}: {100 * self.bytes / self.total:.1f}% ({self.bytes / 1e6:,.1f} MB), "
+                       f"{mbps:.2f} MB/s, {tps:,.0f} texts/s{left}")
 
     def finish(self, what: str) -> None:
         """The closing line: ``what``, the mean rates and the wall time."""

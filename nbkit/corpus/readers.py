@@ -23,7 +23,8 @@ class Chunk:
     """Up to ``chunk_items`` raw items of one source (``bytes`` lines, or values of parquet, JSON arrays, datasets).
 
     ``first_line``: 1-based line (row, element) of ``items[0]``; ``next_line``: 0-based index after the chunk
-    (the resume position); ``raw_pos``: bytes of the file read so far, for progress (an uncompressed file: of the lines read; compressed: of the file on disk).
+    (the resume position); ``raw_pos``: bytes of the file read so far, for progress (uncompressed: of the
+    lines read; compressed: of the file on disk).
     """
 
     source: int

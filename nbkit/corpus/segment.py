@@ -1,7 +1,7 @@
-"""Word segmenters for whole-word masking: ``rjieba`` (jieba-rs) when importable, else ``jieba``. rjieba is
-faster (docs/corpus.md); the backend and its version are part of a store's settings. ``"none"`` segments nothing: a store's word starts are
-then the tokenizer's own words (every token but a ``##`` continuation), for MLM without whole Chinese words, and
-its preparation skips the segmenter (the largest per-text cost: ``bench/prepare_tokenizers.py``).
+"""Word segmenters for whole-word masking: ``rjieba`` (jieba-rs, faster) when importable, else ``jieba``; the
+backend and its version are part of a store's settings. ``"none"`` segments nothing: a store's word starts are
+then the tokenizer's own words (every token but a ``##`` continuation), and its preparation skips the segmenter,
+the largest per-text cost (docs/corpus.md).
 """
 from __future__ import annotations
 

@@ -161,8 +161,8 @@ def _dataset_source(obj: Any, text_field: str, label: str) -> Source:
                               "(ds.cast_column(...)) or pass text_field= naming the text column")
     where = f", split {split}" if split else ""
     if name == "Dataset":
-        return Source(path, "dataset", None, int(obj.data.nbytes), 0.0,
-                      f"a datasets.Dataset of {len(obj):,} rows{where}, read in row batches", obj._fingerprint, True, obj)
+        return Source(path, "dataset", None, int(obj.data.nbytes), 0.0, f"a datasets.Dataset of {len(obj):,} rows"
+                      f"{where}, read in row batches", obj._fingerprint, True, obj)
     return Source(path, "dataset", None, int(getattr(obj.info, "dataset_size", None) or 0), 0.0,
                   f"a datasets.IterableDataset{where}, streamed in batches; it has no fingerprint, so the store "
                   "cannot tell it from another stream: it cannot be resumed or reused", None, False, obj)

@@ -216,8 +216,8 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
 
 
 def _tools(settings: dict):
-    """``(tokenizer, lookup table, cutter, continuation mask)`` of this process, keyed by ``tokenizer.json``'s SHA-256 and the
-    segmenter, not by its path (``overwrite=True`` in one kernel replaces the file).
+    """``(tokenizer, lookup table, cutter, continuation mask)`` of this process, keyed by ``tokenizer.json``'s
+    SHA-256 and the segmenter, not by its path (``overwrite=True`` in one kernel replaces the file).
 
     Raises:
         DataError: the file no longer hashes to ``tokenizer_json_sha256`` (changed during the preparation).
