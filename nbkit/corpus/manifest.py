@@ -86,11 +86,6 @@ def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return s
 
 
-def identity(settings: dict[str, Any], sources: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a store is prepared from: ``{"format", "settings", "sources"}`` (the content of ``prepare.json``)."""
-    return {"format": FORMAT, "settings": settings, "sources": sources}
-
-
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Differences between a recorded identity ``old`` and the call's ``new``, in words (empty: the same store).
 

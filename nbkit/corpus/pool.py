@@ -25,14 +25,10 @@ class WorkerDied(NbkitError):
         self.pid, self.exitcode = pid, exitcode
 
 
-def _init() -> None:
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches the main process, which ends the workers
-
-
 def _serve(tasks, results) -> None:
     """A worker's loop: ``(seq, task)`` in, ``(seq, result, exception)`` out; ends on None or a closed pipe."""
-    _init()
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches the main process, which ends the workers
     while True:
         try:
             msg = tasks.recv()

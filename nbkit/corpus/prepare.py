@@ -23,7 +23,7 @@ from nbkit.corpus import segment, shards
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.readers import FileProblem, iter_chunks
 from nbkit.corpus.report import RULE, DropLog, input_lines
-from nbkit.corpus.sources import fingerprint, resolve_inputs, skipped_summary
+from nbkit.corpus.sources import MAX_SKIPPED, fingerprint, resolve_inputs
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
 from nbkit.corpus.worker import doc_key
 from nbkit.data.textrule import check_text, split_long
@@ -370,7 +370,7 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     s.update(tokenizer_identity(s["tokenizer"]))  # its normalisation (applied to the text) and fingerprint
     skipped: list[dict] = []
     sources = resolve_inputs(inputs, s["text_field"], skipped)
-    ident = mf.identity(s, [src.as_dict() for src in sources])
+    ident = {"format": mf.FORMAT, "settings": s, "sources": [src.as_dict() for src in sources]}   # prepare.json
     out = Path(out_dir).expanduser()
     _check_stream(out, sources, overwrite)
     try:
@@ -427,7 +427,8 @@ def _write_store(out: Path, ident: dict, s: dict, sources, skipped: list, exclud
     log = DropLog(DROPPED, markers[-1])
     result.update(problems_rule=RULE, by_file=log.by_file({x.path: x.compression for x in sources}),
                   inputs={"by_name": sum(x.detected == "name" for x in sources),
-                          "by_content": sum(x.detected != "name" for x in sources), **skipped_summary(skipped)})
+                          "by_content": sum(x.detected != "name" for x in sources), "n_skipped": len(skipped),
+                          "skipped": skipped[:MAX_SKIPPED]})
     if not result["splits"]["train"]["n_tokens"]:
         raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
                         f"{ {k: v for k, v in result['dropped'].items() if v} }); check text_field and the filters")

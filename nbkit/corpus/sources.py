@@ -25,7 +25,7 @@ NOT_CORPUS = frozenset(
     ".arrow .idx .ids .wst .done .hashes .tmp .part .png .jpg .jpeg .gif .bmp .webp .svg .ico .mp3 .wav .mp4 .mkv "
     ".avi .zip .tar .tgz .bz2 .xz .7z .rar .exe .so .dll .dylib .o .a .class .jar .db .sqlite .iso .img".split())
 DATASET_TYPES = ("Dataset", "DatasetDict", "IterableDataset", "IterableDatasetDict")
-MAX_SKIPPED = 100  # entries of ``skipped`` kept (the count is exact)
+MAX_SKIPPED = 100  # entries of ``skipped`` the manifest keeps (``n_skipped``: the exact count)
 
 
 @dataclass(frozen=True)
@@ -265,8 +265,3 @@ def _nothing_found(text: str, path: Path, left_out: list[dict]) -> str:
         return (f"input {text!r} is no file or folder; it looks like a text, not a path: pass texts as "
                 "datasets.Dataset.from_dict({'text': texts}), or write them to a .txt file")
     return f"input {text!r} matches no corpus file (.txt, .jsonl, .json, .parquet, optionally .gz/.zst); check the path"
-
-
-def skipped_summary(skipped: list[dict]) -> dict[str, Any]:
-    """The manifest's ``inputs.skipped``: the first :data:`MAX_SKIPPED` entries and the exact count."""
-    return {"n_skipped": len(skipped), "skipped": skipped[:MAX_SKIPPED]}
