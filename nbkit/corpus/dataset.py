@@ -17,7 +17,8 @@ from nbkit.errors import DataError
 
 
 class StoreMLMDataset(torch.utils.data.Dataset):
-    """Map-style dataset of ``block_size``-token MLM blocks over one split of a prepared store.
+    """Map-style dataset of ``block_size``-token MLM blocks over one ``split`` (``"train"`` or ``"validation"``)
+    of the prepared store ``path``.
 
     Block ``i`` is the split's stream (its shards in manifest order) ``[i*(B-2) : (i+1)*(B-2)]`` wrapped as
     ``[CLS] ... [SEP]``; ``len(ds) = n_tokens // (B-2)``. ``ds[i]`` -> ``{"input_ids": (B,) int64,
@@ -27,13 +28,7 @@ class StoreMLMDataset(torch.utils.data.Dataset):
     Cost: O(B) per block, ``(B-2) * (itemsize + 1)`` bytes read. Memory: the manifest and shard offsets; files
     are opened lazily in each process, so DataLoader workers never share one.
 
-    Args:
-        path: the prepared directory.
-        block_size: tokens per block ``B``, ``[CLS]`` and ``[SEP]`` included (>= 3).
-        split: ``"train"`` or ``"validation"``.
-
-    Attributes:
-        block_size, split, path, manifest, n_tokens (tokens in the split), cls_id, sep_id.
+    Attributes: block_size, split, path, manifest, n_tokens (tokens in the split), cls_id, sep_id.
 
     Raises:
         DataError: not a complete store, a split it lacks, a shard of the wrong size, fewer than ``B-2`` tokens;
@@ -180,11 +175,8 @@ class StoreCausalDataset(StoreMLMDataset):
     ``[SEP]`` (:mod:`nbkit.corpus.worker`), the separator a causal model learns as a document end, so nothing
     is added; ``len(ds) = n_tokens // B``. ``ds[i]`` -> ``{"input_ids": (B,) int64, "next_id": int}``, the
     stream's token after the block (-100 after the last), for :class:`nbkit.text.causal.CausalCollator`, so all
-    ``B`` positions have a target. Same reading, pickling and errors as :class:`StoreMLMDataset`.
-
-    Raises:
-        DataError: as :class:`StoreMLMDataset`; fewer than ``B`` tokens.
-        ConfigError: ``block_size < 3``.
+    ``B`` positions have a target. Same reading, pickling and errors as :class:`StoreMLMDataset` (fewer than
+    ``B`` tokens: DataError).
     """
 
     ADDED = 0

@@ -85,8 +85,6 @@ class HashSet:
 
     def filter_new(self, hashes: np.ndarray) -> np.ndarray:
         """Boolean mask (n,) of the hashes not seen before, in order (a repeat within ``hashes`` too)."""
-        if not len(hashes):
-            return np.zeros(0, bool)
         if len(self.sorted):
             idx = np.minimum(np.searchsorted(self.sorted, hashes), len(self.sorted) - 1)
             seen = self.sorted[idx] == hashes
@@ -137,15 +135,11 @@ def exclusion_identity(hashes: np.ndarray) -> dict | None:
 
 
 class CorpusProgress:
-    """Progress in MB of input with MB/s, texts/s and an ETA: a tqdm bar on a terminal, else a plain line
-    every ``every_s`` seconds and one at the end (logs, notebooks: no carriage return). Once per stage, as soon
-    as ``estimate_after_s`` seconds and ``estimate_after_mb`` MB of input are measured (the workers started, the
-    first chunks done), one line estimates the whole stage before the long part:
-    ``tokenize: about 13 min 37 s at 1.22 MB/s for 1,000.0 MB of input (measured on the first 12.0 MB)``.
-
-    Args:
-        total_bytes: input bytes in all (compressed files: their compressed bytes).
-        stream: default ``sys.stdout``; ``tty``: default ``stream.isatty()``; ``enabled=False`` writes nothing.
+    """Progress in MB of input with MB/s, texts/s and an ETA: a tqdm bar on a terminal (``tty``, default
+    ``stream.isatty()``), else a plain line every ``every_s`` seconds and one at the end (logs, notebooks: no
+    carriage return). Once per stage, as soon as ``estimate_after_s`` seconds and ``estimate_after_mb`` MB of
+    input are measured (the workers started, the first chunks done), one line estimates the whole stage before
+    the long part. ``total_bytes``: input bytes in all (compressed files: their compressed bytes).
     """
 
     def __init__(self, total_bytes: int, stream: TextIO | None = None, tty: bool | None = None,
@@ -337,9 +331,8 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     Raises:
         ConfigError: called from a script's top level without ``if __name__ == "__main__":`` (in the worker that
             re-runs the script, which would otherwise wait forever); a bad setting; no input, or one of a type it
-            cannot take or inside a store; ``out_dir``
-            holding a store of other input or settings (each difference named), or any store for an
-            ``IterableDataset`` (without ``overwrite``).
+            cannot take or inside a store; ``out_dir`` holding a store of other input or settings (each difference
+            named), or any store for an ``IterableDataset`` (without ``overwrite``).
         DataError: with ``errors="raise"``, the first bad line or file (named); token ids at or above the
             tokenizer's ``vocab_size`` (the store is not marked complete).
         CheckpointError: the disk filled up (free and needed space named); complete parts stay.

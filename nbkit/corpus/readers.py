@@ -123,8 +123,7 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
 def _json_array_chunks(si: int, src: Source, stream, guard, raw, skip: int, chunk_items: int):
     """Elements of one JSON array, decoded incrementally (``raw_decode`` over a sliding text buffer)."""
     decoder, dec = json.JSONDecoder(), codecs.getincrementaldecoder("utf-8-sig")()   # a leading BOM dropped
-    buf, pos, n, chunk, eof = "", 0, 0, None, False
-    started = False
+    buf, pos, n, chunk, eof, started = "", 0, 0, None, False, False
     try:
         while True:
             while pos < len(buf) and buf[pos] in " \t\r\n,":

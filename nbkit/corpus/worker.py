@@ -259,15 +259,14 @@ def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
     counts["no_tokens"] += int((~keep).sum())
     seen = Counter((p["path"], p["reason"]) for p in problems)
     locate_mask(problems, seen, path, "no_tokens", lines, ~keep, "the tokenizer gives it no token")
-    lines = np.asarray(lines, dtype=np.int64)
     ends = np.cumsum(per_text)[keep]  # a [SEP] after each kept text's tokens
-    dtype = np.dtype(settings["dtype"])
+    kept = [t for t, k in zip(texts, keep.tolist()) if k]
     return {
-        "hashes": np.asarray([doc_key(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.uint64),
+        "hashes": np.asarray([doc_key(t) for t in kept], dtype=np.uint64),
         "lens": per_text[keep] + 1,
-        "chars": np.asarray([len(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.int64),
-        "lines": lines[keep],
-        "ids": np.insert(ids, ends, settings["sep_id"]).astype(dtype),
+        "chars": np.asarray([len(t) for t in kept], dtype=np.int64),
+        "lines": np.asarray(lines, dtype=np.int64)[keep],
+        "ids": np.insert(ids, ends, settings["sep_id"]).astype(settings["dtype"]),
         "wst": np.insert(wst, ends, 1).astype(np.uint8),
         "counts": counts, "problems": problems, "scan": scan,
     }
