@@ -91,11 +91,10 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         if len(data) != n_bytes:   # the file is shorter than the manifest says: it changed under us
             n = self._shards[k][2]
             raise DataError(
-                f"{fh.name}: expected {n * width:,} bytes ({n:,} tokens), found {os.fstat(fh.fileno()).st_size:,}: "
-                "the shard was truncated or rewritten while this dataset read it (a copy cut short, a full "
-                "disk, or a new preparation into this folder). Stop what writes there, then prepare the store "
-                f"again (`nbkit prepare-corpus INPUT... --out {self.path}`, which resumes) or copy it again, "
-                "and restart the reader")
+                f"{fh.name}: expected {n * width:,} bytes ({n:,} tokens), found {os.fstat(fh.fileno()).st_size:,}: the "
+                "shard was truncated or rewritten while this dataset read it (a copy cut short, a full disk, or a new "
+                "preparation into this folder). Stop what writes there, then prepare the store again (`nbkit "
+                f"prepare-corpus INPUT... --out {self.path}`, which resumes) or copy it again, and restart the reader")
         return data
 
     def _spans(self, start: int, stop: int):

@@ -207,8 +207,7 @@ class Workers:
         if p.held:
             chunk, path = p.held[min(p.held)]
             last = chunk.first_line + len(chunk.items) - 1
-            held = (f" It held {len(p.held)} chunk(s) of work, the first {path} lines {chunk.first_line:,}-"
-                    f"{last:,}.")
+            held = f" It held {len(p.held)} chunk(s) of work, the first {path} lines {chunk.first_line:,}-{last:,}."
         fewer = max(1, self.n // 2)
         fix = (f"Run the same preparation again with fewer workers (num_workers={fewer}, --num-workers {fewer}; "
                f"now {self.n}: each holds a tokenizer and its chunks in memory) or with more memory"

@@ -56,8 +56,7 @@ class StoreLock(FolderLock):
 
         if self.holder_is_me():
             raise ConfigError(f"{self.folder} is being prepared by this process already ({self.holder()}); one "
-                              "preparation per store at a time: wait for that call to finish, or pass another "
-                              "out_dir")
+                              "preparation per store at a time: wait for that call to finish, or pass another out_dir")
         t0 = time.monotonic()
         print(f"[prepare-corpus] {self.folder} is being prepared by another process: {self.holder()}; waiting for "
               "that preparation to finish (its lock is released when it exits, even if killed), then this one "

@@ -118,10 +118,9 @@ def file_note(path: str, n_lines: int, bad_utf8: int, scan: dict | None, compres
         return None
     out = _converted(path, compression)
     if not scan or not scan["bad_lines"]:  # a JSON array: its reader stops at the first non-UTF-8 byte
-        return (f"not UTF-8 (a JSON array is dropped from its first 1 MB block holding a non-UTF-8 byte on, "
-                f"{n_lines:,} element(s) read before it): find its encoding "
-                f"(file -bi '{path}'; GBK is common for Chinese text) and convert it: "
-                f"{_pipe(path, out, 'iconv -f THAT_ENCODING -t UTF-8', compression)}")
+        return ("not UTF-8 (a JSON array is dropped from its first 1 MB block holding a non-UTF-8 byte "
+                f"on, {n_lines:,} element(s) read before it): find its encoding (file -bi '{path}'; GBK is common for "
+                f"Chinese text) and convert it: {_pipe(path, out, 'iconv -f THAT_ENCODING -t UTF-8', compression)}")
     head = f"{bad_utf8:,} of {n_lines:,} lines not UTF-8"
     verdict = utf8_verdict(scan)
     if verdict == "gbk":

@@ -54,10 +54,9 @@ def given_store(corpus) -> Path | None:
         return Path(stores[0]).expanduser()
     others = [str(i) for i, yes in zip(items, prepared) if not yes]
     raise ConfigError(
-        f"the corpus lists the prepared store(s) {stores} together with {others or 'another store'}; a store is "
-        "read as it is, never as text, and training reads one store. Pass one store alone (corpus=STORE), or "
-        "prepare the raw files together into a new store (their paths are under \"sources\" in each "
-        "store's manifest.json)")
+        f"the corpus lists the prepared store(s) {stores} together with {others or 'another store'}; a store is read "
+        "as it is, never as text, and training reads one store. Pass one store alone (corpus=STORE), or prepare the "
+        "raw files together into a new store (their paths are under \"sources\" in each store's manifest.json)")
 
 
 def read_manifest(path) -> dict:
