@@ -31,7 +31,4 @@ class WriteError(CheckpointError):
     ``free_bytes``, ``needed_bytes`` as in the message.
     """
 
-    path = None
-    errno = None
-    free_bytes = None
-    needed_bytes = None
+    path = errno = free_bytes = needed_bytes = None

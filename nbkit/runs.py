@@ -57,6 +57,4 @@ def notebooks_dir() -> Path:
     for c in candidates:
         if c and Path(c).is_dir():
             return Path(c).resolve()
-    raise FileNotFoundError(
-        "no notebooks/ folder found; run from the nbkit checkout or set NBKIT_NOTEBOOKS_DIR"
-    )
+    raise FileNotFoundError("no notebooks/ folder found; run from the nbkit checkout or set NBKIT_NOTEBOOKS_DIR")

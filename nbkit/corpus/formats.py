@@ -212,9 +212,8 @@ class _Guarded(io.RawIOBase):
 def open_binary(compression: str | None, raw) -> tuple[io.BufferedReader, _Guarded]:
     """``(buffered stream of the decompressed bytes, its guard)`` over the open raw file ``raw``;
     ``compression``: None, "gz" or "zst"."""
-    inner = (gzip.GzipFile(fileobj=raw) if compression == "gz" else
-             _ZstdRaw(raw) if compression == "zst" else raw)
-    guard = _Guarded(inner)
+    guard = _Guarded(gzip.GzipFile(fileobj=raw) if compression == "gz" else _ZstdRaw(raw) if compression == "zst"
+                     else raw)
     return io.BufferedReader(guard, buffer_size=1 << 20), guard
 
 

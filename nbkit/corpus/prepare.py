@@ -409,8 +409,7 @@ def _write_store(out: Path, ident: dict, s: dict, sources, skipped: list, exclud
         tok_file = out / "tokenizer" / "tokenizer.json"
         job.update(tokenizer_file=str(tok_file), tokenizer_json_sha256=fingerprint(tok_file), dtype=tok["dtype"],
                    sep_id=tok["sep_id"])   # the workers key their loaded tokenizer by its content
-        markers, resumed, done = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total,
-                                         excluded)
+        markers, resumed, done = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total, excluded)
     timing = {"seconds": round(time.perf_counter() - t_start, 3), "tokenizer_seconds": round(tok_seconds, 3),
               "num_workers": n_workers, "resumed_parts": resumed, "input_mb": round(total / 1e6, 3),
               "input_mb_this_run": round((total - done) / 1e6, 3)}   # a resumed run reads only the rest
