@@ -150,6 +150,11 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
     markup = settings.get("strip_markup", False)
     scan = new_scan() if chunk.kind in ("txt", "jsonl") else None
     texts, lines, utf8 = [], [], 0  # utf8: non-ASCII UTF-8 lines once the scan's GBK check has failed
+
+    def note(reason: str, detail: str) -> None:   # count a drop or repair and locate it at this line
+        counts[reason] += 1
+        keep_location(problems, seen, path, line, reason, detail)
+
     for offset, item in enumerate(chunk.items):
         line = chunk.first_line + offset
         counts["n_items"] += 1
@@ -169,18 +174,15 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
             _problem(counts, problems, seen, errors, path, line, *value)
             continue
         if isinstance(value, list):
-            keep_location(problems, seen, path, line, "paragraph_lists_joined",
-                          f"{field} is a list of {len(value)} str: joined with \\n as one document's paragraphs")
+            note("paragraph_lists_joined", f"{field} is a list of {len(value)} str: joined with \\n as one document's "
+                 "paragraphs")
             value = "\n".join(value)
-            counts["paragraph_lists_joined"] += 1
         if markup:
             stripped = strip_markup(value)
             if stripped is not value and stripped != value:
                 redirect = is_redirect(value)
                 if redirect or (value.strip() and not stripped.strip()):
-                    counts["markup_only"] += 1
-                    keep_location(problems, seen, path, line, "markup_only",
-                                  "a redirect page" if redirect else "only MediaWiki markup, no text")
+                    note("markup_only", "a redirect page" if redirect else "only MediaWiki markup, no text")
                     continue
                 counts["markup_stripped"] += 1
                 value = stripped
@@ -199,13 +201,10 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
                 text = unicodedata.normalize(form, text)
             visible = sum(map(len, text.split()))   # str.split's whitespace is re's \s (str.isspace)
             if visible < min_chars:
-                counts["too_short"] += 1
-                keep_location(problems, seen, path, line, "too_short", f"{visible} visible characters < min_chars "
-                              f"{min_chars}")
+                note("too_short", f"{visible} visible characters < min_chars {min_chars}")
                 continue
             if min_cjk > 0 and sum(map(len, _CJK_RUN.findall(text))) < min_cjk * visible:
-                counts["non_cjk"] += 1
-                keep_location(problems, seen, path, line, "non_cjk", f"CJK share below min_cjk_share {min_cjk}")
+                note("non_cjk", f"CJK share below min_cjk_share {min_cjk}")
                 continue
             texts.append(text)
             lines.append(line)
