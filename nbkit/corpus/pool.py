@@ -146,18 +146,16 @@ class Workers:
 
     def map(self, mode: str, items: Iterable[Any], settings: dict, paths: list[str]) -> Iterator[tuple[Any, Any]]:
         """``(item, result)`` in order; items without ``items`` attribute (file problems) pass with None."""
-        if not self._procs:
-            for item in items:
-                yield item, (worker.run((mode, item, settings, paths[item.source]))
-                             if hasattr(item, "items") else None)
-            return
         pending: deque = deque()
         for item in items:
+            task = (mode, item, settings, paths[item.source]) if hasattr(item, "items") else None
+            if not self._procs:
+                yield item, (worker.run(task) if task else None)
+                continue
             seq = None
-            if hasattr(item, "items"):
+            if task:
                 seq, self._seq = self._seq, self._seq + 1
-                min(self._procs, key=lambda p: len(p.held)).submit(
-                    seq, (mode, item, settings, paths[item.source]), item, paths[item.source])
+                min(self._procs, key=lambda p: len(p.held)).submit(seq, task, item, paths[item.source])
             pending.append((item, seq))
             while len(pending) > 2 * self.n or (pending and pending[0][1] is None):
                 done, seq = pending.popleft()

@@ -271,8 +271,7 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None
             return old, ident
         if not overwrite:
             raise mf.changed_error(out, diffs or ["the manifest is not complete"], complete)
-        _wipe(out)
-        return None, mf.with_fingerprints(ident)
+        break   # overwrite: wiped below
     if not overwrite and out.is_dir() and any(p.name not in (StoreLock.LOCK_NAME, StoreLock.HOLDER_NAME)
                                               for p in out.iterdir()):
         raise ConfigError(f"{out} is not empty and holds no corpus store; pass a new or empty out_dir "
