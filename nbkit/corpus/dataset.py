@@ -171,11 +171,10 @@ class StoreCausalDataset(StoreMLMDataset):
     """Map-style dataset of ``block_size``-token causal-LM blocks over one split of a prepared store.
 
     Block ``i`` is the split's stream ``[i*B : (i+1)*B]`` as it is: the store already ends every document with
-    ``[SEP]`` (:mod:`nbkit.corpus.worker`), the separator a causal model learns as a document end, so nothing
-    is added; ``len(ds) = n_tokens // B``. ``ds[i]`` -> ``{"input_ids": (B,) int64, "next_id": int}``, the
-    stream's token after the block (-100 after the last), for :class:`nbkit.text.causal.CausalCollator`, so all
-    ``B`` positions have a target. Same reading, pickling and errors as :class:`StoreMLMDataset` (fewer than
-    ``B`` tokens: DataError).
+    ``[SEP]`` (:mod:`nbkit.corpus.worker`), the separator a causal model learns as a document end, so nothing is
+    added; ``len(ds) = n_tokens // B``. ``ds[i]`` -> ``{"input_ids": (B,) int64, "next_id": int}``, the stream's
+    token after the block (-100 after the last), for :class:`nbkit.text.causal.CausalCollator`, so all ``B``
+    positions have a target. Same reading, pickling and errors as :class:`StoreMLMDataset` (< ``B`` tokens: DataError).
     """
 
     ADDED = 0

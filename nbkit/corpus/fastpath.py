@@ -73,9 +73,8 @@ def continuation_mask(tokenizer_file: str) -> np.ndarray:
 
 
 def _word_index(texts: list[str], cut: Callable[[str], list[str]], n_chars: int) -> np.ndarray:
-    r"""The segmenter word (a running number) of each character of ``"\n".join(texts)``: int64 ``(n_chars,)``;
-    each ``"\n"`` between texts is a word of its own, and a text whose words do not join to it is one word
-    per character."""
+    r"""The segmenter word (a running number) of each character of ``"\n".join(texts)``: int64 ``(n_chars,)``; each
+    ``"\n"`` between texts is a word of its own, and a text whose words do not join to it is one word per character."""
     words, per_text = [], []
     for t in texts:
         ws = cut(t)

@@ -136,9 +136,8 @@ def file_note(path: str, n_lines: int, bad_utf8: int, scan: dict | None, compres
 def input_lines(sources: list[dict], skipped: list[dict], max_lines: int = 10) -> list[str]:
     """Lines for a person: inputs read by name and by content (each, or per format past ``max_lines``), then
     what was left out and why."""
-    by_name = [x for x in sources if x.get("detected", "name") == "name"]
     sniffed = [x for x in sources if x.get("detected", "name") != "name"]
-    out = [f"inputs: {len(sources):,} ({len(by_name):,} by file name, {len(sniffed):,} by content)"]
+    out = [f"inputs: {len(sources):,} ({len(sources) - len(sniffed):,} by file name, {len(sniffed):,} by content)"]
     if len(sniffed) <= max_lines:
         out += [f"  {x['path']}: {x['kind']}, by {x['detected']}" for x in sniffed]
     else:
