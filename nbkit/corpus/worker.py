@@ -40,15 +40,6 @@ def doc_key(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(nfkc, digest_size=8).digest(), "little")
 
 
-def _problem(counts: Counter, problems: list, seen: Counter, errors: str, path: str, line: int, reason: str,
-             detail: str):
-    counts[reason] += 1
-    if errors == "raise":
-        raise DataError(f"{path}, line {line}: {reason} ({detail}); fix the line, or pass errors='skip' "
-                        "to drop such lines and count them in the manifest")
-    keep_location(problems, seen, path, line, reason, detail)
-
-
 def _type_name(value) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -151,7 +142,10 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
     scan = new_scan() if chunk.kind in ("txt", "jsonl") else None
     texts, lines, utf8 = [], [], 0  # utf8: non-ASCII UTF-8 lines once the scan's GBK check has failed
 
-    def note(reason: str, detail: str) -> None:   # count a drop or repair and locate it at this line
+    def note(reason: str, detail: str, bad_line: bool = False) -> None:   # count and locate it at this line
+        if bad_line and errors == "raise":
+            raise DataError(f"{path}, line {line}: {reason} ({detail}); fix the line, or pass errors='skip' "
+                            "to drop such lines and count them in the manifest")
         counts[reason] += 1
         keep_location(problems, seen, path, line, reason, detail)
 
@@ -163,7 +157,7 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
         except UnicodeDecodeError as exc:
             if scan is not None:
                 scan_line(scan, item, line, utf8_ok=False)
-            _problem(counts, problems, seen, errors, path, line, "bad_utf8", f"byte {exc.start}: {exc.reason}")
+            note("bad_utf8", f"byte {exc.start}: {exc.reason}", bad_line=True)
             continue
         if scan is not None and not item.isascii():
             if scan["gbk"]:
@@ -171,7 +165,7 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
             else:  # what scan_line would count, without a call per line (most lines of a Chinese corpus)
                 utf8 += 1
         if isinstance(value, tuple):
-            _problem(counts, problems, seen, errors, path, line, *value)
+            note(*value, bad_line=True)
             continue
         if isinstance(value, list):
             note("paragraph_lists_joined", f"{field} is a list of {len(value)} str: joined with \\n as one document's "
