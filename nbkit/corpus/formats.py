@@ -146,7 +146,6 @@ def text_type_problem(arrow_type) -> str | None:
     return None if texty else f"{arrow_type} (Arrow type), not text"
 
 
-
 class _ZstdRaw(io.RawIOBase):
     """A zstd stream as a raw file that raises EOFError when the data ends inside a frame (truncated)."""
 
@@ -200,9 +199,7 @@ class _Guarded(io.RawIOBase):
             return 0
         try:
             if isinstance(self.inner, gzip.GzipFile):  # one raw read: a fault then loses nothing decoded
-                data = self.inner.read1(len(b))
-                b[:len(data)] = data
-                return len(data)
+                return self.inner.readinto1(b)
             return self.inner.readinto(b)
         except FAULTS as exc:
             self.fault = exc

@@ -46,7 +46,6 @@ class FileProblem:
     detail: str = ""
 
 
-
 def iter_chunks(sources: list[Source], text_field: str, start: tuple[int, int] = (0, 0),
                 chunk_items: int = 1000, chunk_bytes: int = 4 << 20,
                 tmp_dir: str | Path | None = None) -> Iterator[Chunk | FileProblem]:
