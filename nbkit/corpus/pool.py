@@ -5,12 +5,16 @@ pipes, and the parent waits on their result pipes and process sentinels together
 """
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import threading
+import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
+from multiprocessing.connection import wait
 from typing import Any
 
 from nbkit.corpus import worker
@@ -53,8 +57,6 @@ def _serve(tasks, results) -> None:
 def spawn_blocker() -> str | None:
     """Why worker processes cannot start here, or None: a spawned worker re-imports ``__main__`` from its file,
     which a script read from standard input (``python - <<EOF``) lacks."""
-    import sys
-
     path = getattr(sys.modules.get("__main__"), "__file__", None)
     if path and not os.path.isfile(path):
         return f"the main script {path!r} is not a file a worker process can import (read from standard input?)"
@@ -119,8 +121,6 @@ class Workers:
         self._seq = 0
         why = spawn_blocker() if self.n > 1 else None
         if why:
-            import warnings
-
             warnings.warn(f"num_workers={self.n}: {why}, so the corpus is prepared in this one process. To use "
                           f"{self.n} workers, save the script to a .py file and run it (the code under "
                           "if __name__ == '__main__':).", UserWarning, stacklevel=3)
@@ -128,8 +128,6 @@ class Workers:
 
     def __enter__(self) -> Workers:
         if self.n > 1:
-            import multiprocessing as mp
-
             ctx = mp.get_context("spawn")
             try:
                 for i in range(self.n):
@@ -165,8 +163,6 @@ class Workers:
             yield done, (self._result(seq) if seq is not None else None)
 
     def _result(self, seq: int) -> Any:
-        from multiprocessing.connection import wait
-
         while seq not in self._done:
             by_conn = {p.results: p for p in self._procs}
             by_sentinel = {p.process.sentinel: p for p in self._procs}

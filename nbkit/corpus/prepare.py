@@ -6,10 +6,12 @@ held-out split by hash, parts written, ``manifest.json`` last. Memory: ``2 * num
 from __future__ import annotations
 
 import hashlib
+import multiprocessing as mp
 import os
 import shutil
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
@@ -286,8 +288,6 @@ def _check_stream(out: Path, sources, overwrite: bool) -> None:
     streams = [src for src in sources if not src.reusable]
     if not streams:
         return
-    import warnings
-
     why = (f"{streams[0].path}: a datasets.IterableDataset has no fingerprint, so a store cannot tell it from "
            "another stream")
     if any((out / n).is_file() for n in ("manifest.json", "prepare.json")):
@@ -340,8 +340,6 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         UserWarning: a :data:`~nbkit.corpus.manifest.TRAINED_ONLY` setting passed with ``tokenizer``
             (ignored); a trained vocabulary under 90 % of ``vocab_size``; an ``IterableDataset`` input.
     """
-    import multiprocessing as mp
-
     if getattr(mp.current_process(), "_inheriting", False):   # Python's own test (multiprocessing.spawn)
         raise ConfigError("prepare_corpus was called while a corpus worker process was starting: a spawned worker "
                           "re-runs the main script, and this script calls prepare_corpus at its top level (the "

@@ -8,6 +8,8 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,9 +178,6 @@ def _parquet_chunks(si: int, src: Source, text_field: str, skip: int, chunk_item
     path, tmp = src.path, None
     try:
         if src.compression:
-            import shutil
-            import tempfile
-
             fd, tmp = tempfile.mkstemp(suffix=".parquet", dir=tmp_dir)
             with open(src.path, "rb", buffering=0) as raw, os.fdopen(fd, "wb") as out:
                 stream, guard = open_binary(src.compression, raw)

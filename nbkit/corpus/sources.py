@@ -7,6 +7,7 @@ types and binary files are left out and listed. An input that is or lies in a st
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -73,8 +74,6 @@ def fingerprint(path) -> str:
     Raises:
         OSError: the file cannot be read.
     """
-    import hashlib
-
     h, buf = hashlib.sha256(), bytearray(1 << 20)
     view = memoryview(buf)
     with open(path, "rb", buffering=0) as fh:
