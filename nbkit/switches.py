@@ -8,6 +8,8 @@ import contextlib
 import logging
 import random
 
+from nbkit.rng import seed_scope
+
 
 def capture_rng() -> dict:
     """States of Python's, NumPy's and torch's CPU RNGs, and CUDA's once initialised (never creates a context)."""
@@ -40,8 +42,6 @@ def isolated_rng(seed: int | None = None, cuda: bool = True):
     """
     import numpy as np
     import torch
-
-    from nbkit.rng import seed_scope
 
     saved = capture_rng()
     if not cuda:

@@ -14,6 +14,7 @@ import torch
 
 from nbkit.corpus import store
 from nbkit.errors import DataError
+from nbkit.text.mlm import check_length
 
 
 class StoreMLMDataset(torch.utils.data.Dataset):
@@ -40,8 +41,6 @@ class StoreMLMDataset(torch.utils.data.Dataset):
     ADDED = 2
 
     def __init__(self, path, block_size: int, split: str = "train"):
-        from nbkit.text.mlm import check_length
-
         check_length("block_size", int(block_size))
         self.path = Path(path).expanduser()
         self.manifest = store.read_manifest(self.path)

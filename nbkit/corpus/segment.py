@@ -6,6 +6,8 @@ the largest per-text cost (docs/corpus.md).
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as dist_version
 
 from nbkit.errors import ConfigError
 
@@ -41,9 +43,6 @@ def version(name: str) -> str:
     """``"rjieba 0.1.13"``: the backend and its installed version (recorded in the store's settings); ``"none"``."""
     if name == "none":
         return name
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
     try:
         return f"{name} {dist_version(name)}"
     except PackageNotFoundError:  # pragma: no cover
