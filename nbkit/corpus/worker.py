@@ -9,13 +9,18 @@ import codecs
 import hashlib
 import json
 import re
+import tempfile
 import unicodedata
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
+from nbkit.corpus import fastpath
+from nbkit.corpus.readers import Chunk, iter_chunks
 from nbkit.corpus.report import keep_location, locate_mask
+from nbkit.corpus.segment import cutter
+from nbkit.corpus.sources import resolve_inputs
 from nbkit.corpus.wikimarkup import is_redirect, strip_markup
 from nbkit.data.filecheck import json_error_text, new_scan, scan_line
 from nbkit.data.textrule import check_text, split_long
@@ -98,11 +103,6 @@ def iter_texts(inputs, text_field: str = "text"):
     Raises:
         ConfigError: no input file found (:func:`nbkit.corpus.sources.resolve_inputs`).
     """
-    import tempfile
-
-    from nbkit.corpus.readers import Chunk, iter_chunks
-    from nbkit.corpus.sources import resolve_inputs
-
     sources = resolve_inputs(inputs)
     with tempfile.TemporaryDirectory(prefix="nbkit-texts-") as tmp:
         for chunk in iter_chunks(sources, text_field, tmp_dir=tmp):
@@ -219,9 +219,6 @@ def _tools(settings: dict):
     if _STATE.get("key") != key:
         from tokenizers import Tokenizer
 
-        from nbkit.corpus.fastpath import continuation_mask, lookup_table
-        from nbkit.corpus.segment import cutter
-
         path = settings["tokenizer_file"]
         with open(path, "rb") as fh:
             data = fh.read()
@@ -230,8 +227,8 @@ def _tools(settings: dict):
                             "preparation started with); let one preparation write a store at a time, then run it "
                             "again with overwrite=True")
         _STATE.clear()
-        _STATE.update(key=key, tok=Tokenizer.from_str(data.decode("utf-8")), table=lookup_table(path),
-                      cut=cutter(settings["segmenter"], keep_space=True), cont=continuation_mask(path))
+        _STATE.update(key=key, tok=Tokenizer.from_str(data.decode("utf-8")), table=fastpath.lookup_table(path),
+                      cut=cutter(settings["segmenter"], keep_space=True), cont=fastpath.continuation_mask(path))
     return _STATE["tok"], _STATE["table"], _STATE["cut"], _STATE["cont"]
 
 
@@ -243,11 +240,9 @@ def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
         ``lines`` (n,); ``ids`` (t,) of ``settings["dtype"]``; ``wst`` (t,) uint8, 1 at a word's first token
         and at ``[SEP]``; ``counts``, ``problems``, ``scan`` as :func:`clean_chunk`'s.
     """
-    from nbkit.corpus.fastpath import encode_texts
-
     texts, counts, problems, lines, scan = clean_chunk(chunk, settings, path)
     tok, table, cut, cont = _tools(settings)
-    ids, wst, per_text = encode_texts(texts, tok, table, cut, cont)
+    ids, wst, per_text = fastpath.encode_texts(texts, tok, table, cut, cont)
     keep = per_text > 0
     counts["no_tokens"] += int((~keep).sum())
     seen = Counter((p["path"], p["reason"]) for p in problems)
