@@ -15,6 +15,8 @@ from typing import Any
 from nbkit import jsonio
 from nbkit.corpus.worker import doc_key
 from nbkit.errors import ConfigError, DataError
+from nbkit.text.tokenizer_files import normalization_flags
+from nbkit.text.wordpiece_order import FAR_BELOW
 
 INFO = "tokenizer_info.json"  # beside tokenizer/: what the store needs to know about it
 #: Whether the tokenizer a store trains runs NFKC (``train_wordpiece``'s default: BERT's normalizer alone).
@@ -32,8 +34,6 @@ def tokenizer_identity(given: str | None) -> dict[str, Any]:
     """
     if given is None:
         return {"unicode_normalization": "NFKC" if TRAINED_NFKC else "none", "tokenizer_sha256": None}
-    from nbkit.text.tokenizer_files import normalization_flags
-
     tok = _load_given(given)
     spec = tok.backend_tokenizer.to_str()
     form = normalization_flags(tok.backend_tokenizer)["unicode_normalization"] or "none"
@@ -133,8 +133,6 @@ def short_vocab_note(n_vocab: int, asked: int, n_texts: int, sample_bytes: int, 
                      sample_mb: float) -> str | None:
     """The warning for a trained vocabulary under :data:`~nbkit.text.wordpiece_order.FAR_BELOW` of ``asked``,
     with its reason and fix; None when close enough."""
-    from nbkit.text.wordpiece_order import FAR_BELOW
-
     if n_vocab >= FAR_BELOW * asked:
         return None
     if sample_cut:
