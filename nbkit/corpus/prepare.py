@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
+from filelock import Timeout
 
 from nbkit import jsonio
 from nbkit.atomic import fsync_dir
@@ -54,8 +55,6 @@ class StoreLock(FolderLock):
     LOCK_NAME, HOLDER_NAME = ".nbkit-prepare.lock", ".nbkit-prepare.json"   # beside the store's files, never wiped
 
     def busy(self, lock) -> None:
-        from filelock import Timeout
-
         if self.holder_is_me():
             raise ConfigError(f"{self.folder} is being prepared by this process already ({self.holder()}); one "
                               "preparation per store at a time: wait for that call to finish, or pass another out_dir")
