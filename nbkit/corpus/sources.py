@@ -49,9 +49,8 @@ class Source:
     wikipedia: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"path": self.path, "size_bytes": self.size_bytes, "mtime": self.mtime,
-               "kind": self.kind, "compression": self.compression, "detected": self.detected,
-               "wikipedia": self.wikipedia}
+        out = {"path": self.path, "size_bytes": self.size_bytes, "mtime": self.mtime, "kind": self.kind,
+               "compression": self.compression, "detected": self.detected, "wikipedia": self.wikipedia}
         if self.kind == "dataset":
             out["sha256"] = self.sha256
         return out
