@@ -20,22 +20,16 @@ def resolve(name: str = "auto") -> str:
     Raises:
         ConfigError: an unknown name, or ``"rjieba"`` asked for but not installed.
     """
-    if name == "none":
-        return name
-    if name == "auto":
-        try:
-            import rjieba  # noqa: F401
-        except ImportError:
-            return "jieba"
-        return "rjieba"
-    if name not in BACKENDS:
+    if name not in (*BACKENDS, "auto"):
         raise ConfigError(f"segmenter={name!r}: use 'auto', 'rjieba', 'jieba' or 'none' (no word segmentation)")
-    if name == "rjieba":
+    if name in ("auto", "rjieba"):
         try:
             import rjieba  # noqa: F401
         except ImportError as exc:
-            raise ConfigError("segmenter='rjieba' is not installed: pip install rjieba, "
-                              "or use segmenter='jieba'") from exc
+            if name == "auto":
+                return "jieba"
+            raise ConfigError("segmenter='rjieba' is not installed: pip install rjieba, or use segmenter='jieba'") from exc
+        return "rjieba"
     return name
 
 
