@@ -13,10 +13,11 @@ import errno
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Iterator
 
-from nbkit.errors import WriteError
+from nbkit.errors import CheckpointError, WriteError
 
 #: errno -> (short name, what it means for the user)
 _CAUSES = {
@@ -277,10 +278,6 @@ def read_consistent(folder: str | os.PathLike, read, what: str = "folder"):
             two renames): the fix named.
         Exception: ``read``'s own, where the folder did not change (e.g. a folder that was never written).
     """
-    import time
-
-    from nbkit.errors import CheckpointError
-
     folder = Path(folder)
     for _ in range(READ_TRIES):
         before = _version(folder)
@@ -313,8 +310,6 @@ def set_aside(folder: str | os.PathLike, names: list[str], clock=None) -> Path |
         WriteError: the subfolder could not be created, or an entry could not be moved (the ones moved are put
             back); the entry and the fix are named.
     """
-    import time
-
     if not names:
         return None
     folder = Path(folder)

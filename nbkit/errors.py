@@ -23,7 +23,7 @@ class NonFiniteLossError(NbkitError):
 
 
 class NonFiniteWeightsError(NonFiniteLossError):
-    """A model about to be saved (checkpoint, trained model, export) holds NaN or infinite weights: nothing is written."""
+    """A model about to be saved (checkpoint, trained model, export) holds NaN or inf weights: nothing is written."""
 
 
 class WriteError(CheckpointError):
@@ -31,7 +31,4 @@ class WriteError(CheckpointError):
     ``free_bytes``, ``needed_bytes`` as in the message.
     """
 
-    path = None
-    errno = None
-    free_bytes = None
-    needed_bytes = None
+    path = errno = free_bytes = needed_bytes = None

@@ -13,6 +13,8 @@ import socket
 import time
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 from nbkit import jsonio
 
 
@@ -76,8 +78,6 @@ class FolderLock:
         raise NotImplementedError
 
     def acquire(self):
-        from filelock import FileLock, Timeout
-
         if self._depth:
             self._depth += 1
             return self

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from nbkit.atomic import atomic_file
+
 
 def to_strict(value: Any) -> Any:
     """``value`` as plain JSON types, non-finite floats as ``None``: dicts (other keys as ``str``), sequences,
@@ -47,8 +49,6 @@ def write_json(path: str | Path, payload: Any, indent: int | None = 2) -> Any:
     """Write ``payload`` as strict, indented UTF-8 JSON through :func:`nbkit.atomic.atomic_file`; return it.
     Raises ``WriteError`` when the disk is full, over quota, read-only or not writable (the old file stays).
     """
-    from nbkit.atomic import atomic_file
-
     data = (dumps(payload, indent=indent) + "\n").encode("utf-8")
     with atomic_file(path, estimate=len(data), what="JSON file") as tmp:
         tmp.write_bytes(data)

@@ -10,7 +10,9 @@
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
 
 
@@ -38,9 +40,6 @@ def path_tag(name: str, key: str, n_hex: int, fallback: str) -> str:
     """``<name>-<hash>`` for a folder named after a path: ``name`` with characters other than
     ``A-Za-z0-9_.-`` replaced by ``_`` and cut to 40 (``fallback`` when empty), then the first ``n_hex``
     hex digits of sha256(``key``), so two paths of the same name get two folders."""
-    import hashlib
-    import re
-
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:40] or fallback
     return f"{stem}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:n_hex]}"
 
@@ -57,6 +56,4 @@ def notebooks_dir() -> Path:
     for c in candidates:
         if c and Path(c).is_dir():
             return Path(c).resolve()
-    raise FileNotFoundError(
-        "no notebooks/ folder found; run from the nbkit checkout or set NBKIT_NOTEBOOKS_DIR"
-    )
+    raise FileNotFoundError("no notebooks/ folder found; run from the nbkit checkout or set NBKIT_NOTEBOOKS_DIR")

@@ -1,9 +1,8 @@
 """nbkit's settings that more than one layer reads, defined once: the scale names ``NBKIT_SCALE`` takes.
 
-:mod:`nbkit.recipes.scales` holds the defaults per name; the environment report
-(:mod:`nbkit.env.layer_checks`, which stands below the notebook layer and must not import it)
-checks ``NBKIT_SCALE`` against the same names, read the same way (:func:`scale_name`).
-Plain Python: importing this module imports nothing else.
+:mod:`nbkit.recipes.scales` holds the defaults per name; the environment report (:mod:`nbkit.env.layer_checks`, which
+stands below the notebook layer and must not import it) checks ``NBKIT_SCALE`` against the same names, read the same way
+(:func:`scale_name`). Plain Python: importing this module imports nothing else.
 """
 from __future__ import annotations
 

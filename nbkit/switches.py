@@ -8,6 +8,8 @@ import contextlib
 import logging
 import random
 
+from nbkit.rng import seed_scope
+
 
 def capture_rng() -> dict:
     """States of Python's, NumPy's and torch's CPU RNGs, and CUDA's once initialised (never creates a context)."""
@@ -40,8 +42,6 @@ def isolated_rng(seed: int | None = None, cuda: bool = True):
     """
     import numpy as np
     import torch
-
-    from nbkit.rng import seed_scope
 
     saved = capture_rng()
     if not cuda:
@@ -76,28 +76,27 @@ def model_mode(model, training: bool):
 
 
 @contextlib.contextmanager
-def logger_level(logger: str | logging.Logger, level: int):
-    """Set a ``logging`` logger's level (by name or object) for the block."""
-    log = logging.getLogger(logger) if isinstance(logger, str) else logger
-    old = log.level
-    log.setLevel(level)
+def _set_for_block(get, set_, value, result=None):
+    """``set_(value)`` for the block, then ``set_(get())`` as it was before; yields ``result``."""
+    old = get()
+    set_(value)
     try:
-        yield log
+        yield result
     finally:
-        log.setLevel(old)
+        set_(old)
 
 
-@contextlib.contextmanager
+def logger_level(logger: str | logging.Logger, level: int):
+    """Set a ``logging`` logger's level (by name or object) for the block; yields the logger."""
+    log = logging.getLogger(logger) if isinstance(logger, str) else logger
+    return _set_for_block(lambda: log.level, log.setLevel, level, log)
+
+
 def transformers_verbosity(level: int):
     """Set ``transformers``' verbosity (``logging.ERROR``, ``logging.WARNING``, ...) for the block."""
     from transformers.utils import logging as hf_logging
 
-    old = hf_logging.get_verbosity()
-    hf_logging.set_verbosity(level)
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(old)
+    return _set_for_block(hf_logging.get_verbosity, hf_logging.set_verbosity, level)
 
 
 def _bar_switch(library: str):
@@ -112,14 +111,11 @@ def _bar_switch(library: str):
     raise ValueError(f"progress_bars: library must be 'transformers' or 'datasets', not {library!r}")
 
 
-@contextlib.contextmanager
 def progress_bars(library: str, enabled: bool):
-    """Turn ``library``'s (``"transformers"`` or ``"datasets"``) progress bars on or off for the block."""
+    """Turn ``library``'s (``"transformers"`` or ``"datasets"``; else ValueError) progress bars on or off."""
     is_on, enable, disable = _bar_switch(library)
-    was = is_on()
-    (enable if enabled else disable)()
-    try:
-        yield
-    finally:
-        (enable if was else disable)()
 
+    def switch(on: bool) -> None:
+        (enable if on else disable)()
+
+    return _set_for_block(is_on, switch, enabled)

@@ -1,6 +1,6 @@
 """A user's corpus at any size: prepared once into the token store ``nbkit-corpus/1`` (``prepare_corpus``,
-also ``nbkit prepare-corpus``) and read as MLM blocks (:class:`StoreMLMDataset`) or causal-LM blocks (:class:`StoreCausalDataset`); docs/corpus.md.
-Names are imported on first use (``import nbkit.corpus`` stays cheap).
+also ``nbkit prepare-corpus``) and read as MLM or causal-LM blocks (:class:`StoreMLMDataset`,
+:class:`StoreCausalDataset`); docs/corpus.md. Names are imported on first use.
 """
 from typing import TYPE_CHECKING
 

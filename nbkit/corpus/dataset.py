@@ -14,10 +14,12 @@ import torch
 
 from nbkit.corpus import store
 from nbkit.errors import DataError
+from nbkit.text.mlm import check_length
 
 
 class StoreMLMDataset(torch.utils.data.Dataset):
-    """Map-style dataset of ``block_size``-token MLM blocks over one split of a prepared store.
+    """Map-style dataset of ``block_size``-token MLM blocks over one ``split`` (``"train"`` or ``"validation"``)
+    of the prepared store ``path``.
 
     Block ``i`` is the split's stream (its shards in manifest order) ``[i*(B-2) : (i+1)*(B-2)]`` wrapped as
     ``[CLS] ... [SEP]``; ``len(ds) = n_tokens // (B-2)``. ``ds[i]`` -> ``{"input_ids": (B,) int64,
@@ -27,13 +29,7 @@ class StoreMLMDataset(torch.utils.data.Dataset):
     Cost: O(B) per block, ``(B-2) * (itemsize + 1)`` bytes read. Memory: the manifest and shard offsets; files
     are opened lazily in each process, so DataLoader workers never share one.
 
-    Args:
-        path: the prepared directory.
-        block_size: tokens per block ``B``, ``[CLS]`` and ``[SEP]`` included (>= 3).
-        split: ``"train"`` or ``"validation"``.
-
-    Attributes:
-        block_size, split, path, manifest, n_tokens (tokens in the split), cls_id, sep_id.
+    Attributes: block_size, split, path, manifest, n_tokens (tokens in the split), cls_id, sep_id.
 
     Raises:
         DataError: not a complete store, a split it lacks, a shard of the wrong size, fewer than ``B-2`` tokens;
@@ -41,9 +37,10 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         ConfigError: ``block_size < 3``.
     """
 
-    def __init__(self, path, block_size: int, split: str = "train"):
-        from nbkit.text.mlm import check_length
+    #: tokens each block adds around the stream's (``[CLS]`` and ``[SEP]``)
+    ADDED = 2
 
+    def __init__(self, path, block_size: int, split: str = "train"):
         check_length("block_size", int(block_size))
         self.path = Path(path).expanduser()
         self.manifest = store.read_manifest(self.path)
@@ -53,7 +50,7 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         self.n_tokens = int(self._starts[-1])
         self.cls_id, self.sep_id = int(self.manifest["cls_id"]), int(self.manifest["sep_id"])
         self._dtype = np.dtype(self.manifest["dtype"]).newbyteorder("<")
-        self._chunk = self.block_size - 2
+        self._chunk = self.block_size - self.ADDED    # stream tokens per block
         self._n = self.n_tokens // self._chunk
         if self._n == 0:
             raise DataError(f"split {split!r} of {self.path} has {self.n_tokens:,} tokens, fewer than one block of "
@@ -70,7 +67,7 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         return 0, int(self.manifest["tokenizer"]["vocab_size"]) - 1
 
     def __repr__(self) -> str:
-        return (f"StoreMLMDataset({str(self.path)!r}, block_size={self.block_size}, split={self.split!r}: "
+        return (f"{type(self).__name__}({str(self.path)!r}, block_size={self.block_size}, split={self.split!r}: "
                 f"{self._n:,} blocks from {self.n_tokens:,} tokens in {len(self._shards)} shard(s))")
 
     # --- pickling / fork safety --------------------------------------------------------------
@@ -93,27 +90,31 @@ class StoreMLMDataset(torch.utils.data.Dataset):
         if len(data) != n_bytes:   # the file is shorter than the manifest says: it changed under us
             n = self._shards[k][2]
             raise DataError(
-                f"{fh.name}: expected {n * width:,} bytes ({n:,} tokens), found {os.fstat(fh.fileno()).st_size:,}: "
-                "the shard was truncated or rewritten while this dataset read it (a copy cut short, a full "
-                "disk, or a new preparation into this folder). Stop what writes there, then prepare the store "
-                f"again (`nbkit prepare-corpus INPUT... --out {self.path}`, which resumes) or copy it again, "
-                "and restart the reader")
+                f"{fh.name}: expected {n * width:,} bytes ({n:,} tokens), found {os.fstat(fh.fileno()).st_size:,}: the "
+                "shard was truncated or rewritten while this dataset read it (a copy cut short, a full disk, or a new "
+                "preparation into this folder). Stop what writes there, then prepare the store again (`nbkit "
+                f"prepare-corpus INPUT... --out {self.path}`, which resumes) or copy it again, and restart the reader")
         return data
+
+    def _spans(self, start: int, stop: int):
+        """``(shard k, lo, hi, at)`` per shard that stream tokens ``[start, stop)`` cross: its tokens ``[lo, hi)``
+        are the range's ``[at, at + hi - lo)``."""
+        k, pos = bisect.bisect_right(self._starts, start) - 1, start
+        while pos < stop:
+            lo, hi = pos - self._starts[k], min(stop, self._starts[k + 1]) - self._starts[k]
+            yield k, lo, hi, pos - start
+            pos += hi - lo
+            k += 1
 
     def _read(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Stream tokens ``[start, stop)``: ``(ids (n,) int64, word starts (n,) uint8)``."""
         ids, wst = np.empty(stop - start, dtype=np.int64), np.empty(stop - start, dtype=np.uint8)
-        k, pos, width = bisect.bisect_right(self._starts, start) - 1, start, self._dtype.itemsize
-        while pos < stop:
-            lo = pos - self._starts[k]
-            hi = min(stop, self._starts[k + 1]) - self._starts[k]
+        width = self._dtype.itemsize
+        for k, lo, hi, at in self._spans(start, stop):
             f_ids, f_wst = self._open(k)
-            at = pos - start
             ids[at:at + hi - lo] = np.frombuffer(self._pread(f_ids, (hi - lo) * width, lo * width, k, width),
                                                  dtype=self._dtype)
             wst[at:at + hi - lo] = np.frombuffer(self._pread(f_wst, hi - lo, lo, k, 1), dtype=np.uint8)
-            pos += hi - lo
-            k += 1
         return ids, wst
 
     # --- blocks --------------------------------------------------------------------------------
@@ -150,17 +151,13 @@ class StoreMLMDataset(torch.utils.data.Dataset):
             IndexError: ``i`` out of range.
         """
         i = self._block_index(i)
-        start, stop = i * self._chunk, (i + 1) * self._chunk
-        k, pos, parts = bisect.bisect_right(self._starts, start) - 1, start, []
-        while pos < stop:
-            lo, hi = pos - self._starts[k], min(stop, self._starts[k + 1]) - self._starts[k]
+        parts = []
+        for k, lo, hi, _ in self._spans(i * self._chunk, (i + 1) * self._chunk):
             ids_path = self._shards[k][0]
             seps = np.flatnonzero(np.fromfile(ids_path, dtype=self._dtype, count=hi) == self.sep_id)   # (n_seps,)
             first, last = int(np.searchsorted(seps, lo)), int(np.searchsorted(seps, hi - 1))
             docs = f"document {first}" if first == last else f"documents {first}-{last}"
             parts.append(f"{ids_path.name} tokens {lo}-{hi - 1}, {docs} of that shard")
-            pos += hi - lo
-            k += 1
         return f"block {i} of {self.split!r}: " + "; ".join(parts)
 
     def sample_blocks(self, n: int = 10_000) -> list[np.ndarray]:
@@ -173,27 +170,13 @@ class StoreCausalDataset(StoreMLMDataset):
     """Map-style dataset of ``block_size``-token causal-LM blocks over one split of a prepared store.
 
     Block ``i`` is the split's stream ``[i*B : (i+1)*B]`` as it is: the store already ends every document with
-    ``[SEP]`` (:mod:`nbkit.corpus.worker`), the separator a causal model learns as a document end, so nothing
-    is added; ``len(ds) = n_tokens // B``. ``ds[i]`` -> ``{"input_ids": (B,) int64, "next_id": int}``, the
-    stream's token after the block (-100 after the last), for :class:`nbkit.text.causal.CausalCollator`, so all
-    ``B`` positions have a target. Same reading, pickling and errors as :class:`StoreMLMDataset`.
-
-    Raises:
-        DataError: as :class:`StoreMLMDataset`; fewer than ``B`` tokens.
-        ConfigError: ``block_size < 3``.
+    ``[SEP]`` (:mod:`nbkit.corpus.worker`), the separator a causal model learns as a document end, so nothing is
+    added; ``len(ds) = n_tokens // B``. ``ds[i]`` -> ``{"input_ids": (B,) int64, "next_id": int}``, the stream's
+    token after the block (-100 after the last), for :class:`nbkit.text.causal.CausalCollator`, so all ``B``
+    positions have a target. Same reading, pickling and errors as :class:`StoreMLMDataset` (< ``B`` tokens: DataError).
     """
 
-    def __init__(self, path, block_size: int, split: str = "train"):
-        super().__init__(path, block_size, split)
-        self._chunk = self.block_size
-        self._n = self.n_tokens // self._chunk
-        if self._n == 0:
-            raise DataError(f"split {split!r} of {self.path} has {self.n_tokens:,} tokens, fewer than one block of "
-                            f"{self.block_size}; use a smaller block_size or more text")
-
-    def __repr__(self) -> str:
-        return (f"StoreCausalDataset({str(self.path)!r}, block_size={self.block_size}, split={self.split!r}: "
-                f"{self._n:,} blocks from {self.n_tokens:,} tokens in {len(self._shards)} shard(s))")
+    ADDED = 0
 
     def __getitem__(self, i: int) -> dict:
         i = self._block_index(i)

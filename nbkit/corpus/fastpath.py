@@ -19,22 +19,16 @@ import numpy as np
 _CJK_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
 
 
-def _qualifies(spec: dict) -> bool:
+def _bert_normalizer(spec: dict) -> dict | None:
+    """The ``BertNormalizer`` (Chinese characters split) of BERT's WordPiece pipeline, NFKC at most beside it;
+    None for another pipeline."""
     norm, pre, model = spec.get("normalizer") or {}, spec.get("pre_tokenizer") or {}, spec.get("model") or {}
     parts = norm.get("normalizers", []) if norm.get("type") == "Sequence" else [norm]
     berts = [p for p in parts if p.get("type") == "BertNormalizer"]
     others_ok = all(p.get("type") in ("BertNormalizer", "NFKC") for p in parts)
-    return (len(berts) == 1 and berts[0].get("handle_chinese_chars") and others_ok
-            and pre.get("type") == "BertPreTokenizer" and model.get("type") == "WordPiece")
-
-
-def _strips_accents(spec: dict) -> bool:
-    norm = spec.get("normalizer") or {}
-    for p in norm.get("normalizers", []) if norm.get("type") == "Sequence" else [norm]:
-        if p.get("type") == "BertNormalizer":
-            strip = p.get("strip_accents")
-            return bool(p.get("lowercase")) if strip is None else bool(strip)
-    return False
+    ok = (len(berts) == 1 and berts[0].get("handle_chinese_chars") and others_ok
+          and pre.get("type") == "BertPreTokenizer" and model.get("type") == "WordPiece")
+    return berts[0] if ok else None
 
 
 def lookup_table(tokenizer_file: str) -> np.ndarray:
@@ -44,7 +38,8 @@ def lookup_table(tokenizer_file: str) -> np.ndarray:
     with open(tokenizer_file, encoding="utf-8") as fh:
         spec = json.load(fh)
     table = np.full(0x110000, -1, dtype=np.int32)
-    if not _qualifies(spec):
+    bert = _bert_normalizer(spec)
+    if bert is None:
         return table
     vocab = spec["model"]["vocab"]
     unk = vocab[spec["model"].get("unk_token", "[UNK]")]
@@ -52,7 +47,8 @@ def lookup_table(tokenizer_file: str) -> np.ndarray:
     chars += [c for c in range(0x80, 0x10000) if unicodedata.category(chr(c)).startswith("P")
               and not (0xD800 <= c <= 0xDFFF)]
     chars += [ord(c) for c in "!\"#%&'()*,-./:;?@[\\]_{}"]  # ASCII punctuation of category P*
-    if _strips_accents(spec):  # NFD first: keep only the characters it leaves alone
+    strip = bert.get("strip_accents")
+    if bert.get("lowercase") if strip is None else strip:  # NFD first: keep only the characters it leaves alone
         chars = [c for c in chars if unicodedata.normalize("NFD", chr(c)) == chr(c)]
     table[chars] = unk
     for token, i in vocab.items():
@@ -77,9 +73,8 @@ def continuation_mask(tokenizer_file: str) -> np.ndarray:
 
 
 def _word_index(texts: list[str], cut: Callable[[str], list[str]], n_chars: int) -> np.ndarray:
-    r"""The segmenter word (a running number) of each character of ``"\n".join(texts)``: int64 ``(n_chars,)``;
-    each ``"\n"`` between texts is a word of its own, and a text whose words do not join to it is one word
-    per character."""
+    r"""The segmenter word (a running number) of each character of ``"\n".join(texts)``: int64 ``(n_chars,)``; each
+    ``"\n"`` between texts is a word of its own, and a text whose words do not join to it is one word per character."""
     words, per_text = [], []
     for t in texts:
         ws = cut(t)

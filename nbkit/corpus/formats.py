@@ -146,7 +146,6 @@ def text_type_problem(arrow_type) -> str | None:
     return None if texty else f"{arrow_type} (Arrow type), not text"
 
 
-
 class _ZstdRaw(io.RawIOBase):
     """A zstd stream as a raw file that raises EOFError when the data ends inside a frame (truncated)."""
 
@@ -200,9 +199,7 @@ class _Guarded(io.RawIOBase):
             return 0
         try:
             if isinstance(self.inner, gzip.GzipFile):  # one raw read: a fault then loses nothing decoded
-                data = self.inner.read1(len(b))
-                b[:len(data)] = data
-                return len(data)
+                return self.inner.readinto1(b)
             return self.inner.readinto(b)
         except FAULTS as exc:
             self.fault = exc
@@ -212,9 +209,8 @@ class _Guarded(io.RawIOBase):
 def open_binary(compression: str | None, raw) -> tuple[io.BufferedReader, _Guarded]:
     """``(buffered stream of the decompressed bytes, its guard)`` over the open raw file ``raw``;
     ``compression``: None, "gz" or "zst"."""
-    inner = (gzip.GzipFile(fileobj=raw) if compression == "gz" else
-             _ZstdRaw(raw) if compression == "zst" else raw)
-    guard = _Guarded(inner)
+    guard = _Guarded(gzip.GzipFile(fileobj=raw) if compression == "gz" else _ZstdRaw(raw) if compression == "zst"
+                     else raw)
     return io.BufferedReader(guard, buffer_size=1 << 20), guard
 
 

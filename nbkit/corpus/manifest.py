@@ -5,9 +5,12 @@ difference from it (:func:`differences`), a touched input (same size, new time) 
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
+import nbkit
+from nbkit.corpus.sources import fingerprint
 from nbkit.corpus.store import FORMAT
 from nbkit.errors import ConfigError
 
@@ -52,8 +55,6 @@ def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
     if s["tokenizer"] is not None:
         ignored = {k: settings[k] for k in TRAINED_ONLY if settings.get(k) is not None}
         if ignored:
-            import warnings
-
             warnings.warn(
                 f"{', '.join(f'{k}={v!r}' for k, v in ignored.items())} ignored: "
                 f"{'it shapes' if len(ignored) == 1 else 'they shape'} only a tokenizer the store trains, and "
@@ -84,11 +85,6 @@ def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
     if s["tokenizer"] is not None:
         s["tokenizer"] = str(Path(os.fspath(s["tokenizer"])).expanduser().resolve())
     return s
-
-
-def identity(settings: dict[str, Any], sources: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a store is prepared from: ``{"format", "settings", "sources"}`` (the content of ``prepare.json``)."""
-    return {"format": FORMAT, "settings": settings, "sources": sources}
 
 
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -126,8 +122,6 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def _content_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``[]`` when a touched source (same size, new time) still has the recorded SHA-256, else its line."""
-    from nbkit.corpus.sources import fingerprint
-
     path, when = new["path"], f"modification time {old.get('mtime')} -> {new['mtime']}"
     if not old.get("sha256"):
         return [f"input changed: {path} {when} (this store records no content fingerprint, as nbkit before "
@@ -144,8 +138,6 @@ def _content_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def with_fingerprints(ident: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
     """``ident`` with each source's ``sha256``: the one ``old`` recorded for its path, else computed now."""
-    from nbkit.corpus.sources import fingerprint
-
     known = {s["path"]: s.get("sha256") for s in (old or {}).get("sources", [])}
     sources = [s if s.get("kind") == "dataset" else {**s, "sha256": known.get(s["path"]) or fingerprint(s["path"])}
                for s in ident["sources"]]   # a datasets object's identity is its fingerprint, set already
@@ -164,8 +156,6 @@ def changed_error(out_dir: Path, diffs: list[str], complete: bool) -> ConfigErro
 def build_manifest(ident: dict[str, Any], last: dict[str, Any], markers: list[dict[str, Any]],
                    tokenizer: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any]:
     """``manifest.json``'s content from the identity, the last part's cumulative state and every part's shards."""
-    import nbkit
-
     splits = {}
     for split in ("train", "validation"):
         shards = [{k: m["shards"][split][k] for k in ("name", "n_tokens", "n_docs")}

@@ -5,12 +5,16 @@ pipes, and the parent waits on their result pipes and process sentinels together
 """
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import threading
+import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
+from multiprocessing.connection import wait
 from typing import Any
 
 from nbkit.corpus import worker
@@ -25,14 +29,10 @@ class WorkerDied(NbkitError):
         self.pid, self.exitcode = pid, exitcode
 
 
-def _init() -> None:
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches the main process, which ends the workers
-
-
 def _serve(tasks, results) -> None:
     """A worker's loop: ``(seq, task)`` in, ``(seq, result, exception)`` out; ends on None or a closed pipe."""
-    _init()
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches the main process, which ends the workers
     while True:
         try:
             msg = tasks.recv()
@@ -57,8 +57,6 @@ def _serve(tasks, results) -> None:
 def spawn_blocker() -> str | None:
     """Why worker processes cannot start here, or None: a spawned worker re-imports ``__main__`` from its file,
     which a script read from standard input (``python - <<EOF``) lacks."""
-    import sys
-
     path = getattr(sys.modules.get("__main__"), "__file__", None)
     if path and not os.path.isfile(path):
         return f"the main script {path!r} is not a file a worker process can import (read from standard input?)"
@@ -123,8 +121,6 @@ class Workers:
         self._seq = 0
         why = spawn_blocker() if self.n > 1 else None
         if why:
-            import warnings
-
             warnings.warn(f"num_workers={self.n}: {why}, so the corpus is prepared in this one process. To use "
                           f"{self.n} workers, save the script to a .py file and run it (the code under "
                           "if __name__ == '__main__':).", UserWarning, stacklevel=3)
@@ -132,8 +128,6 @@ class Workers:
 
     def __enter__(self) -> Workers:
         if self.n > 1:
-            import multiprocessing as mp
-
             ctx = mp.get_context("spawn")
             try:
                 for i in range(self.n):
@@ -150,18 +144,16 @@ class Workers:
 
     def map(self, mode: str, items: Iterable[Any], settings: dict, paths: list[str]) -> Iterator[tuple[Any, Any]]:
         """``(item, result)`` in order; items without ``items`` attribute (file problems) pass with None."""
-        if not self._procs:
-            for item in items:
-                yield item, (worker.run((mode, item, settings, paths[item.source]))
-                             if hasattr(item, "items") else None)
-            return
         pending: deque = deque()
         for item in items:
+            task = (mode, item, settings, paths[item.source]) if hasattr(item, "items") else None
+            if not self._procs:
+                yield item, (worker.run(task) if task else None)
+                continue
             seq = None
-            if hasattr(item, "items"):
+            if task:
                 seq, self._seq = self._seq, self._seq + 1
-                min(self._procs, key=lambda p: len(p.held)).submit(
-                    seq, (mode, item, settings, paths[item.source]), item, paths[item.source])
+                min(self._procs, key=lambda p: len(p.held)).submit(seq, task, item, paths[item.source])
             pending.append((item, seq))
             while len(pending) > 2 * self.n or (pending and pending[0][1] is None):
                 done, seq = pending.popleft()
@@ -171,8 +163,6 @@ class Workers:
             yield done, (self._result(seq) if seq is not None else None)
 
     def _result(self, seq: int) -> Any:
-        from multiprocessing.connection import wait
-
         while seq not in self._done:
             by_conn = {p.results: p for p in self._procs}
             by_sentinel = {p.process.sentinel: p for p in self._procs}
@@ -211,8 +201,7 @@ class Workers:
         if p.held:
             chunk, path = p.held[min(p.held)]
             last = chunk.first_line + len(chunk.items) - 1
-            held = (f" It held {len(p.held)} chunk(s) of work, the first {path} lines {chunk.first_line:,}-"
-                    f"{last:,}.")
+            held = f" It held {len(p.held)} chunk(s) of work, the first {path} lines {chunk.first_line:,}-{last:,}."
         fewer = max(1, self.n // 2)
         fix = (f"Run the same preparation again with fewer workers (num_workers={fewer}, --num-workers {fewer}; "
                f"now {self.n}: each holds a tokenizer and its chunks in memory) or with more memory"

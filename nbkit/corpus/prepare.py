@@ -6,15 +6,18 @@ held-out split by hash, parts written, ``manifest.json`` last. Memory: ``2 * num
 from __future__ import annotations
 
 import hashlib
+import multiprocessing as mp
 import os
 import shutil
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
+from filelock import Timeout
 
 from nbkit import jsonio
 from nbkit.atomic import fsync_dir
@@ -23,7 +26,7 @@ from nbkit.corpus import segment, shards
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.readers import FileProblem, iter_chunks
 from nbkit.corpus.report import RULE, DropLog, input_lines
-from nbkit.corpus.sources import fingerprint, resolve_inputs, skipped_summary
+from nbkit.corpus.sources import MAX_SKIPPED, fingerprint, resolve_inputs
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
 from nbkit.corpus.worker import doc_key
 from nbkit.data.textrule import check_text, split_long
@@ -37,8 +40,6 @@ DROPPED = ("blank", "missing", "not_text", "markup_only", "excluded", "duplicate
 REPAIRED = ("repaired_surrogates", "long_texts_cut", "long_text_pieces", "paragraph_lists_joined", "markup_stripped")
 COUNTS = ("n_files", "n_items", "n_texts_read", "n_texts_kept", "n_chars", "n_tokens")
 _OURS = ("manifest.json", "prepare.json", "tokenizer", "tokenizer_info.json", "shards", ".tokenizer.tmp", "tmp")
-
-
 
 REPORT_EVERY_S = 300.0   # a waiting preparation says it still waits this often
 
@@ -54,12 +55,9 @@ class StoreLock(FolderLock):
     LOCK_NAME, HOLDER_NAME = ".nbkit-prepare.lock", ".nbkit-prepare.json"   # beside the store's files, never wiped
 
     def busy(self, lock) -> None:
-        from filelock import Timeout
-
         if self.holder_is_me():
             raise ConfigError(f"{self.folder} is being prepared by this process already ({self.holder()}); one "
-                              "preparation per store at a time: wait for that call to finish, or pass another "
-                              "out_dir")
+                              "preparation per store at a time: wait for that call to finish, or pass another out_dir")
         t0 = time.monotonic()
         print(f"[prepare-corpus] {self.folder} is being prepared by another process: {self.holder()}; waiting for "
               "that preparation to finish (its lock is released when it exits, even if killed), then this one "
@@ -87,8 +85,6 @@ class HashSet:
 
     def filter_new(self, hashes: np.ndarray) -> np.ndarray:
         """Boolean mask (n,) of the hashes not seen before, in order (a repeat within ``hashes`` too)."""
-        if not len(hashes):
-            return np.zeros(0, bool)
         if len(self.sorted):
             idx = np.minimum(np.searchsorted(self.sorted, hashes), len(self.sorted) - 1)
             seen = self.sorted[idx] == hashes
@@ -139,15 +135,11 @@ def exclusion_identity(hashes: np.ndarray) -> dict | None:
 
 
 class CorpusProgress:
-    """Progress in MB of input with MB/s, texts/s and an ETA: a tqdm bar on a terminal, else a plain line
-    every ``every_s`` seconds and one at the end (logs, notebooks: no carriage return). Once per stage, as soon
-    as ``estimate_after_s`` seconds and ``estimate_after_mb`` MB of input are measured (the workers started, the
-    first chunks done), one line estimates the whole stage before the long part:
-    ``tokenize: about 13 min 37 s at 1.22 MB/s for 1,000.0 MB of input (measured on the first 12.0 MB)``.
-
-    Args:
-        total_bytes: input bytes in all (compressed files: their compressed bytes).
-        stream: default ``sys.stdout``; ``tty``: default ``stream.isatty()``; ``enabled=False`` writes nothing.
+    """Progress in MB of input with MB/s, texts/s and an ETA: a tqdm bar on a terminal (``tty``, default
+    ``stream.isatty()``), else a plain line every ``every_s`` seconds and one at the end (logs, notebooks: no
+    carriage return). Once per stage, as soon as ``estimate_after_s`` seconds and ``estimate_after_mb`` MB of
+    input are measured (the workers started, the first chunks done), one line estimates the whole stage before
+    the long part. ``total_bytes``: input bytes in all (compressed files: their compressed bytes).
     """
 
     def __init__(self, total_bytes: int, stream: TextIO | None = None, tty: bool | None = None,
@@ -158,12 +150,8 @@ class CorpusProgress:
         self.enabled = enabled
         self.tty = self.stream.isatty() if tty is None else tty
         self.every_s = every_s
-        self.t0 = self.t_last = time.monotonic()
-        self.start_bytes = 0
-        self.bytes = self.texts = 0
         self._bar = None
         self.estimate_after_s, self.estimate_after_mb = estimate_after_s, estimate_after_mb
-        self.estimated: str | None = None   # the stage's estimate line, once printed
 
     def begin(self, stage: str, start_bytes: int = 0, estimate: bool = True) -> None:
         """Restart the clock for ``stage``; ``start_bytes`` were done before (a resume); ``estimate=False``: no
@@ -171,7 +159,7 @@ class CorpusProgress:
         self.stage, self.start_bytes = stage, start_bytes
         self.bytes, self.texts = start_bytes, 0
         self.t0 = self.t_last = time.monotonic()
-        self.estimated = None if estimate else ""
+        self.estimated: str | None = None if estimate else ""   # the stage's estimate line, once printed
         if not self.enabled:
             return
         if self.tty:
@@ -191,12 +179,6 @@ class CorpusProgress:
         mbps = (self.bytes - self.start_bytes) / 1e6 / dt
         eta = (self.total - self.bytes) / 1e6 / mbps if mbps > 0 else None
         return mbps, self.texts / dt, eta
-
-    def summary(self) -> str:
-        mbps, tps, eta = self.rates()
-        pct = 100 * self.bytes / self.total
-        left = f", ETA {fmt_duration(eta)}" if eta is not None else ""
-        return f"{pct:.1f}% ({self.bytes / 1e6:,.1f} MB), {mbps:.2f} MB/s, {tps:,.0f} texts/s{left}"
 
     def estimate(self) -> str | None:
         """The stage's estimate (time left, MB/s, the input, what was measured), or None while less than
@@ -229,7 +211,10 @@ class CorpusProgress:
             self._bar.update(max(0, delta) / 1e6)
         elif time.monotonic() - self.t_last >= self.every_s:
             self.t_last = time.monotonic()
-            self._line(f"{self.stage}: {self.summary()}")
+            mbps, tps, eta = self.rates()
+            left = f", ETA {fmt_duration(eta)}" if eta is not None else ""
+            self._line(f"{self.stage}: {100 * self.bytes / self.total:.1f}% ({self.bytes / 1e6:,.1f} MB), "
+                       f"{mbps:.2f} MB/s, {tps:,.0f} texts/s{left}")
 
     def finish(self, what: str) -> None:
         """The closing line: ``what``, the mean rates and the wall time."""
@@ -287,9 +272,9 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None
             return old, ident
         if not overwrite:
             raise mf.changed_error(out, diffs or ["the manifest is not complete"], complete)
-        _wipe(out)
-        return None, mf.with_fingerprints(ident)
-    if out.is_dir() and any(p.name not in (StoreLock.LOCK_NAME, StoreLock.HOLDER_NAME) for p in out.iterdir()) and not overwrite:
+        break   # overwrite: wiped below
+    if not overwrite and out.is_dir() and any(p.name not in (StoreLock.LOCK_NAME, StoreLock.HOLDER_NAME)
+                                              for p in out.iterdir()):
         raise ConfigError(f"{out} is not empty and holds no corpus store; pass a new or empty out_dir "
                           "(overwrite=True deletes only nbkit's own files there)")
     _wipe(out)
@@ -302,8 +287,6 @@ def _check_stream(out: Path, sources, overwrite: bool) -> None:
     streams = [src for src in sources if not src.reusable]
     if not streams:
         return
-    import warnings
-
     why = (f"{streams[0].path}: a datasets.IterableDataset has no fingerprint, so a store cannot tell it from "
            "another stream")
     if any((out / n).is_file() for n in ("manifest.json", "prepare.json")):
@@ -314,11 +297,6 @@ def _check_stream(out: Path, sources, overwrite: bool) -> None:
         _wipe(out)
     warnings.warn(f"{why}: this preparation cannot be resumed after a stop, nor its store reused by a later call "
                   "(a datasets.Dataset can)", UserWarning, stacklevel=3)
-
-
-def _split_counts(tally: Counter) -> dict[str, Any]:
-    return {"counts": {k: int(tally[k]) for k in COUNTS}, "dropped": {k: int(tally[k]) for k in DROPPED},
-            "repaired": {k: int(tally[k]) for k in REPAIRED}}
 
 
 class _Part:
@@ -350,9 +328,8 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     Raises:
         ConfigError: called from a script's top level without ``if __name__ == "__main__":`` (in the worker that
             re-runs the script, which would otherwise wait forever); a bad setting; no input, or one of a type it
-            cannot take or inside a store; ``out_dir``
-            holding a store of other input or settings (each difference named), or any store for an
-            ``IterableDataset`` (without ``overwrite``).
+            cannot take or inside a store; ``out_dir`` holding a store of other input or settings (each difference
+            named), or any store for an ``IterableDataset`` (without ``overwrite``).
         DataError: with ``errors="raise"``, the first bad line or file (named); token ids at or above the
             tokenizer's ``vocab_size`` (the store is not marked complete).
         CheckpointError: the disk filled up (free and needed space named); complete parts stay.
@@ -362,8 +339,6 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
         UserWarning: a :data:`~nbkit.corpus.manifest.TRAINED_ONLY` setting passed with ``tokenizer``
             (ignored); a trained vocabulary under 90 % of ``vocab_size``; an ``IterableDataset`` input.
     """
-    import multiprocessing as mp
-
     if getattr(mp.current_process(), "_inheriting", False):   # Python's own test (multiprocessing.spawn)
         raise ConfigError("prepare_corpus was called while a corpus worker process was starting: a spawned worker "
                           "re-runs the main script, and this script calls prepare_corpus at its top level (the "
@@ -383,7 +358,7 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     s.update(tokenizer_identity(s["tokenizer"]))  # its normalisation (applied to the text) and fingerprint
     skipped: list[dict] = []
     sources = resolve_inputs(inputs, s["text_field"], skipped)
-    ident = mf.identity(s, [src.as_dict() for src in sources])
+    ident = {"format": mf.FORMAT, "settings": s, "sources": [src.as_dict() for src in sources]}   # prepare.json
     out = Path(out_dir).expanduser()
     _check_stream(out, sources, overwrite)
     try:
@@ -430,17 +405,17 @@ def _write_store(out: Path, ident: dict, s: dict, sources, skipped: list, exclud
         tok_file = out / "tokenizer" / "tokenizer.json"
         job.update(tokenizer_file=str(tok_file), tokenizer_json_sha256=fingerprint(tok_file), dtype=tok["dtype"],
                    sep_id=tok["sep_id"])   # the workers key their loaded tokenizer by its content
-        markers, resumed, done = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total,
-                                         excluded)
+        markers, resumed, done = _encode(pool, sources, s, job, paths, shard_dir, tmp_dir, tok, bar, total, excluded)
     timing = {"seconds": round(time.perf_counter() - t_start, 3), "tokenizer_seconds": round(tok_seconds, 3),
               "num_workers": n_workers, "resumed_parts": resumed, "input_mb": round(total / 1e6, 3),
               "input_mb_this_run": round((total - done) / 1e6, 3)}   # a resumed run reads only the rest
     timing["mb_per_s"] = round((total - done) / 1e6 / max(timing["seconds"], 1e-9), 3)
     result = mf.build_manifest(ident, markers[-1], markers, tok, timing)
-    log = DropLog.from_marker(DROPPED, markers[-1])
+    log = DropLog(DROPPED, markers[-1])
     result.update(problems_rule=RULE, by_file=log.by_file({x.path: x.compression for x in sources}),
                   inputs={"by_name": sum(x.detected == "name" for x in sources),
-                          "by_content": sum(x.detected != "name" for x in sources), **skipped_summary(skipped)})
+                          "by_content": sum(x.detected != "name" for x in sources), "n_skipped": len(skipped),
+                          "skipped": skipped[:MAX_SKIPPED]})
     if not result["splits"]["train"]["n_tokens"]:
         raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
                         f"{ {k: v for k, v in result['dropped'].items() if v} }); check text_field and the filters")
@@ -461,7 +436,7 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         return markers, resumed, total
     last = markers[-1] if markers else None
     tally = Counter()
-    log = DropLog.from_marker(DROPPED, last)
+    log = DropLog(DROPPED, last)
     if last:
         for group in ("counts", "dropped", "repaired"):
             tally.update(last[group])
@@ -481,10 +456,10 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         entries = {sp: f.commit() for sp, f in part.files.items()}
         shards.check_ids(shard_dir, [{"shards": entries}], tok)   # before its marker: a bad part is never trusted
         fsync_dir(shard_dir)
-        state = log.state()
         marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,
-                  "shards": entries, "problems": state["problems"], **_split_counts(tally),
-                  "drop_files": state["files"]}
+                  "shards": entries, **log.state(),
+                  **{group: {k: int(tally[k]) for k in keys}
+                     for group, keys in (("counts", COUNTS), ("dropped", DROPPED), ("repaired", REPAIRED))}}
         hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)
         shards.write_marker(shard_dir, part.k, hashes, marker)
         markers.append(marker)
@@ -503,14 +478,13 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
             if part.files["train"].n_tokens >= s["shard_tokens"]:
                 close((item.source, item.next_line), final=False)
         close((len(sources), 0), final=True)
-    except shards.DiskFull as exc:
+    except BaseException as exc:
         for f in part.files.values():
             f.abort()
-        raise _disk_full(shard_dir, exc, written, bar.bytes, total) from None
-    except BaseException:
-        for f in part.files.values():
-            f.abort()
-        raise
+        if not isinstance(exc, shards.DiskFull):
+            raise
+        per_byte = written * 3 / max(bar.bytes, 1) if written else 3.0   # ids (2 B) + wst (1 B) per token, about
+        raise shards.disk_full_error(shard_dir, str(exc), per_byte * max(total - bar.bytes, 0) + (16 << 20)) from None
     bar.finish(f"{tally['n_texts_kept']:,} texts kept, {tally['n_tokens']:,} tokens")
     return markers, resumed, done
 
@@ -547,9 +521,3 @@ def _file_problem(p: FileProblem, tally: Counter, log: DropLog, errors: str) -> 
         raise DataError(f"{p.path}{where}: {p.reason} ({p.detail}); fix or remove the file, or pass "
                         "errors='skip' to count it in the manifest and go on")
     log.add(p.path, p.line, p.reason, p.detail)
-
-
-def _disk_full(shard_dir: Path, exc, written_tokens: int, bytes_done: int, total: int):
-    done = max(bytes_done, 1)
-    per_byte = written_tokens * 3 / done if written_tokens else 3.0  # ids (2 B) + wst (1 B) per token, about
-    return shards.disk_full_error(shard_dir, str(exc), per_byte * max(total - bytes_done, 0) + (16 << 20))

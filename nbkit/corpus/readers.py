@@ -8,6 +8,8 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,8 @@ class Chunk:
     """Up to ``chunk_items`` raw items of one source (``bytes`` lines, or values of parquet, JSON arrays, datasets).
 
     ``first_line``: 1-based line (row, element) of ``items[0]``; ``next_line``: 0-based index after the chunk
-    (the resume position); ``raw_pos``: bytes of the file read so far, for progress (an uncompressed file: of the lines read; compressed: of the file on disk).
+    (the resume position); ``raw_pos``: bytes of the file read so far, for progress (uncompressed: of the
+    lines read; compressed: of the file on disk).
     """
 
     source: int
@@ -43,7 +46,6 @@ class FileProblem:
     line: int | None
     reason: str
     detail: str = ""
-
 
 
 def iter_chunks(sources: list[Source], text_field: str, start: tuple[int, int] = (0, 0),
@@ -122,8 +124,7 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
 def _json_array_chunks(si: int, src: Source, stream, guard, raw, skip: int, chunk_items: int):
     """Elements of one JSON array, decoded incrementally (``raw_decode`` over a sliding text buffer)."""
     decoder, dec = json.JSONDecoder(), codecs.getincrementaldecoder("utf-8-sig")()   # a leading BOM dropped
-    buf, pos, n, chunk, eof = "", 0, 0, None, False
-    started = False
+    buf, pos, n, chunk, eof, started = "", 0, 0, None, False, False
     try:
         while True:
             while pos < len(buf) and buf[pos] in " \t\r\n,":
@@ -177,9 +178,6 @@ def _parquet_chunks(si: int, src: Source, text_field: str, skip: int, chunk_item
     path, tmp = src.path, None
     try:
         if src.compression:
-            import shutil
-            import tempfile
-
             fd, tmp = tempfile.mkstemp(suffix=".parquet", dir=tmp_dir)
             with open(src.path, "rb", buffering=0) as raw, os.fdopen(fd, "wb") as out:
                 stream, guard = open_binary(src.compression, raw)

@@ -33,26 +33,19 @@ def locate_mask(problems: list, seen: Counter, path: str, reason: str, lines, ma
 
 
 class DropLog:
-    """Drops by file and reason with their first locations, fed in input order by the main process; ``state``:
-    a previous :meth:`state` to continue from (a resume)."""
+    """Drops by file and reason with their first locations, fed in input order by the main process; ``marker``:
+    the done-marker of the part to continue from (a resume; its :meth:`state` is saved there), or None."""
 
-    def __init__(self, drop_reasons: tuple[str, ...], state: dict | None = None):
+    def __init__(self, drop_reasons: tuple[str, ...], marker: dict | None = None):
         self.reasons = drop_reasons
-        state = state or {}
-        self.problems: list[dict] = list(state.get("problems", []))
+        marker = marker or {}
+        self.problems: list[dict] = list(marker.get("problems", []))
         self.files: dict[str, dict] = {p: {"n_lines": f["n_lines"], "dropped": Counter(f["dropped"]),
-                                           "scan": f.get("scan")} for p, f in state.get("files", {}).items()}
+                                           "scan": f.get("scan")} for p, f in marker.get("drop_files", {}).items()}
         self.seen: Counter = Counter()
         for p in self.problems:
             self.seen[p["path"], p["reason"]] += 1
         self.last = next(reversed(self.files), None)  # the file being read (input order: only it can go on)
-
-    @classmethod
-    def from_marker(cls, drop_reasons: tuple[str, ...], marker: dict | None) -> "DropLog":
-        """The log a part's done-marker saved; a fresh one for ``marker=None``."""
-        if marker is None:
-            return cls(drop_reasons)
-        return cls(drop_reasons, {"problems": marker["problems"], "files": marker.get("drop_files", {})})
 
     def _file(self, path: str) -> dict:
         if path != self.last:  # the stream moved on: forget the previous file unless it lost something
@@ -88,9 +81,9 @@ class DropLog:
         locate_mask(self.problems, self.seen, path, reason, lines, mask, detail)
 
     def state(self) -> dict:
-        """JSON-able state for a part's done-marker."""
+        """JSON-able state for a part's done-marker (``problems``, ``drop_files``)."""
         return {"problems": list(self.problems),
-                "files": {p: {"n_lines": f["n_lines"], "dropped": dict(f["dropped"]), "scan": f["scan"]}
+                "drop_files": {p: {"n_lines": f["n_lines"], "dropped": dict(f["dropped"]), "scan": f["scan"]}
                           for p, f in self.files.items()}}
 
     def by_file(self, compression: dict[str, str | None]) -> dict[str, dict]:
@@ -125,10 +118,9 @@ def file_note(path: str, n_lines: int, bad_utf8: int, scan: dict | None, compres
         return None
     out = _converted(path, compression)
     if not scan or not scan["bad_lines"]:  # a JSON array: its reader stops at the first non-UTF-8 byte
-        return (f"not UTF-8 (a JSON array is dropped from its first 1 MB block holding a non-UTF-8 byte on, "
-                f"{n_lines:,} element(s) read before it): find its encoding "
-                f"(file -bi '{path}'; GBK is common for Chinese text) and convert it: "
-                f"{_pipe(path, out, 'iconv -f THAT_ENCODING -t UTF-8', compression)}")
+        return ("not UTF-8 (a JSON array is dropped from its first 1 MB block holding a non-UTF-8 byte "
+                f"on, {n_lines:,} element(s) read before it): find its encoding (file -bi '{path}'; GBK is common for "
+                f"Chinese text) and convert it: {_pipe(path, out, 'iconv -f THAT_ENCODING -t UTF-8', compression)}")
     head = f"{bad_utf8:,} of {n_lines:,} lines not UTF-8"
     verdict = utf8_verdict(scan)
     if verdict == "gbk":
@@ -144,9 +136,8 @@ def file_note(path: str, n_lines: int, bad_utf8: int, scan: dict | None, compres
 def input_lines(sources: list[dict], skipped: list[dict], max_lines: int = 10) -> list[str]:
     """Lines for a person: inputs read by name and by content (each, or per format past ``max_lines``), then
     what was left out and why."""
-    by_name = [x for x in sources if x.get("detected", "name") == "name"]
     sniffed = [x for x in sources if x.get("detected", "name") != "name"]
-    out = [f"inputs: {len(sources):,} ({len(by_name):,} by file name, {len(sniffed):,} by content)"]
+    out = [f"inputs: {len(sources):,} ({len(sources) - len(sniffed):,} by file name, {len(sniffed):,} by content)"]
     if len(sniffed) <= max_lines:
         out += [f"  {x['path']}: {x['kind']}, by {x['detected']}" for x in sniffed]
     else:

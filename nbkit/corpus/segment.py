@@ -1,11 +1,13 @@
-"""Word segmenters for whole-word masking: ``rjieba`` (jieba-rs) when importable, else ``jieba``. rjieba is
-faster (docs/corpus.md); the backend and its version are part of a store's settings. ``"none"`` segments nothing: a store's word starts are
-then the tokenizer's own words (every token but a ``##`` continuation), for MLM without whole Chinese words, and
-its preparation skips the segmenter (the largest per-text cost: ``bench/prepare_tokenizers.py``).
+"""Word segmenters for whole-word masking: ``rjieba`` (jieba-rs, faster) when importable, else ``jieba``; the
+backend and its version are part of a store's settings. ``"none"`` segments nothing: a store's word starts are
+then the tokenizer's own words (every token but a ``##`` continuation), and its preparation skips the segmenter,
+the largest per-text cost (docs/corpus.md).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as dist_version
 
 from nbkit.errors import ConfigError
 
@@ -18,22 +20,16 @@ def resolve(name: str = "auto") -> str:
     Raises:
         ConfigError: an unknown name, or ``"rjieba"`` asked for but not installed.
     """
-    if name == "none":
-        return name
-    if name == "auto":
-        try:
-            import rjieba  # noqa: F401
-        except ImportError:
-            return "jieba"
-        return "rjieba"
-    if name not in BACKENDS:
+    if name not in (*BACKENDS, "auto"):
         raise ConfigError(f"segmenter={name!r}: use 'auto', 'rjieba', 'jieba' or 'none' (no word segmentation)")
-    if name == "rjieba":
+    if name in ("auto", "rjieba"):
         try:
             import rjieba  # noqa: F401
         except ImportError as exc:
-            raise ConfigError("segmenter='rjieba' is not installed: pip install rjieba, "
-                              "or use segmenter='jieba'") from exc
+            if name == "auto":
+                return "jieba"
+            raise ConfigError("segmenter='rjieba' is not installed: pip install rjieba, or use segmenter='jieba'") from exc
+        return "rjieba"
     return name
 
 
@@ -41,9 +37,6 @@ def version(name: str) -> str:
     """``"rjieba 0.1.13"``: the backend and its installed version (recorded in the store's settings); ``"none"``."""
     if name == "none":
         return name
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
     try:
         return f"{name} {dist_version(name)}"
     except PackageNotFoundError:  # pragma: no cover

@@ -7,6 +7,7 @@ types and binary files are left out and listed. An input that is or lies in a st
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +26,7 @@ NOT_CORPUS = frozenset(
     ".arrow .idx .ids .wst .done .hashes .tmp .part .png .jpg .jpeg .gif .bmp .webp .svg .ico .mp3 .wav .mp4 .mkv "
     ".avi .zip .tar .tgz .bz2 .xz .7z .rar .exe .so .dll .dylib .o .a .class .jar .db .sqlite .iso .img".split())
 DATASET_TYPES = ("Dataset", "DatasetDict", "IterableDataset", "IterableDatasetDict")
-MAX_SKIPPED = 100  # entries of ``skipped`` kept (the count is exact)
+MAX_SKIPPED = 100  # entries of ``skipped`` the manifest keeps (``n_skipped``: the exact count)
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,8 @@ class Source:
     wikipedia: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"path": self.path, "size_bytes": self.size_bytes, "mtime": self.mtime,
-               "kind": self.kind, "compression": self.compression, "detected": self.detected,
-               "wikipedia": self.wikipedia}
+        out = {"path": self.path, "size_bytes": self.size_bytes, "mtime": self.mtime, "kind": self.kind,
+               "compression": self.compression, "detected": self.detected, "wikipedia": self.wikipedia}
         if self.kind == "dataset":
             out["sha256"] = self.sha256
         return out
@@ -73,8 +73,6 @@ def fingerprint(path) -> str:
     Raises:
         OSError: the file cannot be read.
     """
-    import hashlib
-
     h, buf = hashlib.sha256(), bytearray(1 << 20)
     view = memoryview(buf)
     with open(path, "rb", buffering=0) as fh:
@@ -114,6 +112,7 @@ def _walk(root: Path, skipped: list[dict]) -> list[Path]:
     def visit(folder: Path) -> None:
         try:
             st = folder.stat()
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
             skipped.append({"path": str(folder), "reason": f"unreadable folder ({exc.strerror})"})
             return
@@ -125,11 +124,6 @@ def _walk(root: Path, skipped: list[dict]) -> list[Path]:
         seen_dirs[key] = str(folder)
         if folder != root and holds_store_files(folder):
             skipped.append({"path": str(folder), "reason": "a corpus store (its files are not text to prepare)"})
-            return
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError as exc:
-            skipped.append({"path": str(folder), "reason": f"unreadable folder ({exc.strerror})"})
             return
         for entry in entries:
             p = folder / entry.name
@@ -146,30 +140,26 @@ def _walk(root: Path, skipped: list[dict]) -> list[Path]:
     return sorted(found)
 
 
-def _dataset_sources(obj: Any, text_field: str, label: str) -> list[Source]:
-    """A ``datasets`` object as one source (a dict of splits: its ``train`` split, or its only one)."""
+def _dataset_source(obj: Any, text_field: str, label: str) -> Source:
+    """A ``datasets`` object as a source (a dict of splits: its ``train`` split, or its only one)."""
     obj, split = read_split(obj, label)
     path = describe_split(obj, split)
     name = type(obj).__name__
-    columns = list(obj.features) if obj.features is not None else None
-    if columns is not None and text_field not in columns:
-        raise ConfigError(f"{label}: the {name} has no column {text_field!r} (columns: {columns}); pass "
-                          f"text_field= naming the text column")
     if obj.features is not None:
+        if text_field not in obj.features:
+            raise ConfigError(f"{label}: the {name} has no column {text_field!r} (columns: {list(obj.features)}); "
+                              "pass text_field= naming the text column")
         why = text_type_problem(obj.features.arrow_schema.field(text_field).type)
         if why:
             raise ConfigError(f"{label}: column {text_field!r} of the {name} is {why}; cast it to string "
                               "(ds.cast_column(...)) or pass text_field= naming the text column")
     where = f", split {split}" if split else ""
     if name == "Dataset":
-        ident = obj._fingerprint
-        size = int(obj.data.nbytes)
-        detected = f"a datasets.Dataset of {len(obj):,} rows{where}, read in row batches"
-        return [Source(path, "dataset", None, size, 0.0, detected, ident, True, obj)]
-    size = int(getattr(obj.info, "dataset_size", None) or 0)
-    detected = (f"a datasets.IterableDataset{where}, streamed in batches; it has no fingerprint, so the store "
-                "cannot tell it from another stream: it cannot be resumed or reused")
-    return [Source(path, "dataset", None, size, 0.0, detected, None, False, obj)]
+        return Source(path, "dataset", None, int(obj.data.nbytes), 0.0, f"a datasets.Dataset of {len(obj):,} rows"
+                      f"{where}, read in row batches", obj._fingerprint, True, obj)
+    return Source(path, "dataset", None, int(getattr(obj.info, "dataset_size", None) or 0), 0.0,
+                  f"a datasets.IterableDataset{where}, streamed in batches; it has no fingerprint, so the store "
+                  "cannot tell it from another stream: it cannot be resumed or reused", None, False, obj)
 
 
 def _refuse_type(item: Any, label: str) -> ConfigError:
@@ -207,8 +197,8 @@ def resolve_inputs(inputs, text_field: str = "text", skipped: list[dict] | None 
     for i, item in enumerate(inputs):
         label = "inputs" if len(inputs) == 1 else f"inputs[{i}]"
         if type(item).__name__ in DATASET_TYPES and type(item).__module__.startswith("datasets"):
-            for src in _dataset_sources(item, text_field, label):
-                seen.setdefault(src.path if src.reusable else ("stream", i), src)
+            src = _dataset_source(item, text_field, label)
+            seen.setdefault(src.path if src.reusable else ("stream", i), src)
             continue
         if not isinstance(item, (str, os.PathLike)):
             raise _refuse_type(item, label)
@@ -269,8 +259,3 @@ def _nothing_found(text: str, path: Path, left_out: list[dict]) -> str:
         return (f"input {text!r} is no file or folder; it looks like a text, not a path: pass texts as "
                 "datasets.Dataset.from_dict({'text': texts}), or write them to a .txt file")
     return f"input {text!r} matches no corpus file (.txt, .jsonl, .json, .parquet, optionally .gz/.zst); check the path"
-
-
-def skipped_summary(skipped: list[dict]) -> dict[str, Any]:
-    """The manifest's ``inputs.skipped``: the first :data:`MAX_SKIPPED` entries and the exact count."""
-    return {"n_skipped": len(skipped), "skipped": skipped[:MAX_SKIPPED]}

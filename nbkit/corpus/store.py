@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nbkit import jsonio, runs
 from nbkit.errors import ConfigError, DataError
 
 FORMAT = "nbkit-corpus/1"
@@ -54,10 +55,9 @@ def given_store(corpus) -> Path | None:
         return Path(stores[0]).expanduser()
     others = [str(i) for i, yes in zip(items, prepared) if not yes]
     raise ConfigError(
-        f"the corpus lists the prepared store(s) {stores} together with {others or 'another store'}; a store is "
-        "read as it is, never as text, and training reads one store. Pass one store alone (corpus=STORE), or "
-        "prepare the raw files together into a new store (their paths are under \"sources\" in each "
-        "store's manifest.json)")
+        f"the corpus lists the prepared store(s) {stores} together with {others or 'another store'}; a store is read "
+        "as it is, never as text, and training reads one store. Pass one store alone (corpus=STORE), or prepare the "
+        "raw files together into a new store (their paths are under \"sources\" in each store's manifest.json)")
 
 
 def read_manifest(path) -> dict:
@@ -67,8 +67,6 @@ def read_manifest(path) -> dict:
     Raises:
         DataError: what is wrong, the directory and the fix.
     """
-    from nbkit import jsonio
-
     path = Path(path).expanduser()
     fix = _FIX.format(path=path)
     if not path.is_dir():
@@ -204,8 +202,6 @@ def store_dir_for(corpus) -> Path:
     Raises:
         ConfigError: what ``describe_input`` raises (a dict of splits without a ``train`` one).
     """
-    from nbkit import runs
-
     items = corpus if isinstance(corpus, (list, tuple)) else [corpus]
     absolute = [describe_input(c) if is_datasets_object(c)
                 else os.path.abspath(os.path.expanduser(str(c))).rstrip("/") for c in items]

@@ -4,6 +4,7 @@ folder renamed to ``tokenizer/`` when complete; and the held-out rule.
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import time
 import warnings
@@ -12,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from nbkit import jsonio
-from nbkit.errors import ConfigError
+from nbkit.corpus.worker import doc_key
+from nbkit.errors import ConfigError, DataError
+from nbkit.text.tokenizer_files import normalization_flags
+from nbkit.text.wordpiece_order import FAR_BELOW
 
 INFO = "tokenizer_info.json"  # beside tokenizer/: what the store needs to know about it
 #: Whether the tokenizer a store trains runs NFKC (``train_wordpiece``'s default: BERT's normalizer alone).
@@ -30,10 +34,6 @@ def tokenizer_identity(given: str | None) -> dict[str, Any]:
     """
     if given is None:
         return {"unicode_normalization": "NFKC" if TRAINED_NFKC else "none", "tokenizer_sha256": None}
-    import hashlib
-
-    from nbkit.text.tokenizer_files import normalization_flags
-
     tok = _load_given(given)
     spec = tok.backend_tokenizer.to_str()
     form = normalization_flags(tok.backend_tokenizer)["unicode_normalization"] or "none"
@@ -115,8 +115,6 @@ def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int,
                  excluded=()) -> tuple[list[str], int]:
     """The training sample ``(texts, UTF-8 bytes)`` from batches of cleaned texts in input order, held-out
     texts, repeats and ``excluded`` (uint64 hashes) left out, up to ``max_bytes``."""
-    from nbkit.corpus.worker import doc_key
-
     texts, seen, size, cut = [], {int(h) for h in excluded}, 0, heldout_cut(share)
     for batch in cleaned:
         for t in batch:
@@ -135,8 +133,6 @@ def short_vocab_note(n_vocab: int, asked: int, n_texts: int, sample_bytes: int, 
                      sample_mb: float) -> str | None:
     """The warning for a trained vocabulary under :data:`~nbkit.text.wordpiece_order.FAR_BELOW` of ``asked``,
     with its reason and fix; None when close enough."""
-    from nbkit.text.wordpiece_order import FAR_BELOW
-
     if n_vocab >= FAR_BELOW * asked:
         return None
     if sample_cut:
@@ -173,7 +169,6 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
         tok.save_pretrained(str(tmp))
         info = {"trained_on": f"given: {given}"}
     else:
-        from nbkit.errors import DataError
         from nbkit.text.tokenizer import train_wordpiece
 
         max_bytes = int(settings["sample_mb"] * 1e6)

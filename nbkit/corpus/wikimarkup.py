@@ -55,8 +55,7 @@ def _template(m: re.Match) -> str:
     args = [p for p in parts[1:] if "=" not in p]
     if name == "lang" and len(args) >= 2:
         return args[1]
-    if (name.startswith("lang-") or name in ("le", "nowrap", "nobr")
-            or name.startswith("link-")) and args:
+    if (name.startswith(("lang-", "link-")) or name in ("le", "nowrap", "nobr")) and args:
         return args[0]
     return ""
 

@@ -9,13 +9,18 @@ import codecs
 import hashlib
 import json
 import re
+import tempfile
 import unicodedata
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
+from nbkit.corpus import fastpath
+from nbkit.corpus.readers import Chunk, iter_chunks
 from nbkit.corpus.report import keep_location, locate_mask
+from nbkit.corpus.segment import cutter
+from nbkit.corpus.sources import resolve_inputs
 from nbkit.corpus.wikimarkup import is_redirect, strip_markup
 from nbkit.data.filecheck import json_error_text, new_scan, scan_line
 from nbkit.data.textrule import check_text, split_long
@@ -38,15 +43,6 @@ def doc_key(text: str) -> int:
         text = _WIDE.sub(lambda m: _WIDE_NFKD[m.group()], text)   # the same NFKC form (see _WIDE), found faster
     nfkc = unicodedata.normalize("NFKC", text).encode("utf-8")
     return int.from_bytes(hashlib.blake2b(nfkc, digest_size=8).digest(), "little")
-
-
-def _problem(counts: Counter, problems: list, seen: Counter, errors: str, path: str, line: int, reason: str,
-             detail: str):
-    counts[reason] += 1
-    if errors == "raise":
-        raise DataError(f"{path}, line {line}: {reason} ({detail}); fix the line, or pass errors='skip' "
-                        "to drop such lines and count them in the manifest")
-    keep_location(problems, seen, path, line, reason, detail)
 
 
 def _type_name(value) -> str:
@@ -107,11 +103,6 @@ def iter_texts(inputs, text_field: str = "text"):
     Raises:
         ConfigError: no input file found (:func:`nbkit.corpus.sources.resolve_inputs`).
     """
-    import tempfile
-
-    from nbkit.corpus.readers import Chunk, iter_chunks
-    from nbkit.corpus.sources import resolve_inputs
-
     sources = resolve_inputs(inputs)
     with tempfile.TemporaryDirectory(prefix="nbkit-texts-") as tmp:
         for chunk in iter_chunks(sources, text_field, tmp_dir=tmp):
@@ -150,6 +141,14 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
     markup = settings.get("strip_markup", False)
     scan = new_scan() if chunk.kind in ("txt", "jsonl") else None
     texts, lines, utf8 = [], [], 0  # utf8: non-ASCII UTF-8 lines once the scan's GBK check has failed
+
+    def note(reason: str, detail: str, bad_line: bool = False) -> None:   # count and locate it at this line
+        if bad_line and errors == "raise":
+            raise DataError(f"{path}, line {line}: {reason} ({detail}); fix the line, or pass errors='skip' "
+                            "to drop such lines and count them in the manifest")
+        counts[reason] += 1
+        keep_location(problems, seen, path, line, reason, detail)
+
     for offset, item in enumerate(chunk.items):
         line = chunk.first_line + offset
         counts["n_items"] += 1
@@ -158,7 +157,7 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
         except UnicodeDecodeError as exc:
             if scan is not None:
                 scan_line(scan, item, line, utf8_ok=False)
-            _problem(counts, problems, seen, errors, path, line, "bad_utf8", f"byte {exc.start}: {exc.reason}")
+            note("bad_utf8", f"byte {exc.start}: {exc.reason}", bad_line=True)
             continue
         if scan is not None and not item.isascii():
             if scan["gbk"]:
@@ -166,21 +165,18 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
             else:  # what scan_line would count, without a call per line (most lines of a Chinese corpus)
                 utf8 += 1
         if isinstance(value, tuple):
-            _problem(counts, problems, seen, errors, path, line, *value)
+            note(*value, bad_line=True)
             continue
         if isinstance(value, list):
-            keep_location(problems, seen, path, line, "paragraph_lists_joined",
-                          f"{field} is a list of {len(value)} str: joined with \\n as one document's paragraphs")
+            note("paragraph_lists_joined", f"{field} is a list of {len(value)} str: joined with \\n as one document's "
+                 "paragraphs")
             value = "\n".join(value)
-            counts["paragraph_lists_joined"] += 1
         if markup:
             stripped = strip_markup(value)
             if stripped is not value and stripped != value:
                 redirect = is_redirect(value)
                 if redirect or (value.strip() and not stripped.strip()):
-                    counts["markup_only"] += 1
-                    keep_location(problems, seen, path, line, "markup_only",
-                                  "a redirect page" if redirect else "only MediaWiki markup, no text")
+                    note("markup_only", "a redirect page" if redirect else "only MediaWiki markup, no text")
                     continue
                 counts["markup_stripped"] += 1
                 value = stripped
@@ -199,13 +195,10 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
                 text = unicodedata.normalize(form, text)
             visible = sum(map(len, text.split()))   # str.split's whitespace is re's \s (str.isspace)
             if visible < min_chars:
-                counts["too_short"] += 1
-                keep_location(problems, seen, path, line, "too_short", f"{visible} visible characters < min_chars "
-                              f"{min_chars}")
+                note("too_short", f"{visible} visible characters < min_chars {min_chars}")
                 continue
             if min_cjk > 0 and sum(map(len, _CJK_RUN.findall(text))) < min_cjk * visible:
-                counts["non_cjk"] += 1
-                keep_location(problems, seen, path, line, "non_cjk", f"CJK share below min_cjk_share {min_cjk}")
+                note("non_cjk", f"CJK share below min_cjk_share {min_cjk}")
                 continue
             texts.append(text)
             lines.append(line)
@@ -216,8 +209,8 @@ def clean_chunk(chunk, settings: dict, path: str) -> tuple[list[str], Counter, l
 
 
 def _tools(settings: dict):
-    """``(tokenizer, lookup table, cutter, continuation mask)`` of this process, keyed by ``tokenizer.json``'s SHA-256 and the
-    segmenter, not by its path (``overwrite=True`` in one kernel replaces the file).
+    """``(tokenizer, lookup table, cutter, continuation mask)`` of this process, keyed by ``tokenizer.json``'s
+    SHA-256 and the segmenter, not by its path (``overwrite=True`` in one kernel replaces the file).
 
     Raises:
         DataError: the file no longer hashes to ``tokenizer_json_sha256`` (changed during the preparation).
@@ -225,9 +218,6 @@ def _tools(settings: dict):
     key = (settings["tokenizer_json_sha256"], settings["segmenter"])
     if _STATE.get("key") != key:
         from tokenizers import Tokenizer
-
-        from nbkit.corpus.fastpath import continuation_mask, lookup_table
-        from nbkit.corpus.segment import cutter
 
         path = settings["tokenizer_file"]
         with open(path, "rb") as fh:
@@ -237,8 +227,8 @@ def _tools(settings: dict):
                             "preparation started with); let one preparation write a store at a time, then run it "
                             "again with overwrite=True")
         _STATE.clear()
-        _STATE.update(key=key, tok=Tokenizer.from_str(data.decode("utf-8")), table=lookup_table(path),
-                      cut=cutter(settings["segmenter"], keep_space=True), cont=continuation_mask(path))
+        _STATE.update(key=key, tok=Tokenizer.from_str(data.decode("utf-8")), table=fastpath.lookup_table(path),
+                      cut=cutter(settings["segmenter"], keep_space=True), cont=fastpath.continuation_mask(path))
     return _STATE["tok"], _STATE["table"], _STATE["cut"], _STATE["cont"]
 
 
@@ -250,24 +240,21 @@ def encode_chunk(chunk, settings: dict, path: str) -> dict[str, Any]:
         ``lines`` (n,); ``ids`` (t,) of ``settings["dtype"]``; ``wst`` (t,) uint8, 1 at a word's first token
         and at ``[SEP]``; ``counts``, ``problems``, ``scan`` as :func:`clean_chunk`'s.
     """
-    from nbkit.corpus.fastpath import encode_texts
-
     texts, counts, problems, lines, scan = clean_chunk(chunk, settings, path)
     tok, table, cut, cont = _tools(settings)
-    ids, wst, per_text = encode_texts(texts, tok, table, cut, cont)
+    ids, wst, per_text = fastpath.encode_texts(texts, tok, table, cut, cont)
     keep = per_text > 0
     counts["no_tokens"] += int((~keep).sum())
     seen = Counter((p["path"], p["reason"]) for p in problems)
     locate_mask(problems, seen, path, "no_tokens", lines, ~keep, "the tokenizer gives it no token")
-    lines = np.asarray(lines, dtype=np.int64)
     ends = np.cumsum(per_text)[keep]  # a [SEP] after each kept text's tokens
-    dtype = np.dtype(settings["dtype"])
+    kept = [t for t, k in zip(texts, keep.tolist()) if k]
     return {
-        "hashes": np.asarray([doc_key(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.uint64),
+        "hashes": np.asarray([doc_key(t) for t in kept], dtype=np.uint64),
         "lens": per_text[keep] + 1,
-        "chars": np.asarray([len(t) for t, k in zip(texts, keep.tolist()) if k], dtype=np.int64),
-        "lines": lines[keep],
-        "ids": np.insert(ids, ends, settings["sep_id"]).astype(dtype),
+        "chars": np.asarray([len(t) for t in kept], dtype=np.int64),
+        "lines": np.asarray(lines, dtype=np.int64)[keep],
+        "ids": np.insert(ids, ends, settings["sep_id"]).astype(settings["dtype"]),
         "wst": np.insert(wst, ends, 1).astype(np.uint8),
         "counts": counts, "problems": problems, "scan": scan,
     }
