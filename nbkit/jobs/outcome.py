@@ -126,11 +126,9 @@ def remove_empty_new(before: set[Path]) -> list[Path]:
     deepest first (a run's, then its scale's, then the root); returns them. A folder with anything in it stays."""
     removed = []
     for path in sorted(run_folders() - before, key=lambda p: len(p.parts), reverse=True):
-        try:
-            path.rmdir()                                  # empty only: OSError where anything was written
+        with contextlib.suppress(OSError):               # empty only: OSError where anything was written
+            path.rmdir()
             removed.append(path)
-        except OSError:
-            pass
     return removed
 
 

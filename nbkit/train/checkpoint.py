@@ -462,12 +462,6 @@ def discard_checkpoint(path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def leftover_pid(name: str) -> int | None:
-    """The writer's pid of a ``step-NNNNNN.tmp-<pid>`` / ``.old-<pid>`` name, else None."""
-    m = _LEFTOVER.search(name)
-    return int(m.group(1)) if m else None
-
-
 def remove_stale(root) -> list[Path]:
     """Delete the ``.tmp-<pid>``/``.old-<pid>`` folders in ``root`` whose writer is dead or this process, and
     return them; a live writer's (``nbkit.folder_lock.pid_alive``, pids of this machine) stays.
@@ -476,7 +470,8 @@ def remove_stale(root) -> list[Path]:
 
     gone = []
     for p in Path(root).iterdir():
-        pid = leftover_pid(p.name)
+        m = _LEFTOVER.search(p.name)    # step-NNNNNN.tmp-<pid> / .old-<pid>: the writer's pid
+        pid = int(m.group(1)) if m else None
         if pid is None or (pid != os.getpid() and pid_alive(pid)):
             continue
         shutil.rmtree(p, ignore_errors=True)
