@@ -65,9 +65,7 @@ def choose_precision(requested: str = "auto", device=None, capability: tuple[int
 
     if requested not in PRECISIONS:
         raise ConfigError(f"precision={requested!r} is unknown; use one of {', '.join(PRECISIONS)}.")
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(device)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     dtype = device.type
     if dtype == "cuda" and capability is None:
         capability = torch.cuda.get_device_capability(device.index)
@@ -103,12 +101,9 @@ def choose_precision(requested: str = "auto", device=None, capability: tuple[int
 
 def matmul_precision_name(choice: Precision) -> str:
     """The peak column for MFU: bf16/fp16, or for fp32 runs tf32 when CUDA matmuls may use TF32
-    (``torch.get_float32_matmul_precision() != "highest"``), else fp32.
-    """
-    if choice.name != "fp32":
-        return choice.name
+    (``torch.get_float32_matmul_precision() != "highest"``), else fp32."""
     import torch
 
-    if choice.device_type == "cuda" and torch.get_float32_matmul_precision() != "highest":
+    if choice.name == "fp32" and choice.device_type == "cuda" and torch.get_float32_matmul_precision() != "highest":
         return "tf32"
-    return "fp32"
+    return choice.name
