@@ -241,16 +241,15 @@ def loop_state(loop) -> dict:
     from nbkit.switches import capture_rng
 
     st = loop.state
-    dist = getattr(loop, "dist", None)
     return {"step": st.step, "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch,
-            "epoch_start": getattr(st, "epoch_start", 0), "world_size": dist.world_size if dist else 1,
+            "epoch_start": st.epoch_start, "world_size": loop.dist.world_size,
             "skipped_steps": st.skipped_steps, "consecutive_nonfinite": st.consecutive_nonfinite,
             "train_tokens": st.train_tokens, "skipped_examples": st.skipped_examples, "history": st.history,
             "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
             "scaler": loop.scaler.state_dict() if loop.scaler else None, "rng": capture_rng(),
             "config": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(loop.config).items()},
             "precision": loop.precision.name,
-            "order": loop.sampler.order_key(st.epoch) if hasattr(loop, "sampler") else None}
+            "order": loop.sampler.order_key(st.epoch)}
 
 
 def save_loop(loop) -> Path:
@@ -264,7 +263,7 @@ def save_loop(loop) -> Path:
     from nbkit.switches import capture_rng
     from nbkit.train.ddp import group as D
 
-    info = getattr(loop, "dist", None) or D.DistInfo()
+    info = loop.dist
     if info.is_distributed:   # every rank (DDP keeps the weights equal), so none waits for a rank 0 that refused
         check_finite_weights(loop.model, f"the checkpoint at step {loop.state.step}")
     rngs = D.all_gather_object(capture_rng()) if info.is_distributed else None
@@ -291,7 +290,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
             not fit the model.
     """
     from nbkit.switches import restore_rng
-    from nbkit.train.ddp.group import DistInfo, seed_rank
+    from nbkit.train.ddp.group import seed_rank
     from nbkit.train.optim import build_scheduler
 
     s = found.load_state()
@@ -318,7 +317,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     restore_order(loop, s)  # the epoch in progress keeps its saved order: each example once
     loop.state.batch_in_epoch = 0
     loop.state.history = list(s["history"])
-    info = getattr(loop, "dist", None) or DistInfo()
+    info = loop.dist
     per_rank = s.get("rng_per_rank")
     if per_rank is not None and len(per_rank) == info.world_size:
         restore_rng(per_rank[info.rank])

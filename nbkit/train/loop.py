@@ -472,9 +472,9 @@ class Loop:
         ``eval_loss``: mean CE per label token over the whole set (nats; independent of batch size and padding),
         ``eval_tokens``: label tokens scored. MLM (labels (B, T)): ``eval_perplexity``; with a collator naming its
         ``mask_id`` also ``eval_{mask,random,kept}_loss``/``_tokens`` (:func:`target_kinds`). Classification
-        (labels (B,)): ``eval_accuracy``,
-        ``eval_macro_f1``, ``eval_examples``. No label scored: NaN and a warning. ``max_batches``: default
-        ``config.eval_batches`` (None: all); batch i is masked with seed + i; under DDP rank r scores batches r, r + W, ...
+        (labels (B,)): ``eval_accuracy``, ``eval_macro_f1``, ``eval_examples``. No label scored: NaN and a warning.
+        ``max_batches``: default ``config.eval_batches`` (None: all); batch i is masked with seed + i; under DDP
+        rank r scores batches r, r + W, ...
 
         Raises:
             ConfigError: no eval_data, or its sequences exceed ``max_position_embeddings`` (checked once).
@@ -511,7 +511,8 @@ class Loop:
             batch = self._prepare(raw)
             labels = batch.pop("labels")                                  # (B, T) or (B,)
             n_mlm += labels.dim() == 2 and not self._per_token
-            kinds = target_kinds(batch["input_ids"], labels, mask_id) if mask_id is not None and labels.dim() == 2 else None
+            by_kinds = mask_id is not None and labels.dim() == 2
+            kinds = target_kinds(batch["input_ids"], labels, mask_id) if by_kinds else None
             with self.precision.autocast():
                 logits, scored = forward_logits(model, batch, labels, sparse)  # (B, T, V) or (N, V) or (B, C)
                 if kinds is None:
