@@ -283,13 +283,16 @@ def restore_loop(loop, found: Checkpoint) -> dict:
 
     The optimizer and LR schedule are the checkpoint's, its length re-planned to this run's ``max_steps``
     (:func:`replan_lr`). RNG states: each rank its own when the world size is unchanged, else rank 0 the saved
-    ones and the others fresh streams. Returns the loaded state (``config``: the saved TrainConfig as plain data).
+    ones and the others fresh streams. The epoch in progress keeps its saved example order (:func:`saved_order`).
+    Returns the loaded state (``config``: the saved TrainConfig as plain data).
 
     Raises:
         CheckpointError: the checkpoint's identity is not the run's (:func:`check_identity`), or the weights do
             not fit the model.
+        ConfigError: the saved order is for another dataset size.
     """
     from nbkit.switches import restore_rng
+    from nbkit.train.batching import input_lengths
     from nbkit.train.ddp.group import seed_rank
     from nbkit.train.optim import build_scheduler
 
@@ -314,7 +317,11 @@ def restore_loop(loop, found: Checkpoint) -> dict:
         setattr(loop.state, k, s[k])
     loop.state.skipped_examples = s.get("skipped_examples", 0)
     loop.state.epoch, loop.state.epoch_start = global_position(s, len(loop.train_data))
-    restore_order(loop, s)  # the epoch in progress keeps its saved order: each example once
+    key = saved_order(s)    # the epoch in progress keeps its saved order (each example once); later ones the loop's
+    if key is not None and int(key["epoch"]) == loop.state.epoch:
+        key.setdefault("dataset_size", len(loop.train_data))   # pin_order raises ConfigError for another size
+        regroup = key.get("group_size") and loop.sampler.lengths is None
+        loop.sampler.pin_order(key, input_lengths(loop.train_data) if regroup else None)
     loop.state.batch_in_epoch = 0
     loop.state.history = list(s["history"])
     info = loop.dist
@@ -393,21 +400,6 @@ def saved_order(state: dict) -> dict | None:
             "group_size": int(cfg["batch_size"]) * int(state.get("world_size", 1)) if grouped else None}
 
 
-def restore_order(loop, state: dict) -> None:
-    """Pin the resumed epoch of ``loop.sampler`` to the order ``state`` was written in (each example once);
-    later epochs follow the loop's settings. Raises ``ConfigError`` for another dataset size.
-    """
-    from nbkit.train.batching import input_lengths
-
-    key = saved_order(state)
-    if key is None or int(key["epoch"]) != loop.state.epoch:
-        return
-    key.setdefault("dataset_size", len(loop.train_data))
-    sampler = loop.sampler
-    lengths = input_lengths(loop.train_data) if key.get("group_size") and sampler.lengths is None else None
-    sampler.pin_order(key, lengths)
-
-
 def keep_global_batch(state: dict, batch_size: int, grad_accum_steps: int, world_size: int) -> tuple[int, str | None, bool]:
     """``(grad_accum_steps, note, kept)`` for resuming checkpoint ``state`` under ``world_size`` processes.
 
@@ -432,16 +424,6 @@ def keep_global_batch(state: dict, batch_size: int, grad_accum_steps: int, world
         f"batch from {global_then} to {batch_size * grad_accum_steps * world_size} sequences per step: no whole "
         f"grad_accum_steps keeps {global_then} with batch_size {batch_size}. To keep it, choose batch_size and "
         f"grad_accum_steps with batch_size x grad_accum_steps x {world_size} = {global_then}."), False
-
-
-def world_sizes(state: dict, now: int) -> str:
-    """``"world size 2"`` when the checkpoint ``state`` was written by as many processes as resume it (``now``),
-    else ``"written by 2 processes, resumed under 1"`` (no ``world_size`` saved: one process).
-    """
-    then = int(state.get("world_size", 1))
-    if then == int(now):
-        return f"world size {then}"
-    return f"written by {then} process{'es' if then != 1 else ''}, resumed under {int(now)}"
 
 
 _LEFTOVER = re.compile(r"\.(?:tmp|old)-(\d+)$")

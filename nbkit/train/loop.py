@@ -588,8 +588,10 @@ class Loop:
         if accum != cfg.grad_accum_steps:
             self.config = dataclasses.replace(cfg, grad_accum_steps=accum)
         if self.dist.is_main:
-            print(f"resumed from {found.path} (step {self.state.step}, {ckpt.world_sizes(saved, self.dist.world_size)})"
-                  + (f"; {note}" if note and kept else ""))
+            then, now = int(saved.get("world_size", 1)), self.dist.world_size   # no world_size saved: one process
+            sizes = (f"world size {now}" if then == now
+                     else f"written by {then} process{'es' if then != 1 else ''}, resumed under {now}")
+            print(f"resumed from {found.path} (step {self.state.step}, {sizes})" + (f"; {note}" if note and kept else ""))
             if note and not kept:
                 warnings.warn(note, UserWarning, stacklevel=4)
             preflight.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
