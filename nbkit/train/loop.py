@@ -591,7 +591,8 @@ class Loop:
             then, now = int(saved.get("world_size", 1)), self.dist.world_size   # no world_size saved: one process
             sizes = (f"world size {now}" if then == now
                      else f"written by {then} process{'es' if then != 1 else ''}, resumed under {now}")
-            print(f"resumed from {found.path} (step {self.state.step}, {sizes})" + (f"; {note}" if note and kept else ""))
+            print(f"resumed from {found.path} (step {self.state.step}, {sizes})"
+                  + (f"; {note}" if note and kept else ""))
             if note and not kept:
                 warnings.warn(note, UserWarning, stacklevel=4)
             preflight.warn_resume_changes(self, saved, found.path)  # changed settings, nothing to do
