@@ -91,8 +91,7 @@ def choose_precision(requested: str = "auto", device=None, capability: tuple[int
         choice = Precision("fp16", dtype, True,
                            f"bf16 requested but compute capability {cc} < 8.0; fell back to fp16 + GradScaler")
     else:
-        why = {"bf16": "bf16 as requested", "fp16": "fp16 with a GradScaler as requested",
-               "fp32": "fp32 as requested"}[requested]
+        why = f"{requested}{' with a GradScaler' if requested == 'fp16' else ''} as requested"
         choice = Precision(requested, dtype, requested == "fp16", why + (f" (compute capability {cc})" if cc else ""))
     if verbose:
         print(f"precision: {choice.name} ({choice.reason})")
