@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -220,11 +221,8 @@ def _env(extra: dict | None) -> list[dict]:
 
 
 def _resources(gpus: int, cpu: int, memory: str) -> dict:
-    requests = {"cpu": str(cpu), "memory": memory}
-    limits = {"memory": memory}
-    if gpus:
-        requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = str(gpus)   # GPUs: requests must equal limits
-    return {"requests": requests, "limits": limits}
+    gpu = {"nvidia.com/gpu": str(gpus)} if gpus else {}   # GPUs: requests must equal limits
+    return {"requests": {"cpu": str(cpu), "memory": memory, **gpu}, "limits": {"memory": memory, **gpu}}
 
 
 def _volumes(pvc: str, shm_size: str) -> list[dict]:
@@ -320,11 +318,9 @@ def skypilot_task(args=(), job: str = "nbkit.jobs.pretrain", name: str = "nbkit-
     resources = {"image_id": f"docker:{image}", "cpus": f"{cpu}+", "memory": f"{memory}+"}
     if gpus_per_node:
         resources["accelerators"] = f"{accelerator}:{int(gpus_per_node)}"
-    import shlex
-
     run = " ".join(shlex.quote(w) for w in _command(job, args, "skypilot"))
     return {"name": name, "num_nodes": int(nodes), "resources": resources,
-            "envs": {"NBKIT_RUNS_DIR": RUNS, "HF_HUB_OFFLINE": "1", **{k: str(v) for k, v in (env or {}).items()}},
+            "envs": {e["name"]: e["value"] for e in _env(env)},
             "volumes": {RUNS: volume}, "run": f"set -e\n{run}\n"}
 
 

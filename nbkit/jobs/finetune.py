@@ -81,9 +81,8 @@ def summary(metrics: dict, out_dir, export_dir=None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the job; the exit code: 0 done, 2 an nbkit error (once, with this job's flags for the names in
-    it), 130 interrupted, 143 stopped by SIGTERM (one line: where it stopped, what resumes it). See
-    :mod:`nbkit.jobs.outcome`."""
+    """Run the job; its exit code as :func:`nbkit.jobs.outcome.run_job` gives it (0 done, 2 an nbkit error, 130
+    interrupted, 143 stopped by SIGTERM)."""
     from nbkit.jobs.outcome import run_job
 
     return run_job("nbkit.jobs.finetune", _run, argv, parser())

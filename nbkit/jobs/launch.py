@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import importlib.util
 import json
 import os
@@ -37,16 +38,13 @@ def visible_gpus() -> int:
 
 
 def build_command(target, nproc_per_node: int = 1, args=(), torchrun_args=()) -> list[str]:
-    """The ``torchrun`` command line for ``target``.
-
-    ``target``: a ``.py`` file; ``"pkg.module"`` (run as ``-m``); ``"pkg.module:function"``
-    or an importable function (called with ``args`` as strings by ``nbkit.jobs.call``).
-    ``torchrun_args`` replace the default ``--standalone`` (single node, free port), e.g.
-    ``("--nnodes=2", "--node-rank=0", "--rdzv-backend=c10d", "--rdzv-endpoint=host:29400")``.
+    """The ``torchrun`` command line for ``target``: a ``.py`` file; ``"pkg.module"`` (run as ``-m``);
+    ``"pkg.module:function"`` or an importable function (called with ``args`` as strings by ``nbkit.jobs.call``).
+    ``torchrun_args`` replace the default ``--standalone`` (single node, free port), e.g. for several nodes.
 
     Raises:
-        ConfigError: ``nproc_per_node < 1``; a function defined in the notebook itself
-            (``__main__``), which the worker processes cannot import.
+        ConfigError: ``nproc_per_node < 1``; a function defined in the notebook itself (``__main__``), which the
+            worker processes cannot import.
     """
     if int(nproc_per_node) < 1:
         raise ConfigError(f"nproc_per_node={nproc_per_node}; use 1 or more processes")
@@ -209,11 +207,9 @@ class LaunchHandle:
 
         alive = set()
         for pid in self.pids:
-            try:
+            with contextlib.suppress(psutil.Error):
                 if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
                     alive.add(pid)
-            except psutil.Error:
-                pass
         return alive
 
     def interrupt(self, grace_s: float = 60.0) -> int | None:
@@ -221,10 +217,8 @@ class LaunchHandle:
         step boundary and exit, within torchrun's ``--shutdown-timeout``, 30 s by default); after ``grace_s`` s
         :meth:`terminate` (at once after a second interrupt). Returns the exit code (130 when it stopped on the
         signal)."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.proc.pid, signal.SIGINT)
-        except ProcessLookupError:
-            pass
         deadline = time.monotonic() + grace_s
         try:
             while self.proc.poll() is None and time.monotonic() < deadline:
@@ -242,10 +236,8 @@ class LaunchHandle:
         self.pids |= self._descendants()
         targets = self.alive_pids()
         if targets:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
             self._signal(targets, signal.SIGTERM)
             deadline = time.monotonic() + grace_s
             while self.alive_pids() and time.monotonic() < deadline:
@@ -259,10 +251,8 @@ class LaunchHandle:
     @staticmethod
     def _signal(pids: set[int], sig) -> None:
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
 
 
 @atexit.register
@@ -275,24 +265,18 @@ def _terminate_all() -> None:
 def launch(target, nproc_per_node: int = 1, args=(), env: dict | None = None, on_metrics=None,
            log_dir: str | Path | None = None, device: str = "auto", torchrun_args=(),
            show: bool = True) -> LaunchHandle:
-    """Start ``target`` under torchrun with ``nproc_per_node`` processes; return a ``LaunchHandle``.
+    """Start ``target`` (as :func:`build_command` takes it, with ``args``) under torchrun with ``nproc_per_node``
+    processes on this machine; return a ``LaunchHandle``.
 
-    Args:
-        target: script path, module, ``"module:function"`` or importable function (see ``build_command``).
-        nproc_per_node: worker processes on this machine (one per GPU for CUDA).
-        args: command-line arguments for the target.
-        env: extra environment variables for the job (the kernel's environment is inherited).
-        on_metrics: receives each metrics dict: an object with ``update(dict)`` (LivePlot),
-            a Callback (``on_log(None, dict)``) or a plain callable; called in ``wait()``/``poll()``.
-        log_dir: if given, all output is appended to ``<log_dir>/launch-<time>.log``.
-        device: ``"cuda"``, ``"cpu"`` (hides GPUs from workers: ``CUDA_VISIBLE_DEVICES=""``,
-            so they use gloo) or ``"auto"`` (cuda when a GPU is visible).
-        torchrun_args: torchrun flags replacing ``--standalone`` (multi-node).
-        show: echo output (a display area updated in place in a kernel, print elsewhere).
+    ``env``: extra variables (the kernel's environment is inherited). ``on_metrics`` receives each metrics dict
+    in ``wait()``/``poll()``: an object with ``update(dict)`` (LivePlot), a Callback (``on_log(None, dict)``) or
+    a callable. ``log_dir``: all output also appended to ``<log_dir>/launch-<time>.log``. ``device``: ``"cuda"``,
+    ``"cpu"`` (``CUDA_VISIBLE_DEVICES=""`` for the workers, so they use gloo) or ``"auto"`` (cuda when a GPU is
+    visible). ``show``: echo output (a display updated in place in a kernel, print elsewhere).
 
     Raises:
-        ConfigError: more processes than visible GPUs on a CUDA run (names both numbers and
-            the CPU alternative); ``torch.distributed.run`` missing; bad ``target``/``device``.
+        ConfigError: more processes than visible GPUs on a CUDA run (names both numbers and the CPU
+            alternative); ``torch.distributed.run`` missing; bad ``target``/``device``.
     """
     if device not in ("auto", "cuda", "cpu"):
         raise ConfigError(f"device={device!r}; use 'auto', 'cuda' or 'cpu'")
@@ -326,20 +310,14 @@ METRICS_PREFIX = "NBKIT_METRICS "
 
 
 def emit_metrics(metrics: dict, file=None) -> None:
-    """Print one metrics line (``NBKIT_METRICS {json}``) and flush; call it on rank 0 only.
-
-    The line is strict JSON (:func:`nbkit.jsonio.dumps`): NaN/inf become ``null``, numpy
-    or 0-d tensor numbers plain numbers, anything else JSON cannot encode a string.
-    """
+    """Print one metrics line ``NBKIT_METRICS {json}`` (strict JSON by :func:`nbkit.jsonio.dumps`: NaN/inf as
+    ``null``) and flush; call it on rank 0 only."""
     print(METRICS_PREFIX + jsonio.dumps(metrics), file=file or sys.stdout, flush=True)
 
 
 class MetricsPrinter:
-    """Loop callback that prints each log dict as a metrics line (``on_log`` -> ``emit_metrics``).
-
-    Add it to ``Loop(callbacks=[...])`` in job scripts so ``launch`` can plot them; ``on_evaluate`` metrics
-    are forwarded with the loop's ``step`` added.
-    """
+    """Loop callback for job scripts: each log dict, and each evaluation's with the loop's ``step`` added, as a
+    metrics line that ``launch`` plots."""
 
     def on_log(self, loop, logs: dict) -> None:
         emit_metrics(logs)
@@ -350,11 +328,8 @@ class MetricsPrinter:
 
 
 def parse_metrics_line(line: str) -> dict | None:
-    """The dict in a metrics line, or ``None`` for any other line (also for malformed JSON).
-
-    Worker output may be prefixed by torchrun (``[rank0]:``), so the prefix is searched
-    anywhere in the line.
-    """
+    """The dict in a metrics line (its prefix anywhere: torchrun may prepend ``[rank0]:``), or None for any other
+    line and for malformed JSON."""
     i = line.find(METRICS_PREFIX)
     if i < 0:
         return None

@@ -69,14 +69,14 @@ def first_to_say(text: str) -> bool:
     key = hashlib.sha1(f"{run}\n{text}".encode()).hexdigest()[:16]
     try:
         os.close(os.open(os.path.join(tempfile.gettempdir(), f"nbkit-said-{key}"), os.O_CREAT | os.O_EXCL, 0o644))
-    except FileExistsError:
-        return False
-    except OSError:
-        return True
+    except OSError as err:   # said already; any other error (no temp folder): say it
+        return not isinstance(err, FileExistsError)
     return True
 
 
-def _say(line: str) -> None:
+def _say(line: str | None) -> None:
+    if line is None:   # no flag hint
+        return
     with contextlib.suppress(OSError, ValueError):   # the launcher's pipe may be gone with it
         print(line, file=sys.stderr, flush=True)
 
@@ -126,11 +126,9 @@ def remove_empty_new(before: set[Path]) -> list[Path]:
     deepest first (a run's, then its scale's, then the root); returns them. A folder with anything in it stays."""
     removed = []
     for path in sorted(run_folders() - before, key=lambda p: len(p.parts), reverse=True):
-        try:
-            path.rmdir()                                  # empty only: OSError where anything was written
+        with contextlib.suppress(OSError):               # empty only: OSError where anything was written
+            path.rmdir()
             removed.append(path)
-        except OSError:
-            pass
     return removed
 
 
@@ -149,9 +147,7 @@ def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
 
     def show_with_flags(message, category, filename, lineno, file=None, line=None):
         show(message, category, filename, lineno, file, line)
-        hint = flag_hint(str(message), flags)
-        if hint:
-            _say(hint)
+        _say(flag_hint(str(message), flags))
 
     warnings.showwarning = show_with_flags
     before = run_folders()
@@ -170,9 +166,7 @@ def run_job(prog: str, body, argv, parser: argparse.ArgumentParser) -> int:
         text = f"{prog}: error: {exc}"
         if first_to_say(text):
             _say(text if _rank() == 0 else f"[rank {_rank()}] {text}")
-            hint = flag_hint(str(exc), flags)
-            if hint:
-                _say(hint)
+            _say(flag_hint(str(exc), flags))
         return BAD_INPUT
     except Exception as exc:
         if not orphaned():

@@ -22,12 +22,12 @@ def parser():
     from nbkit.jobs.common import job_parser
     from nbkit.recipes.pretraining import PretrainConfig
 
-    p = job_parser("nbkit pretraining, masked (mlm) or causal, and SFT on conversations (sft) (runs under torchrun)", PretrainConfig, skip=SKIP,
-                   output_dir_help="where checkpoints, model/ and metrics.json go (default: runs/<scale>/mlm, causal with "
-                                   "--objective causal, "
-                                   "runs/<scale>/sft with --objective sft, runs/<scale>/mlm-<store name> with --corpus, plus -<overrides> such as "
-                                   "-lr0.002-seed3: notebook 02's folder for the same settings; runs/ is "
-                                   "$NBKIT_RUNS_DIR)")
+    p = job_parser("nbkit pretraining, masked (mlm) or causal, and SFT on conversations (sft) (runs under torchrun)",
+                   PretrainConfig, skip=SKIP,
+                   output_dir_help="where checkpoints, model/ and metrics.json go (default: runs/<scale>/mlm, causal "
+                                   "with --objective causal, runs/<scale>/sft with --objective sft, runs/<scale>/mlm-"
+                                   "<store name> with --corpus, plus -<overrides> such as -lr0.002-seed3: notebook "
+                                   "02's folder for the same settings; runs/ is $NBKIT_RUNS_DIR)")
     p.add_argument("--corpus-wait-s", type=float, default=6 * 3600.0,
                    help="how long ranks other than 0 wait for the prepared store (s)")
     return p
@@ -49,9 +49,8 @@ def config(a):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the job; the exit code: 0 done, 2 an nbkit error (once, with this job's flags for the names in
-    it), 130 interrupted, 143 stopped by SIGTERM (one line: where it stopped, what resumes it). See
-    :mod:`nbkit.jobs.outcome`."""
+    """Run the job; its exit code as :func:`nbkit.jobs.outcome.run_job` gives it (0 done, 2 an nbkit error, 130
+    interrupted, 143 stopped by SIGTERM)."""
     from nbkit.jobs.outcome import run_job
 
     return run_job("nbkit.jobs.pretrain", _run, argv, parser())

@@ -70,25 +70,24 @@ class SeededCollate:
 
 
 def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: bool = False):
-    # sampler: nbkit.train.ddp.sampler.ResumableDistributedSampler
-    """Endless micro-batches over epochs from ``state``'s position, advancing ``state.epoch``/``batch_in_epoch``.
+    """Endless micro-batches over epochs from ``state``'s (``TrainState``) position, advancing ``state.epoch``/
+    ``batch_in_epoch``, in the order of ``sampler`` (``nbkit.train.ddp.sampler.ResumableDistributedSampler``).
 
     Starts at global sample ``state.epoch_start + state.batch_in_epoch * batch_size * W`` of the epoch's
-    order (W: the sampler's ``num_replicas``). ``config``: batch_size, num_workers, pin_memory (None:
-    the ``pin_memory`` argument), seed, compile (drops the last partial batch: static shapes). With
-    workers each batch is waited for at most ``nbkit.train.workers.WORKER_TIMEOUT_S``.
+    order (W: the sampler's ``num_replicas``). ``config`` (``TrainConfig``): its ``pin_memory`` None takes the
+    ``pin_memory`` argument; ``compile`` drops the last partial batch (static shapes). With workers each batch
+    is waited for at most ``nbkit.train.workers.WORKER_TIMEOUT_S``.
 
     Raises:
         DataError: the data cannot fill one batch.
     """
     pin = config.pin_memory if config.pin_memory is not None else pin_memory
-    world = getattr(sampler, "num_replicas", 1)
     while True:
-        start = getattr(state, "epoch_start", 0) + state.batch_in_epoch * config.batch_size * world
+        start = state.epoch_start + state.batch_in_epoch * config.batch_size * sampler.num_replicas
         sampler.set_epoch(state.epoch, start=min(start, len(data)))
         loader = torch.utils.data.DataLoader(
             IndexedDataset(data), batch_size=config.batch_size, sampler=sampler,
-            collate_fn=SeededCollate(collate_fn, config.seed, state.epoch, getattr(config, "skip_examples", ())),
+            collate_fn=SeededCollate(collate_fn, config.seed, state.epoch, config.skip_examples),
             num_workers=config.num_workers, pin_memory=pin, drop_last=bool(config.compile),
             timeout=loader_timeout(config.num_workers),  # a batch lost by a worker is an error, not a hang
             generator=torch.Generator().manual_seed(config.seed))  # a new iterator never draws from the global RNG
@@ -101,9 +100,7 @@ def micro_batches(data, sampler, state, config, collate_fn=None, pin_memory: boo
         if not got and start == 0:
             raise DataError(f"the training data gives no batch of {config.batch_size} "
                             f"({len(data)} examples); add data or lower batch_size.")
-        state.epoch, state.batch_in_epoch = state.epoch + 1, 0
-        if hasattr(state, "epoch_start"):
-            state.epoch_start = 0
+        state.epoch, state.batch_in_epoch, state.epoch_start = state.epoch + 1, 0, 0
 
 
 def prepare_batch(batch: dict, device, pad_multiple: int | None = None, pad_id: int = 0) -> dict:

@@ -5,6 +5,7 @@ views from ``transformers.Trainer``.
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -169,8 +170,6 @@ class ProgressLine:
         return " | ".join(parts)
 
     def _print(self, text: str) -> None:
-        import sys
-
         self._last = self.clock()
         print(text, file=self.stream or sys.stdout, flush=True)
 

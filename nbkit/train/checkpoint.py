@@ -241,16 +241,15 @@ def loop_state(loop) -> dict:
     from nbkit.switches import capture_rng
 
     st = loop.state
-    dist = getattr(loop, "dist", None)
     return {"step": st.step, "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch,
-            "epoch_start": getattr(st, "epoch_start", 0), "world_size": dist.world_size if dist else 1,
+            "epoch_start": st.epoch_start, "world_size": loop.dist.world_size,
             "skipped_steps": st.skipped_steps, "consecutive_nonfinite": st.consecutive_nonfinite,
             "train_tokens": st.train_tokens, "skipped_examples": st.skipped_examples, "history": st.history,
             "optimizer": loop.optimizer.state_dict(), "scheduler": loop.scheduler.state_dict(),
             "scaler": loop.scaler.state_dict() if loop.scaler else None, "rng": capture_rng(),
             "config": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(loop.config).items()},
             "precision": loop.precision.name,
-            "order": loop.sampler.order_key(st.epoch) if hasattr(loop, "sampler") else None}
+            "order": loop.sampler.order_key(st.epoch)}
 
 
 def save_loop(loop) -> Path:
@@ -264,7 +263,7 @@ def save_loop(loop) -> Path:
     from nbkit.switches import capture_rng
     from nbkit.train.ddp import group as D
 
-    info = getattr(loop, "dist", None) or D.DistInfo()
+    info = loop.dist
     if info.is_distributed:   # every rank (DDP keeps the weights equal), so none waits for a rank 0 that refused
         check_finite_weights(loop.model, f"the checkpoint at step {loop.state.step}")
     rngs = D.all_gather_object(capture_rng()) if info.is_distributed else None
@@ -284,14 +283,17 @@ def restore_loop(loop, found: Checkpoint) -> dict:
 
     The optimizer and LR schedule are the checkpoint's, its length re-planned to this run's ``max_steps``
     (:func:`replan_lr`). RNG states: each rank its own when the world size is unchanged, else rank 0 the saved
-    ones and the others fresh streams. Returns the loaded state (``config``: the saved TrainConfig as plain data).
+    ones and the others fresh streams. The epoch in progress keeps its saved example order (:func:`saved_order`).
+    Returns the loaded state (``config``: the saved TrainConfig as plain data).
 
     Raises:
         CheckpointError: the checkpoint's identity is not the run's (:func:`check_identity`), or the weights do
             not fit the model.
+        ConfigError: the saved order is for another dataset size.
     """
     from nbkit.switches import restore_rng
-    from nbkit.train.ddp.group import DistInfo, seed_rank
+    from nbkit.train.batching import input_lengths
+    from nbkit.train.ddp.group import seed_rank
     from nbkit.train.optim import build_scheduler
 
     s = found.load_state()
@@ -315,10 +317,14 @@ def restore_loop(loop, found: Checkpoint) -> dict:
         setattr(loop.state, k, s[k])
     loop.state.skipped_examples = s.get("skipped_examples", 0)
     loop.state.epoch, loop.state.epoch_start = global_position(s, len(loop.train_data))
-    restore_order(loop, s)  # the epoch in progress keeps its saved order: each example once
+    key = saved_order(s)    # the epoch in progress keeps its saved order (each example once); later ones the loop's
+    if key is not None and int(key["epoch"]) == loop.state.epoch:
+        key.setdefault("dataset_size", len(loop.train_data))   # pin_order raises ConfigError for another size
+        regroup = key.get("group_size") and loop.sampler.lengths is None
+        loop.sampler.pin_order(key, input_lengths(loop.train_data) if regroup else None)
     loop.state.batch_in_epoch = 0
     loop.state.history = list(s["history"])
-    info = getattr(loop, "dist", None) or DistInfo()
+    info = loop.dist
     per_rank = s.get("rng_per_rank")
     if per_rank is not None and len(per_rank) == info.world_size:
         restore_rng(per_rank[info.rank])
@@ -394,21 +400,6 @@ def saved_order(state: dict) -> dict | None:
             "group_size": int(cfg["batch_size"]) * int(state.get("world_size", 1)) if grouped else None}
 
 
-def restore_order(loop, state: dict) -> None:
-    """Pin the resumed epoch of ``loop.sampler`` to the order ``state`` was written in (each example once);
-    later epochs follow the loop's settings. Raises ``ConfigError`` for another dataset size.
-    """
-    from nbkit.train.batching import input_lengths
-
-    key = saved_order(state)
-    if key is None or int(key["epoch"]) != loop.state.epoch:
-        return
-    key.setdefault("dataset_size", len(loop.train_data))
-    sampler = loop.sampler
-    lengths = input_lengths(loop.train_data) if key.get("group_size") and sampler.lengths is None else None
-    sampler.pin_order(key, lengths)
-
-
 def keep_global_batch(state: dict, batch_size: int, grad_accum_steps: int, world_size: int) -> tuple[int, str | None, bool]:
     """``(grad_accum_steps, note, kept)`` for resuming checkpoint ``state`` under ``world_size`` processes.
 
@@ -435,16 +426,6 @@ def keep_global_batch(state: dict, batch_size: int, grad_accum_steps: int, world
         f"grad_accum_steps with batch_size x grad_accum_steps x {world_size} = {global_then}."), False
 
 
-def world_sizes(state: dict, now: int) -> str:
-    """``"world size 2"`` when the checkpoint ``state`` was written by as many processes as resume it (``now``),
-    else ``"written by 2 processes, resumed under 1"`` (no ``world_size`` saved: one process).
-    """
-    then = int(state.get("world_size", 1))
-    if then == int(now):
-        return f"world size {then}"
-    return f"written by {then} process{'es' if then != 1 else ''}, resumed under {int(now)}"
-
-
 _LEFTOVER = re.compile(r"\.(?:tmp|old)-(\d+)$")
 
 
@@ -462,12 +443,6 @@ def discard_checkpoint(path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def leftover_pid(name: str) -> int | None:
-    """The writer's pid of a ``step-NNNNNN.tmp-<pid>`` / ``.old-<pid>`` name, else None."""
-    m = _LEFTOVER.search(name)
-    return int(m.group(1)) if m else None
-
-
 def remove_stale(root) -> list[Path]:
     """Delete the ``.tmp-<pid>``/``.old-<pid>`` folders in ``root`` whose writer is dead or this process, and
     return them; a live writer's (``nbkit.folder_lock.pid_alive``, pids of this machine) stays.
@@ -476,7 +451,8 @@ def remove_stale(root) -> list[Path]:
 
     gone = []
     for p in Path(root).iterdir():
-        pid = leftover_pid(p.name)
+        m = _LEFTOVER.search(p.name)    # step-NNNNNN.tmp-<pid> / .old-<pid>: the writer's pid
+        pid = int(m.group(1)) if m else None
         if pid is None or (pid != os.getpid() and pid_alive(pid)):
             continue
         shutil.rmtree(p, ignore_errors=True)

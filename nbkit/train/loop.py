@@ -70,7 +70,8 @@ class Loop:
         self.config, self.train_data, self.eval_data = config, train_data, eval_data
         self.collate_fn, self.callbacks = collate_fn, list(callbacks)
         self.dist = D.DistInfo.from_env() if should_join() else D.DistInfo()  # setup() joins the group
-        self.device = torch.device(device or _default_device(self.dist))
+        cuda = f"cuda:{self.dist.local_rank}" if self.dist.is_distributed else "cuda"
+        self.device = torch.device(device or (cuda if torch.cuda.is_available() else "cpu"))
         preflight.check_device(self.device)            # each raises naming the fix, before any work
         preflight.check_output_dir(config.output_dir)
         preflight.check_not_empty(train_data, "train_data")
@@ -97,7 +98,9 @@ class Loop:
         model_type = getattr(getattr(model, "config", None), "model_type", None)
         self._is_bert = model_type == "bert"
         self._is_causal = model_type in CAUSAL_TYPES
-        self._per_token = is_token_classifier(model)   # labels (B, T) of a few classes, not MLM targets
+        # a *ForTokenClassification model: labels (B, T) of a few classes, scored by accuracy and macro-F1,
+        # not MLM targets (no perplexity, no MLM-head FLOPs)
+        self._per_token = type(model).__name__.endswith("ForTokenClassification")
         self.sparse_head = uses_sparse_head(model, config.compile)
         peak_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else ""
         self.peak_tflops = peak_tflops(peak_name, matmul_precision_name(self.precision)) if peak_name else None
@@ -215,17 +218,13 @@ class Loop:
         vals = torch.cat([D.all_reduce_sum(local), grad_norm.double().reshape(1)]).tolist()  # the one sync/step
         loss_v, tokens, samples, seq_flops, *voted, norm_v = vals  # sums over ranks; grad norm equal on all ranks
         tokens, samples = int(tokens), int(samples)
-        lr = self.optimizer.param_groups[0]["lr"]
+        lr = self.optimizer.param_groups[0]["lr"]   # the LR this step used (before the scheduler steps)
         loss_finite = math.isfinite(loss_v)   # a GradScaler's overflow shows in the gradients, never in the loss
         finite = loss_finite and (self.scaler is not None or math.isfinite(norm_v))
-        if finite:
+        if finite:   # with a scaler, an overflow (non-finite grad norm) makes it skip the update itself
             (self.scaler.step(self.optimizer) if self.scaler else self.optimizer.step())
-            self.state.consecutive_nonfinite = 0
-            if not math.isfinite(norm_v):     # the scaler found an overflow and skipped the update itself
-                self.state.skipped_steps += 1
-        else:
-            self.state.skipped_steps += 1
-            self.state.consecutive_nonfinite += 1
+        self.state.skipped_steps += int(not (finite and math.isfinite(norm_v)))
+        self.state.consecutive_nonfinite = 0 if finite else self.state.consecutive_nonfinite + 1
         if self.scaler:
             self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
@@ -233,8 +232,8 @@ class Loop:
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
             self.scheduler.step()
         return {"loss_sum": loss_v if finite else 0.0, "n_label": n_label if finite else 0, "finite": finite,
-                "loss_finite": loss_finite, "loss": loss_v / (n_label or 1), "grad_norm": norm_v, "lr": lr, "samples": samples, "tokens": tokens, "flops": seq_flops,
-                "votes": tuple(voted)}
+                "loss_finite": loss_finite, "loss": loss_v / (n_label or 1), "grad_norm": norm_v, "lr": lr,
+                "samples": samples, "tokens": tokens, "flops": seq_flops, "votes": tuple(voted)}
 
     def _check_nonfinite(self, out: dict) -> None:
         """Stop at a non-finite loss (its step named: no later step recovers it), or after
@@ -473,9 +472,9 @@ class Loop:
         ``eval_loss``: mean CE per label token over the whole set (nats; independent of batch size and padding),
         ``eval_tokens``: label tokens scored. MLM (labels (B, T)): ``eval_perplexity``; with a collator naming its
         ``mask_id`` also ``eval_{mask,random,kept}_loss``/``_tokens`` (:func:`target_kinds`). Classification
-        (labels (B,)): ``eval_accuracy``,
-        ``eval_macro_f1``, ``eval_examples``. No label scored: NaN and a warning. ``max_batches``: default
-        ``config.eval_batches`` (None: all); batch i is masked with seed + i; under DDP rank r scores batches r, r + W, ...
+        (labels (B,)): ``eval_accuracy``, ``eval_macro_f1``, ``eval_examples``. No label scored: NaN and a warning.
+        ``max_batches``: default ``config.eval_batches`` (None: all); batch i is masked with seed + i; under DDP
+        rank r scores batches r, r + W, ...
 
         Raises:
             ConfigError: no eval_data, or its sequences exceed ``max_position_embeddings`` (checked once).
@@ -512,7 +511,8 @@ class Loop:
             batch = self._prepare(raw)
             labels = batch.pop("labels")                                  # (B, T) or (B,)
             n_mlm += labels.dim() == 2 and not self._per_token
-            kinds = target_kinds(batch["input_ids"], labels, mask_id) if mask_id is not None and labels.dim() == 2 else None
+            by_kinds = mask_id is not None and labels.dim() == 2
+            kinds = target_kinds(batch["input_ids"], labels, mask_id) if by_kinds else None
             with self.precision.autocast():
                 logits, scored = forward_logits(model, batch, labels, sparse)  # (B, T, V) or (N, V) or (B, C)
                 if kinds is None:
@@ -542,22 +542,20 @@ class Loop:
                           UserWarning, stacklevel=4)
         loss = tot["loss_sum"] / n if n else math.nan
         metrics = {"eval_loss": loss, "eval_tokens": n}
+        accuracy = tot["correct"] / n if n else math.nan   # targets predicted exactly (top-1)
         if tot["n_mlm"] > 0:
             metrics["eval_perplexity"] = math.exp(min(loss, 700.0))  # exp overflows float64 above ~709
-            metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan   # targets predicted exactly (top-1)
+            metrics["eval_accuracy"] = accuracy
             for kind in TARGET_KINDS if kind_sums else ():
                 k_n = int(tot[f"{kind}_n"])
                 metrics[f"eval_{kind}_loss"] = tot[f"{kind}_sum"] / k_n if k_n else math.nan
                 metrics[f"eval_{kind}_tokens"] = k_n
-        elif self._per_token:  # one label per word: accuracy and tag-level macro-F1
-            metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan
-            if k:
-                metrics["eval_macro_f1"] = macro_f1(D.all_reduce_sum(confusion).view(k, k))
-        else:  # one label per example: eval_tokens kept (= examples) for existing readers
+            return metrics
+        if not self._per_token:  # one label per example (a word's tags: eval_tokens only)
             metrics["eval_examples"] = n
-            metrics["eval_accuracy"] = tot["correct"] / n if n else math.nan
-            if k:  # every rank takes this branch (n_mlm is summed), so the all-reduce matches
-                metrics["eval_macro_f1"] = macro_f1(D.all_reduce_sum(confusion).view(k, k))
+        metrics["eval_accuracy"] = accuracy
+        if k:  # every rank takes this branch (n_mlm is summed), so the all-reduce matches
+            metrics["eval_macro_f1"] = macro_f1(D.all_reduce_sum(confusion).view(k, k))
         return metrics
 
     # ----- checkpoints -------------------------------------------------------------------
@@ -590,7 +588,10 @@ class Loop:
         if accum != cfg.grad_accum_steps:
             self.config = dataclasses.replace(cfg, grad_accum_steps=accum)
         if self.dist.is_main:
-            print(f"resumed from {found.path} (step {self.state.step}, {ckpt.world_sizes(saved, self.dist.world_size)})"
+            then, now = int(saved.get("world_size", 1)), self.dist.world_size   # no world_size saved: one process
+            sizes = (f"world size {now}" if then == now
+                     else f"written by {then} process{'es' if then != 1 else ''}, resumed under {now}")
+            print(f"resumed from {found.path} (step {self.state.step}, {sizes})"
                   + (f"; {note}" if note and kept else ""))
             if note and not kept:
                 warnings.warn(note, UserWarning, stacklevel=4)
@@ -660,18 +661,6 @@ class _HeldInterrupt:
 MAX_CONSECUTIVE_NONFINITE = 5  # skipped (non-finite) steps in a row before fit() gives up
 _SUMS = ("loss_sum", "n_label", "samples", "tokens", "flops", "time")  # summed per log window
 TARGET_KINDS = ("mask", "random", "kept")  # what the collator put at a target: [MASK], another token, itself
-
-
-def is_token_classifier(model) -> bool:
-    """True for a per-token classifier (transformers' ``*ForTokenClassification``): its (B, T) labels are a few
-    classes per token, scored by accuracy and macro-F1, not MLM targets (no perplexity, no MLM-head FLOPs)."""
-    return type(model).__name__.endswith("ForTokenClassification")
-
-
-def _default_device(info: D.DistInfo) -> str:
-    if not torch.cuda.is_available():
-        return "cpu"
-    return f"cuda:{info.local_rank}" if info.is_distributed else "cuda"
 
 
 def _dynamo_frames() -> int:

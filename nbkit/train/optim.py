@@ -41,10 +41,8 @@ def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float,
     if not lr > 0:
         raise ConfigError(f"lr={lr} must be > 0; BERT pretraining typically uses 1e-4 to 1e-3.")
     groups = param_groups(model, weight_decay)
-    if device is not None:
-        on_cuda = torch.device(device).type == "cuda"
-    else:
-        on_cuda = all(p.is_cuda for g in groups for p in g["params"])
+    on_cuda = (torch.device(device).type == "cuda" if device is not None
+               else all(p.is_cuda for g in groups for p in g["params"]))
     return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=True if on_cuda else None)
 
 

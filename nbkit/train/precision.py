@@ -65,9 +65,7 @@ def choose_precision(requested: str = "auto", device=None, capability: tuple[int
 
     if requested not in PRECISIONS:
         raise ConfigError(f"precision={requested!r} is unknown; use one of {', '.join(PRECISIONS)}.")
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(device)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     dtype = device.type
     if dtype == "cuda" and capability is None:
         capability = torch.cuda.get_device_capability(device.index)
@@ -93,8 +91,7 @@ def choose_precision(requested: str = "auto", device=None, capability: tuple[int
         choice = Precision("fp16", dtype, True,
                            f"bf16 requested but compute capability {cc} < 8.0; fell back to fp16 + GradScaler")
     else:
-        why = {"bf16": "bf16 as requested", "fp16": "fp16 with a GradScaler as requested",
-               "fp32": "fp32 as requested"}[requested]
+        why = f"{requested}{' with a GradScaler' if requested == 'fp16' else ''} as requested"
         choice = Precision(requested, dtype, requested == "fp16", why + (f" (compute capability {cc})" if cc else ""))
     if verbose:
         print(f"precision: {choice.name} ({choice.reason})")
@@ -103,12 +100,9 @@ def choose_precision(requested: str = "auto", device=None, capability: tuple[int
 
 def matmul_precision_name(choice: Precision) -> str:
     """The peak column for MFU: bf16/fp16, or for fp32 runs tf32 when CUDA matmuls may use TF32
-    (``torch.get_float32_matmul_precision() != "highest"``), else fp32.
-    """
-    if choice.name != "fp32":
-        return choice.name
+    (``torch.get_float32_matmul_precision() != "highest"``), else fp32."""
     import torch
 
-    if choice.device_type == "cuda" and torch.get_float32_matmul_precision() != "highest":
+    if choice.name == "fp32" and choice.device_type == "cuda" and torch.get_float32_matmul_precision() != "highest":
         return "tf32"
-    return "fp32"
+    return choice.name

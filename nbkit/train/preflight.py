@@ -24,7 +24,6 @@ ORDER_SETTINGS = ("seed", "group_by_length")
 SCHEDULE_SETTINGS = ("lr", "weight_decay", "scheduler", "warmup_ratio")
 
 
-
 def check_device(device: torch.device) -> None:
     """Raise ``ConfigError`` when ``device`` is CUDA and this PyTorch cannot use it (no CUDA build, no
     visible GPU, or an index past the last GPU).
@@ -85,12 +84,10 @@ def check_not_empty(data, name: str) -> None:
 
 
 def check_batches(data, collate_fn, seed: int, name: str) -> None:
-    """Raise ``DataError`` when a batch of ``data`` (``[data[0]]`` collated under ``isolated_rng(seed)``)
-    lacks ``input_ids`` or ``labels``.
-    """
+    """Raise ``DataError`` when a batch of non-empty ``data`` (``[data[0]]`` collated under
+    ``isolated_rng(seed)``) lacks ``input_ids`` or ``labels``."""
     from nbkit.switches import isolated_rng
 
-    check_not_empty(data, name)
     with isolated_rng(seed):
         batch = (collate_fn or torch.utils.data.default_collate)([data[0]])
     keys = sorted(batch) if isinstance(batch, Mapping) else type(batch).__name__

@@ -76,7 +76,13 @@ def check_worker_shm(data, collate_fn, batch_size: int, num_workers: int, seed: 
     free = shm_free_bytes(shm_dir, statvfs)
     if free is None:
         return {}
-    one = batch_shm_bytes(_collate_isolated(data, collate_fn, batch_size, seed))
+    import torch
+
+    from nbkit.switches import isolated_rng
+
+    with isolated_rng(seed, cuda=False):   # the first batch, no training RNG moved
+        first = (collate_fn or torch.utils.data.default_collate)([data[i] for i in range(min(batch_size, len(data)))])
+    one = batch_shm_bytes(first)
     need = shm_need_bytes(one, num_workers, prefetch_factor)
     if free < need:
         raise ConfigError(
@@ -91,17 +97,6 @@ def check_worker_shm(data, collate_fn, batch_size: int, num_workers: int, seed: 
     return {"batch_bytes": one, "need_bytes": need, "free_bytes": free}
 
 
-def _collate_isolated(data, collate_fn, batch_size: int, seed: int):
-    """The first batch of ``data``, collated under ``isolated_rng(seed)`` (CUDA RNGs untouched)."""
-    import torch
-
-    from nbkit.switches import isolated_rng
-
-    with isolated_rng(seed, cuda=False):
-        examples = [data[i] for i in range(min(batch_size, len(data)))]
-        return (collate_fn or torch.utils.data.default_collate)(examples)
-
-
 def loader_timeout(num_workers: int) -> float:
     """The DataLoader ``timeout`` in s: :data:`WORKER_TIMEOUT_S` with workers, 0 (wait) without."""
     return WORKER_TIMEOUT_S if num_workers > 0 else 0
@@ -111,28 +106,15 @@ def loader_timeout(num_workers: int) -> float:
 _WORKER_FAILURES = ("DataLoader timed out", "exited unexpectedly", "shared memory", "Bus error")
 
 
-def explain_loader_error(err: Exception, num_workers: int, shm_dir: str = SHM_DIR, statvfs=os.statvfs):
-    """The ``ConfigError`` for a DataLoader worker failure ``err`` (free shared memory now, the fixes);
-    None for any other error (re-raised unchanged).
-    """
-    if num_workers <= 0 or not isinstance(err, RuntimeError) or not any(s in str(err) for s in _WORKER_FAILURES):
-        return None
-    free = shm_free_bytes(shm_dir, statvfs)
-    where = f"{shm_dir} has {_fmt(free)} free now" if free is not None else f"{shm_dir} is not readable"
-    return ConfigError(f"the DataLoader's {num_workers} worker processes stopped delivering batches ({err}); "
-                       f"{where}. A full /dev/shm is the usual cause. Fix: {_fixes(num_workers)}.")
-
-
 def guard_batches(batches: Iterator, num_workers: int) -> Iterator:
-    """Yield from ``batches``; a worker failure (see :func:`explain_loader_error`) becomes a ConfigError."""
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            return
-        except RuntimeError as err:
-            mine = explain_loader_error(err, num_workers)
-            if mine is None:
-                raise
-            raise mine from err
-        yield batch
+    """Yield from ``batches``; a DataLoader worker failure (:data:`_WORKER_FAILURES`) becomes a ``ConfigError``
+    naming the free shared memory now and the fixes; any other error propagates unchanged."""
+    try:
+        yield from batches
+    except RuntimeError as err:
+        if num_workers <= 0 or not any(s in str(err) for s in _WORKER_FAILURES):
+            raise
+        free = shm_free_bytes()
+        where = f"{SHM_DIR} has {_fmt(free)} free now" if free is not None else f"{SHM_DIR} is not readable"
+        raise ConfigError(f"the DataLoader's {num_workers} worker processes stopped delivering batches ({err}); "
+                          f"{where}. A full /dev/shm is the usual cause. Fix: {_fixes(num_workers)}.") from err

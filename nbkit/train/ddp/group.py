@@ -157,10 +157,6 @@ def barrier() -> None:
         d.barrier()
 
 
-def _reduce_device(d) -> str:
-    return "cuda" if d.get_backend() == "nccl" else "cpu"
-
-
 def all_reduce_sum(value):
     """Sum ``value`` (a tensor of any shape, or a Python int/float) over all ranks; same kind back.
 
@@ -172,27 +168,21 @@ def all_reduce_sum(value):
     d = _dist()
     if d is None:
         return value
-    if isinstance(value, torch.Tensor):
-        t = value.detach().to(_reduce_device(d), copy=True)
-        d.all_reduce(t, op=d.ReduceOp.SUM)
-        return t.to(value.device)
-    dtype = torch.int64 if isinstance(value, int) and not isinstance(value, bool) else torch.float64
-    t = torch.tensor([value], dtype=dtype, device=_reduce_device(d))
+    if not isinstance(value, torch.Tensor):   # a number: through a tensor of its kind
+        dtype = torch.int64 if isinstance(value, int) and not isinstance(value, bool) else torch.float64
+        return all_reduce_sum(torch.tensor(value, dtype=dtype)).item()
+    t = value.detach().to("cuda" if d.get_backend() == "nccl" else "cpu", copy=True)
     d.all_reduce(t, op=d.ReduceOp.SUM)
-    return t.item()
+    return t.to(value.device)
 
 
 def all_reduce_dict(values: dict[str, float]) -> dict[str, float]:
     """Sum a dict of additive numbers (loss sums, counts) over all ranks in one float64 collective."""
     import torch
 
-    d = _dist()
-    if d is None:
-        return {k: float(v) for k, v in values.items()}
     keys = sorted(values)
-    t = torch.tensor([float(values[k]) for k in keys], dtype=torch.float64, device=_reduce_device(d))
-    d.all_reduce(t, op=d.ReduceOp.SUM)
-    return dict(zip(keys, t.tolist()))
+    summed = all_reduce_sum(torch.tensor([float(values[k]) for k in keys], dtype=torch.float64))
+    return dict(zip(keys, summed.tolist()))
 
 
 def all_gather_object(obj) -> list:

@@ -20,13 +20,9 @@ _watch: "LauncherWatch | None" = None
 
 
 class LauncherWatch(threading.Thread):
-    """A daemon thread that calls ``on_gone()`` once when ``getppid()`` differs from its first value.
-
-    Args:
-        interval_s: seconds between checks (how late a dead launcher is noticed, at most).
-        grace_s: seconds between interrupting the main thread and ``os._exit(EXIT_CODE)``.
-        getppid: the parent-PID function (tests pass a fake); on_gone: default :meth:`stop_process`.
-    """
+    """A daemon thread that calls ``on_gone()`` (default :meth:`stop_process`) once when ``getppid()`` differs
+    from its first value, checked every ``interval_s`` s; ``grace_s``: s from interrupting the main thread to
+    ``os._exit(EXIT_CODE)``."""
 
     def __init__(self, interval_s: float = 0.5, grace_s: float = 5.0, getppid=os.getppid, on_gone=None):
         super().__init__(name="nbkit-launcher-watch", daemon=True)

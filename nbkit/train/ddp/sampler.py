@@ -19,20 +19,13 @@ _CHUNK = 65536  # indices turned into Python ints at a time while iterating
 
 
 class ResumableDistributedSampler(DistributedSampler):
-    """``DistributedSampler`` with ``advance``/``state_dict``/``load_state_dict`` for exact resume.
-
-    Args:
-        dataset_size: samples in the dataset.
-        num_replicas, rank: world size W and this rank, ``0 <= rank < W``.
-        shuffle: ``torch.randperm`` seeded by ``seed + epoch``; else 0..n-1.
-        seed: the same on every rank.
-        drop_last: drop the tail that does not divide by W instead of padding it (by repeating).
-        lengths: per-sample lengths (tokens): with ``shuffle`` the order groups similar lengths
-            (``transformers``' ``get_length_grouped_indices``, as ``Trainer(group_by_length=True)``).
-        group_size: samples per global micro-batch (``batch_size * W``), used with ``lengths``.
-
-    The loop calls ``set_epoch(e)`` per epoch and ``advance(n)`` after each consumed micro-batch (a
-    DataLoader prefetches, so the sampler cannot count it).
+    """``DistributedSampler`` over ``dataset_size`` samples with ``advance``/``state_dict``/``load_state_dict`` for
+    exact resume. ``num_replicas`` W, ``rank`` and ``seed`` as there (the seed the same on every rank);
+    ``shuffle``: ``torch.randperm`` seeded by ``seed + epoch``, else 0..n-1; ``drop_last``: drop the tail that does
+    not divide by W instead of padding it by repeating. ``lengths`` (tokens per sample): with ``shuffle`` the
+    order groups similar lengths in groups of ``group_size`` (``batch_size * W``), as ``transformers``'
+    ``get_length_grouped_indices``. The loop calls ``set_epoch(e)`` per epoch and ``advance(n)`` after each
+    consumed micro-batch (a DataLoader prefetches, so the sampler cannot count it).
 
     Raises:
         ConfigError: ``dataset_size < 1``, ``rank`` outside ``[0, W)``, or not one length per sample.
@@ -93,9 +86,7 @@ class ResumableDistributedSampler(DistributedSampler):
         return self.order_array(epoch).tolist()
 
     def order_array(self, epoch: int | None = None) -> np.ndarray:
-        """The epoch's global order, int64 array ``(dataset_size,)``: 8 bytes per sample (a list of Python ints
-        takes ~36); iteration reads it in chunks.
-        """
+        """The epoch's global order, int64 ``(dataset_size,)`` (8 bytes per sample, a Python int ~36)."""
         epoch = self.epoch if epoch is None else epoch
         if not self.shuffle:
             return np.arange(self.dataset_size, dtype=np.int64)
@@ -111,9 +102,8 @@ class ResumableDistributedSampler(DistributedSampler):
         return torch.randperm(self.dataset_size, generator=g).numpy()
 
     def _remaining_total(self) -> int:
-        rem = self.dataset_size - self.start
-        W = self.num_replicas
-        return (rem // W) * W if self.drop_last else math.ceil(rem / W) * W
+        rem, W = self.dataset_size - self.start, self.num_replicas
+        return (rem // W if self.drop_last else math.ceil(rem / W)) * W
 
     def __iter__(self):
         rest = self.order_array()[self.start:]
@@ -138,8 +128,7 @@ class ResumableDistributedSampler(DistributedSampler):
                                   "global samples (all ranks) consumed in the epoch")
             self.start, self.local_consumed = int(start), 0
         elif epoch != self.epoch:
-            self.start = 0
-            self.local_consumed = 0
+            self.start, self.local_consumed = 0, 0
         super().set_epoch(epoch)
 
     def advance(self, n_local: int) -> None:
@@ -176,5 +165,4 @@ class ResumableDistributedSampler(DistributedSampler):
         if consumed >= self.dataset_size:
             epoch, consumed = epoch + 1, 0
         super().set_epoch(epoch)
-        self.start = consumed
-        self.local_consumed = 0
+        self.start, self.local_consumed = consumed, 0
