@@ -76,6 +76,21 @@ def normalize_text(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
+def check_fractions(val: float, test: float, val_arg: str = "val_fraction", test_arg: str = "test_fraction") -> None:
+    """Raise :class:`ConfigError` unless both shares are in ``[0, 1)`` and sum below 1 (``*_arg``: their names)."""
+    if not (0 <= val < 1 and 0 <= test < 1 and val + test < 1):
+        raise ConfigError(f"{val_arg}={val}, {test_arg}={test}: each must be in [0, 1) and their sum below 1 "
+                          "(e.g. 0.1 and 0.1).")
+
+
+def length_summary(lengths: list[int]) -> dict[str, int]:
+    """``p50``, ``p95`` and ``max`` of ``lengths`` (characters; 0 for none)."""
+    import numpy as np
+
+    a = np.array(lengths or [0])
+    return {"p50": int(np.percentile(a, 50)), "p95": int(np.percentile(a, 95)), "max": int(a.max())}
+
+
 def _keep(where: list[int], row: int) -> None:
     if len(where) < MAX_LOCATIONS:
         where.append(row)
@@ -182,9 +197,7 @@ def build_labeled_data(
     """
     import datasets
 
-    if not (0 <= val_fraction < 1 and 0 <= test_fraction < 1 and val_fraction + test_fraction < 1):
-        raise ConfigError(f"val_fraction={val_fraction}, test_fraction={test_fraction}: each must be in "
-                          "[0, 1) and their sum below 1 (e.g. 0.1 and 0.1).")
+    check_fractions(val_fraction, test_fraction)
     if max_train is not None and max_train < 2:
         raise ConfigError(f"max_train={max_train}: use None (all) or at least 2 examples.")
     report: dict[str, Any] = {}
@@ -298,9 +311,7 @@ def _summarize(per_source: dict, columns: dict, id2label: dict[int, str], n_trai
     report["class_counts"] = {
         s: {id2label[i]: int(c) for i, c in enumerate(np.bincount(columns[s]["label"], minlength=len(id2label)))}
         for s in SPLITS}
-    lengths = np.array([len(t) for t in columns["train"]["text"]])
-    report["length_chars"] = {"p50": int(np.percentile(lengths, 50)), "p95": int(np.percentile(lengths, 95)),
-                              "max": int(lengths.max())}
+    report["length_chars"] = length_summary([len(t) for t in columns["train"]["text"]])
     return report
 
 

@@ -7,7 +7,6 @@ JSON record Arrow refuses is read record by record, its 1-based line raised or s
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import tempfile
 import warnings
@@ -15,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbkit.data.filecheck import _a, _json_kind, check_utf8, json_error_text, json_lines, record_lines
+from nbkit.data.filecheck import _a, _json_kind, check_utf8, json_records, record_lines
 from nbkit.data.labeled import ExampleOrigin, LabeledData, build_labeled_data
 from nbkit.data.textrule import CORPUS_MAX_CHARS, check_text, cut_rows, repair_surrogates
 from nbkit.errors import ConfigError, DataError
@@ -291,7 +290,12 @@ def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str
     table: dict[str, list] = {c: [] for c in columns}
     fields: set[str] = set()
     info = {"n_skipped_lines": 0, "skipped_lines": [], "n_surrogate_lines": 0, "surrogate_lines": []}
-    for lineno, record, problem in _records(path, encoding, columns):
+    for lineno, _, record, problem in json_records(path, encoding, '{"text": ..., "label": ...}'):
+        nested = [] if problem or lineno is None else [k for k, v in record.items()
+                                                       if k in columns and isinstance(v, (dict, list))]
+        if nested:
+            problem = (f"line {lineno}: field {nested[0]!r} is {_a(_json_kind(record[nested[0]]))}; use a string "
+                       "or a number")
         if problem is not None:
             if errors == "raise":
                 raise DataError(f"Could not read {path} as JSON: {problem}. Fix that line, or load with "
@@ -314,26 +318,3 @@ def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str
     table["__fields__"] = sorted(fields)
     return table, info
 
-
-def _records(path: Path, encoding: str, columns: list[str]):
-    """``(line, record, problem)`` per record (line None in a ``.json`` array); ``problem``: why the line is
-    unusable (a ``columns`` field nested), or None."""
-    if path.suffix.lower() == ".json":
-        text = path.read_text(encoding=encoding)
-        if text.lstrip()[:1] == "[":
-            try:
-                rows = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise DataError(f"Could not read {path} as JSON: {json_error_text(err, with_line=True)}. "
-                                "Fix that place (a .json file needs an array of objects).") from err
-            for i, row in enumerate(rows):
-                if not isinstance(row, dict):
-                    raise DataError(f"{path}: item {i + 1} (1-based) of the JSON array is a {type(row).__name__}, "
-                                    'not an object like {"text": ..., "label": ...}; fix that item.')
-                yield None, row, None
-            return
-    for lineno, row, problem in json_lines(path, encoding):
-        nested = [] if problem else [k for k, v in row.items() if k in columns and isinstance(v, (dict, list))]
-        if nested:
-            problem = f"line {lineno}: field {nested[0]!r} is {_a(_json_kind(row[nested[0]]))}; use a string or a number"
-        yield (lineno, None, problem) if problem else (lineno, row, None)
