@@ -36,16 +36,9 @@ def _ngram_keys(ids: np.ndarray, k: int, vocab_size: int) -> np.ndarray:
 def _merge(keys: np.ndarray, counts: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique keys and summed counts of ``(keys, counts)`` plus the raw keys ``new``."""
     u, c = np.unique(new, return_counts=True)
-    if len(keys) == 0:
-        return u, c.astype(np.int64)
-    allk = np.concatenate([keys, u])
-    allc = np.concatenate([counts, c.astype(np.int64)])
-    order = np.argsort(allk, kind="stable")
-    allk, allc = allk[order], allc[order]
-    first = np.ones(len(allk), dtype=bool)
-    first[1:] = allk[1:] != allk[:-1]
-    starts = np.flatnonzero(first)
-    return allk[starts], np.add.reduceat(allc, starts)
+    merged, at = np.unique(np.concatenate([keys, u]), return_inverse=True)
+    summed = np.bincount(at, weights=np.concatenate([counts, c]).astype(np.float64), minlength=len(merged))
+    return merged, summed.astype(np.int64)                                 # float64 counts are exact below 2**53
 
 
 def _lookup(sorted_keys: np.ndarray, values: np.ndarray, query: np.ndarray, default=0.0) -> np.ndarray:
