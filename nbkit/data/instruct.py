@@ -241,14 +241,15 @@ NAME_SEPARATOR = "、"
 _ENTITY = {"persons": "PER", "places": "LOC"}
 
 
-def _names(tokens: list[str], tags: list[str], kind: str, cut: int) -> list[str]:
-    """The distinct entities of ``kind`` wholly inside the first ``cut`` characters, in order of appearance."""
+def entity_names(tokens: list[str], tags: list[str], kind: str, cut: int | None = None) -> list[str]:
+    """The distinct entities of ``kind`` (``PER``) wholly inside the first ``cut`` characters (None: all), in order
+    of appearance."""
     from nbkit.data.ner import entity_spans
 
     out: list[str] = []
     for k, start, end in entity_spans(tags):
         name = "".join(tokens[start:end])
-        if k == kind and end <= cut and name not in out:
+        if k == kind and (cut is None or end <= cut) and name not in out:
             out.append(name)
     return out
 
@@ -320,7 +321,7 @@ def demo_conversations(*, seed: int = 0, ner_lines: int | None = None, tasks=TAS
                 if task == "sentiment":
                     answer = SENTIMENT_ANSWERS[gold]
                 else:
-                    gold = _names(gold["tokens"], gold["tags"], _ENTITY[task], cut)
+                    gold = entity_names(gold["tokens"], gold["tags"], _ENTITY[task], cut)
                     answer = NAME_SEPARATOR.join(gold) or NONE_ANSWER
                     n_none += not gold
                 phrasing = int(rng.integers(len(PHRASINGS[task])))

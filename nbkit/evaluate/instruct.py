@@ -183,7 +183,7 @@ def baseline_answers(examples: Sequence[dict], train: Sequence[dict], ner_items:
         DataError: an entity example without ``ner_items`` that hold its training sentences, or a task with no
             training examples (the baseline has nothing to fit).
     """
-    from nbkit.data.instruct import NAME_SEPARATOR, NONE_ANSWER, SENTIMENT_ANSWERS
+    from nbkit.data.instruct import NAME_SEPARATOR, NONE_ANSWER, SENTIMENT_ANSWERS, entity_names
 
     tasks = set(ex["task"] for ex in examples)
     answers: dict[int, str] = {}
@@ -199,7 +199,6 @@ def baseline_answers(examples: Sequence[dict], train: Sequence[dict], ner_items:
             answers[i] = SENTIMENT_ANSWERS[label]
     kinds = {"persons": "PER", "places": "LOC"}
     if tasks & set(kinds):
-        from nbkit.data.ner import entity_spans
         from nbkit.evaluate.ner import CrfTagger
 
         texts = {ex["text"] for ex in train if ex["task"] in kinds}
@@ -212,12 +211,7 @@ def baseline_answers(examples: Sequence[dict], train: Sequence[dict], ner_items:
         crf = CrfTagger.fit(items, max_iter=crf_iter)
         for i, ex in enumerate(examples):
             if ex["task"] in kinds:
-                chars = list(ex["text"])
-                names = []
-                for kind, start, end in entity_spans(crf.tags(chars)):
-                    name = "".join(chars[start:end])
-                    if kind == kinds[ex["task"]] and name not in names:
-                        names.append(name)
+                names = entity_names(list(ex["text"]), crf.tags(list(ex["text"])), kinds[ex["task"]])
                 answers[i] = NAME_SEPARATOR.join(names) or NONE_ANSWER
     return [answers[i] for i in range(len(examples))]
 

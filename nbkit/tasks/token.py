@@ -132,19 +132,16 @@ def evaluate_ner(cfg, classifier, tok, labeled: "NerData", split: str = "test",
     """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
     sentences (trained on the same training split; whole sentences, nothing cut for either).
 
-    The model tags every character through the call a user makes on the export: the token-classification
-    pipeline on each sentence's plain text, a sentence longer than ``cfg.max_length`` tokens cut at its clause marks
-    (pieces still too long windowed with ``cfg.stride``: :func:`nbkit.evaluate.inference.predict_tags`), so every
-    gold entity is scored. Returns ``"pred"`` (tags per sentence; also as ``"<split>_pred"``), ``"report"``
-    (:func:`nbkit.evaluate.ner.entity_scores`: micro P/R/F1, per type), ``"interval"`` (a bootstrap 95 % interval
-    of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``
-    the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and ``"diff"``
-    (BERT's F1 minus the CRF's with a paired bootstrap interval, :func:`nbkit.evaluate.ner.entity_f1_diff`),
-    ``"table"`` (both, :func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and
-    spurious entities in context, :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's
-    tags on ``split`` when already made (notebook 07 trains it before BERT), else it is trained here and, with
-    ``crf_dir``, saved there (:class:`nbkit.evaluate.ner.CrfTagger`: it tags plain text as the BERT export does).
-    A split without gold entities warns (``UserWarning``): its F1 is undefined.
+    The model tags every character through the call a user makes on the export
+    (:func:`nbkit.evaluate.inference.predict_tags`), so every gold entity is scored. Returns ``"pred"`` (tags per
+    sentence; also as ``"<split>_pred"``), ``"report"`` (:func:`nbkit.evaluate.ner.entity_scores`), ``"interval"``
+    (bootstrap 95 % interval of the F1, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with
+    ``baseline`` the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and
+    ``"diff"`` (:func:`nbkit.evaluate.ner.entity_f1_diff`, BERT - CRF), ``"table"``
+    (:func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and spurious entities,
+    :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's tags on ``split`` when already
+    made (notebook 07 trains it before BERT), else it is trained here and, with ``crf_dir``, saved there. A split
+    without gold entities warns (``UserWarning``): its F1 is undefined.
     """
     from nbkit.evaluate import ner
     from nbkit.evaluate.inference import predict_tags
