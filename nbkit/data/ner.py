@@ -132,34 +132,30 @@ def report_text(report: dict, windows: dict | None = None) -> str:
         ``tokens:``, each only where it has something to say.
     """
     get = lambda k: int(report.get(k) or 0)  # noqa: E731
-    lines = []
-    kept = " / ".join(f"{report[k]:,} {s}" for k, s in (("n_train", "train"), ("n_val", "validation"),
-                                                         ("n_test", "test")) if k in report)
-    if "n_read" in report or kept:
-        lines.append("data: " + ", ".join(p for p in (f"{get('n_read'):,} sentences read" if "n_read" in report
-                                                       else "", f"kept {kept}" if kept else "") if p))
-    dropped = [_plural(get(k), one, many) for k, one, many in (
-        ("n_duplicates_dropped", "duplicate sentence", None), ("n_conflicts_dropped", "sentence tagged two ways",
-                                                                "sentences tagged two ways"),
-        ("n_empty_dropped", "empty sentence", None), ("n_overlap_dropped", "validation/test sentence also in "
-                                                      "training", "validation/test sentences also in training"),
-        ("n_blank_spans_dropped", "span of whitespace only", "spans of whitespace only"),
-        ("n_train_unused", "training sentence past max_train", "training sentences past max_train")) if get(k)]
-    if dropped:
-        lines.append("dropped: " + ", ".join(dropped))
+    kept = " / ".join(f"{report[k]:,} {s}" for k, s in zip(("n_train", "n_val", "n_test"), SPLITS) if k in report)
+    read = f"{get('n_read'):,} sentences read" if "n_read" in report else ""
+    lines = ["data: " + ", ".join(p for p in (read, kept and f"kept {kept}") if p)] if read or kept else []
     where = [n for r in (report.get("repairs") or {}).values() if isinstance(r, dict)
              for n in r.get("i_without_b_lines") or ()]
-    repaired = [_plural(get(k), one, many) + extra for k, one, many, extra in (
-        ("n_i_without_b_repaired", "I- without B- read as B-", "I- without B- read as B-",
-         f" (lines {', '.join(map(str, where[:5]))}{' ...' if len(where) > 5 else ''})" if where else ""),
-        ("n_spans_trimmed", "span trimmed of edge whitespace", "spans trimmed of edge whitespace", ""),
-        ("n_offsets_utf16", "record's offsets re-read from UTF-16 units", "records' offsets re-read from UTF-16 "
-                                                                          "units", ""),
-        ("n_duplicate_spans", "repeated span kept once", "repeated spans kept once", "")) if get(k)]
-    if repaired:
-        lines.append("repaired: " + ", ".join(repaired))
-    if get("n_docstart_lines"):
-        lines.append(f"skipped: {_plural(get('n_docstart_lines'), '-DOCSTART- line')}")
+    shown = ", ".join(map(str, where[:5])) + (" ..." if len(where) > 5 else "")
+    orphan = "I- without B- read as B-" + (f" (lines {shown})" if where else "")
+    for head, phrases in (
+            ("dropped", (("n_duplicates_dropped", "duplicate sentence", "duplicate sentences"),
+                         ("n_conflicts_dropped", "sentence tagged two ways", "sentences tagged two ways"),
+                         ("n_empty_dropped", "empty sentence", "empty sentences"),
+                         ("n_overlap_dropped", "validation/test sentence also in training",
+                          "validation/test sentences also in training"),
+                         ("n_blank_spans_dropped", "span of whitespace only", "spans of whitespace only"),
+                         ("n_train_unused", "training sentence past max_train", "training sentences past max_train"))),
+            ("repaired", (("n_i_without_b_repaired", orphan, orphan),
+                          ("n_spans_trimmed", "span trimmed of edge whitespace", "spans trimmed of edge whitespace"),
+                          ("n_offsets_utf16", "record's offsets re-read from UTF-16 units",
+                           "records' offsets re-read from UTF-16 units"),
+                          ("n_duplicate_spans", "repeated span kept once", "repeated spans kept once"))),
+            ("skipped", (("n_docstart_lines", "-DOCSTART- line", "-DOCSTART- lines"),))):
+        said = [_plural(get(k), one, many) for k, one, many in phrases if get(k)]
+        if said:
+            lines.append(f"{head}: " + ", ".join(said))
     if windows:
         none = sum(int(w.get("n_words_without_token") or 0) for w in windows.values())
         unk = sum(int(w.get("n_words_unk") or 0) for w in windows.values())
@@ -437,8 +433,9 @@ def _to_bio(tags: list[tuple[str, str]], lines: list[int], scheme: str, path: Pa
             out.append(f"I-{kind}")
             open_kind = None if prefix == "E" else kind
     if open_kind is not None:
-        raise DataError(f"{_at(path, lines[-1])}: the sentence ends inside a {open_kind} entity (the file has E-/S- tags{why}, "
-                        f"so it is read as BIOES, which closes an entity with E-{open_kind}); fix that line or convert the file to one scheme.")
+        raise DataError(f"{_at(path, lines[-1])}: the sentence ends inside a {open_kind} entity (the file has E-/S- "
+                        f"tags{why}, so it is read as BIOES, which closes an entity with E-{open_kind}); fix that line "
+                        "or convert the file to one scheme.")
     return out
 
 
@@ -475,9 +472,9 @@ def _read_conll(path: Path, encoding: str, repair_orphan_i: bool, info: dict) ->
         if len(char) != 1:
             char = char.strip() or char
             if len(char) != 1:
-                raise DataError(f"{_at(path, lineno)}: the token {char!r} has {len(char)} characters; nbkit's NER files "
-                                "hold one character per line (Chinese NER is tagged per character). Split it into "
-                                "one line per character (B- on the first, I- on the rest).")
+                raise DataError(f"{_at(path, lineno)}: the token {char!r} has {len(char)} characters; nbkit's NER "
+                                "files hold one character per line (Chinese NER is tagged per character). Split it "
+                                "into one line per character (B- on the first, I- on the rest).")
         prefix, kind = _parse_tag(tag, _at(path, lineno))
         first.setdefault(prefix, lineno)
         tokens.append(char)
@@ -741,39 +738,30 @@ def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, offsets: st
                   report: dict | None = None) -> list[dict]:
     """The sentences of one tagged file as ``{"id", "tokens", "tags"}`` (BIO), in file order, nothing dropped.
 
-    Formats (by extension; docs/ner.md):
+    Formats, by extension (docs/ner.md):
 
-    - CoNLL style (``.conll .bio .bioes .bmes .iob .char .txt .tsv``): one character per line, ``char<TAB>tag``
-      (or separated by spaces; the last column is the tag), a blank line between sentences. Tags BIO (``B-PER
-      I-PER O``) or BIOES/BMES (``S-`` single, ``E-`` end, ``M-`` inside), one scheme per file (E-/S-/M- anywhere
-      make it BIOES), converted to BIO: ``S-`` -> ``B-``, ``E-``/``M-`` -> ``I-``. In BIO an ``I-X`` that continues
-      no ``X`` entity is read as ``B-X`` (conlleval's reading; counted, with its lines) unless
-      ``repair_orphan_i=False`` makes it an error.
-    - JSON (``.jsonl``, or a ``.json`` array): ``{"text": ..., "entities": [[start, end, "PER"], ...]}`` with
-      character offsets and ``end`` exclusive (as doccano and Label Studio export; ``label``/``labels``/``spans``
-      also name the list, a span may be ``{"start", "end", "label"}`` or Label Studio's ``labels: ["PER"]``),
-      Label Studio's full export (``data.text`` + ``annotations[0].result``), and CLUENER's
-      ``{"label": {"PER": {"mention": [[start, end_inclusive]]}}}``. An exact repeat of a span is counted and
-      kept once; a span with whitespace at an edge (``' 北京'``) is trimmed (counted), one of whitespace only
-      dropped (counted). Offsets that count UTF-16 units (Label Studio's editor counts so: an emoji is 2) are
-      found by the spans' text after an emoji or another character outside the Basic Multilingual Plane and
-      re-read as characters (records counted).
+    - CoNLL style (:data:`CONLL_SUFFIXES`): ``char<TAB>tag`` per line (or separated by spaces; the last column is
+      the tag), a blank line between sentences. One scheme per file, BIO or BIOES/BMES (E-/S-/M- anywhere make it
+      BIOES), converted to BIO. In BIO an ``I-X`` that continues no ``X`` entity is read as ``B-X`` (conlleval's
+      reading; counted, with its lines) unless ``repair_orphan_i=False`` makes it an error.
+    - JSON lines or a ``.json`` array: ``{"text": ..., "entities": [[start, end, "PER"], ...]}`` (character
+      offsets, ``end`` exclusive) as doccano and Label Studio export it, Label Studio's full export and CLUENER's
+      ``label`` form (:func:`_record_spans`). A repeated span is kept once, a span with whitespace at an edge
+      trimmed, one of whitespace only dropped (each counted); offsets that count UTF-16 units are re-read as
+      characters (``offsets``).
 
     Args:
         offsets: what JSON span offsets count (:data:`OFFSET_UNITS`): ``auto`` decides by the spans' text and
             refuses where nothing can (an astral character before spans without text); ``chars``; ``utf16``.
-        report: a dict filled with ``scheme`` (BIO, BIOES, BMES, spans), ``n_sentences``,
-            ``n_i_without_b_repaired``, ``i_without_b_lines``, ``n_duplicate_spans``, ``n_docstart_lines``,
-            ``offsets`` (the unit used, JSON), ``n_offsets_utf16`` (records re-read from UTF-16 units),
-            ``n_spans_trimmed`` and ``n_blank_spans_dropped``.
+        report: a dict filled with ``scheme`` (BIO, BIOES, BMES, spans), ``n_sentences``, ``i_without_b_lines``,
+            ``offsets`` (the unit used, JSON) and the :data:`FILE_COUNTS`.
 
     Raises:
-        DataError, naming the file and line: missing/empty/non-UTF-8 file or another extension, a line without
-            a tag, a token of several characters, an unknown tag or scheme, I- and M- mixed, a broken BIOES entity
-            (BIO sentences in a BIOES file), an I- without B- when ``repair_orphan_i=False``, invalid JSON, a
-            record without text, overlapping spans, a span past the text, empty or reversed, or whose mention
-            differs from the text (an astral character before it named with what UTF-16 offsets would cover);
-            offsets whose unit cannot be told (:func:`_offset_unit`); no sentence at all.
+        DataError, naming the file and line: a file missing, empty, not UTF-8 or of another extension, a line
+            without a tag, a token of several characters, an unknown tag or scheme, a broken BIOES entity, an I-
+            without B- when ``repair_orphan_i=False``, invalid JSON, a record without text, overlapping spans, a
+            span past the text, empty or reversed or whose mention differs from the text, offsets whose unit
+            cannot be told; no sentence at all.
         ConfigError: ``offsets`` not one of :data:`OFFSET_UNITS`.
     """
     if offsets not in OFFSET_UNITS:

@@ -171,16 +171,6 @@ def load_text_file(path: str | Path, text_column: str = "text", errors: str = "r
     return datasets.Dataset.from_dict({"text": texts})
 
 
-def _read_labeled(path: str | Path, text_column: str, label_column: str, errors: str) -> tuple:
-    """``(texts, labels, info, path, encoding)`` of one labelled file."""
-    path, encoding = check_file(path)
-    if path.suffix.lower() == ".txt":
-        raise DataError(f"{path}: a .txt file has no label column. Save the data as .csv or .jsonl with "
-                        f"columns {text_column!r} and {label_column!r}.")
-    ds, info = _load_table(path, encoding, [text_column, label_column], errors)
-    return _column(ds, text_column, path, "text"), _column(ds, label_column, path, "label"), info, path, encoding
-
-
 def _sure_lines(path: Path, encoding: str, info: dict, n_raw: int) -> list[int] | None:
     """The 1-based file line of each record read (``record_lines``), or None where the mapping would be a guess
     (more lines skipped than listed, a ``.json`` array, a count that differs from the records read)."""
@@ -188,12 +178,6 @@ def _sure_lines(path: Path, encoding: str, info: dict, n_raw: int) -> list[int] 
         return None
     lines = record_lines(path, encoding, info.get("skipped_lines", ()))
     return lines if lines is not None and len(lines) == n_raw else None
-
-
-def _drop_lines(source: dict, lines: list[int] | None) -> None:
-    """``drop_rows`` (1-based records) as ``drop_lines`` (1-based file lines) when each record's line is sure."""
-    if lines is not None:
-        source["drop_lines"] = {why: [lines[r - 1] for r in rows] for why, rows in source.pop("drop_rows").items()}
 
 
 def _origins(data: LabeledData, files: dict, lines: dict) -> dict:
@@ -247,18 +231,23 @@ def load_labeled_files(
     for split, path in (("train", train), ("validation", validation), ("test", test)):
         if path is None:
             continue
-        texts, labels, issues[split], checked, encoding = _read_labeled(path, text_column, label_column, errors)
-        read[split] = (checked, encoding)
+        checked, encoding = read[split] = check_file(path)
+        if checked.suffix.lower() == ".txt":
+            raise DataError(f"{checked}: a .txt file has no label column. Save the data as .csv or .jsonl with "
+                            f"columns {text_column!r} and {label_column!r}.")
+        ds, issues[split] = _load_table(checked, encoding, [text_column, label_column], errors)
         _warn_file_issues(checked, issues[split])
-        sources[split] = (texts, labels)
+        sources[split] = (_column(ds, text_column, checked, "text"), _column(ds, label_column, checked, "label"))
         files[split] = str(path)
     data = build_labeled_data(sources, seed=seed, val_fraction=val_fraction, test_fraction=test_fraction,
                               max_train=max_train)
     lines = {}
     for split, info in issues.items():
-        data.report["sources"][split].update(info)
-        lines[split] = _sure_lines(*read[split], info, data.report["sources"][split]["n_raw"])
-        _drop_lines(data.report["sources"][split], lines[split])
+        source = data.report["sources"][split]
+        source.update(info)
+        lines[split] = at = _sure_lines(*read[split], info, source["n_raw"])
+        if at is not None:  # drop_rows (1-based records) as drop_lines (1-based file lines)
+            source["drop_lines"] = {why: [at[r - 1] for r in rows] for why, rows in source.pop("drop_rows").items()}
     data.origins = _origins(data, files, lines)
     data.report["files"] = files
     data.report["label2id"] = dict(data.label2id)
