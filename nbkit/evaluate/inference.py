@@ -136,7 +136,6 @@ def tag_text(tagger, texts, split: str | None = CLAUSE_MARKS, stride: int | None
     offsets moved back into the text; a piece (or, with ``split=None``, the text) still longer than a window is
     tagged in windows sharing ``stride`` tokens (None: the export's ``config.task_specific_params`` value, else a
     quarter of the window) and their entities merged by the pipeline. A text of one window is tagged whole.
-    docs/ner.md has the measurement behind cutting at clause marks.
 
     Raises:
         ConfigError: ``texts`` holds something other than strings (pass plain text; for characters as words

@@ -33,16 +33,14 @@ def _check(gold: Tags, pred: Tags, name: str = "pred") -> None:
 def entity_scores(gold: Tags, pred: Tags) -> dict:
     """Entity-level micro precision/recall/F1 and per-type scores of tag sequences (``seqeval``, default mode).
 
-    Args:
-        gold, pred: ``N`` sentences of BIO tags each (``pred[i]`` as long as ``gold[i]``).
+    ``gold``, ``pred``: ``N`` sentences of BIO tags each (``pred[i]`` as long as ``gold[i]``).
 
     Returns:
-        ``precision``, ``recall``, ``f1`` (0-1, micro over entities), ``n_gold``, ``n_pred``,
-        ``n_correct`` (entities), ``n_sentences``, ``mode`` (``"default"``), ``per_type``: type -> ``precision``,
-        ``recall``, ``f1``, ``support`` (gold entities) for every type in gold or pred. Plain Python numbers.
-        ``undefined``: None, or (gold without a single entity) the sentence saying so: ``recall`` and ``f1``
-        are then None (0 of 0 entities found is no score, and 0.0 would read as a model that found none of
-        many), ``precision`` too unless something was predicted (then 0.0: every prediction is spurious).
+        ``precision``, ``recall``, ``f1`` (0-1, micro over entities), ``n_gold``, ``n_pred``, ``n_correct``
+        (entities), ``n_sentences``, ``mode`` (``"default"``), ``per_type``: type -> ``precision``, ``recall``,
+        ``f1``, ``support`` for every type in gold or pred. ``undefined``: None, or for gold without a single
+        entity :func:`no_entities`' sentence; ``recall`` and ``f1`` are then None (0.0 would read as a model that
+        found none of many), ``precision`` too unless something was predicted (then 0.0).
 
     Raises:
         DataError: sentence counts or lengths differ, or no sentence.
