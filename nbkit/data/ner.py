@@ -447,10 +447,7 @@ def _read_conll(path: Path, encoding: str, repair_orphan_i: bool, info: dict) ->
     tokens, tags, lines = [], [], []
     first = {}  # prefix -> first line using it
     with open(path, encoding=encoding, newline="") as f:
-        text = f.read()
-    rows = text.split("\n")
-    if rows and rows[-1] == "":
-        rows.pop()
+        rows = f.read().split("\n")  # not splitlines: U+2028 inside a line is a character
     for lineno, row in enumerate(rows, start=1):
         row = row.rstrip("\r")
         if not row.strip():

@@ -15,7 +15,6 @@ A text is *valid* when, after repair, it holds at least one visible character. T
 """
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections import Counter
@@ -33,34 +32,23 @@ _INVISIBLE_CATS = ("Cc", "Cf", "Zs", "Zl", "Zp")
 #: dedup and word segmentation work on rows of bounded size.
 CORPUS_MAX_CHARS = 2000
 
-#: Reasons a text is dropped, as counted by :func:`check_text`.
-DROP_REASONS = ("missing", "blank")
-
 
 def repair_surrogates(text: str) -> tuple[str, int]:
     """Replace lone surrogate code points with U+FFFD. Returns ``(text, n_replaced)``."""
-    if not _SURROGATE.search(text):
-        return text, 0
     return _SURROGATE.subn("\ufffd", text)
 
 
 def is_blank(text: str) -> bool:
     """True when ``text`` has no visible character (only whitespace, ``Cc``, ``Cf`` or ``Z*``)."""
-    for ch in text:
-        if not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE_CATS:
-            return False
-    return True
+    return all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE_CATS for ch in text)
 
 
 def check_text(value: Any, counts: Counter | None = None) -> str | None:
-    """Apply the rule to one value: the valid text (surrogates repaired), or ``None`` when dropped.
-
-    Args:
-        value: anything a loader read (str, None, NaN, a number...).
-        counts: when given, incremented under ``"missing"``, ``"blank"`` (drops) and
-            ``"repaired_surrogates"`` (texts kept after repair).
+    """Apply the rule to one value a loader read (str, None, NaN, a number...): the valid text (surrogates
+    repaired), or ``None`` when dropped. ``counts``: when given, incremented under ``"missing"``, ``"blank"``
+    (drops) and ``"repaired_surrogates"`` (texts kept after repair).
     """
-    if value is None or (isinstance(value, float) and math.isnan(value)) or not isinstance(value, str):
+    if not isinstance(value, str):
         if counts is not None:
             counts["missing"] += 1
         return None
@@ -91,8 +79,7 @@ def split_long(text: str, max_chars: int) -> list[str]:
     pieces, start, n = [], 0, len(text)
     while n - start > max_chars:
         window = text[start:start + max_chars]
-        cut = max((m.end() for m in _END.finditer(window)), default=0)
-        cut = cut or max_chars
+        cut = max((m.end() for m in _END.finditer(window)), default=0) or max_chars
         pieces.append(text[start:start + cut])
         start += cut
     pieces.append(text[start:])
