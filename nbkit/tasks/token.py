@@ -34,13 +34,9 @@ class TokenTask(Task):
         return "ner" if cfg.train_file is None else self.files_step("ner-own-", cfg)
 
     def data(self, cfg) -> "NerData":
-        """``cfg.train_file`` (+ validation/test files) through :func:`nbkit.data.ner.load_ner_files`
-        (``cfg.span_offsets`` for JSON spans), else People's Daily 1998 (``cfg.corpus_lines`` lines), seeded with
-        ``cfg.seed``; ``cfg.max_train``: the first that many training sentences (:meth:`NerData.keep_train`).
-
-        Raises:
-            DataError: a file that does not load (file and line named).
-        """
+        """``cfg.train_file`` (+ validation/test files) through :func:`nbkit.data.ner.load_ner_files`, else
+        People's Daily 1998 (``cfg.corpus_lines`` lines), seeded with ``cfg.seed``; ``cfg.max_train``: the first
+        that many training sentences. Raises the loader's DataError (file and line named)."""
         from nbkit.data import ner
 
         if cfg.train_file is not None:
@@ -70,8 +66,7 @@ class TokenTask(Task):
         return token_classification_collator(tok)
 
     def build(self, source, cfg, tok, id2label: dict[int, str]):
-        """``(token classifier, how)``: a head per token, no pooling; checks as
-        :func:`nbkit.models.bert.build_classifier`."""
+        """``(token classifier, how)``: a head per token (:func:`nbkit.models.bert.build_classifier`)."""
         from nbkit.models.bert import build_classifier
 
         return build_classifier(source, num_labels=len(id2label), id2label=id2label, tokenizer=tok,
@@ -109,9 +104,8 @@ class TokenTask(Task):
                 "stride": cfg.stride, "n_boot": cfg.n_boot}
 
     def export(self, cfg, classifier, tok, out_dir, id2label: dict[int, str]) -> Path:
-        """A folder ``pipeline("token-classification")`` loads, reading plain text as training did and windowing
-        long texts as training and scoring did: ``cfg.max_length`` tokens, ``cfg.stride`` shared
-        (:func:`nbkit.models.export.export_token_classifier`)."""
+        """A folder ``pipeline("token-classification")`` loads, reading and windowing text as training and scoring
+        did (:func:`nbkit.models.export.export_token_classifier`)."""
         from nbkit.models.export import export_token_classifier
 
         return export_token_classifier(classifier, tok, out_dir, id2label, max_length=cfg.max_length,
