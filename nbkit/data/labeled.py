@@ -91,11 +91,6 @@ def length_summary(lengths: list[int]) -> dict[str, int]:
     return {"p50": int(np.percentile(a, 50)), "p95": int(np.percentile(a, 95)), "max": int(a.max())}
 
 
-def _keep(where: list[int], row: int) -> None:
-    if len(where) < MAX_LOCATIONS:
-        where.append(row)
-
-
 def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tuple[str, Any]], dict]:
     """``{key: (text, label)}`` in first-occurrence order without invalid texts, duplicates and
     contradictions, and the counts; ``drop_rows``: reason -> its first :data:`MAX_LOCATIONS` 1-based rows
@@ -108,40 +103,37 @@ def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tupl
     rule: Counter = Counter()
     rows: dict[str, list[int]] = {r: [] for r in ("missing_label", "missing_text", "blank", "duplicate")}
     merged: Counter = Counter()
-    n_dup = n_no_label = 0
     for row, (raw, label) in enumerate(zip(texts, labels), start=1):
         if isinstance(label, str):
             given, label = label, repair_surrogates(label)[0].strip()
             if label != given and label:
                 merged[given, label] += 1
         if label is None or (isinstance(label, float) and math.isnan(label)) or label == "":
-            n_no_label += 1
-            _keep(rows["missing_label"], row)
+            rows["missing_label"].append(row)
             continue
-        before = rule["missing"]
         text = check_text(raw, rule)
         if text is None:
-            _keep(rows["missing_text" if rule["missing"] > before else "blank"], row)
+            rows["blank" if isinstance(raw, str) else "missing_text"].append(row)
             continue
         text = text.strip()
         if isinstance(label, float) and label.is_integer():
             label = int(label)  # pandas turns an int column with gaps into floats
         key = normalize_text(text)
         if key in seen:
-            n_dup += 1
-            _keep(rows["duplicate"], row)
+            rows["duplicate"].append(row)
             if seen[key][1] != label:
                 conflicting[key] = None
         else:
             seen[key], first[key] = (text, label), row
     for key in conflicting:
         del seen[key]
-    rows["conflict"] = [first[k] for k in list(conflicting)[:MAX_LOCATIONS]]
+    rows["conflict"] = [first[k] for k in conflicting]
+    n_no_label = len(rows["missing_label"])
     counts = {"n_raw": len(texts), "n_empty_dropped": rule["missing"] + rule["blank"] + n_no_label,
               "n_missing_dropped": rule["missing"] + n_no_label, "n_blank_dropped": rule["blank"],
               "n_repaired_surrogates": rule["repaired_surrogates"],
-              "n_duplicates_dropped": n_dup, "n_conflicts_dropped": len(conflicting),
-              "drop_rows": rows, "_first": first, "_merged": merged}
+              "n_duplicates_dropped": len(rows["duplicate"]), "n_conflicts_dropped": len(conflicting),
+              "drop_rows": {k: v[:MAX_LOCATIONS] for k, v in rows.items()}, "_first": first, "_merged": merged}
     return seen, counts
 
 

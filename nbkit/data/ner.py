@@ -771,14 +771,11 @@ def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, offsets: st
 def load_ner_files(train: str | Path, validation: str | Path | None = None, test: str | Path | None = None, *,
                    seed: int = 0, val_fraction: float = 0.1, test_fraction: float = 0.1,
                    repair_orphan_i: bool = True, offsets: str = "auto") -> NerData:
-    """The user's tagged files (:func:`read_ner_file`: CoNLL BIO/BIOES or JSON spans) as :class:`NerData`.
+    """The user's tagged files (:func:`read_ner_file`, with ``repair_orphan_i`` and ``offsets``) as :class:`NerData`.
 
-    Each file is deduplicated by sentence text (a text tagged two ways is dropped whole, counted); a validation
-    or test sentence also in training is dropped from it (``n_overlap_dropped``). A split without a file is drawn
-    from the unique training sentences by ``seed`` (test first; each share of the whole), as
-    :func:`~nbkit.data.userfiles.load_labeled_files` does. Entity types come from the training split.
-
-    ``repair_orphan_i``, ``offsets``: as :func:`read_ner_file` takes them, for every file.
+    Each file is deduplicated by sentence text (a text tagged two ways is dropped whole); a validation or test
+    sentence also in training is dropped from it. A split without a file is drawn from the unique training
+    sentences by ``seed`` (test first; each share of the whole). Entity types come from the training split.
 
     Returns:
         :class:`NerData`; ``report`` has the summed ``n_*`` counts (those of :data:`FILE_COUNTS` too), ``files``,

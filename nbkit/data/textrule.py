@@ -63,11 +63,9 @@ def check_text(value: Any, counts: Counter | None = None) -> str | None:
 
 
 def split_long(text: str, max_chars: int) -> list[str]:
-    """Cut ``text`` into pieces of at most ``max_chars`` characters, preferring sentence ends.
-
-    Each piece ends at the last sentence end (:data:`SENTENCE_ENDS`) inside its window; a window
-    with none (e.g. a 50 MB line without punctuation) is cut hard at ``max_chars``. Joining the
-    pieces gives ``text`` back exactly; blank pieces are kept (callers apply :func:`check_text`).
+    """Cut ``text`` into pieces of at most ``max_chars`` characters, each ending at the last sentence end
+    (:data:`SENTENCE_ENDS`) inside its window, else cut hard. Joining the pieces gives ``text`` back exactly;
+    blank pieces are kept (callers apply :func:`check_text`).
 
     Raises:
         ValueError: ``max_chars`` below 1.
@@ -87,12 +85,11 @@ def split_long(text: str, max_chars: int) -> list[str]:
 
 
 def cut_rows(texts: list[str], max_chars: int | None = CORPUS_MAX_CHARS) -> tuple[list[str], dict]:
-    """Cut each text longer than ``max_chars`` with :func:`split_long`; blank pieces dropped.
+    """Cut each text longer than ``max_chars`` (None: none) with :func:`split_long`; blank pieces dropped.
 
-    Returns ``(pieces, info)``: the texts in order, long ones replaced by their pieces, and
-    ``info`` = ``{"n_rows_cut", "largest_row_chars", "largest_row_share"}`` measured before the
-    cut (``largest_row_share``: the longest text's share of all characters, 0-1; 1.0 for a
-    corpus that is one line). ``max_chars=None`` cuts nothing (info still measured).
+    Returns ``(pieces, info)``: the texts in order, long ones replaced by their pieces, and ``info`` =
+    ``{"n_rows_cut", "largest_row_chars", "largest_row_share"}`` measured before the cut (``largest_row_share``:
+    the longest text's share of all characters, 0-1).
 
     Raises:
         ValueError: ``max_chars`` below 1.

@@ -104,16 +104,8 @@ def _f1(counts: "np.ndarray", idx=None) -> float:
 def entity_f1_interval(gold: Tags, pred, n_boot: int = 1000, seed: int = 0,
                        level: float = 0.95) -> tuple[float, float] | None:
     """Percentile bootstrap interval ``(low, high)`` of entity micro-F1 (0-1) over ``n_boot`` resamples of the
-    test sentences (:func:`nbkit.evaluate.stats.resample_indices`; Efron & Tibshirani 1993, ch. 13).
-
-    Resampling whole sentences keeps the entities of a sentence together (they are not independent); each
-    resample adds per-sentence counts (micro-F1 is a ratio of sums).
-
-    Args:
-        pred: ``N`` tag sequences, or a list of such runs (seeds): their F1s are averaged in each resample.
-        level: coverage (0-1).
-
-    Returns None when gold holds no entity (the F1 is undefined: :func:`entity_scores`' ``undefined``).
+    test sentences (whole sentences: their entities are not independent), ``level`` coverage. ``pred``: ``N`` tag
+    sequences, or a list of such runs (seeds), averaged in each resample. None when gold holds no entity.
 
     Raises:
         DataError: sentence counts or lengths differ, or no sentence. ConfigError: ``n_boot`` below 1.
