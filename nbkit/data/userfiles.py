@@ -140,14 +140,12 @@ def load_text_file(path: str | Path, text_column: str = "text", errors: str = "r
         path: ``.txt`` (one text per line), ``.jsonl``/``.json`` or ``.csv``/``.tsv`` (``text_column``).
         errors: an unreadable JSON line: ``"raise"`` (DataError naming its 1-based line) or ``"skip"``.
         max_chars: longest row in characters; ``None`` keeps rows whole.
-        report: a dict filled with ``n_read``, ``missing``, ``blank``, ``repaired_surrogates``,
-            ``n_rows_cut``, ``largest_row_chars``, ``largest_row_share`` (0-1), ``n_texts`` and the
-            skipped/surrogate 1-based lines.
+        report: a dict filled with ``n_read``, ``missing``, ``blank``, ``repaired_surrogates``, :func:`cut_rows`'
+            info, ``n_texts`` and the skipped/surrogate 1-based lines.
 
     Raises:
-        DataError: missing, empty or unsupported file, non-UTF-8 bytes, unparsable content, missing
-            column, nothing but blanks.
-        ConfigError: ``errors`` not "raise"/"skip", ``max_chars`` below 1.
+        DataError: missing, empty or unsupported file, non-UTF-8 bytes, unparsable content, missing column,
+            nothing but blanks. ConfigError: ``errors`` not "raise"/"skip", ``max_chars`` below 1.
     """
     import datasets
 
