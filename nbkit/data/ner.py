@@ -221,13 +221,9 @@ def _pd_sentences(pairs: list[tuple[str, str]], counts: Counter) -> list[tuple[l
             counts["nr_runs"] += 1
             counts["persons"] += len(groups)
             counts["nr_runs_split"] += len(groups) > 1
-            for start, end in groups:
-                n_chars = sum(len(w) for w in run[start:end])
-                chars = ["B-PER"] + ["I-PER"] * (n_chars - 1)
-                k = 0
-                for w in run[start:end]:
-                    tags_per_word.append(chars[k:k + len(w)])
-                    k += len(w)
+            for start, end in groups:  # a person's first word opens it, the others continue it
+                tags_per_word.append(["B-PER"] + ["I-PER"] * (len(run[start]) - 1))
+                tags_per_word.extend(["I-PER"] * len(w) for w in run[start + 1:end])
             i = j
             continue
         tags_per_word.append(["O"] * len(word) if kind is None else [f"B-{kind}"] + [f"I-{kind}"] * (len(word) - 1))

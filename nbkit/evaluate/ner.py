@@ -1,10 +1,8 @@
 """Entity-level NER scores by seqeval's definition with bootstrap intervals over sentences, and a CRF baseline.
 
-Scores use ``seqeval`` in its default mode, the conlleval definition the CoNLL shared tasks and most published
-Chinese NER numbers use (also what Hugging Face's token-classification examples report): an entity is a
-maximal ``B-X I-X ...`` run, counted correct only when type, start and end all match; an ``I-X`` that follows
-``O`` or another type opens an entity (strict mode would drop it). Gold data from :mod:`nbkit.data.ner` is valid
-BIO, so the mode only matters for a system's ill-formed predictions, which conlleval scores rather than hides.
+Scores use ``seqeval`` in its default mode, the conlleval definition most published Chinese NER numbers use: an
+entity is a maximal ``B-X I-X ...`` run, correct only when type, start and end all match; an ``I-X`` that follows
+``O`` or another type opens an entity, so a system's ill-formed predictions are scored rather than hidden.
 """
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""What pretraining buys, from a recorded ``bench/pretrain_value.py`` run: its rows and a headline.
-
-The recorded ``stats.json`` files ship in ``notebooks/data/`` so notebooks and README show measured
-numbers without rerunning the benchmark; the benchmark's own table, README table and curve are in
-``bench/pretrain_value_report.py``.
+"""What pretraining buys, from a recorded ``bench/pretrain_value.py`` run (its ``stats.json``, shipped in
+``notebooks/data/``): its rows and a headline.
 """
 from __future__ import annotations
 
