@@ -1,11 +1,11 @@
-"""Instruction data as conversations: the user's JSON lines in the three common shapes (Alpaca, ShareGPT, OpenAI
-messages, detected per record), and a demo set built from the labels nbkit ships.
+"""Instruction data as conversations: the user's JSON lines in the three common shapes, and a demo set built from
+the labels nbkit ships.
 
-A conversation is a list of ``{"role", "content"}`` messages: an optional ``system`` first, then ``user`` and
-``assistant`` alternating from ``user``, at least one ``assistant``, every content a non-empty string. Each problem
-of a record (:data:`PROBLEMS`) raises a ``DataError`` naming the file and line, or with ``bad="skip"`` drops and
-counts it; turns after the last assistant turn are always cut (counted). Shapes, rules and the demo set:
-docs/instruct.md.
+The shapes (Alpaca, ShareGPT, OpenAI messages) are detected per record. A conversation is a list of ``{"role",
+"content"}`` messages: an optional ``system`` first, then ``user`` and ``assistant`` alternating from ``user``, at
+least one ``assistant``, every content a non-empty string. Each problem of a record (:data:`PROBLEMS`) raises a
+``DataError`` naming the file and line, or with ``bad="skip"`` drops and counts it; turns after the last assistant
+turn are always cut (counted). Shapes, rules and the demo set: docs/instruct.md.
 """
 from __future__ import annotations
 

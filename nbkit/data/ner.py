@@ -118,18 +118,11 @@ def _plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def report_text(report: dict, windows: dict | None = None) -> str:
-    """What loading (and encoding) kept, dropped and repaired, as lines for the screen: notebook 07 prints it
-    under its data cell and ``python -m nbkit.jobs.finetune --task ner`` before training, so no repair or drop is
-    seen only in ``metrics.json``.
-
-    Args:
-        report: :attr:`NerData.report` (keys missing are skipped; counts are summed over the files).
-        windows: split -> :func:`nbkit.text.token_classification.encode_token_classification`'s report, for the
-            characters the tokenizer drops or reads as ``[UNK]`` (summed over the splits).
-
-    Returns:
-        Lines starting ``data:`` (sentences read and kept per split), ``dropped:``, ``repaired:``, ``skipped:`` and
-        ``tokens:``, each only where it has something to say.
+    """What loading (:attr:`NerData.report`) and encoding (``windows``: split ->
+    :func:`nbkit.text.token_classification.encode_token_classification`'s report) kept, dropped and repaired, as
+    lines for the screen, so no repair or drop is seen only in ``metrics.json``: ``data:`` (sentences read and
+    kept per split), ``dropped:``, ``repaired:``, ``skipped:`` and ``tokens:`` (characters the tokenizer drops or
+    reads as ``[UNK]``), each only where it has something to say.
     """
     get = lambda k: int(report.get(k) or 0)  # noqa: E731
     kept = " / ".join(f"{report[k]:,} {s}" for k, s in zip(("n_train", "n_val", "n_test"), SPLITS) if k in report)

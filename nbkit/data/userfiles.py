@@ -203,13 +203,12 @@ def load_labeled_files(
     errors: str = "raise",
 ) -> LabeledData:
     """Labelled texts from the user's ``.jsonl``/``.json``/``.csv``/``.tsv`` files, cleaned and split as
-    :func:`~nbkit.data.labeled.build_labeled_data` does (same arguments); a split without a file is
-    drawn from ``train``. ``errors``: as :func:`load_text_file`.
+    :func:`~nbkit.data.labeled.build_labeled_data` does (same arguments); a split without a file is drawn from
+    ``train``. ``errors``: as :func:`load_text_file`.
 
     Returns:
-        :class:`LabeledData`; ``report`` also has ``files``, ``label2id`` and per split
-        (``report["sources"][split]``) the skipped and repaired lines; ``origins``: per split the file and line
-        of each example (:class:`~nbkit.data.labeled.ExampleOrigin`).
+        :class:`LabeledData`; ``report`` also has ``files``, ``label2id`` and per split (``report["sources"]``)
+        the skipped and repaired lines; ``origins``: per split each example's file and line.
 
     Raises:
         ConfigError: ``train`` is None, or bad ``errors``/fractions.

@@ -1,5 +1,6 @@
-"""What pretraining buys, from a recorded ``bench/pretrain_value.py`` run (its ``stats.json``, shipped in
-``notebooks/data/``): its rows and a headline.
+"""What pretraining buys, from a recorded ``bench/pretrain_value.py`` run: its rows and a headline.
+
+The recorded ``stats.json`` files ship in ``notebooks/data/``.
 """
 from __future__ import annotations
 

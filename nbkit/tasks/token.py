@@ -2,6 +2,7 @@
 token classifier scored by entity-level F1 beside a CRF."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -158,7 +159,5 @@ def evaluate_ner(cfg, classifier, tok, labeled: "NerData", split: str = "test",
     out["table"] = scores_table(results)
     out["errors"] = entity_errors([list(it["tokens"]) for it in items], gold, pred)
     if out["report"]["undefined"]:
-        import warnings
-
         warnings.warn(f"{split} split: {out['report']['undefined']}", UserWarning, stacklevel=2)
     return out
