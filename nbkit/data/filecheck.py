@@ -206,6 +206,29 @@ def json_lines(path: Path, encoding: str = "utf-8"):
             yield lineno, row, None
 
 
+def json_records(path: Path, encoding: str, example: str):
+    """``(line, item, record, problem)`` per record: a ``.json`` file holding an array gives its items (``line``
+    None, ``item`` 1-based), any other file its JSON lines as :func:`json_lines` (``item`` None).
+
+    Raises:
+        DataError: the array does not parse, or an item is not an object (``example`` shows one).
+    """
+    text = path.read_text(encoding=encoding) if path.suffix.lower() == ".json" else ""
+    if text.lstrip()[:1] != "[":
+        yield from ((line, None, row, problem) for line, row, problem in json_lines(path, encoding))
+        return
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataError(f"Could not read {path} as JSON: {json_error_text(err, with_line=True)}. "
+                        "Fix that place (a .json file needs an array of objects).") from err
+    for i, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}, item {i} of the JSON array is {_a('JSON ' + _json_kind(row))}, not an object "
+                            f"like {example}; fix that item.")
+        yield None, i, row, None
+
+
 def record_lines(path: Path, encoding: str, skipped: list[int] | tuple = ()) -> list[int] | None:
     """The 1-based line where each record starts: CSV/TSV rows after the header (blank lines skipped as
     pandas does), JSON lines not in ``skipped``; None for a ``.json`` array."""

@@ -1,28 +1,11 @@
 """Instruction data as conversations: the user's JSON lines in the three common shapes, and a demo set built from
 the labels nbkit ships.
 
-A conversation is a list of ``{"role", "content"}`` messages: an optional ``system`` first, then ``user`` and
-``assistant`` alternating from ``user``, at least one ``assistant``, every content a non-empty string.
-
-The user's files (:func:`read_conversations`), one record per line (``.jsonl``) or a JSON array (``.json``), the
-shape detected per record:
-
-- Alpaca: ``instruction``, optional ``input`` (appended to the instruction after a newline), ``output``, optional
-  ``system``;
-- ShareGPT: ``conversations``, a list of ``{"from", "value"}`` (``human``/``user``, ``gpt``/``assistant``/``model``/
-  ``chatgpt``/``bing``/``bard``, ``system``), optional top-level ``system``;
-- OpenAI: ``messages``, a list of ``{"role", "content"}`` (``system``/``developer``, ``user``, ``assistant``);
-  content a string or a list of ``{"type": "text", "text"}`` parts.
-
-Each problem (:data:`PROBLEMS`: invalid JSON, a record of none of the shapes, an unknown role, roles out of order,
-empty content, no assistant turn) raises a ``DataError`` naming the file and line, or with ``bad="skip"`` drops
-the record and counts it (``report["dropped"]``, the first locations in ``report["where"]``). One repair is always
-made and counted: turns after the last assistant turn (a question left unanswered) are cut
-(``n_trailing_turns_cut``). A conversation longer than the model's context is handled where it is tokenized
-(:func:`nbkit.text.chat.encode_conversations`: dropped or truncated, counted).
-
-The demo set (:func:`demo_conversations`): review sentiment (notebook 03's split), person and place names of
-People's Daily sentences (notebook 07's split), each task asked in several phrasings.
+The shapes (Alpaca, ShareGPT, OpenAI messages) are detected per record. A conversation is a list of ``{"role",
+"content"}`` messages: an optional ``system`` first, then ``user`` and ``assistant`` alternating from ``user``, at
+least one ``assistant``, every content a non-empty string. Each problem of a record (:data:`PROBLEMS`) raises a
+``DataError`` naming the file and line, or with ``bad="skip"`` drops and counts it; turns after the last assistant
+turn are always cut (counted). Shapes, rules and the demo set: docs/instruct.md.
 """
 from __future__ import annotations
 
@@ -241,38 +224,34 @@ NAME_SEPARATOR = "、"
 _ENTITY = {"persons": "PER", "places": "LOC"}
 
 
-def _names(tokens: list[str], tags: list[str], kind: str, cut: int) -> list[str]:
-    """The distinct entities of ``kind`` wholly inside the first ``cut`` characters, in order of appearance."""
+def entity_names(tokens: list[str], tags: list[str], kind: str, cut: int | None = None) -> list[str]:
+    """The distinct entities of ``kind`` (``PER``) wholly inside the first ``cut`` characters (None: all), in order
+    of appearance."""
     from nbkit.data.ner import entity_spans
 
     out: list[str] = []
     for k, start, end in entity_spans(tags):
         name = "".join(tokens[start:end])
-        if k == kind and end <= cut and name not in out:
+        if k == kind and (cut is None or end <= cut) and name not in out:
             out.append(name)
     return out
 
 
 def demo_conversations(*, seed: int = 0, ner_lines: int | None = None, tasks=TASKS, max_per_task: int | None = None,
                        max_chars: int | None = None) -> tuple[dict[str, list[dict]], dict]:
-    """Instruction examples built from the bundled labels, split as notebooks 03 and 07 split their data, so no
-    text of their validation or test sets is in the training split.
-
-    - ``sentiment``: the reviews of :func:`nbkit.data.corpora.load_sentiment` (``seed``: notebook 03's), answer
-      ``正面`` / ``负面``;
-    - ``persons`` / ``places``: the sentences of :func:`nbkit.data.ner.load_peoples_daily_ner` (``lines=ner_lines,
-      seed=seed``: notebook 07's at the same scale, whose ``corpus_lines`` is ``ner_lines``: the split depends on
-      both), answer the distinct names (PER / LOC) in order of appearance joined by ``、``, ``无`` when none.
-
-    Each example's question is one of the task's :data:`PHRASINGS`, drawn by ``seed``. ``max_chars``: source texts
-    cut to that many characters (an entity answer lists the names wholly inside the cut; counted), so that
-    questions fit a small model's context. ``max_per_task``: at most that many examples per task and split, drawn by
-    ``seed``.
+    """Instruction examples built from the bundled labels, split as notebooks 03 and 07 split their data
+    (:func:`nbkit.data.corpora.load_sentiment` with ``seed``, :func:`nbkit.data.ner.load_peoples_daily_ner` with
+    ``lines=ner_lines, seed=seed``), so no text of their validation or test sets is in the training split.
+    ``sentiment`` answers ``正面`` / ``负面``; ``persons`` / ``places`` the distinct PER / LOC names
+    (:func:`entity_names`) joined by ``、``, ``无`` when none. Each question is one of the task's
+    :data:`PHRASINGS`, drawn by ``seed``. ``max_chars``: source texts cut to that many characters (an entity answer
+    lists the names wholly inside the cut; counted). ``max_per_task``: at most that many examples per task and
+    split, drawn by ``seed``.
 
     Returns ``(splits, report)``: ``splits["train" | "validation" | "test"]`` lists of ``{"task", "messages"
     (user, assistant), "text" (the source text, cut), "gold" (the label name, or the list of names), "phrasing"
-    (its index in the task's phrasings)}``;
-    ``report[task][split]``: ``n``, ``n_cut``, ``n_none`` (entity tasks: answers ``无``), and ``source``.
+    (its index in the task's phrasings)}``; ``report[task][split]``: ``n``, ``n_cut``, ``n_none`` (entity tasks:
+    answers ``无``), and ``source``.
 
     Raises:
         ConfigError: an unknown task (the tasks listed), ``max_chars`` or ``max_per_task`` below 1.
@@ -320,7 +299,7 @@ def demo_conversations(*, seed: int = 0, ner_lines: int | None = None, tasks=TAS
                 if task == "sentiment":
                     answer = SENTIMENT_ANSWERS[gold]
                 else:
-                    gold = _names(gold["tokens"], gold["tags"], _ENTITY[task], cut)
+                    gold = entity_names(gold["tokens"], gold["tags"], _ENTITY[task], cut)
                     answer = NAME_SEPARATOR.join(gold) or NONE_ANSWER
                     n_none += not gold
                 phrasing = int(rng.integers(len(PHRASINGS[task])))

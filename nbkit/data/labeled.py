@@ -76,9 +76,19 @@ def normalize_text(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def _keep(where: list[int], row: int) -> None:
-    if len(where) < MAX_LOCATIONS:
-        where.append(row)
+def check_fractions(val: float, test: float, val_arg: str = "val_fraction", test_arg: str = "test_fraction") -> None:
+    """Raise :class:`ConfigError` unless both shares are in ``[0, 1)`` and sum below 1 (``*_arg``: their names)."""
+    if not (0 <= val < 1 and 0 <= test < 1 and val + test < 1):
+        raise ConfigError(f"{val_arg}={val}, {test_arg}={test}: each must be in [0, 1) and their sum below 1 "
+                          "(e.g. 0.1 and 0.1).")
+
+
+def length_summary(lengths: list[int]) -> dict[str, int]:
+    """``p50``, ``p95`` and ``max`` of ``lengths`` (characters; 0 for none)."""
+    import numpy as np
+
+    a = np.array(lengths or [0])
+    return {"p50": int(np.percentile(a, 50)), "p95": int(np.percentile(a, 95)), "max": int(a.max())}
 
 
 def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tuple[str, Any]], dict]:
@@ -93,40 +103,37 @@ def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tupl
     rule: Counter = Counter()
     rows: dict[str, list[int]] = {r: [] for r in ("missing_label", "missing_text", "blank", "duplicate")}
     merged: Counter = Counter()
-    n_dup = n_no_label = 0
     for row, (raw, label) in enumerate(zip(texts, labels), start=1):
         if isinstance(label, str):
             given, label = label, repair_surrogates(label)[0].strip()
             if label != given and label:
                 merged[given, label] += 1
         if label is None or (isinstance(label, float) and math.isnan(label)) or label == "":
-            n_no_label += 1
-            _keep(rows["missing_label"], row)
+            rows["missing_label"].append(row)
             continue
-        before = rule["missing"]
         text = check_text(raw, rule)
         if text is None:
-            _keep(rows["missing_text" if rule["missing"] > before else "blank"], row)
+            rows["blank" if isinstance(raw, str) else "missing_text"].append(row)
             continue
         text = text.strip()
         if isinstance(label, float) and label.is_integer():
             label = int(label)  # pandas turns an int column with gaps into floats
         key = normalize_text(text)
         if key in seen:
-            n_dup += 1
-            _keep(rows["duplicate"], row)
+            rows["duplicate"].append(row)
             if seen[key][1] != label:
                 conflicting[key] = None
         else:
             seen[key], first[key] = (text, label), row
     for key in conflicting:
         del seen[key]
-    rows["conflict"] = [first[k] for k in list(conflicting)[:MAX_LOCATIONS]]
+    rows["conflict"] = [first[k] for k in conflicting]
+    n_no_label = len(rows["missing_label"])
     counts = {"n_raw": len(texts), "n_empty_dropped": rule["missing"] + rule["blank"] + n_no_label,
               "n_missing_dropped": rule["missing"] + n_no_label, "n_blank_dropped": rule["blank"],
               "n_repaired_surrogates": rule["repaired_surrogates"],
-              "n_duplicates_dropped": n_dup, "n_conflicts_dropped": len(conflicting),
-              "drop_rows": rows, "_first": first, "_merged": merged}
+              "n_duplicates_dropped": len(rows["duplicate"]), "n_conflicts_dropped": len(conflicting),
+              "drop_rows": {k: v[:MAX_LOCATIONS] for k, v in rows.items()}, "_first": first, "_merged": merged}
     return seen, counts
 
 
@@ -162,29 +169,24 @@ def build_labeled_data(
     """Clean, deduplicate and split labelled texts into a :class:`LabeledData`.
 
     Args:
-        sources: ``{"train": (texts, labels)}``, optionally ``"validation"``/``"test"``; splits not
-            given are drawn from the unique training texts, stratified (test first, so both
-            fractions are of the whole).
+        sources: ``{"train": (texts, labels)}``, optionally ``"validation"``/``"test"``; splits not given are
+            drawn from the unique training texts, stratified (test first, so both fractions are of the whole).
         seed: ``random_state`` of every split and subsample.
-        val_fraction, test_fraction: shares (0-1) of the unique training texts; exactly 0 means no
-            such split.
+        val_fraction, test_fraction: shares (0-1) of the unique training texts; exactly 0 means no such split.
         max_train: stratified cap on the training split; validation and test stay complete.
         label2id: fixed name -> id (looked up by ``str(label)``); default from the training labels.
 
     Raises:
-        ConfigError: fractions outside ``[0, 1)`` or summing to >= 1, ``max_train`` below 2, an
-            unknown split name.
-        DataError: nothing left after cleaning, a single class, validation/test labels unseen in
-            training, a class too rare to stratify, or a split left empty (named why).
+        ConfigError: fractions outside ``[0, 1)`` or summing to >= 1, ``max_train`` below 2, an unknown split.
+        DataError: nothing left after cleaning, a single class, validation/test labels unseen in training, a
+            class too rare to stratify, or a split left empty (named why).
 
     Warns:
         UserWarning: string labels differing only in case or width, and :func:`check_labels`'s problems.
     """
     import datasets
 
-    if not (0 <= val_fraction < 1 and 0 <= test_fraction < 1 and val_fraction + test_fraction < 1):
-        raise ConfigError(f"val_fraction={val_fraction}, test_fraction={test_fraction}: each must be in "
-                          "[0, 1) and their sum below 1 (e.g. 0.1 and 0.1).")
+    check_fractions(val_fraction, test_fraction)
     if max_train is not None and max_train < 2:
         raise ConfigError(f"max_train={max_train}: use None (all) or at least 2 examples.")
     report: dict[str, Any] = {}
@@ -298,9 +300,7 @@ def _summarize(per_source: dict, columns: dict, id2label: dict[int, str], n_trai
     report["class_counts"] = {
         s: {id2label[i]: int(c) for i, c in enumerate(np.bincount(columns[s]["label"], minlength=len(id2label)))}
         for s in SPLITS}
-    lengths = np.array([len(t) for t in columns["train"]["text"]])
-    report["length_chars"] = {"p50": int(np.percentile(lengths, 50)), "p95": int(np.percentile(lengths, 95)),
-                              "max": int(lengths.max())}
+    report["length_chars"] = length_summary([len(t) for t in columns["train"]["text"]])
     return report
 
 

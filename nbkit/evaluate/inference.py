@@ -8,12 +8,8 @@ CLAUSE_MARKS = "。！？；，、：!?;,:"
 
 def predict(model, tokenizer, texts, max_length: int, batch_size: int = 64, id2label=None) -> dict:
     """Classify ``texts`` (a list, or one ``str``) with a sequence-classification model, in eval mode under
-    ``torch.inference_mode`` on its device, in batches of similar length.
-
-    Args:
-        max_length: tokens per text, ``[CLS]``/``[SEP]`` included; longer texts are truncated.
-        batch_size: texts per forward pass.
-        id2label: id -> name; adds ``table``.
+    ``torch.inference_mode`` on its device, ``batch_size`` texts of similar length per forward pass; ``max_length``
+    tokens per text (specials included; longer texts are truncated); ``id2label`` (id -> name) adds ``table``.
 
     Returns ``{"label": [int], "prob": [float] (of the predicted class, 0-1), "unk_share": [float]
     (0-1 of the text's tokens that are ``[UNK]``), "table": pandas.DataFrame}``, in input order.
@@ -83,25 +79,16 @@ def _unk_shares(tokenizer, texts: list) -> list[float]:
 def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, stride: int | None = None,
                  batch_size: int = 64, split: str | None = CLAUSE_MARKS) -> tuple[list[list[str]], dict]:
     """Tag every token of ``items`` (dicts with ``tokens``, e.g. one character each) with a token-classification
-    model (``logits`` (B, T, C)) through the call a user makes on the exported folder: :func:`tag_text` on each
-    item's text (its tokens joined) with ``transformers``' token-classification pipeline and the tokenizer the
-    export saves (:func:`nbkit.text.token_classification.char_tokenizer`: one pre-token per character, the ids
-    training read), ``aggregation_strategy="first"`` (:data:`nbkit.text.token_classification.AGGREGATION`),
-    ``model_max_length`` = ``max_length`` and the run's ``stride``. The job's scores are by construction the ones
-    ``tag_text(pipeline(...), text)`` reproduces, and on a sentence of one window the bare ``pipeline(...)(text)``;
-    each token takes the span holding its first character (:func:`nbkit.evaluate.ner_report.pipeline_tags`).
+    model through the call a user makes on the exported folder, so the job's scores are the ones a user
+    reproduces: :func:`tag_text` on each item's text (its tokens joined) with ``transformers``' token-classification
+    pipeline, the tokenizer the export saves (:func:`nbkit.text.token_classification.char_tokenizer`),
+    ``aggregation_strategy`` :data:`nbkit.text.token_classification.AGGREGATION`, ``model_max_length`` =
+    ``max_length`` and the run's ``stride``; each token takes the span holding its first character
+    (:func:`nbkit.evaluate.ner_report.pipeline_tags`). Long sentences are cut at ``split`` and windowed as
+    :func:`tag_text` does: nothing is cut off, every token gets a tag. In eval mode, ``batch_size`` texts per call.
 
-    A sentence longer than ``max_length`` sub-tokens is cut after its clause marks (``split``, :func:`tag_text`)
-    and a piece still longer is tagged in the pipeline's windows (the fast tokenizer's overflow:
-    ``max_length - 2`` sub-tokens each, the next starting ``stride`` sub-tokens before the previous one ends, the
-    last one shorter) and their entities merged (of overlapping ones the longest, on a tie the higher score:
-    ``TokenClassificationPipeline.aggregate_overlapping_entities``); ``split=None``: windows over the whole
-    sentence. Nothing is cut, every token gets a tag. In eval mode, on the model's device, ``batch_size`` texts
-    per call.
-
-    Returns ``(tags, report)``: one list of label names per item, and the encoding's counts (``n_windows`` (the
-    pipeline's windows: the same number), ``n_windowed``, ``stride``, ...:
-    :func:`nbkit.text.token_classification.encode_token_classification`).
+    Returns ``(tags, report)``: one list of label names per item, and the encoding's counts (``n_windows``,
+    ``n_windowed``, ``stride``, ...: :func:`nbkit.text.token_classification.encode_token_classification`).
 
     Raises:
         ConfigError: ``model.config.id2label`` is not ``id2label`` (the pipeline names entities from the
@@ -138,7 +125,6 @@ def predict_tags(model, tokenizer, items, id2label: dict, max_length: int, strid
     return tags, enc.report
 
 
-
 def tag_text(tagger, texts, split: str | None = CLAUSE_MARKS, stride: int | None = None, batch_size: int = 32):
     """Entities of plain text from a token-classification ``pipeline`` (e.g. the NER export loaded with
     ``pipeline("token-classification", model=dir, aggregation_strategy="first")``): for one ``str`` one flat list of
@@ -150,7 +136,6 @@ def tag_text(tagger, texts, split: str | None = CLAUSE_MARKS, stride: int | None
     offsets moved back into the text; a piece (or, with ``split=None``, the text) still longer than a window is
     tagged in windows sharing ``stride`` tokens (None: the export's ``config.task_specific_params`` value, else a
     quarter of the window) and their entities merged by the pipeline. A text of one window is tagged whole.
-    docs/ner.md has the measurement behind cutting at clause marks.
 
     Raises:
         ConfigError: ``texts`` holds something other than strings (pass plain text; for characters as words

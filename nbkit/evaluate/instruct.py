@@ -97,12 +97,9 @@ def generate_answers(model, tok, examples: Sequence[dict], max_new_tokens: int =
     """Greedy answers of ``model`` (a causal LM) to each example's question: its ``messages`` without the last
     (the gold answer) through ``tok``'s chat template with the generation prompt, as ``pipeline("text-generation")``
     encodes them, one example at a time, writing at most ``max_new_tokens`` and at most what the model's context
-    leaves after the question. ``stop_ids``: where generation stops (None: the model's generation config's
-    ``eos_token_id``). Returns ``(answers, n_unfinished)``: the decoded new text per example (special tokens
-    dropped, Chinese without spaces), and how many stopped at the token limit before a stop token.
-
-    Keep to the examples whose conversation fits the context, as training does:
-    ``encode_conversations(tok, [ex["messages"] for ex in examples], context)[0]["index"]`` lists them.
+    leaves. ``stop_ids``: where generation stops (None: the generation config's ``eos_token_id``). Returns
+    ``(answers, n_unfinished)``: the decoded new text per example (special tokens dropped, Chinese without spaces),
+    and how many stopped at the token limit. Keep to the examples that fit (:func:`fitting_examples`).
 
     Raises:
         DataError: an example whose ``messages`` do not end with the gold assistant turn, or whose question
@@ -169,21 +166,16 @@ def fitting_examples(tok, examples: Sequence[dict], context: int, per_task: int 
 def baseline_answers(examples: Sequence[dict], train: Sequence[dict], ner_items: Sequence[dict] = (),
                      crf_iter: int = 100) -> list[str]:
     """The classical baselines' answer to each of ``examples``, written as the demo's answers are, so that
-    :func:`score_answers` scores them as it scores the model's (same questions, same metric):
-
-    - ``sentiment``: TF-IDF character n-grams + logistic regression
-      (:func:`nbkit.evaluate.baseline.fit_tfidf_baseline`) fit on ``train``'s sentiment examples (the texts the model
-      was tuned on, cut as it read them, and their labels); answer ``正面`` / ``负面``;
-    - ``persons`` / ``places``: a CRF over character features (:class:`nbkit.evaluate.ner.CrfTagger`, ``crf_iter``
-      L-BFGS iterations) fit on the sentences of ``ner_items`` (People's Daily ``{"tokens", "tags"}``, notebook 07's
-      training split) that are ``train``'s entity texts, cut as they were; answer its PER / LOC names in order of
-      appearance joined by ``、``, ``无`` when none.
+    :func:`score_answers` scores them as it scores the model's: ``sentiment`` by
+    :func:`nbkit.evaluate.baseline.fit_tfidf_baseline` fit on ``train``'s sentiment examples; ``persons`` /
+    ``places`` by :class:`nbkit.evaluate.ner.CrfTagger` (``crf_iter`` iterations) fit on the sentences of
+    ``ner_items`` (notebook 07's training split) that are ``train``'s entity texts, cut as they were.
 
     Raises:
         DataError: an entity example without ``ner_items`` that hold its training sentences, or a task with no
             training examples (the baseline has nothing to fit).
     """
-    from nbkit.data.instruct import NAME_SEPARATOR, NONE_ANSWER, SENTIMENT_ANSWERS
+    from nbkit.data.instruct import NAME_SEPARATOR, NONE_ANSWER, SENTIMENT_ANSWERS, entity_names
 
     tasks = set(ex["task"] for ex in examples)
     answers: dict[int, str] = {}
@@ -199,7 +191,6 @@ def baseline_answers(examples: Sequence[dict], train: Sequence[dict], ner_items:
             answers[i] = SENTIMENT_ANSWERS[label]
     kinds = {"persons": "PER", "places": "LOC"}
     if tasks & set(kinds):
-        from nbkit.data.ner import entity_spans
         from nbkit.evaluate.ner import CrfTagger
 
         texts = {ex["text"] for ex in train if ex["task"] in kinds}
@@ -212,12 +203,7 @@ def baseline_answers(examples: Sequence[dict], train: Sequence[dict], ner_items:
         crf = CrfTagger.fit(items, max_iter=crf_iter)
         for i, ex in enumerate(examples):
             if ex["task"] in kinds:
-                chars = list(ex["text"])
-                names = []
-                for kind, start, end in entity_spans(crf.tags(chars)):
-                    name = "".join(chars[start:end])
-                    if kind == kinds[ex["task"]] and name not in names:
-                        names.append(name)
+                names = entity_names(list(ex["text"]), crf.tags(list(ex["text"])), kinds[ex["task"]])
                 answers[i] = NAME_SEPARATOR.join(names) or NONE_ANSWER
     return [answers[i] for i in range(len(examples))]
 

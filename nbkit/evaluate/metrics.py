@@ -7,6 +7,7 @@ Macro-F1 averages the classes that occur in ``y_true`` or ``y_pred``: a class in
 from __future__ import annotations
 
 import math
+import warnings
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from nbkit.errors import DataError
@@ -71,8 +72,6 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], id2label
                       f"examples (accuracy {accuracy_score(true, pred):.3f} is the share of that class); train "
                       "longer, with a higher lr, or with TrainConfig(class_weights='balanced'), and compare with "
                       "the baseline")
-        import warnings
-
         warnings.warn(degenerate, UserWarning, stacklevel=2)
     return {
         "n": int(len(true)),
@@ -89,8 +88,6 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], id2label
 
 
 def _warn_classes(absent: list, zero_recall: list, names: list, cm) -> None:
-    import warnings
-
     for name in zero_recall:
         row = cm[names.index(name)]
         went = ", ".join(f"{names[j]} {int(c)}" for j, c in enumerate(row) if c)

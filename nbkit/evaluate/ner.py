@@ -1,10 +1,8 @@
 """Entity-level NER scores by seqeval's definition with bootstrap intervals over sentences, and a CRF baseline.
 
-Scores use ``seqeval`` in its default mode, the conlleval definition the CoNLL shared tasks and most published
-Chinese NER numbers use (also what Hugging Face's token-classification examples report): an entity is a
-maximal ``B-X I-X ...`` run, counted correct only when type, start and end all match; an ``I-X`` that follows
-``O`` or another type opens an entity (strict mode would drop it). Gold data from :mod:`nbkit.data.ner` is valid
-BIO, so the mode only matters for a system's ill-formed predictions, which conlleval scores rather than hides.
+Scores use ``seqeval`` in its default mode, the conlleval definition most published Chinese NER numbers use: an
+entity is a maximal ``B-X I-X ...`` run, correct only when type, start and end all match; an ``I-X`` that follows
+``O`` or another type opens an entity, so a system's ill-formed predictions are scored rather than hidden.
 """
 from __future__ import annotations
 
@@ -30,35 +28,23 @@ def _check(gold: Tags, pred: Tags, name: str = "pred") -> None:
                             "character (merge the windows of a long sentence before scoring).")
 
 
-def _runs(pred) -> list:
-    """One system's predictions as a list of runs (seeds): ``pred`` is ``list[list[str]]`` (one run) or
-    ``list[list[list[str]]]`` (several)."""
-    for sentence in pred:
-        if len(sentence):
-            return [pred] if isinstance(sentence[0], str) else list(pred)
-    return [pred]
-
-
 def entity_scores(gold: Tags, pred: Tags) -> dict:
     """Entity-level micro precision/recall/F1 and per-type scores of tag sequences (``seqeval``, default mode).
 
-    Args:
-        gold, pred: ``N`` sentences of BIO tags each (``pred[i]`` as long as ``gold[i]``).
+    ``gold``, ``pred``: ``N`` sentences of BIO tags each (``pred[i]`` as long as ``gold[i]``).
 
     Returns:
-        ``precision``, ``recall``, ``f1`` (0-1, micro over entities), ``n_gold``, ``n_pred``,
-        ``n_correct`` (entities), ``n_sentences``, ``mode`` (``"default"``), ``per_type``: type -> ``precision``,
-        ``recall``, ``f1``, ``support`` (gold entities) for every type in gold or pred. Plain Python numbers.
-        ``undefined``: None, or (gold without a single entity) the sentence saying so: ``recall`` and ``f1``
-        are then None (0 of 0 entities found is no score, and 0.0 would read as a model that found none of
-        many), ``precision`` too unless something was predicted (then 0.0: every prediction is spurious).
+        ``precision``, ``recall``, ``f1`` (0-1, micro over entities), ``n_gold``, ``n_pred``, ``n_correct``
+        (entities), ``n_sentences``, ``mode`` (``"default"``), ``per_type``: type -> ``precision``, ``recall``,
+        ``f1``, ``support`` for every type in gold or pred. ``undefined``: None, or for gold without a single
+        entity :func:`no_entities`' sentence; ``recall`` and ``f1`` are then None (0.0 would read as a model that
+        found none of many), ``precision`` too unless something was predicted (then 0.0).
 
     Raises:
         DataError: sentence counts or lengths differ, or no sentence.
     """
     from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
 
-    _check(gold, pred)
     gold, pred = [list(s) for s in gold], [list(s) for s in pred]
     counts = _counts(gold, pred)
     per = classification_report(gold, pred, output_dict=True, zero_division=0)
@@ -83,16 +69,27 @@ def no_entities(n_sentences: int) -> str:
 
 def _counts(gold: Tags, pred: Tags) -> "np.ndarray":
     """(N, 3) int array: per sentence the correct, predicted and gold entities (:func:`nbkit.data.ner.entity_spans`,
-    seqeval's reading)."""
+    seqeval's reading); DataError as :func:`_check`."""
     import numpy as np
 
     from nbkit.data.ner import entity_spans
 
+    _check(gold, pred)
     out = np.zeros((len(gold), 3), dtype=np.int64)
     for i, (g, p) in enumerate(zip(gold, pred)):
         g_set, p_set = set(entity_spans(g)), set(entity_spans(p))
         out[i] = (len(g_set & p_set), len(p_set), len(g_set))
     return out
+
+
+def _run_counts(gold: Tags, pred, n_boot: int) -> list["np.ndarray"]:
+    """:func:`_counts` of each run of one system: ``pred`` is ``list[list[str]]`` (one run) or
+    ``list[list[list[str]]]`` (several, e.g. seeds). ConfigError: ``n_boot`` below 1."""
+    if n_boot < 1:
+        raise ConfigError(f"n_boot={n_boot}: use at least 1 (1000 for a 95 % interval).")
+    first = next((sentence for sentence in pred if len(sentence)), None)
+    runs = list(pred) if first is not None and not isinstance(first[0], str) else [pred]
+    return [_counts(gold, run) for run in runs]
 
 
 def _f1(counts: "np.ndarray", idx=None) -> float:
@@ -105,35 +102,19 @@ def _f1(counts: "np.ndarray", idx=None) -> float:
 def entity_f1_interval(gold: Tags, pred, n_boot: int = 1000, seed: int = 0,
                        level: float = 0.95) -> tuple[float, float] | None:
     """Percentile bootstrap interval ``(low, high)`` of entity micro-F1 (0-1) over ``n_boot`` resamples of the
-    test sentences (:func:`nbkit.evaluate.stats.resample_indices`; Efron & Tibshirani 1993, ch. 13).
-
-    Resampling whole sentences keeps the entities of a sentence together (they are not independent). Micro-F1 is
-    a ratio of sums, so each resample adds per-sentence counts (O(N) per resample; entities are read once per
-    sentence); on the full set it equals :func:`entity_scores`' ``f1``.
-
-    Args:
-        pred: ``N`` tag sequences, or a list of such runs (seeds): their F1s are averaged in each resample.
-        level: coverage (0-1).
-
-    Returns None when gold holds no entity (the F1 is undefined: :func:`entity_scores`' ``undefined``).
+    test sentences (whole sentences: their entities are not independent), ``level`` coverage. ``pred``: ``N`` tag
+    sequences, or a list of such runs (seeds), averaged in each resample. None when gold holds no entity.
 
     Raises:
         DataError: sentence counts or lengths differ, or no sentence. ConfigError: ``n_boot`` below 1.
     """
     from nbkit.evaluate.stats import percentile_interval, resample_indices
 
-    if n_boot < 1:
-        raise ConfigError(f"n_boot={n_boot}: use at least 1 (1000 for a 95 % interval).")
-    runs = [_checked_counts(gold, run) for run in _runs(pred)]
+    runs = _run_counts(gold, pred, n_boot)
     if not runs[0][:, 2].any():
         return None
     samples = [sum(_f1(c, idx) for c in runs) / len(runs) for idx in resample_indices(len(gold), n_boot, seed)]
     return percentile_interval(samples, level)
-
-
-def _checked_counts(gold: Tags, pred: Tags) -> "np.ndarray":
-    _check(gold, pred)
-    return _counts(gold, pred)
 
 
 def entity_f1_diff(gold: Tags, pred_a, pred_b, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
@@ -149,10 +130,7 @@ def entity_f1_diff(gold: Tags, pred_a, pred_b, n_boot: int = 1000, seed: int = 0
     """
     from nbkit.evaluate.stats import percentile_interval, resample_indices
 
-    if n_boot < 1:
-        raise ConfigError(f"n_boot={n_boot}: use at least 1 (1000 for a 95 % interval).")
-    a = [_checked_counts(gold, run) for run in _runs(pred_a)]
-    b = [_checked_counts(gold, run) for run in _runs(pred_b)]
+    a, b = _run_counts(gold, pred_a, n_boot), _run_counts(gold, pred_b, n_boot)
     if not a[0][:, 2].any():
         return {"value": None, "low": None, "high": None, "level": level, "n_boot": n_boot,
                 "undefined": no_entities(len(gold))}
@@ -189,9 +167,7 @@ def char_features(tokens: Sequence[str]) -> list[list[str]]:
     ``C-1, C0, C1`` and their triple; ``BOS``/``EOS`` past the ends (``"c0c1=中|国"``).
 
     The character n-gram template of the CRF systems of the SIGHAN 2006 Chinese NER bakeoff (e.g. Chen, Zhang &
-    Isahara 2006, "Chinese Named Entity Recognition with Conditional Random Fields", SIGHAN-5), the classic
-    baseline before neural taggers; the character classes are the usual orthographic additions. O(T) strings for
-    T characters (15 per character)."""
+    Isahara 2006, SIGHAN-5), plus the usual orthographic character classes."""
     pad = ["BOS2", "BOS1", *tokens, "EOS1", "EOS2"]
     cls = ["B", "B", *(_char_class(c) for c in tokens), "E", "E"]
     out = []
@@ -206,11 +182,8 @@ def char_features(tokens: Sequence[str]) -> list[list[str]]:
 
 def fit_crf(train_items: Sequence[dict], *, c1: float = 0.05, c2: float = 0.05, max_iter: int = 100):
     """A fitted ``sklearn_crfsuite.CRF`` (L-BFGS, L1 ``c1`` + L2 ``c2``, every label transition allowed) over
-    :func:`char_features` of ``train_items`` (``{"tokens", "tags"}``). Features are streamed into CRFsuite one
-    sentence at a time (Python memory flat in the corpus size).
-
-    Cost: each L-BFGS iteration runs forward-backward on every sentence, O(T·L²) for T characters and L labels
-    (7 for PER/LOC/ORG), plus O(T·F) for its F = 15 active features; ``max_iter`` iterations in all.
+    :func:`char_features` of ``train_items`` (``{"tokens", "tags"}``), streamed one sentence at a time (Python
+    memory flat in the corpus size). Each iteration costs O(T·L²) for T characters and L labels.
 
     Raises:
         DataError: no training sentence, or tags and tokens of different lengths.
@@ -235,10 +208,7 @@ class CrfTagger:
     (the feature template's version :data:`FEATURES_VERSION`, the labels, the training settings).
 
     Text is read as training read it: every character one token (spaces too), so the CRF serves the user's call
-    with the features it was scored with::
-
-        crf = CrfTagger.load("runs/cpu/ner/crf")
-        crf.predict("张三在北京")    # [{"entity_group": "PER", "start": 0, "end": 2, "word": "张三", "score": 0.98}, ...]
+    with the features it was scored with (docs/ner.md shows the call).
     """
 
     MODEL_FILE, META_FILE = "model.crfsuite", "crf.json"
@@ -335,20 +305,14 @@ def crf_baseline(train_items: Sequence[dict], test_items: Sequence[dict], *, c1:
     a linear-chain CRF over character-window features (Lafferty, McCallum & Pereira 2001; CRFsuite through
     ``sklearn-crfsuite``).
 
-    ``seed`` is accepted for a uniform signature and recorded by callers: L-BFGS on the CRF's convex objective
-    starts from zero weights and draws nothing, so a fit is deterministic. Prediction is Viterbi decoding,
-    O(T·L²) per sentence of T characters. Measured (bench/results/ner_baseline_cpu_2026-12-03.json, a shared
-    2-core machine): the full People's Daily train split (35,029 sentences, 1.46 M characters) fits in 18.6 min
-    for 100 iterations (about 131,000 characters x iterations per second), tagging runs at about 34,000
-    characters/s, test entity F1 0.952.
-
-    ``save_to``: a folder the fitted CRF is saved in (:meth:`CrfTagger.save`), so the baseline can be shipped
-    and tag plain text (:meth:`CrfTagger.predict`).
+    ``seed`` is accepted for a uniform signature: L-BFGS on the CRF's convex objective starts from zero weights,
+    so a fit is deterministic (cost and scores measured: docs/ner.md). ``save_to``: a folder the fitted CRF is
+    saved in (:meth:`CrfTagger.save`), so the baseline can be shipped and tag plain text.
 
     Raises:
         DataError: as :func:`fit_crf`. WriteError: ``save_to`` could not be written.
     """
-    del seed  # deterministic (see above)
+    del seed
     crf = CrfTagger.fit(train_items, c1=c1, c2=c2, max_iter=max_iter)
     if save_to is not None:
         crf.save(save_to)

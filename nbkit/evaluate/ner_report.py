@@ -70,18 +70,15 @@ def scores_table(results: dict[str, dict]) -> "pd.DataFrame":
 def pipeline_tags(pipe, items, batch_size: int = 32, stride: int | None = None,
                   plain_text: bool = False) -> list[list[str]]:
     """Per-token BIO tags from a ``transformers`` token-classification pipeline with
-    ``aggregation_strategy="first"`` (:data:`nbkit.text.token_classification.AGGREGATION`): each item's tokens go in as words (``is_split_into_words=True``,
-    ``delimiter=""``, so a span's ``start``/``end`` are offsets in the tokens joined), and each token takes the span
+    ``aggregation_strategy="first"`` (:data:`nbkit.text.token_classification.AGGREGATION`): each item's tokens go
+    in as words (``is_split_into_words=True``, ``delimiter=""``: span offsets count the tokens joined), or with
+    ``plain_text`` as one string (the call a user makes on text; the same offsets). Each token takes the span
     holding its first character: ``B-<group>`` where the span starts in that token, ``I-<group>`` where it started
-    before, ``O`` outside every span. One character per token (People's Daily): the spans exactly. What a user of
-    the exported model gets, in the form the job scores. ``plain_text``: each item's tokens joined into one
-    string instead, the call a user makes on text (the same offsets); the job's own evaluation goes through here
-    this way (:func:`nbkit.evaluate.inference.predict_tags`).
+    before, ``O`` outside every span.
 
-    ``stride``: passed to the pipeline, which then tags a sentence longer than the tokenizer's
-    ``model_max_length`` in overlapping windows (``stride`` tokens shared) and merges their spans; None: the
-    pipeline's default, which truncates such a sentence at ``model_max_length`` tokens, so it finds no entity
-    past the first window (``tests/test_ner_export.py``). Give the run's ``stride`` (``cfg.stride``)."""
+    ``stride``: passed to the pipeline, which then tags a sentence longer than ``model_max_length`` in overlapping
+    windows and merges their spans; None: the pipeline's default, which truncates such a sentence, so it finds no
+    entity past the first window. Give the run's ``stride`` (``cfg.stride``)."""
     texts = [[str(t) for t in it["tokens"]] for it in items]
     if not texts:
         return []

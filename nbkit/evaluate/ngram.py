@@ -36,16 +36,9 @@ def _ngram_keys(ids: np.ndarray, k: int, vocab_size: int) -> np.ndarray:
 def _merge(keys: np.ndarray, counts: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique keys and summed counts of ``(keys, counts)`` plus the raw keys ``new``."""
     u, c = np.unique(new, return_counts=True)
-    if len(keys) == 0:
-        return u, c.astype(np.int64)
-    allk = np.concatenate([keys, u])
-    allc = np.concatenate([counts, c.astype(np.int64)])
-    order = np.argsort(allk, kind="stable")
-    allk, allc = allk[order], allc[order]
-    first = np.ones(len(allk), dtype=bool)
-    first[1:] = allk[1:] != allk[:-1]
-    starts = np.flatnonzero(first)
-    return allk[starts], np.add.reduceat(allc, starts)
+    merged, at = np.unique(np.concatenate([keys, u]), return_inverse=True)
+    summed = np.bincount(at, weights=np.concatenate([counts, c]).astype(np.float64), minlength=len(merged))
+    return merged, summed.astype(np.int64)                                 # float64 counts are exact below 2**53
 
 
 def _lookup(sorted_keys: np.ndarray, values: np.ndarray, query: np.ndarray, default=0.0) -> np.ndarray:
@@ -284,19 +277,15 @@ def _block_rows(blocks, max_blocks: int | None = None, chunk: int = 1024) -> Ite
 
 
 def score_blocks(lm: NgramLM, blocks, max_blocks: int | None = None) -> dict:
-    """Held-out cross-entropy of ``lm`` over causal blocks exactly as the loop evaluates a causal LM on them
-    (``nbkit.text.causal.CausalCollator``'s labels): in each block, every token after the first and the
-    block's ``next_id`` (where there is one), each from up to ``order - 1`` tokens before it inside the block;
-    the first ``max_blocks`` blocks (the loop scores the first ``eval_batches * batch_size``; None: all).
-
-    Args:
-        blocks: a ``datasets.Dataset`` of :func:`nbkit.text.causal.make_causal_blocks`, a
-            :class:`nbkit.corpus.dataset.StoreCausalDataset`, or any sequence of ``{"input_ids": (B,) ids,
-            "next_id": int}`` (``next_id`` -100 or absent: the block has no next token).
+    """Held-out cross-entropy of ``lm`` over the first ``max_blocks`` causal blocks (None: all) exactly as the loop
+    evaluates a causal LM on them (``nbkit.text.causal.CausalCollator``'s labels): in each block, every token after
+    the first and the block's ``next_id`` where there is one, each from up to ``order - 1`` tokens before it inside
+    the block. ``blocks``: a ``datasets.Dataset`` of causal blocks, a
+    :class:`nbkit.corpus.dataset.StoreCausalDataset`, or any sequence of ``{"input_ids": (B,) ids, "next_id": int}``
+    (``next_id`` -100 or absent: no next token).
 
     Returns:
-        ``{"order", "eval_loss" (mean negative log-likelihood, nats/token), "eval_perplexity" (exp of it),
-        "eval_tokens" (targets scored), "train_tokens" (tokens ``lm`` was fitted on)}``.
+        ``{"order", "eval_loss" (nats/token), "eval_perplexity", "eval_tokens" (targets scored), "train_tokens"}``.
 
     Raises:
         DataError: no block with a target, ids outside the model's vocabulary, the model not fitted.
@@ -336,17 +325,9 @@ def _train_chunks(blocks) -> Iterator[np.ndarray]:
 
 def causal_baselines(blocks: dict, vocab_size: int, orders: Iterable[int] = (2, 3), *,
                      max_eval_blocks: int | None = None, discount: float | None = None) -> list[dict]:
-    """The n-gram baselines of a causal LM trained on ``blocks["train"]`` and evaluated on
-    ``blocks["validation"]``: one :class:`NgramLM` per order fitted on every training token once and scored
-    with :func:`score_blocks` on the first ``max_eval_blocks`` validation blocks.
-
-    Returns:
-        ``[{"model": "2-gram KN", "order", "eval_loss", "eval_perplexity", "eval_tokens", "train_tokens"},
-        ...]``.
-
-    Raises:
-        DataError / ConfigError: as :class:`NgramLM` and :func:`score_blocks`.
-    """
+    """One :class:`NgramLM` per order fitted on every token of ``blocks["train"]`` once and scored with
+    :func:`score_blocks` on the first ``max_eval_blocks`` of ``blocks["validation"]``: ``[{"model": "2-gram KN",
+    **score_blocks' keys}, ...]``. Raises as :class:`NgramLM` and :func:`score_blocks`."""
     out = []
     for order in orders:
         lm = NgramLM(order, vocab_size, discount=discount).fit(_train_chunks(blocks["train"]))
@@ -357,10 +338,8 @@ def causal_baselines(blocks: dict, vocab_size: int, orders: Iterable[int] = (2, 
 
 
 def compare_with_baselines(lm: dict, baselines: list[dict]) -> dict:
-    """The causal LM's held-out perplexity beside the n-gram baselines', on the same targets.
-
-    ``lm``: its evaluation (``eval_loss``, ``eval_perplexity``, ``eval_tokens``) with ``train_tokens`` (tokens
-    its training read) and a ``model`` name; ``baselines``: :func:`causal_baselines`'s rows.
+    """The causal LM's held-out perplexity beside the n-gram baselines' (:func:`causal_baselines`' rows). ``lm``:
+    its ``eval_loss``, ``eval_perplexity``, ``eval_tokens``, ``train_tokens`` and ``model`` name.
 
     Returns:
         ``{"rows": [{"model", "eval_perplexity", "eval_loss", "eval_tokens", "train_tokens"}, ...] (the LM

@@ -1,8 +1,6 @@
 """What pretraining buys, from a recorded ``bench/pretrain_value.py`` run: its rows and a headline.
 
-The recorded ``stats.json`` files ship in ``notebooks/data/`` so notebooks and README show measured
-numbers without rerunning the benchmark; the benchmark's own table, README table and curve are in
-``bench/pretrain_value_report.py``.
+The recorded ``stats.json`` files ship in ``notebooks/data/``.
 """
 from __future__ import annotations
 

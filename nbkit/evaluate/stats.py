@@ -71,11 +71,10 @@ def percentile_interval(samples, level: float = 0.95) -> tuple[float, float]:
 
 def bootstrap_diff(y_true, y_pred_a, y_pred_b, metric: Metric = accuracy, n_boot: int = 1000,
                    level: float = 0.95, seed: int = 0) -> dict:
-    """Paired bootstrap interval of ``metric(A) - metric(B)`` over ``n_boot`` resamples of the test examples.
-
-    ``y_true``: (N,); ``y_pred_a``, ``y_pred_b``: (N,) or (S, N) for S seeds (counts may differ);
-    ``metric(y_true, y_pred) -> float``; ``level``: coverage (0-1); ``seed``: of the resampling RNG.
-    Returns ``{"value", "low", "high", "level", "n_boot"}``; ``value`` is on the full test set.
+    """Paired bootstrap interval of ``metric(A) - metric(B)`` over ``n_boot`` resamples of the test examples
+    (``level`` coverage, ``seed`` of the resampling RNG). ``y_true``: (N,); ``y_pred_a``, ``y_pred_b``: (N,) or
+    (S, N) for S seeds (counts may differ). Returns ``{"value" (on the full test set), "low", "high", "level",
+    "n_boot"}``.
 
     Raises:
         DataError: predictions and ``y_true`` differ in length, or no examples.

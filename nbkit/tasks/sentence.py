@@ -35,14 +35,13 @@ class SentenceTask(Task):
         return self.step_name or self.files_step("sentiment-own-", cfg, cfg.text_column, cfg.label_column)
 
     def data(self, cfg) -> "LabeledData":
-        """The labelled splits, seeded with ``cfg.seed`` (``cfg.max_train`` training texts where the loader takes
-        it). Raises what the loader raises (ConfigError, DataError: each names the fix)."""
+        """The labelled splits, seeded with ``cfg.seed``; raises what the loader raises."""
         return self.load(cfg)
 
     def encode(self, cfg, tok, labeled: "LabeledData", splits) -> tuple[dict, dict]:
         """Each present split cut at ``cfg.max_length`` (:func:`nbkit.text.mlm.encode_classification`): the
-        datasets and their truncation reports; a split read from the user's files carries ``describe_example(i)``
-        (its file and line), which the loop's non-finite-loss message shows."""
+        datasets and their truncation reports; a split of the user's files carries ``describe_example(i)`` (file
+        and line) for the loop's non-finite-loss message."""
         from nbkit.text.mlm import encode_classification
 
         encoded, truncation = {}, {}
@@ -71,9 +70,9 @@ class SentenceTask(Task):
     def evaluate(self, cfg, classifier, tok, labeled: "LabeledData", splits=("test",),
                  baseline: bool = True, out_dir=None) -> dict:
         """``{"<split>_report", "<split>_pred"}`` per split and ``"report"`` (the last split's); with ``baseline``
-        the TF-IDF char 1-3-gram + LR on full texts (``"baseline_report"``) and on each text cut where the
-        model's tokenizer cuts it (``"baseline_cut_report"``: the fair comparison for long texts), both weighted
-        like the model, and ``"table"`` (the three, a DataFrame). ``out_dir`` is not used."""
+        the TF-IDF baseline, weighted like the model, on full texts (``"baseline_report"``) and on texts cut where
+        the model's tokenizer cuts them (``"baseline_cut_report"``), and ``"table"`` of the three. ``out_dir`` is
+        not used."""
         from nbkit.evaluate.baseline import baseline_at_cut, fit_tfidf_baseline
         from nbkit.evaluate.inference import predict
         from nbkit.evaluate.metrics import classification_report, compare_reports

@@ -2,6 +2,7 @@
 token classifier scored by entity-level F1 beside a CRF."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,13 +35,9 @@ class TokenTask(Task):
         return "ner" if cfg.train_file is None else self.files_step("ner-own-", cfg)
 
     def data(self, cfg) -> "NerData":
-        """``cfg.train_file`` (+ validation/test files) through :func:`nbkit.data.ner.load_ner_files`
-        (``cfg.span_offsets`` for JSON spans), else People's Daily 1998 (``cfg.corpus_lines`` lines), seeded with
-        ``cfg.seed``; ``cfg.max_train``: the first that many training sentences (:meth:`NerData.keep_train`).
-
-        Raises:
-            DataError: a file that does not load (file and line named).
-        """
+        """``cfg.train_file`` (+ validation/test files) through :func:`nbkit.data.ner.load_ner_files`, else
+        People's Daily 1998 (``cfg.corpus_lines`` lines), seeded with ``cfg.seed``; ``cfg.max_train``: the first
+        that many training sentences. Raises the loader's DataError (file and line named)."""
         from nbkit.data import ner
 
         if cfg.train_file is not None:
@@ -70,8 +67,7 @@ class TokenTask(Task):
         return token_classification_collator(tok)
 
     def build(self, source, cfg, tok, id2label: dict[int, str]):
-        """``(token classifier, how)``: a head per token, no pooling; checks as
-        :func:`nbkit.models.bert.build_classifier`."""
+        """``(token classifier, how)``: a head per token (:func:`nbkit.models.bert.build_classifier`)."""
         from nbkit.models.bert import build_classifier
 
         return build_classifier(source, num_labels=len(id2label), id2label=id2label, tokenizer=tok,
@@ -109,9 +105,8 @@ class TokenTask(Task):
                 "stride": cfg.stride, "n_boot": cfg.n_boot}
 
     def export(self, cfg, classifier, tok, out_dir, id2label: dict[int, str]) -> Path:
-        """A folder ``pipeline("token-classification")`` loads, reading plain text as training did and windowing
-        long texts as training and scoring did: ``cfg.max_length`` tokens, ``cfg.stride`` shared
-        (:func:`nbkit.models.export.export_token_classifier`)."""
+        """A folder ``pipeline("token-classification")`` loads, reading and windowing text as training and scoring
+        did (:func:`nbkit.models.export.export_token_classifier`)."""
         from nbkit.models.export import export_token_classifier
 
         return export_token_classifier(classifier, tok, out_dir, id2label, max_length=cfg.max_length,
@@ -132,19 +127,16 @@ def evaluate_ner(cfg, classifier, tok, labeled: "NerData", split: str = "test",
     """Entity-level scores of the token classifier on ``split`` and, beside it, the CRF baseline on the same
     sentences (trained on the same training split; whole sentences, nothing cut for either).
 
-    The model tags every character through the call a user makes on the export: the token-classification
-    pipeline on each sentence's plain text, a sentence longer than ``cfg.max_length`` tokens cut at its clause marks
-    (pieces still too long windowed with ``cfg.stride``: :func:`nbkit.evaluate.inference.predict_tags`), so every
-    gold entity is scored. Returns ``"pred"`` (tags per sentence; also as ``"<split>_pred"``), ``"report"``
-    (:func:`nbkit.evaluate.ner.entity_scores`: micro P/R/F1, per type), ``"interval"`` (a bootstrap 95 % interval
-    of the F1 over sentences, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with ``baseline``
-    the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and ``"diff"``
-    (BERT's F1 minus the CRF's with a paired bootstrap interval, :func:`nbkit.evaluate.ner.entity_f1_diff`),
-    ``"table"`` (both, :func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and
-    spurious entities in context, :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's
-    tags on ``split`` when already made (notebook 07 trains it before BERT), else it is trained here and, with
-    ``crf_dir``, saved there (:class:`nbkit.evaluate.ner.CrfTagger`: it tags plain text as the BERT export does).
-    A split without gold entities warns (``UserWarning``): its F1 is undefined.
+    The model tags every character through the call a user makes on the export
+    (:func:`nbkit.evaluate.inference.predict_tags`), so every gold entity is scored. Returns ``"pred"`` (tags per
+    sentence; also as ``"<split>_pred"``), ``"report"`` (:func:`nbkit.evaluate.ner.entity_scores`), ``"interval"``
+    (bootstrap 95 % interval of the F1, ``cfg.n_boot`` resamples), ``"windows"`` (the encoding's counts), with
+    ``baseline`` the same for the CRF (``"baseline_pred"``, ``"baseline_report"``, ``"baseline_interval"``) and
+    ``"diff"`` (:func:`nbkit.evaluate.ner.entity_f1_diff`, BERT - CRF), ``"table"``
+    (:func:`nbkit.evaluate.ner_report.scores_table`) and ``"errors"`` (the model's missed and spurious entities,
+    :func:`nbkit.evaluate.ner_report.entity_errors`). ``baseline_pred``: the CRF's tags on ``split`` when already
+    made (notebook 07 trains it before BERT), else it is trained here and, with ``crf_dir``, saved there. A split
+    without gold entities warns (``UserWarning``): its F1 is undefined.
     """
     from nbkit.evaluate import ner
     from nbkit.evaluate.inference import predict_tags
@@ -167,7 +159,5 @@ def evaluate_ner(cfg, classifier, tok, labeled: "NerData", split: str = "test",
     out["table"] = scores_table(results)
     out["errors"] = entity_errors([list(it["tokens"]) for it in items], gold, pred)
     if out["report"]["undefined"]:
-        import warnings
-
         warnings.warn(f"{split} split: {out['report']['undefined']}", UserWarning, stacklevel=2)
     return out
