@@ -9,7 +9,7 @@ off by default: loaders that rebuild the normalizer drop it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,55 +21,11 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _BATCH = 1000  # texts handed to the Rust trainer per batch
 
 
-def _build_backend(strip_accents: bool, lowercase: bool, nfkc: bool = False):
-    """An untrained BERT-style ``tokenizers.Tokenizer``."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
-
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
-    bert = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents, lowercase=lowercase
-    )
-    tok.normalizer = with_nfkc(bert) if nfkc else bert
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece(prefix="##")
-    return tok
-
-
 def with_nfkc(normalizer):
     """``normalizers.Sequence([NFKC(), normalizer])``."""
     from tokenizers import normalizers
 
     return normalizers.Sequence([normalizers.NFKC(), normalizer])
-
-
-class _CountingBatches:
-    """Batches of ``_BATCH`` non-blank texts, counting texts, characters and the alphabet on the way."""
-
-    def __init__(self, texts: Iterable[str]):
-        self.texts = texts
-        self.n_texts = 0
-        self.n_chars = 0
-        self.alphabet: set[str] = set()
-
-    def __iter__(self) -> Iterator[list[str]]:
-        batch: list[str] = []
-        for text in self.texts:
-            if not isinstance(text, str):
-                raise DataError(
-                    f"train_wordpiece expects strings, got {type(text).__name__}; "
-                    "pass a column of text, e.g. dataset['text']"
-                )
-            if not text.strip():
-                continue
-            self.n_texts += 1
-            self.n_chars += len(text)
-            self.alphabet.update(text)
-            batch.append(text)
-            if len(batch) == _BATCH:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
 
 
 def train_wordpiece(
@@ -107,7 +63,7 @@ def train_wordpiece(
         DataError: no non-empty text, or a non-string item.
         WriteError: ``out_dir``'s disk full or not writable (nothing half-written is left).
     """
-    from tokenizers import trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import BertTokenizer
 
     from nbkit.text.tokenizer_files import nbkit_tokenizer_class
@@ -115,31 +71,36 @@ def train_wordpiece(
     check_vocab_size(vocab_size, len(SPECIAL_TOKENS))
     if model_max_length <= 2:
         raise ConfigError(f"model_max_length={model_max_length} must exceed 2 ([CLS] and [SEP]); use e.g. 128 or 512")
+    if limit_alphabet is not None and limit_alphabet < 1:
+        raise ConfigError(f"limit_alphabet={limit_alphabet} must be positive, or None to keep every character")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    backend = _build_backend(strip_accents=strip_accents, lowercase=lowercase, nfkc=nfkc)
-    if limit_alphabet is not None and limit_alphabet < 1:
-        raise ConfigError(f"limit_alphabet={limit_alphabet} must be positive, or None to keep every character")
-    stream = _CountingBatches(texts)
-    batches = list(stream)  # read once: checked, counted and batched on the way
-    if stream.n_texts == 0:
+    backend = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
+    bert = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents,
+                                      lowercase=lowercase)
+    backend.normalizer = with_nfkc(bert) if nfkc else bert
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.decoder = decoders.WordPiece(prefix="##")
+    kept = []
+    for text in texts:
+        if not isinstance(text, str):
+            raise DataError(f"train_wordpiece expects strings, got {type(text).__name__}; "
+                            "pass a column of text, e.g. dataset['text']")
+        if text.strip():
+            kept.append(text)
+    if not kept:
         raise DataError("train_wordpiece got no non-empty text; check the corpus column and filters")
+    chars = set().union(*kept)
     # ids of the continuation tokens fixed before training: the same vocabulary every time
-    continuation, alphabet = fixed_token_order(backend, (t for b in batches for t in b), limit_alphabet)
-    # The Python binding rejects limit_alphabet=None but leaves the Rust
-    # default (no limit) when the argument is omitted.
+    continuation, alphabet = fixed_token_order(backend, kept, limit_alphabet)
+    # The Python binding rejects limit_alphabet=None but leaves the Rust default (no limit) when it is omitted.
     limit = {} if limit_alphabet is None else {"limit_alphabet": limit_alphabet, "initial_alphabet": alphabet}
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        special_tokens=[*SPECIAL_TOKENS, *continuation],
-        continuing_subword_prefix="##",
-        show_progress=False,
-        **limit,
-    )
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                        special_tokens=[*SPECIAL_TOKENS, *continuation],
+                                        continuing_subword_prefix="##", show_progress=False, **limit)
     t0 = time.perf_counter()
-    backend.train_from_iterator(iter(batches), trainer=trainer)
+    backend.train_from_iterator((kept[i:i + _BATCH] for i in range(0, len(kept), _BATCH)), trainer=trainer)
     seconds = time.perf_counter() - t0
 
     vocab = backend.get_vocab()  # the continuation "special" tokens become plain entries below
@@ -147,10 +108,10 @@ def train_wordpiece(
         import warnings
 
         cut = (f" limit_alphabet={limit_alphabet} kept {limit_alphabet:,} of them, and" if limit_alphabet is not None
-               and len(stream.alphabet) > limit_alphabet else "")
+               and len(chars) > limit_alphabet else "")
         warnings.warn(
             f"the trained vocabulary has {len(vocab):,} tokens, far below vocab_size={vocab_size:,}: the corpus "
-            f"({stream.n_texts:,} texts, {len(stream.alphabet):,} distinct characters;{cut} no more pairs occurring "
+            f"({len(kept):,} texts, {len(chars):,} distinct characters;{cut} no more pairs occurring "
             f">= min_frequency={min_frequency} times) has nothing more to merge (each Chinese character is its own "
             "word, so merges happen only inside Latin words and digit runs). More text, or a smaller vocab_size, "
             "fits it.", UserWarning, stacklevel=2)
@@ -170,9 +131,9 @@ def train_wordpiece(
     with atomic_dir(out_dir, replace=False, what="tokenizer") as tmp:  # WriteError when the disk is full
         tokenizer.save_pretrained(str(tmp))
     info = {
-        "n_texts": stream.n_texts,
-        "n_chars": stream.n_chars,
-        "alphabet_size": len(stream.alphabet),
+        "n_texts": len(kept),
+        "n_chars": sum(map(len, kept)),
+        "alphabet_size": len(chars),
         "vocab_size_requested": vocab_size,
         "vocab_size": len(vocab),
         "limit_alphabet": limit_alphabet,
@@ -195,29 +156,15 @@ def tokenizer_stats(tokenizer, heldout_texts: Iterable[str]) -> dict[str, Any]:
     """
     import numpy as np
 
-    unk_id = tokenizer.unk_token_id
-    lengths: list[int] = []
-    n_unk = n_chars = 0
-    batch: list[str] = []
-
-    def flush():
-        nonlocal n_unk, n_chars
-        enc = tokenizer(batch, add_special_tokens=False, verbose=False)["input_ids"]  # lengths may exceed the limit
-        for text, ids in zip(batch, enc):
-            lengths.append(len(ids))
-            n_unk += sum(1 for i in ids if i == unk_id)
-            n_chars += sum(1 for c in text if not c.isspace())
-        batch.clear()
-
-    for text in heldout_texts:
-        if text and text.strip():
-            batch.append(text)
-            if len(batch) == _BATCH:
-                flush()
-    if batch:
-        flush()
-    if not lengths:
+    texts = [t for t in heldout_texts if t and t.strip()]
+    if not texts:
         raise DataError("tokenizer_stats got no non-empty held-out text; pass the validation split's text column")
+    lengths, n_unk = [], 0
+    for i in range(0, len(texts), _BATCH):
+        enc = tokenizer(texts[i:i + _BATCH], add_special_tokens=False, verbose=False)["input_ids"]  # untruncated
+        lengths += map(len, enc)
+        n_unk += sum(ids.count(tokenizer.unk_token_id) for ids in enc)
+    n_chars = sum(1 for t in texts for c in t if not c.isspace())
     arr = np.asarray(lengths)
     n_tokens = int(arr.sum())
     p50, p95, p99 = np.percentile(arr, [50, 95, 99])
