@@ -68,8 +68,7 @@ class TelemetryCallback:
     metrics)``) share one clock. A sampler this callback started is stopped at the end.
     """
 
-    def __init__(self, source: Any = None, interval: float = 1.0, verbose: bool = True,
-                 nvml: Nvml | None = None):
+    def __init__(self, source: Any = None, interval: float = 1.0, verbose: bool = True, nvml: Nvml | None = None):
         if source is None:
             nv = nvml if nvml is not None else Nvml()
             source = Sampler(lambda: take_sample(nv), interval)
@@ -100,9 +99,7 @@ class TelemetryCallback:
 
     def on_log(self, loop: Any, logs: dict[str, Any]) -> None:
         """Keep the log row, timed on this callback's clock (the sampler rows' origin)."""
-        row = dict(logs)
-        row["elapsed_s"] = self._elapsed()
-        self.logs.append(row)
+        self.logs.append({**logs, "elapsed_s": self._elapsed()})
 
     def on_evaluate(self, loop: Any, metrics: dict[str, Any]) -> None:
         """Keep the evaluation metrics with their time."""
@@ -137,8 +134,7 @@ class TelemetryCallback:
         g = [r for r in self.rows if r["util_pct"] is not None]
         if g:
             bottom.plot([r["elapsed_s"] for r in g], [r["util_pct"] for r in g], label="GPU util %")
-            bottom.plot([r["elapsed_s"] for r in g],
-                        [100 * (r["mem_used_mib"] or 0) / r["mem_total_mib"] for r in g],
+            bottom.plot([r["elapsed_s"] for r in g], [100 * (r["mem_used_mib"] or 0) / r["mem_total_mib"] for r in g],
                         label="GPU memory %")
             bottom.legend(loc="upper right")
         else:
