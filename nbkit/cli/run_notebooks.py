@@ -253,18 +253,6 @@ class NotebookProgress:
 
 
 # ---- headline metrics and the final table
-# notebook-name prefix -> (file under <runs>/<scale>/, function of the parsed JSON -> headline)
-SOURCES: dict[str, str] = {
-    "01": "tokenizer/stats.json",
-    "02": "mlm/metrics.json",
-    "03": "sentiment/metrics.json",
-    "04": "profiling/results.json",
-    "06": "causal/baselines.json",
-    "07": "ner/metrics.json",
-    "08": "sft/scores.json",
-}
-
-
 def _num(value) -> float | None:
     """A finite float, or None (missing, null, NaN, a string such as "None")."""
     try:
@@ -299,13 +287,8 @@ def _versus(d: dict, key: str, what: str, baseline: str) -> str:
 def _profiling(d: dict) -> str:
     step = d.get("step") or {}
     mfu, tps = _num(step.get("mfu")), _num(step.get("tokens_per_s"))
-    rate = f"{tps:,.0f} tokens/s" if tps is not None else None
-    if mfu is None:
-        where = d.get("device") or "this device"
-        head = f"MFU n/a (no known peak FLOP/s for {where})"
-    else:
-        head = f"MFU {mfu:.1%}"
-    return f"{head}, {rate}" if rate else head
+    head = f"MFU {mfu:.1%}" if mfu is not None else f"MFU n/a (no known peak FLOP/s for {d.get('device') or 'this device'})"
+    return head if tps is None else f"{head}, {tps:,.0f} tokens/s"
 
 
 def _causal(d: dict) -> str:
@@ -335,9 +318,12 @@ def _sft(d: dict) -> str:
     return f"{head}; sentiment accuracy {tuned:.3f} vs {name} {best:.3f}"
 
 
-READERS = {"01": _tokenizer, "02": _mlm, "03": lambda d: _versus(d, "accuracy", "accuracy", "TF-IDF baseline"),
-           "04": _profiling, "06": _causal, "07": lambda d: _versus(d, "entity_f1", "entity F1", "CRF baseline"),
-           "08": _sft}
+#: notebook-name prefix -> (file under ``<runs>/<scale>/``, function of its parsed JSON -> headline)
+SOURCES = {"01": ("tokenizer/stats.json", _tokenizer), "02": ("mlm/metrics.json", _mlm),
+           "03": ("sentiment/metrics.json", lambda d: _versus(d, "accuracy", "accuracy", "TF-IDF baseline")),
+           "04": ("profiling/results.json", _profiling), "06": ("causal/baselines.json", _causal),
+           "07": ("ner/metrics.json", lambda d: _versus(d, "entity_f1", "entity F1", "CRF baseline")),
+           "08": ("sft/scores.json", _sft)}
 
 
 def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:
@@ -345,21 +331,19 @@ def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str 
     (:data:`SOURCES`); None for a notebook without one. Never raises: a missing, unreadable or stale file
     (written before ``since``, Unix s) becomes a phrase saying so.
     """
-    prefix = notebook[:2]
-    if prefix not in SOURCES:
+    if notebook[:2] not in SOURCES:
         return None
-    path = Path(scale_dir) / SOURCES[prefix]
+    name, reader = SOURCES[notebook[:2]]
+    path = Path(scale_dir) / name
     if not path.is_file():
-        return f"no {SOURCES[prefix]} written"
+        return f"no {name} written"
     if since is not None and path.stat().st_mtime < since - 1:  # 1 s: coarse file-system clocks
-        return f"{SOURCES[prefix]} not rewritten by this run (stale)"
+        return f"{name} not rewritten by this run (stale)"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        return f"{SOURCES[prefix]} unreadable ({type(exc).__name__})"
-    if not isinstance(data, dict):
-        return f"{SOURCES[prefix]} is not a JSON object"
-    return READERS[prefix](data)
+        return f"{name} unreadable ({type(exc).__name__})"
+    return reader(data) if isinstance(data, dict) else f"{name} is not a JSON object"
 
 
 @dataclass
@@ -417,11 +401,6 @@ def _signal_kernel(client, sig) -> bool:
         with contextlib.suppress(OSError):
             proc.send_signal(sig)
     return True
-
-
-def _cleanup_after_dead_kernel(exc: BaseException) -> bool:
-    """nbclient 0.10-0.11's own cleanup raises this ``AttributeError`` after a kernel killed from outside."""
-    return isinstance(exc, AttributeError) and "cleanup_resources" in str(exc)
 
 
 #: seconds nbclient gets, after the kernel is killed, to notice and clean up before the run reports anyway
@@ -504,8 +483,9 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
                 f"`kill`; or Ctrl-C); {saved}"
                 "the executed copy up to this cell is saved. Fix: give the run more time, or run a smaller "
                 "NBKIT_SCALE or fewer notebooks (--only).")
-    if isinstance(exc, (DeadKernelError, AssertionError)) or _cleanup_after_dead_kernel(exc):
-        # AssertionError / AttributeError: nbclient's own cleanup after a dead kernel (km already gone)
+    # AssertionError / AttributeError: nbclient 0.10-0.11's own cleanup after a dead kernel (km already gone)
+    if (isinstance(exc, (DeadKernelError, AssertionError))
+            or isinstance(exc, AttributeError) and "cleanup_resources" in str(exc)):
         return (f"{where}: the kernel died (out of memory? killed?). Fix: run a smaller NBKIT_SCALE "
                 "or free memory; `dmesg | grep -i oom` shows out-of-memory kills.")
     if isinstance(exc, CellExecutionError):
