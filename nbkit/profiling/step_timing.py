@@ -55,7 +55,6 @@ def ids_tokenizer(vocab_size: int):
     from tokenizers.models import WordLevel
     from transformers import PreTrainedTokenizerFast
 
-    from nbkit.errors import ConfigError
     from nbkit.text.tokenizer import SPECIAL_TOKENS
 
     if vocab_size <= len(SPECIAL_TOKENS):
@@ -79,7 +78,6 @@ def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0)
     """
     import torch
 
-    from nbkit.errors import ConfigError
     from nbkit.text.mlm import MLMCollator
     from nbkit.train import Loop, TrainConfig
     from nbkit.train.workers import check_worker_shm
@@ -128,8 +126,7 @@ def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None)
         from nbkit.models.causal import build_causal_config, causal_class
 
         causal = build_causal_config(preset, vocab_size, block_size, pad_token_id=0, bos_token_id=0, eos_token_id=0)
-        return (lambda: causal_class(causal.model_type)(causal),
-                f"built {preset} from config with random weights")
+        return lambda: causal_class(causal.model_type)(causal), f"built {preset} from config with random weights"
     if model_dir is not None and Path(model_dir).is_dir():
         from nbkit.models.causal import MODEL_TYPES, causal_class
         from nbkit.models.loading import saved_config
@@ -140,18 +137,10 @@ def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None)
         def load():  # quiet (no "Loading weights" bar per ablation row); a bad checkpoint: CheckpointError
             return load_pretrained(cls, model_dir)[0]
 
-        return (load,
-                f"checkpoint from notebook 02: {model_dir}")
+        return load, f"checkpoint from notebook 02: {model_dir}"
     config = build_config(preset, vocab_size, max_position_embeddings=block_size)  # ConfigError if unknown
     return (lambda: SparseHeadBertForMaskedLM(config),
             f"no checkpoint found, built BERT-{preset} from config with random weights")
-
-
-def _sync(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class PhaseTimer:
@@ -164,7 +153,10 @@ class PhaseTimer:
         self._phase, self._t = None, 0.0
 
     def __call__(self, phase: str | None) -> None:
-        _sync(self.device)
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize(self.device)
         now = time.perf_counter()
         if self._phase is not None:
             self.totals[self._phase] += now - self._t
@@ -221,24 +213,20 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
         res[f"{p}_share"] = res[f"{p}_s"] / res["step_s"] if res["step_s"] else 0.0
     res["tokens_per_s"] = tokens / sum(totals.values()) if tokens else 0.0
     res["flops_per_token"] = flops / tokens if tokens and flops else None
-    peak = loop.peak_tflops                                      # the loop's own MFU denominator
-    res["peak_tflops"] = peak
-    res["mfu"] = mfu(res["tokens_per_s"], res["flops_per_token"], peak) if res["flops_per_token"] else None
-    res["peak_memory_mib"] = (torch.cuda.max_memory_allocated(device) / 2 ** 20
-                              if device.type == "cuda" else None)
+    res["peak_tflops"] = loop.peak_tflops                        # the loop's own MFU denominator
+    res["mfu"] = mfu(res["tokens_per_s"], res["flops_per_token"], loop.peak_tflops) if res["flops_per_token"] else None
+    res["peak_memory_mib"] = torch.cuda.max_memory_allocated(device) / 2 ** 20 if device.type == "cuda" else None
     res["loss"] = loss_sum / n_label if n_label else None
     res["compiled_graphs"] = graphs - graphs0
     res["recompiles"] = graphs - (graphs_after_first if graphs_after_first is not None else graphs)
     res["graph_breaks"] = breaks - breaks0
-    res.update(device=device.type, precision=loop.precision.name,
-               mlm_head="masked" if loop.sparse_head else "all",
+    res.update(device=device.type, precision=loop.precision.name, mlm_head="masked" if loop.sparse_head else "all",
                **{k: getattr(cfg, k) for k in ("batch_size", "seq_len", "attn", "num_workers", "compile",
                                                "grad_accum_steps")})
     return res
 
 
-def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
-             tokenizer=None, data=None) -> list[dict]:
+def ablation(model_factory, base: StepConfig, factor: str, values, device=None, tokenizer=None, data=None) -> list[dict]:
     """:func:`measure_steps` of ``base`` with ``factor`` set to each of ``values``, each on a fresh
     ``model_factory()`` model and :func:`step_loop`; rows add ``factor``, ``value`` and ``speedup``
     (tokens/s over the first row's).
@@ -251,19 +239,17 @@ def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
     import torch
 
     if factor not in {f.name for f in dataclasses.fields(StepConfig)}:
-        raise ConfigError(f"unknown factor {factor!r}; use a StepConfig field such as "
-                          "num_workers, batch_size, precision, attn or compile")
+        raise ConfigError(f"unknown factor {factor!r}; use a StepConfig field such as num_workers, batch_size, "
+                          "precision, attn or compile")
     rows = []
     for value in values:
         cfg = base.replace(**{factor: value})
         if factor == "compile" and value:
             torch._dynamo.reset()  # count this variant's compilations only
         loop = step_loop(model_factory(), cfg, device=device, tokenizer=tokenizer, data=data)
-        row = measure_steps(loop, cfg)
-        row.update(factor=factor, value=value)
+        row = {**measure_steps(loop, cfg), "factor": factor, "value": value}
         ref = rows[0]["tokens_per_s"] if rows else None
-        row["speedup"] = row["tokens_per_s"] / ref if ref else 1.0
-        rows.append(row)
+        rows.append({**row, "speedup": row["tokens_per_s"] / ref if ref else 1.0})
         del loop
         gc.collect()
     return rows
@@ -294,8 +280,7 @@ def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05, 
         sampler.sample_once()
     snaps = [d for d in sampler.snapshot() if d is not None]
     util = [d.util_gpu_pct for d in snaps if d.util_gpu_pct is not None]
-    mem = [100.0 * d.mem_used_mib / d.mem_total_mib for d in snaps
-           if d.mem_used_mib is not None and d.mem_total_mib]
+    mem = [100.0 * d.mem_used_mib / d.mem_total_mib for d in snaps if d.mem_used_mib is not None and d.mem_total_mib]
     if not util:
         return result, None
     return result, {"gpu_util_pct": sum(util) / len(util), "memory_used_pct": max(mem) if mem else None}
