@@ -39,22 +39,16 @@ def train_wordpiece(
     lowercase: bool = True,
     nfkc: bool = False,
 ):
-    """Train a WordPiece tokenizer on ``texts`` (read once, held in memory) and save it in ``out_dir``
-    with ``training.json``.
+    """Train a WordPiece tokenizer on ``texts`` (read once, held in memory) and save it in ``out_dir`` with
+    ``training.json``; the same texts and settings give the same ids.
 
-    Args:
-        vocab_size: target size in tokens, specials included; every character is kept, so it can come
-            out larger, and smaller when merges run out (a ``UserWarning`` below half the request).
-        model_max_length: the model's position limit in tokens, respected by truncation.
-        limit_alphabet: most distinct characters kept; ``None`` keeps all.
-        min_frequency: occurrences a merge needs (single characters always stay).
-        strip_accents: off, so decoding gives the text back.
-        nfkc: NFKC before BERT's normalizer; then only ``AutoTokenizer``/``PreTrainedTokenizerFast``
-            reproduce the ids.
+    ``vocab_size``: target in tokens, specials included (every character is kept, so it can come out larger; a
+    ``UserWarning`` when merges run out far below it). ``model_max_length``: the model's position limit, respected by
+    truncation. ``limit_alphabet``: most distinct characters kept (None: all). ``min_frequency``: occurrences a merge
+    needs. ``strip_accents`` is off so that decoding gives the text back. ``nfkc``: NFKC before BERT's normalizer;
+    then only ``AutoTokenizer``/``PreTrainedTokenizerFast`` reproduce the ids.
 
-    Returns:
-        An ``NbkitTokenizerFast`` (a ``PreTrainedTokenizerFast`` whose ``save_pretrained`` writes the
-        complete file set); the same texts and settings give the same ids.
+    Returns an ``NbkitTokenizerFast`` (its ``save_pretrained`` writes the complete file set).
 
     Raises:
         ConfigError: ``vocab_size`` not above the 5 specials or above
@@ -187,17 +181,14 @@ UNK_LIMIT = 0.05
 
 def check_unk_share(tokenizer, texts: Iterable[str] | None = None, ids: Iterable[Sequence[int]] | None = None,
                     allow: bool = False, what: str = "the corpus") -> dict[str, Any]:
-    """The ``[UNK]`` share of a sample of what training will read, under the tokenizer it will use: refused above
-    :data:`UNK_LIMIT` (a tokenizer that reads everything as ``[UNK]`` trains a model on nothing, and its loss
-    falls all the same). ``texts``: a sample of raw text (:func:`tokenizer_stats` measures it); ``ids``: token
-    ids already made by this tokenizer (a prepared store), when there is no text. ``allow``: warn instead of
-    refusing (``PretrainConfig(allow_unk=True)``). Returns ``{"unk_share", "n_tokens", "examples"}``
-    (``examples``: up to 3 characters of ``texts`` that become ``[UNK]``).
+    """The ``[UNK]`` share of a sample of what training will read, refused above :data:`UNK_LIMIT` (a model trained on
+    ``[UNK]`` learns nothing, and its loss falls all the same). ``texts``: raw text; ``ids``: token ids this tokenizer
+    made (a prepared store), when there is no text. ``allow``: warn instead (``PretrainConfig(allow_unk=True)``).
+    Returns ``{"unk_share", "n_tokens", "examples"}`` (up to 3 characters of ``texts`` that become ``[UNK]``).
 
     Raises:
-        DataError: the share is above :data:`UNK_LIMIT` and not ``allow``: the share, three example characters,
-            the likely cause (a ``BertTokenizerFast(vocab_file=...)`` of transformers 5, a vocabulary trained with
-            too small an alphabet) and the fixes, with the flag to go on.
+        DataError: the share is above :data:`UNK_LIMIT` and not ``allow`` (the message names the likely cause, a
+            ``BertTokenizerFast(vocab_file=...)`` of transformers 5 or too small an alphabet, and the fixes).
     """
     import warnings
 
