@@ -389,9 +389,8 @@ def _note_signal(signum, frame) -> None:
 
 
 def _signal_kernel(client, sig) -> bool:
-    """Send ``sig`` to the client's kernel and its children (the kernel leads its own session: jupyter_client
-    starts it with ``start_new_session``, and interrupts it with SIGINT to that group, as the interrupt button
-    does). True when sent; False when the kernel has not been started or has ended."""
+    """Send ``sig`` to the client's kernel and its children (jupyter_client starts it as a session leader and interrupts
+    that group, as the interrupt button does). False when the kernel has not started or has ended."""
     proc = getattr(getattr(getattr(client, "km", None), "provisioner", None), "process", None)
     if proc is None or proc.poll() is not None:
         return False
@@ -411,13 +410,10 @@ INTERRUPT_WAIT_S = 20.0
 
 
 def _execute(client, env: dict, log) -> tuple[BaseException | None, str | None]:
-    """Run ``client.execute`` in a worker thread and wait; returns what it raised (None: it finished) and how a
-    signal ended the kernel (None: no signal; ``"interrupted"``: it ended its cell on the interrupt;
-    ``"killed"``: it did not within :data:`INTERRUPT_WAIT_S` s, or was not running a cell).
-
-    nbclient runs in that thread, so the main thread keeps its signal handlers. On a recorded signal the kernel
-    is interrupted (a training cell saves a checkpoint), killed after :data:`INTERRUPT_WAIT_S` s; after
-    :data:`STOP_GRACE_S` more the run reports without the thread."""
+    """Run ``client.execute`` in a worker thread (the main thread keeps its signal handlers) and wait; returns what it
+    raised (None: it finished) and how a signal ended the kernel: None (no signal), ``"interrupted"`` (it ended its
+    cell on SIGINT, so a training cell saved a checkpoint) or ``"killed"`` (SIGKILL after :data:`INTERRUPT_WAIT_S` s,
+    or no cell was running). After :data:`STOP_GRACE_S` more s the run reports without the thread."""
     import signal
 
     box: dict = {}
@@ -451,9 +447,8 @@ def _execute(client, env: dict, log) -> tuple[BaseException | None, str | None]:
 
 
 def _what_was_saved(exc: BaseException | None, how: str | None, in_cell: bool) -> str:
-    """After a signal: what the kernel's running cell kept, for the failure line ("" when no cell ran).
-
-    ``exc``: what nbclient raised; ``how``: :func:`_execute`'s second value; ``in_cell``: a cell was running."""
+    """After a signal: what the kernel's running cell kept, for the failure line ("" when no cell ran); ``how``:
+    :func:`_execute`'s second value; ``in_cell``: a cell was running."""
     from nbclient.exceptions import CellExecutionError
 
     if isinstance(exc, CellExecutionError) and exc.ename == "TrainingInterrupted":
@@ -527,10 +522,9 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
             kernel_name: str = "python3", heartbeat_s: float = 10.0) -> int:
     """Execute the notebooks in order: 0 when all ran, 1 at the first failure, 130 after Ctrl-C, 143 after SIGTERM.
 
-    ``scale``: ``smoke``, ``cpu`` or ``gpu`` (default ``NBKIT_SCALE``); ``only``: file-name prefixes
-    (``["01", "02"]``); ``timeout``: seconds per cell; ``heartbeat_s``: seconds between log heartbeats.
-    Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved. A SIGTERM or
-    Ctrl-C at any moment interrupts the kernel (:func:`_execute`) and the report says what the cell saved.
+    ``scale``: ``smoke``, ``cpu`` or ``gpu`` (default ``NBKIT_SCALE``); ``only``: file-name prefixes; ``timeout``:
+    seconds per cell; ``heartbeat_s``: seconds between log heartbeats. Whatever stops a notebook ends the run with one
+    line on stderr and its executed copy saved; a signal interrupts the kernel first (:func:`_execute`).
 
     Raises:
         nbkit.errors.ConfigError: bad inputs, before any kernel starts (:func:`plan`).

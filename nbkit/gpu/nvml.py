@@ -25,10 +25,9 @@ def _m(unit: str, smi: str, doc: str) -> Any:
 
 @dataclass(frozen=True)
 class ProcessInfo:
-    """A compute process (``nvidia-smi --query-compute-apps=pid,used_memory``); ``used_mib`` None when hidden.
-
-    ``host_pid``: the PID is not in this PID namespace (a container without ``--pid=host``); ``name`` then
-    is :data:`HOST_PID_NOTE`.
+    """A compute process (``nvidia-smi --query-compute-apps=pid,used_memory``); ``used_mib`` None when hidden;
+    ``host_pid``: the PID is outside this PID namespace (a container without ``--pid=host``), ``name`` then
+    :data:`HOST_PID_NOTE`.
     """
 
     pid: int
@@ -102,11 +101,6 @@ class Sample:
     state: NvmlState
 
 
-def pid_in_namespace(pid: int, proc_root: str = "/proc") -> bool:
-    """True if ``pid`` is visible in this PID namespace (``/proc/<pid>`` exists)."""
-    return os.path.exists(os.path.join(proc_root, str(pid)))
-
-
 def _process_name(pid: int, proc_root: str) -> str:
     # /proc/<pid>/comm is whatever bytes the process set (prctl PR_SET_NAME): decode leniently
     try:
@@ -117,12 +111,9 @@ def _process_name(pid: int, proc_root: str) -> str:
 
 
 class Nvml:
-    """Lazy, failure-tolerant NVML: nothing happens at construction, :meth:`init` never raises.
-
-    Args:
-        lib: the ``pynvml`` module (``nvidia-ml-py``) or a test double with its names; default imported on first use.
-        proc_root: where PIDs are looked up (``/proc``).
-        pcie: read PCIe throughput (a 20 ms window per direction per read).
+    """Lazy, failure-tolerant NVML: nothing happens at construction, :meth:`init` never raises. ``lib``: the ``pynvml``
+    module (``nvidia-ml-py``) or a test double, imported on first use by default; ``proc_root``: where PIDs are looked
+    up; ``pcie``: read PCIe throughput (a 20 ms window per direction per read).
     """
 
     def __init__(self, lib: Any = None, proc_root: str = "/proc", pcie: bool = True):
@@ -298,7 +289,7 @@ class Nvml:
         out = []
         for p in raw:
             used = getattr(p, "usedGpuMemory", None)
-            visible = pid_in_namespace(p.pid, self.proc_root)
+            visible = os.path.exists(os.path.join(self.proc_root, str(p.pid)))   # in this PID namespace
             out.append(ProcessInfo(int(p.pid), None if used is None else used / MIB,
                                    _process_name(p.pid, self.proc_root) if visible else HOST_PID_NOTE, not visible))
         return tuple(out)

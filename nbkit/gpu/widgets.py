@@ -68,13 +68,9 @@ class _DeviceRow:
 class GpuMonitor(w.VBox):
     """Live per-GPU bars and sparklines; without a GPU, CPU and RAM with the reason and fix. No CUDA context.
 
-    Args:
-        interval: seconds between samples.
-        history: samples kept (the sparkline draws the last 60).
-        nvml: an :class:`~nbkit.gpu.nvml.Nvml` (a test double here); default the real NVML, initialised now.
-        autostart: start sampling at construction.
-
-    ``sampler`` holds the :class:`~nbkit.gpu.nvml.Sample` history; ``state`` the NVML state found.
+    ``interval``: seconds between samples; ``history``: samples kept (the sparkline draws the last 60); ``nvml``: an
+    :class:`~nbkit.gpu.nvml.Nvml` (a test double; default the real NVML, initialised now). ``sampler`` holds the
+    :class:`~nbkit.gpu.nvml.Sample` history; ``state`` the NVML state found.
 
     Raises:
         nbkit.errors.ConfigError: interval <= 0 or history < 1 (before any widget is built).

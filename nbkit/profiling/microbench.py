@@ -69,12 +69,12 @@ def _dtype_for(precision: str):
 
 
 def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None, iters: int = 5, repeats: int = 3) -> list[dict]:
-    """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls (2 n³ FLOPs each) per precision: nbkit's one matmul benchmark.
+    """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls (2 n³ FLOPs each) per precision; on CUDA this creates a context.
 
-    ``tf32`` is fp32 with ``allow_tf32`` (CUDA only; ``skipped`` elsewhere). Each timing runs at least
-    ``iters`` and at least :data:`MIN_TIMED_FLOP` FLOPs (at most 1000 matmuls); a failing matmul gives a row
-    whose ``status`` says why. Row keys: ``n``, ``precision``, ``iters``, ``ms`` (per matmul), ``tflops``,
-    ``gflops``, ``peak_tflops``, ``pct_of_peak`` (%), ``status``. On CUDA this creates a context.
+    ``tf32`` is fp32 with ``allow_tf32`` (CUDA only, else ``skipped``). Each timing runs at least ``iters`` and
+    :data:`MIN_TIMED_FLOP` FLOPs (at most 1000 matmuls); a failing matmul gives a row whose ``status`` says why.
+    Rows: ``n``, ``precision``, ``iters``, ``ms`` (per matmul), ``tflops``, ``gflops``, ``peak_tflops``,
+    ``pct_of_peak`` (%), ``status``.
 
     Raises:
         ConfigError: an unknown precision; ``iters`` or ``repeats`` < 1; a device PyTorch cannot use.

@@ -20,12 +20,10 @@ PHASES = ("data", "forward", "backward", "optimizer")
 
 @dataclass
 class StepConfig:
-    """One point in the ablation space, the loop :func:`step_loop` builds.
-
-    ``precision``: ``fp32``, ``bf16``, ``fp16`` (with a GradScaler) or ``auto``; ``attn``: ``sdpa`` or
-    ``eager``; ``compile``: ``TrainConfig(compile=compile_backend)``; ``mlm_head``: ``masked`` (logits only
-    where a label is; a compiled loop runs the full head) or ``all``; ``steps`` timed after ``warmup``
-    untimed ones (cuBLAS heuristics, allocator growth, compilation).
+    """One point in the ablation space, the loop :func:`step_loop` builds. ``precision``: ``fp32``, ``bf16``,
+    ``fp16`` (with a GradScaler) or ``auto``; ``attn``: ``sdpa`` or ``eager``; ``compile``: with ``compile_backend``;
+    ``mlm_head``: ``masked`` (logits only where a label is; a compiled loop runs the full head) or ``all``; ``steps``
+    timed after ``warmup`` untimed ones (cuBLAS heuristics, allocator growth, compilation).
     """
 
     batch_size: int = 16
@@ -66,11 +64,9 @@ def ids_tokenizer(vocab_size: int):
 
 
 def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0):
-    """A :class:`nbkit.train.loop.Loop` over random MLM blocks, built from ``cfg`` (:class:`StepConfig`) for timing.
-
-    The data: ``batch_size x grad_accum_steps x (warmup + steps)`` random sequences of ``seq_len`` tokens
-    collated by ``MLMCollator(tokenizer)`` (default :func:`ids_tokenizer`), or ``data`` (examples with
-    ``input_ids``). ``attn`` is set on the model; the model is put in train mode.
+    """A :class:`nbkit.train.loop.Loop` for timing ``cfg`` (:class:`StepConfig`): over ``data`` (examples with
+    ``input_ids``), default ``batch_size x grad_accum_steps x (warmup + steps)`` random sequences of ``seq_len``
+    tokens, collated by ``MLMCollator(tokenizer)`` (default :func:`ids_tokenizer`). Sets ``attn`` and train mode.
 
     Raises:
         ConfigError: unknown precision or ``mlm_head``, ``mlm_head="masked"`` on a model without
@@ -107,9 +103,9 @@ def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0)
 
 
 def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):
-    """``(factory, how)``: ``factory()`` gives a fresh ``SparseHeadBertForMaskedLM``, loaded from ``model_dir``
-    (notebook 02's checkpoint) when it is a folder, else ``preset`` with random weights (a causal preset of
-    :data:`nbkit.models.causal.PRESETS`: that GPT-2 / Llama); ``how`` says which.
+    """``(factory, how)``: ``factory()`` gives a fresh model, loaded from ``model_dir`` (notebook 02's checkpoint)
+    when it is a folder, else ``preset`` with random weights (``SparseHeadBertForMaskedLM``, or the GPT-2 / Llama of
+    a :data:`nbkit.models.causal.PRESETS` name); ``how`` says which.
 
     Raises:
         ConfigError: unknown preset.
@@ -227,12 +223,11 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
 
 
 def ablation(model_factory, base: StepConfig, factor: str, values, device=None, tokenizer=None, data=None) -> list[dict]:
-    """:func:`measure_steps` of ``base`` with ``factor`` set to each of ``values``, each on a fresh
-    ``model_factory()`` model and :func:`step_loop`; rows add ``factor``, ``value`` and ``speedup``
-    (tokens/s over the first row's).
+    """:func:`measure_steps` of ``base`` with ``factor`` set to each of ``values``, each on a fresh ``model_factory()``
+    model; rows add ``factor``, ``value`` and ``speedup`` (tokens/s over the first row's).
 
     Raises:
-        ConfigError: ``factor`` is not a :class:`StepConfig` field, or what ``step_loop`` raises.
+        ConfigError: ``factor`` is not a :class:`StepConfig` field, or what :func:`step_loop` raises.
     """
     import gc
 
@@ -256,11 +251,9 @@ def ablation(model_factory, base: StepConfig, factor: str, values, device=None, 
 
 
 def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05, nvml=None):
-    """``(fn(), telemetry)``: NVML sampled every ``interval_s`` s on a :class:`~nbkit.gpu.sampler.Sampler` while
-    ``fn`` runs (no CUDA context). ``telemetry``: ``gpu_util_pct`` (mean ``utilization.gpu``, %) and
-    ``memory_used_pct`` (max ``memory.used`` / ``memory.total``, %) of GPU ``device_index``; None without NVML data.
-    At least one read, after ``fn`` if the sampler thread had not read yet.
-    """
+    """``(fn(), telemetry)``: NVML sampled every ``interval_s`` s while ``fn`` runs (no CUDA context), at least once.
+    ``telemetry``: ``gpu_util_pct`` (mean ``utilization.gpu``, %) and ``memory_used_pct`` (max ``memory.used`` /
+    ``memory.total``, %) of GPU ``device_index``; None without NVML data."""
     from nbkit.gpu.nvml import Nvml
     from nbkit.gpu.sampler import Sampler
 
