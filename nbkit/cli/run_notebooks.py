@@ -287,7 +287,8 @@ def _versus(d: dict, key: str, what: str, baseline: str) -> str:
 def _profiling(d: dict) -> str:
     step = d.get("step") or {}
     mfu, tps = _num(step.get("mfu")), _num(step.get("tokens_per_s"))
-    head = f"MFU {mfu:.1%}" if mfu is not None else f"MFU n/a (no known peak FLOP/s for {d.get('device') or 'this device'})"
+    where = d.get("device") or "this device"
+    head = f"MFU {mfu:.1%}" if mfu is not None else f"MFU n/a (no known peak FLOP/s for {where})"
     return head if tps is None else f"{head}, {tps:,.0f} tokens/s"
 
 

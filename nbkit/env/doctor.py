@@ -86,7 +86,8 @@ def report(cuda: bool = False, nvml: Nvml | None = None, env: dict[str, str] | N
         try:
             checks.extend(fn(ctx))
         except Exception as exc:  # a check bug must not hide the other lines
-            checks.append(Check("internal", fn.__name__, WARN, f"check crashed: {exc!r}", "report this as an nbkit bug"))
+            checks.append(Check("internal", fn.__name__, WARN, f"check crashed: {exc!r}",
+                                "report this as an nbkit bug"))
     return Report(checks)
 
 

@@ -166,7 +166,8 @@ def _sdpa(ctx: Context, built: str | None) -> Check:
     flash_ok = compiled and any(cc and cc >= (8, 0) for cc in ccs)
     status = WARN if (not flash_ok and any(cc and cc >= (8, 0) for cc in ccs)) else OK
     return Check("cuda", "SDPA backends", status,
-                 f"enabled: {enabled}; flash kernels compiled: {compiled}; flash usable on this GPU (sm80+): {flash_ok}",
+                 f"enabled: {enabled}; flash kernels compiled: {compiled}; flash usable on this GPU (sm80+): "
+                 f"{flash_ok}",
                  "install an official CUDA torch wheel (it ships flash attention)" if status == WARN else "")
 
 
@@ -225,7 +226,8 @@ def check_jupyter(ctx: Context) -> list[Check]:
         c = Check("jupyter", "widgets", WARN, "ipywidgets not installed", "`pip install ipywidgets`")
     elif ext is None or want is None or not ext.startswith(want + "."):
         c = Check("jupyter", "widgets", FAIL, f"ipywidgets {ipw}, jupyterlab_widgets {ext}",
-                  f"widgets will not render: `pip install 'jupyterlab_widgets=={want or '3'}.*'` and restart JupyterLab")
+                  f"widgets will not render: `pip install 'jupyterlab_widgets=={want or '3'}.*'` and restart "
+                  "JupyterLab")
     else:
         c = Check("jupyter", "widgets", OK, f"ipywidgets {ipw}, jupyterlab_widgets {ext}")
     old = _version("pynvml")

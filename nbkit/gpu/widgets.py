@@ -51,8 +51,9 @@ class _DeviceRow:
         self.mem.value = min(d.mem_used_mib or 0.0, self.mem.max)
         self.details.value = html.escape(
             f"util {d.fmt('util_gpu_pct')} · mem {d.fmt('mem_used_mib')} / {d.fmt('mem_total_mib')} · "
-            f"{d.fmt('temperature_c')} · {d.fmt('power_w')} / {d.fmt('power_limit_w')} · SM {d.fmt('sm_clock_mhz')} · "
-            f"mem clk {d.fmt('mem_clock_mhz')} · PCIe tx {d.fmt('pcie_tx_mib_s')} rx {d.fmt('pcie_rx_mib_s')}")
+            f"{d.fmt('temperature_c')} · {d.fmt('power_w')} / {d.fmt('power_limit_w')} · "
+            f"SM {d.fmt('sm_clock_mhz')} · mem clk {d.fmt('mem_clock_mhz')} · "
+            f"PCIe tx {d.fmt('pcie_tx_mib_s')} rx {d.fmt('pcie_rx_mib_s')}")
         self.spark.value = f"<code>util {html.escape(sparkline(util_hist))}</code>"
         if d.processes is None:
             reason = d.unavailable.get("processes", "n/a")
@@ -165,8 +166,9 @@ class GpuMonitor(w.VBox):
             self.ram.max = sample.host.ram_total_mib
             self.ram.value = min(sample.host.ram_used_mib, self.ram.max)
             cpu_hist = [s.host.cpu_pct if s.host else None for s in hist]
-            self.cpu_spark.value = (f"<code>CPU {html.escape(sparkline(cpu_hist))}</code> {sample.host.cpu_pct:.0f} % · "
-                                    f"RAM {sample.host.ram_used_mib:.0f} / {sample.host.ram_total_mib:.0f} MiB")
+            self.cpu_spark.value = (f"<code>CPU {html.escape(sparkline(cpu_hist))}</code> "
+                                    f"{sample.host.cpu_pct:.0f} % · RAM {sample.host.ram_used_mib:.0f} / "
+                                    f"{sample.host.ram_total_mib:.0f} MiB")
 
     # ---- stable text
     def __repr__(self) -> str:

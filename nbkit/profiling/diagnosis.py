@@ -141,7 +141,8 @@ def noise_ratio(ablations: list[dict], current: dict) -> float:
     return max(rates) / min(rates) if len(rates) >= 2 else 1.0
 
 
-def measured_changes(ablations: list[dict], current: dict | None = None, rejected: list[str] | None = None) -> list[Change]:
+def measured_changes(ablations: list[dict], current: dict | None = None,
+                     rejected: list[str] | None = None) -> list[Change]:
     """The best value per ablated factor as :class:`Change` s, by speedup over the row matching ``current``
     (else the first). Gains below :data:`MIN_GAIN`, within :func:`noise_ratio` or beyond
     :func:`implausible_gain` are dropped, the reasons of the last two appended to ``rejected``.

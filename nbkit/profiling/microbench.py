@@ -68,7 +68,8 @@ def _dtype_for(precision: str):
     return {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
-def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None, iters: int = 5, repeats: int = 3) -> list[dict]:
+def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None, iters: int = 5,
+                 repeats: int = 3) -> list[dict]:
     """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls (2 n³ FLOPs each) per precision; on CUDA this creates a context.
 
     ``tf32`` is fp32 with ``allow_tf32`` (CUDA only, else ``skipped``). Each timing runs at least ``iters`` and
@@ -144,14 +145,16 @@ def sdpa_bench(seq_lens=(128, 512), batch: int = 32, heads: int = 12, head_dim: 
     dtype = _dtype_for(precision)
     rows = []
     for seq_len in seq_lens:
-        q, k, v = (torch.randn(batch, heads, seq_len, head_dim, device=device, dtype=dtype) for _ in range(3))  # (B, H, T, D)
+        q, k, v = (torch.randn(batch, heads, seq_len, head_dim, device=device, dtype=dtype)
+                   for _ in range(3))  # (B, H, T, D) each
         math_ms = None
         for backend in backends:
             row = {"backend": backend, "seq_len": seq_len, "ms": None, "tflops": None, "speedup_vs_math": None,
                    "status": "ok"}
             try:
                 with sdpa_kernel([kinds[backend]]):
-                    seconds = time_fn(lambda: F.scaled_dot_product_attention(q, k, v), device, iters=iters, repeats=repeats)
+                    seconds = time_fn(lambda: F.scaled_dot_product_attention(q, k, v), device, iters=iters,
+                                      repeats=repeats)
             except RuntimeError as exc:
                 row["status"] = "unavailable: " + str(exc).strip().splitlines()[0][:100]
                 rows.append(row)
@@ -187,7 +190,8 @@ def h2d_bench(size_mib: int = 256, device=None, iters: int = 5, repeats: int = 3
                                   "nvmlDeviceGetCurrPcieLinkWidth") or f"no peak known for PCIe Gen{gen} x{width}")
         nv.shutdown()
     for pinned in (False, True):
-        row = {"pinned": pinned, "size_mib": size_mib, "gbps": None, "peak_gbps": peak, "pct_of_peak": None, "status": "ok"}
+        row = {"pinned": pinned, "size_mib": size_mib, "gbps": None, "peak_gbps": peak, "pct_of_peak": None,
+               "status": "ok"}
         if device.type != "cuda":
             row["status"] = "skipped: needs a CUDA device (host-to-device copies)"
             rows.append(row)

@@ -120,7 +120,8 @@ def check_kernel_events(averages, device_type: str, log_text: str = "") -> Kerne
     kernels = sum(int(e.count) for e in averages if _is_device_event(e))
     if device_us > 0 and kernels > 0:
         return KernelCheck(True, f"{kernels} kernel launches recorded.")
-    detail = " (the profiler log says CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)" if "INSUFFICIENT_PRIVILEGES" in log_text else ""
+    detail = " (the profiler log says CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)" if "INSUFFICIENT_PRIVILEGES" in log_text \
+        else ""
     return KernelCheck(False, CUPTI_FIX + detail)
 
 
@@ -180,7 +181,7 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
         torch.cuda.reset_peak_memory_stats(device)
         if memory_snapshot:
             torch.cuda.memory._record_memory_history(max_entries=100_000)
-    # Kineto's own lines (``USDT:... profiler_start``) go to fd 2, which Jupyter shows in the cell: only errors come back
+    # Kineto's own lines (``USDT:... profiler_start``) go to fd 2, which Jupyter shows: only errors come back
     with quiet_fd(2) as log, profile(activities=activities,
                                      schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
                                      on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:

@@ -222,7 +222,8 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
     return res
 
 
-def ablation(model_factory, base: StepConfig, factor: str, values, device=None, tokenizer=None, data=None) -> list[dict]:
+def ablation(model_factory, base: StepConfig, factor: str, values, device=None, tokenizer=None,
+             data=None) -> list[dict]:
     """:func:`measure_steps` of ``base`` with ``factor`` set to each of ``values``, each on a fresh ``model_factory()``
     model; rows add ``factor``, ``value`` and ``speedup`` (tokens/s over the first row's).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -203,14 +204,9 @@ def check_unk_share(tokenizer, texts: Iterable[str] | None = None, ids: Iterable
         stats = tokenizer_stats(tokenizer, texts)
         share, n_tokens = stats["unk_rate"], stats["n_tokens"]
         if share > UNK_LIMIT:
-            seen: set[str] = set()
-            for ch in (c for t in texts for c in t if not c.isspace()):
-                if ch not in seen:
-                    seen.add(ch)
-                    if tokenizer(ch, add_special_tokens=False)["input_ids"] == [unk_id]:
-                        examples.append(ch)
-                        if len(examples) == 3:
-                            break
+            chars = dict.fromkeys(c for t in texts for c in t if not c.isspace())   # distinct, in order
+            unknown = (c for c in chars if tokenizer(c, add_special_tokens=False)["input_ids"] == [unk_id])
+            examples = list(islice(unknown, 3))
     else:
         rows = [list(r) for r in ids or ()]
         n_tokens = sum(map(len, rows))

@@ -15,7 +15,8 @@ from nbkit.errors import DataError
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-_PANELS = (("loss", ("loss", "eval_loss")), ("learning rate", ("lr",)), ("throughput", ("tokens_per_s", "samples_per_s")))
+_PANELS = (("loss", ("loss", "eval_loss")), ("learning rate", ("lr",)),
+           ("throughput", ("tokens_per_s", "samples_per_s")))
 
 
 class _Series:
