@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -89,9 +90,7 @@ def plan(scale: str | None = None, only: list[str] | None = None,
     out_dir = runs / name / "executed"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / f".nbkit-write-test.{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
+        os.rmdir(tempfile.mkdtemp(prefix=".nbkit-write-test-", dir=out_dir))
     except OSError as exc:
         where = "NBKIT_RUNS_DIR" if env.get("NBKIT_RUNS_DIR") else "the default ./runs"
         raise ConfigError(
@@ -227,9 +226,7 @@ class NotebookProgress:
         return fmt_duration(time.monotonic() - self.t0)
 
     def _running(self) -> str:
-        if self.cell_index is None:
-            return self.cell_line
-        return f"cell {self.cell_index + 1}: {self.cell_line}"
+        return self.cell_line if self.cell_index is None else f"cell {self.cell_index + 1}: {self.cell_line}"
 
     def _line(self, text: str) -> None:
         print(f"[{self.name}] {text}", file=self.stream, flush=True)

@@ -22,9 +22,7 @@ def resolve_device(device=None):
     """Return a ``torch.device``: ``device`` if given, else CUDA when usable, else CPU."""
     import torch
 
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    return torch.device(device if device is not None else "cuda" if torch.cuda.is_available() else "cpu")
 
 
 def device_name(device) -> str:
