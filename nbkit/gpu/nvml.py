@@ -230,20 +230,13 @@ class Nvml:
             except Exception as exc:
                 out.append(DeviceSnapshot(index=i, name="?", unavailable={"device": nvml_state.metric_reason(exc)}))
                 continue
-            snap = self._snapshot(handle, i)
-            out.append(snap)
-            if snap.mig_mode:
-                out.extend(self._mig_children(handle, i))
+            out.append(self._snapshot(handle, i))
+            if out[-1].mig_mode:
+                for slot in range(int(self._get("nvmlDeviceGetMaxMigDeviceCount", handle) or 0)):
+                    h = self._get("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+                    if h is not None:  # empty slots raise NVML_ERROR_NOT_FOUND
+                        out.append(self._snapshot(h, i, mig_index=slot))
         return out
-
-    def _mig_children(self, handle: Any, index: int) -> list[DeviceSnapshot]:
-        n = self._get("nvmlDeviceGetMaxMigDeviceCount", handle) or 0
-        kids = []
-        for slot in range(int(n)):
-            h = self._get("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
-            if h is not None:  # empty slots raise NVML_ERROR_NOT_FOUND
-                kids.append(self._snapshot(h, index, mig_index=slot))
-        return kids
 
     def _snapshot(self, h: Any, index: int, mig_index: int | None = None) -> DeviceSnapshot:
         lib, why = self._lib, {}
