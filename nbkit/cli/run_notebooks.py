@@ -466,7 +466,8 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    where = f"{name} cell {cell_index + 1} ({first_line((cell or {}).get('source', ''))!r})" if cell_index is not None else name
+    source = first_line((cell or {}).get("source", ""))
+    where = f"{name} cell {cell_index + 1} ({source!r})" if cell_index is not None else name
     if isinstance(exc, CellTimeoutError):
         return (f"{where} did not finish within {timeout} s. Fix: raise --timeout (seconds per cell) "
                 "or run a smaller NBKIT_SCALE.")

@@ -46,8 +46,8 @@ def train_wordpiece(
     ``vocab_size``: target in tokens, specials included (every character is kept, so it can come out larger; a
     ``UserWarning`` when merges run out far below it). ``model_max_length``: the model's position limit, respected by
     truncation. ``limit_alphabet``: most distinct characters kept (None: all). ``min_frequency``: occurrences a merge
-    needs. ``strip_accents`` is off so that decoding gives the text back. ``nfkc``: NFKC before BERT's normalizer;
-    then only ``AutoTokenizer``/``PreTrainedTokenizerFast`` reproduce the ids.
+    needs (single characters always stay). ``strip_accents`` is off so that decoding gives the text back.
+    ``nfkc``: NFKC before BERT's normalizer; then only ``AutoTokenizer``/``PreTrainedTokenizerFast`` reproduce the ids.
 
     Returns an ``NbkitTokenizerFast`` (its ``save_pretrained`` writes the complete file set).
 
@@ -125,18 +125,10 @@ def train_wordpiece(
 
     with atomic_dir(out_dir, replace=False, what="tokenizer") as tmp:  # WriteError when the disk is full
         tokenizer.save_pretrained(str(tmp))
-    info = {
-        "n_texts": len(kept),
-        "n_chars": sum(map(len, kept)),
-        "alphabet_size": len(chars),
-        "vocab_size_requested": vocab_size,
-        "vocab_size": len(vocab),
-        "limit_alphabet": limit_alphabet,
-        "min_frequency": min_frequency,
-        "nfkc": nfkc,
-        "model_max_length": model_max_length,
-        "train_seconds": round(seconds, 3),
-    }
+    info = {"n_texts": len(kept), "n_chars": sum(map(len, kept)), "alphabet_size": len(chars),
+            "vocab_size_requested": vocab_size, "vocab_size": len(vocab), "limit_alphabet": limit_alphabet,
+            "min_frequency": min_frequency, "nfkc": nfkc, "model_max_length": model_max_length,
+            "train_seconds": round(seconds, 3)}
     jsonio.write_json(out_dir / "training.json", info)
     return tokenizer
 
@@ -163,17 +155,10 @@ def tokenizer_stats(tokenizer, heldout_texts: Iterable[str]) -> dict[str, Any]:
     arr = np.asarray(lengths)
     n_tokens = int(arr.sum())
     p50, p95, p99 = np.percentile(arr, [50, 95, 99])
-    return {
-        "vocab_size": len(tokenizer),
-        "n_texts": len(lengths),
-        "n_tokens": n_tokens,
-        "unk_rate": n_unk / n_tokens if n_tokens else 0.0,
-        "chars_per_token": n_chars / n_tokens if n_tokens else 0.0,
-        "length_p50": float(p50),
-        "length_p95": float(p95),
-        "length_p99": float(p99),
-        "length_max": int(arr.max()),
-    }
+    return {"vocab_size": len(tokenizer), "n_texts": len(lengths), "n_tokens": n_tokens,
+            "unk_rate": n_unk / n_tokens if n_tokens else 0.0,
+            "chars_per_token": n_chars / n_tokens if n_tokens else 0.0,
+            "length_p50": float(p50), "length_p95": float(p95), "length_p99": float(p99), "length_max": int(arr.max())}
 
 
 #: the ``[UNK]`` share (0-1 of tokens) above which training on a corpus is refused (:func:`check_unk_share`)
