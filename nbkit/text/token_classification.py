@@ -60,15 +60,12 @@ class TokenEncoding:
 
     ``dataset``: windows with ``input_ids``, ``attention_mask`` and ``labels`` (unpadded, ``[CLS] ... [SEP]``; its
     ``describe_example`` a :class:`WindowOrigin`). ``windows``: per row ``(item index, first sub-token)``.
-    ``word_ids``: per item, its sub-tokens' word index. ``n_words``: words per item. ``body``: sub-tokens per window
-    between ``[CLS]`` and ``[SEP]``. ``report``: the counts.
+    ``word_ids``: per item, its sub-tokens' word index. ``report``: the counts.
     """
 
     dataset: object
     windows: list[tuple[int, int]]
     word_ids: list[list[int]]
-    n_words: list[int]
-    body: int
     report: dict = field(default_factory=dict)
 
 
@@ -76,8 +73,8 @@ class TokenEncoding:
 class WindowOrigin:
     """Where each window of :func:`encode_token_classification` comes from: ``origin(i)`` -> ``"sentence 12 (id
     'train.conll:40'), window 2 of 3 (sub-tokens 96-221)"``; picklable, carried as the dataset's ``describe_example``
-    for the loop's non-finite-loss message. ``ids``: per item, its ``id`` or None; ``windows``, ``body``: as in
-    :class:`TokenEncoding`.
+    for the loop's non-finite-loss message. ``ids``: per item, its ``id`` or None; ``windows``: as in
+    :class:`TokenEncoding`; ``body``: sub-tokens per window between ``[CLS]`` and ``[SEP]``.
     """
 
     ids: tuple
@@ -191,7 +188,7 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
               "subtokens_p95": float(p95), "subtokens_max": int(max(lengths))}
     dataset = Dataset.from_dict(rows)
     dataset.describe_example = WindowOrigin(tuple(it.get("id") for it in items), tuple(windows), body)
-    return TokenEncoding(dataset, windows, all_wids, [len(w) for w in words], body, report)
+    return TokenEncoding(dataset, windows, all_wids, report)
 
 
 def token_classification_collator(tokenizer, pad_to_multiple_of: int | None = None):
