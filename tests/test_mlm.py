@@ -6,7 +6,7 @@ import torch
 from datasets import Dataset
 
 from nbkit.errors import ConfigError, DataError
-from nbkit.text.mlm import MLMCollator, classification_collator, encode_classification, make_blocks
+from nbkit.text.mlm import MLMCollator, classification_collator, encode_classification, make_blocks, pad_rows
 from tests._corpus import char_tokenizer, peoples_daily
 
 
@@ -62,7 +62,7 @@ def test_masking_invariants_over_many_batches(tok, corpus):
     for raw, batch in _batches(collator, blocks, 60):
         ids, att, labels = batch["input_ids"], batch["attention_mask"], batch["labels"]
         assert ids.shape == att.shape == labels.shape and ids.shape[1] % 8 == 0
-        orig = collator._pad([ex["input_ids"] for ex in raw], tok.pad_token_id, ids.shape[1])
+        orig = pad_rows([ex["input_ids"] for ex in raw], tok.pad_token_id, collator.pad_to_multiple_of)
         real = att.bool() & ~torch.isin(orig, special)
         target = labels != -100
         assert not (target & ~real).any()  # padding / [CLS] / [SEP] never targets
@@ -113,8 +113,8 @@ def test_whole_word_masking_masks_whole_words(tok, corpus):
     for raw, batch in _batches(collator, blocks, 30):
         target = batch["labels"] != -100
         att = batch["attention_mask"].bool()
-        wids = collator._pad([ex["word_ids"] for ex in raw], -1, target.shape[1])
-        orig = collator._pad([ex["input_ids"] for ex in raw], tok.pad_token_id, target.shape[1])
+        wids = pad_rows([ex["word_ids"] for ex in raw], -1)
+        orig = pad_rows([ex["input_ids"] for ex in raw], tok.pad_token_id)
         real = att & ~torch.isin(orig, torch.tensor(tok.all_special_ids))  # [UNK] is special: never a target
         for i in range(len(raw)):
             for w in wids[i][target[i]].unique():

@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                    "(default 20000)")
     p.add_argument("--exclude", nargs="+", metavar="PATH", help="files whose texts are never stored, e.g. your "
                    "evaluation set (same formats; equal after the same cut, rule and NFKC-form hash)")
-    p.add_argument("--exclude-text-field", help="JSON key / parquet column of --exclude's texts (default: --text-field)")
+    p.add_argument("--exclude-text-field",
+                   help="JSON key / parquet column of --exclude's texts (default: --text-field)")
     p.add_argument("--shard-tokens", type=int, help="tokens per train shard, about (default 33554432)")
     p.add_argument("--segmenter", choices=("auto", "rjieba", "jieba", "none"),
                    help="word segmenter (default auto; none: the tokenizer's own words, no whole Chinese words)")

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -89,9 +90,7 @@ def plan(scale: str | None = None, only: list[str] | None = None,
     out_dir = runs / name / "executed"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / f".nbkit-write-test.{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
+        os.rmdir(tempfile.mkdtemp(prefix=".nbkit-write-test-", dir=out_dir))
     except OSError as exc:
         where = "NBKIT_RUNS_DIR" if env.get("NBKIT_RUNS_DIR") else "the default ./runs"
         raise ConfigError(
@@ -227,9 +226,7 @@ class NotebookProgress:
         return fmt_duration(time.monotonic() - self.t0)
 
     def _running(self) -> str:
-        if self.cell_index is None:
-            return self.cell_line
-        return f"cell {self.cell_index + 1}: {self.cell_line}"
+        return self.cell_line if self.cell_index is None else f"cell {self.cell_index + 1}: {self.cell_line}"
 
     def _line(self, text: str) -> None:
         print(f"[{self.name}] {text}", file=self.stream, flush=True)
@@ -253,18 +250,6 @@ class NotebookProgress:
 
 
 # ---- headline metrics and the final table
-# notebook-name prefix -> (file under <runs>/<scale>/, function of the parsed JSON -> headline)
-SOURCES: dict[str, str] = {
-    "01": "tokenizer/stats.json",
-    "02": "mlm/metrics.json",
-    "03": "sentiment/metrics.json",
-    "04": "profiling/results.json",
-    "06": "causal/baselines.json",
-    "07": "ner/metrics.json",
-    "08": "sft/scores.json",
-}
-
-
 def _num(value) -> float | None:
     """A finite float, or None (missing, null, NaN, a string such as "None")."""
     try:
@@ -299,13 +284,9 @@ def _versus(d: dict, key: str, what: str, baseline: str) -> str:
 def _profiling(d: dict) -> str:
     step = d.get("step") or {}
     mfu, tps = _num(step.get("mfu")), _num(step.get("tokens_per_s"))
-    rate = f"{tps:,.0f} tokens/s" if tps is not None else None
-    if mfu is None:
-        where = d.get("device") or "this device"
-        head = f"MFU n/a (no known peak FLOP/s for {where})"
-    else:
-        head = f"MFU {mfu:.1%}"
-    return f"{head}, {rate}" if rate else head
+    where = d.get("device") or "this device"
+    head = f"MFU {mfu:.1%}" if mfu is not None else f"MFU n/a (no known peak FLOP/s for {where})"
+    return head if tps is None else f"{head}, {tps:,.0f} tokens/s"
 
 
 def _causal(d: dict) -> str:
@@ -335,9 +316,12 @@ def _sft(d: dict) -> str:
     return f"{head}; sentiment accuracy {tuned:.3f} vs {name} {best:.3f}"
 
 
-READERS = {"01": _tokenizer, "02": _mlm, "03": lambda d: _versus(d, "accuracy", "accuracy", "TF-IDF baseline"),
-           "04": _profiling, "06": _causal, "07": lambda d: _versus(d, "entity_f1", "entity F1", "CRF baseline"),
-           "08": _sft}
+#: notebook-name prefix -> (file under ``<runs>/<scale>/``, function of its parsed JSON -> headline)
+SOURCES = {"01": ("tokenizer/stats.json", _tokenizer), "02": ("mlm/metrics.json", _mlm),
+           "03": ("sentiment/metrics.json", lambda d: _versus(d, "accuracy", "accuracy", "TF-IDF baseline")),
+           "04": ("profiling/results.json", _profiling), "06": ("causal/baselines.json", _causal),
+           "07": ("ner/metrics.json", lambda d: _versus(d, "entity_f1", "entity F1", "CRF baseline")),
+           "08": ("sft/scores.json", _sft)}
 
 
 def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str | None:
@@ -345,21 +329,19 @@ def headline(notebook: str, scale_dir: Path, since: float | None = None) -> str 
     (:data:`SOURCES`); None for a notebook without one. Never raises: a missing, unreadable or stale file
     (written before ``since``, Unix s) becomes a phrase saying so.
     """
-    prefix = notebook[:2]
-    if prefix not in SOURCES:
+    if notebook[:2] not in SOURCES:
         return None
-    path = Path(scale_dir) / SOURCES[prefix]
+    name, reader = SOURCES[notebook[:2]]
+    path = Path(scale_dir) / name
     if not path.is_file():
-        return f"no {SOURCES[prefix]} written"
+        return f"no {name} written"
     if since is not None and path.stat().st_mtime < since - 1:  # 1 s: coarse file-system clocks
-        return f"{SOURCES[prefix]} not rewritten by this run (stale)"
+        return f"{name} not rewritten by this run (stale)"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        return f"{SOURCES[prefix]} unreadable ({type(exc).__name__})"
-    if not isinstance(data, dict):
-        return f"{SOURCES[prefix]} is not a JSON object"
-    return READERS[prefix](data)
+        return f"{name} unreadable ({type(exc).__name__})"
+    return reader(data) if isinstance(data, dict) else f"{name} is not a JSON object"
 
 
 @dataclass
@@ -405,9 +387,8 @@ def _note_signal(signum, frame) -> None:
 
 
 def _signal_kernel(client, sig) -> bool:
-    """Send ``sig`` to the client's kernel and its children (the kernel leads its own session: jupyter_client
-    starts it with ``start_new_session``, and interrupts it with SIGINT to that group, as the interrupt button
-    does). True when sent; False when the kernel has not been started or has ended."""
+    """Send ``sig`` to the client's kernel and its children (jupyter_client starts it as a session leader and interrupts
+    that group, as the interrupt button does). False when the kernel has not started or has ended."""
     proc = getattr(getattr(getattr(client, "km", None), "provisioner", None), "process", None)
     if proc is None or proc.poll() is not None:
         return False
@@ -419,11 +400,6 @@ def _signal_kernel(client, sig) -> bool:
     return True
 
 
-def _cleanup_after_dead_kernel(exc: BaseException) -> bool:
-    """nbclient 0.10-0.11's own cleanup raises this ``AttributeError`` after a kernel killed from outside."""
-    return isinstance(exc, AttributeError) and "cleanup_resources" in str(exc)
-
-
 #: seconds nbclient gets, after the kernel is killed, to notice and clean up before the run reports anyway
 STOP_GRACE_S = 60.0
 #: seconds an interrupted kernel gets to end its cell before it is killed: a training cell finishes its step and
@@ -432,13 +408,10 @@ INTERRUPT_WAIT_S = 20.0
 
 
 def _execute(client, env: dict, log) -> tuple[BaseException | None, str | None]:
-    """Run ``client.execute`` in a worker thread and wait; returns what it raised (None: it finished) and how a
-    signal ended the kernel (None: no signal; ``"interrupted"``: it ended its cell on the interrupt;
-    ``"killed"``: it did not within :data:`INTERRUPT_WAIT_S` s, or was not running a cell).
-
-    nbclient runs in that thread, so the main thread keeps its signal handlers. On a recorded signal the kernel
-    is interrupted (a training cell saves a checkpoint), killed after :data:`INTERRUPT_WAIT_S` s; after
-    :data:`STOP_GRACE_S` more the run reports without the thread."""
+    """Run ``client.execute`` in a worker thread (the main thread keeps its signal handlers) and wait; returns what it
+    raised (None: it finished) and how a signal ended the kernel: None (no signal), ``"interrupted"`` (it ended its
+    cell on SIGINT, so a training cell saved a checkpoint) or ``"killed"`` (SIGKILL after :data:`INTERRUPT_WAIT_S` s,
+    or no cell was running). After :data:`STOP_GRACE_S` more s the run reports without the thread."""
     import signal
 
     box: dict = {}
@@ -472,9 +445,8 @@ def _execute(client, env: dict, log) -> tuple[BaseException | None, str | None]:
 
 
 def _what_was_saved(exc: BaseException | None, how: str | None, in_cell: bool) -> str:
-    """After a signal: what the kernel's running cell kept, for the failure line ("" when no cell ran).
-
-    ``exc``: what nbclient raised; ``how``: :func:`_execute`'s second value; ``in_cell``: a cell was running."""
+    """After a signal: what the kernel's running cell kept, for the failure line ("" when no cell ran); ``how``:
+    :func:`_execute`'s second value; ``in_cell``: a cell was running."""
     from nbclient.exceptions import CellExecutionError
 
     if isinstance(exc, CellExecutionError) and exc.ename == "TrainingInterrupted":
@@ -494,7 +466,8 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    where = f"{name} cell {cell_index + 1} ({first_line((cell or {}).get('source', ''))!r})" if cell_index is not None else name
+    source = first_line((cell or {}).get("source", ""))
+    where = f"{name} cell {cell_index + 1} ({source!r})" if cell_index is not None else name
     if isinstance(exc, CellTimeoutError):
         return (f"{where} did not finish within {timeout} s. Fix: raise --timeout (seconds per cell) "
                 "or run a smaller NBKIT_SCALE.")
@@ -504,8 +477,9 @@ def failure_line(name: str, exc: BaseException, cell_index: int | None, cell: di
                 f"`kill`; or Ctrl-C); {saved}"
                 "the executed copy up to this cell is saved. Fix: give the run more time, or run a smaller "
                 "NBKIT_SCALE or fewer notebooks (--only).")
-    if isinstance(exc, (DeadKernelError, AssertionError)) or _cleanup_after_dead_kernel(exc):
-        # AssertionError / AttributeError: nbclient's own cleanup after a dead kernel (km already gone)
+    # AssertionError / AttributeError: nbclient 0.10-0.11's own cleanup after a dead kernel (km already gone)
+    if (isinstance(exc, (DeadKernelError, AssertionError))
+            or isinstance(exc, AttributeError) and "cleanup_resources" in str(exc)):
         return (f"{where}: the kernel died (out of memory? killed?). Fix: run a smaller NBKIT_SCALE "
                 "or free memory; `dmesg | grep -i oom` shows out-of-memory kills.")
     if isinstance(exc, CellExecutionError):
@@ -547,10 +521,9 @@ def run_all(scale: str | None = None, only: list[str] | None = None, timeout: in
             kernel_name: str = "python3", heartbeat_s: float = 10.0) -> int:
     """Execute the notebooks in order: 0 when all ran, 1 at the first failure, 130 after Ctrl-C, 143 after SIGTERM.
 
-    ``scale``: ``smoke``, ``cpu`` or ``gpu`` (default ``NBKIT_SCALE``); ``only``: file-name prefixes
-    (``["01", "02"]``); ``timeout``: seconds per cell; ``heartbeat_s``: seconds between log heartbeats.
-    Whatever stops a notebook ends the run with one line on stderr; its executed copy is saved. A SIGTERM or
-    Ctrl-C at any moment interrupts the kernel (:func:`_execute`) and the report says what the cell saved.
+    ``scale``: ``smoke``, ``cpu`` or ``gpu`` (default ``NBKIT_SCALE``); ``only``: file-name prefixes; ``timeout``:
+    seconds per cell; ``heartbeat_s``: seconds between log heartbeats. Whatever stops a notebook ends the run with one
+    line on stderr and its executed copy saved; a signal interrupts the kernel first (:func:`_execute`).
 
     Raises:
         nbkit.errors.ConfigError: bad inputs, before any kernel starts (:func:`plan`).

@@ -29,8 +29,7 @@ class Report:
     @property
     def problems(self) -> list[Check]:
         """The FAIL lines first, then the WARN lines."""
-        return ([c for c in self.checks if c.status == FAIL]
-                + [c for c in self.checks if c.status == WARN])
+        return [c for c in self.checks if c.status == FAIL] + [c for c in self.checks if c.status == WARN]
 
     def counts(self) -> dict[str, int]:
         """``{"OK": n, "WARN": n, "FAIL": n}``."""
@@ -59,8 +58,7 @@ class Report:
             f"<td>{html.escape(c.layer)}</td><td>{html.escape(c.name)}</td>"
             f"<td style='text-align:left'>{html.escape(c.value)}</td>"
             f"<td style='text-align:left'>{html.escape(c.fix)}</td></tr>" for c in self.checks)
-        return ("<table><tr><th>status</th><th>layer</th><th>check</th><th>value</th>"
-                f"<th>fix</th></tr>{rows}</table>")
+        return f"<table><tr><th>status</th><th>layer</th><th>check</th><th>value</th><th>fix</th></tr>{rows}</table>"
 
     def __repr__(self) -> str:
         n = self.counts()
@@ -117,5 +115,4 @@ def keep_busy(device: str = "cpu", seconds: float = 3.0, n: int = 512) -> dict[s
             torch.cuda.synchronize(a.device)
         done += 8
     elapsed = time.perf_counter() - t0
-    return {"device": str(device), "matmuls": done, "seconds": elapsed,
-            "gflops": 2 * n**3 * done / elapsed / 1e9}
+    return {"device": str(device), "matmuls": done, "seconds": elapsed, "gflops": 2 * n**3 * done / elapsed / 1e9}

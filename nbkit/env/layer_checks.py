@@ -57,8 +57,7 @@ def _version(dist: str) -> str | None:
 def check_os(ctx: Context) -> list[Check]:
     """OS, container, GPU device nodes, NVIDIA_DRIVER_CAPABILITIES, /dev/shm size (MiB)."""
     in_container = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
-    out = [Check("os", "OS", OK, f"{platform.platform()}"
-                 + (" (in a container)" if in_container else ""))]
+    out = [Check("os", "OS", OK, platform.platform() + (" (in a container)" if in_container else ""))]
     nodes = ctx.gpu_nodes()
     wants_gpu = ctx.env.get("NVIDIA_VISIBLE_DEVICES", "") not in ("", "void", "none")
     if nodes:
@@ -66,8 +65,8 @@ def check_os(ctx: Context) -> list[Check]:
     else:
         out.append(Check("container", "GPU device nodes", FAIL if wants_gpu else WARN,
                          f"no {ctx.dev_root}/nvidia*: no GPU visible here",
-                         "on a GPU host run the container with `--gpus all` "
-                         "(NVIDIA Container Toolkit); on a CPU machine ignore this"))
+                         "on a GPU host run the container with `--gpus all` (NVIDIA Container Toolkit); on a CPU "
+                         "machine ignore this"))
     caps = ctx.env.get("NVIDIA_DRIVER_CAPABILITIES")
     if caps is None:
         out.append(Check("container", "NVIDIA_DRIVER_CAPABILITIES", OK, "unset"))
@@ -76,15 +75,14 @@ def check_os(ctx: Context) -> list[Check]:
         missing = [] if "all" in have else [c for c in ("compute", "utility") if c not in have]
         status = FAIL if "compute" in missing else (WARN if missing else OK)
         out.append(Check("container", "NVIDIA_DRIVER_CAPABILITIES", status, caps,
-                         "set NVIDIA_DRIVER_CAPABILITIES=compute,utility (compute: CUDA; "
-                         "utility: nvidia-smi and NVML)" if missing else ""))
+                         "set NVIDIA_DRIVER_CAPABILITIES=compute,utility (compute: CUDA; utility: nvidia-smi and "
+                         "NVML)" if missing else ""))
     try:
         st = os.statvfs("/dev/shm")
         shm_mib = st.f_blocks * st.f_frsize / 2**20
-        out.append(Check("container", "/dev/shm", OK if shm_mib >= 1024 else WARN,
-                         f"{shm_mib:.0f} MiB",
-                         "" if shm_mib >= 1024 else "DataLoader workers share batches via /dev/shm: "
-                         "run Docker with `--shm-size=2g` or `--ipc=host`"))
+        out.append(Check("container", "/dev/shm", OK if shm_mib >= 1024 else WARN, f"{shm_mib:.0f} MiB",
+                         "" if shm_mib >= 1024 else "DataLoader workers share batches via /dev/shm: run Docker "
+                         "with `--shm-size=2g` or `--ipc=host`"))
     except OSError as exc:
         out.append(Check("container", "/dev/shm", WARN, f"not readable: {exc}",
                          "mount a tmpfs at /dev/shm (`--shm-size=2g`)"))
@@ -93,8 +91,7 @@ def check_os(ctx: Context) -> list[Check]:
 
 def check_python(ctx: Context) -> list[Check]:
     """Python version (nbkit needs 3.10+)."""
-    v = sys.version_info
-    ok = v >= (3, 10)
+    ok = sys.version_info >= (3, 10)
     return [Check("python", "Python", OK if ok else FAIL, f"{platform.python_version()} ({sys.executable})",
                   "" if ok else "use Python 3.10 or newer")]
 
@@ -111,11 +108,9 @@ def check_torch(ctx: Context) -> list[Check]:
     wheel = f"cu{drv[0]}{drv[1]}" if drv else "cu124"
     out = []
     if built is None:
-        out.append(Check("torch", "torch", FAIL if n_gpu else OK,
-                         f"{torch.__version__}, CPU-only wheel",
+        out.append(Check("torch", "torch", FAIL if n_gpu else OK, f"{torch.__version__}, CPU-only wheel",
                          "GPU present but torch cannot use it: `pip install torch --index-url "
-                         f"https://download.pytorch.org/whl/{wheel}` (at most the driver's CUDA)"
-                         if n_gpu else ""))
+                         f"https://download.pytorch.org/whl/{wheel}` (at most the driver's CUDA)" if n_gpu else ""))
     else:
         out.append(Check("torch", "torch", OK, f"{torch.__version__}, built for CUDA {built}"))
     if built is None or drv is None:
@@ -127,11 +122,11 @@ def check_torch(ctx: Context) -> list[Check]:
         rt = tuple(int(x) for x in built.split(".")[:2])
         status, fix = OK, ""
         if rt[0] > drv[0]:
-            status, fix = FAIL, (f"the driver supports CUDA up to {drv[0]}.{drv[1]}: update the "
-                                 f"NVIDIA driver or install a cu{drv[0]}x torch wheel")
+            status, fix = FAIL, (f"the driver supports CUDA up to {drv[0]}.{drv[1]}: update the NVIDIA driver or "
+                                 f"install a cu{drv[0]}x torch wheel")
         elif rt > drv:
-            status, fix = WARN, ("runs through CUDA minor-version compatibility, but PTX JIT "
-                                 "(e.g. torch.compile kernels) may fail: update the driver")
+            status, fix = WARN, ("runs through CUDA minor-version compatibility, but PTX JIT (e.g. torch.compile "
+                                 "kernels) may fail: update the driver")
         out.append(Check("cuda", "CUDA runtime vs driver", status,
                          f"torch CUDA {built}, driver supports up to {drv[0]}.{drv[1]}", fix))
     out.append(_library_version("cuDNN", lambda: torch._C._cudnn.getVersionInt()
@@ -171,21 +166,16 @@ def _sdpa(ctx: Context, built: str | None) -> Check:
     flash_ok = compiled and any(cc and cc >= (8, 0) for cc in ccs)
     status = WARN if (not flash_ok and any(cc and cc >= (8, 0) for cc in ccs)) else OK
     return Check("cuda", "SDPA backends", status,
-                 f"enabled: {enabled}; flash kernels compiled: {compiled}; "
-                 f"flash usable on this GPU (sm80+): {flash_ok}",
+                 f"enabled: {enabled}; flash kernels compiled: {compiled}; flash usable on this GPU (sm80+): "
+                 f"{flash_ok}",
                  "install an official CUDA torch wheel (it ships flash attention)" if status == WARN else "")
 
 
 def check_gpus(ctx: Context) -> list[Check]:
     """NVML health, then one line per GPU (name, sm, memory MiB, bf16/TF32), then CUDA if asked."""
     st = ctx.nvml.state
-    nodes = bool(ctx.gpu_nodes())
-    if st.ok:
-        status = OK
-    elif st.name in ("library_not_found", "no_devices") and not nodes:
-        status = WARN  # a CPU-only machine: nothing is broken
-    else:
-        status = FAIL
+    # library_not_found / no_devices without device nodes: a CPU-only machine, nothing is broken
+    status = OK if st.ok else WARN if st.name in ("library_not_found", "no_devices") and not ctx.gpu_nodes() else FAIL
     detail, fix = st.detail, st.fix
     if st.name == "pynvml_missing":  # where the broken pynvml came from (a shadowing pynvml.py?)
         detail, fix = import_failure("pynvml", st.detail.removeprefix("`import pynvml` failed: ").rstrip("."),
@@ -200,8 +190,8 @@ def check_gpus(ctx: Context) -> list[Check]:
         why = "" if cc else ctx.nvml.why_unavailable("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetCudaComputeCapability")
         sm = f"sm_{cc[0]}{cc[1]}" if cc else f"sm ? ({why or 'unknown'})"
         out.append(Check("gpu", d.label, OK if new else WARN,
-                         f"{d.name}, {sm}, {d.fmt('mem_total_mib')}, "
-                         f"bf16 {'yes' if new else 'no'}, TF32 {'yes' if new else 'no'}",
+                         f"{d.name}, {sm}, {d.fmt('mem_total_mib')}, bf16 {'yes' if new else 'no'}, "
+                         f"TF32 {'yes' if new else 'no'}",
                          "" if new else "no bf16/TF32 before sm_80: nbkit trains in fp16 with a GradScaler"))
     if ctx.cuda:
         out.append(_cuda_probe(ctx))
@@ -216,8 +206,7 @@ def _cuda_probe(ctx: Context) -> Check:
         if not torch.cuda.is_available():
             n = ctx.nvml.device_count()
             return Check("cuda", "CUDA context", FAIL if n else WARN, "torch.cuda.is_available() is False",
-                         "check CUDA_VISIBLE_DEVICES and the torch CUDA build" if n
-                         else "no GPU: training runs on CPU")
+                         "check CUDA_VISIBLE_DEVICES and the torch CUDA build" if n else "no GPU: training runs on CPU")
         n = torch.cuda.device_count()
         x = torch.ones(1024, device="cuda") * 2  # a real kernel launch
         torch.cuda.synchronize()
@@ -237,16 +226,14 @@ def check_jupyter(ctx: Context) -> list[Check]:
         c = Check("jupyter", "widgets", WARN, "ipywidgets not installed", "`pip install ipywidgets`")
     elif ext is None or want is None or not ext.startswith(want + "."):
         c = Check("jupyter", "widgets", FAIL, f"ipywidgets {ipw}, jupyterlab_widgets {ext}",
-                  f"widgets will not render: `pip install 'jupyterlab_widgets=={want or '3'}.*'` "
-                  "and restart JupyterLab")
+                  f"widgets will not render: `pip install 'jupyterlab_widgets=={want or '3'}.*'` and restart "
+                  "JupyterLab")
     else:
         c = Check("jupyter", "widgets", OK, f"ipywidgets {ipw}, jupyterlab_widgets {ext}")
-    out = [c]
     old = _version("pynvml")
-    out.append(Check("nvml", "deprecated pynvml package", WARN if old else OK,
+    return [c, Check("nvml", "deprecated pynvml package", WARN if old else OK,
                      f"pynvml {old} installed" if old else "absent (nvidia-ml-py provides pynvml)",
-                     "`pip uninstall -y pynvml` (nvidia-ml-py is the maintained binding)" if old else ""))
-    return out
+                     "`pip uninstall -y pynvml` (nvidia-ml-py is the maintained binding)" if old else "")]
 
 
 def check_hf(ctx: Context) -> list[Check]:
@@ -254,20 +241,18 @@ def check_hf(ctx: Context) -> list[Check]:
     e = ctx.env
     tp = e.get("TOKENIZERS_PARALLELISM")
     out = [Check("hf", "TOKENIZERS_PARALLELISM", OK if tp is not None else WARN, tp or "unset",
-                 "" if tp is not None else "`export TOKENIZERS_PARALLELISM=false` (DataLoader workers "
-                 "fork after the Rust tokenizer used threads: warnings or deadlock)")]
+                 "" if tp is not None else "`export TOKENIZERS_PARALLELISM=false` (DataLoader workers fork after "
+                 "the Rust tokenizer used threads: warnings or deadlock)")]
     offline = e.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
     # precedence as documented by huggingface_hub.constants
-    home = e.get("HF_HOME") or os.path.join(
-        e.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+    home = e.get("HF_HOME") or os.path.join(e.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
     cache = e.get("HF_HUB_CACHE") or os.path.join(home, "hub")
     probe = cache
     while probe and not os.path.exists(probe):
         probe = os.path.dirname(probe)
     writable = bool(probe) and os.access(probe, os.W_OK)
     out.append(Check("hf", "Hugging Face hub", OK if writable else WARN,
-                     f"offline={'yes' if offline else 'no'}, cache {cache}"
-                     + ("" if writable else " (not writable)"),
+                     f"offline={'yes' if offline else 'no'}, cache {cache}" + ("" if writable else " (not writable)"),
                      "" if writable else "set HF_HOME to a writable directory"))
     return out
 
@@ -343,8 +328,7 @@ def installed_locations(module: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def import_failure(module: str, exc: BaseException | str,
-                   env: dict[str, str] | None = None) -> tuple[str, str]:
+def import_failure(module: str, exc: BaseException | str, env: dict[str, str] | None = None) -> tuple[str, str]:
     """``(value, fix)`` for a line about ``import module`` raising ``exc``: the file Python imported, its
     ``sys.path`` entry and why it is there; a file outside every installed distribution of ``module`` is named
     as shadowing it. Never raises (a failed diagnosis names its own failure).

@@ -25,10 +25,9 @@ def _m(unit: str, smi: str, doc: str) -> Any:
 
 @dataclass(frozen=True)
 class ProcessInfo:
-    """A compute process (``nvidia-smi --query-compute-apps=pid,used_memory``); ``used_mib`` None when hidden.
-
-    ``host_pid``: the PID is not in this PID namespace (a container without ``--pid=host``); ``name`` then
-    is :data:`HOST_PID_NOTE`.
+    """A compute process (``nvidia-smi --query-compute-apps=pid,used_memory``); ``used_mib`` None when hidden;
+    ``host_pid``: the PID is outside this PID namespace (a container without ``--pid=host``), ``name`` then
+    :data:`HOST_PID_NOTE`.
     """
 
     pid: int
@@ -49,8 +48,7 @@ class DeviceSnapshot:
     mig_mode: bool | None = None    # "mig.mode.current" (parents only)
     util_gpu_pct: float | None = _m("%", "utilization.gpu",
                                     "time a kernel ran over the last sample period (1/6 s to 1 s)")
-    util_mem_pct: float | None = _m("%", "utilization.memory",
-                                    "time device memory was read or written")
+    util_mem_pct: float | None = _m("%", "utilization.memory", "time device memory was read or written")
     mem_used_mib: float | None = _m("MiB", "memory.used", "device memory allocated by all contexts")
     mem_total_mib: float | None = _m("MiB", "memory.total", "installed device memory")
     temperature_c: float | None = _m("°C", "temperature.gpu", "core GPU temperature")
@@ -80,9 +78,7 @@ class DeviceSnapshot:
 
 
 #: metric name -> {"unit", "smi", "doc"}: the documentation table of every number.
-METRICS: dict[str, dict[str, str]] = {
-    f.name: dict(f.metadata) for f in fields(DeviceSnapshot) if f.metadata
-}
+METRICS: dict[str, dict[str, str]] = {f.name: dict(f.metadata) for f in fields(DeviceSnapshot) if f.metadata}
 
 
 @dataclass(frozen=True)
@@ -105,11 +101,6 @@ class Sample:
     state: NvmlState
 
 
-def pid_in_namespace(pid: int, proc_root: str = "/proc") -> bool:
-    """True if ``pid`` is visible in this PID namespace (``/proc/<pid>`` exists)."""
-    return os.path.exists(os.path.join(proc_root, str(pid)))
-
-
 def _process_name(pid: int, proc_root: str) -> str:
     # /proc/<pid>/comm is whatever bytes the process set (prctl PR_SET_NAME): decode leniently
     try:
@@ -120,12 +111,9 @@ def _process_name(pid: int, proc_root: str) -> str:
 
 
 class Nvml:
-    """Lazy, failure-tolerant NVML: nothing happens at construction, :meth:`init` never raises.
-
-    Args:
-        lib: the ``pynvml`` module (``nvidia-ml-py``) or a test double with its names; default imported on first use.
-        proc_root: where PIDs are looked up (``/proc``).
-        pcie: read PCIe throughput (a 20 ms window per direction per read).
+    """Lazy, failure-tolerant NVML: nothing happens at construction, :meth:`init` never raises. ``lib``: the ``pynvml``
+    module (``nvidia-ml-py``) or a test double, imported on first use by default; ``proc_root``: where PIDs are looked
+    up; ``pcie``: read PCIe throughput (a 20 ms window per direction per read).
     """
 
     def __init__(self, lib: Any = None, proc_root: str = "/proc", pcie: bool = True):
@@ -240,23 +228,15 @@ class Nvml:
             try:
                 handle = self._lib.nvmlDeviceGetHandleByIndex(i)
             except Exception as exc:
-                out.append(DeviceSnapshot(index=i, name="?", unavailable={
-                    "device": nvml_state.metric_reason(exc)}))
+                out.append(DeviceSnapshot(index=i, name="?", unavailable={"device": nvml_state.metric_reason(exc)}))
                 continue
-            snap = self._snapshot(handle, i)
-            out.append(snap)
-            if snap.mig_mode:
-                out.extend(self._mig_children(handle, i))
+            out.append(self._snapshot(handle, i))
+            if out[-1].mig_mode:
+                for slot in range(int(self._get("nvmlDeviceGetMaxMigDeviceCount", handle) or 0)):
+                    h = self._get("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+                    if h is not None:  # empty slots raise NVML_ERROR_NOT_FOUND
+                        out.append(self._snapshot(h, i, mig_index=slot))
         return out
-
-    def _mig_children(self, handle: Any, index: int) -> list[DeviceSnapshot]:
-        n = self._get("nvmlDeviceGetMaxMigDeviceCount", handle) or 0
-        kids = []
-        for slot in range(int(n)):
-            h = self._get("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
-            if h is not None:  # empty slots raise NVML_ERROR_NOT_FOUND
-                kids.append(self._snapshot(h, index, mig_index=slot))
-        return kids
 
     def _snapshot(self, h: Any, index: int, mig_index: int | None = None) -> DeviceSnapshot:
         lib, why = self._lib, {}
@@ -281,37 +261,30 @@ class Nvml:
             vals["mem_used_mib"], vals["mem_total_mib"] = mem.used / MIB, mem.total / MIB
         elif "mem_used_mib" in why:
             why["mem_total_mib"] = why["mem_used_mib"]
-        vals["temperature_c"] = q("temperature_c", lambda: float(
-            lib.nvmlDeviceGetTemperature(h, 0)))  # NVML_TEMPERATURE_GPU
+        vals["temperature_c"] = q("temperature_c", lambda: float(lib.nvmlDeviceGetTemperature(h, 0)))  # 0: GPU die
         vals["power_w"] = q("power_w", lambda: lib.nvmlDeviceGetPowerUsage(h) / 1000.0)
-        vals["power_limit_w"] = q("power_limit_w",
-                                  lambda: lib.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0)
+        vals["power_limit_w"] = q("power_limit_w", lambda: lib.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0)
         vals["sm_clock_mhz"] = q("sm_clock_mhz", lambda: float(lib.nvmlDeviceGetClockInfo(h, 1)))
         vals["mem_clock_mhz"] = q("mem_clock_mhz", lambda: float(lib.nvmlDeviceGetClockInfo(h, 2)))
         if self.pcie:  # NVML_PCIE_UTIL_TX_BYTES = 0, RX = 1; KB/s -> MiB/s
-            vals["pcie_tx_mib_s"] = q("pcie_tx_mib_s",
-                                      lambda: lib.nvmlDeviceGetPcieThroughput(h, 0) / 1024.0)
-            vals["pcie_rx_mib_s"] = q("pcie_rx_mib_s",
-                                      lambda: lib.nvmlDeviceGetPcieThroughput(h, 1) / 1024.0)
+            vals["pcie_tx_mib_s"] = q("pcie_tx_mib_s", lambda: lib.nvmlDeviceGetPcieThroughput(h, 0) / 1024.0)
+            vals["pcie_rx_mib_s"] = q("pcie_rx_mib_s", lambda: lib.nvmlDeviceGetPcieThroughput(h, 1) / 1024.0)
         mig_mode = None
         if mig_index is None:
             mode = q("mig_mode", lambda: lib.nvmlDeviceGetMigMode(h))
             why.pop("mig_mode", None)  # pre-Ampere GPUs: not supported = no MIG
             mig_mode = None if mode is None else bool(mode[0])
         procs = q("processes", lambda: self._processes(lib.nvmlDeviceGetComputeRunningProcesses(h)))
-        return DeviceSnapshot(index=index, name=name, uuid=uuid, mig=mig_index is not None,
-                              mig_index=mig_index, mig_mode=mig_mode, processes=procs,
-                              unavailable=why, **vals)
+        return DeviceSnapshot(index=index, name=name, uuid=uuid, mig=mig_index is not None, mig_index=mig_index,
+                              mig_mode=mig_mode, processes=procs, unavailable=why, **vals)
 
     def _processes(self, raw: Any) -> tuple[ProcessInfo, ...]:
         out = []
         for p in raw:
             used = getattr(p, "usedGpuMemory", None)
-            visible = pid_in_namespace(p.pid, self.proc_root)
-            out.append(ProcessInfo(
-                pid=int(p.pid), used_mib=None if used is None else used / MIB,
-                name=_process_name(p.pid, self.proc_root) if visible else HOST_PID_NOTE,
-                host_pid=not visible))
+            visible = os.path.exists(os.path.join(self.proc_root, str(p.pid)))   # in this PID namespace
+            out.append(ProcessInfo(int(p.pid), None if used is None else used / MIB,
+                                   _process_name(p.pid, self.proc_root) if visible else HOST_PID_NOTE, not visible))
         return tuple(out)
 
 
@@ -322,15 +295,13 @@ def host_snapshot() -> HostSnapshot | None:
     except ImportError:
         return None
     vm = psutil.virtual_memory()
-    return HostSnapshot(psutil.cpu_percent(interval=None), (vm.total - vm.available) / MIB,
-                        vm.total / MIB)
+    return HostSnapshot(psutil.cpu_percent(interval=None), (vm.total - vm.available) / MIB, vm.total / MIB)
 
 
 def take_sample(nvml: Nvml, host: bool = True) -> Sample:
     """Read every GPU (and the host) once; never raises, never creates a CUDA context."""
     devices = tuple(nvml.sample())
-    return Sample(time.monotonic(), time.time(), devices,
-                  host_snapshot() if host else None, nvml.state)
+    return Sample(time.monotonic(), time.time(), devices, host_snapshot() if host else None, nvml.state)
 
 
 def nvml_text(value: Any) -> str | None:

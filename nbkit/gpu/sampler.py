@@ -15,12 +15,11 @@ T = TypeVar("T")
 
 
 class Sampler(Generic[T]):
-    """Call ``read()`` every ``interval`` s (> 0; 1 s is nvidia-smi's ``utilization.gpu`` period) and pass each
-    sample to ``listeners``; :attr:`history` keeps the last ``maxlen``. Reads keep to the grid
-    ``start + k x interval``; two are never closer than ``interval / 2``.
-
-    A read or listener that raises does not stop sampling: :attr:`errors` counts, :attr:`last_error` keeps
-    the last, ``repr`` shows both and the first is warned (``RuntimeWarning``). :meth:`close` runs at exit.
+    """Call ``read()`` every ``interval`` s (> 0; 1 s is nvidia-smi's ``utilization.gpu`` period) and pass each sample
+    to ``listeners``; :attr:`history` keeps the last ``maxlen``. Reads keep to the grid ``start + k x interval``, never
+    closer than ``interval / 2``. A read or listener that raises does not stop sampling: :attr:`errors` counts,
+    :attr:`last_error` keeps the last, ``repr`` shows both, the first is warned (``RuntimeWarning``). :meth:`close`
+    runs at exit.
 
     Raises:
         nbkit.errors.ConfigError: interval <= 0 or maxlen < 1.

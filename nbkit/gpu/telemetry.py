@@ -59,17 +59,13 @@ def input_bound_advice(samples: list[Any], util_below: float = 60.0, free_above:
 class TelemetryCallback:
     """Record GPU/host samples while the loop trains; at the end :attr:`advice` (:func:`input_bound_advice`).
 
-    Args:
-        source: a ``GpuMonitor`` (anything with ``.sampler``), a ``Sampler`` of Samples, or None to sample
-            real NVML every ``interval`` s.
-        verbose: print the advice at the end of training.
-
-    ``rows`` (one :func:`sample_row` per tick), ``logs`` (the loop's log dicts) and ``evals`` (``(elapsed_s,
-    metrics)``) share one clock. A sampler this callback started is stopped at the end.
+    ``source``: a ``GpuMonitor`` (anything with ``.sampler``), a ``Sampler`` of Samples, or None to sample NVML every
+    ``interval`` s (a sampler started here is stopped at the end); ``verbose``: print the advice. ``rows`` (one
+    :func:`sample_row` per tick), ``logs`` (the loop's log dicts) and ``evals`` (``(elapsed_s, metrics)``) share one
+    clock.
     """
 
-    def __init__(self, source: Any = None, interval: float = 1.0, verbose: bool = True,
-                 nvml: Nvml | None = None):
+    def __init__(self, source: Any = None, interval: float = 1.0, verbose: bool = True, nvml: Nvml | None = None):
         if source is None:
             nv = nvml if nvml is not None else Nvml()
             source = Sampler(lambda: take_sample(nv), interval)
@@ -85,9 +81,6 @@ class TelemetryCallback:
     def _on_sample(self, s: Sample) -> None:
         self.rows.append(sample_row(s, self._t0))
 
-    def _elapsed(self) -> float:
-        return time.monotonic() - self._t0
-
     # ---- Callback protocol (all methods optional in nbkit.train.callbacks.Callback)
     def on_train_begin(self, loop: Any) -> None:
         """Reset, set the time origin, subscribe to the sampler and start it if needed."""
@@ -100,13 +93,11 @@ class TelemetryCallback:
 
     def on_log(self, loop: Any, logs: dict[str, Any]) -> None:
         """Keep the log row, timed on this callback's clock (the sampler rows' origin)."""
-        row = dict(logs)
-        row["elapsed_s"] = self._elapsed()
-        self.logs.append(row)
+        self.logs.append({**logs, "elapsed_s": time.monotonic() - self._t0})
 
     def on_evaluate(self, loop: Any, metrics: dict[str, Any]) -> None:
         """Keep the evaluation metrics with their time."""
-        self.evals.append((self._elapsed(), dict(metrics)))
+        self.evals.append((time.monotonic() - self._t0, dict(metrics)))
 
     def on_train_end(self, loop: Any, result: Any = None) -> None:
         """Unsubscribe, stop the sampler if this callback started it, compute :attr:`advice`."""
@@ -137,8 +128,7 @@ class TelemetryCallback:
         g = [r for r in self.rows if r["util_pct"] is not None]
         if g:
             bottom.plot([r["elapsed_s"] for r in g], [r["util_pct"] for r in g], label="GPU util %")
-            bottom.plot([r["elapsed_s"] for r in g],
-                        [100 * (r["mem_used_mib"] or 0) / r["mem_total_mib"] for r in g],
+            bottom.plot([r["elapsed_s"] for r in g], [100 * (r["mem_used_mib"] or 0) / r["mem_total_mib"] for r in g],
                         label="GPU memory %")
             bottom.legend(loc="upper right")
         else:

@@ -21,19 +21,12 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 def sparkline(values: list[float | None], lo: float = 0.0, hi: float = 100.0) -> str:
     """Unicode block sparkline of ``values`` scaled to [lo, hi]; ``None`` -> space."""
     span = max(hi - lo, 1e-9)
-    out = []
-    for v in values:
-        if v is None:
-            out.append(" ")
-        else:
-            k = int((min(max(v, lo), hi) - lo) / span * (len(BLOCKS) - 1) + 0.5)
-            out.append(BLOCKS[k])
-    return "".join(out)
+    return "".join(" " if v is None else BLOCKS[int((min(max(v, lo), hi) - lo) / span * (len(BLOCKS) - 1) + 0.5)]
+                   for v in values)
 
 
 def _bar(description: str, maximum: float = 100.0) -> w.FloatProgress:
-    return w.FloatProgress(value=0.0, min=0.0, max=maximum, description=description,
-                           layout=w.Layout(width="340px"))
+    return w.FloatProgress(value=0.0, min=0.0, max=maximum, description=description, layout=w.Layout(width="340px"))
 
 
 class _DeviceRow:
@@ -46,8 +39,7 @@ class _DeviceRow:
         self.details = w.HTML()
         self.spark = w.HTML()
         self.procs = w.HTML()
-        self.box = w.VBox([self.title, w.HBox([self.util, self.mem]), self.details,
-                           self.spark, self.procs])
+        self.box = w.VBox([self.title, w.HBox([self.util, self.mem]), self.details, self.spark, self.procs])
 
     def update(self, d: DeviceSnapshot, util_hist: list[float | None]) -> None:
         kind = " (MIG instance)" if d.mig else (" (MIG enabled)" if d.mig_mode else "")
@@ -58,34 +50,28 @@ class _DeviceRow:
             self.mem.max = d.mem_total_mib
         self.mem.value = min(d.mem_used_mib or 0.0, self.mem.max)
         self.details.value = html.escape(
-            f"util {d.fmt('util_gpu_pct')} · mem {d.fmt('mem_used_mib')} / "
-            f"{d.fmt('mem_total_mib')} · {d.fmt('temperature_c')} · "
-            f"{d.fmt('power_w')} / {d.fmt('power_limit_w')} · SM {d.fmt('sm_clock_mhz')} · "
-            f"mem clk {d.fmt('mem_clock_mhz')} · PCIe tx {d.fmt('pcie_tx_mib_s')} "
-            f"rx {d.fmt('pcie_rx_mib_s')}")
-        self.spark.value = ("<code>util " + html.escape(sparkline(util_hist)) + "</code>")
+            f"util {d.fmt('util_gpu_pct')} · mem {d.fmt('mem_used_mib')} / {d.fmt('mem_total_mib')} · "
+            f"{d.fmt('temperature_c')} · {d.fmt('power_w')} / {d.fmt('power_limit_w')} · "
+            f"SM {d.fmt('sm_clock_mhz')} · mem clk {d.fmt('mem_clock_mhz')} · "
+            f"PCIe tx {d.fmt('pcie_tx_mib_s')} rx {d.fmt('pcie_rx_mib_s')}")
+        self.spark.value = f"<code>util {html.escape(sparkline(util_hist))}</code>"
         if d.processes is None:
             reason = d.unavailable.get("processes", "n/a")
             self.procs.value = f"processes: n/a ({html.escape(reason)})"
         elif not d.processes:
             self.procs.value = "processes: none"
         else:
-            self.procs.value = "processes: " + ", ".join(html.escape(
-                f"{p.pid} {p.name} "
-                + (f"{p.used_mib:.0f} MiB" if p.used_mib is not None else "n/a MiB"))
+            self.procs.value = "processes: " + ", ".join(
+                html.escape(f"{p.pid} {p.name} {'n/a' if p.used_mib is None else f'{p.used_mib:.0f}'} MiB")
                 for p in d.processes)
 
 
 class GpuMonitor(w.VBox):
     """Live per-GPU bars and sparklines; without a GPU, CPU and RAM with the reason and fix. No CUDA context.
 
-    Args:
-        interval: seconds between samples.
-        history: samples kept (the sparkline draws the last 60).
-        nvml: an :class:`~nbkit.gpu.nvml.Nvml` (a test double here); default the real NVML, initialised now.
-        autostart: start sampling at construction.
-
-    ``sampler`` holds the :class:`~nbkit.gpu.nvml.Sample` history; ``state`` the NVML state found.
+    ``interval``: seconds between samples; ``history``: samples kept (the sparkline draws the last 60); ``nvml``: an
+    :class:`~nbkit.gpu.nvml.Nvml` (a test double; default the real NVML, initialised now). ``sampler`` holds the
+    :class:`~nbkit.gpu.nvml.Sample` history; ``state`` the NVML state found.
 
     Raises:
         nbkit.errors.ConfigError: interval <= 0 or history < 1 (before any widget is built).
@@ -121,8 +107,7 @@ class GpuMonitor(w.VBox):
             self.reason.value = (f"<b>No GPU</b>: {html.escape(self.state.detail)}<br>"
                                  f"<b>Fix</b>: {html.escape(self.state.fix)}")
             self._rows = []
-            self.children = [self.header, self.reason, w.HBox([self.cpu, self.ram]),
-                             self.cpu_spark]
+            self.children = [self.header, self.reason, w.HBox([self.cpu, self.ram]), self.cpu_spark]
 
     # ---- control
     def start(self) -> "GpuMonitor":
@@ -167,31 +152,27 @@ class GpuMonitor(w.VBox):
     def update(self, sample: Sample) -> None:
         """Render one sample in place (called for every tick; callable directly in tests)."""
         hist = self.sampler.snapshot()[-self.SPARK_POINTS:]
-        n = self.sampler.count
         err = self.sampler.error_text()
-        self.header.value = (f"<b>nbkit GPU monitor</b> · sample {n} · "
+        self.header.value = (f"<b>nbkit GPU monitor</b> · sample {self.sampler.count} · "
                              f"{time.strftime('%H:%M:%S', time.localtime(sample.wall_time))} · "
                              f"every {self.sampler.interval:g} s"
                              + (f" · <span style='color:#cf222e'>{html.escape(err)}</span>" if err else ""))
         if len(sample.devices) != len(self._rows) and sample.devices:
             self._layout_for(len(sample.devices))
         for i, (row, d) in enumerate(zip(self._rows, sample.devices)):
-            util_hist = [s.devices[i].util_gpu_pct if i < len(s.devices) else None for s in hist]
-            row.update(d, util_hist)
+            row.update(d, [s.devices[i].util_gpu_pct if i < len(s.devices) else None for s in hist])
         if sample.host is not None:
             self.cpu.value = sample.host.cpu_pct
             self.ram.max = sample.host.ram_total_mib
             self.ram.value = min(sample.host.ram_used_mib, self.ram.max)
             cpu_hist = [s.host.cpu_pct if s.host else None for s in hist]
-            self.cpu_spark.value = ("<code>CPU " + html.escape(sparkline(cpu_hist)) + "</code>"
-                                    f" {sample.host.cpu_pct:.0f} % · RAM "
-                                    f"{sample.host.ram_used_mib:.0f} / "
+            self.cpu_spark.value = (f"<code>CPU {html.escape(sparkline(cpu_hist))}</code> "
+                                    f"{sample.host.cpu_pct:.0f} % · RAM {sample.host.ram_used_mib:.0f} / "
                                     f"{sample.host.ram_total_mib:.0f} MiB")
 
     # ---- stable text
     def __repr__(self) -> str:
-        what = (f"devices={len(self._rows)}" if self._rows
-                else f"no GPU: {self.state.name}")
+        what = f"devices={len(self._rows)}" if self._rows else f"no GPU: {self.state.name}"
         err = self.sampler.error_text()
         return f"GpuMonitor({what}, interval={self.sampler.interval:g}s" + (f"; {err}" if err else "") + ")"
 

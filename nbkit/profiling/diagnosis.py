@@ -45,8 +45,7 @@ SUGGESTIONS = {
     "compute-bound": [("precision", "bf16 autocast if still in fp32", False),
                       (None, "TF32 matmuls for what stays fp32 (torch.backends.cuda.matmul.allow_tf32)", True),
                       (None, "fused AdamW (torch.optim.AdamW(fused=True))", True)],
-    "mixed": [("compile", "torch.compile the model", False),
-              ("batch_size", "a larger batch", False)],
+    "mixed": [("compile", "torch.compile the model", False), ("batch_size", "a larger batch", False)],
 }
 
 
@@ -87,15 +86,10 @@ def classify(step: dict, ops: dict | None = None, telemetry: dict | None = None)
     (memory), matmuls >= half of operator time (compute), else ``mixed``.
     """
     ops, telemetry = ops or {}, telemetry or {}
-    data_share = step.get("data_share") or 0.0
-    mfu = step.get("mfu")
-    util = telemetry.get("gpu_util_pct")
-    kernel_us = ops.get("mean_kernel_us")
-    mem_share = ops.get("memory_bound_share")
-    mm_share = ops.get("matmul_share")
+    data_share, mfu, util = step.get("data_share") or 0.0, step.get("mfu"), telemetry.get("gpu_util_pct")
+    kernel_us, mem_share, mm_share = ops.get("mean_kernel_us"), ops.get("memory_bound_share"), ops.get("matmul_share")
     if data_share >= INPUT_BOUND_SHARE:
-        return "input-bound", [f"data loading takes {data_share:.0%} of the step "
-                               f"(>= {INPUT_BOUND_SHARE:.0%})"]
+        return "input-bound", [f"data loading takes {data_share:.0%} of the step (>= {INPUT_BOUND_SHARE:.0%})"]
     if mfu is not None and mfu >= COMPUTE_BOUND_MFU:
         return "compute-bound", [f"MFU {mfu:.0%} (>= {COMPUTE_BOUND_MFU:.0%}): tensor cores are busy"]
     if kernel_us is not None and kernel_us < LAUNCH_KERNEL_US:
@@ -107,8 +101,8 @@ def classify(step: dict, ops: dict | None = None, telemetry: dict | None = None)
         return "launch-overhead-bound", [f"GPU busy only {util:.0f}% of the time (< {LOW_UTIL_PCT:.0f}%) "
                                          f"while data loading is {data_share:.0%} of the step"]
     if mem_share is not None and mem_share >= MEMORY_BOUND_SHARE:
-        return "memory-bound", [f"elementwise/norm/softmax/copy ops take {mem_share:.0%} of operator "
-                                f"time (>= {MEMORY_BOUND_SHARE:.0%})"]
+        return "memory-bound", [f"elementwise/norm/softmax/copy ops take {mem_share:.0%} of operator time "
+                                f"(>= {MEMORY_BOUND_SHARE:.0%})"]
     if mm_share is not None and mm_share >= 0.5:
         ev = [f"matmuls take {mm_share:.0%} of operator time"]
         if mfu is not None:
@@ -131,18 +125,17 @@ def implausible_gain(factor: str, gain: float, step: dict) -> str | None:
     if share is None:
         return None
     limit = amdahl_limit(share)
-    if gain <= limit * MIN_GAIN:
-        return None
-    return (f"{factor}: measured x{gain:.2f}, but {phase} loading is {share:.1%} of the step, so it can "
-            f"give at most x{limit:.2f} (Amdahl's law): run-to-run noise, not the change")
+    return None if gain <= limit * MIN_GAIN else (
+        f"{factor}: measured x{gain:.2f}, but {phase} loading is {share:.1%} of the step, so it can give at most "
+        f"x{limit:.2f} (Amdahl's law): run-to-run noise, not the change")
 
 
 def noise_ratio(ablations: list[dict], current: dict) -> float:
     """Run-to-run spread (max / min tokens/s) of the configuration diagnosed: the ablation rows that re-measure
     ``current`` plus ``current`` itself; 1.0 with fewer than two.
     """
-    rates = [r["tokens_per_s"] for r in ablations
-             if r.get("tokens_per_s") and r["factor"] in current and r["value"] == current[r["factor"]]]
+    rates = [r["tokens_per_s"] for r in ablations if r.get("tokens_per_s") and r["factor"] in current
+             and r["value"] == current[r["factor"]]]
     if current.get("tokens_per_s"):
         rates.append(current["tokens_per_s"])
     return max(rates) / min(rates) if len(rates) >= 2 else 1.0
@@ -171,8 +164,8 @@ def measured_changes(ablations: list[dict], current: dict | None = None,
             continue
         why = implausible_gain(factor, gain, current)
         if why is None and gain <= noise:
-            why = (f"{_action(factor, best['value'])}: measured x{gain:.2f}, but the unchanged "
-                   f"configuration itself varied x{noise:.2f} between measurements: within noise")
+            why = (f"{_action(factor, best['value'])}: measured x{gain:.2f}, but the unchanged configuration itself "
+                   f"varied x{noise:.2f} between measurements: within noise")
         if why:
             if rejected is not None:
                 rejected.append(why)
@@ -185,33 +178,31 @@ def measured_changes(ablations: list[dict], current: dict | None = None,
 def _action(factor: str, value) -> str:
     return {
         "num_workers": f"DataLoader num_workers={value} (with pin_memory=True)",
-        "batch_size": f"batch size {value} (scale the learning rate, or keep the effective batch "
-                      "with gradient accumulation)",
+        "batch_size": f"batch size {value} (scale the learning rate, or keep the effective batch with gradient "
+                      "accumulation)",
         "precision": f"{value} autocast",
         "attn": f"attention implementation {value!r} (model.set_attn_implementation)",
         "compile": "torch.compile the model" if value else "run without torch.compile",
         "pin_memory": f"pin_memory={value}",
-        "mlm_head": ("the MLM head on masked positions only (nbkit.models.mlm_head; the nbkit loop does this "
-                     "in eager mode)" if value == "masked" else f"mlm_head={value!r}"),
+        "mlm_head": ("the MLM head on masked positions only (nbkit.models.mlm_head; the nbkit loop does this in "
+                     "eager mode)" if value == "masked" else f"mlm_head={value!r}"),
     }.get(factor, f"{factor}={value}")
 
 
-def diagnose(step: dict, ops: dict | None = None, telemetry: dict | None = None,
-             ablations: list[dict] | None = None, max_changes: int = MAX_CHANGES) -> Verdict:
+def diagnose(step: dict, ops: dict | None = None, telemetry: dict | None = None, ablations: list[dict] | None = None,
+             max_changes: int = MAX_CHANGES) -> Verdict:
     """:class:`Verdict` with at most ``max_changes`` changes: measured ones by speedup, then the verdict's
     rules of thumb for factors not measured (on CPU none needing CUDA or reduced precision).
     """
     bound, evidence = classify(step, ops, telemetry)
-    measured = measured_changes(ablations or [], step, rejected=evidence)
+    changes = measured_changes(ablations or [], step, rejected=evidence)
     tried = {r["factor"] for r in ablations or []}
-    changes = list(measured)
     for factor, action, cuda_only in SUGGESTIONS[bound]:
         if factor is not None and factor in tried:
             continue
         if cuda_only and step.get("device") == "cpu":
             continue  # TF32, fused AdamW, CUDA graphs: nothing to gain on a CPU
-        if factor == "precision" and (step.get("precision") in ("bf16", "fp16")
-                                      or step.get("device") == "cpu"):
+        if factor == "precision" and (step.get("precision") in ("bf16", "fp16") or step.get("device") == "cpu"):
             continue  # already reduced precision, or a CPU without bf16 matmul units
         changes.append(Change(action, factor, None))
     return Verdict(bound, evidence, changes[:max_changes])

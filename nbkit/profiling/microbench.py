@@ -22,9 +22,7 @@ def resolve_device(device=None):
     """Return a ``torch.device``: ``device`` if given, else CUDA when usable, else CPU."""
     import torch
 
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    return torch.device(device if device is not None else "cuda" if torch.cuda.is_available() else "cpu")
 
 
 def device_name(device) -> str:
@@ -65,18 +63,17 @@ def time_fn(fn, device, warmup: int = 2, iters: int = 5, repeats: int = 3) -> fl
 def _dtype_for(precision: str):
     import torch
 
-    return {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
-            "fp16": torch.float16}[precision]
+    return {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
-def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None,
-                 iters: int = 5, repeats: int = 3) -> list[dict]:
-    """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls (2 n³ FLOPs each) per precision: nbkit's one matmul benchmark.
+def matmul_bench(sizes=(1024, 2048), precisions=PRECISIONS, device=None, iters: int = 5,
+                 repeats: int = 3) -> list[dict]:
+    """TFLOP/s of square ``(n, n) @ (n, n)`` matmuls (2 n³ FLOPs each) per precision; on CUDA this creates a context.
 
-    ``tf32`` is fp32 with ``allow_tf32`` (CUDA only; ``skipped`` elsewhere). Each timing runs at least
-    ``iters`` and at least :data:`MIN_TIMED_FLOP` FLOPs (at most 1000 matmuls); a failing matmul gives a row
-    whose ``status`` says why. Row keys: ``n``, ``precision``, ``iters``, ``ms`` (per matmul), ``tflops``,
-    ``gflops``, ``peak_tflops``, ``pct_of_peak`` (%), ``status``. On CUDA this creates a context.
+    ``tf32`` is fp32 with ``allow_tf32`` (CUDA only, else ``skipped``). Each timing runs at least ``iters`` and
+    :data:`MIN_TIMED_FLOP` FLOPs (at most 1000 matmuls); a failing matmul gives a row whose ``status`` says why.
+    Rows: ``n``, ``precision``, ``iters``, ``ms`` (per matmul), ``tflops``, ``gflops``, ``peak_tflops``,
+    ``pct_of_peak`` (%), ``status``.
 
     Raises:
         ConfigError: an unknown precision; ``iters`` or ``repeats`` < 1; a device PyTorch cannot use.
@@ -129,9 +126,8 @@ def attention_flops(batch: int, heads: int, seq_len: int, head_dim: int) -> floa
     return 4.0 * batch * heads * seq_len * seq_len * head_dim
 
 
-def sdpa_bench(seq_lens=(128, 512), batch: int = 32, heads: int = 12, head_dim: int = 64,
-               precision: str = "bf16", backends=SDPA_BACKENDS, device=None,
-               iters: int = 5, repeats: int = 3) -> list[dict]:
+def sdpa_bench(seq_lens=(128, 512), batch: int = 32, heads: int = 12, head_dim: int = 64, precision: str = "bf16",
+               backends=SDPA_BACKENDS, device=None, iters: int = 5, repeats: int = 3) -> list[dict]:
     """Forward time of ``F.scaled_dot_product_attention`` per backend (forced with ``sdpa_kernel``) and length.
 
     q, k, v: ``(batch, heads, seq_len, head_dim)`` (defaults: BERT-base). A backend that cannot run gives
@@ -143,8 +139,7 @@ def sdpa_bench(seq_lens=(128, 512), batch: int = 32, heads: int = 12, head_dim: 
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     device = resolve_device(device)
-    kinds = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-             "flash": SDPBackend.FLASH_ATTENTION}
+    kinds = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
     dtype = _dtype_for(precision)
     rows = []
     for seq_len in seq_lens:
@@ -152,12 +147,12 @@ def sdpa_bench(seq_lens=(128, 512), batch: int = 32, heads: int = 12, head_dim: 
                    for _ in range(3))  # (B, H, T, D) each
         math_ms = None
         for backend in backends:
-            row = {"backend": backend, "seq_len": seq_len, "ms": None, "tflops": None,
-                   "speedup_vs_math": None, "status": "ok"}
+            row = {"backend": backend, "seq_len": seq_len, "ms": None, "tflops": None, "speedup_vs_math": None,
+                   "status": "ok"}
             try:
                 with sdpa_kernel([kinds[backend]]):
-                    seconds = time_fn(lambda: F.scaled_dot_product_attention(q, k, v), device,
-                                      iters=iters, repeats=repeats)
+                    seconds = time_fn(lambda: F.scaled_dot_product_attention(q, k, v), device, iters=iters,
+                                      repeats=repeats)
             except RuntimeError as exc:
                 row["status"] = "unavailable: " + str(exc).strip().splitlines()[0][:100]
                 rows.append(row)
@@ -193,15 +188,14 @@ def h2d_bench(size_mib: int = 256, device=None, iters: int = 5, repeats: int = 3
                                   "nvmlDeviceGetCurrPcieLinkWidth") or f"no peak known for PCIe Gen{gen} x{width}")
         nv.shutdown()
     for pinned in (False, True):
-        row = {"pinned": pinned, "size_mib": size_mib, "gbps": None, "peak_gbps": peak,
-               "pct_of_peak": None, "status": "ok"}
+        row = {"pinned": pinned, "size_mib": size_mib, "gbps": None, "peak_gbps": peak, "pct_of_peak": None,
+               "status": "ok"}
         if device.type != "cuda":
             row["status"] = "skipped: needs a CUDA device (host-to-device copies)"
             rows.append(row)
             continue
         host = torch.empty(size_mib * 2 ** 20, dtype=torch.uint8, pin_memory=pinned)
-        seconds = time_fn(lambda: host.to(device, non_blocking=True), device,
-                          iters=iters, repeats=repeats)
+        seconds = time_fn(lambda: host.to(device, non_blocking=True), device, iters=iters, repeats=repeats)
         row["gbps"] = host.numel() / seconds / 1e9
         if peak:
             row["pct_of_peak"] = 100.0 * row["gbps"] / peak

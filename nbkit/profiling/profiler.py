@@ -20,26 +20,20 @@ from pathlib import Path
 # elementwise, normalisation, softmax, dropout, copies, embedding gathers, the optimizer's per-parameter math
 # (``_foreach_*`` too). Their share of time feeds the memory-bound rule in nbkit.profiling.diagnosis.
 MEMORY_BOUND_OPS = (
-    "add", "mul", "div", "sub", "gelu", "gelu_backward", "tanh", "relu", "silu", "dropout",
-    "native_dropout", "native_dropout_backward", "layer_norm", "native_layer_norm",
-    "native_layer_norm_backward", "softmax", "_softmax", "_softmax_backward_data", "log_softmax",
-    "_log_softmax", "_log_softmax_backward_data", "copy", "to", "_to_copy", "fill", "zero",
-    "masked_fill", "where", "embedding", "embedding_dense_backward", "cat", "clone", "contiguous",
-    "pow", "sqrt", "rsqrt", "addcmul", "addcdiv", "lerp", "nll_loss", "nll_loss_forward",
-    "nll_loss_backward", "nll_loss2d_forward", "sum", "mean",
-)
-MATMUL_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear",
-              "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
-              "_scaled_dot_product_cudnn_attention", "_flash_attention_forward")
+    "add", "mul", "div", "sub", "gelu", "gelu_backward", "tanh", "relu", "silu", "dropout", "native_dropout",
+    "native_dropout_backward", "layer_norm", "native_layer_norm", "native_layer_norm_backward", "softmax", "_softmax",
+    "_softmax_backward_data", "log_softmax", "_log_softmax", "_log_softmax_backward_data", "copy", "to", "_to_copy",
+    "fill", "zero", "masked_fill", "where", "embedding", "embedding_dense_backward", "cat", "clone", "contiguous",
+    "pow", "sqrt", "rsqrt", "addcmul", "addcdiv", "lerp", "nll_loss", "nll_loss_forward", "nll_loss_backward",
+    "nll_loss2d_forward", "sum", "mean")
+MATMUL_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_scaled_dot_product_efficient_attention",
+              "_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention", "_flash_attention_forward")
 
-CUPTI_FIX = (
-    "the CUDA profiler recorded no kernel events: CUPTI is not allowed to read GPU "
-    "counters in this container (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES). Fix: start the "
-    "container with `--cap-add SYS_ADMIN` (docker run / compose `cap_add: [SYS_ADMIN]`), "
-    "or on the host set the driver option `NVreg_RestrictProfilingToAdminUsers=0` "
-    "(/etc/modprobe.d/nvidia-profiling.conf, then reload the driver or reboot). "
-    "CPU-side operator times below are still valid."
-)
+CUPTI_FIX = ("the CUDA profiler recorded no kernel events: CUPTI is not allowed to read GPU counters in this container "
+             "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES). Fix: start the container with `--cap-add SYS_ADMIN` (docker run / "
+             "compose `cap_add: [SYS_ADMIN]`), or on the host set the driver option "
+             "`NVreg_RestrictProfilingToAdminUsers=0` (/etc/modprobe.d/nvidia-profiling.conf, then reload the driver "
+             "or reboot). CPU-side operator times below are still valid.")
 
 
 @dataclass
@@ -96,12 +90,9 @@ def summarize(averages, top: int = 10, sort_by: str = "self_device") -> list[OpR
         from nbkit.errors import ConfigError
 
         raise ConfigError(f"sort_by {sort_by!r}: use 'self_device' or 'self_cpu'")
-    rows = [OpRow(name=e.key, calls=int(e.count),
-                  self_cpu_ms=float(e.self_cpu_time_total) / 1e3,
-                  self_device_ms=_self_device_us(e) / 1e3,
-                  cpu_total_ms=float(e.cpu_time_total) / 1e3,
-                  device_total_ms=float(getattr(e, "device_time_total", 0) or 0) / 1e3)
-            for e in averages]
+    rows = [OpRow(name=e.key, calls=int(e.count), self_cpu_ms=float(e.self_cpu_time_total) / 1e3,
+                  self_device_ms=_self_device_us(e) / 1e3, cpu_total_ms=float(e.cpu_time_total) / 1e3,
+                  device_total_ms=float(getattr(e, "device_time_total", 0) or 0) / 1e3) for e in averages]
     rows = [r for r in rows if getattr(r, key) > 0]
     rows.sort(key=lambda r: getattr(r, key), reverse=True)
     return rows[:top]
@@ -129,8 +120,8 @@ def check_kernel_events(averages, device_type: str, log_text: str = "") -> Kerne
     kernels = sum(int(e.count) for e in averages if _is_device_event(e))
     if device_us > 0 and kernels > 0:
         return KernelCheck(True, f"{kernels} kernel launches recorded.")
-    detail = " (the profiler log says CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)" \
-        if "INSUFFICIENT_PRIVILEGES" in log_text else ""
+    detail = " (the profiler log says CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)" if "INSUFFICIENT_PRIVILEGES" in log_text \
+        else ""
     return KernelCheck(False, CUPTI_FIX + detail)
 
 
@@ -190,8 +181,7 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
         torch.cuda.reset_peak_memory_stats(device)
         if memory_snapshot:
             torch.cuda.memory._record_memory_history(max_entries=100_000)
-    # Kineto's own lines (``USDT:... profiler_start``) go to fd 2, which Jupyter shows in the
-    # cell: capture them; only error lines come back (nbkit.profiling.profiler).
+    # Kineto's own lines (``USDT:... profiler_start``) go to fd 2, which Jupyter shows: only errors come back
     with quiet_fd(2) as log, profile(activities=activities,
                                      schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
                                      on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
@@ -212,12 +202,9 @@ def profile_steps(step_fn, out_dir, wait: int = 1, warmup: int = 1, active: int 
         notes.append("CPU peak memory is the process's peak resident set since it started.")
     averages = prof.key_averages()
     return ProfileResult(
-        device=device.type, active_steps=active,
-        top_device=summarize(averages, top, "self_device"),
-        top_cpu=summarize(averages, top, "self_cpu"),
-        kernel_check=check_kernel_events(averages, device.type, log.text),
-        stats=op_stats(averages, active, device.type),
-        trace_path=trace_path if trace_path.exists() else None,
+        device=device.type, active_steps=active, top_device=summarize(averages, top, "self_device"),
+        top_cpu=summarize(averages, top, "self_cpu"), kernel_check=check_kernel_events(averages, device.type, log.text),
+        stats=op_stats(averages, active, device.type), trace_path=trace_path if trace_path.exists() else None,
         peak_memory_mib=peak, memory_snapshot_path=snap_path, notes=notes)
 
 
@@ -233,8 +220,7 @@ def make_step_fn(loop, windows: int = 4):
     if windows < 1:
         raise ConfigError(f"windows={windows}: make_step_fn needs at least one window of batches")
     stream = loop.batch_stream()
-    accum = loop.config.grad_accum_steps
-    cycle = itertools.cycle([[next(stream) for _ in range(accum)] for _ in range(windows)])
+    cycle = itertools.cycle([[next(stream) for _ in range(loop.config.grad_accum_steps)] for _ in range(windows)])
     loop.model.train()
 
     def step() -> dict:

@@ -20,12 +20,10 @@ PHASES = ("data", "forward", "backward", "optimizer")
 
 @dataclass
 class StepConfig:
-    """One point in the ablation space, the loop :func:`step_loop` builds.
-
-    ``precision``: ``fp32``, ``bf16``, ``fp16`` (with a GradScaler) or ``auto``; ``attn``: ``sdpa`` or
-    ``eager``; ``compile``: ``TrainConfig(compile=compile_backend)``; ``mlm_head``: ``masked`` (logits only
-    where a label is; a compiled loop runs the full head) or ``all``; ``steps`` timed after ``warmup``
-    untimed ones (cuBLAS heuristics, allocator growth, compilation).
+    """One point in the ablation space, the loop :func:`step_loop` builds. ``precision``: ``fp32``, ``bf16``,
+    ``fp16`` (with a GradScaler) or ``auto``; ``attn``: ``sdpa`` or ``eager``; ``compile``: with ``compile_backend``;
+    ``mlm_head``: ``masked`` (logits only where a label is; a compiled loop runs the full head) or ``all``; ``steps``
+    timed after ``warmup`` untimed ones (cuBLAS heuristics, allocator growth, compilation).
     """
 
     batch_size: int = 16
@@ -55,7 +53,6 @@ def ids_tokenizer(vocab_size: int):
     from tokenizers.models import WordLevel
     from transformers import PreTrainedTokenizerFast
 
-    from nbkit.errors import ConfigError
     from nbkit.text.tokenizer import SPECIAL_TOKENS
 
     if vocab_size <= len(SPECIAL_TOKENS):
@@ -67,11 +64,9 @@ def ids_tokenizer(vocab_size: int):
 
 
 def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0):
-    """A :class:`nbkit.train.loop.Loop` over random MLM blocks, built from ``cfg`` (:class:`StepConfig`) for timing.
-
-    The data: ``batch_size x grad_accum_steps x (warmup + steps)`` random sequences of ``seq_len`` tokens
-    collated by ``MLMCollator(tokenizer)`` (default :func:`ids_tokenizer`), or ``data`` (examples with
-    ``input_ids``). ``attn`` is set on the model; the model is put in train mode.
+    """A :class:`nbkit.train.loop.Loop` for timing ``cfg`` (:class:`StepConfig`): over ``data`` (examples with
+    ``input_ids``), default ``batch_size x grad_accum_steps x (warmup + steps)`` random sequences of ``seq_len``
+    tokens, collated by ``MLMCollator(tokenizer)`` (default :func:`ids_tokenizer`). Sets ``attn`` and train mode.
 
     Raises:
         ConfigError: unknown precision or ``mlm_head``, ``mlm_head="masked"`` on a model without
@@ -79,7 +74,6 @@ def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0)
     """
     import torch
 
-    from nbkit.errors import ConfigError
     from nbkit.text.mlm import MLMCollator
     from nbkit.train import Loop, TrainConfig
     from nbkit.train.workers import check_worker_shm
@@ -109,9 +103,9 @@ def step_loop(model, cfg, device=None, tokenizer=None, data=None, seed: int = 0)
 
 
 def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None):
-    """``(factory, how)``: ``factory()`` gives a fresh ``SparseHeadBertForMaskedLM``, loaded from ``model_dir``
-    (notebook 02's checkpoint) when it is a folder, else ``preset`` with random weights (a causal preset of
-    :data:`nbkit.models.causal.PRESETS`: that GPT-2 / Llama); ``how`` says which.
+    """``(factory, how)``: ``factory()`` gives a fresh model, loaded from ``model_dir`` (notebook 02's checkpoint)
+    when it is a folder, else ``preset`` with random weights (``SparseHeadBertForMaskedLM``, or the GPT-2 / Llama of
+    a :data:`nbkit.models.causal.PRESETS` name); ``how`` says which.
 
     Raises:
         ConfigError: unknown preset.
@@ -128,8 +122,7 @@ def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None)
         from nbkit.models.causal import build_causal_config, causal_class
 
         causal = build_causal_config(preset, vocab_size, block_size, pad_token_id=0, bos_token_id=0, eos_token_id=0)
-        return (lambda: causal_class(causal.model_type)(causal),
-                f"built {preset} from config with random weights")
+        return lambda: causal_class(causal.model_type)(causal), f"built {preset} from config with random weights"
     if model_dir is not None and Path(model_dir).is_dir():
         from nbkit.models.causal import MODEL_TYPES, causal_class
         from nbkit.models.loading import saved_config
@@ -140,18 +133,10 @@ def model_factory(preset: str, vocab_size: int, block_size: int, model_dir=None)
         def load():  # quiet (no "Loading weights" bar per ablation row); a bad checkpoint: CheckpointError
             return load_pretrained(cls, model_dir)[0]
 
-        return (load,
-                f"checkpoint from notebook 02: {model_dir}")
+        return load, f"checkpoint from notebook 02: {model_dir}"
     config = build_config(preset, vocab_size, max_position_embeddings=block_size)  # ConfigError if unknown
     return (lambda: SparseHeadBertForMaskedLM(config),
             f"no checkpoint found, built BERT-{preset} from config with random weights")
-
-
-def _sync(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class PhaseTimer:
@@ -164,7 +149,10 @@ class PhaseTimer:
         self._phase, self._t = None, 0.0
 
     def __call__(self, phase: str | None) -> None:
-        _sync(self.device)
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize(self.device)
         now = time.perf_counter()
         if self._phase is not None:
             self.totals[self._phase] += now - self._t
@@ -221,60 +209,52 @@ def measure_steps(loop, cfg: StepConfig) -> dict:
         res[f"{p}_share"] = res[f"{p}_s"] / res["step_s"] if res["step_s"] else 0.0
     res["tokens_per_s"] = tokens / sum(totals.values()) if tokens else 0.0
     res["flops_per_token"] = flops / tokens if tokens and flops else None
-    peak = loop.peak_tflops                                      # the loop's own MFU denominator
-    res["peak_tflops"] = peak
-    res["mfu"] = mfu(res["tokens_per_s"], res["flops_per_token"], peak) if res["flops_per_token"] else None
-    res["peak_memory_mib"] = (torch.cuda.max_memory_allocated(device) / 2 ** 20
-                              if device.type == "cuda" else None)
+    res["peak_tflops"] = loop.peak_tflops                        # the loop's own MFU denominator
+    res["mfu"] = mfu(res["tokens_per_s"], res["flops_per_token"], loop.peak_tflops) if res["flops_per_token"] else None
+    res["peak_memory_mib"] = torch.cuda.max_memory_allocated(device) / 2 ** 20 if device.type == "cuda" else None
     res["loss"] = loss_sum / n_label if n_label else None
     res["compiled_graphs"] = graphs - graphs0
     res["recompiles"] = graphs - (graphs_after_first if graphs_after_first is not None else graphs)
     res["graph_breaks"] = breaks - breaks0
-    res.update(device=device.type, precision=loop.precision.name,
-               mlm_head="masked" if loop.sparse_head else "all",
+    res.update(device=device.type, precision=loop.precision.name, mlm_head="masked" if loop.sparse_head else "all",
                **{k: getattr(cfg, k) for k in ("batch_size", "seq_len", "attn", "num_workers", "compile",
                                                "grad_accum_steps")})
     return res
 
 
-def ablation(model_factory, base: StepConfig, factor: str, values, device=None,
-             tokenizer=None, data=None) -> list[dict]:
-    """:func:`measure_steps` of ``base`` with ``factor`` set to each of ``values``, each on a fresh
-    ``model_factory()`` model and :func:`step_loop`; rows add ``factor``, ``value`` and ``speedup``
-    (tokens/s over the first row's).
+def ablation(model_factory, base: StepConfig, factor: str, values, device=None, tokenizer=None,
+             data=None) -> list[dict]:
+    """:func:`measure_steps` of ``base`` with ``factor`` set to each of ``values``, each on a fresh ``model_factory()``
+    model; rows add ``factor``, ``value`` and ``speedup`` (tokens/s over the first row's).
 
     Raises:
-        ConfigError: ``factor`` is not a :class:`StepConfig` field, or what ``step_loop`` raises.
+        ConfigError: ``factor`` is not a :class:`StepConfig` field, or what :func:`step_loop` raises.
     """
     import gc
 
     import torch
 
     if factor not in {f.name for f in dataclasses.fields(StepConfig)}:
-        raise ConfigError(f"unknown factor {factor!r}; use a StepConfig field such as "
-                          "num_workers, batch_size, precision, attn or compile")
+        raise ConfigError(f"unknown factor {factor!r}; use a StepConfig field such as num_workers, batch_size, "
+                          "precision, attn or compile")
     rows = []
     for value in values:
         cfg = base.replace(**{factor: value})
         if factor == "compile" and value:
             torch._dynamo.reset()  # count this variant's compilations only
         loop = step_loop(model_factory(), cfg, device=device, tokenizer=tokenizer, data=data)
-        row = measure_steps(loop, cfg)
-        row.update(factor=factor, value=value)
+        row = {**measure_steps(loop, cfg), "factor": factor, "value": value}
         ref = rows[0]["tokens_per_s"] if rows else None
-        row["speedup"] = row["tokens_per_s"] / ref if ref else 1.0
-        rows.append(row)
+        rows.append({**row, "speedup": row["tokens_per_s"] / ref if ref else 1.0})
         del loop
         gc.collect()
     return rows
 
 
 def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05, nvml=None):
-    """``(fn(), telemetry)``: NVML sampled every ``interval_s`` s on a :class:`~nbkit.gpu.sampler.Sampler` while
-    ``fn`` runs (no CUDA context). ``telemetry``: ``gpu_util_pct`` (mean ``utilization.gpu``, %) and
-    ``memory_used_pct`` (max ``memory.used`` / ``memory.total``, %) of GPU ``device_index``; None without NVML data.
-    At least one read, after ``fn`` if the sampler thread had not read yet.
-    """
+    """``(fn(), telemetry)``: NVML sampled every ``interval_s`` s while ``fn`` runs (no CUDA context), at least once.
+    ``telemetry``: ``gpu_util_pct`` (mean ``utilization.gpu``, %) and ``memory_used_pct`` (max ``memory.used`` /
+    ``memory.total``, %) of GPU ``device_index``; None without NVML data."""
     from nbkit.gpu.nvml import Nvml
     from nbkit.gpu.sampler import Sampler
 
@@ -294,8 +274,7 @@ def gpu_utilization_during(fn, device_index: int = 0, interval_s: float = 0.05, 
         sampler.sample_once()
     snaps = [d for d in sampler.snapshot() if d is not None]
     util = [d.util_gpu_pct for d in snaps if d.util_gpu_pct is not None]
-    mem = [100.0 * d.mem_used_mib / d.mem_total_mib for d in snaps
-           if d.mem_used_mib is not None and d.mem_total_mib]
+    mem = [100.0 * d.mem_used_mib / d.mem_total_mib for d in snaps if d.mem_used_mib is not None and d.mem_total_mib]
     if not util:
         return result, None
     return result, {"gpu_util_pct": sum(util) / len(util), "memory_used_pct": max(mem) if mem else None}

@@ -8,22 +8,22 @@ from __future__ import annotations
 import torch
 
 from nbkit.errors import DataError
-from nbkit.text.mlm import IGNORE_INDEX, document_separator
+from nbkit.text.mlm import IGNORE_INDEX, document_separator, pad_rows
 
 
 def prompt_ids(tokenizer, prompt: str) -> list[int]:
-    """A prompt's ids as a causal LM trained on packed documents reads one: the document separator (the end of
-    the previous document: :func:`nbkit.text.mlm.document_separator`), then the text without ``[CLS]``/``[SEP]``."""
+    """A prompt's ids as a causal LM trained on packed documents reads one: the document separator (the end of the
+    previous document), then the text without ``[CLS]``/``[SEP]``."""
     sep, _ = document_separator(tokenizer)
     return [sep, *tokenizer(prompt, add_special_tokens=False)["input_ids"]]
 
 
 class CausalCollator:
-    """Pad blocks and set next-token labels: ``labels[:, t] = input_ids[:, t + 1]``, the last position's label
-    the block's ``next_id`` (-100 without one), -100 at padding. The loop computes CE over the labels itself
-    (it never passes them to the model, which would shift them again).
+    """Pad blocks and set next-token labels: ``labels[:, t] = input_ids[:, t + 1]``, the last position's label the
+    block's ``next_id`` (-100 without one), -100 at padding. The loop computes CE over them itself (the model would
+    shift them again).
 
-    ``examples``: dicts with ``input_ids`` (T_i,) and optionally ``next_id`` (int). Returns ``input_ids``,
+    ``examples``: dicts with ``input_ids`` (T_i,) and optionally ``next_id``. Returns ``input_ids``,
     ``attention_mask``, ``labels``: (B, T) int64, T the longest row rounded up to ``pad_to_multiple_of``.
 
     Raises:
@@ -37,24 +37,13 @@ class CausalCollator:
         self.pad_to_multiple_of = pad_to_multiple_of
 
     def padded(self, rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(input_ids, attention_mask, labels)`` (B, T) int64 of ``rows`` (T_i,) padded on the right to the
-        longest (rounded up to ``pad_to_multiple_of``); ``labels`` all -100, for the caller to set.
-
-        Raises:
-            DataError: no row.
-        """
+        """``(input_ids, attention_mask, labels)`` (B, T) of ``rows`` (T_i,) padded on the right as the class says;
+        ``labels`` all -100, for the caller to set. Raises ``DataError`` for no row."""
         if not rows:
             raise DataError(f"{type(self).__name__} got an empty batch")
-        length = max(len(r) for r in rows)
-        if self.pad_to_multiple_of:
-            length = -(-length // self.pad_to_multiple_of) * self.pad_to_multiple_of
-        b = len(rows)
-        input_ids = torch.full((b, length), self.pad_id, dtype=torch.long)        # (B, T)
-        attention_mask = torch.zeros((b, length), dtype=torch.long)               # (B, T)
-        for i, row in enumerate(rows):
-            input_ids[i, :len(row)] = row
-            attention_mask[i, :len(row)] = 1
-        return input_ids, attention_mask, torch.full((b, length), IGNORE_INDEX, dtype=torch.long)
+        input_ids = pad_rows(rows, self.pad_id, self.pad_to_multiple_of)                          # (B, T)
+        attention_mask = pad_rows([torch.ones_like(r) for r in rows], 0, self.pad_to_multiple_of)  # (B, T)
+        return input_ids, attention_mask, torch.full_like(input_ids, IGNORE_INDEX)
 
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         rows = [torch.as_tensor(ex["input_ids"], dtype=torch.long) for ex in examples]

@@ -1,21 +1,10 @@
 """Conversations to model inputs through the tokenizer's own chat template: the template, the encoding with the
 assistant-only loss mask, and the padding collator.
 
-``apply_chat_template`` is the one encoder of conversations: nbkit's training, its generation, an exported
-``pipeline("text-generation")`` and TRL's ``SFTTrainer`` read the same ids, because the template lives in the
-tokenizer files (``chat_template`` in ``tokenizer_config.json``, :func:`store_chat_template`). The assistant's
-content and its end-of-turn marker sit inside ``{% generation %}`` / ``{% endgeneration %}``, so
-``apply_chat_template(..., return_assistant_tokens_mask=True)`` gives the loss mask (transformers maps the
-template's generation spans to tokens; no role parsing here), which TRL's ``assistant_only_loss`` reads too.
-
-nbkit's template (:func:`nbkit_chat_template`, for a tokenizer without one): the document separator the causal
-model was pretrained to open a text after, then per message a role marker, the content and the end-of-turn
-marker; ``add_generation_prompt`` appends the assistant marker. The markers are four special tokens: BERT's free
-``[unused1]``..``[unused4]`` slots where the vocabulary has them (UER's GPT-2, bert-base-chinese's vocabulary: no
-new embedding rows), else four added tokens ``<|system|>`` ... ``<|end|>`` (nbkit's own WordPiece of notebook 01
-has no ``[unused*]`` entries, GPT-2's BPE neither): the model's embeddings grow by 4 rows
-(:func:`fit_embeddings`). A tokenizer that has a template keeps it (a Llama-3 checkpoint's ``<|start_header_id|>``
-... ``<|eot_id|>``), provided it marks the assistant's tokens (:func:`with_chat_template`).
+``apply_chat_template`` is the one encoder of conversations, so nbkit's training and generation, an exported
+``pipeline("text-generation")`` and TRL's ``SFTTrainer`` read the same ids: the template lives in the tokenizer files
+(:func:`store_chat_template`), and its ``{% generation %}`` span marks the assistant's tokens for
+``return_assistant_tokens_mask`` (no role parsing here). nbkit's own template and its four markers: docs/instruct.md.
 """
 from __future__ import annotations
 
@@ -26,30 +15,23 @@ import torch
 
 from nbkit.errors import ConfigError, DataError
 from nbkit.text.causal import CausalCollator
-from nbkit.text.mlm import IGNORE_INDEX
+from nbkit.text.mlm import IGNORE_INDEX, document_separator
 
-ROLES = ("system", "user", "assistant")
 #: BERT-vocabulary slots taken as the markers of system, user, assistant and end of turn (no resize)
 UNUSED_MARKERS = ("[unused1]", "[unused2]", "[unused3]", "[unused4]")
 #: the same markers added as new special tokens where the vocabulary has no ``[unused*]`` slots (resize)
 NEW_MARKERS = ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
 #: what :func:`encode_conversations` does with a conversation longer than the context
 OVERFLOW = ("drop", "truncate")
+#: a ``{% generation %}`` block (also ``{%- generation -%}``), the marking ``return_assistant_tokens_mask`` needs
 _GENERATION = re.compile(r"\{%-?\s*generation\s*-?%\}")
-
-
-def has_generation_markers(template: str | None) -> bool:
-    """True when the Jinja ``template`` has a ``{% generation %}`` block (also ``{%- generation -%}``), the
-    marking ``return_assistant_tokens_mask`` needs."""
-    return bool(template) and bool(_GENERATION.search(template))
 
 
 def nbkit_chat_template(start: str, markers: Sequence[str] = UNUSED_MARKERS) -> str:
     """nbkit's Jinja chat template: ``start`` (the document separator), then per message its role's marker
     (``markers``: system, user, assistant, end of turn), the content and the end-of-turn marker; the assistant's
-    content and its end-of-turn marker inside ``{% generation %}``, so they carry the loss and the model learns to
-    stop. ``add_generation_prompt``: the assistant marker at the end. An unknown role raises in the template
-    (``raise_exception``), naming the three it takes."""
+    content and end-of-turn marker inside ``{% generation %}``, so they carry the loss and the model learns to stop.
+    ``add_generation_prompt`` appends the assistant marker; an unknown role raises in the template."""
     system, user, assistant, end = (repr(m) for m in markers)
     return (
         f"{{{{ {start!r} }}}}"
@@ -63,43 +45,32 @@ def nbkit_chat_template(start: str, markers: Sequence[str] = UNUSED_MARKERS) -> 
         f"{{% if add_generation_prompt %}}{{{{ {assistant} }}}}{{% endif %}}")
 
 
-def _free_unused(tok) -> bool:
-    """True when every one of :data:`UNUSED_MARKERS` is a vocabulary entry of ``tok`` (not ``[UNK]``)."""
-    vocab = tok.get_vocab()
-    return all(m in vocab for m in UNUSED_MARKERS)
-
-
 def with_chat_template(tok, chat_template: str | None = None) -> dict:
     """Give ``tok`` (a fast tokenizer; changed in place) a chat template that marks the assistant's tokens, and
     return what was done: ``{"how", "end_of_turn_id", "end_of_turn", "added_tokens"}``.
 
-    ``chat_template`` (a Jinja string) replaces the tokenizer's own. Else a tokenizer with a template keeps it
-    (``how="kept"``); without one it gets :func:`nbkit_chat_template` with its markers registered as special
-    tokens: ``[unused1..4]`` where the vocabulary has them (``how="unused"``, no new ids), else
-    :data:`NEW_MARKERS` added (``how="added"``, ``added_tokens`` = 4: the model needs :func:`fit_embeddings`).
-    Calling it again on the result changes nothing. ``end_of_turn_id``: the last token of an assistant turn as
-    the template marks it (:func:`end_of_turn_id`), where generation is to stop.
+    ``chat_template`` (Jinja) replaces the tokenizer's own (``how="given"``); else an existing template is kept
+    (``"kept"``); else :func:`nbkit_chat_template` with ``[unused1..4]`` as markers where the vocabulary has them
+    (``"unused"``), or :data:`NEW_MARKERS` added (``"added"``: the model needs :func:`fit_embeddings`). Idempotent.
+    ``end_of_turn_id``: where generation is to stop (:func:`end_of_turn_id`).
 
     Raises:
-        ConfigError: a template without ``{% generation %}`` markers (the fix: a template that has them, e.g.
-            ``trl.chat_template_utils.get_training_chat_template(tok)`` for Llama 3 / Qwen / Gemma, passed as
-            ``chat_template``), or one whose assistant span does not end in a special token (the model would not
-            learn to stop); a tokenizer without a separator or eos (:func:`nbkit.text.causal.document_separator`).
+        ConfigError: a template without ``{% generation %}`` markers (the fix: e.g.
+            ``trl.chat_template_utils.get_training_chat_template(tok)`` as ``chat_template``), one whose assistant span
+            does not end in a special token, or a tokenizer without a separator or eos.
     """
-    from nbkit.text.causal import document_separator
-
     before = len(tok)
     if chat_template is not None:
         tok.chat_template, how = chat_template, "given"
     elif getattr(tok, "chat_template", None):
         how = "kept"
     else:
-        how = "unused" if _free_unused(tok) else "added"
+        how = "unused" if set(UNUSED_MARKERS) <= tok.get_vocab().keys() else "added"
         markers = UNUSED_MARKERS if how == "unused" else NEW_MARKERS
         tok.add_special_tokens({"additional_special_tokens": list(markers)}, replace_extra_special_tokens=False)
         tok.chat_template = nbkit_chat_template(document_separator(tok)[1], markers)
     template = tok.chat_template if isinstance(tok.chat_template, str) else tok.chat_template.get("default")
-    if not has_generation_markers(template):
+    if not (template and _GENERATION.search(template)):
         raise ConfigError(
             "the tokenizer's chat template has no {% generation %} / {% endgeneration %} markers, so "
             "apply_chat_template cannot say which tokens are the assistant's (the loss mask). Fix: pass a template "
@@ -112,12 +83,11 @@ def with_chat_template(tok, chat_template: str | None = None) -> dict:
 
 
 def end_of_turn_id(tok) -> int:
-    """The id of the last token of an assistant turn under ``tok``'s template: the last token its assistant mask
-    marks in a one-exchange probe conversation.
+    """The id of the last token of an assistant turn under ``tok``'s template (the last one its assistant mask marks in
+    a one-exchange probe).
 
     Raises:
-        ConfigError: the mask is empty or ends in a token that is not special (the template leaves the
-            end-of-turn marker outside ``{% generation %}``: the model would never learn to stop).
+        ConfigError: the mask is empty or ends in a token that is not special (the model would never learn to stop).
     """
     probe = [{"role": "user", "content": "1"}, {"role": "assistant", "content": "2"}]
     enc = tok.apply_chat_template(probe, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
@@ -149,13 +119,12 @@ def encode_conversations(tok, conversations: Sequence[Sequence[dict]], max_lengt
                          overflow: str = "drop") -> tuple[dict[str, list], dict]:
     """Encode conversations (each a list of ``{"role", "content"}`` messages) with ``tok``'s chat template.
 
-    Returns ``(columns, report)``: ``columns["input_ids"]`` and ``columns["assistant_masks"]`` (one list of
-    ``len <= max_length`` ints per kept conversation: ids, and 1 where the template marks the assistant's tokens,
-    end-of-turn markers included), ``columns["index"]`` (its position in ``conversations``). ``overflow``: a
-    conversation over ``max_length`` tokens is dropped, or (``"truncate"``) cut to its first ``max_length``
-    tokens, and dropped when no assistant token is left in them. ``report``: ``n_conversations``, ``n_kept``,
-    ``n_dropped_too_long``, ``n_truncated``, ``n_dropped_no_target`` (no assistant token), ``n_tokens``,
-    ``n_target_tokens``, ``length_p50/p95/max`` (tokens before any cut).
+    Returns ``(columns, report)``: ``columns`` ``input_ids`` and ``assistant_masks`` (per kept conversation, at most
+    ``max_length`` ints; 1 where the template marks the assistant's tokens) and ``index`` (its position in
+    ``conversations``). ``overflow``: a conversation over ``max_length`` tokens is dropped, or (``"truncate"``)
+    cut, and dropped when no assistant token is left. ``report``: ``n_conversations``, ``n_kept``,
+    ``n_dropped_too_long``, ``n_truncated``, ``n_dropped_no_target``, ``n_tokens``, ``n_target_tokens``,
+    ``length_p50/p95/max`` (before any cut).
 
     Raises:
         ConfigError: ``overflow`` not one of :data:`OVERFLOW`, ``max_length`` below 2.
@@ -203,15 +172,12 @@ def encode_conversations(tok, conversations: Sequence[Sequence[dict]], max_lengt
 
 
 class ChatCollator(CausalCollator):
-    """Pad encoded conversations (:func:`encode_conversations`) into one batch, each row one conversation (no
-    conversation attends to another), with next-token labels on the assistant's tokens only:
-    ``labels[b, t] = input_ids[b, t + 1]`` where ``assistant_masks[b, t + 1]`` is 1, else -100 (the prompt, the
-    roles' markers, the padding). The loop computes the loss over the labels itself, a sum over all label tokens
-    divided by their count, so a padded batch's loss is the token-weighted mean of its conversations' losses.
+    """Pad encoded conversations (:func:`encode_conversations`), one per row, with next-token labels on the
+    assistant's tokens only: ``labels[b, t] = input_ids[b, t + 1]`` where ``assistant_masks[b, t + 1]`` is 1, else
+    -100. The loop's loss is a sum over label tokens divided by their count: the token-weighted mean over the batch.
 
-    ``examples``: dicts with ``input_ids`` and ``assistant_masks`` (T_i,). Returns ``input_ids``,
-    ``attention_mask``, ``labels``: (B, T) int64, T the longest row rounded up to ``pad_to_multiple_of``; padding on
-    the right (positions 0..T_i-1 as in a one-conversation batch).
+    ``examples``: dicts with ``input_ids`` and ``assistant_masks`` (T_i,). Returns ``input_ids``, ``attention_mask``,
+    ``labels``: (B, T) int64, T the longest row rounded up to ``pad_to_multiple_of``, padded on the right.
 
     Raises:
         DataError: an empty batch, or a row whose mask and ids differ in length.
@@ -231,9 +197,8 @@ class ChatCollator(CausalCollator):
 
 
 def store_chat_template(folder) -> None:
-    """Move ``folder``'s ``chat_template.jinja`` (what transformers 5's ``save_pretrained`` writes) into
-    ``tokenizer_config.json``'s ``chat_template``, the place every transformers version (4.x and 5.x) and TRL read
-    it from; nothing when there is no such file."""
+    """Move ``folder``'s ``chat_template.jinja`` (transformers 5's ``save_pretrained``) into
+    ``tokenizer_config.json``'s ``chat_template``, where transformers 4.x, 5.x and TRL read it; nothing without it."""
     from pathlib import Path
 
     from nbkit import jsonio

@@ -17,8 +17,8 @@ IGNORE_INDEX = -100  # label value that cross-entropy ignores
 def check_length(name: str, value: int, tokenizer=None, max_position_embeddings: int | None = None,
                  minimum: int = 3) -> None:
     """Check the length ``value`` (tokens, ``[CLS]``/``[SEP]`` included) of argument ``name`` against
-    ``tokenizer.model_max_length`` and ``max_position_embeddings`` (beyond it BERT fails with a raw
-    size mismatch), each when given, and ``minimum`` (3: ``[CLS]``, one token of text, ``[SEP]``).
+    ``tokenizer.model_max_length`` and ``max_position_embeddings`` (beyond it BERT fails with a raw size mismatch),
+    each when given, and ``minimum``.
 
     Raises:
         ConfigError: ``value`` above a limit (both numbers named), or below ``minimum``.
@@ -36,10 +36,8 @@ def check_length(name: str, value: int, tokenizer=None, max_position_embeddings:
 
 
 def document_separator(tokenizer) -> tuple[int, str]:
-    """``(id, token)`` written between documents of a causal stream: ``[SEP]`` for a BERT-vocabulary tokenizer
-    (the store already ends every document with it, and UER's Chinese GPT-2 over that vocabulary marks text
-    ends with it), else ``eos`` (Llama's ``</s>``, GPT-2's ``<|endoftext|>``). The model learns to predict it,
-    so generation stops there (it is the model's ``eos_token_id``).
+    """``(id, token)`` written between documents of a causal stream: ``[SEP]`` for a BERT-vocabulary tokenizer (UER's
+    Chinese GPT-2 marks text ends with it too), else eos. The model learns to predict it, so generation stops there.
 
     Raises:
         ConfigError: a tokenizer with neither.
@@ -55,23 +53,19 @@ def document_separator(tokenizer) -> tuple[int, str]:
 def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
                 words_column: str | None = None, max_position_embeddings: int | None = None,
                 num_proc: int | None = None, causal: bool = False):
-    """Blocks of exactly ``block_size`` tokens packed from the texts of each ``datasets.map`` batch of 1,000:
-    every text followed by the document separator (``[SEP]`` for a BERT vocabulary, else eos:
-    :func:`document_separator`), concatenated and cut, each batch's short tail dropped (as ``run_mlm.py`` does);
-    a prepared store's stream is the same.
+    """Blocks of exactly ``block_size`` tokens packed from the texts of each ``datasets.map`` batch of 1,000: every text
+    followed by :func:`document_separator`, concatenated and cut, each batch's short tail dropped (as ``run_mlm.py``).
 
-    MLM (the default): each block is ``[CLS] chunk [SEP]``, the chunk ``block_size - 2`` stream tokens; column
-    ``input_ids`` and, with ``words_column`` (word lists, tokenized word by word), ``word_ids`` (-1 at the
-    wrapping ``[CLS]``/``[SEP]``, words numbered from 0 per block, a separator its own word) for whole-word
-    masking. ``causal=True``: ``block_size`` stream tokens as they are, and column ``next_id``: the stream's
-    token after the block (-100 after a batch's last block), for :class:`nbkit.text.causal.CausalCollator`.
+    MLM (the default): each block is ``[CLS] chunk [SEP]``; column ``input_ids`` and, with ``words_column`` (word
+    lists), ``word_ids`` for whole-word masking (-1 at ``[CLS]``/``[SEP]``, words numbered from 0 per block, a separator
+    its own word). ``causal=True``: ``block_size`` stream tokens, and column ``next_id``, the stream's token after the
+    block (-100 after a batch's last block), for :class:`nbkit.text.causal.CausalCollator`.
 
     Raises:
         ConfigError: ``block_size`` above a limit (:func:`check_length`) or below 3 (causal: 2), a tokenizer
             without a separator.
         DataError: a missing column, or too little text for one block.
     """
-
     check_length("block_size", block_size, tokenizer, max_position_embeddings, minimum=2 if causal else 3)
     source = words_column or text_column
     if source not in dataset.column_names:
@@ -113,22 +107,28 @@ def make_blocks(dataset, tokenizer, block_size: int, text_column: str = "text",
     return result
 
 
+def pad_rows(rows: list, value: int, multiple: int | None = None) -> torch.Tensor:
+    """``rows`` (sequences of ints) as (B, T) int64 padded on the right with ``value``, T the longest row rounded up
+    to ``multiple``."""
+    length = max(len(r) for r in rows)
+    if multiple:
+        length = -(-length // multiple) * multiple
+    out = torch.full((len(rows), length), value, dtype=torch.long)  # (B, T)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = torch.as_tensor(row, dtype=torch.long)
+    return out
+
+
 class MLMCollator:
     """Pad blocks (dicts with ``input_ids`` and optionally ``word_ids``) and choose MLM targets.
 
-    Returns ``input_ids``, ``attention_mask``, ``labels``: (B, T) int64, T the longest row rounded up
-    to ``pad_to_multiple_of``; ``labels`` is the original token at targets, -100 elsewhere. Padding and
-    special tokens (``[UNK]`` too) are never targets nor replacements, and every row with a real token
-    has a target, so the loss is always defined.
-
-    Args:
-        mlm_probability: share of real tokens (or, with ``whole_word`` and ``word_ids``, of words)
-            chosen as targets (0-1).
-        mask_replace_prob, random_replace_prob: shares of targets set to ``[MASK]`` / a random
-            non-special token; the rest stay.
-        seed: of a private ``torch.Generator`` (None: torch's global RNG), offset per DataLoader
-            worker; inside ``nbkit.rng.seed_scope(s)`` re-derived from ``(seed, s)``, so a batch's
-            masks depend on the batch only (re-evaluation and resume see the same masks).
+    Returns ``input_ids``, ``attention_mask``, ``labels``: (B, T) int64, T the longest row rounded up to
+    ``pad_to_multiple_of``; ``labels`` the original token at targets, -100 elsewhere. Padding and special tokens are
+    never targets nor replacements, and every row with a real token has a target, so the loss is always defined.
+    ``mlm_probability``: share (0-1) of real tokens (or, with ``whole_word`` and ``word_ids``, of words) chosen;
+    ``mask_replace_prob``, ``random_replace_prob``: shares of targets set to ``[MASK]`` / a random token, the rest
+    kept. ``seed``: of a private ``torch.Generator`` (None: torch's global RNG), offset per DataLoader worker; inside
+    ``nbkit.rng.seed_scope(s)`` derived from ``(seed, s)``, so a batch's masks depend on the batch only.
 
     Raises:
         ConfigError: probabilities outside [0, 1] or summing above 1, or no ``[PAD]``/``[MASK]``.
@@ -176,27 +176,18 @@ class MLMCollator:
             self._worker = worker
         return self._generator
 
-    def _pad(self, rows: list, value: int, length: int) -> torch.Tensor:
-        out = torch.full((len(rows), length), value, dtype=torch.long)  # (B, T)
-        for i, row in enumerate(rows):
-            out[i, :len(row)] = torch.as_tensor(row, dtype=torch.long)
-        return out
-
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         if not examples:
             raise DataError("MLMCollator got an empty batch")
         rows = [ex["input_ids"] for ex in examples]
-        length = max(len(r) for r in rows)
-        if self.pad_to_multiple_of:
-            length = -(-length // self.pad_to_multiple_of) * self.pad_to_multiple_of
-        input_ids = self._pad(rows, self.pad_id, length)  # (B, T)
-        attention_mask = self._pad([[1] * len(r) for r in rows], 0, length)  # (B, T)
+        input_ids = pad_rows(rows, self.pad_id, self.pad_to_multiple_of)  # (B, T)
+        attention_mask = pad_rows([[1] * len(r) for r in rows], 0, self.pad_to_multiple_of)  # (B, T)
         g = self._gen()
         candidates = attention_mask.bool() & ~torch.isin(input_ids, self.special_ids)  # (B, T)
 
         use_words = self.whole_word and "word_ids" in examples[0]
         if use_words:
-            word_ids = self._pad([ex["word_ids"] for ex in examples], -1, length)  # (B, T), -1 = no word
+            word_ids = pad_rows([ex["word_ids"] for ex in examples], -1, self.pad_to_multiple_of)  # (B, T), -1: no word
             u = torch.rand((len(rows), int(word_ids.max()) + 2), generator=g)  # (B, W+1) one draw per word
             chosen = u.gather(1, word_ids.clamp(min=0)) < self.mlm_probability  # (B, T)
         else:
@@ -230,10 +221,8 @@ def encode_classification(dataset, tokenizer, max_length: int, text_column: str 
                           label_column: str = "label", num_proc: int | None = None):
     """``[CLS] text [SEP]`` per row, cut to ``max_length`` tokens (specials included, the head kept).
 
-    Returns:
-        ``(dataset, report)``: unpadded ``input_ids``, ``attention_mask`` and int ``labels``;
-        ``report``: ``n``, ``max_length``, ``n_truncated``, ``truncated_fraction`` (0-1),
-        ``length_p50/p95/max`` (tokens before the cut, specials included).
+    Returns ``(dataset, report)``: unpadded ``input_ids``, ``attention_mask`` and int ``labels``; ``report``: ``n``,
+    ``max_length``, ``n_truncated``, ``truncated_fraction`` (0-1), ``length_p50/p95/max`` (tokens before the cut).
 
     Raises:
         ConfigError: ``max_length`` above ``tokenizer.model_max_length`` or below 3.

@@ -1,18 +1,11 @@
 """Token classification encoding: tagged characters -> sub-tokens with aligned labels, long sentences in windows.
 
 Each item is ``{"tokens": [...], "tags": [...]}`` (one BIO tag per token; nbkit's NER data has one Chinese
-character per token). Training, evaluation and the export read text through one tokenizer,
-:func:`char_tokenizer`: every character is its own pre-token, so a plain string and the same characters given
-as words (``is_split_into_words=True``) give the same ids, Latin letters and digits included (BERT's own
-pre-tokenizer keeps ``Microsoft`` or ``1998`` whole and cuts them into ``##`` pieces that training never saw).
-The first sub-token of a word carries its label, the others ``-100`` (Devlin et al. 2019, section 5.3;
-transformers' ``run_ner.py``); with one character per word, a word of several sub-tokens is a character the
-normalizer expands. A sentence longer than the block is cut into windows of ``max_length`` tokens that overlap
-by ``stride`` tokens, the last one ending at the sentence's end, so every word trains in a full window.
-Prediction does not use these windows: it goes through ``transformers``' token-classification pipeline on the
-plain text with the same ``stride`` (:func:`nbkit.evaluate.inference.predict_tags`), the call a user makes on
-the exported folder, so every character, and every gold entity, is predicted and scored as the user's pipeline
-does.
+character per token). Text is read through :func:`char_tokenizer`, every character its own pre-token, so a plain
+string and the same characters as words give the same ids. The first sub-token of a word carries its label, the
+others ``-100`` (Devlin et al. 2019, section 5.3). A sentence longer than the block becomes windows of ``max_length``
+tokens overlapping by ``stride``, the last ending at the sentence's end; prediction goes through transformers'
+pipeline with the same ``stride`` instead (:func:`nbkit.evaluate.inference.predict_tags`, docs/ner.md).
 """
 from __future__ import annotations
 
@@ -32,12 +25,10 @@ CHAR_SPLIT = {"type": "Split", "pattern": {"Regex": "."}, "behavior": "Isolated"
 
 
 def char_tokenizer(tokenizer):
-    """The fast ``tokenizer`` with every character its own pre-token, as a generic ``PreTrainedTokenizerFast``
-    (the class that loads ``tokenizer.json`` as written; a ``BertTokenizer`` class would rebuild BERT's
-    pre-tokenizer). ``tok(text)`` then gives the ids of ``tok(list(text), is_split_into_words=True)``, with
-    ``offset_mapping`` pointing at characters of ``text`` (whitespace gives no token, a character outside the
-    vocabulary ``[UNK]``). Returned as it is when already split so; otherwise a copy (the caller's is unchanged)
-    with the same vocabulary, special tokens and ``model_max_length``.
+    """The fast ``tokenizer`` with every character its own pre-token, as a generic ``PreTrainedTokenizerFast`` (a
+    ``BertTokenizer`` class would rebuild BERT's pre-tokenizer, which keeps ``1998`` whole): ``tok(text)`` gives the ids
+    of ``tok(list(text), is_split_into_words=True)``, offsets pointing at characters of ``text``. Returned as it is
+    when already split so, else a copy with the same vocabulary, special tokens and ``model_max_length``.
 
     Raises:
         ConfigError: a slow tokenizer (no ``tokenizer.json`` pipeline to change).
@@ -67,31 +58,23 @@ def char_tokenizer(tokenizer):
 class TokenEncoding:
     """What :func:`encode_token_classification` made of the items.
 
-    ``dataset``: a ``datasets.Dataset`` of windows with ``input_ids``, ``attention_mask`` and ``labels`` (unpadded,
-    ``[CLS] ... [SEP]``, labels -100 at the specials and at non-first sub-tokens; its ``describe_example`` a
-    :class:`WindowOrigin`). ``windows``: per row
-    ``(item index, first token of the window in the item's sub-tokens)``. ``word_ids``: per item, its
-    sub-tokens' word index. ``n_words``: words per item. ``body``: sub-tokens per window between
-    ``[CLS]`` and ``[SEP]``. ``report``: the counts (:func:`encode_token_classification`).
+    ``dataset``: windows with ``input_ids``, ``attention_mask`` and ``labels`` (unpadded, ``[CLS] ... [SEP]``; its
+    ``describe_example`` a :class:`WindowOrigin`). ``windows``: per row ``(item index, first sub-token)``.
+    ``word_ids``: per item, its sub-tokens' word index. ``report``: the counts.
     """
 
     dataset: object
     windows: list[tuple[int, int]]
     word_ids: list[list[int]]
-    n_words: list[int]
-    body: int
     report: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class WindowOrigin:
-    """Where each window of :func:`encode_token_classification` comes from: ``origin(i)`` -> ``"sentence 12
-    (id 'train.conll:40'), window 2 of 3 (sub-tokens 96-221)"``, the sentence's index in the items and its ``id``
-    (a user file's ``file:line``, People's Daily's ``pd-<line>-<k>``). Picklable; the windows' dataset carries it as
-    ``describe_example`` for the loop's non-finite-loss message.
-
-    ``ids``: per item, its ``id`` (None: none given). ``windows``: per window, ``(item index, first sub-token)``.
-    ``body``: sub-tokens per window between ``[CLS]`` and ``[SEP]``.
+    """Where each window of :func:`encode_token_classification` comes from: ``origin(i)`` -> ``"sentence 12 (id
+    'train.conll:40'), window 2 of 3 (sub-tokens 96-221)"``; picklable, carried as the dataset's ``describe_example``
+    for the loop's non-finite-loss message. ``ids``: per item, its ``id`` or None; ``windows``: as in
+    :class:`TokenEncoding`; ``body``: sub-tokens per window between ``[CLS]`` and ``[SEP]``.
     """
 
     ids: tuple
@@ -108,9 +91,8 @@ class WindowOrigin:
 
 
 def window_starts(n_tokens: int, body: int, stride: int) -> list[int]:
-    """First sub-token of each window over ``n_tokens`` sub-tokens: windows of ``body`` that overlap by
-    ``stride`` (a step of ``body - stride``), the last one ending at the last sub-token. One window (start 0)
-    when everything fits; every sub-token lies in at least one window.
+    """First sub-token of each window over ``n_tokens`` sub-tokens: windows of ``body`` overlapping by ``stride``, the
+    last one ending at the last sub-token; ``[0]`` when everything fits.
 
     Raises:
         ConfigError: ``stride`` not in ``0 .. body - 1``.
@@ -118,33 +100,22 @@ def window_starts(n_tokens: int, body: int, stride: int) -> list[int]:
     if not 0 <= stride < body:
         raise ConfigError(f"stride={stride} must be between 0 and {body - 1} (the tokens of a window between "
                           "[CLS] and [SEP], minus one); use e.g. a quarter of max_length")
-    if n_tokens <= body:
-        return [0]
-    step = body - stride
-    starts = list(range(0, n_tokens - body, step))
-    return starts + [n_tokens - body]
+    return [0] if n_tokens <= body else [*range(0, n_tokens - body, body - stride), n_tokens - body]
 
 
 def encode_token_classification(items, tokenizer, label2id: dict, max_length: int, stride: int | None = None,
                                 tokens_key: str = "tokens", tags_key: str = "tags") -> TokenEncoding:
     """Tokenize tagged items into windows of at most ``max_length`` sub-tokens (``[CLS]``/``[SEP]`` included).
 
-    Args:
-        items: a sequence of dicts with ``tokens`` (list of str, e.g. one character each) and ``tags`` (one
-            label name per token, keys of ``label2id``); items without ``tags`` are encoded with labels -100
-            (prediction only).
-        tokenizer: a fast tokenizer (word ids are needed); it reads text as :func:`char_tokenizer` makes it.
-        label2id: label name -> id.
-        max_length: sub-tokens per window, specials included; longer sentences are windowed, never cut.
-        stride: sub-tokens two neighbouring windows share (:func:`window_starts`); None: a quarter of the window.
+    ``items``: dicts with ``tokens`` (list of str) and ``tags`` (one key of ``label2id`` per token; without them labels
+    are -100, for prediction). ``tokenizer``: fast; read as :func:`char_tokenizer` makes it. Longer sentences are
+    windowed, never cut; ``stride``: sub-tokens two neighbouring windows share (None: a quarter of the window).
 
-    Returns a :class:`TokenEncoding` whose ``report`` has ``n_items``, ``n_windows``, ``n_windowed`` (items in
-    more than one window), ``max_length``, ``stride``, ``n_words``, ``n_subtokens``, ``n_multi_subtoken_words``
-    (words of more than one sub-token: only the first is labelled), ``n_extra_subtokens`` (their unlabelled
-    sub-tokens), ``n_words_without_token`` (words the
-    tokenizer drops, e.g. a space: inside an entity the pipeline's span covers it, counted here),
-    ``n_words_unk`` (words read as ``[UNK]``, e.g. an emoji the vocabulary lacks: the model sees one unknown token)
-    with ``unk_words`` (the 5 most frequent), and ``subtokens_p50/p95/max`` per item.
+    Returns a :class:`TokenEncoding` whose ``report`` has ``n_items``, ``n_windows``, ``n_windowed`` (items in more
+    than one window), ``max_length``, ``stride``, ``n_words``, ``n_subtokens``, ``n_multi_subtoken_words`` (only their
+    first sub-token is labelled), ``n_extra_subtokens``, ``n_words_without_token`` (words the tokenizer drops, e.g. a
+    space), ``n_words_unk`` (words read as ``[UNK]``) with ``unk_words`` (the 5 most frequent), and
+    ``subtokens_p50/p95/max`` per item.
 
     Raises:
         ConfigError: ``max_length`` above the tokenizer's limit or below 3, a bad ``stride``, a slow tokenizer.
@@ -213,11 +184,11 @@ def encode_token_classification(items, tokenizer, label2id: dict, max_length: in
               "stride": stride, "n_words": sum(len(w) for w in words), "n_subtokens": sum(map(len, all_wids)),
               "n_multi_subtoken_words": multi_words, "n_extra_subtokens": n_multi,
               "n_words_without_token": n_dropped, "n_words_unk": sum(unk_words.values()),
-              "unk_words": [w for w, _ in unk_words.most_common(5)], "subtokens_p50": float(p50), "subtokens_p95": float(p95),
-              "subtokens_max": int(max(lengths))}
+              "unk_words": [w for w, _ in unk_words.most_common(5)], "subtokens_p50": float(p50),
+              "subtokens_p95": float(p95), "subtokens_max": int(max(lengths))}
     dataset = Dataset.from_dict(rows)
     dataset.describe_example = WindowOrigin(tuple(it.get("id") for it in items), tuple(windows), body)
-    return TokenEncoding(dataset, windows, all_wids, [len(w) for w in words], body, report)
+    return TokenEncoding(dataset, windows, all_wids, report)
 
 
 def token_classification_collator(tokenizer, pad_to_multiple_of: int | None = None):

@@ -9,7 +9,8 @@ off by default: loaders that rebuild the normalizer drop it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -21,55 +22,11 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _BATCH = 1000  # texts handed to the Rust trainer per batch
 
 
-def _build_backend(strip_accents: bool, lowercase: bool, nfkc: bool = False):
-    """An untrained BERT-style ``tokenizers.Tokenizer``."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
-
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
-    bert = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents, lowercase=lowercase
-    )
-    tok.normalizer = with_nfkc(bert) if nfkc else bert
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece(prefix="##")
-    return tok
-
-
 def with_nfkc(normalizer):
     """``normalizers.Sequence([NFKC(), normalizer])``."""
     from tokenizers import normalizers
 
     return normalizers.Sequence([normalizers.NFKC(), normalizer])
-
-
-class _CountingBatches:
-    """Batches of ``_BATCH`` non-blank texts, counting texts, characters and the alphabet on the way."""
-
-    def __init__(self, texts: Iterable[str]):
-        self.texts = texts
-        self.n_texts = 0
-        self.n_chars = 0
-        self.alphabet: set[str] = set()
-
-    def __iter__(self) -> Iterator[list[str]]:
-        batch: list[str] = []
-        for text in self.texts:
-            if not isinstance(text, str):
-                raise DataError(
-                    f"train_wordpiece expects strings, got {type(text).__name__}; "
-                    "pass a column of text, e.g. dataset['text']"
-                )
-            if not text.strip():
-                continue
-            self.n_texts += 1
-            self.n_chars += len(text)
-            self.alphabet.update(text)
-            batch.append(text)
-            if len(batch) == _BATCH:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
 
 
 def train_wordpiece(
@@ -83,22 +40,16 @@ def train_wordpiece(
     lowercase: bool = True,
     nfkc: bool = False,
 ):
-    """Train a WordPiece tokenizer on ``texts`` (read once, held in memory) and save it in ``out_dir``
-    with ``training.json``.
+    """Train a WordPiece tokenizer on ``texts`` (read once, held in memory) and save it in ``out_dir`` with
+    ``training.json``; the same texts and settings give the same ids.
 
-    Args:
-        vocab_size: target size in tokens, specials included; every character is kept, so it can come
-            out larger, and smaller when merges run out (a ``UserWarning`` below half the request).
-        model_max_length: the model's position limit in tokens, respected by truncation.
-        limit_alphabet: most distinct characters kept; ``None`` keeps all.
-        min_frequency: occurrences a merge needs (single characters always stay).
-        strip_accents: off, so decoding gives the text back.
-        nfkc: NFKC before BERT's normalizer; then only ``AutoTokenizer``/``PreTrainedTokenizerFast``
-            reproduce the ids.
+    ``vocab_size``: target in tokens, specials included (every character is kept, so it can come out larger; a
+    ``UserWarning`` when merges run out far below it). ``model_max_length``: the model's position limit, respected by
+    truncation. ``limit_alphabet``: most distinct characters kept (None: all). ``min_frequency``: occurrences a merge
+    needs (single characters always stay). ``strip_accents`` is off so that decoding gives the text back.
+    ``nfkc``: NFKC before BERT's normalizer; then only ``AutoTokenizer``/``PreTrainedTokenizerFast`` reproduce the ids.
 
-    Returns:
-        An ``NbkitTokenizerFast`` (a ``PreTrainedTokenizerFast`` whose ``save_pretrained`` writes the
-        complete file set); the same texts and settings give the same ids.
+    Returns an ``NbkitTokenizerFast`` (its ``save_pretrained`` writes the complete file set).
 
     Raises:
         ConfigError: ``vocab_size`` not above the 5 specials or above
@@ -107,7 +58,7 @@ def train_wordpiece(
         DataError: no non-empty text, or a non-string item.
         WriteError: ``out_dir``'s disk full or not writable (nothing half-written is left).
     """
-    from tokenizers import trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import BertTokenizer
 
     from nbkit.text.tokenizer_files import nbkit_tokenizer_class
@@ -115,31 +66,36 @@ def train_wordpiece(
     check_vocab_size(vocab_size, len(SPECIAL_TOKENS))
     if model_max_length <= 2:
         raise ConfigError(f"model_max_length={model_max_length} must exceed 2 ([CLS] and [SEP]); use e.g. 128 or 512")
+    if limit_alphabet is not None and limit_alphabet < 1:
+        raise ConfigError(f"limit_alphabet={limit_alphabet} must be positive, or None to keep every character")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    backend = _build_backend(strip_accents=strip_accents, lowercase=lowercase, nfkc=nfkc)
-    if limit_alphabet is not None and limit_alphabet < 1:
-        raise ConfigError(f"limit_alphabet={limit_alphabet} must be positive, or None to keep every character")
-    stream = _CountingBatches(texts)
-    batches = list(stream)  # read once: checked, counted and batched on the way
-    if stream.n_texts == 0:
+    backend = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
+    bert = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents,
+                                      lowercase=lowercase)
+    backend.normalizer = with_nfkc(bert) if nfkc else bert
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.decoder = decoders.WordPiece(prefix="##")
+    kept = []
+    for text in texts:
+        if not isinstance(text, str):
+            raise DataError(f"train_wordpiece expects strings, got {type(text).__name__}; "
+                            "pass a column of text, e.g. dataset['text']")
+        if text.strip():
+            kept.append(text)
+    if not kept:
         raise DataError("train_wordpiece got no non-empty text; check the corpus column and filters")
+    chars = set().union(*kept)
     # ids of the continuation tokens fixed before training: the same vocabulary every time
-    continuation, alphabet = fixed_token_order(backend, (t for b in batches for t in b), limit_alphabet)
-    # The Python binding rejects limit_alphabet=None but leaves the Rust
-    # default (no limit) when the argument is omitted.
+    continuation, alphabet = fixed_token_order(backend, kept, limit_alphabet)
+    # The Python binding rejects limit_alphabet=None but leaves the Rust default (no limit) when it is omitted.
     limit = {} if limit_alphabet is None else {"limit_alphabet": limit_alphabet, "initial_alphabet": alphabet}
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        special_tokens=[*SPECIAL_TOKENS, *continuation],
-        continuing_subword_prefix="##",
-        show_progress=False,
-        **limit,
-    )
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                        special_tokens=[*SPECIAL_TOKENS, *continuation],
+                                        continuing_subword_prefix="##", show_progress=False, **limit)
     t0 = time.perf_counter()
-    backend.train_from_iterator(iter(batches), trainer=trainer)
+    backend.train_from_iterator((kept[i:i + _BATCH] for i in range(0, len(kept), _BATCH)), trainer=trainer)
     seconds = time.perf_counter() - t0
 
     vocab = backend.get_vocab()  # the continuation "special" tokens become plain entries below
@@ -147,10 +103,10 @@ def train_wordpiece(
         import warnings
 
         cut = (f" limit_alphabet={limit_alphabet} kept {limit_alphabet:,} of them, and" if limit_alphabet is not None
-               and len(stream.alphabet) > limit_alphabet else "")
+               and len(chars) > limit_alphabet else "")
         warnings.warn(
             f"the trained vocabulary has {len(vocab):,} tokens, far below vocab_size={vocab_size:,}: the corpus "
-            f"({stream.n_texts:,} texts, {len(stream.alphabet):,} distinct characters;{cut} no more pairs occurring "
+            f"({len(kept):,} texts, {len(chars):,} distinct characters;{cut} no more pairs occurring "
             f">= min_frequency={min_frequency} times) has nothing more to merge (each Chinese character is its own "
             "word, so merges happen only inside Latin words and digit runs). More text, or a smaller vocab_size, "
             "fits it.", UserWarning, stacklevel=2)
@@ -169,18 +125,10 @@ def train_wordpiece(
 
     with atomic_dir(out_dir, replace=False, what="tokenizer") as tmp:  # WriteError when the disk is full
         tokenizer.save_pretrained(str(tmp))
-    info = {
-        "n_texts": stream.n_texts,
-        "n_chars": stream.n_chars,
-        "alphabet_size": len(stream.alphabet),
-        "vocab_size_requested": vocab_size,
-        "vocab_size": len(vocab),
-        "limit_alphabet": limit_alphabet,
-        "min_frequency": min_frequency,
-        "nfkc": nfkc,
-        "model_max_length": model_max_length,
-        "train_seconds": round(seconds, 3),
-    }
+    info = {"n_texts": len(kept), "n_chars": sum(map(len, kept)), "alphabet_size": len(chars),
+            "vocab_size_requested": vocab_size, "vocab_size": len(vocab), "limit_alphabet": limit_alphabet,
+            "min_frequency": min_frequency, "nfkc": nfkc, "model_max_length": model_max_length,
+            "train_seconds": round(seconds, 3)}
     jsonio.write_json(out_dir / "training.json", info)
     return tokenizer
 
@@ -195,43 +143,22 @@ def tokenizer_stats(tokenizer, heldout_texts: Iterable[str]) -> dict[str, Any]:
     """
     import numpy as np
 
-    unk_id = tokenizer.unk_token_id
-    lengths: list[int] = []
-    n_unk = n_chars = 0
-    batch: list[str] = []
-
-    def flush():
-        nonlocal n_unk, n_chars
-        enc = tokenizer(batch, add_special_tokens=False, verbose=False)["input_ids"]  # lengths may exceed the limit
-        for text, ids in zip(batch, enc):
-            lengths.append(len(ids))
-            n_unk += sum(1 for i in ids if i == unk_id)
-            n_chars += sum(1 for c in text if not c.isspace())
-        batch.clear()
-
-    for text in heldout_texts:
-        if text and text.strip():
-            batch.append(text)
-            if len(batch) == _BATCH:
-                flush()
-    if batch:
-        flush()
-    if not lengths:
+    texts = [t for t in heldout_texts if t and t.strip()]
+    if not texts:
         raise DataError("tokenizer_stats got no non-empty held-out text; pass the validation split's text column")
+    lengths, n_unk = [], 0
+    for i in range(0, len(texts), _BATCH):
+        enc = tokenizer(texts[i:i + _BATCH], add_special_tokens=False, verbose=False)["input_ids"]  # untruncated
+        lengths += map(len, enc)
+        n_unk += sum(ids.count(tokenizer.unk_token_id) for ids in enc)
+    n_chars = sum(1 for t in texts for c in t if not c.isspace())
     arr = np.asarray(lengths)
     n_tokens = int(arr.sum())
     p50, p95, p99 = np.percentile(arr, [50, 95, 99])
-    return {
-        "vocab_size": len(tokenizer),
-        "n_texts": len(lengths),
-        "n_tokens": n_tokens,
-        "unk_rate": n_unk / n_tokens if n_tokens else 0.0,
-        "chars_per_token": n_chars / n_tokens if n_tokens else 0.0,
-        "length_p50": float(p50),
-        "length_p95": float(p95),
-        "length_p99": float(p99),
-        "length_max": int(arr.max()),
-    }
+    return {"vocab_size": len(tokenizer), "n_texts": len(lengths), "n_tokens": n_tokens,
+            "unk_rate": n_unk / n_tokens if n_tokens else 0.0,
+            "chars_per_token": n_chars / n_tokens if n_tokens else 0.0,
+            "length_p50": float(p50), "length_p95": float(p95), "length_p99": float(p99), "length_max": int(arr.max())}
 
 
 #: the ``[UNK]`` share (0-1 of tokens) above which training on a corpus is refused (:func:`check_unk_share`)
@@ -240,17 +167,14 @@ UNK_LIMIT = 0.05
 
 def check_unk_share(tokenizer, texts: Iterable[str] | None = None, ids: Iterable[Sequence[int]] | None = None,
                     allow: bool = False, what: str = "the corpus") -> dict[str, Any]:
-    """The ``[UNK]`` share of a sample of what training will read, under the tokenizer it will use: refused above
-    :data:`UNK_LIMIT` (a tokenizer that reads everything as ``[UNK]`` trains a model on nothing, and its loss
-    falls all the same). ``texts``: a sample of raw text (:func:`tokenizer_stats` measures it); ``ids``: token
-    ids already made by this tokenizer (a prepared store), when there is no text. ``allow``: warn instead of
-    refusing (``PretrainConfig(allow_unk=True)``). Returns ``{"unk_share", "n_tokens", "examples"}``
-    (``examples``: up to 3 characters of ``texts`` that become ``[UNK]``).
+    """The ``[UNK]`` share of a sample of what training will read, refused above :data:`UNK_LIMIT` (a model trained on
+    ``[UNK]`` learns nothing, and its loss falls all the same). ``texts``: raw text; ``ids``: token ids this tokenizer
+    made (a prepared store), when there is no text. ``allow``: warn instead (``PretrainConfig(allow_unk=True)``).
+    Returns ``{"unk_share", "n_tokens", "examples"}`` (up to 3 characters of ``texts`` that become ``[UNK]``).
 
     Raises:
-        DataError: the share is above :data:`UNK_LIMIT` and not ``allow``: the share, three example characters,
-            the likely cause (a ``BertTokenizerFast(vocab_file=...)`` of transformers 5, a vocabulary trained with
-            too small an alphabet) and the fixes, with the flag to go on.
+        DataError: the share is above :data:`UNK_LIMIT` and not ``allow`` (the message names the likely cause, a
+            ``BertTokenizerFast(vocab_file=...)`` of transformers 5 or too small an alphabet, and the fixes).
     """
     import warnings
 
@@ -265,14 +189,9 @@ def check_unk_share(tokenizer, texts: Iterable[str] | None = None, ids: Iterable
         stats = tokenizer_stats(tokenizer, texts)
         share, n_tokens = stats["unk_rate"], stats["n_tokens"]
         if share > UNK_LIMIT:
-            seen: set[str] = set()
-            for ch in (c for t in texts for c in t if not c.isspace()):
-                if ch not in seen:
-                    seen.add(ch)
-                    if tokenizer(ch, add_special_tokens=False)["input_ids"] == [unk_id]:
-                        examples.append(ch)
-                        if len(examples) == 3:
-                            break
+            chars = dict.fromkeys(c for t in texts for c in t if not c.isspace())   # distinct, in order
+            unknown = (c for c in chars if tokenizer(c, add_special_tokens=False)["input_ids"] == [unk_id])
+            examples = list(islice(unknown, 3))
     else:
         rows = [list(r) for r in ids or ()]
         n_tokens = sum(map(len, rows))

@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -57,7 +58,6 @@ def tokenizer_sha256(tokenizer) -> str:
     return hashlib.sha256(jsonio.dumps(spec, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-
 #: files a tokenizer folder may define the tokenizer by (Hugging Face's names; ``*.model``: SentencePiece)
 DEFINING_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
                   "vocab.txt", "vocab.json", "merges.txt")
@@ -86,13 +86,10 @@ CJK_CHARS = (r"\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf
 
 
 def cjk_decoder(prefix: str = "##"):
-    """A ``tokenizers`` decoder that writes Chinese without spaces: BERT's ``WordPiece`` decoder (``##`` pieces
-    joined, cleanup of `` .`` and the like), ``Fuse`` (one string), then ``Replace`` of every space next to a
-    CJK character or CJK punctuation (:data:`CJK_CHARS`, an Oniguruma look-around) by nothing.
-
-    ``BertTokenizer.decode`` joins every token with a space (``"我 爱 北 京"``). Spaces between Latin words stay;
-    one beside a Chinese character goes (``"我爱python"``). Stored in ``tokenizer.json``, so every loader decodes
-    the same way.
+    """A ``tokenizers`` decoder that writes Chinese without spaces: BERT's ``WordPiece`` decoder, ``Fuse``, then
+    ``Replace`` of every space next to a CJK character or punctuation (:data:`CJK_CHARS`) by nothing, where
+    ``BertTokenizer.decode`` joins every token with a space (``"我 爱 北 京"``). Spaces between Latin words stay
+    (``"我爱python"``); stored in ``tokenizer.json``, so every loader decodes the same way.
     """
     from tokenizers import Regex, decoders
 
@@ -102,10 +99,9 @@ def cjk_decoder(prefix: str = "##"):
 
 
 def cjk_decoding(tokenizer):
-    """The ``tokenizers.Tokenizer`` of a fast ``tokenizer``, copied, with :func:`cjk_decoder` when it is a
-    WordPiece (others, e.g. byte-level BPE, already decode without added spaces): ``.decode(ids,
-    skip_special_tokens=True)`` gives the text the saved files (``save_tokenizer(..., cjk_decode=True)``) give.
-    The caller's tokenizer is not changed (its hash, :func:`tokenizer_sha256`, neither)."""
+    """A copy of a fast ``tokenizer``'s ``tokenizers.Tokenizer``, with :func:`cjk_decoder` when it is a WordPiece
+    (byte-level BPE already decodes without added spaces): its ``decode`` gives what the files saved with
+    ``cjk_decode=True`` give. The caller's tokenizer (and its :func:`tokenizer_sha256`) is not changed."""
     from tokenizers import Tokenizer
 
     backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
@@ -117,28 +113,24 @@ def cjk_decoding(tokenizer):
 
 def _start_template(tokenizer, token: str) -> dict:
     """The ``tokenizer.json`` post-processor that puts ``token`` before a text (and between a pair)."""
-    from tokenizers import processors
+    from tokenizers import Tokenizer, models, processors
 
-    i = tokenizer.convert_tokens_to_ids(token)
-    template = processors.TemplateProcessing(single=f"{token} $A", pair=f"{token} $A {token}:1 $B:1",
-                                             special_tokens=[(token, int(i))])
-    from tokenizers import Tokenizer, models
-
-    holder = Tokenizer(models.WordLevel({token: int(i)}, unk_token=token))
-    holder.post_processor = template
+    i = int(tokenizer.convert_tokens_to_ids(token))
+    holder = Tokenizer(models.WordLevel({token: i}, unk_token=token))   # serialises the template to JSON
+    holder.post_processor = processors.TemplateProcessing(single=f"{token} $A", pair=f"{token} $A {token}:1 $B:1",
+                                                          special_tokens=[(token, i)])
     return json.loads(holder.to_str())["post_processor"]
 
 
 def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: int | None = None,
                              cjk_decode: bool = False, start_token: str | None = None) -> Path:
-    """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote (``vocab.txt`` and decoding: WordPiece only;
-    ``start_token``: every fast tokenizer); ``model_max_length`` (tokens, None: keep) is what ``truncation=True``
-    cuts to. Returns ``out_dir``.
+    """Complete what ``tokenizer.save_pretrained(out_dir)`` wrote: ``vocab.txt`` and normalisation flags (WordPiece),
+    ``model_max_length`` (tokens ``truncation=True`` cuts to; None: keep). Returns ``out_dir``.
 
-    ``cjk_decode``: a WordPiece's ``tokenizer.json`` gets :func:`cjk_decoder` (ids unchanged). ``start_token``:
-    the post-processor puts that token (a causal LM's document separator) before the text, so
-    ``tokenizer(prompt)`` opens a document as :func:`nbkit.text.causal.prompt_ids` does. Either sets
-    ``tokenizer_class`` to :data:`TOKENIZER_CLASS`, so loaders read ``tokenizer.json`` as written.
+    ``cjk_decode``: a WordPiece's ``tokenizer.json`` gets :func:`cjk_decoder` (ids unchanged). ``start_token`` (any
+    fast tokenizer): the post-processor puts that token (a causal LM's document separator) before the text, as
+    :func:`nbkit.text.causal.prompt_ids` does. Either sets ``tokenizer_class`` to :data:`TOKENIZER_CLASS`, so loaders
+    read ``tokenizer.json`` as written.
 
     Raises:
         ConfigError: the ids are not 0..n-1 (no ``vocab.txt`` can hold them).
@@ -150,6 +142,9 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
         return out
     model = json.loads(backend.to_str()).get("model") or {}
     config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    tok_json = out / "tokenizer.json"
+    spec = json.loads(tok_json.read_text(encoding="utf-8")) if tok_json.is_file() else None
+    rewritten = False     # tokenizer.json changed: loaders must read it as written
     if model.get("type") == "WordPiece":
         vocab = backend.get_vocab(with_added_tokens=True)
         tokens = sorted(vocab, key=vocab.get)
@@ -161,26 +156,22 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
         config.update(normalization_flags(backend))
         if config.get("unicode_normalization"):
             config["normalization_note"] = NFKC_NOTE
-        if cjk_decode and (out / "tokenizer.json").is_file():
-            spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
+        if cjk_decode and spec is not None:
             spec["decoder"] = json.loads(cjk_decoding(tokenizer).to_str())["decoder"]
-            jsonio.write_json(out / "tokenizer.json", spec)
-            config["tokenizer_class"] = TOKENIZER_CLASS
-            config["clean_up_tokenization_spaces"] = False
-    if start_token is not None and (out / "tokenizer.json").is_file():
+            rewritten = True
+    if start_token is not None and spec is not None:
         # any model type: the generic class keeps the file's post-processor (GPT2Tokenizer and LlamaTokenizer
         # would rebuild their own from add_bos_token)
-        spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
         template = _start_template(tokenizer, start_token)
         before = spec.get("post_processor") or {}
         if before.get("type") == "ByteLevel":            # keep its offset trimming, then the template
             template = {"type": "Sequence", "processors": [before, template]}
-        spec["post_processor"] = template
-        jsonio.write_json(out / "tokenizer.json", spec)
-        config["tokenizer_class"] = TOKENIZER_CLASS
-        config["clean_up_tokenization_spaces"] = False
+        spec["post_processor"], rewritten = template, True
         for key in ("add_bos_token", "add_eos_token"):  # the template decides what is added, nothing else
             config.pop(key, None)
+    if rewritten:
+        jsonio.write_json(tok_json, spec)
+        config.update(tokenizer_class=TOKENIZER_CLASS, clean_up_tokenization_spaces=False)
     for key in LOAD_ONLY_KEYS:
         config.pop(key, None)
     if config.get("tokenizer_class") in GENERIC_CLASSES:
@@ -202,28 +193,23 @@ def save_tokenizer(tokenizer, out_dir: str | Path, model_max_length: int | None 
     return complete_tokenizer_files(out, tokenizer, model_max_length, cjk_decode=cjk_decode, start_token=start_token)
 
 
+@functools.cache
 def nbkit_tokenizer_class():
     """``NbkitTokenizerFast``, a ``PreTrainedTokenizerFast`` whose ``save_pretrained`` writes the complete
     set; defined on first use, so transformers is imported only then."""
-    global _CLASS
-    if _CLASS is None:
-        from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-        class NbkitTokenizerFast(PreTrainedTokenizerFast):
-            """A ``PreTrainedTokenizerFast`` saved as a complete file set."""
+    class NbkitTokenizerFast(PreTrainedTokenizerFast):
+        """A ``PreTrainedTokenizerFast`` saved as a complete file set."""
 
-            def save_pretrained(self, save_directory, *args, **kwargs):
-                files = super().save_pretrained(save_directory, *args, **kwargs)
-                complete_tokenizer_files(save_directory, self)
-                return files
+        def save_pretrained(self, save_directory, *args, **kwargs):
+            files = super().save_pretrained(save_directory, *args, **kwargs)
+            complete_tokenizer_files(save_directory, self)
+            return files
 
-        NbkitTokenizerFast.__module__ = __name__
-        NbkitTokenizerFast.__qualname__ = "NbkitTokenizerFast"
-        _CLASS = NbkitTokenizerFast
-    return _CLASS
-
-
-_CLASS = None
+    NbkitTokenizerFast.__module__ = __name__
+    NbkitTokenizerFast.__qualname__ = "NbkitTokenizerFast"
+    return NbkitTokenizerFast
 
 
 def __getattr__(name):  # pickling finds the class as nbkit.text.tokenizer_files.NbkitTokenizerFast

@@ -24,10 +24,8 @@ FAR_BELOW = 0.9
 
 
 def check_vocab_size(vocab_size: int, min_size: int) -> None:
-    """Raise ``ConfigError`` for a ``vocab_size`` (tokens) the trainer cannot or should not try.
-
-    ``min_size``: the special tokens, which every vocabulary holds.
-    """
+    """Raise ``ConfigError`` for a ``vocab_size`` (tokens) the trainer cannot or should not try; ``min_size``: the
+    special tokens, which every vocabulary holds."""
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
         raise ConfigError(f"vocab_size={vocab_size!r} must be an int (tokens), e.g. 8000")
     if vocab_size <= min_size:
@@ -42,20 +40,10 @@ def check_vocab_size(vocab_size: int, min_size: int) -> None:
 
 
 def fixed_token_order(backend, texts: Iterable[str], limit_alphabet: int | None) -> tuple[list[str], list[str]]:
-    """Continuation tokens and alphabet to fix before training (see the module docstring).
-
-    Args:
-        backend: the untrained ``tokenizers.Tokenizer`` (its normalizer and pre-tokenizer
-            define the words the trainer will see).
-        texts: the training texts (read once).
-        limit_alphabet: the trainer's alphabet limit (characters), or None for all.
-
-    Returns:
-        ``(continuation, alphabet)``: ``["##c", ...]`` sorted by code point, for every
-        kept character that occurs after the first position of a word; and, when
-        ``limit_alphabet`` is set, the ``limit_alphabet`` most frequent characters (ties
-        by code point) to pass as ``initial_alphabet`` (else ``[]``).
-    """
+    """``(continuation, alphabet)`` to fix before training (see the module docstring): ``["##c", ...]`` sorted by code
+    point for every kept character that occurs after a word's first position, and with ``limit_alphabet`` the
+    ``limit_alphabet`` most frequent characters (ties by code point) for ``initial_alphabet`` (else ``[]``).
+    ``backend``: the untrained ``tokenizers.Tokenizer``, whose normalizer and pre-tokenizer define the words."""
     counts: Counter[str] = Counter()
     inner: set[str] = set()
     normalize, split = backend.normalizer.normalize_str, backend.pre_tokenizer.pre_tokenize_str

@@ -41,22 +41,14 @@ def segment(texts: Sequence[str]) -> list[list[str]]:
     return [[w for w in jieba.lcut(t) if w.strip()] for t in texts]
 
 
-def _cache_key(texts: Sequence[str]) -> str:
-    import jieba
-
-    h = hashlib.sha256(f"jieba {jieba.__version__}\n".encode())
-    for t in texts:
-        h.update(t.encode("utf-8"))
-        h.update(b"\0")
-    return h.hexdigest()[:24]
-
-
 def cached_segment(texts: Sequence[str], cache_dir: str | Path | None) -> list[list[str]]:
     """:func:`segment` cached in ``cache_dir/words-<hash>.json`` (None: no cache); a corrupt file is rewritten."""
     if cache_dir is None:
         return segment(texts)
-    _jieba()
-    path = Path(cache_dir) / f"words-{_cache_key(texts)}.json"
+    h = hashlib.sha256(f"jieba {_jieba().__version__}\n".encode())   # keyed by the texts and jieba's version
+    for t in texts:
+        h.update(t.encode("utf-8") + b"\0")
+    path = Path(cache_dir) / f"words-{h.hexdigest()[:24]}.json"
     if path.is_file():
         try:
             words = json.loads(path.read_text(encoding="utf-8"))

@@ -11,19 +11,16 @@ import warnings
 # Simplified Chinese faces first, then any CJK face (same ideographs, regional shapes); older matplotlib
 # reads only the first face of Debian's NotoSansCJK-Regular.ttc, "Noto Sans CJK JP".
 CJK_FAMILIES = (
-    "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN",
-    "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Microsoft YaHei", "PingFang SC",
-    "Hiragino Sans GB", "Heiti SC", "SimHei", "Droid Sans Fallback",
-    "Noto Sans CJK JP", "Noto Sans CJK TC", "Noto Sans CJK HK", "Noto Sans CJK KR",
-    "Source Han Sans", "Source Han Sans TC", "Source Han Sans JP", "Source Han Sans K",
-    "Noto Serif CJK SC", "Noto Serif CJK JP", "AR PL UMing CN", "AR PL UKai CN",
-)
+    "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN", "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei", "Microsoft YaHei", "PingFang SC", "Hiragino Sans GB", "Heiti SC", "SimHei",
+    "Droid Sans Fallback", "Noto Sans CJK JP", "Noto Sans CJK TC", "Noto Sans CJK HK", "Noto Sans CJK KR",
+    "Source Han Sans", "Source Han Sans TC", "Source Han Sans JP", "Source Han Sans K", "Noto Serif CJK SC",
+    "Noto Serif CJK JP", "AR PL UMing CN", "AR PL UKai CN")
 
-INSTALL_HINT = ("No CJK font found for matplotlib, so Chinese text in plots would show as empty boxes; "
-                "plots use English labels instead. To get Chinese labels install one, e.g. "
-                "`sudo apt-get install fonts-noto-cjk` (Debian/Ubuntu; the nbkit container has it; "
-                "elsewhere Noto Sans CJK SC or Source Han Sans SC into ~/.local/share/fonts), "
-                "then restart the kernel.")
+INSTALL_HINT = ("No CJK font found for matplotlib, so Chinese text in plots would show as empty boxes; plots use "
+                "English labels instead. To get Chinese labels install one, e.g. `sudo apt-get install fonts-noto-cjk` "
+                "(Debian/Ubuntu; the nbkit container has it; elsewhere Noto Sans CJK SC or Source Han Sans SC into "
+                "~/.local/share/fonts), then restart the kernel.")
 
 
 class CjkFontWarning(UserWarning):

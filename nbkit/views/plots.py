@@ -60,8 +60,8 @@ class LivePlot:
         ConfigError: an unknown ``mode``.
     """
 
-    def __init__(self, out_dir=None, min_interval_s: float = 1.0, max_points: int = 1000,
-                 mode: str = "auto", clock=time.monotonic, max_overhead: float = 0.05):
+    def __init__(self, out_dir=None, min_interval_s: float = 1.0, max_points: int = 1000, mode: str = "auto",
+                 clock=time.monotonic, max_overhead: float = 0.05):
         if mode not in ("auto", "notebook", "text", "none"):
             from nbkit.errors import ConfigError
 
@@ -72,8 +72,7 @@ class LivePlot:
         self.mode = ("notebook" if _in_notebook() else "text") if mode == "auto" else mode
         self.series: dict[str, _Series] = {}
         self.last: dict[str, float] = {}
-        self.step = 0
-        self.draws = 0
+        self.step = self.draws = 0
         self._last_draw: float | None = None
         self._fig = self._lines = self._handle = None
         self.closed = False
@@ -104,11 +103,9 @@ class LivePlot:
 
     def text(self) -> str:
         """The latest values: ``step 120 | loss 3.2100 | lr 4.00e-04 | tokens/s 12,345``."""
-        parts = [f"step {self.step}"]
         fmt = {"loss": "loss {:.4f}", "eval_loss": "eval_loss {:.4f}", "lr": "lr {:.2e}",
                "tokens_per_s": "tokens/s {:,.0f}", "samples_per_s": "samples/s {:,.1f}"}
-        parts += [f.format(self.last[k]) for k, f in fmt.items() if k in self.last]
-        return " | ".join(parts)
+        return " | ".join([f"step {self.step}", *(f.format(self.last[k]) for k, f in fmt.items() if k in self.last)])
 
     def __repr__(self) -> str:
         n = sum(len(s.x) for s in self.series.values())
@@ -219,7 +216,6 @@ def plot_confusion_matrix(cm: Sequence[Sequence[int]], labels: Sequence[str], ax
     from nbkit.views.fonts import use_cjk_font
 
     use_cjk_font()
-
     counts = np.asarray(cm, dtype=float)
     k = len(labels)
     if counts.shape != (k, k):
