@@ -13,7 +13,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.models.loading import _saved_labels, load_pretrained, seeded
+from nbkit.models.loading import _saved_labels, load_pretrained, saved_config, seeded
 from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
 #: BertConfig kwargs per preset (``count_parameters`` gives their sizes).
@@ -187,28 +187,13 @@ def reorder_head(model, order: list[int]) -> None:
         model.classifier.bias.copy_(model.classifier.bias[index])            # (C,)
 
 
-def _saved_head(path: Path, suffix: str) -> bool:
-    """True when ``path``'s ``config.json`` names an architecture ending in ``suffix`` (a saved task head)."""
-    import json
-
-    try:
-        saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return any(str(a).endswith(suffix) for a in saved.get("architectures") or [])
-
-
 def _saved_pooling(path: Path) -> str | None:
     """The pooling a saved classifier was trained with; None when ``path`` holds no classifier."""
-    import json
-
-    try:
-        saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None                         # load_pretrained reports the broken file
-    if not any(str(a).endswith("ForSequenceClassification") for a in saved.get("architectures") or []):
+    saved = saved_config(path) or {}                 # a broken file: load_pretrained reports it
+    archs = [str(a) for a in saved.get("architectures") or []]
+    if not any(a.endswith("ForSequenceClassification") for a in archs):
         return None
-    return saved.get("classifier_pooling") or ("mean" if "MeanPool" in str(saved.get("architectures")) else "cls")
+    return saved.get("classifier_pooling") or ("mean" if any("MeanPool" in a for a in archs) else "cls")
 
 
 #: config.json key nbkit's pretraining writes into the models it saves (``{"objective": "mlm", "init": ...}``)
@@ -221,8 +206,6 @@ def choose_pooling(folder: Path | None) -> tuple[str, str]:
     A saved classifier keeps its pooling; ``cls`` when the checkpoint carries a pooler trained by a published
     BERT's sentence objective; else ``mean``, which reads what MLM trains (the token states).
     """
-    import json
-
     from nbkit.models.loading import weight_names
 
     if folder is None:
@@ -230,11 +213,7 @@ def choose_pooling(folder: Path | None) -> tuple[str, str]:
     saved = _saved_pooling(folder)
     if saved is not None:
         return saved, "the saved classifier's"
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        config = {}
-    if config.get(NBKIT_MARK):
+    if (saved_config(folder) or {}).get(NBKIT_MARK):
         return "mean", "pretrained by nbkit's MLM-only recipe: its [CLS] pooler was never trained"
     if any(n.endswith("pooler.dense.weight") for n in weight_names(folder)):
         return "cls", ("the checkpoint carries a trained [CLS] pooler (published BERTs train it with next-sentence "
@@ -287,36 +266,25 @@ def auto_head_class(model_type: str, head: str, source: str = ""):
 def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
                      tokenizer=None, preset: str | None = None, reinit_head: bool = False, seed: int | None = 0,
                      pooling: str | None = None, head: str = "sequence", **overrides):
-    """A sequence classifier (``logits`` (B, num_labels)) and a one-line note ``how`` saying where it came from;
-    with ``head="token"`` a token classifier (``logits`` (B, T, num_labels), one label per token: named entities),
-    built the same way (no pooling: each token's state feeds the head).
+    """``(model, how)``: a sequence classifier (``logits`` (B, num_labels)), or with ``head="token"`` a token
+    classifier (``logits`` (B, T, num_labels)), and a one-line note saying where it came from.
 
-    A BERT-layout encoder gets ``BertForTokenClassification`` or the pooling :func:`choose_pooling` picks; any
-    other encoder transformers knows (ELECTRA, ERNIE, ...) its family's own head (:func:`auto_head_class`).
-
-    Args:
-        source: a ``save_pretrained`` directory (nbkit's pretraining output, a published encoder), a cached or
-            downloadable hub name, or None to build a BERT from ``preset`` and ``tokenizer``.
-        id2label: class id -> name (one per label), stored in the config.
-        tokenizer: required for ``source=None``; otherwise checked to be the model's
-            (:func:`check_tokenizer_matches`).
-        reinit_head: a new head for ``num_labels`` where the checkpoint's has another count (``how``
-            lists the re-initialised weights and shapes), instead of raising.
-        seed: for every weight not loaded (:func:`nbkit.models.loading.seeded`).
-        pooling: None chooses by :func:`choose_pooling` (the reason goes into ``how``), or ``"cls"`` / ``"mean"``
-            (:func:`classifier_class`); for an encoder that is not BERT only None or ``"cls"`` (its own head).
-        head: ``"sequence"`` or ``"token"`` (:data:`HEADS`).
-        overrides: ``BertConfig`` fields when built from scratch (ignored with a ``source``).
-
-    Saved label names in another order are not an error: the head is reordered to follow ``id2label``.
+    ``source``: a ``save_pretrained`` folder or a Hub name (cached or downloadable), or None to build a BERT from
+    ``preset`` and ``tokenizer``. A BERT-layout encoder gets ``BertForTokenClassification`` or the pooling
+    :func:`choose_pooling` picks (``pooling`` None; ``"cls"`` / ``"mean"``: :func:`classifier_class`); any other
+    encoder transformers knows (ELECTRA, ERNIE, ...) its family's own head (:func:`auto_head_class`).
+    ``tokenizer`` is checked to be the model's (:func:`check_tokenizer_matches`). ``reinit_head``: a new head where
+    the checkpoint's has another label count (``how`` lists the weights) instead of raising; saved label names in
+    another order reorder the head to follow ``id2label``. ``seed``: every weight not loaded
+    (:func:`nbkit.models.loading.seeded`). ``overrides``: ``BertConfig`` fields when built from scratch.
 
     Raises:
         ConfigError: ``id2label`` not one name per label; preset/tokenizer missing for ``source=None``;
-            a hub name not available (:func:`nbkit.models.loading.resolve_checkpoint`); another tokenizer; a head with another
-            label count without ``reinit_head``; a pooling that contradicts the saved one or ``"mean"`` for an
-            encoder that is not BERT; a layout transformers has no such head for (:func:`auto_head_class`).
-        CheckpointError: a directory without ``config.json`` or its weights, a config without a model type
-            (:func:`nbkit.models.loading.checkpoint_model_type`), unreadable weights, or another load failure (:func:`nbkit.models.loading.load_pretrained`, with transformers' report).
+            a hub name not available (:func:`nbkit.models.loading.resolve_checkpoint`); another tokenizer; a head
+            with another label count without ``reinit_head``; a pooling that contradicts the saved one or
+            ``"mean"`` for an encoder that is not BERT; a layout without such a head (:func:`auto_head_class`).
+        CheckpointError: a directory without ``config.json`` or its weights, a config without a model type,
+            unreadable weights, or another load failure (:func:`nbkit.models.loading.load_pretrained`).
     """
     if head not in HEADS:
         raise ConfigError(f"head={head!r}: use one of {', '.join(HEADS)}")
@@ -351,8 +319,9 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     kind = checkpoint_model_type(path, source, what="source")
     local = Path(text).expanduser().is_dir()
     saved_labels = _saved_labels(path) if not reinit_head else None
-    if token:
-        saved_labels = saved_labels if _saved_head(path, "ForTokenClassification") else None
+    if token and not any(str(a).endswith("ForTokenClassification")
+                         for a in (saved_config(path) or {}).get("architectures") or []):
+        saved_labels = None
     if kind in ("bert", MeanPoolBertConfig.model_type):   # BERT layout (RoBERTa-wwm, MacBERT): nbkit's pooling choice
         saved_pooling = _saved_pooling(path) if not reinit_head and not token else None
         if pooling and saved_pooling and pooling != saved_pooling:

@@ -146,15 +146,12 @@ def check_generation_args(max_new_tokens: int | None, do_sample: bool, temperatu
 def generation_config(model_config, max_new_tokens: int | None = None, do_sample: bool = False,
                       temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
                       repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None):
-    """The ``transformers.GenerationConfig`` of one generation call, checked (:func:`check_generation_args`
-    against the model's context, :func:`positions`): at most ``max_new_tokens`` new tokens, or with None
-    ``max_length`` = the context (the text, prompt included, ends at the model's last position or its eos;
-    transformers refuses a prompt that fills the context with a ValueError naming both lengths, where a fixed
-    ``max_new_tokens`` past GPT-2's position table raises IndexError); greedy or sampled (``temperature``,
-    ``top_k``, ``top_p``), ``repetition_penalty`` (CTRL's, Keskar et al. 2019: scores of tokens already in the
-    text divided by it) and ``no_repeat_ngram_size`` (no n-gram of tokens twice); the special ids of
-    ``model_config`` (pad: eos where there is none). Every field is set, so an export's bare pipeline call
-    decodes as ``generate`` does rather than by the pipeline's defaults (256 sampled tokens).
+    """The checked (:func:`check_generation_args`) ``transformers.GenerationConfig`` of one generation call: at most
+    ``max_new_tokens`` new tokens, or with None ``max_length`` = the context (:func:`positions`; a fixed count past
+    GPT-2's position table raises IndexError in transformers, a full context a ValueError naming both lengths);
+    greedy or sampled (``temperature``, ``top_k``, ``top_p``), ``repetition_penalty`` (CTRL's, Keskar et al. 2019)
+    and ``no_repeat_ngram_size``; ``model_config``'s special ids (pad: eos where there is none). Every field is
+    set, so an export's bare pipeline call decodes as ``generate`` does, not by the pipeline's defaults.
 
     Raises:
         ConfigError: a setting out of range (:func:`check_generation_args`).

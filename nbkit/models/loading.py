@@ -76,12 +76,9 @@ def _shape(s) -> str:
 
 
 def _saved_labels(path: Path) -> dict | None:
-    import json
-
     try:
-        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        return {int(k): v for k, v in (cfg.get("id2label") or {}).items()}
-    except (OSError, ValueError, AttributeError):
+        return {int(k): v for k, v in ((saved_config(path) or {}).get("id2label") or {}).items()}
+    except (ValueError, AttributeError):
         return None
 
 
@@ -89,12 +86,11 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
                     **kwargs):
     """``model_cls.from_pretrained(source, **kwargs)`` with failures translated; returns ``(model, info)``.
 
-    ``info``: transformers' loading info plus ``reinitialised``, lines like ``"classifier.weight (4, 64) ->
-    (2, 64)"``, and ``stored_dtype`` (:func:`stored_dtype`). ``reinit_head``: the task head (:data:`HEAD_PREFIXES`)
+    ``info``: transformers' loading info plus ``reinitialised`` (lines like ``"classifier.weight (4, 64) ->
+    (2, 64)"``) and ``stored_dtype`` (:func:`stored_dtype`). ``reinit_head``: the task head (:data:`HEAD_PREFIXES`)
     may have another shape and is then initialised afresh (``seed``: :func:`seeded`). The weights load as
-    :data:`MASTER_DTYPE` whatever the file stores (``dtype=...`` in ``kwargs`` overrides it). A local folder is
-    read from one whole version (:func:`nbkit.atomic.read_consistent`: read again when another kernel replaced
-    it meanwhile, instead of a ``FileNotFoundError`` or the config of one save with the weights of another).
+    :data:`MASTER_DTYPE` unless ``kwargs`` has ``dtype``. A local folder is read from one whole version
+    (:func:`nbkit.atomic.read_consistent`: another kernel may be replacing it).
 
     Raises:
         ConfigError: the classification head has another label count and not ``reinit_head`` (fixes named).
@@ -210,8 +206,13 @@ def resolve_checkpoint(source, what: str = "init", alternative: str = "", weight
         raise CheckpointError(f"{what}={text!r}: the Hub repository has no config.json; it is not a transformers "
                               "model (pass a BERT checkpoint's name or folder)")
     lacks = missing_weights(folder) if weights else None
-    if lacks:
-        raise CheckpointError(snapshot_message(text, folder, lacks, what, alternative))
+    if lacks:   # an interrupted download
+        raise CheckpointError(
+            f"{what}={text!r}: the Hugging Face cache's snapshot {folder} is incomplete (an interrupted download?): "
+            f"it has config.json but {lacks}; it holds: {_listing(folder)}. Fix: where there is network, run "
+            f"`hf download {text}` (it completes the cache; unset HF_HUB_OFFLINE for it), or `hf download {text} "
+            f"--local-dir DIR` and pass {what}=DIR, a folder with config.json, the weights and vocab.txt"
+            + (f"; or {alternative}." if alternative else "."))
     return folder
 
 
@@ -242,17 +243,6 @@ def missing_weights(folder) -> str | None:
 def _listing(folder: Path, n: int = 8) -> str:
     names = sorted(p.name for p in folder.iterdir())
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "") if names else "nothing"
-
-
-def snapshot_message(name: str, folder: Path, lacks: str, what: str = "init", alternative: str = "") -> str:
-    """The error text for a Hub cache snapshot without its weights (an interrupted download): the snapshot
-    folder, what it lacks and holds, and the commands that complete it, as :func:`hub_message` words them."""
-    other = f"; or {alternative}" if alternative else ""
-    return (f"{what}={name!r}: the Hugging Face cache's snapshot {folder} is incomplete (an interrupted download?): "
-            f"it has config.json but {lacks}; it holds: {_listing(folder)}. Fix: where there is network, run "
-            f"`hf download {name}` (it completes the cache; unset HF_HUB_OFFLINE for it), or "
-            f"`hf download {name} --local-dir DIR` and pass {what}=DIR, a folder with config.json, the weights and "
-            f"vocab.txt{other}.")
 
 
 def hub_message(name: str, exc: BaseException, what: str = "init", alternative: str = "") -> str:
