@@ -34,7 +34,7 @@ from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
 from nbkit.recipes.lora import CONFIG_HELP as LORA_HELP
 from nbkit.recipes.lora import EXPORTS as LORA_EXPORTS
-from nbkit.recipes.lora import lr_origin, peak_lr, unused_fields
+from nbkit.recipes.lora import lr_origin, one_spelling, peak_lr, unused_fields
 from nbkit.recipes.lora import settings as lora_settings
 from nbkit.recipes.scales import LORA_LR_CAP, constant  # noqa: F401  (LORA_LR_CAP: ft.LORA_LR_CAP, its reason)
 from nbkit.tasks.token import evaluate_ner  # noqa: F401  (notebook 07 and bench/ call ft.evaluate_ner)
@@ -157,9 +157,7 @@ class FinetuneConfig(RecipeConfig):
         which would train on the bundled data and ignore them without a word (:meth:`nbkit.tasks.Task.check`)."""
         super().__post_init__()
         tasks.get(self.task).check(self)
-        if isinstance(self.lora_targets, (str, list)):   # one spelling: a tuple (the run folder joins it with x)
-            names = [self.lora_targets] if isinstance(self.lora_targets, str) else self.lora_targets
-            object.__setattr__(self, "lora_targets", tuple(str(n) for n in names))
+        one_spelling(self)
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -241,10 +239,8 @@ def default_encoder(scale: str) -> Path | None:
 
 
 def _from_encoder(source, read):
-    """``read(source)``; where ``source`` is a local folder (notebook 02's ``model/``, which a rerun in another
-    kernel may be replacing), from one whole version of it (:func:`nbkit.atomic.read_consistent`: read again
-    when it changed meanwhile, instead of a ``FileNotFoundError`` or a config of one save with the weights of
-    another)."""
+    """``read(source)``, from one whole version of ``source`` where it is a local folder another kernel may be
+    replacing (:func:`nbkit.atomic.read_consistent`)."""
     from nbkit.atomic import being_replaced, read_consistent
 
     folder = None if source is None else Path(source).expanduser()
@@ -254,10 +250,8 @@ def _from_encoder(source, read):
 
 
 def random_encoder_warning(cfg: FinetuneConfig) -> str:
-    """The line :func:`model` prints where the encoder starts from random weights though ``init`` asked for none
-    (None: notebook 02's model, which is not there): random weights score far below a well-pretrained encoder, and
-    only ``metrics.json`` would say why. ``""`` when an encoder is found or ``init="random"`` asks for random
-    weights."""
+    """The warning :func:`model` prints where the encoder starts from random weights though ``init`` asked for none
+    (notebook 02's model is not there); ``""`` when an encoder is found or ``init="random"`` asks for them."""
     if cfg.init is not None or encoder(cfg) is not None:
         return ""
     from nbkit.runs import step_path
@@ -344,11 +338,9 @@ def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
 
 
 def encoder_identity(source, cfg: FinetuneConfig) -> dict:
-    """What a run starts from: ``{"source", "sha256"}`` of ``source``'s weight files (``*.safetensors`` /
-    ``*.bin``; ~2 ms per MB; a Hub name's cached snapshot), or ``{"source": None, "random": cfg.model}``.
-
-    Raises:
-        ConfigError / CheckpointError: ``source`` not found (:func:`nbkit.models.loading.resolve_checkpoint`)."""
+    """What a run starts from: ``{"source", "sha256"}`` of ``source``'s weight files (a Hub name's cached
+    snapshot), or ``{"source": None, "random": cfg.model}``. Raises ConfigError / CheckpointError: ``source`` not
+    found (:func:`nbkit.models.loading.resolve_checkpoint`)."""
     if source is None:
         return {"source": None, "random": cfg.model}
     from nbkit.models.loading import resolve_checkpoint
@@ -378,18 +370,12 @@ def _check_encoder(cfg: FinetuneConfig, out_dir: Path, ident: dict) -> None:
 
 
 def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
-    """``(classifier, how)``: :func:`encoder`'s weights (or random weights of ``cfg.model``), a new head for the
-    task's labels seeded with ``cfg.seed`` (task ner: one per token), ``cfg.pooling`` (None: chosen per encoder,
-    :func:`nbkit.models.bert.choose_pooling`; ``how`` says which and why).
-
-    ``out_dir``: the encoder's identity is recorded there, and its checkpoints from another encoder are not
-    resumed while ``cfg.resume``. Random weights nobody asked for (no notebook 02 model, ``init`` None) are said
-    on screen first (:func:`random_encoder_warning`), for every task, the jobs and the notebooks alike.
-
-    ``cfg.lora``: the classifier is wrapped with LoRA adapters (:func:`nbkit.models.lora.apply_lora`: ``lora_r``,
-    ``lora_alpha``, ``lora_dropout``, ``lora_targets``; A drawn with ``cfg.seed``) and the trainable share printed;
-    the peft model is returned (train it, and export it: :func:`export`), and the encoder's identity recorded in
-    ``out_dir`` includes :func:`nbkit.recipes.lora.settings`.
+    """``(classifier, how)``: :func:`encoder`'s weights (or random weights of ``cfg.model``) and a new head for the
+    task's labels seeded with ``cfg.seed``, ``cfg.pooling`` (None: :func:`nbkit.models.bert.choose_pooling`, ``how``
+    says which and why). Random weights nobody asked for are said on screen first (:func:`random_encoder_warning`).
+    ``out_dir``: the encoder's identity (with ``cfg.lora`` its :func:`nbkit.recipes.lora.settings`) is recorded
+    there, and its checkpoints from another are not resumed. ``cfg.lora``: the peft model is returned
+    (:func:`nbkit.recipes.lora.wrap`, its line printed); train and :func:`export` it.
 
     Raises:
         ConfigError / CheckpointError: from :func:`nbkit.models.bert.build_classifier` (a tokenizer that is not
@@ -416,12 +402,9 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
 
 
 def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: int = 1, identity: dict | None = None):
-    """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples (``identity``: its
-    ``identity``, e.g. the tokenizer's hash).
-
-    The rate is :func:`nbkit.recipes.lora.peak_lr`'s. Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
-    ``batch_size * grad_accum_steps * world_size``. Evaluations/checkpoints: ``cfg.eval_every`` /
-    ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
+    """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples: ``cfg.max_steps``, else
+    ``cfg.epochs`` passes at the global batch; evaluations/checkpoints every ``cfg.eval_every`` /
+    ``cfg.checkpoint_every`` steps (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
     from nbkit.recipes.sizing import steps_for_epochs
     from nbkit.train import TrainConfig
@@ -443,15 +426,11 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
 
 
 def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, callbacks=(), device=None):
-    """Fine-tune with :class:`nbkit.train.Loop` (validation scored when ``encoded`` has it and evaluations are
-    on); checkpoints under ``out_dir/checkpoints`` (resumed when ``cfg.resume``; None: none).
-
-    Returns ``(loop, result)``; ``result.metrics`` has ``train_loss``, ``tokens_per_s``, ``eval_*`` ... and
-    ``finetune_s`` (wall seconds of ``fit``). With ``out_dir`` and ``cfg.report_to="tensorboard"`` the events go
-    to ``out_dir/tensorboard`` with this config as text. Checkpoints record ``tok``'s hash and
-    :func:`nbkit.recipes.lora.settings`: a resume on another tokenizer, or across full fine-tuning and LoRA (or other LoRA
-    settings), is refused (``CheckpointError``). ``classifier``: :func:`model`'s (under ``cfg.lora`` the peft
-    model; ``loop.model`` is then the transformers model inside it, adapters unmerged).
+    """Fine-tune with :class:`nbkit.train.Loop` (validation scored when ``encoded`` has it and evaluations are on,
+    TensorBoard events in ``out_dir/tensorboard``), checkpoints under ``out_dir/checkpoints`` (resumed when
+    ``cfg.resume``; None: none); returns ``(loop, result)``, ``result.metrics["finetune_s"]`` the wall seconds of
+    ``fit``. Checkpoints record ``tok``'s hash and the LoRA settings: resuming with others raises
+    ``CheckpointError``. Under ``cfg.lora`` ``classifier`` is the peft model and ``loop.model`` the model inside.
     """
     from nbkit.recipes.pretraining import tokenizer_identity
     from nbkit.train import Loop, TensorBoardLogger
@@ -481,16 +460,12 @@ def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", split
 
 
 def export(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", out_dir) -> Path:
-    """One folder plain ``transformers`` loads, cut at ``cfg.max_length``: a ``pipeline("text-classification")``
-    (:func:`nbkit.models.export.export_classifier`), task ner a ``pipeline("token-classification")``
-    (:func:`nbkit.models.export.export_token_classifier`); returns ``out_dir`` as a ``Path``.
-
-    ``cfg.lora``: ``classifier`` is :func:`model`'s peft model (not ``loop.model``); ``cfg.lora_export``
-    ``merged`` (or ``both``) writes that folder with the adapters merged into the weights
-    (:func:`nbkit.models.lora.merged_copy`, then the task's export), ``adapter`` (or ``both``) the adapters, the trained head and the
-    tokenizer in ``out_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`), which
-    ``peft.PeftModel.from_pretrained(base, out_dir / "adapter")`` loads over the classifier :func:`model` built
-    before wrapping it (the same encoder, ``seed`` and labels).
+    """One folder plain ``transformers`` loads, cut at ``cfg.max_length``: the task's export
+    (:func:`nbkit.models.export.export_classifier`, task ner :func:`~nbkit.models.export.export_token_classifier`);
+    returns ``out_dir`` as a ``Path``. ``cfg.lora``: ``classifier`` is :func:`model`'s peft model; ``cfg.lora_export``
+    ``merged`` (or ``both``) writes that folder from :func:`nbkit.models.lora.merged_copy`, ``adapter`` (or
+    ``both``) the adapters, head and tokenizer to ``out_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`), for
+    ``peft.PeftModel.from_pretrained`` over the classifier :func:`model` builds without LoRA.
 
     Raises:
         ConfigError: under ``cfg.lora`` a ``classifier`` without adapters, or ``loop.model`` (the message says
@@ -516,11 +491,9 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     """Write ``out_dir/metrics.json`` (strict JSON, atomic) and return it.
 
     Keys: ``scale``, ``task``, ``data_files`` (split -> path, your files), ``init`` (``how``), the task's scores
-    (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`, :meth:`nbkit.tasks.token.TokenTask.metrics`), the data
-    report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary) and
-    ``written_at``; under ``cfg.lora`` also ``lora`` (:func:`nbkit.recipes.lora.settings`, ``lr``: :func:`nbkit.recipes.lora.peak_lr`,
-    ``export``) and ``trainable_parameters`` (``trainable``, ``total``, ``share``:
-    :func:`nbkit.models.lora.trainable_parameters`).
+    (:meth:`nbkit.tasks.Task.metrics`), the data report's ``n_*`` counts, ``max_length``, ``config``,
+    ``world_size``, ``train`` (the loop's summary) and ``written_at``; under ``cfg.lora`` also ``lora`` (its
+    settings, ``lr``, ``export``) and ``trainable_parameters`` (:func:`nbkit.models.lora.trainable_parameters`).
     """
     from nbkit import jsonio
 
@@ -542,13 +515,10 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
                    export_model: bool = False) -> dict:
     """Every stage end to end; returns the dict written to ``out_dir/metrics.json`` (:func:`save`).
 
-    ``out_dir``: None is ``cfg.run_dir()``. ``tokenizer``: None is :func:`tokenizer`'s. ``labeled``: data to use
-    instead of :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`; under ``cfg.lora``
-    per ``cfg.lora_export``, the adapter in ``out_dir/model/adapter``). Task ner also saves
-    its CRF baseline in ``out_dir/crf`` (:class:`nbkit.evaluate.ner.CrfTagger`). Under torchrun
-    every rank trains; only rank 0 evaluates and writes (the others return the loop's summary). The returned
-    dict adds, on rank 0 and not in the file, ``"table"`` (a DataFrame) and ``"test_pred"`` (the model's test
-    predictions: class ids, or tags per sentence for task ner), which paired comparisons on the same split need.
+    ``out_dir``: None is ``cfg.run_dir()``. ``tokenizer``: None is :func:`tokenizer`'s. ``labeled``: data instead of
+    :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`). Under torchrun every rank
+    trains; only rank 0 evaluates and writes (the others return the loop's summary). Rank 0's dict adds, not in the
+    file, ``"table"`` (a DataFrame) and ``"test_pred"`` (the test predictions, for paired comparisons).
     """
     out_dir = cfg.run_dir() if out_dir is None else Path(out_dir)
     labeled = data(cfg) if labeled is None else labeled

@@ -26,6 +26,13 @@ CONFIG_HELP = {
 }
 
 
+def one_spelling(cfg) -> None:
+    """Store ``cfg.lora_targets`` (a name or a list of names) as a tuple of str, the spelling the run folder joins."""
+    if isinstance(cfg.lora_targets, (str, list)):
+        names = [cfg.lora_targets] if isinstance(cfg.lora_targets, str) else cfg.lora_targets
+        object.__setattr__(cfg, "lora_targets", tuple(str(n) for n in names))
+
+
 def settings(cfg) -> dict | None:
     """What the adapters' weights depend on, ``{"r", "alpha", "dropout", "targets"}`` (``targets`` a list, or None
     for :data:`nbkit.models.lora.DEFAULT_TARGETS`), from a config with the :data:`CONFIG_HELP` fields; None without ``cfg.lora``.
@@ -33,9 +40,9 @@ def settings(cfg) -> dict | None:
     (or LoRA runs of two ranks) never resume each other."""
     if not cfg.lora:
         return None
-    targets = cfg.lora_targets
+    targets = cfg.lora_targets   # a tuple (one_spelling) or None
     return {"r": cfg.lora_r, "alpha": cfg.lora_alpha, "dropout": cfg.lora_dropout,
-            "targets": None if targets is None else [targets] if isinstance(targets, str) else list(targets)}
+            "targets": None if targets is None else list(targets)}
 
 
 def peak_lr(cfg) -> float:

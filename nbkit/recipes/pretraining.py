@@ -37,7 +37,7 @@ from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
 from nbkit.recipes.lora import CONFIG_HELP as LORA_HELP
 from nbkit.recipes.lora import EXPORTS as LORA_EXPORTS
 from nbkit.recipes.lora import FIELDS as LORA_FIELDS
-from nbkit.recipes.lora import lr_origin, unused_fields
+from nbkit.recipes.lora import lr_origin, one_spelling, unused_fields
 from nbkit.recipes.scales import constant
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
@@ -178,9 +178,7 @@ class PretrainConfig(RecipeConfig):
         if self.lora and not objectives.get(self.objective).takes_lora:
             raise ConfigError(f"lora=True with objective={self.objective!r}: LoRA is an option of objective='sft' "
                               "(and of the fine-tuning recipes); pretrain with lora=False")
-        if isinstance(self.lora_targets, (str, list)):   # one spelling: a tuple (the run folder joins it)
-            names = [self.lora_targets] if isinstance(self.lora_targets, str) else self.lora_targets
-            object.__setattr__(self, "lora_targets", tuple(str(n) for n in names))
+        one_spelling(self)
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -439,29 +437,14 @@ def init_checkpoint(cfg: PretrainConfig) -> Path:
     return folder
 
 
-def check_store_tokenizer(store, folder: Path, init: str) -> None:
-    """Raise ``ConfigError`` unless the store at ``store`` holds ids of ``init``'s tokenizer (same vocabulary)."""
-    from transformers import AutoTokenizer
-
-    from nbkit.corpus.store import store_tokenizer
-    from nbkit.models.bert import vocab_difference
-
-    differ = vocab_difference(AutoTokenizer.from_pretrained(str(folder)).get_vocab(), store_tokenizer(store).get_vocab())
-    if differ:
-        raise ConfigError(f"the corpus store {store} was prepared with another tokenizer than init={init!r}'s "
-                          f"(store vs init: {differ}): its ids mean other tokens to that model. Fix: pass the raw "
-                          "corpus files as corpus (nbkit prepares them with init's tokenizer), or prepare the store "
-                          f"with tokenizer={str(folder)!r} (nbkit prepare-corpus ... --tokenizer {folder})")
-
-
 def data(cfg: PretrainConfig, labeled=None, texts=None) -> PretrainCorpus:
-    """The text pretraining reads: ``cfg.corpus``'s store (prepared once under ``runs/corpus/``, then
-    reused; with ``cfg.init`` tokenized by its tokenizer), else :func:`pretraining_corpus` over ``cfg.mix``
-    (``labeled``: the labelled data whose training texts are ``reviews``; ``texts``: the ``own`` source).
+    """The text pretraining reads: ``cfg.corpus``'s store (prepared once under ``runs/corpus/``; with ``cfg.init``
+    tokenized by its tokenizer), else :func:`pretraining_corpus` over ``cfg.mix`` (``labeled``: the labelled data
+    whose training texts are ``reviews``; ``texts``: the ``own`` source).
 
     Raises:
-        ConfigError / DataError: from the builder or the store writer (unknown source, too little text, ...);
-            with ``init``, :func:`init_checkpoint`'s checks first, and a given store of another tokenizer.
+        ConfigError / DataError: from the builder or the store writer; with ``init``, :func:`init_checkpoint`'s
+            checks first, and a given store of another tokenizer.
     """
     folder = init_checkpoint(cfg) if cfg.init is not None else None   # before any work
     own = objectives.get(cfg.objective).data(cfg)
@@ -472,9 +455,21 @@ def data(cfg: PretrainConfig, labeled=None, texts=None) -> PretrainCorpus:
 
         if folder is None:
             store = corpus_store(cfg.corpus)
-        else:
+        else:   # a given store must hold ids of init's tokenizer
+            from transformers import AutoTokenizer
+
+            from nbkit.corpus.store import store_tokenizer
+            from nbkit.models.bert import vocab_difference
+
             store = corpus_store(cfg.corpus, out_dir=store_dir(cfg), tokenizer=str(folder))
-            check_store_tokenizer(store, folder, cfg.init)
+            differ = vocab_difference(AutoTokenizer.from_pretrained(str(folder)).get_vocab(),
+                                      store_tokenizer(store).get_vocab())
+            if differ:
+                raise ConfigError(f"the corpus store {store} was prepared with another tokenizer than "
+                                  f"init={cfg.init!r}'s (store vs init: {differ}): its ids mean other tokens to that "
+                                  "model. Fix: pass the raw corpus files as corpus (nbkit prepares them with init's "
+                                  f"tokenizer), or prepare the store with tokenizer={str(folder)!r} (nbkit "
+                                  f"prepare-corpus ... --tokenizer {folder})")
         return PretrainCorpus(store=store, report=store_summary(store))
     from nbkit.runs import step_dir
 
@@ -505,16 +500,13 @@ def tokenizer(cfg: PretrainConfig, corpus: PretrainCorpus):
 
 def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
          out_dir=None) -> tuple[PretrainConfig, dict | None]:
-    """``(cfg, plan)``: for a store with ``cfg.fit_to_corpus``, the model, batch, steps, lr, warm-up, evaluation
-    interval (and ``eval_blocks`` when evaluations would eat the budget) of :func:`nbkit.recipes.sizing.size_run`
-    for its tokens within ``cfg.budget_minutes``, at the speed of a few real training steps of the chosen model
-    timed here (:func:`~nbkit.recipes.sizing.measure_speed`; ``smoke`` skips the timing and keeps its CI sizes,
-    and a CUDA plan without a GPU here uses the recorded speeds: the plan says which). Fields you set stay,
-    whatever their value (``cfg.given()``: a notebook parameter or job flag equal to the recipe's counts too;
-    ``plan["applied"]`` says which). Else ``(cfg, None)``. ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when
-    usable). A run that resumes from checkpoints in ``out_dir`` (None: ``cfg.run_dir()``) keeps the plan it began
-    with (``out_dir/plan.json``), so its steps do not move with the machine's load. Under torchrun every rank
-    times the steps together (DDP), the mean speed sizes the run for its world size, rank 0 writes the plan.
+    """``(cfg, plan)``: for a store with ``cfg.fit_to_corpus``, ``cfg`` with the model, batch, steps, lr, warm-up,
+    evaluation interval (and fewer ``eval_blocks`` where evaluations would eat the budget) of
+    :func:`nbkit.recipes.sizing.size_run` for its tokens within ``cfg.budget_minutes``, at the speed of a few real
+    steps timed here (``smoke`` skips the timing and keeps its CI sizes); else ``(cfg, None)``. Fields you set
+    (``cfg.given()``) stay, ``plan["applied"]`` says which. ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when
+    usable). A run resuming from checkpoints in ``out_dir`` (None: ``cfg.run_dir()``) keeps the plan it began with
+    (``out_dir/plan.json``). Under torchrun the ranks time together and rank 0 writes the plan.
     """
     if corpus.store is None or not cfg.fit_to_corpus:
         return cfg, None
@@ -643,16 +635,11 @@ def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) ->
 def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
     """``{"train", "validation"}`` blocks of ``cfg.block_size`` tokens, the objective's
     (:meth:`nbkit.objectives.Objective.blocks`): MLM's ``[CLS] ... [SEP]`` with ``word_ids``, or a causal packed
-    stream with each block's next token. The mix's texts are packed in memory with the document separator after
-    each (:func:`nbkit.text.mlm.make_blocks`), as a store's stream is (read from disk, constant memory).
-
-    First the ``[UNK]`` share of a sample of the training text under ``tok`` (the store's ids: of up to 64
-    blocks) is checked (:func:`nbkit.text.tokenizer.check_unk_share`): above 5 % the run is refused naming the
-    share, example characters, the cause and the fix, unless ``cfg.allow_unk``. Both paths (your corpus, a
-    continued ``init`` with its own tokenizer) come through here.
+    stream with each block's next token. First the ``[UNK]`` share of a sample of the training text under ``tok``
+    (a store: of up to 64 blocks) is checked (:func:`nbkit.text.tokenizer.check_unk_share`).
 
     Raises:
-        DataError: the ``[UNK]`` share above 5 % (without ``allow_unk``), or from the block builders.
+        DataError: the ``[UNK]`` share above 5 % (without ``cfg.allow_unk``), or from the block builders.
     """
     from nbkit.text.tokenizer import check_unk_share
 
@@ -670,25 +657,19 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
 
 
 def collator(cfg: PretrainConfig, tok):
-    """The objective's collator (:meth:`nbkit.objectives.Objective.collator`): MLM's
-    :class:`nbkit.text.mlm.MLMCollator` (``cfg.mlm_probability`` of the tokens as targets, whole words with
-    ``cfg.whole_word``), the causal :class:`nbkit.text.causal.CausalCollator` (next-token labels)."""
+    """The objective's collator (:meth:`nbkit.objectives.Objective.collator`): MLM masking or next-token labels."""
     return objectives.get(cfg.objective).collator(cfg, tok)
 
 
 def model(cfg: PretrainConfig, tok):
-    """The objective's model (:meth:`nbkit.objectives.Objective.model`): a ``BertForMaskedLM`` with the sparse MLM
-    head, or a ``GPT2LMHeadModel`` / ``LlamaForCausalLM``; ``cfg.init``'s weights, every one loaded (what the
-    objective does not use is printed by name), else preset ``cfg.model`` with ``tok``'s vocabulary and
-    ``cfg.block_size`` positions, weights drawn from ``cfg.seed`` (the same on every rank). Its config is marked
-    as nbkit's pretraining (:data:`nbkit.models.bert.NBKIT_MARK`: objective and init), which fine-tuning's pooling
-    rule reads. ``cfg.lora`` (SFT): wrapped with LoRA adapters (:func:`nbkit.models.lora.apply_lora`, A drawn with
-    ``cfg.seed``), the trainable share printed; the peft model is returned: train it and pass it to :func:`save`.
+    """The objective's model (:meth:`nbkit.objectives.Objective.model`): preset ``cfg.model`` with ``tok``'s
+    vocabulary, weights drawn from ``cfg.seed``, or ``cfg.init``'s weights, its config marked as nbkit's pretraining
+    (:data:`nbkit.models.bert.NBKIT_MARK`, which fine-tuning's pooling rule reads). ``cfg.lora`` (SFT): wrapped with
+    LoRA adapters (:func:`nbkit.recipes.lora.wrap`, its line printed); train the peft model and pass it to :func:`save`.
 
     Raises:
         ConfigError / CheckpointError: with ``init``, ``tok`` not the checkpoint's, ``block_size`` past its
-            positions, or weights missing (:func:`nbkit.models.loading.load_mlm_model`,
-            :func:`nbkit.models.causal.load_causal_model`); a LoRA setting (:func:`nbkit.models.lora.apply_lora`).
+            positions, or weights missing; a LoRA setting (:func:`nbkit.models.lora.apply_lora`).
     """
     import torch
 
@@ -707,14 +688,9 @@ def model(cfg: PretrainConfig, tok):
 
 def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save_steps=(), world_size: int = 1,
                  identity: dict | None = None):
-    """The loop's :class:`nbkit.train.config.TrainConfig` (``identity``: its ``identity``, e.g. the tokenizer's hash).
-
-    ``cfg.max_passes`` with ``n_blocks`` caps the steps at that many passes at the global batch
-    ``batch_size * grad_accum_steps * world_size`` (evaluations shrink to >= 4 per run). ``save_steps``:
-    checkpoints the loop also saves and never prunes (``TrainConfig.keep_steps``), beside the newest.
-
-    Raises:
-        ConfigError: a save step outside ``1..max_steps``.
+    """The loop's :class:`nbkit.train.config.TrainConfig`. ``cfg.max_passes`` with ``n_blocks`` caps the steps at
+    that many passes at the global batch (evaluations shrink to >= 4 per run). ``save_steps``: checkpoints also kept
+    (``TrainConfig.keep_steps``). Raises ConfigError: a save step outside ``1..max_steps``.
     """
     from nbkit.recipes.lora import peak_lr
     from nbkit.recipes.sizing import steps_for_epochs
@@ -745,14 +721,10 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
 def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), save_steps=(), device=None,
           untrained: bool = True):
     """Train ``bert`` on ``blocks["train"]`` with :class:`nbkit.train.Loop` (held-out loss on
-    ``blocks["validation"]``, :func:`collator`, :func:`train_config`, early stopping with ``cfg.patience``),
-    resuming from ``out_dir``'s checkpoints when ``cfg.resume``. Returns ``(loop, result)``.
-
-    ``untrained``: first score the initial weights (``result.metrics["untrained_eval_loss"]``,
-    ``["untrained_eval_perplexity"]``). ``save_steps``: checkpoints kept besides the newest. With
-    ``cfg.report_to="tensorboard"`` the events go to ``out_dir/tensorboard`` with this config as text. The
-    checkpoints record ``tok``'s hash and ``cfg.block_size``: a resume on another tokenizer or block size is
-    refused naming it (``CheckpointError``).
+    ``blocks["validation"]``, early stopping with ``cfg.patience``, TensorBoard events in ``out_dir/tensorboard``),
+    resuming from ``out_dir``'s checkpoints when ``cfg.resume``; returns ``(loop, result)``. ``untrained``: first
+    score the initial weights (``result.metrics["untrained_eval_loss"]``, ``["untrained_eval_perplexity"]``).
+    Checkpoints record ``tok``'s hash and ``cfg.block_size``: resuming with others raises ``CheckpointError``.
     """
     from nbkit.recipes.lora import settings as lora_settings
     from nbkit.train import EarlyStopping, Loop, TensorBoardLogger
@@ -773,29 +745,21 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
 
 
 def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | None = None, model=None) -> dict:
-    """Save model + tokenizer to ``out_dir/model`` by the objective's export (atomic:
-    :meth:`nbkit.objectives.Objective.export`; an MLM folder loads with ``AutoModelForMaskedLM``, a causal one with
-    ``AutoModelForCausalLM`` and ``pipeline("text-generation")``) and write ``out_dir/metrics.json``; return it.
-    ``generation``: the causal export's generation settings (``export_causal_lm``'s keywords:
-    ``repetition_penalty``, ``no_repeat_ngram_size``), which a bare ``pipeline("text-generation",
-    model=out_dir/"model")(prompt)`` uses.
-    ``model``: what :func:`model` returned, which the export reads (None: ``loop.model``); with ``cfg.lora`` it must
-    be given, the peft model (``loop.model`` is the transformers model inside it), and the export writes the merged
-    folder and/or ``out_dir/model/adapter`` as ``cfg.lora_export`` says; ``metrics["trainable_parameters"]``.
+    """Save model and tokenizer to ``out_dir/model`` by the objective's export (atomic,
+    :meth:`nbkit.objectives.Objective.export`) and write ``out_dir/metrics.json``; return it. ``generation``: the
+    causal export's settings (``repetition_penalty``, ``no_repeat_ngram_size``). ``model``: what :func:`model`
+    returned (None: ``loop.model``); with ``cfg.lora`` it must be given (the peft model), and the export writes what
+    ``cfg.lora_export`` says.
 
-    The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``objective``,
-    ``model`` (the preset, or ``init``), ``init``, ``parameters``, ``lora`` (:func:`nbkit.recipes.lora.settings`),
-    ``trainable_parameters`` (``trainable``, ``total``, ``share``), ``hidden_size``, ``layers``, ``block_size``,
-    ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``,
-    ``mfu``, ``device``, ``precision``, ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``,
-    ``first_eval_loss``/``first_eval_step``, ``model_dir``, ``checkpoints`` (step -> model dir), ``history``,
-    ``config``, ``world_size``, ``written_at``.
+    Keys: ``scale``, ``objective``, ``model``, ``init``, ``parameters``, ``lora``, ``trainable_parameters``,
+    ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary,
+    ``untrained_eval_loss``, ``first_eval_loss``/``first_eval_step``, ``model_dir``, ``checkpoints`` (step -> model
+    dir), ``history``, ``config``, ``world_size``, ``written_at``.
 
     Raises:
         WriteError: the disk is full or not writable (nothing half-written).
         NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
-        ConfigError: ``generation`` settings out of range (``export_causal_lm``), or given for an MLM run; with
-            ``cfg.lora``, ``model`` not the peft model (the fix named).
+        ConfigError: ``generation`` out of range or given for an MLM run; with ``cfg.lora``, no peft ``model``.
     """
     from nbkit.models.bert import count_parameters
     from nbkit.models.lora import trainable_parameters
@@ -834,11 +798,9 @@ def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callba
     """Every stage end to end; returns the dict written to ``out_dir/metrics.json`` (:func:`save`).
 
     ``out_dir``: None is ``cfg.run_dir()``. ``tokenizer``: None is :func:`tokenizer`'s. ``save_steps``: steps whose
-    checkpoints are kept (``metrics["checkpoints"]``). ``labeled``/``texts``: as :func:`data`. Under torchrun
-    every rank calls it: with ``cfg.corpus`` global rank 0 prepares the store before the process group forms
-    (the others poll for its manifest at most ``corpus_wait_s``), rank 0 trains a missing tokenizer while the
-    others wait, every rank trains, rank 0 saves (the others return the loop's summary). Rank 0 prints the corpus
-    plan (:func:`size`) as notebook 02 does.
+    checkpoints are kept. ``labeled``/``texts``: as :func:`data`. Under torchrun every rank calls it: global rank 0
+    prepares a ``cfg.corpus`` store first (the others poll for it at most ``corpus_wait_s``) and a missing tokenizer,
+    every rank trains, rank 0 prints the plan and saves (the others return the loop's summary).
     """
     from nbkit.train.ddp import group as D
 
