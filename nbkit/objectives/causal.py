@@ -24,7 +24,7 @@ class CausalLM(Objective):
         return PRESETS
 
     def unused(self, cfg) -> dict[str, str]:
-        return {k: "objective is causal (no masking)" for k in ("mlm_probability", "whole_word")}
+        return {k: f"objective is {self.name} (no masking)" for k in ("mlm_probability", "whole_word")}
 
     def check_init(self, cfg, folder: Path) -> tuple[dict, str, int]:
         from nbkit.models.causal import read_causal_config

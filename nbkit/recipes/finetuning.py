@@ -406,23 +406,18 @@ def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: in
     ``cfg.epochs`` passes at the global batch; evaluations/checkpoints every ``cfg.eval_every`` /
     ``cfg.checkpoint_every`` steps (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
+    from nbkit.recipes.pretraining import loop_settings
     from nbkit.recipes.sizing import steps_for_epochs
     from nbkit.train import TrainConfig
 
     steps = cfg.max_steps or steps_for_epochs(n_train, cfg.batch_size * cfg.grad_accum_steps * world_size,
                                               cfg.epochs)
     every = lambda value, per_run: max(steps // per_run, 1) if value is None else (value or None)  # noqa: E731
-    return TrainConfig(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
-                       lr=peak_lr(cfg), warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
-                       weight_decay=cfg.weight_decay, precision=cfg.precision, class_weights=cfg.class_weights,
+    return TrainConfig(**loop_settings(cfg, steps, identity), class_weights=cfg.class_weights,
                        eval_every=every(cfg.eval_every, 4),
                        checkpoint_every=every(cfg.checkpoint_every, 2) if out_dir is not None else None,
                        keep_last=cfg.keep_last, output_dir=None if out_dir is None else Path(out_dir),
-                       seed=cfg.seed, num_workers=cfg.num_workers, group_by_length=cfg.group_by_length,
-                       log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
-                       progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
-                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to,
-                       identity=identity, skip_examples=cfg.skip_examples)
+                       group_by_length=cfg.group_by_length)
 
 
 def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, callbacks=(), device=None):

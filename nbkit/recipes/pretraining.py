@@ -203,9 +203,8 @@ class PretrainConfig(RecipeConfig):
         kind = objectives.get(self.objective)
         continued = self.init is not None and kind.init_rows
         where = default_origin("pretraining/init", name, self.scale, "init") if continued else None
-        rows = kind.scale_rows
-        if where is None and rows is not None:
-            where = default_origin(rows, name, self.scale, self.objective)
+        if where is None and kind.scale_rows is not None:
+            where = default_origin(kind.scale_rows, name, self.scale, self.objective)
         return where or super().origin(name)
 
     def unused(self) -> dict[str, str]:
@@ -692,7 +691,6 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
     that many passes at the global batch (evaluations shrink to >= 4 per run). ``save_steps``: checkpoints also kept
     (``TrainConfig.keep_steps``). Raises ConfigError: a save step outside ``1..max_steps``.
     """
-    from nbkit.recipes.lora import peak_lr
     from nbkit.recipes.sizing import steps_for_epochs
     from nbkit.train import TrainConfig
 
@@ -705,17 +703,23 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
     bad = [s for s in save_steps if not 1 <= int(s) <= steps]
     if bad:
         raise ConfigError(f"save_steps {bad} outside 1..{steps} (max_steps): raise max_steps or drop those steps")
-    return TrainConfig(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
-                       lr=peak_lr(cfg), warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
-                       weight_decay=cfg.weight_decay, precision=cfg.precision, eval_every=every,
-                       checkpoint_every=ckpt, keep_last=1 if save_steps else cfg.keep_last,
-                       keep_steps=tuple(int(s) for s in save_steps),
-                       output_dir=Path(out_dir), seed=cfg.seed, num_workers=cfg.num_workers,
-                       log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
-                       eval_batches=-(-cfg.eval_blocks // cfg.batch_size) if cfg.eval_blocks else None,
-                       progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
-                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to,
-                       identity=identity, skip_examples=cfg.skip_examples)
+    return TrainConfig(**loop_settings(cfg, steps, identity), eval_every=every, checkpoint_every=ckpt,
+                       keep_last=1 if save_steps else cfg.keep_last, keep_steps=tuple(int(s) for s in save_steps),
+                       output_dir=Path(out_dir),
+                       eval_batches=-(-cfg.eval_blocks // cfg.batch_size) if cfg.eval_blocks else None)
+
+
+def loop_settings(cfg, steps: int, identity: dict | None) -> dict:
+    """The ``TrainConfig`` fields both training recipes (this one, :mod:`nbkit.recipes.finetuning`) take from their
+    config alike: ``lr`` is :func:`nbkit.recipes.lora.peak_lr`, ``log_every`` None about 20 lines per run."""
+    from nbkit.recipes.lora import peak_lr
+
+    return dict(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps, lr=peak_lr(cfg),
+                warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler, weight_decay=cfg.weight_decay,
+                precision=cfg.precision, seed=cfg.seed, num_workers=cfg.num_workers,
+                log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume, progress=cfg.progress,
+                checkpoint_minutes=cfg.checkpoint_minutes or None, progress_every_s=cfg.progress_every_s or None,
+                report_to=cfg.report_to, identity=identity, skip_examples=cfg.skip_examples)
 
 
 def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), save_steps=(), device=None,
