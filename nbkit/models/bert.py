@@ -35,10 +35,8 @@ ATTN_IMPLEMENTATION = "sdpa"
 
 
 def build_config(preset: str, vocab_size: int, max_position_embeddings: int | None = None, **overrides) -> BertConfig:
-    """A ``BertConfig`` for ``preset`` (:data:`PRESETS`) with ``vocab_size`` rows (normally ``len(tokenizer)``).
-
-    ``max_position_embeddings``: positions in tokens (None: the preset's, 512, tiny 128); ``overrides``:
-    other ``BertConfig`` fields (e.g. ``hidden_dropout_prob``).
+    """A ``BertConfig`` for ``preset`` (:data:`PRESETS`) with ``vocab_size`` rows (normally ``len(tokenizer)``),
+    ``max_position_embeddings`` positions (None: the preset's) and ``overrides`` (other ``BertConfig`` fields).
 
     Raises:
         ConfigError: unknown preset (the presets listed), a non-positive size, or ``hidden_size`` not
@@ -55,10 +53,8 @@ def build_config(preset: str, vocab_size: int, max_position_embeddings: int | No
         kwargs["max_position_embeddings"] = max_position_embeddings
     kwargs.update(overrides)
     if kwargs["hidden_size"] % kwargs["num_attention_heads"]:
-        raise ConfigError(
-            f"hidden_size={kwargs['hidden_size']} is not divisible by num_attention_heads="
-            f"{kwargs['num_attention_heads']}; change one of them"
-        )
+        raise ConfigError(f"hidden_size={kwargs['hidden_size']} is not divisible by num_attention_heads="
+                          f"{kwargs['num_attention_heads']}; change one of them")
     kwargs.setdefault("attn_implementation", ATTN_IMPLEMENTATION)
     return BertConfig(vocab_size=vocab_size, **kwargs)
 
@@ -70,10 +66,8 @@ def _token_ids(tokenizer) -> dict:
 
 def build_mlm_model(preset: str, tokenizer, block_size: int, seed: int | None = 0, **overrides) -> BertForMaskedLM:
     """A randomly initialised :class:`~nbkit.models.mlm_head.SparseHeadBertForMaskedLM` for ``tokenizer``
-    (vocabulary size, pad/cls/sep ids): ``input_ids`` (B, T <= block_size) -> ``logits`` (B, T, V).
-
-    ``seed``: weights drawn under :func:`nbkit.models.loading.seeded` (same seed, same weights; the
-    caller's RNG does not move); None draws from the global RNG.
+    (vocabulary size, pad/cls/sep ids): ``input_ids`` (B, T <= block_size) -> ``logits`` (B, T, V). ``seed``:
+    weights drawn under :func:`nbkit.models.loading.seeded`; None draws from the global RNG.
 
     Raises:
         ConfigError: unknown preset, or ``block_size`` <= 2 or above the position limit (both named).
@@ -81,11 +75,9 @@ def build_mlm_model(preset: str, tokenizer, block_size: int, seed: int | None = 
     config = build_config(preset, len(tokenizer), **{**_token_ids(tokenizer), **overrides})
     limit = config.max_position_embeddings
     if block_size > limit:
-        raise ConfigError(
-            f"block_size={block_size} exceeds the {preset!r} model's position limit "
-            f"max_position_embeddings={limit}; use block_size <= {limit} or pass "
-            f"max_position_embeddings={block_size}"
-        )
+        raise ConfigError(f"block_size={block_size} exceeds the {preset!r} model's position limit "
+                          f"max_position_embeddings={limit}; use block_size <= {limit} or pass "
+                          f"max_position_embeddings={block_size}")
     if block_size <= 2:
         raise ConfigError(f"block_size={block_size} must exceed 2 ([CLS] and [SEP]); use e.g. 128")
     with seeded(seed):
@@ -98,8 +90,8 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> in
 
 
 def nonfinite_weights(model: torch.nn.Module) -> list[str]:
-    """Names of ``model``'s floating-point tensors (parameters and buffers, as ``state_dict`` saves them) holding
-    a NaN or an infinity; ``[]`` when every one is finite. One host sync per device (a save syncs anyway)."""
+    """Names of ``model``'s floating-point ``state_dict`` tensors holding a NaN or an infinity (``[]``: none), with
+    one host sync per device."""
     by_device: dict = {}
     for k, v in model.state_dict().items():
         if torch.is_floating_point(v) and v.device.type != "meta":
@@ -131,8 +123,8 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 
 
 def vocab_difference(saved: dict, given: dict) -> str | None:
-    """None when the two vocabularies (token -> id) are equal, else what differs: ``"21128 vs 8000 tokens, 21000
-    tokens with other ids (saved vs given: '的': 4638 vs 7, ...)"`` (sizes given vs saved)."""
+    """None when the two vocabularies (token -> id) are equal, else what differs as a phrase (sizes given vs saved,
+    how many tokens have other ids, three examples)."""
     if saved == given:
         return None
     wrong = [t for t in sorted(set(saved) | set(given), key=lambda t: saved.get(t, len(saved)))
@@ -166,9 +158,8 @@ POOLINGS = ("cls", "mean")
 
 
 def label_order(saved: dict, wanted: dict) -> list[int] | None:
-    """Saved ids in the order of ``wanted``'s (both: class id -> name) when they name the same labels in
-    another order, else None. ``[2, 1, 0]``: the head's output 2 is ``wanted``'s class 0.
-    """
+    """Saved ids in the order of ``wanted``'s (both: class id -> name) when they name the same labels in another
+    order, else None: ``[2, 1, 0]`` means the head's output 2 is ``wanted``'s class 0."""
     saved = {int(k): str(v) for k, v in saved.items()}
     wanted = {int(k): str(v) for k, v in wanted.items()}
     if saved == wanted or sorted(saved.values()) != sorted(wanted.values()) or len(set(saved.values())) != len(saved):
@@ -201,11 +192,8 @@ NBKIT_MARK = "nbkit_pretraining"
 
 
 def choose_pooling(folder: Path | None) -> tuple[str, str]:
-    """``(pooling, reason)`` for a classifier whose encoder starts from ``folder`` (None: random weights).
-
-    A saved classifier keeps its pooling; ``cls`` when the checkpoint carries a pooler trained by a published
-    BERT's sentence objective; else ``mean``, which reads what MLM trains (the token states).
-    """
+    """``(pooling, reason)`` for a classifier whose encoder starts from ``folder`` (None: random weights): a saved
+    classifier's own; ``cls`` where a published BERT's sentence objective trained the pooler; else ``mean``."""
     from nbkit.models.loading import weight_names
 
     if folder is None:
@@ -222,10 +210,8 @@ def choose_pooling(folder: Path | None) -> tuple[str, str]:
 
 
 def classifier_class(pooling: str):
-    """The classifier class for ``pooling``: ``"cls"`` (``BertForSequenceClassification``, the pooler on
-    ``[CLS]``) or ``"mean"`` (:class:`~nbkit.models.pooling.MeanPoolBertForSequenceClassification`).
-    Raises ``ConfigError`` for another value.
-    """
+    """``BertForSequenceClassification`` for ``pooling="cls"``,
+    :class:`~nbkit.models.pooling.MeanPoolBertForSequenceClassification` for ``"mean"``; ConfigError for another."""
     if pooling not in POOLINGS:
         raise ConfigError(f"pooling={pooling!r}: use one of {', '.join(POOLINGS)}")
     if pooling == "mean":
@@ -239,14 +225,9 @@ HEADS = ("sequence", "token")
 
 
 def auto_head_class(model_type: str, head: str, source: str = ""):
-    """The class ``AutoModelForSequenceClassification`` (``head="sequence"``) or ``AutoModelForTokenClassification``
-    (``"token"``) maps ``model_type`` to (``electra`` -> ``ElectraForSequenceClassification``; ``ernie``, ``albert``,
-    ``roberta``, ...); the class itself, so a ``config.json`` whose type only ``architectures`` names still loads.
-
-    Raises:
-        ConfigError: transformers has no such head for ``model_type`` (a decoder-only or seq2seq layout, an unknown
-            type): the layout is named with the fix.
-    """
+    """The class ``AutoModelFor{Sequence,Token}Classification`` (``head`` ``"sequence"`` / ``"token"``) maps
+    ``model_type`` to (``electra`` -> ``ElectraForSequenceClassification``), so a ``config.json`` whose type only
+    ``architectures`` names still loads. Raises ConfigError: no such head for ``model_type`` (the fix named)."""
     import transformers
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
     from transformers.models.auto import modeling_auto

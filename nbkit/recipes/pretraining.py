@@ -50,11 +50,9 @@ MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
 
 @dataclass(frozen=True, repr=False)
 class PretrainConfig(RecipeConfig):
-    """Every setting of BERT masked-LM or (``objective="causal"``) GPT-style pretraining; build it with
-    :meth:`for_scale` (``objective`` chooses the model defaults, as ``init`` does).
-
-    Raises:
-        ConfigError: an unknown objective (the allowed ones listed), a model preset of the other objective.
+    """Every setting of pretraining (``objective``: BERT masked LM, GPT-style causal LM or SFT); build it with
+    :meth:`for_scale`. Raises ConfigError: an unknown objective, a model preset of another objective, ``lora``
+    with an objective that does not take it.
     """
 
     model: str
@@ -225,12 +223,10 @@ class PretrainConfig(RecipeConfig):
                                                          "eval_fraction")}}
 
     def run_dir(self) -> Path:
-        """The run's folder (created): ``runs/<scale>/<objective>[-<store>]<overrides>`` (``mlm`` or
-        ``causal``), one name per pretraining run.
-
-        ``<store>``: :func:`store_dir`'s folder name (prefixed ``corpus-`` when it begins with a field name, so a
-        store called ``seed3`` never names the bundled run ``mlm-seed3``); ``<overrides>``: :meth:`run_tag`; then
-        ``-from-<init>-<hash>`` with ``init`` (:func:`init_tag`). Call it on the config as built, before :func:`size`.
+        """The run's folder (created): ``runs/<scale>/<objective>[-<store>]<overrides>[-from-<init>-<hash>]``.
+        ``<store>``: :func:`store_dir`'s name (prefixed ``corpus-`` when it begins with a field name, so a store
+        called ``seed3`` never names the bundled run ``mlm-seed3``); ``<overrides>``: :meth:`run_tag`; the init part:
+        :func:`init_tag`. Call it on the config as built, before :func:`size`.
         """
         import dataclasses
 
@@ -270,10 +266,8 @@ def init_tag(init: str | None) -> str:
 
 @dataclass
 class PretrainCorpus:
-    """What pretraining reads: the bundled mix in memory (``splits``) or a prepared store on disk (``store``).
-
-    ``report``: what went in (the mix: a per-source DataFrame; a store: its summary dict).
-    """
+    """What pretraining reads: the bundled mix in memory (``splits``) or a prepared store on disk (``store``), and
+    ``report``: what went in (the mix: a per-source DataFrame; a store: its summary dict)."""
 
     splits: object | None = None     # datasets.DatasetDict(train, validation) with text (+ words)
     store: Path | None = None
@@ -284,18 +278,15 @@ class PretrainCorpus:
 def pretraining_corpus(mix=(("reviews", 1.0),), *, labeled=None, texts=None, corpus_lines: int | None = None,
                        max_train: int | None = None, seed: int = 0, split_seed: int | None = None,
                        eval_fraction: float = 0.05, words: bool = True, cache_dir=None):
-    """``(DatasetDict(train, validation), MixedCorpus)``: the text of ``mix``, held-out texts excluded.
+    """``(splits, mixed)``: ``DatasetDict(train, validation)`` of the text of ``mix`` (columns ``text``,
+    ``source``, and jieba ``words`` unless a source has gold ones, cached under ``cache_dir``) and the
+    ``MixedCorpus`` whose ``table()`` says per source what went in, was excluded or deduplicated.
 
-    Sources (:data:`SOURCES`; a text found in two counts for the first): ``peoples_daily`` (People's Daily
-    1998, gold word boundaries), ``news`` (the optional ``nbkit[news]`` training split; skipped with a note
-    when missing), ``own`` (``texts``: a Dataset with ``text`` or a list of str; rows over 2,000 characters
-    cut at sentence ends), ``reviews`` (the training texts of ``labeled``, else of the bundled review task
-    split with ``split_seed``). The validation/test texts of that task are excluded from every source, so
-    the model never reads a text it is later evaluated on (domain-adaptive pretraining, Gururangan et al.
-    2020). Texts without gold boundaries get jieba words (cached under ``cache_dir``).
-
-    Returns ``(splits, mixed)``: columns ``text``, ``source`` (and ``words``); ``mixed.table()`` says per
-    source what went in, was excluded or deduplicated. Cost: all texts in memory (~3 B per character).
+    Sources (:data:`SOURCES`; a text in two counts for the first): ``peoples_daily``, ``news`` (the optional
+    ``nbkit[news]``; skipped with a note when missing), ``own`` (``texts``: a Dataset with ``text`` or a list of
+    str; rows over 2,000 characters cut at sentence ends), ``reviews`` (the training texts of ``labeled``, else of
+    the review task split with ``split_seed``). That task's validation/test texts are excluded from every source,
+    so the model never reads a text it is later evaluated on. All texts are held in memory.
 
     Raises:
         ConfigError: an unknown source, or ``own`` without ``texts``.
@@ -363,12 +354,10 @@ def _cut_own(texts) -> tuple[list[str], dict]:
 
 # ----- the stages --------------------------------------------------------------------------------
 def store_dir(cfg: PretrainConfig) -> Path | None:
-    """The store ``cfg.corpus`` names, without preparing it: the folder itself when it is a prepared store,
-    else where :func:`data` prepares it (``runs/corpus/<first input's name>-<hash>``); None for the mix.
-
-    With ``cfg.init``: a store tokenized with init's tokenizer, ``<that>-tok-<init's name>-<hash of its tokenizer
-    files>``; an existing store of byte-identical tokenizer files under another folder's name (a copy of the
-    model, its fp16 version) is that store, so the corpus is prepared once per tokenizer, not per folder."""
+    """The store ``cfg.corpus`` names, without preparing it: the folder itself when it is a prepared store, else
+    where :func:`data` prepares it (``runs/corpus/<first input's name>-<hash>``); None for the mix. With
+    ``cfg.init``: ``<that>-tok-<init's name>-<hash of its tokenizer files>``, or an existing store of byte-identical
+    tokenizer files under another name, so the corpus is prepared once per tokenizer, not per folder."""
     if cfg.corpus is None:
         return None
     from nbkit.corpus.store import given_store, store_dir_for
@@ -391,8 +380,7 @@ def store_dir(cfg: PretrainConfig) -> Path | None:
 
 def _tokenizer_key(init: str) -> tuple[str, str]:
     """``(name, key)`` of ``init``'s tokenizer for its store's folder: the folder's (or Hub) name, and the SHA-256
-    of its tokenizer files (:func:`~nbkit.text.tokenizer_files.tokenizer_files_sha256`; a Hub name: its cached
-    snapshot's, nothing downloaded), else its absolute path (or the name)."""
+    of its tokenizer files (a Hub name: its cached snapshot's), else its absolute path (or the name)."""
     from nbkit.text.tokenizer_files import tokenizer_files_sha256
 
     where = Path(str(init)).expanduser()
@@ -410,17 +398,14 @@ def _tokenizer_key(init: str) -> tuple[str, str]:
 
 
 def init_checkpoint(cfg: PretrainConfig) -> Path:
-    """``cfg.init``'s local folder (a Hub name resolved through the cache), checked before any work: a BERT
-    config (``objective="mlm"``) or a GPT-2 / Llama one (``"causal"``) whose position table holds
-    ``cfg.block_size`` and whose embedding rows hold its tokenizer (:meth:`nbkit.objectives.Objective.check_init`).
+    """``cfg.init``'s local folder (a Hub name resolved through the cache), checked before any work by the
+    objective (:meth:`nbkit.objectives.Objective.check_init`): its position table holds ``cfg.block_size`` and its
+    embedding rows its tokenizer.
 
     Raises:
-        ConfigError: ``block_size`` above ``max_position_embeddings`` / ``n_positions``, a tokenizer with more
-            tokens than the embedding table (both named), a checkpoint of the other objective (which one to use)
-            or another architecture, or a Hub name not available offline
-            (:func:`nbkit.models.loading.resolve_checkpoint`).
-        CheckpointError: a folder without ``config.json`` or its weights, or a config without a model type
-            (:func:`nbkit.models.loading.require_model_type`).
+        ConfigError: ``block_size`` past the positions, a tokenizer larger than the embeddings, a checkpoint of the
+            other objective or another architecture, a Hub name not available offline.
+        CheckpointError: a folder without ``config.json`` or its weights, or a config without a model type.
     """
     from transformers import AutoTokenizer
 
