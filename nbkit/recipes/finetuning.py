@@ -1,9 +1,7 @@
 """The fine-tuning recipe: labelled data -> tokens -> classifier -> training -> honest evaluation -> export.
 
-Per text (sentiment: tasks reviews, news, own) or per token (named entities: task ner, People's Daily 1998 or
-your tagged files, a ``BertForTokenClassification`` scored by entity-level F1 beside a CRF); the stages are
-the same functions, each asking the task (:mod:`nbkit.tasks`) where they differ (data, encoding, batching,
-head, scoring, export, ``metrics.json``).
+Per text (tasks reviews, news, own) or per token (task ner: entity-level F1 beside a CRF); each stage asks the
+task (:mod:`nbkit.tasks`) where they differ (data, encoding, batching, head, scoring, export, ``metrics.json``).
 
 The one fine-tuning driver: notebook 03 calls the stages cell by cell, notebook 05 on the user's files,
 ``python -m nbkit.jobs.finetune`` and ``bench/pretrain_value.py`` call :func:`run_finetuning`::
@@ -165,11 +163,8 @@ class FinetuneConfig(RecipeConfig):
 
     @classmethod
     def defaults(cls, scale: str, task: str = "reviews", init: str | None = None) -> dict:
-        """The scale's values for ``task``: the task's group of :mod:`nbkit.recipes.scales` (:attr:`nbkit.tasks.Task.rows`)
-        on top; an ``init`` whose saved config is BERT-base-sized adds group ``finetuning/base`` (its authors' rate).
-
-        Raises:
-            ConfigError: an unknown task.
+        """The scale's values with the task's group (:attr:`nbkit.tasks.Task.rows`) on top, and group
+        ``finetuning/base`` for an ``init`` whose saved config is BERT-base-sized. Raises ConfigError: unknown task.
         """
         kind = tasks.get(task)
         out = scale_defaults(cls.RECIPE, scale)
@@ -196,13 +191,10 @@ class FinetuneConfig(RecipeConfig):
         return {**tasks.get(self.task).unused(self), **unused_fields(self)}
 
     def run_dir(self) -> Path:
-        """The run's folder (created): ``runs/<scale>/<task step><overrides>[-from-<encoder>-<hash>]``.
-
-        The step is the task's: ``sentiment`` (reviews), ``news``, ``ner``, or ``sentiment-own-`` / ``ner-own-``
-        and the train file's stem with a hash of the files (and columns); ``-from-...`` when ``init`` names an
-        encoder (its folder name, ``mlm-wiki`` for ``runs/cpu/mlm-wiki/model``, and 6 hex of its absolute path),
-        ``-random`` for random weights, so a run from another encoder or on other files never resumes or
-        overwrites this one.
+        """The run's folder (created): ``runs/<scale>/<task step><overrides>[-from-<encoder>-<hash>]``: the task's
+        step (``sentiment``, ``news``, ``ner``, or ``sentiment-own-<stem>-<hash of the files>``), :meth:`run_tag`,
+        and :func:`nbkit.recipes.pretraining.init_tag`, so a run from another encoder or on other files never
+        resumes or overwrites this one.
         """
         from nbkit.recipes.pretraining import init_tag
         from nbkit.runs import step_dir
@@ -219,8 +211,7 @@ def _say(text: str) -> None:
 
 
 def base_sized(init) -> bool:
-    """True when ``init`` names an encoder (a folder, or a cached Hub name) whose ``config.json`` says hidden
-    size >= 768 (BERT-base and up); never downloads."""
+    """True when ``init``'s saved ``config.json`` (a folder, or a cached Hub name) has hidden size >= 768."""
     if init in (None, "random"):
         return False
     from nbkit.models.loading import saved_config
@@ -229,8 +220,8 @@ def base_sized(init) -> bool:
 
 
 def default_encoder(scale: str) -> Path | None:
-    """``runs/<scale>/mlm/model`` when notebook 02 saved a model there at the scale's recipe (or is replacing it
-    right now from another kernel: :func:`nbkit.atomic.being_replaced`), else None (nothing is created)."""
+    """``runs/<scale>/mlm/model`` when notebook 02 saved a model there (or another kernel is replacing it), else
+    None (nothing is created)."""
     from nbkit.atomic import being_replaced
     from nbkit.runs import step_path
 
@@ -265,18 +256,16 @@ def random_encoder_warning(cfg: FinetuneConfig) -> str:
 
 
 def encoder(cfg: FinetuneConfig):
-    """What the classifier's encoder starts from: ``cfg.init``, else :func:`default_encoder`; None means
-    random weights of ``cfg.model`` (also ``init="random"``)."""
+    """What the classifier's encoder starts from: ``cfg.init``, else :func:`default_encoder`; None (also
+    ``init="random"``): random weights of ``cfg.model``."""
     if cfg.init == "random":
         return None
     return cfg.init if cfg.init is not None else default_encoder(cfg.scale)
 
 
 def data(cfg: FinetuneConfig) -> "LabeledData":
-    """The labelled splits of ``cfg.task`` (seeded with ``cfg.seed``, ``cfg.max_train`` training examples): the
-    bundled reviews or news, ``own``: ``cfg.train_file`` (+ validation/test files) through
-    :func:`nbkit.data.load_labeled_files`, ``ner``: a :class:`nbkit.data.ner.NerData` of ``cfg.train_file`` or
-    People's Daily 1998 (:meth:`nbkit.tasks.token.TokenTask.data`).
+    """The labelled splits of ``cfg.task``, seeded with ``cfg.seed`` (:meth:`nbkit.tasks.sentence.SentenceTask.data`,
+    :meth:`nbkit.tasks.token.TokenTask.data`).
 
     Raises:
         ConfigError: task own without train_file; DataError: news without the optional package (says how to
@@ -286,20 +275,15 @@ def data(cfg: FinetuneConfig) -> "LabeledData":
 
 
 def id2label_of(labeled) -> dict[int, str]:
-    """Class id -> name: a :class:`~nbkit.data.labeled.LabeledData`'s ``id2label``, a NerData's BIO ``labels``
-    in order ("O" first)."""
+    """Class id -> name: a ``LabeledData``'s ``id2label``, or a ``NerData``'s BIO ``labels`` in order."""
     if hasattr(labeled, "id2label"):
         return dict(labeled.id2label)
     return dict(enumerate(labeled.labels))
 
 
 def news_data(cfg: FinetuneConfig) -> "LabeledData | None":
-    """The news task's data (seeded with ``cfg.seed``, ``cfg.max_train`` training texts), or None and one printed
-    line on how to install the optional package.
-
-    Raises:
-        DataError: the package is installed but its files are broken.
-    """
+    """The news task's data, or None and one printed line on how to install the optional package. Raises
+    DataError: the package is installed but its files are broken."""
     from nbkit.data import news
 
     if not news.news_available():
@@ -309,12 +293,8 @@ def news_data(cfg: FinetuneConfig) -> "LabeledData | None":
 
 
 def tokenizer(cfg: FinetuneConfig):
-    """The tokenizer the run reads its text with: the encoder's own (:func:`encoder`: a model pretrained on
-    your corpus brings the vocabulary its ids belong to), else notebook 01's for ``cfg.scale``.
-
-    Raises:
-        OSError: from transformers, when the encoder's folder holds no tokenizer files.
-    """
+    """The encoder's own tokenizer (:func:`encoder`), else notebook 01's for ``cfg.scale``. Raises OSError: the
+    encoder's folder holds no tokenizer files."""
     source = encoder(cfg)
     if source is None:
         from nbkit.recipes.tokenizer import load
@@ -330,10 +310,10 @@ def tokenizer(cfg: FinetuneConfig):
 
 def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
            splits=("train", "validation", "test")) -> tuple[dict, dict]:
-    """Token ids of at most ``cfg.max_length``: ``({split: Dataset}, {split: report})``, empty or absent splits
-    skipped. Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
-    ``truncated_fraction`` (0-1). Per text, cut (:meth:`nbkit.tasks.sentence.SentenceTask.encode`), or per
-    token, windows over each sentence (:meth:`nbkit.tasks.token.TokenTask.encode`)."""
+    """``({split: Dataset}, {split: report})``: ``input_ids``/``attention_mask`` (unpadded, at most
+    ``cfg.max_length``) and ``labels``, each report with ``truncated_fraction`` (0-1); empty splits skipped
+    (texts cut: :meth:`nbkit.tasks.sentence.SentenceTask.encode`; windows over each sentence:
+    :meth:`nbkit.tasks.token.TokenTask.encode`)."""
     return tasks.get(cfg.task).encode(cfg, tok, labeled, splits)
 
 
@@ -446,10 +426,9 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
 
 def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", splits=("test",),
              baseline: bool = True, out_dir=None) -> dict:
-    """Score ``splits`` (default the test split, used for nothing before) and, with ``baseline``, the task's
-    baseline beside it: ``"report"`` (the last split's), ``"<split>_pred"``, ``"table"`` (a DataFrame), ...
-    (:meth:`nbkit.tasks.sentence.SentenceTask.evaluate`: TF-IDF + LR; task ner :func:`evaluate_ner`: the CRF,
-    saved in ``out_dir/crf`` when ``out_dir`` is given)."""
+    """Score ``splits`` (the test split, used for nothing before) and, with ``baseline``, the task's baseline beside
+    it (TF-IDF + LR; task ner a CRF, saved in ``out_dir/crf``): ``"report"``, ``"<split>_pred"``, ``"table"``, ...
+    (:meth:`nbkit.tasks.sentence.SentenceTask.evaluate`, :func:`evaluate_ner`)."""
     return tasks.get(cfg.task).evaluate(cfg, classifier, tok, labeled, splits=splits, baseline=baseline,
                                         out_dir=out_dir)
 
@@ -486,9 +465,10 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
     """Write ``out_dir/metrics.json`` (strict JSON, atomic) and return it.
 
     Keys: ``scale``, ``task``, ``data_files`` (split -> path, your files), ``init`` (``how``), the task's scores
-    (:meth:`nbkit.tasks.Task.metrics`), the data report's ``n_*`` counts, ``max_length``, ``config``,
-    ``world_size``, ``train`` (the loop's summary) and ``written_at``; under ``cfg.lora`` also ``lora`` (its
-    settings, ``lr``, ``export``) and ``trainable_parameters`` (:func:`nbkit.models.lora.trainable_parameters`).
+    (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`, :meth:`nbkit.tasks.token.TokenTask.metrics`), the data
+    report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary),
+    ``written_at``; under ``cfg.lora`` also ``lora`` (its settings, ``lr``, ``export``) and
+    ``trainable_parameters`` (:func:`nbkit.models.lora.trainable_parameters`).
     """
     from nbkit import jsonio
 
