@@ -120,12 +120,8 @@ def export_token_classifier(model, tokenizer, out_dir, id2label: dict | None = N
 
 
 def _labelled_config(model, tokenizer, id2label: dict | None, max_length: int | None):
-    """A copy of ``model.config`` with ``id2label``/``label2id`` set, and the checked ``max_length`` (None: the
-    tokenizer's, capped at the position limit), for a classifier's export.
-
-    Raises:
-        ConfigError: ``id2label`` without one name per class, or ``max_length`` outside 3..the position limit.
-    """
+    """``(config, max_length)``: a copy of ``model.config`` with ``id2label``/``label2id`` set, and the checked
+    ``max_length`` (None: the tokenizer's, capped at the positions). ConfigError: either out of range."""
     import copy
 
     config = copy.deepcopy(model.config)                 # the caller's config stays as it is
@@ -145,17 +141,11 @@ def _labelled_config(model, tokenizer, id2label: dict | None, max_length: int | 
 
 def _export(model, tokenizer, out_dir, config, max_length: int, *, head_order: list[int] | None = None,
             generation=None, auto_map: dict | None = None, **tokenizer_options) -> Path:
-    """Write ``model`` with ``config`` (and ``generation``, a ``GenerationConfig``) and the full tokenizer
-    (``model_max_length`` = ``max_length``; ``tokenizer_options`` as :func:`nbkit.text.tokenizer_files.save_tokenizer`
-    takes them) atomically into ``out_dir``; returns it as a ``Path``. A shallow clone is saved, so the caller's
-    model keeps its config; ``head_order`` (:func:`nbkit.models.bert.label_order`) permutes a copy of its
-    ``classifier``; ``auto_map`` copies ``nbkit/models/pooling.py`` beside the weights and names its classes.
-
-    Raises:
-        ConfigError: ``out_dir`` is an existing file.
-        NonFiniteWeightsError: the model holds NaN/inf weights (named): nothing is written.
-        WriteError: the disk is full or not writable; nothing partial is left.
-    """
+    """Write a shallow clone of ``model`` with ``config`` (and ``generation``) and the tokenizer (``model_max_length``
+    = ``max_length``, ``tokenizer_options`` for :func:`nbkit.text.tokenizer_files.save_tokenizer`) atomically into
+    ``out_dir``; returns it. ``head_order`` (:func:`nbkit.models.bert.label_order`) permutes a copy of the head;
+    ``auto_map`` copies ``nbkit/models/pooling.py`` beside the weights. Raises ConfigError (``out_dir`` a file),
+    NonFiniteWeightsError, WriteError, as the exports say."""
     import copy
     import shutil
 

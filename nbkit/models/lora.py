@@ -21,12 +21,8 @@ DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
 
 
 def task_type(model) -> str:
-    """peft's ``TaskType`` name for ``model``'s class: ``"SEQ_CLS"`` (``*ForSequenceClassification``),
-    ``"TOKEN_CLS"`` (``*ForTokenClassification``) or ``"CAUSAL_LM"`` (GPT-2 / Llama, ``*ForCausalLM``).
-
-    Raises:
-        ConfigError: another head (e.g. ``BertForMaskedLM``), named with the classes LoRA is set up for here.
-    """
+    """peft's ``TaskType`` name for ``model``'s class: ``"SEQ_CLS"``, ``"TOKEN_CLS"`` or ``"CAUSAL_LM"``;
+    ConfigError for another head (e.g. ``BertForMaskedLM``)."""
     from nbkit.models.causal import is_causal_lm
 
     name = type(model).__name__
@@ -50,8 +46,7 @@ def _layer_kinds():
 
 
 def linear_layer_names(model) -> list[str]:
-    """The distinct last names of ``model``'s ``Linear`` / ``Conv1D`` layers (BERT: ``classifier``, ``dense``,
-    ``key``, ``query``, ``value``), sorted: what ``target_modules`` may name."""
+    """The sorted last names of ``model``'s ``Linear`` / ``Conv1D`` layers: what ``target_modules`` may name."""
     kinds = _layer_kinds()
     return sorted({name.rpartition(".")[2] for name, mod in model.named_modules() if name and isinstance(mod, kinds)})
 
@@ -119,8 +114,7 @@ def apply_lora(model, r: int = 8, alpha: float = 16, dropout: float = 0.05, targ
 
 
 def trainable_parameters(model) -> dict:
-    """``{"trainable": n, "total": n, "share": trainable / total}`` for any module (tied weights counted once;
-    a peft classifier's total holds both its frozen head and the trainable copy)."""
+    """``{"trainable": n, "total": n, "share": trainable / total}`` for any module (tied weights counted once)."""
     from nbkit.models.bert import count_parameters
 
     total, trainable = count_parameters(model), count_parameters(model, trainable_only=True)
@@ -141,11 +135,8 @@ def _peft_task(model) -> str:
 
 
 def merged_copy(model):
-    """A plain transformers model: a copy of ``model`` (a peft model) with its adapters merged into the weights
-    (``merge_and_unload``; ``model`` keeps its adapters). Needs memory for a second copy of the model.
-
-    Raises:
-        ConfigError: ``model`` holds no adapters, or is the transformers model inside a peft model."""
+    """A plain transformers copy of the peft ``model`` with its adapters merged into the weights (``model`` keeps
+    them). Raises ConfigError: ``model`` holds no adapters, or is the transformers model inside a peft model."""
     import copy
 
     _peft_task(model)

@@ -40,13 +40,8 @@ class MaskedLM(Objective):
         return conf, "max_position_embeddings", int(conf.get("max_position_embeddings", 512))
 
     def check_tokenizer(self, cfg, tok) -> None:
-        """Refuse ``tok`` unless it has the ``[MASK]`` and ``[PAD]`` tokens a masked LM is trained with (a BERT-style
-        tokenizer); a Llama/SentencePiece tokenizer (e.g. a store prepared with one) has neither.
-
-        Raises:
-            ConfigError: a token missing, naming the tokenizer and the fix (``objective='causal'`` or a BERT
-                tokenizer).
-        """
+        """Raise ConfigError (the fix named) unless ``tok`` has the ``[MASK]`` and ``[PAD]`` tokens a masked LM
+        trains with: a Llama/SentencePiece tokenizer (e.g. a store prepared with one) has neither."""
         missing = [name for name, i in (("mask", tok.mask_token_id), ("pad", tok.pad_token_id)) if i is None]
         if not missing:
             return
@@ -60,11 +55,8 @@ class MaskedLM(Objective):
 
     def blocks(self, cfg, tok, corpus) -> dict:
         """:class:`nbkit.corpus.StoreMLMDataset` per split of a store; else the mix's texts packed by
-        :func:`nbkit.text.mlm.make_blocks` with ``word_ids`` (its ``words`` column) for whole-word masking.
-
-        Raises:
-            ConfigError: ``tok`` without a mask or pad token (:meth:`check_tokenizer`).
-        """
+        :func:`nbkit.text.mlm.make_blocks` with ``word_ids`` for whole-word masking. ConfigError:
+        :meth:`check_tokenizer`."""
         self.check_tokenizer(cfg, tok)
         if corpus.store is not None:
             from nbkit.corpus.dataset import StoreMLMDataset
@@ -83,20 +75,15 @@ class MaskedLM(Objective):
         return MLMCollator(tok, mlm_probability=cfg.mlm_probability, whole_word=cfg.whole_word)
 
     def model(self, cfg, tok):
-        """A ``BertForMaskedLM`` with the sparse MLM head (:func:`nbkit.models.bert.build_mlm_model`), or ``cfg.init``'s
-        (:func:`nbkit.models.loading.load_mlm_model`); ``cfg.dropout`` as hidden and attention dropout.
-
-        Raises:
-            ConfigError: without ``init``, ``tok`` without a mask or pad token (:meth:`check_tokenizer`), before any
-                weight is made; with ``init``, ``tok`` not the checkpoint's (:meth:`check_loaded`).
-        """
+        """A ``BertForMaskedLM`` with the sparse MLM head (:func:`nbkit.models.bert.build_mlm_model`), or
+        ``cfg.init``'s (:func:`nbkit.models.loading.load_mlm_model`); ``cfg.dropout`` as hidden and attention
+        dropout. ConfigError: :meth:`check_tokenizer` before any weight is made, or :meth:`check_loaded`."""
         drop = {} if cfg.dropout is None else {"hidden_dropout_prob": cfg.dropout,
                                                "attention_probs_dropout_prob": cfg.dropout}
         if cfg.init is None:
             from nbkit.models.bert import build_mlm_model
 
             self.check_tokenizer(cfg, tok)
-
             return build_mlm_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, **drop)
         from nbkit.models.loading import load_mlm_model
 
@@ -105,8 +92,8 @@ class MaskedLM(Objective):
         return bert
 
     def export(self, cfg, model, tok, model_dir: Path, generation: dict | None = None) -> None:
-        """``save_pretrained`` and the tokenizer (``model_max_length`` capped at the model's positions), after a
-        finite-weights check; ``generation`` is refused (a masked LM does not generate)."""
+        """``save_pretrained`` and the tokenizer (``model_max_length`` capped at the positions), after a finite-weights
+        check; ``generation`` is refused (a masked LM does not generate)."""
         from nbkit.atomic import atomic_dir
         from nbkit.models.bert import check_finite_weights
         from nbkit.models.loading import quiet_transformers

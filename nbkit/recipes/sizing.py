@@ -40,11 +40,7 @@ FAR_LARGER = 0.5   # passes below this: the plan says how much of the corpus the
 
 
 def device_kind(device) -> str:
-    """``"cuda"`` for any ``cuda``/``cuda:N``, else the name (``"cpu"``).
-
-    Raises:
-        ValueError: a device :data:`TOKENS_PER_S` has no speeds for.
-    """
+    """``"cuda"`` for any ``cuda``/``cuda:N``, else the name; ValueError for one without :data:`TOKENS_PER_S`."""
     kind = "cuda" if str(device).startswith("cuda") else str(device)
     if kind not in TOKENS_PER_S:
         raise ValueError(f"device={device!r}: size_run knows 'cuda' and 'cpu'")
@@ -86,10 +82,9 @@ def train_flops_per_token(config, block_size: int) -> float:
 
 
 def checkpoint_figures(folder, block_size: int) -> dict:
-    """``{"parameters", "flops_per_token"}`` of the checkpoint in ``folder`` (its ``config.json``; the model built
-    on the meta device, no weights read): what a plan says of a continued-pretraining run's model. A GPT-2 /
-    Llama checkpoint (causal pretraining) counts its output layer on every position
-    (:func:`nbkit.models.flops.causal_flops_per_token`)."""
+    """``{"parameters", "flops_per_token"}`` of the checkpoint in ``folder`` (built from its ``config.json`` on the
+    meta device): an MLM's by :func:`train_flops_per_token`, a causal LM's by
+    :func:`nbkit.models.flops.causal_flops_per_token`."""
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
@@ -118,10 +113,9 @@ CLOSE_FLOPS = (0.5, 2.0)
 
 
 def estimated_speed(device: str, flops_per_token: float, block_size: int = 128) -> tuple[float, str, bool]:
-    """``(tokens/s, how, close)`` for a model of ``flops_per_token`` (:func:`train_flops_per_token`) on ``device``
-    without a measurement: the recorded preset (:data:`TOKENS_PER_S`) nearest in FLOPs per token, scaled by
-    the ratio (a model twice the FLOPs runs at half the speed: compute-bound, an estimate). ``close``: the ratio is
-    within :data:`CLOSE_FLOPS`; else ``how`` says it is a rough guess (small models are not compute-bound)."""
+    """``(tokens/s, how, close)`` for a model of ``flops_per_token`` on ``device`` without a measurement: the
+    recorded preset (:data:`TOKENS_PER_S`) nearest in FLOPs per token, scaled by the ratio (compute-bound).
+    ``close``: the ratio is within :data:`CLOSE_FLOPS`; else ``how`` calls it a rough guess."""
     from nbkit.models.bert import build_config
 
     kind = device_kind(device)
@@ -311,11 +305,8 @@ def plan_text(plan: dict) -> str:
 
 
 def steps_for_epochs(n_examples: int, batch_size: int, epochs: float) -> int:
-    """Optimizer steps for ``epochs`` passes over ``n_examples`` at ``batch_size`` (the global batch; >= 1).
-
-    Raises:
-        ValueError: ``n_examples`` or ``batch_size`` is not positive.
-    """
+    """Optimizer steps (>= 1) for ``epochs`` passes over ``n_examples`` at the global ``batch_size``; ValueError
+    when either is not positive."""
     if n_examples <= 0 or batch_size <= 0:
         raise ValueError(f"need n_examples > 0 and batch_size > 0, got {n_examples} and {batch_size}")
     return max(1, math.ceil(n_examples * epochs / batch_size))
