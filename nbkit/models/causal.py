@@ -115,8 +115,10 @@ def check_generation_args(max_new_tokens: int | None, do_sample: bool, temperatu
     """Raise ``ConfigError``, naming the valid range, for ``max_new_tokens < 1`` or above ``context - 2`` (the
     model's positions), ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside (0, 1], ``repetition_penalty <= 0``
     or ``no_repeat_ngram_size < 1``."""
-    if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
-                                       or max_new_tokens < 1):
+    def whole(v) -> bool:   # a whole number >= 1, not a bool
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+    if max_new_tokens is not None and not whole(max_new_tokens):
         raise ConfigError(f"max_new_tokens={max_new_tokens!r}: use a whole number >= 1 (tokens to add), or None "
                           "(up to the end of the model's context)")
     if max_new_tokens is not None and context is not None and max_new_tokens > context - 2:
@@ -126,15 +128,14 @@ def check_generation_args(max_new_tokens: int | None, do_sample: bool, temperatu
     if do_sample and not temperature > 0:
         raise ConfigError(f"temperature={temperature!r}: use a number > 0 (1.0: the model's distribution; lower is "
                           "more conservative), or do_sample=False for greedy decoding")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+    if top_k is not None and not whole(top_k):
         raise ConfigError(f"top_k={top_k!r}: use a whole number >= 1, or None for no top-k cut")
     if top_p is not None and not 0 < top_p <= 1:
         raise ConfigError(f"top_p={top_p!r}: use a share in (0, 1] (e.g. 0.9), or None for no nucleus cut")
     if repetition_penalty is not None and (isinstance(repetition_penalty, bool) or not repetition_penalty > 0):
         raise ConfigError(f"repetition_penalty={repetition_penalty!r}: use a number > 0 (1.0: none; 1.1-1.5 "
                           "discourages tokens already in the text), or None")
-    if no_repeat_ngram_size is not None and (isinstance(no_repeat_ngram_size, bool)
-                                             or not isinstance(no_repeat_ngram_size, int) or no_repeat_ngram_size < 1):
+    if no_repeat_ngram_size is not None and not whole(no_repeat_ngram_size):
         raise ConfigError(f"no_repeat_ngram_size={no_repeat_ngram_size!r}: use a whole number >= 1 (e.g. 3: no "
                           "3-gram of tokens twice), or None")
 

@@ -93,11 +93,9 @@ def _coerce(name: str, value, annotation: str, default):
     for kind, b in zip(kinds, base):
         if b == "bool" and isinstance(value, bool):
             return value
-        if b == "int" and not isinstance(value, bool):
-            if isinstance(value, int):
-                return value
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
+        if b == "int" and not isinstance(value, bool) and (isinstance(value, int) or isinstance(value, float)
+                                                           and value.is_integer()):
+            return int(value)
         if b == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
         if b == "str" and isinstance(value, str) and value:
@@ -125,17 +123,11 @@ def _whole_numbers(name: str, value, kind: str, default):
         for part in item.split(",") if isinstance(item, str) else [item]:
             if isinstance(part, str) and not part.strip():
                 continue
-            number = None
-            if isinstance(part, str) and part.strip().isdigit():
-                number = int(part)
-            elif isinstance(part, int) and not isinstance(part, bool) and part >= 0:
-                number = part
-            elif isinstance(part, float) and part.is_integer() and part >= 0:
-                number = int(part)
-            if number is None:
+            ok = not isinstance(part, bool) and (isinstance(part, int) or isinstance(part, float) and part.is_integer())
+            if not (part.strip().isdigit() if isinstance(part, str) else ok and part >= 0):
                 raise ConfigError(f"{name}={value!r}: {part!r} is not a whole number >= 0; give indices such as "
                                   f"{name}=[5, 17] (job flag: --{name.replace('_', '-')} 5 17; default {default!r})")
-            out.append(number)
+            out.append(int(part))
     return tuple(out) if kind == "tuple" else out
 
 

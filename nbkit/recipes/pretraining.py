@@ -13,16 +13,10 @@ The one pretraining driver: notebook 02 calls the stages cell by cell, notebook 
     loop, result = train(cfg, bert, tok, blocks_, out_dir)
     summary = save(cfg, out_dir, loop, result, tok)    # out_dir/model + metrics.json
 
-With ``init`` (a published BERT masked LM: a folder or Hub name) the run continues that checkpoint: its
-tokenizer everywhere (no WordPiece is trained; a ``corpus`` is prepared with it), its weights loaded exactly, and
-continued-pretraining defaults (group ``pretraining/init`` of :mod:`nbkit.recipes.scales`).
-
-``objective`` names the object that brings what differs between objectives (:mod:`nbkit.objectives`: its blocks and
-collator, its model built or loaded from ``init``, its export, its ``PER_SCALE`` rows); the stages call it and never
-test its name. ``objective="causal"`` is GPT-style next-token pretraining with the same stages, store, loop and
-checkpoints (:mod:`nbkit.objectives.causal`), run folders ``runs/<scale>/causal...``.
-
-The fine-tuning recipe (:mod:`nbkit.recipes.finetuning`) has the same stages and signatures.
+With ``init`` (a published checkpoint: a folder or Hub name) the run continues it: its tokenizer everywhere, its
+weights loaded exactly, continued-pretraining defaults (group ``pretraining/init`` of :mod:`nbkit.recipes.scales`).
+``objective`` names the object of :mod:`nbkit.objectives` that brings what differs (blocks, collator, model, export,
+``PER_SCALE`` rows); the stages never test its name. The fine-tuning recipe has the same stages and signatures.
 """
 from __future__ import annotations
 
@@ -216,11 +210,11 @@ class PretrainConfig(RecipeConfig):
         else:
             out.update({k: f"objective is {self.objective} (LoRA is an option of sft)" for k in ("lora", *LORA_FIELDS)})
         if self.corpus is None:
-            return {**out, "fit_to_corpus": "no corpus"}
-        if not kind.reads_store:   # it splits its own files (split_seed, eval_fraction)
-            return out
-        return {**out, **{k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed",
-                                                         "eval_fraction")}}
+            out["fit_to_corpus"] = "no corpus"
+        elif kind.reads_store:   # else the objective splits its own files (split_seed, eval_fraction)
+            out.update(dict.fromkeys(("mix", "corpus_lines", "max_train", "split_seed", "eval_fraction"),
+                                     "corpus is set"))
+        return out
 
     def run_dir(self) -> Path:
         """The run's folder (created): ``runs/<scale>/<objective>[-<store>]<overrides>[-from-<init>-<hash>]``.
