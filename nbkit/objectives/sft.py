@@ -21,11 +21,9 @@ TEXT_SHARE = 0.5
 
 def default_init(scale: str) -> Path | None:
     """``runs/<scale>/causal/model`` when notebook 06 saved a model there, else None (nothing is created)."""
-    from nbkit.atomic import being_replaced
-    from nbkit.runs import step_path
+    from nbkit.recipes.finetuning import default_encoder
 
-    path = step_path(scale, "causal") / "model"
-    return path if (path / "config.json").exists() or being_replaced(path) else None
+    return default_encoder(scale, "causal")
 
 
 class _VocabWithout:
@@ -164,7 +162,7 @@ class SFT(CausalLM):
         from nbkit.text.chat import NEW_MARKERS, fit_embeddings
 
         info = self.prepare_tokenizer(cfg, tok)
-        source = cfg.init if cfg.init is not None else default_init(cfg.scale)
+        source = self.started_from(cfg)
         if source is None:
             from nbkit.runs import step_path
 
@@ -177,11 +175,10 @@ class SFT(CausalLM):
         else:
             lm, report = load_causal_model(source, tokenizer=tok, dropout=cfg.dropout)
             grows = len(tok) > lm.config.vocab_size                     # markers added here: compare without them
-            named = SimpleNamespace(init=str(source), block_size=cfg.block_size)   # notebook 06's when init is None
+            named = SimpleNamespace(init=source, block_size=cfg.block_size)   # notebook 06's when init is None
             self.check_loaded(named, _VocabWithout(tok, NEW_MARKERS) if grows else tok, lm, report, positions(lm.config))
             fit_embeddings(lm, tok)
-        sep = document_separator(tok)[0]
-        stops = list(dict.fromkeys([info["end_of_turn_id"], sep]))
+        stops = list(dict.fromkeys([info["end_of_turn_id"], document_separator(tok)[0]]))
         lm.config.eos_token_id = lm.generation_config.eos_token_id = stops
         if cfg.gradient_checkpointing:
             lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
