@@ -61,12 +61,8 @@ class Objective(ABC):
         return {}
 
     def check_config(self, cfg) -> None:
-        """Check ``cfg`` without ``init`` before any work (called by ``PretrainConfig.__post_init__``): ``cfg.model``
-        must be one of :attr:`presets`.
-
-        Raises:
-            ConfigError: another preset; when another objective builds it, that objective is named.
-        """
+        """Raise ConfigError, before any work, when ``cfg.model`` is not one of :attr:`presets` (naming the objective
+        that builds it, if any); ``PretrainConfig`` calls it without ``init``."""
         if cfg.model in self.presets:
             return
         takes = f"objective={self.name!r} takes one of {', '.join(self.presets)}"
@@ -154,11 +150,7 @@ class Objective(ABC):
 
 
 def get(name: str) -> Objective:
-    """The objective called ``name`` (one of :data:`OBJECTIVES`).
-
-    Raises:
-        ConfigError: an unknown name (the choices listed).
-    """
+    """The objective called ``name``; ConfigError for a name not in :data:`OBJECTIVES` (the choices listed)."""
     if name not in OBJECTIVES:
         raise ConfigError(f"objective={name!r}: use one of {', '.join(map(repr, OBJECTIVES))}")
     return importlib.import_module(f"{__name__}.{name}").OBJECTIVE

@@ -4,7 +4,6 @@ Blocks wrapped in ``[CLS]``/``[SEP]``, 15 % of the tokens (whole words) as targe
 sparse head, saved as a fill-mask folder (``AutoModelForMaskedLM``)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from nbkit.errors import ConfigError
@@ -27,7 +26,7 @@ class MaskedLM(Objective):
 
     def check_init(self, cfg, folder: Path) -> tuple[dict, str, int]:
         from nbkit.models.causal import MODEL_TYPES
-        from nbkit.models.loading import checkpoint_model_type, require_model_type
+        from nbkit.models.loading import checkpoint_model_type, require_model_type, saved_config
 
         kind = checkpoint_model_type(folder, cfg.init)
         if kind in MODEL_TYPES:
@@ -36,7 +35,7 @@ class MaskedLM(Objective):
                               "chinese-roberta-wwm-ext)")
         require_model_type(folder, cfg.init, takes="a BERT-architecture masked LM (bert-base-chinese, "
                                                    "chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
-        conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        conf = saved_config(folder)
         return conf, "max_position_embeddings", int(conf.get("max_position_embeddings", 512))
 
     def check_tokenizer(self, cfg, tok) -> None:
