@@ -98,8 +98,6 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
     """
     import torch
 
-    from nbkit.atomic import being_replaced, read_consistent
-
     kwargs.setdefault("dtype", getattr(torch, MASTER_DTYPE))
     log: list[str] = []
 
@@ -108,12 +106,8 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
             return model_cls.from_pretrained(str(folder), ignore_mismatched_sizes=True, output_loading_info=True,
                                              **kwargs)
 
-    folder = Path(source).expanduser()
     try:
-        if folder.is_dir() or being_replaced(folder):    # a run's folder another kernel may be replacing
-            model, info = read_consistent(folder, read, what="checkpoint")
-        else:
-            model, info = read(source)                    # a Hub name, or a path not there (OSError)
+        model, info = read_whole(source, read, "checkpoint")   # a Hub name, or a path not there: OSError
     except (OSError, CheckpointError):
         raise
     except Exception as exc:  # noqa: BLE001  (whatever transformers raises, the user gets one kind)
@@ -136,6 +130,17 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
     info["reinitialised"] = lines
     info["stored_dtype"] = stored_dtype(source) if Path(str(source)).is_dir() else None
     return model, info
+
+
+def read_whole(source, read, what: str):
+    """``read(source)``; where ``source`` is a local folder another kernel may be replacing, ``read(folder)`` of one
+    whole version of it (:func:`nbkit.atomic.read_consistent`; ``what`` names it in messages)."""
+    from nbkit.atomic import being_replaced, read_consistent
+
+    folder = None if source is None else Path(source).expanduser()
+    if folder is None or not (folder.is_dir() or being_replaced(folder)):
+        return read(source)
+    return read_consistent(folder, read, what=what)
 
 
 def dtype_note(stored: str | None) -> str:

@@ -229,17 +229,6 @@ def default_encoder(scale: str, step: str = "mlm") -> Path | None:
     return path if (path / "config.json").exists() or being_replaced(path) else None
 
 
-def _from_encoder(source, read):
-    """``read(source)``, from one whole version of ``source`` where it is a local folder another kernel may be
-    replacing (:func:`nbkit.atomic.read_consistent`)."""
-    from nbkit.atomic import being_replaced, read_consistent
-
-    folder = None if source is None else Path(source).expanduser()
-    if folder is None or not (folder.is_dir() or being_replaced(folder)):
-        return read(source)
-    return read_consistent(folder, read, what="encoder")
-
-
 def random_encoder_warning(cfg: FinetuneConfig) -> str:
     """The warning :func:`model` prints where the encoder starts from random weights though ``init`` asked for none
     (notebook 02's model is not there); ``""`` when an encoder is found or ``init="random"`` asks for them."""
@@ -302,10 +291,10 @@ def tokenizer(cfg: FinetuneConfig):
         return load(cfg.scale)
     from transformers import AutoTokenizer
 
-    from nbkit.models.loading import resolve_checkpoint
+    from nbkit.models.loading import read_whole, resolve_checkpoint
 
-    return _from_encoder(source, lambda where: AutoTokenizer.from_pretrained(   # model() checks the weights
-        str(resolve_checkpoint(where, weights=False))))
+    return read_whole(source, lambda where: AutoTokenizer.from_pretrained(   # model() checks the weights
+        str(resolve_checkpoint(where, weights=False))), "encoder")
 
 
 def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
@@ -363,6 +352,8 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
         :func:`~nbkit.models.lora.apply_lora` (a bad rank or target name), or ``out_dir`` holds checkpoints of
         another encoder or other LoRA settings.
     """
+    from nbkit.models.loading import read_whole
+
     _say(random_encoder_warning(cfg))           # before training, on screen: not only in metrics.json
     id2label = id2label_of(labeled)
 
@@ -372,7 +363,7 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
             _check_encoder(cfg, Path(out_dir), {**ident, "lora": lora_settings(cfg)} if cfg.lora else ident)
         return tasks.get(cfg.task).build(source, cfg, tok, id2label)
 
-    classifier, how = _from_encoder(encoder(cfg), load)
+    classifier, how = read_whole(encoder(cfg), load, "encoder")
     if cfg.lora:
         from nbkit.recipes.lora import wrap
 
