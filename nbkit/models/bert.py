@@ -280,16 +280,12 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         if preset is None or tokenizer is None:
             raise ConfigError("build_classifier(source=None) builds from scratch and needs preset=... and tokenizer=...")
         config = build_config(preset, len(tokenizer), **_token_ids(tokenizer), **label_kwargs, **overrides)
-        if token:
-            with seeded(seed):
-                model = BertForTokenClassification(config)
-            return model, (f"from scratch: preset {preset!r}, random init, a token-classification head "
-                           f"({count_parameters(model):,} parameters)")
-        config.classifier_pooling = pooling
+        if not token:
+            config.classifier_pooling = pooling
         with seeded(seed):
-            model = classifier_class(pooling)(config)
-        return model, (f"from scratch: preset {preset!r}, random init, {pooling} pooling ({why}; "
-                       f"{count_parameters(model):,} parameters)")
+            model = (BertForTokenClassification if token else classifier_class(pooling))(config)
+        head = "a token-classification head (" if token else f"{pooling} pooling ({why}; "
+        return model, f"from scratch: preset {preset!r}, random init, {head}{count_parameters(model):,} parameters)"
 
     from nbkit.models.loading import checkpoint_model_type, dtype_note, resolve_checkpoint
     from nbkit.models.pooling import MeanPoolBertConfig
