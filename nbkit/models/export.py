@@ -90,7 +90,8 @@ def export_causal_lm(model, tokenizer, out_dir, *, repetition_penalty: float | N
 def export_token_classifier(model, tokenizer, out_dir, id2label: dict | None = None,
                             max_length: int | None = None, stride: int | None = None) -> Path:
     """Save a token classifier (``BertForTokenClassification``, ``logits`` (B, T, C)) as one directory that
-    ``pipeline("token-classification", model=out_dir)`` loads without ``trust_remote_code``; returns it.
+    ``pipeline("token-classification", model=out_dir, aggregation_strategy="first", stride=...)`` loads without
+    ``trust_remote_code``; returns it.
 
     It holds the weights, ``config.json`` (the BIO ``id2label``, so ``entity_group`` is the entity type, and
     ``task_specific_params["token-classification"]``: ``aggregation_strategy`` and ``stride``) and the tokenizer

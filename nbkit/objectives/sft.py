@@ -21,9 +21,11 @@ TEXT_SHARE = 0.5
 
 def default_init(scale: str) -> Path | None:
     """``runs/<scale>/causal/model`` when notebook 06 saved a model there, else None (nothing is created)."""
-    from nbkit.recipes.finetuning import default_encoder
+    from nbkit.atomic import being_replaced
+    from nbkit.runs import step_path
 
-    return default_encoder(scale, "causal")
+    path = step_path(scale, "causal") / "model"
+    return path if (path / "config.json").exists() or being_replaced(path) else None
 
 
 class _VocabWithout:

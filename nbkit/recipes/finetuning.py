@@ -219,13 +219,13 @@ def base_sized(init) -> bool:
     return int((saved_config(init) or {}).get("hidden_size") or 0) >= 768
 
 
-def default_encoder(scale: str, step: str = "mlm") -> Path | None:
-    """``runs/<scale>/<step>/model`` when notebook 02 (``mlm``; notebook 06: ``causal``) saved a model there (or
-    another kernel is replacing it), else None (nothing is created)."""
+def default_encoder(scale: str) -> Path | None:
+    """``runs/<scale>/mlm/model`` when notebook 02 saved a model there (or another kernel is replacing it), else
+    None (nothing is created)."""
     from nbkit.atomic import being_replaced
     from nbkit.runs import step_path
 
-    path = step_path(scale, step) / "model"
+    path = step_path(scale, "mlm") / "model"
     return path if (path / "config.json").exists() or being_replaced(path) else None
 
 
