@@ -260,18 +260,14 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
     if passes < FAR_LARGER:
         line = (f"the corpus ({n_tokens / 1e6:,.1f} M tokens) is far larger than this budget reads: "
                 f"{_passes(passes)} passes; one pass would take ~{fmt_duration(one_pass_s)} here")
-        if kind != "cuda" and init is None:
-            gpu_model, _ = choose_model(n_tokens, "cuda")
-            gpu_speed, gpu_where = recorded_speed("cuda", gpu_model)
-            gpu_one_pass_s = n_tokens / gpu_speed
-            line += (f"; on one GPU ~{fmt_duration(gpu_one_pass_s)} ({gpu_model} at {gpu_speed:,.0f} tokens/s, "
-                     f"{gpu_where})")
-        elif kind != "cuda":             # this checkpoint's own FLOPs, never another model's measured speed
-            gpu_speed, gpu_where, close = estimated_speed("cuda", init["flops_per_token"], block_size)
+        if kind != "cuda":   # with init its own FLOPs' estimate, never another model's measured speed
+            gpu_model, about = (choose_model(n_tokens, "cuda")[0], "") if init is None else (model, "~")
+            gpu_speed, gpu_where, close = ((*recorded_speed("cuda", gpu_model), True) if init is None else
+                                           estimated_speed("cuda", init["flops_per_token"], block_size))
             if close:
                 gpu_one_pass_s = n_tokens / gpu_speed
-                line += (f"; on one GPU ~{fmt_duration(gpu_one_pass_s)} ({model} at ~{gpu_speed:,.0f} tokens/s, "
-                         f"{gpu_where})")
+                line += (f"; on one GPU ~{fmt_duration(gpu_one_pass_s)} ({gpu_model} at {about}{gpu_speed:,.0f} "
+                         f"tokens/s, {gpu_where})")
             else:
                 line += f"; on one GPU: not measured for {model} (no recorded model of its size)"
         reasons.append(line + "; give more time (budget_minutes) or use a GPU to read more of it")
