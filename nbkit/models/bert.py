@@ -13,7 +13,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification
 
 from nbkit.errors import CheckpointError, ConfigError
-from nbkit.models.loading import _saved_labels, load_pretrained, seeded
+from nbkit.models.loading import _saved_labels, load_pretrained, saved_config, seeded
 from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 
 #: BertConfig kwargs per preset (``count_parameters`` gives their sizes).
@@ -35,10 +35,8 @@ ATTN_IMPLEMENTATION = "sdpa"
 
 
 def build_config(preset: str, vocab_size: int, max_position_embeddings: int | None = None, **overrides) -> BertConfig:
-    """A ``BertConfig`` for ``preset`` (:data:`PRESETS`) with ``vocab_size`` rows (normally ``len(tokenizer)``).
-
-    ``max_position_embeddings``: positions in tokens (None: the preset's, 512, tiny 128); ``overrides``:
-    other ``BertConfig`` fields (e.g. ``hidden_dropout_prob``).
+    """A ``BertConfig`` for ``preset`` (:data:`PRESETS`) with ``vocab_size`` rows (normally ``len(tokenizer)``),
+    ``max_position_embeddings`` positions (None: the preset's) and ``overrides`` (other ``BertConfig`` fields).
 
     Raises:
         ConfigError: unknown preset (the presets listed), a non-positive size, or ``hidden_size`` not
@@ -55,10 +53,8 @@ def build_config(preset: str, vocab_size: int, max_position_embeddings: int | No
         kwargs["max_position_embeddings"] = max_position_embeddings
     kwargs.update(overrides)
     if kwargs["hidden_size"] % kwargs["num_attention_heads"]:
-        raise ConfigError(
-            f"hidden_size={kwargs['hidden_size']} is not divisible by num_attention_heads="
-            f"{kwargs['num_attention_heads']}; change one of them"
-        )
+        raise ConfigError(f"hidden_size={kwargs['hidden_size']} is not divisible by num_attention_heads="
+                          f"{kwargs['num_attention_heads']}; change one of them")
     kwargs.setdefault("attn_implementation", ATTN_IMPLEMENTATION)
     return BertConfig(vocab_size=vocab_size, **kwargs)
 
@@ -70,10 +66,8 @@ def _token_ids(tokenizer) -> dict:
 
 def build_mlm_model(preset: str, tokenizer, block_size: int, seed: int | None = 0, **overrides) -> BertForMaskedLM:
     """A randomly initialised :class:`~nbkit.models.mlm_head.SparseHeadBertForMaskedLM` for ``tokenizer``
-    (vocabulary size, pad/cls/sep ids): ``input_ids`` (B, T <= block_size) -> ``logits`` (B, T, V).
-
-    ``seed``: weights drawn under :func:`nbkit.models.loading.seeded` (same seed, same weights; the
-    caller's RNG does not move); None draws from the global RNG.
+    (vocabulary size, pad/cls/sep ids): ``input_ids`` (B, T <= block_size) -> ``logits`` (B, T, V). ``seed``:
+    weights drawn under :func:`nbkit.models.loading.seeded`; None draws from the global RNG.
 
     Raises:
         ConfigError: unknown preset, or ``block_size`` <= 2 or above the position limit (both named).
@@ -81,11 +75,9 @@ def build_mlm_model(preset: str, tokenizer, block_size: int, seed: int | None = 
     config = build_config(preset, len(tokenizer), **{**_token_ids(tokenizer), **overrides})
     limit = config.max_position_embeddings
     if block_size > limit:
-        raise ConfigError(
-            f"block_size={block_size} exceeds the {preset!r} model's position limit "
-            f"max_position_embeddings={limit}; use block_size <= {limit} or pass "
-            f"max_position_embeddings={block_size}"
-        )
+        raise ConfigError(f"block_size={block_size} exceeds the {preset!r} model's position limit "
+                          f"max_position_embeddings={limit}; use block_size <= {limit} or pass "
+                          f"max_position_embeddings={block_size}")
     if block_size <= 2:
         raise ConfigError(f"block_size={block_size} must exceed 2 ([CLS] and [SEP]); use e.g. 128")
     with seeded(seed):
@@ -98,8 +90,8 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> in
 
 
 def nonfinite_weights(model: torch.nn.Module) -> list[str]:
-    """Names of ``model``'s floating-point tensors (parameters and buffers, as ``state_dict`` saves them) holding
-    a NaN or an infinity; ``[]`` when every one is finite. One host sync per device (a save syncs anyway)."""
+    """Names of ``model``'s floating-point ``state_dict`` tensors holding a NaN or an infinity (``[]``: none), with
+    one host sync per device."""
     by_device: dict = {}
     for k, v in model.state_dict().items():
         if torch.is_floating_point(v) and v.device.type != "meta":
@@ -131,8 +123,8 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 
 
 def vocab_difference(saved: dict, given: dict) -> str | None:
-    """None when the two vocabularies (token -> id) are equal, else what differs: ``"21128 vs 8000 tokens, 21000
-    tokens with other ids (saved vs given: '的': 4638 vs 7, ...)"`` (sizes given vs saved)."""
+    """None when the two vocabularies (token -> id) are equal, else what differs as a phrase (sizes given vs saved,
+    how many tokens have other ids, three examples)."""
     if saved == given:
         return None
     wrong = [t for t in sorted(set(saved) | set(given), key=lambda t: saved.get(t, len(saved)))
@@ -166,9 +158,8 @@ POOLINGS = ("cls", "mean")
 
 
 def label_order(saved: dict, wanted: dict) -> list[int] | None:
-    """Saved ids in the order of ``wanted``'s (both: class id -> name) when they name the same labels in
-    another order, else None. ``[2, 1, 0]``: the head's output 2 is ``wanted``'s class 0.
-    """
+    """Saved ids in the order of ``wanted``'s (both: class id -> name) when they name the same labels in another
+    order, else None: ``[2, 1, 0]`` means the head's output 2 is ``wanted``'s class 0."""
     saved = {int(k): str(v) for k, v in saved.items()}
     wanted = {int(k): str(v) for k, v in wanted.items()}
     if saved == wanted or sorted(saved.values()) != sorted(wanted.values()) or len(set(saved.values())) != len(saved):
@@ -187,28 +178,13 @@ def reorder_head(model, order: list[int]) -> None:
         model.classifier.bias.copy_(model.classifier.bias[index])            # (C,)
 
 
-def _saved_head(path: Path, suffix: str) -> bool:
-    """True when ``path``'s ``config.json`` names an architecture ending in ``suffix`` (a saved task head)."""
-    import json
-
-    try:
-        saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return any(str(a).endswith(suffix) for a in saved.get("architectures") or [])
-
-
 def _saved_pooling(path: Path) -> str | None:
     """The pooling a saved classifier was trained with; None when ``path`` holds no classifier."""
-    import json
-
-    try:
-        saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None                         # load_pretrained reports the broken file
-    if not any(str(a).endswith("ForSequenceClassification") for a in saved.get("architectures") or []):
+    saved = saved_config(path) or {}                 # a broken file: load_pretrained reports it
+    archs = [str(a) for a in saved.get("architectures") or []]
+    if not any(a.endswith("ForSequenceClassification") for a in archs):
         return None
-    return saved.get("classifier_pooling") or ("mean" if "MeanPool" in str(saved.get("architectures")) else "cls")
+    return saved.get("classifier_pooling") or ("mean" if any("MeanPool" in a for a in archs) else "cls")
 
 
 #: config.json key nbkit's pretraining writes into the models it saves (``{"objective": "mlm", "init": ...}``)
@@ -216,13 +192,8 @@ NBKIT_MARK = "nbkit_pretraining"
 
 
 def choose_pooling(folder: Path | None) -> tuple[str, str]:
-    """``(pooling, reason)`` for a classifier whose encoder starts from ``folder`` (None: random weights).
-
-    A saved classifier keeps its pooling; ``cls`` when the checkpoint carries a pooler trained by a published
-    BERT's sentence objective; else ``mean``, which reads what MLM trains (the token states).
-    """
-    import json
-
+    """``(pooling, reason)`` for a classifier whose encoder starts from ``folder`` (None: random weights): a saved
+    classifier's own; ``cls`` where a published BERT's sentence objective trained the pooler; else ``mean``."""
     from nbkit.models.loading import weight_names
 
     if folder is None:
@@ -230,11 +201,7 @@ def choose_pooling(folder: Path | None) -> tuple[str, str]:
     saved = _saved_pooling(folder)
     if saved is not None:
         return saved, "the saved classifier's"
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        config = {}
-    if config.get(NBKIT_MARK):
+    if (saved_config(folder) or {}).get(NBKIT_MARK):
         return "mean", "pretrained by nbkit's MLM-only recipe: its [CLS] pooler was never trained"
     if any(n.endswith("pooler.dense.weight") for n in weight_names(folder)):
         return "cls", ("the checkpoint carries a trained [CLS] pooler (published BERTs train it with next-sentence "
@@ -243,10 +210,8 @@ def choose_pooling(folder: Path | None) -> tuple[str, str]:
 
 
 def classifier_class(pooling: str):
-    """The classifier class for ``pooling``: ``"cls"`` (``BertForSequenceClassification``, the pooler on
-    ``[CLS]``) or ``"mean"`` (:class:`~nbkit.models.pooling.MeanPoolBertForSequenceClassification`).
-    Raises ``ConfigError`` for another value.
-    """
+    """``BertForSequenceClassification`` for ``pooling="cls"``,
+    :class:`~nbkit.models.pooling.MeanPoolBertForSequenceClassification` for ``"mean"``; ConfigError for another."""
     if pooling not in POOLINGS:
         raise ConfigError(f"pooling={pooling!r}: use one of {', '.join(POOLINGS)}")
     if pooling == "mean":
@@ -260,14 +225,9 @@ HEADS = ("sequence", "token")
 
 
 def auto_head_class(model_type: str, head: str, source: str = ""):
-    """The class ``AutoModelForSequenceClassification`` (``head="sequence"``) or ``AutoModelForTokenClassification``
-    (``"token"``) maps ``model_type`` to (``electra`` -> ``ElectraForSequenceClassification``; ``ernie``, ``albert``,
-    ``roberta``, ...); the class itself, so a ``config.json`` whose type only ``architectures`` names still loads.
-
-    Raises:
-        ConfigError: transformers has no such head for ``model_type`` (a decoder-only or seq2seq layout, an unknown
-            type): the layout is named with the fix.
-    """
+    """The class ``AutoModelFor{Sequence,Token}Classification`` (``head`` ``"sequence"`` / ``"token"``) maps
+    ``model_type`` to (``electra`` -> ``ElectraForSequenceClassification``), so a ``config.json`` whose type only
+    ``architectures`` names still loads. Raises ConfigError: no such head for ``model_type`` (the fix named)."""
     import transformers
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
     from transformers.models.auto import modeling_auto
@@ -287,36 +247,25 @@ def auto_head_class(model_type: str, head: str, source: str = ""):
 def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[int, str],
                      tokenizer=None, preset: str | None = None, reinit_head: bool = False, seed: int | None = 0,
                      pooling: str | None = None, head: str = "sequence", **overrides):
-    """A sequence classifier (``logits`` (B, num_labels)) and a one-line note ``how`` saying where it came from;
-    with ``head="token"`` a token classifier (``logits`` (B, T, num_labels), one label per token: named entities),
-    built the same way (no pooling: each token's state feeds the head).
+    """``(model, how)``: a sequence classifier (``logits`` (B, num_labels)), or with ``head="token"`` a token
+    classifier (``logits`` (B, T, num_labels)), and a one-line note saying where it came from.
 
-    A BERT-layout encoder gets ``BertForTokenClassification`` or the pooling :func:`choose_pooling` picks; any
-    other encoder transformers knows (ELECTRA, ERNIE, ...) its family's own head (:func:`auto_head_class`).
-
-    Args:
-        source: a ``save_pretrained`` directory (nbkit's pretraining output, a published encoder), a cached or
-            downloadable hub name, or None to build a BERT from ``preset`` and ``tokenizer``.
-        id2label: class id -> name (one per label), stored in the config.
-        tokenizer: required for ``source=None``; otherwise checked to be the model's
-            (:func:`check_tokenizer_matches`).
-        reinit_head: a new head for ``num_labels`` where the checkpoint's has another count (``how``
-            lists the re-initialised weights and shapes), instead of raising.
-        seed: for every weight not loaded (:func:`nbkit.models.loading.seeded`).
-        pooling: None chooses by :func:`choose_pooling` (the reason goes into ``how``), or ``"cls"`` / ``"mean"``
-            (:func:`classifier_class`); for an encoder that is not BERT only None or ``"cls"`` (its own head).
-        head: ``"sequence"`` or ``"token"`` (:data:`HEADS`).
-        overrides: ``BertConfig`` fields when built from scratch (ignored with a ``source``).
-
-    Saved label names in another order are not an error: the head is reordered to follow ``id2label``.
+    ``source``: a ``save_pretrained`` folder or a Hub name (cached or downloadable), or None to build a BERT from
+    ``preset`` and ``tokenizer``. A BERT-layout encoder gets ``BertForTokenClassification`` or the pooling
+    :func:`choose_pooling` picks (``pooling`` None; ``"cls"`` / ``"mean"``: :func:`classifier_class`); any other
+    encoder transformers knows (ELECTRA, ERNIE, ...) its family's own head (:func:`auto_head_class`).
+    ``tokenizer`` is checked to be the model's (:func:`check_tokenizer_matches`). ``reinit_head``: a new head where
+    the checkpoint's has another label count (``how`` lists the weights) instead of raising; saved label names in
+    another order reorder the head to follow ``id2label``. ``seed``: every weight not loaded
+    (:func:`nbkit.models.loading.seeded`). ``overrides``: ``BertConfig`` fields when built from scratch.
 
     Raises:
         ConfigError: ``id2label`` not one name per label; preset/tokenizer missing for ``source=None``;
-            a hub name not available (:func:`nbkit.models.loading.resolve_checkpoint`); another tokenizer; a head with another
-            label count without ``reinit_head``; a pooling that contradicts the saved one or ``"mean"`` for an
-            encoder that is not BERT; a layout transformers has no such head for (:func:`auto_head_class`).
-        CheckpointError: a directory without ``config.json`` or its weights, a config without a model type
-            (:func:`nbkit.models.loading.checkpoint_model_type`), unreadable weights, or another load failure (:func:`nbkit.models.loading.load_pretrained`, with transformers' report).
+            a hub name not available (:func:`nbkit.models.loading.resolve_checkpoint`); another tokenizer; a head
+            with another label count without ``reinit_head``; a pooling that contradicts the saved one or
+            ``"mean"`` for an encoder that is not BERT; a layout without such a head (:func:`auto_head_class`).
+        CheckpointError: a directory without ``config.json`` or its weights, a config without a model type,
+            unreadable weights, or another load failure (:func:`nbkit.models.loading.load_pretrained`).
     """
     if head not in HEADS:
         raise ConfigError(f"head={head!r}: use one of {', '.join(HEADS)}")
@@ -331,16 +280,12 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
         if preset is None or tokenizer is None:
             raise ConfigError("build_classifier(source=None) builds from scratch and needs preset=... and tokenizer=...")
         config = build_config(preset, len(tokenizer), **_token_ids(tokenizer), **label_kwargs, **overrides)
-        if token:
-            with seeded(seed):
-                model = BertForTokenClassification(config)
-            return model, (f"from scratch: preset {preset!r}, random init, a token-classification head "
-                           f"({count_parameters(model):,} parameters)")
-        config.classifier_pooling = pooling
+        if not token:
+            config.classifier_pooling = pooling
         with seeded(seed):
-            model = classifier_class(pooling)(config)
-        return model, (f"from scratch: preset {preset!r}, random init, {pooling} pooling ({why}; "
-                       f"{count_parameters(model):,} parameters)")
+            model = (BertForTokenClassification if token else classifier_class(pooling))(config)
+        head = "a token-classification head (" if token else f"{pooling} pooling ({why}; "
+        return model, f"from scratch: preset {preset!r}, random init, {head}{count_parameters(model):,} parameters)"
 
     from nbkit.models.loading import checkpoint_model_type, dtype_note, resolve_checkpoint
     from nbkit.models.pooling import MeanPoolBertConfig
@@ -351,8 +296,9 @@ def build_classifier(source: str | Path | None, num_labels: int, id2label: dict[
     kind = checkpoint_model_type(path, source, what="source")
     local = Path(text).expanduser().is_dir()
     saved_labels = _saved_labels(path) if not reinit_head else None
-    if token:
-        saved_labels = saved_labels if _saved_head(path, "ForTokenClassification") else None
+    if token and not any(str(a).endswith("ForTokenClassification")
+                         for a in (saved_config(path) or {}).get("architectures") or []):
+        saved_labels = None
     if kind in ("bert", MeanPoolBertConfig.model_type):   # BERT layout (RoBERTa-wwm, MacBERT): nbkit's pooling choice
         saved_pooling = _saved_pooling(path) if not reinit_head and not token else None
         if pooling and saved_pooling and pooling != saved_pooling:

@@ -51,9 +51,9 @@ def special_ids(tokenizer) -> dict:
 
 def build_causal_config(preset: str, vocab_size: int, block_size: int | None = None, dropout: float | None = None,
                         **ids):
-    """A ``GPT2Config`` / ``LlamaConfig`` for ``preset`` (:data:`PRESETS`) with ``vocab_size`` rows, tied
-    embeddings, SDPA attention; ``block_size``: positions (None: the preset's); ``dropout``: residual, embedding
-    and attention dropout (None: GPT-2's 0.1, Llama's 0.0); ``ids``: :func:`special_ids`.
+    """A ``GPT2Config`` / ``LlamaConfig`` for ``preset`` (:data:`PRESETS`): ``vocab_size`` rows, tied embeddings,
+    SDPA attention, ``block_size`` positions (None: the preset's), ``dropout`` (None: GPT-2's 0.1, Llama's 0.0),
+    ``ids``: :func:`special_ids`.
 
     Raises:
         ConfigError: an unknown preset (the presets listed), a non-positive size.
@@ -83,11 +83,9 @@ def build_causal_config(preset: str, vocab_size: int, block_size: int | None = N
 
 
 def build_causal_model(preset: str, tokenizer, block_size: int, seed: int | None = 0, dropout: float | None = None):
-    """A randomly initialised ``GPT2LMHeadModel`` or ``LlamaForCausalLM`` for ``tokenizer`` (its vocabulary
-    and special ids, :func:`special_ids`): ``input_ids`` (B, T <= block_size) -> ``logits`` (B, T, V).
-
-    The position table holds ``block_size`` tokens (Llama's rotary table the same). ``seed``: weights drawn
-    under :func:`nbkit.models.loading.seeded` (the caller's RNG does not move); None draws from the global RNG.
+    """A randomly initialised ``GPT2LMHeadModel`` or ``LlamaForCausalLM`` for ``tokenizer`` (its vocabulary and
+    :func:`special_ids`) with ``block_size`` positions: ``input_ids`` (B, T <= block_size) -> ``logits`` (B, T, V).
+    ``seed``: weights drawn under :func:`nbkit.models.loading.seeded`; None draws from the global RNG.
 
     Raises:
         ConfigError: unknown preset; ``block_size`` below 2 or above the preset's positions (both named).
@@ -96,14 +94,12 @@ def build_causal_model(preset: str, tokenizer, block_size: int, seed: int | None
 
     from nbkit.models.loading import seeded
 
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown causal preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    config = build_causal_config(preset, len(tokenizer), block_size, dropout, **special_ids(tokenizer))
     family, kwargs = PRESETS[preset]
     limit = kwargs.get("n_positions") or kwargs.get("max_position_embeddings")
     if not 2 <= block_size <= limit:
         raise ConfigError(f"block_size={block_size} outside 2..{limit}, the {preset!r} model's positions "
                           f"(n_positions / max_position_embeddings); use block_size <= {limit}")
-    config = build_causal_config(preset, len(tokenizer), block_size, dropout, **special_ids(tokenizer))
     with seeded(seed):
         return (GPT2LMHeadModel if family == "gpt2" else LlamaForCausalLM)(config)
 
@@ -116,11 +112,13 @@ def positions(config) -> int:
 def check_generation_args(max_new_tokens: int | None, do_sample: bool, temperature: float, top_k: int | None,
                           top_p: float | None, context: int | None = None, repetition_penalty: float | None = None,
                           no_repeat_ngram_size: int | None = None) -> None:
-    """Raise ``ConfigError`` for ``max_new_tokens < 1`` or (with ``context``, the model's positions) above
-    ``context - 2`` (None: up to the context, not checked), ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside
-    (0, 1], ``repetition_penalty <= 0``, ``no_repeat_ngram_size < 1``, each with its valid range."""
-    if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
-                                       or max_new_tokens < 1):
+    """Raise ``ConfigError``, naming the valid range, for ``max_new_tokens < 1`` or above ``context - 2`` (the
+    model's positions), ``temperature <= 0``, ``top_k < 1``, ``top_p`` outside (0, 1], ``repetition_penalty <= 0``
+    or ``no_repeat_ngram_size < 1``."""
+    def whole(v) -> bool:   # a whole number >= 1, not a bool
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+    if max_new_tokens is not None and not whole(max_new_tokens):
         raise ConfigError(f"max_new_tokens={max_new_tokens!r}: use a whole number >= 1 (tokens to add), or None "
                           "(up to the end of the model's context)")
     if max_new_tokens is not None and context is not None and max_new_tokens > context - 2:
@@ -130,15 +128,14 @@ def check_generation_args(max_new_tokens: int | None, do_sample: bool, temperatu
     if do_sample and not temperature > 0:
         raise ConfigError(f"temperature={temperature!r}: use a number > 0 (1.0: the model's distribution; lower is "
                           "more conservative), or do_sample=False for greedy decoding")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+    if top_k is not None and not whole(top_k):
         raise ConfigError(f"top_k={top_k!r}: use a whole number >= 1, or None for no top-k cut")
     if top_p is not None and not 0 < top_p <= 1:
         raise ConfigError(f"top_p={top_p!r}: use a share in (0, 1] (e.g. 0.9), or None for no nucleus cut")
     if repetition_penalty is not None and (isinstance(repetition_penalty, bool) or not repetition_penalty > 0):
         raise ConfigError(f"repetition_penalty={repetition_penalty!r}: use a number > 0 (1.0: none; 1.1-1.5 "
                           "discourages tokens already in the text), or None")
-    if no_repeat_ngram_size is not None and (isinstance(no_repeat_ngram_size, bool)
-                                             or not isinstance(no_repeat_ngram_size, int) or no_repeat_ngram_size < 1):
+    if no_repeat_ngram_size is not None and not whole(no_repeat_ngram_size):
         raise ConfigError(f"no_repeat_ngram_size={no_repeat_ngram_size!r}: use a whole number >= 1 (e.g. 3: no "
                           "3-gram of tokens twice), or None")
 
@@ -146,15 +143,12 @@ def check_generation_args(max_new_tokens: int | None, do_sample: bool, temperatu
 def generation_config(model_config, max_new_tokens: int | None = None, do_sample: bool = False,
                       temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
                       repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None):
-    """The ``transformers.GenerationConfig`` of one generation call, checked (:func:`check_generation_args`
-    against the model's context, :func:`positions`): at most ``max_new_tokens`` new tokens, or with None
-    ``max_length`` = the context (the text, prompt included, ends at the model's last position or its eos;
-    transformers refuses a prompt that fills the context with a ValueError naming both lengths, where a fixed
-    ``max_new_tokens`` past GPT-2's position table raises IndexError); greedy or sampled (``temperature``,
-    ``top_k``, ``top_p``), ``repetition_penalty`` (CTRL's, Keskar et al. 2019: scores of tokens already in the
-    text divided by it) and ``no_repeat_ngram_size`` (no n-gram of tokens twice); the special ids of
-    ``model_config`` (pad: eos where there is none). Every field is set, so an export's bare pipeline call
-    decodes as ``generate`` does rather than by the pipeline's defaults (256 sampled tokens).
+    """The checked (:func:`check_generation_args`) ``transformers.GenerationConfig`` of one generation call: at most
+    ``max_new_tokens`` new tokens, or with None ``max_length`` = the context (:func:`positions`; a fixed count past
+    GPT-2's position table raises IndexError in transformers, a full context a ValueError naming both lengths);
+    greedy or sampled (``temperature``, ``top_k``, ``top_p``), ``repetition_penalty`` (CTRL's, Keskar et al. 2019)
+    and ``no_repeat_ngram_size``; ``model_config``'s special ids (pad: eos where there is none). Every field is
+    set, so an export's bare pipeline call decodes as ``generate`` does, not by the pipeline's defaults.
 
     Raises:
         ConfigError: a setting out of range (:func:`check_generation_args`).
@@ -182,9 +176,8 @@ def is_causal_lm(model) -> bool:
 
 def fused_output_weight(model):
     """The output layer's weight (V, d) when the loop may fuse it with the loss
-    (:func:`nbkit.train.loss.linear_cross_entropy_sum`), else None: a GPT-2 / Llama causal LM whose head is a
-    plain bias-free ``nn.Linear`` (GPT-2's tied ``wte``, Llama's ``lm_head``) applied to the base model's
-    ``last_hidden_state`` (``model.base_model``), nothing after it."""
+    (:func:`nbkit.train.loss.linear_cross_entropy_sum`): a GPT-2 / Llama causal LM whose head is a plain bias-free
+    ``nn.Linear`` on the base model's ``last_hidden_state``; else None."""
     import torch
 
     head = model.get_output_embeddings() if is_causal_lm(model) else None
@@ -201,9 +194,9 @@ def causal_class(model_type: str):
 
 
 def read_causal_config(folder: Path, source: str) -> dict:
-    """``config.json`` of the checkpoint ``folder`` (``model_type`` filled in from ``architectures`` where an
-    older upload lacks it: :func:`nbkit.models.loading.checkpoint_model_type`) when it is a causal LM nbkit
-    continues, else ConfigError (a BERT: use ``objective="mlm"``). CheckpointError: no model type to be read."""
+    """``config.json`` of the checkpoint ``folder`` (``model_type`` filled in from ``architectures`` where missing)
+    when it is a causal LM nbkit continues, else ConfigError (a BERT: use ``objective="mlm"``). CheckpointError:
+    no model type to be read."""
     from nbkit.models.loading import checkpoint_model_type
 
     saved = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
@@ -219,10 +212,9 @@ def read_causal_config(folder: Path, source: str) -> dict:
 
 
 def load_causal_model(source, tokenizer=None, dropout: float | None = None):
-    """The causal LM ``source`` (a folder or Hub name: GPT-2 or Llama) with every weight of the checkpoint
-    loaded, nothing initialised afresh. With ``tokenizer``: special ids outside the vocabulary (UER's GPT-2
-    keeps GPT-2's eos 50256) are set from it, so generation stops at the separator. Returns ``(model, report)``:
-    ``source``, ``folder``, ``unused`` (checkpoint weights not used, by name), ``stored_dtype``.
+    """The causal LM ``source`` (a GPT-2 or Llama folder or Hub name) with every weight of the checkpoint loaded.
+    With ``tokenizer``: special ids outside the vocabulary (UER's GPT-2 keeps GPT-2's eos 50256) are set from it.
+    Returns ``(model, report)``: ``source``, ``folder``, ``unused`` (weights not used, by name), ``stored_dtype``.
 
     Raises:
         ConfigError: a BERT or other non-causal checkpoint (which objective to use), a Hub name not available.

@@ -9,27 +9,20 @@ from nbkit.errors import ConfigError
 
 
 def export_classifier(model, tokenizer, out_dir, id2label: dict | None = None, max_length: int | None = None) -> Path:
-    """Save a fine-tuned classifier as one directory plain ``transformers`` loads; returns it as a ``Path``.
+    """Save a fine-tuned classifier (``logits`` (B, num_labels)) as one directory plain ``transformers`` loads
+    (``pipeline("text-classification", model=out_dir, truncation=True)``, the ``Auto*`` classes); returns it.
 
-    It holds the weights, ``config.json`` (``id2label``/``label2id``, ``classifier_pooling``) and the full
-    tokenizer (``model_max_length`` = ``max_length``), so ``pipeline("text-classification", model=out_dir,
-    truncation=True)`` and the ``Auto*`` classes give :func:`nbkit.evaluate.inference.predict`'s labels and scores.
-    A mean-pooling classifier carries its code (``nbkit/models/pooling.py``) with an ``auto_map``: it loads
-    with ``trust_remote_code=True`` and without nbkit, and without that flag transformers refuses it. The
-    caller's model and tokenizer are not changed. Loading that code needs a writable
-    ``HF_MODULES_CACHE``: with HOME's cache unwritable, this export points the unset cache variables at a temp
-    folder and warns (:func:`nbkit.caches.ensure_writable_caches`).
-
-    Args:
-        model: a sequence-classification model (``logits`` (B, num_labels)); tokenizer: its tokenizer.
-        out_dir: created; files in it are overwritten.
-        id2label: class id -> name (None: the model's); the same names in another order reorder the head.
-        max_length: tokens the model was trained with (None: the tokenizer's, capped at the position limit).
+    It holds the weights, ``config.json`` (``id2label``/``label2id``, ``classifier_pooling``) and the full tokenizer
+    (``model_max_length`` = ``max_length``; None: the tokenizer's, capped at the positions). A mean-pooling
+    classifier carries its code (``nbkit/models/pooling.py``, an ``auto_map``): it loads with
+    ``trust_remote_code=True`` without nbkit, and is refused without that flag; loading it needs a writable
+    ``HF_MODULES_CACHE`` (:func:`nbkit.caches.ensure_writable_caches`). ``id2label`` (None: the model's) with the
+    same names in another order reorders the head. The caller's model and tokenizer are not changed.
 
     Raises:
         ConfigError: ``id2label`` without one name per class, ``max_length`` outside 3..the position limit,
             or ``out_dir`` an existing file.
-        WriteError: the disk is full or not writable (path, free space, size needed); nothing partial is left.
+        WriteError: the disk is full or not writable; nothing partial is left.
         NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
     """
     from nbkit.caches import ensure_writable_caches
@@ -55,30 +48,23 @@ def export_causal_lm(model, tokenizer, out_dir, *, repetition_penalty: float | N
                      no_repeat_ngram_size: int | None = None) -> Path:
     """Save a causal LM (GPT-2 / Llama) as one directory plain ``transformers`` loads; returns it as a ``Path``.
 
-    It holds the weights, ``config.json`` and ``generation_config.json`` of the standard class
-    (``GPT2LMHeadModel`` / ``LlamaForCausalLM``: ``AutoModelForCausalLM`` and ``pipeline("text-generation",
-    model=out_dir)`` load it without ``trust_remote_code``; eos = the document separator, so generation stops
-    there) and the full tokenizer with ``model_max_length`` = the model's positions and Chinese decoded without
-    spaces (:func:`nbkit.text.tokenizer_files.cjk_decoder`); its ``tokenizer(text)`` puts the document
-    separator before the text (a document opens there, as in training; :func:`nbkit.text.causal.prompt_ids`),
-    which is how ``pipeline`` encodes a prompt, so its greedy continuation and
-    :func:`nbkit.evaluate.generation.generate`'s agree token for token. Written atomically (files already in
-    ``out_dir`` and not written here are kept); the caller's model and tokenizer are not changed.
+    The standard class's weights, ``config.json`` and ``generation_config.json`` (``AutoModelForCausalLM`` and
+    ``pipeline("text-generation", model=out_dir)`` load it without ``trust_remote_code``; eos = the document
+    separator) and the full tokenizer (``model_max_length`` = the positions, Chinese decoded without spaces:
+    :func:`nbkit.text.tokenizer_files.cjk_decoder`), whose ``tokenizer(text)`` puts the document separator first
+    as training did (:func:`nbkit.text.causal.prompt_ids`), so ``pipeline``'s greedy continuation and
+    :func:`nbkit.evaluate.generation.generate`'s agree token for token.
 
-    ``generation_config.json`` holds the greedy call of notebook 06 (:func:`nbkit.models.causal.generation_config`:
-    ``do_sample=False``, ``max_length`` = the context, ``repetition_penalty`` / ``no_repeat_ngram_size`` where
-    given), so the bare ``pipeline("text-generation", model=out_dir)(prompt)`` writes what ``generate(model,
-    tokenizer, prompt)`` (with the same controls) prints, up to the model's eos or its last position, instead of
-    transformers' pipeline defaults (256 sampled tokens, past a small model's position table), and refuses a
-    prompt that fills the context with transformers' ValueError naming both lengths. No ``max_new_tokens`` is
-    written: it overrides ``max_length``, and a prompt plus a fixed count past GPT-2's positions raises
-    IndexError inside transformers. ``pipe(prompt, max_new_tokens=n)`` writes n tokens (notebook 06's line);
-    with a prompt too long for that, ``handle_long_generation="hole"`` keeps its last ``context - n`` tokens.
+    ``generation_config.json`` is notebook 06's greedy call (:func:`nbkit.models.causal.generation_config`:
+    ``max_length`` = the context, the given ``repetition_penalty`` / ``no_repeat_ngram_size``), so a bare pipeline
+    call decodes as ``generate`` does rather than by the pipeline's defaults (256 sampled tokens). No
+    ``max_new_tokens`` is written: it overrides ``max_length``, and a prompt plus a fixed count past GPT-2's
+    positions raises IndexError inside transformers. Written atomically (other files in ``out_dir`` kept).
 
     Raises:
-        ConfigError: ``model`` is not a causal LM (a BERT masked LM: use ``export_classifier`` after
-            fine-tuning, or its pretraining folder with ``pipeline("fill-mask")``), ``out_dir`` is a file, or
-            a generation setting out of range (:func:`~nbkit.models.causal.check_generation_args`).
+        ConfigError: ``model`` is not a causal LM (a BERT masked LM: its pretraining folder with
+            ``pipeline("fill-mask")``), ``out_dir`` is a file, or a generation setting out of range
+            (:func:`~nbkit.models.causal.check_generation_args`).
         NonFiniteWeightsError: the model holds NaN/inf weights (named): nothing is written.
         WriteError: the disk is full or not writable; nothing partial is left.
     """
@@ -104,19 +90,15 @@ def export_causal_lm(model, tokenizer, out_dir, *, repetition_penalty: float | N
 def export_token_classifier(model, tokenizer, out_dir, id2label: dict | None = None,
                             max_length: int | None = None, stride: int | None = None) -> Path:
     """Save a token classifier (``BertForTokenClassification``, ``logits`` (B, T, C)) as one directory that
-    ``transformers.pipeline("token-classification", model=out_dir, aggregation_strategy="first", stride=...)``
-    loads without ``trust_remote_code``; returns it as a ``Path``.
+    ``pipeline("token-classification", model=out_dir, aggregation_strategy="first", stride=...)`` loads without
+    ``trust_remote_code``; returns it.
 
-    It holds the weights, ``config.json`` (``id2label``/``label2id``: the BIO label names, so the pipeline's
-    ``entity_group`` is the entity type; ``task_specific_params["token-classification"]``: the pipeline arguments
-    of the call below) and the tokenizer nbkit trained with, one pre-token per character
-    (:func:`nbkit.text.token_classification.char_tokenizer`, ``model_max_length`` = ``max_length``): plain text,
-    ``tagger(text)``, tokenizes exactly as training and the job's evaluation did, Latin letters, digits and
-    spaces included, and answers one flat list of entities whose ``start``/``end`` are character offsets into
-    ``text``. ``stride`` (tokens two windows share; None: a quarter of ``max_length``) is what makes the pipeline
-    tag a text longer than ``max_length`` tokens in overlapping windows: the pipeline takes it only as an argument
-    (given to ``pipeline(...)`` it holds for every call), and without it transformers cuts such a text at
-    ``max_length`` tokens without a warning. The caller's model and tokenizer are not changed; the write is atomic.
+    It holds the weights, ``config.json`` (the BIO ``id2label``, so ``entity_group`` is the entity type, and
+    ``task_specific_params["token-classification"]``: ``aggregation_strategy`` and ``stride``) and the tokenizer
+    with one pre-token per character (:func:`nbkit.text.token_classification.char_tokenizer`, ``model_max_length``
+    = ``max_length``), so ``tagger(text)`` tokenizes as training did and answers entities with character offsets.
+    ``stride``: tokens two windows share (None: a quarter of ``max_length``); without one transformers cuts a
+    longer text at ``max_length`` tokens silently. The caller's model and tokenizer are not changed; atomic.
 
     Raises:
         ConfigError: not a token classifier, ``id2label`` without one name per class, ``max_length`` outside
@@ -139,12 +121,8 @@ def export_token_classifier(model, tokenizer, out_dir, id2label: dict | None = N
 
 
 def _labelled_config(model, tokenizer, id2label: dict | None, max_length: int | None):
-    """A copy of ``model.config`` with ``id2label``/``label2id`` set, and the checked ``max_length`` (None: the
-    tokenizer's, capped at the position limit), for a classifier's export.
-
-    Raises:
-        ConfigError: ``id2label`` without one name per class, or ``max_length`` outside 3..the position limit.
-    """
+    """``(config, max_length)``: a copy of ``model.config`` with ``id2label``/``label2id`` set, and the checked
+    ``max_length`` (None: the tokenizer's, capped at the positions). ConfigError: either out of range."""
     import copy
 
     config = copy.deepcopy(model.config)                 # the caller's config stays as it is
@@ -164,17 +142,11 @@ def _labelled_config(model, tokenizer, id2label: dict | None, max_length: int | 
 
 def _export(model, tokenizer, out_dir, config, max_length: int, *, head_order: list[int] | None = None,
             generation=None, auto_map: dict | None = None, **tokenizer_options) -> Path:
-    """Write ``model`` with ``config`` (and ``generation``, a ``GenerationConfig``) and the full tokenizer
-    (``model_max_length`` = ``max_length``; ``tokenizer_options`` as :func:`nbkit.text.tokenizer_files.save_tokenizer`
-    takes them) atomically into ``out_dir``; returns it as a ``Path``. A shallow clone is saved, so the caller's
-    model keeps its config; ``head_order`` (:func:`nbkit.models.bert.label_order`) permutes a copy of its
-    ``classifier``; ``auto_map`` copies ``nbkit/models/pooling.py`` beside the weights and names its classes.
-
-    Raises:
-        ConfigError: ``out_dir`` is an existing file.
-        NonFiniteWeightsError: the model holds NaN/inf weights (named): nothing is written.
-        WriteError: the disk is full or not writable; nothing partial is left.
-    """
+    """Write a shallow clone of ``model`` with ``config`` (and ``generation``) and the tokenizer (``model_max_length``
+    = ``max_length``, ``tokenizer_options`` for :func:`nbkit.text.tokenizer_files.save_tokenizer`) atomically into
+    ``out_dir``; returns it. ``head_order`` (:func:`nbkit.models.bert.label_order`) permutes a copy of the head;
+    ``auto_map`` copies ``nbkit/models/pooling.py`` beside the weights. Raises ConfigError (``out_dir`` a file),
+    NonFiniteWeightsError, WriteError, as the exports say."""
     import copy
     import shutil
 

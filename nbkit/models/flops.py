@@ -31,15 +31,8 @@ def peak_tflops(device_name: str, precision: str) -> float | None:
     the longest matching :data:`PEAK_TFLOPS` key wins ("H100 PCIe" over "H100").
     """
     name = device_name.upper().replace("NVIDIA", "").replace("GEFORCE", "").strip()
-    best = None
-    for key in PEAK_TFLOPS:
-        if key.upper() in name and (best is None or len(key) > len(best)):
-            best = key
-    if best is None and "H100" in name:
-        best = "H100 SXM"
-    if best is None:
-        return None
-    return PEAK_TFLOPS[best].get(precision)
+    best = max((k for k in PEAK_TFLOPS if k.upper() in name), key=len, default="H100 SXM" if "H100" in name else None)
+    return None if best is None else PEAK_TFLOPS[best].get(precision)
 
 
 def bert_matmul_params(config, mlm_head: bool = True) -> int:
@@ -54,9 +47,7 @@ def bert_matmul_params(config, mlm_head: bool = True) -> int:
 
 def bert_flops_per_token(config, seq_len: int, mlm_head: bool = True, training: bool = True) -> float:
     """Model FLOP per token at sequence length ``seq_len``: ``6 N + 12 L T d`` when ``training``, else ``2 N + 4 L T d``."""
-    n = bert_matmul_params(config, mlm_head)
-    attn = 4 * config.num_hidden_layers * seq_len * config.hidden_size
-    forward = 2 * n + attn
+    forward = 2 * bert_matmul_params(config, mlm_head) + 4 * config.num_hidden_layers * seq_len * config.hidden_size
     return float(3 * forward if training else forward)
 
 

@@ -24,9 +24,8 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 @contextlib.contextmanager
 def quiet_transformers(capture: list[str] | None = None):
-    """Silence transformers' load report and per-call progress bars (one widget per checkpoint in a notebook).
-    ``capture``: a list that receives every warning/error message transformers logs meanwhile (None drops them).
-    """
+    """Silence transformers' load report and progress bars; ``capture``: a list that receives every warning/error
+    message transformers logs meanwhile (None drops them)."""
     from transformers.utils import logging as hf_logging
 
     from nbkit.switches import progress_bars, transformers_verbosity
@@ -58,9 +57,8 @@ class _ListHandler(logging.Handler):
 
 @contextlib.contextmanager
 def seeded(seed: int | None):
-    """Run the block with torch's CPU RNG seeded to ``seed`` and restored after (``torch.random.fork_rng``):
-    the same seed builds the same weights, the caller's stream does not move. None: no-op. Build on CPU.
-    """
+    """Run the block with torch's CPU RNG seeded to ``seed`` and restored after (``torch.random.fork_rng``): the
+    same seed builds the same weights, the caller's stream does not move. None: no-op. Build on CPU."""
     if seed is None:
         yield
         return
@@ -76,12 +74,9 @@ def _shape(s) -> str:
 
 
 def _saved_labels(path: Path) -> dict | None:
-    import json
-
     try:
-        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        return {int(k): v for k, v in (cfg.get("id2label") or {}).items()}
-    except (OSError, ValueError, AttributeError):
+        return {int(k): v for k, v in ((saved_config(path) or {}).get("id2label") or {}).items()}
+    except (ValueError, AttributeError):
         return None
 
 
@@ -89,12 +84,11 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
                     **kwargs):
     """``model_cls.from_pretrained(source, **kwargs)`` with failures translated; returns ``(model, info)``.
 
-    ``info``: transformers' loading info plus ``reinitialised``, lines like ``"classifier.weight (4, 64) ->
-    (2, 64)"``, and ``stored_dtype`` (:func:`stored_dtype`). ``reinit_head``: the task head (:data:`HEAD_PREFIXES`)
+    ``info``: transformers' loading info plus ``reinitialised`` (lines like ``"classifier.weight (4, 64) ->
+    (2, 64)"``) and ``stored_dtype`` (:func:`stored_dtype`). ``reinit_head``: the task head (:data:`HEAD_PREFIXES`)
     may have another shape and is then initialised afresh (``seed``: :func:`seeded`). The weights load as
-    :data:`MASTER_DTYPE` whatever the file stores (``dtype=...`` in ``kwargs`` overrides it). A local folder is
-    read from one whole version (:func:`nbkit.atomic.read_consistent`: read again when another kernel replaced
-    it meanwhile, instead of a ``FileNotFoundError`` or the config of one save with the weights of another).
+    :data:`MASTER_DTYPE` unless ``kwargs`` has ``dtype``. A local folder is read from one whole version
+    (:func:`nbkit.atomic.read_consistent`: another kernel may be replacing it).
 
     Raises:
         ConfigError: the classification head has another label count and not ``reinit_head`` (fixes named).
@@ -104,8 +98,6 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
     """
     import torch
 
-    from nbkit.atomic import being_replaced, read_consistent
-
     kwargs.setdefault("dtype", getattr(torch, MASTER_DTYPE))
     log: list[str] = []
 
@@ -114,12 +106,8 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
             return model_cls.from_pretrained(str(folder), ignore_mismatched_sizes=True, output_loading_info=True,
                                              **kwargs)
 
-    folder = Path(source).expanduser()
     try:
-        if folder.is_dir() or being_replaced(folder):    # a run's folder another kernel may be replacing
-            model, info = read_consistent(folder, read, what="checkpoint")
-        else:
-            model, info = read(source)                    # a Hub name, or a path not there (OSError)
+        model, info = read_whole(source, read, "checkpoint")   # a Hub name, or a path not there: OSError
     except (OSError, CheckpointError):
         raise
     except Exception as exc:  # noqa: BLE001  (whatever transformers raises, the user gets one kind)
@@ -144,9 +132,19 @@ def load_pretrained(model_cls, source: str | Path, *, reinit_head: bool = False,
     return model, info
 
 
+def read_whole(source, read, what: str):
+    """``read(source)``; where ``source`` is a local folder another kernel may be replacing, ``read(folder)`` of one
+    whole version of it (:func:`nbkit.atomic.read_consistent`; ``what`` names it in messages)."""
+    from nbkit.atomic import being_replaced, read_consistent
+
+    folder = None if source is None else Path(source).expanduser()
+    if folder is None or not (folder.is_dir() or being_replaced(folder)):
+        return read(source)
+    return read_consistent(folder, read, what=what)
+
+
 def dtype_note(stored: str | None) -> str:
-    """``""`` for float32 weights (or unknown), else one clause for the load line: ``"stored in float16, loaded as
-    float32 master weights (autocast as precision says: nbkit.train.precision)"``."""
+    """``""`` for float32 weights (or unknown), else one clause for the load line (``"stored in float16, ..."``)."""
     if stored in (None, MASTER_DTYPE):
         return ""
     return (f"stored in {stored}, loaded as {MASTER_DTYPE} master weights (the compute follows precision: "
@@ -171,16 +169,12 @@ def _looks_like_path(text: str) -> bool:
 
 def resolve_checkpoint(source, what: str = "init", alternative: str = "", weights: bool = True) -> Path:
     """The local folder of checkpoint ``source``: itself when it is a folder, else the Hugging Face cache's
-    snapshot of that Hub name (fetched once when online: ``*.json``, ``*.txt``, the weights).
-
-    ``what``: the setting's name in messages (``init``); ``alternative``: another fix to name; ``weights``: check
-    that the weights files are there too (False: a caller that reads only the tokenizer).
+    snapshot of that Hub name (fetched once when online: ``*.json``, ``*.txt``, the weights). ``what``: the
+    setting's name in messages; ``alternative``: another fix to name; ``weights=False``: the tokenizer only.
 
     Raises:
-        ConfigError: a path that does not exist; a Hub name neither cached nor downloadable (with
-            ``HF_HUB_OFFLINE=1``: that setting, the cache folder and how to pass a local folder instead).
-        CheckpointError: a folder without ``config.json``, or without its weights (:func:`missing_weights`: a
-            Hub snapshot is named with the command that completes it).
+        ConfigError: a path that does not exist; a Hub name neither cached nor downloadable (:func:`hub_message`).
+        CheckpointError: a folder without ``config.json``, or without its weights (:func:`missing_weights`).
     """
     path = Path(source).expanduser()
     text = str(source)
@@ -210,16 +204,20 @@ def resolve_checkpoint(source, what: str = "init", alternative: str = "", weight
         raise CheckpointError(f"{what}={text!r}: the Hub repository has no config.json; it is not a transformers "
                               "model (pass a BERT checkpoint's name or folder)")
     lacks = missing_weights(folder) if weights else None
-    if lacks:
-        raise CheckpointError(snapshot_message(text, folder, lacks, what, alternative))
+    if lacks:   # an interrupted download
+        raise CheckpointError(
+            f"{what}={text!r}: the Hugging Face cache's snapshot {folder} is incomplete (an interrupted download?): "
+            f"it has config.json but {lacks}; it holds: {_listing(folder)}. Fix: where there is network, run "
+            f"`hf download {text}` (it completes the cache; unset HF_HUB_OFFLINE for it), or `hf download {text} "
+            f"--local-dir DIR` and pass {what}=DIR, a folder with config.json, the weights and vocab.txt"
+            + (f"; or {alternative}." if alternative else "."))
     return folder
 
 
 def missing_weights(folder) -> str | None:
-    """None when ``folder`` holds weights ``from_pretrained`` can read (:data:`WEIGHT_FILES`, or a sharded
-    checkpoint's index with every shard it names); else what is missing, as a phrase: ``"no weights file
-    (model.safetensors or pytorch_model.bin)"`` or ``"2 of the shards its model.safetensors.index.json names are
-    missing: model-00002-of-00003.safetensors, ..."``."""
+    """None when ``folder`` holds weights ``from_pretrained`` can read (:data:`WEIGHT_FILES`, or a sharded index
+    with every shard it names); else what is missing, as a phrase (``"no weights file (...)"``, ``"2 of the shards
+    its model.safetensors.index.json names are missing: ..."``)."""
     import json
 
     folder = Path(folder)
@@ -244,17 +242,6 @@ def _listing(folder: Path, n: int = 8) -> str:
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "") if names else "nothing"
 
 
-def snapshot_message(name: str, folder: Path, lacks: str, what: str = "init", alternative: str = "") -> str:
-    """The error text for a Hub cache snapshot without its weights (an interrupted download): the snapshot
-    folder, what it lacks and holds, and the commands that complete it, as :func:`hub_message` words them."""
-    other = f"; or {alternative}" if alternative else ""
-    return (f"{what}={name!r}: the Hugging Face cache's snapshot {folder} is incomplete (an interrupted download?): "
-            f"it has config.json but {lacks}; it holds: {_listing(folder)}. Fix: where there is network, run "
-            f"`hf download {name}` (it completes the cache; unset HF_HUB_OFFLINE for it), or "
-            f"`hf download {name} --local-dir DIR` and pass {what}=DIR, a folder with config.json, the weights and "
-            f"vocab.txt{other}.")
-
-
 def hub_message(name: str, exc: BaseException, what: str = "init", alternative: str = "") -> str:
     """The error text for a Hub name that could not be had: offline without a cached copy, or not fetched."""
     import os
@@ -276,8 +263,8 @@ def hub_message(name: str, exc: BaseException, what: str = "init", alternative: 
 
 
 def weight_names(folder) -> set[str]:
-    """The tensor names in ``folder``'s weights (``*.safetensors`` headers, a sharded index, or
-    ``pytorch_model*.bin`` memory-mapped): without loading the tensors."""
+    """The tensor names in ``folder``'s weights (a sharded index, ``*.safetensors`` headers or ``pytorch_model*.bin``
+    on the meta device), without loading the tensors."""
     import json
 
     folder = Path(folder)
@@ -300,9 +287,8 @@ def weight_names(folder) -> set[str]:
 
 
 def _bin_meta(file) -> dict:
-    """The state dict of the PyTorch weights ``file`` on the meta device (names, shapes, dtypes; no data read):
-    memory-mapped where the file is a zip archive, else (the legacy format, which ``mmap`` refuses) read as
-    ``from_pretrained`` reads it, so the probe never refuses a file the loader accepts."""
+    """The state dict of the PyTorch weights ``file`` on the meta device, memory-mapped unless it is the legacy
+    (non-zip) format, which ``mmap`` refuses and ``from_pretrained`` reads."""
     import zipfile
 
     import torch
@@ -314,9 +300,8 @@ _SAFETENSORS_DTYPES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32", "
 
 
 def stored_dtype(folder) -> str | None:
-    """The floating dtype most of ``folder``'s weights are stored in (``"float16"``, ``"bfloat16"``,
-    ``"float32"``), read from the ``*.safetensors`` headers or ``pytorch_model*.bin`` memory-mapped, without
-    loading the tensors; None without weights files."""
+    """The floating dtype most of ``folder``'s weights are stored in (``"float16"``, ``"bfloat16"``, ``"float32"``),
+    read from the file headers without loading the tensors; None without weights files."""
     import collections
     import json
     import struct
@@ -356,13 +341,12 @@ def _type_of_architecture(name: str) -> str | None:
 
 
 def checkpoint_model_type(folder, source=None, what: str = "init") -> str:
-    """The model type of the checkpoint in ``folder`` (a dict: its parsed ``config.json``): ``model_type``, else
-    the type of its ``architectures`` classes (``BertForMaskedLM`` -> ``"bert"``). ``source``/``what``: how
-    messages name it.
+    """The model type of the checkpoint in ``folder`` (or of its parsed ``config.json``, a dict): ``model_type``,
+    else the type of its ``architectures`` classes (``BertForMaskedLM`` -> ``"bert"``).
 
     Raises:
-        CheckpointError: ``config.json`` unreadable, or neither ``model_type`` nor a known architecture: the
-            message names what the file lacks and the line to add.
+        CheckpointError: ``config.json`` unreadable, or neither ``model_type`` nor a known architecture (the line
+            to add named).
     """
     import json
 
@@ -392,12 +376,11 @@ def checkpoint_model_type(folder, source=None, what: str = "init") -> str:
 def require_model_type(folder, source, allowed=("bert",), what: str = "init",
                        takes: str = "a BERT-architecture checkpoint (bert-base-chinese, chinese-roberta-wwm-ext, "
                                     "chinese-macbert-base, ckiplab's BERTs)") -> str:
-    """:func:`checkpoint_model_type` of ``folder``, checked to be one of ``allowed``; returns it. Pretraining's
-    ``init`` and fine-tuning's encoder both ask here.
+    """:func:`checkpoint_model_type` of ``folder``, checked to be one of ``allowed``; returns it.
 
     Raises:
         ConfigError: another model type (named, with ``takes``: what the setting accepts).
-        CheckpointError: no model type to be read (:func:`checkpoint_model_type`).
+        CheckpointError: no model type to be read.
     """
     kind = checkpoint_model_type(folder, source, what)
     if kind not in allowed:
@@ -407,18 +390,14 @@ def require_model_type(folder, source, allowed=("bert",), what: str = "init",
 
 def load_mlm_model(source, **config_overrides):
     """A :class:`~nbkit.models.mlm_head.SparseHeadBertForMaskedLM` holding every weight of the masked-LM
-    checkpoint ``source`` (a folder or Hub name of a ``BertForMaskedLM``/``BertForPreTraining``), nothing
-    initialised afresh: the decoder stays tied to the word embeddings, its bias the checkpoint's.
-
-    Returns ``(model, report)``: ``report`` has ``source``, ``folder`` (:func:`resolve_checkpoint`), ``unused``
-    (checkpoint weights MLM does not use, by name: the pooler and next-sentence head) and ``stored_dtype`` (the
-    file's; the model is :data:`MASTER_DTYPE` whatever it is). ``config_overrides``: ``BertConfig`` fields that
-    change no shape (dropout).
+    checkpoint ``source`` (a ``BertForMaskedLM``/``BertForPreTraining`` folder or Hub name), the decoder tied to
+    the word embeddings. ``config_overrides``: ``BertConfig`` fields that change no shape (dropout).
+    Returns ``(model, report)``: ``source``, ``folder``, ``unused`` (checkpoint weights MLM does not use, by name)
+    and ``stored_dtype``.
 
     Raises:
-        ConfigError: not a BERT-architecture checkpoint (``model_type`` named), or a Hub name not available.
-        CheckpointError: no model type in its config (:func:`checkpoint_model_type`), weights of the masked LM
-            missing from the checkpoint (named), shapes that differ, or files that do not load.
+        ConfigError: not a BERT-architecture checkpoint, or a Hub name not available.
+        CheckpointError: no model type, weights of the masked LM missing (named), other shapes, unloadable files.
     """
     from nbkit.models.mlm_head import SparseHeadBertForMaskedLM
 

@@ -8,13 +8,10 @@ from pathlib import Path
 from nbkit.errors import ConfigError
 
 #: ``config.model_type`` -> the layers LoRA adapts when ``target_modules`` is None: every attention projection
-#: (queries, keys, values and the attention's output), the same four matrices in each architecture. Hu et al.
-#: (2021, section 7.1) adapt the attention weights only and find several matrices at a low rank better than one
-#: matrix at a higher rank; peft's own defaults (BERT query/value, GPT-2 c_attn, Llama q_proj/v_proj) leave the
-#: keys or the output projection out. A name matches every module whose dotted name ends with it, as peft
-#: matches: ``attention.output.dense`` is BERT's attention output, not its feed-forward ``output.dense``, and
-#: ``attn.c_proj`` is GPT-2's attention output, not ``mlp.c_proj``. GPT-2's ``c_attn`` holds q, k and v in one
-#: ``Conv1D`` (its weight stored (in, out): ``fan_in_fan_out=True``).
+#: (q, k, v and the attention's output), since Hu et al. (2021, section 7.1) find several matrices at a low rank
+#: better than one at a higher rank (peft's defaults leave keys or the output out). A name matches every module
+#: whose dotted name ends with it: ``attention.output.dense`` is not BERT's feed-forward ``output.dense``,
+#: ``attn.c_proj`` not GPT-2's ``mlp.c_proj``. GPT-2's ``c_attn`` is one ``Conv1D`` (``fan_in_fan_out=True``).
 DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
     "bert": ("query", "key", "value", "attention.output.dense"),
     "nbkit_mean_pool_bert": ("query", "key", "value", "attention.output.dense"),
@@ -24,12 +21,8 @@ DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
 
 
 def task_type(model) -> str:
-    """peft's ``TaskType`` name for ``model``'s class: ``"SEQ_CLS"`` (``*ForSequenceClassification``),
-    ``"TOKEN_CLS"`` (``*ForTokenClassification``) or ``"CAUSAL_LM"`` (GPT-2 / Llama, ``*ForCausalLM``).
-
-    Raises:
-        ConfigError: another head (e.g. ``BertForMaskedLM``), named with the classes LoRA is set up for here.
-    """
+    """peft's ``TaskType`` name for ``model``'s class: ``"SEQ_CLS"``, ``"TOKEN_CLS"`` or ``"CAUSAL_LM"``;
+    ConfigError for another head (e.g. ``BertForMaskedLM``)."""
     from nbkit.models.causal import is_causal_lm
 
     name = type(model).__name__
@@ -53,8 +46,7 @@ def _layer_kinds():
 
 
 def linear_layer_names(model) -> list[str]:
-    """The distinct last names of ``model``'s ``Linear`` / ``Conv1D`` layers (BERT: ``classifier``, ``dense``,
-    ``key``, ``query``, ``value``), sorted: what ``target_modules`` may name."""
+    """The sorted last names of ``model``'s ``Linear`` / ``Conv1D`` layers: what ``target_modules`` may name."""
     kinds = _layer_kinds()
     return sorted({name.rpartition(".")[2] for name, mod in model.named_modules() if name and isinstance(mod, kinds)})
 
@@ -65,30 +57,21 @@ def _matches(module_name: str, target: str) -> bool:
 
 
 def apply_lora(model, r: int = 8, alpha: float = 16, dropout: float = 0.05, target_modules=None, seed: int | None = 0):
-    """Wrap ``model`` with LoRA adapters (``peft.get_peft_model`` with a ``LoraConfig``); returns the peft model.
+    """Wrap ``model`` (a sequence or token classifier, or a GPT-2 / Llama causal LM) with LoRA adapters
+    (``peft.get_peft_model``); returns the peft model, ``model`` itself changed in place: train the returned object.
 
-    Each targeted weight W (d_out, d_in) is frozen and trains as ``W + (alpha / r) B A`` with A (r, d_in) and
-    B (d_out, r), B starting at zero (the wrapped model's outputs start equal to ``model``'s); ``dropout`` is
-    applied to the adapter's input. Every other weight is frozen, except a classifier's head: peft's
-    ``SEQ_CLS`` / ``TOKEN_CLS`` task types keep a trainable copy of the module named ``classifier`` (BERT's head)
-    or ``score`` (``modules_to_save``), which a new task's randomly initialised head needs. The ``task_type``
-    follows the class (:func:`task_type`). ``model`` is changed in place (its layers are wrapped): keep and train
-    the returned object. ``seed``: A is drawn under :func:`nbkit.models.loading.seeded` (the caller's RNG does
-    not move; None: the global RNG). ``nbkit.train.Loop(peft_model, ...)`` trains it: the loop runs and
-    checkpoints the transformers model inside (``loop.model``, adapters unmerged; a checkpoint holds every weight
-    and resumes exactly), so export the object returned here (:func:`export_merged`, :func:`export_adapter`).
-
-    Args:
-        model: a ``*ForSequenceClassification``, ``*ForTokenClassification`` or GPT-2 / Llama causal LM.
-        r: the adapters' rank; alpha: their scale numerator (``lora_alpha``); dropout: ``lora_dropout``.
-        target_modules: names of the layers to adapt (a module whose dotted name ends with a name is adapted);
-            None: :data:`DEFAULT_TARGETS` for the model type (every attention projection).
+    Each targeted weight W (d_out, d_in) is frozen and trains as ``W + (alpha / r) B A``, A (r, d_in), B (d_out, r)
+    starting at zero (outputs start equal to ``model``'s); ``dropout`` on the adapter's input. Every other weight is
+    frozen except a classifier's head (peft's ``modules_to_save`` for ``SEQ_CLS`` / ``TOKEN_CLS``: a new head must
+    train). ``target_modules``: names of the layers to adapt (a module whose dotted name ends with one); None:
+    :data:`DEFAULT_TARGETS`. ``seed``: A drawn under :func:`nbkit.models.loading.seeded`. ``nbkit.train.Loop``
+    trains and checkpoints the transformers model inside (``loop.model``, adapters unmerged), so export the object
+    returned here (:func:`export_merged`, :func:`export_adapter`).
 
     Raises:
         ConfigError: ``r`` < 1, ``alpha`` <= 0 or ``dropout`` outside [0, 1); a ``target_modules`` name that
-            matches no layer (the model's linear layer names listed); a model type without default targets
-            (pass ``target_modules``: its linear layer names listed); a model that already holds adapters; a
-            model that is not a classifier or causal LM (:func:`task_type`).
+            matches no layer, or a model type without default targets (its linear layer names listed); a model
+            that already holds adapters; a model that is not a classifier or causal LM (:func:`task_type`).
     """
     from nbkit.models.loading import seeded
 
@@ -131,8 +114,7 @@ def apply_lora(model, r: int = 8, alpha: float = 16, dropout: float = 0.05, targ
 
 
 def trainable_parameters(model) -> dict:
-    """``{"trainable": n, "total": n, "share": trainable / total}`` for any module (tied weights counted once;
-    a peft classifier's total holds both its frozen head and the trainable copy)."""
+    """``{"trainable": n, "total": n, "share": trainable / total}`` for any module (tied weights counted once)."""
     from nbkit.models.bert import count_parameters
 
     total, trainable = count_parameters(model), count_parameters(model, trainable_only=True)
@@ -153,11 +135,8 @@ def _peft_task(model) -> str:
 
 
 def merged_copy(model):
-    """A plain transformers model: a copy of ``model`` (a peft model) with its adapters merged into the weights
-    (``merge_and_unload``; ``model`` keeps its adapters). Needs memory for a second copy of the model.
-
-    Raises:
-        ConfigError: ``model`` holds no adapters, or is the transformers model inside a peft model."""
+    """A plain transformers copy of the peft ``model`` with its adapters merged into the weights (``model`` keeps
+    them). Raises ConfigError: ``model`` holds no adapters, or is the transformers model inside a peft model."""
     import copy
 
     _peft_task(model)
@@ -165,15 +144,10 @@ def merged_copy(model):
 
 
 def export_merged(model, tokenizer, out_dir, **options) -> Path:
-    """Merge the adapters into their weights (``merge_and_unload`` on a copy: ``model`` keeps its adapters) and
-    save the plain model as nbkit's exports do; returns the folder as a ``Path``.
-
-    The folder is the one :func:`nbkit.models.export.export_classifier` (``SEQ_CLS``),
-    :func:`~nbkit.models.export.export_token_classifier` (``TOKEN_CLS``) or
-    :func:`~nbkit.models.export.export_causal_lm` (``CAUSAL_LM``) writes (``options`` go to it: ``id2label``,
-    ``max_length``, ``stride``, ...): ``from_pretrained`` / ``pipeline()`` load it without peft, and its
-    outputs equal the peft model's (in eval mode, up to float rounding of ``W + (alpha / r) B A``). Written
-    atomically; needs memory for a second copy of the model while it runs.
+    """Save :func:`merged_copy` of ``model`` by the export of its task: :func:`nbkit.models.export.export_classifier`
+    (``SEQ_CLS``), :func:`~nbkit.models.export.export_token_classifier` (``TOKEN_CLS``) or
+    :func:`~nbkit.models.export.export_causal_lm` (``CAUSAL_LM``), ``options`` passed on; returns the folder.
+    It loads without peft and gives the peft model's outputs (up to float rounding).
 
     Raises:
         ConfigError: ``model`` holds no adapters, or the export's own (``out_dir`` a file, a bad option).
@@ -188,12 +162,9 @@ def export_merged(model, tokenizer, out_dir, **options) -> Path:
 
 
 def export_adapter(model, out_dir, tokenizer=None) -> Path:
-    """Save only the adapters (``adapter_config.json`` + ``adapter_model.safetensors``: the A and B matrices and
-    a classifier's trained head) and, when given, the tokenizer; returns the folder as a ``Path``.
-
-    ``peft.PeftModel.from_pretrained(base, out_dir)`` over the same base weights (the model ``apply_lora``
-    wrapped, e.g. rebuilt from the same checkpoint) gives the same outputs as ``model``. Written atomically
-    (files already in ``out_dir`` and not written here are kept).
+    """Save only the adapters (``adapter_config.json``, ``adapter_model.safetensors``: A, B and a classifier's
+    trained head) and the tokenizer when given, atomically (other files kept); returns the folder as a ``Path``.
+    ``peft.PeftModel.from_pretrained(base, out_dir)`` over the base ``apply_lora`` wrapped gives ``model``'s outputs.
 
     Raises:
         ConfigError: ``model`` holds no adapters, or ``out_dir`` is an existing file.

@@ -19,30 +19,25 @@ LAYOUTS = ("bert-base-chinese", "ckiplab", "uer-gpt2", "llama")
 CAUSAL_LAYOUTS = ("uer-gpt2", "llama")
 #: the sizes of BERT-base (Devlin et al. 2019), for a stand-in as big as bert-base-chinese
 BASE_SIZES = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
+#: the BERT vocabulary's special tokens, as ``special_tokens_map.json`` names them
+SPECIALS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+            "mask_token": "[MASK]"}
 
 
 def build_standin(out_dir, layout: str = "bert-base-chinese", seed: int = 0, hidden_size: int = 32,
                   num_hidden_layers: int = 2, num_attention_heads: int = 2, intermediate_size: int = 64) -> Path:
-    """Write a stand-in checkpoint into ``out_dir`` (created) and return it as a ``Path``.
+    """Write a stand-in checkpoint of ``layout`` into ``out_dir`` (created) and return it as a ``Path``; tiny by
+    default, :data:`BASE_SIZES` for BERT-base; same ``seed``, same weights. ValueError: an unknown ``layout``.
 
-    ``layout``: ``"bert-base-chinese"``: ``config.json`` (``BertForMaskedLM``, 512 positions), ``vocab.txt``,
-    ``tokenizer.json`` (BERT's normalizer, no lower-casing), ``tokenizer_config.json`` (``do_lower_case``), and
-    ``model.safetensors`` with ``BertForPreTraining``'s weights under the original names (``LayerNorm.gamma`` /
-    ``beta``, the pooler and next-sentence head present, the tied decoder left out). ``"ckiplab"``: the same
-    vocabulary as ``vocab.txt`` only (no ``tokenizer.json``), ``tokenizer_class`` in ``config.json``, and a
-    ``pytorch_model.bin`` of ``BertForMaskedLM`` (no pooler). Sizes: tiny by default (hidden 32, 2 layers);
-    :data:`BASE_SIZES` for BERT-base. Same ``seed``, same weights.
-
-    Causal layouts: ``"uer-gpt2"``, as ``uer/gpt2-chinese-cluecorpussmall``: ``config.json`` (``model_type``
-    gpt2, ``GPT2LMHeadModel``, 1,024 positions, ``tokenizer_class: BertTokenizer``, GPT-2's own bos/eos id 50256,
-    past its 21,128 rows, as UER's is), ``vocab.txt``, ``tokenizer_config.json`` naming ``BertTokenizer``,
-    ``special_tokens_map.json`` and a ``pytorch_model.bin`` without the tied ``lm_head.weight``. ``"llama"``:
-    ``config.json`` (``LlamaForCausalLM``, 512 positions, tied embeddings), ``model.safetensors``,
-    ``tokenizer.json`` (the same vocabulary; eos ``[SEP]``, bos ``[CLS]``) and a ``tokenizer_config.json`` of
-    ``PreTrainedTokenizerFast``: a Llama over a BERT vocabulary, so a corpus store can hold its ids.
-
-    Raises:
-        ValueError: an unknown ``layout``.
+    - ``"bert-base-chinese"``: ``BertForPreTraining``'s weights in ``model.safetensors`` under the original names
+      (``LayerNorm.gamma`` / ``beta``, pooler and next-sentence head, no tied decoder), ``vocab.txt`` and
+      ``tokenizer.json`` (no lower-casing), 512 positions.
+    - ``"ckiplab"``: a ``pytorch_model.bin`` of ``BertForMaskedLM``, ``vocab.txt`` only, ``tokenizer_class`` in
+      ``config.json``.
+    - ``"uer-gpt2"``: as ``uer/gpt2-chinese-cluecorpussmall``: ``GPT2LMHeadModel`` (1,024 positions, GPT-2's bos/eos
+      50256 past its 21,128 rows), ``BertTokenizer`` files, a ``pytorch_model.bin`` without ``lm_head.weight``.
+    - ``"llama"``: a tied ``LlamaForCausalLM`` over the same vocabulary (``tokenizer.json``, eos ``[SEP]``, bos
+      ``[CLS]``, ``PreTrainedTokenizerFast``), so a corpus store can hold its ids.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r}: use one of {', '.join(LAYOUTS)}")
@@ -89,9 +84,7 @@ def _write(out: Path, layout: str, seed: int, sizes: dict) -> None:
         torch.save(state, out / "pytorch_model.bin")
         jsonio.write_json(out / "tokenizer_config.json", {"do_lower_case": False, "tokenizer_class": "BertTokenizerFast",
                                                           "model_max_length": POSITIONS})
-        jsonio.write_json(out / "special_tokens_map.json", {"unk_token": "[UNK]", "sep_token": "[SEP]",
-                                                            "pad_token": "[PAD]", "cls_token": "[CLS]",
-                                                            "mask_token": "[MASK]"})
+        jsonio.write_json(out / "special_tokens_map.json", SPECIALS)
     jsonio.write_json(out / "config.json", saved)
 
 
@@ -124,15 +117,13 @@ def _write_causal(out: Path, layout: str, seed: int, sizes: dict) -> None:
     for k in ("transformers_version", "dtype", "torch_dtype", "return_dict", "output_hidden_states"):
         saved.pop(k, None)
     saved["architectures"] = [type(model).__name__]
-    specials = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
-                "mask_token": "[MASK]"}
     if layout == "uer-gpt2":
         saved["tokenizer_class"] = "BertTokenizer"
         (out / "vocab.txt").write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
         torch.save(state, out / "pytorch_model.bin")
         jsonio.write_json(out / "tokenizer_config.json", {"do_lower_case": False, "tokenizer_class": "BertTokenizer",
                                                           "model_max_length": 1024})
-        jsonio.write_json(out / "special_tokens_map.json", specials)
+        jsonio.write_json(out / "special_tokens_map.json", SPECIALS)
     else:
         from safetensors.torch import save_file
 
@@ -140,5 +131,5 @@ def _write_causal(out: Path, layout: str, seed: int, sizes: dict) -> None:
         bert_chinese_tokenizer(vocab).save(str(out / "tokenizer.json"))
         jsonio.write_json(out / "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast",
                                                           "model_max_length": POSITIONS, "bos_token": "[CLS]",
-                                                          "eos_token": "[SEP]", **specials})
+                                                          "eos_token": "[SEP]", **SPECIALS})
     jsonio.write_json(out / "config.json", saved)

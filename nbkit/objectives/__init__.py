@@ -20,23 +20,16 @@ SPLITS = ("train", "validation")  # what :meth:`Objective.blocks` returns
 
 class Objective(ABC):
     """One pretraining objective: how its blocks are built and collated, which model it builds or loads from
-    ``init`` (and what it checks there), how it saves the model, its rows of ``PER_SCALE``.
-
-    Stateless: one instance per objective (its module's ``OBJECTIVE``). ``cfg`` is a
-    :class:`nbkit.recipes.pretraining.PretrainConfig`, ``tok`` a ``transformers`` tokenizer, ``corpus`` a
-    :class:`nbkit.recipes.pretraining.PretrainCorpus` (``splits``: the bundled mix in memory, or ``store``: a
-    prepared store on disk).
-
-    Attributes:
-        name: the config value (``"mlm"``, ``"causal"``); also the run folder's first word.
-        scale_rows: the ``PER_SCALE`` key laid over ``"pretraining"``'s rows (e.g. ``"pretraining/causal"``); None:
-            none.
-        title: how messages name the objective (``"MLM"``).
-        model_class: what :meth:`model` returns, as messages name it (``"masked LM"``).
+    ``init`` (and what it checks there), how it saves the model, its rows of ``PER_SCALE``. Stateless: one instance
+    per objective (its module's ``OBJECTIVE``). ``cfg`` is a ``PretrainConfig``, ``tok`` a tokenizer, ``corpus`` a
+    ``PretrainCorpus`` (``splits`` in memory, or ``store`` on disk).
     """
 
+    #: the config value (``"mlm"``), also the run folder's first word
     name: str = ""
+    #: the ``PER_SCALE`` group laid over ``"pretraining"``'s rows (``"pretraining/causal"``); None: none
     scale_rows: str | None = None
+    #: how messages name the objective (``"MLM"``) and what :meth:`model` returns (``"masked LM"``)
     title: str = ""
     model_class: str = ""
     #: ``cfg.corpus`` is text the recipe prepares into a corpus store; False: :meth:`data` reads it itself
@@ -68,12 +61,8 @@ class Objective(ABC):
         return {}
 
     def check_config(self, cfg) -> None:
-        """Check ``cfg`` without ``init`` before any work (called by ``PretrainConfig.__post_init__``): ``cfg.model``
-        must be one of :attr:`presets`.
-
-        Raises:
-            ConfigError: another preset; when another objective builds it, that objective is named.
-        """
+        """Raise ConfigError, before any work, when ``cfg.model`` is not one of :attr:`presets` (naming the objective
+        that builds it, if any); ``PretrainConfig`` calls it without ``init``."""
         if cfg.model in self.presets:
             return
         takes = f"objective={self.name!r} takes one of {', '.join(self.presets)}"
@@ -85,9 +74,8 @@ class Objective(ABC):
 
     @abstractmethod
     def check_init(self, cfg, folder: Path) -> tuple[dict, str, int]:
-        """``(config, key, limit)`` of ``cfg.init``'s checkpoint in local ``folder``: its ``config.json`` as a dict
-        (with ``vocab_size``), and the name and value of its position limit (e.g. ``("max_position_embeddings",
-        512)``), which the recipe checks ``cfg.block_size`` against.
+        """``(config, key, limit)`` of ``cfg.init``'s checkpoint in ``folder``: its ``config.json`` as a dict, and
+        the name and value of its position limit (``("max_position_embeddings", 512)``) for ``cfg.block_size``.
 
         Raises:
             ConfigError: a checkpoint of another objective (which one to use) or an architecture this objective
@@ -97,9 +85,8 @@ class Objective(ABC):
 
     @abstractmethod
     def blocks(self, cfg, tok, corpus) -> dict:
-        """``{"train", "validation"}`` datasets of ``cfg.block_size``-token blocks (``input_ids`` (B,) per item,
-        plus what :meth:`collator` reads) from ``corpus.splits`` (packed in memory) or ``corpus.store`` (read
-        from disk).
+        """``{"train", "validation"}`` datasets of ``cfg.block_size``-token blocks (``input_ids`` (T,) per item, plus
+        what :meth:`collator` reads) from ``corpus.splits`` (packed in memory) or ``corpus.store``.
 
         Raises:
             ConfigError: ``cfg.block_size`` past the tokenizer's limit.
@@ -113,9 +100,8 @@ class Objective(ABC):
 
     @abstractmethod
     def model(self, cfg, tok):
-        """The model to train: preset ``cfg.model`` with ``tok``'s vocabulary and ``cfg.block_size`` positions,
-        weights drawn under the caller's seed, or with ``cfg.init`` that checkpoint's weights, every one loaded
-        (checked with :meth:`check_loaded`). The recipe marks it (``nbkit.models.bert.NBKIT_MARK``).
+        """The model to train: preset ``cfg.model`` with ``tok``'s vocabulary and ``cfg.block_size`` positions, or
+        ``cfg.init``'s weights, every one loaded (checked with :meth:`check_loaded`).
 
         Raises:
             ConfigError: an unknown preset, ``block_size`` past the positions, ``tok`` not the checkpoint's.
@@ -141,9 +127,8 @@ class Objective(ABC):
 
     # ----- shared by the objects ------------------------------------------------------------------
     def check_loaded(self, cfg, tok, model, report: dict, limit: int) -> None:
-        """Check a model loaded from ``cfg.init`` and print what was loaded: ``tok`` must be the checkpoint's,
-        ``cfg.block_size`` at most ``limit`` (its positions). ``report``: the loader's (``folder``,
-        ``stored_dtype``, ``unused``).
+        """Check a model loaded from ``cfg.init`` (``tok`` the checkpoint's, ``cfg.block_size`` at most ``limit``)
+        and print what was loaded (``report``: the loader's ``folder``, ``stored_dtype``, ``unused``).
 
         Raises:
             ConfigError: ``block_size`` past ``limit``, or ``tok`` not matching the embedding rows.
@@ -165,11 +150,7 @@ class Objective(ABC):
 
 
 def get(name: str) -> Objective:
-    """The objective called ``name`` (one of :data:`OBJECTIVES`).
-
-    Raises:
-        ConfigError: an unknown name (the choices listed).
-    """
+    """The objective called ``name``; ConfigError for a name not in :data:`OBJECTIVES` (the choices listed)."""
     if name not in OBJECTIVES:
         raise ConfigError(f"objective={name!r}: use one of {', '.join(map(repr, OBJECTIVES))}")
     return importlib.import_module(f"{__name__}.{name}").OBJECTIVE

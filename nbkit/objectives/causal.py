@@ -24,7 +24,7 @@ class CausalLM(Objective):
         return PRESETS
 
     def unused(self, cfg) -> dict[str, str]:
-        return {k: "objective is causal (no masking)" for k in ("mlm_probability", "whole_word")}
+        return {k: f"objective is {self.name} (no masking)" for k in ("mlm_probability", "whole_word")}
 
     def check_init(self, cfg, folder: Path) -> tuple[dict, str, int]:
         from nbkit.models.causal import read_causal_config
@@ -51,9 +51,8 @@ class CausalLM(Objective):
         return CausalCollator(tok)
 
     def model(self, cfg, tok):
-        """A ``GPT2LMHeadModel`` / ``LlamaForCausalLM``: preset ``cfg.model``
-        (:func:`nbkit.models.causal.build_causal_model`), or ``cfg.init``'s with every weight
-        (:func:`nbkit.models.causal.load_causal_model`); ``cfg.dropout`` None keeps the preset's or checkpoint's."""
+        """Preset ``cfg.model`` (:func:`nbkit.models.causal.build_causal_model`), or ``cfg.init``'s with every weight
+        (:func:`nbkit.models.causal.load_causal_model`); ``cfg.dropout`` None keeps theirs."""
         from nbkit.models.causal import build_causal_model, load_causal_model, positions
 
         if cfg.init is None:
@@ -63,8 +62,7 @@ class CausalLM(Objective):
         return lm
 
     def sized_model(self, cfg, bert_size: str) -> tuple[str, str | None]:
-        """The preset of ``cfg.model``'s family (gpt2 / llama) at BERT preset ``bert_size``'s size
-        (:func:`nbkit.models.causal.family_preset`), else ``cfg.model`` kept."""
+        """The preset of ``cfg.model``'s family at BERT preset ``bert_size``'s size, else ``cfg.model`` kept."""
         from nbkit.models.causal import family_preset
 
         family = cfg.model.split("-")[0]
@@ -74,11 +72,8 @@ class CausalLM(Objective):
         return preset, f"causal: {preset}, the {family} preset of BERT-{bert_size}'s size"
 
     def export(self, cfg, model, tok, model_dir: Path, generation: dict | None = None) -> None:
-        """The text-generation layout (standard class, CJK decoding, finite weights checked):
-        :func:`nbkit.models.export.export_causal_lm` with ``generation`` as its keywords.
-
-        Raises:
-            ConfigError: a ``generation`` key the export does not take (those it takes named)."""
+        """:func:`nbkit.models.export.export_causal_lm` with ``generation`` as its keywords
+        (:func:`check_generation_keys`)."""
         from nbkit.models.export import export_causal_lm
 
         export_causal_lm(model, tok, model_dir, **check_generation_keys(generation))

@@ -4,7 +4,6 @@ Blocks wrapped in ``[CLS]``/``[SEP]``, 15 % of the tokens (whole words) as targe
 sparse head, saved as a fill-mask folder (``AutoModelForMaskedLM``)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from nbkit.errors import ConfigError
@@ -27,7 +26,7 @@ class MaskedLM(Objective):
 
     def check_init(self, cfg, folder: Path) -> tuple[dict, str, int]:
         from nbkit.models.causal import MODEL_TYPES
-        from nbkit.models.loading import checkpoint_model_type, require_model_type
+        from nbkit.models.loading import checkpoint_model_type, require_model_type, saved_config
 
         kind = checkpoint_model_type(folder, cfg.init)
         if kind in MODEL_TYPES:
@@ -36,17 +35,12 @@ class MaskedLM(Objective):
                               "chinese-roberta-wwm-ext)")
         require_model_type(folder, cfg.init, takes="a BERT-architecture masked LM (bert-base-chinese, "
                                                    "chinese-roberta-wwm-ext, chinese-macbert-base, ckiplab's BERTs)")
-        conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        conf = saved_config(folder)
         return conf, "max_position_embeddings", int(conf.get("max_position_embeddings", 512))
 
     def check_tokenizer(self, cfg, tok) -> None:
-        """Refuse ``tok`` unless it has the ``[MASK]`` and ``[PAD]`` tokens a masked LM is trained with (a BERT-style
-        tokenizer); a Llama/SentencePiece tokenizer (e.g. a store prepared with one) has neither.
-
-        Raises:
-            ConfigError: a token missing, naming the tokenizer and the fix (``objective='causal'`` or a BERT
-                tokenizer).
-        """
+        """Raise ConfigError (the fix named) unless ``tok`` has the ``[MASK]`` and ``[PAD]`` tokens a masked LM
+        trains with: a Llama/SentencePiece tokenizer (e.g. a store prepared with one) has neither."""
         missing = [name for name, i in (("mask", tok.mask_token_id), ("pad", tok.pad_token_id)) if i is None]
         if not missing:
             return
@@ -60,11 +54,8 @@ class MaskedLM(Objective):
 
     def blocks(self, cfg, tok, corpus) -> dict:
         """:class:`nbkit.corpus.StoreMLMDataset` per split of a store; else the mix's texts packed by
-        :func:`nbkit.text.mlm.make_blocks` with ``word_ids`` (its ``words`` column) for whole-word masking.
-
-        Raises:
-            ConfigError: ``tok`` without a mask or pad token (:meth:`check_tokenizer`).
-        """
+        :func:`nbkit.text.mlm.make_blocks` with ``word_ids`` for whole-word masking. ConfigError:
+        :meth:`check_tokenizer`."""
         self.check_tokenizer(cfg, tok)
         if corpus.store is not None:
             from nbkit.corpus.dataset import StoreMLMDataset
@@ -83,20 +74,15 @@ class MaskedLM(Objective):
         return MLMCollator(tok, mlm_probability=cfg.mlm_probability, whole_word=cfg.whole_word)
 
     def model(self, cfg, tok):
-        """A ``BertForMaskedLM`` with the sparse MLM head (:func:`nbkit.models.bert.build_mlm_model`), or ``cfg.init``'s
-        (:func:`nbkit.models.loading.load_mlm_model`); ``cfg.dropout`` as hidden and attention dropout.
-
-        Raises:
-            ConfigError: without ``init``, ``tok`` without a mask or pad token (:meth:`check_tokenizer`), before any
-                weight is made; with ``init``, ``tok`` not the checkpoint's (:meth:`check_loaded`).
-        """
+        """A ``BertForMaskedLM`` with the sparse MLM head (:func:`nbkit.models.bert.build_mlm_model`), or
+        ``cfg.init``'s (:func:`nbkit.models.loading.load_mlm_model`); ``cfg.dropout`` as hidden and attention
+        dropout. ConfigError: :meth:`check_tokenizer` before any weight is made, or :meth:`check_loaded`."""
         drop = {} if cfg.dropout is None else {"hidden_dropout_prob": cfg.dropout,
                                                "attention_probs_dropout_prob": cfg.dropout}
         if cfg.init is None:
             from nbkit.models.bert import build_mlm_model
 
             self.check_tokenizer(cfg, tok)
-
             return build_mlm_model(cfg.model, tok, cfg.block_size, seed=cfg.seed, **drop)
         from nbkit.models.loading import load_mlm_model
 
@@ -105,8 +91,8 @@ class MaskedLM(Objective):
         return bert
 
     def export(self, cfg, model, tok, model_dir: Path, generation: dict | None = None) -> None:
-        """``save_pretrained`` and the tokenizer (``model_max_length`` capped at the model's positions), after a
-        finite-weights check; ``generation`` is refused (a masked LM does not generate)."""
+        """``save_pretrained`` and the tokenizer (``model_max_length`` capped at the positions), after a finite-weights
+        check; ``generation`` is refused (a masked LM does not generate)."""
         from nbkit.atomic import atomic_dir
         from nbkit.models.bert import check_finite_weights
         from nbkit.models.loading import quiet_transformers

@@ -1,18 +1,11 @@
 """Supervised fine-tuning on conversations (``objective="sft"``): the causal path with the loss on the assistant's
 tokens only, the same loop, checkpoints, resume, TensorBoard and torchrun.
 
-What differs from causal pretraining: the data are conversations (the demo set of :mod:`nbkit.data.instruct` on
-notebooks 03 and 07's splits, or ``corpus``'s JSON-lines files), each encoded alone by the tokenizer's chat template
-and padded into batches (:mod:`nbkit.text.chat`: no packing, no conversation attends to another); the tokenizer
-gets a template with role markers (BERT's ``[unused1..4]`` slots, else 4 added tokens and the embeddings grown);
-generation stops at the end-of-turn marker; the export carries the template in ``tokenizer_config.json``, so
-``pipeline("text-generation", model=dir)(messages)`` answers as nbkit trained it, without ``trust_remote_code``.
-
-The model: ``init`` (notebook 06's ``runs/<scale>/causal.../model``, any nbkit causal run folder, or a published
-GPT-2 / Llama causal LM), else notebook 06's model at this scale when it is saved (:func:`default_init`), else
-random weights of preset ``model`` with a warning on screen (a model that never read text learns only the answers'
-form). ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, one more forward pass
-of compute).
+The data are conversations (the demo set of :mod:`nbkit.data.instruct`, or ``corpus``'s JSON-lines files), each
+encoded alone by the tokenizer's chat template and padded into batches (:mod:`nbkit.text.chat`: no packing); the
+export carries the template in ``tokenizer_config.json``, so ``pipeline("text-generation", model=dir)(messages)``
+answers as nbkit trained it. The model: ``init``, else notebook 06's at this scale (:func:`default_init`), else
+random weights of preset ``model`` with a warning.
 """
 from __future__ import annotations
 
@@ -56,15 +49,13 @@ class SFT(CausalLM):
 
     name = "sft"
     scale_rows = "pretraining/sft"
-    model_class = "causal LM"
     reads_store = False
     init_rows = False
     takes_lora = True
 
     def unused(self, cfg) -> dict[str, str]:
         why = "objective is sft (conversations: the demo set, or corpus's files)"
-        out = {k: "objective is sft (no masking)" for k in ("mlm_probability", "whole_word")}
-        out.update({k: why for k in ("mix", "fit_to_corpus", "budget_minutes")})
+        out = {**super().unused(cfg), **dict.fromkeys(("mix", "fit_to_corpus", "budget_minutes"), why)}
         if cfg.corpus is None:
             out["eval_fraction"] = "the demo set keeps notebooks 03 and 07's validation splits"
         else:
@@ -84,16 +75,12 @@ class SFT(CausalLM):
         return None if source is None else str(source)
 
     def data(self, cfg) -> tuple[dict[str, list[dict]], dict]:
-        """``(splits, report)``: the conversations, ``splits[split]`` lists of ``{"messages", ...}``, ``report``
-        counting what was read, cut and dropped (the recipe's ``PretrainCorpus(splits=..., report=...)``).
-
-        ``cfg.corpus``'s files (:func:`nbkit.data.instruct.read_conversations`, records with a problem handled by
-        ``cfg.bad_records``), ``cfg.eval_fraction`` of them held out by ``cfg.split_seed``; else the demo set
-        (:func:`nbkit.data.instruct.demo_conversations`, with a ``"test"`` split of held-out questions to score by
-        generation): reviews split as notebook 03 splits them (``cfg.split_seed``), the first ``cfg.corpus_lines``
-        lines of People's Daily split as notebook 07 splits them (its ``corpus_lines`` at this scale: the same
-        ``PER_SCALE`` value), ``cfg.max_train`` examples per task, source texts cut to ``TEXT_SHARE *
-        cfg.block_size`` characters.
+        """``(splits, report)``: the conversations (``splits[split]``: lists of ``{"messages", ...}``) and what was
+        read, cut and dropped. ``cfg.corpus``'s files (:func:`nbkit.data.instruct.read_conversations`, bad records per
+        ``cfg.bad_records``), ``cfg.eval_fraction`` held out by ``cfg.split_seed``; else the demo set
+        (:func:`nbkit.data.instruct.demo_conversations`, with a ``"test"`` split): notebooks 03 and 07's splits
+        (``cfg.split_seed``, ``cfg.corpus_lines``), ``cfg.max_train`` examples per task, source texts cut to
+        ``TEXT_SHARE * cfg.block_size`` characters.
 
         Raises:
             DataError: a bad record (file and line named), no conversation, too few to hold one out.
@@ -128,13 +115,12 @@ class SFT(CausalLM):
 
     def blocks(self, cfg, tok, corpus) -> dict:
         """``{"train", "validation"}`` datasets of encoded conversations (``input_ids``, ``assistant_masks``:
-        :func:`nbkit.text.chat.encode_conversations` at ``cfg.block_size`` tokens, overflow by ``cfg.overflow``),
-        what was kept and dropped printed per split. First the ``[UNK]`` share of the first 2,000 training
-        conversations' text under ``tok`` is checked (:func:`nbkit.text.tokenizer.check_unk_share`, ``cfg.allow_unk``).
+        :func:`nbkit.text.chat.encode_conversations`, overflow by ``cfg.overflow``), the counts printed per split,
+        after the ``[UNK]`` check of the first 2,000 training conversations
+        (:func:`nbkit.text.tokenizer.check_unk_share`).
 
         Raises:
-            DataError: the ``[UNK]`` share above 5 % (without ``allow_unk``), or no conversation of a split fits (the
-                counts and the fix named).
+            DataError: the ``[UNK]`` share above 5 % (without ``allow_unk``), or no conversation of a split fits.
         """
         from datasets import Dataset
 
@@ -163,11 +149,10 @@ class SFT(CausalLM):
         return ChatCollator(tok)
 
     def model(self, cfg, tok):
-        """A ``GPT2LMHeadModel`` / ``LlamaForCausalLM`` from ``cfg.init``, else notebook 06's model at this scale
-        (:func:`default_init`), else random weights of ``cfg.model`` (a warning printed); its embeddings grown to
-        the tokenizer's markers where they were added (:func:`nbkit.text.chat.fit_embeddings`), generation stopping
-        at the end-of-turn marker and at the document separator (``eos_token_id``), gradient checkpointing with
-        ``cfg.gradient_checkpointing``. (``cfg.lora``: the recipe's ``model`` stage wraps it, :attr:`takes_lora`.)
+        """A ``GPT2LMHeadModel`` / ``LlamaForCausalLM`` from ``cfg.init``, else :func:`default_init`, else random
+        weights of ``cfg.model`` (a warning printed); embeddings grown to added markers
+        (:func:`nbkit.text.chat.fit_embeddings`), generation stopping at the end-of-turn marker and the document
+        separator, gradient checkpointing with ``cfg.gradient_checkpointing``.
 
         Raises:
             ConfigError: ``tok`` not the checkpoint's (its markers aside), ``block_size`` past its positions, a
@@ -179,7 +164,7 @@ class SFT(CausalLM):
         from nbkit.text.chat import NEW_MARKERS, fit_embeddings
 
         info = self.prepare_tokenizer(cfg, tok)
-        source = cfg.init if cfg.init is not None else default_init(cfg.scale)
+        source = self.started_from(cfg)
         if source is None:
             from nbkit.runs import step_path
 
@@ -192,11 +177,10 @@ class SFT(CausalLM):
         else:
             lm, report = load_causal_model(source, tokenizer=tok, dropout=cfg.dropout)
             grows = len(tok) > lm.config.vocab_size                     # markers added here: compare without them
-            named = SimpleNamespace(init=str(source), block_size=cfg.block_size)   # notebook 06's when init is None
+            named = SimpleNamespace(init=source, block_size=cfg.block_size)   # notebook 06's when init is None
             self.check_loaded(named, _VocabWithout(tok, NEW_MARKERS) if grows else tok, lm, report, positions(lm.config))
             fit_embeddings(lm, tok)
-        sep = document_separator(tok)[0]
-        stops = list(dict.fromkeys([info["end_of_turn_id"], sep]))
+        stops = list(dict.fromkeys([info["end_of_turn_id"], document_separator(tok)[0]]))
         lm.config.eos_token_id = lm.generation_config.eos_token_id = stops
         if cfg.gradient_checkpointing:
             lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
@@ -204,16 +188,11 @@ class SFT(CausalLM):
         return lm
 
     def export(self, cfg, model, tok, model_dir: Path, generation: dict | None = None) -> None:
-        """The causal export (:func:`nbkit.models.export.export_causal_lm`: standard class, CJK decoding, greedy
-        ``generation_config.json`` stopping at the end-of-turn marker) with the chat template moved into
-        ``tokenizer_config.json`` (:func:`nbkit.text.chat.store_chat_template`).
-
-        ``cfg.lora``: ``model`` is :meth:`model`'s peft model; ``cfg.lora_export`` ``merged`` (or ``both``) writes
-        ``model_dir`` with the adapters merged into the weights (:func:`nbkit.models.lora.merged_copy`, then the
-        same export: ``pipeline("text-generation")`` loads it without peft), ``adapter`` (or ``both``) the adapters and
-        the tokenizer in ``model_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`), which
-        ``peft.PeftModel.from_pretrained(base, model_dir / "adapter")`` loads over the model :meth:`model` builds
-        with ``lora=False`` (the same ``init`` or preset and ``seed``).
+        """The causal export (:func:`nbkit.models.export.export_causal_lm`) with the chat template moved into
+        ``tokenizer_config.json`` (:func:`nbkit.text.chat.store_chat_template`). ``cfg.lora``: ``model`` is the peft
+        model; ``cfg.lora_export`` ``merged`` / ``both`` writes ``model_dir`` from
+        :func:`nbkit.models.lora.merged_copy`, ``adapter`` / ``both`` the adapters and tokenizer to
+        ``model_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`).
 
         Raises:
             ConfigError: with ``cfg.lora``, a ``model`` without adapters or the model inside the peft model.

@@ -25,8 +25,7 @@ from nbkit.settings import SCALES, scale_name
 
 
 def cuda_usable() -> bool:
-    """True when torch imports and reports a CUDA device (``torch.cuda.is_available()``: no CUDA context);
-    False, never an exception, when torch itself is broken."""
+    """``torch.cuda.is_available()`` (no CUDA context made); False, never an exception, when torch is broken."""
     try:
         import torch
 
@@ -37,10 +36,7 @@ def cuda_usable() -> bool:
 
 def resolve_scale(scale: str | None = None) -> str:
     """The scale's name: ``scale`` (any case), else ``$NBKIT_SCALE``, else ``gpu`` with CUDA, else ``cpu``.
-
-    Raises:
-        ConfigError: not one of ``smoke``, ``cpu``, ``gpu`` (the message names where it came from).
-    """
+    Raises ConfigError: not one of ``smoke``, ``cpu``, ``gpu`` (the message names where it came from)."""
     given = scale_name(scale or "")
     name = given or scale_name(os.environ.get("NBKIT_SCALE", "")) or ("gpu" if cuda_usable() else "cpu")
     if name not in SCALES:
@@ -59,9 +55,8 @@ def scale_defaults(recipe: str, scale: str) -> dict:
 
 
 def default_origin(recipe: str, name: str, scale: str, by: str = "") -> str | None:
-    """Where ``name``'s default in ``recipe``'s group of :mod:`nbkit.recipes.scales` comes from, with the reason
-    written beside it there: ``"scale cpu[, by][: why]"`` for a ``PER_SCALE`` row, ``"<by or recipe>: why"`` for a
-    ``CONSTANT``; None when the group does not set ``name``."""
+    """Where ``name``'s default in ``recipe``'s group of :mod:`nbkit.recipes.scales` comes from, with its reason:
+    ``"scale cpu[, by][: why]"`` (``PER_SCALE``), ``"<by or recipe>: why"`` (``CONSTANT``), None (not set there)."""
     if name in PER_SCALE.get(recipe, {}):
         row = PER_SCALE[recipe][name]
         return f"scale {scale}" + (f", {by}" if by else "") + (f": {row.why}" if isinstance(row, D) else "")
@@ -84,9 +79,8 @@ _KINDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool
 
 
 def _coerce(name: str, value, annotation: str, default):
-    """``value`` as a field annotated ``annotation`` stores it, or ConfigError naming the field, value and kind.
-
-    Papermill passes some values as text (``-p bench_sizes "[64, 128]"``) and whole floats for ints."""
+    """``value`` as a field annotated ``annotation`` stores it (papermill passes lists as text and whole floats for
+    ints), or ConfigError naming the field, value and kind."""
     kinds = [k.strip() for k in annotation.split("|")]
     base = [k.split("[")[0] for k in kinds]
     if isinstance(value, str) and any(b in ("tuple", "list") for b in base) and value.strip().startswith(("[", "(")):
@@ -99,11 +93,9 @@ def _coerce(name: str, value, annotation: str, default):
     for kind, b in zip(kinds, base):
         if b == "bool" and isinstance(value, bool):
             return value
-        if b == "int" and not isinstance(value, bool):
-            if isinstance(value, int):
-                return value
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
+        if b == "int" and not isinstance(value, bool) and (isinstance(value, int) or isinstance(value, float)
+                                                           and value.is_integer()):
+            return int(value)
         if b == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
         if b == "str" and isinstance(value, str) and value:
@@ -123,25 +115,19 @@ def _coerce(name: str, value, annotation: str, default):
 
 
 def _whole_numbers(name: str, value, kind: str, default):
-    """``value`` (one number, or a list of numbers or texts such as a job flag's ``['5', '7,9']``) as a tuple or
-    list of ints >= 0, or ConfigError naming the field and the bad item (a field such as ``skip_examples``)."""
+    """``value`` (a number, or a list of numbers or texts such as a job flag's ``['5', '7,9']``) as a tuple or list
+    of ints >= 0, or ConfigError naming the field and the bad item."""
     items = value if isinstance(value, (list, tuple)) else [value]
     out = []
     for item in items:
         for part in item.split(",") if isinstance(item, str) else [item]:
             if isinstance(part, str) and not part.strip():
                 continue
-            number = None
-            if isinstance(part, str) and part.strip().isdigit():
-                number = int(part)
-            elif isinstance(part, int) and not isinstance(part, bool) and part >= 0:
-                number = part
-            elif isinstance(part, float) and part.is_integer() and part >= 0:
-                number = int(part)
-            if number is None:
+            ok = not isinstance(part, bool) and (isinstance(part, int) or isinstance(part, float) and part.is_integer())
+            if not (part.strip().isdigit() if isinstance(part, str) else ok and part >= 0):
                 raise ConfigError(f"{name}={value!r}: {part!r} is not a whole number >= 0; give indices such as "
                                   f"{name}=[5, 17] (job flag: --{name.replace('_', '-')} 5 17; default {default!r})")
-            out.append(number)
+            out.append(int(part))
     return tuple(out) if kind == "tuple" else out
 
 
@@ -170,12 +156,8 @@ class RecipeConfig:
 
     @classmethod
     def for_scale(cls, scale: str | None = None, **overrides):
-        """The recipe at ``scale`` (a name, None for ``$NBKIT_SCALE``/the hardware's) with ``overrides`` applied.
-
-        A ``None`` override keeps the default, so a notebook's parameters pass as they are; ``"all"`` means
-        None for :attr:`ALL_MEANS_NONE` fields. Every other override counts as set (:meth:`given`), whatever its
-        value. Raises ConfigError: an unknown scale or field, a wrong type.
-        """
+        """The recipe at ``scale`` (None: :func:`resolve_scale`'s) with ``overrides`` applied as :meth:`replace`
+        does (None keeps the default). Raises ConfigError: an unknown scale or field, a wrong type."""
         name = resolve_scale(scale)
         context = {k: overrides.pop(k) for k in cls.context_fields() if overrides.get(k) is not None}
         made = cls(scale=name, **cls.defaults(name, **context), **context)
@@ -183,9 +165,8 @@ class RecipeConfig:
         return made.replace(**overrides)
 
     def given(self) -> frozenset:
-        """Names of the fields set through :meth:`for_scale` or :meth:`replace` (a notebook parameter, a job
-        flag) with a value other than None, even one equal to the recipe's: what sizing a run for a corpus must
-        not change. :meth:`overrides` has only the values that differ."""
+        """Names of the fields set through :meth:`for_scale` or :meth:`replace` (not None), even to the recipe's
+        value: what sizing a run for a corpus must not change (:meth:`overrides`: only the values that differ)."""
         return getattr(self, "_given", frozenset())
 
     @classmethod
@@ -194,13 +175,9 @@ class RecipeConfig:
         return ()
 
     def replace(self, **overrides):
-        """A copy with ``overrides`` applied (``None`` values ignored; ``"all"`` for :attr:`ALL_MEANS_NONE`); those
-        count as set (:meth:`given`).
-
-        Raises:
-            ConfigError: a name that is not a field (with the fields it may be a misspelling of, and all of them),
-                or a value of the wrong type.
-        """
+        """A copy with ``overrides`` applied (None ignored; ``"all"`` is None for :attr:`ALL_MEANS_NONE`); they count
+        as set (:meth:`given`). Raises ConfigError: a name that is not a field (close names and all fields listed),
+        or a value of the wrong type."""
         fields = {f.name: f for f in dataclasses.fields(self)}
         unknown = sorted(set(overrides) - set(fields))
         if unknown:
@@ -246,8 +223,8 @@ class RecipeConfig:
         return {}
 
     def run_tag(self) -> str:
-        """``""`` for the scale's recipe, else ``"-"`` + its overrides (``"-seed3"``): a folder suffix, so a run
-        with other settings neither resumes nor overwrites another's; :attr:`QUIET` and unused fields left out."""
+        """``""`` for the scale's recipe, else its overrides (``"-seed3"``) but :attr:`QUIET` and unused fields: a
+        folder suffix, so a run with other settings neither resumes nor overwrites another's."""
         quiet = self.QUIET | set(self.unused()) | set(self.context_fields())
         return tag_of({k: v for k, v in self.overrides().items() if k not in quiet})
 
@@ -267,9 +244,8 @@ class RecipeConfig:
         return {k: describe_input(v) if is_datasets_object(v) else copy.deepcopy(v) for k, v in values.items()}
 
     def table(self):
-        """A ``pandas.DataFrame`` indexed by field: ``value``, ``from`` and ``meaning`` (:attr:`HELP`). ``from``:
-        ``override`` (you set it), ``sized`` (a run sized for its corpus chose it), ``scale cpu`` or ``recipe``,
-        each with the reason written beside the value in :mod:`nbkit.recipes.scales` where there is one."""
+        """A ``pandas.DataFrame`` indexed by field: ``value``, ``from`` (``override``, ``sized for the corpus`` or
+        :meth:`origin`, with what is unused) and ``meaning`` (:attr:`HELP`)."""
         import pandas as pd
 
         changed, idle, given = self.overrides(), self.unused(), self.given()

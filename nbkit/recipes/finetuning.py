@@ -1,9 +1,7 @@
 """The fine-tuning recipe: labelled data -> tokens -> classifier -> training -> honest evaluation -> export.
 
-Per text (sentiment: tasks reviews, news, own) or per token (named entities: task ner, People's Daily 1998 or
-your tagged files, a ``BertForTokenClassification`` scored by entity-level F1 beside a CRF); the stages are
-the same functions, each asking the task (:mod:`nbkit.tasks`) where they differ (data, encoding, batching,
-head, scoring, export, ``metrics.json``).
+Per text (tasks reviews, news, own) or per token (task ner: entity-level F1 beside a CRF); each stage asks the
+task (:mod:`nbkit.tasks`) where they differ (data, encoding, batching, head, scoring, export, ``metrics.json``).
 
 The one fine-tuning driver: notebook 03 calls the stages cell by cell, notebook 05 on the user's files,
 ``python -m nbkit.jobs.finetune`` and ``bench/pretrain_value.py`` call :func:`run_finetuning`::
@@ -34,7 +32,7 @@ from nbkit.errors import ConfigError
 from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
 from nbkit.recipes.lora import CONFIG_HELP as LORA_HELP
 from nbkit.recipes.lora import EXPORTS as LORA_EXPORTS
-from nbkit.recipes.lora import lr_origin, peak_lr, unused_fields
+from nbkit.recipes.lora import lr_origin, one_spelling, peak_lr, unused_fields
 from nbkit.recipes.lora import settings as lora_settings
 from nbkit.recipes.scales import LORA_LR_CAP, constant  # noqa: F401  (LORA_LR_CAP: ft.LORA_LR_CAP, its reason)
 from nbkit.tasks.token import evaluate_ner  # noqa: F401  (notebook 07 and bench/ call ft.evaluate_ner)
@@ -157,9 +155,7 @@ class FinetuneConfig(RecipeConfig):
         which would train on the bundled data and ignore them without a word (:meth:`nbkit.tasks.Task.check`)."""
         super().__post_init__()
         tasks.get(self.task).check(self)
-        if isinstance(self.lora_targets, (str, list)):   # one spelling: a tuple (the run folder joins it with x)
-            names = [self.lora_targets] if isinstance(self.lora_targets, str) else self.lora_targets
-            object.__setattr__(self, "lora_targets", tuple(str(n) for n in names))
+        one_spelling(self)
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -167,11 +163,8 @@ class FinetuneConfig(RecipeConfig):
 
     @classmethod
     def defaults(cls, scale: str, task: str = "reviews", init: str | None = None) -> dict:
-        """The scale's values for ``task``: the task's group of :mod:`nbkit.recipes.scales` (:attr:`nbkit.tasks.Task.rows`)
-        on top; an ``init`` whose saved config is BERT-base-sized adds group ``finetuning/base`` (its authors' rate).
-
-        Raises:
-            ConfigError: an unknown task.
+        """The scale's values with the task's group (:attr:`nbkit.tasks.Task.rows`) on top, and group
+        ``finetuning/base`` for an ``init`` whose saved config is BERT-base-sized. Raises ConfigError: unknown task.
         """
         kind = tasks.get(task)
         out = scale_defaults(cls.RECIPE, scale)
@@ -198,13 +191,10 @@ class FinetuneConfig(RecipeConfig):
         return {**tasks.get(self.task).unused(self), **unused_fields(self)}
 
     def run_dir(self) -> Path:
-        """The run's folder (created): ``runs/<scale>/<task step><overrides>[-from-<encoder>-<hash>]``.
-
-        The step is the task's: ``sentiment`` (reviews), ``news``, ``ner``, or ``sentiment-own-`` / ``ner-own-``
-        and the train file's stem with a hash of the files (and columns); ``-from-...`` when ``init`` names an
-        encoder (its folder name, ``mlm-wiki`` for ``runs/cpu/mlm-wiki/model``, and 6 hex of its absolute path),
-        ``-random`` for random weights, so a run from another encoder or on other files never resumes or
-        overwrites this one.
+        """The run's folder (created): ``runs/<scale>/<task step><overrides>[-from-<encoder>-<hash>]``: the task's
+        step (``sentiment``, ``news``, ``ner``, or ``sentiment-own-<stem>-<hash of the files>``), :meth:`run_tag`,
+        and :func:`nbkit.recipes.pretraining.init_tag`, so a run from another encoder or on other files never
+        resumes or overwrites this one.
         """
         from nbkit.recipes.pretraining import init_tag
         from nbkit.runs import step_dir
@@ -221,8 +211,7 @@ def _say(text: str) -> None:
 
 
 def base_sized(init) -> bool:
-    """True when ``init`` names an encoder (a folder, or a cached Hub name) whose ``config.json`` says hidden
-    size >= 768 (BERT-base and up); never downloads."""
+    """True when ``init``'s saved ``config.json`` (a folder, or a cached Hub name) has hidden size >= 768."""
     if init in (None, "random"):
         return False
     from nbkit.models.loading import saved_config
@@ -231,8 +220,8 @@ def base_sized(init) -> bool:
 
 
 def default_encoder(scale: str) -> Path | None:
-    """``runs/<scale>/mlm/model`` when notebook 02 saved a model there at the scale's recipe (or is replacing it
-    right now from another kernel: :func:`nbkit.atomic.being_replaced`), else None (nothing is created)."""
+    """``runs/<scale>/mlm/model`` when notebook 02 saved a model there (or another kernel is replacing it), else
+    None (nothing is created)."""
     from nbkit.atomic import being_replaced
     from nbkit.runs import step_path
 
@@ -240,24 +229,9 @@ def default_encoder(scale: str) -> Path | None:
     return path if (path / "config.json").exists() or being_replaced(path) else None
 
 
-def _from_encoder(source, read):
-    """``read(source)``; where ``source`` is a local folder (notebook 02's ``model/``, which a rerun in another
-    kernel may be replacing), from one whole version of it (:func:`nbkit.atomic.read_consistent`: read again
-    when it changed meanwhile, instead of a ``FileNotFoundError`` or a config of one save with the weights of
-    another)."""
-    from nbkit.atomic import being_replaced, read_consistent
-
-    folder = None if source is None else Path(source).expanduser()
-    if folder is None or not (folder.is_dir() or being_replaced(folder)):
-        return read(source)
-    return read_consistent(folder, read, what="encoder")
-
-
 def random_encoder_warning(cfg: FinetuneConfig) -> str:
-    """The line :func:`model` prints where the encoder starts from random weights though ``init`` asked for none
-    (None: notebook 02's model, which is not there): random weights score far below a well-pretrained encoder, and
-    only ``metrics.json`` would say why. ``""`` when an encoder is found or ``init="random"`` asks for random
-    weights."""
+    """The warning :func:`model` prints where the encoder starts from random weights though ``init`` asked for none
+    (notebook 02's model is not there); ``""`` when an encoder is found or ``init="random"`` asks for them."""
     if cfg.init is not None or encoder(cfg) is not None:
         return ""
     from nbkit.runs import step_path
@@ -271,18 +245,16 @@ def random_encoder_warning(cfg: FinetuneConfig) -> str:
 
 
 def encoder(cfg: FinetuneConfig):
-    """What the classifier's encoder starts from: ``cfg.init``, else :func:`default_encoder`; None means
-    random weights of ``cfg.model`` (also ``init="random"``)."""
+    """What the classifier's encoder starts from: ``cfg.init``, else :func:`default_encoder`; None (also
+    ``init="random"``): random weights of ``cfg.model``."""
     if cfg.init == "random":
         return None
     return cfg.init if cfg.init is not None else default_encoder(cfg.scale)
 
 
 def data(cfg: FinetuneConfig) -> "LabeledData":
-    """The labelled splits of ``cfg.task`` (seeded with ``cfg.seed``, ``cfg.max_train`` training examples): the
-    bundled reviews or news, ``own``: ``cfg.train_file`` (+ validation/test files) through
-    :func:`nbkit.data.load_labeled_files`, ``ner``: a :class:`nbkit.data.ner.NerData` of ``cfg.train_file`` or
-    People's Daily 1998 (:meth:`nbkit.tasks.token.TokenTask.data`).
+    """The labelled splits of ``cfg.task``, seeded with ``cfg.seed`` (:meth:`nbkit.tasks.sentence.SentenceTask.data`,
+    :meth:`nbkit.tasks.token.TokenTask.data`).
 
     Raises:
         ConfigError: task own without train_file; DataError: news without the optional package (says how to
@@ -292,20 +264,15 @@ def data(cfg: FinetuneConfig) -> "LabeledData":
 
 
 def id2label_of(labeled) -> dict[int, str]:
-    """Class id -> name: a :class:`~nbkit.data.labeled.LabeledData`'s ``id2label``, a NerData's BIO ``labels``
-    in order ("O" first)."""
+    """Class id -> name: a ``LabeledData``'s ``id2label``, or a ``NerData``'s BIO ``labels`` in order."""
     if hasattr(labeled, "id2label"):
         return dict(labeled.id2label)
     return dict(enumerate(labeled.labels))
 
 
 def news_data(cfg: FinetuneConfig) -> "LabeledData | None":
-    """The news task's data (seeded with ``cfg.seed``, ``cfg.max_train`` training texts), or None and one printed
-    line on how to install the optional package.
-
-    Raises:
-        DataError: the package is installed but its files are broken.
-    """
+    """The news task's data, or None and one printed line on how to install the optional package. Raises
+    DataError: the package is installed but its files are broken."""
     from nbkit.data import news
 
     if not news.news_available():
@@ -315,12 +282,8 @@ def news_data(cfg: FinetuneConfig) -> "LabeledData | None":
 
 
 def tokenizer(cfg: FinetuneConfig):
-    """The tokenizer the run reads its text with: the encoder's own (:func:`encoder`: a model pretrained on
-    your corpus brings the vocabulary its ids belong to), else notebook 01's for ``cfg.scale``.
-
-    Raises:
-        OSError: from transformers, when the encoder's folder holds no tokenizer files.
-    """
+    """The encoder's own tokenizer (:func:`encoder`), else notebook 01's for ``cfg.scale``. Raises OSError: the
+    encoder's folder holds no tokenizer files."""
     source = encoder(cfg)
     if source is None:
         from nbkit.recipes.tokenizer import load
@@ -328,27 +291,25 @@ def tokenizer(cfg: FinetuneConfig):
         return load(cfg.scale)
     from transformers import AutoTokenizer
 
-    from nbkit.models.loading import resolve_checkpoint
+    from nbkit.models.loading import read_whole, resolve_checkpoint
 
-    return _from_encoder(source, lambda where: AutoTokenizer.from_pretrained(   # model() checks the weights
-        str(resolve_checkpoint(where, weights=False))))
+    return read_whole(source, lambda where: AutoTokenizer.from_pretrained(   # model() checks the weights
+        str(resolve_checkpoint(where, weights=False))), "encoder")
 
 
 def encode(cfg: FinetuneConfig, tok, labeled: "LabeledData",
            splits=("train", "validation", "test")) -> tuple[dict, dict]:
-    """Token ids of at most ``cfg.max_length``: ``({split: Dataset}, {split: report})``, empty or absent splits
-    skipped. Rows hold ``input_ids``/``attention_mask`` (unpadded) and ``labels``; each report has
-    ``truncated_fraction`` (0-1). Per text, cut (:meth:`nbkit.tasks.sentence.SentenceTask.encode`), or per
-    token, windows over each sentence (:meth:`nbkit.tasks.token.TokenTask.encode`)."""
+    """``({split: Dataset}, {split: report})``: ``input_ids``/``attention_mask`` (unpadded, at most
+    ``cfg.max_length``) and ``labels``, each report with ``truncated_fraction`` (0-1); empty splits skipped
+    (texts cut: :meth:`nbkit.tasks.sentence.SentenceTask.encode`; windows over each sentence:
+    :meth:`nbkit.tasks.token.TokenTask.encode`)."""
     return tasks.get(cfg.task).encode(cfg, tok, labeled, splits)
 
 
 def encoder_identity(source, cfg: FinetuneConfig) -> dict:
-    """What a run starts from: ``{"source", "sha256"}`` of ``source``'s weight files (``*.safetensors`` /
-    ``*.bin``; ~2 ms per MB; a Hub name's cached snapshot), or ``{"source": None, "random": cfg.model}``.
-
-    Raises:
-        ConfigError / CheckpointError: ``source`` not found (:func:`nbkit.models.loading.resolve_checkpoint`)."""
+    """What a run starts from: ``{"source", "sha256"}`` of ``source``'s weight files (a Hub name's cached
+    snapshot), or ``{"source": None, "random": cfg.model}``. Raises ConfigError / CheckpointError: ``source`` not
+    found (:func:`nbkit.models.loading.resolve_checkpoint`)."""
     if source is None:
         return {"source": None, "random": cfg.model}
     from nbkit.models.loading import resolve_checkpoint
@@ -378,18 +339,12 @@ def _check_encoder(cfg: FinetuneConfig, out_dir: Path, ident: dict) -> None:
 
 
 def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
-    """``(classifier, how)``: :func:`encoder`'s weights (or random weights of ``cfg.model``), a new head for the
-    task's labels seeded with ``cfg.seed`` (task ner: one per token), ``cfg.pooling`` (None: chosen per encoder,
-    :func:`nbkit.models.bert.choose_pooling`; ``how`` says which and why).
-
-    ``out_dir``: the encoder's identity is recorded there, and its checkpoints from another encoder are not
-    resumed while ``cfg.resume``. Random weights nobody asked for (no notebook 02 model, ``init`` None) are said
-    on screen first (:func:`random_encoder_warning`), for every task, the jobs and the notebooks alike.
-
-    ``cfg.lora``: the classifier is wrapped with LoRA adapters (:func:`nbkit.models.lora.apply_lora`: ``lora_r``,
-    ``lora_alpha``, ``lora_dropout``, ``lora_targets``; A drawn with ``cfg.seed``) and the trainable share printed;
-    the peft model is returned (train it, and export it: :func:`export`), and the encoder's identity recorded in
-    ``out_dir`` includes :func:`nbkit.recipes.lora.settings`.
+    """``(classifier, how)``: :func:`encoder`'s weights (or random weights of ``cfg.model``) and a new head for the
+    task's labels seeded with ``cfg.seed``, ``cfg.pooling`` (None: :func:`nbkit.models.bert.choose_pooling`, ``how``
+    says which and why). Random weights nobody asked for are said on screen first (:func:`random_encoder_warning`).
+    ``out_dir``: the encoder's identity (with ``cfg.lora`` its :func:`nbkit.recipes.lora.settings`) is recorded
+    there, and its checkpoints from another are not resumed. ``cfg.lora``: the peft model is returned
+    (:func:`nbkit.recipes.lora.wrap`, its line printed); train and :func:`export` it.
 
     Raises:
         ConfigError / CheckpointError: from :func:`nbkit.models.bert.build_classifier` (a tokenizer that is not
@@ -397,6 +352,8 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
         :func:`~nbkit.models.lora.apply_lora` (a bad rank or target name), or ``out_dir`` holds checkpoints of
         another encoder or other LoRA settings.
     """
+    from nbkit.models.loading import read_whole
+
     _say(random_encoder_warning(cfg))           # before training, on screen: not only in metrics.json
     id2label = id2label_of(labeled)
 
@@ -406,7 +363,7 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
             _check_encoder(cfg, Path(out_dir), {**ident, "lora": lora_settings(cfg)} if cfg.lora else ident)
         return tasks.get(cfg.task).build(source, cfg, tok, id2label)
 
-    classifier, how = _from_encoder(encoder(cfg), load)
+    classifier, how = read_whole(encoder(cfg), load, "encoder")
     if cfg.lora:
         from nbkit.recipes.lora import wrap
 
@@ -416,42 +373,30 @@ def model(cfg: FinetuneConfig, tok, labeled: "LabeledData", out_dir=None):
 
 
 def train_config(cfg: FinetuneConfig, n_train: int, out_dir=None, world_size: int = 1, identity: dict | None = None):
-    """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples (``identity``: its
-    ``identity``, e.g. the tokenizer's hash).
-
-    The rate is :func:`nbkit.recipes.lora.peak_lr`'s. Steps: ``cfg.max_steps``, else ``cfg.epochs`` passes at the global batch
-    ``batch_size * grad_accum_steps * world_size``. Evaluations/checkpoints: ``cfg.eval_every`` /
-    ``cfg.checkpoint_every`` (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
+    """The loop's :class:`nbkit.train.config.TrainConfig` for ``n_train`` training examples: ``cfg.max_steps``, else
+    ``cfg.epochs`` passes at the global batch; evaluations/checkpoints every ``cfg.eval_every`` /
+    ``cfg.checkpoint_every`` steps (None: 4 / 2 per run; 0, or no ``out_dir`` for checkpoints: none).
     """
+    from nbkit.recipes.pretraining import loop_settings
     from nbkit.recipes.sizing import steps_for_epochs
     from nbkit.train import TrainConfig
 
     steps = cfg.max_steps or steps_for_epochs(n_train, cfg.batch_size * cfg.grad_accum_steps * world_size,
                                               cfg.epochs)
     every = lambda value, per_run: max(steps // per_run, 1) if value is None else (value or None)  # noqa: E731
-    return TrainConfig(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
-                       lr=peak_lr(cfg), warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
-                       weight_decay=cfg.weight_decay, precision=cfg.precision, class_weights=cfg.class_weights,
+    return TrainConfig(**loop_settings(cfg, steps, identity), class_weights=cfg.class_weights,
                        eval_every=every(cfg.eval_every, 4),
                        checkpoint_every=every(cfg.checkpoint_every, 2) if out_dir is not None else None,
                        keep_last=cfg.keep_last, output_dir=None if out_dir is None else Path(out_dir),
-                       seed=cfg.seed, num_workers=cfg.num_workers, group_by_length=cfg.group_by_length,
-                       log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
-                       progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
-                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to,
-                       identity=identity, skip_examples=cfg.skip_examples)
+                       group_by_length=cfg.group_by_length)
 
 
 def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, callbacks=(), device=None):
-    """Fine-tune with :class:`nbkit.train.Loop` (validation scored when ``encoded`` has it and evaluations are
-    on); checkpoints under ``out_dir/checkpoints`` (resumed when ``cfg.resume``; None: none).
-
-    Returns ``(loop, result)``; ``result.metrics`` has ``train_loss``, ``tokens_per_s``, ``eval_*`` ... and
-    ``finetune_s`` (wall seconds of ``fit``). With ``out_dir`` and ``cfg.report_to="tensorboard"`` the events go
-    to ``out_dir/tensorboard`` with this config as text. Checkpoints record ``tok``'s hash and
-    :func:`nbkit.recipes.lora.settings`: a resume on another tokenizer, or across full fine-tuning and LoRA (or other LoRA
-    settings), is refused (``CheckpointError``). ``classifier``: :func:`model`'s (under ``cfg.lora`` the peft
-    model; ``loop.model`` is then the transformers model inside it, adapters unmerged).
+    """Fine-tune with :class:`nbkit.train.Loop` (validation scored when ``encoded`` has it and evaluations are on,
+    TensorBoard events in ``out_dir/tensorboard``), checkpoints under ``out_dir/checkpoints`` (resumed when
+    ``cfg.resume``; None: none); returns ``(loop, result)``, ``result.metrics["finetune_s"]`` the wall seconds of
+    ``fit``. Checkpoints record ``tok``'s hash and the LoRA settings: resuming with others raises
+    ``CheckpointError``. Under ``cfg.lora`` ``classifier`` is the peft model and ``loop.model`` the model inside.
     """
     from nbkit.recipes.pretraining import tokenizer_identity
     from nbkit.train import Loop, TensorBoardLogger
@@ -472,25 +417,20 @@ def train(cfg: FinetuneConfig, classifier, tok, encoded: dict, out_dir=None, cal
 
 def evaluate(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", splits=("test",),
              baseline: bool = True, out_dir=None) -> dict:
-    """Score ``splits`` (default the test split, used for nothing before) and, with ``baseline``, the task's
-    baseline beside it: ``"report"`` (the last split's), ``"<split>_pred"``, ``"table"`` (a DataFrame), ...
-    (:meth:`nbkit.tasks.sentence.SentenceTask.evaluate`: TF-IDF + LR; task ner :func:`evaluate_ner`: the CRF,
-    saved in ``out_dir/crf`` when ``out_dir`` is given)."""
+    """Score ``splits`` (the test split, used for nothing before) and, with ``baseline``, the task's baseline beside
+    it (TF-IDF + LR; task ner a CRF, saved in ``out_dir/crf``): ``"report"``, ``"<split>_pred"``, ``"table"``, ...
+    (:meth:`nbkit.tasks.sentence.SentenceTask.evaluate`, :func:`evaluate_ner`)."""
     return tasks.get(cfg.task).evaluate(cfg, classifier, tok, labeled, splits=splits, baseline=baseline,
                                         out_dir=out_dir)
 
 
 def export(cfg: FinetuneConfig, classifier, tok, labeled: "LabeledData", out_dir) -> Path:
-    """One folder plain ``transformers`` loads, cut at ``cfg.max_length``: a ``pipeline("text-classification")``
-    (:func:`nbkit.models.export.export_classifier`), task ner a ``pipeline("token-classification")``
-    (:func:`nbkit.models.export.export_token_classifier`); returns ``out_dir`` as a ``Path``.
-
-    ``cfg.lora``: ``classifier`` is :func:`model`'s peft model (not ``loop.model``); ``cfg.lora_export``
-    ``merged`` (or ``both``) writes that folder with the adapters merged into the weights
-    (:func:`nbkit.models.lora.merged_copy`, then the task's export), ``adapter`` (or ``both``) the adapters, the trained head and the
-    tokenizer in ``out_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`), which
-    ``peft.PeftModel.from_pretrained(base, out_dir / "adapter")`` loads over the classifier :func:`model` built
-    before wrapping it (the same encoder, ``seed`` and labels).
+    """One folder plain ``transformers`` loads, cut at ``cfg.max_length``: the task's export
+    (:func:`nbkit.models.export.export_classifier`, task ner :func:`~nbkit.models.export.export_token_classifier`);
+    returns ``out_dir`` as a ``Path``. ``cfg.lora``: ``classifier`` is :func:`model`'s peft model; ``cfg.lora_export``
+    ``merged`` (or ``both``) writes that folder from :func:`nbkit.models.lora.merged_copy`, ``adapter`` (or
+    ``both``) the adapters, head and tokenizer to ``out_dir/adapter`` (:func:`nbkit.models.lora.export_adapter`), for
+    ``peft.PeftModel.from_pretrained`` over the classifier :func:`model` builds without LoRA.
 
     Raises:
         ConfigError: under ``cfg.lora`` a ``classifier`` without adapters, or ``loop.model`` (the message says
@@ -517,10 +457,9 @@ def save(cfg: FinetuneConfig, out_dir, loop, result, labeled: "LabeledData", tru
 
     Keys: ``scale``, ``task``, ``data_files`` (split -> path, your files), ``init`` (``how``), the task's scores
     (:meth:`nbkit.tasks.sentence.SentenceTask.metrics`, :meth:`nbkit.tasks.token.TokenTask.metrics`), the data
-    report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary) and
-    ``written_at``; under ``cfg.lora`` also ``lora`` (:func:`nbkit.recipes.lora.settings`, ``lr``: :func:`nbkit.recipes.lora.peak_lr`,
-    ``export``) and ``trainable_parameters`` (``trainable``, ``total``, ``share``:
-    :func:`nbkit.models.lora.trainable_parameters`).
+    report's ``n_*`` counts, ``max_length``, ``config``, ``world_size``, ``train`` (the loop's summary),
+    ``written_at``; under ``cfg.lora`` also ``lora`` (its settings, ``lr``, ``export``) and
+    ``trainable_parameters`` (:func:`nbkit.models.lora.trainable_parameters`).
     """
     from nbkit import jsonio
 
@@ -542,13 +481,10 @@ def run_finetuning(cfg: FinetuneConfig, out_dir=None, *, tokenizer=None, callbac
                    export_model: bool = False) -> dict:
     """Every stage end to end; returns the dict written to ``out_dir/metrics.json`` (:func:`save`).
 
-    ``out_dir``: None is ``cfg.run_dir()``. ``tokenizer``: None is :func:`tokenizer`'s. ``labeled``: data to use
-    instead of :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`; under ``cfg.lora``
-    per ``cfg.lora_export``, the adapter in ``out_dir/model/adapter``). Task ner also saves
-    its CRF baseline in ``out_dir/crf`` (:class:`nbkit.evaluate.ner.CrfTagger`). Under torchrun
-    every rank trains; only rank 0 evaluates and writes (the others return the loop's summary). The returned
-    dict adds, on rank 0 and not in the file, ``"table"`` (a DataFrame) and ``"test_pred"`` (the model's test
-    predictions: class ids, or tags per sentence for task ner), which paired comparisons on the same split need.
+    ``out_dir``: None is ``cfg.run_dir()``. ``tokenizer``: None is :func:`tokenizer`'s. ``labeled``: data instead of
+    :func:`data`'s. ``export_model``: also write ``out_dir/model`` (:func:`export`). Under torchrun every rank
+    trains; only rank 0 evaluates and writes (the others return the loop's summary). Rank 0's dict adds, not in the
+    file, ``"table"`` (a DataFrame) and ``"test_pred"`` (the test predictions, for paired comparisons).
     """
     out_dir = cfg.run_dir() if out_dir is None else Path(out_dir)
     labeled = data(cfg) if labeled is None else labeled

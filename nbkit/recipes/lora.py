@@ -9,9 +9,8 @@ from nbkit.recipes.scales import LORA_LR_CAP
 EXPORTS = ("merged", "adapter", "both")
 #: the config fields only a LoRA run reads (beside ``lora`` itself)
 FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets", "lora_lr", "lora_export")
-#: the recipes' LoRA fields, name -> help: one text for every config that has them (``FinetuneConfig``,
-#: ``PretrainConfig`` with objective sft), each declaring the fields with the defaults ``lora=False, lora_r=8,
-#: lora_alpha=16, lora_dropout=0.05, lora_targets=None, lora_lr=None, lora_export="merged"``
+#: the recipes' LoRA fields, name -> help, for every config that declares them (``FinetuneConfig``,
+#: ``PretrainConfig`` with objective sft)
 CONFIG_HELP = {
     "lora": "train LoRA adapters (peft) on lora_targets, the other weights frozen (a classifier's head trains too)",
     "lora_r": "lora: the adapters' rank (each adapted d_out x d_in weight trains r x (d_in + d_out) more)",
@@ -26,22 +25,27 @@ CONFIG_HELP = {
 }
 
 
+def one_spelling(cfg) -> None:
+    """Store ``cfg.lora_targets`` (a name or a list of names) as a tuple of str, the spelling the run folder joins."""
+    if isinstance(cfg.lora_targets, (str, list)):
+        names = [cfg.lora_targets] if isinstance(cfg.lora_targets, str) else cfg.lora_targets
+        object.__setattr__(cfg, "lora_targets", tuple(str(n) for n in names))
+
+
 def settings(cfg) -> dict | None:
     """What the adapters' weights depend on, ``{"r", "alpha", "dropout", "targets"}`` (``targets`` a list, or None
-    for :data:`nbkit.models.lora.DEFAULT_TARGETS`), from a config with the :data:`CONFIG_HELP` fields; None without ``cfg.lora``.
-    Recorded with checkpoints (``TrainConfig.identity``) and an encoder's identity, so a full run and a LoRA run
-    (or LoRA runs of two ranks) never resume each other."""
+    for :data:`nbkit.models.lora.DEFAULT_TARGETS`); None without ``cfg.lora``. Recorded with checkpoints and an
+    encoder's identity, so a full run and a LoRA run (or LoRA runs of two ranks) never resume each other."""
     if not cfg.lora:
         return None
-    targets = cfg.lora_targets
+    targets = cfg.lora_targets   # a tuple (one_spelling) or None
     return {"r": cfg.lora_r, "alpha": cfg.lora_alpha, "dropout": cfg.lora_dropout,
-            "targets": None if targets is None else [targets] if isinstance(targets, str) else list(targets)}
+            "targets": None if targets is None else list(targets)}
 
 
 def peak_lr(cfg) -> float:
-    """The peak learning rate a run of a config with the :data:`CONFIG_HELP` fields trains at: ``cfg.lr``, or under
-    ``cfg.lora`` ``cfg.lora_lr`` (None: 10 x ``cfg.lr``, at most :data:`nbkit.recipes.scales.LORA_LR_CAP`, its
-    reason beside it)."""
+    """The peak learning rate: ``cfg.lr``, or under ``cfg.lora`` ``cfg.lora_lr`` (None: 10 x ``cfg.lr``, at most
+    :data:`nbkit.recipes.scales.LORA_LR_CAP`)."""
     if not cfg.lora:
         return cfg.lr
     return cfg.lora_lr if cfg.lora_lr is not None else min(10 * cfg.lr, LORA_LR_CAP.value)

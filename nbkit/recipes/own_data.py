@@ -116,13 +116,9 @@ def pretrain_config(cfg: OwnDataConfig, store=None, **overrides):
 
 
 def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: int = 0):
-    """The labelled training texts plus ``corpus`` (a Dataset with ``text``, a list of str, or None) held in
-    memory, through :func:`nbkit.recipes.pretraining.pretraining_corpus` (mix ``reviews`` + ``own``):
-    validation/test texts excluded, duplicates dropped, rows over 2,000 characters cut at sentence ends.
-
-    Returns ``(splits, report)``. Raises DataError when too few texts remain. Cost: ~3 B per character in
-    memory; for a corpus that does not fit, :func:`corpus_store` streams.
-    """
+    """``(splits, report)``: the labelled training texts plus ``corpus`` (a Dataset with ``text``, a list of str, or
+    None) in memory, through :func:`nbkit.recipes.pretraining.pretraining_corpus` (mix ``reviews`` + ``own``); a
+    corpus that does not fit: :func:`corpus_store`. Raises DataError when too few texts remain."""
     from nbkit.recipes.pretraining import pretraining_corpus
 
     mix = (("reviews", 1.0),) + ((("own", 1.0),) if corpus is not None else ())
@@ -132,13 +128,10 @@ def pretraining_texts(labeled, corpus=None, eval_fraction: float = 0.05, seed: i
 
 
 def corpus_store(cfg: OwnDataConfig, labeled, out_dir=None, heldout_share: float = 0.05, **settings) -> Path:
-    """``cfg.corpus_file`` and the labelled *training* texts prepared into one token store
-    (:func:`nbkit.corpus.prepare_corpus`), the validation and test texts excluded.
-
-    The training texts are written beside the store as ``labeled_train.jsonl`` (rewritten only when they
-    change, so an unchanged run reuses the store). The store's WordPiece (``cfg.vocab_size``, the position
-    limit of ``cfg.model``), or ``cfg.init``'s own tokenizer, serves pretraining and fine-tuning alike. ``out_dir``: None is
-    ``cfg.run_dir() / "corpus"``; ``settings``: more ``prepare_corpus`` settings (``num_workers=`` ...).
+    """``cfg.corpus_file`` and the labelled *training* texts (written beside as ``labeled_train.jsonl``, rewritten
+    only when they change) prepared into one token store (:func:`nbkit.corpus.prepare_corpus`, ``settings`` passed
+    on), validation and test texts excluded, with a WordPiece of ``cfg.vocab_size`` or ``cfg.init``'s tokenizer.
+    ``out_dir``: None is ``cfg.run_dir() / "corpus"``.
 
     Raises:
         ConfigError / DataError: what ``prepare_corpus`` raises (an unreadable format, no text kept).

@@ -13,16 +13,10 @@ The one pretraining driver: notebook 02 calls the stages cell by cell, notebook 
     loop, result = train(cfg, bert, tok, blocks_, out_dir)
     summary = save(cfg, out_dir, loop, result, tok)    # out_dir/model + metrics.json
 
-With ``init`` (a published BERT masked LM: a folder or Hub name) the run continues that checkpoint: its
-tokenizer everywhere (no WordPiece is trained; a ``corpus`` is prepared with it), its weights loaded exactly, and
-continued-pretraining defaults (group ``pretraining/init`` of :mod:`nbkit.recipes.scales`).
-
-``objective`` names the object that brings what differs between objectives (:mod:`nbkit.objectives`: its blocks and
-collator, its model built or loaded from ``init``, its export, its ``PER_SCALE`` rows); the stages call it and never
-test its name. ``objective="causal"`` is GPT-style next-token pretraining with the same stages, store, loop and
-checkpoints (:mod:`nbkit.objectives.causal`), run folders ``runs/<scale>/causal...``.
-
-The fine-tuning recipe (:mod:`nbkit.recipes.finetuning`) has the same stages and signatures.
+With ``init`` (a published checkpoint: a folder or Hub name) the run continues it: its tokenizer everywhere, its
+weights loaded exactly, continued-pretraining defaults (group ``pretraining/init`` of :mod:`nbkit.recipes.scales`).
+``objective`` names the object of :mod:`nbkit.objectives` that brings what differs (blocks, collator, model, export,
+``PER_SCALE`` rows); the stages never test its name. The fine-tuning recipe has the same stages and signatures.
 """
 from __future__ import annotations
 
@@ -37,7 +31,7 @@ from nbkit.recipes.config import RecipeConfig, default_origin, scale_defaults
 from nbkit.recipes.lora import CONFIG_HELP as LORA_HELP
 from nbkit.recipes.lora import EXPORTS as LORA_EXPORTS
 from nbkit.recipes.lora import FIELDS as LORA_FIELDS
-from nbkit.recipes.lora import lr_origin, unused_fields
+from nbkit.recipes.lora import lr_origin, one_spelling, unused_fields
 from nbkit.recipes.scales import constant
 from nbkit.train.config import REPORT_TO, SKIP_EXAMPLES_HELP
 
@@ -50,11 +44,9 @@ MIN_TEXTS = 20   # fewer texts than this: too little to split and pretrain on
 
 @dataclass(frozen=True, repr=False)
 class PretrainConfig(RecipeConfig):
-    """Every setting of BERT masked-LM or (``objective="causal"``) GPT-style pretraining; build it with
-    :meth:`for_scale` (``objective`` chooses the model defaults, as ``init`` does).
-
-    Raises:
-        ConfigError: an unknown objective (the allowed ones listed), a model preset of the other objective.
+    """Every setting of pretraining (``objective``: BERT masked LM, GPT-style causal LM or SFT); build it with
+    :meth:`for_scale`. Raises ConfigError: an unknown objective, a model preset of another objective, ``lora``
+    with an objective that does not take it.
     """
 
     model: str
@@ -178,9 +170,7 @@ class PretrainConfig(RecipeConfig):
         if self.lora and not objectives.get(self.objective).takes_lora:
             raise ConfigError(f"lora=True with objective={self.objective!r}: LoRA is an option of objective='sft' "
                               "(and of the fine-tuning recipes); pretrain with lora=False")
-        if isinstance(self.lora_targets, (str, list)):   # one spelling: a tuple (the run folder joins it)
-            names = [self.lora_targets] if isinstance(self.lora_targets, str) else self.lora_targets
-            object.__setattr__(self, "lora_targets", tuple(str(n) for n in names))
+        one_spelling(self)
 
     @classmethod
     def context_fields(cls) -> tuple[str, ...]:
@@ -205,9 +195,8 @@ class PretrainConfig(RecipeConfig):
         kind = objectives.get(self.objective)
         continued = self.init is not None and kind.init_rows
         where = default_origin("pretraining/init", name, self.scale, "init") if continued else None
-        rows = kind.scale_rows
-        if where is None and rows is not None:
-            where = default_origin(rows, name, self.scale, self.objective)
+        if where is None and kind.scale_rows is not None:
+            where = default_origin(kind.scale_rows, name, self.scale, self.objective)
         return where or super().origin(name)
 
     def unused(self) -> dict[str, str]:
@@ -221,19 +210,17 @@ class PretrainConfig(RecipeConfig):
         else:
             out.update({k: f"objective is {self.objective} (LoRA is an option of sft)" for k in ("lora", *LORA_FIELDS)})
         if self.corpus is None:
-            return {**out, "fit_to_corpus": "no corpus"}
-        if not kind.reads_store:   # it splits its own files (split_seed, eval_fraction)
-            return out
-        return {**out, **{k: "corpus is set" for k in ("mix", "corpus_lines", "max_train", "split_seed",
-                                                         "eval_fraction")}}
+            out["fit_to_corpus"] = "no corpus"
+        elif kind.reads_store:   # else the objective splits its own files (split_seed, eval_fraction)
+            out.update(dict.fromkeys(("mix", "corpus_lines", "max_train", "split_seed", "eval_fraction"),
+                                     "corpus is set"))
+        return out
 
     def run_dir(self) -> Path:
-        """The run's folder (created): ``runs/<scale>/<objective>[-<store>]<overrides>`` (``mlm`` or
-        ``causal``), one name per pretraining run.
-
-        ``<store>``: :func:`store_dir`'s folder name (prefixed ``corpus-`` when it begins with a field name, so a
-        store called ``seed3`` never names the bundled run ``mlm-seed3``); ``<overrides>``: :meth:`run_tag`; then
-        ``-from-<init>-<hash>`` with ``init`` (:func:`init_tag`). Call it on the config as built, before :func:`size`.
+        """The run's folder (created): ``runs/<scale>/<objective>[-<store>]<overrides>[-from-<init>-<hash>]``.
+        ``<store>``: :func:`store_dir`'s name (prefixed ``corpus-`` when it begins with a field name, so a store
+        called ``seed3`` never names the bundled run ``mlm-seed3``); ``<overrides>``: :meth:`run_tag`; the init part:
+        :func:`init_tag`. Call it on the config as built, before :func:`size`.
         """
         import dataclasses
 
@@ -273,10 +260,8 @@ def init_tag(init: str | None) -> str:
 
 @dataclass
 class PretrainCorpus:
-    """What pretraining reads: the bundled mix in memory (``splits``) or a prepared store on disk (``store``).
-
-    ``report``: what went in (the mix: a per-source DataFrame; a store: its summary dict).
-    """
+    """What pretraining reads: the bundled mix in memory (``splits``) or a prepared store on disk (``store``), and
+    ``report``: what went in (the mix: a per-source DataFrame; a store: its summary dict)."""
 
     splits: object | None = None     # datasets.DatasetDict(train, validation) with text (+ words)
     store: Path | None = None
@@ -287,18 +272,15 @@ class PretrainCorpus:
 def pretraining_corpus(mix=(("reviews", 1.0),), *, labeled=None, texts=None, corpus_lines: int | None = None,
                        max_train: int | None = None, seed: int = 0, split_seed: int | None = None,
                        eval_fraction: float = 0.05, words: bool = True, cache_dir=None):
-    """``(DatasetDict(train, validation), MixedCorpus)``: the text of ``mix``, held-out texts excluded.
+    """``(splits, mixed)``: ``DatasetDict(train, validation)`` of the text of ``mix`` (columns ``text``,
+    ``source``, and jieba ``words`` unless a source has gold ones, cached under ``cache_dir``) and the
+    ``MixedCorpus`` whose ``table()`` says per source what went in, was excluded or deduplicated.
 
-    Sources (:data:`SOURCES`; a text found in two counts for the first): ``peoples_daily`` (People's Daily
-    1998, gold word boundaries), ``news`` (the optional ``nbkit[news]`` training split; skipped with a note
-    when missing), ``own`` (``texts``: a Dataset with ``text`` or a list of str; rows over 2,000 characters
-    cut at sentence ends), ``reviews`` (the training texts of ``labeled``, else of the bundled review task
-    split with ``split_seed``). The validation/test texts of that task are excluded from every source, so
-    the model never reads a text it is later evaluated on (domain-adaptive pretraining, Gururangan et al.
-    2020). Texts without gold boundaries get jieba words (cached under ``cache_dir``).
-
-    Returns ``(splits, mixed)``: columns ``text``, ``source`` (and ``words``); ``mixed.table()`` says per
-    source what went in, was excluded or deduplicated. Cost: all texts in memory (~3 B per character).
+    Sources (:data:`SOURCES`; a text in two counts for the first): ``peoples_daily``, ``news`` (the optional
+    ``nbkit[news]``; skipped with a note when missing), ``own`` (``texts``: a Dataset with ``text`` or a list of
+    str; rows over 2,000 characters cut at sentence ends), ``reviews`` (the training texts of ``labeled``, else of
+    the review task split with ``split_seed``). That task's validation/test texts are excluded from every source,
+    so the model never reads a text it is later evaluated on. All texts are held in memory.
 
     Raises:
         ConfigError: an unknown source, or ``own`` without ``texts``.
@@ -366,12 +348,10 @@ def _cut_own(texts) -> tuple[list[str], dict]:
 
 # ----- the stages --------------------------------------------------------------------------------
 def store_dir(cfg: PretrainConfig) -> Path | None:
-    """The store ``cfg.corpus`` names, without preparing it: the folder itself when it is a prepared store,
-    else where :func:`data` prepares it (``runs/corpus/<first input's name>-<hash>``); None for the mix.
-
-    With ``cfg.init``: a store tokenized with init's tokenizer, ``<that>-tok-<init's name>-<hash of its tokenizer
-    files>``; an existing store of byte-identical tokenizer files under another folder's name (a copy of the
-    model, its fp16 version) is that store, so the corpus is prepared once per tokenizer, not per folder."""
+    """The store ``cfg.corpus`` names, without preparing it: the folder itself when it is a prepared store, else
+    where :func:`data` prepares it (``runs/corpus/<first input's name>-<hash>``); None for the mix. With
+    ``cfg.init``: ``<that>-tok-<init's name>-<hash of its tokenizer files>``, or an existing store of byte-identical
+    tokenizer files under another name, so the corpus is prepared once per tokenizer, not per folder."""
     if cfg.corpus is None:
         return None
     from nbkit.corpus.store import given_store, store_dir_for
@@ -394,8 +374,7 @@ def store_dir(cfg: PretrainConfig) -> Path | None:
 
 def _tokenizer_key(init: str) -> tuple[str, str]:
     """``(name, key)`` of ``init``'s tokenizer for its store's folder: the folder's (or Hub) name, and the SHA-256
-    of its tokenizer files (:func:`~nbkit.text.tokenizer_files.tokenizer_files_sha256`; a Hub name: its cached
-    snapshot's, nothing downloaded), else its absolute path (or the name)."""
+    of its tokenizer files (a Hub name: its cached snapshot's), else its absolute path (or the name)."""
     from nbkit.text.tokenizer_files import tokenizer_files_sha256
 
     where = Path(str(init)).expanduser()
@@ -413,17 +392,14 @@ def _tokenizer_key(init: str) -> tuple[str, str]:
 
 
 def init_checkpoint(cfg: PretrainConfig) -> Path:
-    """``cfg.init``'s local folder (a Hub name resolved through the cache), checked before any work: a BERT
-    config (``objective="mlm"``) or a GPT-2 / Llama one (``"causal"``) whose position table holds
-    ``cfg.block_size`` and whose embedding rows hold its tokenizer (:meth:`nbkit.objectives.Objective.check_init`).
+    """``cfg.init``'s local folder (a Hub name resolved through the cache), checked before any work by the
+    objective (:meth:`nbkit.objectives.Objective.check_init`): its position table holds ``cfg.block_size`` and its
+    embedding rows its tokenizer.
 
     Raises:
-        ConfigError: ``block_size`` above ``max_position_embeddings`` / ``n_positions``, a tokenizer with more
-            tokens than the embedding table (both named), a checkpoint of the other objective (which one to use)
-            or another architecture, or a Hub name not available offline
-            (:func:`nbkit.models.loading.resolve_checkpoint`).
-        CheckpointError: a folder without ``config.json`` or its weights, or a config without a model type
-            (:func:`nbkit.models.loading.require_model_type`).
+        ConfigError: ``block_size`` past the positions, a tokenizer larger than the embeddings, a checkpoint of the
+            other objective or another architecture, a Hub name not available offline.
+        CheckpointError: a folder without ``config.json`` or its weights, or a config without a model type.
     """
     from transformers import AutoTokenizer
 
@@ -439,29 +415,14 @@ def init_checkpoint(cfg: PretrainConfig) -> Path:
     return folder
 
 
-def check_store_tokenizer(store, folder: Path, init: str) -> None:
-    """Raise ``ConfigError`` unless the store at ``store`` holds ids of ``init``'s tokenizer (same vocabulary)."""
-    from transformers import AutoTokenizer
-
-    from nbkit.corpus.store import store_tokenizer
-    from nbkit.models.bert import vocab_difference
-
-    differ = vocab_difference(AutoTokenizer.from_pretrained(str(folder)).get_vocab(), store_tokenizer(store).get_vocab())
-    if differ:
-        raise ConfigError(f"the corpus store {store} was prepared with another tokenizer than init={init!r}'s "
-                          f"(store vs init: {differ}): its ids mean other tokens to that model. Fix: pass the raw "
-                          "corpus files as corpus (nbkit prepares them with init's tokenizer), or prepare the store "
-                          f"with tokenizer={str(folder)!r} (nbkit prepare-corpus ... --tokenizer {folder})")
-
-
 def data(cfg: PretrainConfig, labeled=None, texts=None) -> PretrainCorpus:
-    """The text pretraining reads: ``cfg.corpus``'s store (prepared once under ``runs/corpus/``, then
-    reused; with ``cfg.init`` tokenized by its tokenizer), else :func:`pretraining_corpus` over ``cfg.mix``
-    (``labeled``: the labelled data whose training texts are ``reviews``; ``texts``: the ``own`` source).
+    """The text pretraining reads: ``cfg.corpus``'s store (prepared once under ``runs/corpus/``; with ``cfg.init``
+    tokenized by its tokenizer), else :func:`pretraining_corpus` over ``cfg.mix`` (``labeled``: the labelled data
+    whose training texts are ``reviews``; ``texts``: the ``own`` source).
 
     Raises:
-        ConfigError / DataError: from the builder or the store writer (unknown source, too little text, ...);
-            with ``init``, :func:`init_checkpoint`'s checks first, and a given store of another tokenizer.
+        ConfigError / DataError: from the builder or the store writer; with ``init``, :func:`init_checkpoint`'s
+            checks first, and a given store of another tokenizer.
     """
     folder = init_checkpoint(cfg) if cfg.init is not None else None   # before any work
     own = objectives.get(cfg.objective).data(cfg)
@@ -472,9 +433,21 @@ def data(cfg: PretrainConfig, labeled=None, texts=None) -> PretrainCorpus:
 
         if folder is None:
             store = corpus_store(cfg.corpus)
-        else:
+        else:   # a given store must hold ids of init's tokenizer
+            from transformers import AutoTokenizer
+
+            from nbkit.corpus.store import store_tokenizer
+            from nbkit.models.bert import vocab_difference
+
             store = corpus_store(cfg.corpus, out_dir=store_dir(cfg), tokenizer=str(folder))
-            check_store_tokenizer(store, folder, cfg.init)
+            differ = vocab_difference(AutoTokenizer.from_pretrained(str(folder)).get_vocab(),
+                                      store_tokenizer(store).get_vocab())
+            if differ:
+                raise ConfigError(f"the corpus store {store} was prepared with another tokenizer than "
+                                  f"init={cfg.init!r}'s (store vs init: {differ}): its ids mean other tokens to that "
+                                  "model. Fix: pass the raw corpus files as corpus (nbkit prepares them with init's "
+                                  f"tokenizer), or prepare the store with tokenizer={str(folder)!r} (nbkit "
+                                  f"prepare-corpus ... --tokenizer {folder})")
         return PretrainCorpus(store=store, report=store_summary(store))
     from nbkit.runs import step_dir
 
@@ -505,16 +478,13 @@ def tokenizer(cfg: PretrainConfig, corpus: PretrainCorpus):
 
 def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
          out_dir=None) -> tuple[PretrainConfig, dict | None]:
-    """``(cfg, plan)``: for a store with ``cfg.fit_to_corpus``, the model, batch, steps, lr, warm-up, evaluation
-    interval (and ``eval_blocks`` when evaluations would eat the budget) of :func:`nbkit.recipes.sizing.size_run`
-    for its tokens within ``cfg.budget_minutes``, at the speed of a few real training steps of the chosen model
-    timed here (:func:`~nbkit.recipes.sizing.measure_speed`; ``smoke`` skips the timing and keeps its CI sizes,
-    and a CUDA plan without a GPU here uses the recorded speeds: the plan says which). Fields you set stay,
-    whatever their value (``cfg.given()``: a notebook parameter or job flag equal to the recipe's counts too;
-    ``plan["applied"]`` says which). Else ``(cfg, None)``. ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when
-    usable). A run that resumes from checkpoints in ``out_dir`` (None: ``cfg.run_dir()``) keeps the plan it began
-    with (``out_dir/plan.json``), so its steps do not move with the machine's load. Under torchrun every rank
-    times the steps together (DDP), the mean speed sizes the run for its world size, rank 0 writes the plan.
+    """``(cfg, plan)``: for a store with ``cfg.fit_to_corpus``, ``cfg`` with the model, batch, steps, lr, warm-up,
+    evaluation interval (and fewer ``eval_blocks`` where evaluations would eat the budget) of
+    :func:`nbkit.recipes.sizing.size_run` for its tokens within ``cfg.budget_minutes``, at the speed of a few real
+    steps timed here (``smoke`` skips the timing and keeps its CI sizes); else ``(cfg, None)``. Fields you set
+    (``cfg.given()``) stay, ``plan["applied"]`` says which. ``device``: ``"cuda"``/``"cpu"`` (None: CUDA when
+    usable). A run resuming from checkpoints in ``out_dir`` (None: ``cfg.run_dir()``) keeps the plan it began with
+    (``out_dir/plan.json``). Under torchrun the ranks time together and rank 0 writes the plan.
     """
     if corpus.store is None or not cfg.fit_to_corpus:
         return cfg, None
@@ -643,16 +613,11 @@ def _timed_speed(cfg: PretrainConfig, summary: dict, device: str, world: int) ->
 def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
     """``{"train", "validation"}`` blocks of ``cfg.block_size`` tokens, the objective's
     (:meth:`nbkit.objectives.Objective.blocks`): MLM's ``[CLS] ... [SEP]`` with ``word_ids``, or a causal packed
-    stream with each block's next token. The mix's texts are packed in memory with the document separator after
-    each (:func:`nbkit.text.mlm.make_blocks`), as a store's stream is (read from disk, constant memory).
-
-    First the ``[UNK]`` share of a sample of the training text under ``tok`` (the store's ids: of up to 64
-    blocks) is checked (:func:`nbkit.text.tokenizer.check_unk_share`): above 5 % the run is refused naming the
-    share, example characters, the cause and the fix, unless ``cfg.allow_unk``. Both paths (your corpus, a
-    continued ``init`` with its own tokenizer) come through here.
+    stream with each block's next token. First the ``[UNK]`` share of a sample of the training text under ``tok``
+    (a store: of up to 64 blocks) is checked (:func:`nbkit.text.tokenizer.check_unk_share`).
 
     Raises:
-        DataError: the ``[UNK]`` share above 5 % (without ``allow_unk``), or from the block builders.
+        DataError: the ``[UNK]`` share above 5 % (without ``cfg.allow_unk``), or from the block builders.
     """
     from nbkit.text.tokenizer import check_unk_share
 
@@ -670,25 +635,19 @@ def blocks(cfg: PretrainConfig, tok, corpus: PretrainCorpus) -> dict:
 
 
 def collator(cfg: PretrainConfig, tok):
-    """The objective's collator (:meth:`nbkit.objectives.Objective.collator`): MLM's
-    :class:`nbkit.text.mlm.MLMCollator` (``cfg.mlm_probability`` of the tokens as targets, whole words with
-    ``cfg.whole_word``), the causal :class:`nbkit.text.causal.CausalCollator` (next-token labels)."""
+    """The objective's collator (:meth:`nbkit.objectives.Objective.collator`): MLM masking or next-token labels."""
     return objectives.get(cfg.objective).collator(cfg, tok)
 
 
 def model(cfg: PretrainConfig, tok):
-    """The objective's model (:meth:`nbkit.objectives.Objective.model`): a ``BertForMaskedLM`` with the sparse MLM
-    head, or a ``GPT2LMHeadModel`` / ``LlamaForCausalLM``; ``cfg.init``'s weights, every one loaded (what the
-    objective does not use is printed by name), else preset ``cfg.model`` with ``tok``'s vocabulary and
-    ``cfg.block_size`` positions, weights drawn from ``cfg.seed`` (the same on every rank). Its config is marked
-    as nbkit's pretraining (:data:`nbkit.models.bert.NBKIT_MARK`: objective and init), which fine-tuning's pooling
-    rule reads. ``cfg.lora`` (SFT): wrapped with LoRA adapters (:func:`nbkit.models.lora.apply_lora`, A drawn with
-    ``cfg.seed``), the trainable share printed; the peft model is returned: train it and pass it to :func:`save`.
+    """The objective's model (:meth:`nbkit.objectives.Objective.model`): preset ``cfg.model`` with ``tok``'s
+    vocabulary, weights drawn from ``cfg.seed``, or ``cfg.init``'s weights, its config marked as nbkit's pretraining
+    (:data:`nbkit.models.bert.NBKIT_MARK`, which fine-tuning's pooling rule reads). ``cfg.lora`` (SFT): wrapped with
+    LoRA adapters (:func:`nbkit.recipes.lora.wrap`, its line printed); train the peft model and pass it to :func:`save`.
 
     Raises:
         ConfigError / CheckpointError: with ``init``, ``tok`` not the checkpoint's, ``block_size`` past its
-            positions, or weights missing (:func:`nbkit.models.loading.load_mlm_model`,
-            :func:`nbkit.models.causal.load_causal_model`); a LoRA setting (:func:`nbkit.models.lora.apply_lora`).
+            positions, or weights missing; a LoRA setting (:func:`nbkit.models.lora.apply_lora`).
     """
     import torch
 
@@ -707,16 +666,10 @@ def model(cfg: PretrainConfig, tok):
 
 def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save_steps=(), world_size: int = 1,
                  identity: dict | None = None):
-    """The loop's :class:`nbkit.train.config.TrainConfig` (``identity``: its ``identity``, e.g. the tokenizer's hash).
-
-    ``cfg.max_passes`` with ``n_blocks`` caps the steps at that many passes at the global batch
-    ``batch_size * grad_accum_steps * world_size`` (evaluations shrink to >= 4 per run). ``save_steps``:
-    checkpoints the loop also saves and never prunes (``TrainConfig.keep_steps``), beside the newest.
-
-    Raises:
-        ConfigError: a save step outside ``1..max_steps``.
+    """The loop's :class:`nbkit.train.config.TrainConfig`. ``cfg.max_passes`` with ``n_blocks`` caps the steps at
+    that many passes at the global batch (evaluations shrink to >= 4 per run). ``save_steps``: checkpoints also kept
+    (``TrainConfig.keep_steps``). Raises ConfigError: a save step outside ``1..max_steps``.
     """
-    from nbkit.recipes.lora import peak_lr
     from nbkit.recipes.sizing import steps_for_epochs
     from nbkit.train import TrainConfig
 
@@ -729,30 +682,32 @@ def train_config(cfg: PretrainConfig, out_dir, n_blocks: int | None = None, save
     bad = [s for s in save_steps if not 1 <= int(s) <= steps]
     if bad:
         raise ConfigError(f"save_steps {bad} outside 1..{steps} (max_steps): raise max_steps or drop those steps")
-    return TrainConfig(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps,
-                       lr=peak_lr(cfg), warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler,
-                       weight_decay=cfg.weight_decay, precision=cfg.precision, eval_every=every,
-                       checkpoint_every=ckpt, keep_last=1 if save_steps else cfg.keep_last,
-                       keep_steps=tuple(int(s) for s in save_steps),
-                       output_dir=Path(out_dir), seed=cfg.seed, num_workers=cfg.num_workers,
-                       log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume,
-                       eval_batches=-(-cfg.eval_blocks // cfg.batch_size) if cfg.eval_blocks else None,
-                       progress=cfg.progress, checkpoint_minutes=cfg.checkpoint_minutes or None,
-                       progress_every_s=cfg.progress_every_s or None, report_to=cfg.report_to,
-                       identity=identity, skip_examples=cfg.skip_examples)
+    return TrainConfig(**loop_settings(cfg, steps, identity), eval_every=every, checkpoint_every=ckpt,
+                       keep_last=1 if save_steps else cfg.keep_last, keep_steps=tuple(int(s) for s in save_steps),
+                       output_dir=Path(out_dir),
+                       eval_batches=-(-cfg.eval_blocks // cfg.batch_size) if cfg.eval_blocks else None)
+
+
+def loop_settings(cfg, steps: int, identity: dict | None) -> dict:
+    """The ``TrainConfig`` fields both training recipes (this one, :mod:`nbkit.recipes.finetuning`) take from their
+    config alike: ``lr`` is :func:`nbkit.recipes.lora.peak_lr`, ``log_every`` None about 20 lines per run."""
+    from nbkit.recipes.lora import peak_lr
+
+    return dict(max_steps=steps, batch_size=cfg.batch_size, grad_accum_steps=cfg.grad_accum_steps, lr=peak_lr(cfg),
+                warmup_ratio=cfg.warmup_ratio, scheduler=cfg.scheduler, weight_decay=cfg.weight_decay,
+                precision=cfg.precision, seed=cfg.seed, num_workers=cfg.num_workers,
+                log_every=cfg.log_every or max(1, min(10, steps // 20)), resume=cfg.resume, progress=cfg.progress,
+                checkpoint_minutes=cfg.checkpoint_minutes or None, progress_every_s=cfg.progress_every_s or None,
+                report_to=cfg.report_to, identity=identity, skip_examples=cfg.skip_examples)
 
 
 def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), save_steps=(), device=None,
           untrained: bool = True):
     """Train ``bert`` on ``blocks["train"]`` with :class:`nbkit.train.Loop` (held-out loss on
-    ``blocks["validation"]``, :func:`collator`, :func:`train_config`, early stopping with ``cfg.patience``),
-    resuming from ``out_dir``'s checkpoints when ``cfg.resume``. Returns ``(loop, result)``.
-
-    ``untrained``: first score the initial weights (``result.metrics["untrained_eval_loss"]``,
-    ``["untrained_eval_perplexity"]``). ``save_steps``: checkpoints kept besides the newest. With
-    ``cfg.report_to="tensorboard"`` the events go to ``out_dir/tensorboard`` with this config as text. The
-    checkpoints record ``tok``'s hash and ``cfg.block_size``: a resume on another tokenizer or block size is
-    refused naming it (``CheckpointError``).
+    ``blocks["validation"]``, early stopping with ``cfg.patience``, TensorBoard events in ``out_dir/tensorboard``),
+    resuming from ``out_dir``'s checkpoints when ``cfg.resume``; returns ``(loop, result)``. ``untrained``: first
+    score the initial weights (``result.metrics["untrained_eval_loss"]``, ``["untrained_eval_perplexity"]``).
+    Checkpoints record ``tok``'s hash and ``cfg.block_size``: resuming with others raises ``CheckpointError``.
     """
     from nbkit.recipes.lora import settings as lora_settings
     from nbkit.train import EarlyStopping, Loop, TensorBoardLogger
@@ -773,29 +728,21 @@ def train(cfg: PretrainConfig, bert, tok, blocks: dict, out_dir, callbacks=(), s
 
 
 def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | None = None, model=None) -> dict:
-    """Save model + tokenizer to ``out_dir/model`` by the objective's export (atomic:
-    :meth:`nbkit.objectives.Objective.export`; an MLM folder loads with ``AutoModelForMaskedLM``, a causal one with
-    ``AutoModelForCausalLM`` and ``pipeline("text-generation")``) and write ``out_dir/metrics.json``; return it.
-    ``generation``: the causal export's generation settings (``export_causal_lm``'s keywords:
-    ``repetition_penalty``, ``no_repeat_ngram_size``), which a bare ``pipeline("text-generation",
-    model=out_dir/"model")(prompt)`` uses.
-    ``model``: what :func:`model` returned, which the export reads (None: ``loop.model``); with ``cfg.lora`` it must
-    be given, the peft model (``loop.model`` is the transformers model inside it), and the export writes the merged
-    folder and/or ``out_dir/model/adapter`` as ``cfg.lora_export`` says; ``metrics["trainable_parameters"]``.
+    """Save model and tokenizer to ``out_dir/model`` by the objective's export (atomic,
+    :meth:`nbkit.objectives.Objective.export`) and write ``out_dir/metrics.json``; return it. ``generation``: the
+    causal export's settings (``repetition_penalty``, ``no_repeat_ngram_size``). ``model``: what :func:`model`
+    returned (None: ``loop.model``); with ``cfg.lora`` it must be given (the peft model), and the export writes what
+    ``cfg.lora_export`` says.
 
-    The tokenizer's ``model_max_length`` is capped at the model's positions. Keys: ``scale``, ``objective``,
-    ``model`` (the preset, or ``init``), ``init``, ``parameters``, ``lora`` (:func:`nbkit.recipes.lora.settings`),
-    ``trainable_parameters`` (``trainable``, ``total``, ``share``), ``hidden_size``, ``layers``, ``block_size``,
-    ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``,
-    ``mfu``, ``device``, ``precision``, ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``,
-    ``first_eval_loss``/``first_eval_step``, ``model_dir``, ``checkpoints`` (step -> model dir), ``history``,
-    ``config``, ``world_size``, ``written_at``.
+    Keys: ``scale``, ``objective``, ``model``, ``init``, ``parameters``, ``lora``, ``trainable_parameters``,
+    ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary,
+    ``untrained_eval_loss``, ``first_eval_loss``/``first_eval_step``, ``model_dir``, ``checkpoints`` (step -> model
+    dir), ``history``, ``config``, ``world_size``, ``written_at``.
 
     Raises:
         WriteError: the disk is full or not writable (nothing half-written).
         NonFiniteWeightsError: the model holds NaN/infinite weights (nothing written).
-        ConfigError: ``generation`` settings out of range (``export_causal_lm``), or given for an MLM run; with
-            ``cfg.lora``, ``model`` not the peft model (the fix named).
+        ConfigError: ``generation`` out of range or given for an MLM run; with ``cfg.lora``, no peft ``model``.
     """
     from nbkit.models.bert import count_parameters
     from nbkit.models.lora import trainable_parameters
@@ -834,11 +781,9 @@ def run_pretraining(cfg: PretrainConfig, out_dir=None, *, tokenizer=None, callba
     """Every stage end to end; returns the dict written to ``out_dir/metrics.json`` (:func:`save`).
 
     ``out_dir``: None is ``cfg.run_dir()``. ``tokenizer``: None is :func:`tokenizer`'s. ``save_steps``: steps whose
-    checkpoints are kept (``metrics["checkpoints"]``). ``labeled``/``texts``: as :func:`data`. Under torchrun
-    every rank calls it: with ``cfg.corpus`` global rank 0 prepares the store before the process group forms
-    (the others poll for its manifest at most ``corpus_wait_s``), rank 0 trains a missing tokenizer while the
-    others wait, every rank trains, rank 0 saves (the others return the loop's summary). Rank 0 prints the corpus
-    plan (:func:`size`) as notebook 02 does.
+    checkpoints are kept. ``labeled``/``texts``: as :func:`data`. Under torchrun every rank calls it: global rank 0
+    prepares a ``cfg.corpus`` store first (the others poll for it at most ``corpus_wait_s``) and a missing tokenizer,
+    every rank trains, rank 0 prints the plan and saves (the others return the loop's summary).
     """
     from nbkit.train.ddp import group as D
 

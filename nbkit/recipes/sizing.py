@@ -2,24 +2,17 @@
 
 The rules, each with its source, so the printed plan says *why*:
 
-- **Model**: the largest preset with at most ``n_tokens / 20`` parameters (about 20 training
-  tokens per parameter: Hoffmann et al. 2022, "Chinchilla"), never below ``mini`` on a GPU
-  (the ``gpu`` preset's model: it left the unigram plateau on ~1 M tokens of reviews, while
-  BERT-base stayed on it; docs/pretraining.md) and never above ``narrow`` on a CPU (the ``cpu``
-  preset's: wider models run at ~2,900 tokens/s on 2 cores, docs/pretraining.md).
-- **Speed**: :func:`measure_speed` times a few real training steps of that model on this machine
-  (``Loop.train_step`` on random blocks, at the run's batch), since a loaded machine runs far below the
-  recorded idle-machine speeds (:data:`TOKENS_PER_S`: 10,900 tokens/s planned on 2 CPU cores, 351
-  measured under load); without a measurement the recorded speed is used and the plan says so.
-- **Tokens to train on**: at least the ``gpu`` recipe's 49 M (3,000 steps x 128 x 128, where
-  its fine-tuning gain passed two points), at most 40 passes over the corpus (BERT's own
-  ~40 epochs, Devlin et al. 2019) and at most what the device reads in ``budget_s`` at that speed,
-  after the evaluations' estimated time: a big corpus is read about once, or a share of it.
-- **Steps** = tokens / (batch x block x world_size); **lr**: 1e-3 up to ``mini`` (the gpu and cpu presets),
-  5e-4 for ``small``, 1e-4 with 10 % warm-up for ``base`` (its plateau fix, nbkit.evaluate.probes).
-- **A checkpoint to continue** (``init``, :func:`checkpoint_figures`): the model, lr and warm-up are the run's,
-  not a preset's, and every speed not measured here is the recorded preset nearest in training FLOPs per token
-  scaled by the FLOPs ratio (:func:`estimated_speed`, :mod:`nbkit.models.flops`), said as such.
+- **Model**: the largest preset with at most ``n_tokens / 20`` parameters (Chinchilla's ~20 training tokens per
+  parameter, Hoffmann et al. 2022), never below ``mini`` on a GPU nor above ``narrow`` on a CPU (the gpu and cpu
+  presets' models, docs/pretraining.md).
+- **Speed**: :func:`measure_speed` times a few real training steps of that model here (a loaded machine runs far
+  below the recorded idle speeds, :data:`TOKENS_PER_S`); without a measurement the plan says it used those.
+- **Tokens**: at least the ``gpu`` recipe's 49 M, at most 40 passes (BERT's ~40 epochs, Devlin et al. 2019) and
+  at most what the device reads in ``budget_s`` after the evaluations: a big corpus is read once, or a share of it.
+- **Steps** = tokens / (batch x block x world_size); **lr**: 1e-3 up to ``mini``, 5e-4 for ``small``, 1e-4 with
+  10 % warm-up for ``base`` (its plateau fix, nbkit.evaluate.probes).
+- **A checkpoint to continue** (``init``, :func:`checkpoint_figures`): its model, lr and warm-up; a speed not
+  measured here is the recorded preset nearest in FLOPs per token scaled by the ratio (:func:`estimated_speed`).
 """
 from __future__ import annotations
 
@@ -47,11 +40,7 @@ FAR_LARGER = 0.5   # passes below this: the plan says how much of the corpus the
 
 
 def device_kind(device) -> str:
-    """``"cuda"`` for any ``cuda``/``cuda:N``, else the name (``"cpu"``).
-
-    Raises:
-        ValueError: a device :data:`TOKENS_PER_S` has no speeds for.
-    """
+    """``"cuda"`` for any ``cuda``/``cuda:N``, else the name; ValueError for one without :data:`TOKENS_PER_S`."""
     kind = "cuda" if str(device).startswith("cuda") else str(device)
     if kind not in TOKENS_PER_S:
         raise ValueError(f"device={device!r}: size_run knows 'cuda' and 'cpu'")
@@ -93,10 +82,9 @@ def train_flops_per_token(config, block_size: int) -> float:
 
 
 def checkpoint_figures(folder, block_size: int) -> dict:
-    """``{"parameters", "flops_per_token"}`` of the checkpoint in ``folder`` (its ``config.json``; the model built
-    on the meta device, no weights read): what a plan says of a continued-pretraining run's model. A GPT-2 /
-    Llama checkpoint (causal pretraining) counts its output layer on every position
-    (:func:`nbkit.models.flops.causal_flops_per_token`)."""
+    """``{"parameters", "flops_per_token"}`` of the checkpoint in ``folder`` (built from its ``config.json`` on the
+    meta device): an MLM's by :func:`train_flops_per_token`, a causal LM's by
+    :func:`nbkit.models.flops.causal_flops_per_token`."""
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
@@ -125,10 +113,9 @@ CLOSE_FLOPS = (0.5, 2.0)
 
 
 def estimated_speed(device: str, flops_per_token: float, block_size: int = 128) -> tuple[float, str, bool]:
-    """``(tokens/s, how, close)`` for a model of ``flops_per_token`` (:func:`train_flops_per_token`) on ``device``
-    without a measurement: the recorded preset (:data:`TOKENS_PER_S`) nearest in FLOPs per token, scaled by
-    the ratio (a model twice the FLOPs runs at half the speed: compute-bound, an estimate). ``close``: the ratio is
-    within :data:`CLOSE_FLOPS`; else ``how`` says it is a rough guess (small models are not compute-bound)."""
+    """``(tokens/s, how, close)`` for a model of ``flops_per_token`` on ``device`` without a measurement: the
+    recorded preset (:data:`TOKENS_PER_S`) nearest in FLOPs per token, scaled by the ratio (compute-bound).
+    ``close``: the ratio is within :data:`CLOSE_FLOPS`; else ``how`` calls it a rough guess."""
     from nbkit.models.bert import build_config
 
     kind = device_kind(device)
@@ -145,16 +132,14 @@ def estimated_speed(device: str, flops_per_token: float, block_size: int = 128) 
 
 def measure_speed(model: str, vocab_size: int, block_size: int, batch_size: int, device: str = "cpu",
                   steps: int = 2, warmup: int = 1, model_dir=None) -> dict:
-    """Time ``warmup + steps`` real training steps (``Loop.train_step``, the loop's own step, through
-    :func:`nbkit.profiling.step_timing.measure_steps`) of a fresh ``model`` preset (or the checkpoint in
-    ``model_dir``, a continued-pretraining ``init``'s folder) on random blocks of
-    ``block_size`` tokens, ``batch_size`` per step, on ``device`` (None: the loop's default, this rank's GPU
-    under torchrun, where the ranks time DDP steps together), at the run's precision and sparse MLM head.
-    The global RNGs are as before afterwards.
+    """Time ``warmup + steps`` real training steps (``Loop.train_step`` through
+    :func:`nbkit.profiling.step_timing.measure_steps`) of a fresh ``model`` preset, or the checkpoint in
+    ``model_dir``, on random blocks of ``batch_size`` x ``block_size`` tokens at the run's precision and head, on
+    ``device`` (None: the loop's default; under torchrun the ranks time DDP steps together). The global RNGs are
+    as before afterwards.
 
     Returns ``{"tokens_per_s" (timed steps, input tokens), "step_s", "seconds" (wall, building included),
-    "how" (one phrase for the plan)}``. Takes ``warmup + steps`` steps of the real run's time (seconds on a
-    loaded CPU): batch size matters on a CPU too (the optimizer's per-step cost), so it times the real batch.
+    "how" (one phrase for the plan)}``.
     """
     import contextlib
     import io
@@ -185,34 +170,21 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
              measured: str | None = None, eval_blocks: int | None = None, init: dict | None = None) -> dict:
     """A pretraining plan for ``n_tokens`` training tokens on ``device`` (``"cuda"`` or ``"cpu"``).
 
-    Args:
-        n_tokens: tokens in the store's training split (``StoreMLMDataset.n_tokens``).
-        device: ``"cuda"`` (any ``"cuda:N"``) or ``"cpu"``.
-        block_size: tokens per block, ``[CLS]``/``[SEP]`` included.
-        budget_s: wall-clock budget for the steps and evaluations (s); default 4 h on a GPU, 15 min on a CPU.
-        max_passes: the run's own cap on passes over the corpus (``PretrainConfig.max_passes``), applied
-            when below :data:`MAX_PASSES`, so the plan states the steps the loop will really run.
-        world_size: processes training together (torchrun): each optimizer step reads
-            ``batch_size * block_size * world_size`` tokens, and the budget assumes each process runs
-            at the per-device speed (linear scaling, an upper bound).
-        tokens_per_s: this machine's speed for the chosen model (:func:`choose_model`), per process, as
-            :func:`measure_speed` gives it; None: the recorded one (:func:`recorded_speed`), said so.
-        measured: how ``tokens_per_s`` was measured (a phrase for the plan).
-        eval_blocks: held-out blocks one evaluation scores (None: evaluations not counted). Their
-            :data:`EVALS_PER_RUN` at :data:`EVAL_SPEEDUP` x the training speed come out of the budget; when they
-            would take over a quarter of it the plan lowers ``eval_blocks`` to fit a quarter (never below
-            :data:`MIN_EVAL_BLOCKS`, never above what was asked); when they still take over a quarter the plan
-            says the run outlasts the budget (steps get what is left, at least one).
-        init: the checkpoint a continued run trains (``{"name", "parameters", "flops_per_token", "lr",
-            "warmup_ratio"}``, :func:`checkpoint_figures`): the plan's model, lr and warm-up are its, and a speed not
-            measured (here, or on one GPU) is :func:`estimated_speed` for its FLOPs, never another model's.
+    ``budget_s``: wall-clock seconds for steps and evaluations (None: 4 h on a GPU, 15 min on a CPU);
+    ``max_passes``: the run's own cap on passes (``PretrainConfig.max_passes``); ``world_size``: processes training
+    together, each at the per-device speed (linear scaling, an upper bound); ``tokens_per_s``: this machine's speed
+    per process (:func:`measure_speed`; None: :func:`recorded_speed`, said so), ``measured`` how it was measured.
+    ``eval_blocks``: held-out blocks per evaluation (None: evaluations not counted); their :data:`EVALS_PER_RUN`
+    at :data:`EVAL_SPEEDUP` x the training speed come out of the budget, and over a quarter of it ``eval_blocks``
+    is lowered to fit a quarter (never below :data:`MIN_EVAL_BLOCKS`). ``init``: a continued run's checkpoint
+    (:func:`checkpoint_figures` plus ``name``, ``lr``, ``warmup_ratio``), whose model, lr and warm-up the plan keeps,
+    its speed :func:`estimated_speed` where not measured.
 
     Returns:
         ``{"model", "batch_size", "grad_accum_steps", "block_size", "max_steps", "lr", "warmup_ratio",
         "eval_every", "train_tokens", "passes", "estimated_s" (steps + evaluations), "tokens_per_s" (per
-        process), "speed_source", "one_pass_s" (here), "gpu_one_pass_s" (on one GPU at the recorded speed, with
-        ``init`` its FLOPs' estimate; None on a GPU or when the budget reads half a pass or more), "reasons"}``, plus ``"eval_blocks"`` when
-        the plan lowers it (``reasons``: one sentence per choice, for the notebook to print).
+        process), "speed_source", "one_pass_s" (here), "gpu_one_pass_s" (on one GPU; None on a GPU or when the
+        budget reads half a pass or more), "reasons"}`` (one sentence per choice), ``"eval_blocks"`` when lowered.
 
     Raises:
         ValueError: ``n_tokens`` < 1, ``block_size`` < 3, ``max_passes`` <= 0, ``world_size`` < 1,
@@ -288,18 +260,14 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
     if passes < FAR_LARGER:
         line = (f"the corpus ({n_tokens / 1e6:,.1f} M tokens) is far larger than this budget reads: "
                 f"{_passes(passes)} passes; one pass would take ~{fmt_duration(one_pass_s)} here")
-        if kind != "cuda" and init is None:
-            gpu_model, _ = choose_model(n_tokens, "cuda")
-            gpu_speed, gpu_where = recorded_speed("cuda", gpu_model)
-            gpu_one_pass_s = n_tokens / gpu_speed
-            line += (f"; on one GPU ~{fmt_duration(gpu_one_pass_s)} ({gpu_model} at {gpu_speed:,.0f} tokens/s, "
-                     f"{gpu_where})")
-        elif kind != "cuda":             # this checkpoint's own FLOPs, never another model's measured speed
-            gpu_speed, gpu_where, close = estimated_speed("cuda", init["flops_per_token"], block_size)
+        if kind != "cuda":   # with init its own FLOPs' estimate, never another model's measured speed
+            gpu_model, about = (choose_model(n_tokens, "cuda")[0], "") if init is None else (model, "~")
+            gpu_speed, gpu_where, close = ((*recorded_speed("cuda", gpu_model), True) if init is None else
+                                           estimated_speed("cuda", init["flops_per_token"], block_size))
             if close:
                 gpu_one_pass_s = n_tokens / gpu_speed
-                line += (f"; on one GPU ~{fmt_duration(gpu_one_pass_s)} ({model} at ~{gpu_speed:,.0f} tokens/s, "
-                         f"{gpu_where})")
+                line += (f"; on one GPU ~{fmt_duration(gpu_one_pass_s)} ({gpu_model} at {about}{gpu_speed:,.0f} "
+                         f"tokens/s, {gpu_where})")
             else:
                 line += f"; on one GPU: not measured for {model} (no recorded model of its size)"
         reasons.append(line + "; give more time (budget_minutes) or use a GPU to read more of it")
@@ -333,11 +301,8 @@ def plan_text(plan: dict) -> str:
 
 
 def steps_for_epochs(n_examples: int, batch_size: int, epochs: float) -> int:
-    """Optimizer steps for ``epochs`` passes over ``n_examples`` at ``batch_size`` (the global batch; >= 1).
-
-    Raises:
-        ValueError: ``n_examples`` or ``batch_size`` is not positive.
-    """
+    """Optimizer steps (>= 1) for ``epochs`` passes over ``n_examples`` at the global ``batch_size``; ValueError
+    when either is not positive."""
     if n_examples <= 0 or batch_size <= 0:
         raise ValueError(f"need n_examples > 0 and batch_size > 0, got {n_examples} and {batch_size}")
     return max(1, math.ceil(n_examples * epochs / batch_size))

@@ -9,7 +9,6 @@ Later steps read the scale's tokenizer through :func:`load`, which trains it whe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from nbkit.recipes.config import RecipeConfig
 
@@ -52,11 +51,9 @@ def texts(cfg: TokenizerConfig) -> tuple[list[str], list[str]]:
 
 
 def train(cfg: TokenizerConfig, train_texts, heldout_texts, out_dir) -> tuple:
-    """Train WordPiece (every character kept, :func:`nbkit.text.train_wordpiece`) on ``train_texts`` and
-    measure it on ``heldout_texts``; writes the tokenizer and ``stats.json`` to ``out_dir``.
-
-    Returns ``(tokenizer, stats)`` (``vocab_size``, ``unk_rate``, ``chars_per_token``, length percentiles).
-    """
+    """``(tokenizer, stats)``: WordPiece (every character kept, :func:`nbkit.text.train_wordpiece`) trained on
+    ``train_texts`` and measured on ``heldout_texts`` (``vocab_size``, ``unk_rate``, ``chars_per_token``, length
+    percentiles), both written to ``out_dir``."""
     from nbkit.text import tokenizer as tokenization
 
     tok = tokenization.train_wordpiece(train_texts, vocab_size=cfg.vocab_size, out_dir=out_dir,
@@ -66,18 +63,14 @@ def train(cfg: TokenizerConfig, train_texts, heldout_texts, out_dir) -> tuple:
     return tok, stats
 
 
-def saved_dir(scale: str) -> Path:
-    """``runs/<scale>/tokenizer``: the scale's tokenizer (notebook 01 at the scale's recipe)."""
-    from nbkit.runs import step_path
-
-    return step_path(scale, TokenizerConfig.STEP)
-
-
 def load(scale: str):
-    """The scale's tokenizer (a ``PreTrainedTokenizerFast``): notebook 01's, trained now (and said so) if missing."""
+    """The scale's tokenizer (a ``PreTrainedTokenizerFast``): notebook 01's ``runs/<scale>/tokenizer``, trained now
+    (and said so) if missing."""
     from transformers import AutoTokenizer
 
-    path = saved_dir(scale)
+    from nbkit.runs import step_path
+
+    path = step_path(scale, TokenizerConfig.STEP)
     if (path / "tokenizer.json").exists():
         return AutoTokenizer.from_pretrained(path)
     print(f"No tokenizer in {path} (notebook 01 not run at scale {scale!r}): training one now.")
