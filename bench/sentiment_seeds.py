@@ -51,13 +51,17 @@ def accuracy_interval(gold, pred, n_boot: int = 1000, seed: int = 0) -> list[flo
 
 def summarize(per_seed: list[dict]) -> dict:
     """Mean and standard deviation over seeds of each arm's accuracy and macro-F1 (std None with one seed); the
-    LoRA arm where the seeds have it."""
+    LoRA arm where the seeds have it, with ``diff_lora_accuracy``: LoRA minus full fine-tuning, paired by seed."""
     def stats(values):
         return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else None,
                 "n": len(values)}
 
-    arms = ARMS + ((LORA_ARM,) if all(LORA_ARM in r for r in per_seed) else ())
-    return {f"{arm}_{m}": stats([r[arm][m] for r in per_seed]) for arm in arms for m in ("accuracy", "macro_f1")}
+    lora = all(LORA_ARM in r for r in per_seed)
+    out = {f"{arm}_{m}": stats([r[arm][m] for r in per_seed])
+           for arm in ARMS + ((LORA_ARM,) if lora else ()) for m in ("accuracy", "macro_f1")}
+    if lora:
+        out["diff_lora_accuracy"] = stats([r[LORA_ARM]["accuracy"] - r["bert"]["accuracy"] for r in per_seed])
+    return out
 
 
 def main(argv=None) -> int:

@@ -59,20 +59,22 @@ def render(scale: str = "cpu") -> str:
         "projection, the head trained) from notebook 02's encoder on the same split, steps and batch; 95 % bootstrap "
         "intervals over test examples. A task with one seed is one draw, not a spread over seeds.", "",
         "| task | seed | full fine-tuning | LoRA | weights LoRA trains | LoRA's lr | record |",
-        "|---|---|---|---|---|---|---|", *body, *spread(ner)])
+        "|---|---|---|---|---|---|---|", *body, *spread(ner, sentiment)])
 
 
-def spread(ner: Path | None) -> list[str]:
-    """A line of mean ± standard deviation over the NER seeds (full, LoRA, LoRA - full, paired by seed) when the
+def spread(ner: Path | None, sentiment: Path | None = None) -> list[str]:
+    """A line of mean ± standard deviation over seeds (full, LoRA, LoRA - full, paired by seed) for each task whose
     record holds more than one seed; else nothing."""
-    if ner is None:
-        return []
-    s = json.loads(ner.read_text(encoding="utf-8"))["summary"]
-    if "lora_f1" not in s or s["lora_f1"]["n"] < 2:
-        return []
     ms = lambda x: f"{x['mean']:.3f} ± {x['std']:.3f}"                                   # noqa: E731
-    return ["", f"Named entities over {s['lora_f1']['n']} seeds (mean ± standard deviation): full fine-tuning "
-                f"{ms(s['bert_f1'])}, LoRA {ms(s['lora_f1'])}, LoRA - full {ms(s['diff_lora_f1'])} (paired by seed)."]
+    out = []
+    for path, what, full, lora, diff in ((sentiment, "Review sentiment (test accuracy)", "bert_accuracy",
+                                          "bert_lora_accuracy", "diff_lora_accuracy"),
+                                         (ner, "Named entities", "bert_f1", "lora_f1", "diff_lora_f1")):
+        s = json.loads(path.read_text(encoding="utf-8"))["summary"] if path else {}
+        if diff in s and s[diff]["n"] >= 2:
+            out += ["", f"{what} over {s[lora]['n']} seeds (mean ± standard deviation): full fine-tuning "
+                        f"{ms(s[full])}, LoRA {ms(s[lora])}, LoRA - full {ms(s[diff])} (paired by seed)."]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

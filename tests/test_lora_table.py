@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from _load import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,3 +42,25 @@ def test_rows_put_each_seed_of_each_task_beside_full_fine_tuning(tmp_path):
     ner.write_text(json.dumps(record))
     assert lora_table.spread(ner)[1] == ("Named entities over 3 seeds (mean ± standard deviation): full fine-tuning "
                                          "0.275 ± 0.010, LoRA 0.112 ± 0.010, LoRA - full -0.164 ± 0.010 (paired by seed).")
+
+
+def test_spread_gives_the_paired_sentiment_difference_once_there_are_seeds(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import sentiment_seeds
+
+    per_seed = [{"seed": s, **{arm: {"accuracy": a, "macro_f1": a} for arm, a in
+                               (("bert", 0.79 + s / 100), ("tfidf", 0.84), ("tfidf_cut", 0.83), ("bilstm", 0.80),
+                                ("bert_lora", 0.74 + s / 50))}} for s in (0, 1, 2)]
+    summary = sentiment_seeds.summarize(per_seed)
+    assert summary["diff_lora_accuracy"]["mean"] == pytest.approx(-0.04)      # -0.05, -0.04, -0.03: paired
+    path = tmp_path / "sentiment_lora_cpu_2026-12-05.json"
+    path.write_text(json.dumps({"per_seed": per_seed, "summary": summary}))
+    assert lora_table.spread(None, path)[1] == (
+        "Review sentiment (test accuracy) over 3 seeds (mean ± standard deviation): full fine-tuning 0.800 ± 0.010, "
+        "LoRA 0.760 ± 0.020, LoRA - full -0.040 ± 0.010 (paired by seed).")
+    assert lora_table.spread(None, None) == []
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"summary": sentiment_seeds.summarize(per_seed[:1])}))
+    assert lora_table.spread(None, one) == []                                  # one seed is one draw, no spread
