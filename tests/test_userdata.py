@@ -382,3 +382,20 @@ def test_gbk_advice_only_when_the_file_reads_as_gbk(tmp_path):
     msg = _message(load_text_file, latin1)
     assert "does not read as GBK either" in msg and "file -bi" in msg and "iconv -f GBK" not in msg
     assert "2 of 2 line(s) (line 1, 2)" in msg
+
+
+@pytest.mark.parametrize("item", ["a text", [1, 2], 3])
+def test_a_json_array_item_that_is_no_object_is_named_with_its_kind_for_both_loaders(tmp_path, item):
+    """Labelled files and NER span files read a .json array through one reader: a non-object item is named by its
+    1-based position and its JSON kind, and nothing is loaded."""
+    from nbkit.data.ner import read_ner_file
+
+    kind = {str: "a JSON string", list: "a JSON array", int: "a JSON number"}[type(item)]
+    labeled = tmp_path / "reviews.json"
+    labeled.write_text(json.dumps([{"text": "好看", "label": 1}, item], ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(DataError, match=rf"reviews\.json: item 2 \(1-based\) of the JSON array is {kind}, not an object"):
+        load_labeled_files(labeled, text_column="text", label_column="label")
+    spans = tmp_path / "spans.json"
+    spans.write_text(json.dumps([item], ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(DataError, match=rf"spans\.json: item 1 \(1-based\) of the JSON array is {kind}, not an object"):
+        read_ner_file(spans)

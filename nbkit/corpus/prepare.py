@@ -456,10 +456,12 @@ def _encode(pool: Workers, sources, s, job, paths, shard_dir: Path, tmp_dir: Pat
         entries = {sp: f.commit() for sp, f in part.files.items()}
         shards.check_ids(shard_dir, [{"shards": entries}], tok)   # before its marker: a bad part is never trusted
         fsync_dir(shard_dir)
+        state = log.state()
         marker = {"part": part.k, "next": list(position), "next_bytes": int(bar.bytes), "final": final,
-                  "shards": entries, **log.state(),
+                  "shards": entries, "problems": state["problems"],
                   **{group: {k: int(tally[k]) for k in keys}
-                     for group, keys in (("counts", COUNTS), ("dropped", DROPPED), ("repaired", REPAIRED))}}
+                     for group, keys in (("counts", COUNTS), ("dropped", DROPPED), ("repaired", REPAIRED))},
+                  "drop_files": state["drop_files"]}   # the key order of markers written before
         hashes = np.concatenate(part.hashes) if part.hashes else np.zeros(0, np.uint64)
         shards.write_marker(shard_dir, part.k, hashes, marker)
         markers.append(marker)

@@ -28,7 +28,8 @@ def resolve(name: str = "auto") -> str:
         except ImportError as exc:
             if name == "auto":
                 return "jieba"
-            raise ConfigError("segmenter='rjieba' is not installed: pip install rjieba, or use segmenter='jieba'") from exc
+            raise ConfigError("segmenter='rjieba' is not installed: pip install rjieba, or use "
+                              "segmenter='jieba'") from exc
         return "rjieba"
     return name
 

@@ -112,7 +112,6 @@ def _walk(root: Path, skipped: list[dict]) -> list[Path]:
     def visit(folder: Path) -> None:
         try:
             st = folder.stat()
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
             skipped.append({"path": str(folder), "reason": f"unreadable folder ({exc.strerror})"})
             return
@@ -124,6 +123,11 @@ def _walk(root: Path, skipped: list[dict]) -> list[Path]:
         seen_dirs[key] = str(folder)
         if folder != root and holds_store_files(folder):
             skipped.append({"path": str(folder), "reason": "a corpus store (its files are not text to prepare)"})
+            return
+        try:   # listed only now: a store's thousands of shards or a loop's folder are never listed
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append({"path": str(folder), "reason": f"unreadable folder ({exc.strerror})"})
             return
         for entry in entries:
             p = folder / entry.name

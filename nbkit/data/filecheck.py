@@ -224,8 +224,8 @@ def json_records(path: Path, encoding: str, example: str):
                         "Fix that place (a .json file needs an array of objects).") from err
     for i, row in enumerate(rows, start=1):
         if not isinstance(row, dict):
-            raise DataError(f"{path}, item {i} of the JSON array is {_a('JSON ' + _json_kind(row))}, not an object "
-                            f"like {example}; fix that item.")
+            raise DataError(f"{path}: item {i} (1-based) of the JSON array is {_a('JSON ' + _json_kind(row))}, not "
+                            f"an object like {example}; fix that item.")
         yield None, i, row, None
 
 

@@ -47,6 +47,10 @@ OFFSET_UNITS = ("auto", "chars", "utf16")
 #: Per-file counts of what reading a file changed or skipped (:func:`read_ner_file`), summed by :func:`load_ner_files`.
 FILE_COUNTS = ("n_i_without_b_repaired", "n_duplicate_spans", "n_docstart_lines", "n_offsets_utf16",
                "n_spans_trimmed", "n_blank_spans_dropped")
+#: A file's repairs as reported (``report["repairs"][split]``, in this order): the counts, the repaired lines, the
+#: offset unit read.
+REPAIR_KEYS = ("n_i_without_b_repaired", "i_without_b_lines", "n_duplicate_spans", "n_docstart_lines", "offsets",
+               "n_offsets_utf16", "n_spans_trimmed", "n_blank_spans_dropped")
 
 _TAG = re.compile(r"^([BIESM])[-_](\S+)$")
 # keys of a span's type / start / end and of a record's span list, as doccano and Label Studio export them
@@ -751,9 +755,9 @@ def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, offsets: st
     if not items:
         raise DataError(f"{path} holds no sentence (only blank or -DOCSTART- lines); check the file.")
     if report is not None:
-        report.update({"scheme": info["scheme"], "n_sentences": len(items),
-                       "i_without_b_lines": list(info.get("i_without_b_lines", [])), "offsets": info.get("offsets"),
-                       **{k: info[k] for k in FILE_COUNTS}})
+        got = {**{k: info[k] for k in FILE_COUNTS}, "i_without_b_lines": list(info.get("i_without_b_lines", [])),
+               "offsets": info.get("offsets")}
+        report.update({"scheme": info["scheme"], "n_sentences": len(items), **{k: got[k] for k in REPAIR_KEYS}})
     return items
 
 
@@ -824,7 +828,7 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
         "files": {s: str(p) for s, p in given.items()},
         "schemes": {s: file_info[s]["scheme"] for s in given},
         **{k: sum(file_info[s][k] for s in given) for k in FILE_COUNTS},
-        "repairs": {s: {k: file_info[s][k] for k in ("i_without_b_lines", "offsets", *FILE_COUNTS)} for s in given},
+        "repairs": {s: {k: file_info[s][k] for k in REPAIR_KEYS} for s in given},
         "sources": sources,
     })
     return data

@@ -285,7 +285,8 @@ def score_blocks(lm: NgramLM, blocks, max_blocks: int | None = None) -> dict:
     (``next_id`` -100 or absent: no next token).
 
     Returns:
-        ``{"order", "eval_loss" (nats/token), "eval_perplexity", "eval_tokens" (targets scored), "train_tokens"}``.
+        ``{"order", "eval_loss" (mean negative log-likelihood, nats/token), "eval_perplexity" (exp of it),
+        "eval_tokens" (targets scored), "train_tokens" (tokens ``lm`` was fitted on)}``.
 
     Raises:
         DataError: no block with a target, ids outside the model's vocabulary, the model not fitted.

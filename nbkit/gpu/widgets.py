@@ -20,9 +20,9 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 
 def sparkline(values: list[float | None], lo: float = 0.0, hi: float = 100.0) -> str:
     """Unicode block sparkline of ``values`` scaled to [lo, hi]; ``None`` -> space."""
-    span = max(hi - lo, 1e-9)
-    return "".join(" " if v is None else BLOCKS[int((min(max(v, lo), hi) - lo) / span * (len(BLOCKS) - 1) + 0.5)]
-                   for v in values)
+    span, top = max(hi - lo, 1e-9), len(BLOCKS) - 1
+    levels = [None if v is None else int((min(max(v, lo), hi) - lo) / span * top + 0.5) for v in values]   # 0..top
+    return "".join(" " if k is None else BLOCKS[k] for k in levels)
 
 
 def _bar(description: str, maximum: float = 100.0) -> w.FloatProgress:

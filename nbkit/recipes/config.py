@@ -78,6 +78,11 @@ _KINDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool
           "tuple": "a list", "list": "a list", "Dataset": "a datasets Dataset / DatasetDict / IterableDataset"}
 
 
+def _is_whole(value) -> bool:
+    """An int, or a float with no fractional part; never a bool (``True`` is no count)."""
+    return not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, float) and value.is_integer()))
+
+
 def _coerce(name: str, value, annotation: str, default):
     """``value`` as a field annotated ``annotation`` stores it (papermill passes lists as text and whole floats for
     ints), or ConfigError naming the field, value and kind."""
@@ -93,8 +98,7 @@ def _coerce(name: str, value, annotation: str, default):
     for kind, b in zip(kinds, base):
         if b == "bool" and isinstance(value, bool):
             return value
-        if b == "int" and not isinstance(value, bool) and (isinstance(value, int) or isinstance(value, float)
-                                                           and value.is_integer()):
+        if b == "int" and _is_whole(value):
             return int(value)
         if b == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
@@ -123,8 +127,7 @@ def _whole_numbers(name: str, value, kind: str, default):
         for part in item.split(",") if isinstance(item, str) else [item]:
             if isinstance(part, str) and not part.strip():
                 continue
-            ok = not isinstance(part, bool) and (isinstance(part, int) or isinstance(part, float) and part.is_integer())
-            if not (part.strip().isdigit() if isinstance(part, str) else ok and part >= 0):
+            if not (part.strip().isdigit() if isinstance(part, str) else (_is_whole(part) and part >= 0)):
                 raise ConfigError(f"{name}={value!r}: {part!r} is not a whole number >= 0; give indices such as "
                                   f"{name}=[5, 17] (job flag: --{name.replace('_', '-')} 5 17; default {default!r})")
             out.append(int(part))

@@ -640,7 +640,8 @@ def collator(cfg: PretrainConfig, tok):
 
 
 def model(cfg: PretrainConfig, tok):
-    """The objective's model (:meth:`nbkit.objectives.Objective.model`): preset ``cfg.model`` with ``tok``'s
+    """The objective's model (:meth:`nbkit.objectives.Objective.model`: a ``BertForMaskedLM`` with the sparse MLM
+    head, a ``GPT2LMHeadModel`` or a ``LlamaForCausalLM``): preset ``cfg.model`` with ``tok``'s
     vocabulary, weights drawn from ``cfg.seed``, or ``cfg.init``'s weights, its config marked as nbkit's pretraining
     (:data:`nbkit.models.bert.NBKIT_MARK`, which fine-tuning's pooling rule reads). ``cfg.lora`` (SFT): wrapped with
     LoRA adapters (:func:`nbkit.recipes.lora.wrap`, its line printed); train the peft model and pass it to :func:`save`.
@@ -734,10 +735,12 @@ def save(cfg: PretrainConfig, out_dir, loop, result, tok, generation: dict | Non
     returned (None: ``loop.model``); with ``cfg.lora`` it must be given (the peft model), and the export writes what
     ``cfg.lora_export`` says.
 
-    Keys: ``scale``, ``objective``, ``model``, ``init``, ``parameters``, ``lora``, ``trainable_parameters``,
-    ``hidden_size``, ``layers``, ``block_size``, ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary,
-    ``untrained_eval_loss``, ``first_eval_loss``/``first_eval_step``, ``model_dir``, ``checkpoints`` (step -> model
-    dir), ``history``, ``config``, ``world_size``, ``written_at``.
+    Keys: ``scale``, ``objective``, ``model`` (the preset, or ``init``), ``init``, ``parameters``, ``lora``,
+    ``trainable_parameters`` (``trainable``, ``total``, ``share``), ``hidden_size``, ``layers``, ``block_size``,
+    ``batch_size``, ``grad_accum_steps``, ``lr``, the loop's summary (``steps``, ``train_tokens``, ``tokens_per_s``,
+    ``mfu``, ``device``, ``precision``, ``eval_loss``, ``eval_perplexity``), ``untrained_eval_loss``,
+    ``first_eval_loss``/``first_eval_step``, ``model_dir``, ``checkpoints`` (step -> model dir), ``history``,
+    ``config``, ``world_size``, ``written_at``.
 
     Raises:
         WriteError: the disk is full or not writable (nothing half-written).

@@ -143,7 +143,8 @@ def complete_tokenizer_files(out_dir: str | Path, tokenizer, model_max_length: i
     model = json.loads(backend.to_str()).get("model") or {}
     config = json.loads(cfg_path.read_text(encoding="utf-8"))
     tok_json = out / "tokenizer.json"
-    spec = json.loads(tok_json.read_text(encoding="utf-8")) if tok_json.is_file() else None
+    edits = (cjk_decode and model.get("type") == "WordPiece") or start_token is not None
+    spec = json.loads(tok_json.read_text(encoding="utf-8")) if edits and tok_json.is_file() else None   # only to edit
     rewritten = False     # tokenizer.json changed: loaders must read it as written
     if model.get("type") == "WordPiece":
         vocab = backend.get_vocab(with_added_tokens=True)

@@ -551,7 +551,7 @@ class Loop:
                 metrics[f"eval_{kind}_loss"] = tot[f"{kind}_sum"] / k_n if k_n else math.nan
                 metrics[f"eval_{kind}_tokens"] = k_n
             return metrics
-        if not self._per_token:  # one label per example (a word's tags: eval_tokens only)
+        if not self._per_token:  # one label per example: eval_tokens (= examples) kept for older readers
             metrics["eval_examples"] = n
         metrics["eval_accuracy"] = accuracy
         if k:  # every rank takes this branch (n_mlm is summed), so the all-reduce matches
