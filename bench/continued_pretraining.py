@@ -93,6 +93,16 @@ class StepClock:
                 "tokens_per_s": tokens_per_step / med, "tokens_per_s_wall": tokens_per_step * len(steps) / wall}
 
 
+def device_and_precision(device: str) -> tuple[str, str]:
+    """``device`` with ``auto`` resolved (CUDA when usable, else CPU), and the precision every arm of a comparison
+    trains at there: bf16 on a GPU that has it, else fp32."""
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return device, "bf16" if device.startswith("cuda") and torch.cuda.is_bf16_supported() else "fp32"
+
+
 def with_mfu(result: dict, flops_per_token: float, device: str) -> dict:
     """``result`` (an arm's, with ``tokens_per_s`` and ``precision``) plus ``flops_per_token`` (the FLOPs its step
     executes per token), ``achieved_tflops``, ``peak_tflops`` and ``mfu``: PaLM's model FLOPs utilisation over the

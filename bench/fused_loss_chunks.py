@@ -7,9 +7,10 @@ kernel a transformers user would add, is an arm where it imports (its Triton ker
 why it is absent otherwise). One forward + backward is timed per call; the arms alternate within each of
 ``--rounds`` rounds so drift in machine load hits all of them; prints each arm's median seconds per call, its
 speed-up over unfused and, on a GPU, its peak memory over the inputs (``torch.cuda.max_memory_allocated``), and
-writes them to ``--out`` (JSON). Before timing, every arm's loss is checked against the unfused one. The shapes default to the causal benchmark's
-(``bench/causal_vs_trainer.py``: batch 16 x block 128 = 2,048 rows, ``gpt2-narrow``'s d=128, the 21,128-entry
-BERT vocabulary); :data:`nbkit.train.loss.CHUNK_ROWS` is chosen from this run.
+writes them to ``--out`` (JSON), with each arm's loss over the unfused one (``loss_over_unfused``: 1 where the arm
+computes the same sum). The shapes default to the causal benchmark's (``bench/causal_vs_trainer.py``: batch 16 x
+block 128 = 2,048 rows, ``gpt2-narrow``'s d=128, the 21,128-entry BERT vocabulary);
+:data:`nbkit.train.loss.CHUNK_ROWS` is chosen from this run.
 
     python bench/fused_loss_chunks.py                         # CPU, torch's threads
     python bench/fused_loss_chunks.py --device cuda --dtype bf16 --rows 8192 --dim 768 --chunks 256 512 1024 2048

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from continued_pretraining import Peak, StepClock  # noqa: E402
+from continued_pretraining import Peak, StepClock, device_and_precision  # noqa: E402
 
 MODELS, METHODS = ("bert", "gpt2"), ("full", "lora")
 
@@ -169,9 +169,7 @@ def main(argv=None) -> None:
     from nbkit import jsonio
 
     torch.set_num_threads(a.threads)
-    if a.device == "auto":
-        a.device = "cuda" if torch.cuda.is_available() else "cpu"
-    a.precision = "bf16" if a.device.startswith("cuda") and torch.cuda.is_bf16_supported() else "fp32"
+    a.device, a.precision = device_and_precision(a.device)
     if a.model:                                  # a child: one run, its result as JSON
         jsonio.write_json(a.result, run(a))
         return
@@ -188,8 +186,8 @@ def main(argv=None) -> None:
         "warmup_steps": a.warmup, "timed_steps": a.steps, "lora_r": a.rank, "lora_alpha": 2 * a.rank,
         "rounds": a.rounds, "device": a.device, "precision": a.precision, "threads": a.threads,
         "memory": "peak RSS of each run's own process, /proc/self/statm sampled every 20 ms (bench/continued_"
-                  "pretraining.py Peak); rss_rise_mib: over the RSS with the model built and in the loop; on a GPU also "
-                  "cuda_peak_mib (torch.cuda.max_memory_allocated) and cuda_rise_mib over the model in the loop",
+                  "pretraining.py Peak); rss_rise_mib: over the RSS with the model built and in the loop; on a GPU "
+                  "also cuda_peak_mib (torch.cuda.max_memory_allocated) and cuda_rise_mib over the model in the loop",
         "tokens_per_s": "batch x block over the median step time after the warm-up steps",
         "noise": "compare the per-round ratios: a shared machine's load moves both runs of a round alike",
         "runs": runs, "median": med, "ratio_lora_over_full": ratios, "seconds": time.perf_counter() - t0,

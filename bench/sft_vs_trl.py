@@ -29,8 +29,8 @@ with other jobs are noisy: read the per-round ratios beside the medians.
     OMP_NUM_THREADS=1 python bench/sft_vs_trl.py          # gpt2-narrow, 2 rounds, about 5 minutes on 2 shared cores
     python bench/sft_vs_trl.py --device cuda --model gpt2-small --batch 32 --rounds 1   # bf16; CUDA peak memory too
 
-Writes ``--out`` (strict JSON through ``nbkit.jsonio``, default ``bench/results/sft_vs_trl_<device>_<date>.json``), which
-``scripts/sft_bench_table.py`` renders into docs/instruct.md.
+Writes ``--out`` (strict JSON through ``nbkit.jsonio``, default ``bench/results/sft_vs_trl_<device>_<date>.json``),
+which ``scripts/sft_bench_table.py`` renders into docs/instruct.md.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from continued_pretraining import Peak, StepClock  # noqa: E402
+from continued_pretraining import Peak, StepClock, device_and_precision  # noqa: E402
 
 ARMS = ("nbkit", "trl", "lora")
 KEYS = ("tokens_per_s", "padded_tokens_per_s", "label_tokens_per_s", "peak_rss_mib", "rss_rise_mib",
@@ -294,9 +294,7 @@ def main(argv=None) -> None:
     from nbkit import jsonio
 
     torch.set_num_threads(a.threads)
-    if a.device == "auto":
-        a.device = "cuda" if torch.cuda.is_available() else "cpu"
-    a.precision = "bf16" if a.device.startswith("cuda") and torch.cuda.is_bf16_supported() else "fp32"
+    a.device, a.precision = device_and_precision(a.device)
     if a.arm:                                   # a child: one arm, its result as JSON
         jsonio.write_json(a.result, arm_trl(a) if a.arm == "trl" else arm_nbkit(a, lora=a.arm == "lora"))
         return
@@ -310,7 +308,8 @@ def main(argv=None) -> None:
     import transformers
     import trl
 
-    out = a.out or str(ROOT / "bench" / "results" / f"sft_vs_trl_{a.device.split(':')[0]}_{time.strftime('%Y-%m-%d')}.json")
+    out = a.out or str(ROOT / "bench" / "results" / f"sft_vs_trl_{a.device.split(':')[0]}_"
+                                                      f"{time.strftime('%Y-%m-%d')}.json")
     jsonio.write_json(out, {
         "what": "SFT of the same GPT2LMHeadModel on the same conversations: nbkit (PretrainConfig(objective='sft'), "
                 "its Loop) vs trl.SFTTrainer(assistant_only_loss=True, packing=False), and nbkit with lora=True",
