@@ -47,9 +47,19 @@ def xdist_group_of(nodeid: str) -> str:
     return path
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook, which reads the marks
+def pytest_xdist_node_collection_finished(node, ids):
+    """Stop when a worker's node ids lack xdist's ``@<group>`` suffix: pytest 9.2 ignores xdist's write of it, and
+    ``--dist loadgroup`` silently drops the groups (pytest-dev/pytest-xdist#1386)."""
+    if ids and node.config.getoption("dist") == "loadgroup" and not any("@" in i.rsplit("]", 1)[-1] for i in ids):
+        pytest.exit(f"pytest {pytest.__version__} with this pytest-xdist ignores xdist_group (pytest-dev/pytest-xdist"
+                    "#1386), so notebooks and a file's tests would run on both workers: pip install -e '.[test]' "
+                    "(it pins pytest<9.2), or pass -n 0", returncode=4)
+
+
+@pytest.hookimpl(wrapper=True)  # marks before xdist's worker hook reads them
 def pytest_collection_modifyitems(config, items):
-    if getattr(config.option, "loadgroup", False):          # an xdist worker under --dist loadgroup
+    grouping = getattr(config.option, "loadgroup", False)          # an xdist worker under --dist loadgroup
+    if grouping:
         for item in items:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
         # longest first (test.sh passes --no-loadscope-reorder, which keeps this order): the notebooks, then the
@@ -57,12 +67,12 @@ def pytest_collection_modifyitems(config, items):
         heavy = {xdist_group_of(i.nodeid) for i in items
                  if any(mark in i.keywords for mark in ("slow", "multiproc", "docker"))}
         items.sort(key=lambda i: (xdist_group_of(i.nodeid) != NOTEBOOK_GROUP, xdist_group_of(i.nodeid) not in heavy))
-    if _cuda_available():
-        return
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip_gpu)
+    yield
+    if not _cuda_available():
+        skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip_gpu)
 
 
 @pytest.fixture

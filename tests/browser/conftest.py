@@ -29,12 +29,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # labserver, labdriver, selftest_notebooks
 
 from labdriver import (  # noqa: E402
-    PROBE_MAX_S,
     SNAPSHOT_JS,
     RunResult,
-    changed_in_place,
     open_notebook,
-    probe_until_flag,
     run_all,
     run_probe_cell,
     save_and_read,
@@ -221,10 +218,8 @@ def run_notebook(lab_server, browser):
     Opens the notebook in a fresh tab and workspace, runs all cells from the
     menu while sampling the DOM, saves and re-reads it, screenshots the whole
     notebook to the artifacts dir, and shuts its kernel down. Extra steps:
-    - a notebook that displayed a widget gets a probe cell appended and run,
-      sampled as ``probe_samples`` (widget updates while a cell runs, whatever
-      the notebook's own cells do); it runs until a widget changed in place, at
-      most :data:`PROBE_MAX_S` s (a busy machine renders late: no fixed window);
+    - ``run(path, still_s=s)`` appends a cell that sleeps ``s`` seconds after Run All and samples the DOM
+      meanwhile as ``probe_samples`` (a stopped widget must stay still); each path runs with one ``still_s``;
     - in-place updates of an output image while a cell runs refresh a viewport
       screenshot ``<name>-midrun.png`` centred on it (README image of 02);
     - a cell whose source mentions "confusion" and shows a PNG gets its output
@@ -232,7 +227,7 @@ def run_notebook(lab_server, browser):
     """
     cache: dict[str, RunResult | BaseException] = {}
 
-    def run(path: str) -> RunResult:
+    def run(path: str, still_s: float = 0.0) -> RunResult:
         if path in cache:  # a failed run fails every test that needs it, without rerunning
             if isinstance(cache[path], BaseException):
                 raise cache[path]
@@ -270,12 +265,9 @@ def run_notebook(lab_server, browser):
             if idx is not None:
                 result.extra_shots[name + "-confusion"] = screenshot_output_of(page, idx, out / f"{name}-confusion.png")
             result.screenshot = screenshot_whole_notebook(page, out / f"{name}.png")
-            if result.has_widgets():
+            if still_s:
                 page.set_viewport_size(VIEWPORT)
-                flag = out / f"{name}-probe-seen"
-                flag.unlink(missing_ok=True)
-                run_probe_cell(page, result, probe_until_flag(flag, PROBE_MAX_S), timeout_s=PROBE_MAX_S + 60,
-                               seen=lambda samples: changed_in_place(samples, "widgets"), flag=flag)
+                run_probe_cell(page, result, still_s)
         except Exception as exc:
             cache[path] = exc
             try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 POLL_S = 0.25
-PROBE_MAX_S = 60.0   # the probe cell's longest run: it ends as soon as a widget changed in place
+STILL_S = 3.0   # how long a probe cell watches a stopped widget stay still: 15 ticks of the self-test's 0.2 s thread
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml")
 # ipywidgets' plain-text repr, shown when the widget manager is missing:
@@ -257,39 +257,30 @@ def changed_in_place(samples: list[Sample], key: str) -> list[int]:
     return sorted(i for i, vals in seen.items() if len(vals) > 1)
 
 
-def run_probe_cell(page, result: RunResult, source: str, timeout_s: float = 60.0, seen=None,
-                   flag: Path | None = None) -> None:
-    """Append a code cell at the end through the UI, run it, and sample the DOM meanwhile.
+def run_probe_cell(page, result: RunResult, seconds: float) -> None:
+    """Append a code cell that sleeps ``seconds`` through the UI, run it, and sample the DOM meanwhile.
 
-    Used to see live widgets update while a cell runs, whatever the notebook's own cells do. Samples go to
-    ``result.probe_samples``. ``seen(samples)`` true: ``flag`` is created (once), which ``source`` may wait
-    for (:func:`probe_until_flag`): the cell runs until what the test looks for happened, not a fixed time.
+    Shows whether a widget still updates after the notebook's own cells ended (a negative check needs a window:
+    nothing must change within it). Samples go to ``result.probe_samples``. Raises ``TimeoutError`` if the cell
+    is still running ``seconds + 60`` s after it was started.
     """
     page.locator(".jp-Notebook .jp-Cell").last.click(position={"x": 5, "y": 5})
     page.keyboard.press("Escape")
     page.keyboard.press("b")  # insert a cell below, in command mode
     page.keyboard.press("Enter")  # edit it
-    page.keyboard.type(source)
+    page.keyboard.type(f"import time; time.sleep({seconds:g})")
     page.keyboard.press("Shift+Enter")
     t0 = time.monotonic()
     idle_polls = 0
-    while time.monotonic() - t0 < timeout_s:
+    while time.monotonic() - t0 < seconds + 60:
         snap = page.evaluate(SNAPSHOT_JS)
         busy = any(p.startswith("[*]") for p in snap["prompts"])
         result.probe_samples.append(Sample(time.monotonic() - t0, busy, snap))
-        if seen is not None and flag is not None and not flag.exists() and seen(result.probe_samples):
-            flag.write_text("seen")
         idle_polls = idle_polls + 1 if (not busy and _status_idle(snap) and time.monotonic() - t0 > 1) else 0
         if idle_polls >= 2:
             return
         time.sleep(POLL_S)
-    raise TimeoutError(f"probe cell still running after {timeout_s:.0f} s")
-
-
-def probe_until_flag(flag: Path, max_s: float) -> str:
-    """One line of code (typed into a cell: no indentation) that runs until ``flag`` exists, at most ``max_s`` s."""
-    return (f"import os, time; t0 = time.monotonic(); [time.sleep(0.1) for _ in iter(lambda: os.path.exists("
-            f"{str(flag)!r}) or time.monotonic() - t0 > {max_s:g}, True)]")
+    raise TimeoutError(f"probe cell still running after {seconds + 60:.0f} s")
 
 
 def screenshot_output_of(page, cell_index: int, path: Path) -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from labdriver import PROBE_MAX_S, changed_in_place, problems
+from labdriver import STILL_S, changed_in_place, problems
 from labserver import REPO
 
 pytestmark = pytest.mark.browser
@@ -75,12 +75,10 @@ def test_gpu_monitor_widget_renders_and_updates(run_notebook):
     assert result.has_widgets(), "notebook 00 displayed no ipywidget (expected nbkit.GpuMonitor)"
     assert result.final["widgets"], "no widget rendered in the DOM"
     assert not [p for p in problems(result) if "widget" in p], problems(result)
-    updated = changed_in_place(result.samples, "widgets") or changed_in_place(result.probe_samples, "widgets")
-    assert updated, (
-        "no widget changed while a cell ran (DOM sampled every 0.25 s during Run All "
-        f"({sum(s.busy for s in result.samples)} busy samples) and during an appended cell that ran until one "
-        f"changed, at most {PROBE_MAX_S:g} s "
-        f"({sum(s.busy for s in result.probe_samples)} busy samples)); last widget states: {result.final['widgets']}"
+    assert changed_in_place(result.samples, "widgets"), (
+        "no widget changed while a cell ran (DOM sampled every 0.25 s during Run All, "
+        f"{sum(s.busy for s in result.samples)} busy samples; the monitor samples every second while the "
+        f"'Watch it move' cell keeps the devices busy); last widget states: {result.final['widgets']}"
     )
 
 
@@ -99,7 +97,7 @@ def test_live_loss_plot_renders_and_changes_during_training(run_notebook):
 
 
 def test_selftest_live_widget_and_plot_pass(run_notebook):
-    result = run_notebook("selftest/live.ipynb")
+    result = run_notebook("selftest/live.ipynb", still_s=STILL_S)
     print(_report(result))
     assert not problems(result), problems(result)
     assert changed_in_place(result.samples, "widgets") == [0]
