@@ -1,6 +1,7 @@
 """`python -m nbkit.jobs.finetune --train-file ...`: the job on the user's labelled files (notebook 05's loader),
 its folder per data, and the summary it ends with."""
 import json
+import os
 
 import pytest
 
@@ -92,3 +93,21 @@ def test_a_job_refused_for_its_data_leaves_no_empty_run_folder(own_job, tmp_path
     (kept / "metrics.json").write_text("{}")
     assert job.main(["--scale", "smoke", "--train-file", str(train), "--label-column", "absent"]) == 2
     assert (kept / "metrics.json").exists() and sorted(p.name for p in (runs / "smoke").iterdir()) == ["earlier"]
+
+
+@pytest.mark.parametrize("task, name, columns", [("own", "reviews.csv", {"text_column": "t", "label_column": "l"}),
+                                                 ("ner", "tags.conll", {})])
+def test_an_edited_data_file_gets_another_run_folder_so_no_run_resumes_a_model_of_other_data(tmp_path, task, name,
+                                                                                             columns):
+    from nbkit.recipes.finetuning import FinetuneConfig
+
+    train = tmp_path / name
+    cfg = FinetuneConfig.for_scale("smoke", task=task, train_file=str(train), **columns)
+    missing = cfg.run_dir().name                 # a missing file names a folder; its loader raises the error
+    train.write_text("t,l\n好,正面\n", encoding="utf-8")
+    first = cfg.run_dir().name
+    os.utime(train, (1, 1))                      # touched or copied, same bytes: the same folder (a resume)
+    assert cfg.run_dir().name == first != missing
+    train.write_text("t,l\n好,负面\n", encoding="utf-8")                       # a label fixed in place
+    edited = cfg.run_dir().name
+    assert edited != first and edited.rsplit("-", 1)[0] == first.rsplit("-", 1)[0]   # same stem, other hash

@@ -44,12 +44,16 @@ class Task:
                               "files; or drop the file to train on the bundled data")
 
     def files_step(self, prefix: str, cfg, *key) -> str:
-        """``<prefix><train file stem>-<6 hex>``: the hash of the three files' absolute paths and ``key``, so a
-        run on other files (or other ``key`` values, e.g. columns) gets another folder."""
+        """``<prefix><train file stem>-<6 hex>``: the hash of the three files' absolute paths, their bytes
+        (:func:`nbkit.corpus.sources.fingerprint`, a missing file left to the loader's error) and ``key``, so a run on
+        other files, on an edited file or with other ``key`` values (e.g. columns) gets another folder and never
+        resumes a model trained on other data. Cost: one read of each file (about 1 ms per MB)."""
+        from nbkit.corpus.sources import fingerprint
         from nbkit.runs import path_tag
 
-        where = [None if f is None else str(Path(f).expanduser().resolve())
+        files = [None if f is None else Path(f).expanduser().resolve()
                  for f in (cfg.train_file, cfg.validation_file, cfg.test_file)]
+        where = [None if f is None else (str(f), fingerprint(f) if f.is_file() else None) for f in files]
         return prefix + path_tag(Path(cfg.train_file or "data").stem, repr((*where, *key)), 6, fallback="data")
 
     def describe(self, labeled, truncation: dict) -> str:
