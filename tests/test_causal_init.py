@@ -152,3 +152,19 @@ def test_fp16_weights_and_a_config_without_model_type_load_as_for_mlm(standins, 
     assert {p.dtype for p in lm.parameters()} == {torch.float32}
     assert torch.equal(lm.transformer.wte.weight, state["transformer.wte.weight"].half().float())
     assert "stored in float16, loaded as float32" in capsys.readouterr().out
+
+
+
+@pytest.mark.parametrize("eos", [[3], [50256, 3]])
+def test_an_eos_list_as_an_sft_export_or_llama_3_writes_is_kept_or_set_from_the_tokenizer(standins, tmp_path, eos):
+    from nbkit.models.causal import special_ids
+
+    listed = tmp_path / "listed"
+    shutil.copytree(standins["llama"], listed)
+    conf = json.loads((listed / "config.json").read_text())
+    (listed / "config.json").write_text(json.dumps({**conf, "eos_token_id": eos}))
+    cfg = _cfg(listed)
+    tok = pt.tokenizer(cfg, pt.PretrainCorpus())
+    lm = pt.model(cfg, tok)                                         # a list of ids was a TypeError
+    expected = eos if eos == [3] else special_ids(tok)["eos_token_id"]   # 50256 is past the vocabulary
+    assert lm.config.eos_token_id == expected and lm.generation_config.eos_token_id == expected

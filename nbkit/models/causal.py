@@ -213,7 +213,8 @@ def read_causal_config(folder: Path, source: str) -> dict:
 
 def load_causal_model(source, tokenizer=None, dropout: float | None = None):
     """The causal LM ``source`` (a GPT-2 or Llama folder or Hub name) with every weight of the checkpoint loaded.
-    With ``tokenizer``: special ids outside the vocabulary (UER's GPT-2 keeps GPT-2's eos 50256) are set from it.
+    With ``tokenizer``: special ids outside the vocabulary (UER's GPT-2 keeps GPT-2's eos 50256) are set from it; a
+    list of ids (``eos_token_id`` of an SFT export or Llama 3) is kept when every id is in the vocabulary.
     Returns ``(model, report)``: ``source``, ``folder``, ``unused`` (weights not used, by name), ``stored_dtype``.
 
     Raises:
@@ -240,8 +241,8 @@ def load_causal_model(source, tokenizer=None, dropout: float | None = None):
     if tokenizer is not None:
         vocab = model.config.vocab_size
         for key, value in special_ids(tokenizer).items():
-            now = getattr(model.config, key, None)
-            if now is None or not 0 <= int(now) < vocab:
+            now = getattr(model.config, key, None)    # an id, or a list of them (an SFT export's, Llama 3's eos)
+            if now is None or not all(0 <= int(i) < vocab for i in (now if isinstance(now, list) else [now])):
                 setattr(model.config, key, value)
                 setattr(model.generation_config, key, value)
     return model, {"source": str(source), "folder": str(folder),

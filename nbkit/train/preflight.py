@@ -201,7 +201,9 @@ def warn_resume_changes(loop, state: dict, path) -> None:
     if step >= cfg.max_steps:
         warnings.warn(f"checkpoint at step {step} >= max_steps={cfg.max_steps}: nothing to train; fit() "
                       f"returns the checkpoint's state ({path}). To train further raise max_steps above "
-                      f"{step}; to train a new {cfg.max_steps}-step run use {START_FRESH}.", UserWarning, stacklevel=4)
+                      f"{step} with output_dir={str(cfg.output_dir)!r} (a recipe names its run folder after the "
+                      f"settings you change, so a new max_steps alone starts another run); to train a new "
+                      f"{cfg.max_steps}-step run use {START_FRESH}.", UserWarning, stacklevel=4)
         return
     saved = state.get("config") or {}
     w_old, w_new = int(state.get("world_size", 1)), loop.dist.world_size
