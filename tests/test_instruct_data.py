@@ -141,3 +141,16 @@ def test_invalid_json_names_the_column_on_its_own_line(tmp_path):
     path.write_text('{"instruction": "x", "output": }\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"cols.jsonl line 1: not valid JSON \(.*column 32"):
         instruct.read_conversations(path)
+
+
+def test_a_lone_surrogate_in_a_message_is_read_as_ufffd_counted_and_warned(tmp_path):
+    """Half an emoji as a JSON escape would reach the tokenizer (a TypeError naming no file): read as U+FFFD as
+    labelled files do, counted, located and warned."""
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps(OPENAI, ensure_ascii=False) + "\n"
+                    + '{"instruction": "\\ud83d列出人名", "output": "李鹏\\ude00"}\n', encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"chat\.jsonl: 1 line\(s\) with a lone surrogate escape .* U\+FFFD: line 2"):
+        data = instruct.read_conversations(str(path))
+    assert data.conversations[1] == [{"role": "user", "content": "\ufffd列出人名"},
+                                     {"role": "assistant", "content": "李鹏\ufffd"}]
+    assert data.report["n_repaired_surrogates"] == 1 and data.report["surrogate_records"] == ["chat.jsonl line 2"]

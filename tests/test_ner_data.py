@@ -349,3 +349,118 @@ def test_spans_with_edge_spaces_are_trimmed_and_counted(tmp_path):
     assert items[0]["tags"] == ["B-PER", "O", "O", "O", "B-LOC", "I-LOC", "O", "O"]     # no space tagged
     assert items[2]["tags"] == ["O", "O", "O", "O"]
     assert report["n_spans_trimmed"] == 2 and report["n_blank_spans_dropped"] == 1
+
+
+# ----- a new user's files: line ends, trailing tabs, lone surrogates, unannotated tasks, type spellings -----------
+
+SAMPLE = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "sample_ner.conll"
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\r", "\r\r\n"])
+def test_conll_line_ends_crlf_and_lone_cr_read_as_lf(tmp_path, end):
+    """An old Mac file (lone CR) is read line by line as LF and CRLF files are, not as one sentence of one line;
+    U+2028 stays a character inside its line."""
+    text = SAMPLE.read_text(encoding="utf-8") + "\n\u2028\tO\n他\tO\n"
+    lf = [(i["id"], i["tokens"], i["tags"]) for i in ner.read_ner_file(_write(tmp_path, "lf.conll", text))]
+    other = _write(tmp_path, "other.conll", "")
+    other.write_bytes(text.replace("\n", end).encode("utf-8"))
+    got = [(i["id"].replace("other", "lf"), i["tokens"], i["tags"]) for i in ner.read_ner_file(other)]
+    assert len(got) == 202 and got == lf
+    assert got[-1][1:] == (["\u2028", "他"], ["O", "O"])
+
+
+def test_conll_trailing_empty_columns_are_ignored(tmp_path):
+    """A spreadsheet's export ends lines with empty columns: the tag is the last non-empty column."""
+    path = _write(tmp_path, "t.conll", "张\tB-PER\t\n三\tI-PER\t\t\n在\tO\t \n北\tx\tB-LOC\t\n")
+    assert ner.read_ner_file(path)[0]["tags"] == ["B-PER", "I-PER", "O", "B-LOC"]
+    with pytest.raises(DataError, match=r"line 1: '张\\t\\t' has no tag"):
+        ner.read_ner_file(_write(tmp_path, "u.conll", "张\t\t\n"))
+
+
+def test_a_lone_surrogate_in_json_is_read_as_ufffd_counted_and_warned(tmp_path):
+    """Half an emoji as a JSON escape: the tokenizer would refuse it later (a TypeError naming no file); read as
+    U+FFFD, one character as it was one UTF-16 unit, so the offsets still fit; counted, located and said."""
+    rows = [{"text": f"张{i}去北京", "entities": [[0, 2, "PER"], [3, 5, "LOC"]]} for i in range(20)]
+    path = _write(tmp_path, "spans.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+                  + '{"text":"\\ud83d李鹏在上海","entities":[[1,3,"PER"],[4,6,"LOC"]]}\n')
+    with pytest.warns(UserWarning, match=r"spans\.jsonl: 1 line\(s\) with a lone surrogate escape .* U\+FFFD: line 21"):
+        data = ner.load_ner_files(path)
+    (item,) = [i for s in data.splits.values() for i in s if i["id"] == "spans.jsonl:21"]
+    assert item["tokens"] == list("\ufffd李鹏在上海") and item["tags"] == ["O", "B-PER", "I-PER", "O", "B-LOC", "I-LOC"]
+    assert data.report["n_repaired_surrogates"] == 1 and data.report["repairs"]["train"]["surrogate_lines"] == [21]
+    assert "repaired: 1 record with a lone surrogate escape (half of an emoji) read as U+FFFD" in ner.report_text(
+        data.report)
+    # UTF-16 offsets (Label Studio): the lone surrogate is one unit, the emoji two
+    export = _write(tmp_path, "ls.json", json.dumps([{"data": {"text": "\ud83d😀张三"}, "annotations": [{"result": [
+        {"value": {"start": 3, "end": 5, "labels": ["PER"], "text": "张三"}}]}]}]))
+    report: dict = {}
+    with pytest.warns(UserWarning, match=r"1 item\(s\) with a lone surrogate escape .*: item 1"):
+        (item,) = ner.read_ner_file(export, report=report)
+    assert item["tokens"] == ["\ufffd", "😀", "张", "三"] and item["tags"] == ["O", "O", "B-PER", "I-PER"]
+    assert report["offsets"] == "utf16" and report["n_repaired_surrogates"] == 1
+
+
+def test_label_studio_tasks_nobody_annotated_are_dropped_and_counted(tmp_path):
+    """A skipped task (only a cancelled annotation) or one never annotated is no all-O sentence: dropped, counted,
+    said; an annotation whose result is empty stays (the annotator saw no entity)."""
+    tasks = [{"data": {"text": "张三在北京"}, "annotations": [{"result": [
+                 {"value": {"start": 0, "end": 2, "labels": ["PER"], "text": "张三"}}]}]},
+             {"data": {"text": "李四去了上海"}, "annotations": []},
+             {"data": {"text": "王五住在广州"}, "annotations": [{"was_cancelled": True, "result": []}]},
+             {"data": {"text": "今天下雨"}, "annotations": [{"result": []}]},
+             {"data": {"text": "赵六到了"}},
+             {"data": {"text": "孙七来自杭州"}, "annotations": [{"was_cancelled": True, "result": []}, {"result": [
+                 {"value": {"start": 0, "end": 2, "labels": ["PER"], "text": "孙七"}}]}]}]
+    path = _write(tmp_path, "project.json", json.dumps(tasks, ensure_ascii=False))
+    report: dict = {}
+    items = ner.read_ner_file(path, report=report)
+    assert [("".join(i["tokens"]), i["tags"][0]) for i in items] == [("张三在北京", "B-PER"), ("今天下雨", "O"),
+                                                                      ("孙七来自杭州", "B-PER")]
+    assert report["n_unannotated_dropped"] == 3
+    assert report["unannotated_ids"] == ["project.json#2", "project.json#3", "project.json#5"]
+    data = ner.load_ner_files(path, val_fraction=0, test_fraction=0)
+    assert data.report["n_unannotated_dropped"] == 3 and data.report["n_read"] == 6 and data.report["n_train"] == 3
+    assert data.report["sources"]["train"]["drop_ids"]["unannotated"] == report["unannotated_ids"]
+    assert "dropped: 3 Label Studio tasks without an annotation (skipped or cancelled)" in ner.report_text(data.report)
+    nobody = _write(tmp_path, "nobody.json", json.dumps(tasks[1:3], ensure_ascii=False))
+    with pytest.raises(DataError, match=r"nobody\.json holds no annotated task: 2 tasks without an annotation"):
+        ner.read_ner_file(nobody)
+
+
+def test_entity_types_that_differ_only_in_case_or_width_are_warned(tmp_path):
+    """PER, per and full-width ＰＥＲ would be three types, silently: warned with the fix, as labels are."""
+    rows = [{"text": f"张{i}去北京", "entities": [[0, 2, "PER"], [3, 5, "LOC"]]} for i in range(10)]
+    rows += [{"text": "李四", "entities": [[0, 2, "per"]]}, {"text": "王五", "entities": [[0, 2, "ＰＥＲ"]]}]
+    path = _jsonl(tmp_path, "case.jsonl", rows)
+    with pytest.warns(UserWarning, match=r"Entity types that differ only in case or character width become separate "
+                                         r"types: \['PER', 'per', 'ＰＥＲ'\]\. If each group is one type"):
+        data = ner.load_ner_files(path, val_fraction=0, test_fraction=0)
+    assert data.report["type_case_variants"] == [["PER", "per", "ＰＥＲ"]]
+    train = _jsonl(tmp_path, "train.jsonl", rows[:10])
+    test = _jsonl(tmp_path, "test.jsonl", [{"text": "李四", "entities": [[0, 2, "per"]]}])
+    with pytest.raises(DataError, match=r"never in training \(\['LOC', 'PER'\]\) \('per' vs 'PER' differ only in "
+                                        r"case/width\)"), pytest.warns(UserWarning, match=r"\['PER', 'per'\]"):
+        ner.load_ner_files(train, test=test, val_fraction=0)
+
+
+@pytest.mark.slow
+def test_the_docs_first_block_says_what_a_run_gives():
+    """docs/ner.md's first block, run as written: its first training item, its labels and its counts table are what
+    the run gives (the item's lists are prefixes, ``...`` the rest)."""
+    import re
+
+    doc = (SAMPLE.parents[2] / "docs" / "ner.md").read_text(encoding="utf-8")
+    block = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(compile(block, "docs/ner.md", "exec"), scope)  # noqa: S102  the documented lines, as a user runs them
+    data = scope["data"]
+    said = json.loads(re.search(r'data\.splits\["train"\]\[0\] +# (\{.*\})', block).group(1).replace(", ...", ""))
+    first = data.splits["train"][0]
+    assert first["id"] == said["id"]
+    assert first["tokens"][:len(said["tokens"])] == said["tokens"] and first["tags"][:len(said["tags"])] == said["tags"]
+    assert data.labels == json.loads(re.search(r"data\.labels +# (\[.*\])", block).group(1))
+    table = data.table()
+    rows = re.findall(r"^\| (\w+) \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \|$", doc.split("Counts at seed 0", 1)[1], re.M)
+    assert [r[0] for r in rows] == list(table.index)
+    counts = [[int(v.replace(",", "")) for v in r[1:]] for r in rows]
+    assert counts == table[["train", "validation", "test"]].values.tolist()

@@ -369,6 +369,17 @@ def test_mostly_utf8_file_gets_the_bad_line_not_gbk_advice_from_every_loader():
     assert "iconv -f GBK" not in msg
 
 
+def test_an_old_mac_file_gets_its_bad_line_by_number_and_no_sed(tmp_path):
+    """Lines ended by a lone CR are numbered as the loaders read them (not all "line 1"), and sed, which reads
+    LF-ended lines, is not offered: `sed -e '3d'` would keep the bad line (or '1d' drop the whole file)."""
+    path = tmp_path / "mac.txt"
+    path.write_bytes((FIXTURES / "mostly_utf8_one_bad_line.txt").read_bytes().replace(b"\n", b"\r"))
+    msg = _message(load_text_file, path)
+    assert "byte 0xff at offset 83 (line 3)" in msg and "1 of 4 line(s) (line 3)" in msg
+    assert "iconv -c -f UTF-8 -t UTF-8" in msg and "sed" not in msg
+    assert _message(load_text_file, FIXTURES / "mostly_utf8_one_bad_line.txt").count("sed -e '3d'") == 1
+
+
 def test_gbk_advice_only_when_the_file_reads_as_gbk(tmp_path):
     from nbkit.data import corpora
 

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from pathlib import Path
 
 from nbkit.errors import DataError
 
 _CHUNK = 1 << 20  # 1 MiB read size for the UTF-8 check
 _SNIFF = 4096  # bytes inspected for UTF-16/UTF-32 (BOM or NUL bytes)
+# after a CR that ends a line on its own (old Mac files): where a binary LF-split line is split again, so lines are
+# counted as the text readers (universal newlines) and editors count them
+_AFTER_LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
 
 #: byte order mark -> (iconv encoding name, description); UTF-32 first (its LE BOM starts like UTF-16's)
 _WIDE_BOMS = (
@@ -113,18 +117,25 @@ def merge_scans(first: dict, then: dict, keep: int = 5) -> dict:
 
 
 def scan_lines(path: Path, keep: int = 5) -> dict:
-    """Which lines of ``path`` are not UTF-8, in one binary pass.
+    """Which lines of ``path`` are not UTF-8, in one binary pass; a line ends at LF, CRLF or a lone CR (as the
+    loaders read text), so an old Mac file's lines are numbered too.
 
     Returns ``lines``, ``non_ascii_lines``, ``utf8_lines`` (non-ASCII and valid UTF-8), ``bad_lines``,
-    ``bad`` (the first ``keep`` as ``(line 1-based, byte offset 0-based, byte)``) and ``gbk`` (every
-    non-ASCII line decodes as GBK).
+    ``bad`` (the first ``keep`` as ``(line 1-based, byte offset 0-based, byte)``), ``gbk`` (every
+    non-ASCII line decodes as GBK) and ``cr_lines`` (lines ended by a lone CR; ``sed`` does not see them).
     """
     out = new_scan()
-    offset = 0
+    offset = lineno = cr_lines = 0
     with open(path, "rb") as f:
-        for lineno, line in enumerate(f, start=1):
-            scan_line(out, line, lineno, offset, keep=keep)
-            offset += len(line)
+        for chunk in f:
+            for line in _AFTER_LONE_CR.split(chunk) if b"\r" in chunk else (chunk,):
+                if not line:
+                    continue
+                lineno += 1
+                cr_lines += line.endswith(b"\r")
+                scan_line(out, line, lineno, offset, keep=keep)
+                offset += len(line)
+    out["cr_lines"] = cr_lines
     return out
 
 
@@ -153,9 +164,10 @@ def non_utf8_message(path: Path) -> str:
                 "and load the converted copy.")
     listed = ", ".join(str(b[0]) for b in scan["bad"]) + (", ..." if scan["bad_lines"] > len(scan["bad"]) else "")
     lines = f"{scan['bad_lines']} of {scan['lines']} line(s) (line {listed})"
-    if verdict == "broken_lines":
+    if verdict == "broken_lines":  # sed reads LF-ended lines: its line numbers are not these in an old Mac file
         sed = (" drop the line(s): `sed " + " ".join(f"-e '{b[0]}d'" for b in scan["bad"])
-               + f" '{path}' > '{converted}'`;" if scan["bad_lines"] <= len(scan["bad"]) else "")
+               + f" '{path}' > '{converted}'`;" if scan["bad_lines"] <= len(scan["bad"]) and not scan.get("cr_lines")
+               else "")
         return (f"{path} is not UTF-8: {first} cannot be decoded. The file is UTF-8 apart from {lines} "
                 f"holding bytes that are not, so converting it from GBK would garble the good lines. Drop the bad "
                 f"bytes: `iconv -c -f UTF-8 -t UTF-8 '{path}' > '{converted}'`;{sed} or replace each bad byte with "

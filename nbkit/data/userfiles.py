@@ -91,16 +91,18 @@ def _load_table(path: Path, encoding: str, columns: list[str], errors: str = "ra
                             f"{'line' if builder != 'csv' else 'row and a header row'}.") from err
 
 
-def _warn_file_issues(path: Path, info: dict) -> None:
-    """One warning naming the 1-based lines skipped or repaired in ``path``."""
+def _warn_file_issues(path: Path, info: dict, unit: str = "line") -> None:
+    """One warning naming the 1-based lines skipped or repaired in ``path`` (``unit`` ``"item"``: the items of a
+    ``.json`` array; the NER span reader's warning too)."""
     said = []
     if info.get("n_skipped_lines"):
         said.append(f"{info['n_skipped_lines']} unreadable line(s) skipped (errors=\"skip\"): line "
-                    + ", ".join(map(str, info["skipped_lines"])) + (" ..." if info["n_skipped_lines"] > 20 else ""))
+                    + ", ".join(map(str, info["skipped_lines"]))
+                    + (" ..." if info["n_skipped_lines"] > len(info["skipped_lines"]) else ""))
     if info.get("n_surrogate_lines"):
-        said.append(f"{info['n_surrogate_lines']} line(s) with a lone surrogate escape (half of an emoji) "
-                    "repaired to U+FFFD: line " + ", ".join(map(str, info["surrogate_lines"]))
-                    + (" ..." if info["n_surrogate_lines"] > 20 else ""))
+        said.append(f"{info['n_surrogate_lines']} {unit}(s) with a lone surrogate escape (half of an emoji) "
+                    f"repaired to U+FFFD: {unit} " + ", ".join(map(str, info["surrogate_lines"]))
+                    + (" ..." if info["n_surrogate_lines"] > len(info["surrogate_lines"]) else ""))
     if said:
         warnings.warn(f"{path}: {'; '.join(said)}.", UserWarning, stacklevel=3)
 

@@ -101,7 +101,9 @@ class SFT(CausalLM):
         shapes = ", ".join(f"{v} {k}" for k, v in r["shapes"].items() if v)
         dropped = ", ".join(f"{v} {k} (first at {', '.join(r['where'][k])})" for k, v in r["dropped"].items() if v)
         print(f"conversations: {r['n_kept']:,} of {r['n_read']:,} records kept ({shapes}); dropped: "
-              f"{dropped or 'none'}; trailing turns cut: {r['n_trailing_turns_cut']}", flush=True)
+              f"{dropped or 'none'}; trailing turns cut: {r['n_trailing_turns_cut']}"
+              + (f"; records with a lone surrogate read as U+FFFD: {r['n_repaired_surrogates']} (first at "
+                 f"{', '.join(r['surrogate_records'])})" if r["n_repaired_surrogates"] else ""), flush=True)
         rows = [{"messages": m, "origin": o} for m, o in zip(read.conversations, read.origins)]
         n_val = round(cfg.eval_fraction * len(rows))
         if n_val < 1 or n_val >= len(rows):
