@@ -159,9 +159,21 @@ def test_the_users_files_are_split_by_eval_fraction(tmp_path, capsys):
     SFT.data(config(corpus=str(bad), eval_fraction=0.1, bad_records="skip"))
     assert "20 of 21 records kept" in (out := capsys.readouterr().out) and "bad.jsonl line 21" in out
     assert {r["origin"] for s in splits.values() for r in s} == {f"mine.jsonl line {i}" for i in range(1, 21)}
-    with pytest.raises(DataError, match="eval_fraction=0.01 of 20 conversations holds out 0"):
+    with pytest.raises(DataError, match="eval_fraction=0.01 of 20 distinct conversations holds out 0"):
         SFT.data(config(corpus=str(path), eval_fraction=0.01))
     assert "max_train" in SFT.unused(config(corpus=str(path))) and "mix" in SFT.unused(config())
+
+
+def test_a_copy_of_a_training_conversation_is_never_held_out(tmp_path, capsys):
+    rows = [{"instruction": f"问题{i % 5}", "output": f"回答{i % 5}"} for i in range(60)]   # 5 distinct, 12 copies
+    path = tmp_path / "repeats.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    splits, report = SFT.data(config(corpus=str(path), eval_fraction=0.2))
+    train = {json.dumps(r["messages"], sort_keys=True) for r in splits["train"]}
+    held = {json.dumps(r["messages"], sort_keys=True) for r in splits["validation"]}
+    assert len(held) == 1 and not held & train and len(splits["validation"]) == 12   # one of 5, with all its copies
+    assert report["n_duplicates"] == 55 and len(splits["train"]) == 48
+    assert "55 repeat an earlier one exactly" in capsys.readouterr().out
 
 
 def test_a_llama_checkpoint_is_tuned_the_same_way(tmp_path, demo_corpus):

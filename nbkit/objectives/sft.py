@@ -77,7 +77,9 @@ class SFT(CausalLM):
     def data(self, cfg) -> tuple[dict[str, list[dict]], dict]:
         """``(splits, report)``: the conversations (``splits[split]``: lists of ``{"messages", ...}``) and what was
         read, cut and dropped. ``cfg.corpus``'s files (:func:`nbkit.data.instruct.read_conversations`, bad records per
-        ``cfg.bad_records``), ``cfg.eval_fraction`` held out by ``cfg.split_seed``; else the demo set
+        ``cfg.bad_records``), ``cfg.eval_fraction`` of the distinct conversations held out by ``cfg.split_seed`` (an exact
+        copy stays in its original's split, so no held-out loss is on a training conversation; counted in
+        ``report["n_duplicates"]``); else the demo set
         (:func:`nbkit.data.instruct.demo_conversations`, with a ``"test"`` split): notebooks 03 and 07's splits
         (``cfg.split_seed``, ``cfg.corpus_lines``), ``cfg.max_train`` examples per task, source texts cut to
         ``TEXT_SHARE * cfg.block_size`` characters.
@@ -95,6 +97,7 @@ class SFT(CausalLM):
         import numpy as np
 
         from nbkit.data.instruct import read_conversations
+        from nbkit.jsonio import dumps
 
         read = read_conversations(cfg.corpus, bad=cfg.bad_records)
         r = read.report
@@ -105,14 +108,22 @@ class SFT(CausalLM):
               + (f"; records with a lone surrogate read as U+FFFD: {r['n_repaired_surrogates']} (first at "
                  f"{', '.join(r['surrogate_records'])})" if r["n_repaired_surrogates"] else ""), flush=True)
         rows = [{"messages": m, "origin": o} for m, o in zip(read.conversations, read.origins)]
-        n_val = round(cfg.eval_fraction * len(rows))
-        if n_val < 1 or n_val >= len(rows):
-            raise DataError(f"eval_fraction={cfg.eval_fraction} of {len(rows)} conversations holds out {n_val}: "
-                            "give more conversations or another eval_fraction (at least one held out, one to train)")
-        order = np.random.default_rng(cfg.split_seed).permutation(len(rows))
-        held = set(order[:n_val].tolist())
-        splits = {"train": [r for i, r in enumerate(rows) if i not in held],
-                  "validation": [r for i, r in enumerate(rows) if i in held]}
+        # split by unique conversation: a copy of a training conversation is never held out (its loss is not held-out)
+        keys = [dumps(row["messages"], sort_keys=True) for row in rows]
+        unique = list(dict.fromkeys(keys))
+        r["n_duplicates"] = len(rows) - len(unique)
+        n_val = round(cfg.eval_fraction * len(unique))
+        if n_val < 1 or n_val >= len(unique):
+            raise DataError(f"eval_fraction={cfg.eval_fraction} of {len(unique)} distinct conversations holds out "
+                            f"{n_val}: give more conversations or another eval_fraction (at least one held out, one "
+                            "to train)")
+        order = np.random.default_rng(cfg.split_seed).permutation(len(unique))
+        held = {unique[i] for i in order[:n_val].tolist()}
+        if r["n_duplicates"]:
+            print(f"conversations: {r['n_duplicates']:,} repeat an earlier one exactly; the held-out split is drawn "
+                  f"from the {len(unique):,} distinct ones, each copy kept in its original's split", flush=True)
+        splits = {"train": [row for row, k in zip(rows, keys) if k not in held],
+                  "validation": [row for row, k in zip(rows, keys) if k in held]}
         return splits, read.report
 
     def blocks(self, cfg, tok, corpus) -> dict:
