@@ -244,3 +244,23 @@ def test_loop_checkpoint_of_one_process_resumes_under_two_ranks_in_the_saved_ord
         shards.append(list(loop.sampler))
     rest = shards[0] + shards[1]
     assert len(seen) == 9 and sorted(seen + rest[: N_EX - 9]) == list(range(N_EX))
+
+
+def test_a_damaged_newest_checkpoint_is_skipped_for_the_one_before_it_and_named(tmp_path):
+    _fit(tmp_path, max_steps=4, checkpoint_every=2)
+    root = checkpoint.checkpoints_dir(tmp_path)
+    weights = root / "step-000004" / "model" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])           # truncated by a full disk, still marked complete
+    with pytest.warns(UserWarning, match=r"step-000004 is damaged: model.safetensors does not load .*resuming from "
+                                         r"the checkpoint before it") as rec:
+        res = _fit(tmp_path, max_steps=6, checkpoint_every=2)
+    assert res.metrics["steps"] == 6 and res.history[0]["step"] == 1 and len(rec) >= 1
+    assert [h["step"] for h in res.history if h.get("loss") is not None][2] == 3      # trained on from step 2
+    for step in (4, 6):                                        # every complete checkpoint damaged: named, not a trace
+        state = root / f"step-{step:06d}" / checkpoint.STATE_FILE
+        state.write_bytes(b"not a torch file")
+    with pytest.raises(checkpoint.DamagedCheckpoint, match=r"step-000004 is damaged: trainer_state.pt does not "
+                                                           r"load.*no earlier complete checkpoint loads"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _fit(tmp_path, max_steps=8, checkpoint_every=2)

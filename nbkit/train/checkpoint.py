@@ -163,11 +163,50 @@ def load_latest(output_dir) -> Checkpoint | None:
     return ckpts[-1] if ckpts else None
 
 
+class DamagedCheckpoint(CheckpointError):
+    """A checkpoint marked complete whose ``trainer_state.pt`` or weights do not load (truncated by a full disk, a
+    partial copy); nothing of it was put into the loop."""
+
+
+def restore_latest(loop) -> tuple[Checkpoint, dict] | None:
+    """Restore ``loop`` from the newest complete checkpoint that loads (:func:`restore_loop`); ``(found, state)``,
+    or None when there is none. A damaged one (:class:`DamagedCheckpoint`) is skipped with a ``UserWarning`` naming
+    it and the fix, and the one before it is used; incomplete ones are skipped with a warning. For the run's own
+    process (which holds ``output_dir``'s lock): another process may see a checkpoint pruned before it reads it.
+
+    Raises:
+        DamagedCheckpoint: every complete checkpoint is damaged (the newest named, with the fix).
+        CheckpointError, ConfigError: what :func:`restore_loop` raises for a checkpoint that loads but does not fit.
+    """
+    ckpts = list_checkpoints(loop.config.output_dir, warn=True)
+    for found in reversed(ckpts):
+        try:
+            return found, restore_loop(loop, found)
+        except DamagedCheckpoint as exc:
+            if found is ckpts[0]:
+                raise DamagedCheckpoint(f"{exc}; no earlier complete checkpoint loads either. Fix: delete the "
+                                        f"damaged step-* folders, or start fresh with {START_FRESH}.") from exc
+            warnings.warn(f"{exc}; resuming from the checkpoint before it instead. Delete {found.path} to silence "
+                          "this.", UserWarning, stacklevel=3)
+    return None
+
+
+def _load(path: Path, read):
+    """``read(path)``, a failure to read the file raised as :class:`DamagedCheckpoint` naming it."""
+    try:
+        return read(path)
+    except Exception as exc:  # noqa: BLE001  (torch.load and safetensors raise many kinds for a damaged file)
+        raise DamagedCheckpoint(f"checkpoint {path.parent if path.parent.name != 'model' else path.parent.parent} "
+                                f"is damaged: {path.name} does not load ({type(exc).__name__}: "
+                                f"{str(exc)[:200]})") from exc
+
+
 def load_model_weights(model, model_dir) -> None:
     """Load ``model_dir/*.safetensors`` into ``model`` in place; missing keys are accepted only when tied to
     a loaded tensor (BERT's MLM decoder is the word embedding).
 
     Raises:
+        DamagedCheckpoint: a weights file does not load.
         CheckpointError: no weights file, or weights whose names or shapes do not fit the model (the fix named).
     """
     from safetensors.torch import load_file
@@ -177,7 +216,7 @@ def load_model_weights(model, model_dir) -> None:
         raise CheckpointError(f"no *.safetensors in {model_dir}; point resume at a checkpoint written by nbkit.")
     weights = {}
     for f in files:
-        weights.update(load_file(str(f)))
+        weights.update(_load(f, lambda p: load_file(str(p))))
     sd = model.state_dict()
     weights = {_current_name(k, sd): v for k, v in weights.items()}
     shapes = [f"{k} {tuple(v.shape)} in the checkpoint, {tuple(sd[k].shape)} in the model"
@@ -287,6 +326,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     Returns the loaded state (``config``: the saved TrainConfig as plain data).
 
     Raises:
+        DamagedCheckpoint: its state or weights file does not load (before anything is put into ``loop``).
         CheckpointError: the checkpoint's identity is not the run's (:func:`check_identity`), or the weights do
             not fit the model.
         ConfigError: the saved order is for another dataset size.
@@ -296,7 +336,7 @@ def restore_loop(loop, found: Checkpoint) -> dict:
     from nbkit.train.ddp.group import seed_rank
     from nbkit.train.optim import build_scheduler
 
-    s = found.load_state()
+    s = _load(found.path / STATE_FILE, lambda p: found.load_state())
     check_identity((s.get("config") or {}).get("identity"), loop.config.identity, found.path)
     load_model_weights(loop.model, found.model_dir)
     shape = s["scheduler"].get("nbkit_schedule")  # absent: keep the loop's

@@ -578,10 +578,10 @@ class Loop:
 
     def _resume(self) -> bool:
         """Restore the newest complete checkpoint in ``output_dir``; False when there is none."""
-        found = ckpt.load_latest(self.config.output_dir)
-        if found is None:
+        restored = ckpt.restore_latest(self)
+        if restored is None:
             return False
-        saved = ckpt.restore_loop(self, found)
+        found, saved = restored
         self.last_checkpoint = found.path
         cfg = self.config
         accum, note, kept = ckpt.keep_global_batch(saved, cfg.batch_size, cfg.grad_accum_steps, self.dist.world_size)
