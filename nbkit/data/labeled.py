@@ -11,6 +11,7 @@ import unicodedata
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Sequence
 
 from nbkit.data.textrule import check_text, repair_surrogates
@@ -121,7 +122,7 @@ def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tupl
         key = normalize_text(text)
         if key in seen:
             rows["duplicate"].append(row)
-            if seen[key][1] != label:
+            if str(seen[key][1]) != str(label):  # 1 and "1" are one label (label_maps looks up str())
                 conflicting[key] = None
         else:
             seen[key], first[key] = (text, label), row
@@ -321,14 +322,23 @@ _SIMP = (
 TRAD_TO_SIMP = {t: s for t, s in zip(_TRAD, _SIMP, strict=True) if t != s}
 
 
+#: a label written as a decimal number (:func:`variant_key` compares its value), and as an integer (numeric order)
+_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?")
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
 def label_key(name: str) -> str:
     """NFKC then ``casefold``: labels equal under it differ only in case or width."""
     return unicodedata.normalize("NFKC", name).casefold()
 
 
 def variant_key(name: str) -> str:
-    """:func:`label_key` without spaces, punctuation or invisible characters, simplified (``"負 面。"`` -> ``"负面"``)."""
-    kept = (TRAD_TO_SIMP.get(c, c) for c in label_key(name))
+    """:func:`label_key` without spaces, punctuation or invisible characters, simplified (``"負 面。"`` -> ``"负面"``);
+    a decimal number as its value (``"01"``, ``"1.0"``, ``"+1"`` -> ``"1"``)."""
+    key = label_key(name).strip()
+    if _NUMBER.fullmatch(key):
+        return format(Decimal(key).normalize(), "f")
+    kept = (TRAD_TO_SIMP.get(c, c) for c in key)
     return "".join(c for c in kept if unicodedata.category(c)[0] not in "ZPC")
 
 
@@ -350,17 +360,18 @@ def _warn_case_collisions(names: list[str]) -> None:
 
 
 def label_maps(labels: list, label2id: dict[str, int] | None) -> tuple[dict[str, int], Any]:
-    """``(label2id, raw label -> id)`` from the training labels: integers in order renumbered to
-    ``0..k-1`` (stars 1-5 -> 0-4), strings sorted; DataError when a given ``label2id`` lacks some."""
+    """``(label2id, raw label -> id)`` from the training labels: integers (numbers, or digits as a CSV cell gives
+    them) in numeric order renumbered to ``0..k-1`` (stars 1-5 -> 0-4; ``"01"`` just before ``"1"``), other labels
+    as text sorted; DataError when a given ``label2id`` lacks some."""
     if label2id is not None:
         unknown = sorted({str(v) for v in labels} - set(label2id))
         if unknown:
             raise DataError(f"Labels {unknown} are not in the given label2id {dict(label2id)}; "
                             "fix the labels or pass a label2id that includes them.")
         return dict(label2id), lambda raw: label2id[str(raw)]
-    values = set(labels)
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        ordered = [str(v) for v in sorted(values)]  # numeric order: 2 before 10
+    values = {str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in labels}
+    if all(isinstance(v, str) and _INTEGER.fullmatch(v) for v in values):
+        ordered = sorted(values, key=lambda v: (int(v), v))  # numeric order: 2 before 10
     else:
         ordered = sorted({str(v) for v in values})
         _warn_case_collisions(ordered)
@@ -383,9 +394,10 @@ def check_labels(class_counts: dict[str, dict[str, int]], train_full: dict[str, 
     for group in _groups(names, variant_key):
         if frozenset(group) not in case:  # case/width-only groups are warned by label_maps
             sizes = ", ".join(f"{n!r}: {train_full.get(n, 0)}" for n in group)
-            problems.append(f"Labels {sizes} look like variants of one label (spacing, punctuation or "
-                            "traditional/simplified characters) and are separate classes; if they are one "
-                            "class, map them to one spelling in the label column before loading.")
+            problems.append(f"Labels {sizes} look like variants of one label (spacing, punctuation, "
+                            "traditional/simplified characters, or a number's leading zeros or decimals) and are "
+                            "separate classes; if they are one class, map them to one spelling in the label "
+                            "column before loading.")
     for name, n in train_full.items():
         if n < RARE_MIN_TRAIN:
             problems.append(f"Class {name!r} has {n} training example(s) (fewer than {RARE_MIN_TRAIN}): too few "
