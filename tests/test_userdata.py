@@ -506,3 +506,23 @@ def test_null_stays_a_missing_value_counted_in_the_report(tmp_path):
     rows += [{"text": None, "label": "好"}, {"text": "无标签", "label": None}, {"label": "差"}]
     d = load_labeled_files(_write_jsonl(tmp_path / "r.jsonl", rows), val_fraction=0, test_fraction=0)
     assert d.report["n_missing_dropped"] == 3 and d.report["n_train"] == 20
+
+
+# --- a class too rare for a stratified draw is named by its label ------------------------------------
+
+def test_class_too_rare_to_stratify_is_named_by_label_with_the_fix(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("review,label\n" + "".join(f"文本{i},{'正面' if i % 2 else '负面'}\n" for i in range(120))
+                    + "Positive,POSITIVE\n", encoding="utf-8")
+    msg = _message(load_labeled_files, path, text_column="review", label_column="label")
+    assert "'POSITIVE' (1 example)" in msg and "[0]" not in msg, msg
+    assert "Cannot draw a stratified test split" in msg and "separate test file" in msg
+    texts, labels = [f"t{i}" for i in range(40)] + ["r1", "r2"], ["a", "b"] * 20 + ["c", "d"]
+    msg = _message(build_labeled_data, {"train": (texts, labels)}, test_fraction=0)
+    assert "stratified validation split: classes 'c' (1 example), 'd' (1 example) are too rare" in msg
+    assert "separate validation file" in msg
+    msg = _message(build_labeled_data, {"train": (texts, labels)}, test_fraction=0, val_fraction=0, max_train=10)
+    assert "max_train" in msg and "'c' (1 example)" in msg and "max_train=None" in msg
+    texts, labels = [f"t{i}" for i in range(40)] + ["c1", "c2"], ["a", "b"] * 20 + ["c", "c"]
+    msg = _message(build_labeled_data, {"train": (texts, labels)}, test_fraction=0.5)   # the test split takes 'c1'
+    assert "validation split: class 'c' (1 example after drawing the test split) is too rare" in msg

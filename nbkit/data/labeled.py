@@ -138,19 +138,34 @@ def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tupl
     return seen, counts
 
 
-def _stratified_take(keys: list[str], ids: list[int], size: float | int, seed: int, what: str):
-    """Split ``keys`` into (rest, taken) with ``size`` taken, stratified by ``ids``."""
+def _stratified_take(keys: list[str], ids: list[int], size: float | int, seed: int, what: str,
+                     names: dict[int, str], after: str = "") -> tuple[list[str], list[str]]:
+    """Split ``keys`` into (rest, taken) with ``size`` taken, stratified by ``ids`` (``names``: id -> label,
+    for messages; ``after``: what was drawn from the texts before, e.g. ``" after drawing the test split"``).
+
+    Raises:
+        DataError: fewer taken than classes, or a class with a single example (named by its label).
+    """
     from sklearn.model_selection import train_test_split
 
-    n_classes = len(set(ids))
-    if what != "max_train" and size < n_classes:  # sklearn's error would say to lower the fraction
-        arg = "val_fraction" if what == "validation" else "test_fraction"
+    counts = Counter(ids)
+    arg = {"validation": "val_fraction", "test": "test_fraction"}.get(what, "max_train")
+    if what != "max_train" and size < len(counts):  # sklearn's error would say to lower the fraction
         raise DataError(f"A stratified {what} split needs at least one example per class, but {arg} of "
-                        f"{len(keys)} texts gives {size} for {n_classes} classes; raise {arg}, add data, "
+                        f"{len(keys)} texts gives {size} for {len(counts)} classes; raise {arg}, add data, "
                         f"or pass a separate {what} file.")
+    fix = "set max_train=None" if what == "max_train" else f"pass a separate {what} file"
+    single = [i for i, n in sorted(counts.items()) if n < 2]
+    if single:  # sklearn names them by id ("[0]") and says to lower the fraction, which cannot help
+        listed = ", ".join(f"{names[i]!r} (1 example{after})" for i in single)
+        one = len(single) == 1
+        raise DataError(f"Cannot draw a stratified {what} split: class{'' if one else 'es'} {listed} "
+                        f"{'is' if one else 'are'} too rare (a stratified split needs at least 2 examples of each "
+                        f"class, one for each side). Add examples of {'it' if one else 'them'}, drop or relabel "
+                        f"{'its' if one else 'their'} rows in the label column, or {fix}.")
     try:
         rest, taken = train_test_split(keys, test_size=size, stratify=ids, random_state=seed, shuffle=True)
-    except ValueError as err:  # too few examples of a class for a stratified split
+    except ValueError as err:  # what remains is smaller than the number of classes
         fix = ("raise max_train to at least the number of classes" if what == "max_train" else
                f"lower the {what} fraction, or pass a separate {what} file")
         raise DataError(f"Cannot draw a stratified {what} split ({err}). Add examples of the rare "
@@ -227,6 +242,7 @@ def build_labeled_data(
             raise DataError(_empty_file_split(split, report[split]))
     keys = list(train)
     ids = [to_id(train[k][1]) for k in keys]
+    names = {i: name for name, i in l2i.items()}
     drawn: dict[str, list[str]] = {}
     for split, fraction in (("test", test_fraction), ("validation", val_fraction)):
         if split in cleaned:
@@ -237,13 +253,16 @@ def build_labeled_data(
         size = round(fraction * len(train))  # a share of all unique training texts
         if size == 0 or size >= len(keys):
             raise DataError(_bad_drawn_split(split, fraction, len(train), size, len(set(ids))))
-        keys, drawn[split] = _stratified_take(keys, ids, size, seed, split)
+        after = " after drawing the test split" if drawn.get("test") else ""
+        keys, drawn[split] = _stratified_take(keys, ids, size, seed, split, names, after)
         ids = [to_id(train[k][1]) for k in keys]
     n_train_full = len(keys)
     per_class = Counter(ids)
     train_full = {name: per_class[i] for name, i in l2i.items()}
     if max_train is not None and max_train < len(keys):
-        _, keys = _stratified_take(keys, ids, max_train, seed, "max_train")
+        drew = [s for s in ("test", "validation") if drawn.get(s)]
+        after = f" after drawing the {' and '.join(drew)} split{'s' if len(drew) > 1 else ''}" if drew else ""
+        _, keys = _stratified_take(keys, ids, max_train, seed, "max_train", names, after)
     pools = {"train": (keys, train)}
     for split in ("validation", "test"):
         pools[split] = (list(cleaned[split]), cleaned[split]) if split in cleaned else (drawn[split], train)
