@@ -92,3 +92,13 @@ def test_a_class_with_enough_examples_is_not_rare(n):
     texts = _texts("p", 40) + _texts("q", n * 2)
     data, _ = _load({"train": (texts, ["p"] * 40 + ["q"] * n * 2)}, val_fraction=0.25, test_fraction=0.25)
     assert not any("training example" in p for p in data.report["label_checks"]["problems"])
+
+
+def test_numbers_written_differently_warn_as_variants():
+    """'1' and '01' (or '1.0') are separate classes, as written, and said to be one number."""
+    texts = _texts("a", 30) + _texts("b", 30) + _texts("c", 12)
+    data, said = _load({"train": (texts, ["1"] * 30 + ["2"] * 30 + ["01"] * 12)})
+    assert data.label2id == {"01": 0, "1": 1, "2": 2}
+    assert any("'1': " in p and "'01': " in p and "leading zeros" in p for p in said), said
+    assert variant_key("01") == variant_key("1.0") == variant_key("+1") == variant_key("1") != variant_key("10")
+    assert variant_key("1.5") != variant_key("15")

@@ -410,3 +410,130 @@ def test_a_json_array_item_that_is_no_object_is_named_with_its_kind_for_both_loa
     spans.write_text(json.dumps([item], ensure_ascii=False), encoding="utf-8")
     with pytest.raises(DataError, match=rf"spans\.json: item 1 \(1-based\) of the JSON array is {kind}, not an object"):
         read_ner_file(spans)
+
+
+# --- value types: every column read as written, whatever the file's mix of types --------------------
+
+def _json_file(path: Path, rows) -> Path:
+    """``rows`` as JSON lines (``.jsonl``) or as one JSON array with an item per line (``.json``)."""
+    if path.suffix == ".json":
+        path.write_text("[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n]\n", encoding="utf-8")
+        return path
+    return _write_jsonl(path, rows)
+
+
+@pytest.mark.parametrize("name", ["r.jsonl", "r.json"])
+def test_json_columns_of_mixed_types_keep_their_values_as_written(tmp_path, name):
+    """A number among strings gave the whole column as escaped JSON text ('"\\u592a..."'), silently: each value
+    is now read as written, a number as its text, in both JSON forms and both loaders."""
+    rows = [{"review": f"物流很快{i}" if i % 2 else f"太差了{i}", "label": "正面" if i % 2 else "负面"} for i in range(30)]
+    rows.append({"review": 2024, "label": "正面"})
+    d = load_labeled_files(_json_file(tmp_path / name, rows), text_column="review", label_column="label")
+    texts = [t for s in ("train", "validation", "test") for t in d.splits[s]["text"]]
+    assert sorted(texts) == sorted([r["review"] for r in rows[:30]] + ["2024"])
+    assert d.label2id == {"正面": 0, "负面": 1}
+    assert load_text_file(tmp_path / name, text_column="review")["text"][:] == [str(r["review"]) for r in rows]
+    rows = [{"review": f"评论{i}", "label": 5 if i % 2 else "差"} for i in range(30)]   # mixed label column
+    d = load_labeled_files(_json_file(tmp_path / name, rows), text_column="review", label_column="label")
+    assert d.id2label == {0: "5", 1: "差"}
+
+
+def test_a_label_written_as_number_and_as_string_is_one_label(tmp_path):
+    rows = [{"text": f"评论{i}", "label": i % 2} for i in range(20)] + [{"text": "评论3", "label": "1"}]
+    d = load_labeled_files(_write_jsonl(tmp_path / "r.jsonl", rows), val_fraction=0, test_fraction=0)
+    assert d.report["n_duplicates_dropped"] == 1 and d.report["n_conflicts_dropped"] == 0
+    assert d.label2id == {"0": 0, "1": 1}
+
+
+@pytest.mark.parametrize("suffix, sep", [(".csv", ","), (".tsv", "\t")])
+def test_csv_cells_are_read_as_written(tmp_path, suffix, sep):
+    """pandas' inference turned a numeric text column into numbers (dropped as missing), '01' into 1 (merged
+    with '1' silently) and 'None'/'NA' into missing values: every cell is now its text, only an empty one is
+    missing, and '1' beside '01' warns as a variant."""
+    rows = [(f"{i:03d}", "1") for i in range(20)] + [(str(1000 + i), "2") for i in range(20)]
+    rows += [("None", "01"), ("NA", "2"), ("", "2"), ("空标签", "")]
+    path = tmp_path / f"r{suffix}"
+    path.write_text("text" + sep + "label\n" + "".join(f"{t}{sep}{lab}\n" for t, lab in rows), encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"Labels '01': 1, '1': 20 look like variants of one label \(.*leading "
+                                         r"zeros"):
+        d = load_labeled_files(path, val_fraction=0, test_fraction=0)
+    assert d.label2id == {"01": 0, "1": 1, "2": 2}
+    texts = d.splits["train"]["text"][:]
+    assert texts[:2] == ["000", "001"] and "None" in texts and "NA" in texts and len(texts) == 42
+    assert d.report["n_missing_dropped"] == 2
+    assert load_text_file(path)["text"][:3] == ["000", "001", "002"]
+
+
+def test_a_text_column_that_looks_numeric_for_a_whole_csv_chunk_loads(tmp_path):
+    """pandas reads a CSV 10,000 rows at a time and typed the column from the first chunk: digits there, then a
+    Chinese text, stopped the load ('Failed to parse string ... as int64')."""
+    rows = [(str(i), i % 2) for i in range(10_000)] + [(f"文本{i}", i % 2) for i in range(20)]
+    d = load_labeled_files(_write_csv(tmp_path / "r.csv", rows), val_fraction=0, test_fraction=0)
+    assert d.report["n_train"] == 10_020 and d.splits["train"]["text"][-1] == "文本19"
+
+
+def test_integer_labels_written_as_text_keep_numeric_order(tmp_path):
+    path = _write_csv(tmp_path / "r.csv", _reviews(10, (10, 2, 9)))
+    assert load_labeled_files(path).label2id == {"2": 0, "9": 1, "10": 2}
+    rows = [{"text": t, "label": str(lab)} for t, lab in _reviews(10, (10, 2, 9))]
+    assert load_labeled_files(_write_jsonl(tmp_path / "r.jsonl", rows)).label2id == {"2": 0, "9": 1, "10": 2}
+
+
+_KINDS = {"list": (["正面"], "an array"), "object": ({"name": "正面"}, "an object"), "bool": (True, "a boolean")}
+
+
+@pytest.mark.parametrize("column", ["review", "label"])
+@pytest.mark.parametrize("kind", list(_KINDS))
+@pytest.mark.parametrize("name", ["r.jsonl", "r.json"])
+def test_a_list_object_or_boolean_in_a_used_column_names_its_line(tmp_path, column, kind, name):
+    """Arrow read a list column without complaint and the loader died on 'unhashable type: list' (or kept
+    'true' as a text): each such value is a DataError with the file, its 1-based line and the fix, in both
+    JSON forms (an array's item k sits on line k + 1 here); errors="skip" skips those lines and lists them."""
+    value, said = _KINDS[kind]
+    rows = [{"review": f"好{i}" if i % 2 else f"差{i}", "label": "正面" if i % 2 else "负面"} for i in range(30)]
+    for i in (4, 17):
+        rows[i][column] = value
+    path = _json_file(tmp_path / name, rows)
+    where = "line 5" if name == "r.jsonl" else r"item 5 \(1-based\) of the JSON array \(line 6\)"
+    with pytest.raises(DataError, match=rf"{name} as JSON: {where}: field '{column}' is {said}; use a string "
+                                        r"or a number\. Fix that line, or load with errors=\"skip\""):
+        load_labeled_files(path, text_column="review", label_column="label")
+    with pytest.warns(UserWarning, match=r"2 unreadable line\(s\) skipped"):
+        d = load_labeled_files(path, text_column="review", label_column="label", errors="skip",
+                               val_fraction=0, test_fraction=0)
+    shift = name == "r.json"
+    assert d.report["sources"]["train"]["skipped_lines"] == [5 + shift, 18 + shift]
+    assert d.report["n_train"] == 28
+
+
+def test_a_label_given_as_a_list_on_every_line_names_the_first(tmp_path):
+    rows = [{"review": f"好{i}", "label": ["正面"]} for i in range(30)]
+    with pytest.raises(DataError, match=r"r\.jsonl as JSON: line 1: field 'label' is an array; use a string"):
+        load_labeled_files(_write_jsonl(tmp_path / "r.jsonl", rows), text_column="review", label_column="label")
+
+
+def test_null_stays_a_missing_value_counted_in_the_report(tmp_path):
+    rows = [{"text": f"评论{i}", "label": "好" if i % 2 else "差"} for i in range(20)]
+    rows += [{"text": None, "label": "好"}, {"text": "无标签", "label": None}, {"label": "差"}]
+    d = load_labeled_files(_write_jsonl(tmp_path / "r.jsonl", rows), val_fraction=0, test_fraction=0)
+    assert d.report["n_missing_dropped"] == 3 and d.report["n_train"] == 20
+
+
+# --- a class too rare for a stratified draw is named by its label ------------------------------------
+
+def test_class_too_rare_to_stratify_is_named_by_label_with_the_fix(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("review,label\n" + "".join(f"文本{i},{'正面' if i % 2 else '负面'}\n" for i in range(120))
+                    + "Positive,POSITIVE\n", encoding="utf-8")
+    msg = _message(load_labeled_files, path, text_column="review", label_column="label")
+    assert "'POSITIVE' (1 example)" in msg and "[0]" not in msg, msg
+    assert "Cannot draw a stratified test split" in msg and "separate test file" in msg
+    texts, labels = [f"t{i}" for i in range(40)] + ["r1", "r2"], ["a", "b"] * 20 + ["c", "d"]
+    msg = _message(build_labeled_data, {"train": (texts, labels)}, test_fraction=0)
+    assert "stratified validation split: classes 'c' (1 example), 'd' (1 example) are too rare" in msg
+    assert "separate validation file" in msg
+    msg = _message(build_labeled_data, {"train": (texts, labels)}, test_fraction=0, val_fraction=0, max_train=10)
+    assert "max_train" in msg and "'c' (1 example)" in msg and "max_train=None" in msg
+    texts, labels = [f"t{i}" for i in range(40)] + ["c1", "c2"], ["a", "b"] * 20 + ["c", "c"]
+    msg = _message(build_labeled_data, {"train": (texts, labels)}, test_fraction=0.5)   # the test split takes 'c1'
+    assert "validation split: class 'c' (1 example after drawing the test split) is too rare" in msg

@@ -241,6 +241,20 @@ def json_records(path: Path, encoding: str, example: str):
         yield None, i, row, None
 
 
+def array_item_line(text: str, item: int) -> int:
+    """The 1-based line of ``text`` (a JSON array that parses) where its ``item``-th (1-based) element starts."""
+    decoder, pos = json.JSONDecoder(), text.index("[") + 1
+    for _ in range(item - 1):
+        pos = decoder.raw_decode(text, _skip_separators(text, pos))[1]
+    return text.count("\n", 0, _skip_separators(text, pos)) + 1
+
+
+def _skip_separators(text: str, pos: int) -> int:
+    while text[pos] in " \t\r\n,":
+        pos += 1
+    return pos
+
+
 def record_lines(path: Path, encoding: str, skipped: list[int] | tuple = ()) -> list[int] | None:
     """The 1-based line where each record starts: CSV/TSV rows after the header (blank lines skipped as
     pandas does), JSON lines not in ``skipped``; None for a ``.json`` array."""

@@ -11,6 +11,7 @@ import unicodedata
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Sequence
 
 from nbkit.data.textrule import check_text, repair_surrogates
@@ -121,7 +122,7 @@ def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tupl
         key = normalize_text(text)
         if key in seen:
             rows["duplicate"].append(row)
-            if seen[key][1] != label:
+            if str(seen[key][1]) != str(label):  # 1 and "1" are one label (label_maps looks up str())
                 conflicting[key] = None
         else:
             seen[key], first[key] = (text, label), row
@@ -137,19 +138,34 @@ def _clean(texts: Sequence, labels: Sequence, name: str) -> tuple[dict[str, tupl
     return seen, counts
 
 
-def _stratified_take(keys: list[str], ids: list[int], size: float | int, seed: int, what: str):
-    """Split ``keys`` into (rest, taken) with ``size`` taken, stratified by ``ids``."""
+def _stratified_take(keys: list[str], ids: list[int], size: float | int, seed: int, what: str,
+                     names: dict[int, str], after: str = "") -> tuple[list[str], list[str]]:
+    """Split ``keys`` into (rest, taken) with ``size`` taken, stratified by ``ids`` (``names``: id -> label,
+    for messages; ``after``: what was drawn from the texts before, e.g. ``" after drawing the test split"``).
+
+    Raises:
+        DataError: fewer taken than classes, or a class with a single example (named by its label).
+    """
     from sklearn.model_selection import train_test_split
 
-    n_classes = len(set(ids))
-    if what != "max_train" and size < n_classes:  # sklearn's error would say to lower the fraction
-        arg = "val_fraction" if what == "validation" else "test_fraction"
+    counts = Counter(ids)
+    arg = {"validation": "val_fraction", "test": "test_fraction"}.get(what, "max_train")
+    if what != "max_train" and size < len(counts):  # sklearn's error would say to lower the fraction
         raise DataError(f"A stratified {what} split needs at least one example per class, but {arg} of "
-                        f"{len(keys)} texts gives {size} for {n_classes} classes; raise {arg}, add data, "
+                        f"{len(keys)} texts gives {size} for {len(counts)} classes; raise {arg}, add data, "
                         f"or pass a separate {what} file.")
+    fix = "set max_train=None" if what == "max_train" else f"pass a separate {what} file"
+    single = [i for i, n in sorted(counts.items()) if n < 2]
+    if single:  # sklearn names them by id ("[0]") and says to lower the fraction, which cannot help
+        listed = ", ".join(f"{names[i]!r} (1 example{after})" for i in single)
+        one = len(single) == 1
+        raise DataError(f"Cannot draw a stratified {what} split: class{'' if one else 'es'} {listed} "
+                        f"{'is' if one else 'are'} too rare (a stratified split needs at least 2 examples of each "
+                        f"class, one for each side). Add examples of {'it' if one else 'them'}, drop or relabel "
+                        f"{'its' if one else 'their'} rows in the label column, or {fix}.")
     try:
         rest, taken = train_test_split(keys, test_size=size, stratify=ids, random_state=seed, shuffle=True)
-    except ValueError as err:  # too few examples of a class for a stratified split
+    except ValueError as err:  # what remains is smaller than the number of classes
         fix = ("raise max_train to at least the number of classes" if what == "max_train" else
                f"lower the {what} fraction, or pass a separate {what} file")
         raise DataError(f"Cannot draw a stratified {what} split ({err}). Add examples of the rare "
@@ -226,6 +242,7 @@ def build_labeled_data(
             raise DataError(_empty_file_split(split, report[split]))
     keys = list(train)
     ids = [to_id(train[k][1]) for k in keys]
+    names = {i: name for name, i in l2i.items()}
     drawn: dict[str, list[str]] = {}
     for split, fraction in (("test", test_fraction), ("validation", val_fraction)):
         if split in cleaned:
@@ -236,13 +253,16 @@ def build_labeled_data(
         size = round(fraction * len(train))  # a share of all unique training texts
         if size == 0 or size >= len(keys):
             raise DataError(_bad_drawn_split(split, fraction, len(train), size, len(set(ids))))
-        keys, drawn[split] = _stratified_take(keys, ids, size, seed, split)
+        after = " after drawing the test split" if drawn.get("test") else ""
+        keys, drawn[split] = _stratified_take(keys, ids, size, seed, split, names, after)
         ids = [to_id(train[k][1]) for k in keys]
     n_train_full = len(keys)
     per_class = Counter(ids)
     train_full = {name: per_class[i] for name, i in l2i.items()}
     if max_train is not None and max_train < len(keys):
-        _, keys = _stratified_take(keys, ids, max_train, seed, "max_train")
+        drew = [s for s in ("test", "validation") if drawn.get(s)]
+        after = f" after drawing the {' and '.join(drew)} split{'s' if len(drew) > 1 else ''}" if drew else ""
+        _, keys = _stratified_take(keys, ids, max_train, seed, "max_train", names, after)
     pools = {"train": (keys, train)}
     for split in ("validation", "test"):
         pools[split] = (list(cleaned[split]), cleaned[split]) if split in cleaned else (drawn[split], train)
@@ -321,14 +341,23 @@ _SIMP = (
 TRAD_TO_SIMP = {t: s for t, s in zip(_TRAD, _SIMP, strict=True) if t != s}
 
 
+#: a label written as a decimal number (:func:`variant_key` compares its value), and as an integer (numeric order)
+_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?")
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
 def label_key(name: str) -> str:
     """NFKC then ``casefold``: labels equal under it differ only in case or width."""
     return unicodedata.normalize("NFKC", name).casefold()
 
 
 def variant_key(name: str) -> str:
-    """:func:`label_key` without spaces, punctuation or invisible characters, simplified (``"負 面。"`` -> ``"负面"``)."""
-    kept = (TRAD_TO_SIMP.get(c, c) for c in label_key(name))
+    """:func:`label_key` without spaces, punctuation or invisible characters, simplified (``"負 面。"`` -> ``"负面"``);
+    a decimal number as its value (``"01"``, ``"1.0"``, ``"+1"`` -> ``"1"``)."""
+    key = label_key(name).strip()
+    if _NUMBER.fullmatch(key):
+        return format(Decimal(key).normalize(), "f")
+    kept = (TRAD_TO_SIMP.get(c, c) for c in key)
     return "".join(c for c in kept if unicodedata.category(c)[0] not in "ZPC")
 
 
@@ -356,17 +385,18 @@ def _warn_case_collisions(names: list[str]) -> None:
 
 
 def label_maps(labels: list, label2id: dict[str, int] | None) -> tuple[dict[str, int], Any]:
-    """``(label2id, raw label -> id)`` from the training labels: integers in order renumbered to
-    ``0..k-1`` (stars 1-5 -> 0-4), strings sorted; DataError when a given ``label2id`` lacks some."""
+    """``(label2id, raw label -> id)`` from the training labels: integers (numbers, or digits as a CSV cell gives
+    them) in numeric order renumbered to ``0..k-1`` (stars 1-5 -> 0-4; ``"01"`` just before ``"1"``), other labels
+    as text sorted; DataError when a given ``label2id`` lacks some."""
     if label2id is not None:
         unknown = sorted({str(v) for v in labels} - set(label2id))
         if unknown:
             raise DataError(f"Labels {unknown} are not in the given label2id {dict(label2id)}; "
                             "fix the labels or pass a label2id that includes them.")
         return dict(label2id), lambda raw: label2id[str(raw)]
-    values = set(labels)
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        ordered = [str(v) for v in sorted(values)]  # numeric order: 2 before 10
+    values = {str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in labels}
+    if all(isinstance(v, str) and _INTEGER.fullmatch(v) for v in values):
+        ordered = sorted(values, key=lambda v: (int(v), v))  # numeric order: 2 before 10
     else:
         ordered = sorted({str(v) for v in values})
         _warn_case_collisions(ordered)
@@ -389,9 +419,10 @@ def check_labels(class_counts: dict[str, dict[str, int]], train_full: dict[str, 
     for group in _groups(names, variant_key):
         if frozenset(group) not in case:  # case/width-only groups are warned by label_maps
             sizes = ", ".join(f"{n!r}: {train_full.get(n, 0)}" for n in group)
-            problems.append(f"Labels {sizes} look like variants of one label (spacing, punctuation or "
-                            "traditional/simplified characters) and are separate classes; if they are one "
-                            "class, map them to one spelling in the label column before loading.")
+            problems.append(f"Labels {sizes} look like variants of one label (spacing, punctuation, "
+                            "traditional/simplified characters, or a number's leading zeros or decimals) and are "
+                            "separate classes; if they are one class, map them to one spelling in the label "
+                            "column before loading.")
     for name, n in train_full.items():
         if n < RARE_MIN_TRAIN:
             problems.append(f"Class {name!r} has {n} training example(s) (fewer than {RARE_MIN_TRAIN}): too few "

@@ -1,20 +1,24 @@
 """The user's own files: a text corpus or labelled texts (.txt, .jsonl/.json, .csv/.tsv), checked before use.
 
-Read with ``datasets``' local loaders into a temporary cache that is deleted afterwards (nothing written
-beside the data, never a stale copy). Every mistake with a file is a :class:`DataError` naming the fix; a
-JSON record Arrow refuses is read record by record, its 1-based line raised or skipped (``errors``).
+Every value is read as written: ``.txt``/``.csv``/``.tsv`` with ``datasets``' local loaders (every cell of a used
+column as its text, only an empty cell missing) into a temporary cache that is deleted afterwards (nothing written
+beside the data, never a stale copy); JSON record by record (:func:`read_json_columns`), since Arrow's type
+inference rewrites a column of mixed types as escaped JSON text and takes lists without complaint. Every mistake
+with a file is a :class:`DataError` naming the fix; a bad JSON record's 1-based line is raised or skipped
+(``errors``).
 """
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import tempfile
 import warnings
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbkit.data.filecheck import _a, _json_kind, check_utf8, json_records, record_lines
+from nbkit.data.filecheck import _a, _json_kind, array_item_line, check_utf8, json_records, record_lines
 from nbkit.data.labeled import ExampleOrigin, LabeledData, build_labeled_data
 from nbkit.data.textrule import CORPUS_MAX_CHARS, check_text, cut_rows, repair_surrogates
 from nbkit.errors import ConfigError, DataError
@@ -66,8 +70,9 @@ def _quiet_datasets(builder: str):
 
 
 def _load_table(path: Path, encoding: str, columns: list[str], errors: str = "raise") -> tuple[object, dict]:
-    """``(table, info)``: a ``datasets.Dataset``, or for a JSON file Arrow refuses :func:`read_json_columns`'
-    columns and skipped/repaired lines (``info`` is ``{}`` for Arrow reads).
+    """``(table, info)``: for a ``.txt``/``.csv``/``.tsv`` file a ``datasets.Dataset`` whose ``columns`` hold each
+    cell as its text (pandas would turn ``"01"`` into 1 and ``"None"``/``"NA"`` into missing values; only an
+    empty cell is missing) and ``info`` ``{}``; for JSON :func:`read_json_columns`' table and skipped/repaired lines.
 
     Raises:
         DataError: no rows, or the loader fails (for JSON: the first bad 1-based line).
@@ -75,6 +80,10 @@ def _load_table(path: Path, encoding: str, columns: list[str], errors: str = "ra
     import datasets
 
     builder, extra = FORMATS[path.suffix.lower()]
+    if builder == "json":
+        return read_json_columns(path, encoding, columns, errors)
+    if builder == "csv":  # cells as written; a converter for a column the file lacks is ignored
+        extra = {**extra, "converters": dict.fromkeys(columns, str), "keep_default_na": False, "na_values": [""]}
     with tempfile.TemporaryDirectory(prefix="nbkit-datasets-") as cache, _quiet_datasets(builder):
         try:
             return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache,
@@ -82,8 +91,6 @@ def _load_table(path: Path, encoding: str, columns: list[str], errors: str = "ra
         except Exception as err:  # DatasetGenerationError wraps the parser's error
             if "corresponds to no data" in str(err):  # a CSV with only a header row
                 raise DataError(f"{path} has no rows; add data (a CSV needs rows below its header).") from err
-            if builder == "json":  # one record Arrow cannot take must not sink the file
-                return read_json_columns(path, encoding, columns, errors)
             cause = err.__cause__ or err
             reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
             raise DataError(f"Could not read {path} as {builder.upper()} ({type(cause).__name__}: {reason}). "
@@ -108,7 +115,8 @@ def _warn_file_issues(path: Path, info: dict, unit: str = "line") -> None:
 
 
 def _column(ds, name: str, path: Path, role: str) -> list:
-    """Column ``name`` of a ``datasets.Dataset`` or a :func:`read_json_columns` table, as a list.
+    """Column ``name`` of a ``datasets.Dataset`` or a :func:`read_json_columns` table, as a list; for the
+    ``"text"`` role a JSON number as its text (``2024`` -> ``"2024"``; labels keep their numbers).
 
     Raises:
         DataError: no rows, or no such column (the columns listed; a tab or semicolon in a single
@@ -130,7 +138,10 @@ def _column(ds, name: str, path: Path, role: str) -> list:
                                 "Save it comma-separated (Excel: \"CSV UTF-8 (comma delimited)\").")
         raise DataError(f"{path} has no column {name!r}; its columns are {columns}. "
                         f"Pass {arg}= one of those.")
-    return ds[name] if is_table else ds.data.column(name).to_pylist()
+    values = ds[name] if is_table else ds.data.column(name).to_pylist()
+    if role == "text":
+        values = [str(v) if type(v) in (int, float) else v for v in values]   # floats are finite (read_json_columns)
+    return values
 
 
 def load_text_file(path: str | Path, text_column: str = "text", errors: str = "raise",
@@ -267,23 +278,36 @@ def check_errors(errors: str) -> None:
 
 def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str = "raise") -> tuple[dict, dict]:
     """``(table, info)`` of a UTF-8 ``.jsonl``/``.json`` file read record by record: ``table`` maps each of
-    ``columns`` to a list (``None`` where a record lacks it) and ``"__fields__"`` to every field seen;
-    ``info``: ``n_skipped_lines``, ``skipped_lines``, ``n_surrogate_lines``, ``surrogate_lines`` (first 20, 1-based).
+    ``columns`` to its values as written, whatever mix of types the file has (a string, a number, or ``None``
+    where a record lacks it or holds null, NaN or Infinity), and ``"__fields__"`` to every field seen, in file
+    order; ``info``: ``n_skipped_lines``, ``skipped_lines``, ``n_surrogate_lines``, ``surrogate_lines`` (first 20,
+    1-based).
 
     Raises:
-        DataError: with ``errors="raise"`` the first line that is not a JSON object (its 1-based line);
-            a ``.json`` array that does not parse; no record at all.
+        DataError: with ``errors="raise"`` the first line that is not a JSON object or holds an array, an object or
+            a boolean in one of ``columns`` (its 1-based line; in a ``.json`` array also its item); a ``.json``
+            array that does not parse or holds a non-object item; no record at all.
     """
     check_errors(errors)
     table: dict[str, list] = {c: [] for c in columns}
-    fields: set[str] = set()
+    fields: dict[str, None] = {}  # every field seen, in file order
     info = {"n_skipped_lines": 0, "skipped_lines": [], "n_surrogate_lines": 0, "surrogate_lines": []}
-    for lineno, _, record, problem in json_records(path, encoding, '{"text": ..., "label": ...}'):
-        nested = [] if problem or lineno is None else [k for k, v in record.items()
-                                                       if k in columns and isinstance(v, (dict, list))]
-        if nested:
-            problem = (f"line {lineno}: field {nested[0]!r} is {_a(_json_kind(record[nested[0]]))}; use a string "
-                       "or a number")
+    array: list = []  # a .json array's text, read again only to place a bad item on its line
+    for lineno, item, record, problem in json_records(path, encoding, '{"text": ..., "label": ...}'):
+        values = [] if problem else [record.get(c) for c in columns]
+        for i, v in enumerate(values):
+            if v is None or type(v) is str or type(v) is int:
+                continue
+            if type(v) is float:
+                if not math.isfinite(v):  # NaN/Infinity: Python's json writes them for a missing float
+                    values[i] = None
+                continue
+            if lineno is None and (errors == "raise" or len(info["skipped_lines"]) < _SHOWN):
+                array = array or [path.read_text(encoding=encoding)]
+                lineno = array_item_line(array[0], item)
+            where = f"line {lineno}" if item is None else f"item {item} (1-based) of the JSON array (line {lineno})"
+            problem = f"{where}: field {columns[i]!r} is {_a(_json_kind(v))}; use a string or a number"
+            break
         if problem is not None:
             if errors == "raise":
                 raise DataError(f"Could not read {path} as JSON: {problem}. Fix that line, or load with "
@@ -293,16 +317,15 @@ def read_json_columns(path: Path, encoding: str, columns: list[str], errors: str
             if len(info["skipped_lines"]) < _SHOWN:
                 info["skipped_lines"].append(lineno)
             continue
-        fields.update(record)
-        for c in columns:
-            table[c].append(record.get(c))
-        if lineno is not None and any(isinstance(v := record.get(c), str) and repair_surrogates(v)[1] > 0
-                                         for c in columns):
+        if not fields.keys() >= record.keys():
+            fields.update(dict.fromkeys(record))
+        for c, v in zip(columns, values):
+            table[c].append(v)
+        if lineno is not None and any(type(v) is str and repair_surrogates(v)[1] > 0 for v in values):
             info["n_surrogate_lines"] += 1
             if len(info["surrogate_lines"]) < _SHOWN:
                 info["surrogate_lines"].append(lineno)
     if not any(table[c] for c in columns) and not fields:
         raise DataError(f"{path} has no readable record (skipped lines: {info['skipped_lines']}); check the file.")
-    table["__fields__"] = sorted(fields)
+    table["__fields__"] = list(fields)
     return table, info
-
