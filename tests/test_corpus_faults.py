@@ -266,3 +266,83 @@ def test_ctrl_c_says_how_to_resume_without_worker_tracebacks(tmp_path):
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted;" in err and "Run the same command again" in err
     assert "Traceback" not in err, err[-2000:]
+
+
+# ----- a damaged store, the command line's words, a job's own store ---------------------------------------
+@pytest.mark.parametrize("name, content", [("manifest.json", "{"), ("prepare.json", "")])
+def test_a_damaged_store_is_a_data_error_and_overwrite_prepares_it_again(tmp_path, tok_dir, capsys, name, content):
+    from nbkit.cli.main import main
+    from nbkit.corpus.store import given_store
+
+    a = write_txt(tmp_path / "a.txt", review_lines(30, 2000))
+    out = tmp_path / "o"
+    ref = prepare(a, out, tok_dir)
+    if name == "prepare.json":   # an unfinished store
+        (out / "manifest.json").unlink()
+    (out / name).write_text(content)
+    with pytest.raises(DataError, match=rf"{name} is not valid JSON .*: the store in .* is damaged. Pass "
+                                        "overwrite=True to delete nbkit's files there"):
+        prepare(a, out, tok_dir)
+    cli = ["prepare-corpus", str(a), "--out", str(out), "--tokenizer", str(tok_dir), "--num-workers", "1"]
+    assert main(cli) == 2
+    err = capsys.readouterr().err
+    assert "error: " in err and "is damaged. Pass --overwrite to delete" in err and "Traceback" not in err
+    if name == "manifest.json":   # a job given the store alone: the damage named, not "pass it alone"
+        with pytest.raises(DataError, match="manifest.json is not valid JSON"):
+            given_store(str(out))
+    assert main([*cli, "--overwrite"]) == 0
+    assert "is damaged; overwriting it" in capsys.readouterr().err
+    assert json.loads((out / "manifest.json").read_text())["counts"] == ref["counts"]
+
+
+def test_cli_errors_name_the_flags_not_the_python_spellings(tmp_path, tok_dir, capsys):
+    from nbkit.cli.main import main
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes("\n".join(review_lines(20, 2100)).encode() + b"\n\xff\xfe broken\n")
+    cli = ["prepare-corpus", str(bad), "--out", str(tmp_path / "o"), "--tokenizer", str(tok_dir), "--num-workers", "1"]
+    assert main([*cli, "--errors", "raise"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --errors skip to drop such lines" in err and "errors='skip'" not in err
+    assert main([*cli, "--errors", "skip"]) == 2
+    err = capsys.readouterr().err
+    assert "Pass a new --out, or --overwrite to delete it" in err and "out_dir" not in err and "=True" not in err
+
+
+def test_a_swallowed_input_list_names_where_exclude_goes(tmp_path, capsys):
+    from nbkit.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["prepare-corpus", "--exclude", "eval.jsonl", "docs.jsonl", "--out", str(tmp_path / "s")])
+    assert "put it after the inputs" in capsys.readouterr().err
+
+
+def test_a_store_passed_as_the_tokenizer_names_its_tokenizer_folder(tmp_path, tok_dir, capsys):
+    from nbkit.cli.main import main
+
+    a = write_txt(tmp_path / "a.txt", review_lines(30, 2200))
+    prepare(a, tmp_path / "st", tok_dir)
+    assert main(["prepare-corpus", str(a), "--out", str(tmp_path / "o"), "--tokenizer", str(tmp_path / "st")]) == 2
+    assert f"pass --tokenizer {tmp_path / 'st' / 'tokenizer'}" in capsys.readouterr().err
+
+
+def test_the_pretraining_data_stage_prepares_its_own_store_again_after_an_edit(tmp_path, runs_tmp, capsys):
+    """A job or notebook 02 given raw files owns runs/corpus/<name>-<hash>: an edited file is prepared again
+    (said in a warning), not refused with a new out_dir / overwrite=True that a job has no flag for."""
+    from nbkit.recipes import pretraining as pt
+
+    a = write_txt(tmp_path / "a.txt", review_lines(60, 2300))
+    cfg = pt.PretrainConfig.for_scale("smoke", corpus=str(a))
+    first = pt.data(cfg)
+    write_txt(a, review_lines(70, 2300))
+    with pytest.warns(UserWarning, match="held a complete store of other input or settings .*input changed.*"
+                                         "overwriting it"):
+        again = pt.data(cfg)
+    assert again.store == first.store and again.report["n_docs_train"] + again.report["n_docs_validation"] == 70
+    assert "70 texts, train" in capsys.readouterr().out
+
+
+def test_the_jobs_resume_flag_is_spelled_as_the_docs_spell_it():
+    from nbkit.jobs import pretrain
+
+    assert "--resume auto|none" in pretrain.parser().format_help()

@@ -204,3 +204,86 @@ def test_a_json_error_names_the_column_once(tmp_path):
         load_text_file(p, errors="raise")
     assert "Invalid control character at column 12" in str(err.value)
     assert "at at" not in str(err.value)
+
+
+# ----- what every entry point says, and the fix for each file-level cause ---------------------------------
+def mixed_inputs(d: Path) -> dict[str, Path]:
+    """A good .txt beside a GBK file, a UTF-16 file, parquet files without the text column or with ints in it,
+    and a .jsonl that is plain text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lines = review_lines(60)
+    files = {"ok": write_txt(d / "ok.txt", lines[:40]), "gbk": d / "gbk.txt", "u16": d / "u16.txt",
+             "nocol": d / "nocol.parquet", "intcol": d / "intcol.parquet", "plain": d / "plain.jsonl"}
+    files["gbk"].write_bytes(b"\n".join(gbk_lines(30)) + b"\n")
+    files["u16"].write_bytes("".join(t + "\n" for t in lines[40:50]).encode("utf-16"))
+    pq.write_table(pa.table({"content": lines[50:53]}), files["nocol"])
+    pq.write_table(pa.table({"text": [1, 2, 3]}), files["intcol"])
+    write_txt(files["plain"], lines[53:60])
+    return files
+
+
+def test_prepare_corpus_prints_the_per_file_report_for_every_entry_point(tmp_path, tok_dir, capsys):
+    """The jobs, the recipes and the notebooks prepare through corpus_store/prepare_corpus(progress=True): the
+    per-file lines and the iconv fixes the CLI prints, not only counts (a UTF-16 file named at all)."""
+    from nbkit.corpus.store import corpus_store
+
+    f = mixed_inputs(tmp_path)
+    inputs = [str(f["ok"]), str(f["gbk"]), str(f["u16"])]
+    corpus_store(inputs, tmp_path / "store", tokenizer=str(tok_dir), num_workers=1)
+    printed = capsys.readouterr().out
+    assert f"[prepare-corpus] {tmp_path / 'store'}: 40 texts, train" in printed
+    assert f"[prepare-corpus]   {f['gbk']}: 30 lines; dropped bad_utf8 30 (line 1, 2, 3, ...)" in printed
+    assert f"iconv -f GBK -t UTF-8 '{f['gbk']}' > '{tmp_path / 'gbk.utf8.txt'}'" in printed
+    assert f"[prepare-corpus]   {f['u16']}: 0 lines; dropped not_utf8_file 1" in printed
+    assert f"iconv -f UTF-16 -t UTF-8 '{f['u16']}' > '{tmp_path / 'u16.utf8.txt'}'" in printed
+    corpus_store(inputs, tmp_path / "store", tokenizer=str(tok_dir), num_workers=1)   # reused: said again
+    assert f"{f['u16']}: 0 lines; dropped not_utf8_file 1" in capsys.readouterr().out
+
+
+def test_a_file_dropped_whole_gets_a_note_with_its_fix_printed_whole(tmp_path, tok_dir, capsys):
+    from nbkit.cli.main import main
+
+    f = mixed_inputs(tmp_path)
+    out = tmp_path / "out"
+    assert main(["prepare-corpus", *(str(f[k]) for k in ("ok", "u16", "nocol", "intcol", "plain")), "--out",
+                 str(out), "--tokenizer", str(tok_dir), "--num-workers", "1", "--heldout-share", "0"]) == 0
+    by_file = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["by_file"]
+    notes = {k: by_file[str(f[k])]["note"] for k in ("u16", "nocol", "intcol", "plain")}
+    assert notes["u16"].endswith(f"iconv -f UTF-16 -t UTF-8 '{f['u16']}' > '{tmp_path / 'u16.utf8.txt'}', and "
+                                 "prepare the converted copy instead")
+    assert "no column 'text' (columns: ['content'])" in notes["nocol"] and "text_field=NAME" in notes["nocol"]
+    assert "int64" in notes["intcol"] and "cast it to string" in notes["intcol"]
+    assert notes["plain"].startswith("none of its 7 lines is JSON") and "rename it to .txt" in notes["plain"]
+    printed = capsys.readouterr().out
+    assert all(f"    {n}" in printed for n in notes.values())   # whole, under its file's line
+
+
+def test_a_jsonl_file_with_some_bad_lines_gets_no_plain_text_hint(tmp_path, tok_dir):
+    lines = review_lines(20)
+    jl = tmp_path / "a.jsonl"
+    jl.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in lines[:15]) + "not json\n",
+                  encoding="utf-8")
+    m = run(jl, tmp_path / "out", tok_dir)
+    assert m["by_file"][str(jl)] == {"n_lines": 16, "dropped": {"bad_json": 1}, "note": None}
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_nothing_kept_names_each_files_cause_and_fix(tmp_path, tok_dir, given):
+    """A corpus of GBK files alone: the error names GBK and the iconv command, with a trained tokenizer (the
+    sample pass) and with a given one (the main pass)."""
+    from nbkit.corpus import prepare_corpus
+    from nbkit.errors import DataError
+
+    gbk = tmp_path / "gbk.txt"
+    gbk.write_bytes(b"\n".join(gbk_lines(30)) + b"\n")
+    u16 = tmp_path / "u16.txt"
+    u16.write_bytes("".join(t + "\n" for t in review_lines(5)).encode("utf-16"))
+    kw = {"tokenizer": str(tok_dir)} if given else {"vocab_size": 300}
+    with pytest.raises(DataError) as err:
+        prepare_corpus([gbk, u16], tmp_path / "out", num_workers=1, progress=False, **kw)
+    msg = str(err.value)
+    assert "no text of 2 input file(s) was kept" in msg and "'bad_utf8': 30" in msg
+    assert f"{gbk}: 30 of 30 lines not UTF-8: it reads as GBK" in msg and "iconv -f GBK -t UTF-8" in msg
+    assert f"{u16}: not_utf8_file: UTF-16" in msg and "iconv -f UTF-16 -t UTF-8" in msg

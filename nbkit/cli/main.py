@@ -26,14 +26,21 @@ def _run_notebooks(args: argparse.Namespace) -> int:
         return 2
 
 
-def _flags(message: str) -> str:
-    """A writer's message in the command line's words: ``vocab_size=5000`` -> ``--vocab-size 5000``."""
+#: API spellings in the writer's messages that are no ``name=value`` of a flag (a setting named as the store
+#: records it, ``setting exclude_texts: ...``, keeps its name: it is the manifest's key)
+CLI_LITERALS = {"overwrite=True": "--overwrite", "strip_markup=False": "--no-strip-markup", "out_dir": "--out"}
+
+
+def _flags(message: str, flags: dict[str, str]) -> str:
+    """A writer's message in the command line's words: ``vocab_size=5000`` -> ``--vocab-size 5000``,
+    ``errors='skip'`` -> ``--errors skip``, ``overwrite=True`` -> ``--overwrite``, ``out_dir`` -> ``--out``
+    (``flags``: ``{api_name: flag}`` of the subcommand)."""
     import re
 
-    from nbkit.corpus.manifest import DEFAULTS
-
-    names = "|".join(sorted(DEFAULTS, key=len, reverse=True))
-    return re.sub(rf"\b({names})=(\S+?)(?=[,:) ]|$)", lambda g: f"--{g[1].replace('_', '-')} {g[2]}", message)
+    for literal, flag in CLI_LITERALS.items():
+        message = re.sub(rf"\b{re.escape(literal)}\b", flag, message)
+    names = "|".join(sorted((n for n in flags if n not in ("out", "overwrite")), key=len, reverse=True))
+    return re.sub(rf"\b({names})=(['\"]?)(\S+?)\2(?=[,:;) ]|$)", lambda g: f"{flags[g[1]]} {g[3]}", message)
 
 
 def _prepare_corpus(args: argparse.Namespace) -> int:
@@ -43,7 +50,7 @@ def _prepare_corpus(args: argparse.Namespace) -> int:
     from nbkit.errors import NbkitError
 
     settings = {k: v for k, v in vars(args).items()
-                if k not in ("command", "func", "inputs", "out", "num_workers", "overwrite", "exclude",
+                if k not in ("command", "func", "flags", "inputs", "out", "num_workers", "overwrite", "exclude",
                              "exclude_text_field") and v is not None}
     try:
         if args.exclude:
@@ -53,12 +60,12 @@ def _prepare_corpus(args: argparse.Namespace) -> int:
             settings["exclude_texts"] = list(iter_texts(args.exclude, field))
         with warnings.catch_warnings(record=True) as caught:   # shown as one line each, like the errors
             warnings.simplefilter("always", UserWarning)
-            m = prepare_corpus(args.inputs, args.out, num_workers=args.num_workers, overwrite=args.overwrite,
+            prepare_corpus(args.inputs, args.out, num_workers=args.num_workers, overwrite=args.overwrite,
                                **settings)
         for w in caught:
-            print(f"nbkit prepare-corpus: warning: {_flags(str(w.message))}", file=sys.stderr)
-    except NbkitError as exc:  # bad input, changed store, disk full: one line naming the fix
-        print(f"nbkit prepare-corpus: error: {exc}", file=sys.stderr)
+            print(f"nbkit prepare-corpus: warning: {_flags(str(w.message), args.flags)}", file=sys.stderr)
+    except NbkitError as exc:  # bad input, changed store, disk full: one line naming the fix, in the flags' words
+        print(f"nbkit prepare-corpus: error: {_flags(str(exc), args.flags)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         from pathlib import Path
@@ -68,13 +75,7 @@ def _prepare_corpus(args: argparse.Namespace) -> int:
               "command again to continue from there (the result is byte-identical to an uninterrupted run).",
               file=sys.stderr)
         return 130
-    dropped = ", ".join(f"{k} {v:,}" for k, v in m["dropped"].items() if v) or "none"
-    print(f"{args.out}: {m['counts']['n_texts_kept']:,} texts, train {m['splits']['train']['n_tokens']:,} tokens, "
-          f"validation {m['splits']['validation']['n_tokens']:,} tokens; dropped: {dropped}")
-    from nbkit.corpus.report import summary_lines
-
-    for line in summary_lines(m):  # per file: what it lost, where, and the fix
-        print(line)
+    # prepare_corpus printed its report (nbkit.corpus.report.report_lines): per file what it lost, where, the fix
     return 0
 
 
@@ -133,8 +134,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shard-tokens", type=int, help="tokens per train shard, about (default 33554432)")
     p.add_argument("--segmenter", choices=("auto", "rjieba", "jieba", "none"),
                    help="word segmenter (default auto; none: the tokenizer's own words, no whole Chinese words)")
-    p.add_argument("--overwrite", action="store_true", help="replace a store of other input or settings")
-    p.set_defaults(func=_prepare_corpus)
+    p.add_argument("--overwrite", action="store_true", help="replace a store of other input or settings, or a "
+                   "damaged one (deletes only nbkit's files there)")
+    # {api_name: flag}, as nbkit.jobs.outcome.job_flags gives a job's (cli may not import jobs: docs/architecture.md)
+    p.set_defaults(func=_prepare_corpus, flags={a.dest: max(a.option_strings, key=len) for a in p._actions
+                                                if a.option_strings and a.dest != "help"})
+    said = p.error
+
+    def error(message: str):   # --exclude's list takes every path after it, the inputs too
+        if "inputs" in message and "--exclude" in (sys.argv if argv is None else argv):
+            message += ("; --exclude takes every path after it, so put it after the inputs (nbkit prepare-corpus "
+                        "INPUT... --out DIR --exclude PATH...), or end its paths with -- and put the inputs last "
+                        "(... --out DIR --exclude PATH... -- INPUT...)")
+        said(message)
+    p.error = error
 
     args = parser.parse_args(argv)
     from nbkit.caches import ensure_writable_caches

@@ -25,7 +25,7 @@ from nbkit.corpus import manifest as mf
 from nbkit.corpus import segment, shards
 from nbkit.corpus.pool import Workers
 from nbkit.corpus.readers import FileProblem, iter_chunks
-from nbkit.corpus.report import RULE, DropLog, input_lines
+from nbkit.corpus.report import RULE, DropLog, input_lines, nothing_kept, report_lines
 from nbkit.corpus.sources import MAX_SKIPPED, fingerprint, resolve_inputs
 from nbkit.corpus.vocab import ensure_tokenizer, heldout_cut, tokenizer_identity
 from nbkit.corpus.worker import doc_key
@@ -252,12 +252,29 @@ def _wipe(out: Path) -> None:
 
 def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None, dict]:
     """``(manifest, identity with fingerprints)``: the manifest to reuse, or None when ``out`` is ready to
-    prepare; a reused store's touched inputs (same content, new time) get their new times."""
+    prepare; a reused store's touched inputs (same content, new time) get their new times. With ``overwrite``, a
+    store of other input or settings, or a damaged one, is deleted and prepared again, said in a warning.
+
+    Raises:
+        ConfigError: ``out`` holds a store of other input or settings (each difference named), or other files.
+        DataError: its ``manifest.json`` or ``prepare.json`` is not a JSON object (damaged; the fix named).
+    """
     for name, complete in (("manifest.json", True), ("prepare.json", False)):
         path = out / name
         if not path.is_file():
             continue
-        old = jsonio.loads_strict(path.read_text(encoding="utf-8"))
+        try:
+            old = jsonio.loads_strict(path.read_text(encoding="utf-8"))
+            if not isinstance(old, dict):
+                raise ValueError(f"a JSON {type(old).__name__}, not an object")
+        except (ValueError, UnicodeDecodeError) as err:
+            why = f"{path} is not valid JSON ({str(err)[:120]}): the store in {out} is damaged"
+            if not overwrite:
+                raise DataError(f"{why}. Pass overwrite=True to delete nbkit's files there and prepare again, or a "
+                                "new out_dir") from None
+            warnings.warn(f"{why}; overwriting it: nbkit's files there are deleted and it is prepared again",
+                          UserWarning, stacklevel=4)
+            break
         diffs = mf.differences(old, ident)
         if not diffs and (not complete or old.get("complete")):
             ident = mf.with_fingerprints(ident, old)   # the recorded ones (computed only where missing)
@@ -270,8 +287,12 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None
                 except NbkitError:  # a read-only store stays usable; the content is compared again next time
                     pass
             return old, ident
+        diffs = diffs or ["the manifest is not complete"]
         if not overwrite:
-            raise mf.changed_error(out, diffs or ["the manifest is not complete"], complete)
+            raise mf.changed_error(out, diffs, complete)
+        warnings.warn(f"{out} held {'a complete' if complete else 'a partly prepared'} store of other input or "
+                      f"settings ({'; '.join(diffs[:3])}{'; ...' if len(diffs) > 3 else ''}); overwriting it: "
+                      "nbkit's files there are deleted and it is prepared again", UserWarning, stacklevel=4)
         break   # overwrite: wiped below
     if not overwrite and out.is_dir() and any(p.name not in (StoreLock.LOCK_NAME, StoreLock.HOLDER_NAME)
                                               for p in out.iterdir()):
@@ -321,7 +342,8 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
             continued.
         num_workers: processes for the per-text work (default: the usable cores); never changes the output.
         overwrite: delete a store of other input or settings in ``out_dir`` instead of raising.
-        progress: print MB/s, texts/s and an ETA.
+        progress: print MB/s, texts/s and an ETA, and at the end the report of what was kept and dropped per
+            file with each file's fix (:func:`nbkit.corpus.report.report_lines`; a reused store's too).
         **settings: :data:`nbkit.corpus.manifest.DEFAULTS`; ``exclude_texts``: texts never stored (keyed as
             dedup keys them; the manifest keeps only ``{"n_hashes", "sha256"}``).
 
@@ -366,11 +388,16 @@ def prepare_corpus(inputs, out_dir, *, num_workers: int | None = None, overwrite
     except OSError:   # a read-only folder: only a finished store of this input and settings can be used there
         if overwrite or not (out / "manifest.json").is_file():
             raise
-        return _check_out_dir(out, ident, overwrite=False)[0]
-    try:
-        return _write_store(out, ident, s, sources, skipped, excluded, n_workers, overwrite, progress, t_start)
-    finally:
-        lock.release()
+        result = _check_out_dir(out, ident, overwrite=False)[0]
+    else:
+        try:
+            result = _write_store(out, ident, s, sources, skipped, excluded, n_workers, overwrite, progress, t_start)
+        finally:
+            lock.release()
+    if progress:   # the per-file report, printed alike by the CLI, the jobs, the recipes and the notebooks
+        for line in report_lines(result, out_dir):
+            print(f"[prepare-corpus] {line}", flush=True)
+    return result
 
 
 def _write_store(out: Path, ident: dict, s: dict, sources, skipped: list, excluded: np.ndarray, n_workers: int,
@@ -392,16 +419,28 @@ def _write_store(out: Path, ident: dict, s: dict, sources, skipped: list, exclud
     job = {k: s[k] for k in ("errors", "text_field", "max_chars", "min_chars", "min_cjk_share", "segmenter",
                              "unicode_normalization", "strip_markup")}
     job["cjk_share_by_source"] = {i: mf.WIKI_CJK_SHARE for i, x in enumerate(sources) if x.wikipedia}
+    compression = {x.path: x.compression for x in sources}
+    sample_log = DropLog(DROPPED)   # what the tokenizer's sample pass dropped: named if it kept nothing
+
+    def nothing(fix: str) -> str:
+        counts = Counter()
+        for f in sample_log.files.values():
+            counts.update(f["dropped"])
+        return nothing_kept(len(sources), dict(counts), sample_log.by_file(compression), fix)
+
     with Workers(n_workers) as pool:
         def cleaned():
             bar.begin(f"tokenizer sample (reads from the start until {s['sample_mb']:g} MB of text are kept)",
                       estimate=False)
             for item, result in pool.map("clean", iter_chunks(sources, s["text_field"], tmp_dir=tmp_dir,
                                                               chunk_items=s["chunk_items"]), job, paths):
-                if result is not None:
+                if isinstance(item, FileProblem):
+                    _file_problem(item, Counter(), sample_log, s["errors"])
+                elif result is not None:
+                    sample_log.add_chunk(paths[item.source], result[1], result[2], result[4])
                     bar.update(item.raw_pos + sum(x.size_bytes for x in sources[:item.source]), len(result[0]))
                     yield result[0]
-        tok, tok_seconds = ensure_tokenizer(out, s, cleaned, excluded)
+        tok, tok_seconds = ensure_tokenizer(out, s, cleaned, excluded, nothing)
         tok_file = out / "tokenizer" / "tokenizer.json"
         job.update(tokenizer_file=str(tok_file), tokenizer_json_sha256=fingerprint(tok_file), dtype=tok["dtype"],
                    sep_id=tok["sep_id"])   # the workers key their loaded tokenizer by its content
@@ -412,13 +451,13 @@ def _write_store(out: Path, ident: dict, s: dict, sources, skipped: list, exclud
     timing["mb_per_s"] = round((total - done) / 1e6 / max(timing["seconds"], 1e-9), 3)
     result = mf.build_manifest(ident, markers[-1], markers, tok, timing)
     log = DropLog(DROPPED, markers[-1])
-    result.update(problems_rule=RULE, by_file=log.by_file({x.path: x.compression for x in sources}),
+    result.update(problems_rule=RULE, by_file=log.by_file(compression),
                   inputs={"by_name": sum(x.detected == "name" for x in sources),
                           "by_content": sum(x.detected != "name" for x in sources), "n_skipped": len(skipped),
                           "skipped": skipped[:MAX_SKIPPED]})
     if not result["splits"]["train"]["n_tokens"]:
-        raise DataError(f"no text of {len(sources)} input file(s) was kept (dropped: "
-                        f"{ {k: v for k, v in result['dropped'].items() if v} }); check text_field and the filters")
+        raise DataError(nothing_kept(len(sources), result["dropped"], result["by_file"],
+                                     "else check text_field and the filters (min_chars, min_cjk_share)"))
     shards.check_ids(shard_dir, markers, tok)
     shutil.rmtree(tmp_dir, ignore_errors=True)
     jsonio.write_json(out / "manifest.json", result)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbkit.corpus.formats import FAULTS, SNIFF, fault_reason, looks_binary, open_binary, text_type_problem
+from nbkit.corpus.report import convert_command
 from nbkit.corpus.sources import Source
 from nbkit.data.filecheck import sniff_wide_encoding
 from nbkit.errors import DataError
@@ -84,9 +85,9 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
             return
         wide = sniff_wide_encoding(head)
         if wide:
+            conv = convert_command(src.path, f"iconv -f {wide[0]} -t UTF-8", src.compression)
             yield FileProblem(si, src.path, None, "not_utf8_file",
-                              f"{wide[1]}; convert it: iconv -f {wide[0]} -t UTF-8 FILE > FILE.utf8 (zcat/zstdcat "
-                              "first when compressed), and prepare the converted copy")
+                              f"{wide[1]}; convert it: {conv}, and prepare the converted copy instead")
             return
         if why := looks_binary(head):
             yield FileProblem(si, src.path, None, "binary_file", why)
@@ -197,13 +198,14 @@ def _parquet_chunks(si: int, src: Source, text_field: str, skip: int, chunk_item
             return
         if text_field not in pf.schema_arrow.names:
             yield FileProblem(si, src.path, None, "no_text_field",
-                              f"no column {text_field!r} (columns: {pf.schema_arrow.names}); pass text_field=")
+                              f"no column {text_field!r} (columns: {pf.schema_arrow.names}); pass text_field=NAME "
+                              "naming the text column")
             return
         why = text_type_problem(pf.schema_arrow.field(text_field).type)
         if why:
             yield FileProblem(si, src.path, None, "not_text",
-                              f"column {text_field!r} is {why}: cast it to string, or pass text_field= naming the "
-                              "text column")
+                              f"column {text_field!r} is {why}: cast it to string, or pass text_field=NAME naming "
+                              "the text column")
             return
         n = 0
         try:

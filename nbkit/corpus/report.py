@@ -1,6 +1,7 @@
 """What a corpus preparation dropped and how its inputs were read, for the manifest and for a person:
-``dropped`` (exact counts per reason), ``by_file`` (per file that lost anything, with a ``note`` naming the fix,
-e.g. ``iconv`` for GBK) and ``problems`` (the first :data:`PER_FILE_REASON` locations per file and reason, at
+``dropped`` (exact counts per reason), ``by_file`` (per file that lost anything, with a ``note`` naming each
+file-level cause and its fix: ``iconv`` for GBK or UTF-16, ``text_field`` for a missing column, .txt for a
+.jsonl of plain text, ...) and ``problems`` (the first :data:`PER_FILE_REASON` locations per file and reason, at
 most :data:`MAX_PROBLEMS`: one broken file cannot hide the others). A kept line costs one ``isascii`` test.
 """
 from __future__ import annotations
@@ -41,7 +42,8 @@ class DropLog:
         marker = marker or {}
         self.problems: list[dict] = list(marker.get("problems", []))
         self.files: dict[str, dict] = {p: {"n_lines": f["n_lines"], "dropped": Counter(f["dropped"]),
-                                           "scan": f.get("scan")} for p, f in marker.get("drop_files", {}).items()}
+                                           "scan": f.get("scan"), "faults": dict(f.get("faults", {}))}
+                                       for p, f in marker.get("drop_files", {}).items()}
         self.seen: Counter = Counter()
         for p in self.problems:
             self.seen[p["path"], p["reason"]] += 1
@@ -52,11 +54,14 @@ class DropLog:
             if self.last is not None and not self.files[self.last]["dropped"]:
                 del self.files[self.last]
             self.last = path
-        return self.files.setdefault(path, {"n_lines": 0, "dropped": Counter(), "scan": None})
+        return self.files.setdefault(path, {"n_lines": 0, "dropped": Counter(), "scan": None, "faults": {}})
 
     def add(self, path: str, line: int | None, reason: str, detail: str = "", n: int = 1) -> None:
-        """Count ``n`` drops of ``reason`` in ``path``; locate the first at ``line`` (1-based) if there is room."""
-        self._file(path)["dropped"][reason] += n
+        """Count ``n`` drops of ``reason`` in ``path``, a fault of the whole file (or of its rest): its whole
+        ``detail`` is kept for the file's note; locate the first at ``line`` (1-based) if there is room."""
+        f = self._file(path)
+        f["dropped"][reason] += n
+        f["faults"].setdefault(reason, detail)
         keep_location(self.problems, self.seen, path, line, reason, detail)
 
     def add_chunk(self, path: str, counts: Counter, problems: list[dict], scan: dict | None) -> None:
@@ -83,8 +88,9 @@ class DropLog:
     def state(self) -> dict:
         """JSON-able state for a part's done-marker (``problems``, ``drop_files``)."""
         return {"problems": list(self.problems),
-                "drop_files": {p: {"n_lines": f["n_lines"], "dropped": dict(f["dropped"]), "scan": f["scan"]}
-                          for p, f in self.files.items()}}
+                "drop_files": {p: {"n_lines": f["n_lines"], "dropped": dict(f["dropped"]), "scan": f["scan"],
+                                   **({"faults": f["faults"]} if f["faults"] else {})}
+                               for p, f in self.files.items()}}
 
     def by_file(self, compression: dict[str, str | None]) -> dict[str, dict]:
         """The manifest's ``by_file`` in input order (``compression``: path -> "gz"/"zst"/None)."""
@@ -92,8 +98,12 @@ class DropLog:
         for path, f in self.files.items():
             dropped = {r: int(f["dropped"][r]) for r in self.reasons if f["dropped"].get(r)}
             if dropped:
-                note = file_note(path, f["n_lines"], dropped.get("bad_utf8", 0), f["scan"], compression.get(path))
-                out[path] = {"n_lines": f["n_lines"], "dropped": dropped, "note": note}
+                first = {p["reason"]: p["detail"] for p in reversed(self.problems) if p["path"] == path}
+                notes = [file_note(path, f["n_lines"], dropped.get("bad_utf8", 0), f["scan"], compression.get(path)),
+                         *(fault_note(r, d) for r, d in f["faults"].items() if r != "bad_utf8"),
+                         whole_file_note(f["n_lines"], dropped, first)]
+                out[path] = {"n_lines": f["n_lines"], "dropped": dropped,
+                             "note": "; and ".join(n for n in notes if n) or None}
         return out
 
 
@@ -101,6 +111,46 @@ def _converted(path: str, compression: str | None) -> str:
     stem, dot, ext = path.rpartition(".") if compression is None else path[:-len(compression) - 1].rpartition(".")
     base = f"{stem}.utf8.{ext}" if dot else f"{path}.utf8"
     return base if compression is None else f"{base}.{compression}"
+
+
+def convert_command(path: str, conv: str, compression: str | None = None) -> str:
+    """The shell command running ``conv`` (e.g. ``iconv -f UTF-16 -t UTF-8``) over ``path`` into a converted copy
+    beside it (``a.txt`` -> ``a.utf8.txt``, ``a.txt.gz`` -> ``a.utf8.txt.gz``)."""
+    return _pipe(path, _converted(path, compression), conv, compression)
+
+
+#: The fix for a file-level drop whose reader's detail names none (``not_utf8_file``, ``no_text_field`` and
+#: ``not_text`` details name theirs: the ``iconv`` command, ``text_field=``).
+FAULT_FIXES = {
+    "empty_file": "nothing to read: remove it from the inputs, or fill it",
+    "binary_file": "not a text file: remove it from the inputs (or narrow the glob or folder)",
+    "truncated_file": "the file ends early (a copy or download cut short); the texts before it are kept: copy, "
+                      "download or compress it again",
+    "unreadable_file": "the texts before the fault are kept: check that the file is the one meant and whole (open "
+                       "it, e.g. with zcat or pyarrow), and replace it",
+    "bad_json": "a JSON array read up to a fault; the elements before it are kept: fix the JSON there, or write "
+                "the texts one JSON object per line as .jsonl",
+}
+
+
+def fault_note(reason: str, detail: str) -> str:
+    """The note for a fault of a whole file (or of its rest): the reader's detail and its fix."""
+    fix = FAULT_FIXES.get(reason)
+    return f"{reason}: {detail}" + (f"; {fix}" if fix else "")
+
+
+def whole_file_note(n_lines: int, dropped: dict[str, int], first: dict[str, str]) -> str | None:
+    """The note for a JSON-lines file that lost *every* line to one cause: ``bad_json`` (plain text named .jsonl)
+    or ``no_text_field`` (another key); ``first``: the first located detail per reason. None otherwise."""
+    blank = dropped.get("blank", 0)   # a blank line of a JSON-lines file is "blank", whatever the file holds
+    if dropped.get("bad_json") and dropped["bad_json"] + blank == n_lines:
+        return (f"none of its {n_lines:,} lines is JSON (line 1: {first.get('bad_json', '?')}): if it is plain "
+                "text, one text per line, rename it to .txt (a .jsonl or .json name is read as JSON lines; a file "
+                "of another name is read by its content)")
+    if dropped.get("no_text_field") and dropped["no_text_field"] + blank == n_lines:
+        return (f"none of its {n_lines:,} lines has the text key ({first.get('no_text_field', '?')}): pass "
+                "text_field=KEY naming the key that holds the text")
+    return None
 
 
 def _pipe(path: str, out: str, conv: str, compression: str | None) -> str:
@@ -152,6 +202,25 @@ def input_lines(sources: list[dict], skipped: list[dict], max_lines: int = 10) -
         if len(skipped) > max_lines:
             out.append(f"  ... and {len(skipped) - max_lines:,} more (manifest.json: inputs.skipped)")
     return out
+
+
+def nothing_kept(n_files: int, dropped: dict[str, int], by_file: dict[str, dict], fix: str,
+                 max_files: int = 5) -> str:
+    """The message for a preparation that kept no text: the drops, each file's note (its file-level cause and
+    fix, at most ``max_files``), then ``fix`` for the rest."""
+    notes = [f"{path}: {f['note']}" for path, f in by_file.items() if f.get("note")]
+    more = f"; and {len(notes) - max_files:,} more file(s) with a note" if len(notes) > max_files else ""
+    return (f"no text of {n_files:,} input file(s) was kept (dropped: { {k: v for k, v in dropped.items() if v} })"
+            + "".join(f"; {n}" for n in notes[:max_files]) + more + f"; {fix}")
+
+
+def report_lines(manifest: dict, out_dir) -> list[str]:
+    """What a preparation gives a person, as every entry point prints it (the CLI, the jobs, the recipes and
+    notebooks through ``prepare_corpus(progress=True)``): one summary line, then :func:`summary_lines`."""
+    dropped = ", ".join(f"{k} {v:,}" for k, v in manifest["dropped"].items() if v) or "none"
+    splits = manifest["splits"]
+    return [f"{out_dir}: {manifest['counts']['n_texts_kept']:,} texts, train {splits['train']['n_tokens']:,} tokens, "
+            f"validation {splits['validation']['n_tokens']:,} tokens; dropped: {dropped}", *summary_lines(manifest)]
 
 
 def summary_lines(manifest: dict, max_files: int = 20, per_reason: int = 3) -> list[str]:

@@ -45,11 +45,16 @@ def given_store(corpus) -> Path | None:
 
     Raises:
         ConfigError: a store listed with other inputs, or several stores (training reads one store).
+        DataError: a store alone whose ``manifest.json`` is damaged (:func:`read_manifest`'s message).
     """
     items = list(corpus) if isinstance(corpus, (list, tuple)) else [corpus]
     prepared = [is_prepared(i) for i in items]                      # each reads a manifest: once
     stores = [os.fspath(i) for i, yes in zip(items, prepared) if yes]
     if not stores:
+        one = Path(os.fspath(items[0])).expanduser() if len(items) == 1 and isinstance(items[0], (str, os.PathLike)) \
+            else None
+        if one is not None and (one / "manifest.json").is_file() and holds_store_files(one):
+            read_manifest(one)   # a store with a damaged manifest: its DataError names the file and the fix
         return None
     if len(items) == 1:
         return Path(stores[0]).expanduser()
@@ -134,9 +139,11 @@ def store_tokenizer(path):
 
 
 def wait_for_store(path, timeout_s: float = 6 * 3600.0, poll_s: float = 2.0, clock=time.monotonic,
-                   sleep=time.sleep) -> dict:
+                   sleep=time.sleep, fresh: bool = False) -> dict:
     """The manifest of ``path`` once another process (rank 0) completes it, polled every ``poll_s`` seconds: no
-    collective is pending meanwhile, so no NCCL/gloo timeout fires.
+    collective is pending meanwhile, so no NCCL/gloo timeout fires. With ``fresh`` (a store rank 0 prepares from
+    raw input), a manifest whose input files changed on disk since (:func:`stale_sources`) is waited past: rank 0
+    prepares that store again.
 
     Raises:
         DataError: no manifest after ``timeout_s`` seconds (the fixes named), or one that is invalid.
@@ -144,13 +151,32 @@ def wait_for_store(path, timeout_s: float = 6 * 3600.0, poll_s: float = 2.0, clo
     deadline = clock() + timeout_s
     while True:
         if (Path(path).expanduser() / "manifest.json").is_file():
-            return read_manifest(path)
+            manifest = read_manifest(path)
+            if not (fresh and stale_sources(manifest)):
+                return manifest   # else rank 0 is preparing it again from changed input: wait on
         if clock() >= deadline:
             raise DataError(f"waited {timeout_s:.0f} s for rank 0 to prepare the corpus store {path}, but "
                             "its manifest.json did not appear; check rank 0's log, or prepare it once with "
                             "`nbkit prepare-corpus` before launching (or raise --corpus-wait-s). Every "
                             "node must see the same directory (a shared filesystem).")
         sleep(poll_s)
+
+
+def stale_sources(manifest: dict) -> list[str]:
+    """The input files of a store's manifest whose size or modification time on disk differ from the recorded
+    ones (a file gone counts): the store no longer matches them; ``[]`` when all match (os.stat only)."""
+    out = []
+    for src in manifest.get("sources", []):
+        if src.get("kind") == "dataset":
+            continue
+        try:
+            st = os.stat(src["path"])
+        except OSError:
+            out.append(src["path"])
+            continue
+        if (st.st_size, st.st_mtime) != (src.get("size_bytes"), src.get("mtime")):
+            out.append(src["path"])
+    return out
 
 
 def is_datasets_object(obj: Any) -> bool:

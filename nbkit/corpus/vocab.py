@@ -47,10 +47,16 @@ def _load_given(given: str):
     :data:`PROBE` as the slow one does.
 
     Raises:
-        ConfigError: it does not load, or it is slow and has no exact conversion (the cause and the fix named).
+        ConfigError: a corpus store's folder (its ``tokenizer/`` named), it does not load, or it is slow and has no
+            exact conversion (the cause and the fix named).
     """
     from transformers import AutoTokenizer
 
+    from nbkit.corpus.store import holds_store_files
+
+    if holds_store_files(given) and (Path(given) / "tokenizer").is_dir():
+        raise ConfigError(f"tokenizer={given!r} is a corpus store, not a tokenizer folder; its tokenizer is "
+                          f"{Path(given) / 'tokenizer'}: pass tokenizer={str(Path(given) / 'tokenizer')!r}")
     try:
         tok = AutoTokenizer.from_pretrained(given)
     except Exception as exc:  # noqa: BLE001  (OSError, ValueError, ... from transformers)
@@ -146,19 +152,25 @@ def short_vocab_note(n_vocab: int, asked: int, n_texts: int, sample_bytes: int, 
             f"Latin words and digit runs); {fix}")
 
 
-def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
-                     cleaned: Callable[[], Iterable[list[str]]], excluded=()) -> tuple[dict[str, Any], float]:
+def ensure_tokenizer(out_dir: Path, settings: dict[str, Any], cleaned: Callable[[], Iterable[list[str]]],
+                     excluded=(), nothing: Callable[[str], str] | None = None) -> tuple[dict[str, Any], float]:
     """``out_dir/tokenizer/`` reused, copied or trained; returns ``(info, seconds)``. ``cleaned()`` (called only
-    to train) yields batches of cleaned texts; ``excluded``: uint64 hashes kept out of the sample.
+    to train) yields batches of cleaned texts; ``excluded``: uint64 hashes kept out of the sample; ``nothing(fix)``:
+    the message when no text passed, naming what was dropped and each file's fix (default: ``fix`` alone).
 
     Raises:
         ConfigError: a given tokenizer that does not load (or is slow without an exact fast conversion), or has
             neither [SEP] nor an eos token.
-        DataError: no text passes the filters (nothing to train on).
+        DataError: no text passes the filters (nothing to train on); a damaged ``tokenizer_info.json``.
     """
     final, info_path = out_dir / "tokenizer", out_dir / INFO
     if final.is_dir() and info_path.is_file():
-        return jsonio.loads_strict(info_path.read_text(encoding="utf-8")), 0.0
+        try:
+            return jsonio.loads_strict(info_path.read_text(encoding="utf-8")), 0.0
+        except (ValueError, UnicodeDecodeError) as err:
+            raise DataError(f"{info_path} is not valid JSON ({str(err)[:120]}): the store in {out_dir} is damaged. "
+                            "Pass overwrite=True to delete nbkit's files there and prepare again, or a new "
+                            "out_dir") from None
     t0 = time.perf_counter()
     tmp = out_dir / ".tokenizer.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -174,8 +186,9 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any],
         max_bytes = int(settings["sample_mb"] * 1e6)
         texts, size = sample_texts(cleaned(), settings["heldout_share"], max_bytes, excluded)
         if not texts:
-            raise DataError("no text of the corpus passes the validity rule and filters, so there is nothing "
-                            "to train the tokenizer on; check text_field, min_chars and min_cjk_share")
+            fix = "else check text_field, min_chars and min_cjk_share (there is nothing to train the tokenizer on)"
+            raise DataError(nothing(fix) if nothing else f"no text of the corpus passes the validity rule and "
+                            f"filters; {fix}")
         with warnings.catch_warnings(record=True) as caught:   # its own shortfall warning is replaced below
             warnings.simplefilter("always")
             tok = train_wordpiece(texts, settings["vocab_size"], tmp, settings["model_max_length"], nfkc=TRAINED_NFKC)

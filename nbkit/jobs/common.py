@@ -41,8 +41,8 @@ def job_parser(description: str, config_cls, output_dir_help: str, skip=()) -> a
         if f.name == "scale" or f.name in skip:
             continue
         kind, kw = str(f.type), {}
-        if kind.startswith("bool"):
-            kw = dict(type=_yes_no, metavar="yes|no")
+        if kind.startswith("bool"):   # --resume: auto|none, as docs/distributed.md and the stop lines say
+            kw = dict(type=_yes_no, metavar="auto|none" if f.name == "resume" else "yes|no")
         elif kind.startswith(("tuple", "str | list")):
             kw = dict(nargs="+")
         elif kind.startswith("int"):

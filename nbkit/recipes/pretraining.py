@@ -431,15 +431,18 @@ def data(cfg: PretrainConfig, labeled=None, texts=None) -> PretrainCorpus:
     if cfg.corpus is not None:
         from nbkit.corpus.store import corpus_store, store_summary
 
+        # the store of raw input lives in runs/corpus/, nbkit's folder keyed by the inputs' paths: when a file or
+        # a setting changed, the old store there can serve no run, so it is prepared again (said in a warning)
+        # instead of stopping with a fix (a new out_dir, overwrite) that a notebook or a job cannot take
         if folder is None:
-            store = corpus_store(cfg.corpus)
+            store = corpus_store(cfg.corpus, overwrite=True)
         else:   # a given store must hold ids of init's tokenizer
             from transformers import AutoTokenizer
 
             from nbkit.corpus.store import store_tokenizer
             from nbkit.models.bert import vocab_difference
 
-            store = corpus_store(cfg.corpus, out_dir=store_dir(cfg), tokenizer=str(folder))
+            store = corpus_store(cfg.corpus, out_dir=store_dir(cfg), tokenizer=str(folder), overwrite=True)
             differ = vocab_difference(AutoTokenizer.from_pretrained(str(folder)).get_vocab(),
                                       store_tokenizer(store).get_vocab())
             if differ:
@@ -822,11 +825,11 @@ def _rank0_first(info, make):
 def _store_rank0_first(cfg: PretrainConfig, wait_s: float) -> PretrainCorpus:
     """Global rank 0 prepares (or checks) the store; the others poll for its manifest (no collective:
     preparing a big corpus takes longer than any process-group timeout)."""
-    from nbkit.corpus.store import store_summary, wait_for_store
+    from nbkit.corpus.store import given_store, store_summary, wait_for_store
     from nbkit.train.ddp.group import DistInfo
 
     if DistInfo.from_env().rank == 0:
         return data(cfg)
     store = store_dir(cfg)
-    wait_for_store(store, timeout_s=wait_s)
+    wait_for_store(store, timeout_s=wait_s, fresh=given_store(cfg.corpus) is None)   # raw input: data() re-prepares
     return PretrainCorpus(store=store, report=store_summary(store))
