@@ -346,3 +346,20 @@ def test_the_jobs_resume_flag_is_spelled_as_the_docs_spell_it():
     from nbkit.jobs import pretrain
 
     assert "--resume auto|none" in pretrain.parser().format_help()
+
+
+@pytest.mark.parametrize("kind", ["txt", "jsonl"])
+def test_old_mac_line_ends_read_as_lines_like_lf_and_crlf(tmp_path, tok_dir, kind):
+    from tests.corpus_helpers import load_split
+
+    texts = review_lines(40)
+    lf = (write_txt if kind == "txt" else write_jsonl)(tmp_path / f"lf.{kind}", texts)
+    ends = {"cr": b"\r", "crlf": b"\r\n"}
+    stores = {"lf": run(lf, tmp_path / "s-lf", tok_dir, heldout_share=0.0)}
+    for name, end in ends.items():
+        other = tmp_path / f"{name}.{kind}"
+        other.write_bytes(lf.read_bytes().replace(b"\n", end))
+        stores[name] = run(other, tmp_path / f"s-{name}", tok_dir, heldout_share=0.0)
+    for name in ends:   # a CR-only file was one line: one text (txt) or one bad JSON line (jsonl)
+        assert stores[name]["counts"]["n_texts_kept"] == len(texts) == stores["lf"]["counts"]["n_texts_kept"]
+        assert (load_split(tmp_path / f"s-{name}")[0] == load_split(tmp_path / "s-lf")[0]).all()

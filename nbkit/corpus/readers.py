@@ -6,6 +6,7 @@ fault is a :class:`FileProblem` in stream order, the lines before it kept.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
 import shutil
@@ -95,6 +96,8 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
         if src.kind == "json" and head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] == b"[":
             yield from _json_array_chunks(si, src, stream, guard, raw, skip, chunk_items)
             return
+        if b"\r" in head and b"\n" not in head:   # old Mac line ends: each CR ends a line, as LF and CRLF do
+            stream = io.BufferedReader(_CRasLF(stream), buffer_size=1 << 20)
         kind = "txt" if src.kind == "txt" else "jsonl"
         n, chunk, size, consumed = 0, None, 0, 0
         # progress: the bytes of the lines read (an uncompressed file), not raw.tell(), which runs up to the
@@ -120,6 +123,22 @@ def _line_chunks(si: int, src: Source, skip: int, chunk_items: int, chunk_bytes:
             yield chunk
         if guard.fault is not None:
             yield FileProblem(si, src.path, n + 1, fault_reason(guard.fault), str(guard.fault))
+
+
+class _CRasLF(io.RawIOBase):
+    """The bytes of ``inner`` with every CR read as LF (a CR-only file: one byte for one, so lengths and progress
+    stay those of the file)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        data = self.inner.read1(len(buf)).replace(b"\r", b"\n")
+        buf[:len(data)] = data
+        return len(data)
 
 
 def _json_array_chunks(si: int, src: Source, stream, guard, raw, skip: int, chunk_items: int):
