@@ -108,6 +108,8 @@ def test_store_blocks_read_the_stream_as_prepared(tmp_path, runs_tmp):
                                                  StoreCausalDataset)
     sized, plan = pt.size(cfg.replace(scale="cpu"), corpus_, device="cpu", out_dir=tmp_path / "plan")
     assert sized.model.startswith("gpt2-") and any(r.startswith("causal: ") for r in plan["reasons"])
+    _, smoke = pt.size(cfg, corpus_, device="cpu", out_dir=tmp_path / "smoke-plan")   # shown, not applied
+    assert smoke["model"].startswith("gpt2-") and smoke["sized_as"] in ("tiny", "narrow")
 
 
 def test_presets_build_from_config_and_count_their_flops():

@@ -514,13 +514,14 @@ def size(cfg: PretrainConfig, corpus: PretrainCorpus, device: str | None = None,
         if how and speed is None:
             plan["reasons"][1] += f"; {how}"
         plan["inputs"] = inputs
+    if cfg.init is None and "model" in plan and "sized_as" not in plan:   # the size in the objective's presets
+        plan["sized_as"] = plan["model"]     # the BERT preset the reasons name (a resumed plan is mapped already)
+        plan["model"], why = objectives.get(cfg.objective).sized_model(cfg, plan["model"])
+        plan["reasons"] += [why] if why else []
     if cfg.scale == "smoke":
         plan["applied"] = "not applied: the smoke scale keeps its CI sizes"
         return cfg, plan
     fixed = ("model", "lr", "warmup_ratio") if cfg.init is not None else ()   # init: its model, continued recipe
-    if cfg.init is None and "model" in plan:   # the plan's size in the objective's presets
-        plan["model"], why = objectives.get(cfg.objective).sized_model(cfg, plan["model"])
-        plan["reasons"] += [why] if why else []
     mine = {k: plan[k] for k in ("model", "batch_size", "grad_accum_steps", "max_steps", "lr", "warmup_ratio",
                                  "eval_every", "eval_blocks") if k in plan and k not in fixed}
     if fixed:
