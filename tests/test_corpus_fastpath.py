@@ -62,6 +62,25 @@ def test_ids_equal_the_tokenizers_own(tok_file):
     assert json.loads(open(tok_file, encoding="utf-8").read())["normalizer"]["type"] == "BertNormalizer"  # no NFKC
 
 
+def test_passes_of_a_few_characters_give_the_one_pass_result(tok_file, monkeypatch):
+    """A chunk is encoded in passes of PASS_CHARS characters (memory bounded by the pass, not the chunk: one long
+    line cut into many pieces); whole texts per pass, so the ids, word starts and counts are the one pass's."""
+    from tokenizers import Tokenizer
+
+    from nbkit.corpus import fastpath
+
+    tok, table, cut = Tokenizer.from_file(tok_file), lookup_table(tok_file), cutter("jieba", keep_space=True)
+    ts = texts()
+    whole = encode_texts(ts, tok, table, cut)
+    calls = []
+    real = fastpath._encode_pass
+    monkeypatch.setattr(fastpath, "_encode_pass", lambda g, *a: calls.append(len(g)) or real(g, *a))
+    monkeypatch.setattr(fastpath, "PASS_CHARS", 500)
+    passed = encode_texts(ts, tok, table, cut)
+    assert len(calls) > 10 and sum(calls) == len(ts)
+    assert all((a == b).all() and a.dtype == b.dtype for a, b in zip(whole, passed))
+
+
 @pytest.mark.parametrize("kw", [{"nfkc": True}, {"strip_accents": True}], ids=["nfkc", "strip_accents"])
 def test_ids_equal_the_tokenizers_own_for_other_normalizers(tmp_path_factory, kw):
     """NFKC (the worker normalises first, as the store does) and NFD-based accent stripping (table skips

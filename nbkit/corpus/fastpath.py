@@ -95,11 +95,33 @@ def _word_index(texts: list[str], cut: Callable[[str], list[str]], n_chars: int)
     return np.cumsum(starts[:n_chars])
 
 
+#: characters one pass of :func:`encode_texts` holds: a pass takes ~100 bytes per character (its index arrays and the
+#: segmenter's words), so a chunk of many characters (one 30 MB line cut into pieces) is encoded pass by pass
+PASS_CHARS = 1 << 20
+
+
 def encode_texts(texts: list[str], tok, table: np.ndarray, cut: Callable[[str], list[str]] | None,
                  continuation: np.ndarray | None = None):
     """``(ids, wst, counts)`` of the chunk, no ``[SEP]``: ``ids`` (t,) int64 in text order, ``wst`` (t,) uint8,
     ``counts`` (n_texts,) int64 tokens per text (0: none). ``cut``: text -> words that join to it; None: no
-    segmenter, a token starts a word unless ``continuation[id]`` (:func:`continuation_mask`)."""
+    segmenter, a token starts a word unless ``continuation[id]`` (:func:`continuation_mask`). Texts are encoded in
+    passes of about :data:`PASS_CHARS` characters (whole texts; each is encoded on its own, so the result is the
+    same): working memory ~100 MB per pass, whatever the chunk's size."""
+    passes, group, size = [], [], 0
+    for t in texts:
+        if group and size + len(t) > PASS_CHARS:
+            passes.append(group)
+            group, size = [], 0
+        group.append(t)
+        size += len(t)
+    if len(passes) == 0:
+        return _encode_pass(texts, tok, table, cut, continuation)
+    parts = [_encode_pass(g, tok, table, cut, continuation) for g in [*passes, group]]
+    return tuple(np.concatenate(x) for x in zip(*parts))
+
+
+def _encode_pass(texts: list[str], tok, table: np.ndarray, cut: Callable[[str], list[str]] | None,
+                 continuation: np.ndarray | None):
     if not texts:
         return np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.int64)
     joined = "\n".join(texts)
