@@ -383,6 +383,15 @@ def test_the_store_says_why_its_vocabulary_is_short_at_any_size(tmp_path, sample
     assert m["tokenizer"]["vocab_size_asked"] == asked and why.split(":")[0].replace("\\", "") in m["tokenizer"]["note"]
 
 
+def test_a_vocabulary_above_the_request_says_every_character_is_kept(tmp_path):
+    raw = write_txt(tmp_path / "c.txt", review_lines(1500))
+    kw = dict(num_workers=1, progress=False, heldout_share=0.0)
+    with pytest.warns(UserWarning, match=r"tokenizer has ([\d,]+) tokens, \d+% of vocab_size=300: WordPiece keeps "
+                                         r"every distinct character .*Pass vocab_size=\1 or more"):
+        m = prepare_corpus(raw, tmp_path / "s", vocab_size=300, **kw)
+    assert m["tokenizer"]["vocab_size"] > 300 / 0.9 and "every distinct character" in m["tokenizer"]["note"]
+
+
 def test_the_pretraining_recipe_takes_a_datasets_object_keyed_by_its_fingerprint(runs_tmp):
     from datasets import Dataset, DatasetDict
 

@@ -135,10 +135,15 @@ def sample_texts(cleaned: Iterable[list[str]], share: float, max_bytes: int,
     return texts, size
 
 
-def short_vocab_note(n_vocab: int, asked: int, n_texts: int, sample_bytes: int, sample_cut: bool,
-                     sample_mb: float) -> str | None:
-    """The warning for a trained vocabulary under :data:`~nbkit.text.wordpiece_order.FAR_BELOW` of ``asked``,
-    with its reason and fix; None when close enough."""
+def vocab_size_note(n_vocab: int, asked: int, n_texts: int, sample_bytes: int, sample_cut: bool,
+                    sample_mb: float) -> str | None:
+    """The warning for a trained vocabulary under :data:`~nbkit.text.wordpiece_order.FAR_BELOW` of ``asked``, or
+    above ``asked / FAR_BELOW`` (every distinct character is kept), with its reason and fix; None when close enough."""
+    if n_vocab > asked / FAR_BELOW:
+        return (f"the store's tokenizer has {n_vocab:,} tokens, {n_vocab / asked:.0%} of vocab_size={asked:,}: "
+                f"WordPiece keeps every distinct character of its {n_texts:,} training texts as a token (one left out "
+                "would read as [UNK]), and they alone outnumber vocab_size; the embedding matrix has a row per token. "
+                f"Pass vocab_size={n_vocab:,} or more to ask for what the text needs")
     if n_vocab >= FAR_BELOW * asked:
         return None
     if sample_cut:
@@ -201,7 +206,7 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any], cleaned: Callable[
             f"the first {len(texts):,} texts ({size / 1e6:,.2f} MB UTF-8, {whole}) in input order that pass the "
             "validity rule and filters, held-out, repeated and excluded texts left out"),
             "vocab_size_asked": settings["vocab_size"]}
-        info["note"] = short_vocab_note(len(tok), settings["vocab_size"], len(texts), size, size >= max_bytes,
+        info["note"] = vocab_size_note(len(tok), settings["vocab_size"], len(texts), size, size >= max_bytes,
                                         settings["sample_mb"])
         for w in caught:
             if not (info["note"] and issubclass(w.category, UserWarning) and "far below vocab_size" in str(w.message)):
