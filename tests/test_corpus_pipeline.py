@@ -40,6 +40,8 @@ def test_size_run_under_torchrun_counts_every_process_in_a_step():
     big1, big4 = size_run(10**11, "cuda"), size_run(10**11, "cuda", world_size=4)  # 4 h-bound
     assert big4["train_tokens"] == pytest.approx(4 * big1["train_tokens"], rel=1e-3)
     assert big4["estimated_s"] == pytest.approx(big1["estimated_s"], rel=1e-3)
+    speed = big1["tokens_per_s"]                  # the time-bound reason names all processes' speed once, not x 4
+    assert f"what {4 * speed:,.0f} tokens/s ({speed:,.0f} per process x 4 processes) reads" in big4["reasons"][2]
     with pytest.raises(ValueError, match="world_size"):
         size_run(1000, "cpu", world_size=0)
 

@@ -249,7 +249,8 @@ def size_run(n_tokens: int, device: str = "cuda", block_size: int = 128, budget_
     per_step = batch * block_size * world_size                           # tokens one optimizer step reads
     if tokens > speed * step_budget:
         left = f" ({fmt_duration(step_budget)} of it for steps, after the evaluations)" if eval_s else ""
-        tokens, why = speed * step_budget, f"what {speed:,.0f} tokens/s{ranks} reads in {fmt_duration(budget)}{left}"
+        each = f" ({per_process:,.0f} per process{ranks})" if world_size > 1 else ""   # speed: all processes'
+        tokens, why = speed * step_budget, f"what {speed:,.0f} tokens/s{each} reads in {fmt_duration(budget)}{left}"
     steps = max(1, math.floor(tokens / per_step))   # floor: never past a cap
     train_tokens = steps * per_step
     passes = train_tokens / n_tokens
