@@ -159,7 +159,7 @@ def test_a_killed_worker_stops_the_preparation_at_once_naming_it_and_a_rerun_com
     assert took < 45                                       # at once: not the old wait for ever (a busy machine is slower)
     line = err.strip().splitlines()[-1]
     assert f"(pid {victim}) was killed by signal 9 (SIGKILL)" in line, line
-    assert "out-of-memory" in line and "num_workers=1" in line and "continues after them" in line
+    assert "out-of-memory" in line and "(--num-workers 1; now 2" in line and "continues after them" in line  # CLI words
     assert not (out / "manifest.json").exists() and _done(out) >= 1     # complete parts kept
     assert not psutil.wait_procs(workers, timeout=GENEROUS_S)[1]        # the other worker ended too
     rerun = _prep_process(big, out, tok_dir, workers=2)

@@ -203,7 +203,7 @@ class Workers:
             last = chunk.first_line + len(chunk.items) - 1
             held = f" It held {len(p.held)} chunk(s) of work, the first {path} lines {chunk.first_line:,}-{last:,}."
         fewer = max(1, self.n // 2)
-        fix = (f"Run the same preparation again with fewer workers (num_workers={fewer}, --num-workers {fewer}; "
+        fix = (f"Run the same preparation again with fewer workers (num_workers={fewer}; "
                f"now {self.n}: each holds a tokenizer and its chunks in memory) or with more memory"
                if code is not None and code < 0 else "Fix what its error names and run the same preparation again")
         return WorkerDied(
