@@ -19,11 +19,12 @@ def _browser_conftest():
     return load_script(ROOT / "tests" / "browser" / "conftest.py", "browser_conftest")
 
 
-def test_nbval_cells_of_a_notebook_the_browser_runs_are_deselected_and_the_others_kept():
+@pytest.mark.parametrize("group", ["", "@notebooks"])   # an xdist worker's node ids end in @<group>
+def test_nbval_cells_of_a_notebook_the_browser_runs_are_deselected_and_the_others_kept(group):
     mod = _browser_conftest()
     nb = ROOT / "notebooks"
     browser = "tests/browser/test_jupyterlab.py::test_notebook_runs_clean_in_the_browser"
-    items = [SimpleNamespace(nodeid=f"{browser}[00_environment_check.ipynb]", path=ROOT / "tests/browser/x.py"),
+    items = [SimpleNamespace(nodeid=f"{browser}[00_environment_check.ipynb]{group}", path=ROOT / "tests/browser/x.py"),
              SimpleNamespace(nodeid="notebooks/00_environment_check.ipynb::Cell 0", path=nb / "00_environment_check.ipynb"),
              SimpleNamespace(nodeid="notebooks/00_environment_check.ipynb::Cell 1", path=nb / "00_environment_check.ipynb"),
              SimpleNamespace(nodeid="notebooks/01_tokenizing.ipynb::Cell 0", path=nb / "01_tokenizing.ipynb"),

@@ -93,8 +93,8 @@ def run_each_notebook_once(config, items) -> list:
     ``.ci/run``) executes each notebook once instead of twice. Where the browser suite skips
     (no chromium), nbval keeps its run. Returns the deselected items.
     """
-    in_browser = {m.group(1) for item in items
-                  if (m := re.search(r"::test_notebook_runs_clean_in_the_browser\[(.+\.ipynb)\]$", item.nodeid))}
+    in_browser = {m.group(1) for item in items   # an xdist worker's ids end in @<group> (tests/conftest.py)
+                  if (m := re.search(r"::test_notebook_runs_clean_in_the_browser\[(.+\.ipynb)\](@\w+)?$", item.nodeid))}
     nb_dir = (REPO / "notebooks").resolve()
     twice = [item for item in items if Path(str(item.path)).suffix == ".ipynb"
              and Path(str(item.path)).resolve().parent == nb_dir and Path(str(item.path)).name in in_browser]
