@@ -180,6 +180,9 @@ def test_overflow_is_dropped_or_truncated_and_counted(uer):
     assert cols["index"] == [0, 1] and all(len(ids) <= 24 for ids in cols["input_ids"])
     with pytest.raises(DataError, match="no conversation left.*overflow='truncate'"):
         chat.encode_conversations(tok, [long_prompt], max_length=24)
+    with pytest.raises(DataError, match="no conversation left") as err:         # truncating already: not advised
+        chat.encode_conversations(tok, [long_prompt], max_length=24, overflow="truncate")
+    assert "overflow=" not in str(err.value) and "a larger block_size or shorter conversations" in str(err.value)
     with pytest.raises(ConfigError, match="overflow='cut'"):
         chat.encode_conversations(tok, [short], max_length=24, overflow="cut")
 

@@ -46,6 +46,7 @@ BAD_CASES = {
                      r"line 2: turn 2 has role 'tool'"),
     "role_order": ({"messages": [{"role": "user", "content": "x"}, {"role": "user", "content": "y"},
                                  {"role": "assistant", "content": "z"}]}, r"line 2: turn 2 is 'user' where 'assistant'"),
+    "not_text": ({"instruction": "x", "output": {"answer": "y"}}, r"line 2: output is a JSON object, not text"),
     "empty_content": ({"conversations": [{"from": "human", "value": "x"}, {"from": "gpt", "value": "  "}]},
                       r"line 2: turn 2's content is empty"),
     "no_assistant": ({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "x"}]},
@@ -62,6 +63,13 @@ def test_each_bad_record_is_named_by_file_and_line_or_skipped_and_counted(tmp_pa
     data = instruct.read_conversations(path, bad="skip")
     assert data.report["n_kept"] == 2 and data.report["dropped"] == {**dict.fromkeys(instruct.PROBLEMS, 0), kind: 1}
     assert data.report["where"] == {kind: ["data.jsonl line 2"]}
+
+
+def test_a_number_is_read_as_its_text_and_a_json_null_line_is_named_as_json(tmp_path):
+    data = instruct.read_conversations(write(tmp_path / "n.jsonl", [{"instruction": "1+1=?", "output": 2}]))
+    assert data.conversations[0][-1] == {"role": "assistant", "content": "2"}
+    with pytest.raises(DataError, match=r"line 1: a JSON null, not an object"):
+        instruct.read_conversations(write(tmp_path / "null.jsonl", [None]))
 
 
 def test_turns_after_the_last_answer_are_cut_and_counted(tmp_path):

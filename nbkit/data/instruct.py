@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nbkit.data.filecheck import _a, _json_kind
 from nbkit.data.labeled import MAX_LOCATIONS, SPLITS
 from nbkit.data.textrule import repair_surrogates
 from nbkit.errors import ConfigError, DataError
 
 SHAPES = ("alpaca", "sharegpt", "openai")
-PROBLEMS = ("invalid_json", "unknown_shape", "unknown_role", "role_order", "empty_content", "no_assistant")
+PROBLEMS = ("invalid_json", "unknown_shape", "unknown_role", "role_order", "not_text", "empty_content",
+            "no_assistant")
 BAD = ("raise", "skip")
 #: role names of the three shapes -> the template's roles
 ROLE_NAMES = {"system": "system", "developer": "system", "user": "user", "human": "user", "assistant": "assistant",
@@ -56,14 +58,19 @@ class Conversations:
 
 
 def _text(value, what: str) -> str:
-    """``value`` as a message's text: a string, or OpenAI's list of ``{"type": "text", "text"}`` parts joined."""
+    """``value`` as a message's text: a string, a JSON number as written in Python (``2`` -> ``"2"``, as the
+    labelled readers read one), or OpenAI's list of ``{"type": "text", "text"}`` parts joined."""
     if isinstance(value, list):
         parts = [p.get("text") for p in value if isinstance(p, dict) and p.get("type", "text") == "text"]
         if len(parts) != len(value) or not all(isinstance(p, str) for p in parts):
-            raise _Bad("empty_content", f"{what} is a list with parts other than text parts")
+            raise _Bad("not_text", f"{what} is a list with parts other than text parts")
         value = "".join(parts)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if value is None:
+        raise _Bad("empty_content", f"{what} is null")
     if not isinstance(value, str):
-        raise _Bad("empty_content", f"{what} is {type(value).__name__}, not text")
+        raise _Bad("not_text", f"{what} is {_a('JSON ' + _json_kind(value))}, not text")
     if not value.strip():
         raise _Bad("empty_content", f"{what} is empty")
     return value
@@ -77,7 +84,7 @@ def to_messages(record: Any) -> tuple[str, list[dict], bool]:
         _Bad: a problem of :data:`PROBLEMS` (the caller names the file and line).
     """
     if not isinstance(record, dict):
-        raise _Bad("unknown_shape", f"a JSON {type(record).__name__}, not an object")
+        raise _Bad("unknown_shape", f"{_a('JSON ' + _json_kind(record))}, not an object")
     system = record.get("system")
     head = [{"role": "system", "content": _text(system, "system")}] if system not in (None, "") else []
     if "messages" in record:

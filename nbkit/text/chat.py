@@ -167,7 +167,8 @@ def encode_conversations(tok, conversations: Sequence[Sequence[dict]], max_lengt
         raise DataError(f"no conversation left to train on: {report['n_conversations']} read, "
                         f"{counts['n_dropped_too_long']} longer than {max_length} tokens dropped, "
                         f"{counts['n_dropped_no_target']} without an assistant token in the context. Fix: a larger "
-                        "block_size, overflow='truncate', or shorter conversations")
+                        "block_size" + (", overflow='truncate'," if overflow != "truncate" else "") + " or shorter "
+                        "conversations")
     return {"input_ids": ids_out, "assistant_masks": masks_out, "index": index}, report
 
 
