@@ -12,7 +12,7 @@ from typing import Any
 import nbkit
 from nbkit.corpus.sources import fingerprint
 from nbkit.corpus.store import FORMAT
-from nbkit.errors import ConfigError
+from nbkit.errors import ConfigError, DataError
 
 #: Every preparation setting and its default (docs/corpus.md explains each).
 DEFAULTS: dict[str, Any] = {
@@ -142,6 +142,33 @@ def with_fingerprints(ident: dict[str, Any], old: dict[str, Any] | None = None) 
     sources = [s if s.get("kind") == "dataset" else {**s, "sha256": known.get(s["path"]) or fingerprint(s["path"])}
                for s in ident["sources"]]   # a datasets object's identity is its fingerprint, set already
     return {**ident, "sources": sources}
+
+
+class DamagedStore(DataError):
+    """A JSON file nbkit wrote into a store does not parse as an object; ``why`` says which, without the fix."""
+
+    def __init__(self, why: str):
+        super().__init__(f"{why}. Pass overwrite=True to delete nbkit's files there and prepare again, or a new "
+                         "out_dir")
+        self.why = why
+
+
+def read_store_json(path: Path, out_dir: Path) -> dict[str, Any]:
+    """The JSON object in ``path``, a file nbkit wrote into the store ``out_dir`` (``manifest.json``,
+    ``prepare.json``, ``tokenizer_info.json``).
+
+    Raises:
+        DamagedStore: it is not valid JSON, or not an object (the store is damaged; the fix named).
+    """
+    from nbkit import jsonio
+
+    try:
+        value = jsonio.loads_strict(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(value, dict):
+            raise ValueError(f"a JSON {type(value).__name__}, not an object")
+    except (ValueError, UnicodeDecodeError) as err:
+        raise DamagedStore(f"{path} is not valid JSON ({str(err)[:120]}): the store in {out_dir} is damaged") from None
+    return value
 
 
 def changed_error(out_dir: Path, diffs: list[str], complete: bool) -> ConfigError:

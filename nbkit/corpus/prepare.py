@@ -264,15 +264,11 @@ def _check_out_dir(out: Path, ident: dict, overwrite: bool) -> tuple[dict | None
         if not path.is_file():
             continue
         try:
-            old = jsonio.loads_strict(path.read_text(encoding="utf-8"))
-            if not isinstance(old, dict):
-                raise ValueError(f"a JSON {type(old).__name__}, not an object")
-        except (ValueError, UnicodeDecodeError) as err:
-            why = f"{path} is not valid JSON ({str(err)[:120]}): the store in {out} is damaged"
+            old = mf.read_store_json(path, out)
+        except mf.DamagedStore as err:
             if not overwrite:
-                raise DataError(f"{why}. Pass overwrite=True to delete nbkit's files there and prepare again, or a "
-                                "new out_dir") from None
-            warnings.warn(f"{why}; overwriting it: nbkit's files there are deleted and it is prepared again",
+                raise
+            warnings.warn(f"{err.why}; overwriting it: nbkit's files there are deleted and it is prepared again",
                           UserWarning, stacklevel=4)
             break
         diffs = mf.differences(old, ident)

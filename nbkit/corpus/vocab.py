@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nbkit import jsonio
+from nbkit.corpus.manifest import read_store_json
 from nbkit.corpus.worker import doc_key
 from nbkit.errors import ConfigError, DataError
 from nbkit.text.tokenizer_files import normalization_flags
@@ -170,12 +171,7 @@ def ensure_tokenizer(out_dir: Path, settings: dict[str, Any], cleaned: Callable[
     """
     final, info_path = out_dir / "tokenizer", out_dir / INFO
     if final.is_dir() and info_path.is_file():
-        try:
-            return jsonio.loads_strict(info_path.read_text(encoding="utf-8")), 0.0
-        except (ValueError, UnicodeDecodeError) as err:
-            raise DataError(f"{info_path} is not valid JSON ({str(err)[:120]}): the store in {out_dir} is damaged. "
-                            "Pass overwrite=True to delete nbkit's files there and prepare again, or a new "
-                            "out_dir") from None
+        return read_store_json(info_path, out_dir), 0.0
     t0 = time.perf_counter()
     tmp = out_dir / ".tokenizer.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
