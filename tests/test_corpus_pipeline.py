@@ -110,6 +110,35 @@ def test_wait_for_store_returns_when_the_manifest_appears_and_times_out_clearly(
                        sleep=lambda s: now.__setitem__(0, now[0] + s))
 
 
+def test_a_fresh_wait_passes_a_manifest_whose_input_changed_on_disk_until_rank_0_rewrites_it(tmp_path, store_dir):
+    import shutil
+
+    from nbkit import jsonio
+    from nbkit.corpus.store import stale_sources, wait_for_store
+
+    target = tmp_path / "s"
+    shutil.copytree(store_dir, target)
+    text = tmp_path / "input.txt"
+    text.write_text("一段文字\n", encoding="utf-8")
+    manifest = jsonio.loads_strict((target / "manifest.json").read_text(encoding="utf-8"))
+    st = text.stat()
+    src = {"path": str(text), "size_bytes": st.st_size, "mtime": st.st_mtime, "kind": "txt"}
+    current = {**manifest, "sources": [src]}
+    old = {**manifest, "sources": [{**src, "size_bytes": st.st_size - 1}]}     # prepared before an edit
+    jsonio.write_json(target / "manifest.json", old)
+    assert stale_sources(old) == [str(text)] and stale_sources(current) == []
+    now = [0.0]
+
+    def sleep(s):                      # rank 0 prepares the store again: its manifest is rewritten after 2 polls
+        now[0] += s
+        if now[0] >= 2:
+            jsonio.write_json(target / "manifest.json", current)
+
+    assert wait_for_store(target, poll_s=1, clock=lambda: now[0], sleep=sleep)["sources"] == old["sources"]   # plain
+    assert wait_for_store(target, poll_s=1, clock=lambda: now[0], sleep=sleep, fresh=True)["sources"] == [src]
+    assert now[0] == 2
+
+
 def test_plateau_check_samples_a_store_instead_of_reading_it_all(store_dir):
     from transformers import AutoTokenizer
 

@@ -175,7 +175,7 @@ def restore_latest(loop) -> tuple[Checkpoint, dict] | None:
     process (which holds ``output_dir``'s lock): another process may see a checkpoint pruned before it reads it.
 
     Raises:
-        DamagedCheckpoint: every complete checkpoint is damaged (the newest named, with the fix).
+        DamagedCheckpoint: every complete checkpoint is damaged (the oldest's fault named, with the fix).
         CheckpointError, ConfigError: what :func:`restore_loop` raises for a checkpoint that loads but does not fit.
     """
     ckpts = list_checkpoints(loop.config.output_dir, warn=True)
